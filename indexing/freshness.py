@@ -1,0 +1,44 @@
+"""Find sources whose content changed since they were indexed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import QuerySet
+
+from indexing.pipeline import read_source
+from indexing.types import IngestError
+from knowledge.models import Document
+
+
+@dataclass
+class FreshnessReport:
+    stale: list[Document] = field(default_factory=list)
+    fresh: list[Document] = field(default_factory=list)
+    unreachable: list[tuple[Document, str]] = field(default_factory=list)
+
+
+def mark_stale(documents: QuerySet[Document]) -> FreshnessReport:
+    """Re-read each indexed source; mark the changed ones STALE (nothing is re-indexed).
+
+    Uploaded files cannot change behind our back, so only file:// and web sources
+    are read.
+    """
+    report = FreshnessReport()
+    candidates = documents.filter(
+        status__in=[Document.Status.INDEXED, Document.Status.STALE]
+    ).exclude(uri__startswith="upload://")
+    for document in candidates.iterator():
+        try:
+            current = read_source(document).sha256
+        except IngestError as exc:
+            report.unreachable.append((document, str(exc)))
+            continue
+        if current == document.content_hash:
+            report.fresh.append(document)
+            continue
+        report.stale.append(document)
+        Document.objects.filter(pk=document.pk, status=Document.Status.INDEXED).update(
+            status=Document.Status.STALE
+        )
+    return report

@@ -1,0 +1,163 @@
+"""`load_bytes`: pick a loader by extension, then MIME type, then content."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import PurePosixPath
+
+from indexing.loaders.html import load_html
+from indexing.loaders.markdown import load_markdown
+from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED, DOCX_MIME, PPTX_MIME, load_office
+from indexing.loaders.pdf import load_pdf
+from indexing.loaders.repo import detect_language, is_code_path
+from indexing.loaders.text import SNIFF_BYTES, decode_text, load_text, looks_binary
+from indexing.types import KIND_CODE, SOURCE_CODE, IngestError, LoadedDocument, RawUnit
+
+PDF = "pdf"
+HTML = "html"
+MARKDOWN = "markdown"
+TEXT = "text"
+DOCX = ".docx"
+PPTX = ".pptx"
+CODE = "code"
+
+EXTENSION_FORMATS: dict[str, str] = {
+    ".pdf": PDF,
+    ".html": HTML, ".htm": HTML, ".xhtml": HTML,
+    ".md": MARKDOWN, ".markdown": MARKDOWN,
+    ".docx": DOCX, ".pptx": PPTX,
+}  # fmt: skip
+TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".csv", ".log"})
+# Formats people upload that we cannot read here. .xlsx needs pandas+openpyxl,
+# .odt/.epub/.rtf need the pandoc binary, legacy .doc/.ppt need LibreOffice:
+# none of them is installed, so they are refused up front with a clear message.
+UNSUPPORTED_EXTENSIONS = frozenset(
+    """.doc .xls .xlsx .xlsm .ppt .odt .ods .odp .epub .rtf .pages .key .numbers
+    .exe .dll .so .dylib .bin .o .a .class .jar .war .pyc .wasm .msi .dmg .iso .apk
+    .png .jpg .jpeg .gif .bmp .tif .tiff .webp .heic .ico .psd .svgz
+    .mp3 .wav .ogg .flac .m4a .mp4 .mov .avi .mkv .webm
+    .zip .gz .tgz .bz2 .xz .7z .rar .tar .zst
+    .sqlite .db .parquet .pkl .npy .pt .onnx .ttf .otf .woff .woff2""".split()
+)
+MIME_FORMATS: dict[str, str] = {
+    "application/pdf": PDF,
+    "text/html": HTML,
+    "application/xhtml+xml": HTML,
+    "text/markdown": MARKDOWN,
+    "text/x-markdown": MARKDOWN,
+    DOCX_MIME: DOCX,
+    PPTX_MIME: PPTX,
+}
+UNSUPPORTED_MIMES = frozenset(
+    """application/zip application/x-zip-compressed application/gzip application/x-tar
+    application/x-7z-compressed application/vnd.rar application/x-msdownload
+    application/x-executable application/x-sharedlib application/msword
+    application/vnd.ms-excel application/vnd.ms-powerpoint application/rtf application/epub+zip
+    application/vnd.openxmlformats-officedocument.spreadsheetml.sheet
+    application/vnd.oasis.opendocument.text application/vnd.oasis.opendocument.spreadsheet
+    application/vnd.oasis.opendocument.presentation""".split()
+)
+SUPPORTED_SUMMARY = (
+    "PDF (.pdf), HTML (.html, .htm, .xhtml), Markdown (.md, .markdown), "
+    "text (.txt, .text, .rst, .csv, .log), Word (.docx), PowerPoint (.pptx) "
+    "and source code (.py, .js, .ts, .go, .java, ...)"
+)
+
+
+def _extension(filename: str) -> str:
+    return PurePosixPath(filename.replace("\\", "/")).suffix.lower()
+
+
+def _unsupported(label: str) -> IngestError:
+    return IngestError(f"Unsupported file type '{label}'. Supported: {SUPPORTED_SUMMARY}")
+
+
+def _sniff(data: bytes) -> str | None:
+    head = data[:SNIFF_BYTES]
+    if b"%PDF-" in head[:1024]:
+        return PDF
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                names = set(archive.namelist())
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+            return None
+        if "word/document.xml" in names:
+            return DOCX
+        if "ppt/presentation.xml" in names:
+            return PPTX
+        return None
+    if looks_binary(head) and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None
+    start = head.lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    if start.startswith((b"<!doctype html", b"<html")):
+        return HTML
+    return TEXT
+
+
+def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str:
+    """One of the format constants above, or IngestError for what we cannot read."""
+    ext = _extension(filename)
+    if ext in EXTENSION_FORMATS:
+        return EXTENSION_FORMATS[ext]
+    if is_code_path(filename):
+        return CODE
+    if ext in TEXT_EXTENSIONS:
+        return TEXT
+    if ext in UNSUPPORTED_EXTENSIONS:
+        raise _unsupported(ext)
+    base_mime = (mime or "").split(";", 1)[0].strip().lower()
+    if base_mime in MIME_FORMATS:
+        return MIME_FORMATS[base_mime]
+    if base_mime.startswith("text/"):
+        return TEXT
+    if base_mime.startswith(("image/", "audio/", "video/", "font/")) or (
+        base_mime in UNSUPPORTED_MIMES
+    ):
+        raise _unsupported(ext or base_mime)
+    # application/octet-stream and friends say nothing: look at the bytes.
+    sniffed = _sniff(data)
+    if sniffed is None:
+        raise _unsupported(ext or base_mime or "unknown binary")
+    return sniffed
+
+
+def load_code(data: bytes, *, filename: str) -> LoadedDocument:
+    path = filename.replace("\\", "/")
+    language = detect_language(path)
+    text = decode_text(data)
+    return LoadedDocument(
+        title=path,
+        mime=f"text/x-{language}" if language else "text/plain",
+        source_type=SOURCE_CODE,
+        units=[RawUnit(text=text, locator={"path": path}, kind=KIND_CODE, language=language)],
+        metadata={"path": path, "language": language},
+    )
+
+
+def load_bytes(
+    data: bytes,
+    *,
+    filename: str,
+    mime: str | None = None,
+    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
+) -> LoadedDocument:
+    """Parse an uploaded or stored file. Raises IngestError for input we cannot index.
+
+    `max_uncompressed` bounds what an Office file (a zip) may expand to.
+    """
+    fmt = detect_format(data, filename=filename, mime=mime)
+    if not data:
+        raise IngestError("File is empty")
+    if fmt == PDF:
+        return load_pdf(data, filename=filename)
+    if fmt == HTML:
+        return load_html(data, filename=filename)
+    if fmt == MARKDOWN:
+        return load_markdown(data, filename=filename)
+    if fmt in (DOCX, PPTX):
+        return load_office(data, filename=filename, ext=fmt, max_uncompressed=max_uncompressed)
+    if fmt == CODE:
+        return load_code(data, filename=filename)
+    return load_text(data, filename=filename)

@@ -1,0 +1,163 @@
+"""Markdown: the raw text is kept as is; headings only give sections and a title.
+
+Keeping the source (not rendered text) means chunk offsets point straight into
+the uploaded file, and code blocks or tables survive verbatim.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from indexing.loaders.text import decode_text, title_from_filename
+from indexing.types import KIND_PROSE, SOURCE_MARKDOWN, LoadedDocument, RawUnit, Section
+
+_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_SETEXT_RE = re.compile(r" {0,3}(=+|-+)[ \t]*\Z")
+# Lines that end a paragraph, so a following "---" is a rule, not a setext
+# underline: "- foo\n---" is a list and a rule.
+_BLOCK_START_RE = re.compile(r"[ \t]*([-+*]|\d{1,9}[.)])([ \t]|$)|[ \t]*>")
+_INDENTED_CODE_RE = re.compile(r"( {4,}|\t)")
+_FRONT_MATTER_TITLE_RE = re.compile(r"^title[ \t]*:(.*)$", re.MULTILINE)
+# Front matter longer than this is not front matter (bounds the scan on big files).
+_FRONT_MATTER_MAX = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Heading:
+    start: int  # offset of the heading's first line
+    level: int
+    text: str
+
+
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    """(level, text) for an ATX heading line, parsed by hand to stay linear."""
+    stripped = line
+    indent = len(stripped) - len(stripped.lstrip(" "))
+    if indent > 3:
+        return None
+    rest = stripped[indent:]
+    level = len(rest) - len(rest.lstrip("#"))
+    if not 1 <= level <= 6:
+        return None
+    rest = rest[level:]
+    if rest and rest[0] not in " \t":
+        return None  # "#hashtag" is not a heading
+    content = rest.strip(" \t")
+    # Optional closing sequence: "## Title ##".
+    without_close = content.rstrip("#")
+    if without_close != content and (not without_close or without_close[-1] in " \t"):
+        content = without_close.rstrip(" \t")
+    return level, content
+
+
+def _is_thematic_break(line: str) -> bool:
+    compact = line.replace(" ", "").replace("\t", "")
+    return len(compact) >= 3 and compact[0] in "-*_" and compact == compact[0] * len(compact)
+
+
+def _front_matter(text: str) -> tuple[int, str | None]:
+    """(end offset of a YAML front matter block or 0, its title if any)."""
+    if not text.startswith("---\n"):
+        return 0, None
+    head = text[:_FRONT_MATTER_MAX]
+    match = re.search(r"^(---|\.\.\.)[ \t]*$", head[4:], re.MULTILINE)
+    if match is None:
+        return 0, None
+    body = head[4 : 4 + match.start()]
+    end = 4 + match.end()
+    if end < len(text) and text[end] == "\n":
+        end += 1
+    title = None
+    if found := _FRONT_MATTER_TITLE_RE.search(body):
+        value = found.group(1).strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        title = value.strip() or None
+    return end, title
+
+
+def find_headings(text: str, *, start: int = 0) -> list[Heading]:
+    """ATX and setext headings outside fenced code blocks, in document order."""
+    headings: list[Heading] = []
+    fence: str | None = None  # the opening fence run while inside a code block
+    para_start: int | None = None  # offset of the current paragraph's first line
+    para_lines: list[str] = []
+    offset = start
+    # split("\n"), not splitlines(): the latter also breaks on \f, \x1c, \u2028...
+    for bare in text[start:].split("\n"):
+        line_start, offset = offset, offset + len(bare) + 1
+        if fence is not None:
+            m = _FENCE_RE.match(bare)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                if not bare[m.end() :].strip():
+                    fence = None
+            continue
+        m = _FENCE_RE.match(bare)
+        if m and not (m.group(1)[0] == "`" and "`" in bare[m.end() :]):
+            fence = m.group(1)
+            para_start, para_lines = None, []
+            continue
+        if not bare.strip():
+            para_start, para_lines = None, []
+            continue
+        atx = _atx_heading(bare)
+        if atx is not None:
+            if atx[1]:
+                headings.append(Heading(line_start, atx[0], atx[1]))
+            para_start, para_lines = None, []
+            continue
+        if para_start is not None and _SETEXT_RE.match(bare):
+            heading_text = " ".join(s.strip() for s in para_lines).strip()
+            if heading_text:
+                level = 1 if bare.strip()[0] == "=" else 2
+                headings.append(Heading(para_start, level, heading_text))
+            para_start, para_lines = None, []
+            continue
+        if _BLOCK_START_RE.match(bare) or _is_thematic_break(bare):
+            para_start, para_lines = None, []
+            continue
+        if para_start is None:
+            if _INDENTED_CODE_RE.match(bare):
+                continue
+            para_start = line_start
+        para_lines.append(bare)
+    return headings
+
+
+def sections_from_headings(
+    headings: list[Heading], text_len: int, *, preamble_text: str | None = None
+) -> list[Section]:
+    """Sections [heading, next heading) with ancestor heading paths.
+
+    `preamble_text` is the text before the first heading; it becomes a section
+    with an empty path when it holds anything but whitespace.
+    """
+    sections: list[Section] = []
+    first = headings[0].start if headings else text_len
+    if first > 0 and (preamble_text is None or preamble_text.strip()):
+        sections.append(Section(0, first, ()))
+    stack: list[tuple[int, str]] = []
+    for i, heading in enumerate(headings):
+        while stack and stack[-1][0] >= heading.level:
+            stack.pop()
+        stack.append((heading.level, heading.text))
+        end = headings[i + 1].start if i + 1 < len(headings) else text_len
+        if end > heading.start:
+            sections.append(Section(heading.start, end, tuple(t for _, t in stack)))
+    return sections
+
+
+def load_markdown(data: bytes, *, filename: str) -> LoadedDocument:
+    text = decode_text(data)
+    front_end, fm_title = _front_matter(text)
+    headings = find_headings(text, start=front_end)
+    first = headings[0].start if headings else len(text)
+    sections = sections_from_headings(headings, len(text), preamble_text=text[:first])
+    h1 = next((h.text for h in headings if h.level == 1), None)
+    return LoadedDocument(
+        title=fm_title or h1 or title_from_filename(filename),
+        mime="text/markdown",
+        source_type=SOURCE_MARKDOWN,
+        units=[RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections)],
+    )

@@ -1,0 +1,216 @@
+"""Word and PowerPoint files through `unstructured`, made to work offline.
+
+Why the patching below: unstructured 0.27's text classifier (used for every
+paragraph without a telling style) calls `unstructured.nlp.tokenize._get_nlp()`,
+which runs `_load_spacy_model()`: `spacy.load("en_core_web_sm")` and, when the
+model is missing, *downloads its wheel from GitHub and installs it into
+site-packages* at run time. Offline that raises RuntimeError on the first
+partition; online it would mutate the deployed venv. Neither is acceptable, and
+the library has no setting to turn it off, so we replace that one loader
+function with a blank English pipeline plus a rule-based sentencizer. Sentence
+splitting (all the heuristics really need) works; POS tags are empty, so
+"contains a verb" is always false. That only shifts some paragraphs between
+NarrativeText/Text/Title; we keep all element text either way, and take
+PowerPoint headings only from slide-title shapes because of it (see below).
+The blank pipeline is used even when en_core_web_sm happens to be installed,
+so every machine parses the same file into the same elements.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import zipfile
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+from xml.etree import ElementTree
+
+from indexing.loaders.markdown import Heading, sections_from_headings
+from indexing.loaders.text import normalize_newlines, title_from_filename
+from indexing.types import KIND_PROSE, SOURCE_OFFICE, IngestError, LoadedDocument, RawUnit
+
+# unstructured pings an analytics endpoint when it is imported unless one of
+# these is set, and logs a sales notice on the first partition. Set before any
+# import of unstructured (importing indexing.loaders is enough).
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
+os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
+
+DEFAULT_MAX_UNCOMPRESSED = 200 * 1024 * 1024
+MAX_COMPRESSION_RATIO = 100
+# Small XML parts (styles, empty tables) legitimately compress >100x; a ratio
+# only says "bomb" once the member is big enough to hurt.
+RATIO_CHECK_MIN_BYTES = 1024 * 1024
+MAX_MEMBERS = 10_000
+
+DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+PPTX_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+OFFICE_MIMES = {".docx": DOCX_MIME, ".pptx": PPTX_MIME}
+# The part that proves which OOXML flavour a zip is.
+_MAIN_PARTS = {".docx": "word/document.xml", ".pptx": "ppt/presentation.xml"}
+
+_patch_lock = threading.Lock()
+
+
+def _blank_english_pipeline() -> Any:
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+@cache
+def _partitioners() -> dict[str, Callable[..., list[Any]]]:
+    """Import unstructured lazily (it costs seconds) and make it offline-safe first."""
+    with _patch_lock:
+        from unstructured.nlp import tokenize
+
+        if not hasattr(tokenize, "_load_spacy_model") or not hasattr(tokenize, "_get_nlp"):
+            # A different unstructured release: refuse rather than let it download.
+            raise RuntimeError(
+                "unstructured.nlp.tokenize no longer has _load_spacy_model/_get_nlp; "
+                "update indexing/loaders/office.py for this unstructured version"
+            )
+        tokenize._load_spacy_model = _blank_english_pipeline
+        tokenize._get_nlp.cache_clear()
+
+        from unstructured.partition.docx import partition_docx
+        from unstructured.partition.pptx import partition_pptx
+
+    return {".docx": partition_docx, ".pptx": partition_pptx}
+
+
+def check_zip(data: bytes, *, kind: str, max_uncompressed: int) -> None:
+    """Refuse corrupt archives and zip bombs before any parser inflates them.
+
+    Trusting the sizes in the central directory is sound: zipfile stops reading
+    a member at its declared size and fails its CRC check, so a member cannot
+    inflate past what it declares.
+    """
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError):
+        raise IngestError(f"Could not read {kind} file: corrupt Office file") from None
+    if len(members) > MAX_MEMBERS:
+        raise IngestError(f"{kind} file has {len(members)} parts; it looks like a zip bomb")
+    total = 0
+    for member in members:
+        total += member.file_size
+        ratio = member.file_size / max(member.compress_size, 1)
+        if member.file_size > RATIO_CHECK_MIN_BYTES and ratio > MAX_COMPRESSION_RATIO:
+            raise IngestError(
+                f"{kind} file looks like a zip bomb: part {member.filename!r} "
+                f"expands {ratio:.0f}x"
+            )
+    if total > max_uncompressed:
+        raise IngestError(
+            f"{kind} file looks like a zip bomb: it expands to {total / 1e6:.0f} MB, "
+            f"over the {max_uncompressed / 1e6:.0f} MB limit"
+        )
+
+
+def _office_kind(ext: str) -> str:
+    return {".docx": "Word", ".pptx": "PowerPoint"}[ext]
+
+
+def load_office(
+    data: bytes, *, filename: str, ext: str, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+) -> LoadedDocument:
+    if ext not in _MAIN_PARTS:
+        raise ValueError(f"not an Office extension: {ext}")
+    kind = _office_kind(ext)
+    check_zip(data, kind=kind, max_uncompressed=max_uncompressed)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        names = set(archive.namelist())
+        if "[Content_Types].xml" not in names or _MAIN_PARTS[ext] not in names:
+            raise IngestError(f"Could not read {kind} file: corrupt Office file")
+        core_title = _core_title(archive) if "docProps/core.xml" in names else None
+
+    partition = _partitioners()[ext]
+    kwargs: dict[str, Any] = {
+        "file": io.BytesIO(data),
+        "include_page_breaks": False,
+        # [""] skips language detection: we do not use it, and langdetect is random.
+        "languages": [""],
+    }
+    if ext == ".pptx":
+        kwargs["include_slide_notes"] = True  # speaker notes are content users search for
+    try:
+        elements = partition(**kwargs)
+    except IngestError:
+        raise
+    except Exception as exc:  # python-docx/pptx raise KeyError, ValueError, lxml errors...
+        reason = str(exc).strip() or type(exc).__name__
+        raise IngestError(f"Could not read {kind} file: {reason[:200]}") from None
+
+    doc = elements_to_document(
+        elements, filename=filename, mime=OFFICE_MIMES[ext], titles_min_depth_only=ext == ".pptx"
+    )
+    if core_title:
+        doc.title = core_title
+    return doc
+
+
+def _core_title(archive: zipfile.ZipFile) -> str | None:
+    """dc:title from docProps/core.xml, the title Word/PowerPoint show in File > Info."""
+    try:
+        # The ZIP check above bounds this read; expat refuses entity-expansion bombs.
+        root = ElementTree.fromstring(archive.read("docProps/core.xml"))
+    except (ElementTree.ParseError, KeyError, zipfile.BadZipFile, ValueError, OSError):
+        return None
+    node = root.find("{http://purl.org/dc/elements/1.1/}title")
+    if node is None or not node.text:
+        return None
+    return " ".join(node.text.split()) or None
+
+
+def elements_to_document(
+    elements: list[Any], *, filename: str, mime: str, titles_min_depth_only: bool = False
+) -> LoadedDocument:
+    """Join element texts by blank lines; "Title" elements start sections.
+
+    `titles_min_depth_only`: for slides, only depth-0 titles (the slide-title
+    shape) count. Body lines that unstructured guesses to be titles get depth
+    >= 1, and with our blank spaCy pipeline that guess fires for most short
+    lines, which would cut a slide into one-line sections.
+    """
+    parts: list[str] = []
+    headings: list[Heading] = []
+    length = 0
+    for element in elements:
+        text = normalize_newlines(str(getattr(element, "text", "") or "")).replace("\x00", "")
+        text = text.strip()
+        if not text:
+            continue
+        if parts:
+            parts.append("\n\n")
+            length += 2
+        if getattr(element, "category", None) == "Title":
+            depth = getattr(getattr(element, "metadata", None), "category_depth", None) or 0
+            if not titles_min_depth_only or depth == 0:
+                # Levels are 1-based for the shared section builder.
+                headings.append(Heading(length, depth + 1, " ".join(text.split())))
+        parts.append(text)
+        length += len(text)
+    text = "".join(parts)
+    if not text.strip():
+        raise IngestError("No text could be extracted from this document")
+    # A slide deck's first slide title is its title; a Word heading usually is not.
+    first_title = headings[0].text if headings and titles_min_depth_only else None
+    return LoadedDocument(
+        title=first_title or title_from_filename(filename),
+        mime=mime,
+        source_type=SOURCE_OFFICE,
+        units=[
+            RawUnit(
+                text=text,
+                locator={},
+                kind=KIND_PROSE,
+                sections=sections_from_headings(headings, len(text)),
+            )
+        ],
+    )

@@ -1,0 +1,107 @@
+"""Plain text: strict decoding, binary sniffing and newline normalization.
+
+Every text-like loader (markdown, code, web text) decodes through `decode_text`
+so that one set of rules decides what counts as text.
+"""
+
+from __future__ import annotations
+
+import codecs
+from pathlib import PurePosixPath
+
+from indexing.types import KIND_PROSE, SOURCE_FILE, IngestError, LoadedDocument, RawUnit
+
+SNIFF_BYTES = 8192
+# Text files rarely hold control characters besides whitespace; ANSI-coloured
+# logs have some ESCs, so the bar is well above zero.
+MAX_CONTROL_SHARE = 0.10
+
+# Longest BOMs first: the UTF-32-LE BOM starts with the UTF-16-LE one.
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+_ALLOWED_CONTROLS = frozenset("\t\n\r\f\v")
+_ALLOWED_CONTROL_BYTES = frozenset(b"\t\n\r\f\v")
+
+
+def title_from_filename(filename: str) -> str:
+    name = PurePosixPath(filename.replace("\\", "/")).name
+    stem = PurePosixPath(name).stem if "." in name.lstrip(".") else name
+    return stem or name or "Untitled"
+
+
+def normalize_newlines(text: str) -> str:
+    # Locators index the normalized text, so this must run before any offset is taken.
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def looks_binary(sample: bytes) -> bool:
+    """NUL bytes or many control characters in a sample of raw bytes."""
+    if not sample:
+        return False
+    if b"\x00" in sample:
+        return True
+    controls = sum(1 for b in sample if (b < 0x20 and b not in _ALLOWED_CONTROL_BYTES) or b == 0x7F)
+    return controls / len(sample) > MAX_CONTROL_SHARE
+
+
+def _looks_binary_text(sample: str) -> bool:
+    if not sample:
+        return False
+    if "\x00" in sample:
+        return True
+    controls = sum(
+        1 for c in sample if (c < " " and c not in _ALLOWED_CONTROLS) or c == "\x7f"
+    )
+    return controls / len(sample) > MAX_CONTROL_SHARE
+
+
+def decode_text(data: bytes, *, what: str = "File") -> str:
+    """Decode strictly (UTF-8, or UTF-16/32 with a BOM) and normalize newlines.
+
+    Non-UTF-8 input fails on purpose: guessing a legacy codepage silently
+    corrupts text that users will then see quoted back in citations.
+    """
+    bom, encoding = b"", "utf-8"
+    for candidate, enc in _BOMS:
+        if data.startswith(candidate):
+            bom, encoding = candidate, enc
+            break
+    body = data[len(bom) :]
+    if encoding == "utf-8" and looks_binary(body[:SNIFF_BYTES]):
+        raise IngestError(f"{what} looks like binary data, not text")
+    try:
+        text = body.decode(encoding)
+    except UnicodeDecodeError as exc:
+        if encoding != "utf-8":
+            raise IngestError(
+                f"{what} starts with a {encoding.upper()} byte order mark but is not valid "
+                f"{encoding.upper()} text; convert it to UTF-8 and upload again"
+            ) from None
+        bad = exc.object[exc.start]
+        raise IngestError(
+            f"{what} is not valid UTF-8 text (invalid byte 0x{bad:02X} at offset "
+            f"{exc.start + len(bom)}); convert it to UTF-8 and upload again"
+        ) from None
+    if encoding != "utf-8" and _looks_binary_text(text[:SNIFF_BYTES]):
+        raise IngestError(f"{what} looks like binary data, not text")
+    text = normalize_newlines(text)
+    if not text.strip():
+        raise IngestError("File is empty")
+    return text
+
+
+def load_text(data: bytes, *, filename: str) -> LoadedDocument:
+    text = decode_text(data)
+    return LoadedDocument(
+        title=title_from_filename(filename),
+        mime="text/plain",
+        source_type=SOURCE_FILE,
+        units=[RawUnit(text=text, locator={}, kind=KIND_PROSE)],
+    )

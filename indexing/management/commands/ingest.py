@@ -1,0 +1,126 @@
+"""Bulk ingestion: `manage.py ingest PATH|URL ... --workspace SLUG [--folder a/b] [--repo]`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from tqdm import tqdm
+
+from indexing import pipeline, sources
+from knowledge.models import Document, IngestJob, Workspace
+
+FINAL = {Document.Status.INDEXED, Document.Status.FAILED}
+
+
+class Command(BaseCommand):
+    help = "Ingest files, directories, URLs or code repositories into a workspace."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("sources", nargs="+", help="file, directory, http(s) URL")
+        parser.add_argument("--workspace", required=True, help="workspace slug")
+        parser.add_argument("--owner", help="username owning a workspace created here")
+        parser.add_argument("--folder", default="", help="folder path, e.g. 'specs/2026'")
+        parser.add_argument(
+            "--repo", action="store_true", help="treat directories as code repositories"
+        )
+        parser.add_argument(
+            "--inline",
+            action="store_true",
+            help="index in this process instead of on the Celery workers",
+        )
+        parser.add_argument("--force", action="store_true", help="re-index unchanged sources")
+        parser.add_argument(
+            "--no-wait", action="store_true", help="queue and return without waiting"
+        )
+
+    def handle(self, *args, **options) -> None:
+        started = time.monotonic()
+        workspace = self._workspace(options["workspace"], options["owner"])
+        with transaction.atomic():
+            folder = sources.folder_for_path(workspace, options["folder"])
+            job = IngestJob.objects.create(
+                workspace=workspace, description="manage.py ingest " + " ".join(options["sources"])
+            )
+        inline = options["inline"]
+        with transaction.atomic():
+            documents = self._register(workspace, folder, job, options)
+            if not inline:
+                sources.enqueue(documents, force=options["force"])
+        if not documents:
+            raise CommandError("No supported files found in the given sources")
+        self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")
+
+        if inline:
+            for document in tqdm(documents, desc="Indexing", unit="doc"):
+                if document.status == Document.Status.FAILED:
+                    continue
+                try:
+                    pipeline.index_document(document.pk, force=options["force"])
+                except pipeline.TRANSIENT_ERRORS as exc:
+                    pipeline.mark_failed(document.pk, str(exc))
+        elif not options["no_wait"]:
+            self._wait(job, len(documents))
+        else:
+            return
+        self._summary(job, time.monotonic() - started)
+
+    def _workspace(self, slug: str, owner: str | None) -> Workspace:
+        workspace = Workspace.objects.filter(slug=slug).first()
+        if workspace:
+            return workspace
+        users = get_user_model().objects
+        user = (
+            users.filter(username=owner).first()
+            if owner
+            else users.filter(is_superuser=True).order_by("pk").first()
+        )
+        if user is None:
+            raise CommandError(
+                f"Workspace '{slug}' does not exist; pass --owner USERNAME "
+                "(or create a superuser first) to create it"
+            )
+        workspace = Workspace.objects.create(name=slug, slug=slug, owner=user)
+        workspace.members.add(user)
+        return workspace
+
+    def _register(self, workspace, folder, job, options) -> list[Document]:
+        documents: list[Document] = []
+        for source in options["sources"]:
+            if source.startswith(("http://", "https://")):
+                documents.append(sources.add_url(workspace, source, folder=folder, job=job))
+                continue
+            path = Path(source)
+            if options["repo"] and path.is_dir():
+                documents += sources.add_repository(workspace, path, folder=folder, job=job)
+            elif path.is_dir():
+                documents += sources.add_directory(workspace, path, folder=folder, job=job)
+            elif path.is_file():
+                documents.append(sources.add_path(workspace, path, folder=folder, job=job))
+            else:
+                raise CommandError(f"No such file, directory or URL: {source}")
+        return documents
+
+    def _wait(self, job: IngestJob, total: int) -> None:
+        with tqdm(total=total, desc="Indexing (workers)", unit="doc") as bar:
+            done = 0
+            while done < total:
+                time.sleep(0.5)
+                now = job.documents.filter(status__in=FINAL).count()
+                bar.update(now - done)
+                done = now
+
+    def _summary(self, job: IngestJob, elapsed: float) -> None:
+        docs = job.documents.all()
+        indexed = docs.filter(status=Document.Status.INDEXED)
+        failed = docs.filter(status=Document.Status.FAILED)
+        chunks = sum(indexed.values_list("chunk_count", flat=True))
+        self.stdout.write(
+            f"Done in {elapsed:.1f}s: {indexed.count()} indexed, {failed.count()} failed, "
+            f"{chunks} chunks"
+        )
+        for document in failed:
+            self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))

@@ -1,0 +1,35 @@
+"""`manage.py stale [--workspace SLUG] [--reindex]`: list sources that changed."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import transaction
+
+from indexing import freshness, sources
+from knowledge.models import Document
+
+
+class Command(BaseCommand):
+    help = "Check file and web sources for changes, mark them STALE, optionally re-index."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--workspace", help="workspace slug (default: all)")
+        parser.add_argument("--reindex", action="store_true", help="queue stale ones")
+
+    def handle(self, *args, **options) -> None:
+        documents = Document.objects.all()
+        if options["workspace"]:
+            documents = documents.filter(workspace__slug=options["workspace"])
+        report = freshness.mark_stale(documents)
+        for document in report.stale:
+            self.stdout.write(f"STALE       {document.uri}")
+        for document, error in report.unreachable:
+            self.stdout.write(f"UNREACHABLE {document.uri}: {error}")
+        self.stdout.write(
+            f"{len(report.stale)} stale, {len(report.fresh)} unchanged, "
+            f"{len(report.unreachable)} unreachable"
+        )
+        if options["reindex"] and report.stale:
+            with transaction.atomic():
+                sources.enqueue(report.stale)
+            self.stdout.write(f"Queued {len(report.stale)} documents for re-indexing")

@@ -1,0 +1,229 @@
+"""Index one document: load -> chunk -> embed (only what changed) -> swap chunks atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from django.conf import settings
+from django.db import InterfaceError as DBInterfaceError
+from django.db import OperationalError, transaction
+from django.utils import timezone
+
+from indexing.chunking import ChunkBudget, chunk_unit
+from indexing.embedders import Embedder, EmbeddingError, get_embedder
+from indexing.embedders.cache import embed_with_cache
+from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
+from indexing.types import ChunkPiece, IngestError, LoadedDocument
+from knowledge.models import Chunk, Document
+
+logger = logging.getLogger(__name__)
+
+# Errors worth retrying: the input may be fine, the infrastructure was not.
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    EmbeddingError,
+    OperationalError,
+    DBInterfaceError,
+)
+EMBED_BATCH = 256
+
+
+@dataclass(frozen=True)
+class IndexOutcome:
+    document_id: int
+    status: str
+    chunk_count: int = 0
+    embedded: int = 0  # texts the embedding backend was asked for
+    unchanged_source: bool = False
+    error: str = ""
+
+
+def chunk_budget() -> ChunkBudget:
+    return ChunkBudget(
+        max_tokens=settings.CHUNK_MAX_TOKENS, overlap_tokens=settings.CHUNK_OVERLAP_TOKENS
+    )
+
+
+@dataclass(frozen=True)
+class SourceBytes:
+    data: bytes
+    filename: str
+    resource: FetchedResource | None = None  # set for web sources
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+
+def read_source(document: Document) -> SourceBytes:
+    """The raw bytes of a document's source: what the freshness hash is taken over."""
+    uri = document.uri
+    if uri.startswith(("http://", "https://")):
+        resource = fetch_url(
+            uri,
+            allow_private=settings.URL_FETCH_ALLOW_PRIVATE,
+            max_bytes=settings.URL_FETCH_MAX_BYTES,
+            timeout=settings.URL_FETCH_TIMEOUT,
+        )
+        return SourceBytes(resource.data, uri, resource)
+    if document.source_file:
+        with document.source_file.open("rb") as handle:
+            data = _read_limited(handle, document.source_file.size)
+        return SourceBytes(
+            data, uri.removeprefix("upload://") or Path(document.source_file.name).name
+        )
+    if uri.startswith("file://"):
+        path = Path(unquote(urlparse(uri).path))
+        if not path.is_file():
+            raise IngestError(f"File {path} no longer exists")
+        with path.open("rb") as handle:
+            data = _read_limited(handle, path.stat().st_size)
+        # Code keeps its repository-relative path: that is what a citation shows.
+        return SourceBytes(data, document.metadata.get("path") or path.name)
+    raise IngestError(f"Don't know how to read source {uri!r}")
+
+
+def parse_source(source: SourceBytes, mime: str | None = None) -> LoadedDocument:
+    if source.resource is not None:
+        return load_fetched(source.resource)
+    return load_bytes(source.data, filename=source.filename, mime=mime)
+
+
+def _read_limited(handle, size: int) -> bytes:
+    limit = settings.INGEST_MAX_FILE_BYTES
+    if size > limit:
+        raise IngestError(
+            f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB"
+        )
+    return handle.read(limit + 1)
+
+
+def index_document(
+    document_id: int, *, embedder: Embedder | None = None, force: bool = False
+) -> IndexOutcome:
+    """Bring one document's chunks in line with its source.
+
+    Safe to run twice or concurrently for one document: the final swap runs under
+    a row lock and diffs against whatever chunks exist at that moment. Raises only
+    TRANSIENT_ERRORS (for the caller to retry); bad input ends as FAILED.
+    """
+    document = Document.objects.get(pk=document_id)
+    was_indexed = document.status == Document.Status.INDEXED and document.last_indexed_at
+    _update(document_id, status=Document.Status.INDEXING, progress=1, last_error="")
+    try:
+        source = read_source(document)
+        source_hash = source.sha256
+        if was_indexed and not force and source_hash == document.content_hash:
+            _update(document_id, status=Document.Status.INDEXED, progress=100)
+            return IndexOutcome(
+                document_id, Document.Status.INDEXED, document.chunk_count, 0, True
+            )
+        loaded = parse_source(source, document.mime or None)
+        pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
+        if not pieces:
+            raise IngestError("The document has no text to index")
+        _update(document_id, progress=10)
+        vectors, embedded = _embed_pieces(document, pieces, embedder or get_embedder())
+        _swap_chunks(document_id, pieces, vectors, loaded, source_hash)
+    except IngestError as exc:
+        return mark_failed(document_id, str(exc))
+    except TRANSIENT_ERRORS:
+        raise
+    except Exception as exc:  # a loader bug must not take the batch down with it
+        logger.exception("Indexing document %s failed", document_id)
+        return mark_failed(
+            document_id, f"Internal error while indexing: {type(exc).__name__}: {exc}"
+        )
+    return IndexOutcome(document_id, Document.Status.INDEXED, len(pieces), embedded)
+
+
+def mark_failed(document_id: int, message: str) -> IndexOutcome:
+    # Chunks of an earlier good version stay: a broken upload must not erase
+    # what users could already find and cite.
+    _update(document_id, status=Document.Status.FAILED, progress=0, last_error=message[:4000])
+    return IndexOutcome(document_id, Document.Status.FAILED, error=message)
+
+
+def _update(document_id: int, **fields) -> None:
+    Document.objects.filter(pk=document_id).update(updated_at=timezone.now(), **fields)
+
+
+def _embed_pieces(
+    document: Document, pieces: list[ChunkPiece], embedder: Embedder
+) -> tuple[dict[str, list[float]], int]:
+    """Vectors for every piece; only text unseen by this document and the cache is embedded."""
+    wanted = {p.content_hash: p.text for p in pieces}
+    vectors: dict[str, list[float]] = {
+        h: list(v)
+        for h, v in document.chunks.filter(content_hash__in=list(wanted)).values_list(
+            "content_hash", "embedding"
+        )
+    }
+    todo = [text for h, text in wanted.items() if h not in vectors]
+    embedded = 0
+    for start in range(0, len(todo), EMBED_BATCH):
+        batch = todo[start : start + EMBED_BATCH]
+        fresh, calls = embed_with_cache(embedder, batch)
+        embedded += calls
+        vectors.update(fresh)
+        _update(document.pk, progress=10 + int(85 * (start + len(batch)) / len(todo)))
+    return vectors, embedded
+
+
+@transaction.atomic
+def _swap_chunks(
+    document_id: int,
+    pieces: list[ChunkPiece],
+    vectors: dict[str, list[float]],
+    loaded: LoadedDocument,
+    source_hash: str,
+) -> None:
+    document = Document.objects.select_for_update().get(pk=document_id)
+    reusable: dict[str, list[Chunk]] = defaultdict(list)
+    for chunk in document.chunks.only("id", "content_hash", "ordinal", "locator"):
+        reusable[chunk.content_hash].append(chunk)
+
+    to_update: list[Chunk] = []
+    to_create: list[Chunk] = []
+    for ordinal, piece in enumerate(pieces):
+        matches = reusable.get(piece.content_hash)
+        if matches:
+            chunk = matches.pop()
+            if chunk.ordinal != ordinal or chunk.locator != piece.locator:
+                chunk.ordinal, chunk.locator = ordinal, piece.locator
+                to_update.append(chunk)
+            continue
+        to_create.append(
+            Chunk(
+                document=document,
+                ordinal=ordinal,
+                text=piece.text,
+                content_hash=piece.content_hash,
+                token_count=piece.token_count,
+                embedding=vectors[piece.content_hash],
+                locator=piece.locator,
+            )
+        )
+    stale_ids = [chunk.pk for chunks in reusable.values() for chunk in chunks]
+    Chunk.objects.filter(pk__in=stale_ids).delete()
+    Chunk.objects.bulk_update(to_update, ["ordinal", "locator"], batch_size=1000)
+    Chunk.objects.bulk_create(to_create, batch_size=500)
+
+    source_title = document.metadata.get("source_title")
+    if not document.title or document.title == source_title:
+        document.title = loaded.title[:500]
+    document.metadata = {**document.metadata, **loaded.metadata, "source_title": loaded.title}
+    document.source_type = loaded.source_type
+    document.mime = loaded.mime
+    document.text = loaded.text
+    document.content_hash = source_hash
+    document.chunk_count = len(pieces)
+    document.status = Document.Status.INDEXED
+    document.progress = 100
+    document.last_error = ""
+    document.last_indexed_at = timezone.now()
+    document.save()

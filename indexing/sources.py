@@ -1,0 +1,204 @@
+"""Register sources as Document rows and queue them for indexing.
+
+Every edge (admin, management command, API) adds sources through here, so the
+same limits and the same de-duplication apply everywhere. Registering does not
+index: callers pass the documents to `enqueue` (or index them inline).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from urllib.parse import urlparse
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from django.db import transaction
+
+from indexing.loaders import detect_source_type, is_supported_filename, walk_repository
+from knowledge.models import Document, Folder, IngestJob, Workspace
+
+# Directories never worth indexing when a whole tree is added.
+SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".verity"}
+
+
+def folder_for_path(workspace: Workspace, path: str | None) -> Folder | None:
+    """The folder at 'a/b/c' in the workspace, created as needed."""
+    folder = None
+    for name in [p for p in (path or "").split("/") if p.strip()]:
+        folder, _ = Folder.objects.get_or_create(
+            workspace=workspace, parent=folder, name=name.strip()
+        )
+    return folder
+
+
+def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
+    """Queue indexing once the rows are committed, so a worker can never miss them."""
+    from indexing.tasks import index_document_task
+
+    ids = [d.pk for d in documents if d.status != Document.Status.FAILED]
+    transaction.on_commit(
+        lambda: [index_document_task.delay(pk, force=force) for pk in ids]
+    )
+
+
+def _upsert(
+    workspace: Workspace,
+    *,
+    uri: str,
+    folder: Folder | None,
+    job: IngestJob | None,
+    title: str,
+    source_type: str,
+    **extra,
+) -> Document:
+    document, created = Document.objects.select_for_update().get_or_create(
+        workspace=workspace,
+        folder=folder,
+        uri=uri,
+        defaults={"title": title, "source_type": source_type, "job": job, **extra},
+    )
+    if not created:
+        document.job = job or document.job
+        document.status = Document.Status.PENDING
+        document.progress = 0
+        document.last_error = ""
+        for key, value in extra.items():
+            setattr(document, key, value)
+        document.save()
+    return document
+
+
+@transaction.atomic
+def add_upload(
+    workspace: Workspace,
+    upload: UploadedFile,
+    *,
+    folder: Folder | None = None,
+    job: IngestJob | None = None,
+) -> Document:
+    name = Path(upload.name or "upload").name
+    document = _upsert(
+        workspace,
+        uri=f"upload://{name}",
+        folder=folder,
+        job=job,
+        title=name,
+        source_type=detect_source_type(name),
+        mime=upload.content_type or "",
+    )
+    problem = _upload_problem(name, upload.size or 0)
+    if problem:
+        # Recorded, not raised: the user sees which file of a batch was refused and why.
+        document.status, document.last_error = Document.Status.FAILED, problem
+        document.save(update_fields=["status", "last_error"])
+        return document
+    if document.source_file:
+        document.source_file.delete(save=False)
+    document.source_file.save(name, upload, save=True)
+    return document
+
+
+def _upload_problem(name: str, size: int) -> str:
+    limit = settings.INGEST_MAX_FILE_BYTES
+    if size > limit:
+        return f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB"
+    if not is_supported_filename(name):
+        return f"Unsupported file type {Path(name).suffix or '(no extension)'!r}"
+    return ""
+
+
+@transaction.atomic
+def add_path(
+    workspace: Workspace,
+    path: Path,
+    *,
+    folder: Folder | None = None,
+    job: IngestJob | None = None,
+    metadata: dict | None = None,
+) -> Document:
+    path = path.resolve()
+    document = _upsert(
+        workspace,
+        uri=path.as_uri(),
+        folder=folder,
+        job=job,
+        title=(metadata or {}).get("path") or path.name,
+        source_type=detect_source_type(path.name),
+        metadata=metadata or {},
+    )
+    return document
+
+
+@transaction.atomic
+def add_url(
+    workspace: Workspace,
+    url: str,
+    *,
+    folder: Folder | None = None,
+    job: IngestJob | None = None,
+) -> Document:
+    url = url.strip()
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"Not an http(s) URL: {url!r}")
+    document = _upsert(
+        workspace, uri=url, folder=folder, job=job, title=url, source_type="web"
+    )
+    return document
+
+
+def iter_files(root: Path) -> Iterator[Path]:
+    """Supported files below `root`, in a stable order."""
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).parts
+        if any(part in SKIP_DIRS or part.startswith(".") for part in relative):
+            continue
+        if path.is_file() and not path.is_symlink() and is_supported_filename(path.name):
+            yield path
+
+
+def add_directory(
+    workspace: Workspace,
+    root: Path,
+    *,
+    folder: Folder | None = None,
+    job: IngestJob | None = None,
+) -> list[Document]:
+    root = root.resolve()
+    return [
+        add_path(
+            workspace,
+            path,
+            folder=folder,
+            job=job,
+            metadata={"path": path.relative_to(root).as_posix()},
+        )
+        for path in iter_files(root)
+    ]
+
+
+def add_repository(
+    workspace: Workspace,
+    root: Path,
+    *,
+    folder: Folder | None = None,
+    job: IngestJob | None = None,
+) -> list[Document]:
+    """Every source and documentation file of a code repository, in a folder named after it."""
+    root = root.resolve()
+    if not root.is_dir():
+        raise ValueError(f"{root} is not a directory")
+    repo_folder = Folder.objects.get_or_create(
+        workspace=workspace, parent=folder, name=root.name
+    )[0]
+    return [
+        add_path(
+            workspace,
+            repo_file.abs_path,
+            folder=repo_folder,
+            job=job,
+            metadata={"repo_root": str(root), "path": repo_file.path},
+        )
+        for repo_file in walk_repository(root, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES)
+    ]

@@ -1,0 +1,25 @@
+"""Celery edges: thin wrappers that retry transient failures with backoff."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from indexing import pipeline
+from knowledge.models import Document
+
+
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def index_document_task(self, document_id: int, force: bool = False) -> str:
+    try:
+        return pipeline.index_document(document_id, force=force).status
+    except Document.DoesNotExist:
+        return "DELETED"  # removed while queued: nothing to do
+    except pipeline.TRANSIENT_ERRORS as exc:
+        if self.request.retries >= settings.INGEST_TASK_MAX_RETRIES:
+            attempts = self.request.retries + 1
+            return pipeline.mark_failed(
+                document_id, f"Gave up after {attempts} attempts: {exc}"
+            ).status
+        # 2, 4, 8 … seconds, capped: a database restart or an API blip passes.
+        raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), 300)) from exc

@@ -1,0 +1,85 @@
+"""Plain data passed between loaders, chunkers and the ingest service.
+
+No Django imports here: loaders and chunkers are pure and unit-testable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+# Source types a Document can have; loaders report one of these.
+SOURCE_FILE = "file"  # plain text
+SOURCE_MARKDOWN = "markdown"
+SOURCE_HTML = "html"
+SOURCE_PDF = "pdf"
+SOURCE_OFFICE = "office"
+SOURCE_WEB = "web"
+SOURCE_CODE = "code"
+
+# Unit kinds decide which chunker runs.
+KIND_PROSE = "prose"
+KIND_PDF_PAGE = "pdf_page"
+KIND_CODE = "code"
+
+# PDF pages are joined with a form feed in Document.text, as pdftotext does,
+# so a page locator can always be mapped back to its page text.
+PAGE_SEPARATOR = "\f"
+
+
+class IngestError(Exception):
+    """Input we cannot index; the message is shown to users as last_error."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading-delimited span [start, end) of a unit's text."""
+
+    start: int
+    end: int
+    heading_path: tuple[str, ...] = ()
+
+
+@dataclass
+class RawUnit:
+    """One independently chunked piece of a source: a page, a file, a web page.
+
+    `locator` is the base provenance (e.g. {"page": 4} or {"path": "a/b.py"});
+    chunkers add offsets that are relative to `text`.
+    """
+
+    text: str
+    locator: dict[str, Any]
+    kind: str = KIND_PROSE
+    sections: list[Section] = field(default_factory=list)
+    language: str | None = None  # tree-sitter language name for code units
+
+
+@dataclass
+class LoadedDocument:
+    title: str
+    mime: str
+    source_type: str
+    units: list[RawUnit]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The text every chunk locator points into (pages joined by \\f)."""
+        return PAGE_SEPARATOR.join(u.text for u in self.units)
+
+
+@dataclass(frozen=True)
+class ChunkPiece:
+    text: str
+    locator: dict[str, Any]
+    token_count: int
+
+    @property
+    def content_hash(self) -> str:
+        return content_hash(self.text)
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,210 @@
+"""Corpus curation for staff: add sources, watch progress, re-index, browse chunks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from indexing import freshness, sources
+from knowledge.forms import AddSourcesForm
+from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
+
+STATUS_COLORS = {
+    Document.Status.PENDING: "#777",
+    Document.Status.INDEXING: "#2a6ebb",
+    Document.Status.INDEXED: "#2e7d32",
+    Document.Status.STALE: "#b26a00",
+    Document.Status.FAILED: "#c62828",
+}
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "owner", "created_at"]
+    prepopulated_fields = {"slug": ["name"]}
+    filter_horizontal = ["members"]
+    search_fields = ["name", "slug"]
+
+
+@admin.register(Folder)
+class FolderAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "workspace", "created_at"]
+    list_filter = ["workspace"]
+    search_fields = ["name"]
+    autocomplete_fields = ["parent"]
+
+
+@admin.register(Document)
+class DocumentAdmin(admin.ModelAdmin):
+    list_display = [
+        "title", "workspace", "folder", "source_type", "status_badge", "progress",
+        "chunk_count", "last_indexed_at", "short_error",
+    ]
+    list_filter = ["status", "source_type", "workspace"]
+    search_fields = ["title", "uri"]
+    actions = ["reindex", "check_freshness"]
+    readonly_fields = [
+        "status", "progress", "last_error", "chunk_count", "content_hash", "mime",
+        "created_at", "updated_at", "last_indexed_at", "job", "chunks_link",
+    ]
+    exclude = ["text"]
+    change_list_template = "admin/knowledge/document/change_list.html"
+
+    @admin.display(description="status", ordering="status")
+    def status_badge(self, obj: Document) -> str:
+        return format_html(
+            '<b style="color:{}">{}</b>', STATUS_COLORS.get(obj.status, "#000"), obj.status
+        )
+
+    @admin.display(description="error")
+    def short_error(self, obj: Document) -> str:
+        return obj.last_error[:120]
+
+    @admin.display(description="chunks")
+    def chunks_link(self, obj: Document) -> str:
+        url = reverse("admin:knowledge_chunk_changelist") + f"?document__id__exact={obj.pk}"
+        return format_html('<a href="{}">Browse {} chunks</a>', url, obj.chunk_count)
+
+    @admin.action(description="Re-index selected documents")
+    def reindex(self, request: HttpRequest, queryset) -> None:
+        with transaction.atomic():
+            documents = list(queryset.select_for_update())
+            for document in documents:
+                document.status, document.progress = Document.Status.PENDING, 0
+                document.save(update_fields=["status", "progress"])
+            sources.enqueue(documents, force=True)
+        self.message_user(request, f"Queued {len(documents)} documents for re-indexing.")
+
+    @admin.action(description="Check selected sources for changes (mark STALE)")
+    def check_freshness(self, request: HttpRequest, queryset) -> None:
+        report = freshness.mark_stale(queryset)
+        self.message_user(
+            request,
+            f"{len(report.stale)} stale, {len(report.fresh)} unchanged, "
+            f"{len(report.unreachable)} unreachable.",
+            messages.WARNING if report.unreachable else messages.INFO,
+        )
+
+    def get_urls(self):
+        return [
+            path(
+                "add-sources/",
+                self.admin_site.admin_view(self.add_sources_view),
+                name="knowledge_document_add_sources",
+            ),
+            *super().get_urls(),
+        ]
+
+    def add_sources_view(self, request: HttpRequest) -> HttpResponse:
+        if not self.has_add_permission(request):
+            return HttpResponseRedirect(reverse("admin:index"))
+        form = AddSourcesForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            job = self._register_sources(request, form.cleaned_data)
+            if job is not None:
+                return HttpResponseRedirect(
+                    reverse("admin:knowledge_ingestjob_change", args=[job.pk])
+                )
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "title": "Add sources",
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/knowledge/document/add_sources.html", context)
+
+    def _register_sources(self, request: HttpRequest, data: dict) -> IngestJob | None:
+        workspace = data["workspace"]
+        try:
+            with transaction.atomic():
+                folder = sources.folder_for_path(workspace, data["folder"])
+                job = IngestJob.objects.create(
+                    workspace=workspace, created_by=request.user, description="Admin upload"
+                )
+                documents = [
+                    sources.add_upload(workspace, f, folder=folder, job=job)
+                    for f in data["files"]
+                ]
+                documents += [
+                    sources.add_url(workspace, u, folder=folder, job=job) for u in data["urls"]
+                ]
+                if data["repository"]:
+                    documents += sources.add_repository(
+                        workspace, Path(data["repository"]), folder=folder, job=job
+                    )
+                sources.enqueue(documents)
+        except ValueError as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return None
+        self.message_user(request, f"Queued {len(documents)} documents for indexing.")
+        return job
+
+
+class JobDocumentInline(admin.TabularInline):
+    model = Document
+    fields = ["title", "source_type", "status", "progress", "chunk_count", "last_error"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(IngestJob)
+class IngestJobAdmin(admin.ModelAdmin):
+    list_display = ["pk", "workspace", "description", "created_by", "created_at", "progress"]
+    readonly_fields = ["workspace", "created_by", "description", "created_at", "progress"]
+    inlines = [JobDocumentInline]
+    change_form_template = "admin/knowledge/ingestjob/change_form.html"
+
+    def get_queryset(self, request):
+        final = [Document.Status.INDEXED, Document.Status.FAILED]
+        return super().get_queryset(request).annotate(
+            total=Count("documents"),
+            finished=Count("documents", filter=Q(documents__status__in=final)),
+            failed=Count("documents", filter=Q(documents__status=Document.Status.FAILED)),
+        )
+
+    @admin.display(description="progress")
+    def progress(self, obj: IngestJob) -> str:
+        return f"{obj.finished}/{obj.total} done, {obj.failed} failed"
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        job = self.get_queryset(request).filter(pk=object_id).first()
+        running = job is not None and job.finished < job.total
+        return super().change_view(
+            request, object_id, form_url, {**(extra_context or {}), "refresh": running}
+        )
+
+
+@admin.register(Chunk)
+class ChunkAdmin(admin.ModelAdmin):
+    list_display = ["document", "ordinal", "locator_label", "token_count", "preview"]
+    list_filter = ["document__workspace", "document__source_type"]
+    search_fields = ["text", "document__title"]
+    list_select_related = ["document"]
+    fields = ["document", "ordinal", "locator", "token_count", "content_hash", "text"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="locator")
+    def locator_label(self, obj: Chunk) -> str:
+        return ", ".join(f"{k}={v}" for k, v in obj.locator.items() if v not in (None, [], ""))
+
+    @admin.display(description="text")
+    def preview(self, obj: Chunk) -> str:
+        return obj.text[:140]

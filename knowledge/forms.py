@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from knowledge.models import Workspace
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Django's documented recipe for an <input multiple> file field."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(d, initial) for d in data]
+        return [single(data, initial)] if data else []
+
+
+class AddSourcesForm(forms.Form):
+    workspace = forms.ModelChoiceField(queryset=Workspace.objects.order_by("name"))
+    folder = forms.CharField(
+        required=False, help_text="Folder path such as 'policies/2026'; created if missing."
+    )
+    files = MultipleFileField(required=False, help_text="One or many files.")
+    urls = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="One URL per line."
+    )
+    repository = forms.CharField(
+        required=False,
+        help_text="Path of a code repository on the server, e.g. /srv/repos/tidewatch.",
+    )
+
+    def clean_files(self):
+        files = self.cleaned_data["files"]
+        if len(files) > settings.INGEST_MAX_FILES_PER_UPLOAD:
+            raise forms.ValidationError(
+                f"At most {settings.INGEST_MAX_FILES_PER_UPLOAD} files per upload."
+            )
+        return files
+
+    def clean_urls(self):
+        urls = [u.strip() for u in self.cleaned_data["urls"].splitlines() if u.strip()]
+        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+        if bad:
+            raise forms.ValidationError(f"Only http(s) URLs can be added: {', '.join(bad)}")
+        return urls
+
+    def clean(self):
+        data = super().clean()
+        if not (data.get("files") or data.get("urls") or data.get("repository")):
+            raise forms.ValidationError("Add at least one file, URL or repository.")
+        return data

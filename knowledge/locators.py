@@ -1,0 +1,32 @@
+"""Map a chunk locator back to the document text it points into."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from indexing.types import PAGE_SEPARATOR
+
+
+def unit_text(document_text: str, locator: dict[str, Any]) -> str:
+    """The text a locator's char offsets are relative to: a PDF page, or the whole text."""
+    page = locator.get("page")
+    if page is None:
+        return document_text
+    pages = document_text.split(PAGE_SEPARATOR)
+    return pages[page - 1] if 0 < page <= len(pages) else ""
+
+
+def passage_at(document_text: str, locator: dict[str, Any]) -> str:
+    return unit_text(document_text, locator)[locator["char_start"] : locator["char_end"]]
+
+
+def label(locator: dict[str, Any]) -> str:
+    """A short human label: 'page 4', 'lines 10–24 (Cls.method)', 'Intro › Setup'."""
+    if "page" in locator:
+        return f"page {locator['page']}"
+    if "line_start" in locator:
+        lines = f"lines {locator['line_start']}–{locator['line_end']}"
+        return f"{lines} ({locator['symbol']})" if locator.get("symbol") else lines
+    if locator.get("heading_path"):
+        return " › ".join(locator["heading_path"])
+    return ""

@@ -1,0 +1,165 @@
+"""The corpus: workspaces, folders, documents and their citable chunks."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+# The full-text configuration is baked into a stored generated column; changing
+# it needs a migration (and PostgreSQL recomputes the column for every row).
+TEXT_SEARCH_CONFIG = "english"
+
+
+class Workspace(models.Model):
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_workspaces"
+    )
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="workspaces", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Folder(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="folders")
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children"
+    )
+    name = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "parent", "name"],
+                nulls_distinct=False,
+                name="folder_unique_name_per_parent",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def path(self) -> str:
+        parts, node = [], self
+        while node is not None:
+            parts.append(node.name)
+            node = node.parent
+        return "/".join(reversed(parts))
+
+
+class IngestJob(models.Model):
+    """A bulk ingestion request; its progress is derived from its documents."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="jobs")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    description = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"Job {self.pk}: {self.description}"
+
+
+class Document(models.Model):
+    class SourceType(models.TextChoices):
+        FILE = "file", "Text file"
+        MARKDOWN = "markdown", "Markdown"
+        HTML = "html", "HTML file"
+        PDF = "pdf", "PDF"
+        OFFICE = "office", "Office document"
+        WEB = "web", "Web page"
+        CODE = "code", "Source code"
+
+    class Status(models.TextChoices):
+        PENDING = "PENDING"
+        INDEXING = "INDEXING"
+        INDEXED = "INDEXED"
+        STALE = "STALE"
+        FAILED = "FAILED"
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="documents")
+    folder = models.ForeignKey(
+        Folder, on_delete=models.CASCADE, null=True, blank=True, related_name="documents"
+    )
+    job = models.ForeignKey(
+        IngestJob, on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
+    )
+    source_type = models.CharField(max_length=20, choices=SourceType.choices)
+    # Where the content comes from: an http(s) URL, file:///abs/path, or
+    # upload://name for a file kept in `source_file`.
+    uri = models.CharField(max_length=2000)
+    source_file = models.FileField(upload_to="uploads/%Y/%m/", blank=True)
+    title = models.CharField(max_length=500, blank=True)
+    mime = models.CharField(max_length=200, blank=True)
+    # sha256 of the raw source bytes last indexed: an unchanged source short-circuits.
+    content_hash = models.CharField(max_length=64, blank=True)
+    status = models.CharField(
+        max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
+    )
+    progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done")
+    last_error = models.TextField(blank=True)
+    chunk_count = models.PositiveIntegerField(default=0)
+    # The extracted text every chunk locator points into (PDF pages joined by \f).
+    text = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    last_indexed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "folder", "uri"],
+                nulls_distinct=False,
+                name="document_unique_source",
+            )
+        ]
+        indexes = [models.Index(fields=["workspace", "status"])]
+
+    def __str__(self) -> str:
+        return self.title or self.uri
+
+
+class Chunk(models.Model):
+    """The citable unit: a passage with its exact provenance locator."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    token_count = models.PositiveIntegerField()
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config=TEXT_SEARCH_CONFIG),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    locator = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["document_id", "ordinal"]
+        indexes = [
+            models.Index(fields=["document", "ordinal"]),
+            HnswIndex(
+                name="chunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document} #{self.ordinal}"

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from knowledge.models import Workspace
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
+
+
+class CountingEmbedder:
+    """The real embedder, recording what reaches it (dependency injection, no patching)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimensions = inner.dimensions
+        self.embedded: list[str] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.embedded.extend(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@pytest.fixture(scope="session")
+def local_embedder():
+    from indexing.embedders import get_embedder
+
+    return get_embedder()
+
+
+@pytest.fixture
+def counting_embedder(local_embedder) -> CountingEmbedder:
+    return CountingEmbedder(local_embedder)
+
+
+@pytest.fixture
+def user(db):
+    return get_user_model().objects.create_user("alice", password="pw")
+
+
+@pytest.fixture
+def staff(db):
+    return get_user_model().objects.create_superuser("root", password="pw")
+
+
+@pytest.fixture
+def workspace(user) -> Workspace:
+    workspace = Workspace.objects.create(name="Acme", slug="acme", owner=user)
+    workspace.members.add(user)
+    return workspace

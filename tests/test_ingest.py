@@ -1,0 +1,301 @@
+"""The ingestion pipeline against real PostgreSQL + pgvector and the real embedder."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from django.db import connection
+
+from indexing import freshness, pipeline, sources
+from knowledge.locators import passage_at
+from knowledge.models import Chunk, Document
+from tests.conftest import SAMPLE_CORPUS
+
+pytestmark = pytest.mark.django_db
+
+
+def ingest_path(workspace, path, embedder, **kwargs) -> Document:
+    document = sources.add_path(workspace, path, **kwargs)
+    pipeline.index_document(document.pk, embedder=embedder)
+    document.refresh_from_db()
+    return document
+
+
+def assert_locators_exact(document: Document) -> None:
+    chunks = list(document.chunks.all())
+    assert chunks, f"{document.uri} has no chunks"
+    for chunk in chunks:
+        assert passage_at(document.text, chunk.locator) == chunk.text, chunk.locator
+
+
+@pytest.fixture
+def corpus(workspace, counting_embedder) -> dict[str, Document]:
+    documents = sources.add_directory(workspace, SAMPLE_CORPUS)
+    for document in documents:
+        pipeline.index_document(document.pk, embedder=counting_embedder)
+    return {d.metadata["path"]: Document.objects.get(pk=d.pk) for d in documents}
+
+
+def test_sample_corpus_indexes_every_format_with_exact_locators(corpus):
+    assert set(corpus) >= {
+        "handbook.md", "q3-launch-notes.pdf", "tide-faq.html", "tidewatch/predict.py"
+    }
+    assert {d.source_type for d in corpus.values()} >= {"markdown", "pdf", "html", "code"}
+    for document in corpus.values():
+        assert document.status == Document.Status.INDEXED, document.last_error
+        assert document.chunk_count == document.chunks.count() > 0
+        assert_locators_exact(document)
+
+
+def test_pdf_chunks_cite_their_page_and_never_mix_pages(corpus):
+    pdf = corpus["q3-launch-notes.pdf"]
+    assert pdf.title == "Q3 Launch Notes"
+    pages = {c.locator["page"] for c in pdf.chunks.all()}
+    assert pages == {1, 2, 3, 4}
+    launch = pdf.chunks.get(text__contains="push the launch to March 10")
+    assert launch.locator["page"] == 2
+    for chunk in pdf.chunks.all():
+        assert "\f" not in chunk.text
+
+
+def test_html_boilerplate_and_scripts_are_not_indexed(corpus):
+    page = corpus["tide-faq.html"]
+    assert not Chunk.objects.filter(document=page, text__contains="faqAccordionInit").exists()
+    assert not Chunk.objects.filter(
+        document=page, text__contains="harborlights-site-theme"
+    ).exists()
+    accuracy = page.chunks.get(text__contains="4 cm")
+    assert accuracy.locator["heading_path"], "web passages keep their heading path"
+
+
+def test_code_chunks_carry_path_line_span_and_symbol(corpus):
+    code = corpus["tidewatch/predict.py"]
+    symbols = {c.locator.get("symbol") for c in code.chunks.all()}
+    assert any(s and s.startswith("HarmonicPredictor") for s in symbols)
+    lines = code.text.splitlines()
+    for chunk in code.chunks.all():
+        loc = chunk.locator
+        assert loc["path"] == "tidewatch/predict.py"
+        span = "\n".join(lines[loc["line_start"] - 1 : loc["line_end"]])
+        assert span.strip() == chunk.text.strip()
+
+
+def test_markdown_heading_paths(corpus):
+    handbook = corpus["handbook.md"]
+    chunk = handbook.chunks.get(text__contains="within 4 hours")
+    assert any("Security incident" in h for h in chunk.locator["heading_path"])
+
+
+def test_chunks_get_embeddings_and_a_stored_tsvector(corpus):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM knowledge_chunk WHERE embedding IS NULL "
+            "OR search_vector IS NULL OR search_vector = ''::tsvector"
+        )
+        assert cursor.fetchone()[0] == 0
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'knowledge_chunk'"
+        )
+        indexdefs = " ".join(row[0] for row in cursor.fetchall())
+    assert "USING hnsw (embedding vector_cosine_ops)" in indexdefs
+    assert "USING gin (search_vector)" in indexdefs
+
+
+def long_markdown(paragraphs: int = 24, marker: str = "") -> str:
+    sections = []
+    for s in range(4):
+        body = []
+        for p in range(paragraphs // 4):
+            n = s * 100 + p
+            extra = marker if (s, p) == (2, 3) else ""
+            body.append(
+                f"Paragraph {n} explains how station {n} records tides every {n % 7 + 1} "
+                f"minutes and forwards the readings to the archive in batch {n}.{extra} "
+                "The operators check the sensor calibration each spring and write a short "
+                "report about drift, fouling and battery health for the maintenance team."
+            )
+        sections.append(f"## Section {s}\n\n" + "\n\n".join(body))
+    return "# Stations\n\n" + "\n\n".join(sections) + "\n"
+
+
+def test_unchanged_source_short_circuits(workspace, counting_embedder, tmp_path):
+    path = tmp_path / "stations.md"
+    path.write_text(long_markdown())
+    document = ingest_path(workspace, path, counting_embedder)
+    assert document.status == Document.Status.INDEXED
+    first = len(counting_embedder.embedded)
+    outcome = pipeline.index_document(document.pk, embedder=counting_embedder)
+    assert outcome.unchanged_source and outcome.embedded == 0
+    assert len(counting_embedder.embedded) == first
+
+
+def test_editing_one_paragraph_reembeds_only_affected_chunks(
+    workspace, counting_embedder, tmp_path, settings
+):
+    settings.CHUNK_MAX_TOKENS = 60  # one paragraph a chunk, so the effect is visible
+    settings.CHUNK_OVERLAP_TOKENS = 10
+    path = tmp_path / "stations.md"
+    path.write_text(long_markdown())
+    document = ingest_path(workspace, path, counting_embedder)
+    before = {c.content_hash: c.pk for c in document.chunks.all()}
+    assert len(before) >= 20
+    counting_embedder.embedded.clear()
+
+    path.write_text(long_markdown(marker=" A new pier gauge was added in May."))
+    outcome = pipeline.index_document(document.pk, embedder=counting_embedder)
+
+    assert outcome.status == Document.Status.INDEXED
+    assert 1 <= outcome.embedded <= 3, counting_embedder.embedded
+    assert all("pier gauge" in t or "Paragraph 203" in t for t in counting_embedder.embedded)
+    document.refresh_from_db()
+    after = {c.content_hash: c.pk for c in document.chunks.all()}
+    kept = set(before) & set(after)
+    assert len(kept) >= len(before) - 3
+    assert all(before[h] == after[h] for h in kept), "unchanged chunks keep their rows"
+    assert document.chunk_count == len(after)
+    assert_locators_exact(document)
+
+
+def test_removed_text_deletes_its_chunks(workspace, counting_embedder, tmp_path):
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nKeep this paragraph about harbours.\n\n## Old\n\nDrop me.\n")
+    document = ingest_path(workspace, path, counting_embedder)
+    assert document.chunks.filter(text__contains="Drop me").exists()
+    path.write_text("# Notes\n\nKeep this paragraph about harbours.\n")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    assert not document.chunks.filter(text__contains="Drop me").exists()
+    assert document.chunks.count() == 1
+
+
+def test_identical_text_is_embedded_once_across_documents(
+    workspace, counting_embedder, tmp_path
+):
+    for name in ("a.txt", "b.txt"):
+        (tmp_path / name).write_text("Tide gauges in the north harbour report every minute.")
+    ingest_path(workspace, tmp_path / "a.txt", counting_embedder)
+    ingest_path(workspace, tmp_path / "b.txt", counting_embedder)
+    assert len(counting_embedder.embedded) == 1
+
+
+def zip_bomb_docx() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        with archive.open("word/document.xml", "w", force_zip64=True) as member:
+            block = b"\0" * (1 << 20)
+            for _ in range(300):
+                member.write(block)
+    return buffer.getvalue()
+
+
+BAD_INPUTS = {
+    "empty.txt": (b"", "empty"),
+    "corrupt.pdf": (b"%PDF-1.7\n\x00garbage that is not a pdf", "PDF"),
+    "binary.txt": (bytes(range(256)) * 64, "binary"),
+    "program.exe": (b"MZ\x90\x00\x03", "Unsupported"),
+    "latin1.txt": ("Caf\xe9 cr\xe8me br\xfbl\xe9e, d\xe9j\xe0 vu".encode("latin-1"), "UTF-8"),
+    "bomb.docx": (zip_bomb_docx(), "zip bomb"),
+}
+
+
+def test_bad_inputs_fail_with_clear_errors_and_do_not_stop_the_batch(
+    workspace, counting_embedder, tmp_path, settings
+):
+    settings.INGEST_MAX_FILE_BYTES = 5_000_000
+    for name, (data, _) in BAD_INPUTS.items():
+        (tmp_path / name).write_bytes(data)
+    (tmp_path / "huge.txt").write_bytes(b"a" * 5_000_001)
+    (tmp_path / "good.md").write_text("# Good\n\nThe breakwater was rebuilt in 1998.\n")
+
+    outcomes = {}
+    for path in sorted(tmp_path.iterdir()):
+        document = sources.add_path(workspace, path)
+        outcomes[path.name] = pipeline.index_document(document.pk, embedder=counting_embedder)
+
+    assert outcomes["good.md"].status == Document.Status.INDEXED
+    expected = {**{k: v[1] for k, v in BAD_INPUTS.items()}, "huge.txt": "limit"}
+    for name, needle in expected.items():
+        document = Document.objects.get(uri=(tmp_path / name).as_uri())
+        assert document.status == Document.Status.FAILED, name
+        assert needle.lower() in document.last_error.lower(), (name, document.last_error)
+        assert document.chunks.count() == 0
+
+
+def test_failed_reindex_keeps_the_previous_version_searchable(
+    workspace, counting_embedder, tmp_path
+):
+    path = tmp_path / "policy.txt"
+    path.write_text("Visitors must sign in at the harbour office.")
+    document = ingest_path(workspace, path, counting_embedder)
+    path.write_bytes(b"\x00\x01\x02" * 100)
+    outcome = pipeline.index_document(document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert outcome.status == Document.Status.FAILED
+    assert "binary" in document.last_error
+    assert document.chunks.filter(text__contains="sign in").exists()
+
+
+def test_office_document_through_unstructured(workspace, counting_embedder, tmp_path):
+    import docx
+
+    word = docx.Document()
+    word.add_heading("Mooring rules", level=1)
+    word.add_paragraph("Boats longer than twelve metres moor at the outer pontoon.")
+    path = tmp_path / "rules.docx"
+    word.save(path)
+    document = ingest_path(workspace, path, counting_embedder)
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.source_type == "office"
+    assert document.chunks.filter(text__contains="outer pontoon").exists()
+    assert_locators_exact(document)
+
+
+def test_repository_ingestion_skips_vendored_and_binary_files(
+    workspace, counting_embedder, tmp_path
+):
+    repo = tmp_path / "harbour"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text("[core]\n")
+    (repo / "node_modules" / "left-pad").mkdir(parents=True)
+    (repo / "node_modules" / "left-pad" / "index.js").write_text("module.exports = 1;\n")
+    (repo / "src").mkdir()
+    (repo / "src" / "tides.go").write_text(
+        "package tides\n\n// Height returns the water height.\n"
+        "func (s *Station) Height(t int) float64 {\n\treturn 1.0\n}\n"
+    )
+    (repo / "src" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
+    (repo / "README.md").write_text("# Harbour\n\nTide tools.\n")
+
+    documents = sources.add_repository(workspace, repo)
+    paths = sorted(d.metadata["path"] for d in documents)
+    assert paths == ["README.md", "src/tides.go"]
+    for document in documents:
+        pipeline.index_document(document.pk, embedder=counting_embedder)
+    go = Document.objects.get(metadata__path="src/tides.go")
+    assert go.folder.name == "harbour"
+    chunk = go.chunks.get(text__contains="func (s *Station) Height")
+    assert chunk.locator["path"] == "src/tides.go"
+    assert chunk.locator["symbol"] == "Station.Height"
+    assert chunk.locator["line_start"] == 3
+
+
+def test_changed_files_are_reported_stale_then_reindexed(
+    workspace, counting_embedder, tmp_path
+):
+    path = tmp_path / "a.md"
+    path.write_text("# A\n\nFirst version.\n")
+    unchanged = tmp_path / "b.md"
+    unchanged.write_text("# B\n\nStays the same.\n")
+    a = ingest_path(workspace, path, counting_embedder)
+    ingest_path(workspace, unchanged, counting_embedder)
+    path.write_text("# A\n\nSecond version.\n")
+
+    report = freshness.mark_stale(Document.objects.filter(workspace=workspace))
+    assert [d.pk for d in report.stale] == [a.pk]
+    a.refresh_from_db()
+    assert a.status == Document.Status.STALE
+    pipeline.index_document(a.pk, embedder=counting_embedder)
+    a.refresh_from_db()
+    assert a.status == Document.Status.INDEXED
+    assert a.chunks.filter(text__contains="Second version").exists()

@@ -1,0 +1,159 @@
+"""Web sources over real HTTP on loopback, the admin curation flow and the ingest command."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.urls import reverse
+
+from indexing import pipeline, sources
+from knowledge.models import Document, IngestJob
+from tests.conftest import SAMPLE_CORPUS
+
+pytestmark = pytest.mark.django_db
+
+PAGES = {
+    "/guide": (
+        "text/html",
+        b"<html><head><title>Harbour guide</title><script>var secret=1;</script></head>"
+        b"<body><nav>Home | About</nav><main><h1>Harbour guide</h1>"
+        b"<h2>Fuel</h2><p>The fuel dock opens at 07:00 and closes at dusk.</p>"
+        b"</main><footer>(c) Harbour</footer></body></html>",
+    ),
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+        if self.path == "/moved":
+            self.send_response(302)
+            self.send_header("Location", "/guide")
+            self.end_headers()
+            return
+        page = PAGES.get(self.path)
+        if page is None:
+            self.send_error(404)
+            return
+        content_type, body = page
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def test_web_page_is_fetched_cleaned_and_cited_by_url(
+    workspace, counting_embedder, site, settings
+):
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    document = sources.add_url(workspace, f"{site}/moved")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.title == "Harbour guide"
+    chunk = document.chunks.get(text__contains="fuel dock")
+    assert chunk.locator["url"] == f"{site}/guide"
+    assert chunk.locator["heading_path"][-1] == "Fuel"
+    assert document.text[chunk.locator["char_start"] : chunk.locator["char_end"]] == chunk.text
+    assert not document.chunks.filter(text__contains="secret").exists()
+
+
+def test_private_addresses_are_refused_by_default(workspace, counting_embedder, site):
+    document = sources.add_url(workspace, f"{site}/guide")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert "private" in document.last_error.lower() or "loopback" in document.last_error.lower()
+
+
+def test_http_errors_become_failed_documents(workspace, counting_embedder, site, settings):
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    document = sources.add_url(workspace, f"{site}/missing")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert "404" in document.last_error
+
+
+def test_admin_upload_creates_a_job_and_indexes_in_the_background(
+    client, staff, workspace, django_capture_on_commit_callbacks
+):
+    client.force_login(staff)
+    files = [
+        SimpleUploadedFile("handbook.md", (SAMPLE_CORPUS / "handbook.md").read_bytes()),
+        SimpleUploadedFile("notes.txt", b"The slipway is closed on Sundays."),
+        SimpleUploadedFile("virus.exe", b"MZ\x90\x00"),
+    ]
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = client.post(
+            reverse("admin:knowledge_document_add_sources"),
+            {"workspace": workspace.pk, "folder": "policies/2026", "files": files},
+        )
+    assert response.status_code == 302
+    job = IngestJob.objects.get()
+    assert response["Location"] == reverse("admin:knowledge_ingestjob_change", args=[job.pk])
+    assert len(callbacks) == 1, "one dispatch after commit, not inside the request transaction"
+    documents = {d.title: d for d in job.documents.all()}
+    assert documents["virus.exe"].status == Document.Status.FAILED
+    assert "Unsupported" in documents["virus.exe"].last_error
+    # Eager Celery in tests: the queued tasks ran when the transaction committed.
+    assert Document.objects.get(uri="upload://notes.txt").status == Document.Status.INDEXED
+    assert documents["notes.txt"].folder.path == "policies/2026"
+
+    page = client.get(response["Location"])
+    assert page.status_code == 200
+    assert b"3 done, 1 failed" in page.content or b"3/3 done, 1 failed" in page.content
+
+
+def test_admin_pages_render_and_reject_non_staff(client, staff, user, workspace, counting_embedder):
+    document = sources.add_path(workspace, SAMPLE_CORPUS / "tide-faq.html")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    client.force_login(staff)
+    for name in ("knowledge_document_changelist", "knowledge_chunk_changelist",
+                 "knowledge_document_add_sources", "knowledge_ingestjob_changelist"):
+        assert client.get(reverse(f"admin:{name}")).status_code == 200, name
+    chunk = document.chunks.first()
+    assert client.get(reverse("admin:knowledge_chunk_change", args=[chunk.pk])).status_code == 200
+
+    client.force_login(user)
+    response = client.get(reverse("admin:knowledge_document_add_sources"))
+    assert response.status_code == 302 and "login" in response["Location"]
+
+
+def test_admin_reindex_action_forces_a_new_pass(client, staff, workspace, counting_embedder):
+    document = sources.add_path(workspace, SAMPLE_CORPUS / "handbook.md")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    client.force_login(staff)
+    response = client.post(
+        reverse("admin:knowledge_document_changelist"),
+        {"action": "reindex", "_selected_action": [document.pk]},
+    )
+    assert response.status_code == 302
+    document.refresh_from_db()
+    assert document.status in (Document.Status.PENDING, Document.Status.INDEXED)
+
+
+def test_ingest_command_inline_prints_a_summary(workspace, capsys):
+    call_command(
+        "ingest", str(SAMPLE_CORPUS), workspace=workspace.slug, folder="sample", inline=True
+    )
+    out = capsys.readouterr().out
+    assert "4 indexed, 0 failed" in out or "5 indexed, 0 failed" in out
+    assert Document.objects.filter(folder__name="sample").count() >= 4
