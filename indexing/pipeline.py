@@ -90,7 +90,12 @@ def read_source(document: Document) -> SourceBytes:
 def parse_source(source: SourceBytes, mime: str | None = None) -> LoadedDocument:
     if source.resource is not None:
         return load_fetched(source.resource)
-    return load_bytes(source.data, filename=source.filename, mime=mime)
+    return load_bytes(
+        source.data,
+        filename=source.filename,
+        mime=mime,
+        max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
+    )
 
 
 def _read_limited(handle, size: int) -> bytes:

@@ -15,7 +15,12 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 
-from indexing.loaders import detect_source_type, is_supported_filename, walk_repository
+from indexing.loaders import (
+    is_known_filename,
+    refusal_for_filename,
+    source_type_for,
+    walk_repository,
+)
 from knowledge.models import Document, Folder, IngestJob, Workspace
 
 # Directories never worth indexing when a whole tree is added.
@@ -52,6 +57,9 @@ def _upsert(
     source_type: str,
     **extra,
 ) -> Document:
+    # The name is a placeholder title: marking it as the source's own lets the
+    # title found inside the document replace it, while a title staff typed stays.
+    extra["metadata"] = {**extra.get("metadata", {}), "source_title": title}
     document, created = Document.objects.select_for_update().get_or_create(
         workspace=workspace,
         folder=folder,
@@ -63,6 +71,8 @@ def _upsert(
         document.status = Document.Status.PENDING
         document.progress = 0
         document.last_error = ""
+        metadata = extra.pop("metadata")
+        document.metadata = {**metadata, **document.metadata}
         for key, value in extra.items():
             setattr(document, key, value)
         document.save()
@@ -84,7 +94,7 @@ def add_upload(
         folder=folder,
         job=job,
         title=name,
-        source_type=detect_source_type(name),
+        source_type=source_type_for(name),
         mime=upload.content_type or "",
     )
     problem = _upload_problem(name, upload.size or 0)
@@ -103,9 +113,7 @@ def _upload_problem(name: str, size: int) -> str:
     limit = settings.INGEST_MAX_FILE_BYTES
     if size > limit:
         return f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB"
-    if not is_supported_filename(name):
-        return f"Unsupported file type {Path(name).suffix or '(no extension)'!r}"
-    return ""
+    return refusal_for_filename(name)
 
 
 @transaction.atomic
@@ -124,7 +132,7 @@ def add_path(
         folder=folder,
         job=job,
         title=(metadata or {}).get("path") or path.name,
-        source_type=detect_source_type(path.name),
+        source_type=source_type_for(path.name),
         metadata=metadata or {},
     )
     return document
@@ -154,7 +162,7 @@ def iter_files(root: Path) -> Iterator[Path]:
         relative = path.relative_to(root).parts
         if any(part in SKIP_DIRS or part.startswith(".") for part in relative):
             continue
-        if path.is_file() and not path.is_symlink() and is_supported_filename(path.name):
+        if path.is_file() and not path.is_symlink() and is_known_filename(path.name):
             yield path
 
 

@@ -4,9 +4,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from django.contrib.auth import get_user_model
-
-from knowledge.models import Workspace
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_CORPUS = REPO_ROOT / "sample_corpus"
@@ -41,18 +38,25 @@ def counting_embedder(local_embedder) -> CountingEmbedder:
     return CountingEmbedder(local_embedder)
 
 
+# Django imports stay inside fixtures so the pure unit tests run without Django.
 @pytest.fixture
 def user(db):
+    from django.contrib.auth import get_user_model
+
     return get_user_model().objects.create_user("alice", password="pw")
 
 
 @pytest.fixture
 def staff(db):
+    from django.contrib.auth import get_user_model
+
     return get_user_model().objects.create_superuser("root", password="pw")
 
 
 @pytest.fixture
-def workspace(user) -> Workspace:
+def workspace(user):
+    from knowledge.models import Workspace
+
     workspace = Workspace.objects.create(name="Acme", slug="acme", owner=user)
     workspace.members.add(user)
     return workspace

@@ -110,7 +110,7 @@ def test_admin_upload_creates_a_job_and_indexes_in_the_background(
     job = IngestJob.objects.get()
     assert response["Location"] == reverse("admin:knowledge_ingestjob_change", args=[job.pk])
     assert len(callbacks) == 1, "one dispatch after commit, not inside the request transaction"
-    documents = {d.title: d for d in job.documents.all()}
+    documents = {d.uri.removeprefix("upload://"): d for d in job.documents.all()}
     assert documents["virus.exe"].status == Document.Status.FAILED
     assert "Unsupported" in documents["virus.exe"].last_error
     # Eager Celery in tests: the queued tasks ran when the transaction committed.

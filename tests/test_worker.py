@@ -19,12 +19,13 @@ REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def database_url() -> str:
+    """The test database as a DATABASE_URL the subprocesses can use."""
     db = connection.settings_dict
-    host = db["HOST"]
-    if host.startswith("/"):  # unix socket directory (the embedded pgserver)
-        host = quote(host, safe="")
+    credentials = f"{quote(db['USER'])}:{quote(db['PASSWORD'] or '')}"
+    if db["HOST"].startswith("/"):  # unix socket directory (the embedded pgserver)
+        return f"postgres://{credentials}@/{db['NAME']}?host={db['HOST']}"
     port = f":{db['PORT']}" if db["PORT"] else ""
-    return f"postgres://{db['USER']}:{db['PASSWORD']}@{host}{port}/{db['NAME']}"
+    return f"postgres://{credentials}@{db['HOST']}{port}/{db['NAME']}"
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ re-counting growing strings.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from functools import lru_cache
 
 # One match per "segment" that we price independently. Identifiers are split
@@ -29,8 +30,10 @@ _SEGMENT_RE = re.compile(
     r"|\S"  # punctuation, symbols, emoji and non-Latin letters: one piece each
 )
 
+_WORD_RE = re.compile(r"\S+")
+
 # Latin words up to this length are usually a single vocabulary entry.
-_WORD_FREE_CHARS = 7
+_WORD_FREE_CHARS = 6
 # Beyond that, rare words break into pieces of roughly this many characters.
 _WORD_CHARS_PER_PIECE = 4
 # BERT's vocabulary holds most numbers up to three digits; longer ones split
@@ -51,6 +54,11 @@ def _segment_cost(length: int, is_digit: bool) -> int:
     return 1 + -(-(length - free) // per_piece)
 
 
+# Digit segments are maximal digit runs, so this finds exactly the ones whose
+# price differs from a word of the same length.
+_LONG_DIGITS_RE = re.compile(rf"[0-9]{{{_DIGIT_FREE_CHARS + 1},}}")
+
+
 def segment_cost(segment: str) -> int:
     """Estimated WordPiece count of one segment matched by the segment regex."""
     if len(segment) <= _DIGIT_FREE_CHARS:
@@ -60,20 +68,24 @@ def segment_cost(segment: str) -> int:
 
 def count_tokens(text: str) -> int:
     """Estimated number of all-MiniLM-L6-v2 WordPiece tokens in `text`."""
-    total = 0
-    for segment in _SEGMENT_RE.findall(text):
-        # Most segments are short; skip the function call for them.
-        total += 1 if len(segment) <= _DIGIT_FREE_CHARS else segment_cost(segment)
+    # Counting segment lengths runs in C; there are only a few distinct
+    # lengths to price afterwards. This is the chunkers' hot path.
+    lengths = Counter(map(len, _SEGMENT_RE.findall(text)))
+    total = sum(count * _segment_cost(length, False) for length, count in lengths.items())
+    for digits in _LONG_DIGITS_RE.findall(text):
+        total += _segment_cost(len(digits), True) - _segment_cost(len(digits), False)
     return total
 
 
 def token_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, int]]:
     """(start, end, cost) of every segment in text[start:end], in absolute offsets."""
     stop = len(text) if end is None else end
-    return [
-        (m.start(), m.end(), segment_cost(m.group()))
-        for m in _SEGMENT_RE.finditer(text, start, stop)
-    ]
+    spans = []
+    for match in _SEGMENT_RE.finditer(text, start, stop):
+        segment = match.group()
+        cost = 1 if len(segment) <= _DIGIT_FREE_CHARS else segment_cost(segment)
+        spans.append((match.start(), match.end(), cost))
+    return spans
 
 
 def max_chars_for(budget: int, is_digit: bool) -> int:
@@ -86,9 +98,7 @@ def max_chars_for(budget: int, is_digit: bool) -> int:
     return free + max(budget - 1, 0) * per_piece
 
 
-def split_by_tokens(
-    text: str, start: int, end: int, max_tokens: int
-) -> list[tuple[int, int, int]]:
+def split_by_tokens(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int, int]]:
     """Cut text[start:end] into (start, end, cost) pieces of at most `max_tokens`.
 
     Cuts prefer whitespace (word boundaries); a single word over budget is cut
@@ -100,7 +110,9 @@ def split_by_tokens(
     piece_start = -1
     piece_end = -1
     piece_cost = 0
-    for word_start, word_end, word_cost, segments in _words(text, start, end):
+    for match in _WORD_RE.finditer(text, start, end):
+        word_start, word_end = match.span()
+        word_cost = count_tokens(match.group())
         if piece_start >= 0 and piece_cost + word_cost <= budget:
             piece_end = word_end
             piece_cost += word_cost
@@ -113,6 +125,7 @@ def split_by_tokens(
             continue
         # The word alone is over budget: pack its segments instead, keeping
         # the last partial piece open so the following words can join it.
+        segments = token_spans(text, word_start, word_end)
         for seg_start, seg_end, seg_cost in _split_segments(text, segments, budget):
             if piece_start >= 0 and piece_cost + seg_cost <= budget:
                 piece_end = seg_end
@@ -124,20 +137,6 @@ def split_by_tokens(
     if piece_start >= 0:
         pieces.append((piece_start, piece_end, piece_cost))
     return pieces
-
-
-_WORD_RE = re.compile(r"\S+")
-
-
-def _words(
-    text: str, start: int, end: int
-) -> list[tuple[int, int, int, list[tuple[int, int, int]]]]:
-    """Whitespace-delimited words with their cost and segments."""
-    words = []
-    for match in _WORD_RE.finditer(text, start, end):
-        segments = token_spans(text, match.start(), match.end())
-        words.append((match.start(), match.end(), sum(s[2] for s in segments), segments))
-    return words
 
 
 def _split_segments(

@@ -12,7 +12,18 @@ from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED, DOCX_MIME, PPTX_MI
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.repo import detect_language, is_code_path
 from indexing.loaders.text import SNIFF_BYTES, decode_text, load_text, looks_binary
-from indexing.types import KIND_CODE, SOURCE_CODE, IngestError, LoadedDocument, RawUnit
+from indexing.types import (
+    KIND_CODE,
+    SOURCE_CODE,
+    SOURCE_FILE,
+    SOURCE_HTML,
+    SOURCE_MARKDOWN,
+    SOURCE_OFFICE,
+    SOURCE_PDF,
+    IngestError,
+    LoadedDocument,
+    RawUnit,
+)
 
 PDF = "pdf"
 HTML = "html"
@@ -161,3 +172,41 @@ def load_bytes(
     if fmt == CODE:
         return load_code(data, filename=filename)
     return load_text(data, filename=filename)
+
+
+_SOURCE_TYPES = {
+    PDF: SOURCE_PDF,
+    HTML: SOURCE_HTML,
+    MARKDOWN: SOURCE_MARKDOWN,
+    TEXT: SOURCE_FILE,
+    DOCX: SOURCE_OFFICE,
+    PPTX: SOURCE_OFFICE,
+    CODE: SOURCE_CODE,
+}
+
+
+def _format_by_name(filename: str) -> str | None:
+    ext = _extension(filename)
+    if ext in EXTENSION_FORMATS:
+        return EXTENSION_FORMATS[ext]
+    if is_code_path(filename):
+        return CODE
+    if ext in TEXT_EXTENSIONS:
+        return TEXT
+    return None
+
+
+def source_type_for(filename: str) -> str:
+    """The source type a file will most likely get, before its bytes are read."""
+    return _SOURCE_TYPES.get(_format_by_name(filename) or TEXT, SOURCE_FILE)
+
+
+def is_known_filename(filename: str) -> bool:
+    """Whether a file of this name is worth picking up when walking a directory."""
+    return _format_by_name(filename) is not None
+
+
+def refusal_for_filename(filename: str) -> str:
+    """Why a file of this name will never be indexed ('' when it may be)."""
+    ext = _extension(filename)
+    return str(_unsupported(ext)) if ext in UNSUPPORTED_EXTENSIONS else ""

@@ -148,16 +148,20 @@ def sections_from_headings(
     return sections
 
 
-def load_markdown(data: bytes, *, filename: str) -> LoadedDocument:
-    text = decode_text(data)
+def markdown_document(text: str, *, title_fallback: str) -> LoadedDocument:
+    """A document from already decoded, newline-normalized markdown source."""
     front_end, fm_title = _front_matter(text)
     headings = find_headings(text, start=front_end)
     first = headings[0].start if headings else len(text)
     sections = sections_from_headings(headings, len(text), preamble_text=text[:first])
     h1 = next((h.text for h in headings if h.level == 1), None)
     return LoadedDocument(
-        title=fm_title or h1 or title_from_filename(filename),
+        title=fm_title or h1 or title_fallback,
         mime="text/markdown",
         source_type=SOURCE_MARKDOWN,
         units=[RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections)],
     )
+
+
+def load_markdown(data: bytes, *, filename: str) -> LoadedDocument:
+    return markdown_document(decode_text(data), title_fallback=title_from_filename(filename))

@@ -38,7 +38,7 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 
-DEFAULT_MAX_UNCOMPRESSED = 200 * 1024 * 1024
+DEFAULT_MAX_UNCOMPRESSED = 200_000_000
 MAX_COMPRESSION_RATIO = 100
 # Small XML parts (styles, empty tables) legitimately compress >100x; a ratio
 # only says "bomb" once the member is big enough to hurt.
@@ -103,8 +103,7 @@ def check_zip(data: bytes, *, kind: str, max_uncompressed: int) -> None:
         ratio = member.file_size / max(member.compress_size, 1)
         if member.file_size > RATIO_CHECK_MIN_BYTES and ratio > MAX_COMPRESSION_RATIO:
             raise IngestError(
-                f"{kind} file looks like a zip bomb: part {member.filename!r} "
-                f"expands {ratio:.0f}x"
+                f"{kind} file looks like a zip bomb: part {member.filename!r} expands {ratio:.0f}x"
             )
     if total > max_uncompressed:
         raise IngestError(
@@ -148,7 +147,7 @@ def load_office(
         raise IngestError(f"Could not read {kind} file: {reason[:200]}") from None
 
     doc = elements_to_document(
-        elements, filename=filename, mime=OFFICE_MIMES[ext], titles_min_depth_only=ext == ".pptx"
+        elements, filename=filename, mime=OFFICE_MIMES[ext], slides=ext == ".pptx"
     )
     if core_title:
         doc.title = core_title
@@ -169,18 +168,22 @@ def _core_title(archive: zipfile.ZipFile) -> str | None:
 
 
 def elements_to_document(
-    elements: list[Any], *, filename: str, mime: str, titles_min_depth_only: bool = False
+    elements: list[Any], *, filename: str, mime: str, slides: bool = False
 ) -> LoadedDocument:
-    """Join element texts by blank lines; "Title" elements start sections.
+    """Join element texts by blank lines; headings become sections.
 
-    `titles_min_depth_only`: for slides, only depth-0 titles (the slide-title
-    shape) count. Body lines that unstructured guesses to be titles get depth
-    >= 1, and with our blank spaCy pipeline that guess fires for most short
-    lines, which would cut a slide into one-line sections.
+    Documents: "Title" elements start sections, nested by category_depth.
+    Slides (`slides=True`): one section per slide, named by its title shape.
+    Body lines that unstructured merely guesses to be titles are not used:
+    with our blank spaCy pipeline that guess fires for most short lines. Per
+    slide also keeps speaker notes (emitted before the title) in their slide.
     """
     parts: list[str] = []
     headings: list[Heading] = []
     length = 0
+    current_page: object = None
+    named = False
+    slide_heading_index = -1
     for element in elements:
         text = normalize_newlines(str(getattr(element, "text", "") or "")).replace("\x00", "")
         text = text.strip()
@@ -189,18 +192,33 @@ def elements_to_document(
         if parts:
             parts.append("\n\n")
             length += 2
-        if getattr(element, "category", None) == "Title":
-            depth = getattr(getattr(element, "metadata", None), "category_depth", None) or 0
-            if not titles_min_depth_only or depth == 0:
-                # Levels are 1-based for the shared section builder.
-                headings.append(Heading(length, depth + 1, " ".join(text.split())))
+        metadata = getattr(element, "metadata", None)
+        is_title = getattr(element, "category", None) == "Title"
+        depth = getattr(metadata, "category_depth", None) or 0
+        if slides:
+            page = getattr(metadata, "page_number", None)
+            if page != current_page or slide_heading_index < 0:
+                current_page = page
+                name = f"Slide {page}" if page is not None else "Slide"
+                headings.append(Heading(length, 1, name))
+                slide_heading_index = len(headings) - 1
+                named = False
+            if is_title and depth == 0 and not named:
+                heading = headings[slide_heading_index]
+                headings[slide_heading_index] = Heading(heading.start, 1, " ".join(text.split()))
+                named = True
+        elif is_title:
+            # Levels are 1-based for the shared section builder.
+            headings.append(Heading(length, depth + 1, " ".join(text.split())))
         parts.append(text)
         length += len(text)
     text = "".join(parts)
     if not text.strip():
         raise IngestError("No text could be extracted from this document")
-    # A slide deck's first slide title is its title; a Word heading usually is not.
-    first_title = headings[0].text if headings and titles_min_depth_only else None
+    # A deck's first slide title is its title; a Word heading usually is not.
+    first_title = headings[0].text if headings and slides else None
+    if first_title and first_title.startswith("Slide ") and first_title[6:].isdigit():
+        first_title = None
     return LoadedDocument(
         title=first_title or title_from_filename(filename),
         mime=mime,

@@ -21,6 +21,7 @@ from indexing.types import (
 logger = logging.getLogger(__name__)
 
 _MAX_REASON = 200
+_PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title", "title", "document"})
 
 
 def _short(exc: BaseException) -> str:
@@ -42,6 +43,10 @@ def _metadata_title(reader: PdfReader) -> str | None:
     if not isinstance(title, str):
         return None
     title = " ".join(title.replace("\x00", "").split())
+    # Producers fill /Title with placeholders or the source file name.
+    title = title.removeprefix("Microsoft Word - ").removeprefix("Microsoft PowerPoint - ")
+    if title.lower() in _PLACEHOLDER_TITLES:
+        return None
     return title or None
 
 

@@ -56,9 +56,7 @@ def _looks_binary_text(sample: str) -> bool:
         return False
     if "\x00" in sample:
         return True
-    controls = sum(
-        1 for c in sample if (c < " " and c not in _ALLOWED_CONTROLS) or c == "\x7f"
-    )
+    controls = sum(1 for c in sample if (c < " " and c not in _ALLOWED_CONTROLS) or c == "\x7f")
     return controls / len(sample) > MAX_CONTROL_SHARE
 
 

@@ -13,7 +13,7 @@ import httpx
 
 from indexing.loaders.detect import load_bytes
 from indexing.loaders.html import html_to_document
-from indexing.loaders.markdown import load_markdown
+from indexing.loaders.markdown import markdown_document
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.text import decode_text, normalize_newlines
 from indexing.types import KIND_PROSE, SOURCE_WEB, IngestError, LoadedDocument, RawUnit
@@ -23,6 +23,8 @@ DEFAULT_TIMEOUT = 20.0
 DEFAULT_MAX_REDIRECTS = 5
 USER_AGENT = "VerityBot/0.1 (+knowledge-base indexer)"
 _REDIRECT_STATUSES = {301, 302, 303, 307, 308}
+# The well-known NAT64 prefix embeds an IPv4 address the gateway will reach.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
 @dataclass
@@ -42,6 +44,8 @@ def _is_forbidden_address(address: str) -> bool:
     if isinstance(ip, ipaddress.IPv6Address):
         # ::ffff:127.0.0.1 reaches 127.0.0.1; judge the IPv4 address it wraps.
         mapped = ip.ipv4_mapped or ip.sixtofour
+        if mapped is None and ip in _NAT64:
+            mapped = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
         if mapped is not None:
             ip = mapped
     return (
@@ -122,7 +126,9 @@ def fetch_url(
             except httpx.InvalidURL as exc:
                 raise IngestError(f"Invalid URL {current}: {exc}") from None
             except httpx.HTTPError as exc:
-                raise IngestError(f"Could not fetch {current}: {exc or type(exc).__name__}") from None
+                raise IngestError(
+                    f"Could not fetch {current}: {str(exc) or type(exc).__name__}"
+                ) from None
             if isinstance(result, FetchedResource):
                 return result
             current = result  # a redirect target
@@ -213,7 +219,7 @@ def load_fetched(resource: FetchedResource) -> LoadedDocument:
             unit.locator["url"] = url  # source_type stays pdf: page locators matter most
     elif ctype in ("text/markdown", "text/x-markdown"):
         text = _decode_web_text(data, charset)
-        doc = load_markdown(text.encode("utf-8"), filename=_url_filename(url))
+        doc = markdown_document(text, title_fallback=_url_filename(url))
         doc.source_type = SOURCE_WEB
         for unit in doc.units:
             unit.locator["url"] = url

@@ -1,0 +1,51 @@
+"""Pure chunking core: RawUnit -> ChunkPieces within a token budget.
+
+No Django here; loaders hand us RawUnits and the ingest service stores the
+pieces. Dispatch is on the unit kind (and language for code).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from indexing.types import KIND_CODE, KIND_PDF_PAGE, KIND_PROSE, ChunkPiece, RawUnit
+
+from .tokens import count_tokens
+
+
+@dataclass(frozen=True)
+class ChunkBudget:
+    """Chunk size limits in (estimated) all-MiniLM-L6-v2 tokens.
+
+    The model reads 256 pieces; 200 leaves room for the estimate's error.
+    """
+
+    max_tokens: int = 200
+    overlap_tokens: int = 40
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError("max_tokens must be at least 1")
+        if self.overlap_tokens < 0:
+            raise ValueError("overlap_tokens must not be negative")
+
+
+def chunk_unit(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
+    """Split one unit into chunks whose texts are exact slices of unit.text."""
+    if not unit.text.strip():
+        return []
+    if unit.kind in (KIND_PROSE, KIND_PDF_PAGE):
+        return chunk_prose(unit, budget)
+    if unit.kind == KIND_CODE:
+        pieces = chunk_code(unit, budget)
+        if pieces is not None:
+            return pieces
+    return chunk_windows(unit, budget)
+
+
+# Imported last: the submodules refer back to ChunkBudget for type hints only.
+from .code import chunk_code  # noqa: E402
+from .prose import chunk_prose  # noqa: E402
+from .windows import chunk_windows  # noqa: E402
+
+__all__ = ["ChunkBudget", "chunk_unit", "count_tokens"]

@@ -1,0 +1,424 @@
+"""Syntax-aware code chunking with tree-sitter.
+
+Top-level definitions become one chunk each (with the comments, docstrings
+and decorators glued above them); module-level statements in between are
+packed together; classes over budget are split into a header chunk and one
+chunk per method. All chunks are whole lines, addressed by tree-sitter rows,
+which count "\\n" exactly like `windows.Lines`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from tree_sitter import Language, Node, Parser
+
+from indexing.types import ChunkPiece, RawUnit
+
+from .windows import Lines, Span, line_windows, make_piece
+
+if TYPE_CHECKING:
+    from . import ChunkBudget
+
+
+def _load_language(name: str) -> object:
+    # Imported lazily so a broken grammar only disables its own language.
+    if name == "python":
+        import tree_sitter_python
+
+        return tree_sitter_python.language()
+    if name == "javascript":
+        import tree_sitter_javascript
+
+        return tree_sitter_javascript.language()
+    if name in ("typescript", "tsx"):
+        import tree_sitter_typescript
+
+        if name == "tsx":
+            return tree_sitter_typescript.language_tsx()
+        return tree_sitter_typescript.language_typescript()
+    if name == "go":
+        import tree_sitter_go
+
+        return tree_sitter_go.language()
+    if name == "java":
+        import tree_sitter_java
+
+        return tree_sitter_java.language()
+    raise ValueError(f"no tree-sitter grammar for {name!r}")
+
+
+SUPPORTED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java"})
+_ALIASES = {"py": "python", "js": "javascript", "jsx": "javascript", "ts": "typescript"}
+_ALIASES["golang"] = "go"
+
+
+def normalize_language(language: str | None) -> str | None:
+    """The grammar name for a unit's language, or None if we have no grammar."""
+    if not language:
+        return None
+    name = language.strip().lower()
+    name = _ALIASES.get(name, name)
+    return name if name in SUPPORTED_LANGUAGES else None
+
+
+@cache
+def _parser(language: str) -> Parser:
+    return Parser(Language(_load_language(language)))
+
+
+# --- what counts as a definition ------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Definition:
+    name: str
+    node: Node  # the definition itself (inside any export/decorator wrapper)
+    body: Node | None = None  # member container when the definition is class-like
+
+
+@dataclass(frozen=True)
+class _Item:
+    """Consecutive rows of a container: a definition or other statements."""
+
+    first_row: int
+    last_row: int
+    symbol: str | None = None
+    definition: _Definition | None = None
+
+
+_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
+# Decorators are siblings of the member they decorate in JS/TS class bodies.
+_ATTACHABLE_TYPES = _COMMENT_TYPES | {"decorator"}
+
+_FUNCTION_VALUES = frozenset(
+    {"arrow_function", "function_expression", "function", "generator_function"}
+)
+_CLASS_VALUES = frozenset({"class", "class_expression"})
+
+
+def _text(node: Node | None) -> str:
+    if node is None or node.text is None:
+        return ""
+    return node.text.decode("utf-8", errors="replace")
+
+
+def _named(node: Node, field: str) -> str:
+    return _text(node.child_by_field_name(field))
+
+
+def _python_definition(node: Node) -> _Definition | None:
+    if node.type == "decorated_definition":
+        inner = node.child_by_field_name("definition")
+        return _python_definition(inner) if inner is not None else None
+    if node.type == "function_definition":
+        return _Definition(_named(node, "name"), node)
+    if node.type == "class_definition":
+        return _Definition(_named(node, "name"), node, node.child_by_field_name("body"))
+    return None
+
+
+def _go_definition(node: Node) -> _Definition | None:
+    if node.type == "function_declaration":
+        return _Definition(_named(node, "name"), node)
+    if node.type == "method_declaration":
+        receiver = _go_receiver_type(node.child_by_field_name("receiver"))
+        name = _named(node, "name")
+        return _Definition(f"{receiver}.{name}" if receiver else name, node)
+    if node.type == "type_declaration":
+        for spec in node.named_children:
+            if spec.type in ("type_spec", "type_alias"):
+                return _Definition(_named(spec, "name"), node)
+    return None
+
+
+def _go_receiver_type(receiver: Node | None) -> str:
+    """`Server` for receivers like (s *Server) or (p Pair[K, V])."""
+    if receiver is None:
+        return ""
+    stack = [receiver]
+    while stack:
+        node = stack.pop(0)
+        if node.type == "type_identifier":
+            return _text(node)
+        stack.extend(node.named_children)
+    return ""
+
+
+_JAVA_TYPES = frozenset(
+    {
+        "class_declaration",
+        "interface_declaration",
+        "enum_declaration",
+        "record_declaration",
+        "annotation_type_declaration",
+    }
+)
+_JAVA_METHODS = frozenset(
+    {"method_declaration", "constructor_declaration", "compact_constructor_declaration"}
+)
+
+
+def _java_definition(node: Node) -> _Definition | None:
+    if node.type in _JAVA_TYPES:
+        return _Definition(_named(node, "name"), node, node.child_by_field_name("body"))
+    if node.type in _JAVA_METHODS:
+        return _Definition(_named(node, "name"), node)
+    return None
+
+
+_JS_FUNCTIONS = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "function_signature",
+        "method_definition",
+        "method_signature",
+        "abstract_method_signature",
+        "interface_declaration",
+        "type_alias_declaration",
+        "enum_declaration",
+        "internal_module",
+        "module",
+    }
+)
+_JS_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
+
+
+def _js_definition(node: Node) -> _Definition | None:
+    kind = node.type
+    if kind in _JS_CLASSES:
+        return _Definition(
+            _named(node, "name") or "default", node, node.child_by_field_name("body")
+        )
+    if kind in _JS_FUNCTIONS:
+        return _Definition(_named(node, "name").strip("\"'") or "default", node)
+    if kind in ("export_statement", "ambient_declaration", "expression_statement"):
+        inner = node.child_by_field_name("declaration")
+        candidates = [inner] if inner is not None else node.named_children
+        for child in candidates:
+            found = _js_definition(child)
+            if found is not None:
+                return found
+        return None
+    if kind in ("lexical_declaration", "variable_declaration"):
+        for declarator in node.named_children:
+            found = _js_assigned(declarator, "name", "value")
+            if found is not None:
+                return found
+        return None
+    if kind == "assignment_expression":
+        return _js_assigned(node, "left", "right")
+    if kind in ("public_field_definition", "field_definition"):
+        name_field = "name" if node.child_by_field_name("name") is not None else "property"
+        return _js_assigned(node, name_field, "value")
+    return None
+
+
+def _js_assigned(node: Node, name_field: str, value_field: str) -> _Definition | None:
+    """`x = () => ...`, `const X = class {...}` and the like."""
+    value = node.child_by_field_name(value_field)
+    name = _text(node.child_by_field_name(name_field))
+    if value is None or not name or "\n" in name:
+        return None
+    if value.type in _FUNCTION_VALUES:
+        return _Definition(name, value)
+    if value.type in _CLASS_VALUES:
+        return _Definition(name, value, value.child_by_field_name("body"))
+    return None
+
+
+_DEFINITIONS: dict[str, Callable[[Node], _Definition | None]] = {
+    "python": _python_definition,
+    "go": _go_definition,
+    "java": _java_definition,
+    "javascript": _js_definition,
+    "typescript": _js_definition,
+    "tsx": _js_definition,
+}
+
+
+def _members(body: Node) -> Iterable[Node]:
+    for child in body.named_children:
+        # Java enums keep their methods one level down, after the constants.
+        if child.type == "enum_body_declarations":
+            yield from child.named_children
+        else:
+            yield child
+
+
+# --- rows ----------------------------------------------------------------
+
+
+def _last_row(node: Node) -> int:
+    end = node.end_point
+    # Some nodes end at column 0 of the next line (after their newline).
+    if end.column == 0 and end.row > node.start_point.row:
+        return end.row - 1
+    return end.row
+
+
+def _items(
+    nodes: Iterable[Node], define: Callable[[Node], _Definition | None], prefix: str, floor: int
+) -> list[_Item]:
+    """Row ranges of the nodes in order, with attached comments joined to definitions.
+
+    Rows never overlap: a node sharing a row with the previous item (or with
+    the container's header row, `floor`) is folded into that item.
+    """
+    items: list[_Item] = []
+    pending: list[Node] = []  # comments/decorators not yet assigned
+    next_row = floor
+
+    def add(first_row: int, last_row: int, definition: _Definition | None, code: bool) -> None:
+        nonlocal next_row
+        first_row = max(first_row, next_row)
+        if last_row < first_row:
+            if items:
+                items[-1] = _fold(items[-1], last_row, code)
+            next_row = max(next_row, last_row + 1)
+            return
+        symbol = f"{prefix}{definition.name}" if definition is not None else None
+        items.append(_Item(first_row, last_row, symbol, definition))
+        next_row = last_row + 1
+
+    for node in nodes:
+        if node.type in _ATTACHABLE_TYPES:
+            pending.append(node)
+            continue
+        definition = define(node)
+        first_row = node.start_point.row
+        attached = 0
+        if definition is not None:
+            # Glue comments that touch the definition (no blank line between).
+            for comment in reversed(pending):
+                if _last_row(comment) + 1 < first_row:
+                    break
+                first_row = comment.start_point.row
+                attached += 1
+        for comment in pending[: len(pending) - attached]:
+            add(comment.start_point.row, _last_row(comment), None, code=False)
+        pending = []
+        add(first_row, _last_row(node), definition, code=True)
+    for comment in pending:
+        add(comment.start_point.row, _last_row(comment), None, code=False)
+    return items
+
+
+def _fold(item: _Item, last_row: int, code: bool) -> _Item:
+    """`item` extended by a node that starts on its last row.
+
+    A trailing comment keeps the item a definition, but several statements on
+    one row (minified code, `x = 1; def f(): ...`) are no single definition.
+    """
+    last_row = max(item.last_row, last_row)
+    if code:
+        return _Item(item.first_row, last_row)
+    return _Item(item.first_row, last_row, item.symbol, item.definition)
+
+
+# --- chunking ------------------------------------------------------------
+
+
+_WORDY_RE = re.compile(r"\w")
+
+
+class _CodeChunker:
+    def __init__(
+        self,
+        lines: Lines,
+        define: Callable[[Node], _Definition | None],
+        budget: ChunkBudget,
+    ) -> None:
+        self.lines = lines
+        self.define = define
+        self.max_tokens = budget.max_tokens
+        self.overlap_tokens = budget.overlap_tokens
+        self.spans: list[tuple[Span, str | None]] = []
+
+    def container(self, items: list[_Item], other_symbol: str | None) -> None:
+        """Definitions one by one, the statements between them packed together."""
+        others: list[_Item] = []
+        for item in items:
+            if item.definition is None:
+                others.append(item)
+                continue
+            self.pack(others, other_symbol)
+            others = []
+            self.definition(item)
+        self.pack(others, other_symbol)
+
+    def definition(self, item: _Item) -> None:
+        lines = self.lines
+        if lines.cost(item.first_row, item.last_row) <= self.max_tokens:
+            self.emit(item.first_row, item.last_row, item.symbol)
+            return
+        definition = item.definition
+        if definition is not None and definition.body is not None and item.symbol:
+            floor = definition.node.start_point.row + 1
+            members = _items(_members(definition.body), self.define, f"{item.symbol}.", floor)
+            methods = [m for m in members if m.definition is not None]
+            if methods:
+                self.windows(item.first_row, methods[0].first_row - 1, item.symbol)
+                self.container(members[members.index(methods[0]) :], item.symbol)
+                # Whatever follows the last member: usually just a closing brace.
+                tail_start = members[-1].last_row + 1
+                self.pack([_Item(tail_start, item.last_row)], item.symbol)
+                return
+        self.windows(item.first_row, item.last_row, item.symbol)
+
+    def pack(self, items: list[_Item], symbol: str | None) -> None:
+        """Greedy runs of whole statements up to the budget; big ones get windows."""
+        run: tuple[int, int] | None = None
+        for item in items:
+            if item.last_row < item.first_row:
+                continue
+            if run is not None and self.lines.cost(run[0], item.last_row) <= self.max_tokens:
+                run = (run[0], item.last_row)
+                continue
+            if run is not None:
+                self.emit(*run, symbol)
+                run = None
+            if self.lines.cost(item.first_row, item.last_row) <= self.max_tokens:
+                run = (item.first_row, item.last_row)
+            else:
+                self.windows(item.first_row, item.last_row, symbol)
+        if run is not None:
+            self.emit(*run, symbol)
+
+    def emit(self, first_row: int, last_row: int, symbol: str | None) -> None:
+        span = self.lines.span(first_row, last_row)
+        if span is not None:
+            self.add(span, symbol)
+
+    def windows(self, first_row: int, last_row: int, symbol: str | None) -> None:
+        spans = line_windows(self.lines, first_row, last_row, self.max_tokens, self.overlap_tokens)
+        for span in spans:
+            self.add(span, symbol)
+
+    def add(self, span: Span, symbol: str | None) -> None:
+        # A stray "}" or ";" between members carries nothing worth retrieving.
+        if _WORDY_RE.search(self.lines.text, span.start, span.end):
+            self.spans.append((span, symbol))
+
+
+def chunk_code(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece] | None:
+    """Chunks for a supported language, or None when the windows fallback must run."""
+    language = normalize_language(unit.language)
+    if language is None:
+        return None
+    if not unit.text.strip():
+        return []
+    try:
+        tree = _parser(language).parse(unit.text.encode("utf-8"))
+    except Exception:  # noqa: BLE001 - any grammar/parser failure means "use windows"
+        return None
+    lines = Lines(unit.text)
+    define = _DEFINITIONS[language]
+    chunker = _CodeChunker(lines, define, budget)
+    chunker.container(_items(tree.root_node.named_children, define, "", 0), None)
+    return [make_piece(unit, span, {"symbol": symbol}) for span, symbol in chunker.spans]

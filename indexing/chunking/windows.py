@@ -1,0 +1,189 @@
+"""Line-aligned windows: the fallback chunker and the splitter for oversized code.
+
+Lines are counted on "\\n" only (as tree-sitter rows and editors do), so a line
+number always matches `text.splitlines()` for text without exotic separators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from indexing.types import KIND_CODE, ChunkPiece, RawUnit, Section
+
+from .tokens import count_tokens, split_by_tokens
+
+if TYPE_CHECKING:
+    from . import ChunkBudget
+
+
+@dataclass(frozen=True)
+class Span:
+    """A chunk candidate: char range [start, end) plus 0-based inclusive rows."""
+
+    start: int
+    end: int
+    first_row: int
+    last_row: int
+
+
+class Lines:
+    """Line offsets and per-line token costs of one text, with O(1) range costs."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts: list[int] = []
+        self.ends: list[int] = []  # exclusive, newline not included
+        self.costs: list[int] = []
+        self.prefix: list[int] = [0]  # prefix[i] = total cost of rows [0, i)
+        self.blank: list[bool] = []
+        offset = 0
+        for line in text.split("\n"):
+            self.starts.append(offset)
+            self.ends.append(offset + len(line))
+            is_blank = not line.strip()
+            cost = 0 if is_blank else count_tokens(line)
+            self.blank.append(is_blank)
+            self.costs.append(cost)
+            self.prefix.append(self.prefix[-1] + cost)
+            offset += len(line) + 1
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def cost(self, first_row: int, last_row: int) -> int:
+        """Token cost of rows first_row..last_row inclusive (lines are additive)."""
+        if last_row < first_row:
+            return 0
+        return self.prefix[last_row + 1] - self.prefix[first_row]
+
+    def trim(self, first_row: int, last_row: int) -> tuple[int, int] | None:
+        """The row range without leading/trailing blank lines, or None if all blank."""
+        while first_row <= last_row and self.blank[first_row]:
+            first_row += 1
+        while last_row >= first_row and self.blank[last_row]:
+            last_row -= 1
+        if first_row > last_row:
+            return None
+        return first_row, last_row
+
+    def span(self, first_row: int, last_row: int) -> Span | None:
+        """Whole-line span of the rows, trimmed of blank lines and trailing spaces."""
+        trimmed = self.trim(first_row, last_row)
+        if trimmed is None:
+            return None
+        first_row, last_row = trimmed
+        start = self.starts[first_row]
+        # Keep the first line's indentation (chunks are whole lines) but drop
+        # trailing spaces and a "\r" of CRLF files.
+        end = start + len(self.text[start : self.ends[last_row]].rstrip())
+        return Span(start, end, first_row, last_row)
+
+
+def line_windows(
+    lines: Lines, first_row: int, last_row: int, max_tokens: int, overlap_tokens: int
+) -> list[Span]:
+    """Greedy whole-line windows over the rows; consecutive windows share tail lines.
+
+    The overlap is as many trailing lines of the previous window as fit in
+    `overlap_tokens` (at least one when overlap_tokens > 0), reduced whenever it
+    would push a window over `max_tokens`. Lines longer than the budget on
+    their own are cut into token pieces and never overlapped.
+    """
+    spans: list[Span] = []
+    previous: tuple[int, int] | None = None
+    row = first_row
+    while row <= last_row:
+        if lines.blank[row]:
+            row += 1
+            continue
+        if lines.costs[row] > max_tokens:
+            spans.extend(_split_line(lines, row, max_tokens))
+            previous = None
+            row += 1
+            continue
+        start = row
+        if previous is not None and overlap_tokens > 0:
+            start = _overlap_row(lines, previous, row, max_tokens, overlap_tokens)
+        cost = lines.cost(start, row)
+        end = row
+        while (
+            end + 1 <= last_row
+            and lines.costs[end + 1] <= max_tokens
+            and cost + lines.costs[end + 1] <= max_tokens
+        ):
+            end += 1
+            cost += lines.costs[end]
+        span = lines.span(start, end)
+        if span is not None:
+            spans.append(span)
+        previous = (start, end)
+        row = end + 1
+    return spans
+
+
+def _overlap_row(
+    lines: Lines, previous: tuple[int, int], next_row: int, max_tokens: int, overlap_tokens: int
+) -> int:
+    """First row of the next window, reaching back into the previous window."""
+    prev_first, prev_last = previous
+    start = next_row
+    has_content = False
+    # Never reach the previous window's first row: the new window must advance.
+    row = prev_last
+    while row > prev_first:
+        if lines.cost(row, next_row) > max_tokens:
+            break
+        if has_content and lines.cost(row, prev_last) > overlap_tokens:
+            break
+        start = row
+        has_content = has_content or not lines.blank[row]
+        row -= 1
+    return start
+
+
+def _split_line(lines: Lines, row: int, max_tokens: int) -> list[Span]:
+    pieces = split_by_tokens(lines.text, lines.starts[row], lines.ends[row], max_tokens)
+    return [Span(start, end, row, row) for start, end, _ in pieces]
+
+
+def chunk_windows(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
+    """Fallback chunker: whole-line windows with overlap over the entire unit."""
+    if not unit.text.strip():
+        return []
+    lines = Lines(unit.text)
+    spans = line_windows(lines, 0, len(lines) - 1, budget.max_tokens, budget.overlap_tokens)
+    sections = sorted(unit.sections, key=lambda s: (s.start, s.end))
+    pieces = []
+    for span in spans:
+        extra: dict[str, Any]
+        if unit.kind == KIND_CODE:
+            extra = {"symbol": None}
+        else:
+            extra = {"heading_path": _heading_path_at(sections, span.start)}
+        pieces.append(make_piece(unit, span, extra))
+    return pieces
+
+
+def make_piece(unit: RawUnit, span: Span, extra: dict[str, Any]) -> ChunkPiece:
+    """A ChunkPiece for a line span, with 1-based inclusive line numbers."""
+    text = unit.text[span.start : span.end]
+    locator = {
+        **unit.locator,
+        "char_start": span.start,
+        "char_end": span.end,
+        "line_start": span.first_row + 1,
+        "line_end": span.last_row + 1,
+        **extra,
+    }
+    return ChunkPiece(text=text, locator=locator, token_count=count_tokens(text))
+
+
+def _heading_path_at(sections: list[Section], offset: int) -> list[str]:
+    path: list[str] = []
+    for section in sections:
+        if section.start > offset:
+            break
+        if offset < section.end:
+            path = list(section.heading_path)
+    return path

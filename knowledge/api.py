@@ -1,0 +1,87 @@
+"""Thin DRF views over the search service and the corpus selectors."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from knowledge import selectors
+from knowledge.search import Scope, ScopeError, search
+from knowledge.serializers import (
+    ChunkSerializer,
+    DocumentSerializer,
+    HitSerializer,
+    SearchQuerySerializer,
+)
+
+
+def _id_list(request: Request, name: str) -> list[str]:
+    """Accept both ?ids=1&ids=2 and ?ids=1,2."""
+    return [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]
+
+
+class SearchView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("q", str, required=True),
+            OpenApiParameter("limit", int),
+            OpenApiParameter("workspace", str),
+            OpenApiParameter("document_ids", str, description="comma-separated ids"),
+            OpenApiParameter("folder_ids", str, description="comma-separated ids"),
+        ],
+        responses=HitSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        params = SearchQuerySerializer(
+            data={
+                **request.query_params.dict(),
+                "document_ids": _id_list(request, "document_ids"),
+                "folder_ids": _id_list(request, "folder_ids"),
+            }
+        )
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        workspace = selectors.workspace_for(request.user, data.get("workspace"))
+        scope = Scope(tuple(data.get("document_ids", ())), tuple(data.get("folder_ids", ())))
+        try:
+            result = search(data["q"], workspace, scope, data["limit"])
+        except ScopeError as exc:
+            # Foreign ids look exactly like missing ones: no probing other workspaces.
+            raise NotFound(str(exc)) from exc
+        return Response(
+            {
+                "query": result.query,
+                "results": HitSerializer(result.hits, many=True).data,
+                "metadata": result.metadata,
+            }
+        )
+
+
+class DocumentListView(generics.ListAPIView):
+    serializer_class = DocumentSerializer
+
+    def get_queryset(self):
+        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
+        return selectors.documents_in(workspace)
+
+
+class DocumentDetailView(generics.RetrieveAPIView):
+    serializer_class = DocumentSerializer
+
+    def get_queryset(self):
+        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
+        return selectors.documents_in(workspace)
+
+
+class DocumentChunksView(generics.ListAPIView):
+    serializer_class = ChunkSerializer
+
+    def get_queryset(self):
+        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
+        document = get_object_or_404(selectors.documents_in(workspace), pk=self.kwargs["pk"])
+        return selectors.chunks_of(document)

@@ -1,0 +1,44 @@
+"""`manage.py search "query" --workspace SLUG [--document ID ...] [--folder ID ...] [--json]`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from knowledge import locators
+from knowledge.models import Workspace
+from knowledge.search import Scope, ScopeError, search
+
+
+class Command(BaseCommand):
+    help = "Run the hybrid search and print ranked passages with their locators."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("query")
+        parser.add_argument("--workspace", required=True, help="workspace slug")
+        parser.add_argument("--document", type=int, action="append", default=[])
+        parser.add_argument("--folder", type=int, action="append", default=[])
+        parser.add_argument("--limit", type=int, default=10)
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, **options) -> None:
+        workspace = Workspace.objects.filter(slug=options["workspace"]).first()
+        if workspace is None:
+            raise CommandError(f"No workspace '{options['workspace']}'")
+        scope = Scope(tuple(options["document"]), tuple(options["folder"]))
+        try:
+            result = search(options["query"], workspace, scope, options["limit"])
+        except ScopeError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(asdict(result), indent=2))
+            return
+        for rank, hit in enumerate(result.hits, start=1):
+            where = locators.label(hit.locator)
+            self.stdout.write(
+                f"{rank:2}. {hit.document_title}{' · ' + where if where else ''} "
+                f"(rrf {hit.score:.4f}, dense #{hit.dense_rank}, keyword #{hit.keyword_rank})"
+            )
+            self.stdout.write("    " + hit.text[:300].replace("\n", " "))

@@ -1,0 +1,191 @@
+"""Hybrid retrieval: pgvector cosine + PostgreSQL full text, fused with RRF.
+
+The one retrieval service: chat tools, the REST API and the command line call
+`search()`; there is no second implementation.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from indexing.embedders import get_embedder
+from knowledge.fusion import cap_per_group, rrf
+from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
+
+
+class ScopeError(ValueError):
+    """A scope names documents or folders that are not in the workspace."""
+
+
+@dataclass(frozen=True)
+class Scope:
+    document_ids: tuple[int, ...] = ()
+    folder_ids: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.document_ids or self.folder_ids)
+
+
+@dataclass
+class Hit:
+    chunk_id: int
+    document_id: int
+    document_title: str
+    document_uri: str
+    source_type: str
+    ordinal: int
+    text: str
+    locator: dict[str, Any]
+    score: float
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+
+
+@dataclass
+class SearchResult:
+    query: str
+    hits: list[Hit]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def resolve_scope(workspace: Workspace, scope: Scope | None) -> tuple[list[int], list[int]]:
+    """Validated document ids and folder ids (subfolders included) inside the workspace.
+
+    Unknown ids and ids of another workspace are rejected alike, never dropped:
+    silently widening a scope would answer from documents the user excluded.
+    """
+    if not scope:
+        return [], []
+    documents = set(
+        Document.objects.filter(workspace=workspace, pk__in=scope.document_ids).values_list(
+            "pk", flat=True
+        )
+    )
+    folders = dict(Folder.objects.filter(workspace=workspace).values_list("pk", "parent_id"))
+    unknown = [f"document {i}" for i in scope.document_ids if i not in documents]
+    unknown += [f"folder {i}" for i in scope.folder_ids if i not in folders]
+    if unknown:
+        raise ScopeError("Not found in this workspace: " + ", ".join(unknown))
+    children: dict[int | None, list[int]] = {}
+    for pk, parent in folders.items():
+        children.setdefault(parent, []).append(pk)
+    expanded, stack = set(), list(scope.folder_ids)
+    while stack:
+        pk = stack.pop()
+        if pk not in expanded:
+            expanded.add(pk)
+            stack.extend(children.get(pk, []))
+    return sorted(documents), sorted(expanded)
+
+
+@functools.lru_cache(maxsize=1024)
+def _query_vector(model_id: str, query: str) -> tuple[float, ...]:
+    return tuple(get_embedder().embed_query(query))
+
+
+def query_vector(query: str) -> list[float]:
+    return list(_query_vector(get_embedder().model_id, query))
+
+
+def _vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+
+
+def search(
+    query: str,
+    workspace: Workspace,
+    scope: Scope | None = None,
+    limit: int = 10,
+    *,
+    per_document: int | None = None,
+) -> SearchResult:
+    query = query.strip()
+    if not query:
+        return SearchResult(query, [])
+    document_ids, folder_ids = resolve_scope(workspace, scope)
+    pool = max(limit * settings.SEARCH_POOL_FACTOR, settings.SEARCH_MIN_POOL)
+    where, params = _scope_sql(workspace, document_ids, folder_ids)
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(settings.HNSW_EF_SEARCH, pool)])
+        cursor.execute(
+            f"""
+            SELECT c.id, c.embedding <=> %s::vector AS distance
+            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
+            WHERE {where}
+            ORDER BY distance LIMIT %s
+            """,
+            [_vector_literal(query_vector(query)), *params, pool],
+        )
+        dense = cursor.fetchall()
+        cursor.execute(
+            f"""
+            SELECT c.id, ts_rank_cd(c.search_vector, q) AS score
+            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id,
+                 websearch_to_tsquery(%s::regconfig, %s) q
+            WHERE c.search_vector @@ q AND {where}
+            ORDER BY score DESC, c.id LIMIT %s
+            """,
+            [TEXT_SEARCH_CONFIG, query, *params, pool],
+        )
+        keyword = cursor.fetchall()
+
+    fused = rrf(
+        {"dense": [row[0] for row in dense], "keyword": [row[0] for row in keyword]},
+        k=settings.RRF_K,
+        weights={"dense": settings.RRF_DENSE_WEIGHT, "keyword": settings.RRF_KEYWORD_WEIGHT},
+    )
+    chunks = {
+        c.pk: c
+        for c in Chunk.objects.filter(pk__in=[pk for pk, _ in fused]).select_related("document")
+    }
+    ordered = cap_per_group(
+        [pk for pk, _ in fused],
+        {pk: c.document_id for pk, c in chunks.items()},
+        per_document or settings.SEARCH_MAX_PER_DOCUMENT,
+    )[:limit]
+    dense_info = {pk: (rank, 1 - d) for rank, (pk, d) in enumerate(dense, start=1)}
+    keyword_info = {pk: (rank, s) for rank, (pk, s) in enumerate(keyword, start=1)}
+    scores = dict(fused)
+    hits = []
+    for pk in ordered:
+        chunk = chunks[pk]
+        hits.append(
+            Hit(
+                chunk_id=pk,
+                document_id=chunk.document_id,
+                document_title=chunk.document.title,
+                document_uri=chunk.document.uri,
+                source_type=chunk.document.source_type,
+                ordinal=chunk.ordinal,
+                text=chunk.text,
+                locator=chunk.locator,
+                score=scores[pk],
+                dense_rank=dense_info.get(pk, (None, None))[0],
+                dense_score=dense_info.get(pk, (None, None))[1],
+                keyword_rank=keyword_info.get(pk, (None, None))[0],
+                keyword_score=keyword_info.get(pk, (None, None))[1],
+            )
+        )
+    return SearchResult(
+        query,
+        hits,
+        {"dense_candidates": len(dense), "keyword_candidates": len(keyword), "reranker": None},
+    )
+
+
+def _scope_sql(
+    workspace: Workspace, document_ids: list[int], folder_ids: list[int]
+) -> tuple[str, list[Any]]:
+    where, params = "d.workspace_id = %s", [workspace.pk]
+    if document_ids or folder_ids:
+        where += " AND (c.document_id = ANY(%s) OR d.folder_id = ANY(%s))"
+        params += [document_ids, folder_ids]
+    return where, params

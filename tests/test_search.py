@@ -1,0 +1,120 @@
+"""Hybrid search on real PostgreSQL: legs, fusion, scope, caps, and the API."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from indexing import pipeline, sources
+from knowledge.models import Document, Folder, Workspace
+from knowledge.search import Scope, ScopeError, search
+from tests.conftest import SAMPLE_CORPUS
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def corpus(workspace, counting_embedder) -> dict[str, Document]:
+    folder = sources.folder_for_path(workspace, "launch/notes")
+    documents = [
+        sources.add_path(workspace, SAMPLE_CORPUS / "handbook.md"),
+        sources.add_path(workspace, SAMPLE_CORPUS / "tide-faq.html"),
+        sources.add_path(workspace, SAMPLE_CORPUS / "q3-launch-notes.pdf", folder=folder),
+        sources.add_path(
+            workspace,
+            SAMPLE_CORPUS / "tidewatch" / "predict.py",
+            metadata={"path": "tidewatch/predict.py"},
+        ),
+    ]
+    for document in documents:
+        pipeline.index_document(document.pk, embedder=counting_embedder)
+    return {d.uri.rsplit("/", 1)[-1]: Document.objects.get(pk=d.pk) for d in documents}
+
+
+def test_exact_terms_are_found_by_the_keyword_leg(corpus, workspace):
+    result = search("security@harborlights.example", workspace, limit=5)
+    top = result.hits[0]
+    assert top.document_id == corpus["handbook.md"].pk
+    assert top.keyword_rank == 1
+    assert "security@harborlights.example" in top.text
+
+
+def test_paraphrases_are_found_by_the_dense_leg(corpus, workspace):
+    result = search(
+        "how close are the forecasts to water levels people actually measure",
+        workspace,
+        limit=5,
+    )
+    assert result.hits[0].document_id == corpus["tide-faq.html"].pk
+    assert "4 cm" in result.hits[0].text
+    assert result.hits[0].dense_rank == 1
+
+
+def test_fusion_rewards_passages_both_legs_agree_on(corpus, workspace):
+    result = search("push the launch to March 10", workspace, limit=10)
+    top = result.hits[0]
+    assert "March 10" in top.text and top.locator["page"] == 2
+    assert top.dense_rank is not None and top.keyword_rank is not None
+    assert [h.score for h in result.hits] == sorted((h.score for h in result.hits), reverse=True)
+    assert any(h.keyword_rank is None for h in result.hits), "dense-only hits still rank"
+
+
+def test_scope_confines_results(corpus, workspace):
+    pdf = corpus["q3-launch-notes.pdf"]
+    for scope in (Scope(document_ids=(pdf.pk,)), Scope(folder_ids=(pdf.folder.parent_id,))):
+        result = search("security incident reporting", workspace, scope, limit=10)
+        assert result.hits
+        assert {h.document_id for h in result.hits} == {pdf.pk}
+
+
+def test_foreign_and_unknown_scope_ids_are_rejected(corpus, workspace):
+    other_owner = get_user_model().objects.create_user("mallory")
+    other = Workspace.objects.create(name="Other", slug="other", owner=other_owner)
+    foreign = Folder.objects.create(workspace=other, name="secret")
+    with pytest.raises(ScopeError):
+        search("launch", workspace, Scope(folder_ids=(foreign.pk,)))
+    with pytest.raises(ScopeError):
+        search("launch", workspace, Scope(document_ids=(999_999,)))
+
+
+def test_passages_per_document_are_capped(corpus, workspace):
+    result = search("on-call handbook policy review release", workspace, limit=10, per_document=2)
+    per_doc: dict[int, int] = {}
+    for hit in result.hits:
+        per_doc[hit.document_id] = per_doc.get(hit.document_id, 0) + 1
+    assert max(per_doc.values()) <= 2
+
+
+def test_search_api_with_token_auth_and_scope_errors(corpus, workspace, user):
+    client = APIClient()
+    assert client.get("/api/search", {"q": "launch"}).status_code in (401, 403)
+    token = Token.objects.create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    response = client.get("/api/search", {"q": "When is the launch?", "limit": 3})
+    assert response.status_code == 200
+    body = response.json()
+    assert len(body["results"]) == 3
+    assert {"text", "locator", "document_title", "score"} <= set(body["results"][0])
+    pdf = corpus["q3-launch-notes.pdf"]
+    scoped = client.get("/api/search", {"q": "launch", "document_ids": str(pdf.pk)}).json()
+    assert {r["document_id"] for r in scoped["results"]} == {pdf.pk}
+    missing = client.get("/api/search", {"q": "launch", "document_ids": "999999"})
+    assert missing.status_code == 404 and "999999" in missing.json()["detail"]
+    assert client.get("/api/search", {"q": ""}).status_code == 400
+    assert client.get("/api/search", {"q": "x", "limit": "lots"}).status_code == 400
+
+
+def test_documents_api_lists_details_and_chunks(corpus, user):
+    client = APIClient()
+    client.force_authenticate(user)
+    listing = client.get("/api/documents").json()
+    assert listing["count"] == 4
+    pdf = corpus["q3-launch-notes.pdf"]
+    detail = client.get(f"/api/documents/{pdf.pk}").json()
+    assert detail["title"] == "Q3 Launch Notes" and detail["folder_path"] == "launch/notes"
+    chunks = client.get(f"/api/documents/{pdf.pk}/chunks").json()["results"]
+    assert chunks[0]["locator"]["page"] == 1 and chunks[0]["label"] == "page 1"
+    assert client.get("/api/documents/999999").status_code == 404
+    assert client.get("/api/schema").status_code == 200

@@ -1,0 +1,738 @@
+"""Loaders are pure: these tests need no database and no network beyond loopback."""
+
+from __future__ import annotations
+
+import io
+import random
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from indexing.loaders import (
+    FetchedResource,
+    RepoFile,
+    detect_language,
+    fetch_url,
+    is_code_path,
+    load_bytes,
+    load_fetched,
+    load_url,
+    walk_repository,
+)
+from indexing.loaders.web import _is_forbidden_address
+from indexing.types import (
+    KIND_CODE,
+    KIND_PDF_PAGE,
+    KIND_PROSE,
+    PAGE_SEPARATOR,
+    SOURCE_CODE,
+    SOURCE_FILE,
+    SOURCE_HTML,
+    SOURCE_MARKDOWN,
+    SOURCE_OFFICE,
+    SOURCE_PDF,
+    SOURCE_WEB,
+    IngestError,
+    LoadedDocument,
+)
+
+# ---------------------------------------------------------------- fixtures
+
+
+def make_pdf(pages: list[str | None], *, title: str | None = None) -> bytes:
+    """A PDF with one drawn line per page; None draws only a rectangle (no text)."""
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    pdf = canvas.Canvas(buf)
+    if title:
+        pdf.setTitle(title)
+    for text in pages:
+        if text is None:
+            pdf.rect(100, 100, 200, 200, fill=1)
+        else:
+            pdf.drawString(72, 720, text)
+        pdf.showPage()
+    pdf.save()
+    return buf.getvalue()
+
+
+def make_docx() -> bytes:
+    import docx
+
+    document = docx.Document()
+    document.add_heading("Installation", level=1)
+    document.add_paragraph("Run the installer and accept the licence to continue.")
+    document.add_heading("Requirements", level=2)
+    document.add_paragraph("You need at least four gigabytes of free disk space.")
+    document.add_heading("Usage", level=1)
+    document.add_paragraph("Start the program from the menu.")
+    buf = io.BytesIO()
+    document.save(buf)
+    return buf.getvalue()
+
+
+def make_pptx() -> bytes:
+    import pptx
+
+    deck = pptx.Presentation()
+    first = deck.slides.add_slide(deck.slide_layouts[1])
+    first.shapes.title.text = "Quarterly Review"
+    first.placeholders[1].text = "Revenue grew quickly\nCosts went down"
+    second = deck.slides.add_slide(deck.slide_layouts[1])
+    second.shapes.title.text = "Next Steps"
+    second.placeholders[1].text = "Hire two engineers"
+    second.notes_slide.notes_text_frame.text = "Mention the hiring budget"
+    buf = io.BytesIO()
+    deck.save(buf)
+    return buf.getvalue()
+
+
+def section_texts(doc: LoadedDocument) -> list[tuple[tuple[str, ...], str]]:
+    unit = doc.units[0]
+    return [(s.heading_path, unit.text[s.start : s.end]) for s in unit.sections]
+
+
+# ---------------------------------------------------------------- plain text
+
+
+def test_plain_text_normalizes_newlines_and_strips_bom() -> None:
+    doc = load_bytes(b"\xef\xbb\xbfline one\r\nline two\rline three\n", filename="notes.txt")
+    assert doc.source_type == SOURCE_FILE
+    assert doc.title == "notes"
+    assert len(doc.units) == 1
+    unit = doc.units[0]
+    assert unit.kind == KIND_PROSE and unit.locator == {}
+    assert doc.text == "line one\nline two\nline three\n"
+
+
+def test_utf16_with_bom_is_decoded() -> None:
+    data = "\ufeffHéllo wörld\r\n".encode("utf-16-le")
+    assert load_bytes(data, filename="a.txt").text == "Héllo wörld\n"
+    assert load_bytes("\ufeffbig endian".encode("utf-16-be"), filename="b.txt").text == (
+        "big endian"
+    )
+
+
+def test_non_utf8_text_fails_with_position() -> None:
+    data = b"a" * 1234 + "café".encode("latin-1")
+    with pytest.raises(IngestError) as err:
+        load_bytes(data, filename="legacy.txt")
+    message = str(err.value)
+    assert "not valid UTF-8" in message
+    assert "0xE9" in message and "offset 1237" in message
+    assert "convert it to UTF-8" in message
+
+
+@pytest.mark.parametrize("data", [b"", b"   \n\t\r\n"])
+def test_empty_file(data: bytes) -> None:
+    with pytest.raises(IngestError, match="File is empty"):
+        load_bytes(data, filename="empty.txt")
+
+
+def test_empty_pdf_is_empty_not_corrupt() -> None:
+    with pytest.raises(IngestError, match="File is empty"):
+        load_bytes(b"", filename="empty.pdf")
+
+
+def test_binary_disguised_as_text() -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 4
+    with pytest.raises(IngestError, match="looks like binary data, not text"):
+        load_bytes(png, filename="photo.txt")
+    controls = bytes([1, 2, 3, 4, 5, 6, 7, 8]) * 50 + b"some text"
+    with pytest.raises(IngestError, match="binary"):
+        load_bytes(controls, filename="weird.log")
+
+
+@pytest.mark.parametrize("name", ["setup.exe", "photo.png", "archive.zip", "sheet.xlsx"])
+def test_unsupported_types_list_supported_ones(name: str) -> None:
+    with pytest.raises(IngestError) as err:
+        load_bytes(b"MZ\x90\x00\x03" + bytes(100), filename=name)
+    message = str(err.value)
+    ext = name[name.rindex(".") :]
+    assert f"Unsupported file type '{ext}'" in message
+    assert ".pdf" in message and ".docx" in message and ".md" in message
+
+
+def test_unknown_extension_is_sniffed() -> None:
+    assert load_bytes(b"just words\n", filename="README").source_type == SOURCE_FILE
+    assert load_bytes(make_pdf(["sniffed"]), filename="blob.bin2").source_type == SOURCE_PDF
+    html = b"<!DOCTYPE html><html><body><p>Hi there</p></body></html>"
+    assert load_bytes(html, filename="page").source_type == SOURCE_HTML
+    assert load_bytes(b"<p>x</p>", filename="upload", mime="text/html").source_type == SOURCE_HTML
+    with pytest.raises(IngestError, match="Unsupported file type"):
+        load_bytes(bytes(64), filename="data.weird")
+    with pytest.raises(IngestError, match="Unsupported file type 'image/png'"):
+        load_bytes(b"whatever", filename="upload", mime="image/png")
+
+
+# ---------------------------------------------------------------- markdown
+
+MARKDOWN = b"""Some preamble.
+
+# Guide
+
+Intro to the guide.
+
+```python
+# not a heading
+def f():
+    pass
+```
+
+## Setup ##
+
+Install it.
+
+### Linux
+
+apt install it
+
+~~~
+## also not a heading
+~~~
+
+## Usage
+
+Run it.
+
+Appendix
+========
+
+Extra.
+
+Notes
+-----
+
+- a list item
+---
+"""
+
+
+def test_markdown_sections_and_title() -> None:
+    doc = load_bytes(MARKDOWN, filename="guide.md")
+    assert doc.source_type == SOURCE_MARKDOWN
+    assert doc.title == "Guide"
+    assert doc.text == MARKDOWN.decode()  # raw markdown is kept
+    paths = [path for path, _ in section_texts(doc)]
+    assert paths == [
+        (),
+        ("Guide",),
+        ("Guide", "Setup"),
+        ("Guide", "Setup", "Linux"),
+        ("Guide", "Usage"),
+        ("Appendix",),
+        ("Appendix", "Notes"),
+    ]
+    sections = dict(section_texts(doc))
+    assert sections[()] == "Some preamble.\n\n"
+    assert sections[("Guide",)].startswith("# Guide\n")
+    assert "# not a heading" in sections[("Guide",)]
+    assert "## also not a heading" in sections[("Guide", "Setup", "Linux")]
+    assert sections[("Appendix", "Notes")].startswith("Notes\n-----")
+    unit = doc.units[0]
+    # Sections tile the text: each ends where the next starts.
+    assert unit.sections[0].start == 0 and unit.sections[-1].end == len(unit.text)
+    for a, b in zip(unit.sections, unit.sections[1:], strict=False):
+        assert a.end == b.start
+
+
+def test_markdown_title_from_front_matter_then_filename() -> None:
+    doc = load_bytes(b'---\ntitle: "From Front Matter"\n---\n# Heading\n', filename="x.md")
+    assert doc.title == "From Front Matter"
+    assert [p for p, _ in section_texts(doc)] == [(), ("Heading",)]
+    plain = load_bytes(b"no headings here\r\n", filename="docs/plain-notes.markdown")
+    assert plain.title == "plain-notes"
+    assert plain.text == "no headings here\n"
+
+
+def test_markdown_large_input_is_fast() -> None:
+    chunk = b"# Title\n\nSome text with #hash and `code`.\n\n" + b"#" * 50 + b" " * 5000 + b"x\n"
+    data = chunk * 2000  # ~10 MB, long lines included
+    started = time.monotonic()
+    doc = load_bytes(data, filename="big.md")
+    assert time.monotonic() - started < 5
+    assert len(doc.units[0].sections) == 2000
+
+
+# ---------------------------------------------------------------- html
+
+HTML = b"""<!doctype html>
+<html><head><title>Widget Manual | ACME</title>
+<link rel="canonical" href="https://docs.example.com/widget">
+<style>body { color: red }</style><script>var tracking = 1;</script></head>
+<body>
+<header><div class="logo">ACME site banner</div></header>
+<nav><a href="/">Home</a> <a href="/blog">Blog</a></nav>
+<div role="navigation">breadcrumbs here</div>
+<main>
+  <h1>Widget   Manual</h1>
+  <p>The widget <b>spins</b>
+     quickly.</p>
+  <h2>Assembly</h2>
+  <ul><li>Open the box</li><li>Attach the arm<ul><li>Use the red screw</li></ul></li></ul>
+  <pre>step  1
+    step 2</pre>
+  <h3>Tools</h3>
+  <table><tr><th>Tool</th><th>Size</th></tr><tr><td>Wrench</td><td>10 mm</td></tr></table>
+  <div hidden>secret hidden text</div>
+  <span aria-hidden="true">decorative</span>
+  <h2>Care</h2>
+  <p>Keep it dry.<br>Oil monthly.</p>
+  <form><input name="q"><p>Search form text</p></form>
+</main>
+<aside>Related ads</aside>
+<footer>Copyright ACME</footer>
+<script>document.write("late script")</script>
+</body></html>"""
+
+
+def test_html_readable_text_and_sections() -> None:
+    doc = load_bytes(HTML, filename="manual.html")
+    assert doc.source_type == SOURCE_HTML
+    assert doc.title == "Widget Manual | ACME"
+    assert doc.metadata["canonical_url"] == "https://docs.example.com/widget"
+    text = doc.text
+    for gone in [
+        "tracking", "color: red", "banner", "Home", "breadcrumbs", "secret hidden",
+        "decorative", "Search form", "Related ads", "Copyright", "late script",
+    ]:  # fmt: skip
+        assert gone not in text
+    assert "Widget Manual\n\nThe widget spins quickly.\n\nAssembly" in text
+    assert "- Open the box\n\n- Attach the arm\n\n  - Use the red screw" in text
+    assert "step  1\n    step 2" in text  # <pre> kept verbatim
+    assert "Tool | Size\n\nWrench | 10 mm" in text
+    assert "Keep it dry.\nOil monthly." in text
+    sections = dict(section_texts(doc))
+    assert list(sections) == [
+        ("Widget Manual",),
+        ("Widget Manual", "Assembly"),
+        ("Widget Manual", "Assembly", "Tools"),
+        ("Widget Manual", "Care"),
+    ]
+    assert sections[("Widget Manual", "Assembly", "Tools")].startswith("Tools\n\nTool | Size")
+    assert sections[("Widget Manual", "Care")] == "Care\n\nKeep it dry.\nOil monthly."
+
+
+def test_html_title_falls_back_to_h1_then_filename() -> None:
+    doc = load_bytes(b"<html><body><article><h1>Post</h1><p>Body</p></article></body></html>",
+                     filename="post.htm")  # fmt: skip
+    assert doc.title == "Post"
+    doc = load_bytes(b"<p>Only a paragraph</p>", filename="fragment.html")
+    assert doc.title == "fragment"
+
+
+def test_html_without_text_fails() -> None:
+    with pytest.raises(IngestError, match="HTML page has no readable text"):
+        load_bytes(b"<html><body><nav>menu</nav><script>x()</script></body></html>",
+                   filename="empty.html")  # fmt: skip
+
+
+def test_html_deep_nesting_does_not_recurse() -> None:
+    data = b"<html><body>" + b"<div>" * 3000 + b"deep text" + b"</div>" * 3000 + b"</body></html>"
+    assert "deep text" in load_bytes(data, filename="deep.html").text
+
+
+# ---------------------------------------------------------------- pdf
+
+
+def test_pdf_pages_become_units() -> None:
+    data = make_pdf(["Alpha page text", "Bravo page text", "Charlie page text"], title="Report")
+    doc = load_bytes(data, filename="report.pdf")
+    assert doc.source_type == SOURCE_PDF
+    assert doc.title == "Report"
+    assert doc.metadata["page_count"] == 3
+    assert [u.locator for u in doc.units] == [{"page": 1}, {"page": 2}, {"page": 3}]
+    assert all(u.kind == KIND_PDF_PAGE for u in doc.units)
+    for unit, word in zip(doc.units, ["Alpha", "Bravo", "Charlie"], strict=True):
+        assert f"{word} page text" in unit.text
+        assert PAGE_SEPARATOR not in unit.text
+    assert doc.text.split(PAGE_SEPARATOR) == [u.text for u in doc.units]
+
+
+def test_pdf_blank_page_keeps_numbering() -> None:
+    doc = load_bytes(make_pdf(["first", None, "third"]), filename="scan-mix.pdf")
+    assert doc.title == "scan-mix"
+    assert [u.locator["page"] for u in doc.units] == [1, 2, 3]
+    assert doc.units[1].text.strip() == ""
+    assert "third" in doc.units[2].text
+
+
+def test_pdf_without_text_fails() -> None:
+    with pytest.raises(IngestError, match="PDF has no extractable text"):
+        load_bytes(make_pdf([None]), filename="scan.pdf")
+
+
+def test_corrupt_pdf_fails() -> None:
+    junk = random.Random(1).randbytes(4096)
+    with pytest.raises(IngestError, match="Could not read PDF"):
+        load_bytes(junk, filename="broken.pdf")
+    truncated = make_pdf(["hello"])[:300]
+    with pytest.raises(IngestError, match="Could not read PDF|no extractable text"):
+        load_bytes(truncated, filename="truncated.pdf")
+
+
+# ---------------------------------------------------------------- office
+
+
+def test_docx_through_unstructured() -> None:
+    doc = load_bytes(make_docx(), filename="manual.docx")
+    assert doc.source_type == SOURCE_OFFICE
+    assert doc.title == "manual"
+    text = doc.text
+    assert "Run the installer and accept the licence to continue." in text
+    assert "Start the program from the menu." in text
+    sections = dict(section_texts(doc))
+    assert list(sections) == [
+        ("Installation",),
+        ("Installation", "Requirements"),
+        ("Usage",),
+    ]
+    assert "four gigabytes" in sections[("Installation", "Requirements")]
+    assert sections[("Usage",)].startswith("Usage\n\nStart the program")
+
+
+def test_pptx_one_section_per_slide() -> None:
+    doc = load_bytes(make_pptx(), filename="review.pptx")
+    assert doc.source_type == SOURCE_OFFICE
+    assert doc.title == "Quarterly Review"
+    sections = dict(section_texts(doc))
+    assert list(sections) == [("Quarterly Review",), ("Next Steps",)]
+    assert "Revenue grew quickly" in sections[("Quarterly Review",)]
+    assert "Hire two engineers" in sections[("Next Steps",)]
+    assert "Mention the hiring budget" in sections[("Next Steps",)]  # speaker notes
+
+
+def test_unstructured_never_loads_a_spacy_model() -> None:
+    load_bytes(make_docx(), filename="warmup.docx")
+    from unstructured.nlp import tokenize
+
+    nlp = tokenize._get_nlp()
+    assert nlp.pipe_names == ["sentencizer"]  # the blank pipeline, no downloaded model
+
+
+@pytest.fixture(scope="module")
+def zip_bomb_docx() -> bytes:
+    """A docx-shaped zip whose one part inflates to 300 MB of zeros (~0.3 MB on disk)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        with z.open("word/document.xml", "w") as part:
+            block = bytes(1 << 20)
+            for _ in range(300):
+                part.write(block)
+    return buf.getvalue()
+
+
+def test_zip_bomb_docx_is_refused(zip_bomb_docx: bytes) -> None:
+    assert len(zip_bomb_docx) < 5_000_000
+    started = time.monotonic()
+    with pytest.raises(IngestError, match="zip bomb"):
+        load_bytes(zip_bomb_docx, filename="bomb.docx")
+    assert time.monotonic() - started < 1  # refused from the directory, nothing inflated
+    # The ratio check alone catches a smaller bomb under the size limit.
+    with pytest.raises(IngestError, match="zip bomb"):
+        load_bytes(zip_bomb_docx, filename="bomb.docx", max_uncompressed=10**12)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        random.Random(2).randbytes(2048),
+        b"PK\x03\x04" + bytes(200),
+    ],
+)
+def test_corrupt_docx(data: bytes) -> None:
+    with pytest.raises(IngestError, match="corrupt Office file"):
+        load_bytes(data, filename="broken.docx")
+
+
+def test_zip_that_is_not_a_docx() -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("hello.txt", "hi")
+    with pytest.raises(IngestError, match="corrupt Office file"):
+        load_bytes(buf.getvalue(), filename="fake.pptx")
+
+
+# ---------------------------------------------------------------- code
+
+
+def test_detect_language() -> None:
+    assert detect_language("pkg/mod.py") == "python"
+    assert detect_language("a/b.mjs") == "javascript"
+    assert detect_language("x.JSX") == "javascript"
+    assert detect_language("x.cts") == "typescript"
+    assert detect_language("x.tsx") == "tsx"
+    assert detect_language("main.go") == "go"
+    assert detect_language("A.java") == "java"
+    assert detect_language("lib.rs") is None and is_code_path("lib.rs")
+    assert detect_language("conf.yaml") is None and is_code_path("conf.yaml")
+    assert not is_code_path("README.md") and not is_code_path("photo.png")
+
+
+def test_code_document() -> None:
+    doc = load_bytes(b"def f():\r\n    return 1\r\n", filename="src/pkg/mod.py")
+    assert doc.source_type == SOURCE_CODE
+    assert doc.title == "src/pkg/mod.py"
+    (unit,) = doc.units
+    assert unit.kind == KIND_CODE and unit.language == "python"
+    assert unit.locator == {"path": "src/pkg/mod.py"}
+    assert unit.text == "def f():\n    return 1\n"
+    rust = load_bytes(b"fn main() {}\n", filename="main.rs")
+    assert rust.units[0].kind == KIND_CODE and rust.units[0].language is None
+    with pytest.raises(IngestError, match="UTF-8"):
+        load_bytes(b"x = '\xff'\n", filename="bad.py")
+
+
+# ---------------------------------------------------------------- repository
+
+
+def test_walk_repository(tmp_path: Path) -> None:
+    def write(rel: str, data: bytes | str) -> None:
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+
+    write("src/app.py", "print('hi')\n")
+    write("src/web/ui.tsx", "export const A = () => <div/>;\n")
+    write("src/web/api.ts", "export const x = 1;\n")
+    write("src/lib.rs", "fn main() {}\n")
+    write("cmd/main.go", "package main\n")
+    write("README.md", "# Project\n")
+    write("docs/guide.rst", "Guide\n=====\n")
+    write("notes.txt", "notes\n")
+    write("config.yaml", "a: 1\n")
+    write(".git/config", "[core]\n")
+    write(".git/hooks/pre-commit.py", "x = 1\n")
+    write("node_modules/pkg/index.js", "module.exports = 1;\n")
+    write("build/out.js", "var x;\n")
+    write("pkg.egg-info/PKG-INFO.txt", "meta\n")
+    write("src/__pycache__/app.cpython-311.pyc", b"\x00\x01")
+    write("package-lock.json", "{}\n")
+    write("yarn.lock", "lock\n")
+    write("static/app.min.js", "var a=1;\n")
+    write("static/app.js.map", "{}\n")
+    write("logo.png", b"\x89PNG\r\n")
+    write("binary.py", b"x = 1\x00\x00\x00")
+    write("huge.py", "x = 1\n" * 2000)
+    write("empty.py", "")
+    write("generated/skip.py", "x = 1\n")
+    write("src/schema.gen.py", "x = 1\n")
+    write(".gitignore", "# comment\ngenerated/\n*.gen.py\n")
+    (tmp_path / "link.py").symlink_to(tmp_path / "src" / "app.py")
+
+    files = list(walk_repository(tmp_path, max_file_bytes=5_000))
+    assert all(isinstance(f, RepoFile) for f in files)
+    assert [(f.path, f.language) for f in files] == [
+        ("README.md", None),
+        ("cmd/main.go", "go"),
+        ("config.yaml", None),
+        ("docs/guide.rst", None),
+        ("notes.txt", None),
+        ("src/app.py", "python"),
+        ("src/lib.rs", None),
+        ("src/web/api.ts", "typescript"),
+        ("src/web/ui.tsx", "tsx"),
+    ]
+    app = next(f for f in files if f.path == "src/app.py")
+    assert app.abs_path == tmp_path / "src" / "app.py" and app.size == 12
+
+    # Every yielded file loads into the right kind of document.
+    kinds = {}
+    for f in files:
+        doc = load_bytes(f.abs_path.read_bytes(), filename=f.path)
+        kinds[f.path] = doc.source_type
+        if doc.source_type == SOURCE_CODE:
+            assert doc.units[0].language == f.language
+            assert doc.units[0].locator == {"path": f.path}
+    assert kinds["README.md"] == SOURCE_MARKDOWN
+    assert kinds["notes.txt"] == SOURCE_FILE
+    assert kinds["src/app.py"] == kinds["config.yaml"] == SOURCE_CODE
+
+
+# ---------------------------------------------------------------- web
+
+PAGE_HTML = (
+    b"<html><head><title>Served Page</title></head><body><nav>menu</nav>"
+    b"<h1>Served</h1><p>Served body text.</p></body></html>"
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:  # keep test output quiet
+        pass
+
+    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        headers = headers or {}
+        for key, value in headers.items():
+            self.send_header(key, value)
+        if "Content-Length" not in headers:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+        path = self.path
+        if path == "/page.html":
+            self._send(200, PAGE_HTML, {"Content-Type": "text/html; charset=utf-8"})
+        elif path == "/r1":
+            self._send(302, headers={"Location": "/r2"})
+        elif path == "/r2":
+            self._send(
+                301, headers={"Location": f"http://127.0.0.1:{self.server.server_port}/page.html"}
+            )
+        elif path == "/loop":
+            self._send(302, headers={"Location": "/loop"})
+        elif path == "/to-ftp":
+            self._send(302, headers={"Location": "ftp://example.com/file"})
+        elif path == "/missing":
+            self._send(404, b"not found", {"Content-Type": "text/plain"})
+        elif path == "/big":
+            # No Content-Length: only the streaming limit can stop this one.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for _ in range(40):
+                self.wfile.write(b"x" * 65536)
+        elif path == "/big-declared":
+            self._send(200, b"small", {"Content-Type": "text/plain", "Content-Length": "50000000"})
+        elif path == "/slow":
+            time.sleep(1.5)
+            self._send(200, b"late", {"Content-Type": "text/plain"})
+        elif path == "/doc.pdf":
+            self._send(200, make_pdf(["Web PDF page"]), {"Content-Type": "application/pdf"})
+        elif path == "/notes.txt":
+            self._send(200, "café\r\n".encode("latin-1"),
+                       {"Content-Type": "text/plain; charset=ISO-8859-1"})  # fmt: skip
+        elif path == "/readme.md":
+            self._send(200, b"# Read Me\n\ntext\n", {"Content-Type": "text/markdown"})
+        else:
+            self._send(404)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # clients hang up on purpose (size limits, timeouts)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    httpd = _QuietServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_port}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_load_url_html(server: str) -> None:
+    doc = load_url(f"{server}/page.html", allow_private=True)
+    url = f"{server}/page.html"
+    assert doc.source_type == SOURCE_WEB
+    assert doc.title == "Served Page"
+    assert doc.units[0].locator == {"url": url}
+    assert doc.metadata["url"] == url and doc.metadata["content_type"].startswith("text/html")
+    assert doc.text == "Served\n\nServed body text."
+
+
+def test_redirect_chain_is_followed(server: str) -> None:
+    resource = fetch_url(f"{server}/r1", allow_private=True)
+    assert isinstance(resource, FetchedResource)
+    assert resource.url == f"{server}/page.html"
+    assert resource.data == PAGE_HTML
+    with pytest.raises(IngestError, match="Too many redirects"):
+        fetch_url(f"{server}/loop", allow_private=True, max_redirects=3)
+    with pytest.raises(IngestError, match="Only http and https"):
+        fetch_url(f"{server}/to-ftp", allow_private=True)
+
+
+def test_http_errors(server: str) -> None:
+    with pytest.raises(IngestError, match="returned HTTP 404"):
+        fetch_url(f"{server}/missing", allow_private=True)
+    with pytest.raises(IngestError, match="larger than the 1 MB limit"):
+        fetch_url(f"{server}/big", allow_private=True, max_bytes=1_000_000)
+    with pytest.raises(IngestError, match="larger than the 1 MB limit"):
+        fetch_url(f"{server}/big-declared", allow_private=True, max_bytes=1_000_000)
+    with pytest.raises(IngestError, match="Timed out fetching"):
+        fetch_url(f"{server}/slow", allow_private=True, timeout=0.3)
+
+
+@pytest.mark.parametrize("url", ["ftp://example.com/a.txt", "file:///etc/passwd", "gopher://x"])
+def test_non_http_scheme_refused(url: str) -> None:
+    with pytest.raises(IngestError, match="Only http and https URLs can be ingested"):
+        fetch_url(url)
+
+
+def test_private_addresses_refused(server: str) -> None:
+    port = server.rsplit(":", 1)[1]
+    for url in [f"{server}/page.html", f"http://localhost:{port}/page.html"]:
+        with pytest.raises(IngestError, match="private or reserved address"):
+            fetch_url(url)
+    with pytest.raises(IngestError, match="private or reserved address"):
+        load_url(f"http://[::1]:{port}/page.html")
+
+
+@pytest.mark.parametrize(
+    "address, forbidden",
+    [
+        ("127.0.0.1", True),
+        ("10.1.2.3", True),
+        ("172.16.0.1", True),
+        ("192.168.1.1", True),
+        ("169.254.169.254", True),  # cloud metadata
+        ("100.64.0.1", True),  # carrier-grade NAT
+        ("0.0.0.0", True),
+        ("224.0.0.1", True),
+        ("240.0.0.1", True),
+        ("::1", True),
+        ("::", True),
+        ("fe80::1%eth0", True),
+        ("fc00::1", True),
+        ("::ffff:127.0.0.1", True),
+        ("::ffff:10.0.0.1", True),
+        ("64:ff9b::a00:1", True),  # NAT64 of 10.0.0.1
+        ("8.8.8.8", False),
+        ("2606:4700:4700::1111", False),
+        ("::ffff:8.8.8.8", False),
+    ],
+)
+def test_address_classification(address: str, forbidden: bool) -> None:
+    assert _is_forbidden_address(address) is forbidden
+
+
+def test_load_url_pdf_text_and_markdown(server: str) -> None:
+    pdf = load_url(f"{server}/doc.pdf", allow_private=True)
+    assert pdf.source_type == SOURCE_PDF
+    assert pdf.units[0].locator == {"page": 1, "url": f"{server}/doc.pdf"}
+    assert "Web PDF page" in pdf.units[0].text
+    text = load_url(f"{server}/notes.txt", allow_private=True)
+    assert text.source_type == SOURCE_WEB
+    assert text.text == "café\n"  # declared charset honoured, newlines normalized
+    assert text.units[0].locator == {"url": f"{server}/notes.txt"}
+    md = load_url(f"{server}/readme.md", allow_private=True)
+    assert md.source_type == SOURCE_WEB and md.title == "Read Me"
+    assert md.units[0].sections[0].heading_path == ("Read Me",)
+
+
+def test_load_fetched_falls_back_to_extension() -> None:
+    resource = FetchedResource(
+        url="https://example.com/files/manual.docx",
+        content_type="application/octet-stream",
+        data=make_docx(),
+    )
+    doc = load_fetched(resource)
+    assert doc.source_type == SOURCE_OFFICE
+    assert doc.units[0].locator == {"url": resource.url}
+    assert doc.metadata["url"] == resource.url
