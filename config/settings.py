@@ -172,6 +172,9 @@ CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=40)
 RRF_K = env.int("RRF_K", default=60)
 RRF_DENSE_WEIGHT = env.float("RRF_DENSE_WEIGHT", default=1.0)
 RRF_KEYWORD_WEIGHT = env.float("RRF_KEYWORD_WEIGHT", default=1.0)
+# BM25 parameters of the keyword leg (the BEIR/bm25s setting).
+BM25_K1 = env.float("BM25_K1", default=0.9)
+BM25_B = env.float("BM25_B", default=0.4)
 HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=100)
 # Each leg fetches this many times `limit` candidates (at least SEARCH_MIN_POOL).
 SEARCH_POOL_FACTOR = env.int("SEARCH_POOL_FACTOR", default=5)

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
+from django.db.models import Func
 from pgvector.django import HnswIndex, VectorField
 
 # The full-text configuration is baked into a stored generated column; changing
@@ -145,6 +146,17 @@ class Chunk(models.Model):
         output_field=SearchVectorField(),
         db_persist=True,
     )
+    # BM25's document length: indexed term occurrences (stop words excluded).
+    # verity_term_count() is an SQL function created by migration 0003.
+    term_count = models.GeneratedField(
+        expression=Func(
+            SearchVector("text", config=TEXT_SEARCH_CONFIG),
+            function="verity_term_count",
+            output_field=models.IntegerField(),
+        ),
+        output_field=models.IntegerField(),
+        db_persist=True,
+    )
     locator = models.JSONField(default=dict)
 
     class Meta:
@@ -163,3 +175,37 @@ class Chunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document} #{self.ordinal}"
+
+
+class TermStat(models.Model):
+    """Document frequency of a lexeme among a workspace's chunks, for BM25's IDF.
+
+    Maintained by statement-level triggers on knowledge_chunk (migration 0003),
+    so every path that inserts or deletes chunks keeps it exact. Chunk text is
+    never updated in place: changed text is a new row.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    term = models.TextField()
+    df = models.IntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "term"], name="termstat_unique_term")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.term}: {self.df}"
+
+
+class CorpusStat(models.Model):
+    """Chunk count and total term count per workspace (BM25's N and average length)."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    chunks = models.BigIntegerField(default=0)
+    terms = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.workspace_id}: {self.chunks} chunks"

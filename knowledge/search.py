@@ -7,6 +7,7 @@ The one retrieval service: chat tools, the REST API and the command line call
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,7 +106,12 @@ def search(
     limit: int = 10,
     *,
     per_document: int | None = None,
+    legs: tuple[str, ...] = ("dense", "keyword"),
 ) -> SearchResult:
+    """Chunk-level hits for `query` in `workspace`, best first.
+
+    `legs` exists for measurement (bench/retrieval.py compares each leg alone).
+    """
     query = query.strip()
     if not query:
         return SearchResult(query, [])
@@ -114,28 +120,12 @@ def search(
     where, params = _scope_sql(workspace, document_ids, folder_ids)
 
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(settings.HNSW_EF_SEARCH, pool)])
-        cursor.execute(
-            f"""
-            SELECT c.id, c.embedding <=> %s::vector AS distance
-            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
-            WHERE {where}
-            ORDER BY distance LIMIT %s
-            """,
-            [_vector_literal(query_vector(query)), *params, pool],
-        )
-        dense = cursor.fetchall()
-        cursor.execute(
-            f"""
-            SELECT c.id, ts_rank_cd(c.search_vector, q) AS score
-            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id,
-                 websearch_to_tsquery(%s::regconfig, %s) q
-            WHERE c.search_vector @@ q AND {where}
-            ORDER BY score DESC, c.id LIMIT %s
-            """,
-            [TEXT_SEARCH_CONFIG, query, *params, pool],
-        )
-        keyword = cursor.fetchall()
+        dense = _dense_leg(cursor, query, where, params, pool, exact=bool(scope)) if (
+            "dense" in legs
+        ) else []
+        keyword = _keyword_leg(cursor, query, workspace, where, params, pool) if (
+            "keyword" in legs
+        ) else []
 
     fused = rrf(
         {"dense": [row[0] for row in dense], "keyword": [row[0] for row in keyword]},
@@ -179,6 +169,89 @@ def search(
         hits,
         {"dense_candidates": len(dense), "keyword_candidates": len(keyword), "reranker": None},
     )
+
+
+def _dense_leg(cursor, query, where, params, pool, *, exact: bool) -> list[tuple[int, float]]:
+    """Nearest chunks by cosine distance.
+
+    Scoped searches scan exactly: HNSW filters after its graph walk, so a small
+    scope could come back short. An unscoped search that comes back short (the
+    workspace is a small part of a big database) falls back to an exact scan too.
+    """
+    vector = _vector_literal(query_vector(query))
+    cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(settings.HNSW_EF_SEARCH, pool)])
+    # "+ 0" hides the ORDER BY from the index: exact k-NN inside the filter.
+    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
+    sql = f"""
+        SELECT c.id, c.embedding <=> %s::vector AS distance
+        FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
+        WHERE {where}
+        ORDER BY {{order}} LIMIT %s
+    """
+    cursor.execute(sql.format(order=order), [vector, *params, vector, pool])
+    rows = cursor.fetchall()
+    if not exact and len(rows) < pool:
+        cursor.execute(
+            sql.format(order="(c.embedding <=> %s::vector) + 0"), [vector, *params, vector, pool]
+        )
+        rows = cursor.fetchall()
+    return rows
+
+
+# websearch_to_tsquery syntax: quoted phrases, OR, -exclusion.
+_OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-\w')
+
+
+def _keyword_leg(cursor, query, workspace, where, params, pool) -> list[tuple[int, float]]:
+    """BM25 (k1, b from settings) over the stored tsvectors, IDF from TermStat.
+
+    PostgreSQL's ts_rank_cd has no IDF; this scores like Lucene's BM25 instead.
+    A plain query matches chunks containing any of its terms (ranking sorts
+    them out); a query using quotes, OR or -word keeps websearch semantics.
+    """
+    if _OPERATORS.search(query):
+        match = "websearch_to_tsquery(%s::regconfig, %s)"
+        match_params = [TEXT_SEARCH_CONFIG, query]
+    else:
+        match = "(SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q)"
+        match_params = []
+    cursor.execute(
+        f"""
+        WITH q AS (
+            SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s))
+        ), s AS (
+            SELECT chunks::float8 AS n,
+                   greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
+            FROM knowledge_corpusstat WHERE workspace_id = %s
+        ), idf AS (
+            SELECT t.term, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS w
+            FROM knowledge_termstat t, s
+            WHERE t.workspace_id = %s AND t.term IN (SELECT lexeme FROM q)
+        ), cand AS (
+            SELECT c.id, c.search_vector, c.term_count
+            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
+            WHERE c.search_vector @@ {match} AND {where}
+        )
+        SELECT cand.id,
+               sum(idf.w * cardinality(u.positions) * (%s + 1)
+                   / (cardinality(u.positions)
+                      + %s * (1 - %s + %s * cand.term_count / s.avgdl))) AS score
+        FROM cand CROSS JOIN s
+        -- Only the query's own lexemes: setweight marks them, ts_filter keeps them.
+        CROSS JOIN LATERAL unnest(ts_filter(
+            setweight(cand.search_vector, 'A', (SELECT array_agg(lexeme) FROM q)), '{{a}}'
+        )) u
+        JOIN idf ON idf.term = u.lexeme
+        GROUP BY cand.id
+        ORDER BY score DESC, cand.id
+        LIMIT %s
+        """,
+        [
+            TEXT_SEARCH_CONFIG, query, workspace.pk, workspace.pk, *match_params, *params,
+            settings.BM25_K1, settings.BM25_K1, settings.BM25_B, settings.BM25_B, pool,
+        ],
+    )
+    return cursor.fetchall()
 
 
 def _scope_sql(

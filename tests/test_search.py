@@ -46,6 +46,7 @@ def test_paraphrases_are_found_by_the_dense_leg(corpus, workspace):
         "how close are the forecasts to water levels people actually measure",
         workspace,
         limit=5,
+        legs=("dense",),
     )
     assert result.hits[0].document_id == corpus["tide-faq.html"].pk
     assert "4 cm" in result.hits[0].text

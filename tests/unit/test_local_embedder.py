@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
+import math
 import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+import pytest
 
-import math  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import threading  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-
-from indexing.embedders import local  # noqa: E402
-from indexing.embedders.local import (  # noqa: E402
+from indexing.embedders import local
+from indexing.embedders.local import (
     MODEL_ID,
     LocalMiniLMEmbedder,
     LocalModelError,

@@ -1,0 +1,115 @@
+"""The keyword leg is BM25: checked against a from-scratch computation in Python."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from django.db import connection
+
+from indexing import pipeline, sources
+from knowledge.models import CorpusStat, Document, TermStat
+from knowledge.search import search
+
+pytestmark = pytest.mark.django_db
+
+TEXTS = {
+    "a.txt": "Tide gauges measure water level. Tide tables predict the tide.",
+    "b.txt": "The harbour master reads the gauge at dawn and at dusk.",
+    "c.txt": "Storm surge raises the water level far above the predicted tide.",
+    "d.txt": "Ferries leave the harbour every hour in summer.",
+}
+
+
+@pytest.fixture
+def documents(workspace, counting_embedder, tmp_path) -> list[Document]:
+    documents = []
+    for name, text in TEXTS.items():
+        (tmp_path / name).write_text(text)
+        document = sources.add_path(workspace, tmp_path / name)
+        pipeline.index_document(document.pk, embedder=counting_embedder)
+        documents.append(document)
+    return documents
+
+
+def recomputed_stats(workspace) -> tuple[dict[str, int], int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT t.lexeme, count(*) FROM knowledge_chunk c
+               JOIN knowledge_document d ON d.id = c.document_id, unnest(c.search_vector) t
+               WHERE d.workspace_id = %s GROUP BY t.lexeme""",
+            [workspace.pk],
+        )
+        df = dict(cursor.fetchall())
+        cursor.execute(
+            """SELECT count(*), coalesce(sum(c.term_count), 0) FROM knowledge_chunk c
+               JOIN knowledge_document d ON d.id = c.document_id WHERE d.workspace_id = %s""",
+            [workspace.pk],
+        )
+        chunks, terms = cursor.fetchone()
+    return df, chunks, terms
+
+
+def stored_stats(workspace) -> tuple[dict[str, int], int, int]:
+    df = {t.term: t.df for t in TermStat.objects.filter(workspace=workspace) if t.df}
+    stat = CorpusStat.objects.filter(workspace=workspace).first()
+    return df, (stat.chunks if stat else 0), (stat.terms if stat else 0)
+
+
+def test_term_statistics_follow_inserts_edits_and_deletes(
+    documents, workspace, counting_embedder, tmp_path
+):
+    assert stored_stats(workspace) == recomputed_stats(workspace)
+    (tmp_path / "a.txt").write_text("Completely different words about lighthouses.")
+    pipeline.index_document(documents[0].pk, embedder=counting_embedder)
+    assert stored_stats(workspace) == recomputed_stats(workspace)
+    documents[1].delete()
+    assert stored_stats(workspace) == recomputed_stats(workspace)
+    assert "lighthous" in stored_stats(workspace)[0]
+    assert "dawn" not in stored_stats(workspace)[0]
+
+
+def bm25_reference(workspace, query: str, k1: float = 0.9, b: float = 0.4) -> dict[int, float]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %s))", [query]
+        )
+        terms = {row[0] for row in cursor.fetchall()}
+        cursor.execute(
+            """SELECT c.id, c.term_count, t.lexeme, cardinality(t.positions)
+               FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id,
+                    unnest(c.search_vector) t WHERE d.workspace_id = %s""",
+            [workspace.pk],
+        )
+        rows = cursor.fetchall()
+    df, n, total = recomputed_stats(workspace)
+    avgdl = total / n
+    scores: dict[int, float] = {}
+    for chunk_id, length, term, tf in rows:
+        if term in terms:
+            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+            part = idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + part
+    return scores
+
+
+@pytest.mark.parametrize("query", ["tide water level", "harbour gauge", "predicted storm"])
+def test_keyword_scores_equal_reference_bm25(documents, workspace, query):
+    expected = bm25_reference(workspace, query)
+    hits = search(query, workspace, limit=10, per_document=10, legs=("keyword",)).hits
+    assert {h.chunk_id for h in hits} == set(expected)
+    for hit in hits:
+        assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], rel=1e-9)
+    assert [h.chunk_id for h in hits] == sorted(expected, key=lambda c: (-expected[c], c))
+
+
+def test_websearch_operators_keep_their_meaning(documents, workspace):
+    def titles(query: str) -> set[str]:
+        hits = search(query, workspace, limit=10, legs=("keyword",)).hits
+        return {h.document_uri.rsplit("/", 1)[-1] for h in hits}
+
+    assert titles("harbour") == {"b.txt", "d.txt"}
+    assert titles("harbour -ferries") == {"b.txt"}
+    assert titles('"water level"') == {"a.txt", "c.txt"}
+    assert titles("dusk OR ferries") == {"b.txt", "d.txt"}
+    assert titles("the and of") == set()  # stop words only: no keyword hits, no error
