@@ -180,6 +180,12 @@ HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=100)
 SEARCH_POOL_FACTOR = env.int("SEARCH_POOL_FACTOR", default=5)
 SEARCH_MIN_POOL = env.int("SEARCH_MIN_POOL", default=50)
 SEARCH_MAX_PER_DOCUMENT = env.int("SEARCH_MAX_PER_DOCUMENT", default=3)
+# none | cohere. No cross-encoder weights can be had offline here, so the
+# default is the fused order.
+RERANKER = env("RERANKER", default="none")
+COHERE_RERANK_MODEL = env("COHERE_RERANK_MODEL", default="rerank-v3.5")
+RERANK_CANDIDATES = env.int("RERANK_CANDIDATES", default=40)
+RERANK_TIMEOUT = env.float("RERANK_TIMEOUT", default=5.0)
 
 # --- Ingestion limits --------------------------------------------------------------
 INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 1024)

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from indexing.embedders import get_embedder
 from knowledge.fusion import cap_per_group, rrf
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
+from knowledge.rerankers import Reranker, RerankError, get_reranker
 
 
 class ScopeError(ValueError):
@@ -132,12 +133,21 @@ def search(
         k=settings.RRF_K,
         weights={"dense": settings.RRF_DENSE_WEIGHT, "keyword": settings.RRF_KEYWORD_WEIGHT},
     )
+    candidates = [pk for pk, _ in fused]
     chunks = {
         c.pk: c
-        for c in Chunk.objects.filter(pk__in=[pk for pk, _ in fused]).select_related("document")
+        for c in Chunk.objects.filter(pk__in=candidates).select_related("document")
     }
+    metadata: dict[str, Any] = {
+        "dense_candidates": len(dense),
+        "keyword_candidates": len(keyword),
+        "reranker": None,
+    }
+    reranker = get_reranker()
+    if reranker is not None and candidates:
+        candidates, metadata = _rerank(reranker, query, candidates, chunks, metadata)
     ordered = cap_per_group(
-        [pk for pk, _ in fused],
+        candidates,
         {pk: c.document_id for pk, c in chunks.items()},
         per_document or settings.SEARCH_MAX_PER_DOCUMENT,
     )[:limit]
@@ -164,11 +174,26 @@ def search(
                 keyword_score=keyword_info.get(pk, (None, None))[1],
             )
         )
-    return SearchResult(
-        query,
-        hits,
-        {"dense_candidates": len(dense), "keyword_candidates": len(keyword), "reranker": None},
-    )
+    return SearchResult(query, hits, metadata)
+
+
+def _rerank(
+    reranker: Reranker,
+    query: str,
+    candidates: list[int],
+    chunks: dict[int, Chunk],
+    metadata: dict[str, Any],
+) -> tuple[list[int], dict[str, Any]]:
+    """Reorder the head of the fused list; on failure keep the fused order and say so."""
+    head, tail = candidates[: settings.RERANK_CANDIDATES], candidates[settings.RERANK_CANDIDATES :]
+    try:
+        ranked = reranker.rerank(query, [chunks[pk].text for pk in head])
+    except RerankError as exc:
+        return candidates, {**metadata, "reranker": reranker.name, "reranker_error": str(exc)}
+    reordered = [head[i] for i, _ in ranked]
+    seen = set(reordered)
+    reordered += [pk for pk in head if pk not in seen]
+    return reordered + tail, {**metadata, "reranker": reranker.name}
 
 
 def _dense_leg(cursor, query, where, params, pool, *, exact: bool) -> list[tuple[int, float]]:

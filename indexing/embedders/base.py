@@ -11,8 +11,9 @@ class EmbeddingError(Exception):
 
 
 class Embedder(Protocol):
-    # Identifies model *and* backend in the embedding cache: two backends serving
-    # the same weights may still differ numerically, so they never share entries.
+    # The embedding cache key. Backends serving the same weights share it only
+    # when proven numerically faithful to each other (local.py checks its ONNX
+    # export against torch before using it); otherwise they must differ.
     model_id: str
     dimensions: int
 
