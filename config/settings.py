@@ -187,6 +187,18 @@ COHERE_RERANK_MODEL = env("COHERE_RERANK_MODEL", default="rerank-v3.5")
 RERANK_CANDIDATES = env.int("RERANK_CANDIDATES", default=40)
 RERANK_TIMEOUT = env.float("RERANK_TIMEOUT", default=5.0)
 
+# --- Chat ----------------------------------------------------------------------------
+# extractive (offline, no key) | openai (any OpenAI-compatible endpoint) | cohere
+LLM_PROVIDER = env("LLM_PROVIDER", default="extractive")
+LLM_BASE_URL = env("LLM_BASE_URL", default="https://api.openai.com/v1")
+LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
+LLM_API_KEY = env("LLM_API_KEY", default="")
+LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
+CHAT_MAX_TOOL_ROUNDS = env.int("CHAT_MAX_TOOL_ROUNDS", default=4)
+CHAT_SEARCH_LIMIT = env.int("CHAT_SEARCH_LIMIT", default=8)
+CHAT_READ_MAX_CHUNKS = env.int("CHAT_READ_MAX_CHUNKS", default=60)
+CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=20)
+
 # --- Ingestion limits --------------------------------------------------------------
 INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 1024)
 INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
@@ -205,5 +217,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}},
+    "loggers": {"pgserver": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
 }

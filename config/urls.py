@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from chat import api as chat_api
 from knowledge import api as knowledge_api
 
 urlpatterns = [
@@ -17,6 +18,18 @@ urlpatterns = [
         "api/documents/<int:pk>/chunks",
         knowledge_api.DocumentChunksView.as_view(),
         name="api-document-chunks",
+    ),
+    path("api/threads", chat_api.ThreadListView.as_view(), name="api-threads"),
+    path("api/threads/<int:pk>", chat_api.ThreadDetailView.as_view(), name="api-thread"),
+    path(
+        "api/threads/<int:pk>/messages",
+        chat_api.MessageListView.as_view(),
+        name="api-thread-messages",
+    ),
+    path(
+        "api/threads/<int:pk>/citations/<int:n>",
+        chat_api.CitationView.as_view(),
+        name="api-citation",
     ),
     path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

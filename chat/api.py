@@ -1,0 +1,142 @@
+"""Threads, messages (JSON or Server-Sent Events) and citation lookup."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Iterator
+
+from django.db import connection
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from rest_framework import generics, status
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from chat import services
+from chat.models import Thread
+from chat.serializers import (
+    MessageSerializer,
+    PostMessageSerializer,
+    ThreadCreateSerializer,
+    ThreadSerializer,
+)
+from citations import services as citations
+from knowledge import selectors
+
+logger = logging.getLogger(__name__)
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets content negotiation accept `Accept: text/event-stream`."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return json.dumps(data).encode()
+
+
+def user_thread(request: Request, pk: int) -> Thread:
+    """A thread of this user in one of their workspaces; anything else is a 404."""
+    return get_object_or_404(
+        Thread.objects.select_related("workspace"),
+        pk=pk,
+        user=request.user,
+        workspace__members=request.user,
+    )
+
+
+class ThreadListView(generics.ListCreateAPIView):
+    serializer_class = ThreadSerializer
+
+    def get_queryset(self):
+        return Thread.objects.filter(
+            user=self.request.user, workspace__members=self.request.user
+        ).order_by("-updated_at")
+
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        params = ThreadCreateSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        workspace = selectors.workspace_for(request.user, params.validated_data.get("workspace"))
+        thread = services.create_thread(workspace, request.user, params.validated_data["title"])
+        return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
+
+
+class ThreadDetailView(generics.RetrieveDestroyAPIView):
+    serializer_class = ThreadSerializer
+
+    def get_object(self) -> Thread:
+        return user_thread(self.request, self.kwargs["pk"])
+
+
+class MessageListView(APIView):
+    renderer_classes = [JSONRenderer, EventStreamRenderer]
+
+    def get(self, request: Request, pk: int) -> Response:
+        thread = user_thread(request, pk)
+        messages = thread.messages.order_by("seq")
+        return Response(MessageSerializer(messages, many=True).data)
+
+    def post(self, request: Request, pk: int):
+        thread = user_thread(request, pk)
+        params = PostMessageSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        try:
+            mentions = services.resolve_mentions(thread, data["mentions"])
+        except services.MentionError as exc:
+            raise Http404(str(exc)) from exc
+        raw_mentions = [{"kind": m.kind, "id": m.id} for m in mentions]
+        if "text/event-stream" in request.headers.get("Accept", ""):
+            return _event_stream(thread, data["content"], raw_mentions)
+        message = services.post_message(thread, data["content"], mentions=raw_mentions)
+        failed = message.status == message.Status.ERROR
+        return Response(
+            MessageSerializer(message).data,
+            # The turn is stored either way; 502 tells clients the model failed.
+            status=status.HTTP_502_BAD_GATEWAY if failed else status.HTTP_201_CREATED,
+        )
+
+
+def _event_stream(thread: Thread, content: str, mentions: list[dict]) -> StreamingHttpResponse:
+    events: queue.Queue = queue.Queue()
+    done = object()
+
+    def run() -> None:
+        try:
+            services.post_message(
+                thread, content, mentions=mentions, stream=True,
+                emit=lambda event, data: events.put((event, data)),
+            )
+        except Exception as exc:  # never leave the client hanging on a dead stream
+            logger.exception("Streaming turn on thread %s failed", thread.pk)
+            events.put(("error", {"message": f"Internal error: {type(exc).__name__}"}))
+        finally:
+            connection.close()  # this thread's own connection
+            events.put(done)
+
+    def body() -> Iterator[bytes]:
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        while (item := events.get()) is not done:
+            event, data = item
+            yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+    response = StreamingHttpResponse(body(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+class CitationView(APIView):
+    def get(self, request: Request, pk: int, n: int) -> Response:
+        thread = user_thread(request, pk)
+        entry = citations.resolve(thread, n)
+        if entry is None:
+            raise Http404(f"No citation [{n}] in this conversation")
+        return Response(citations.citation_json(entry))

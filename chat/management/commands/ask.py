@@ -1,0 +1,113 @@
+"""`manage.py ask "question" --workspace SLUG [--document ID] [--folder ID] [--json]`.
+
+Runs the very same turn as the chat API and prints the answer with footers.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from chat import services
+from chat.models import Message, Thread
+from knowledge.models import Workspace
+
+
+class Command(BaseCommand):
+    help = "Ask the knowledge base a question; prints a cited answer."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("question")
+        parser.add_argument("--workspace", default="demo")
+        parser.add_argument("--user", help="username (default: the workspace owner)")
+        parser.add_argument("--document", type=int, action="append", default=[],
+                            help="restrict to this document id (repeatable)")
+        parser.add_argument("--folder", type=int, action="append", default=[],
+                            help="restrict to this folder id (repeatable)")
+        parser.add_argument("--thread", type=int, help="continue this conversation")
+        parser.add_argument("--json", action="store_true", help="print the message as JSON")
+        parser.add_argument("--verbose", action="store_true", help="show progress events")
+        parser.add_argument("--debug", action="store_true",
+                            help="one full provenance line per cited source")
+
+    def handle(self, *args, **options) -> None:
+        workspace = Workspace.objects.filter(slug=options["workspace"]).first()
+        if workspace is None:
+            raise CommandError(f"No workspace '{options['workspace']}'")
+        user = (
+            get_user_model().objects.filter(username=options["user"]).first()
+            if options["user"]
+            else workspace.owner
+        )
+        if user is None:
+            raise CommandError(f"No user '{options['user']}'")
+        thread = (
+            Thread.objects.filter(pk=options["thread"], workspace=workspace, user=user).first()
+            if options["thread"]
+            else services.create_thread(workspace, user)
+        )
+        if thread is None:
+            raise CommandError(f"No conversation {options['thread']} for {user}")
+        mentions = [{"kind": "document", "id": i} for i in options["document"]]
+        mentions += [{"kind": "folder", "id": i} for i in options["folder"]]
+
+        def emit(event: str, data) -> None:
+            if options["verbose"] and event == "progress":
+                sys.stderr.write(f"… {data['label']}\n")
+
+        try:
+            message = services.post_message(thread, options["question"], mentions=mentions,
+                                             emit=emit)
+        except services.MentionError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(_as_json(message), indent=2, ensure_ascii=False))
+            return
+        self.stdout.write(message.resolved_content)
+        self.stdout.write("")
+        for line in footer(message, debug=options["debug"]):
+            self.stdout.write(line)
+        if message.status == Message.Status.ERROR:
+            raise CommandError("The answer could not be completed")
+
+
+def _as_json(message: Message) -> dict:
+    return {
+        "thread": message.thread_id,
+        "status": message.status,
+        "answer": message.resolved_content,
+        "citations": message.citations,
+        "metadata": message.metadata,
+    }
+
+
+def footer(message: Message, *, debug: bool = False) -> list[str]:
+    searches = [c for c in message.tool_calls if c["name"] == "search_knowledge_base"]
+    queries = []
+    for call in searches:
+        args = call["arguments"]
+        try:
+            args = json.loads(args) if isinstance(args, str) else args
+        except json.JSONDecodeError:
+            args = {}
+        queries.append(args.get("query", "?"))
+    passages = sum(c["result"].count("\n[") for c in message.tool_calls)
+    lines = [
+        f"retrieval> {len(message.tool_calls)} tool calls"
+        + (f"; searched: {', '.join(repr(q) for q in queries)}" if queries else ""),
+        f"matches> {passages} passages shown, {len(message.citations)} cited, "
+        f"{len(message.metadata.get('dropped_citations', []))} invented numbers dropped",
+    ]
+    for citation in message.citations:
+        doc = citation["document"]
+        where = f" · {citation['label']}" if citation["label"] else ""
+        lines.append(f"sources> [{citation['n']}] {doc['title']}{where}")
+        if debug:
+            lines.append(
+                f"    {citation['source_type']} document={doc['id']} uri={doc['uri']} "
+                f"locator={json.dumps(citation['locator'])} status={citation['status']}"
+            )
+    return lines

@@ -1,0 +1,48 @@
+"""Cohere chat (v2 API, through its SDK) with tool calls."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .base import ProviderError, Reply, ToolCall, TurnContext
+
+
+class CohereChatProvider:
+    def __init__(
+        self, *, api_key: str, model: str, base_url: str | None, timeout: float
+    ) -> None:
+        import cohere
+
+        self._client = cohere.ClientV2(
+            api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0
+        )
+        self._model = model
+        self.name = f"cohere:{model}"
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        context: TurnContext,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Reply:
+        try:
+            response = self._client.chat(
+                model=self._model, messages=messages, tools=tools or None
+            )
+        except Exception as exc:  # the SDK raises many types; all mean "no answer"
+            raise ProviderError(f"Cohere chat failed: {type(exc).__name__}: {exc}") from exc
+        message = response.message
+        text = "".join(
+            getattr(item, "text", "") or "" for item in (message.content or [])
+        )
+        calls = [
+            ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "{}")
+            for i, c in enumerate(message.tool_calls or [])
+        ]
+        if on_text is not None and text:
+            on_text(text)
+        usage = response.usage.model_dump() if getattr(response, "usage", None) else {}
+        return Reply(text, calls, usage)

@@ -1,0 +1,41 @@
+"""The offline default: no key, no network. Searches, then quotes the best sentences."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from chat.extractive import compose_answer, parse_evidence
+
+from .base import Reply, ToolCall, TurnContext
+
+
+class ExtractiveProvider:
+    name = "extractive"
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        context: TurnContext,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Reply:
+        last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        evidence = [m["content"] for m in messages[last_user:] if m["role"] == "tool"]
+        if not evidence and any(
+            t["function"]["name"] == "search_knowledge_base" for t in tools
+        ):
+            arguments: dict[str, Any] = {"query": context.question}
+            if context.scope:
+                arguments["scope"] = context.scope
+            search = ToolCall("call_search", "search_knowledge_base", json.dumps(arguments))
+            return Reply("", [search])
+        passages = [p for content in evidence for p in parse_evidence(content)]
+        answer = compose_answer(context.question, passages)
+        if on_text is not None:
+            for piece in re.findall(r"\S+\s*", answer):
+                on_text(piece)
+        return Reply(answer)

@@ -1,0 +1,257 @@
+"""The model's tools. Each returns rendered evidence whose [n] come from the registry."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from chat.models import Message, Thread
+from citations import services as citations
+from citations.registry import chat_turn_key, chunk_key
+from citations.renderer import EvidenceDocument, Passage, render_evidence
+from knowledge import locators
+from knowledge.models import Chunk, Document
+from knowledge.search import Hit, Scope, ScopeError, search
+
+
+class ToolError(Exception):
+    """Shown to the model as the tool's result; the turn goes on."""
+
+
+@dataclass
+class ToolOutcome:
+    content: str  # what the model sees
+    label: str  # what the user sees as progress
+    cited_units: int = 0
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+TOOL_SPECS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "search_knowledge_base",
+            "description": (
+                "Search the user's knowledge base and get numbered passages to cite. "
+                "Use it for any question the documents may answer. Write specific queries "
+                "(names, terms, numbers from the question); search several times with "
+                "different queries when the first results do not answer the question. "
+                "Pass scope when the user mentioned documents or folders."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "what to look for"},
+                    "scope": {
+                        "type": "object",
+                        "description": "restrict the search to these documents/folders",
+                        "properties": {
+                            "document_ids": {"type": "array", "items": {"type": "integer"}},
+                            "folder_ids": {"type": "array", "items": {"type": "integer"}},
+                        },
+                    },
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20},
+                },
+                "required": ["query"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_document",
+            "description": (
+                "Read a whole document (numbered passages in reading order). Use it when "
+                "the user asks about one document as a whole, e.g. to summarize it."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {"document_id": {"type": "integer"}},
+                "required": ["document_id"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read_chat",
+            "description": "Read another conversation the user mentioned with @chat.",
+            "parameters": {
+                "type": "object",
+                "properties": {"thread_id": {"type": "integer"}},
+                "required": ["thread_id"],
+            },
+        },
+    },
+]
+
+
+def source_label(uri: str, metadata: dict[str, Any], locator: dict[str, Any]) -> str:
+    name = metadata.get("path") or uri.rsplit("/", 1)[-1] or uri
+    where = locators.label(locator)
+    return f"{name} · {where}" if where else name
+
+
+def _display(document: Document | None, title: str, uri: str, meta: dict, locator: dict):
+    return {
+        "title": title,
+        "uri": uri,
+        "label": locators.label(locator),
+        "source": source_label(uri, meta, locator),
+        "url": locator.get("url") or (uri if uri.startswith("http") else ""),
+    }
+
+
+def _chunk_unit(document: Document, chunk_id: int, text: str, locator: dict):
+    return citations.SourceUnit(
+        source_key=chunk_key(document.pk, chunk_id),
+        source_type="kb_chunk",
+        text=text,
+        locator=locator,
+        display=_display(document, document.title, document.uri, document.metadata, locator),
+        document_id=document.pk,
+        chunk_id=chunk_id,
+    )
+
+
+def _evidence(thread: Thread, groups: list[tuple[Document, list[tuple[int, int, str, dict]]]],
+              view: str) -> tuple[str, int]:
+    """Register every passage, then render documents with passages in reading order."""
+    units = [
+        _chunk_unit(document, chunk_id, text, locator)
+        for document, rows in groups
+        for _, chunk_id, text, locator in rows
+    ]
+    numbers = citations.register(thread, units)
+    rendered = []
+    for document, rows in groups:
+        passages = [
+            Passage(numbers[chunk_key(document.pk, chunk_id)], text)
+            for _, chunk_id, text, _ in sorted(rows, key=lambda row: row[0])
+        ]
+        where = document.metadata.get("path") or document.uri.rsplit("/", 1)[-1]
+        rendered.append(EvidenceDocument(document.title, where, view, passages))
+    return render_evidence(rendered), len(units)
+
+
+def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
+    query = str(arguments.get("query") or "").strip()
+    if not query:
+        raise ToolError("search_knowledge_base needs a non-empty 'query'.")
+    raw_scope = arguments.get("scope") or {}
+    try:
+        scope = Scope(
+            tuple(int(i) for i in raw_scope.get("document_ids") or ()),
+            tuple(int(i) for i in raw_scope.get("folder_ids") or ()),
+        )
+        limit = max(1, min(int(arguments.get("limit") or settings.CHAT_SEARCH_LIMIT), 20))
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ToolError(f"Invalid arguments: {exc}") from exc
+    try:
+        result = search(query, thread.workspace, scope, limit)
+    except ScopeError as exc:
+        raise ToolError(str(exc)) from exc
+    groups = _group_hits(result.hits)
+    content, count = _evidence(thread, groups, "excerpt")
+    return ToolOutcome(
+        content,
+        f"Searching the knowledge base for “{query}”",
+        count,
+        {"query": query, "hits": len(result.hits), **result.metadata},
+    )
+
+
+def _group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str, dict]]]]:
+    documents = {d.pk: d for d in Document.objects.filter(pk__in={h.document_id for h in hits})}
+    groups: dict[int, list[tuple[int, int, str, dict]]] = {}
+    for hit in hits:  # documents in order of their best hit
+        groups.setdefault(hit.document_id, []).append(
+            (hit.ordinal, hit.chunk_id, hit.text, hit.locator)
+        )
+    return [(documents[doc_id], rows) for doc_id, rows in groups.items()]
+
+
+def read_document(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
+    try:
+        document_id = int(arguments.get("document_id"))
+    except (TypeError, ValueError) as exc:
+        raise ToolError("read_document needs an integer 'document_id'.") from exc
+    document = Document.objects.filter(pk=document_id, workspace=thread.workspace).first()
+    if document is None:
+        raise ToolError(f"No document {document_id} in this knowledge base.")
+    rows = list(
+        Chunk.objects.filter(document=document)
+        .order_by("ordinal")
+        .values_list("ordinal", "id", "text", "locator")[: settings.CHAT_READ_MAX_CHUNKS + 1]
+    )
+    truncated = len(rows) > settings.CHAT_READ_MAX_CHUNKS
+    content, count = _evidence(thread, [(document, rows[: settings.CHAT_READ_MAX_CHUNKS])], "full")
+    if truncated:
+        content += (
+            f"\n(Only the first {settings.CHAT_READ_MAX_CHUNKS} passages are shown; search "
+            "with this document as scope to find the rest.)"
+        )
+    return ToolOutcome(content, f"Reading “{document.title}”", count)
+
+
+def read_chat(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
+    try:
+        other_id = int(arguments.get("thread_id"))
+    except (TypeError, ValueError) as exc:
+        raise ToolError("read_chat needs an integer 'thread_id'.") from exc
+    other = Thread.objects.filter(
+        pk=other_id, workspace=thread.workspace, user=thread.user
+    ).first()
+    if other is None or other.pk == thread.pk:
+        raise ToolError(f"No conversation {other_id} to read.")
+    turns = list(
+        other.messages.filter(status=Message.Status.COMPLETE).order_by("seq")[:40]
+    )
+    units = [
+        citations.SourceUnit(
+            source_key=chat_turn_key(other.pk, m.pk),
+            source_type="chat_turn",
+            text=m.resolved_content or m.content,
+            locator={"thread_id": other.pk, "message_id": m.pk, "role": m.role},
+            display={"title": other.title or f"Conversation {other.pk}", "uri": "",
+                     "label": f"{m.role} turn", "url": ""},
+        )
+        for m in turns
+    ]
+    numbers = citations.register(thread, units)
+    passages = [
+        Passage(numbers[u.source_key], f"{u.locator['role']}: {u.text}") for u in units
+    ]
+    title = other.title or f"Conversation {other.pk}"
+    content = render_evidence([EvidenceDocument(title, "chat", "full", passages)])
+    return ToolOutcome(content, f"Reading the conversation “{title}”", len(units))
+
+
+TOOLS: dict[str, Callable[[Thread, dict[str, Any]], ToolOutcome]] = {
+    "search_knowledge_base": search_knowledge_base,
+    "read_document": read_document,
+    "read_chat": read_chat,
+}
+
+
+def parse_arguments(raw: str | dict | None) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    try:
+        parsed = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        raise ToolError(f"Arguments are not valid JSON: {exc.msg}") from exc
+    if not isinstance(parsed, dict):
+        raise ToolError("Arguments must be a JSON object.")
+    return parsed
+
+
+def run_tool(thread: Thread, name: str, raw_arguments: str | dict | None) -> ToolOutcome:
+    tool = TOOLS.get(name)
+    if tool is None:
+        raise ToolError(f"Unknown tool {name!r}; use one of {', '.join(TOOLS)}.")
+    return tool(thread, parse_arguments(raw_arguments))

@@ -1,0 +1,298 @@
+"""The real chat loop against a scripted OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.db import connection
+from rest_framework.test import APIClient
+
+from chat import services
+from chat.models import Message, Thread
+from chat.prompts import CITATION_RULE
+from citations import services as citations
+from citations.models import CitationEntry
+from indexing import pipeline, sources
+from knowledge.models import Document, Workspace
+from tests.conftest import SAMPLE_CORPUS
+from tests.scripted_llm import ScriptedLLM, answer, tool_call
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def llm(settings):
+    server = ScriptedLLM()
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = server.base_url
+    settings.LLM_MODEL = "scripted"
+    settings.LLM_TIMEOUT = 5.0
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def corpus(workspace, counting_embedder) -> dict[str, Document]:
+    documents = {}
+    for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
+        document = sources.add_path(workspace, SAMPLE_CORPUS / name)
+        pipeline.index_document(document.pk, embedder=counting_embedder)
+        documents[name] = Document.objects.get(pk=document.pk)
+    return documents
+
+
+@pytest.fixture
+def api(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def new_thread(api: APIClient) -> int:
+    response = api.post("/api/threads", {"title": ""}, format="json")
+    assert response.status_code == 201
+    return response.json()["id"]
+
+
+def tool_results(llm: ScriptedLLM) -> list[str]:
+    return [m["content"] for m in llm.requests[-1]["messages"] if m["role"] == "tool"]
+
+
+def test_answer_keeps_exactly_the_resolvable_citations(llm, corpus, api):
+    llm.script = [
+        tool_call("search_knowledge_base", {"query": "launch date March 10"}),
+        answer(
+            "The launch moved to March 10 [1]. The plan [1, 2] and range [1-3] hold. "
+            "An invented source [42]. Code `x[2]` stays."
+        ),
+    ]
+    thread_id = new_thread(api)
+    response = api.post(f"/api/threads/{thread_id}/messages",
+                        {"content": "When is the launch?"}, format="json")
+    assert response.status_code == 201, response.content
+    message = response.json()
+    assert message["status"] == "complete"
+    assert message["resolved_content"] == (
+        "The launch moved to March 10 [citation:1]. The plan [citation:1][citation:2] and "
+        "range [citation:1][citation:2][citation:3] hold. An invented source. "
+        "Code `x[2]` stays."
+    )
+    assert [c["n"] for c in message["citations"]] == [1, 2, 3]
+    assert message["metadata"]["dropped_citations"] == [42]
+    evidence = tool_results(llm)[0]
+    assert evidence.startswith("<retrieved_context>")
+    thread = Thread.objects.get(pk=thread_id)
+    for citation in message["citations"]:
+        entry = citations.resolve(thread, citation["n"])
+        assert entry.text == citation["text"]
+        assert f"[{citation['n']}] " + entry.text.splitlines()[0] in evidence
+        assert citation["status"] == "current"
+    resolved = api.get(f"/api/threads/{thread_id}/citations/1").json()
+    assert resolved["text"] == message["citations"][0]["text"]
+    assert api.get(f"/api/threads/{thread_id}/citations/42").status_code == 404
+
+
+def test_numbers_are_stable_across_turns_and_reads(llm, corpus, api):
+    pdf = corpus["q3-launch-notes.pdf"]
+    llm.script = [
+        tool_call("search_knowledge_base", {"query": "launch date"}),
+        answer("March 10 [1]."),
+        tool_call("read_document", {"document_id": pdf.pk}),
+        answer("Whole notes [1]."),
+    ]
+    thread_id = new_thread(api)
+    api.post(f"/api/threads/{thread_id}/messages", {"content": "When?"}, format="json")
+    first = {e.source_key: e.n for e in CitationEntry.objects.filter(registry__thread=thread_id)}
+    api.post(f"/api/threads/{thread_id}/messages", {"content": "Read it all"}, format="json")
+    after = {e.source_key: e.n for e in CitationEntry.objects.filter(registry__thread=thread_id)}
+    assert all(after[key] == n for key, n in first.items()), "numbers never change meaning"
+    full = tool_results(llm)[-1]
+    assert 'view="full"' in full
+    numbers = sorted(after.values())
+    assert numbers == list(range(1, len(numbers) + 1))
+    # The second turn's history holds the first answer, but no system prompt or tools.
+    history = llm.requests[-1]["messages"]
+    assert [m["role"] for m in history[:3]] == ["system", "user", "assistant"]
+    assert sum(m["role"] == "system" for m in history) == 1
+
+
+# The turn runs in a worker thread with its own connection: data must be committed.
+@pytest.mark.django_db(transaction=True)
+def test_sse_streams_progress_normalized_tokens_citations_and_done(llm, corpus, api):
+    llm.script = [
+        tool_call("search_knowledge_base", {"query": "security incident"}),
+        answer("Report within 4 hours [1]. Not [9].",
+               chunks=["Report within 4 hours [", "1", "]. Not [", "9]", "."]),
+    ]
+    thread_id = new_thread(api)
+    response = api.post(f"/api/threads/{thread_id}/messages", {"content": "How fast?"},
+                        format="json", HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/event-stream")
+    raw = b"".join(response.streaming_content).decode()
+    events = []
+    for block in raw.strip().split("\n\n"):
+        name, data = block.split("\n", 1)
+        events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
+    names = [n for n, _ in events]
+    assert names[-2:] == ["citations", "done"]
+    labels = [d["label"] for n, d in events if n == "progress"]
+    assert "Searching the knowledge base for “security incident”" in labels
+    tokens = "".join(d["text"] for n, d in events if n == "token")
+    assert tokens == "Report within 4 hours [citation:1]. Not."
+    assert all("[" not in d["text"] or "[citation:" in d["text"]
+               for n, d in events if n == "token")
+    assert [c["n"] for c in events[-2][1]] == [1]
+    stored = Message.objects.get(pk=events[-1][1]["message_id"])
+    assert stored.resolved_content == tokens
+
+
+def test_mentions_are_scope_notes_that_reach_the_tool(llm, corpus, api, workspace):
+    pdf = corpus["q3-launch-notes.pdf"]
+
+    def search_in_mentioned(request):
+        system = request["messages"][0]["content"]
+        assert f"document {pdf.pk}: Q3 Launch Notes" in system
+        return tool_call("search_knowledge_base",
+                         {"query": "security incident", "scope": {"document_ids": [pdf.pk]}})
+
+    llm.script = [search_in_mentioned, answer("Done [1].")]
+    thread_id = new_thread(api)
+    response = api.post(
+        f"/api/threads/{thread_id}/messages",
+        {"content": "What about security?", "mentions": [{"kind": "document", "id": pdf.pk}]},
+        format="json",
+    )
+    assert response.status_code == 201
+    evidence = tool_results(llm)[0]
+    assert "Q3 Launch Notes" in evidence and "Team Handbook" not in evidence
+    stored = Message.objects.filter(thread_id=thread_id)
+    assert not any(CITATION_RULE[:40] in m.content for m in stored), "ambient context not stored"
+    assert stored.get(role="user").mentions[0]["id"] == pdf.pk
+
+    outsider = get_user_model().objects.create_user("mallory")
+    other = Workspace.objects.create(name="Other", slug="other", owner=outsider)
+    foreign = Document.objects.create(workspace=other, source_type="file", uri="x", title="X")
+    response = api.post(f"/api/threads/{thread_id}/messages",
+                        {"content": "hi", "mentions": [{"kind": "document", "id": foreign.pk}]},
+                        format="json")
+    assert response.status_code == 404
+
+
+def test_malformed_tool_calls_and_unknown_tools_are_reported_to_the_model(llm, corpus, api):
+    llm.script = [
+        tool_call("search_knowledge_base", "{not json"),
+        tool_call("delete_everything", {}),
+        answer("Sorry, nothing [1]."),
+    ]
+    thread_id = new_thread(api)
+    message = api.post(f"/api/threads/{thread_id}/messages", {"content": "?"},
+                       format="json").json()
+    assert message["status"] == "complete"
+    assert message["resolved_content"] == "Sorry, nothing."
+    assert message["citations"] == []
+    results = tool_results(llm)
+    assert results[0].startswith("Error: Arguments are not valid JSON")
+    assert results[1].startswith("Error: Unknown tool 'delete_everything'")
+
+
+def test_provider_errors_end_the_turn_with_a_clear_message(llm, corpus, api):
+    llm.status = 500
+    thread_id = new_thread(api)
+    response = api.post(f"/api/threads/{thread_id}/messages", {"content": "Hello?"},
+                        format="json")
+    assert response.status_code == 502
+    body = response.json()
+    assert body["status"] == "error"
+    assert "HTTP 500" in body["resolved_content"]
+    roles = list(Message.objects.filter(thread_id=thread_id).values_list("role", "status"))
+    assert roles == [("user", "complete"), ("assistant", "error")]
+
+
+def test_other_users_threads_and_citations_are_404(llm, corpus, api):
+    llm.script = [tool_call("search_knowledge_base", {"query": "launch"}), answer("x [1].")]
+    thread_id = new_thread(api)
+    api.post(f"/api/threads/{thread_id}/messages", {"content": "q"}, format="json")
+    mallory = APIClient()
+    mallory.force_authenticate(get_user_model().objects.create_user("mallory"))
+    for url in (f"/api/threads/{thread_id}", f"/api/threads/{thread_id}/messages",
+                f"/api/threads/{thread_id}/citations/1"):
+        assert mallory.get(url).status_code == 404
+    assert APIClient().get(f"/api/threads/{thread_id}").status_code in (401, 403)
+
+
+def test_offline_extractive_answer_cites_the_right_passage(corpus, workspace, user, settings):
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace, user)
+    message = services.post_message(thread, "How quickly must a security incident be reported?")
+    assert message.status == Message.Status.COMPLETE
+    assert "4 hours" in message.resolved_content
+    assert "[citation:" in message.resolved_content
+    top = message.citations[0]
+    assert top["document"]["id"] == corpus["handbook.md"].pk
+    assert "4 hours" in top["text"]
+
+    nothing = services.post_message(thread, "What is the airspeed of an unladen swallow?")
+    assert nothing.citations == []
+    assert "could not find" in nothing.resolved_content
+
+
+def test_citations_flag_changed_and_missing_sources(corpus, workspace, user, settings, tmp_path,
+                                                    counting_embedder):
+    settings.LLM_PROVIDER = "extractive"
+    path = tmp_path / "rules.md"
+    path.write_text("# Rules\n\nThe slipway closes at 18:00 on weekdays.\n")
+    document = sources.add_path(workspace, path)
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    thread = services.create_thread(workspace, user)
+    message = services.post_message(thread, "When does the slipway close?")
+    n = next(c["n"] for c in message.citations if c["document"]["id"] == document.pk)
+    path.write_text("# Rules\n\nThe slipway closes at 20:00 on weekdays.\n")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    entry = citations.resolve(thread, n)
+    assert citations.citation_json(entry)["status"] == "missing"
+    assert "18:00" in citations.citation_json(entry)["text"], "what was cited stays"
+
+
+def test_ask_command_prints_answer_and_footers(corpus, workspace, capsys, settings):
+    settings.LLM_PROVIDER = "extractive"
+    call_command("ask", "When do on-call shifts hand over?", workspace=workspace.slug,
+                 debug=True)
+    out = capsys.readouterr().out
+    assert "Tuesdays at 10:00 UTC" in out
+    assert "retrieval> 1 tool calls; searched: 'When do on-call shifts hand over?'" in out
+    assert "matches> " in out and "sources> [1] " in out
+    assert "kb_chunk document=" in out
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_registration_gives_unique_gap_free_numbers(workspace, user):
+    thread = services.create_thread(workspace, user)
+    errors: list[BaseException] = []
+
+    def register(worker: int) -> None:
+        try:
+            units = [
+                citations.SourceUnit(f"web_result:https://x/{(worker * 7 + i) % 30}",
+                                     "web_result", f"text {i}", {}, {})
+                for i in range(10)
+            ]
+            citations.register(thread, units)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=register, args=(w,)) for w in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors
+    entries = list(CitationEntry.objects.filter(registry__thread=thread))
+    assert sorted(e.n for e in entries) == list(range(1, 31))
+    assert len({e.source_key for e in entries}) == 30
