@@ -139,4 +139,6 @@ class CitationView(APIView):
         entry = citations.resolve(thread, n)
         if entry is None:
             raise Http404(f"No citation [{n}] in this conversation")
-        return Response(citations.citation_json(entry))
+        return Response(
+            {**citations.citation_json(entry), "context": citations.surrounding_text(entry)}
+        )

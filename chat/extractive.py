@@ -52,8 +52,33 @@ def split_sentences(text: str) -> list[str]:
     return [s.strip() for s in SENTENCE_END.split(text) if s and s.strip()]
 
 
+MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+# What an answer to "when/who/how many…" looks like: such sentences are preferred.
+ANSWER_SHAPES = [
+    (re.compile(r"^\s*when\b|\bwhat (?:time|day|date|year)\b", re.I),
+     re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[5-9]|20)\d\d\b|"
+                r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)),
+    (re.compile(r"\bhow (?:many|much|long|quickly|fast|often|far|old|big)\b", re.I),
+     re.compile(r"\d")),
+    (re.compile(r"^\s*who\b|\bwhom\b", re.I),
+     re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+")),
+]
+
+
+def _normalized(sentence: str) -> str:
+    return " ".join(WORD.findall(sentence.lower()))
+
+
 def rank_sentences(question: str, passages: list[tuple[int, str]]) -> list[tuple[float, int, str]]:
-    """(score, n, sentence), best first. Score = IDF-weighted share of question terms covered."""
+    """(score, n, sentence), best first.
+
+    Score: the IDF-weighted share of question terms a sentence covers, raised when
+    it has the shape of the answer (a date for "when"), lowered for boilerplate
+    repeated across passages (page headers) and for run-on blocks such as tables.
+    """
     wanted = set(terms(question))
     sentences = [(n, s) for n, text in passages for s in split_sentences(text)]
     if not wanted or not sentences:
@@ -61,10 +86,17 @@ def rank_sentences(question: str, passages: list[tuple[int, str]]) -> list[tuple
     df = Counter(t for _, s in sentences for t in set(terms(s)))
     idf = {t: math.log(1 + len(sentences) / (1 + df[t])) for t in wanted}
     total = sum(idf.values())
+    repeats = Counter(_normalized(s) for _, s in sentences)
+    shapes = [answer for asks, answer in ANSWER_SHAPES if asks.search(question)]
     ranked = []
     for position, (n, sentence) in enumerate(sentences):
-        covered = wanted & set(terms(sentence))
-        score = sum(idf[t] for t in covered) / total
+        score = sum(idf[t] for t in wanted & set(terms(sentence))) / total
+        if shapes and any(shape.search(sentence) for shape in shapes):
+            score += 0.25
+        if repeats[_normalized(sentence)] > 1:
+            score *= 0.3
+        if len(sentence.split()) > 60:
+            score *= 0.7
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append((score - position * 1e-6, n, sentence))
     return sorted(ranked, key=lambda item: -item[0])

@@ -11,12 +11,13 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 
+from chat.followup import standalone_query
 from chat.models import Message, Thread
 from chat.prompts import Mention, system_prompt
 from chat.providers import LLMProvider, ProviderError, TurnContext, get_provider
 from chat.tools import TOOL_SPECS, ToolError, run_tool
 from citations import services as citations
-from citations.normalizer import StreamNormalizer, normalize
+from citations.normalizer import StreamNormalizer
 from knowledge.models import Document, Folder, Workspace
 
 Emit = Callable[[str, Any], None]
@@ -126,13 +127,22 @@ def post_message(
         "document_ids": [m.id for m in resolved_mentions if m.kind == "document"],
         "folder_ids": [m.id for m in resolved_mentions if m.kind == "folder"],
     }
-    context = TurnContext(text, {k: v for k, v in scope.items() if v})
+    earlier = [m["content"] for m in messages if m["role"] == "user"][:-1]
+    context = TurnContext(
+        standalone_query(earlier, text), {k: v for k, v in scope.items() if v}
+    )
     issued = citations.issued_numbers(thread)
     normalizer = StreamNormalizer(issued.__contains__)
 
+    shown: list[str] = []
+
+    # One normalizer for streamed and plain turns alike: text written in a round
+    # is judged by the numbers issued before it, and what is stored is exactly
+    # what was streamed.
     def on_text(delta: str) -> None:
         out = normalizer.feed(delta)
         if out:
+            shown.append(out)
             emit("token", {"text": out})
 
     tool_log: list[dict[str, Any]] = []
@@ -150,6 +160,8 @@ def post_message(
             )
             llm_seconds += time.perf_counter() - call_started
             parts.append(reply.text)
+            if not stream and reply.text:
+                on_text(reply.text)
             usage.append(reply.usage)
             if not reply.tool_calls:
                 break
@@ -159,6 +171,7 @@ def post_message(
             issued |= citations.issued_numbers(thread)
         tail = normalizer.finish()
         if tail:
+            shown.append(tail)
             emit("token", {"text": tail})
     except ProviderError as exc:
         message = _append(
@@ -173,22 +186,20 @@ def post_message(
         emit("error", {"message": message.resolved_content, "message_id": message.pk})
         return message
 
-    raw = "".join(parts)
-    normalized = normalize(raw, issued.__contains__)
-    cited = [citations.citation_json(e) for e in citations.entries(thread, normalized.cited)]
+    cited = [citations.citation_json(e) for e in citations.entries(thread, normalizer.cited)]
     total = time.perf_counter() - started
     message = _append(
         thread,
         role=Message.Role.ASSISTANT,
-        content=raw,
-        resolved_content=normalized.text,
+        content="".join(parts),
+        resolved_content="".join(shown),
         citations=cited,
         tool_calls=tool_log,
         metadata={
             "provider": provider.name,
             "rounds": len(usage),
             "usage": usage,
-            "dropped_citations": normalized.dropped,
+            "dropped_citations": normalizer.dropped,
             "latency_ms": round(total * 1000, 1),
             "server_ms": round((total - llm_seconds) * 1000, 1),
         },

@@ -24,8 +24,12 @@ Decisions on ambiguous input (tests pin each one):
   its paragraph (up to a blank line or a fence). CommonMark would instead
   re-read it as text, but that needs unbounded look-ahead and would stall the
   stream; whatever the span holds is emitted verbatim either way.
-* Indented (four-space) code blocks are not detected: in model answers
+* Fences may be indented any amount, since models nest them in list items;
+  indented (four-space) code blocks are not detected, since in model answers
   indentation nearly always means a list continuation.
+* A removed marker takes adjacent spaces with it so no gap is left: before
+  closing punctuation or a line end it leaves none, at the start of a line it
+  keeps the indentation only, elsewhere it leaves a single one.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ _ESCAPABLE: Final = frozenset(string.punctuation)
 _CLOSING_PUNCTUATION: Final = frozenset(".,;:!?)]}»”’…。，、；：！？）】」』》〉．］｝")
 
 _S = f"[{_MARKER_SPACES}]*"
-_NUM = "[1-9][0-9]{0,5}"
+_NUM = "[1-9][0-9]{0,5}"  # 1..MAX_NUMBER, no leading zeros
 _ITEM = rf"({_NUM})(?:{_S}[{_DASHES}]{_S}({_NUM}))?"
 _ITEM_RE: Final = re.compile(_ITEM)
 _NUM_RE: Final = re.compile(_NUM)
@@ -64,13 +68,14 @@ _CONTENT_RE: Final = re.compile(
     rf"{_S}(?:citation{_S}:{_S})?{_ITEM}(?:{_S}[{_SEPARATORS}]{_S}{_ITEM})*{_S}",
     re.IGNORECASE,
 )
-# Spaces, then text if it is plain; a "~" after them may open a fence.
-_SPACES_THEN_TEXT_RE: Final = re.compile(r"([ \t]+)([^\[【［`\\\r\n \t~][^\[【［`\\\r\n]*)?")
-_CODE_SPACE_RE: Final = re.compile(r"[ \t\r]+")
 # Runs of text that cannot start or end anything we track.
-_BLANKS_RE: Final = re.compile(r"[ \t]+")
 _PLAIN_RE: Final = re.compile(r"[^\[【［`\\\r\n]+")
 _CODE_PLAIN_RE: Final = re.compile(r"[^`\n]+")
+# Spaces, then text if it is plain; a "~" after them may open a fence.
+_SPACES_THEN_TEXT_RE: Final = re.compile(r"([ \t]+)([^\[【［`\\\r\n \t~][^\[【［`\\\r\n]*)?")
+_BLANKS_RE: Final = re.compile(r"[ \t]+")
+# A carriage return is a blank inside code: "\r\n" must not read as two lines.
+_CODE_BLANKS_RE: Final = re.compile(r"[ \t\r]+")
 
 
 @dataclass(frozen=True)
@@ -175,7 +180,7 @@ def _run_end(buf: str, pos: int, final: bool) -> int | None:
 
 
 def _indent_width(spaces: str) -> int:
-    # A tab always reaches an indented-code column, so it rules out a fence.
+    # A tab reaches the fourth column, where "[n]:" stops being a reference definition.
     return sum(4 if ch == "\t" else 1 if ch == " " else 0 for ch in spaces)
 
 
@@ -293,15 +298,13 @@ class StreamNormalizer:
         if end is None:
             return None
         run = buf[pos:end]
+        self._emit_text(run)
         if len(run) >= 3:
-            self._emit_text(run)
             self._open_fence(run)
         elif run[0] == "`":
-            self._emit_text(run)
             self._open_code_span(len(run))
         else:
-            self._emit_text(run)
-            self._indent = None
+            self._indent = None  # "~~" is strikethrough, plain text here
         return end
 
     def _text_backticks(self, buf: str, pos: int, final: bool) -> int | None:
@@ -382,7 +385,7 @@ class StreamNormalizer:
             self._indent = 0
             return pos + 1
         if ch in " \t\r":
-            match = _CODE_SPACE_RE.match(buf, pos)
+            match = _CODE_BLANKS_RE.match(buf, pos)
             assert match is not None
             self._put(match.group())
             if self._indent is not None:
@@ -411,38 +414,47 @@ class StreamNormalizer:
         return end
 
     def _step_fence(self, buf: str, pos: int, final: bool) -> int | None:
-        ch = buf[pos]
+        # Everything inside a fence is verbatim; only a closing line matters.
         if self._fence_line is _FenceLine.START:
-            if ch in " \t":
-                match = _BLANKS_RE.match(buf, pos)
-                assert match is not None
-                self._put(match.group())
-                return match.end()
-            if ch == self._fence_char:
-                end = _run_end(buf, pos, final)
-                if end is None:
-                    return None
-                self._put(buf[pos:end])
-                long_enough = end - pos >= self._fence_len
-                self._fence_line = _FenceLine.TAIL if long_enough else _FenceLine.CONTENT
-                return end
-            self._fence_line = _FenceLine.CONTENT
+            return self._fence_line_start(buf, pos, final)
         if self._fence_line is _FenceLine.TAIL:
-            if ch in " \t\r":
-                self._put(ch)
-                return pos + 1
-            if ch == "\n":
-                self._put(ch)
-                self._step = self._step_text
-                self._indent = 0
-                return pos + 1
-            self._fence_line = _FenceLine.CONTENT
+            return self._fence_tail(buf, pos)
+        return self._fence_content(buf, pos)
+
+    def _fence_line_start(self, buf: str, pos: int, final: bool) -> int | None:
+        ch = buf[pos]
+        if ch in " \t":
+            match = _BLANKS_RE.match(buf, pos)
+            assert match is not None
+            self._put(match.group())
+            return match.end()
+        if ch != self._fence_char:
+            return self._fence_content(buf, pos)
+        end = _run_end(buf, pos, final)
+        if end is None:
+            return None
+        self._put(buf[pos:end])
+        long_enough = end - pos >= self._fence_len
+        self._fence_line = _FenceLine.TAIL if long_enough else _FenceLine.CONTENT
+        return end
+
+    def _fence_tail(self, buf: str, pos: int) -> int:
+        ch = buf[pos]
+        if ch in " \t\r":
+            self._put(ch)
+            return pos + 1
+        if ch != "\n":
+            return self._fence_content(buf, pos)
+        self._put(ch)
+        self._step = self._step_text
+        self._indent = 0
+        return pos + 1
+
+    def _fence_content(self, buf: str, pos: int) -> int:
         newline = buf.find("\n", pos)
         end = len(buf) if newline == -1 else newline + 1
         self._put(buf[pos:end])
-        if newline != -1:
-            self._fence_line = _FenceLine.START
-            self._indent = 0
+        self._fence_line = _FenceLine.CONTENT if newline == -1 else _FenceLine.START
         return end
 
     # -- output ---------------------------------------------------------------
@@ -476,7 +488,9 @@ class StreamNormalizer:
     def _settle_spaces(self, next_char: str | None) -> None:
         """Write the held spaces, now that what follows them is known.
 
-        `next_char` None means a line break or the end of the text.
+        `next_char` None means a line break or the end of the text. After a
+        removed marker the spaces on both sides of it are one gap, sized so the
+        sentence reads as if the marker had never been written.
         """
         spaces = "".join(self._spaces)
         self._spaces.clear()

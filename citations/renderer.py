@@ -29,8 +29,12 @@ _ENVELOPE_TAG: Final = re.compile(
 # Wider than what the normalizer accepts (any digits, leading zeros, reversed
 # ranges, mismatched CJK pairs): anything the model might read as a citation.
 _NUMBERS = r"\d+(?:[ \t\u3000]*[-–—,;，；、][ \t\u3000]*\d+)*"
+# An index right after an identifier (rows[1], m[0][2]) is code, not a reference:
+# rewriting it would make the model quote code wrongly.
 _BRACKETED_NUMBERS: Final = re.compile(
-    rf"[\[【［]([ \t\u3000]*(?:citation[ \t\u3000]*:[ \t\u3000]*)?{_NUMBERS}[ \t\u3000]*)[\]】］]",
+    r"(?:(?<![\w\])])\[|[【［])"
+    rf"([ \t\u3000]*(?:citation[ \t\u3000]*:[ \t\u3000]*)?{_NUMBERS}[ \t\u3000]*)"
+    r"[\]】］]",
     re.IGNORECASE,
 )
 

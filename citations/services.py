@@ -12,7 +12,8 @@ from chat.models import Thread
 from citations.models import CitationEntry, CitationRegistry
 from citations.registry import Numbering
 from indexing.types import content_hash
-from knowledge.models import Chunk
+from knowledge.locators import unit_text
+from knowledge.models import Chunk, Document
 
 
 @dataclass(frozen=True)
@@ -150,3 +151,15 @@ def merge(target: Thread, source: Thread) -> dict[int, int]:
     registry.next_n = numbering.next_n
     registry.save(update_fields=["next_n"])
     return mapping
+
+
+def surrounding_text(entry: CitationEntry, chars: int = 600) -> dict[str, str]:
+    """Text around a still-current passage, for showing it highlighted in place."""
+    if entry.document_id is None or "char_start" not in entry.locator:
+        return {"before": "", "after": ""}
+    if freshness(entry) != "current":
+        return {"before": "", "after": ""}
+    text = Document.objects.filter(pk=entry.document_id).values_list("text", flat=True).first()
+    unit = unit_text(text or "", entry.locator)
+    start, end = entry.locator["char_start"], entry.locator["char_end"]
+    return {"before": unit[max(0, start - chars) : start], "after": unit[end : end + chars]}

@@ -3,9 +3,11 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from chat import api as chat_api
+from chat import views as chat_views
 from knowledge import api as knowledge_api
 
 urlpatterns = [
+    path("", chat_views.chat_page, name="chat-page"),
     path("admin/", admin.site.urls),
     path("api/search", knowledge_api.SearchView.as_view(), name="api-search"),
     path("api/documents", knowledge_api.DocumentListView.as_view(), name="api-documents"),
@@ -19,6 +21,7 @@ urlpatterns = [
         knowledge_api.DocumentChunksView.as_view(),
         name="api-document-chunks",
     ),
+    path("api/folders", knowledge_api.FolderListView.as_view(), name="api-folders"),
     path("api/threads", chat_api.ThreadListView.as_view(), name="api-threads"),
     path("api/threads/<int:pk>", chat_api.ThreadDetailView.as_view(), name="api-thread"),
     path(

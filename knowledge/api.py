@@ -15,6 +15,7 @@ from knowledge.search import Scope, ScopeError, search
 from knowledge.serializers import (
     ChunkSerializer,
     DocumentSerializer,
+    FolderSerializer,
     HitSerializer,
     SearchQuerySerializer,
 )
@@ -85,3 +86,11 @@ class DocumentChunksView(generics.ListAPIView):
         workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
         document = get_object_or_404(selectors.documents_in(workspace), pk=self.kwargs["pk"])
         return selectors.chunks_of(document)
+
+
+class FolderListView(APIView):
+    @extend_schema(responses=FolderSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        workspace = selectors.workspace_for(request.user, request.GET.get("workspace"))
+        folders = selectors.folders_in(workspace)
+        return Response(FolderSerializer(folders, many=True).data)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.http import Http404
 
-from knowledge.models import Chunk, Document, Workspace
+from knowledge.models import Chunk, Document, Folder, Workspace
 
 
 def workspaces_for(user) -> QuerySet[Workspace]:
@@ -35,3 +35,8 @@ def documents_in(workspace: Workspace) -> QuerySet[Document]:
 
 def chunks_of(document: Document) -> QuerySet[Chunk]:
     return document.chunks.defer("embedding").order_by("ordinal")
+
+
+def folders_in(workspace: Workspace) -> list[Folder]:
+    folders = list(Folder.objects.filter(workspace=workspace).select_related("parent"))
+    return sorted(folders, key=lambda f: f.path)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from knowledge import locators
-from knowledge.models import Chunk, Document
+from knowledge.models import Chunk, Document, Folder
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -57,3 +57,11 @@ class HitSerializer(serializers.Serializer):
 
     def get_label(self, obj) -> str:
         return locators.label(obj.locator)
+
+
+class FolderSerializer(serializers.ModelSerializer):
+    path = serializers.CharField(read_only=True)
+
+    class Meta:
+        model = Folder
+        fields = ["id", "name", "parent", "path"]

@@ -1,0 +1,35 @@
+"""Turn a follow-up question into a standalone retrieval query (pure, no model).
+
+Used by the offline answerer, which has no language model to resolve "it" or
+"what about …"; remote models see the history and write their own queries.
+"""
+
+from __future__ import annotations
+
+import re
+
+from chat.extractive import STOP_WORDS
+
+ANAPHORA = re.compile(
+    r"\b(it|its|it's|that|this|those|these|they|them|their|he|she|his|her|there|then|"
+    r"the same|what about|how about|and|also|else|more)\b",
+    re.IGNORECASE,
+)
+WORD = re.compile(r"[A-Za-z0-9][\w.@'-]*")
+
+
+def content_words(text: str) -> list[str]:
+    return [w for w in WORD.findall(text) if w.lower() not in STOP_WORDS]
+
+
+def standalone_query(previous_questions: list[str], question: str) -> str:
+    """`question`, completed with the topic of the previous question when it leans on it."""
+    if not previous_questions:
+        return question
+    own = content_words(question)
+    # Only a question that points back ("its budget", "what about …") borrows.
+    if not ANAPHORA.search(question) or len(own) > 6:
+        return question
+    seen = {w.lower() for w in own}
+    topic = [w for w in content_words(previous_questions[-1]) if w.lower() not in seen]
+    return f"{question} ({' '.join(topic)})" if topic else question

@@ -1,0 +1,40 @@
+"""`manage.py chat --workspace SLUG`: an interactive conversation in the terminal."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from chat import services
+from chat.management.commands.ask import footer
+from knowledge.models import Workspace
+
+
+class Command(BaseCommand):
+    help = "Chat with the knowledge base; follow-up questions keep the conversation's context."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--workspace", default="demo")
+        parser.add_argument("--debug", action="store_true")
+
+    def handle(self, *args, **options) -> None:
+        workspace = Workspace.objects.filter(slug=options["workspace"]).first()
+        if workspace is None:
+            raise CommandError(f"No workspace '{options['workspace']}'")
+        thread = services.create_thread(workspace, workspace.owner)
+        self.stdout.write(f"Conversation {thread.pk} in '{workspace.slug}'. Empty line quits.")
+
+        def show_progress(event: str, data) -> None:
+            if event == "progress":
+                self.stderr.write(f"… {data['label']}")
+
+        while True:
+            try:
+                question = input("you> ").strip()
+            except EOFError:
+                break
+            if not question:
+                break
+            message = services.post_message(thread, question, emit=show_progress)
+            self.stdout.write(f"verity> {message.resolved_content}")
+            for line in footer(message, debug=options["debug"]):
+                self.stdout.write(line)
