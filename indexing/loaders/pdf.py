@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import logging
+import re
 
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
@@ -32,6 +33,40 @@ def _short(exc: BaseException) -> str:
 def _clean_page_text(text: str) -> str:
     # \f is the page separator in LoadedDocument.text; NUL cannot be stored in Postgres.
     return normalize_newlines(text.replace(PAGE_SEPARATOR, "").replace("\x00", ""))
+
+
+# Running headers and footers ("Acme internal · Page 3 of 40") repeat on most
+# pages. Left in, they make every page's first chunk look alike and outrank the
+# passages that hold the answer, so they are dropped before chunking.
+_EDGE_LINES = 3
+_DIGITS = re.compile(r"\d+")
+
+
+def _line_signature(line: str) -> str:
+    return _DIGITS.sub("#", " ".join(line.split()).lower())
+
+
+def _drop_running_lines(units: list[RawUnit]) -> None:
+    pages = [u for u in units if u.text.strip()]
+    if len(pages) < 3:
+        return
+    seen: dict[str, int] = {}
+    for unit in pages:
+        lines = [line for line in unit.text.split("\n") if line.strip()]
+        edges = {_line_signature(line) for line in lines[:_EDGE_LINES] + lines[-_EDGE_LINES:]}
+        for signature in edges:
+            seen[signature] = seen.get(signature, 0) + 1
+    running = {sig for sig, count in seen.items() if count >= 0.6 * len(pages) and sig}
+    if not running:
+        return
+    for unit in pages:
+        lines = unit.text.split("\n")
+        body = [i for i, line in enumerate(lines) if line.strip()]
+        edge = set(body[:_EDGE_LINES] + body[-_EDGE_LINES:])
+        unit.text = "\n".join(
+            line for i, line in enumerate(lines)
+            if not (i in edge and _line_signature(line) in running)
+        ).strip("\n")
 
 
 def _metadata_title(reader: PdfReader) -> str | None:
@@ -84,6 +119,7 @@ def load_pdf(data: bytes, *, filename: str) -> LoadedDocument:
         # Blank pages stay as units so that page numbers keep matching the file.
         units.append(RawUnit(text=text, locator={"page": number}, kind=KIND_PDF_PAGE))
 
+    _drop_running_lines(units)
     if not any(u.text.strip() for u in units):
         if failed_pages and len(failed_pages) == len(pages):
             raise IngestError("Could not read PDF: text extraction failed on every page")

@@ -736,3 +736,20 @@ def test_load_fetched_falls_back_to_extension() -> None:
     assert doc.source_type == SOURCE_OFFICE
     assert doc.units[0].locator == {"url": resource.url}
     assert doc.metadata["url"] == resource.url
+
+
+def test_pdf_running_headers_and_footers_are_dropped():
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    for page, verb in enumerate(["opens", "closes", "floods", "dries"], start=1):
+        pdf.drawString(72, 800, "Acme Corp confidential - quarterly review")
+        pdf.drawString(72, 700, f"Body of page {page}: the harbour {verb}.")
+        pdf.drawString(72, 40, f"Page {page} of 4")
+        pdf.showPage()
+    pdf.save()
+    document = load_bytes(buffer.getvalue(), filename="review.pdf")
+    texts = [u.text for u in document.units]
+    assert all("confidential" not in t and "of 4" not in t for t in texts)
+    assert "the harbour floods" in texts[2]
