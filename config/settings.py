@@ -129,9 +129,10 @@ MEDIA_URL = "media/"
 LOGIN_URL = "admin:login"
 
 REST_FRAMEWORK = {
+    # Token first: an anonymous API call then gets 401 with a WWW-Authenticate hint.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
