@@ -55,6 +55,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.errors.DatabaseOutageMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -136,6 +137,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
@@ -165,7 +167,7 @@ COHERE_API_KEY = env("COHERE_API_KEY", default="")
 COHERE_BASE_URL = env("COHERE_BASE_URL", default="")
 
 # --- Chunking --------------------------------------------------------------------
-# See indexing/chunking/__init__.py for the measurement behind these defaults.
+# Measured by bench/chunking_sweep.py; see ChunkBudget in indexing/chunking.
 CHUNK_MAX_TOKENS = env.int("CHUNK_MAX_TOKENS", default=200)
 CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=40)
 

@@ -7,13 +7,17 @@ index: callers pass the documents to `enqueue` (or index them inline).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from indexing.loaders import (
     is_known_filename,
@@ -22,6 +26,8 @@ from indexing.loaders import (
     walk_repository,
 )
 from knowledge.models import Document, Folder, IngestJob, Workspace
+
+logger = logging.getLogger(__name__)
 
 # Directories never worth indexing when a whole tree is added.
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".verity"}
@@ -38,13 +44,41 @@ def folder_for_path(workspace: Workspace, path: str | None) -> Folder | None:
 
 
 def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
-    """Queue indexing once the rows are committed, so a worker can never miss them."""
+    """Queue indexing once the rows are committed, so a worker can never miss them.
+
+    If the broker stays down through Celery's own publish retries, the documents
+    stay PENDING (nothing is lost) and a worker re-queues them when it starts.
+    """
+    ids = [d.pk for d in documents if d.status != Document.Status.FAILED]
+    transaction.on_commit(lambda: _send(ids, force))
+
+
+def _send(ids: list[int], force: bool) -> None:
     from indexing.tasks import index_document_task
 
-    ids = [d.pk for d in documents if d.status != Document.Status.FAILED]
-    transaction.on_commit(
-        lambda: [index_document_task.delay(pk, force=force) for pk in ids]
+    for position, pk in enumerate(ids):
+        try:
+            index_document_task.delay(pk, force=force)
+        except KombuOperationalError as exc:
+            logger.warning(
+                "Broker unavailable (%s); %d documents stay PENDING until a worker "
+                "re-queues them", exc, len(ids) - position,
+            )
+            return
+
+
+def requeue_unfinished(older_than: timedelta = timedelta(minutes=2)) -> int:
+    """Queue documents left PENDING/INDEXING by a broker outage or a killed worker.
+
+    Safe even when their task is still queued: indexing is idempotent.
+    """
+    stale = Document.objects.filter(
+        status__in=[Document.Status.PENDING, Document.Status.INDEXING],
+        updated_at__lt=timezone.now() - older_than,
     )
+    ids = list(stale.values_list("pk", flat=True))
+    _send(ids, force=False)
+    return len(ids)
 
 
 def _upsert(

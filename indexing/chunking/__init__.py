@@ -17,7 +17,15 @@ from .tokens import count_tokens
 class ChunkBudget:
     """Chunk size limits in (estimated) all-MiniLM-L6-v2 tokens.
 
-    The model reads 256 pieces; 200 leaves room for the estimate's error.
+    Defaults measured by bench/chunking_sweep.py (SQuAD dev, 1,000 questions,
+    dense retrieval of the chunk holding the answer; noise ±0.018 MRR@10):
+    200/40 scores MRR@10 0.738, within noise of the best (160/0: 0.752).
+    - 200: the model reads 256 pieces; at 256, 0.1% of chunks already overflow
+      the window because the token count is an estimate.
+    - 40 overlap: no gain on SQuAD (its answers sit inside one sentence) and
+      14% more chunks than 0, but evidence that spans a chunk boundary survives,
+      and at 40 the overlap starts at a sentence start 55% of the time (15% at
+      20, which measured worse than both 0 and 40).
     """
 
     max_tokens: int = 200

@@ -1,0 +1,83 @@
+"""Database outages, parallel posts on one thread, and a model that fails mid-turn."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import connection
+from rest_framework.test import APIClient
+
+from chat import services
+from chat.models import Message
+from citations.models import CitationEntry
+from indexing import pipeline, sources
+from tests.conftest import SAMPLE_CORPUS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_database_outage_is_a_clear_503(user, staff, client):
+    api = APIClient()
+    api.force_authenticate(user)
+    client.force_login(staff)  # the admin then needs the database for the session
+    db = connection.settings_dict
+    saved = {**db, "OPTIONS": dict(db.get("OPTIONS", {}))}
+    connection.close()
+    # A real connection attempt to a port where nothing listens.
+    db.update(HOST="127.0.0.1", PORT="1", OPTIONS={"connect_timeout": 2})
+    try:
+        api_response = api.get("/api/documents")
+        page_response = client.get("/admin/")
+    finally:
+        connection.close()
+        db.clear()
+        db.update(saved)
+    assert api_response.status_code == 503
+    assert "database is unavailable" in api_response.json()["detail"]
+    assert api_response["Retry-After"] == "5"
+    assert page_response.status_code == 503
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_embedder,
+                                                      settings):
+    settings.LLM_PROVIDER = "extractive"
+    for name in ("handbook.md", "tide-faq.html"):
+        document = sources.add_path(workspace, SAMPLE_CORPUS / name)
+        pipeline.index_document(document.pk, embedder=counting_embedder)
+    thread = services.create_thread(workspace, user)
+    questions = [
+        "How quickly must a security incident be reported?",
+        "When do on-call shifts hand over?",
+        "How accurate are the predictions?",
+        "What license is tidewatch released under?",
+        "How do I install tidewatch?",
+        "Who owns the release calendar?",
+    ]
+    errors: list[BaseException] = []
+
+    def ask(question: str) -> None:
+        try:
+            services.post_message(thread, question)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=ask, args=(q,)) for q in questions]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert not errors
+    messages = list(Message.objects.filter(thread=thread).order_by("seq"))
+    assert [m.seq for m in messages] == list(range(1, 2 * len(questions) + 1))
+    assert sorted(m.content for m in messages if m.role == "user") == sorted(questions)
+    assert all(m.status == "complete" for m in messages)
+    numbers = sorted(CitationEntry.objects.filter(registry__thread=thread).values_list("n",
+                                                                                       flat=True))
+    assert numbers == list(range(1, len(numbers) + 1))
+    for message in messages:
+        for citation in message.citations:
+            entry = CitationEntry.objects.get(registry__thread=thread, n=citation["n"])
+            assert entry.text == citation["text"], "a number never changes meaning"
