@@ -127,7 +127,8 @@ STATIC_URL = "static/"
 STATIC_ROOT = VERITY_HOME / "static"
 MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(VERITY_HOME / "media")))
 MEDIA_URL = "media/"
-LOGIN_URL = "admin:login"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "/"
 
 REST_FRAMEWORK = {
     # Token first: an anonymous API call then gets 401 with a WWW-Authenticate hint.
@@ -214,6 +215,9 @@ URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.
 URL_FETCH_ALLOW_PRIVATE = env.bool("URL_FETCH_ALLOW_PRIVATE", default=False)
 INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
+# A starting worker re-queues documents unfinished for this long (killed worker,
+# broker outage at upload time).
+INGEST_REQUEUE_AFTER_SECONDS = env.int("INGEST_REQUEUE_AFTER_SECONDS", default=120)
 
 LOGGING = {
     "version": 1,

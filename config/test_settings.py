@@ -3,6 +3,8 @@
 Tests that need a real worker start one as a subprocess with config.settings.
 """
 
+import os
+
 from config.settings import *  # noqa: F403
 from config.settings import VERITY_HOME
 
@@ -10,3 +12,7 @@ CELERY_TASK_ALWAYS_EAGER = True
 CELERY_TASK_EAGER_PROPAGATES = True
 MEDIA_ROOT = VERITY_HOME / "test-media"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# One test database per run: parallel runs on one machine (a developer's and a
+# helper's, or two checkouts sharing a server) must not drop each other's.
+DATABASES["default"]["TEST"] = {"NAME": f"test_verity_{os.getpid()}"}  # noqa: F405

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -9,6 +10,8 @@ from knowledge import api as knowledge_api
 urlpatterns = [
     path("", chat_views.chat_page, name="chat-page"),
     path("admin/", admin.site.urls),
+    # Everyone signs in here; the admin's own login only admits staff.
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("api/search", knowledge_api.SearchView.as_view(), name="api-search"),
     path("api/documents", knowledge_api.DocumentListView.as_view(), name="api-documents"),
     path(

@@ -67,11 +67,12 @@ def _send(ids: list[int], force: bool) -> None:
             return
 
 
-def requeue_unfinished(older_than: timedelta = timedelta(minutes=2)) -> int:
+def requeue_unfinished() -> int:
     """Queue documents left PENDING/INDEXING by a broker outage or a killed worker.
 
     Safe even when their task is still queued: indexing is idempotent.
     """
+    older_than = timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS)
     stale = Document.objects.filter(
         status__in=[Document.Status.PENDING, Document.Status.INDEXING],
         updated_at__lt=timezone.now() - older_than,

@@ -18,6 +18,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
+from chat import services
 from indexing import pipeline, sources
 from knowledge.models import Document
 from tests.conftest import SAMPLE_CORPUS
@@ -155,7 +156,7 @@ def new_chat(page: Page) -> None:
 def test_page_requires_login(client):
     response = client.get("/")
     assert response.status_code == 302
-    assert response["Location"] == "/admin/login/?next=/"
+    assert response["Location"] == "/accounts/login/?next=/"
 
 
 def test_answer_with_citation_pills_and_source_panel(page: Page, corpus, live_server):
@@ -219,10 +220,9 @@ def test_answer_with_citation_pills_and_source_panel(page: Page, corpus, live_se
     snapshot(page, "xss")
 
     page.get_by_role("button", name="Log out").click()
-    page.wait_for_timeout(3000); print("URL", page.url, page.content()[:3000])
-    page.wait_for_url("**/admin/logout/")
+    page.wait_for_url("**/accounts/login/?next=/")
     page.goto("/")
-    page.wait_for_url("**/admin/login/?next=/")
+    page.wait_for_url("**/accounts/login/?next=/")
 
 
 def test_mention_picker_scopes_the_question(page: Page, corpus):
@@ -236,7 +236,7 @@ def test_mention_picker_scopes_the_question(page: Page, corpus):
     composer.click()
     page.keyboard.type("@")
     expect(picker).to_be_visible()
-    expect(picker.locator(".picker-option")).to_have_count(4)  # 2 documents; folders ops, ops/moorings
+    expect(picker.locator(".picker-option")).to_have_count(4)  # 2 documents, 2 folders
     expect(picker).to_contain_text(XSS_TITLE)
     expect(picker).to_contain_text("ops/moorings")
     page.keyboard.press("Escape")
@@ -281,3 +281,30 @@ def test_mention_picker_scopes_the_question(page: Page, corpus):
     # The stored user message keeps its mention after a reload.
     page.reload()
     expect(page.locator(".message.role-user .mention-chip")).to_contain_text(handbook.title)
+
+
+@pytest.fixture
+def stale_citation(corpus, workspace, user, counting_embedder, tmp_path) -> tuple[int, int]:
+    """(thread id, n) of a citation whose passage has since been edited away."""
+    thread = services.create_thread(workspace, user)
+    message = services.post_message(thread, "When is the Pelican mooring buoy repainted?")
+    n = next(c["n"] for c in message.citations if c["document"]["id"] == corpus["xss"].pk)
+    source = tmp_path / "moorings.md"
+    source.write_text(XSS_DOCUMENT.replace("every April", "every May"))
+    pipeline.index_document(corpus["xss"].pk, embedder=counting_embedder)
+    return thread.pk, n
+
+
+# The stale citation is made before the browser starts: it needs the ORM.
+def test_changed_source_is_flagged_and_shows_what_was_cited(stale_citation, page: Page):
+    thread_id, n = stale_citation
+    page.goto(f"/#thread-{thread_id}")
+    expect(page.locator("#thread-list .thread.active")).to_contain_text("Pelican")
+    page.locator(f'.message.role-assistant .citation-pill[data-n="{n}"]').first.click()
+    panel = page.locator("#citation-panel")
+    expect(panel.locator("#citation-title")).to_have_text(XSS_TITLE)
+    expect(panel.locator("#citation-status")).to_be_visible()
+    expect(panel.locator("#citation-status")).to_contain_text("changed since it was cited")
+    expect(panel.locator("mark")).to_contain_text("every April")
+    page.locator("#citation-close").click()
+    expect(panel).to_be_hidden()

@@ -1,0 +1,111 @@
+"""A real worker on Redis, SIGKILLed mid-batch and restarted; bad input on a live worker."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+
+import pytest
+
+from knowledge.models import Document
+from tests.test_ingest import zip_bomb_docx
+from tests.workers import manage, start_worker, worker_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+FINAL = (Document.Status.INDEXED, Document.Status.FAILED)
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out waiting for {what}")
+        time.sleep(0.3)
+
+
+def write_corpus(directory, documents: int, paragraphs: int) -> None:
+    directory.mkdir()
+    rng = random.Random(7)
+    words = ("tide gauge harbour pier station reading surge ebb flood datum chart buoy "
+             "mooring vessel pilot current height lunar solar spring neap").split()
+    for d in range(documents):
+        body = "\n\n".join(
+            " ".join(rng.choice(words) for _ in range(60)) + f". Note {d}-{p}."
+            for p in range(paragraphs)
+        )
+        (directory / f"doc{d:02}.md").write_text(f"# Document {d}\n\n{body}\n")
+
+
+def assert_consistent(document: Document) -> None:
+    ordinals = list(document.chunks.order_by("ordinal").values_list("ordinal", flat=True))
+    if document.status == Document.Status.INDEXED:
+        assert ordinals == list(range(document.chunk_count)), document.title
+    else:
+        # Never indexed before: a half-done attempt must have left nothing behind.
+        assert ordinals == [], (document.title, document.status)
+
+
+def test_sigkilled_worker_is_restarted_and_nothing_is_lost_or_doubled(workspace, tmp_path):
+    write_corpus(tmp_path / "corpus", documents=10, paragraphs=30)
+    env = worker_env(tmp_path, CELERY_VISIBILITY_TIMEOUT="5", INGEST_REQUEUE_AFTER_SECONDS="1")
+    queued = manage(env, "ingest", str(tmp_path / "corpus"), "--workspace", workspace.slug,
+                    "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    documents = Document.objects.filter(workspace=workspace)
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: documents.filter(status=Document.Status.INDEXED).count() >= 2,
+                 240, "the first documents")
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        unfinished = documents.exclude(status__in=FINAL).count()
+        assert unfinished > 0, "the kill must land mid-batch"
+        for document in documents.all():  # .all(): a fresh query, not a cached one
+            assert_consistent(document)
+
+        worker = start_worker(env)
+        wait_for(lambda: documents.exclude(status__in=FINAL).count() == 0, 300,
+                 "the batch to finish after the restart")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert documents.count() == 10
+    for document in documents.all():
+        assert document.status == Document.Status.INDEXED, document.last_error
+        assert_consistent(document)
+        texts = list(document.chunks.values_list("text", flat=True))
+        assert len(texts) == len(set(texts)), "no duplicate chunks"
+
+
+def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
+    corpus = tmp_path / "bad"
+    corpus.mkdir()
+    (corpus / "empty.txt").write_bytes(b"")
+    (corpus / "corrupt.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3 truncated nonsense")
+    (corpus / "bomb.docx").write_bytes(zip_bomb_docx())
+    (corpus / "binary.txt").write_bytes(bytes(range(256)) * 100)
+    (corpus / "latin1.txt").write_bytes("Tid\xe9 tables for the \xeele".encode("latin-1"))
+    with (corpus / "huge.txt").open("wb") as handle:
+        handle.truncate(200 * 1024 * 1024)  # sparse: 200 MB without using the disk
+    (corpus / "good.md").write_text("# Good\n\nThe ferry leaves at nine.\n")
+    env = worker_env(tmp_path)
+    worker = start_worker(env)
+    try:
+        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug)
+        assert result.returncode == 0, result.stderr
+        assert "1 indexed, 6 failed" in result.stdout
+        assert worker.poll() is None, "the worker survived every bad file"
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    expected = {
+        "empty.txt": "empty", "corrupt.pdf": "pdf", "bomb.docx": "zip bomb",
+        "binary.txt": "binary", "latin1.txt": "utf-8", "huge.txt": "limit",
+    }
+    for name, needle in expected.items():
+        document = Document.objects.get(workspace=workspace, metadata__path=name)
+        assert document.status == Document.Status.FAILED, name
+        assert needle in document.last_error.lower(), (name, document.last_error)
+        assert document.chunks.count() == 0
