@@ -128,14 +128,16 @@ class TimedProvider:
         self.inner = inner
         self.name = inner.name
         self.seconds = 0.0
+        self.cpu_seconds = 0.0
         self.calls = 0
 
     def complete(self, messages, tools, *, context, on_text=None):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             return self.inner.complete(messages, tools, context=context, on_text=on_text)
         finally:
             self.seconds += time.perf_counter() - started
+            self.cpu_seconds += time.process_time() - cpu
             self.calls += 1
 
 
@@ -290,11 +292,12 @@ def schedule(turns: int, rng: random.Random) -> list[str]:
 def run_turn(llm: ScriptedLLM, provider: TimedProvider, thread: Thread, query: str):
     llm.script = [tool_call("search_knowledge_base", {"query": query}), answer(ANSWER)]
     llm.requests.clear()
-    llm_before = provider.seconds
-    started = time.perf_counter()
+    llm_before, llm_cpu_before = provider.seconds, provider.cpu_seconds
+    started, cpu = time.perf_counter(), time.process_time()
     message = services.post_message(thread, f"Question about: {query}?", provider=provider)
     wall = time.perf_counter() - started
-    return message, wall, provider.seconds - llm_before
+    cpu = time.process_time() - cpu - (provider.cpu_seconds - llm_cpu_before)
+    return message, wall, provider.seconds - llm_before, cpu
 
 
 def check(message: Message) -> str:
@@ -475,11 +478,12 @@ def main() -> None:
         with connection.execute_wrapper(sql):
             for i in range(args.warmup):
                 query = WARMUP_QUERIES[i % len(WARMUP_QUERIES)]
-                message, _, _ = run_turn(llm, provider, threads[i % len(threads)], query)
+                message, *_ = run_turn(llm, provider, threads[i % len(threads)], query)
                 if problem := check(message):
                     failures.append(f"warm-up {i}: {problem}")
 
-            rows = []  # (cold, server_ms, llm_ms, meta_server_ms, sql_seconds, sql_count)
+            # (cold, server_ms, llm_ms, meta_server_ms, sql_seconds, sql_count, cpu_ms)
+            rows = []
             statements: list[tuple[str, float, str]] = []
             seen: set[str] = set()
             started = time.perf_counter()
@@ -489,7 +493,9 @@ def main() -> None:
                 sql.reset()
                 sql.log = [] if args.show_sql and not cold else None
                 misses = search_module._query_vector.cache_info().misses
-                message, wall, llm_s = run_turn(llm, provider, threads[i % len(threads)], query)
+                message, wall, llm_s, cpu_s = run_turn(
+                    llm, provider, threads[i % len(threads)], query
+                )
                 missed = search_module._query_vector.cache_info().misses - misses
                 if missed != int(cold):
                     failures.append(f"turn {i}: expected cold={cold}, LRU misses {missed}")
@@ -497,7 +503,8 @@ def main() -> None:
                     failures.append(f"turn {i}: {problem}")
                 rows.append(
                     (cold, (wall - llm_s) * 1000, llm_s * 1000,
-                     message.metadata.get("server_ms", 0.0), dict(sql.seconds), dict(sql.count))
+                     message.metadata.get("server_ms", 0.0), dict(sql.seconds), dict(sql.count),
+                     cpu_s * 1000)
                 )
                 if sql.log is not None:
                     statements = sql.log
@@ -548,6 +555,10 @@ def report(args, rows, pieces, failures, elapsed) -> None:
         f"{stats([r[3] for r in rows])}"
     )
     print(f"  time inside complete() (2 loopback HTTP calls) {stats([r[2] for r in rows])}")
+    print("  CPU time of this process per turn, LLM calls excluded (the rest is waiting on")
+    print("  PostgreSQL, commits and the CPU run queue):")
+    print(f"    warm {stats([r[6] for r in rows if not r[0]])}")
+    print(f"    cold {stats([r[6] for r in rows if r[0]])}")
 
     print("\nSQL inside the measured turns (execute_wrapper; commits not included):")
     categories = sorted({c for r in rows for c in r[4]})
@@ -559,12 +570,17 @@ def report(args, rows, pieces, failures, elapsed) -> None:
         count = [sum(r[5].values()) for r in subset]
         print(f"  {label}: all SQL {statistics.fmean(total):6.2f} ms mean, "
               f"{statistics.fmean(count):.1f} statements per turn")
-    warm_rows = [r for r in rows if not r[0]] or rows
+    print(f"    {'mean ms per turn (statements)':32s} {'warm':>14s} {'cold':>14s}")
     for category in categories:
-        ms = [r[4].get(category, 0.0) * 1000 for r in warm_rows]
-        n = [r[5].get(category, 0) for r in warm_rows]
-        print(f"    {category:32s} {statistics.fmean(ms):6.2f} ms mean  "
-              f"{statistics.fmean(n):4.1f} statements (warm turns)")
+        cells = []
+        for subset in ([r for r in rows if not r[0]], [r for r in rows if r[0]]):
+            if not subset:
+                cells.append(f"{'n/a':>14s}")
+                continue
+            ms = statistics.fmean(r[4].get(category, 0.0) * 1000 for r in subset)
+            n = statistics.fmean(r[5].get(category, 0) for r in subset)
+            cells.append(f"{ms:7.2f} ({n:4.1f})")
+        print(f"    {category:32s} {cells[0]:>14s} {cells[1]:>14s}")
 
     print("\npieces timed separately with the same inputs (ms):")
     for name, values in pieces.items():

@@ -95,6 +95,8 @@ if CELERY_BROKER_URL == "filesystem://":
     for _sub in ("queue", "processed"):
         (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
+        # The default 1 s poll makes a batch crawl at one document a second.
+        "polling_interval": 0.1,
         "data_folder_in": str(_queue_dir / "queue"),
         "data_folder_out": str(_queue_dir / "queue"),
         "processed_folder": str(_queue_dir / "processed"),
@@ -215,9 +217,6 @@ URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.
 URL_FETCH_ALLOW_PRIVATE = env.bool("URL_FETCH_ALLOW_PRIVATE", default=False)
 INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
-# A starting worker re-queues documents unfinished for this long (killed worker,
-# broker outage at upload time).
-INGEST_REQUEUE_AFTER_SECONDS = env.int("INGEST_REQUEUE_AFTER_SECONDS", default=120)
 
 LOGGING = {
     "version": 1,

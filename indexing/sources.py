@@ -47,7 +47,7 @@ def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
     """Queue indexing once the rows are committed, so a worker can never miss them.
 
     If the broker stays down through Celery's own publish retries, the documents
-    stay PENDING (nothing is lost) and a worker re-queues them when it starts.
+    stay PENDING (nothing is lost) until `manage.py requeue` sends them again.
     """
     ids = [d.pk for d in documents if d.status != Document.Status.FAILED]
     transaction.on_commit(lambda: _send(ids, force))
@@ -61,18 +61,17 @@ def _send(ids: list[int], force: bool) -> None:
             index_document_task.delay(pk, force=force)
         except KombuOperationalError as exc:
             logger.warning(
-                "Broker unavailable (%s); %d documents stay PENDING until a worker "
-                "re-queues them", exc, len(ids) - position,
+                "Broker unavailable (%s); %d documents stay PENDING until "
+                "`manage.py requeue`", exc, len(ids) - position,
             )
             return
 
 
-def requeue_unfinished() -> int:
-    """Queue documents left PENDING/INDEXING by a broker outage or a killed worker.
+def requeue_unfinished(older_than: timedelta) -> int:
+    """Queue documents left PENDING/INDEXING for a while (a broker outage at upload).
 
     Safe even when their task is still queued: indexing is idempotent.
     """
-    older_than = timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS)
     stale = Document.objects.filter(
         status__in=[Document.Status.PENDING, Document.Status.INDEXING],
         updated_at__lt=timezone.now() - older_than,

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 from celery import shared_task
-from celery.signals import worker_ready
 from django.conf import settings
 
-from indexing import pipeline, sources
+from indexing import pipeline
 from knowledge.models import Document
-
-
-@worker_ready.connect
-def requeue_on_start(**_kwargs) -> None:
-    sources.requeue_unfinished()
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)

@@ -81,3 +81,18 @@ def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_
         for citation in message.citations:
             entry = CitationEntry.objects.get(registry__thread=thread, n=citation["n"])
             assert entry.text == citation["text"], "a number never changes meaning"
+
+
+@pytest.mark.django_db
+def test_requeue_sends_documents_stranded_by_a_broker_outage(workspace, tmp_path, capsys):
+    from django.core.management import call_command
+
+    from knowledge.models import Document
+
+    path = tmp_path / "note.md"
+    path.write_text("# Note\n\nThe crane is serviced in April.\n")
+    stranded = sources.add_path(workspace, path)  # registered, never sent
+    call_command("requeue", minutes=0)
+    assert "Re-queued 1 documents" in capsys.readouterr().out
+    stranded.refresh_from_db()
+    assert stranded.status == Document.Status.INDEXED  # eager Celery ran the task
