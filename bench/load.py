@@ -31,9 +31,9 @@ log. Exits 1 when any request failed.
 from __future__ import annotations
 
 import argparse
-import collections
 import hashlib
 import importlib.util
+import math
 import os
 import re
 import signal
@@ -266,6 +266,23 @@ def log_problems(log_path: Path, limit: int = 12) -> tuple[int, list[str]]:
     return count, distinct
 
 
+def listen_overflows() -> int | None:
+    """The kernel's count of connections dropped because an accept queue was full.
+
+    Machine-wide: a rise during the run points at a listen backlog too small
+    for the burst of clients (Django's runserver listens with a backlog of 10).
+    """
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return None
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names.startswith("TcpExt:"):
+            counters = dict(zip(names.split(), values.split(), strict=True))
+            return int(counters.get("ListenOverflows", 0))
+    return None
+
+
 # --- PostgreSQL connections ----------------------------------------------------------
 
 
@@ -415,7 +432,7 @@ def create_threads(base_url: str, token: str, count: int) -> list[int]:
 
 def percentile(ordered: list[float], q: float) -> float:
     """Nearest rank."""
-    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered) + 0.5) - 1))]
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def report(title: str, results: Results, elapsed: float) -> None:
@@ -474,9 +491,12 @@ def main() -> int:
     port = free_port()
     base_url = f"http://127.0.0.1:{port}"
     command = server_command(kind, port, args.workers, args.threads)
-    log_path = args.log or Path(
-        tempfile.mkstemp(prefix=f"verity-load-{kind}-", suffix=".log")[1]
-    )
+    if args.log is None:
+        handle, name = tempfile.mkstemp(prefix=f"verity-load-{kind}-", suffix=".log")
+        os.close(handle)
+        log_path = Path(name)
+    else:
+        log_path = args.log
     mode = "one shared thread" if args.shared_thread else "one thread per client"
     print(f"server:     {' '.join(command[1:])}")
     print(f"server log: {log_path}")
@@ -485,6 +505,7 @@ def main() -> int:
 
     stop = threading.Event()
     watch = ConnectionWatch(stop, limit_seconds=args.seconds + READY_SECONDS + 4 * TIMEOUT)
+    overflows_before = listen_overflows()
     proc = start_server(command, llm.base_url, log_path)
     failed = True
     try:
@@ -500,7 +521,7 @@ def main() -> int:
             base_url, token, thread_ids, TIMEOUT, proc, once=True
         )
         report("warm-up: one post per client (not counted below)", warm, warm_elapsed)
-        calls_before = collections.Counter(llm.calls)
+        calls_before = Counter(llm.calls)
         results, elapsed = run_clients(base_url, token, thread_ids, args.seconds, proc)
         report(f"{args.clients} clients, {mode}, {kind}", results, elapsed)
         calls = llm.calls - calls_before
@@ -511,7 +532,8 @@ def main() -> int:
         exited = proc.poll()
         stop_server(proc)
         llm.close()
-        watch.join(timeout=5)
+        if watch.ident is not None:
+            watch.join(timeout=5)
         if watch.max_connections:
             print(
                 f"postgres:   peak {watch.peak} connections to the database "
@@ -519,6 +541,12 @@ def main() -> int:
             )
         elif watch.error:
             print(f"postgres:   connection watch failed: {watch.error}")
+        overflows_after = listen_overflows()
+        if overflows_before is not None and overflows_after is not None:
+            print(
+                f"kernel:     {overflows_after - overflows_before} connections dropped on a full "
+                "accept queue during the run (TcpExt ListenOverflows, machine-wide)"
+            )
         if exited is not None:
             print(f"server:     exited early with code {exited}")
         count, problems = log_problems(log_path)

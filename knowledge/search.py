@@ -134,10 +134,7 @@ def search(
         weights={"dense": settings.RRF_DENSE_WEIGHT, "keyword": settings.RRF_KEYWORD_WEIGHT},
     )
     candidates = [pk for pk, _ in fused]
-    chunks = {
-        c.pk: c
-        for c in Chunk.objects.filter(pk__in=candidates).select_related("document")
-    }
+    document_of = {row[0]: row[1] for row in (*dense, *keyword)}
     metadata: dict[str, Any] = {
         "dense_candidates": len(dense),
         "keyword_candidates": len(keyword),
@@ -145,18 +142,21 @@ def search(
     }
     reranker = get_reranker()
     if reranker is not None and candidates:
-        candidates, metadata = _rerank(reranker, query, candidates, chunks, metadata)
+        candidates, metadata = _rerank(reranker, query, candidates, metadata)
     ordered = cap_per_group(
-        candidates,
-        {pk: c.document_id for pk, c in chunks.items()},
-        per_document or settings.SEARCH_MAX_PER_DOCUMENT,
+        candidates, document_of, per_document or settings.SEARCH_MAX_PER_DOCUMENT
     )[:limit]
-    dense_info = {pk: (rank, 1 - d) for rank, (pk, d) in enumerate(dense, start=1)}
-    keyword_info = {pk: (rank, s) for rank, (pk, s) in enumerate(keyword, start=1)}
+    # Only the returned chunks are loaded, without vectors or document texts.
+    chunks = Chunk.objects.select_related("document").defer("embedding", "document__text")
+    by_pk = {c.pk: c for c in chunks.filter(pk__in=ordered)}
+    dense_info = {row[0]: (rank, 1 - row[2]) for rank, row in enumerate(dense, start=1)}
+    keyword_info = {row[0]: (rank, row[2]) for rank, row in enumerate(keyword, start=1)}
     scores = dict(fused)
     hits = []
     for pk in ordered:
-        chunk = chunks[pk]
+        chunk = by_pk[pk]
+        dense_rank, dense_score = dense_info.get(pk, (None, None))
+        keyword_rank, keyword_score = keyword_info.get(pk, (None, None))
         hits.append(
             Hit(
                 chunk_id=pk,
@@ -168,26 +168,23 @@ def search(
                 text=chunk.text,
                 locator=chunk.locator,
                 score=scores[pk],
-                dense_rank=dense_info.get(pk, (None, None))[0],
-                dense_score=dense_info.get(pk, (None, None))[1],
-                keyword_rank=keyword_info.get(pk, (None, None))[0],
-                keyword_score=keyword_info.get(pk, (None, None))[1],
+                dense_rank=dense_rank,
+                dense_score=dense_score,
+                keyword_rank=keyword_rank,
+                keyword_score=keyword_score,
             )
         )
     return SearchResult(query, hits, metadata)
 
 
 def _rerank(
-    reranker: Reranker,
-    query: str,
-    candidates: list[int],
-    chunks: dict[int, Chunk],
-    metadata: dict[str, Any],
+    reranker: Reranker, query: str, candidates: list[int], metadata: dict[str, Any]
 ) -> tuple[list[int], dict[str, Any]]:
     """Reorder the head of the fused list; on failure keep the fused order and say so."""
     head, tail = candidates[: settings.RERANK_CANDIDATES], candidates[settings.RERANK_CANDIDATES :]
+    texts = dict(Chunk.objects.filter(pk__in=head).values_list("pk", "text"))
     try:
-        ranked = reranker.rerank(query, [chunks[pk].text for pk in head])
+        ranked = reranker.rerank(query, [texts[pk] for pk in head])
     except RerankError as exc:
         return candidates, {**metadata, "reranker": reranker.name, "reranker_error": str(exc)}
     reordered = [head[i] for i, _ in ranked]
@@ -196,7 +193,9 @@ def _rerank(
     return reordered + tail, {**metadata, "reranker": reranker.name}
 
 
-def _dense_leg(cursor, query, where, params, pool, *, exact: bool) -> list[tuple[int, float]]:
+def _dense_leg(
+    cursor, query, where, params, pool, *, exact: bool
+) -> list[tuple[int, int, float]]:
     """Nearest chunks by cosine distance.
 
     Scoped searches scan exactly: HNSW filters after its graph walk, so a small
@@ -208,7 +207,7 @@ def _dense_leg(cursor, query, where, params, pool, *, exact: bool) -> list[tuple
     # "+ 0" hides the ORDER BY from the index: exact k-NN inside the filter.
     order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
     sql = f"""
-        SELECT c.id, c.embedding <=> %s::vector AS distance
+        SELECT c.id, c.document_id, c.embedding <=> %s::vector AS distance
         FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
         WHERE {where}
         ORDER BY {{order}} LIMIT %s
@@ -227,7 +226,9 @@ def _dense_leg(cursor, query, where, params, pool, *, exact: bool) -> list[tuple
 _OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-\w')
 
 
-def _keyword_leg(cursor, query, workspace, where, params, pool) -> list[tuple[int, float]]:
+def _keyword_leg(
+    cursor, query, workspace, where, params, pool
+) -> list[tuple[int, int, float]]:
     """BM25 (k1, b from settings) over the stored tsvectors, IDF from TermStat.
 
     PostgreSQL's ts_rank_cd has no IDF; this scores like Lucene's BM25 instead.
@@ -253,11 +254,11 @@ def _keyword_leg(cursor, query, workspace, where, params, pool) -> list[tuple[in
             FROM knowledge_termstat t, s
             WHERE t.workspace_id = %s AND t.term IN (SELECT lexeme FROM q)
         ), cand AS (
-            SELECT c.id, c.search_vector, c.term_count
+            SELECT c.id, c.document_id, c.search_vector, c.term_count
             FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
             WHERE c.search_vector @@ {match} AND {where}
         )
-        SELECT cand.id,
+        SELECT cand.id, cand.document_id,
                sum(idf.w * cardinality(u.positions) * (%s + 1)
                    / (cardinality(u.positions)
                       + %s * (1 - %s + %s * cand.term_count / s.avgdl))) AS score
@@ -267,7 +268,7 @@ def _keyword_leg(cursor, query, workspace, where, params, pool) -> list[tuple[in
             setweight(cand.search_vector, 'A', (SELECT array_agg(lexeme) FROM q)), '{{a}}'
         )) u
         JOIN idf ON idf.term = u.lexeme
-        GROUP BY cand.id
+        GROUP BY cand.id, cand.document_id
         ORDER BY score DESC, cand.id
         LIMIT %s
         """,
