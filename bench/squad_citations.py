@@ -238,16 +238,25 @@ def overlaps(start: int, end: int, lo: int, hi: int) -> bool:
     return start < hi and lo < end
 
 
+SENTENCE_BEFORE = re.compile(r"(?:[.!?][\"')\]]*\s+|\n)$")
+
+
+def starts_mid_sentence(text: str, start: int) -> bool:
+    """Whether text[start:] begins inside a sentence of the document (not after . ! ? or a
+    line break): what an answer quotes when a chunk's overlap begins mid-sentence."""
+    return start > 0 and SENTENCE_BEFORE.search(text[max(0, start - 8) : start]) is None
+
+
 def score(
     question: Question,
     article: Article,
     message: Message,
     shown: list[dict],
+    texts: dict[int, str],
     tally: Tally,
     problems: list[str],
 ) -> dict[str, bool]:
     lo, hi = article.paragraphs[question.paragraph]
-    text = article.text
     golds = [squash(g) for _, g in question.answers if g.strip()]
     citations = {c["n"]: c for c in message.citations}
     pairs = cited_sentences(message.resolved_content)
@@ -267,10 +276,7 @@ def score(
     sentence_hit = any(g in squash(sentence) for sentence, _ in pairs for g in golds)
     sentence_in_paragraph = False
     first_in_paragraph = False
-    if any(sentence[:1].islower() for sentence, _ in pairs):
-        tally.add("note: answers quoting a fragment (a cited sentence starts lowercase)")
-    if len({n for _, n in pairs}) < len({s for s, _ in pairs}):
-        tally.add("note: answers citing one passage for several sentences")
+    fragment = False
     for i, (sentence, n) in enumerate(pairs):
         citation = citations.get(n)
         if citation is None:
@@ -283,20 +289,20 @@ def score(
             problems.append(
                 f"{question.qid}: sentence not in cited passage [{n}]: {sentence[:80]!r}"
             )
+        source = texts.get(citation["document"]["id"], "")
+        start = find_in(source, sentence, locator["char_start"], locator["char_end"])
+        fragment = fragment or (start >= 0 and starts_mid_sentence(source, start))
         if citation["document"]["id"] != article.document_id:
             continue
-        start = find_in(text, sentence, locator["char_start"], locator["char_end"])
         if start >= 0 and lo <= start < hi:
             sentence_in_paragraph = True
             first_in_paragraph = first_in_paragraph or i == 0
+    if fragment:
+        tally.add("note: answers quoting a fragment (a cited sentence starts mid-sentence)")
     for citation in message.citations:
         locator = citation["locator"]
-        document = citation["document"]["id"]
-        if document == article.document_id:
-            source = text
-        else:
-            source = Document.objects.filter(pk=document).values_list("text", flat=True).first()
-        if (source or "")[locator["char_start"] : locator["char_end"]] != citation["text"]:
+        source = texts.get(citation["document"]["id"], "")
+        if source[locator["char_start"] : locator["char_end"]] != citation["text"]:
             tally.add("citation text != Document.text at its locator")
             problems.append(f"{question.qid}: [citation:{citation['n']}] locator text mismatch")
         if citation["status"] != "current":
@@ -362,6 +368,7 @@ def main() -> None:
     ingest(articles, workspace)
     planner_statistics(workspace)
 
+    texts = dict(Document.objects.filter(workspace=workspace).values_list("pk", "text"))
     chosen = questions if args.all else random.Random(args.seed).sample(
         questions, min(args.sample, len(questions))
     )
@@ -387,7 +394,7 @@ def main() -> None:
                     "document_id", "locator"
                 )
             )
-            result = score(question, article, message, shown, tally, problems)
+            result = score(question, article, message, shown, texts, tally, problems)
             assert set(result) == METRICS
             for name, value in result.items():
                 tally.add(name, value)
