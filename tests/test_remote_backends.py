@@ -1,0 +1,117 @@
+"""Hosted backends against fake HTTP servers on loopback: embeddings and Cohere chat."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from chat.providers.base import ProviderError, TurnContext
+from chat.providers.cohere_chat import CohereChatProvider
+from chat.tools import TOOL_SPECS
+from indexing.embedders.base import EmbeddingError
+from indexing.embedders.remote import CohereEmbedder, OpenAICompatibleEmbedder
+
+
+class Fake(BaseHTTPRequestHandler):
+    responses: dict[str, tuple[int, dict]] = {}
+    requests: list[tuple[str, dict]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server API)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Fake.requests.append((self.path, body))
+        status, payload = Fake.responses.get(self.path, (404, {"message": "no route"}))
+        if callable(payload):
+            payload = payload(body)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def fake() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Fake.responses, Fake.requests = {}, []
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+def vectors(body: dict, key: str) -> list[list[float]]:
+    return [[float(len(text)), 1.0, 0.0] for text in body[key]]
+
+
+def test_openai_compatible_embeddings_are_ordered_and_normalized(fake):
+    def reply(body):
+        data = [{"index": i, "embedding": v} for i, v in enumerate(vectors(body, "input"))]
+        return {"data": list(reversed(data)), "model": body["model"]}
+
+    Fake.responses = {"/v1/embeddings": (200, reply)}
+    embedder = OpenAICompatibleEmbedder(base_url=f"{fake}/v1", model="m", dimensions=3,
+                                        api_key="k", batch_size=2)
+    out = embedder.embed_documents(["a", "bbb", "cc"])
+    assert [round(v[0] / v[1], 6) for v in out] == [1.0, 3.0, 2.0]  # input order restored
+    assert all(math.isclose(sum(x * x for x in v), 1.0) for v in out)
+    assert len(Fake.requests) == 2  # batched
+    assert embedder.model_id == f"openai:{fake}/v1:m"
+
+
+def test_openai_compatible_errors_become_retryable_embedding_errors(fake):
+    Fake.responses = {"/v1/embeddings": (503, {"error": "overloaded"})}
+    embedder = OpenAICompatibleEmbedder(base_url=f"{fake}/v1", model="m", dimensions=3)
+    with pytest.raises(EmbeddingError, match="503"):
+        embedder.embed_query("x")
+    Fake.responses = {"/v1/embeddings": (200, {"data": [{"index": 0, "embedding": [1, 0]}]})}
+    with pytest.raises(EmbeddingError, match="expected 3 dimensions"):
+        embedder.embed_query("x")
+
+
+def test_cohere_embeddings_use_document_and_query_input_types(fake):
+    def reply(body):
+        return {"id": "e1", "embeddings": {"float": vectors(body, "texts")},
+                "texts": body["texts"], "response_type": "embeddings_by_type", "meta": {}}
+
+    Fake.responses = {"/v2/embed": (200, reply)}
+    embedder = CohereEmbedder(api_key="k", model="embed-english-v3.0", dimensions=3,
+                              base_url=fake)
+    assert len(embedder.embed_documents(["one", "two"])) == 2
+    assert len(embedder.embed_query("q")) == 3
+    assert [body["input_type"] for _, body in Fake.requests] == [
+        "search_document", "search_query"
+    ]
+
+
+def test_cohere_chat_tool_calls_and_answers(fake):
+    replies = [
+        {"id": "c1", "finish_reason": "TOOL_CALL", "message": {
+            "role": "assistant", "tool_plan": "search",
+            "tool_calls": [{"id": "t1", "type": "function", "function": {
+                "name": "search_knowledge_base", "arguments": "{\"query\": \"tides\"}"}}]}},
+        {"id": "c2", "finish_reason": "COMPLETE", "message": {
+            "role": "assistant", "content": [{"type": "text", "text": "High tide is at 6 [1]."}]},
+         "usage": {"billed_units": {"input_tokens": 5, "output_tokens": 7}}},
+    ]
+    Fake.responses = {"/v2/chat": (200, lambda body: replies.pop(0))}
+    provider = CohereChatProvider(api_key="k", model="command-r", base_url=fake, timeout=5)
+    context = TurnContext("When is high tide?")
+    messages = [{"role": "user", "content": "When is high tide?"}]
+    first = provider.complete(messages, TOOL_SPECS, context=context)
+    assert first.tool_calls[0].name == "search_knowledge_base"
+    assert json.loads(first.tool_calls[0].arguments) == {"query": "tides"}
+    second = provider.complete(messages, TOOL_SPECS, context=context)
+    assert second.text == "High tide is at 6 [1]." and not second.tool_calls
+    assert Fake.requests[0][1]["tools"][0]["function"]["name"] == "search_knowledge_base"
+
+    Fake.responses = {"/v2/chat": (500, {"message": "boom"})}
+    with pytest.raises(ProviderError, match="Cohere chat failed"):
+        provider.complete(messages, [], context=context)
