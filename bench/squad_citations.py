@@ -11,9 +11,12 @@ stable, so a re-run finds every document indexed with the same hash and skips
 it. Each paragraph's char offset in the file text is recorded while the file
 is built; for Markdown, Document.text is the file text (checked).
 
-Questions: a fixed random sample (seed 0) of 1,000, or --all. Each is asked in
-a fresh thread through chat.services.post_message with provider=None, i.e.
-the configured LLM_PROVIDER, which must be the offline "extractive" answerer.
+Questions: a fixed random sample (seed 0) of 1,000 (about 4 minutes at ~230 ms a
+turn on a busy 2-core machine), or --all (4,961: about 20 minutes there; use
+--sample N to stay within a budget). Each is asked in a fresh thread through
+chat.services.post_message with provider=None, i.e. the configured LLM_PROVIDER,
+which must be the offline "extractive" answerer. The threads are deleted at the
+end (--keep-threads keeps them).
 
 Per answer:
 - paragraph hit: some citation's locator span [char_start, char_end) in the
@@ -29,7 +32,9 @@ plus evidence recall (some passage shown to the answerer overlaps the gold
 paragraph: retrieval, before sentence selection), the share of answers with any
 citation, citations per answer and turn latency. Integrity checks: each
 citation's text equals Document.text at its locator, each cited sentence is
-found inside the passage it cites, status "current", nothing dropped.
+found inside the passage it cites, status "current", nothing dropped. A note
+counts answers quoting a fragment: a cited "sentence" that starts mid-sentence
+in the document (a chunk's overlap can begin mid-sentence).
 """
 
 from __future__ import annotations

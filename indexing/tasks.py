@@ -22,4 +22,8 @@ def index_document_task(self, document_id: int, force: bool = False) -> str:
                 document_id, f"Gave up after {attempts} attempts: {exc}"
             ).status
         # 2, 4, 8 … seconds, capped: a database restart or an API blip passes.
-        raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), 300)) from exc
+        raise self.retry(
+            exc=exc,
+            countdown=min(2 ** (self.request.retries + 1), 300),
+            max_retries=settings.INGEST_TASK_MAX_RETRIES,
+        ) from exc

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -60,3 +63,34 @@ def workspace(user):
     workspace = Workspace.objects.create(name="Acme", slug="acme", owner=user)
     workspace.members.add(user)
     return workspace
+
+
+# A fake HTTP API on loopback: hosted backends are faked only at the HTTP boundary.
+class Fake(BaseHTTPRequestHandler):
+    responses: dict[str, tuple[int, dict]] = {}
+    requests: list[tuple[str, dict]] = []
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server API)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Fake.requests.append((self.path, body))
+        status, payload = Fake.responses.get(self.path, (404, {"message": "no route"}))
+        if callable(payload):
+            payload = payload(body)
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def fake() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    Fake.responses, Fake.requests = {}, []
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()

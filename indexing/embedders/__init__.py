@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import threading
+import functools
 
 from django.conf import settings
 
@@ -10,8 +10,27 @@ from .base import Embedder, EmbeddingError
 
 __all__ = ["Embedder", "EmbeddingError", "get_embedder"]
 
-_lock = threading.Lock()
-_instance: Embedder | None = None
+
+def get_embedder() -> Embedder:
+    """The process-wide embedder for the current settings: models load once per worker."""
+    return _cached(
+        settings.EMBEDDING_BACKEND,
+        settings.EMBEDDING_MODEL,
+        settings.EMBEDDING_DIMENSIONS,
+        settings.EMBEDDING_BASE_URL,
+        settings.LOCAL_EMBEDDING_RUNTIME,
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _cached(backend: str, model: str, dimensions: int, base_url: str, runtime: str) -> Embedder:
+    embedder = build_embedder()
+    if embedder.dimensions != dimensions:
+        raise ValueError(
+            f"{embedder.model_id} has {embedder.dimensions} dimensions but the "
+            f"database column has EMBEDDING_DIMENSIONS={dimensions}"
+        )
+    return embedder
 
 
 def build_embedder() -> Embedder:
@@ -46,18 +65,3 @@ def build_embedder() -> Embedder:
             batch_size=settings.EMBEDDING_BATCH_SIZE,
         )
     raise ValueError(f"Unknown EMBEDDING_BACKEND {backend!r} (local, cohere or openai)")
-
-
-def get_embedder() -> Embedder:
-    """The process-wide embedder: models are loaded once per worker."""
-    global _instance
-    with _lock:
-        if _instance is None:
-            embedder = build_embedder()
-            if embedder.dimensions != settings.EMBEDDING_DIMENSIONS:
-                raise ValueError(
-                    f"{embedder.model_id} has {embedder.dimensions} dimensions but the "
-                    f"database column has EMBEDDING_DIMENSIONS={settings.EMBEDDING_DIMENSIONS}"
-                )
-            _instance = embedder
-        return _instance

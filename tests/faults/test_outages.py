@@ -96,3 +96,55 @@ def test_requeue_sends_documents_stranded_by_a_broker_outage(workspace, tmp_path
     assert "Re-queued 1 documents" in capsys.readouterr().out
     stranded.refresh_from_db()
     assert stranded.status == Document.Status.INDEXED  # eager Celery ran the task
+
+
+def _embedding_reply(body):
+    return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
+                     for i, _ in enumerate(body["input"])]}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("failures, expected", [(2, "INDEXED"), (99, "FAILED")])
+def test_transient_embedding_failures_are_retried_then_given_up(
+    workspace, tmp_path, settings, fake, failures, expected
+):
+    from indexing.tasks import index_document_task
+    from tests.conftest import Fake
+
+    settings.EMBEDDING_BACKEND = "openai"
+    settings.EMBEDDING_BASE_URL = f"{fake}/v1"
+    settings.EMBEDDING_MODEL = f"flaky-{failures}"
+    calls = {"n": 0}
+
+    def flaky(body):
+        calls["n"] += 1
+        if calls["n"] <= failures:
+            return {"error": "overloaded"}
+        return _embedding_reply(body)
+
+    class Route(dict):
+        def get(self, path, default=None):
+            status = 503 if calls["n"] < failures else 200
+            return (status, flaky) if path == "/v1/embeddings" else default
+
+    Fake.responses = Route()
+    path = tmp_path / "tides.md"
+    path.write_text("# Tides\n\nSpring tides follow the full moon.\n")
+    document = sources.add_path(workspace, path)
+    # Eager: each retry runs inline (countdown skipped) until it succeeds or gives up;
+    # retries only chain when eager exceptions are not re-raised.
+    conf = index_document_task.app.conf
+    propagates, conf.task_eager_propagates = conf.task_eager_propagates, False
+    try:
+        index_document_task.apply(args=[document.pk])
+    finally:
+        conf.task_eager_propagates = propagates
+    document.refresh_from_db()
+    assert document.status == expected
+    if expected == "INDEXED":
+        assert calls["n"] == failures + 1
+    else:
+        attempts = settings.INGEST_TASK_MAX_RETRIES + 1
+        assert calls["n"] == attempts
+        assert f"Gave up after {attempts} attempts" in document.last_error
+        assert "503" in document.last_error
