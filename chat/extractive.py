@@ -83,6 +83,11 @@ def rank_sentences(question: str, passages: list[tuple[int, str]]) -> list[tuple
     sentences = [(n, s) for n, text in passages for s in split_sentences(text)]
     if not wanted or not sentences:
         return []
+    # A passage that starts inside a sentence (chunk overlap) starts with a fragment.
+    fragments = {
+        (n, split_sentences(text)[0]) for n, text in passages
+        if text[:1].islower() and split_sentences(text)
+    }
     df = Counter(t for _, s in sentences for t in set(terms(s)))
     idf = {t: math.log(1 + len(sentences) / (1 + df[t])) for t in wanted}
     total = sum(idf.values())
@@ -97,6 +102,8 @@ def rank_sentences(question: str, passages: list[tuple[int, str]]) -> list[tuple
             score *= 0.3
         if len(sentence.split()) > 60:
             score *= 0.7
+        if (n, sentence) in fragments:
+            score *= 0.5
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append((score - position * 1e-6, n, sentence))
     return sorted(ranked, key=lambda item: -item[0])

@@ -25,7 +25,7 @@ class Mention:
 def workspace_tree(workspace: Workspace, limit: int = 30) -> str:
     folders = {f.pk: f for f in Folder.objects.filter(workspace=workspace)}
     lines = []
-    documents = (
+    documents = list(
         Document.objects.filter(workspace=workspace, status=Document.Status.INDEXED)
         .order_by("folder_id", "title")
         .values_list("pk", "title", "folder_id")[: limit + 1]

@@ -117,7 +117,10 @@ def index_document(
     TRANSIENT_ERRORS (for the caller to retry); bad input ends as FAILED.
     """
     document = Document.objects.get(pk=document_id)
-    was_indexed = document.status == Document.Status.INDEXED and document.last_indexed_at
+    # content_hash is only ever set by a successful index: a source that still
+    # hashes the same needs no work, whatever the status says (re-registration
+    # sets PENDING; a later failed attempt sets FAILED).
+    was_indexed = document.last_indexed_at is not None
     _update(document_id, status=Document.Status.INDEXING, progress=1, last_error="")
     try:
         source = read_source(document)

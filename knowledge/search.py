@@ -243,13 +243,15 @@ def _keyword_leg(
         match_params = []
     cursor.execute(
         f"""
-        WITH q AS (
+        -- MATERIALIZED: computed once. Inlined, the planner re-scanned TermStat per
+        -- candidate chunk whenever its statistics were stale (74 ms vs 0.6 ms).
+        WITH q AS MATERIALIZED (
             SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s))
-        ), s AS (
+        ), s AS MATERIALIZED (
             SELECT chunks::float8 AS n,
                    greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
             FROM knowledge_corpusstat WHERE workspace_id = %s
-        ), idf AS (
+        ), idf AS MATERIALIZED (
             SELECT t.term, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS w
             FROM knowledge_termstat t, s
             WHERE t.workspace_id = %s AND t.term IN (SELECT lexeme FROM q)

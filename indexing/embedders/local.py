@@ -269,6 +269,9 @@ def _ort_session(path: Path | str, threads: int | None) -> onnxruntime.Inference
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = _thread_count(threads)
+    # Idle worker threads otherwise spin after each call and starve the search
+    # SQL that follows on a 2-core machine (bench/chat_overhead.py: 34 vs 13 ms).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     # The graph is a straight chain of layers: nothing to run in parallel between operators.
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
