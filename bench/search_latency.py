@@ -1,7 +1,7 @@
 """search() latency at 100,000 chunks, next to the raw pgvector HNSW query.
 
     .venv/bin/python bench/search_latency.py [--rebuild] [--queries 200] [--passes 3]
-                                            [--budget 420]
+                                            [--budget 360]
 
 Builds (or reuses) the workspace "bench-latency": 1,000 documents x 100 chunks in
 50 folders of 20 documents. Chunk text is real prose: consecutive sentences of
@@ -385,6 +385,7 @@ def stats(values: list[float]) -> str:
 # --- EXPLAIN ----------------------------------------------------------------------
 
 COST = re.compile(r"\s*\(cost=[^)]*\)")
+VECTOR_LITERAL = re.compile(r"'\[[^\]]*\]'")
 INDEX_USED = re.compile(
     r"(?:Index Scan|Index Only Scan|Bitmap Index Scan)(?: Backward)? (?:using|on) (\S+)"
 )
@@ -395,6 +396,7 @@ KEEP = ("Planning", "Execution", "JIT", "  Functions", "  Timing", "Buffers", "O
 def summarize_plan(lines: list[str]) -> list[str]:
     kept = []
     for number, line in enumerate(lines):
+        line = VECTOR_LITERAL.sub("'[...]'", line)
         stripped = line.strip()
         if number == 0 or stripped.startswith("->"):
             kept.append(COST.sub("", line.rstrip()))
@@ -442,7 +444,7 @@ def main() -> None:
     parser.add_argument(
         "--budget",
         type=float,
-        default=420,
+        default=360,
         help="seconds for the search() passes; slow searches measure fewer queries",
     )
     parser.add_argument("--documents", type=int, default=1_000)
@@ -452,6 +454,12 @@ def main() -> None:
     assert args.passes >= 2, "pass 1 is cold: warm numbers need at least 2 passes"
 
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    source = Path(search.__code__.co_filename)
+    print(
+        f"measuring {source.relative_to(REPO)} sha256 "
+        f"{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}, modified "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(source.stat().st_mtime))}"
+    )
     workspace = ensure_corpus(args)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM knowledge_chunk")

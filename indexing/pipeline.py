@@ -98,13 +98,16 @@ def parse_source(source: SourceBytes, mime: str | None = None) -> LoadedDocument
     )
 
 
-def _read_limited(handle, size: int) -> bytes:
+def too_large(size: int) -> str:
+    """Why a file of `size` bytes is refused ('' when it is within the limit)."""
     limit = settings.INGEST_MAX_FILE_BYTES
-    if size > limit:
-        raise IngestError(
-            f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB"
-        )
-    return handle.read(limit + 1)
+    return f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB" if size > limit else ""
+
+
+def _read_limited(handle, size: int) -> bytes:
+    if problem := too_large(size):
+        raise IngestError(problem)
+    return handle.read(settings.INGEST_MAX_FILE_BYTES + 1)
 
 
 def index_document(

@@ -25,6 +25,7 @@ from indexing.loaders import (
     source_type_for,
     walk_repository,
 )
+from indexing.pipeline import too_large
 from knowledge.models import Document, Folder, IngestJob, Workspace
 
 logger = logging.getLogger(__name__)
@@ -144,10 +145,7 @@ def add_upload(
 
 
 def _upload_problem(name: str, size: int) -> str:
-    limit = settings.INGEST_MAX_FILE_BYTES
-    if size > limit:
-        return f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB"
-    return refusal_for_filename(name)
+    return too_large(size) or refusal_for_filename(name)
 
 
 @transaction.atomic
