@@ -1,7 +1,7 @@
 """search() latency at 100,000 chunks, next to the raw pgvector HNSW query.
 
     .venv/bin/python bench/search_latency.py [--rebuild] [--queries 200] [--passes 3]
-                                            [--budget 360]
+                                            [--budget 450]
 
 Builds (or reuses) the workspace "bench-latency": 1,000 documents x 100 chunks in
 50 folders of 20 documents. Chunk text is real prose: consecutive sentences of
@@ -147,7 +147,10 @@ def chunk_vectors(anchor_texts: list[str], per_document: int) -> np.ndarray:
     their chunks, the workspace filter drops them all, and search() takes its
     exact-scan fallback on every query: a bench artefact, not the index at work.
     Anchored this way each chunk has cosine ~0.8 to its document's embedding and
-    the query meets the bench corpus where real chunks would be.
+    the query meets the bench corpus where real chunks would be. Really embedded
+    chunks of other workspaces (e.g. "scifact", where these queries' true answers
+    live) can still fill part of the HNSW candidates: the output counts the
+    fallbacks that remain.
     """
     started = time.perf_counter()
     anchors = np.asarray(get_embedder().embed_documents(anchor_texts), dtype=np.float32)
@@ -333,7 +336,7 @@ class Recorder:
 class Series:
     total: list[float] = field(default_factory=list)
     parts: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
-    exact_fallbacks: int = 0
+    fallback_ms: list[float] = field(default_factory=list)  # unscoped exact re-scans
 
 
 PARTS = ("dense", "keyword", "fetch", "scope", "set", "other")
@@ -351,7 +354,7 @@ def timed_search(recorder: Recorder, series: Series, query: str, workspace, scop
     for kind, sql, _, seconds in recorder.statements:
         sums[kind] += seconds
         if kind == "dense" and "+ 0" in sql and not scope:
-            series.exact_fallbacks += 1
+            series.fallback_ms.append(seconds * 1000)
     sums["other"] = elapsed - sum(sums.values())
     series.total.append(elapsed * 1000)
     for name, seconds in sums.items():
@@ -444,7 +447,7 @@ def main() -> None:
     parser.add_argument(
         "--budget",
         type=float,
-        default=360,
+        default=450,
         help="seconds for the search() passes; slow searches measure fewer queries",
     )
     parser.add_argument("--documents", type=int, default=1_000)
@@ -503,9 +506,11 @@ def main() -> None:
     folder_series, document_series = Series(), Series()
     pass_two: list[float] = []
     measured_at = time.perf_counter()
-    # Pass 1 costs one search() a query, every later pass three: pass 1 gets its share
-    # of the budget, and the queries it gets through are the ones every pass measures.
-    cold_deadline = measured_at + args.budget / (1 + 3 * (args.passes - 1))
+    # Pass 1 runs one search() a query, every later pass three, the two scoped ones
+    # cheaper (about half, measured): pass 1 gets its share of the budget, and the
+    # queries it gets through are the ones every pass measures. The hard deadline
+    # covers a wrong guess.
+    cold_deadline = measured_at + args.budget / (1 + 2 * (args.passes - 1))
     hard_deadline = measured_at + 1.25 * args.budget
     measured, truncated = len(queries), False
     with connection.execute_wrapper(recorder):
@@ -584,11 +589,14 @@ def main() -> None:
         for name in PARTS:
             if any(series.parts[name]):
                 print(f"    {name:<42} {stats(series.parts[name])}")
-    if warm.exact_fallbacks or cold.exact_fallbacks:
-        print(
-            f"  unscoped dense leg fell back to an exact scan "
-            f"{warm.exact_fallbacks + cold.exact_fallbacks} times"
-        )
+    fallbacks = warm.fallback_ms + cold.fallback_ms
+    print(
+        f"  unscoped dense leg: HNSW left fewer than pool={pool} workspace rows, so it"
+        f" re-ran as an exact scan, in {len(fallbacks)} of {len(warm.total) + len(cold.total)}"
+        " calls"
+    )
+    if fallbacks:
+        print(f"    {'that exact scan alone':<42} {stats(fallbacks)}")
 
     print()
     print(f"EXPLAIN (ANALYZE, BUFFERS), query {typical}: {queries[typical]!r}")
