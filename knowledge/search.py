@@ -215,6 +215,12 @@ def _dense_leg(
     cursor.execute(sql.format(order=order), [vector, *params, vector, pool])
     rows = cursor.fetchall()
     if not exact and len(rows) < pool:
+        # Widen the graph walk first (1000 is pgvector's maximum); an exact scan
+        # of a large table costs far more (bench/search_latency.py: 490 ms).
+        cursor.execute("SET LOCAL hnsw.ef_search = 1000")
+        cursor.execute(sql.format(order=order), [vector, *params, vector, pool])
+        rows = cursor.fetchall()
+    if not exact and len(rows) < pool:
         cursor.execute(
             sql.format(order="(c.embedding <=> %s::vector) + 0"), [vector, *params, vector, pool]
         )
@@ -239,8 +245,13 @@ def _keyword_leg(
         match = "websearch_to_tsquery(%s::regconfig, %s)"
         match_params = [TEXT_SEARCH_CONFIG, query]
     else:
-        match = "(SELECT string_agg(quote_literal(lexeme), ' | ')::tsquery FROM q)"
-        match_params = []
+        # Terms in a large share of a large corpus add almost no score but make
+        # every chunk a candidate; they still score, they just do not select.
+        match = """(SELECT coalesce(
+            string_agg(quote_literal(term), ' | ') FILTER (
+                WHERE s.n < %s OR df <= %s * s.n),
+            string_agg(quote_literal(term), ' | '))::tsquery FROM idf, s)"""
+        match_params = [settings.BM25_PRUNE_MIN_CHUNKS, settings.BM25_PRUNE_DF_RATIO]
     cursor.execute(
         f"""
         -- MATERIALIZED: computed once. Inlined, the planner re-scanned TermStat per
@@ -252,7 +263,7 @@ def _keyword_leg(
                    greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
             FROM knowledge_corpusstat WHERE workspace_id = %s
         ), idf AS MATERIALIZED (
-            SELECT t.term, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS w
+            SELECT t.term, t.df, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS w
             FROM knowledge_termstat t, s
             WHERE t.workspace_id = %s AND t.term IN (SELECT lexeme FROM q)
         ), cand AS (

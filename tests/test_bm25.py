@@ -113,3 +113,16 @@ def test_websearch_operators_keep_their_meaning(documents, workspace):
     assert titles('"water level"') == {"a.txt", "c.txt"}
     assert titles("dusk OR ferries") == {"b.txt", "d.txt"}
     assert titles("the and of") == set()  # stop words only: no keyword hits, no error
+
+
+def test_very_common_terms_score_but_do_not_select_in_large_corpora(
+    documents, workspace, settings
+):
+    settings.BM25_PRUNE_MIN_CHUNKS = 1  # treat this tiny corpus as large
+    settings.BM25_PRUNE_DF_RATIO = 0.3  # "harbour" is in 2 of 4 chunks, "dawn" in 1
+    expected = bm25_reference(workspace, "harbour dawn")
+    hits = search("harbour dawn", workspace, limit=10, legs=("keyword",)).hits
+    assert [h.document_uri.rsplit("/", 1)[-1] for h in hits] == ["b.txt"]
+    assert hits[0].keyword_score == pytest.approx(expected[hits[0].chunk_id], rel=1e-9)
+    only_common = search("harbour", workspace, limit=10, legs=("keyword",)).hits
+    assert len(only_common) == 2, "with nothing rare to select on, common terms still select"
