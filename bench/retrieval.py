@@ -206,6 +206,16 @@ def run_mode(
     return result
 
 
+def row(r: ModeResult) -> str:
+    lat = r.latency_ms or [math.nan]
+    return (
+        f"{r.mode:<10} {statistics.fmean(r.ndcg):>8.4f} {statistics.fmean(r.recall):>7.4f} "
+        f"{statistics.fmean(lat):>8.1f} {statistics.median(lat):>7.1f} "
+        f"{percentile(lat, 0.95):>7.1f} {statistics.fmean(r.returned):>7.1f} "
+        f"{sum(1 for n in r.returned if n == 0):>6} {len(r.errors):>6}"
+    )
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
@@ -238,8 +248,9 @@ def bm25s_retriever(corpus: list[dict]):
     model = bm25s.BM25(k1=0.9, b=0.4)
     model.index(tokens, show_progress=False)
     print(
-        f"bm25s {version('bm25s')} (PyStemmer {version('PyStemmer')}): "
-        f"indexed {len(texts)} documents in {time.perf_counter() - started:.1f}s"
+        f"(bm25s {version('bm25s')}, PyStemmer {version('PyStemmer')}: "
+        f"indexed {len(texts)} documents in {time.perf_counter() - started:.1f}s)",
+        flush=True,
     )
 
     def retrieve(text: str) -> list[str]:
@@ -316,29 +327,19 @@ def main() -> None:
             "per query (excluded from the latencies below)"
         )
 
+    header = (
+        f"{'mode':<10} {'nDCG@10':>8} {'R@100':>7} {'mean ms':>8} {'p50 ms':>7} {'p95 ms':>7} "
+        f"{'docs/q':>7} {'empty':>6} {'errors':>6}"
+    )
     results = []
+    print(f"\n{header}\n{'-' * len(header)}", flush=True)
     for mode in args.modes:
         if mode == "bm25s":
             retrieve = bm25s_retriever(corpus)
         else:
             retrieve = product_retriever(workspace, LEGS[mode], ids)
         results.append(run_mode(mode, retrieve, queries, qrels))
-
-    print()
-    header = (
-        f"{'mode':<10} {'nDCG@10':>8} {'R@100':>7} {'mean ms':>8} {'p50 ms':>7} {'p95 ms':>7} "
-        f"{'docs/q':>7} {'empty':>6} {'errors':>6}"
-    )
-    print(header)
-    print("-" * len(header))
-    for r in results:
-        lat = r.latency_ms or [math.nan]
-        print(
-            f"{r.mode:<10} {statistics.fmean(r.ndcg):>8.4f} {statistics.fmean(r.recall):>7.4f} "
-            f"{statistics.fmean(lat):>8.1f} {statistics.median(lat):>7.1f} "
-            f"{percentile(lat, 0.95):>7.1f} {statistics.fmean(r.returned):>7.1f} "
-            f"{sum(1 for n in r.returned if n == 0):>6} {len(r.errors):>6}"
-        )
+        print(row(results[-1]), flush=True)  # as each mode ends: kept if a later one dies
     for r in results:
         for message in sorted(set(r.errors))[:3]:
             print(f"{r.mode}: {r.errors.count(message)} queries failed: {message[:300]}")
