@@ -229,7 +229,8 @@ def _dense_leg(
 
 
 # websearch_to_tsquery syntax: quoted phrases, OR, -exclusion.
-_OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-\w')
+# "-2" in "E2f-1, -2, -3" is a number, not an exclusion: only "-word" excludes.
+_OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
 
 
 def _keyword_leg(

@@ -126,3 +126,10 @@ def test_very_common_terms_score_but_do_not_select_in_large_corpora(
     assert hits[0].keyword_score == pytest.approx(expected[hits[0].chunk_id], rel=1e-9)
     only_common = search("harbour", workspace, limit=10, legs=("keyword",)).hits
     assert len(only_common) == 2, "with nothing rare to select on, common terms still select"
+
+
+def test_negative_numbers_are_not_exclusions(documents, workspace):
+    from knowledge.search import _OPERATORS
+
+    assert not _OPERATORS.search("E2f-1, -2, -3 regulate the harbour")
+    assert _OPERATORS.search("harbour -ferries")
