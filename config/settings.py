@@ -184,10 +184,9 @@ RRF_KEYWORD_WEIGHT = env.float("RRF_KEYWORD_WEIGHT", default=1.0)
 # BM25 parameters of the keyword leg (the BEIR/bm25s setting).
 BM25_K1 = env.float("BM25_K1", default=0.9)
 BM25_B = env.float("BM25_B", default=0.4)
-# In workspaces of at least BM25_PRUNE_MIN_CHUNKS chunks, terms found in more than
-# this share of chunks score but do not select candidates (bench/search_latency.py).
-BM25_PRUNE_DF_RATIO = env.float("BM25_PRUNE_DF_RATIO", default=0.05)
-BM25_PRUNE_MIN_CHUNKS = env.int("BM25_PRUNE_MIN_CHUNKS", default=5000)
+# Unscoped, each query term contributes at most this many postings (its best by
+# impact) to the keyword leg's candidates: exact for rarer terms, bounded for common ones.
+BM25_TERM_DEPTH = env.int("BM25_TERM_DEPTH", default=1000)
 HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=100)
 # Each leg fetches this many times `limit` candidates (at least SEARCH_MIN_POOL).
 SEARCH_POOL_FACTOR = env.int("SEARCH_POOL_FACTOR", default=5)

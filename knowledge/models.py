@@ -198,6 +198,42 @@ class TermStat(models.Model):
         return f"{self.term}: {self.df}"
 
 
+class Posting(models.Model):
+    """One term of one chunk: the keyword leg's inverted index.
+
+    Kept by the same statement-level triggers as TermStat (migration 0004), so the
+    foreign keys exist for the ORM only: no database constraint, and DO_NOTHING,
+    because the triggers already remove a deleted chunk's postings in one statement.
+    `impact` orders a term's postings best first (BM25's term-frequency part with
+    the average length at insertion time): the keyword leg reads only the head of
+    each list, then scores with tf and dl exactly.
+    """
+
+    pk = models.CompositePrimaryKey("term_id", "chunk_id")
+    term = models.ForeignKey(
+        TermStat, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="+",
+    )
+    chunk = models.ForeignKey(
+        Chunk, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="+",
+    )
+    tf = models.IntegerField()
+    dl = models.IntegerField()
+    impact = models.FloatField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["term", "-impact"], name="posting_term_impact",
+                include=["chunk", "tf", "dl"],
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"term {self.term_id} in chunk {self.chunk_id}: tf {self.tf}"
+
+
 class CorpusStat(models.Model):
     """Chunk count and total term count per workspace (BM25's N and average length)."""
 

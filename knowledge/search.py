@@ -7,6 +7,7 @@ The one retrieval service: chat tools, the REST API and the command line call
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,8 @@ from indexing.embedders import get_embedder
 from knowledge.fusion import cap_per_group, rrf
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
 from knowledge.rerankers import Reranker, RerankError, get_reranker
+
+HNSW_MAX_EF_SEARCH = 1000  # pgvector's limit
 
 
 class ScopeError(ValueError):
@@ -118,15 +121,13 @@ def search(
         return SearchResult(query, [])
     document_ids, folder_ids = resolve_scope(workspace, scope)
     pool = max(limit * settings.SEARCH_POOL_FACTOR, settings.SEARCH_MIN_POOL)
-    where, params = _scope_sql(workspace, scope, document_ids, folder_ids)
+    documents = _scope_documents(workspace, scope, document_ids, folder_ids)
 
     with transaction.atomic(), connection.cursor() as cursor:
-        dense = _dense_leg(cursor, query, where, params, pool, exact=bool(scope)) if (
-            "dense" in legs
-        ) else []
-        keyword = _keyword_leg(cursor, query, workspace, where, params, pool) if (
-            "keyword" in legs
-        ) else []
+        dense = _dense_leg(cursor, query, workspace, documents, pool) if "dense" in legs else []
+        keyword = (
+            _keyword_leg(cursor, query, workspace, documents, pool) if "keyword" in legs else []
+        )
 
     fused = rrf(
         {"dense": [row[0] for row in dense], "keyword": [row[0] for row in keyword]},
@@ -194,7 +195,7 @@ def _rerank(
 
 
 def _dense_leg(
-    cursor, query, where, params, pool, *, exact: bool
+    cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int
 ) -> list[tuple[int, int, float]]:
     """Nearest chunks by cosine distance.
 
@@ -202,28 +203,41 @@ def _dense_leg(
     scope could come back short. An unscoped search that comes back short (the
     workspace is a small part of a big database) falls back to an exact scan too.
     """
-    vector = _vector_literal(query_vector(query))
-    cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(settings.HNSW_EF_SEARCH, pool)])
-    # "+ 0" hides the ORDER BY from the index: exact k-NN inside the filter.
-    order = "(c.embedding <=> %s::vector) + 0" if exact else "c.embedding <=> %s::vector"
+    values = {
+        "vector": _vector_literal(query_vector(query)),
+        "workspace": workspace.pk,
+        "documents": documents,
+        "pool": pool,
+    }
+    where = "d.workspace_id = %(workspace)s"
+    if documents is not None:
+        where += " AND c.document_id = ANY(%(documents)s)"
     sql = f"""
-        SELECT c.id, c.document_id, c.embedding <=> %s::vector AS distance
+        SELECT c.id, c.document_id, c.embedding <=> %(vector)s::vector AS distance
         FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
         WHERE {where}
-        ORDER BY {{order}} LIMIT %s
+        ORDER BY {{order}} LIMIT %(pool)s
     """
-    cursor.execute(sql.format(order=order), [vector, *params, vector, pool])
-    rows = cursor.fetchall()
-    if not exact and len(rows) < pool:
-        # Widen the graph walk first (1000 is pgvector's maximum); an exact scan
-        # of a large table costs far more (bench/search_latency.py: 490 ms).
-        cursor.execute("SET LOCAL hnsw.ef_search = 1000")
-        cursor.execute(sql.format(order=order), [vector, *params, vector, pool])
+    # "+ 0" hides the ORDER BY from the index: exact k-NN inside the filter.
+    exact = sql.format(order="(c.embedding <=> %(vector)s::vector) + 0")
+    if documents is not None:
+        cursor.execute(exact, values)
+        return cursor.fetchall()
+    walk = sql.format(order="c.embedding <=> %(vector)s::vector")
+    ef_search = max(settings.HNSW_EF_SEARCH, pool)
+    while True:
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
+        cursor.execute(walk, values)
         rows = cursor.fetchall()
-    if not exact and len(rows) < pool:
-        cursor.execute(
-            sql.format(order="(c.embedding <=> %s::vector) + 0"), [vector, *params, vector, pool]
-        )
+        if len(rows) >= pool or ef_search >= HNSW_MAX_EF_SEARCH:
+            break
+        # The walk met other workspaces' chunks: widen it in proportion to the
+        # share that was ours, up to pgvector's maximum. An exact scan of a large
+        # table costs far more (bench/search_latency.py: 490 ms).
+        wanted = math.ceil(1.5 * ef_search * pool / max(len(rows), 1))
+        ef_search = min(HNSW_MAX_EF_SEARCH, wanted)
+    if len(rows) < pool:
+        cursor.execute(exact, values)
         rows = cursor.fetchall()
     return rows
 
@@ -232,77 +246,106 @@ def _dense_leg(
 # "-2" in "E2f-1, -2, -3" is a number, not an exclusion: only "-word" excludes.
 _OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
 
-
 def _keyword_leg(
-    cursor, query, workspace, where, params, pool
+    cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int
 ) -> list[tuple[int, int, float]]:
-    """BM25 (k1, b from settings) over the stored tsvectors, IDF from TermStat.
+    """BM25 (k1, b from settings) from the Posting index, IDF from TermStat.
 
     PostgreSQL's ts_rank_cd has no IDF; this scores like Lucene's BM25 instead.
-    A plain query matches chunks containing any of its terms (ranking sorts
-    them out); a query using quotes, OR or -word keeps websearch semantics.
+    A plain query ranks chunks containing any of its terms. Unscoped, each term
+    brings the BM25_TERM_DEPTH best postings of its impact-ordered list, and the
+    best partial sums are rescored with every term: the cost is bounded by the
+    query, not by how many chunks contain a common word. In a scope, every chunk
+    of the scope is scored. A query using quotes, OR or -word keeps websearch
+    semantics, matched through the GIN index.
     """
+    values = {
+        "config": TEXT_SEARCH_CONFIG, "query": query, "workspace": workspace.pk,
+        "k1": settings.BM25_K1, "b": settings.BM25_B, "pool": pool, "documents": documents,
+        "depth": settings.BM25_TERM_DEPTH,
+    }
     if _OPERATORS.search(query):
-        match = "websearch_to_tsquery(%s::regconfig, %s)"
-        match_params = [TEXT_SEARCH_CONFIG, query]
+        in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
+        candidates = f"""
+            SELECT c.id
+            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
+            WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
+              AND d.workspace_id = %(workspace)s {in_scope}
+        """
+    elif documents is not None:
+        # Terms in at most BM25_TERM_DEPTH chunks select the scope's candidates;
+        # commoner ones only when the query has nothing rarer, as unscoped.
+        candidates = """
+            SELECT DISTINCT c.id
+            FROM t JOIN knowledge_posting p ON p.term_id = t.id
+            JOIN knowledge_chunk c ON c.id = p.chunk_id
+            WHERE c.document_id = ANY(%(documents)s)
+              AND (t.df <= %(depth)s OR NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s))
+        """
     else:
-        # Terms in a large share of a large corpus add almost no score but make
-        # every chunk a candidate; they still score, they just do not select.
-        match = """(SELECT coalesce(
-            string_agg(quote_literal(term), ' | ') FILTER (
-                WHERE s.n < %s OR df <= %s * s.n),
-            string_agg(quote_literal(term), ' | '))::tsquery FROM idf, s)"""
-        match_params = [settings.BM25_PRUNE_MIN_CHUNKS, settings.BM25_PRUNE_DF_RATIO]
+        # Partial sums from the stored impacts: cheap, and only used to choose.
+        candidates = """
+            SELECT p.chunk_id AS id
+            FROM t CROSS JOIN LATERAL (
+                SELECT chunk_id, impact FROM knowledge_posting
+                WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
+            ) p
+            GROUP BY p.chunk_id
+            ORDER BY sum(t.w * p.impact) DESC LIMIT %(rescore)s
+        """
+        # A partial sum misses the terms whose list head the chunk is not in;
+        # rescoring a few times the pool puts those terms back before the cut.
+        values["rescore"] = 4 * pool
     cursor.execute(
         f"""
-        -- MATERIALIZED: computed once. Inlined, the planner re-scanned TermStat per
-        -- candidate chunk whenever its statistics were stale (74 ms vs 0.6 ms).
+        -- The query's lexemes, the workspace's N and average chunk length, each
+        -- lexeme's IDF. MATERIALIZED: computed once; inlined, the planner re-read
+        -- TermStat per candidate whenever its statistics were stale (74 vs 0.6 ms).
         WITH q AS MATERIALIZED (
-            SELECT DISTINCT lexeme FROM unnest(to_tsvector(%s::regconfig, %s))
+            SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))
         ), s AS MATERIALIZED (
-            SELECT chunks::float8 AS n,
-                   greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
-            FROM knowledge_corpusstat WHERE workspace_id = %s
-        ), idf AS MATERIALIZED (
-            SELECT t.term, t.df, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS w
-            FROM knowledge_termstat t, s
-            WHERE t.workspace_id = %s AND t.term IN (SELECT lexeme FROM q)
-        ), cand AS (
-            SELECT c.id, c.document_id, c.search_vector, c.term_count
-            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
-            WHERE c.search_vector @@ {match} AND {where}
+            SELECT chunks::float8 AS n, greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
+            FROM knowledge_corpusstat WHERE workspace_id = %(workspace)s
+        ), t AS MATERIALIZED (
+            SELECT ts.id, ts.df, ln(1 + (s.n - ts.df + 0.5) / (ts.df + 0.5)) AS w
+            FROM knowledge_termstat ts, s
+            WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
+              AND ts.term IN (SELECT lexeme FROM q)
+        ), cand AS MATERIALIZED ({candidates}), ranked AS (
+            SELECT cand.id, sum({_bm25("p.tf", "p.dl")}) AS score
+            FROM cand CROSS JOIN t CROSS JOIN s
+            -- One primary-key probe per candidate and term. LIMIT 1 keeps the planner
+            -- from hashing whole posting lists instead (89k rows, 60 ms).
+            CROSS JOIN LATERAL (
+                SELECT tf, dl FROM knowledge_posting
+                WHERE term_id = t.id AND chunk_id = cand.id LIMIT 1
+            ) p
+            GROUP BY cand.id
+            ORDER BY score DESC, cand.id
+            LIMIT %(pool)s
         )
-        SELECT cand.id, cand.document_id,
-               sum(idf.w * cardinality(u.positions) * (%s + 1)
-                   / (cardinality(u.positions)
-                      + %s * (1 - %s + %s * cand.term_count / s.avgdl))) AS score
-        FROM cand CROSS JOIN s
-        -- Only the query's own lexemes: setweight marks them, ts_filter keeps them.
-        CROSS JOIN LATERAL unnest(ts_filter(
-            setweight(cand.search_vector, 'A', (SELECT array_agg(lexeme) FROM q)), '{{a}}'
-        )) u
-        JOIN idf ON idf.term = u.lexeme
-        GROUP BY cand.id, cand.document_id
-        ORDER BY score DESC, cand.id
-        LIMIT %s
+        SELECT ranked.id, c.document_id, ranked.score
+        FROM ranked JOIN knowledge_chunk c ON c.id = ranked.id
+        ORDER BY ranked.score DESC, ranked.id
         """,
-        [
-            TEXT_SEARCH_CONFIG, query, workspace.pk, workspace.pk, *match_params, *params,
-            settings.BM25_K1, settings.BM25_K1, settings.BM25_B, settings.BM25_B, pool,
-        ],
+        values,
     )
     return cursor.fetchall()
 
 
-def _scope_sql(
+def _bm25(tf: str, dl: str) -> str:
+    return f"t.w * {tf} * (%(k1)s + 1) / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {dl} / s.avgdl))"
+
+
+def _scope_documents(
     workspace: Workspace, scope: Scope | None, document_ids: list[int], folder_ids: list[int]
-) -> tuple[str, list[Any]]:
-    where, params = "d.workspace_id = %s", [workspace.pk]
-    if scope:
-        # Folders become their documents here: one condition on the chunk's own
-        # column lets its index serve; an OR across both tables cannot (164 vs 18 ms).
-        in_folders = Document.objects.filter(workspace=workspace, folder_id__in=folder_ids)
-        ids = sorted({*document_ids, *in_folders.values_list("pk", flat=True)})
-        where += " AND c.document_id = ANY(%s)"
-        params.append(ids)
-    return where, params
+) -> list[int] | None:
+    """The scope as document ids (None: the whole workspace).
+
+    Folders become their documents here: one condition on the chunk's own column
+    lets its index serve; an OR across both tables cannot (164 vs 18 ms).
+    """
+    if not scope:
+        return None
+    in_folders = Document.objects.filter(workspace=workspace, folder_id__in=folder_ids)
+    return sorted({*document_ids, *in_folders.values_list("pk", flat=True)})

@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 
 from indexing import pipeline, sources
-from knowledge.models import CorpusStat, Document, TermStat
-from knowledge.search import search
+from knowledge.models import CorpusStat, Document, Posting, TermStat
+from knowledge.search import Scope, search
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +17,7 @@ TEXTS = {
     "a.txt": "Tide gauges measure water level. Tide tables predict the tide.",
     "b.txt": "The harbour master reads the gauge at dawn and at dusk.",
     "c.txt": "Storm surge raises the water level far above the predicted tide.",
-    "d.txt": "Ferries leave the harbour every hour in summer.",
+    "d.txt": "Ferries leave the harbour hourly.",
 }
 
 
@@ -56,15 +56,37 @@ def stored_stats(workspace) -> tuple[dict[str, int], int, int]:
     return df, (stat.chunks if stat else 0), (stat.terms if stat else 0)
 
 
-def test_term_statistics_follow_inserts_edits_and_deletes(
+def recomputed_postings(workspace) -> set[tuple[str, int, int, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT t.lexeme, c.id, cardinality(t.positions), c.term_count
+               FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id,
+                    unnest(c.search_vector) t WHERE d.workspace_id = %s""",
+            [workspace.pk],
+        )
+        return set(cursor.fetchall())
+
+
+def stored_postings(workspace) -> set[tuple[str, int, int, int]]:
+    rows = Posting.objects.filter(term__workspace=workspace)
+    return set(rows.values_list("term__term", "chunk_id", "tf", "dl"))
+
+
+def test_term_statistics_and_postings_follow_inserts_edits_and_deletes(
     documents, workspace, counting_embedder, tmp_path
 ):
-    assert stored_stats(workspace) == recomputed_stats(workspace)
+    def consistent() -> bool:
+        return stored_stats(workspace) == recomputed_stats(workspace) and (
+            stored_postings(workspace) == recomputed_postings(workspace)
+        )
+
+    assert consistent()
+    assert len(stored_postings(workspace)) > 20
     (tmp_path / "a.txt").write_text("Completely different words about lighthouses.")
     pipeline.index_document(documents[0].pk, embedder=counting_embedder)
-    assert stored_stats(workspace) == recomputed_stats(workspace)
+    assert consistent()
     documents[1].delete()
-    assert stored_stats(workspace) == recomputed_stats(workspace)
+    assert consistent()
     assert "lighthous" in stored_stats(workspace)[0]
     assert "dawn" not in stored_stats(workspace)[0]
 
@@ -115,17 +137,27 @@ def test_websearch_operators_keep_their_meaning(documents, workspace):
     assert titles("the and of") == set()  # stop words only: no keyword hits, no error
 
 
-def test_very_common_terms_score_but_do_not_select_in_large_corpora(
-    documents, workspace, settings
-):
-    settings.BM25_PRUNE_MIN_CHUNKS = 1  # treat this tiny corpus as large
-    settings.BM25_PRUNE_DF_RATIO = 0.3  # "harbour" is in 2 of 4 chunks, "dawn" in 1
+def test_each_term_contributes_only_the_head_of_its_postings(documents, workspace, settings):
+    # "harbour" is in b.txt and d.txt; with a depth of 1 only its best posting
+    # (the shorter d.txt) selects a candidate, "dawn" brings b.txt.
+    settings.BM25_TERM_DEPTH = 1
     expected = bm25_reference(workspace, "harbour dawn")
     hits = search("harbour dawn", workspace, limit=10, legs=("keyword",)).hits
-    assert [h.document_uri.rsplit("/", 1)[-1] for h in hits] == ["b.txt"]
-    assert hits[0].keyword_score == pytest.approx(expected[hits[0].chunk_id], rel=1e-9)
+    assert [h.document_uri.rsplit("/", 1)[-1] for h in hits] == ["b.txt", "d.txt"]
+    for hit in hits:  # candidates are rescored with every query term
+        assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], rel=1e-9)
     only_common = search("harbour", workspace, limit=10, legs=("keyword",)).hits
-    assert len(only_common) == 2, "with nothing rare to select on, common terms still select"
+    assert [h.document_uri.rsplit("/", 1)[-1] for h in only_common] == ["d.txt"]
+
+
+def test_scoped_keyword_scores_are_exact(documents, workspace, settings):
+    settings.BM25_TERM_DEPTH = 1  # a scope scores all its chunks, whatever the depth
+    scope = Scope(document_ids=(documents[1].pk, documents[3].pk))
+    expected = bm25_reference(workspace, "harbour")
+    hits = search("harbour", workspace, scope=scope, limit=10, legs=("keyword",)).hits
+    assert {h.chunk_id for h in hits} == set(expected)
+    for hit in hits:
+        assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], rel=1e-9)
 
 
 def test_negative_numbers_are_not_exclusions(documents, workspace):
