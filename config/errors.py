@@ -1,4 +1,4 @@
-"""A database outage is a 503 with a clear message, never a 500."""
+"""A database or broker outage is a 503 with a clear message, never a 500."""
 
 from __future__ import annotations
 
@@ -7,17 +7,32 @@ import logging
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
+from rest_framework.views import exception_handler, set_rollback
+
+from indexing.sources import BrokerUnavailable
 
 logger = logging.getLogger(__name__)
 UNAVAILABLE = "The database is unavailable right now; please try again in a few seconds."
 OUTAGES = (OperationalError, InterfaceError)
+RETRY_AFTER = "5"
+
+
+def _outage_message(exc: Exception) -> str | None:
+    """The message for a 503, or None when `exc` is no outage."""
+    if isinstance(exc, BrokerUnavailable):
+        # Already logged with its cause where it was raised.
+        return str(exc)
+    if isinstance(exc, OUTAGES):
+        logger.warning("Database unavailable: %s", exc)
+        return UNAVAILABLE
+    return None
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
-    if isinstance(exc, OUTAGES):
-        logger.warning("Database unavailable: %s", exc)
-        return Response({"detail": UNAVAILABLE}, status=503, headers={"Retry-After": "5"})
+    message = _outage_message(exc)
+    if message is not None:
+        set_rollback()
+        return Response({"detail": message}, status=503, headers={"Retry-After": RETRY_AFTER})
     return exception_handler(exc, context)
 
 
@@ -31,12 +46,12 @@ class DatabaseOutageMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
-        if not isinstance(exc, OUTAGES):
+        message = _outage_message(exc)
+        if message is None:
             return None
-        logger.warning("Database unavailable: %s", exc)
         if request.path.startswith("/api/"):
-            response: HttpResponse = JsonResponse({"detail": UNAVAILABLE}, status=503)
+            response: HttpResponse = JsonResponse({"detail": message}, status=503)
         else:
-            response = HttpResponse(UNAVAILABLE, status=503, content_type="text/plain")
-        response["Retry-After"] = "5"
+            response = HttpResponse(message, status=503, content_type="text/plain")
+        response["Retry-After"] = RETRY_AFTER
         return response

@@ -107,6 +107,10 @@ else:
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # A task of a killed worker is redelivered after this many seconds.
         "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=3600),
+        # A broker that stops answering (not only one that refuses) is an error, not
+        # a request or publish that hangs forever; the worker then reconnects.
+        "socket_connect_timeout": 5,
+        "socket_timeout": 10,
     }
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", default="verity")
 CELERY_TASK_IGNORE_RESULT = True
@@ -116,7 +120,25 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker drops reconnects (2, 4, … 30 s apart) and resumes; a task
+# whose ack was lost runs again, which indexing tolerates (acks_late, idempotent).
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # keep trying: the broker comes back
+# A task running when the connection drops finishes (Celery 6 would cancel it, and
+# Redis would redeliver it only after the visibility timeout).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Publishing after commit retries for about 2 s, then the documents stay PENDING.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {
+    "max_retries": 3, "interval_start": 0.2, "interval_step": 0.4, "interval_max": 1.0,
+}
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+# Adding sources first checks the broker (BROKER_CHECK_RETRIES more attempts, each
+# with a BROKER_CHECK_TIMEOUT-second timeout, about 2 s in all); down -> a 503 and
+# nothing saved. Documents still stranded PENDING/INDEXING (the broker died right
+# after the check) for INGEST_REQUEUE_AFTER_SECONDS are re-sent when a worker starts.
+BROKER_CHECK_RETRIES = env.int("BROKER_CHECK_RETRIES", default=2)
+BROKER_CHECK_TIMEOUT = env.float("BROKER_CHECK_TIMEOUT", default=1.0)
+INGEST_REQUEUE_AFTER_SECONDS = env.int("INGEST_REQUEUE_AFTER_SECONDS", default=300)
 
 # --- Auth, i18n, static --------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

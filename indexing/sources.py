@@ -44,13 +44,63 @@ def folder_for_path(workspace: Workspace, path: str | None) -> Folder | None:
     return folder
 
 
+class BrokerUnavailable(Exception):
+    """The task broker did not answer: nothing was registered; the caller answers 503."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            "The indexing queue (message broker) is unavailable right now, so nothing "
+            "was saved; please try again in a few seconds."
+        )
+        self.reason = reason
+
+
+def check_broker() -> None:
+    """Raise BrokerUnavailable unless the broker takes a connection, within about 2 s.
+
+    A fresh connection (not a pooled one that may be stale) with a short connect
+    and read timeout, retried a couple of times: a blip passes, an outage answers
+    quickly. Nothing to check when tasks run inline (eager mode).
+    """
+    from indexing.tasks import index_document_task
+
+    app = index_document_task.app
+    if app.conf.task_always_eager:
+        return
+    timeout = settings.BROKER_CHECK_TIMEOUT
+    connection = app.connection_for_write(
+        connect_timeout=timeout,
+        transport_options={"socket_connect_timeout": timeout, "socket_timeout": timeout},
+    )
+    try:
+        connection.ensure_connection(
+            max_retries=settings.BROKER_CHECK_RETRIES,
+            interval_start=0.25,
+            interval_step=0.25,
+            interval_max=0.5,
+            timeout=2 * timeout,
+        )
+    except (KombuOperationalError, OSError) as exc:
+        logger.warning("Broker unavailable: %s", exc)
+        raise BrokerUnavailable(str(exc)) from exc
+    finally:
+        connection.release()
+
+
 def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
     """Queue indexing once the rows are committed, so a worker can never miss them.
 
-    If the broker stays down through Celery's own publish retries, the documents
-    stay PENDING (nothing is lost) until `manage.py requeue` sends them again.
+    Call it inside the transaction that registered the documents: the broker is
+    checked first, and BrokerUnavailable then rolls the registration back (an
+    existing document keeps its indexed version; the user's retry starts clean).
+    If the broker dies between the check and the publish, the documents stay
+    PENDING (nothing is lost): a worker re-sends them when it starts
+    (config.celery), as does `manage.py requeue`.
     """
     ids = [d.pk for d in documents if d.status != Document.Status.FAILED]
+    if not ids:
+        return
+    check_broker()
     transaction.on_commit(lambda: _send(ids, force))
 
 
@@ -62,8 +112,8 @@ def _send(ids: list[int], force: bool) -> None:
             index_document_task.delay(pk, force=force)
         except KombuOperationalError as exc:
             logger.warning(
-                "Broker unavailable (%s); %d documents stay PENDING until "
-                "`manage.py requeue`", exc, len(ids) - position,
+                "Broker unavailable (%s); %d documents stay PENDING until a worker "
+                "starts or `manage.py requeue` runs", exc, len(ids) - position,
             )
             return
 
@@ -138,9 +188,12 @@ def add_upload(
         document.status, document.last_error = Document.Status.FAILED, problem
         document.save(update_fields=["status", "last_error"])
         return document
-    if document.source_file:
-        document.source_file.delete(save=False)
-    document.source_file.save(name, upload, save=True)
+    previous = document.source_file.name
+    document.source_file.save(name, upload, save=True)  # a new name: the old file exists
+    if previous and previous != document.source_file.name:
+        # Only once committed: rolled back (a broker outage), the row keeps the old file.
+        storage = document.source_file.storage
+        transaction.on_commit(lambda: storage.delete(previous))
     return document
 
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import time
 import uuid
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -27,16 +30,16 @@ def database_url() -> str:
     return f"postgres://{credentials}@{db['HOST']}{port}/{db['NAME']}"
 
 
-def worker_env(tmp_path, **extra: str) -> dict[str, str]:
+def worker_env(tmp_path, redis_url: str = REDIS_URL, **extra: str) -> dict[str, str]:
     try:
-        redis.Redis.from_url(REDIS_URL).ping()
+        redis.Redis.from_url(redis_url).ping()
     except redis.ConnectionError:
-        pytest.fail(f"These tests need Redis at {REDIS_URL}")
+        pytest.fail(f"These tests need Redis at {redis_url}")
     return {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": database_url(),
-        "CELERY_BROKER_URL": REDIS_URL,
+        "CELERY_BROKER_URL": redis_url,
         # A queue of our own: nothing else on this Redis can take or send our tasks.
         "CELERY_QUEUE": f"verity-test-{uuid.uuid4().hex[:8]}",
         "MEDIA_ROOT": str(tmp_path / "media"),
@@ -59,4 +62,42 @@ def manage(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.
     )
 
 
+class RedisServer:
+    """A private redis-server that can be stopped and restarted on the same port and data.
 
+    Append-only persistence: messages queued before a stop are there after the restart.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "yes", "--dir", str(self.directory)],
+            stdout=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        self.process = None

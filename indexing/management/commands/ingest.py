@@ -39,17 +39,23 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         started = time.monotonic()
-        workspace = self._workspace(options["workspace"], options["owner"])
-        with transaction.atomic():
-            folder = sources.folder_for_path(workspace, options["folder"])
-            job = IngestJob.objects.create(
-                workspace=workspace, description="manage.py ingest " + " ".join(options["sources"])
-            )
         inline = options["inline"]
-        with transaction.atomic():
-            documents = self._register(workspace, folder, job, options)
-            if not inline:
-                sources.enqueue(documents, force=options["force"])
+        # One transaction: when the broker is down, nothing (not even the job) is saved.
+        try:
+            with transaction.atomic():
+                workspace = self._workspace(options["workspace"], options["owner"])
+                folder = sources.folder_for_path(workspace, options["folder"])
+                job = IngestJob.objects.create(
+                    workspace=workspace,
+                    description="manage.py ingest " + " ".join(options["sources"]),
+                )
+                documents = self._register(workspace, folder, job, options)
+                if not inline:
+                    sources.enqueue(documents, force=options["force"])
+        except sources.BrokerUnavailable as exc:
+            raise CommandError(
+                f"{exc} ({exc.reason}) To index without the workers, pass --inline."
+            ) from exc
         if not documents:
             raise CommandError("No supported files found in the given sources")
         self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")

@@ -1,0 +1,272 @@
+"""A broker outage: a clear 503 and nothing saved, workers that reconnect, nothing lost.
+
+A private redis-server per test (append-only, so a restart keeps queued messages),
+real worker processes, and this process's Celery client switched from eager mode
+to that broker the way production is configured.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+import redis
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection, transaction
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework import status
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.test import APIRequestFactory, force_authenticate
+from rest_framework.views import APIView
+
+from indexing import pipeline, sources
+from indexing.tasks import index_document_task
+from knowledge.models import Document, IngestJob
+from tests.faults.test_worker_faults import assert_consistent, wait_for, write_corpus
+from tests.workers import RedisServer, manage, start_worker, worker_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+FINAL = (Document.Status.INDEXED, Document.Status.FAILED)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    directory = tmp_path / "redis"
+    directory.mkdir()
+    server = RedisServer(directory)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def web_celery(broker, settings, tmp_path):
+    """This process sends tasks to the private broker, as the web app does in production."""
+    settings.MEDIA_ROOT = tmp_path / "media"  # shared with the workers (worker_env)
+    app = index_document_task.app
+    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
+    drop_broker_pools(app)
+    app.conf.update(task_always_eager=False, broker_url=broker.url)
+    yield app
+    drop_broker_pools(app)
+    app.conf.update(saved)
+
+
+def drop_broker_pools(app) -> None:
+    """Celery keeps its connection and producer pools (eager tasks build them too):
+    drop them so they are built again for the broker configured now."""
+    if app._pool is not None:
+        app._pool.force_close_all()
+    app._pool = None
+    app.amqp._producer_pool = None
+
+
+def env_for(tmp_path, broker: RedisServer, app) -> dict[str, str]:
+    """Worker/command environment on the private broker, on the queue this process sends to."""
+    return worker_env(tmp_path, redis_url=broker.url, CELERY_QUEUE=app.conf.task_default_queue)
+
+
+class UploadView(APIView):
+    """The API has no upload endpoint yet: this one does what it would (register and
+    enqueue in one transaction), answered through DRF's configured exception handler."""
+
+    parser_classes = [MultiPartParser]
+
+    def post(self, request):
+        workspace = request.user.workspaces.get()
+        with transaction.atomic():
+            documents = [sources.add_upload(workspace, f) for f in request.FILES.getlist("files")]
+            sources.enqueue(documents)
+        return Response({"ids": [d.pk for d in documents]}, status=status.HTTP_202_ACCEPTED)
+
+
+def post_upload(user, name: str, data: bytes):
+    request = APIRequestFactory().post(
+        "/api/uploads", {"files": [SimpleUploadedFile(name, data)]}, format="multipart"
+    )
+    force_authenticate(request, user)
+    started = time.monotonic()
+    response = UploadView.as_view()(request)
+    return response, time.monotonic() - started
+
+
+def test_api_upload_while_the_broker_is_down_is_a_503_and_saves_nothing(
+    user, workspace, broker, web_celery, tmp_path
+):
+    broker.stop()
+    response, elapsed = post_upload(user, "tides.md", b"# Tides\n\nSpring tides follow the moon.\n")
+    assert response.status_code == 503
+    assert "broker" in response.data["detail"] and "nothing was saved" in response.data["detail"]
+    assert response["Retry-After"] == "5"
+    assert elapsed < 5, "a bounded check, not Celery's long publish retries"
+    assert not Document.objects.exists()
+
+    broker.start()
+    response, _ = post_upload(user, "tides.md", b"# Tides\n\nSpring tides follow the moon.\n")
+    assert response.status_code == 202, response.data
+    document = Document.objects.get(pk=response.data["ids"][0])
+    worker = start_worker(env_for(tmp_path, broker, web_celery))
+    try:
+        wait_for(lambda: Document.objects.get(pk=document.pk).status in FINAL, 120,
+                 "the worker to index the upload")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.chunks.filter(text__contains="Spring tides").exists()
+
+
+def test_admin_add_sources_while_the_broker_is_down_keeps_the_previous_version(
+    client, staff, workspace, broker, web_celery
+):
+    # Indexed before the outage (inline): this version must survive a failed re-upload.
+    client.force_login(staff)
+    old = sources.add_upload(workspace, SimpleUploadedFile("notes.txt", b"The pier opens at six."))
+    pipeline.index_document(old.pk)
+    old.refresh_from_db()
+    assert old.status == Document.Status.INDEXED
+
+    broker.stop()
+    response = client.post(
+        reverse("admin:knowledge_document_add_sources"),
+        {
+            "workspace": workspace.pk,
+            "folder": "",
+            "files": [
+                SimpleUploadedFile("notes.txt", b"The pier now opens at seven."),
+                SimpleUploadedFile("new.txt", b"The ferry leaves at nine."),
+            ],
+        },
+    )
+    assert response.status_code == 503
+    assert b"broker" in response.content and b"nothing was saved" in response.content
+    assert response["Retry-After"] == "5"
+    assert list(Document.objects.values_list("uri", flat=True)) == ["upload://notes.txt"]
+    assert not IngestJob.objects.exists()
+    kept = Document.objects.get(pk=old.pk)
+    assert (kept.status, kept.content_hash, kept.chunk_count) == (
+        Document.Status.INDEXED, old.content_hash, old.chunk_count)
+    assert list(kept.chunks.values_list("text", flat=True)) == ["The pier opens at six."]
+    with kept.source_file.open("rb") as handle:
+        assert handle.read() == b"The pier opens at six."
+
+
+def test_ingest_command_while_the_broker_is_down_exits_with_a_clear_error(
+    workspace, broker, web_celery, tmp_path
+):
+    (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in April.\n")
+    env = env_for(tmp_path, broker, web_celery)
+    broker.stop()
+    result = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
+                    "--no-wait", timeout=60)
+    assert result.returncode != 0
+    assert "broker" in result.stderr and "nothing was saved" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not Document.objects.exists()
+    assert not IngestJob.objects.exists()
+
+
+def test_broker_restarted_mid_ingestion_loses_and_doubles_nothing(
+    workspace, broker, web_celery, tmp_path
+):
+    write_corpus(tmp_path / "corpus", documents=6, paragraphs=10)
+    env = env_for(tmp_path, broker, web_celery)
+    queued = manage(env, "ingest", str(tmp_path / "corpus"), "--workspace", workspace.slug,
+                    "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    documents = Document.objects.filter(workspace=workspace)
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: documents.filter(status=Document.Status.INDEXED).exists(), 120,
+                 "the first document")
+        broker.stop()
+        assert documents.exclude(status__in=FINAL).exists(), "the outage must land mid-batch"
+        time.sleep(2)
+        broker.start()
+        wait_for(lambda: not documents.exclude(status__in=FINAL).exists(), 120,
+                 "the batch to finish after the broker came back")
+        assert worker.poll() is None, "the worker reconnected instead of exiting"
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert documents.count() == 6
+    for document in documents.all():
+        assert document.status == Document.Status.INDEXED, document.last_error
+        assert_consistent(document)
+        assert document.chunk_count > 1
+        texts = list(document.chunks.values_list("text", flat=True))
+        assert len(texts) == len(set(texts)), "no duplicate chunks"
+
+
+def test_starting_a_worker_sends_documents_whose_publish_was_lost(
+    workspace, broker, web_celery, tmp_path
+):
+    (tmp_path / "lost.md").write_text("# Lost\n\nThe lighthouse is repainted in May.\n")
+    (tmp_path / "fresh.md").write_text("# Fresh\n\nThe slipway closes on Sundays.\n")
+    # The broker answers the check, then dies before the commit sends the task.
+    with transaction.atomic():
+        lost = sources.add_path(workspace, tmp_path / "lost.md")
+        sources.enqueue([lost])
+        broker.stop()
+    broker.start()
+    lost.refresh_from_db()
+    assert lost.status == Document.Status.PENDING
+    # A while ago, as users' stranded documents are; a fresh PENDING one may
+    # still have its task queued and is left to it.
+    Document.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(minutes=10))
+    fresh = sources.add_path(workspace, tmp_path / "fresh.md")  # registered, never sent
+
+    worker = start_worker(env_for(tmp_path, broker, web_celery))
+    try:
+        wait_for(lambda: Document.objects.get(pk=lost.pk).status in FINAL, 120,
+                 "the worker to re-send the stranded document")
+        time.sleep(1)
+        # Nothing else was sent: no message queued or in flight on the broker.
+        client = redis.Redis.from_url(broker.url)
+        assert client.llen(web_celery.conf.task_default_queue) == 0
+        assert client.hlen("unacked") == 0
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    lost.refresh_from_db()
+    assert lost.status == Document.Status.INDEXED, lost.last_error
+    assert lost.chunks.filter(text__contains="repainted in May").count() == 1
+    assert Document.objects.get(pk=fresh.pk).status == Document.Status.PENDING
+
+
+def test_the_same_document_indexed_twice_at_once_has_its_chunks_once(workspace, tmp_path):
+    # A task sent twice (re-sent at worker start while the first copy is still
+    # queued, or redelivered after a lost ack) can run on two workers at once.
+    (tmp_path / "twice.md").write_text(
+        "# Twice\n\n" + "\n\n".join(f"Paragraph {i} about tide gauges." * 20 for i in range(6))
+    )
+    document = sources.add_path(workspace, tmp_path / "twice.md")
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            barrier.wait()
+            pipeline.index_document(document.pk)
+        except BaseException as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED
+    assert_consistent(document)
+    texts = list(document.chunks.values_list("text", flat=True))
+    assert len(texts) == document.chunk_count > 1
+    assert len(texts) == len(set(texts)), "no duplicate chunks"
