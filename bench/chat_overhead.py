@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import random
 import statistics
@@ -153,7 +152,13 @@ def sql_category(sql: str) -> str:
         return "search: keyword leg (BM25)"
     if text.startswith('SELECT "KNOWLEDGE_CHUNK"."CONTENT_HASH"'):
         return "citations: freshness check"
-    if "KNOWLEDGE_FOLDER" in text or '"KNOWLEDGE_DOCUMENT"."STATUS" = %S' in text:
+    if "CITATIONS_CITATIONENTRY" in text and "KNOWLEDGE_CHUNK" in text:
+        return "citations: entries + freshness"
+    if (
+        "KNOWLEDGE_FOLDER" in text
+        or '"KNOWLEDGE_DOCUMENT"."STATUS" = %S' in text
+        or text.startswith("SELECT ID, TITLE, FOLDER_ID FROM KNOWLEDGE_DOCUMENT")
+    ):
         return "prompt: workspace tree"
     if "KNOWLEDGE_" in text:
         return "search: chunk/document fetch"
@@ -239,37 +244,6 @@ def ensure_corpus(workspace: Workspace) -> None:
     )
     if chunks >= INVENTED:
         print(f"WARNING: {chunks} chunks >= {INVENTED}: [{INVENTED}] may get issued")
-
-
-def planner_statistics(workspace: Workspace) -> None:
-    """Whether PostgreSQL's statistics know this workspace's BM25 term rows yet.
-
-    The keyword leg's plan depends on them: with stale statistics (a workspace
-    created after the last autoanalyze) it can be orders of magnitude slower.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "EXPLAIN (FORMAT JSON) SELECT 1 FROM knowledge_termstat WHERE workspace_id = %s",
-            [workspace.pk],
-        )
-        plan = cursor.fetchone()[0]
-        plan = json.loads(plan) if isinstance(plan, str) else plan
-        estimate = plan[0]["Plan"]["Plan Rows"]
-        cursor.execute(
-            "SELECT count(*) FROM knowledge_termstat WHERE workspace_id = %s", [workspace.pk]
-        )
-        actual = cursor.fetchone()[0]
-        cursor.execute(
-            "SELECT greatest(last_analyze, last_autoanalyze), n_mod_since_analyze "
-            "FROM pg_stat_user_tables WHERE relname = 'knowledge_termstat'"
-        )
-        analyzed, modified = cursor.fetchone()
-    stale = actual > 10 * max(estimate, 1)
-    print(
-        f"planner statistics: knowledge_termstat rows of this workspace estimated {estimate}, "
-        f"actual {actual}; table last analyzed {analyzed:%H:%M:%S} UTC, {modified} rows "
-        f"modified since" + (" -> STALE (expect a slow keyword leg)" if stale else "")
-    )
 
 
 # --- Turns ------------------------------------------------------------------------
@@ -451,7 +425,6 @@ def main() -> None:
         slug=WORKSPACE_SLUG, defaults={"name": "bench chat", "owner": owner}
     )
     ensure_corpus(workspace)
-    planner_statistics(workspace)
 
     llm = ScriptedLLM()
     provider = TimedProvider(
@@ -587,12 +560,15 @@ def report(args, rows, pieces, failures, elapsed) -> None:
     search_python -= mean(pieces["search() warm: of which SQL"])
     render = mean(pieces["render_evidence()"])
     normalizing = mean(pieces["normalize() the answer"])
-    commits = 3 * mean(pieces["commit of a one-row write transaction"])
+    # Write commits: the user message and the answer, plus the registration when
+    # the turn registered new units (a turn whose units are all known writes none).
+    writes = mean(2 + bool(r[5].get(new_units)) for r in warm_rows)
+    commits = writes * mean(pieces["commit of a one-row write transaction"])
     rest = warm_mean - all_sql - search_python - render - normalizing - commits
     print("\nestimated split of a warm turn (mean ms):")
     print(f"  turn total, warm                                   {warm_mean:6.2f}")
     print(f"  all SQL statements in the turn (in-turn, above)    {all_sql:6.2f}")
-    print(f"  3 write commits (user msg, register, answer; piece){commits:6.2f}")
+    print(f"  {writes:.1f} write commits (messages, registration; piece)  {commits:6.2f}")
     print(f"  search() Python: fusion, hits (piece total - SQL)  {search_python:6.2f}")
     print(f"  render_evidence + normalize (pieces)               {render + normalizing:6.2f}")
     print(f"  rest: prompt, history, ORM objects, JSON, Django   {rest:6.2f}")

@@ -11,7 +11,9 @@ DRF token, a member of the workspace "bench-load" that holds sample_corpus/
 Then, all on 127.0.0.1:
 - a scripted OpenAI-compatible model (tests/scripted_llm.py) runs in this
   process and never runs out: with no tool result after the last user message
-  it asks for search_knowledge_base, else it answers citing [1] and [2];
+  it asks for search_knowledge_base, else it answers citing the first two
+  passages its search showed (on a fresh shared thread, concurrent turns are
+  shown different numbers, and a number a turn was not shown is dropped);
 - the web server runs as a subprocess with LLM_PROVIDER=openai pointed at it:
   gunicorn (gthread, --workers x --threads) when installed, else
   `manage.py runserver --noreload` (threaded); its output goes to a log file;
@@ -22,10 +24,10 @@ Then, all on 127.0.0.1:
 One warm-up post per client comes first (each server process loads the
 embedding model on its first search) and is reported apart. Printed: requests,
 errors (non-2xx, exceptions, timeouts, and 2xx replies that are not a complete
-answer citing [1] and [2]) by kind, throughput, latency percentiles, the
-server-side time excluding the model (the reply's metadata.server_ms), the peak
-number of PostgreSQL connections, and the first distinct errors of the server
-log. Exits 1 when any request failed.
+answer whose citations are exactly the two numbers the model wrote) by kind,
+throughput, latency percentiles, the server-side time excluding the model (the
+reply's metadata.server_ms), the peak number of PostgreSQL connections, and the
+first distinct errors of the server log. Exits 1 when any request failed.
 """
 
 from __future__ import annotations
@@ -75,8 +77,8 @@ READY_SECONDS = 120.0
 STOP_SECONDS = 30.0
 MAX_REQUESTS_PER_CLIENT = 100_000  # a hard bound besides --seconds
 ANSWER = (
-    "The handbook states this directly [1]. The launch notes give the date and the "
-    "owner of the follow-up work [2]."
+    "The handbook states this directly [{0}]. The launch notes give the date and the "
+    "owner of the follow-up work [{1}]."
 )
 TOPICS = [
     "tidewatch 2.0 launch date",
@@ -97,13 +99,15 @@ TOPICS = [
     "travel expense policy",
 ]
 QUESTION = re.compile(r"question \d+: (?P<topic>.+)\?$")
+PASSAGE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)  # a numbered passage in a tool result
+CITED = re.compile(r"\[(\d+)\]")
 
 
 # --- The model -----------------------------------------------------------------------
 
 
 class EndlessLLM(ScriptedLLM):
-    """Never exhausted: search first, then answer with [1] and [2]; optionally slow."""
+    """Never exhausted: search, then cite the first two passages shown; optionally slow."""
 
     def __init__(self, delay: float = 0.0) -> None:
         super().__init__()
@@ -118,13 +122,14 @@ class EndlessLLM(ScriptedLLM):
     def _next(self, request: dict[str, Any]) -> dict[str, Any]:
         messages = request.get("messages") or []
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-        searched = any(m.get("role") == "tool" for m in messages[last_user + 1 :])
+        results = [m["content"] for m in messages[last_user + 1 :] if m.get("role") == "tool"]
         if self.delay:
             time.sleep(self.delay)
-        if searched or not request.get("tools"):
+        if results or not request.get("tools"):
             with self._lock:
                 self.calls["answer"] += 1
-            return answer(ANSWER)
+            shown = list(dict.fromkeys(PASSAGE.findall("\n".join(results))))
+            return answer(ANSWER.format(*(shown + ["1", "2"])[:2]))
         text = messages[last_user]["content"] if last_user >= 0 else ""
         match = QUESTION.search(text)
         with self._lock:
@@ -356,14 +361,15 @@ def post_once(client: httpx.Client, thread_id: int, text: str, results: Results)
     try:
         body = response.json()
         numbers = [c["n"] for c in body["citations"]]
+        cited = [int(n) for n in CITED.findall(body["content"])]
         status = body["status"]
     except (ValueError, KeyError, TypeError) as exc:
         results.fail(f"HTTP {response.status_code} unreadable body", f"{exc}: {response.text}")
         return False
-    if status != "complete" or numbers != [1, 2]:
+    if status != "complete" or len(cited) != 2 or numbers != cited:
         results.fail(
             f"HTTP {response.status_code} wrong answer",
-            f"status={status} citations={numbers}: {response.text}",
+            f"status={status} cited={cited} citations={numbers}: {response.text}",
         )
         return False
     results.ok(elapsed, (body.get("metadata") or {}).get("server_ms"))

@@ -61,7 +61,6 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
-from django.db import connection  # noqa: E402
 
 from chat import services  # noqa: E402
 from chat.extractive import NOTHING_FOUND  # noqa: E402
@@ -179,31 +178,6 @@ def ingest(articles: list[Article], workspace: Workspace) -> None:
     ]
     if mismatched:
         print(f"WARNING: Document.text differs from the file text for {mismatched}")
-
-
-def planner_statistics(workspace: Workspace) -> None:
-    """Whether PostgreSQL's statistics know this workspace's BM25 term rows yet.
-
-    With stale statistics (a workspace created after the last autoanalyze) the
-    keyword leg's plan scans the workspace's whole vocabulary per candidate.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "EXPLAIN (FORMAT JSON) SELECT 1 FROM knowledge_termstat WHERE workspace_id = %s",
-            [workspace.pk],
-        )
-        plan = cursor.fetchone()[0]
-        plan = json.loads(plan) if isinstance(plan, str) else plan
-        estimate = plan[0]["Plan"]["Plan Rows"]
-        cursor.execute(
-            "SELECT count(*) FROM knowledge_termstat WHERE workspace_id = %s", [workspace.pk]
-        )
-        actual = cursor.fetchone()[0]
-    stale = actual > 10 * max(estimate, 1)
-    print(
-        f"planner statistics: knowledge_termstat rows of this workspace estimated {estimate}, "
-        f"actual {actual}" + (" -> STALE (expect a slow keyword leg)" if stale else "")
-    )
 
 
 # --- Scoring ----------------------------------------------------------------------
@@ -371,7 +345,6 @@ def main() -> None:
         slug=WORKSPACE_SLUG, defaults={"name": "SQuAD dev", "owner": owner}
     )
     ingest(articles, workspace)
-    planner_statistics(workspace)
 
     texts = dict(Document.objects.filter(workspace=workspace).values_list("pk", "text"))
     chosen = questions if args.all else random.Random(args.seed).sample(

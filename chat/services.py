@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Max
+from django.db import connection, transaction
+from django.utils import timezone
 
 from chat.followup import standalone_query
 from chat.models import Message, Thread
@@ -57,21 +57,63 @@ def resolve_mentions(thread: Thread, raw: Sequence[dict[str, Any]]) -> list[Ment
     return mentions
 
 
+# The statements every turn runs are plain SQL: the ORM's query compilation
+# costs about 1 ms of CPU per query (bench/chat_overhead.py).
+_MESSAGE_COLUMNS = [f for f in Message._meta.concrete_fields if f.attname not in ("id", "seq")]
+_INSERT_MESSAGE = f"""
+    INSERT INTO chat_message ({", ".join(f'"{f.column}"' for f in _MESSAGE_COLUMNS)}, seq)
+    VALUES ({", ".join(["%s"] * len(_MESSAGE_COLUMNS))},
+            (SELECT coalesce(max(seq), 0) + 1 FROM chat_message WHERE thread_id = %s))
+    RETURNING id, seq
+"""
+
+
 @transaction.atomic
-def _append(thread: Thread, **fields: Any) -> Message:
-    # The thread row lock serializes seq assignment: concurrent posts keep order.
-    Thread.objects.select_for_update().filter(pk=thread.pk).first()
-    last = thread.messages.aggregate(last=Max("seq"))["last"] or 0
-    message = Message.objects.create(thread=thread, seq=last + 1, **fields)
-    Thread.objects.filter(pk=thread.pk).update(updated_at=message.created_at)
+def _append(thread: Thread, *, title: str = "", **fields: Any) -> Message:
+    """Store the next message of `thread`: two statements, one transaction.
+
+    The UPDATE locks the thread row (bumping updated_at, and titling an untitled
+    thread), which serializes seq assignment: concurrent posts keep order. The
+    INSERT is a later statement, so it sees the message of whichever post held
+    the lock before.
+    """
+    now = timezone.now()
+    message = Message(thread=thread, created_at=now, **fields)
+    with connection.cursor() as cursor:
+        if title and not thread.title:
+            thread.title = title
+            cursor.execute(
+                "UPDATE chat_thread SET updated_at = %s, title = %s WHERE id = %s",
+                [now, title, thread.pk],
+            )
+        else:
+            cursor.execute("UPDATE chat_thread SET updated_at = %s WHERE id = %s", [now, thread.pk])
+        cursor.execute(
+            _INSERT_MESSAGE,
+            [
+                *(
+                    f.get_db_prep_save(getattr(message, f.attname), connection)
+                    for f in _MESSAGE_COLUMNS
+                ),
+                thread.pk,
+            ],
+        )
+        message.id, message.seq = cursor.fetchone()
+    message._state.adding = False
+    message._state.db = connection.alias
     return message
 
 
 def _history(thread: Thread, before_seq: int) -> list[dict[str, Any]]:
-    recent = thread.messages.filter(
-        seq__lt=before_seq, status=Message.Status.COMPLETE
-    ).order_by("-seq")[: settings.CHAT_HISTORY_MESSAGES]
-    return [{"role": m.role, "content": m.content} for m in reversed(recent)]
+    """The last complete messages before `before_seq`, oldest first: what the model re-reads."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT role, content FROM chat_message "
+            "WHERE thread_id = %s AND seq < %s AND status = %s ORDER BY seq DESC LIMIT %s",
+            [thread.pk, before_seq, Message.Status.COMPLETE.value, settings.CHAT_HISTORY_MESSAGES],
+        )
+        recent = cursor.fetchall()
+    return [{"role": role, "content": content} for role, content in reversed(recent)]
 
 
 def progress_label(name: str, arguments: Any) -> str:
@@ -113,10 +155,8 @@ def post_message(
         content=text,
         resolved_content=text,
         mentions=[m.__dict__ for m in resolved_mentions],
+        title=text[:80],
     )
-    if not thread.title:
-        thread.title = text[:80]
-        thread.save(update_fields=["title"])
 
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system_prompt(thread.workspace, resolved_mentions)},
@@ -131,6 +171,8 @@ def post_message(
     context = TurnContext(
         standalone_query(earlier, text), {k: v for k, v in scope.items() if v}
     )
+    # Numbers the model may cite: those issued before this turn (its history holds
+    # them), then those its own tool calls return.
     issued = citations.issued_numbers(thread)
     normalizer = StreamNormalizer(issued.__contains__)
 
@@ -167,8 +209,9 @@ def post_message(
                 break
             messages.append(_assistant_tool_message(reply))
             for call in reply.tool_calls:
-                messages.append(_run_call(thread, call, emit, tool_log))
-            issued |= citations.issued_numbers(thread)
+                tool_message, numbers = _run_call(thread, call, emit, tool_log)
+                messages.append(tool_message)
+                issued |= numbers
         tail = normalizer.finish()
         if tail:
             shown.append(tail)
@@ -229,16 +272,20 @@ def _assistant_tool_message(reply) -> dict[str, Any]:
     }
 
 
-def _run_call(thread: Thread, call, emit: Emit, log: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_call(
+    thread: Thread, call, emit: Emit, log: list[dict[str, Any]]
+) -> tuple[dict[str, Any], frozenset[int]]:
+    """The tool message for the model and the citation numbers it shows."""
     label = progress_label(call.name, call.arguments)
     emit("progress", {"stage": call.name, "label": label})
+    numbers: frozenset[int] = frozenset()
     try:
         outcome = run_tool(thread, call.name, call.arguments)
-        content, error = outcome.content, ""
+        content, error, numbers = outcome.content, "", outcome.numbers
     except ToolError as exc:
         content, error = f"Error: {exc}", str(exc)
     log.append(
         {"id": call.id, "name": call.name, "arguments": call.arguments,
          "result": content, "error": error}
     )
-    return {"role": "tool", "tool_call_id": call.id, "content": content}
+    return {"role": "tool", "tool_call_id": call.id, "content": content}, numbers

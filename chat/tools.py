@@ -28,6 +28,8 @@ class ToolOutcome:
     label: str  # what the user sees as progress
     cited_units: int = 0
     metadata: dict[str, Any] = field(default_factory=dict)
+    # The registry numbers of the passages in `content`: what the model may cite now.
+    numbers: frozenset[int] = frozenset()
 
 
 TOOL_SPECS: list[dict[str, Any]] = [
@@ -119,7 +121,7 @@ def _chunk_unit(document: Document, chunk_id: int, text: str, locator: dict):
 
 
 def _evidence(thread: Thread, groups: list[tuple[Document, list[tuple[int, int, str, dict]]]],
-              view: str) -> tuple[str, int]:
+              view: str) -> tuple[str, dict[str, int]]:
     """Register every passage, then render documents with passages in reading order."""
     units = [
         _chunk_unit(document, chunk_id, text, locator)
@@ -135,7 +137,7 @@ def _evidence(thread: Thread, groups: list[tuple[Document, list[tuple[int, int, 
         ]
         where = document.metadata.get("path") or document.uri.rsplit("/", 1)[-1]
         rendered.append(EvidenceDocument(document.title, where, view, passages))
-    return render_evidence(rendered), len(units)
+    return render_evidence(rendered), numbers
 
 
 def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
@@ -156,17 +158,20 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> ToolOutc
     except ScopeError as exc:
         raise ToolError(str(exc)) from exc
     groups = _group_hits(result.hits)
-    content, count = _evidence(thread, groups, "excerpt")
+    content, numbers = _evidence(thread, groups, "excerpt")
     return ToolOutcome(
         content,
         f"Searching the knowledge base for “{query}”",
-        count,
+        len(result.hits),
         {"query": query, "hits": len(result.hits), **result.metadata},
+        frozenset(numbers.values()),
     )
 
 
 def _group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str, dict]]]]:
-    documents = {d.pk: d for d in Document.objects.filter(pk__in={h.document_id for h in hits})}
+    # Only what the evidence and the citation display use: never the document's text.
+    documents = Document.objects.only("title", "uri", "metadata")
+    documents = {d.pk: d for d in documents.filter(pk__in={h.document_id for h in hits})}
     groups: dict[int, list[tuple[int, int, str, dict]]] = {}
     for hit in hits:  # documents in order of their best hit
         groups.setdefault(hit.document_id, []).append(
@@ -189,13 +194,16 @@ def read_document(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
         .values_list("ordinal", "id", "text", "locator")[: settings.CHAT_READ_MAX_CHUNKS + 1]
     )
     truncated = len(rows) > settings.CHAT_READ_MAX_CHUNKS
-    content, count = _evidence(thread, [(document, rows[: settings.CHAT_READ_MAX_CHUNKS])], "full")
+    rows = rows[: settings.CHAT_READ_MAX_CHUNKS]
+    content, numbers = _evidence(thread, [(document, rows)], "full")
     if truncated:
         content += (
             f"\n(Only the first {settings.CHAT_READ_MAX_CHUNKS} passages are shown; search "
             "with this document as scope to find the rest.)"
         )
-    return ToolOutcome(content, f"Reading “{document.title}”", count)
+    return ToolOutcome(
+        content, f"Reading “{document.title}”", len(rows), numbers=frozenset(numbers.values())
+    )
 
 
 def read_chat(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
@@ -228,7 +236,10 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
     ]
     title = other.title or f"Conversation {other.pk}"
     content = render_evidence([EvidenceDocument(title, "chat", "full", passages)])
-    return ToolOutcome(content, f"Reading the conversation “{title}”", len(units))
+    return ToolOutcome(
+        content, f"Reading the conversation “{title}”", len(units),
+        numbers=frozenset(numbers.values()),
+    )
 
 
 TOOLS: dict[str, Callable[[Thread, dict[str, Any]], ToolOutcome]] = {

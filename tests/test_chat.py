@@ -151,6 +151,32 @@ def test_sse_streams_progress_normalized_tokens_citations_and_done(llm, corpus, 
     assert stored.resolved_content == tokens
 
 
+# The script registers from the server's thread, with its own connection: commit.
+@pytest.mark.django_db(transaction=True)
+def test_a_turn_cites_only_numbers_issued_before_it_or_shown_to_it(llm, corpus, api):
+    thread_id = new_thread(api)
+    thread = Thread.objects.get(pk=thread_id)
+    elsewhere = citations.SourceUnit(
+        "web_result:https://example.org/elsewhere", "web_result", "Not shown here.", {}, {}
+    )
+
+    def meanwhile(request):
+        # While the model thinks, another turn on this thread registers [1].
+        try:
+            citations.register(thread, [elsewhere])
+        finally:
+            connection.close()
+        return tool_call("search_knowledge_base", {"query": "on-call handover"})
+
+    llm.script = [meanwhile, answer("Tuesdays at 10:00 UTC [2]. Elsewhere [1].")]
+    response = api.post(f"/api/threads/{thread_id}/messages", {"content": "Handover?"},
+                        format="json")
+    body = response.json()
+    assert "[citation:2]" in body["resolved_content"]
+    assert [c["n"] for c in body["citations"]] == [2]
+    assert body["metadata"]["dropped_citations"] == [1], "this model was never shown [1]"
+
+
 def test_mentions_are_scope_notes_that_reach_the_tool(llm, corpus, api, workspace):
     pdf = corpus["q3-launch-notes.pdf"]
 
