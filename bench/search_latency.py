@@ -309,7 +309,7 @@ def statement_kind(sql: str) -> str:
         return "dense"
     if "knowledge_termstat" in sql:
         return "keyword"
-    if '"knowledge_chunk"' in sql:
+    if "d.title" in sql:  # the returned chunks' fields
         return "fetch"
     return "scope"
 

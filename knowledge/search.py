@@ -7,6 +7,7 @@ The one retrieval service: chat tools, the REST API and the command line call
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -147,27 +148,17 @@ def search(
     ordered = cap_per_group(
         candidates, document_of, per_document or settings.SEARCH_MAX_PER_DOCUMENT
     )[:limit]
-    # Only the returned chunks are loaded, without vectors or document texts.
-    chunks = Chunk.objects.select_related("document").defer("embedding", "document__text")
-    by_pk = {c.pk: c for c in chunks.filter(pk__in=ordered)}
     dense_info = {row[0]: (rank, 1 - row[2]) for rank, row in enumerate(dense, start=1)}
     keyword_info = {row[0]: (rank, row[2]) for rank, row in enumerate(keyword, start=1)}
     scores = dict(fused)
     hits = []
-    for pk in ordered:
-        chunk = by_pk[pk]
+    for row in _fetch_hits(ordered):
+        pk = row[0]
         dense_rank, dense_score = dense_info.get(pk, (None, None))
         keyword_rank, keyword_score = keyword_info.get(pk, (None, None))
         hits.append(
             Hit(
-                chunk_id=pk,
-                document_id=chunk.document_id,
-                document_title=chunk.document.title,
-                document_uri=chunk.document.uri,
-                source_type=chunk.document.source_type,
-                ordinal=chunk.ordinal,
-                text=chunk.text,
-                locator=chunk.locator,
+                *row,
                 score=scores[pk],
                 dense_rank=dense_rank,
                 dense_score=dense_score,
@@ -176,6 +167,23 @@ def search(
             )
         )
     return SearchResult(query, hits, metadata)
+
+
+def _fetch_hits(ordered: list[int]) -> list[tuple]:
+    """Hit fields of the returned chunks, in order: no vectors, no document texts.
+
+    Plain SQL: compiling the equivalent ORM query took longer than running it.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT c.id, c.document_id, d.title, d.uri, d.source_type, c.ordinal, c.text,
+                      c.locator::text
+               FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
+               WHERE c.id = ANY(%s)""",
+            [ordered],
+        )
+        rows = {row[0]: (*row[:7], json.loads(row[7])) for row in cursor.fetchall()}
+    return [rows[pk] for pk in ordered]
 
 
 def _rerank(
@@ -254,20 +262,21 @@ def _keyword_leg(
     PostgreSQL's ts_rank_cd has no IDF; this scores like Lucene's BM25 instead.
     A plain query ranks chunks containing any of its terms. Unscoped, each term
     brings the BM25_TERM_DEPTH best postings of its impact-ordered list, and the
-    best partial sums are rescored with every term: the cost is bounded by the
-    query, not by how many chunks contain a common word. In a scope, every chunk
-    of the scope is scored. A query using quotes, OR or -word keeps websearch
-    semantics, matched through the GIN index.
+    best partial sums are completed with every term: the cost is bounded by the
+    query, not by how many chunks contain a common word. In a scope, its chunks
+    holding a rarer query term are the candidates. A query using quotes, OR or
+    -word keeps websearch semantics, matched through the GIN index. Every
+    returned score is exact BM25.
     """
     values = {
         "config": TEXT_SEARCH_CONFIG, "query": query, "workspace": workspace.pk,
         "k1": settings.BM25_K1, "b": settings.BM25_B, "pool": pool, "documents": documents,
-        "depth": settings.BM25_TERM_DEPTH,
+        "depth": settings.BM25_TERM_DEPTH, "probe_above": -1,
     }
     if _OPERATORS.search(query):
         in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
         candidates = f"""
-            SELECT c.id
+            SELECT c.id, 0::float8 AS partial
             FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
             WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
               AND d.workspace_id = %(workspace)s {in_scope}
@@ -276,26 +285,31 @@ def _keyword_leg(
         # Terms in at most BM25_TERM_DEPTH chunks select the scope's candidates;
         # commoner ones only when the query has nothing rarer, as unscoped.
         candidates = """
-            SELECT DISTINCT c.id
+            SELECT DISTINCT c.id, 0::float8 AS partial
             FROM t JOIN knowledge_posting p ON p.term_id = t.id
             JOIN knowledge_chunk c ON c.id = p.chunk_id
             WHERE c.document_id = ANY(%(documents)s)
               AND (t.df <= %(depth)s OR NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s))
         """
     else:
-        # Partial sums from the stored impacts: cheap, and only used to choose.
-        candidates = """
-            SELECT p.chunk_id AS id
-            FROM t CROSS JOIN LATERAL (
-                SELECT chunk_id, impact FROM knowledge_posting
-                WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
+        # Each term's best postings, summed per chunk, choose the candidates. A term
+        # in at most `depth` chunks is complete there and its sum is kept; a commoner
+        # one misses the chunks beyond its list head, so it is probed for instead.
+        candidates = f"""
+            SELECT p.chunk_id AS id,
+                   coalesce(sum(w) FILTER (WHERE p.df <= %(depth)s), 0) AS partial
+            FROM (
+                SELECT p.chunk_id, t.df, {_bm25("t.w", "p.tf", "p.dl")} AS w
+                FROM t CROSS JOIN s CROSS JOIN LATERAL (
+                    SELECT chunk_id, tf, dl FROM knowledge_posting
+                    WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
+                ) p
             ) p
             GROUP BY p.chunk_id
-            ORDER BY sum(t.w * p.impact) DESC LIMIT %(rescore)s
+            ORDER BY sum(w) DESC LIMIT %(rescore)s
         """
-        # A partial sum misses the terms whose list head the chunk is not in;
-        # rescoring a few times the pool puts those terms back before the cut.
-        values["rescore"] = 4 * pool
+        # A few times the pool: a chunk low on partial score can still rise.
+        values |= {"rescore": 4 * pool, "probe_above": settings.BM25_TERM_DEPTH}
     cursor.execute(
         f"""
         -- The query's lexemes, the workspace's N and average chunk length, each
@@ -312,15 +326,17 @@ def _keyword_leg(
             WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
               AND ts.term IN (SELECT lexeme FROM q)
         ), cand AS MATERIALIZED ({candidates}), ranked AS (
-            SELECT cand.id, sum({_bm25("p.tf", "p.dl")}) AS score
-            FROM cand CROSS JOIN t CROSS JOIN s
-            -- One primary-key probe per candidate and term. LIMIT 1 keeps the planner
-            -- from hashing whole posting lists instead (89k rows, 60 ms).
-            CROSS JOIN LATERAL (
-                SELECT tf, dl FROM knowledge_posting
-                WHERE term_id = t.id AND chunk_id = cand.id LIMIT 1
-            ) p
-            GROUP BY cand.id
+            SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "p.tf", "p.dl")}), 0) AS score
+            FROM cand CROSS JOIN s LEFT JOIN LATERAL (
+                -- One primary-key probe per candidate and term left to score. LIMIT 1
+                -- keeps the planner from hashing whole posting lists (89k rows, 60 ms).
+                SELECT t.w, p.tf, p.dl FROM t CROSS JOIN LATERAL (
+                    SELECT tf, dl FROM knowledge_posting
+                    WHERE term_id = t.id AND chunk_id = cand.id LIMIT 1
+                ) p
+                WHERE t.df > %(probe_above)s
+            ) p ON true
+            GROUP BY cand.id, cand.partial
             ORDER BY score DESC, cand.id
             LIMIT %(pool)s
         )
@@ -333,8 +349,9 @@ def _keyword_leg(
     return cursor.fetchall()
 
 
-def _bm25(tf: str, dl: str) -> str:
-    return f"t.w * {tf} * (%(k1)s + 1) / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {dl} / s.avgdl))"
+def _bm25(w: str, tf: str, dl: str) -> str:
+    return f"{w} * {tf} * (%(k1)s + 1) / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {dl} / s.avgdl))"
+
 
 
 def _scope_documents(
