@@ -25,7 +25,9 @@ from indexing.loaders import (
     source_type_for,
     walk_repository,
 )
+from indexing.loaders.web import _check_url
 from indexing.pipeline import too_large
+from indexing.types import IngestError
 from knowledge.models import Document, Folder, IngestJob, Workspace
 
 logger = logging.getLogger(__name__)
@@ -201,6 +203,73 @@ def _upload_problem(name: str, size: int) -> str:
     return too_large(size) or refusal_for_filename(name)
 
 
+def upload_problem(name: str, size: int) -> str:
+    """Why `add_upload` would refuse this file (size, type), '' when it is accepted.
+
+    For edges that refuse a whole request up front instead of recording a FAILED
+    document (the API answers 400 and saves nothing).
+    """
+    return _upload_problem(Path(name or "upload").name, size)
+
+
+def url_problem(url: str) -> str:
+    """Why a URL would be refused before any fetch ('' when it passes).
+
+    The same check `fetch_url` repeats on every hop: http(s) only, a host, and,
+    unless URL_FETCH_ALLOW_PRIVATE, no private or reserved address after DNS.
+    """
+    try:
+        _check_url(url.strip(), allow_private=settings.URL_FETCH_ALLOW_PRIVATE)
+    except IngestError as exc:
+        return str(exc)
+    return ""
+
+
+def register_job(
+    workspace: Workspace,
+    *,
+    uploads: Iterable[UploadedFile] = (),
+    urls: Iterable[str] = (),
+    folder: Folder | None = None,
+    created_by=None,
+    description: str = "",
+) -> tuple[IngestJob, list[Document]]:
+    """One IngestJob for a batch of uploads and URLs, registered and queued at once.
+
+    The broker is checked before anything is written, so an outage leaves no
+    upload file behind either; `enqueue` checks it again inside the transaction,
+    which rolls everything (the job too) back if it went away meanwhile.
+    """
+    check_broker()
+    with transaction.atomic():
+        job = IngestJob.objects.create(
+            workspace=workspace, created_by=created_by, description=description[:500]
+        )
+        documents = [add_upload(workspace, f, folder=folder, job=job) for f in uploads]
+        documents += [add_url(workspace, u, folder=folder, job=job) for u in urls]
+        enqueue(documents)
+    return job, documents
+
+
+@transaction.atomic
+def delete_document(document: Document) -> None:
+    """Delete a document and its chunks; its stored upload goes once committed.
+
+    BM25 statistics and postings follow by database trigger. The row lock waits
+    for an index swap in progress, so no chunk it writes can outlive the document;
+    a task still queued for it finds nothing and stops.
+    """
+    locked = (
+        Document.objects.select_for_update().only("pk", "source_file").filter(pk=document.pk)
+    ).first()
+    if locked is None:
+        return
+    name, storage = locked.source_file.name, locked.source_file.storage
+    locked.delete()
+    if name:
+        transaction.on_commit(lambda: storage.delete(name))
+
+
 @transaction.atomic
 def add_path(
     workspace: Workspace,
@@ -236,7 +305,7 @@ def add_url(
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ValueError(f"Not an http(s) URL: {url!r}")
     document = _upsert(
-        workspace, uri=url, folder=folder, job=job, title=url, source_type="web"
+        workspace, uri=url, folder=folder, job=job, title=url[:500], source_type="web"
     )
     return document
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.http import Http404
 
-from knowledge.models import Chunk, Document, Folder, Workspace
+from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 
 
 def workspaces_for(user) -> QuerySet[Workspace]:
@@ -40,3 +40,19 @@ def chunks_of(document: Document) -> QuerySet[Chunk]:
 def folders_in(workspace: Workspace) -> list[Folder]:
     folders = list(Folder.objects.filter(workspace=workspace).select_related("parent"))
     return sorted(folders, key=lambda f: f.path)
+
+
+def folder_in(workspace: Workspace, folder_id: int) -> Folder:
+    """A folder of the workspace; any other id is a 404, like a missing one."""
+    folder = Folder.objects.filter(workspace=workspace, pk=folder_id).first()
+    if folder is None:
+        raise Http404("No such folder")
+    return folder
+
+
+def jobs_in(workspace: Workspace) -> QuerySet[IngestJob]:
+    """Ingest jobs of the workspace, each with its documents (without their text)."""
+    documents = Document.objects.select_related("folder").defer("text").order_by("pk")
+    return IngestJob.objects.filter(workspace=workspace).prefetch_related(
+        Prefetch("documents", queryset=documents)
+    )

@@ -17,11 +17,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework import status
-from rest_framework.parsers import MultiPartParser
-from rest_framework.response import Response
-from rest_framework.test import APIRequestFactory, force_authenticate
-from rest_framework.views import APIView
+from rest_framework.test import APIClient
 
 from indexing import pipeline, sources
 from indexing.tasks import index_document_task
@@ -70,27 +66,13 @@ def env_for(tmp_path, broker: RedisServer, app) -> dict[str, str]:
     return worker_env(tmp_path, redis_url=broker.url, CELERY_QUEUE=app.conf.task_default_queue)
 
 
-class UploadView(APIView):
-    """The API has no upload endpoint yet: this one does what it would (register and
-    enqueue in one transaction), answered through DRF's configured exception handler."""
-
-    parser_classes = [MultiPartParser]
-
-    def post(self, request):
-        workspace = request.user.workspaces.get()
-        with transaction.atomic():
-            documents = [sources.add_upload(workspace, f) for f in request.FILES.getlist("files")]
-            sources.enqueue(documents)
-        return Response({"ids": [d.pk for d in documents]}, status=status.HTTP_202_ACCEPTED)
-
-
 def post_upload(user, name: str, data: bytes):
-    request = APIRequestFactory().post(
-        "/api/uploads", {"files": [SimpleUploadedFile(name, data)]}, format="multipart"
-    )
-    force_authenticate(request, user)
+    client = APIClient()
+    client.force_authenticate(user)
     started = time.monotonic()
-    response = UploadView.as_view()(request)
+    response = client.post(
+        "/api/documents", {"files": [SimpleUploadedFile(name, data)]}, format="multipart"
+    )
     return response, time.monotonic() - started
 
 
@@ -100,15 +82,21 @@ def test_api_upload_while_the_broker_is_down_is_a_503_and_saves_nothing(
     broker.stop()
     response, elapsed = post_upload(user, "tides.md", b"# Tides\n\nSpring tides follow the moon.\n")
     assert response.status_code == 503
+    assert response["Content-Type"] == "application/json"
     assert "broker" in response.data["detail"] and "nothing was saved" in response.data["detail"]
     assert response["Retry-After"] == "5"
     assert elapsed < 5, "a bounded check, not Celery's long publish retries"
     assert not Document.objects.exists()
+    assert not IngestJob.objects.exists()
+    media = tmp_path / "media"
+    assert not media.exists() or not any(p.is_file() for p in media.rglob("*")), (
+        "no upload file is written when the broker is down"
+    )
 
     broker.start()
     response, _ = post_upload(user, "tides.md", b"# Tides\n\nSpring tides follow the moon.\n")
     assert response.status_code == 202, response.data
-    document = Document.objects.get(pk=response.data["ids"][0])
+    document = Document.objects.get(pk=response.data["documents"][0]["id"])
     worker = start_worker(env_for(tmp_path, broker, web_celery))
     try:
         wait_for(lambda: Document.objects.get(pk=document.pk).status in FINAL, 120,
@@ -169,6 +157,25 @@ def test_ingest_command_while_the_broker_is_down_exits_with_a_clear_error(
     assert "Traceback" not in result.stderr
     assert not Document.objects.exists()
     assert not IngestJob.objects.exists()
+
+
+def test_stale_reindex_while_the_broker_is_down_exits_with_a_clear_error(
+    workspace, broker, web_celery, tmp_path
+):
+    (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in April.\n")
+    document = sources.add_path(workspace, tmp_path / "note.md")
+    pipeline.index_document(document.pk)
+    (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in May.\n")
+    env = env_for(tmp_path, broker, web_celery)
+    broker.stop()
+    result = manage(env, "stale", "--workspace", workspace.slug, "--reindex", timeout=60)
+    assert result.returncode != 0
+    assert "1 stale" in result.stdout
+    assert "broker" in result.stderr and "stay STALE" in result.stderr
+    assert "Traceback" not in result.stderr
+    document.refresh_from_db()
+    assert document.status == Document.Status.STALE
+    assert document.chunks.filter(text__contains="April").exists()
 
 
 def test_broker_restarted_mid_ingestion_loses_and_doubles_nothing(

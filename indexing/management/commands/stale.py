@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from indexing import freshness, sources
@@ -30,6 +30,13 @@ class Command(BaseCommand):
             f"{len(report.unreachable)} unreachable"
         )
         if options["reindex"] and report.stale:
-            with transaction.atomic():
-                sources.enqueue(report.stale)
+            try:
+                with transaction.atomic():
+                    sources.enqueue(report.stale)
+            except sources.BrokerUnavailable as exc:
+                raise CommandError(
+                    f"Could not queue the {len(report.stale)} stale documents: the indexing "
+                    f"queue (message broker) is unavailable ({exc.reason}). They stay STALE; "
+                    "run `manage.py stale --reindex` again once the broker is back."
+                ) from exc
             self.stdout.write(f"Queued {len(report.stale)} documents for re-indexing")

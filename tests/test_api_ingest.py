@@ -1,0 +1,326 @@
+"""Adding, following and deleting sources through the REST API (real database, eager tasks)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from indexing import pipeline, sources
+from knowledge.models import Chunk, CorpusStat, Document, IngestJob, TermStat, Workspace
+
+pytestmark = pytest.mark.django_db
+
+TIDES = b"# Tides\n\nSpring tides follow the full and the new moon.\n"
+PIER = b"The pier opens at dawn and the ferry leaves at nine."
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def api(user, workspace, media) -> APIClient:
+    """A non-staff member of the workspace, authenticated by token as a frontend would be."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def upload(client: APIClient, *files: tuple[str, bytes], **fields):
+    data = {"files": [SimpleUploadedFile(name, body) for name, body in files], **fields}
+    return client.post("/api/documents", data, format="multipart")
+
+
+def stored_files(media) -> list:
+    return [p for p in media.rglob("*") if p.is_file()] if media.exists() else []
+
+
+def assert_nothing_saved(media) -> None:
+    assert not Document.objects.exists()
+    assert not IngestJob.objects.exists()
+    assert stored_files(media) == []
+
+
+def test_upload_two_files_is_202_then_indexed_and_searchable(
+    api, user, workspace, media, django_capture_on_commit_callbacks
+):
+    folder = sources.folder_for_path(workspace, "harbour/2026")
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = upload(api, ("tides.md", TIDES), ("pier.txt", PIER), folder_id=folder.pk)
+    assert response.status_code == 202, response.content
+    assert len(callbacks) == 1, "tasks are sent once the registration is committed"
+    body = response.json()
+    job = IngestJob.objects.get()
+    assert body["id"] == job.pk and job.created_by == user and job.workspace == workspace
+    assert body["url"] == f"/api/jobs/{job.pk}?workspace=acme" == response["Location"]
+    # Answered before the (eager) tasks ran on commit.
+    assert body["status"] == "running" and body["total"] == 2
+    assert body["counts"]["PENDING"] == 2
+    by_uri = {d["uri"]: d for d in body["documents"]}
+    assert set(by_uri) == {"upload://tides.md", "upload://pier.txt"}
+    for document in body["documents"]:
+        assert document["url"] == f"/api/documents/{document['id']}?workspace=acme"
+        assert document["folder_path"] == "harbour/2026"
+
+    polled = api.get(body["url"])
+    assert polled.status_code == 200
+    polled = polled.json()
+    assert polled["status"] == "done"
+    assert polled["counts"] == {"PENDING": 0, "INDEXING": 0, "INDEXED": 2, "STALE": 0, "FAILED": 0}
+    assert {d["status"] for d in polled["documents"]} == {"INDEXED"}
+    tides = api.get(by_uri["upload://tides.md"]["url"]).json()
+    assert tides["status"] == "INDEXED" and tides["title"] == "Tides" and tides["chunk_count"] >= 1
+
+    hits = api.get("/api/search", {"q": "when do spring tides happen"}).json()["results"]
+    assert hits and hits[0]["document_id"] == tides["id"]
+    hits = api.get("/api/search", {"q": "ferry leaves", "folder_ids": str(folder.pk)}).json()
+    assert by_uri["upload://pier.txt"]["id"] in {h["document_id"] for h in hits["results"]}
+
+
+def test_a_url_is_added_fetched_and_indexed(
+    api, site, settings, django_capture_on_commit_callbacks
+):
+    settings.URL_FETCH_ALLOW_PRIVATE = True  # the test site is on loopback
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post("/api/documents", {"url": f"{site}/guide"}, format="json")
+    assert response.status_code == 202, response.content
+    [document] = response.json()["documents"]
+    assert document["uri"] == f"{site}/guide" and document["source_type"] == "web"
+    polled = api.get(response["Location"]).json()
+    assert polled["status"] == "done"
+    assert polled["documents"][0]["status"] == "INDEXED", polled["documents"][0]["last_error"]
+    assert polled["documents"][0]["title"] == "Harbour guide"
+    assert Chunk.objects.filter(document_id=document["id"], text__contains="fuel dock").exists()
+
+
+def test_a_file_too_large_refuses_the_whole_upload(api, media, settings):
+    settings.INGEST_MAX_FILE_BYTES = 100
+    response = upload(api, ("pier.txt", PIER), ("big.txt", b"x" * 2_000_000))
+    assert response.status_code == 400
+    [message] = response.json()["files"]
+    assert message.startswith("big.txt: File is 2.0 MB; the limit is")
+    assert_nothing_saved(media)
+
+
+def test_too_many_files_are_refused(api, media, settings):
+    settings.INGEST_MAX_FILES_PER_UPLOAD = 2
+    response = upload(api, ("a.txt", PIER), ("b.txt", PIER), ("c.txt", PIER))
+    assert response.status_code == 400
+    assert response.json() == {"files": ["At most 2 files per upload (3 sent)."]}
+    assert_nothing_saved(media)
+
+
+def test_more_files_than_django_parses_is_a_json_400_too(api, media):
+    # Django stops parsing at DATA_UPLOAD_MAX_NUMBER_FILES (100, like our default limit).
+    response = upload(api, *[(f"n{i}.txt", PIER) for i in range(101)])
+    assert response.status_code == 400
+    assert response.json() == {"files": ["At most 100 files per upload."]}
+    assert_nothing_saved(media)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ([("virus.exe", b"MZ\x90\x00")], "virus.exe: Unsupported file type '.exe'"),
+        ([("photo.png", b"\x89PNG\r\n")], "photo.png: Unsupported file type '.png'"),
+        ([("empty.txt", b"")], "empty.txt: The file is empty"),
+        ([("a.txt", PIER), ("a.txt", TIDES)], "Several files are named a.txt"),
+    ],
+)
+def test_unsupported_empty_or_duplicate_files_are_refused(api, media, files, expected):
+    response = upload(api, ("ok.md", TIDES), *files)
+    assert response.status_code == 400
+    [message] = response.json()["files"]
+    assert message.startswith(expected), message
+    assert_nothing_saved(media)
+
+
+def test_a_very_long_file_name_is_stored_and_indexed(
+    api, media, django_capture_on_commit_callbacks
+):
+    name = "n" * 300 + ".md"  # Django keeps 255 characters; the stored name is shorter still
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(api, (name, TIDES))
+    assert response.status_code == 202, response.content
+    document = Document.objects.get()
+    assert document.uri == "upload://" + "n" * 252 + ".md"
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert len(stored_files(media)) == 1
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{}, {"url": ""}, {"folder_id": "1"}],
+)
+def test_a_request_without_files_or_url_is_refused(api, media, data):
+    response = api.post("/api/documents", data, format="json")
+    assert response.status_code == 400
+    assert "Send one or more files" in response.content.decode()
+    assert_nothing_saved(media)
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://127.0.0.1/", "private or reserved address (127.0.0.1)"),
+        ("http://[::ffff:10.0.0.1]:8080/admin", "private or reserved address"),
+        ("file:///etc/passwd", "Only http and https URLs can be ingested"),
+        ("ftp://example.com/a.txt", "Only http and https URLs can be ingested"),
+        ("https:///no-host", "URL has no host"),
+    ],
+)
+def test_refused_urls_are_a_400_with_the_reason(api, media, url, reason):
+    response = api.post("/api/documents", {"url": url}, format="json")
+    assert response.status_code == 400
+    [message] = response.json()["url"]
+    assert reason in message
+    assert_nothing_saved(media)
+
+
+def test_a_foreign_or_missing_folder_is_a_404_and_saves_nothing(api, media):
+    stranger = get_user_model().objects.create_user("mallory")
+    theirs = Workspace.objects.create(name="Theirs", slug="theirs", owner=stranger)
+    theirs.members.add(stranger)
+    foreign = sources.folder_for_path(theirs, "vault")
+    for folder_id in (foreign.pk, foreign.pk + 1000):
+        response = upload(api, ("pier.txt", PIER), folder_id=folder_id)
+        assert response.status_code == 404
+        assert "vault" not in response.content.decode()
+        response = api.post("/api/documents", {"url": "http://127.0.0.1/",
+                                               "folder_id": folder_id}, format="json")
+        assert response.status_code == 404, "the folder is checked before the URL is resolved"
+    response = upload(api, ("pier.txt", PIER), workspace="theirs")
+    assert response.status_code == 404
+    assert_nothing_saved(media)
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [("post", "/api/documents"), ("get", "/api/jobs/1"), ("delete", "/api/documents/1")],
+)
+def test_anonymous_requests_are_401(db, method, url):
+    response = getattr(APIClient(), method)(url, {"url": "https://example.com/"}, format="json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+    assert not IngestJob.objects.exists()
+
+
+def test_jobs_of_another_workspace_or_missing_are_404(api, user):
+    stranger = get_user_model().objects.create_user("mallory")
+    theirs = Workspace.objects.create(name="Theirs", slug="theirs", owner=stranger)
+    job = IngestJob.objects.create(workspace=theirs, description="secret upload")
+    for url in (f"/api/jobs/{job.pk}", f"/api/jobs/{job.pk}?workspace=theirs",
+                f"/api/jobs/{job.pk + 1}"):
+        response = api.get(url)
+        assert response.status_code == 404
+        assert "secret" not in response.content.decode()
+
+
+def test_a_member_adds_to_a_second_workspace_by_slug(
+    api, user, media, django_capture_on_commit_callbacks
+):
+    second = Workspace.objects.create(name="Second", slug="second", owner=user)
+    second.members.add(user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(api, ("pier.txt", PIER), workspace="second")
+    assert response.status_code == 202
+    assert Document.objects.get().workspace == second
+    # The links name the workspace, so they work although it is not the default one.
+    assert api.get(response["Location"]).json()["status"] == "done"
+    assert api.get(response.json()["documents"][0]["url"]).status_code == 200
+
+
+def test_delete_removes_the_document_its_chunks_file_and_search_hits(
+    api, workspace, media, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(api, ("tides.md", TIDES), ("pier.txt", PIER))
+    ids = {d["uri"]: d["id"] for d in response.json()["documents"]}
+    tides = Document.objects.get(pk=ids["upload://tides.md"])
+    assert tides.status == Document.Status.INDEXED and tides.chunks.exists()
+    assert len(stored_files(media)) == 2
+    stats_before = CorpusStat.objects.get(workspace=workspace).chunks
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.delete(f"/api/documents/{tides.pk}")
+    assert response.status_code == 204
+    assert not Document.objects.filter(pk=tides.pk).exists()
+    assert not Chunk.objects.filter(document_id=tides.pk).exists()
+    assert [p.name for p in stored_files(media)] == ["pier.txt"]
+    # BM25 statistics follow by trigger: N and the document frequencies shrink.
+    remaining = Chunk.objects.filter(document__workspace=workspace).count()
+    assert CorpusStat.objects.get(workspace=workspace).chunks == remaining < stats_before
+    assert not TermStat.objects.filter(workspace=workspace, term="tide", df__gt=0).exists()
+
+    assert api.get(f"/api/documents/{tides.pk}").status_code == 404
+    hits = api.get("/api/search", {"q": "spring tides full moon"}).json()["results"]
+    assert tides.pk not in {h["document_id"] for h in hits}
+    job = api.get(f"/api/jobs/{IngestJob.objects.get().pk}").json()
+    assert [d["uri"] for d in job["documents"]] == ["upload://pier.txt"]
+    assert api.delete(f"/api/documents/{tides.pk}").status_code == 404
+
+
+def test_delete_of_a_foreign_document_is_404_and_keeps_it(api, tmp_path, counting_embedder):
+    stranger = get_user_model().objects.create_user("mallory")
+    theirs = Workspace.objects.create(name="Theirs", slug="theirs", owner=stranger)
+    theirs.members.add(stranger)
+    (tmp_path / "secret.txt").write_text("The vault code is 7-31-59.")
+    document = sources.add_path(theirs, tmp_path / "secret.txt")
+    pipeline.index_document(document.pk, embedder=counting_embedder)
+    for url in (f"/api/documents/{document.pk}", f"/api/documents/{document.pk}?workspace=theirs"):
+        response = api.delete(url)
+        assert response.status_code == 404
+        assert "7-31-59" not in response.content.decode()
+    document.refresh_from_db()
+    assert document.chunks.count() == document.chunk_count == 1
+
+
+def test_the_schema_documents_the_new_endpoints(api):
+    response = api.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    post = paths["/api/documents"]["post"]
+    assert set(post["requestBody"]["content"]) == {"multipart/form-data", "application/json"}
+    assert {"202", "400", "404", "503"} <= set(post["responses"])
+    assert "delete" in paths["/api/documents/{id}"]
+    assert "get" in paths["/api/jobs/{id}"]
+    schemas = response.json()["components"]["schemas"]
+    files = schemas["AddSources"]["properties"]["files"]
+    assert files["items"] == {"type": "string", "format": "binary"}
+    assert "StatusEnum" in schemas, "Document's status enum keeps its name"
+
+
+# A web page on loopback, served for real.
+class Page(BaseHTTPRequestHandler):
+    BODY = (b"<html><head><title>Harbour guide</title></head><body><main><h1>Harbour guide</h1>"
+            b"<p>The fuel dock opens at 07:00 and closes at dusk.</p></main></body></html>")
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+        if self.path != "/guide":
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.BODY)))
+        self.end_headers()
+        self.wfile.write(self.BODY)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
