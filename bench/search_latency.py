@@ -232,8 +232,8 @@ def build_corpus(workspace: Workspace, folders: int, documents: int, per_documen
         with (
             connection.cursor() as cursor,
             cursor.cursor.copy(
-                "COPY knowledge_chunk (document_id, ordinal, text, content_hash, token_count,"
-                " embedding, locator) FROM STDIN WITH (FORMAT binary)"
+                "COPY knowledge_chunk (document_id, workspace_id, ordinal, text, content_hash,"
+                " token_count, embedding, locator) FROM STDIN WITH (FORMAT binary)"
             ) as copy,
         ):
             copy.write(copy_header() + b"".join(rows) + struct.pack(">h", -1))
@@ -253,6 +253,7 @@ def build_corpus(workspace: Workspace, folders: int, documents: int, per_documen
                 copy_row(
                     [
                         struct.pack(">q", document.pk),
+                        struct.pack(">q", workspace.pk),
                         struct.pack(">i", ordinal),
                         encoded,
                         hashlib.sha256(encoded).hexdigest().encode(),

@@ -210,6 +210,13 @@ BM25_B = env.float("BM25_B", default=0.4)
 # impact) to the keyword leg's candidates: exact for rarer terms, bounded for common ones.
 BM25_TERM_DEPTH = env.int("BM25_TERM_DEPTH", default=1000)
 HNSW_EF_SEARCH = env.int("HNSW_EF_SEARCH", default=100)
+# The dense leg scans a workspace of at most this many chunks exactly (~5 ms for
+# 2,000 at 384 dimensions) rather than walking an index shared with others.
+SEARCH_EXACT_MAX_CHUNKS = env.int("SEARCH_EXACT_MAX_CHUNKS", default=3000)
+# A workspace of at least this many chunks gets an HNSW index of its own
+# (knowledge/vector_index.py), built by a worker once it gets there.
+VECTOR_INDEX_MIN_CHUNKS = env.int("VECTOR_INDEX_MIN_CHUNKS", default=20000)
+VECTOR_INDEX_BUILD_MEMORY = env("VECTOR_INDEX_BUILD_MEMORY", default="512MB")
 # Each leg fetches this many times `limit` candidates (at least SEARCH_MIN_POOL).
 SEARCH_POOL_FACTOR = env.int("SEARCH_POOL_FACTOR", default=5)
 SEARCH_MIN_POOL = env.int("SEARCH_MIN_POOL", default=50)

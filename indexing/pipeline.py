@@ -211,6 +211,7 @@ def _swap_chunks(
         to_create.append(
             Chunk(
                 document=document,
+                workspace_id=document.workspace_id,
                 ordinal=ordinal,
                 text=piece.text,
                 content_hash=piece.content_hash,

@@ -6,13 +6,17 @@ from celery import shared_task
 from django.conf import settings
 
 from indexing import pipeline
+from knowledge import vector_index
 from knowledge.models import Document
 
 
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def index_document_task(self, document_id: int, force: bool = False) -> str:
     try:
-        return pipeline.index_document(document_id, force=force).status
+        outcome = pipeline.index_document(document_id, force=force)
+        if outcome.embedded:
+            _index_workspace_when_large(document_id)
+        return outcome.status
     except Document.DoesNotExist:
         return "DELETED"  # removed while queued: nothing to do
     except pipeline.TRANSIENT_ERRORS as exc:
@@ -27,3 +31,15 @@ def index_document_task(self, document_id: int, force: bool = False) -> str:
             countdown=min(2 ** (self.request.retries + 1), 300),
             max_retries=settings.INGEST_TASK_MAX_RETRIES,
         ) from exc
+
+
+def _index_workspace_when_large(document_id: int) -> None:
+    workspace_id = Document.objects.values_list("workspace_id", flat=True).get(pk=document_id)
+    if vector_index.needs_own_index(workspace_id):
+        build_vector_index_task.delay(workspace_id)
+
+
+@shared_task(ignore_result=True)
+def build_vector_index_task(workspace_id: int) -> bool:
+    """Give a workspace that grew large its own HNSW index (minutes at 100k chunks)."""
+    return vector_index.build_own_index(workspace_id)

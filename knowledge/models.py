@@ -136,6 +136,9 @@ class Chunk(models.Model):
     """The citable unit: a passage with its exact provenance locator."""
 
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    # The document's workspace, copied: the dense leg filters (and a large
+    # workspace's own HNSW index is defined) on the chunk row itself.
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     ordinal = models.PositiveIntegerField()
     text = models.TextField()
     content_hash = models.CharField(max_length=64)

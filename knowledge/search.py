@@ -207,9 +207,11 @@ def _dense_leg(
 ) -> list[tuple[int, int, float]]:
     """Nearest chunks by cosine distance.
 
-    Scoped searches scan exactly: HNSW filters after its graph walk, so a small
-    scope could come back short. An unscoped search that comes back short (the
-    workspace is a small part of a big database) falls back to an exact scan too.
+    A scope, or a workspace of at most SEARCH_EXACT_MAX_CHUNKS chunks, is scanned
+    exactly: cheap at that size, and HNSW filters only after its graph walk, so a
+    small part of a big index could come back short. A large workspace walks its
+    own partial HNSW index (knowledge.vector_index) when it has one, the global
+    one otherwise, widened when the walk met mostly other workspaces' chunks.
     """
     values = {
         "vector": _vector_literal(query_vector(query)),
@@ -217,33 +219,37 @@ def _dense_leg(
         "documents": documents,
         "pool": pool,
     }
-    where = "d.workspace_id = %(workspace)s"
-    if documents is not None:
-        where += " AND c.document_id = ANY(%(documents)s)"
+    in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
     sql = f"""
         SELECT c.id, c.document_id, c.embedding <=> %(vector)s::vector AS distance
-        FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
-        WHERE {where}
+        FROM knowledge_chunk c
+        WHERE c.workspace_id = %(workspace)s {in_scope}
         ORDER BY {{order}} LIMIT %(pool)s
     """
     # "+ 0" hides the ORDER BY from the index: exact k-NN inside the filter.
     exact = sql.format(order="(c.embedding <=> %(vector)s::vector) + 0")
-    if documents is not None:
-        cursor.execute(exact, values)
-        return cursor.fetchall()
     walk = sql.format(order="c.embedding <=> %(vector)s::vector")
     ef_search = max(settings.HNSW_EF_SEARCH, pool)
+    cursor.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true),"
+        " (SELECT chunks FROM knowledge_corpusstat WHERE workspace_id = %s)",
+        [str(ef_search), workspace.pk],
+    )
+    chunks = cursor.fetchone()[1] or 0
+    if documents is not None or chunks <= settings.SEARCH_EXACT_MAX_CHUNKS:
+        cursor.execute(exact, values)
+        return cursor.fetchall()
     while True:
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
         cursor.execute(walk, values)
         rows = cursor.fetchall()
         if len(rows) >= pool or ef_search >= HNSW_MAX_EF_SEARCH:
             break
         # The walk met other workspaces' chunks: widen it in proportion to the
         # share that was ours, up to pgvector's maximum. An exact scan of a large
-        # table costs far more (bench/search_latency.py: 490 ms).
+        # workspace costs far more (bench/search_latency.py: 490 ms).
         wanted = math.ceil(1.5 * ef_search * pool / max(len(rows), 1))
         ef_search = min(HNSW_MAX_EF_SEARCH, wanted)
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
     if len(rows) < pool:
         cursor.execute(exact, values)
         rows = cursor.fetchall()
@@ -350,7 +356,10 @@ def _keyword_leg(
 
 
 def _bm25(w: str, tf: str, dl: str) -> str:
-    return f"{w} * {tf} * (%(k1)s + 1) / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {dl} / s.avgdl))"
+    # float8 throughout: the driver inlines 0.9 as a NUMERIC literal, and numeric
+    # arithmetic made the head's aggregation 3x slower.
+    k1, b = "%(k1)s::float8", "%(b)s::float8"
+    return f"{w} * {tf} * ({k1} + 1) / ({tf} + {k1} * (1 - {b} + {b} * {dl} / s.avgdl))"
 
 
 
