@@ -142,8 +142,8 @@ def index_document(
         _swap_chunks(document_id, pieces, vectors, loaded, source_hash)
     except IngestError as exc:
         return mark_failed(document_id, str(exc))
-    except TRANSIENT_ERRORS:
-        raise
+    except (*TRANSIENT_ERRORS, Document.DoesNotExist):
+        raise  # retried, or deleted meanwhile: the task has nothing left to do
     except Exception as exc:  # a loader bug must not take the batch down with it
         logger.exception("Indexing document %s failed", document_id)
         return mark_failed(

@@ -25,7 +25,7 @@ from indexing.loaders import (
     source_type_for,
     walk_repository,
 )
-from indexing.loaders.web import _check_url
+from indexing.loaders.web import check_url
 from indexing.pipeline import too_large
 from indexing.types import IngestError
 from knowledge.models import Document, Folder, IngestJob, Workspace
@@ -219,7 +219,7 @@ def url_problem(url: str) -> str:
     unless URL_FETCH_ALLOW_PRIVATE, no private or reserved address after DNS.
     """
     try:
-        _check_url(url.strip(), allow_private=settings.URL_FETCH_ALLOW_PRIVATE)
+        check_url(url.strip(), allow_private=settings.URL_FETCH_ALLOW_PRIVATE)
     except IngestError as exc:
         return str(exc)
     return ""

@@ -260,6 +260,7 @@ def _dense_leg(
 # "-2" in "E2f-1, -2, -3" is a number, not an exclusion: only "-word" excludes.
 _OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
 
+
 def _keyword_leg(
     cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int
 ) -> list[tuple[int, int, float]]:
@@ -282,10 +283,9 @@ def _keyword_leg(
     if _OPERATORS.search(query):
         in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
         candidates = f"""
-            SELECT c.id, 0::float8 AS partial
-            FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
+            SELECT c.id, 0::float8 AS partial FROM knowledge_chunk c
             WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
-              AND d.workspace_id = %(workspace)s {in_scope}
+              AND c.workspace_id = %(workspace)s {in_scope}
         """
     elif documents is not None:
         # Terms in at most BM25_TERM_DEPTH chunks select the scope's candidates;

@@ -60,7 +60,7 @@ def _is_forbidden_address(address: str) -> bool:
     )
 
 
-def _check_url(url: str, *, allow_private: bool) -> None:
+def check_url(url: str, *, allow_private: bool) -> None:
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https"):
         raise IngestError("Only http and https URLs can be ingested")
@@ -118,7 +118,7 @@ def fetch_url(
     ) as client:
         current = url
         for _hop in range(max_redirects + 1):
-            _check_url(current, allow_private=allow_private)
+            check_url(current, allow_private=allow_private)
             try:
                 result = _get_once(client, current, max_bytes=max_bytes, deadline=deadline)
             except httpx.TimeoutException:
