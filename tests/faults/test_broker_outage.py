@@ -11,6 +11,7 @@ import threading
 import time
 from datetime import timedelta
 
+import kombu.pools
 import pytest
 import redis
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -54,9 +55,11 @@ def web_celery(broker, settings, tmp_path):
 
 def drop_broker_pools(app) -> None:
     """Celery keeps its connection and producer pools (eager tasks build them too):
-    drop them so they are built again for the broker configured now."""
-    if app._pool is not None:
-        app._pool.force_close_all()
+    drop them so they are built again for the broker configured now.
+
+    They live in kombu's process-wide registry: a pool closed but left there was
+    handed to later tests, whose second producer at once then failed."""
+    kombu.pools.reset()
     app._pool = None
     app.amqp._producer_pool = None
 
