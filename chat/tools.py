@@ -169,11 +169,19 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> ToolOutc
 
 
 def _group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str, dict]]]]:
-    # Only what the evidence and the citation display use: never the document's text.
-    documents = Document.objects.only("title", "uri", "metadata")
-    documents = {d.pk: d for d in documents.filter(pk__in={h.document_id for h in hits})}
+    # The hits carry what the evidence and the citation display use: no query here.
+    documents: dict[int, Document] = {}
     groups: dict[int, list[tuple[int, int, str, dict]]] = {}
     for hit in hits:  # documents in order of their best hit
+        documents.setdefault(
+            hit.document_id,
+            Document(
+                pk=hit.document_id,
+                title=hit.document_title,
+                uri=hit.document_uri,
+                metadata=hit.document_metadata,
+            ),
+        )
         groups.setdefault(hit.document_id, []).append(
             (hit.ordinal, hit.chunk_id, hit.text, hit.locator)
         )

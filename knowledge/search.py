@@ -47,6 +47,7 @@ class Hit:
     ordinal: int
     text: str
     locator: dict[str, Any]
+    document_metadata: dict[str, Any]
     score: float
     dense_rank: int | None = None
     dense_score: float | None = None
@@ -177,12 +178,15 @@ def _fetch_hits(ordered: list[int]) -> list[tuple]:
     with connection.cursor() as cursor:
         cursor.execute(
             """SELECT c.id, c.document_id, d.title, d.uri, d.source_type, c.ordinal, c.text,
-                      c.locator::text
+                      c.locator::text, d.metadata::text
                FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
                WHERE c.id = ANY(%s)""",
             [ordered],
         )
-        rows = {row[0]: (*row[:7], json.loads(row[7])) for row in cursor.fetchall()}
+        rows = {
+            row[0]: (*row[:7], json.loads(row[7]), json.loads(row[8]))
+            for row in cursor.fetchall()
+        }
     return [rows[pk] for pk in ordered]
 
 
