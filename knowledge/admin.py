@@ -122,6 +122,7 @@ class DocumentAdmin(admin.ModelAdmin):
 
     def _register_sources(self, request: HttpRequest, data: dict) -> IngestJob | None:
         workspace = data["workspace"]
+        sources.check_broker()  # before any upload is written: an outage leaves no file
         try:
             with transaction.atomic():
                 folder = sources.folder_for_path(workspace, data["folder"])

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
+from indexing import sources
 from knowledge.models import Workspace
 
 
@@ -47,10 +48,12 @@ class AddSourcesForm(forms.Form):
         return files
 
     def clean_urls(self):
+        # The fetcher's own checks (scheme, host, private addresses after DNS), up
+        # front: a refused URL is a form error, not a FAILED document later.
         urls = [u.strip() for u in self.cleaned_data["urls"].splitlines() if u.strip()]
-        bad = [u for u in urls if not u.startswith(("http://", "https://"))]
-        if bad:
-            raise forms.ValidationError(f"Only http(s) URLs can be added: {', '.join(bad)}")
+        problems = [f"{u}: {problem}" for u in urls if (problem := sources.url_problem(u))]
+        if problems:
+            raise forms.ValidationError(problems)
         return urls
 
     def clean(self):

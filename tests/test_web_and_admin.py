@@ -122,6 +122,19 @@ def test_admin_upload_creates_a_job_and_indexes_in_the_background(
     assert b"3 done, 1 failed" in page.content or b"3/3 done, 1 failed" in page.content
 
 
+def test_admin_refuses_urls_the_fetcher_would_refuse(client, staff, workspace):
+    client.force_login(staff)
+    response = client.post(
+        reverse("admin:knowledge_document_add_sources"),
+        {"workspace": workspace.pk, "urls": "http://127.0.0.1/admin\nfile:///etc/passwd"},
+    )
+    assert response.status_code == 200  # the form again, with its errors
+    errors = response.context["form"].errors["urls"]
+    assert any("http://127.0.0.1/admin" in e for e in errors)
+    assert any("file:///etc/passwd" in e for e in errors)
+    assert not IngestJob.objects.exists() and not Document.objects.exists()
+
+
 def test_admin_pages_render_and_reject_non_staff(client, staff, user, workspace, counting_embedder):
     document = sources.add_path(workspace, SAMPLE_CORPUS / "tide-faq.html")
     pipeline.index_document(document.pk, embedder=counting_embedder)
