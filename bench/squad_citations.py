@@ -11,9 +11,9 @@ stable, so a re-run finds every document indexed with the same hash and skips
 it. Each paragraph's char offset in the file text is recorded while the file
 is built; for Markdown, Document.text is the file text (checked).
 
-Questions: a fixed random sample (seed 0) of 1,000 (about 4 minutes at ~230 ms a
-turn on a busy 2-core machine), or --all (4,961: about 20 minutes there; use
---sample N to stay within a budget). Each is asked in a fresh thread through
+Questions: a fixed random sample (seed 0) of 1,000 (under a minute at ~45 ms a
+turn on the 2-core machine), or --all (4,961: about 4 minutes; --sample N picks
+another size). Each is asked in a fresh thread through
 chat.services.post_message with provider=None, i.e. the configured LLM_PROVIDER,
 which must be the offline "extractive" answerer. The threads are deleted at the
 end (--keep-threads keeps them).

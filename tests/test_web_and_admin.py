@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from indexing import pipeline, sources
@@ -170,3 +170,9 @@ def test_ingest_command_inline_prints_a_summary(workspace, capsys):
     out = capsys.readouterr().out
     assert "4 indexed, 0 failed" in out or "5 indexed, 0 failed" in out
     assert Document.objects.filter(folder__name="sample").count() >= 4
+
+
+def test_ingest_command_refuses_a_private_url_before_registering_it(workspace):
+    with pytest.raises(CommandError, match="127.0.0.1"):
+        call_command("ingest", "http://127.0.0.1/admin", workspace=workspace.slug, inline=True)
+    assert not Document.objects.exists() and not IngestJob.objects.exists()

@@ -97,6 +97,8 @@ class Command(BaseCommand):
         documents: list[Document] = []
         for source in options["sources"]:
             if source.startswith(("http://", "https://")):
+                if problem := sources.url_problem(source):
+                    raise CommandError(f"{source}: {problem}")
                 documents.append(sources.add_url(workspace, source, folder=folder, job=job))
                 continue
             path = Path(source)
