@@ -184,7 +184,7 @@ def add_upload(
         source_type=source_type_for(name),
         mime=upload.content_type or "",
     )
-    problem = _upload_problem(name, upload.size or 0)
+    problem = upload_problem(name, upload.size or 0)
     if problem:
         # Recorded, not raised: the user sees which file of a batch was refused and why.
         document.status, document.last_error = Document.Status.FAILED, problem
@@ -199,17 +199,13 @@ def add_upload(
     return document
 
 
-def _upload_problem(name: str, size: int) -> str:
-    return too_large(size) or refusal_for_filename(name)
-
-
 def upload_problem(name: str, size: int) -> str:
-    """Why `add_upload` would refuse this file (size, type), '' when it is accepted.
+    """Why `add_upload` refuses this file (size, type), '' when it is accepted.
 
-    For edges that refuse a whole request up front instead of recording a FAILED
-    document (the API answers 400 and saves nothing).
+    `add_upload` records it on a FAILED document; the API asks first and answers
+    400 for the whole request, saving nothing.
     """
-    return _upload_problem(Path(name or "upload").name, size)
+    return too_large(size) or refusal_for_filename(Path(name or "upload").name)
 
 
 def url_problem(url: str) -> str:
@@ -230,11 +226,12 @@ def register_job(
     *,
     uploads: Iterable[UploadedFile] = (),
     urls: Iterable[str] = (),
+    repository: Path | None = None,
     folder: Folder | None = None,
     created_by=None,
     description: str = "",
 ) -> tuple[IngestJob, list[Document]]:
-    """One IngestJob for a batch of uploads and URLs, registered and queued at once.
+    """One IngestJob for a batch of uploads, URLs and a repository, registered and queued at once.
 
     The broker is checked before anything is written, so an outage leaves no
     upload file behind either; `enqueue` checks it again inside the transaction,
@@ -247,6 +244,8 @@ def register_job(
         )
         documents = [add_upload(workspace, f, folder=folder, job=job) for f in uploads]
         documents += [add_url(workspace, u, folder=folder, job=job) for u in urls]
+        if repository is not None:
+            documents += add_repository(workspace, repository, folder=folder, job=job)
         enqueue(documents)
     return job, documents
 

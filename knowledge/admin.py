@@ -122,25 +122,19 @@ class DocumentAdmin(admin.ModelAdmin):
 
     def _register_sources(self, request: HttpRequest, data: dict) -> IngestJob | None:
         workspace = data["workspace"]
-        sources.check_broker()  # before any upload is written: an outage leaves no file
         try:
+            # The folder too is rolled back when registering fails (broker down).
             with transaction.atomic():
                 folder = sources.folder_for_path(workspace, data["folder"])
-                job = IngestJob.objects.create(
-                    workspace=workspace, created_by=request.user, description="Admin upload"
+                job, documents = sources.register_job(
+                    workspace,
+                    uploads=data["files"],
+                    urls=data["urls"],
+                    repository=Path(data["repository"]) if data["repository"] else None,
+                    folder=folder,
+                    created_by=request.user,
+                    description="Admin upload",
                 )
-                documents = [
-                    sources.add_upload(workspace, f, folder=folder, job=job)
-                    for f in data["files"]
-                ]
-                documents += [
-                    sources.add_url(workspace, u, folder=folder, job=job) for u in data["urls"]
-                ]
-                if data["repository"]:
-                    documents += sources.add_repository(
-                        workspace, Path(data["repository"]), folder=folder, job=job
-                    )
-                sources.enqueue(documents)
         except ValueError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return None
