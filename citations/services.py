@@ -106,11 +106,7 @@ def _reserve(thread: Thread, count: int) -> tuple[int, int]:
             row = cursor.fetchone()
             if row is not None:
                 return row
-            # A concurrent first registration may create it too: the unique
-            # thread column makes one insert win, and both then lock that row.
-            CitationRegistry.objects.bulk_create(
-                [CitationRegistry(thread=thread)], ignore_conflicts=True
-            )
+            _create_registry(thread)
     raise CitationRegistry.DoesNotExist(f"No citation registry for thread {thread.pk}")
 
 
@@ -207,12 +203,18 @@ def _locked_registry(thread: Thread) -> CitationRegistry:
     locked = CitationRegistry.objects.select_for_update()
     registry = locked.filter(thread=thread).first()
     if registry is None:
-        # A concurrent first registration may create it too: the unique thread
-        # column makes one insert win, and both then lock the same row.
-        CitationRegistry.objects.bulk_create([CitationRegistry(thread=thread)],
-                                             ignore_conflicts=True)
+        _create_registry(thread)
         registry = locked.get(thread=thread)
     return registry
+
+
+def _create_registry(thread: Thread) -> None:
+    """Create the thread's registry unless it exists.
+
+    A concurrent first registration may create it too: the unique thread column
+    makes one insert win, and both then lock that same row.
+    """
+    CitationRegistry.objects.bulk_create([CitationRegistry(thread=thread)], ignore_conflicts=True)
 
 
 @transaction.atomic
