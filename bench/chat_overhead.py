@@ -40,7 +40,6 @@ the end (--keep-threads keeps them).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import random
 import statistics
@@ -57,6 +56,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from _sample_corpus import ensure_indexed  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
@@ -69,15 +69,12 @@ from citations import services as citations  # noqa: E402
 from citations.normalizer import normalize  # noqa: E402
 from citations.registry import chunk_key  # noqa: E402
 from citations.renderer import EvidenceDocument, Passage, render_evidence  # noqa: E402
-from indexing import pipeline, sources  # noqa: E402
 from indexing.embedders import get_embedder  # noqa: E402
 from knowledge import locators  # noqa: E402
 from knowledge import search as search_module  # noqa: E402
 from knowledge.models import Chunk, Document, Workspace  # noqa: E402
 from tests.scripted_llm import ScriptedLLM, answer, tool_call  # noqa: E402
 
-SAMPLE = REPO / "sample_corpus"
-CORPUS = ["handbook.md", "q3-launch-notes.pdf", "tide-faq.html", "tidewatch/predict.py"]
 WORKSPACE_SLUG = "bench-chat"
 TARGET_P95_MS = 50.0
 INVENTED = 99
@@ -219,22 +216,7 @@ def p95(values: list[float]) -> float:
 
 def ensure_corpus(workspace: Workspace) -> None:
     started = time.perf_counter()
-    indexed = 0
-    for relative in CORPUS:
-        path = (SAMPLE / relative).resolve()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        existing = Document.objects.filter(workspace=workspace, uri=path.as_uri()).first()
-        if (
-            existing is not None
-            and existing.status == Document.Status.INDEXED
-            and existing.content_hash == digest
-        ):
-            continue
-        document = sources.add_path(workspace, path, metadata={"path": relative})
-        outcome = pipeline.index_document(document.pk)
-        if outcome.status != Document.Status.INDEXED:
-            raise SystemExit(f"indexing {relative} failed: {outcome.error}")
-        indexed += 1
+    indexed = ensure_indexed(workspace)
     chunks = Chunk.objects.filter(document__workspace=workspace).count()
     documents = workspace.documents.count()
     note = f"indexed {indexed} now" if indexed else "reused"

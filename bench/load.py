@@ -33,7 +33,6 @@ first distinct errors of the server log. Exits 1 when any request failed.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import math
 import os
@@ -59,17 +58,15 @@ import django  # noqa: E402
 django.setup()
 
 import httpx  # noqa: E402
+from _sample_corpus import ensure_indexed  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection  # noqa: E402
 from rest_framework.authtoken.models import Token  # noqa: E402
 
 from chat.models import Thread  # noqa: E402
-from indexing import pipeline, sources  # noqa: E402
-from knowledge.models import Chunk, Document, Workspace  # noqa: E402
+from knowledge.models import Chunk, Workspace  # noqa: E402
 from tests.scripted_llm import ScriptedLLM, answer, tool_call  # noqa: E402
 
-SAMPLE = REPO / "sample_corpus"
-CORPUS = ["handbook.md", "q3-launch-notes.pdf", "tide-faq.html", "tidewatch/predict.py"]
 SLUG = "bench-load"
 USERNAME = "bench-load"
 TIMEOUT = 30.0
@@ -149,22 +146,7 @@ def ensure_fixture() -> str:
     )[0]
     workspace.members.add(user)
     started = time.perf_counter()
-    indexed = 0
-    for relative in CORPUS:
-        path = (SAMPLE / relative).resolve()
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        existing = Document.objects.filter(workspace=workspace, uri=path.as_uri()).first()
-        if (
-            existing is not None
-            and existing.status == Document.Status.INDEXED
-            and existing.content_hash == digest
-        ):
-            continue
-        document = sources.add_path(workspace, path, metadata={"path": relative})
-        outcome = pipeline.index_document(document.pk)
-        if outcome.status != Document.Status.INDEXED:
-            raise SystemExit(f"indexing {relative} failed: {outcome.error}")
-        indexed += 1
+    indexed = ensure_indexed(workspace)
     chunks = Chunk.objects.filter(document__workspace=workspace).count()
     old = Thread.objects.filter(user=user).count()
     Thread.objects.filter(user=user).delete()
@@ -450,21 +432,22 @@ def report(title: str, results: Results, elapsed: float) -> None:
         print(f"  {count:6d}  {kind}: {results.error_samples[kind][:160]!r}")
     print(f"throughput: {len(results.latencies) / elapsed:.1f} successful requests/s")
     if results.latencies:
-        ordered = sorted(results.latencies)
+        ms = sorted(seconds * 1000 for seconds in results.latencies)
         print(
-            "latency:    " + "  ".join(
-                f"{name} {percentile(ordered, q) * 1000:7.0f} ms"
-                for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
-            ) + f"  max {ordered[-1] * 1000:7.0f} ms  (successful requests)"
+            f"latency:    {percentiles(ms, '.0f')}  max {ms[-1]:7.0f} ms  (successful requests)"
         )
     if results.server_ms:
-        ordered = sorted(results.server_ms)
         print(
-            "server ms:  " + "  ".join(
-                f"{name} {percentile(ordered, q):7.1f} ms"
-                for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
-            ) + "  (metadata.server_ms: the turn's time in the server, the model excluded)"
+            f"server ms:  {percentiles(sorted(results.server_ms), '.1f')}"
+            "  (metadata.server_ms: the turn's time in the server, the model excluded)"
         )
+
+
+def percentiles(ordered: list[float], spec: str) -> str:
+    return "  ".join(
+        f"{name} {percentile(ordered, q):7{spec}} ms"
+        for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
+    )
 
 
 def main() -> int:
