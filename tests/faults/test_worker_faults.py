@@ -47,6 +47,16 @@ def assert_consistent(document: Document) -> None:
         assert ordinals == [], (document.title, document.status)
 
 
+def assert_indexed_once(documents, count: int) -> None:
+    """`count` documents, each INDEXED with gap-free ordinals and no chunk twice."""
+    assert documents.count() == count
+    for document in documents.all():
+        assert document.status == Document.Status.INDEXED, document.last_error
+        assert_consistent(document)
+        texts = list(document.chunks.values_list("text", flat=True))
+        assert len(texts) == len(set(texts)), "no duplicate chunks"
+
+
 def test_sigkilled_worker_is_restarted_and_nothing_is_lost_or_doubled(workspace, tmp_path):
     write_corpus(tmp_path / "corpus", documents=10, paragraphs=30)
     # Redis hands an unacknowledged task to another worker after the visibility timeout.
@@ -72,12 +82,7 @@ def test_sigkilled_worker_is_restarted_and_nothing_is_lost_or_doubled(workspace,
     finally:
         worker.terminate()
         worker.wait(timeout=60)
-    assert documents.count() == 10
-    for document in documents.all():
-        assert document.status == Document.Status.INDEXED, document.last_error
-        assert_consistent(document)
-        texts = list(document.chunks.values_list("text", flat=True))
-        assert len(texts) == len(set(texts)), "no duplicate chunks"
+    assert_indexed_once(documents, 10)
 
 
 def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
