@@ -61,15 +61,14 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from chat import services  # noqa: E402
+from chat import citations, services  # noqa: E402
 from chat.models import Message, Thread  # noqa: E402
 from chat.providers.openai_compat import OpenAICompatibleProvider  # noqa: E402
 from chat.tools import search_knowledge_base, source_label  # noqa: E402
-from citations import services as citations  # noqa: E402
 from citations.normalizer import normalize  # noqa: E402
 from citations.registry import chunk_key  # noqa: E402
 from citations.renderer import EvidenceDocument, Passage, render_evidence  # noqa: E402
-from indexing.embedders import get_embedder  # noqa: E402
+from embeddings import get_embedder  # noqa: E402
 from knowledge import locators  # noqa: E402
 from knowledge import search as search_module  # noqa: E402
 from knowledge.models import Chunk, Document, Workspace  # noqa: E402
@@ -252,7 +251,9 @@ def run_turn(llm: ScriptedLLM, provider: TimedProvider, thread: Thread, query: s
     llm.requests.clear()
     llm_before, llm_cpu_before = provider.seconds, provider.cpu_seconds
     started, cpu = time.perf_counter(), time.process_time()
-    message = services.post_message(thread, f"Question about: {query}?", provider=provider)
+    message = services.post_message(
+        thread=thread, text=f"Question about: {query}?", provider=provider
+    )
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu - (provider.cpu_seconds - llm_cpu_before)
     return message, wall, provider.seconds - llm_before, cpu
@@ -325,7 +326,7 @@ def measure_pieces(workspace: Workspace, user, sql: SqlTimer, reps: int) -> dict
     embedder = get_embedder()
     limit = settings.CHAT_SEARCH_LIMIT
     out: dict[str, list[float]] = defaultdict(list)
-    scratch = services.create_thread(workspace, user, "bench-chat pieces")
+    scratch = services.create_thread(workspace=workspace, user=user, title="bench-chat pieces")
     issued = set(range(1, 9))
     try:
         # Embedding first, on its own: onnxruntime's worker threads keep spinning for a
@@ -344,7 +345,9 @@ def measure_pieces(workspace: Workspace, user, sql: SqlTimer, reps: int) -> dict
                 )
         time.sleep(1.0)
         for _ in range(reps):
-            fresh = services.create_thread(workspace, user, "bench-chat pieces (fresh)")
+            fresh = services.create_thread(
+                workspace=workspace, user=user, title="bench-chat pieces (fresh)"
+            )
             for query in QUERIES:
                 sql.reset()
                 ms, result = time_ms(
@@ -353,11 +356,13 @@ def measure_pieces(workspace: Workspace, user, sql: SqlTimer, reps: int) -> dict
                 out["search() warm: total"].append(ms)
                 out["search() warm: of which SQL"].append(sum(sql.seconds.values()) * 1000)
                 documents, units = units_for(result.hits)
-                ms, numbers = time_ms(lambda u=units, t=fresh: citations.register(t, u))
+                ms, numbers = time_ms(
+                    lambda u=units, t=fresh: citations.register(thread=t, units=u)
+                )
                 out["register(): 8 new units (first turn)"].append(ms)
                 sql.reset()
                 out["register(): all already registered"].append(
-                    time_ms(lambda u=units, t=fresh: citations.register(t, u))[0]
+                    time_ms(lambda u=units, t=fresh: citations.register(thread=t, units=u))[0]
                 )
                 out["register(): already registered, of which SQL"].append(
                     sum(sql.seconds.values()) * 1000
@@ -398,8 +403,11 @@ def main() -> None:
     parser.add_argument("--piece-reps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep-threads", action="store_true")
-    parser.add_argument("--show-sql", action="store_true",
-                        help="print the statements of the last measured warm turn")
+    parser.add_argument(
+        "--show-sql",
+        action="store_true",
+        help="print the statements of the last measured warm turn",
+    )
     args = parser.parse_args()
 
     owner = get_user_model().objects.get_or_create(username="bench")[0]
@@ -413,7 +421,8 @@ def main() -> None:
         OpenAICompatibleProvider(base_url=llm.base_url, model="scripted", timeout=5)
     )
     threads = [
-        services.create_thread(workspace, owner, f"bench-chat {i}") for i in range(args.threads)
+        services.create_thread(workspace=workspace, user=owner, title=f"bench-chat {i}")
+        for i in range(args.threads)
     ]
     sql = SqlTimer()
     rng = random.Random(args.seed)
@@ -446,9 +455,15 @@ def main() -> None:
                 if problem := check(message):
                     failures.append(f"turn {i}: {problem}")
                 rows.append(
-                    (cold, (wall - llm_s) * 1000, llm_s * 1000,
-                     message.metadata.get("server_ms", 0.0), dict(sql.seconds), dict(sql.count),
-                     cpu_s * 1000)
+                    (
+                        cold,
+                        (wall - llm_s) * 1000,
+                        llm_s * 1000,
+                        message.metadata.get("server_ms", 0.0),
+                        dict(sql.seconds),
+                        dict(sql.count),
+                        cpu_s * 1000,
+                    )
                 )
                 if sql.log is not None:
                     statements = sql.log
@@ -509,14 +524,18 @@ def report(args, rows, pieces, failures, elapsed) -> None:
 
     print("\nSQL inside the measured turns (execute_wrapper; commits not included):")
     categories = sorted({c for r in rows for c in r[4]})
-    for label, subset in (("warm", [r for r in rows if not r[0]]),
-                          ("cold", [r for r in rows if r[0]])):
+    for label, subset in (
+        ("warm", [r for r in rows if not r[0]]),
+        ("cold", [r for r in rows if r[0]]),
+    ):
         if not subset:
             continue
         total = [sum(r[4].values()) * 1000 for r in subset]
         count = [sum(r[5].values()) for r in subset]
-        print(f"  {label}: all SQL {statistics.fmean(total):6.2f} ms mean, "
-              f"{statistics.fmean(count):.1f} statements per turn")
+        print(
+            f"  {label}: all SQL {statistics.fmean(total):6.2f} ms mean, "
+            f"{statistics.fmean(count):.1f} statements per turn"
+        )
     print(f"    {'mean ms per turn (statements)':32s} {'warm':>14s} {'cold':>14s}")
     for category in categories:
         cells = []
@@ -556,8 +575,10 @@ def report(args, rows, pieces, failures, elapsed) -> None:
     print(f"  rest: prompt, history, ORM objects, JSON, Django   {rest:6.2f}")
     if cold:
         embed_cold = mean(pieces["query embedding, cold (embed_query: LRU miss)"])
-        print(f"  cold turn mean - warm turn mean                    {mean(cold) - warm_mean:6.2f}"
-              f"   (embed_query alone: {embed_cold:.2f})")
+        print(
+            f"  cold turn mean - warm turn mean                    {mean(cold) - warm_mean:6.2f}"
+            f"   (embed_query alone: {embed_cold:.2f})"
+        )
 
     if failures:
         print(f"\n{len(failures)} turns did not behave as scripted:")

@@ -42,13 +42,13 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from indexing.chunking import ChunkBudget, chunk_unit  # noqa: E402  (needs sys.path above)
-from indexing.embedders.local import (  # noqa: E402
+from embeddings.local import (  # noqa: E402
     LocalMiniLMEmbedder,
     load_tokenizer,
     max_seq_length,
     model_dir,
 )
+from indexing.chunking import ChunkBudget, chunk_unit  # noqa: E402  (needs sys.path above)
 from indexing.types import KIND_PROSE, RawUnit, Section  # noqa: E402
 
 SQUAD = Path(__file__).resolve().parents[2] / "shared" / "eval" / "squad" / "dev.json"

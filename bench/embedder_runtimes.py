@@ -25,7 +25,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from indexing.embedders.local import (  # noqa: E402  (needs sys.path above)
+from embeddings.local import (  # noqa: E402  (needs sys.path above)
     LocalMiniLMEmbedder,
     max_cosine_deviation,
 )

@@ -31,9 +31,9 @@ django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
 
+from embeddings import get_embedder  # noqa: E402
 from indexing import pipeline, sources  # noqa: E402
 from indexing.chunking import chunk_unit  # noqa: E402
-from indexing.embedders import get_embedder  # noqa: E402
 from indexing.loaders import load_bytes  # noqa: E402
 from indexing.models import EmbeddingCacheEntry  # noqa: E402
 from knowledge.models import Workspace  # noqa: E402

@@ -229,7 +229,9 @@ def product_retriever(workspace: Workspace, legs: tuple[str, ...], ids: dict[int
     from knowledge.search import search
 
     def retrieve(text: str) -> list[str]:
-        hits = search(text, workspace, limit=K_RECALL, per_document=1, legs=legs).hits
+        hits = search(
+            query=text, workspace=workspace, limit=K_RECALL, per_document=1, legs=legs
+        ).hits
         return [ids.get(hit.document_id, f"?{hit.document_id}") for hit in hits]
 
     return retrieve

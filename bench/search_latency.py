@@ -62,7 +62,7 @@ from django.contrib.auth import get_user_model  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
-from indexing.embedders import get_embedder  # noqa: E402
+from embeddings import get_embedder  # noqa: E402
 from knowledge import vector_index  # noqa: E402
 from knowledge.models import Chunk, Document, Folder, Workspace  # noqa: E402
 from knowledge.search import Scope, search  # noqa: E402
@@ -348,7 +348,7 @@ def timed_search(recorder: Recorder, series: Series, query: str, workspace, scop
     recorder.statements.clear()
     recorder.active = True
     started = time.perf_counter()
-    result = search(query, workspace, scope=scope, limit=LIMIT)
+    result = search(query=query, workspace=workspace, scope=scope, limit=LIMIT)
     elapsed = time.perf_counter() - started
     recorder.active = False
     assert result.hits, query
@@ -423,7 +423,7 @@ def explain_search(recorder: Recorder, query: str, workspace, scope) -> dict[str
     """Re-run, under EXPLAIN (ANALYZE, BUFFERS), the very SQL search() ran for `query`."""
     recorder.statements.clear()
     recorder.active = True
-    search(query, workspace, scope=scope, limit=LIMIT)
+    search(query=query, workspace=workspace, scope=scope, limit=LIMIT)
     recorder.active = False
     captured = list(recorder.statements)
     plans = {}

@@ -64,8 +64,11 @@ from django.contrib.auth import get_user_model  # noqa: E402
 
 from chat import services  # noqa: E402
 from chat.extractive import NOTHING_FOUND  # noqa: E402
-from chat.models import Message, Thread  # noqa: E402
-from citations.models import CitationEntry  # noqa: E402
+from chat.models import (  # noqa: E402
+    CitationEntry,  # noqa: E402
+    Message,
+    Thread,
+)
 from indexing import pipeline, sources  # noqa: E402
 from knowledge.models import Chunk, Document, Workspace  # noqa: E402
 
@@ -361,10 +364,10 @@ def main() -> None:
     try:
         for i, question in enumerate(chosen, start=1):
             article = articles[question.article]
-            thread = services.create_thread(workspace, owner)
+            thread = services.create_thread(workspace=workspace, user=owner)
             thread_ids.append(thread.pk)
             t0 = time.perf_counter()
-            message = services.post_message(thread, question.text)
+            message = services.post_message(thread=thread, text=question.text)
             latencies.append((time.perf_counter() - t0) * 1000)
             server_ms.append(message.metadata.get("latency_ms", 0.0))
             shown = list(

@@ -12,12 +12,13 @@ from django.db import connection
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat import services
+from chat import citations, services
 from chat.models import Thread
 from chat.serializers import (
     MessageSerializer,
@@ -25,7 +26,6 @@ from chat.serializers import (
     ThreadCreateSerializer,
     ThreadSerializer,
 )
-from citations import services as citations
 from knowledge import selectors
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,9 @@ class ThreadListView(generics.ListCreateAPIView):
         params = ThreadCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         workspace = selectors.workspace_for(request.user, params.validated_data.get("workspace"))
-        thread = services.create_thread(workspace, request.user, params.validated_data["title"])
+        thread = services.create_thread(
+            workspace=workspace, user=request.user, title=params.validated_data["title"]
+        )
         return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
 
 
@@ -88,13 +90,19 @@ class MessageListView(APIView):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         try:
-            mentions = services.resolve_mentions(thread, data["mentions"])
+            turn = services.open_turn(
+                thread=thread, text=data["content"], mentions=data["mentions"]
+            )
+        except services.TooManyMentions as exc:
+            raise ValidationError({"mentions": [str(exc)]}) from exc
         except services.MentionError as exc:
             raise Http404(str(exc)) from exc
-        raw_mentions = [{"kind": m.kind, "id": m.id} for m in mentions]
         if "text/event-stream" in request.headers.get("Accept", ""):
-            return _event_stream(thread, data["content"], raw_mentions)
-        message = services.post_message(thread, data["content"], mentions=raw_mentions)
+            return _event_stream(turn)
+        try:
+            message = services.run_turn(turn)
+        except Thread.DoesNotExist as exc:
+            raise Http404(THREAD_DELETED) from exc
         failed = message.status == message.Status.ERROR
         return Response(
             MessageSerializer(message).data,
@@ -103,18 +111,20 @@ class MessageListView(APIView):
         )
 
 
-def _event_stream(thread: Thread, content: str, mentions: list[dict]) -> StreamingHttpResponse:
+THREAD_DELETED = "The conversation was deleted while the answer was being written."
+
+
+def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
     events: queue.Queue = queue.Queue()
     done = object()
 
     def run() -> None:
         try:
-            services.post_message(
-                thread, content, mentions=mentions, stream=True,
-                emit=lambda event, data: events.put((event, data)),
-            )
+            services.run_turn(turn, stream=True, emit=lambda event, data: events.put((event, data)))
+        except Thread.DoesNotExist:
+            events.put(("error", {"message": THREAD_DELETED}))
         except Exception as exc:  # never leave the client hanging on a dead stream
-            logger.exception("Streaming turn on thread %s failed", thread.pk)
+            logger.exception("Streaming turn on thread %s failed", turn.thread.pk)
             events.put(("error", {"message": f"Internal error: {type(exc).__name__}"}))
         finally:
             connection.close()  # this thread's own connection
@@ -136,7 +146,7 @@ def _event_stream(thread: Thread, content: str, mentions: list[dict]) -> Streami
 class CitationView(APIView):
     def get(self, request: Request, pk: int, n: int) -> Response:
         thread = user_thread(request, pk)
-        entry = citations.resolve(thread, n)
+        entry = citations.resolve(thread=thread, n=n)
         if entry is None:
             raise Http404(f"No citation [{n}] in this conversation")
         return Response(

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework import serializers
 
 from chat.models import Message, Thread
@@ -32,4 +33,7 @@ class MentionSerializer(serializers.Serializer):
 
 class PostMessageSerializer(serializers.Serializer):
     content = serializers.CharField(max_length=20_000, trim_whitespace=True)
-    mentions = MentionSerializer(many=True, required=False, default=list)
+    # Checked before any item is: 20,000 mentions cost no more than 21.
+    mentions = MentionSerializer(
+        many=True, required=False, default=list, max_length=settings.CHAT_MAX_MENTIONS
+    )

@@ -1,24 +1,33 @@
-"""One chat turn: the tool-calling loop every edge (API, SSE, CLI) runs."""
+"""One chat turn: the tool-calling loop every edge (API, SSE, CLI) runs.
+
+A turn is opened (mentions resolved, the user's message stored), runs rounds of
+model calls and tool calls, and is closed (the answer stored with the citations
+it resolved). `post_message` does all three; the SSE view opens the turn before
+it starts streaming, so a bad mention is still a plain 404.
+"""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 
+from chat import citations
 from chat.followup import standalone_query
 from chat.models import Message, Thread
 from chat.prompts import Mention, system_prompt
-from chat.providers import LLMProvider, ProviderError, TurnContext, get_provider
+from chat.providers import LLMProvider, ProviderError, Reply, TurnContext, get_provider
 from chat.tools import TOOL_SPECS, ToolError, run_tool
-from citations import services as citations
 from citations.normalizer import StreamNormalizer
-from knowledge.models import Document, Folder, Workspace
+from knowledge import selectors
+from knowledge.models import Document, Workspace
 
 Emit = Callable[[str, Any], None]
 
@@ -27,93 +36,89 @@ class MentionError(LookupError):
     """A mention names something outside the thread's workspace (or nothing)."""
 
 
-def create_thread(workspace: Workspace, user, title: str = "") -> Thread:
+class TooManyMentions(MentionError):
+    """More distinct mentions than CHAT_MAX_MENTIONS in one message."""
+
+
+def create_thread(*, workspace: Workspace, user, title: str = "") -> Thread:
     return Thread.objects.create(workspace=workspace, user=user, title=title[:200])
 
 
-def resolve_mentions(thread: Thread, raw: Sequence[dict[str, Any]]) -> list[Mention]:
-    """Mentions as scope notes; anything not in this workspace is 'not found'."""
-    mentions = []
+def resolve_mentions(*, thread: Thread, raw: Sequence[dict[str, Any]]) -> list[Mention]:
+    """Mentions as scope notes, de-duplicated, at most CHAT_MAX_MENTIONS of them.
+
+    One query per kind. Anything not in this workspace is 'not found', exactly
+    like a missing id.
+    """
+    wanted: dict[tuple[str, int], None] = {}
     for item in raw:
         kind, pk = item.get("kind"), item.get("id")
-        if not isinstance(pk, int):
-            raise MentionError(f"Mention {item!r} needs an integer id")
-        if kind == "document":
-            found = Document.objects.filter(workspace=thread.workspace, pk=pk).first()
-            title = found.title if found else ""
-        elif kind == "folder":
-            found = Folder.objects.filter(workspace=thread.workspace, pk=pk).first()
-            title = found.path if found else ""
-        elif kind == "chat":
-            found = Thread.objects.filter(
-                workspace=thread.workspace, user=thread.user, pk=pk
-            ).first()
-            title = (found.title or f"Conversation {pk}") if found else ""
-        else:
+        if kind not in ("document", "folder", "chat"):
             raise MentionError(f"Unknown mention kind {kind!r}")
-        if found is None:
-            raise MentionError(f"No {kind} {pk}")
-        mentions.append(Mention(kind, pk, title))
-    return mentions
+        if not isinstance(pk, int) or isinstance(pk, bool):
+            raise MentionError(f"Mention {item!r} needs an integer id")
+        wanted[(kind, pk)] = None
+    if len(wanted) > settings.CHAT_MAX_MENTIONS:
+        raise TooManyMentions(
+            f"At most {settings.CHAT_MAX_MENTIONS} mentions per message ({len(wanted)} sent)."
+        )
+    titles = _mention_titles(thread, wanted)
+    missing = [f"{kind} {pk}" for kind, pk in wanted if (kind, pk) not in titles]
+    if missing:
+        raise MentionError("Not found: " + ", ".join(missing))
+    return [Mention(kind, pk, titles[(kind, pk)]) for kind, pk in wanted]
 
 
-# The statements every turn runs are plain SQL: the ORM's query compilation
-# costs about 1 ms of CPU per query (bench/chat_overhead.py).
-_MESSAGE_COLUMNS = [f for f in Message._meta.concrete_fields if f.attname not in ("id", "seq")]
-_INSERT_MESSAGE = f"""
-    INSERT INTO chat_message ({", ".join(f'"{f.column}"' for f in _MESSAGE_COLUMNS)}, seq)
-    VALUES ({", ".join(["%s"] * len(_MESSAGE_COLUMNS))},
-            (SELECT coalesce(max(seq), 0) + 1 FROM chat_message WHERE thread_id = %s))
-    RETURNING id, seq
-"""
+def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict[tuple, str]:
+    ids: dict[str, list[int]] = {"document": [], "folder": [], "chat": []}
+    for kind, pk in wanted:
+        ids[kind].append(pk)
+    titles: dict[tuple, str] = {}
+    if ids["document"]:
+        documents = Document.objects.filter(workspace=thread.workspace, pk__in=ids["document"])
+        titles |= {("document", pk): title for pk, title in documents.values_list("pk", "title")}
+    if ids["folder"]:
+        paths = selectors.folder_paths(workspace_id=thread.workspace_id)
+        titles |= {("folder", pk): paths[pk] for pk in ids["folder"] if pk in paths}
+    if ids["chat"]:
+        threads = Thread.objects.filter(
+            workspace=thread.workspace, user=thread.user, pk__in=ids["chat"]
+        )
+        titles |= {
+            ("chat", pk): title or f"Conversation {pk}"
+            for pk, title in threads.values_list("pk", "title")
+        }
+    return titles
 
 
 @transaction.atomic
 def _append(thread: Thread, *, title: str = "", **fields: Any) -> Message:
-    """Store the next message of `thread`: two statements, one transaction.
+    """Store the next message of `thread`.
 
     The UPDATE locks the thread row (bumping updated_at, and titling an untitled
-    thread), which serializes seq assignment: concurrent posts keep order. The
-    INSERT is a later statement, so it sees the message of whichever post held
-    the lock before.
+    thread), which serializes seq assignment: concurrent posts keep order, and a
+    concurrent delete of the thread waits for this commit. A thread already
+    deleted updates no row: Thread.DoesNotExist, nothing stored.
     """
     now = timezone.now()
-    message = Message(thread=thread, created_at=now, **fields)
-    with connection.cursor() as cursor:
-        if title and not thread.title:
-            thread.title = title
-            cursor.execute(
-                "UPDATE chat_thread SET updated_at = %s, title = %s WHERE id = %s",
-                [now, title, thread.pk],
-            )
-        else:
-            cursor.execute("UPDATE chat_thread SET updated_at = %s WHERE id = %s", [now, thread.pk])
-        cursor.execute(
-            _INSERT_MESSAGE,
-            [
-                *(
-                    f.get_db_prep_save(getattr(message, f.attname), connection)
-                    for f in _MESSAGE_COLUMNS
-                ),
-                thread.pk,
-            ],
-        )
-        message.id, message.seq = cursor.fetchone()
-    message._state.adding = False
-    message._state.db = connection.alias
-    return message
+    changes: dict[str, Any] = {"updated_at": now}
+    if title and not thread.title:
+        thread.title = changes["title"] = title
+    if not Thread.objects.filter(pk=thread.pk).update(**changes):
+        raise Thread.DoesNotExist(f"Conversation {thread.pk} was deleted")
+    last = thread.messages.aggregate(last=Max("seq"))["last"] or 0
+    return Message.objects.create(thread=thread, seq=last + 1, created_at=now, **fields)
 
 
 def _history(thread: Thread, before_seq: int) -> list[dict[str, Any]]:
     """The last complete messages before `before_seq`, oldest first: what the model re-reads."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT role, content FROM chat_message "
-            "WHERE thread_id = %s AND seq < %s AND status = %s ORDER BY seq DESC LIMIT %s",
-            [thread.pk, before_seq, Message.Status.COMPLETE.value, settings.CHAT_HISTORY_MESSAGES],
-        )
-        recent = cursor.fetchall()
-    return [{"role": role, "content": content} for role, content in reversed(recent)]
+    recent = thread.messages.filter(
+        seq__lt=before_seq, status=Message.Status.COMPLETE
+    ).order_by("-seq")[: settings.CHAT_HISTORY_MESSAGES]
+    return [
+        {"role": role, "content": content}
+        for role, content in reversed(recent.values_list("role", "content"))
+    ]
 
 
 def progress_label(name: str, arguments: Any) -> str:
@@ -132,127 +137,193 @@ def progress_label(name: str, arguments: Any) -> str:
     return f"Running {name}"
 
 
-def post_message(
+@dataclass
+class Turn:
+    """A turn in progress: what the model was told, shown and wrote so far."""
+
+    thread: Thread
+    provider: LLMProvider
+    messages: list[dict[str, Any]]
+    context: TurnContext
+    # Numbers the model may cite: those issued before this turn (its history holds
+    # them), then those its own tool calls return.
+    issued: set[int]
+    normalizer: StreamNormalizer
+    started: float
+    emit: Emit = lambda event, data: None  # noqa: E731 (a default that does nothing)
+    written: list[str] = field(default_factory=list)  # what the model wrote
+    shown: list[str] = field(default_factory=list)  # normalized: what users saw
+    tool_log: list[dict[str, Any]] = field(default_factory=list)
+    usage: list[dict[str, Any]] = field(default_factory=list)
+    search_metadata: list[dict[str, Any]] = field(default_factory=list)
+    llm_seconds: float = 0.0
+
+    def show(self, delta: str) -> None:
+        """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
+        out = self.normalizer.feed(delta)
+        if out:
+            self.shown.append(out)
+            self.emit("token", {"text": out})
+
+    def metadata(self) -> dict[str, Any]:
+        total = time.perf_counter() - self.started
+        return {
+            "provider": self.provider.name,
+            "rounds": len(self.usage),
+            "usage": self.usage,
+            "dropped_citations": self.normalizer.dropped,
+            "searches": self.search_metadata,
+            "latency_ms": round(total * 1000, 1),
+            "server_ms": round((total - self.llm_seconds) * 1000, 1),
+        }
+
+
+def open_turn(
+    *,
     thread: Thread,
     text: str,
-    *,
     mentions: Sequence[dict[str, Any]] = (),
     provider: LLMProvider | None = None,
-    emit: Emit | None = None,
-    stream: bool = False,
-) -> Message:
-    """Run one turn and return the stored assistant message (status complete or error).
+) -> Turn:
+    """Resolve the mentions and store the user's message.
 
-    Raises MentionError before anything is stored when a mention is not found.
+    Raises MentionError (or TooManyMentions) before anything is stored.
     """
-    started = time.perf_counter()
-    emit = emit or (lambda event, data: None)
-    resolved_mentions = resolve_mentions(thread, mentions)
-    provider = provider or get_provider()
+    resolved = resolve_mentions(thread=thread, raw=mentions)
     user_message = _append(
         thread,
         role=Message.Role.USER,
         content=text,
         resolved_content=text,
-        mentions=[m.__dict__ for m in resolved_mentions],
+        mentions=[m.__dict__ for m in resolved],
         title=text[:80],
     )
-
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(thread.workspace, resolved_mentions)},
+        {"role": "system", "content": system_prompt(thread.workspace, resolved)},
         *_history(thread, user_message.seq),
         {"role": "user", "content": text},
     ]
     scope = {
-        "document_ids": [m.id for m in resolved_mentions if m.kind == "document"],
-        "folder_ids": [m.id for m in resolved_mentions if m.kind == "folder"],
+        "document_ids": [m.id for m in resolved if m.kind == "document"],
+        "folder_ids": [m.id for m in resolved if m.kind == "folder"],
     }
     earlier = [m["content"] for m in messages if m["role"] == "user"][:-1]
-    context = TurnContext(
-        standalone_query(earlier, text), {k: v for k, v in scope.items() if v}
+    issued = citations.issued_numbers(thread=thread)
+    return Turn(
+        thread=thread,
+        provider=provider or get_provider(),
+        messages=messages,
+        context=TurnContext(standalone_query(earlier, text), {k: v for k, v in scope.items() if v}),
+        issued=issued,
+        normalizer=StreamNormalizer(issued.__contains__),
+        started=time.perf_counter(),
     )
-    # Numbers the model may cite: those issued before this turn (its history holds
-    # them), then those its own tool calls return.
-    issued = citations.issued_numbers(thread)
-    normalizer = StreamNormalizer(issued.__contains__)
 
-    shown: list[str] = []
 
-    # One normalizer for streamed and plain turns alike: text written in a round
-    # is judged by the numbers issued before it, and what is stored is exactly
-    # what was streamed.
-    def on_text(delta: str) -> None:
-        out = normalizer.feed(delta)
-        if out:
-            shown.append(out)
-            emit("token", {"text": out})
+def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> Message:
+    """The model's rounds, then the stored answer (status complete, or error).
 
-    tool_log: list[dict[str, Any]] = []
-    parts: list[str] = []
-    usage: list[dict[str, Any]] = []
-    llm_seconds = 0.0
+    Raises Thread.DoesNotExist when the thread was deleted meanwhile: nothing
+    more is stored.
+    """
+    turn.emit = emit or turn.emit
     try:
         for round_ in range(settings.CHAT_MAX_TOOL_ROUNDS + 1):
             # The last round offers no tools: the model has to answer.
             tools = TOOL_SPECS if round_ < settings.CHAT_MAX_TOOL_ROUNDS else []
-            emit("progress", {"stage": "thinking", "label": "Thinking…"})
-            call_started = time.perf_counter()
-            reply = provider.complete(
-                messages, tools, context=context, on_text=on_text if stream else None
-            )
-            llm_seconds += time.perf_counter() - call_started
-            parts.append(reply.text)
-            if not stream and reply.text:
-                on_text(reply.text)
-            usage.append(reply.usage)
+            reply = _call_model(turn, tools, stream)
             if not reply.tool_calls:
                 break
-            messages.append(_assistant_tool_message(reply))
+            turn.messages.append(_assistant_tool_message(reply))
             for call in reply.tool_calls:
-                tool_message, numbers = _run_call(thread, call, emit, tool_log)
-                messages.append(tool_message)
-                issued |= numbers
-        tail = normalizer.finish()
+                turn.messages.append(_run_call(turn, call))
+        tail = turn.normalizer.finish()
         if tail:
-            shown.append(tail)
-            emit("token", {"text": tail})
+            turn.shown.append(tail)
+            turn.emit("token", {"text": tail})
     except ProviderError as exc:
-        message = _append(
-            thread,
-            role=Message.Role.ASSISTANT,
-            status=Message.Status.ERROR,
-            content="",
-            resolved_content=f"Sorry, the answer could not be completed: {exc}",
-            tool_calls=tool_log,
-            metadata={"provider": provider.name, "error": str(exc)},
-        )
-        emit("error", {"message": message.resolved_content, "message_id": message.pk})
-        return message
+        return _close_with_error(turn, exc)
+    return _close(turn)
 
-    cited = [citations.citation_json(e) for e in citations.entries(thread, normalizer.cited)]
-    total = time.perf_counter() - started
-    message = _append(
-        thread,
-        role=Message.Role.ASSISTANT,
-        content="".join(parts),
-        resolved_content="".join(shown),
-        citations=cited,
-        tool_calls=tool_log,
-        metadata={
-            "provider": provider.name,
-            "rounds": len(usage),
-            "usage": usage,
-            "dropped_citations": normalizer.dropped,
-            "latency_ms": round(total * 1000, 1),
-            "server_ms": round((total - llm_seconds) * 1000, 1),
-        },
+
+def post_message(
+    *,
+    thread: Thread,
+    text: str,
+    mentions: Sequence[dict[str, Any]] = (),
+    provider: LLMProvider | None = None,
+    emit: Emit | None = None,
+    stream: bool = False,
+) -> Message:
+    """Run one whole turn and return the stored assistant message."""
+    turn = open_turn(thread=thread, text=text, mentions=mentions, provider=provider)
+    return run_turn(turn, emit=emit, stream=stream)
+
+
+def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
+    turn.emit("progress", {"stage": "thinking", "label": "Thinking…"})
+    started = time.perf_counter()
+    reply = turn.provider.complete(
+        turn.messages, tools, context=turn.context, on_text=turn.show if stream else None
     )
-    emit("citations", cited)
-    emit("done", {"message_id": message.pk})
+    turn.llm_seconds += time.perf_counter() - started
+    turn.written.append(reply.text)
+    if not stream and reply.text:
+        turn.show(reply.text)
+    turn.usage.append(reply.usage)
+    return reply
+
+
+def _run_call(turn: Turn, call) -> dict[str, Any]:
+    """Run one tool call; its passages' numbers become citable. The tool message for the model."""
+    turn.emit("progress", {"stage": call.name, "label": progress_label(call.name, call.arguments)})
+    try:
+        outcome = run_tool(turn.thread, call.name, call.arguments)
+        content, error = outcome.content, ""
+        turn.issued |= outcome.numbers
+        if outcome.search_metadata:
+            turn.search_metadata.append(outcome.search_metadata)
+    except ToolError as exc:
+        content, error = f"Error: {exc}", str(exc)
+    turn.tool_log.append(
+        {"id": call.id, "name": call.name, "arguments": call.arguments,
+         "result": content, "error": error}
+    )
+    return {"role": "tool", "tool_call_id": call.id, "content": content}
+
+
+def _close(turn: Turn) -> Message:
+    entries = citations.entries(thread=turn.thread, numbers=turn.normalizer.cited)
+    cited = [citations.citation_json(e) for e in entries]
+    message = _append(
+        turn.thread,
+        role=Message.Role.ASSISTANT,
+        content="".join(turn.written),
+        resolved_content="".join(turn.shown),
+        citations=cited,
+        tool_calls=turn.tool_log,
+        metadata=turn.metadata(),
+    )
+    turn.emit("citations", cited)
+    turn.emit("done", {"message_id": message.pk})
     return message
 
 
-def _assistant_tool_message(reply) -> dict[str, Any]:
+def _close_with_error(turn: Turn, exc: ProviderError) -> Message:
+    message = _append(
+        turn.thread,
+        role=Message.Role.ASSISTANT,
+        status=Message.Status.ERROR,
+        content="",
+        resolved_content=f"Sorry, the answer could not be completed: {exc}",
+        tool_calls=turn.tool_log,
+        metadata={"provider": turn.provider.name, "error": str(exc)},
+    )
+    turn.emit("error", {"message": message.resolved_content, "message_id": message.pk})
+    return message
+
+
+def _assistant_tool_message(reply: Reply) -> dict[str, Any]:
     return {
         "role": "assistant",
         "content": reply.text or None,
@@ -270,22 +341,3 @@ def _assistant_tool_message(reply) -> dict[str, Any]:
             for call in reply.tool_calls
         ],
     }
-
-
-def _run_call(
-    thread: Thread, call, emit: Emit, log: list[dict[str, Any]]
-) -> tuple[dict[str, Any], frozenset[int]]:
-    """The tool message for the model and the citation numbers it shows."""
-    label = progress_label(call.name, call.arguments)
-    emit("progress", {"stage": call.name, "label": label})
-    numbers: frozenset[int] = frozenset()
-    try:
-        outcome = run_tool(thread, call.name, call.arguments)
-        content, error, numbers = outcome.content, "", outcome.numbers
-    except ToolError as exc:
-        content, error = f"Error: {exc}", str(exc)
-    log.append(
-        {"id": call.id, "name": call.name, "arguments": call.arguments,
-         "result": content, "error": error}
-    )
-    return {"role": "tool", "tool_call_id": call.id, "content": content}, numbers

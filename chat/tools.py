@@ -9,8 +9,8 @@ from typing import Any
 
 from django.conf import settings
 
+from chat import citations
 from chat.models import Message, Thread
-from citations import services as citations
 from citations.registry import chat_turn_key, chunk_key
 from citations.renderer import EvidenceDocument, Passage, render_evidence
 from knowledge import locators
@@ -25,11 +25,11 @@ class ToolError(Exception):
 @dataclass
 class ToolOutcome:
     content: str  # what the model sees
-    label: str  # what the user sees as progress
-    cited_units: int = 0
-    metadata: dict[str, Any] = field(default_factory=dict)
     # The registry numbers of the passages in `content`: what the model may cite now.
     numbers: frozenset[int] = frozenset()
+    # What a search reports about itself (candidates, a reranker failure): kept
+    # with the answer's metadata.
+    search_metadata: dict[str, Any] = field(default_factory=dict)
 
 
 TOOL_SPECS: list[dict[str, Any]] = [
@@ -128,7 +128,7 @@ def _evidence(thread: Thread, groups: list[tuple[Document, list[tuple[int, int, 
         for document, rows in groups
         for _, chunk_id, text, locator in rows
     ]
-    numbers = citations.register(thread, units)
+    numbers = citations.register(thread=thread, units=units)
     rendered = []
     for document, rows in groups:
         passages = [
@@ -154,17 +154,15 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> ToolOutc
     except (TypeError, ValueError, AttributeError) as exc:
         raise ToolError(f"Invalid arguments: {exc}") from exc
     try:
-        result = search(query, thread.workspace, scope, limit)
+        result = search(query=query, workspace=thread.workspace, scope=scope, limit=limit)
     except ScopeError as exc:
         raise ToolError(str(exc)) from exc
     groups = _group_hits(result.hits)
     content, numbers = _evidence(thread, groups, "excerpt")
     return ToolOutcome(
         content,
-        f"Searching the knowledge base for “{query}”",
-        len(result.hits),
-        {"query": query, "hits": len(result.hits), **result.metadata},
         frozenset(numbers.values()),
+        {"query": query, "hits": len(result.hits), **result.metadata},
     )
 
 
@@ -209,9 +207,7 @@ def read_document(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
             f"\n(Only the first {settings.CHAT_READ_MAX_CHUNKS} passages are shown; search "
             "with this document as scope to find the rest.)"
         )
-    return ToolOutcome(
-        content, f"Reading “{document.title}”", len(rows), numbers=frozenset(numbers.values())
-    )
+    return ToolOutcome(content, frozenset(numbers.values()))
 
 
 def read_chat(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
@@ -238,16 +234,13 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
         )
         for m in turns
     ]
-    numbers = citations.register(thread, units)
+    numbers = citations.register(thread=thread, units=units)
     passages = [
         Passage(numbers[u.source_key], f"{u.locator['role']}: {u.text}") for u in units
     ]
     title = other.title or f"Conversation {other.pk}"
     content = render_evidence([EvidenceDocument(title, "chat", "full", passages)])
-    return ToolOutcome(
-        content, f"Reading the conversation “{title}”", len(units),
-        numbers=frozenset(numbers.values()),
-    )
+    return ToolOutcome(content, frozenset(numbers.values()))
 
 
 TOOLS: dict[str, Callable[[Thread, dict[str, Any]], ToolOutcome]] = {

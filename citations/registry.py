@@ -44,10 +44,6 @@ def chunk_key(document_id: int, chunk_id: int) -> str:
     return f"kb_chunk:{document_id}:{chunk_id}"
 
 
-def document_key(document_id: int) -> str:
-    return f"kb_document:{document_id}"
-
-
 def chat_turn_key(thread_id: int, message_id: int) -> str:
     return f"chat_turn:{thread_id}:{message_id}"
 

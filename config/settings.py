@@ -5,6 +5,7 @@ import warnings
 from pathlib import Path
 
 import environ
+from kombu import Queue
 
 # unstructured phones home unless told not to; must be set before it is imported.
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -43,7 +44,6 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "knowledge",
     "indexing",
-    "citations",
     "chat",
 ]
 
@@ -93,7 +93,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="") or "filesystem://"
 if CELERY_BROKER_URL == "filesystem://":
     _queue_dir = VERITY_HOME / "broker"
-    for _sub in ("queue", "processed"):
+    for _sub in ("queue", "processed", "control"):
         (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         # The default 1 s poll makes a batch crawl at one document a second.
@@ -101,6 +101,8 @@ if CELERY_BROKER_URL == "filesystem://":
         "data_folder_in": str(_queue_dir / "queue"),
         "data_folder_out": str(_queue_dir / "queue"),
         "processed_folder": str(_queue_dir / "processed"),
+        # Kombu's exchange routing table; its default is ./control in the working directory.
+        "control_folder": str(_queue_dir / "control"),
         "store_processed": False,
     }
 else:
@@ -113,6 +115,10 @@ else:
         "socket_timeout": 10,
     }
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", default="verity")
+# Big batches go to a queue of their own; a worker takes from both in turn
+# (kombu rotates the queues it polls), so an upload waits for one bulk task at most.
+CELERY_BULK_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-bulk"
+CELERY_TASK_QUEUES = [Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(CELERY_BULK_QUEUE)]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -239,6 +245,8 @@ CHAT_MAX_TOOL_ROUNDS = env.int("CHAT_MAX_TOOL_ROUNDS", default=4)
 CHAT_SEARCH_LIMIT = env.int("CHAT_SEARCH_LIMIT", default=8)
 CHAT_READ_MAX_CHUNKS = env.int("CHAT_READ_MAX_CHUNKS", default=60)
 CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=20)
+# Distinct @mentions one message may carry (each scopes the search); more is a 400.
+CHAT_MAX_MENTIONS = env.int("CHAT_MAX_MENTIONS", default=20)
 
 # --- Ingestion limits --------------------------------------------------------------
 INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 1024)
@@ -252,6 +260,15 @@ URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.
 URL_FETCH_ALLOW_PRIVATE = env.bool("URL_FETCH_ALLOW_PRIVATE", default=False)
 INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
+# Server folders the admin (and any API) may ingest by path; none by default. A
+# root holding the project folder, VERITY_HOME or MEDIA_ROOT is ignored.
+# `manage.py ingest PATH` is the operator's and reads any path.
+INGEST_SERVER_ROOTS = env.list("INGEST_SERVER_ROOTS", default=[])
+# A directory or repository of more supported files than this is refused whole.
+INGEST_MAX_FILES_PER_JOB = env.int("INGEST_MAX_FILES_PER_JOB", default=5000)
+# A batch of more documents than this is queued on the bulk queue, which workers
+# serve in turn with the interactive one: one big job cannot starve an upload.
+INGEST_BULK_BATCH = env.int("INGEST_BULK_BATCH", default=20)
 
 LOGGING = {
     "version": 1,

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from chat import api as chat_api
 from chat import views as chat_views
+from indexing import api as indexing_api
 from knowledge import api as knowledge_api
 
 urlpatterns = [
@@ -13,10 +14,10 @@ urlpatterns = [
     # Everyone signs in here; the admin's own login only admits staff.
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("api/search", knowledge_api.SearchView.as_view(), name="api-search"),
-    path("api/documents", knowledge_api.DocumentListView.as_view(), name="api-documents"),
+    path("api/documents", indexing_api.DocumentListView.as_view(), name="api-documents"),
     path(
         "api/documents/<int:pk>",
-        knowledge_api.DocumentDetailView.as_view(),
+        indexing_api.DocumentDetailView.as_view(),
         name="api-document",
     ),
     path(

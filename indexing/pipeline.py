@@ -14,9 +14,9 @@ from django.db import InterfaceError as DBInterfaceError
 from django.db import OperationalError, transaction
 from django.utils import timezone
 
+from embeddings import Embedder, EmbeddingError, get_embedder
 from indexing.chunking import ChunkBudget, chunk_unit
-from indexing.embedders import Embedder, EmbeddingError, get_embedder
-from indexing.embedders.cache import embed_with_cache
+from indexing.embedding_cache import embed_with_cache
 from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
 from indexing.types import ChunkPiece, IngestError, LoadedDocument
 from knowledge.models import Chunk, Document

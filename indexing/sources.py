@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
+from itertools import islice
 from pathlib import Path
-from urllib.parse import urlparse
+from typing import TypeVar
+from urllib.parse import unquote, urlparse
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
@@ -31,9 +34,78 @@ from indexing.types import IngestError
 from knowledge.models import Document, Folder, IngestJob, Workspace
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Directories never worth indexing when a whole tree is added.
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".verity"}
+
+
+class SourceRefused(ValueError):
+    """A source an outsider may not add (a server path outside INGEST_SERVER_ROOTS, …)."""
+
+
+def server_roots() -> list[Path]:
+    """The configured INGEST_SERVER_ROOTS, resolved, without any that would expose our own files.
+
+    A root that is, or holds, the project folder, VERITY_HOME or MEDIA_ROOT is
+    ignored: settings, other workspaces' uploads and the database live there.
+    """
+    private = [Path(p).resolve() for p in (settings.BASE_DIR, settings.VERITY_HOME,
+                                             settings.MEDIA_ROOT)]
+    roots = [Path(root).resolve() for root in settings.INGEST_SERVER_ROOTS]
+    return [root for root in roots if not any(p.is_relative_to(root) for p in private)]
+
+
+def check_server_path(path: Path) -> Path:
+    """`path` resolved (symlinks followed) if the admin or an API may read it, else SourceRefused.
+
+    It must lie inside one of INGEST_SERVER_ROOTS (none by default: no server
+    paths at all) and never inside VERITY_HOME or MEDIA_ROOT. The operator's
+    own `manage.py ingest PATH` does not ask: they already have the shell.
+    """
+    resolved = path.resolve()
+    private = [Path(settings.VERITY_HOME).resolve(), Path(settings.MEDIA_ROOT).resolve()]
+    inside = [root for root in server_roots() if resolved.is_relative_to(root)]
+    if not inside or any(resolved.is_relative_to(p) for p in private):
+        allowed = ", ".join(str(r) for r in server_roots()) or "none are configured"
+        raise SourceRefused(
+            f"{path} is outside the server folders sources may be read from "
+            f"(INGEST_SERVER_ROOTS: {allowed})"
+        )
+    return resolved
+
+
+def file_uri_problem(uri: str) -> str:
+    """Why a document's file:// source may not be re-read from the admin or API ('' if it may)."""
+    if not uri.startswith("file://"):
+        return ""
+    try:
+        check_server_path(Path(unquote(urlparse(uri).path)))
+    except SourceRefused as exc:
+        return str(exc)
+    return ""
+
+
+@transaction.atomic
+def reindex(*, documents: QuerySet[Document], confined: bool = True) -> tuple[int, int]:
+    """Queue `documents` for a forced re-index: (queued, refused).
+
+    `confined` (the admin and the API): a file:// source outside INGEST_SERVER_ROOTS
+    is not read; its document becomes FAILED with the reason.
+    """
+    locked = list(documents.select_for_update())
+    refused = [d for d in locked if confined and file_uri_problem(d.uri)]
+    for document in refused:
+        document.status, document.last_error = Document.Status.FAILED, file_uri_problem(
+            document.uri
+        )
+        document.save(update_fields=["status", "last_error"])
+    queued = [d for d in locked if d not in refused]
+    for document in queued:
+        document.status, document.progress = Document.Status.PENDING, 0
+        document.save(update_fields=["status", "progress"])
+    enqueue(queued, force=True)
+    return len(queued), len(refused)
 
 
 def folder_for_path(workspace: Workspace, path: str | None) -> Folder | None:
@@ -109,9 +181,11 @@ def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
 def _send(ids: list[int], force: bool) -> None:
     from indexing.tasks import index_document_task
 
+    bulk = len(ids) > settings.INGEST_BULK_BATCH
+    queue = settings.CELERY_BULK_QUEUE if bulk else settings.CELERY_TASK_DEFAULT_QUEUE
     for position, pk in enumerate(ids):
         try:
-            index_document_task.delay(pk, force=force)
+            index_document_task.apply_async((pk,), {"force": force}, queue=queue)
         except KombuOperationalError as exc:
             logger.warning(
                 "Broker unavailable (%s); %d documents stay PENDING until a worker "
@@ -235,8 +309,11 @@ def register_job(
 
     The broker is checked before anything is written, so an outage leaves no
     upload file behind either; `enqueue` checks it again inside the transaction,
-    which rolls everything (the job too) back if it went away meanwhile.
+    which rolls everything (the job too) back if it went away meanwhile. A
+    repository must lie inside INGEST_SERVER_ROOTS (SourceRefused otherwise).
     """
+    if repository is not None:
+        repository = check_server_path(repository)
     check_broker()
     with transaction.atomic():
         job = IngestJob.objects.create(
@@ -335,7 +412,7 @@ def add_directory(
             job=job,
             metadata={"path": path.relative_to(root).as_posix()},
         )
-        for path in iter_files(root)
+        for path in _capped(iter_files(root), root)
     ]
 
 
@@ -361,5 +438,19 @@ def add_repository(
             job=job,
             metadata={"repo_root": str(root), "path": repo_file.path},
         )
-        for repo_file in walk_repository(root, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES)
+        for repo_file in _capped(
+            walk_repository(root, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES), root
+        )
     ]
+
+
+def _capped(files: Iterable[T], root: Path) -> list[T]:
+    """The files of one tree, refused whole past INGEST_MAX_FILES_PER_JOB (never cut short)."""
+    cap = settings.INGEST_MAX_FILES_PER_JOB
+    found = list(islice(files, cap + 1))
+    if len(found) > cap:
+        raise SourceRefused(
+            f"{root} holds more than {cap} supported files, the limit for one job "
+            "(INGEST_MAX_FILES_PER_JOB); add its subfolders separately"
+        )
+    return found

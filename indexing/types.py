@@ -9,23 +9,13 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-# Source types a Document can have; loaders report one of these.
-SOURCE_FILE = "file"  # plain text
-SOURCE_MARKDOWN = "markdown"
-SOURCE_HTML = "html"
-SOURCE_PDF = "pdf"
-SOURCE_OFFICE = "office"
-SOURCE_WEB = "web"
-SOURCE_CODE = "code"
+from knowledge.locators import PAGE_SEPARATOR
 
 # Unit kinds decide which chunker runs.
 KIND_PROSE = "prose"
 KIND_PDF_PAGE = "pdf_page"
 KIND_CODE = "code"
 
-# PDF pages are joined with a form feed in Document.text, as pdftotext does,
-# so a page locator can always be mapped back to its page text.
-PAGE_SEPARATOR = "\f"
 
 
 class IngestError(Exception):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexing.types import PAGE_SEPARATOR
+# PDF pages are joined with a form feed in Document.text, as pdftotext does,
+# so a page locator can always be mapped back to its page text.
+PAGE_SEPARATOR = "\f"
 
 
 def unit_text(document_text: str, locator: dict[str, Any]) -> str:

@@ -9,6 +9,9 @@ from django.db import models
 from django.db.models import Func
 from pgvector.django import HnswIndex, VectorField
 
+from knowledge import source_types
+from knowledge.source_types import SourceType
+
 # The full-text configuration is baked into a stored generated column; changing
 # it needs a migration (and PostgreSQL recomputes the column for every row).
 TEXT_SEARCH_CONFIG = "english"
@@ -47,15 +50,8 @@ class Folder(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.path
-
-    @property
-    def path(self) -> str:
-        parts, node = [], self
-        while node is not None:
-            parts.append(node.name)
-            node = node.parent
-        return "/".join(reversed(parts))
+        # The whole path is a selector (knowledge.selectors.folder_paths): one query.
+        return self.name
 
 
 class IngestJob(models.Model):
@@ -73,14 +69,7 @@ class IngestJob(models.Model):
 
 
 class Document(models.Model):
-    class SourceType(models.TextChoices):
-        FILE = "file", "Text file"
-        MARKDOWN = "markdown", "Markdown"
-        HTML = "html", "HTML file"
-        PDF = "pdf", "PDF"
-        OFFICE = "office", "Office document"
-        WEB = "web", "Web page"
-        CODE = "code", "Source code"
+    SourceType = SourceType
 
     class Status(models.TextChoices):
         PENDING = "PENDING"
@@ -96,7 +85,7 @@ class Document(models.Model):
     job = models.ForeignKey(
         IngestJob, on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
     )
-    source_type = models.CharField(max_length=20, choices=SourceType.choices)
+    source_type = models.CharField(max_length=20, choices=source_types.CHOICES)
     # Where the content comes from: an http(s) URL, file:///abs/path, or
     # upload://name for a file kept in `source_file`.
     uri = models.CharField(max_length=2000)

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
-from indexing.embedders import get_embedder
+from embeddings import get_embedder
 from knowledge.fusion import cap_per_group, rrf
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
 from knowledge.rerankers import Reranker, RerankError, get_reranker
@@ -110,11 +110,11 @@ def _vector_literal(vector: list[float]) -> str:
 
 
 def search(
+    *,
     query: str,
     workspace: Workspace,
     scope: Scope | None = None,
     limit: int = 10,
-    *,
     per_document: int | None = None,
     legs: tuple[str, ...] = ("dense", "keyword"),
 ) -> SearchResult:

@@ -31,7 +31,7 @@ class CountingEmbedder:
 
 @pytest.fixture(scope="session")
 def local_embedder():
-    from indexing.embedders import get_embedder
+    from embeddings import get_embedder
 
     return get_embedder()
 

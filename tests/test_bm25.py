@@ -118,7 +118,9 @@ def bm25_reference(workspace, query: str, k1: float = 0.9, b: float = 0.4) -> di
 @pytest.mark.parametrize("query", ["tide water level", "harbour gauge", "predicted storm"])
 def test_keyword_scores_equal_reference_bm25(documents, workspace, query):
     expected = bm25_reference(workspace, query)
-    hits = search(query, workspace, limit=10, per_document=10, legs=("keyword",)).hits
+    hits = search(
+        query=query, workspace=workspace, limit=10, per_document=10, legs=("keyword",)
+    ).hits
     assert {h.chunk_id for h in hits} == set(expected)
     for hit in hits:
         assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], rel=1e-9)
@@ -127,7 +129,7 @@ def test_keyword_scores_equal_reference_bm25(documents, workspace, query):
 
 def test_websearch_operators_keep_their_meaning(documents, workspace):
     def titles(query: str) -> set[str]:
-        hits = search(query, workspace, limit=10, legs=("keyword",)).hits
+        hits = search(query=query, workspace=workspace, limit=10, legs=("keyword",)).hits
         return {h.document_uri.rsplit("/", 1)[-1] for h in hits}
 
     assert titles("harbour") == {"b.txt", "d.txt"}
@@ -142,11 +144,11 @@ def test_each_term_contributes_only_the_head_of_its_postings(documents, workspac
     # (the shorter d.txt) selects a candidate, "dawn" brings b.txt.
     settings.BM25_TERM_DEPTH = 1
     expected = bm25_reference(workspace, "harbour dawn")
-    hits = search("harbour dawn", workspace, limit=10, legs=("keyword",)).hits
+    hits = search(query="harbour dawn", workspace=workspace, limit=10, legs=("keyword",)).hits
     assert [h.document_uri.rsplit("/", 1)[-1] for h in hits] == ["b.txt", "d.txt"]
     for hit in hits:  # candidates are rescored with every query term
         assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], rel=1e-9)
-    only_common = search("harbour", workspace, limit=10, legs=("keyword",)).hits
+    only_common = search(query="harbour", workspace=workspace, limit=10, legs=("keyword",)).hits
     assert [h.document_uri.rsplit("/", 1)[-1] for h in only_common] == ["d.txt"]
 
 
@@ -154,7 +156,9 @@ def test_scoped_keyword_scores_are_exact(documents, workspace, settings):
     settings.BM25_TERM_DEPTH = 1  # a scope scores all its chunks, whatever the depth
     scope = Scope(document_ids=(documents[1].pk, documents[3].pk))
     expected = bm25_reference(workspace, "harbour")
-    hits = search("harbour", workspace, scope=scope, limit=10, legs=("keyword",)).hits
+    hits = search(
+        query="harbour", workspace=workspace, scope=scope, limit=10, legs=("keyword",)
+    ).hits
     assert {h.chunk_id for h in hits} == set(expected)
     for hit in hits:
         assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], rel=1e-9)

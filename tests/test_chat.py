@@ -11,11 +11,9 @@ from django.core.management import call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from chat import services
-from chat.models import Message, Thread
+from chat import citations, services
+from chat.models import CitationEntry, Message, Thread
 from chat.prompts import CITATION_RULE
-from citations import services as citations
-from citations.models import CitationEntry
 from indexing import pipeline, sources
 from knowledge.models import Document, Workspace
 from tests.conftest import SAMPLE_CORPUS
@@ -87,7 +85,7 @@ def test_answer_keeps_exactly_the_resolvable_citations(llm, corpus, api):
     assert evidence.startswith("<retrieved_context>")
     thread = Thread.objects.get(pk=thread_id)
     for citation in message["citations"]:
-        entry = citations.resolve(thread, citation["n"])
+        entry = citations.resolve(thread=thread, n=citation["n"])
         assert entry.text == citation["text"]
         assert f"[{citation['n']}] " + entry.text.splitlines()[0] in evidence
         assert citation["status"] == "current"
@@ -163,7 +161,7 @@ def test_a_turn_cites_only_numbers_issued_before_it_or_shown_to_it(llm, corpus, 
     def meanwhile(request):
         # While the model thinks, another turn on this thread registers [1].
         try:
-            citations.register(thread, [elsewhere])
+            citations.register(thread=thread, units=[elsewhere])
         finally:
             connection.close()
         return tool_call("search_knowledge_base", {"query": "on-call handover"})
@@ -182,7 +180,7 @@ def test_mentions_are_scope_notes_that_reach_the_tool(llm, corpus, api, workspac
 
     def search_in_mentioned(request):
         system = request["messages"][0]["content"]
-        assert f"document {pdf.pk}: Q3 Launch Notes" in system
+        assert f'document {pdf.pk}: "Q3 Launch Notes"' in system
         return tool_call("search_knowledge_base",
                          {"query": "security incident", "scope": {"document_ids": [pdf.pk]}})
 
@@ -253,8 +251,10 @@ def test_other_users_threads_and_citations_are_404(llm, corpus, api):
 
 def test_offline_extractive_answer_cites_the_right_passage(corpus, workspace, user, settings):
     settings.LLM_PROVIDER = "extractive"
-    thread = services.create_thread(workspace, user)
-    message = services.post_message(thread, "How quickly must a security incident be reported?")
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(
+        thread=thread, text="How quickly must a security incident be reported?"
+    )
     assert message.status == Message.Status.COMPLETE
     assert "4 hours" in message.resolved_content
     assert "[citation:" in message.resolved_content
@@ -262,32 +262,34 @@ def test_offline_extractive_answer_cites_the_right_passage(corpus, workspace, us
     assert top["document"]["id"] == corpus["handbook.md"].pk
     assert "4 hours" in top["text"]
 
-    nothing = services.post_message(thread, "What is the airspeed of an unladen swallow?")
+    nothing = services.post_message(
+        thread=thread, text="What is the airspeed of an unladen swallow?"
+    )
     assert nothing.citations == []
     assert "could not find" in nothing.resolved_content
 
 
-def test_citations_flag_changed_and_missing_sources(corpus, workspace, user, settings, tmp_path,
-                                                    counting_embedder):
+def test_citations_flag_changed_and_missing_sources(
+    corpus, workspace, user, settings, tmp_path, counting_embedder
+):
     settings.LLM_PROVIDER = "extractive"
     path = tmp_path / "rules.md"
     path.write_text("# Rules\n\nThe slipway closes at 18:00 on weekdays.\n")
     document = sources.add_path(workspace, path)
     pipeline.index_document(document.pk, embedder=counting_embedder)
-    thread = services.create_thread(workspace, user)
-    message = services.post_message(thread, "When does the slipway close?")
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="When does the slipway close?")
     n = next(c["n"] for c in message.citations if c["document"]["id"] == document.pk)
     path.write_text("# Rules\n\nThe slipway closes at 20:00 on weekdays.\n")
     pipeline.index_document(document.pk, embedder=counting_embedder)
-    entry = citations.resolve(thread, n)
+    entry = citations.resolve(thread=thread, n=n)
     assert citations.citation_json(entry)["status"] == "missing"
     assert "18:00" in citations.citation_json(entry)["text"], "what was cited stays"
 
 
 def test_ask_command_prints_answer_and_footers(corpus, workspace, capsys, settings):
     settings.LLM_PROVIDER = "extractive"
-    call_command("ask", "When do on-call shifts hand over?", workspace=workspace.slug,
-                 debug=True)
+    call_command("ask", "When do on-call shifts hand over?", workspace=workspace.slug, debug=True)
     out = capsys.readouterr().out
     assert "Tuesdays at 10:00 UTC" in out
     assert "retrieval> 1 tool calls; searched: 'When do on-call shifts hand over?'" in out
@@ -297,17 +299,22 @@ def test_ask_command_prints_answer_and_footers(corpus, workspace, capsys, settin
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_registration_gives_unique_gap_free_numbers(workspace, user):
-    thread = services.create_thread(workspace, user)
+    thread = services.create_thread(workspace=workspace, user=user)
     errors: list[BaseException] = []
 
     def register(worker: int) -> None:
         try:
             units = [
-                citations.SourceUnit(f"web_result:https://x/{(worker * 7 + i) % 30}",
-                                     "web_result", f"text {i}", {}, {})
+                citations.SourceUnit(
+                    f"web_result:https://x/{(worker * 7 + i) % 30}",
+                    "web_result",
+                    f"text {i}",
+                    {},
+                    {},
+                )
                 for i in range(10)
             ]
-            citations.register(thread, units)
+            citations.register(thread=thread, units=units)
         except BaseException as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
         finally:

@@ -10,8 +10,8 @@ import pytest
 from chat.providers.base import ProviderError, TurnContext
 from chat.providers.cohere_chat import CohereChatProvider
 from chat.tools import TOOL_SPECS
-from indexing.embedders.base import EmbeddingError
-from indexing.embedders.remote import CohereEmbedder, OpenAICompatibleEmbedder
+from embeddings.base import EmbeddingError
+from embeddings.remote import CohereEmbedder, OpenAICompatibleEmbedder
 from tests.conftest import Fake
 
 

@@ -72,7 +72,7 @@ def indexed(workspace, counting_embedder):
 
 def fused_order(workspace, settings) -> list[int]:
     settings.RERANKER = "none"
-    hits = search("on-call handover", workspace, limit=5, per_document=10).hits
+    hits = search(query="on-call handover", workspace=workspace, limit=5, per_document=10).hits
     settings.RERANKER = "cohere"
     return [h.chunk_id for h in hits]
 
@@ -80,7 +80,7 @@ def fused_order(workspace, settings) -> list[int]:
 def test_cohere_reranks_the_fused_candidates(indexed, workspace, cohere_url, settings):
     FakeCohere.mode = "reverse"
     baseline = fused_order(workspace, settings)
-    result = search("on-call handover", workspace, limit=5, per_document=10)
+    result = search(query="on-call handover", workspace=workspace, limit=5, per_document=10)
     assert result.metadata["reranker"] == "cohere:rerank-v3.5"
     assert "reranker_error" not in result.metadata
     request = FakeCohere.requests[-1]
@@ -95,7 +95,7 @@ def test_reranker_failure_falls_back_to_fused_order(
 ):
     FakeCohere.mode = mode
     baseline = fused_order(workspace, settings)
-    result = search("on-call handover", workspace, limit=5, per_document=10)
+    result = search(query="on-call handover", workspace=workspace, limit=5, per_document=10)
     assert [h.chunk_id for h in result.hits] == baseline
     assert result.metadata["reranker"] == "cohere:rerank-v3.5"
     assert result.metadata["reranker_error"]

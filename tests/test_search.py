@@ -34,7 +34,7 @@ def corpus(workspace, counting_embedder) -> dict[str, Document]:
 
 
 def test_exact_terms_are_found_by_the_keyword_leg(corpus, workspace):
-    result = search("security@harborlights.example", workspace, limit=5)
+    result = search(query="security@harborlights.example", workspace=workspace, limit=5)
     top = result.hits[0]
     assert top.document_id == corpus["handbook.md"].pk
     assert top.keyword_rank == 1
@@ -43,8 +43,8 @@ def test_exact_terms_are_found_by_the_keyword_leg(corpus, workspace):
 
 def test_paraphrases_are_found_by_the_dense_leg(corpus, workspace):
     result = search(
-        "how close are the forecasts to water levels people actually measure",
-        workspace,
+        query="how close are the forecasts to water levels people actually measure",
+        workspace=workspace,
         limit=5,
         legs=("dense",),
     )
@@ -54,7 +54,7 @@ def test_paraphrases_are_found_by_the_dense_leg(corpus, workspace):
 
 
 def test_fusion_rewards_passages_both_legs_agree_on(corpus, workspace):
-    result = search("push the launch to March 10", workspace, limit=10)
+    result = search(query="push the launch to March 10", workspace=workspace, limit=10)
     top = result.hits[0]
     assert "March 10" in top.text and top.locator["page"] == 2
     assert top.dense_rank is not None and top.keyword_rank is not None
@@ -65,7 +65,9 @@ def test_fusion_rewards_passages_both_legs_agree_on(corpus, workspace):
 def test_scope_confines_results(corpus, workspace):
     pdf = corpus["q3-launch-notes.pdf"]
     for scope in (Scope(document_ids=(pdf.pk,)), Scope(folder_ids=(pdf.folder.parent_id,))):
-        result = search("security incident reporting", workspace, scope, limit=10)
+        result = search(
+            query="security incident reporting", workspace=workspace, scope=scope, limit=10
+        )
         assert result.hits
         assert {h.document_id for h in result.hits} == {pdf.pk}
 
@@ -75,13 +77,18 @@ def test_foreign_and_unknown_scope_ids_are_rejected(corpus, workspace):
     other = Workspace.objects.create(name="Other", slug="other", owner=other_owner)
     foreign = Folder.objects.create(workspace=other, name="secret")
     with pytest.raises(ScopeError):
-        search("launch", workspace, Scope(folder_ids=(foreign.pk,)))
+        search(query="launch", workspace=workspace, scope=Scope(folder_ids=(foreign.pk,)))
     with pytest.raises(ScopeError):
-        search("launch", workspace, Scope(document_ids=(999_999,)))
+        search(query="launch", workspace=workspace, scope=Scope(document_ids=(999_999,)))
 
 
 def test_passages_per_document_are_capped(corpus, workspace):
-    result = search("on-call handbook policy review release", workspace, limit=10, per_document=2)
+    result = search(
+        query="on-call handbook policy review release",
+        workspace=workspace,
+        limit=10,
+        per_document=2,
+    )
     per_doc: dict[int, int] = {}
     for hit in result.hits:
         per_doc[hit.document_id] = per_doc.get(hit.document_id, 0) + 1

@@ -10,6 +10,7 @@ from indexing.tasks import index_document_task
 from knowledge import vector_index
 from knowledge.models import Workspace
 from knowledge.search import search
+from knowledge.services import workspace_delete
 from tests.conftest import SAMPLE_CORPUS
 
 # CREATE INDEX CONCURRENTLY cannot run inside the per-test transaction.
@@ -35,7 +36,7 @@ def dense_plan(workspace: Workspace, query: str) -> str:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):
-        search(query, workspace, legs=("dense",))
+        search(query=query, workspace=workspace, legs=("dense",))
     sql, params = captured[0]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
@@ -48,7 +49,10 @@ def test_a_workspace_past_the_threshold_gets_its_own_index(indexed, settings):
     settings.SEARCH_EXACT_MAX_CHUNKS = 0  # walk an index even in this tiny corpus
     name = vector_index.index_name(indexed.pk)
     assert "Index Scan using chunk_embedding_hnsw on" in dense_plan(indexed, "security?")
-    before = [h.chunk_id for h in search("security incident", indexed, legs=("dense",)).hits]
+    before = [
+        h.chunk_id
+        for h in search(query="security incident", workspace=indexed, legs=("dense",)).hits
+    ]
 
     settings.VECTOR_INDEX_MIN_CHUNKS = 1
     assert vector_index.needs_own_index(indexed.pk)
@@ -58,7 +62,10 @@ def test_a_workspace_past_the_threshold_gets_its_own_index(indexed, settings):
     assert not vector_index.build_own_index(indexed.pk), "built once"
 
     assert f"Index Scan using {name} on" in dense_plan(indexed, "security?")
-    after = [h.chunk_id for h in search("security incident", indexed, legs=("dense",)).hits]
+    after = [
+        h.chunk_id
+        for h in search(query="security incident", workspace=indexed, legs=("dense",)).hits
+    ]
     assert after == before
 
 
@@ -86,7 +93,7 @@ def test_an_interrupted_build_is_replaced(indexed, settings):
 def test_deleting_the_workspace_drops_its_index(indexed):
     assert vector_index.build_own_index(indexed.pk)
     workspace_id = indexed.pk
-    indexed.delete()
+    workspace_delete(workspace=indexed)
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regclass(%s)", [vector_index.index_name(workspace_id)])
         assert cursor.fetchone()[0] is None

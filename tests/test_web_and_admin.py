@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from indexing import pipeline, sources
+from knowledge import selectors
 from knowledge.models import Document, IngestJob
 from tests.conftest import SAMPLE_CORPUS
 
@@ -115,7 +116,8 @@ def test_admin_upload_creates_a_job_and_indexes_in_the_background(
     assert "Unsupported" in documents["virus.exe"].last_error
     # Eager Celery in tests: the queued tasks ran when the transaction committed.
     assert Document.objects.get(uri="upload://notes.txt").status == Document.Status.INDEXED
-    assert documents["notes.txt"].folder.path == "policies/2026"
+    paths = selectors.folder_paths(workspace_id=workspace.pk)
+    assert paths[documents["notes.txt"].folder_id] == "policies/2026"
 
     page = client.get(response["Location"])
     assert page.status_code == 200
@@ -150,7 +152,10 @@ def test_admin_pages_render_and_reject_non_staff(client, staff, user, workspace,
     assert response.status_code == 302 and "login" in response["Location"]
 
 
-def test_admin_reindex_action_forces_a_new_pass(client, staff, workspace, counting_embedder):
+def test_admin_reindex_action_forces_a_new_pass(
+    client, staff, workspace, counting_embedder, settings
+):
+    settings.INGEST_SERVER_ROOTS = [str(SAMPLE_CORPUS)]
     document = sources.add_path(workspace, SAMPLE_CORPUS / "handbook.md")
     pipeline.index_document(document.pk, embedder=counting_embedder)
     client.force_login(staff)

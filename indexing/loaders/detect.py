@@ -14,16 +14,11 @@ from indexing.loaders.repo import detect_language, is_code_path
 from indexing.loaders.text import SNIFF_BYTES, decode_text, load_text, looks_binary
 from indexing.types import (
     KIND_CODE,
-    SOURCE_CODE,
-    SOURCE_FILE,
-    SOURCE_HTML,
-    SOURCE_MARKDOWN,
-    SOURCE_OFFICE,
-    SOURCE_PDF,
     IngestError,
     LoadedDocument,
     RawUnit,
 )
+from knowledge.source_types import SourceType
 
 PDF = "pdf"
 HTML = "html"
@@ -141,7 +136,7 @@ def load_code(data: bytes, *, filename: str) -> LoadedDocument:
     return LoadedDocument(
         title=path,
         mime=f"text/x-{language}" if language else "text/plain",
-        source_type=SOURCE_CODE,
+        source_type=SourceType.CODE,
         units=[RawUnit(text=text, locator={"path": path}, kind=KIND_CODE, language=language)],
         metadata={"path": path, "language": language},
     )
@@ -175,13 +170,13 @@ def load_bytes(
 
 
 _SOURCE_TYPES = {
-    PDF: SOURCE_PDF,
-    HTML: SOURCE_HTML,
-    MARKDOWN: SOURCE_MARKDOWN,
-    TEXT: SOURCE_FILE,
-    DOCX: SOURCE_OFFICE,
-    PPTX: SOURCE_OFFICE,
-    CODE: SOURCE_CODE,
+    PDF: SourceType.PDF,
+    HTML: SourceType.HTML,
+    MARKDOWN: SourceType.MARKDOWN,
+    TEXT: SourceType.FILE,
+    DOCX: SourceType.OFFICE,
+    PPTX: SourceType.OFFICE,
+    CODE: SourceType.CODE,
 }
 
 
@@ -198,7 +193,7 @@ def _format_by_name(filename: str) -> str | None:
 
 def source_type_for(filename: str) -> str:
     """The source type a file will most likely get, before its bytes are read."""
-    return _SOURCE_TYPES.get(_format_by_name(filename) or TEXT, SOURCE_FILE)
+    return _SOURCE_TYPES.get(_format_by_name(filename) or TEXT, SourceType.FILE)
 
 
 def is_known_filename(filename: str) -> bool:

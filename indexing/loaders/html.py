@@ -16,7 +16,8 @@ from bs4.element import CData, Comment, Declaration, Doctype, NavigableString, P
 
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.text import SNIFF_BYTES, title_from_filename
-from indexing.types import KIND_PROSE, SOURCE_HTML, IngestError, LoadedDocument, RawUnit
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from knowledge.source_types import SourceType
 
 _REMOVED_TAGS = (
     "script", "style", "noscript", "template", "svg", "iframe", "form",
@@ -228,7 +229,7 @@ def html_to_document(
     return LoadedDocument(
         title=title,
         mime="text/html",
-        source_type=SOURCE_HTML,
+        source_type=SourceType.HTML,
         units=[RawUnit(text=text, locator=dict(base_locator), kind=KIND_PROSE, sections=sections)],
         metadata=metadata,
     )

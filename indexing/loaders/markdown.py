@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 
 from indexing.loaders.text import decode_text, title_from_filename
-from indexing.types import KIND_PROSE, SOURCE_MARKDOWN, LoadedDocument, RawUnit, Section
+from indexing.types import KIND_PROSE, LoadedDocument, RawUnit, Section
+from knowledge.source_types import SourceType
 
 _FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
 _SETEXT_RE = re.compile(r" {0,3}(=+|-+)[ \t]*\Z")
@@ -158,7 +159,7 @@ def markdown_document(text: str, *, title_fallback: str) -> LoadedDocument:
     return LoadedDocument(
         title=fm_title or h1 or title_fallback,
         mime="text/markdown",
-        source_type=SOURCE_MARKDOWN,
+        source_type=SourceType.MARKDOWN,
         units=[RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections)],
     )
 

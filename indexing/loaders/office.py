@@ -29,7 +29,8 @@ from xml.etree import ElementTree
 
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.text import normalize_newlines, title_from_filename
-from indexing.types import KIND_PROSE, SOURCE_OFFICE, IngestError, LoadedDocument, RawUnit
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from knowledge.source_types import SourceType
 
 # unstructured pings an analytics endpoint when it is imported unless one of
 # these is set, and logs a sales notice on the first partition. Set before any
@@ -222,7 +223,7 @@ def elements_to_document(
     return LoadedDocument(
         title=first_title or title_from_filename(filename),
         mime=mime,
-        source_type=SOURCE_OFFICE,
+        source_type=SourceType.OFFICE,
         units=[
             RawUnit(
                 text=text,

@@ -13,11 +13,11 @@ from indexing.loaders.text import normalize_newlines, title_from_filename
 from indexing.types import (
     KIND_PDF_PAGE,
     PAGE_SEPARATOR,
-    SOURCE_PDF,
     IngestError,
     LoadedDocument,
     RawUnit,
 )
+from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ def load_pdf(data: bytes, *, filename: str) -> LoadedDocument:
     return LoadedDocument(
         title=_metadata_title(reader) or title_from_filename(filename),
         mime="application/pdf",
-        source_type=SOURCE_PDF,
+        source_type=SourceType.PDF,
         units=units,
         metadata=metadata,
     )

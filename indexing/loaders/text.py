@@ -9,7 +9,8 @@ from __future__ import annotations
 import codecs
 from pathlib import PurePosixPath
 
-from indexing.types import KIND_PROSE, SOURCE_FILE, IngestError, LoadedDocument, RawUnit
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from knowledge.source_types import SourceType
 
 SNIFF_BYTES = 8192
 # Text files rarely hold control characters besides whitespace; ANSI-coloured
@@ -100,6 +101,6 @@ def load_text(data: bytes, *, filename: str) -> LoadedDocument:
     return LoadedDocument(
         title=title_from_filename(filename),
         mime="text/plain",
-        source_type=SOURCE_FILE,
+        source_type=SourceType.FILE,
         units=[RawUnit(text=text, locator={}, kind=KIND_PROSE)],
     )

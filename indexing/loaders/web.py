@@ -16,7 +16,8 @@ from indexing.loaders.html import html_to_document
 from indexing.loaders.markdown import markdown_document
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.text import decode_text, normalize_newlines
-from indexing.types import KIND_PROSE, SOURCE_WEB, IngestError, LoadedDocument, RawUnit
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from knowledge.source_types import SourceType
 
 DEFAULT_MAX_BYTES = 20_000_000
 DEFAULT_TIMEOUT = 20.0
@@ -212,7 +213,7 @@ def load_fetched(resource: FetchedResource) -> LoadedDocument:
     meta = {"url": url, "content_type": resource.content_type}
     if ctype in ("text/html", "application/xhtml+xml"):
         doc = html_to_document(data, base_locator={"url": url}, title_fallback=url, charset=charset)
-        doc.source_type = SOURCE_WEB
+        doc.source_type = SourceType.WEB
     elif ctype == "application/pdf":
         doc = load_pdf(data, filename=_url_filename(url))
         for unit in doc.units:
@@ -220,7 +221,7 @@ def load_fetched(resource: FetchedResource) -> LoadedDocument:
     elif ctype in ("text/markdown", "text/x-markdown"):
         text = _decode_web_text(data, charset)
         doc = markdown_document(text, title_fallback=_url_filename(url))
-        doc.source_type = SOURCE_WEB
+        doc.source_type = SourceType.WEB
         for unit in doc.units:
             unit.locator["url"] = url
     elif ctype == "text/plain":
@@ -228,7 +229,7 @@ def load_fetched(resource: FetchedResource) -> LoadedDocument:
         doc = LoadedDocument(
             title=_url_filename(url),
             mime="text/plain",
-            source_type=SOURCE_WEB,
+            source_type=SourceType.WEB,
             units=[RawUnit(text=text, locator={"url": url}, kind=KIND_PROSE)],
         )
     else:

@@ -286,8 +286,10 @@ def test_mention_picker_scopes_the_question(page: Page, corpus):
 @pytest.fixture
 def stale_citation(corpus, workspace, user, counting_embedder, tmp_path) -> tuple[int, int]:
     """(thread id, n) of a citation whose passage has since been edited away."""
-    thread = services.create_thread(workspace, user)
-    message = services.post_message(thread, "When is the Pelican mooring buoy repainted?")
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(
+        thread=thread, text="When is the Pelican mooring buoy repainted?"
+    )
     n = next(c["n"] for c in message.citations if c["document"]["id"] == corpus["xss"].pk)
     source = tmp_path / "moorings.md"
     source.write_text(XSS_DOCUMENT.replace("every April", "every May"))

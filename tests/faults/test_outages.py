@@ -9,8 +9,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from chat import services
-from chat.models import Message
-from citations.models import CitationEntry
+from chat.models import CitationEntry, Message
 from indexing import pipeline, sources
 from tests.conftest import SAMPLE_CORPUS
 
@@ -45,7 +44,7 @@ def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_
     for name in ("handbook.md", "tide-faq.html"):
         document = sources.add_path(workspace, SAMPLE_CORPUS / name)
         pipeline.index_document(document.pk, embedder=counting_embedder)
-    thread = services.create_thread(workspace, user)
+    thread = services.create_thread(workspace=workspace, user=user)
     questions = [
         "How quickly must a security incident be reported?",
         "When do on-call shifts hand over?",
@@ -58,7 +57,7 @@ def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_
 
     def ask(question: str) -> None:
         try:
-            services.post_message(thread, question)
+            services.post_message(thread=thread, text=question)
         except BaseException as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
         finally:

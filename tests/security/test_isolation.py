@@ -10,9 +10,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from chat import services
+from chat import citations, services
 from chat.models import Message, Thread
-from citations import services as citations
 from citations.registry import web_result_key
 from indexing import pipeline, sources
 from knowledge.models import Document, IngestJob, Workspace
@@ -41,12 +40,12 @@ def world(tmp_path, counting_embedder):
         document = sources.add_path(workspace, path, folder=folder)
         pipeline.index_document(document.pk, embedder=counting_embedder)
         docs[workspace.slug] = Document.objects.get(pk=document.pk)
-    their_thread = services.create_thread(theirs, mallory, "secret chat")
+    their_thread = services.create_thread(workspace=theirs, user=mallory, title="secret chat")
     Message.objects.create(thread=their_thread, seq=1, role="user", content=SECRET,
                            resolved_content=SECRET)
-    citations.register(their_thread, [citations.SourceUnit(
+    citations.register(thread=their_thread, units=[citations.SourceUnit(
         web_result_key("https://x"), "web_result", SECRET, {}, {})])
-    our_thread = services.create_thread(ours, alice, "ours")
+    our_thread = services.create_thread(workspace=ours, user=alice, title="ours")
     their_job = IngestJob.objects.create(workspace=theirs, created_by=mallory, description=SECRET)
     docs["theirs"].job = their_job
     docs["theirs"].save(update_fields=["job"])

@@ -30,16 +30,10 @@ from indexing.types import (
     KIND_PDF_PAGE,
     KIND_PROSE,
     PAGE_SEPARATOR,
-    SOURCE_CODE,
-    SOURCE_FILE,
-    SOURCE_HTML,
-    SOURCE_MARKDOWN,
-    SOURCE_OFFICE,
-    SOURCE_PDF,
-    SOURCE_WEB,
     IngestError,
     LoadedDocument,
 )
+from knowledge.source_types import SourceType
 
 # ---------------------------------------------------------------- fixtures
 
@@ -103,7 +97,7 @@ def section_texts(doc: LoadedDocument) -> list[tuple[tuple[str, ...], str]]:
 
 def test_plain_text_normalizes_newlines_and_strips_bom() -> None:
     doc = load_bytes(b"\xef\xbb\xbfline one\r\nline two\rline three\n", filename="notes.txt")
-    assert doc.source_type == SOURCE_FILE
+    assert doc.source_type == SourceType.FILE
     assert doc.title == "notes"
     assert len(doc.units) == 1
     unit = doc.units[0]
@@ -160,11 +154,12 @@ def test_unsupported_types_list_supported_ones(name: str) -> None:
 
 
 def test_unknown_extension_is_sniffed() -> None:
-    assert load_bytes(b"just words\n", filename="README").source_type == SOURCE_FILE
-    assert load_bytes(make_pdf(["sniffed"]), filename="blob.bin2").source_type == SOURCE_PDF
+    assert load_bytes(b"just words\n", filename="README").source_type == SourceType.FILE
+    assert load_bytes(make_pdf(["sniffed"]), filename="blob.bin2").source_type == SourceType.PDF
     html = b"<!DOCTYPE html><html><body><p>Hi there</p></body></html>"
-    assert load_bytes(html, filename="page").source_type == SOURCE_HTML
-    assert load_bytes(b"<p>x</p>", filename="upload", mime="text/html").source_type == SOURCE_HTML
+    assert load_bytes(html, filename="page").source_type == SourceType.HTML
+    loaded = load_bytes(b"<p>x</p>", filename="upload", mime="text/html")
+    assert loaded.source_type == SourceType.HTML
     with pytest.raises(IngestError, match="Unsupported file type"):
         load_bytes(bytes(64), filename="data.weird")
     with pytest.raises(IngestError, match="Unsupported file type 'image/png'"):
@@ -216,7 +211,7 @@ Notes
 
 def test_markdown_sections_and_title() -> None:
     doc = load_bytes(MARKDOWN, filename="guide.md")
-    assert doc.source_type == SOURCE_MARKDOWN
+    assert doc.source_type == SourceType.MARKDOWN
     assert doc.title == "Guide"
     assert doc.text == MARKDOWN.decode()  # raw markdown is kept
     paths = [path for path, _ in section_texts(doc)]
@@ -294,7 +289,7 @@ HTML = b"""<!doctype html>
 
 def test_html_readable_text_and_sections() -> None:
     doc = load_bytes(HTML, filename="manual.html")
-    assert doc.source_type == SOURCE_HTML
+    assert doc.source_type == SourceType.HTML
     assert doc.title == "Widget Manual | ACME"
     assert doc.metadata["canonical_url"] == "https://docs.example.com/widget"
     text = doc.text
@@ -344,7 +339,7 @@ def test_html_deep_nesting_does_not_recurse() -> None:
 def test_pdf_pages_become_units() -> None:
     data = make_pdf(["Alpha page text", "Bravo page text", "Charlie page text"], title="Report")
     doc = load_bytes(data, filename="report.pdf")
-    assert doc.source_type == SOURCE_PDF
+    assert doc.source_type == SourceType.PDF
     assert doc.title == "Report"
     assert doc.metadata["page_count"] == 3
     assert [u.locator for u in doc.units] == [{"page": 1}, {"page": 2}, {"page": 3}]
@@ -382,7 +377,7 @@ def test_corrupt_pdf_fails() -> None:
 
 def test_docx_through_unstructured() -> None:
     doc = load_bytes(make_docx(), filename="manual.docx")
-    assert doc.source_type == SOURCE_OFFICE
+    assert doc.source_type == SourceType.OFFICE
     assert doc.title == "manual"
     text = doc.text
     assert "Run the installer and accept the licence to continue." in text
@@ -399,7 +394,7 @@ def test_docx_through_unstructured() -> None:
 
 def test_pptx_one_section_per_slide() -> None:
     doc = load_bytes(make_pptx(), filename="review.pptx")
-    assert doc.source_type == SOURCE_OFFICE
+    assert doc.source_type == SourceType.OFFICE
     assert doc.title == "Quarterly Review"
     sections = dict(section_texts(doc))
     assert list(sections) == [("Quarterly Review",), ("Next Steps",)]
@@ -478,7 +473,7 @@ def test_detect_language() -> None:
 
 def test_code_document() -> None:
     doc = load_bytes(b"def f():\r\n    return 1\r\n", filename="src/pkg/mod.py")
-    assert doc.source_type == SOURCE_CODE
+    assert doc.source_type == SourceType.CODE
     assert doc.title == "src/pkg/mod.py"
     (unit,) = doc.units
     assert unit.kind == KIND_CODE and unit.language == "python"
@@ -548,12 +543,12 @@ def test_walk_repository(tmp_path: Path) -> None:
     for f in files:
         doc = load_bytes(f.abs_path.read_bytes(), filename=f.path)
         kinds[f.path] = doc.source_type
-        if doc.source_type == SOURCE_CODE:
+        if doc.source_type == SourceType.CODE:
             assert doc.units[0].language == f.language
             assert doc.units[0].locator == {"path": f.path}
-    assert kinds["README.md"] == SOURCE_MARKDOWN
-    assert kinds["notes.txt"] == SOURCE_FILE
-    assert kinds["src/app.py"] == kinds["config.yaml"] == SOURCE_CODE
+    assert kinds["README.md"] == SourceType.MARKDOWN
+    assert kinds["notes.txt"] == SourceType.FILE
+    assert kinds["src/app.py"] == kinds["config.yaml"] == SourceType.CODE
 
 
 # ---------------------------------------------------------------- web
@@ -640,7 +635,7 @@ def server() -> Iterator[str]:
 def test_load_url_html(server: str) -> None:
     doc = load_url(f"{server}/page.html", allow_private=True)
     url = f"{server}/page.html"
-    assert doc.source_type == SOURCE_WEB
+    assert doc.source_type == SourceType.WEB
     assert doc.title == "Served Page"
     assert doc.units[0].locator == {"url": url}
     assert doc.metadata["url"] == url and doc.metadata["content_type"].startswith("text/html")
@@ -714,15 +709,15 @@ def test_address_classification(address: str, forbidden: bool) -> None:
 
 def test_load_url_pdf_text_and_markdown(server: str) -> None:
     pdf = load_url(f"{server}/doc.pdf", allow_private=True)
-    assert pdf.source_type == SOURCE_PDF
+    assert pdf.source_type == SourceType.PDF
     assert pdf.units[0].locator == {"page": 1, "url": f"{server}/doc.pdf"}
     assert "Web PDF page" in pdf.units[0].text
     text = load_url(f"{server}/notes.txt", allow_private=True)
-    assert text.source_type == SOURCE_WEB
+    assert text.source_type == SourceType.WEB
     assert text.text == "café\n"  # declared charset honoured, newlines normalized
     assert text.units[0].locator == {"url": f"{server}/notes.txt"}
     md = load_url(f"{server}/readme.md", allow_private=True)
-    assert md.source_type == SOURCE_WEB and md.title == "Read Me"
+    assert md.source_type == SourceType.WEB and md.title == "Read Me"
     assert md.units[0].sections[0].heading_path == ("Read Me",)
 
 
@@ -733,7 +728,7 @@ def test_load_fetched_falls_back_to_extension() -> None:
         data=make_docx(),
     )
     doc = load_fetched(resource)
-    assert doc.source_type == SOURCE_OFFICE
+    assert doc.source_type == SourceType.OFFICE
     assert doc.units[0].locator == {"url": resource.url}
     assert doc.metadata["url"] == resource.url
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from indexing.embedders import local
-from indexing.embedders.local import (
+from embeddings import local
+from embeddings.local import (
     MODEL_ID,
     LocalMiniLMEmbedder,
     LocalModelError,
@@ -190,7 +190,7 @@ def test_unfaithful_export_is_refused_and_not_kept(
 def test_import_is_cheap_and_onnx_runs_without_torch(race: dict) -> None:
     script = (
         "import sys\n"
-        "from indexing.embedders.local import LocalMiniLMEmbedder\n"
+        "from embeddings.local import LocalMiniLMEmbedder\n"
         "heavy = ('torch', 'onnxruntime', 'transformers', 'sentence_transformers', 'numpy')\n"
         "assert not [m for m in heavy if m in sys.modules], sys.modules.keys()\n"
         f"embedder = LocalMiniLMEmbedder(cache_dir={str(race['cache_dir'])!r})\n"

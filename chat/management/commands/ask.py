@@ -47,7 +47,7 @@ class Command(BaseCommand):
         thread = (
             Thread.objects.filter(pk=options["thread"], workspace=workspace, user=user).first()
             if options["thread"]
-            else services.create_thread(workspace, user)
+            else services.create_thread(workspace=workspace, user=user)
         )
         if thread is None:
             raise CommandError(f"No conversation {options['thread']} for {user}")
@@ -59,8 +59,9 @@ class Command(BaseCommand):
                 sys.stderr.write(f"… {data['label']}\n")
 
         try:
-            message = services.post_message(thread, options["question"], mentions=mentions,
-                                             emit=emit)
+            message = services.post_message(
+                thread=thread, text=options["question"], mentions=mentions, emit=emit
+            )
         except services.MentionError as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:

@@ -20,7 +20,7 @@ class Command(BaseCommand):
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace '{options['workspace']}'")
-        thread = services.create_thread(workspace, workspace.owner)
+        thread = services.create_thread(workspace=workspace, user=workspace.owner)
         self.stdout.write(f"Conversation {thread.pk} in '{workspace.slug}'. Empty line quits.")
 
         def show_progress(event: str, data) -> None:
@@ -34,7 +34,7 @@ class Command(BaseCommand):
                 break
             if not question:
                 break
-            message = services.post_message(thread, question, emit=show_progress)
+            message = services.post_message(thread=thread, text=question, emit=show_progress)
             self.stdout.write(f"verity> {message.resolved_content}")
             for line in footer(message, debug=options["debug"]):
                 self.stdout.write(line)

@@ -11,9 +11,9 @@ from django.db import transaction
 from tqdm import tqdm
 
 from indexing import pipeline, sources
+from knowledge import selectors
 from knowledge.models import Document, IngestJob, Workspace
-
-FINAL = {Document.Status.INDEXED, Document.Status.FAILED}
+from knowledge.services import workspace_create
 
 
 class Command(BaseCommand):
@@ -22,6 +22,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("sources", nargs="+", help="file, directory, http(s) URL")
         parser.add_argument("--workspace", required=True, help="workspace slug")
+        parser.add_argument(
+            "--create", action="store_true", help="create the workspace if it does not exist"
+        )
         parser.add_argument("--owner", help="username owning a workspace created here")
         parser.add_argument("--folder", default="", help="folder path, e.g. 'specs/2026'")
         parser.add_argument(
@@ -36,6 +39,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-wait", action="store_true", help="queue and return without waiting"
         )
+        parser.add_argument(
+            "--worker-timeout",
+            type=float,
+            default=30.0,
+            help="give up when no worker has taken a document for this many seconds",
+        )
 
     def handle(self, *args, **options) -> None:
         started = time.monotonic()
@@ -43,7 +52,9 @@ class Command(BaseCommand):
         # One transaction: when the broker is down, nothing (not even the job) is saved.
         try:
             with transaction.atomic():
-                workspace = self._workspace(options["workspace"], options["owner"])
+                workspace = self._workspace(
+                    options["workspace"], options["owner"], create=options["create"]
+                )
                 folder = sources.folder_for_path(workspace, options["folder"])
                 job = IngestJob.objects.create(
                     workspace=workspace,
@@ -69,15 +80,19 @@ class Command(BaseCommand):
                 except pipeline.TRANSIENT_ERRORS as exc:
                     pipeline.mark_failed(document.pk, str(exc))
         elif not options["no_wait"]:
-            self._wait(job, len(documents))
+            self._wait(job, len(documents), options["worker_timeout"])
         else:
             return
         self._summary(job, time.monotonic() - started)
 
-    def _workspace(self, slug: str, owner: str | None) -> Workspace:
+    def _workspace(self, slug: str, owner: str | None, *, create: bool) -> Workspace:
         workspace = Workspace.objects.filter(slug=slug).first()
         if workspace:
             return workspace
+        if not create:
+            raise CommandError(
+                f"No workspace '{slug}'; pass --create to create it (check the spelling first)"
+            )
         users = get_user_model().objects
         user = (
             users.filter(username=owner).first()
@@ -89,9 +104,7 @@ class Command(BaseCommand):
                 f"Workspace '{slug}' does not exist; pass --owner USERNAME "
                 "(or create a superuser first) to create it"
             )
-        workspace = Workspace.objects.create(name=slug, slug=slug, owner=user)
-        workspace.members.add(user)
-        return workspace
+        return workspace_create(slug=slug, owner=user)
 
     def _register(self, workspace, folder, job, options) -> list[Document]:
         documents: list[Document] = []
@@ -112,14 +125,27 @@ class Command(BaseCommand):
                 raise CommandError(f"No such file, directory or URL: {source}")
         return documents
 
-    def _wait(self, job: IngestJob, total: int) -> None:
+    def _wait(self, job: IngestJob, total: int, worker_timeout: float) -> None:
+        """Follow the job until it is finished; stop if no worker ever takes a document."""
+        waiting_since = time.monotonic()
         with tqdm(total=total, desc="Indexing (workers)", unit="doc") as bar:
             done = 0
-            while done < total:
+            while True:
+                progress = selectors.job_progress(job=job)
+                bar.update(progress.total - progress.active - done)
+                done = progress.total - progress.active
+                if progress.finished:
+                    return
+                untouched = progress.counts[Document.Status.PENDING] == progress.total
+                if not untouched:
+                    waiting_since = time.monotonic()
+                elif time.monotonic() - waiting_since > worker_timeout:
+                    raise CommandError(
+                        f"No worker took a document in {worker_timeout:.0f} s: no worker is "
+                        "running. Start `manage.py serve` (or a Celery worker) or pass "
+                        "--inline; the queued documents are indexed once a worker starts."
+                    )
                 time.sleep(0.5)
-                now = job.documents.filter(status__in=FINAL).count()
-                bar.update(now - done)
-                done = now
 
     def _summary(self, job: IngestJob, elapsed: float) -> None:
         docs = job.documents.all()

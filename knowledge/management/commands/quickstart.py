@@ -8,6 +8,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from knowledge.models import Workspace
+from knowledge.services import workspace_create
 
 
 class Command(BaseCommand):
@@ -26,9 +27,9 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Created superuser '{user.username}' with password '{options['password']}'"
             )
-        workspace, _ = Workspace.objects.get_or_create(
-            slug=options["workspace"], defaults={"name": "Demo", "owner": user}
-        )
+        workspace = Workspace.objects.filter(slug=options["workspace"]).first()
+        if workspace is None:
+            workspace = workspace_create(slug=options["workspace"], owner=user, name="Demo")
         workspace.members.add(user)
         call_command(
             "ingest",

@@ -29,7 +29,9 @@ class Command(BaseCommand):
             raise CommandError(f"No workspace '{options['workspace']}'")
         scope = Scope(tuple(options["document"]), tuple(options["folder"]))
         try:
-            result = search(options["query"], workspace, scope, options["limit"])
+            result = search(
+                query=options["query"], workspace=workspace, scope=scope, limit=options["limit"]
+            )
         except ScopeError as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from embeddings import Embedder
 from indexing.models import EmbeddingCacheEntry
 from indexing.types import content_hash
-
-from .base import Embedder
 
 
 def cached_vectors(model_id: str, hashes: Iterable[str]) -> dict[str, list[float]]:

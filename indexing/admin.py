@@ -6,15 +6,16 @@ from pathlib import Path
 
 from django.contrib import admin, messages
 from django.db import transaction
-from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from indexing import freshness, sources
-from knowledge.forms import AddSourcesForm
+from indexing.forms import AddSourcesForm
+from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
+from knowledge.services import workspace_create, workspace_delete
 
 STATUS_COLORS = {
     Document.Status.PENDING: "#777",
@@ -32,17 +33,40 @@ class WorkspaceAdmin(admin.ModelAdmin):
     filter_horizontal = ["members"]
     search_fields = ["name", "slug"]
 
+    def save_model(self, request, obj: Workspace, form, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        created = workspace_create(slug=obj.slug, owner=obj.owner, name=obj.name)
+        obj.pk, obj._state = created.pk, created._state
+
+    def delete_model(self, request, obj: Workspace) -> None:
+        workspace_delete(workspace=obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for workspace in queryset:
+            workspace_delete(workspace=workspace)
+
+
+class WorkspaceFixedAfterCreation:
+    """Chunks, postings and statistics are kept per workspace: moving rows between
+    workspaces would leave them searchable where they were, so it is not offered."""
+
+    def get_readonly_fields(self, request, obj=None):
+        fixed = ["workspace"] if obj is not None else []
+        return [*super().get_readonly_fields(request, obj), *fixed]
+
 
 @admin.register(Folder)
-class FolderAdmin(admin.ModelAdmin):
-    list_display = ["__str__", "workspace", "created_at"]
+class FolderAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
+    list_display = ["name", "parent", "workspace", "created_at"]
     list_filter = ["workspace"]
     search_fields = ["name"]
     autocomplete_fields = ["parent"]
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     list_display = [
         "title", "workspace", "folder", "source_type", "status_badge", "progress",
         "chunk_count", "last_indexed_at", "short_error",
@@ -56,6 +80,19 @@ class DocumentAdmin(admin.ModelAdmin):
     ]
     exclude = ["text"]
     change_list_template = "admin/knowledge/document/change_list.html"
+
+    def has_add_permission(self, request) -> bool:
+        # Sources are added through "Add sources" (its checks apply), never as a bare row.
+        return False
+
+    def has_add_sources_permission(self, request) -> bool:
+        return request.user.has_perm("knowledge.add_document")
+
+    def get_readonly_fields(self, request, obj=None):
+        # What a source is and where it is read from never changes after creation:
+        # a uri edited to file:///etc/passwd would be read by the next re-index.
+        identity = ["uri", "source_type", "source_file", "metadata"]
+        return [*super().get_readonly_fields(request, obj), *identity]
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Document) -> str:
@@ -74,13 +111,15 @@ class DocumentAdmin(admin.ModelAdmin):
 
     @admin.action(description="Re-index selected documents")
     def reindex(self, request: HttpRequest, queryset) -> None:
-        with transaction.atomic():
-            documents = list(queryset.select_for_update())
-            for document in documents:
-                document.status, document.progress = Document.Status.PENDING, 0
-                document.save(update_fields=["status", "progress"])
-            sources.enqueue(documents, force=True)
-        self.message_user(request, f"Queued {len(documents)} documents for re-indexing.")
+        queued, refused = sources.reindex(documents=queryset)
+        self.message_user(request, f"Queued {queued} documents for re-indexing.")
+        if refused:
+            self.message_user(
+                request,
+                f"{refused} documents read from outside INGEST_SERVER_ROOTS were not "
+                "re-read; they are marked FAILED with the reason.",
+                messages.ERROR,
+            )
 
     @admin.action(description="Check selected sources for changes (mark STALE)")
     def check_freshness(self, request: HttpRequest, queryset) -> None:
@@ -103,7 +142,7 @@ class DocumentAdmin(admin.ModelAdmin):
         ]
 
     def add_sources_view(self, request: HttpRequest) -> HttpResponse:
-        if not self.has_add_permission(request):
+        if not self.has_add_sources_permission(request):
             return HttpResponseRedirect(reverse("admin:index"))
         form = AddSourcesForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
@@ -161,21 +200,15 @@ class IngestJobAdmin(admin.ModelAdmin):
     inlines = [JobDocumentInline]
     change_form_template = "admin/knowledge/ingestjob/change_form.html"
 
-    def get_queryset(self, request):
-        final = [Document.Status.INDEXED, Document.Status.FAILED]
-        return super().get_queryset(request).annotate(
-            total=Count("documents"),
-            finished=Count("documents", filter=Q(documents__status__in=final)),
-            failed=Count("documents", filter=Q(documents__status=Document.Status.FAILED)),
-        )
-
     @admin.display(description="progress")
     def progress(self, obj: IngestJob) -> str:
-        return f"{obj.finished}/{obj.total} done, {obj.failed} failed"
+        progress = selectors.job_progress(job=obj)
+        failed = progress.counts[Document.Status.FAILED]
+        return f"{progress.total - progress.active}/{progress.total} done, {failed} failed"
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         job = self.get_queryset(request).filter(pk=object_id).first()
-        running = job is not None and job.finished < job.total
+        running = job is not None and not selectors.job_progress(job=job).finished
         return super().change_view(
             request, object_id, form_url, {**(extra_context or {}), "refresh": running}
         )

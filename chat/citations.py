@@ -1,0 +1,203 @@
+"""The thread's citation registry in the database: register passages, resolve [n].
+
+The numbering rules are the pure `citations.registry.Numbering`; this module
+stores them. An entry never changes its number and is never deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from chat.models import CitationEntry, CitationRegistry, Thread
+from citations.registry import Numbering
+from indexing.types import content_hash
+from knowledge.locators import unit_text
+from knowledge.models import Chunk, Document
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One citable unit offered to the model."""
+
+    source_key: str
+    source_type: str
+    text: str
+    locator: dict[str, Any]
+    display: dict[str, Any]
+    document_id: int | None = None
+    chunk_id: int | None = None
+
+
+def register(*, thread: Thread, units: Sequence[SourceUnit]) -> dict[str, int]:
+    """Numbers for `units`: a unit seen before in this thread keeps its number.
+
+    When every unit is already registered one read answers, without a lock.
+    Otherwise the registry row is locked for the batch, so concurrent tool calls
+    on one thread get unique, gap-free, increasing numbers and lose nothing.
+    """
+    keys = list(dict.fromkeys(u.source_key for u in units))
+    if not keys:
+        return {}
+    known = _known_numbers(thread, keys)
+    if len(known) == len(keys):
+        return {key: known[key] for key in keys}
+    return _register_new(thread, units, keys)
+
+
+def _known_numbers(thread: Thread, keys: list[str]) -> dict[str, int]:
+    found = CitationEntry.objects.filter(registry__thread=thread, source_key__in=keys)
+    return dict(found.values_list("source_key", "n"))
+
+
+@transaction.atomic
+def _register_new(thread: Thread, units: Sequence[SourceUnit], keys: list[str]) -> dict[str, int]:
+    registry = _locked_registry(thread)
+    # Read again under the lock: a concurrent batch may have registered some keys.
+    numbering = Numbering(by_key=_known_numbers(thread, keys), next_n=registry.next_n)
+    numbers, new = numbering.register(keys)
+    by_key = {u.source_key: u for u in units}
+    CitationEntry.objects.bulk_create(
+        [_entry(registry.pk, numbers[key], by_key[key]) for key in new]
+    )
+    registry.next_n = numbering.next_n
+    registry.save(update_fields=["next_n"])
+    return numbers
+
+
+def _entry(registry_id: int, n: int, unit: SourceUnit) -> CitationEntry:
+    return CitationEntry(
+        registry_id=registry_id,
+        n=n,
+        source_key=unit.source_key,
+        source_type=unit.source_type,
+        locator=unit.locator,
+        display=unit.display,
+        text=unit.text,
+        content_hash=content_hash(unit.text),
+        document_id=unit.document_id,
+        chunk_id=unit.chunk_id,
+    )
+
+
+def _locked_registry(thread: Thread) -> CitationRegistry:
+    """The thread's registry row, locked until the transaction ends (created if missing).
+
+    A concurrent first registration may create it too: the unique thread column
+    makes one insert win, and both then lock that same row. The thread row is
+    locked first, so a thread deleted meanwhile is Thread.DoesNotExist here, not
+    a foreign-key violation at commit, and a delete waits for this batch.
+    """
+    if not Thread.objects.select_for_update(no_key=True).filter(pk=thread.pk).exists():
+        raise Thread.DoesNotExist(f"Conversation {thread.pk} was deleted")
+    CitationRegistry.objects.bulk_create([CitationRegistry(thread=thread)], ignore_conflicts=True)
+    return CitationRegistry.objects.select_for_update().get(thread=thread)
+
+
+def issued_numbers(*, thread: Thread) -> set[int]:
+    issued = CitationEntry.objects.filter(registry__thread=thread)
+    return set(issued.values_list("n", flat=True))
+
+
+def entries(*, thread: Thread, numbers: Sequence[int]) -> list[CitationEntry]:
+    """The entries for `numbers`, in that order (unknown numbers left out).
+
+    Each carries its chunk's current content hash (None: the chunk is gone), so
+    freshness() needs no query of its own.
+    """
+    if not numbers:
+        return []
+    found = CitationEntry.objects.filter(registry__thread=thread, n__in=list(numbers)).annotate(
+        current_content_hash=F("chunk__content_hash")
+    )
+    by_n = {e.n: e for e in found}
+    return [by_n[n] for n in numbers if n in by_n]
+
+
+def resolve(*, thread: Thread, n: int) -> CitationEntry | None:
+    found = entries(thread=thread, numbers=[n])
+    return found[0] if found else None
+
+
+def freshness(entry: CitationEntry) -> str:
+    """'current', 'changed' (the source now says something else) or 'missing'.
+
+    Entries from entries() and resolve() carry the chunk's current hash; others
+    cost a query.
+    """
+    if entry.source_type != CitationEntry.SourceType.KB_CHUNK:
+        return "current"
+    if entry.chunk_id is None:
+        return "missing"
+    if hasattr(entry, "current_content_hash"):
+        found = entry.current_content_hash
+    else:
+        current = Chunk.objects.filter(pk=entry.chunk_id).values_list("content_hash", flat=True)
+        found = current.first()
+    if found is None:
+        return "missing"
+    return "current" if found == entry.content_hash else "changed"
+
+
+def citation_json(entry: CitationEntry) -> dict[str, Any]:
+    return {
+        "n": entry.n,
+        "source_type": entry.source_type,
+        "document": {
+            "id": entry.document_id,
+            "title": entry.display.get("title", ""),
+            "uri": entry.display.get("uri", ""),
+        },
+        "locator": entry.locator,
+        "label": entry.display.get("label", ""),
+        "text": entry.text,
+        "status": freshness(entry),
+    }
+
+
+@transaction.atomic
+def merge(*, target: Thread, source: Thread) -> dict[int, int]:
+    """Copy `source`'s entries into `target` (e.g. a sub-agent's thread).
+
+    Returns source number -> target number; shared units keep target's number.
+    """
+    registry = _locked_registry(target)
+    theirs = list(CitationEntry.objects.filter(registry__thread=source).order_by("n"))
+    numbering = Numbering(
+        by_key=dict(registry.entries.values_list("source_key", "n")), next_n=registry.next_n
+    )
+    before = set(numbering.by_key)
+    mapping = numbering.merge({e.source_key: e.n for e in theirs})
+    CitationEntry.objects.bulk_create(
+        [
+            _entry(
+                registry.pk,
+                mapping[e.n],
+                SourceUnit(
+                    e.source_key, e.source_type, e.text, e.locator, e.display,
+                    e.document_id, e.chunk_id,
+                ),
+            )
+            for e in theirs
+            if e.source_key not in before
+        ]
+    )
+    registry.next_n = numbering.next_n
+    registry.save(update_fields=["next_n"])
+    return mapping
+
+
+def surrounding_text(entry: CitationEntry, chars: int = 600) -> dict[str, str]:
+    """Text around a still-current passage, for showing it highlighted in place."""
+    if entry.document_id is None or "char_start" not in entry.locator:
+        return {"before": "", "after": ""}
+    if freshness(entry) != "current":
+        return {"before": "", "after": ""}
+    text = Document.objects.filter(pk=entry.document_id).values_list("text", flat=True).first()
+    unit = unit_text(text or "", entry.locator)
+    start, end = entry.locator["char_start"], entry.locator["char_end"]
+    return {"before": unit[max(0, start - chars) : start], "after": unit[end : end + chars]}

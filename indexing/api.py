@@ -1,0 +1,106 @@
+"""Adding and removing sources through the API: thin views over indexing.sources."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import ParseError, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from indexing import sources
+from indexing.serializers import AddSourcesSerializer, AddUrlSerializer
+from knowledge import selectors
+from knowledge.api import WORKSPACE_PARAMETER
+from knowledge.models import Document
+from knowledge.serializers import DocumentSerializer, IngestJobSerializer
+
+
+def _request_data(request: Request):
+    """The parsed body; Django's own request limits become a 400 JSON, not an HTML page."""
+    try:
+        return request.data
+    except TooManyFilesSent as exc:
+        # Django counts files while parsing, before the serializer sees the list.
+        limit = min(settings.INGEST_MAX_FILES_PER_UPLOAD, settings.DATA_UPLOAD_MAX_NUMBER_FILES)
+        raise ValidationError({"files": [f"At most {limit} files per upload."]}) from exc
+    except (TooManyFieldsSent, RequestDataTooBig) as exc:
+        raise ParseError(f"The request is too large: {exc}") from exc
+
+
+class DocumentListView(generics.ListAPIView):
+    """List the workspace's documents; POST adds files or a URL to it.
+
+    Any member of the workspace may add sources to it (the admin's *Add sources*
+    stays staff-only, for any workspace).
+    """
+
+    serializer_class = DocumentSerializer
+    parser_classes = [MultiPartParser, JSONParser, FormParser]
+
+    def get_queryset(self):
+        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
+        return selectors.documents_in(workspace)
+
+    @extend_schema(
+        summary="Add files or a web page; indexing runs in the background",
+        parameters=[WORKSPACE_PARAMETER],
+        request={
+            "multipart/form-data": AddSourcesSerializer,
+            "application/json": AddUrlSerializer,
+        },
+        responses={
+            202: IngestJobSerializer,
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="refused input, nothing saved"),
+            404: OpenApiResponse(OpenApiTypes.OBJECT, description="unknown workspace or folder"),
+            503: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="broker unavailable, nothing saved; see Retry-After",
+            ),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        params = AddSourcesSerializer(data=_request_data(request))
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        workspace = selectors.workspace_for(
+            request.user, data.get("workspace") or request.query_params.get("workspace")
+        )
+        folder_id = data.get("folder_id")
+        folder = selectors.folder_in(workspace, folder_id) if folder_id is not None else None
+        urls = [data["url"]] if data.get("url") else []
+        for url in urls:
+            if problem := sources.url_problem(url):
+                raise ValidationError({"url": [problem]})
+        names = [f.name for f in data["files"]] + urls
+        job, _documents = sources.register_job(
+            workspace,
+            uploads=data["files"],
+            urls=urls,
+            folder=folder,
+            created_by=request.user,
+            description="API: " + ", ".join(names),
+        )
+        job = selectors.jobs_in(workspace).get(pk=job.pk)
+        body = IngestJobSerializer(job, context={"workspace": workspace}).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+
+@extend_schema(parameters=[WORKSPACE_PARAMETER])
+class DocumentDetailView(generics.RetrieveDestroyAPIView):
+    """A document of the workspace; DELETE removes it with its chunks (204)."""
+
+    serializer_class = DocumentSerializer
+
+    def get_queryset(self):
+        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
+        return selectors.documents_in(workspace)
+
+    def perform_destroy(self, instance: Document) -> None:
+        sources.delete_document(instance)
+
+
