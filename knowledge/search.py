@@ -268,19 +268,99 @@ def _dense_leg(
 _OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
 
 
+def _bm25(w: str, tf: str, dl: str) -> str:
+    """BM25's per-term score in SQL, given the term's IDF `w`, its count `tf` and length `dl`.
+
+    float8 throughout: the driver inlines 0.9 as a NUMERIC literal, and numeric
+    arithmetic made the head's aggregation 3x slower.
+    """
+    k1, b = "%(k1)s::float8", "%(b)s::float8"
+    return f"{w} * {tf} * ({k1} + 1) / ({tf} + {k1} * (1 - {b} + {b} * {dl} / s.avgdl))"
+
+
+# The keyword leg is one ranking template around one of three candidate queries.
+# Each candidate query yields (id, partial): the chunks to score, and the part of
+# their score already summed while choosing them. All read the CTEs q, s and t.
+
+# Quotes, OR or -word: websearch semantics, matched through the GIN index.
+_CANDIDATES_WEBSEARCH = """
+    SELECT c.id, 0::float8 AS partial FROM knowledge_chunk c
+    WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
+      AND c.workspace_id = %(workspace)s {in_scope}
+"""
+
+# In a scope: its chunks holding a term of at most BM25_TERM_DEPTH chunks; commoner
+# terms only when the query has nothing rarer.
+_CANDIDATES_IN_SCOPE = """
+    SELECT DISTINCT c.id, 0::float8 AS partial
+    FROM t JOIN knowledge_posting p ON p.term_id = t.id
+    JOIN knowledge_chunk c ON c.id = p.chunk_id
+    WHERE c.document_id = ANY(%(documents)s)
+      AND (t.df <= %(depth)s OR NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s))
+"""
+
+# Unscoped: each term's best postings (impact order), summed per chunk. A term in
+# at most `depth` chunks is complete there and its sum is kept; a commoner one
+# misses the chunks beyond its list head, so the ranking probes for it instead.
+_CANDIDATES_TERM_HEADS = f"""
+    SELECT p.chunk_id AS id,
+           coalesce(sum(w) FILTER (WHERE p.df <= %(depth)s), 0) AS partial
+    FROM (
+        SELECT p.chunk_id, t.df, {_bm25("t.w", "p.tf", "p.dl")} AS w
+        FROM t CROSS JOIN s CROSS JOIN LATERAL (
+            SELECT chunk_id, tf, dl FROM knowledge_posting
+            WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
+        ) p
+    ) p
+    GROUP BY p.chunk_id
+    ORDER BY sum(w) DESC LIMIT %(rescore)s
+"""
+
+_KEYWORD_RANKING = f"""
+    -- q: the query's lexemes; s: the workspace's N and average chunk length;
+    -- t: each lexeme's IDF. MATERIALIZED: computed once; inlined, the planner
+    -- re-read TermStat per candidate whenever its statistics were stale (74 vs 0.6 ms).
+    WITH q AS MATERIALIZED (
+        SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))
+    ), s AS MATERIALIZED (
+        SELECT chunks::float8 AS n, greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
+        FROM knowledge_corpusstat WHERE workspace_id = %(workspace)s
+    ), t AS MATERIALIZED (
+        SELECT ts.id, ts.df, ln(1 + (s.n - ts.df + 0.5) / (ts.df + 0.5)) AS w
+        FROM knowledge_termstat ts, s
+        WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
+          AND ts.term IN (SELECT lexeme FROM q)
+    ), cand AS MATERIALIZED ({{candidates}}), ranked AS (
+        -- The partial sum, completed with the terms of more than probe_above chunks.
+        SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "p.tf", "p.dl")}), 0) AS score
+        FROM cand CROSS JOIN s LEFT JOIN LATERAL (
+            -- One primary-key probe per candidate and term left to score. LIMIT 1
+            -- keeps the planner from hashing whole posting lists (89k rows, 60 ms).
+            SELECT t.w, p.tf, p.dl FROM t CROSS JOIN LATERAL (
+                SELECT tf, dl FROM knowledge_posting
+                WHERE term_id = t.id AND chunk_id = cand.id LIMIT 1
+            ) p
+            WHERE t.df > %(probe_above)s
+        ) p ON true
+        GROUP BY cand.id, cand.partial
+        ORDER BY score DESC, cand.id
+        LIMIT %(pool)s
+    )
+    SELECT ranked.id, c.document_id, ranked.score
+    FROM ranked JOIN knowledge_chunk c ON c.id = ranked.id
+    ORDER BY ranked.score DESC, ranked.id
+"""
+
+
 def _keyword_leg(
     cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int
 ) -> list[tuple[int, int, float]]:
     """BM25 (k1, b from settings) from the Posting index, IDF from TermStat.
 
     PostgreSQL's ts_rank_cd has no IDF; this scores like Lucene's BM25 instead.
-    A plain query ranks chunks containing any of its terms. Unscoped, each term
-    brings the BM25_TERM_DEPTH best postings of its impact-ordered list, and the
-    best partial sums are completed with every term: the cost is bounded by the
-    query, not by how many chunks contain a common word. In a scope, its chunks
-    holding a rarer query term are the candidates. A query using quotes, OR or
-    -word keeps websearch semantics, matched through the GIN index. Every
-    returned score is exact BM25.
+    A plain query ranks chunks containing any of its terms; the cost is bounded
+    by the query, not by how many chunks contain a common word. Every returned
+    score is exact BM25.
     """
     values = {
         "config": TEXT_SEARCH_CONFIG, "query": query, "workspace": workspace.pk,
@@ -289,81 +369,12 @@ def _keyword_leg(
     }
     if _OPERATORS.search(query):
         in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
-        candidates = f"""
-            SELECT c.id, 0::float8 AS partial FROM knowledge_chunk c
-            WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
-              AND c.workspace_id = %(workspace)s {in_scope}
-        """
+        candidates = _CANDIDATES_WEBSEARCH.format(in_scope=in_scope)
     elif documents is not None:
-        # Terms in at most BM25_TERM_DEPTH chunks select the scope's candidates;
-        # commoner ones only when the query has nothing rarer, as unscoped.
-        candidates = """
-            SELECT DISTINCT c.id, 0::float8 AS partial
-            FROM t JOIN knowledge_posting p ON p.term_id = t.id
-            JOIN knowledge_chunk c ON c.id = p.chunk_id
-            WHERE c.document_id = ANY(%(documents)s)
-              AND (t.df <= %(depth)s OR NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s))
-        """
+        candidates = _CANDIDATES_IN_SCOPE
     else:
-        # Each term's best postings, summed per chunk, choose the candidates. A term
-        # in at most `depth` chunks is complete there and its sum is kept; a commoner
-        # one misses the chunks beyond its list head, so it is probed for instead.
-        candidates = f"""
-            SELECT p.chunk_id AS id,
-                   coalesce(sum(w) FILTER (WHERE p.df <= %(depth)s), 0) AS partial
-            FROM (
-                SELECT p.chunk_id, t.df, {_bm25("t.w", "p.tf", "p.dl")} AS w
-                FROM t CROSS JOIN s CROSS JOIN LATERAL (
-                    SELECT chunk_id, tf, dl FROM knowledge_posting
-                    WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
-                ) p
-            ) p
-            GROUP BY p.chunk_id
-            ORDER BY sum(w) DESC LIMIT %(rescore)s
-        """
+        candidates = _CANDIDATES_TERM_HEADS
         # A few times the pool: a chunk low on partial score can still rise.
         values |= {"rescore": 4 * pool, "probe_above": settings.BM25_TERM_DEPTH}
-    cursor.execute(
-        f"""
-        -- The query's lexemes, the workspace's N and average chunk length, each
-        -- lexeme's IDF. MATERIALIZED: computed once; inlined, the planner re-read
-        -- TermStat per candidate whenever its statistics were stale (74 vs 0.6 ms).
-        WITH q AS MATERIALIZED (
-            SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))
-        ), s AS MATERIALIZED (
-            SELECT chunks::float8 AS n, greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
-            FROM knowledge_corpusstat WHERE workspace_id = %(workspace)s
-        ), t AS MATERIALIZED (
-            SELECT ts.id, ts.df, ln(1 + (s.n - ts.df + 0.5) / (ts.df + 0.5)) AS w
-            FROM knowledge_termstat ts, s
-            WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
-              AND ts.term IN (SELECT lexeme FROM q)
-        ), cand AS MATERIALIZED ({candidates}), ranked AS (
-            SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "p.tf", "p.dl")}), 0) AS score
-            FROM cand CROSS JOIN s LEFT JOIN LATERAL (
-                -- One primary-key probe per candidate and term left to score. LIMIT 1
-                -- keeps the planner from hashing whole posting lists (89k rows, 60 ms).
-                SELECT t.w, p.tf, p.dl FROM t CROSS JOIN LATERAL (
-                    SELECT tf, dl FROM knowledge_posting
-                    WHERE term_id = t.id AND chunk_id = cand.id LIMIT 1
-                ) p
-                WHERE t.df > %(probe_above)s
-            ) p ON true
-            GROUP BY cand.id, cand.partial
-            ORDER BY score DESC, cand.id
-            LIMIT %(pool)s
-        )
-        SELECT ranked.id, c.document_id, ranked.score
-        FROM ranked JOIN knowledge_chunk c ON c.id = ranked.id
-        ORDER BY ranked.score DESC, ranked.id
-        """,
-        values,
-    )
+    cursor.execute(_KEYWORD_RANKING.format(candidates=candidates), values)
     return cursor.fetchall()
-
-
-def _bm25(w: str, tf: str, dl: str) -> str:
-    # float8 throughout: the driver inlines 0.9 as a NUMERIC literal, and numeric
-    # arithmetic made the head's aggregation 3x slower.
-    k1, b = "%(k1)s::float8", "%(b)s::float8"
-    return f"{w} * {tf} * ({k1} + 1) / ({tf} + {k1} * (1 - {b} + {b} * {dl} / s.avgdl))"
