@@ -19,7 +19,7 @@ run: $(STAMP)
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py quickstart
 	$(PY) manage.py ask "How quickly must a security incident be reported?" --workspace demo
-	$(PY) manage.py serve 127.0.0.1:8000
+	INGEST_SERVER_ROOTS=$(CURDIR)/sample_corpus $(PY) manage.py serve 127.0.0.1:8000
 
 test: $(STAMP)
 	$(PY) -m pytest

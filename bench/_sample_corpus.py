@@ -28,8 +28,8 @@ def ensure_indexed(workspace) -> int:
             and existing.content_hash == digest
         ):
             continue
-        document = sources.add_path(workspace, path, metadata={"path": relative})
-        outcome = pipeline.index_document(document.pk)
+        document = sources.add_path(workspace=workspace, path=path, metadata={"path": relative})
+        outcome = pipeline.index_document(document_id=document.pk)
         if outcome.status != Document.Status.INDEXED:
             raise SystemExit(f"indexing {relative} failed: {outcome.error}")
         indexed += 1

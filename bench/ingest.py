@@ -105,9 +105,9 @@ def main() -> None:
         raw = time.perf_counter() - started
         print(f"raw embedder:      {len(pieces) / raw:8.1f} chunks/s ({raw:.1f}s)")
 
-        document = sources.add_path(workspace, path)
+        document = sources.add_path(workspace=workspace, path=path)
         started = time.perf_counter()
-        outcome = pipeline.index_document(document.pk, embedder=embedder)
+        outcome = pipeline.index_document(document_id=document.pk, embedder=embedder)
         full = time.perf_counter() - started
         assert outcome.status == "INDEXED", outcome
         print(
@@ -118,7 +118,7 @@ def main() -> None:
         build_pdf(path, texts, args.pages, edit="A follow-up cohort confirmed the effect.")
         embedder.calls = 0
         started = time.perf_counter()
-        outcome = pipeline.index_document(document.pk, embedder=embedder)
+        outcome = pipeline.index_document(document_id=document.pk, embedder=embedder)
         incremental = time.perf_counter() - started
         print(
             f"one-paragraph edit: {incremental:.2f}s, {embedder.calls} chunks re-embedded "

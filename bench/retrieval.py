@@ -119,7 +119,8 @@ def ingest(workspace: Workspace, corpus: list[dict]) -> None:
     for scifact_id, path in tqdm(paths.items(), desc="Registering", unit="doc", leave=False):
         pk = known.get(path.resolve().as_uri())
         if pk is None:
-            pk = sources.add_path(workspace, path, metadata={"scifact_id": scifact_id}).pk
+            metadata = {"scifact_id": scifact_id}
+            pk = sources.add_path(workspace=workspace, path=path, metadata=metadata).pk
         ids.append(pk)
     registered = time.perf_counter() - started
 
@@ -127,9 +128,9 @@ def ingest(workspace: Workspace, corpus: list[dict]) -> None:
     failures: list[tuple[int, str]] = []
     for pk in tqdm(ids, desc="Indexing", unit="doc"):
         try:
-            outcome = pipeline.index_document(pk)
+            outcome = pipeline.index_document(document_id=pk)
         except pipeline.TRANSIENT_ERRORS as exc:
-            outcome = pipeline.mark_failed(pk, str(exc))
+            outcome = pipeline.mark_failed(document_id=pk, message=str(exc))
         if outcome.status == Document.Status.FAILED:
             counts["failed"] += 1
             failures.append((pk, outcome.error))
@@ -150,9 +151,9 @@ def ingest(workspace: Workspace, corpus: list[dict]) -> None:
 
 def doc_map(workspace: Workspace) -> dict[int, str]:
     """Document id -> SciFact _id (the file name of the source), for indexed documents."""
-    rows = Document.objects.filter(
-        workspace=workspace, status=Document.Status.INDEXED
-    ).values_list("pk", "uri")
+    rows = Document.objects.filter(workspace=workspace, status=Document.Status.INDEXED).values_list(
+        "pk", "uri"
+    )
     return {pk: Path(unquote(urlparse(uri).path)).stem for pk, uri in rows}
 
 
@@ -161,9 +162,7 @@ def doc_map(workspace: Workspace) -> dict[int, str]:
 
 def ndcg_at(ranked: Sequence[str], relevant: dict[str, int], k: int = K_NDCG) -> float:
     """BEIR/trec_eval nDCG@k: gain = qrels score, discount log2(rank + 1)."""
-    dcg = sum(
-        relevant.get(doc, 0) / math.log2(rank + 1) for rank, doc in enumerate(ranked[:k], 1)
-    )
+    dcg = sum(relevant.get(doc, 0) / math.log2(rank + 1) for rank, doc in enumerate(ranked[:k], 1))
     ideal = sorted((g for g in relevant.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / math.log2(rank + 1) for rank, g in enumerate(ideal, 1))
     return dcg / idcg if idcg else 0.0

@@ -160,8 +160,8 @@ def ingest(articles: list[Article], workspace: Workspace) -> None:
             article.document_id = existing.pk
             skipped += 1
             continue
-        document = sources.add_path(workspace, path, metadata={"path": path.name})
-        outcome = pipeline.index_document(document.pk)
+        document = sources.add_path(workspace=workspace, path=path, metadata={"path": path.name})
+        outcome = pipeline.index_document(document_id=document.pk)
         if outcome.status != Document.Status.INDEXED:
             raise SystemExit(f"indexing {path.name} failed: {outcome.error}")
         article.document_id = document.pk

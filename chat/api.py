@@ -62,7 +62,9 @@ class ThreadListView(generics.ListCreateAPIView):
     def create(self, request: Request, *args, **kwargs) -> Response:
         params = ThreadCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        workspace = selectors.workspace_for(request.user, params.validated_data.get("workspace"))
+        workspace = selectors.workspace_for(
+            user=request.user, slug=params.validated_data.get("workspace")
+        )
         thread = services.create_thread(
             workspace=workspace, user=request.user, title=params.validated_data["title"]
         )

@@ -27,7 +27,9 @@ def requeue_stranded_documents(**kwargs) -> None:
     from indexing.sources import requeue_unfinished
 
     try:
-        count = requeue_unfinished(timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS))
+        count = requeue_unfinished(
+            older_than=timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS)
+        )
     except Exception:  # a worker that cannot sweep must still serve its queue
         logger.exception("Could not re-queue unfinished documents at worker start")
         return

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.contrib import admin, messages
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -123,7 +122,7 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
 
     @admin.action(description="Check selected sources for changes (mark STALE)")
     def check_freshness(self, request: HttpRequest, queryset) -> None:
-        report = freshness.mark_stale(queryset)
+        report = freshness.mark_stale(documents=queryset)
         self.message_user(
             request,
             f"{len(report.stale)} stale, {len(report.fresh)} unchanged, "
@@ -160,20 +159,16 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         return TemplateResponse(request, "admin/knowledge/document/add_sources.html", context)
 
     def _register_sources(self, request: HttpRequest, data: dict) -> IngestJob | None:
-        workspace = data["workspace"]
         try:
-            # The folder too is rolled back when registering fails (broker down).
-            with transaction.atomic():
-                folder = sources.folder_for_path(workspace, data["folder"])
-                job, documents = sources.register_job(
-                    workspace,
-                    uploads=data["files"],
-                    urls=data["urls"],
-                    repository=Path(data["repository"]) if data["repository"] else None,
-                    folder=folder,
-                    created_by=request.user,
-                    description="Admin upload",
-                )
+            job, documents = sources.register_job(
+                workspace=data["workspace"],
+                uploads=data["files"],
+                urls=data["urls"],
+                repository=Path(data["repository"]) if data["repository"] else None,
+                folder_path=data["folder"],
+                created_by=request.user,
+                description="Admin upload",
+            )
         except ValueError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return None

@@ -43,8 +43,10 @@ class DocumentListView(generics.ListAPIView):
     parser_classes = [MultiPartParser, JSONParser, FormParser]
 
     def get_queryset(self):
-        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
-        return selectors.documents_in(workspace)
+        workspace = selectors.workspace_for(
+            user=self.request.user, slug=self.request.GET.get("workspace")
+        )
+        return selectors.documents_in(workspace=workspace)
 
     @extend_schema(
         summary="Add files or a web page; indexing runs in the background",
@@ -68,24 +70,28 @@ class DocumentListView(generics.ListAPIView):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         workspace = selectors.workspace_for(
-            request.user, data.get("workspace") or request.query_params.get("workspace")
+            user=request.user, slug=data.get("workspace") or request.query_params.get("workspace")
         )
         folder_id = data.get("folder_id")
-        folder = selectors.folder_in(workspace, folder_id) if folder_id is not None else None
+        folder = (
+            selectors.folder_in(workspace=workspace, folder_id=folder_id)
+            if folder_id is not None
+            else None
+        )
         urls = [data["url"]] if data.get("url") else []
         for url in urls:
             if problem := sources.url_problem(url):
                 raise ValidationError({"url": [problem]})
         names = [f.name for f in data["files"]] + urls
         job, _documents = sources.register_job(
-            workspace,
+            workspace=workspace,
             uploads=data["files"],
             urls=urls,
             folder=folder,
             created_by=request.user,
             description="API: " + ", ".join(names),
         )
-        job = selectors.jobs_in(workspace).get(pk=job.pk)
+        job = selectors.jobs_in(workspace=workspace).get(pk=job.pk)
         body = IngestJobSerializer(job, context={"workspace": workspace}).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
@@ -97,10 +103,10 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
     serializer_class = DocumentSerializer
 
     def get_queryset(self):
-        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
-        return selectors.documents_in(workspace)
+        workspace = selectors.workspace_for(
+            user=self.request.user, slug=self.request.GET.get("workspace")
+        )
+        return selectors.documents_in(workspace=workspace)
 
     def perform_destroy(self, instance: Document) -> None:
-        sources.delete_document(instance)
-
-
+        sources.delete_document(document=instance)

@@ -18,7 +18,7 @@ class FreshnessReport:
     unreachable: list[tuple[Document, str]] = field(default_factory=list)
 
 
-def mark_stale(documents: QuerySet[Document]) -> FreshnessReport:
+def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
     """Re-read each indexed source; mark the changed ones STALE (nothing is re-indexed).
 
     Uploaded files cannot change behind our back, so only file:// and web sources

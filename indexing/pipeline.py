@@ -111,7 +111,8 @@ def _read_limited(handle, size: int) -> bytes:
 
 
 def index_document(
-    document_id: int, *, embedder: Embedder | None = None, force: bool = False
+    *,
+    document_id: int, embedder: Embedder | None = None, force: bool = False
 ) -> IndexOutcome:
     """Bring one document's chunks in line with its source.
 
@@ -141,18 +142,19 @@ def index_document(
         vectors, embedded = _embed_pieces(document, pieces, embedder or get_embedder())
         _swap_chunks(document_id, pieces, vectors, loaded, source_hash)
     except IngestError as exc:
-        return mark_failed(document_id, str(exc))
+        return mark_failed(document_id=document_id, message=str(exc))
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
         raise  # retried, or deleted meanwhile: the task has nothing left to do
     except Exception as exc:  # a loader bug must not take the batch down with it
         logger.exception("Indexing document %s failed", document_id)
         return mark_failed(
-            document_id, f"Internal error while indexing: {type(exc).__name__}: {exc}"
+            document_id=document_id,
+            message=f"Internal error while indexing: {type(exc).__name__}: {exc}",
         )
     return IndexOutcome(document_id, Document.Status.INDEXED, len(pieces), embedded)
 
 
-def mark_failed(document_id: int, message: str) -> IndexOutcome:
+def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     # Chunks of an earlier good version stay: a broken upload must not erase
     # what users could already find and cite.
     _update(document_id, status=Document.Status.FAILED, progress=0, last_error=message[:4000])

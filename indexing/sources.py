@@ -108,7 +108,7 @@ def reindex(*, documents: QuerySet[Document], confined: bool = True) -> tuple[in
     return len(queued), len(refused)
 
 
-def folder_for_path(workspace: Workspace, path: str | None) -> Folder | None:
+def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
     """The folder at 'a/b/c' in the workspace, created as needed."""
     folder = None
     for name in [p for p in (path or "").split("/") if p.strip()]:
@@ -194,7 +194,7 @@ def _send(ids: list[int], force: bool) -> None:
             return
 
 
-def requeue_unfinished(older_than: timedelta) -> int:
+def requeue_unfinished(*, older_than: timedelta) -> int:
     """Queue documents left PENDING/INDEXING for a while (a broker outage at upload).
 
     Safe even when their task is still queued: indexing is idempotent.
@@ -242,9 +242,9 @@ def _upsert(
 
 @transaction.atomic
 def add_upload(
+    *,
     workspace: Workspace,
     upload: UploadedFile,
-    *,
     folder: Folder | None = None,
     job: IngestJob | None = None,
 ) -> Document:
@@ -296,12 +296,13 @@ def url_problem(url: str) -> str:
 
 
 def register_job(
-    workspace: Workspace,
     *,
+    workspace: Workspace,
     uploads: Iterable[UploadedFile] = (),
     urls: Iterable[str] = (),
     repository: Path | None = None,
     folder: Folder | None = None,
+    folder_path: str = "",
     created_by=None,
     description: str = "",
 ) -> tuple[IngestJob, list[Document]]:
@@ -311,24 +312,32 @@ def register_job(
     upload file behind either; `enqueue` checks it again inside the transaction,
     which rolls everything (the job too) back if it went away meanwhile. A
     repository must lie inside INGEST_SERVER_ROOTS (SourceRefused otherwise).
+    `folder_path` ('a/b') names the folder instead of `folder`, created as needed
+    (and rolled back with the rest).
     """
     if repository is not None:
         repository = check_server_path(repository)
     check_broker()
     with transaction.atomic():
+        if folder_path:
+            folder = folder_for_path(workspace=workspace, path=folder_path)
         job = IngestJob.objects.create(
             workspace=workspace, created_by=created_by, description=description[:500]
         )
-        documents = [add_upload(workspace, f, folder=folder, job=job) for f in uploads]
-        documents += [add_url(workspace, u, folder=folder, job=job) for u in urls]
+        documents = [
+            add_upload(workspace=workspace, upload=f, folder=folder, job=job) for f in uploads
+        ]
+        documents += [add_url(workspace=workspace, url=u, folder=folder, job=job) for u in urls]
         if repository is not None:
-            documents += add_repository(workspace, repository, folder=folder, job=job)
+            documents += add_repository(
+                workspace=workspace, root=repository, folder=folder, job=job
+            )
         enqueue(documents)
     return job, documents
 
 
 @transaction.atomic
-def delete_document(document: Document) -> None:
+def delete_document(*, document: Document) -> None:
     """Delete a document and its chunks; its stored upload goes once committed.
 
     BM25 statistics and postings follow by database trigger. The row lock waits
@@ -348,9 +357,9 @@ def delete_document(document: Document) -> None:
 
 @transaction.atomic
 def add_path(
+    *,
     workspace: Workspace,
     path: Path,
-    *,
     folder: Folder | None = None,
     job: IngestJob | None = None,
     metadata: dict | None = None,
@@ -370,9 +379,9 @@ def add_path(
 
 @transaction.atomic
 def add_url(
+    *,
     workspace: Workspace,
     url: str,
-    *,
     folder: Folder | None = None,
     job: IngestJob | None = None,
 ) -> Document:
@@ -397,17 +406,17 @@ def iter_files(root: Path) -> Iterator[Path]:
 
 
 def add_directory(
+    *,
     workspace: Workspace,
     root: Path,
-    *,
     folder: Folder | None = None,
     job: IngestJob | None = None,
 ) -> list[Document]:
     root = root.resolve()
     return [
         add_path(
-            workspace,
-            path,
+            workspace=workspace,
+            path=path,
             folder=folder,
             job=job,
             metadata={"path": path.relative_to(root).as_posix()},
@@ -417,9 +426,9 @@ def add_directory(
 
 
 def add_repository(
+    *,
     workspace: Workspace,
     root: Path,
-    *,
     folder: Folder | None = None,
     job: IngestJob | None = None,
 ) -> list[Document]:
@@ -427,13 +436,13 @@ def add_repository(
     root = root.resolve()
     if not root.is_dir():
         raise ValueError(f"{root} is not a directory")
-    repo_folder = Folder.objects.get_or_create(
-        workspace=workspace, parent=folder, name=root.name
-    )[0]
+    repo_folder = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=root.name)[
+        0
+    ]
     return [
         add_path(
-            workspace,
-            repo_file.abs_path,
+            workspace=workspace,
+            path=repo_file.abs_path,
             folder=repo_folder,
             job=job,
             metadata={"repo_root": str(root), "path": repo_file.path},

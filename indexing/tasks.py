@@ -13,9 +13,11 @@ from knowledge.models import Document
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def index_document_task(self, document_id: int, force: bool = False) -> str:
     try:
-        outcome = pipeline.index_document(document_id, force=force)
+        workspace_id = Document.objects.values_list("workspace_id", flat=True).get(pk=document_id)
+        before = vector_index.chunk_count(workspace_id)
+        outcome = pipeline.index_document(document_id=document_id, force=force)
         if outcome.embedded:
-            _index_workspace_when_large(document_id)
+            _index_workspace_when_large(workspace_id, before)
         return outcome.status
     except Document.DoesNotExist:
         return "DELETED"  # removed while queued: nothing to do
@@ -23,7 +25,7 @@ def index_document_task(self, document_id: int, force: bool = False) -> str:
         if self.request.retries >= settings.INGEST_TASK_MAX_RETRIES:
             attempts = self.request.retries + 1
             return pipeline.mark_failed(
-                document_id, f"Gave up after {attempts} attempts: {exc}"
+                document_id=document_id, message=f"Gave up after {attempts} attempts: {exc}"
             ).status
         # 2, 4, 8 … seconds, capped: a database restart or an API blip passes.
         raise self.retry(
@@ -33,9 +35,14 @@ def index_document_task(self, document_id: int, force: bool = False) -> str:
         ) from exc
 
 
-def _index_workspace_when_large(document_id: int) -> None:
-    workspace_id = Document.objects.values_list("workspace_id", flat=True).get(pk=document_id)
-    if vector_index.needs_own_index(workspace_id):
+def _index_workspace_when_large(workspace_id: int, chunks_before: int) -> None:
+    """Queue the workspace's own index once, when this document took it across the threshold.
+
+    Every later document would find it "needed" too until the build finishes (hundreds of
+    queued builds doing nothing); `manage.py vector_index` builds it at any time.
+    """
+    crossed = chunks_before < settings.VECTOR_INDEX_MIN_CHUNKS
+    if crossed and vector_index.needs_own_index(workspace_id):
         build_vector_index_task.delay(workspace_id)
 
 

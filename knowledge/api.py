@@ -53,7 +53,7 @@ class SearchView(APIView):
         )
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        workspace = selectors.workspace_for(request.user, data.get("workspace"))
+        workspace = selectors.workspace_for(user=request.user, slug=data.get("workspace"))
         scope = Scope(tuple(data.get("document_ids", ())), tuple(data.get("folder_ids", ())))
         try:
             result = search(query=data["q"], workspace=workspace, scope=scope, limit=data["limit"])
@@ -77,10 +77,12 @@ class JobDetailView(generics.RetrieveAPIView):
 
     @cached_property
     def workspace(self) -> Workspace:
-        return selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
+        return selectors.workspace_for(
+            user=self.request.user, slug=self.request.GET.get("workspace")
+        )
 
     def get_queryset(self):
-        return selectors.jobs_in(self.workspace)
+        return selectors.jobs_in(workspace=self.workspace)
 
     def get_serializer_context(self) -> dict:
         return {**super().get_serializer_context(), "workspace": self.workspace}
@@ -90,14 +92,18 @@ class DocumentChunksView(generics.ListAPIView):
     serializer_class = ChunkSerializer
 
     def get_queryset(self):
-        workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
-        document = get_object_or_404(selectors.documents_in(workspace), pk=self.kwargs["pk"])
-        return selectors.chunks_of(document)
+        workspace = selectors.workspace_for(
+            user=self.request.user, slug=self.request.GET.get("workspace")
+        )
+        document = get_object_or_404(
+            selectors.documents_in(workspace=workspace), pk=self.kwargs["pk"]
+        )
+        return selectors.chunks_of(document=document)
 
 
 class FolderListView(APIView):
     @extend_schema(responses=FolderSerializer(many=True))
     def get(self, request: Request) -> Response:
-        workspace = selectors.workspace_for(request.user, request.GET.get("workspace"))
-        folders = selectors.folders_in(workspace)
+        workspace = selectors.workspace_for(user=request.user, slug=request.GET.get("workspace"))
+        folders = selectors.folders_in(workspace=workspace)
         return Response(FolderSerializer(folders, many=True).data)

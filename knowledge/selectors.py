@@ -10,23 +10,23 @@ from django.http import Http404
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 
 
-def workspaces_for(user) -> QuerySet[Workspace]:
+def workspaces_for(*, user) -> QuerySet[Workspace]:
     return Workspace.objects.filter(members=user).order_by("pk")
 
 
-def workspace_for(user, slug: str | None = None) -> Workspace:
+def workspace_for(*, user, slug: str | None = None) -> Workspace:
     """The workspace a request works in: the named one, else the user's first.
 
     A workspace the user is not a member of is a 404, exactly like a missing one.
     """
-    workspaces = workspaces_for(user)
+    workspaces = workspaces_for(user=user)
     workspace = workspaces.filter(slug=slug).first() if slug else workspaces.first()
     if workspace is None:
         raise Http404("No such workspace")
     return workspace
 
 
-def documents_in(workspace: Workspace) -> QuerySet[Document]:
+def documents_in(*, workspace: Workspace) -> QuerySet[Document]:
     return (
         Document.objects.filter(workspace=workspace)
         .select_related("folder")
@@ -35,7 +35,7 @@ def documents_in(workspace: Workspace) -> QuerySet[Document]:
     )
 
 
-def chunks_of(document: Document) -> QuerySet[Chunk]:
+def chunks_of(*, document: Document) -> QuerySet[Chunk]:
     return document.chunks.defer("embedding").order_by("ordinal")
 
 
@@ -57,7 +57,7 @@ def folder_paths(*, workspace_id: int) -> dict[int, str]:
     return paths
 
 
-def folders_in(workspace: Workspace) -> list[Folder]:
+def folders_in(*, workspace: Workspace) -> list[Folder]:
     """The workspace's folders sorted by path, each with its `path` set."""
     paths = folder_paths(workspace_id=workspace.pk)
     folders = list(Folder.objects.filter(workspace=workspace))
@@ -66,7 +66,7 @@ def folders_in(workspace: Workspace) -> list[Folder]:
     return sorted(folders, key=lambda f: f.path)
 
 
-def folder_in(workspace: Workspace, folder_id: int) -> Folder:
+def folder_in(*, workspace: Workspace, folder_id: int) -> Folder:
     """A folder of the workspace; any other id is a 404, like a missing one."""
     folder = Folder.objects.filter(workspace=workspace, pk=folder_id).first()
     if folder is None:
@@ -102,7 +102,7 @@ def job_progress(*, job: IngestJob) -> JobProgress:
     return JobProgress({**dict.fromkeys(Document.Status.values, 0), **dict(rows)})
 
 
-def jobs_in(workspace: Workspace) -> QuerySet[IngestJob]:
+def jobs_in(*, workspace: Workspace) -> QuerySet[IngestJob]:
     """Ingest jobs of the workspace, each with its documents (without their text)."""
     documents = Document.objects.select_related("folder").defer("text").order_by("pk")
     return IngestJob.objects.filter(workspace=workspace).prefetch_related(

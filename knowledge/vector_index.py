@@ -42,11 +42,14 @@ def has_own_index(workspace_id: int) -> bool:
         return _state(cursor, index_name(workspace_id)) == "valid"
 
 
-def needs_own_index(workspace_id: int) -> bool:
+def chunk_count(workspace_id: int) -> int:
     chunks = CorpusStat.objects.filter(workspace_id=workspace_id).values_list("chunks", flat=True)
-    return (chunks.first() or 0) >= settings.VECTOR_INDEX_MIN_CHUNKS and not has_own_index(
-        workspace_id
-    )
+    return chunks.first() or 0
+
+
+def needs_own_index(workspace_id: int) -> bool:
+    large = chunk_count(workspace_id) >= settings.VECTOR_INDEX_MIN_CHUNKS
+    return large and not has_own_index(workspace_id)
 
 
 def build_own_index(workspace_id: int) -> bool:

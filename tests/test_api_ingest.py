@@ -53,7 +53,7 @@ def assert_nothing_saved(media) -> None:
 def test_upload_two_files_is_202_then_indexed_and_searchable(
     api, user, workspace, media, django_capture_on_commit_callbacks
 ):
-    folder = sources.folder_for_path(workspace, "harbour/2026")
+    folder = sources.folder_for_path(workspace=workspace, path="harbour/2026")
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = upload(api, ("tides.md", TIDES), ("pier.txt", PIER), folder_id=folder.pk)
     assert response.status_code == 202, response.content
@@ -190,7 +190,7 @@ def test_a_foreign_or_missing_folder_is_a_404_and_saves_nothing(api, media):
     stranger = get_user_model().objects.create_user("mallory")
     theirs = Workspace.objects.create(name="Theirs", slug="theirs", owner=stranger)
     theirs.members.add(stranger)
-    foreign = sources.folder_for_path(theirs, "vault")
+    foreign = sources.folder_for_path(workspace=theirs, path="vault")
     for folder_id in (foreign.pk, foreign.pk + 1000):
         response = upload(api, ("pier.txt", PIER), folder_id=folder_id)
         assert response.status_code == 404
@@ -274,8 +274,8 @@ def test_delete_of_a_foreign_document_is_404_and_keeps_it(api, tmp_path, countin
     theirs = Workspace.objects.create(name="Theirs", slug="theirs", owner=stranger)
     theirs.members.add(stranger)
     (tmp_path / "secret.txt").write_text("The vault code is 7-31-59.")
-    document = sources.add_path(theirs, tmp_path / "secret.txt")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_path(workspace=theirs, path=tmp_path / "secret.txt")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     for url in (f"/api/documents/{document.pk}", f"/api/documents/{document.pk}?workspace=theirs"):
         response = api.delete(url)
         assert response.status_code == 404

@@ -26,8 +26,8 @@ def documents(workspace, counting_embedder, tmp_path) -> list[Document]:
     documents = []
     for name, text in TEXTS.items():
         (tmp_path / name).write_text(text)
-        document = sources.add_path(workspace, tmp_path / name)
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        document = sources.add_path(workspace=workspace, path=tmp_path / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
         documents.append(document)
     return documents
 
@@ -83,7 +83,7 @@ def test_term_statistics_and_postings_follow_inserts_edits_and_deletes(
     assert consistent()
     assert len(stored_postings(workspace)) > 20
     (tmp_path / "a.txt").write_text("Completely different words about lighthouses.")
-    pipeline.index_document(documents[0].pk, embedder=counting_embedder)
+    pipeline.index_document(document_id=documents[0].pk, embedder=counting_embedder)
     assert consistent()
     documents[1].delete()
     assert consistent()

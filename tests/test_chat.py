@@ -37,8 +37,8 @@ def llm(settings):
 def corpus(workspace, counting_embedder) -> dict[str, Document]:
     documents = {}
     for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
-        document = sources.add_path(workspace, SAMPLE_CORPUS / name)
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
         documents[name] = Document.objects.get(pk=document.pk)
     return documents
 
@@ -275,13 +275,13 @@ def test_citations_flag_changed_and_missing_sources(
     settings.LLM_PROVIDER = "extractive"
     path = tmp_path / "rules.md"
     path.write_text("# Rules\n\nThe slipway closes at 18:00 on weekdays.\n")
-    document = sources.add_path(workspace, path)
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     thread = services.create_thread(workspace=workspace, user=user)
     message = services.post_message(thread=thread, text="When does the slipway close?")
     n = next(c["n"] for c in message.citations if c["document"]["id"] == document.pk)
     path.write_text("# Rules\n\nThe slipway closes at 20:00 on weekdays.\n")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     entry = citations.resolve(thread=thread, n=n)
     assert citations.citation_json(entry)["status"] == "missing"
     assert "18:00" in citations.citation_json(entry)["text"], "what was cited stays"

@@ -17,8 +17,8 @@ pytestmark = pytest.mark.django_db
 
 
 def ingest_path(workspace, path, embedder, **kwargs) -> Document:
-    document = sources.add_path(workspace, path, **kwargs)
-    pipeline.index_document(document.pk, embedder=embedder)
+    document = sources.add_path(workspace=workspace, path=path, **kwargs)
+    pipeline.index_document(document_id=document.pk, embedder=embedder)
     document.refresh_from_db()
     return document
 
@@ -32,9 +32,9 @@ def assert_locators_exact(document: Document) -> None:
 
 @pytest.fixture
 def corpus(workspace, counting_embedder) -> dict[str, Document]:
-    documents = sources.add_directory(workspace, SAMPLE_CORPUS)
+    documents = sources.add_directory(workspace=workspace, root=SAMPLE_CORPUS)
     for document in documents:
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     return {d.metadata["path"]: Document.objects.get(pk=d.pk) for d in documents}
 
 
@@ -126,7 +126,7 @@ def test_unchanged_source_short_circuits(workspace, counting_embedder, tmp_path)
     document = ingest_path(workspace, path, counting_embedder)
     assert document.status == Document.Status.INDEXED
     first = len(counting_embedder.embedded)
-    outcome = pipeline.index_document(document.pk, embedder=counting_embedder)
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     assert outcome.unchanged_source and outcome.embedded == 0
     assert len(counting_embedder.embedded) == first
 
@@ -144,7 +144,7 @@ def test_editing_one_paragraph_reembeds_only_affected_chunks(
     counting_embedder.embedded.clear()
 
     path.write_text(long_markdown(marker=" A new pier gauge was added in May."))
-    outcome = pipeline.index_document(document.pk, embedder=counting_embedder)
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
 
     assert outcome.status == Document.Status.INDEXED
     assert 1 <= outcome.embedded <= 3, counting_embedder.embedded
@@ -164,7 +164,7 @@ def test_removed_text_deletes_its_chunks(workspace, counting_embedder, tmp_path)
     document = ingest_path(workspace, path, counting_embedder)
     assert document.chunks.filter(text__contains="Drop me").exists()
     path.write_text("# Notes\n\nKeep this paragraph about harbours.\n")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     assert not document.chunks.filter(text__contains="Drop me").exists()
     assert document.chunks.count() == 1
 
@@ -210,8 +210,10 @@ def test_bad_inputs_fail_with_clear_errors_and_do_not_stop_the_batch(
 
     outcomes = {}
     for path in sorted(tmp_path.iterdir()):
-        document = sources.add_path(workspace, path)
-        outcomes[path.name] = pipeline.index_document(document.pk, embedder=counting_embedder)
+        document = sources.add_path(workspace=workspace, path=path)
+        outcomes[path.name] = pipeline.index_document(
+            document_id=document.pk, embedder=counting_embedder
+        )
 
     assert outcomes["good.md"].status == Document.Status.INDEXED
     expected = {**{k: v[1] for k, v in BAD_INPUTS.items()}, "huge.txt": "limit"}
@@ -229,7 +231,7 @@ def test_failed_reindex_keeps_the_previous_version_searchable(
     path.write_text("Visitors must sign in at the harbour office.")
     document = ingest_path(workspace, path, counting_embedder)
     path.write_bytes(b"\x00\x01\x02" * 100)
-    outcome = pipeline.index_document(document.pk, embedder=counting_embedder)
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     document.refresh_from_db()
     assert outcome.status == Document.Status.FAILED
     assert "binary" in document.last_error
@@ -267,11 +269,11 @@ def test_repository_ingestion_skips_vendored_and_binary_files(
     (repo / "src" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00")
     (repo / "README.md").write_text("# Harbour\n\nTide tools.\n")
 
-    documents = sources.add_repository(workspace, repo)
+    documents = sources.add_repository(workspace=workspace, root=repo)
     paths = sorted(d.metadata["path"] for d in documents)
     assert paths == ["README.md", "src/tides.go"]
     for document in documents:
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     go = Document.objects.get(metadata__path="src/tides.go")
     assert go.folder.name == "harbour"
     chunk = go.chunks.get(text__contains="func (s *Station) Height")
@@ -280,9 +282,7 @@ def test_repository_ingestion_skips_vendored_and_binary_files(
     assert chunk.locator["line_start"] == 3
 
 
-def test_changed_files_are_reported_stale_then_reindexed(
-    workspace, counting_embedder, tmp_path
-):
+def test_changed_files_are_reported_stale_then_reindexed(workspace, counting_embedder, tmp_path):
     path = tmp_path / "a.md"
     path.write_text("# A\n\nFirst version.\n")
     unchanged = tmp_path / "b.md"
@@ -291,11 +291,11 @@ def test_changed_files_are_reported_stale_then_reindexed(
     ingest_path(workspace, unchanged, counting_embedder)
     path.write_text("# A\n\nSecond version.\n")
 
-    report = freshness.mark_stale(Document.objects.filter(workspace=workspace))
+    report = freshness.mark_stale(documents=Document.objects.filter(workspace=workspace))
     assert [d.pk for d in report.stale] == [a.pk]
     a.refresh_from_db()
     assert a.status == Document.Status.STALE
-    pipeline.index_document(a.pk, embedder=counting_embedder)
+    pipeline.index_document(document_id=a.pk, embedder=counting_embedder)
     a.refresh_from_db()
     assert a.status == Document.Status.INDEXED
     assert a.chunks.filter(text__contains="Second version").exists()

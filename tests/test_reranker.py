@@ -65,8 +65,8 @@ def cohere_url(settings) -> Iterator[str]:
 
 @pytest.fixture
 def indexed(workspace, counting_embedder):
-    document = sources.add_path(workspace, SAMPLE_CORPUS / "handbook.md")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "handbook.md")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     return document
 
 

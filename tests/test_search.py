@@ -17,19 +17,21 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def corpus(workspace, counting_embedder) -> dict[str, Document]:
-    folder = sources.folder_for_path(workspace, "launch/notes")
+    folder = sources.folder_for_path(workspace=workspace, path="launch/notes")
     documents = [
-        sources.add_path(workspace, SAMPLE_CORPUS / "handbook.md"),
-        sources.add_path(workspace, SAMPLE_CORPUS / "tide-faq.html"),
-        sources.add_path(workspace, SAMPLE_CORPUS / "q3-launch-notes.pdf", folder=folder),
+        sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "handbook.md"),
+        sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "tide-faq.html"),
         sources.add_path(
-            workspace,
-            SAMPLE_CORPUS / "tidewatch" / "predict.py",
+            workspace=workspace, path=SAMPLE_CORPUS / "q3-launch-notes.pdf", folder=folder
+        ),
+        sources.add_path(
+            workspace=workspace,
+            path=SAMPLE_CORPUS / "tidewatch" / "predict.py",
             metadata={"path": "tidewatch/predict.py"},
         ),
     ]
     for document in documents:
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     return {d.uri.rsplit("/", 1)[-1]: Document.objects.get(pk=d.pk) for d in documents}
 
 

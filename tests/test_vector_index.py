@@ -20,8 +20,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def indexed(workspace, counting_embedder) -> Workspace:
     for name in ("handbook.md", "tide-faq.html"):
-        document = sources.add_path(workspace, SAMPLE_CORPUS / name)
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     return workspace
 
 
@@ -70,10 +70,20 @@ def test_a_workspace_past_the_threshold_gets_its_own_index(indexed, settings):
 
 
 def test_the_worker_builds_it_when_indexing_crosses_the_threshold(indexed, settings):
-    settings.VECTOR_INDEX_MIN_CHUNKS = 1
-    document = sources.add_path(indexed, SAMPLE_CORPUS / "tidewatch" / "predict.py")
+    settings.VECTOR_INDEX_MIN_CHUNKS = vector_index.chunk_count(indexed.pk) + 1
+    document = sources.add_path(workspace=indexed, path=SAMPLE_CORPUS / "tidewatch" / "predict.py")
     index_document_task.delay(document.pk)  # eager: runs here, outside a transaction
     assert vector_index.has_own_index(indexed.pk)
+
+
+def test_documents_past_the_threshold_queue_no_more_builds(indexed, settings):
+    # Already past it (the fixture's documents): another document is no crossing, so
+    # no build is queued for it, even though the workspace has no index of its own yet.
+    settings.VECTOR_INDEX_MIN_CHUNKS = 1
+    assert vector_index.needs_own_index(indexed.pk)
+    document = sources.add_path(workspace=indexed, path=SAMPLE_CORPUS / "tidewatch" / "predict.py")
+    index_document_task.delay(document.pk)
+    assert not vector_index.has_own_index(indexed.pk)
 
 
 def test_an_interrupted_build_is_replaced(indexed, settings):

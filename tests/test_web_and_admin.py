@@ -64,8 +64,8 @@ def test_web_page_is_fetched_cleaned_and_cited_by_url(
     workspace, counting_embedder, site, settings
 ):
     settings.URL_FETCH_ALLOW_PRIVATE = True
-    document = sources.add_url(workspace, f"{site}/moved")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_url(workspace=workspace, url=f"{site}/moved")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED, document.last_error
     assert document.title == "Harbour guide"
@@ -77,8 +77,8 @@ def test_web_page_is_fetched_cleaned_and_cited_by_url(
 
 
 def test_private_addresses_are_refused_by_default(workspace, counting_embedder, site):
-    document = sources.add_url(workspace, f"{site}/guide")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_url(workspace=workspace, url=f"{site}/guide")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     document.refresh_from_db()
     assert document.status == Document.Status.FAILED
     assert "private" in document.last_error.lower() or "loopback" in document.last_error.lower()
@@ -86,8 +86,8 @@ def test_private_addresses_are_refused_by_default(workspace, counting_embedder, 
 
 def test_http_errors_become_failed_documents(workspace, counting_embedder, site, settings):
     settings.URL_FETCH_ALLOW_PRIVATE = True
-    document = sources.add_url(workspace, f"{site}/missing")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_url(workspace=workspace, url=f"{site}/missing")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     document.refresh_from_db()
     assert document.status == Document.Status.FAILED
     assert "404" in document.last_error
@@ -138,8 +138,8 @@ def test_admin_refuses_urls_the_fetcher_would_refuse(client, staff, workspace):
 
 
 def test_admin_pages_render_and_reject_non_staff(client, staff, user, workspace, counting_embedder):
-    document = sources.add_path(workspace, SAMPLE_CORPUS / "tide-faq.html")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "tide-faq.html")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     client.force_login(staff)
     for name in ("knowledge_document_changelist", "knowledge_chunk_changelist",
                  "knowledge_document_add_sources", "knowledge_ingestjob_changelist"):
@@ -156,8 +156,8 @@ def test_admin_reindex_action_forces_a_new_pass(
     client, staff, workspace, counting_embedder, settings
 ):
     settings.INGEST_SERVER_ROOTS = [str(SAMPLE_CORPUS)]
-    document = sources.add_path(workspace, SAMPLE_CORPUS / "handbook.md")
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "handbook.md")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     client.force_login(staff)
     response = client.post(
         reverse("admin:knowledge_document_changelist"),

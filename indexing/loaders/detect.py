@@ -104,13 +104,9 @@ def _sniff(data: bytes) -> str | None:
 
 def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str:
     """One of the format constants above, or IngestError for what we cannot read."""
+    if by_name := _format_by_name(filename):
+        return by_name
     ext = _extension(filename)
-    if ext in EXTENSION_FORMATS:
-        return EXTENSION_FORMATS[ext]
-    if is_code_path(filename):
-        return CODE
-    if ext in TEXT_EXTENSIONS:
-        return TEXT
     if ext in UNSUPPORTED_EXTENSIONS:
         raise _unsupported(ext)
     base_mime = (mime or "").split(";", 1)[0].strip().lower()

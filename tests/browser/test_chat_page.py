@@ -62,15 +62,15 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 @pytest.fixture
 def corpus(workspace, counting_embedder, tmp_path, settings) -> dict[str, Document]:
     settings.LLM_PROVIDER = "extractive"  # offline answers; the live server reads the same
-    folder = sources.folder_for_path(workspace, "ops/moorings")
+    folder = sources.folder_for_path(workspace=workspace, path="ops/moorings")
     xss_path = tmp_path / "moorings.md"
     xss_path.write_text(XSS_DOCUMENT)
     added = {
-        "handbook": sources.add_path(workspace, SAMPLE_CORPUS / "handbook.md"),
-        "xss": sources.add_path(workspace, xss_path, folder=folder),
+        "handbook": sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "handbook.md"),
+        "xss": sources.add_path(workspace=workspace, path=xss_path, folder=folder),
     }
     for document in added.values():
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     # Whatever title the loader found, the hostile one is what must reach the page.
     Document.objects.filter(pk=added["xss"].pk).update(title=XSS_TITLE)
     documents = {key: Document.objects.get(pk=d.pk) for key, d in added.items()}
@@ -293,7 +293,7 @@ def stale_citation(corpus, workspace, user, counting_embedder, tmp_path) -> tupl
     n = next(c["n"] for c in message.citations if c["document"]["id"] == corpus["xss"].pk)
     source = tmp_path / "moorings.md"
     source.write_text(XSS_DOCUMENT.replace("every April", "every May"))
-    pipeline.index_document(corpus["xss"].pk, embedder=counting_embedder)
+    pipeline.index_document(document_id=corpus["xss"].pk, embedder=counting_embedder)
     return thread.pk, n
 
 

@@ -122,8 +122,9 @@ def test_admin_add_sources_while_the_broker_is_down_keeps_the_previous_version(
 ):
     # Indexed before the outage (inline): this version must survive a failed re-upload.
     client.force_login(staff)
-    old = sources.add_upload(workspace, SimpleUploadedFile("notes.txt", b"The pier opens at six."))
-    pipeline.index_document(old.pk)
+    upload = SimpleUploadedFile("notes.txt", b"The pier opens at six.")
+    old = sources.add_upload(workspace=workspace, upload=upload)
+    pipeline.index_document(document_id=old.pk)
     old.refresh_from_db()
     assert old.status == Document.Status.INDEXED
 
@@ -146,7 +147,10 @@ def test_admin_add_sources_while_the_broker_is_down_keeps_the_previous_version(
     assert not IngestJob.objects.exists()
     kept = Document.objects.get(pk=old.pk)
     assert (kept.status, kept.content_hash, kept.chunk_count) == (
-        Document.Status.INDEXED, old.content_hash, old.chunk_count)
+        Document.Status.INDEXED,
+        old.content_hash,
+        old.chunk_count,
+    )
     assert list(kept.chunks.values_list("text", flat=True)) == ["The pier opens at six."]
     with kept.source_file.open("rb") as handle:
         assert handle.read() == b"The pier opens at six."
@@ -158,8 +162,15 @@ def test_ingest_command_while_the_broker_is_down_exits_with_a_clear_error(
     (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in April.\n")
     env = env_for(tmp_path, broker, web_celery)
     broker.stop()
-    result = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
-                    "--no-wait", timeout=60)
+    result = manage(
+        env,
+        "ingest",
+        str(tmp_path / "note.md"),
+        "--workspace",
+        workspace.slug,
+        "--no-wait",
+        timeout=60,
+    )
     assert result.returncode != 0
     assert "broker" in result.stderr and "nothing was saved" in result.stderr
     assert "Traceback" not in result.stderr
@@ -171,8 +182,8 @@ def test_stale_reindex_while_the_broker_is_down_exits_with_a_clear_error(
     workspace, broker, web_celery, tmp_path
 ):
     (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in April.\n")
-    document = sources.add_path(workspace, tmp_path / "note.md")
-    pipeline.index_document(document.pk)
+    document = sources.add_path(workspace=workspace, path=tmp_path / "note.md")
+    pipeline.index_document(document_id=document.pk)
     (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in May.\n")
     env = env_for(tmp_path, broker, web_celery)
     broker.stop()
@@ -191,20 +202,27 @@ def test_broker_restarted_mid_ingestion_loses_and_doubles_nothing(
 ):
     write_corpus(tmp_path / "corpus", documents=6, paragraphs=10)
     env = env_for(tmp_path, broker, web_celery)
-    queued = manage(env, "ingest", str(tmp_path / "corpus"), "--workspace", workspace.slug,
-                    "--no-wait")
+    queued = manage(
+        env, "ingest", str(tmp_path / "corpus"), "--workspace", workspace.slug, "--no-wait"
+    )
     assert queued.returncode == 0, queued.stderr
     documents = Document.objects.filter(workspace=workspace)
     worker = start_worker(env)
     try:
-        wait_for(lambda: documents.filter(status=Document.Status.INDEXED).exists(), 120,
-                 "the first document")
+        wait_for(
+            lambda: documents.filter(status=Document.Status.INDEXED).exists(),
+            120,
+            "the first document",
+        )
         broker.stop()
         assert documents.exclude(status__in=FINAL).exists(), "the outage must land mid-batch"
         time.sleep(2)
         broker.start()
-        wait_for(lambda: not documents.exclude(status__in=FINAL).exists(), 120,
-                 "the batch to finish after the broker came back")
+        wait_for(
+            lambda: not documents.exclude(status__in=FINAL).exists(),
+            120,
+            "the batch to finish after the broker came back",
+        )
         assert worker.poll() is None, "the worker reconnected instead of exiting"
     finally:
         worker.terminate()
@@ -220,7 +238,7 @@ def test_starting_a_worker_sends_documents_whose_publish_was_lost(
     (tmp_path / "fresh.md").write_text("# Fresh\n\nThe slipway closes on Sundays.\n")
     # The broker answers the check, then dies before the commit sends the task.
     with transaction.atomic():
-        lost = sources.add_path(workspace, tmp_path / "lost.md")
+        lost = sources.add_path(workspace=workspace, path=tmp_path / "lost.md")
         sources.enqueue([lost])
         broker.stop()
     broker.start()
@@ -229,12 +247,17 @@ def test_starting_a_worker_sends_documents_whose_publish_was_lost(
     # A while ago, as users' stranded documents are; a fresh PENDING one may
     # still have its task queued and is left to it.
     Document.objects.filter(pk=lost.pk).update(updated_at=timezone.now() - timedelta(minutes=10))
-    fresh = sources.add_path(workspace, tmp_path / "fresh.md")  # registered, never sent
+    fresh = sources.add_path(
+        workspace=workspace, path=tmp_path / "fresh.md"
+    )  # registered, never sent
 
     worker = start_worker(env_for(tmp_path, broker, web_celery))
     try:
-        wait_for(lambda: Document.objects.get(pk=lost.pk).status in FINAL, 120,
-                 "the worker to re-send the stranded document")
+        wait_for(
+            lambda: Document.objects.get(pk=lost.pk).status in FINAL,
+            120,
+            "the worker to re-send the stranded document",
+        )
         time.sleep(1)
         # Nothing else was sent: no message queued or in flight on the broker.
         client = redis.Redis.from_url(broker.url)
@@ -255,14 +278,14 @@ def test_the_same_document_indexed_twice_at_once_has_its_chunks_once(workspace, 
     (tmp_path / "twice.md").write_text(
         "# Twice\n\n" + "\n\n".join(f"Paragraph {i} about tide gauges." * 20 for i in range(6))
     )
-    document = sources.add_path(workspace, tmp_path / "twice.md")
+    document = sources.add_path(workspace=workspace, path=tmp_path / "twice.md")
     barrier = threading.Barrier(2)
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
             barrier.wait()
-            pipeline.index_document(document.pk)
+            pipeline.index_document(document_id=document.pk)
         except BaseException as exc:  # noqa: BLE001 (reported below)
             errors.append(exc)
         finally:

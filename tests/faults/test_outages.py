@@ -42,8 +42,8 @@ def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_
                                                       settings):
     settings.LLM_PROVIDER = "extractive"
     for name in ("handbook.md", "tide-faq.html"):
-        document = sources.add_path(workspace, SAMPLE_CORPUS / name)
-        pipeline.index_document(document.pk, embedder=counting_embedder)
+        document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     thread = services.create_thread(workspace=workspace, user=user)
     questions = [
         "How quickly must a security incident be reported?",
@@ -90,7 +90,7 @@ def test_requeue_sends_documents_stranded_by_a_broker_outage(workspace, tmp_path
 
     path = tmp_path / "note.md"
     path.write_text("# Note\n\nThe crane is serviced in April.\n")
-    stranded = sources.add_path(workspace, path)  # registered, never sent
+    stranded = sources.add_path(workspace=workspace, path=path)  # registered, never sent
     call_command("requeue", minutes=0)
     assert "Re-queued 1 documents" in capsys.readouterr().out
     stranded.refresh_from_db()
@@ -129,7 +129,7 @@ def test_transient_embedding_failures_are_retried_then_given_up(
     Fake.responses = Route()
     path = tmp_path / "tides.md"
     path.write_text("# Tides\n\nSpring tides follow the full moon.\n")
-    document = sources.add_path(workspace, path)
+    document = sources.add_path(workspace=workspace, path=path)
     # Eager: each retry runs inline (countdown skipped) until it succeeds or gives up;
     # retries only chain when eager exceptions are not re-raised.
     conf = index_document_task.app.conf

@@ -55,7 +55,7 @@ class Command(BaseCommand):
                 workspace = self._workspace(
                     options["workspace"], options["owner"], create=options["create"]
                 )
-                folder = sources.folder_for_path(workspace, options["folder"])
+                folder = sources.folder_for_path(workspace=workspace, path=options["folder"])
                 job = IngestJob.objects.create(
                     workspace=workspace,
                     description="manage.py ingest " + " ".join(options["sources"]),
@@ -76,9 +76,9 @@ class Command(BaseCommand):
                 if document.status == Document.Status.FAILED:
                     continue
                 try:
-                    pipeline.index_document(document.pk, force=options["force"])
+                    pipeline.index_document(document_id=document.pk, force=options["force"])
                 except pipeline.TRANSIENT_ERRORS as exc:
-                    pipeline.mark_failed(document.pk, str(exc))
+                    pipeline.mark_failed(document_id=document.pk, message=str(exc))
         elif not options["no_wait"]:
             self._wait(job, len(documents), options["worker_timeout"])
         else:
@@ -112,15 +112,22 @@ class Command(BaseCommand):
             if source.startswith(("http://", "https://")):
                 if problem := sources.url_problem(source):
                     raise CommandError(f"{source}: {problem}")
-                documents.append(sources.add_url(workspace, source, folder=folder, job=job))
+                document = sources.add_url(workspace=workspace, url=source, folder=folder, job=job)
+                documents.append(document)
                 continue
             path = Path(source)
             if options["repo"] and path.is_dir():
-                documents += sources.add_repository(workspace, path, folder=folder, job=job)
+                documents += sources.add_repository(
+                    workspace=workspace, root=path, folder=folder, job=job
+                )
             elif path.is_dir():
-                documents += sources.add_directory(workspace, path, folder=folder, job=job)
+                documents += sources.add_directory(
+                    workspace=workspace, root=path, folder=folder, job=job
+                )
             elif path.is_file():
-                documents.append(sources.add_path(workspace, path, folder=folder, job=job))
+                documents.append(
+                    sources.add_path(workspace=workspace, path=path, folder=folder, job=job)
+                )
             else:
                 raise CommandError(f"No such file, directory or URL: {source}")
         return documents

@@ -16,5 +16,5 @@ class Command(BaseCommand):
         parser.add_argument("--minutes", type=float, default=5.0)
 
     def handle(self, *args, **options) -> None:
-        count = sources.requeue_unfinished(timedelta(minutes=options["minutes"]))
+        count = sources.requeue_unfinished(older_than=timedelta(minutes=options["minutes"]))
         self.stdout.write(f"Re-queued {count} documents")

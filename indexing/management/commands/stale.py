@@ -20,7 +20,7 @@ class Command(BaseCommand):
         documents = Document.objects.all()
         if options["workspace"]:
             documents = documents.filter(workspace__slug=options["workspace"])
-        report = freshness.mark_stale(documents)
+        report = freshness.mark_stale(documents=documents)
         for document in report.stale:
             self.stdout.write(f"STALE       {document.uri}")
         for document, error in report.unreachable:
