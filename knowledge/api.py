@@ -10,11 +10,12 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import NotFound, ParseError, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.parsers import DepthLimitedJSONParser
 from indexing import sources
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -97,7 +98,7 @@ class DocumentListView(generics.ListAPIView):
     """
 
     serializer_class = DocumentSerializer
-    parser_classes = [MultiPartParser, JSONParser, FormParser]
+    parser_classes = [MultiPartParser, DepthLimitedJSONParser, FormParser]
 
     def get_queryset(self):
         workspace = selectors.workspace_for(self.request.user, self.request.GET.get("workspace"))
