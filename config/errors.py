@@ -1,14 +1,20 @@
-"""A database or broker outage is a 503 with a clear message, never a 500."""
+"""A database or broker outage is a 503 with a clear message, never a 500.
+
+Also the project's handler400: a body over a size limit is a 413 with its reason.
+"""
 
 from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
+from config.request_limits import refusal
 from indexing.sources import BrokerUnavailable
 
 logger = logging.getLogger(__name__)
@@ -55,3 +61,11 @@ class DatabaseOutageMiddleware:
             response = HttpResponse(message, status=503, content_type="text/plain")
         response["Retry-After"] = RETRY_AFTER
         return response
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400. Django answers 400 to a body over a limit (found while parsing it, e.g.
+    an uploaded file past INGEST_MAX_FILE_BYTES); say 413 and why instead."""
+    if isinstance(exception, RequestDataTooBig):
+        return refusal(request, 413, str(exception))
+    return defaults.bad_request(request, exception)

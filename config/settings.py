@@ -48,6 +48,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: refuses an over-limit body from its Content-Length before anything reads it.
+    "config.request_limits.RequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -252,6 +254,23 @@ INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
     "INGEST_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
 INGEST_MAX_FILES_PER_UPLOAD = env.int("INGEST_MAX_FILES_PER_UPLOAD", default=100)
+# One multipart request in all (files and form fields), refused from its declared
+# Content-Length before it is read (config/request_limits.py): by default room for
+# four files at the per-file limit, plus 1 MiB of multipart framing.
+INGEST_MAX_REQUEST_BYTES = env.int(
+    "INGEST_MAX_REQUEST_BYTES",
+    default=min(INGEST_MAX_FILES_PER_UPLOAD, 4) * INGEST_MAX_FILE_BYTES + 1024 * 1024,
+)
+# Any other body (JSON, forms): Django's default, now also enforced for the API's
+# JSON, which DRF would otherwise read whatever its size.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
+# An uploaded file stops at INGEST_MAX_FILE_BYTES while it streams in; then
+# Django's handlers keep it in memory (small) or in a temporary file.
+FILE_UPLOAD_HANDLERS = [
+    "config.request_limits.BoundedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 INGEST_MAX_REPO_FILE_BYTES = env.int("INGEST_MAX_REPO_FILE_BYTES", default=1_000_000)
 URL_FETCH_MAX_BYTES = env.int("URL_FETCH_MAX_BYTES", default=20 * 1024 * 1024)
 URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)

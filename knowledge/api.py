@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.parsers import DepthLimitedJSONParser
+from config.request_limits import UploadTooLarge
 from indexing import sources
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -82,6 +83,9 @@ def _request_data(request: Request):
     """The parsed body; Django's own request limits become a 400 JSON, not an HTML page."""
     try:
         return request.data
+    except UploadTooLarge as exc:
+        # Stopped mid-stream: reported like the other per-file refusals.
+        raise ValidationError({"files": [str(exc)]}) from exc
     except TooManyFilesSent as exc:
         # Django counts files while parsing, before the serializer sees the list.
         limit = min(settings.INGEST_MAX_FILES_PER_UPLOAD, settings.DATA_UPLOAD_MAX_NUMBER_FILES)
