@@ -6,6 +6,8 @@ from pathlib import Path
 
 import environ
 
+from config.secret_key import persistent_secret_key
+
 # unstructured phones home unless told not to; must be set before it is imported.
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
@@ -25,9 +27,31 @@ if (BASE_DIR / ".env").exists():
 
 VERITY_HOME = Path(env("VERITY_HOME", default=str(BASE_DIR / ".verity")))
 
-SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-change-me")
-DEBUG = env.bool("DEBUG", default=True)
+# Unset: a random key made once and kept in VERITY_HOME/secret_key (config/secret_key.py).
+SECRET_KEY = env("SECRET_KEY", default="") or persistent_secret_key(VERITY_HOME / "secret_key")
+# Off unless asked for (DEBUG=true): its error pages list URL patterns and show
+# tracebacks with local variables. Static files are served by whitenoise either way.
+DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+
+# HTTPS=true: served over HTTPS behind a TLS-terminating proxy that sets
+# X-Forwarded-Proto. Then cookies are Secure, http redirects to https, and HSTS is
+# sent. Off (`make run` on http://127.0.0.1:8000), `check --deploy` would warn about
+# exactly those four settings, so those four checks (and no others) are silenced.
+HTTPS = env.bool("HTTPS", default=False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600 if HTTPS else 0)
+# The domain owner's decisions; until made, `check --deploy` names them (W005, W021).
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SILENCED_SYSTEM_CHECKS = [] if HTTPS else [
+    "security.W004",  # SECURE_HSTS_SECONDS
+    "security.W008",  # SECURE_SSL_REDIRECT
+    "security.W012",  # SESSION_COOKIE_SECURE
+    "security.W016",  # CSRF_COOKIE_SECURE
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -183,6 +207,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two models have a `status` choice set; name each enum after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "DocumentStatusEnum": "knowledge.models.Document.Status",
+        "MessageStatusEnum": "chat.models.Message.Status",
+    },
 }
 
 # --- Embeddings ------------------------------------------------------------------
