@@ -7,4 +7,5 @@ RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorc
 COPY . .
 RUN pip install --no-cache-dir -e .
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi", "-k", "gthread", "--workers", "2", "--threads", "16", "--bind", "0.0.0.0:8000"]
+# gunicorn with the timeouts and request limits set in knowledge/management/commands/serve.py.
+CMD ["python", "manage.py", "serve", "--no-worker", "0.0.0.0:8000"]

@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from django.db import connection
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -81,11 +83,18 @@ class ThreadDetailView(generics.RetrieveDestroyAPIView):
 class MessageListView(APIView):
     renderer_classes = [JSONRenderer, EventStreamRenderer]
 
+    @extend_schema(responses=MessageSerializer(many=True))
     def get(self, request: Request, pk: int) -> Response:
         thread = user_thread(request, pk)
         messages = thread.messages.order_by("seq")
         return Response(MessageSerializer(messages, many=True).data)
 
+    @extend_schema(
+        request=PostMessageSerializer,
+        responses={201: MessageSerializer, 502: MessageSerializer},
+        description="The answer as JSON, or as Server-Sent Events with "
+        "`Accept: text/event-stream`; 502 when the model failed (the turn is stored).",
+    )
     def post(self, request: Request, pk: int):
         thread = user_thread(request, pk)
         params = PostMessageSerializer(data=request.data)
@@ -146,6 +155,7 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
 
 
 class CitationView(APIView):
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request: Request, pk: int, n: int) -> Response:
         thread = user_thread(request, pk)
         entry = citations.resolve(thread=thread, n=n)

@@ -1,14 +1,21 @@
-"""A database or broker outage is a 503 with a clear message, never a 500."""
+"""A database or broker outage is a 503 with a clear message, never a 500.
+
+Also the project's handler400: a body over a size limit is a 413 with its reason.
+"""
 
 from __future__ import annotations
 
 import logging
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
+from config.request_limits import UploadTooLarge, refusal
 from indexing.sources import BrokerUnavailable
 
 logger = logging.getLogger(__name__)
@@ -33,6 +40,15 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if message is not None:
         set_rollback()
         return Response({"detail": message}, status=503, headers={"Retry-After": RETRY_AFTER})
+    if isinstance(exc, UploadTooLarge):
+        # Stopped mid-stream while parsing: reported like the other per-file refusals.
+        return Response({"files": [str(exc)]}, status=400)
+    if isinstance(exc, TooManyFilesSent):
+        # Django counts files while parsing, before any serializer sees the list.
+        limit = min(settings.INGEST_MAX_FILES_PER_UPLOAD, settings.DATA_UPLOAD_MAX_NUMBER_FILES)
+        return Response({"files": [f"At most {limit} files per upload."]}, status=400)
+    if isinstance(exc, TooManyFieldsSent | RequestDataTooBig):
+        return Response({"detail": f"The request is too large: {exc}"}, status=400)
     return exception_handler(exc, context)
 
 
@@ -55,3 +71,11 @@ class DatabaseOutageMiddleware:
             response = HttpResponse(message, status=503, content_type="text/plain")
         response["Retry-After"] = RETRY_AFTER
         return response
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler400. Django answers 400 to a body over a limit (found while parsing it, e.g.
+    an uploaded file past INGEST_MAX_FILE_BYTES); say 413 and why instead."""
+    if isinstance(exception, RequestDataTooBig):
+        return refusal(request, 413, str(exception))
+    return defaults.bad_request(request, exception)

@@ -7,6 +7,8 @@ from pathlib import Path
 import environ
 from kombu import Queue
 
+from config.secret_key import persistent_secret_key
+
 # unstructured phones home unless told not to; must be set before it is imported.
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
@@ -26,9 +28,31 @@ if (BASE_DIR / ".env").exists():
 
 VERITY_HOME = Path(env("VERITY_HOME", default=str(BASE_DIR / ".verity")))
 
-SECRET_KEY = env("SECRET_KEY", default="dev-only-insecure-key-change-me")
-DEBUG = env.bool("DEBUG", default=True)
+# Unset: a random key made once and kept in VERITY_HOME/secret_key (config/secret_key.py).
+SECRET_KEY = env("SECRET_KEY", default="") or persistent_secret_key(VERITY_HOME / "secret_key")
+# Off unless asked for (DEBUG=true): its error pages list URL patterns and show
+# tracebacks with local variables. Static files are served by whitenoise either way.
+DEBUG = env.bool("DEBUG", default=False)
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+
+# HTTPS=true: served over HTTPS behind a TLS-terminating proxy that sets
+# X-Forwarded-Proto. Then cookies are Secure, http redirects to https, and HSTS is
+# sent. Off (`make run` on http://127.0.0.1:8000), `check --deploy` would warn about
+# exactly those four settings, so those four checks (and no others) are silenced.
+HTTPS = env.bool("HTTPS", default=False)
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=3600 if HTTPS else 0)
+# The domain owner's decisions; until made, `check --deploy` names them (W005, W021).
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SILENCED_SYSTEM_CHECKS = [] if HTTPS else [
+    "security.W004",  # SECURE_HSTS_SECONDS
+    "security.W008",  # SECURE_SSL_REDIRECT
+    "security.W012",  # SESSION_COOKIE_SECURE
+    "security.W016",  # CSRF_COOKIE_SECURE
+]
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -48,6 +72,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: refuses an over-limit body from its Content-Length before anything reads it.
+    "config.request_limits.RequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -172,6 +198,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
+    # JSON nested past a few dozen levels is a 400 (the stock parser raises RecursionError).
+    "DEFAULT_PARSER_CLASSES": [
+        "config.parsers.DepthLimitedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
 }
@@ -181,6 +213,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Two models have a `status` choice set: Document's keeps the name clients know.
+    "ENUM_NAME_OVERRIDES": {
+        "StatusEnum": "knowledge.models.Document.Status",
+        "MessageStatusEnum": "chat.models.Message.Status",
+    },
 }
 
 # --- Embeddings ------------------------------------------------------------------
@@ -254,6 +291,23 @@ INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
     "INGEST_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
 INGEST_MAX_FILES_PER_UPLOAD = env.int("INGEST_MAX_FILES_PER_UPLOAD", default=100)
+# One multipart request in all (files and form fields), refused from its declared
+# Content-Length before it is read (config/request_limits.py): by default room for
+# four files at the per-file limit, plus 1 MiB of multipart framing.
+INGEST_MAX_REQUEST_BYTES = env.int(
+    "INGEST_MAX_REQUEST_BYTES",
+    default=min(INGEST_MAX_FILES_PER_UPLOAD, 4) * INGEST_MAX_FILE_BYTES + 1024 * 1024,
+)
+# Any other body (JSON, forms): Django's default, now also enforced for the API's
+# JSON, which DRF would otherwise read whatever its size.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
+# An uploaded file stops at INGEST_MAX_FILE_BYTES while it streams in; then
+# Django's handlers keep it in memory (small) or in a temporary file.
+FILE_UPLOAD_HANDLERS = [
+    "config.request_limits.BoundedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 INGEST_MAX_REPO_FILE_BYTES = env.int("INGEST_MAX_REPO_FILE_BYTES", default=1_000_000)
 URL_FETCH_MAX_BYTES = env.int("URL_FETCH_MAX_BYTES", default=20 * 1024 * 1024)
 URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)

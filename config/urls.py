@@ -8,6 +8,8 @@ from chat import views as chat_views
 from indexing import api as indexing_api
 from knowledge import api as knowledge_api
 
+handler400 = "config.errors.bad_request"
+
 urlpatterns = [
     path("", chat_views.chat_page, name="chat-page"),
     path("admin/", admin.site.urls),

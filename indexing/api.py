@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ParseError, ValidationError
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -20,18 +17,6 @@ from knowledge.models import Document
 from knowledge.serializers import DocumentSerializer, IngestJobSerializer
 
 
-def _request_data(request: Request):
-    """The parsed body; Django's own request limits become a 400 JSON, not an HTML page."""
-    try:
-        return request.data
-    except TooManyFilesSent as exc:
-        # Django counts files while parsing, before the serializer sees the list.
-        limit = min(settings.INGEST_MAX_FILES_PER_UPLOAD, settings.DATA_UPLOAD_MAX_NUMBER_FILES)
-        raise ValidationError({"files": [f"At most {limit} files per upload."]}) from exc
-    except (TooManyFieldsSent, RequestDataTooBig) as exc:
-        raise ParseError(f"The request is too large: {exc}") from exc
-
-
 class DocumentListView(generics.ListAPIView):
     """List the workspace's documents; POST adds files or a URL to it.
 
@@ -40,7 +25,6 @@ class DocumentListView(generics.ListAPIView):
     """
 
     serializer_class = DocumentSerializer
-    parser_classes = [MultiPartParser, JSONParser, FormParser]
 
     def get_queryset(self):
         workspace = selectors.workspace_for(
@@ -66,7 +50,8 @@ class DocumentListView(generics.ListAPIView):
         },
     )
     def post(self, request: Request) -> Response:
-        params = AddSourcesSerializer(data=_request_data(request))
+        # Django's own request limits (file count, size) become 400s in config.errors.
+        params = AddSourcesSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
         workspace = selectors.workspace_for(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
 
+import httpcore
 import httpx
 
 from indexing.loaders.detect import load_bytes
@@ -61,7 +64,32 @@ def _is_forbidden_address(address: str) -> bool:
     )
 
 
-def check_url(url: str, *, allow_private: bool) -> None:
+Resolver = Callable[[str, int], Iterable[str]]
+"""(host, port) -> the IP addresses to connect to; OSError when the name does not resolve."""
+
+
+def system_resolver(host: str, port: int) -> list[str]:
+    """The operating system's DNS lookup: the default `Resolver`."""
+    return [str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+
+
+@dataclass(frozen=True)
+class Destination:
+    """Where one request may connect: the host as httpx names it, and the checked addresses."""
+
+    host: str  # IDNA-encoded, an IPv6 literal without brackets: what httpcore connects to
+    port: int
+    addresses: tuple[str, ...]
+
+
+def check_url(
+    url: str, *, allow_private: bool, resolve: Resolver = system_resolver
+) -> Destination:
+    """Refuse what may not be fetched; otherwise the addresses a fetch of `url` may use.
+
+    The host is resolved once, here; `fetch_url` connects only to the addresses
+    returned, so a DNS answer that changes afterwards (rebinding) changes nothing.
+    """
     parts = urlsplit(url)
     if parts.scheme.lower() not in ("http", "https"):
         raise IngestError("Only http and https URLs can be ingested")
@@ -72,20 +100,84 @@ def check_url(url: str, *, allow_private: bool) -> None:
         port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
     except ValueError:
         raise IngestError(f"URL has an invalid port: {url}") from None
-    if allow_private:
-        return
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError, OSError) as exc:
+        # The host spelled as httpx will hand it to the connection (the pin's key).
+        name = httpx.URL(url).raw_host.decode("ascii")
+    except (httpx.InvalidURL, UnicodeError) as exc:
+        raise IngestError(f"Invalid URL {url}: {exc}") from None
+    try:
+        addresses = tuple(dict.fromkeys(resolve(name, port)))
+    except (UnicodeError, OSError) as exc:  # socket.gaierror is an OSError
         raise IngestError(f"Could not resolve host {host!r}: {exc}") from None
-    addresses = {info[4][0] for info in infos}
     if not addresses:
         raise IngestError(f"Could not resolve host {host!r}")
-    # ANY bad address refuses: a client may connect to any of them.
-    bad = sorted(a for a in addresses if _is_forbidden_address(str(a)))
-    if bad:
-        raise IngestError(
-            f"Refusing to fetch {url}: {host} resolves to a private or reserved address ({bad[0]})"
+    if not allow_private:
+        # ANY bad address refuses: a client may connect to any of them.
+        bad = sorted(a for a in addresses if _is_forbidden_address(a))
+        if bad:
+            raise IngestError(
+                f"Refusing to fetch {url}: {host} resolves to a private or reserved address "
+                f"({bad[0]})"
+            )
+    return Destination(host=name, port=port, addresses=addresses)
+
+
+class _PinnedNetwork(httpcore.NetworkBackend):
+    """Opens TCP connections only to the addresses `check_url` approved for that host.
+
+    httpcore still knows the URL's host, so the Host header, the TLS server name
+    (SNI) and certificate verification are for the host name, not the address.
+    A host that was not checked is never connected to.
+    """
+
+    def __init__(self) -> None:
+        self._system = httpcore.SyncBackend()
+        self._pins: dict[tuple[str, int], tuple[str, ...]] = {}
+
+    def pin(self, destination: Destination) -> None:
+        self._pins[(destination.host, destination.port)] = destination.addresses
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable | None = None,
+    ) -> httpcore.NetworkStream:
+        addresses = self._pins.get((host, port))
+        if addresses is None:
+            raise httpcore.ConnectError(f"{host}:{port} was not checked before connecting")
+        failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
+        for address in addresses:
+            try:
+                return self._system.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc
+        assert failure is not None  # check_url never pins an empty list
+        raise failure
+
+    def connect_unix_socket(self, path: str, timeout=None, socket_options=None):
+        raise httpcore.ConnectError("Unix sockets are never fetched")
+
+    def sleep(self, seconds: float) -> None:
+        self._system.sleep(seconds)
+
+
+class _PinnedTransport(httpx.HTTPTransport):
+    """httpx's own transport, connecting through `_PinnedNetwork`.
+
+    httpx has no public parameter for httpcore's network backend, so the pool
+    it built is replaced by one (httpcore's public API) that uses ours.
+    """
+
+    def __init__(self, network: _PinnedNetwork, *, verify: ssl.SSLContext | bool) -> None:
+        super().__init__(verify=verify, trust_env=False)
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+            network_backend=network,
         )
 
 
@@ -96,22 +188,24 @@ def fetch_url(
     max_bytes: int = DEFAULT_MAX_BYTES,
     timeout: float = DEFAULT_TIMEOUT,
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
+    resolve: Resolver = system_resolver,
+    verify: ssl.SSLContext | bool = True,
 ) -> FetchedResource:
     """GET `url`, following redirects by hand so every hop passes the address check.
 
+    Each hop's host is resolved once (`resolve`), checked, and connected to at
+    exactly the checked addresses: no second lookup a hostile DNS server could
+    answer differently (DNS rebinding). `verify` is the TLS trust (default: certifi).
+
     `timeout` applies to each network operation and, loosely, to the whole
     fetch (checked between body chunks), so a slow drip cannot hold a worker.
-
-    Known gap (DNS rebinding, TOCTOU): we resolve the host to check it, then
-    httpx resolves it again to connect, and a hostile DNS server can answer
-    differently the second time. Closing it needs a transport that connects to
-    the address we checked (keeping Host/SNI); until then, also block private
-    ranges at the network level in production.
     """
     deadline = time.monotonic() + timeout
+    network = _PinnedNetwork()
     # trust_env=False: a proxy from the environment would resolve and connect
     # on our behalf, making the address check meaningless.
     with httpx.Client(
+        transport=_PinnedTransport(network, verify=verify),
         follow_redirects=False,
         timeout=httpx.Timeout(timeout),
         trust_env=False,
@@ -119,7 +213,7 @@ def fetch_url(
     ) as client:
         current = url
         for _hop in range(max_redirects + 1):
-            check_url(current, allow_private=allow_private)
+            network.pin(check_url(current, allow_private=allow_private, resolve=resolve))
             try:
                 result = _get_once(client, current, max_bytes=max_bytes, deadline=deadline)
             except httpx.TimeoutException:

@@ -1,4 +1,4 @@
-"""Serve the web app with a Celery worker beside it: the embedded-default way to run Verity."""
+"""Serve the web app with gunicorn and a Celery worker beside it: the way to run Verity."""
 
 from __future__ import annotations
 
@@ -6,12 +6,53 @@ import subprocess
 import sys
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
+from gunicorn.app.base import BaseApplication
+
+# The one place the web server's limits are set (the Dockerfile and docker-compose.yml
+# run this command). gthread: a slow client holds a thread, not a worker process.
+GUNICORN_OPTIONS = {
+    "worker_class": "gthread",
+    # A worker that stops answering its arbiter this long is restarted.
+    "timeout": 60,
+    # On stop or reload, running requests (a streamed chat answer) get this long.
+    "graceful_timeout": 30,
+    # An idle keep-alive connection (or one that sends nothing) is closed after this.
+    "keepalive": 5,
+    # Request line and headers are bounded before Django sees them (gunicorn's
+    # defaults, stated); bodies are bounded by config/request_limits.py.
+    "limit_request_line": 4094,
+    "limit_request_fields": 100,
+    "limit_request_field_size": 8190,
+    "accesslog": "-",
+}
+
+
+class _Gunicorn(BaseApplication):
+    """gunicorn's documented custom-application API, serving settings.WSGI_APPLICATION."""
+
+    def __init__(self, options: dict) -> None:
+        self.options = options
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self.options.items():
+            self.cfg.set(key, value)
+
+    def load(self):
+        # settings.WSGI_APPLICATION, as runserver loads it.
+        from django.core.servers.basehttp import get_internal_wsgi_application
+
+        return get_internal_wsgi_application()
+
+
+def bind_address(addrport: str) -> str:
+    """runserver's forms: '8000' or 'host:port'."""
+    return f"127.0.0.1:{addrport}" if addrport.isdigit() else addrport
 
 
 class Command(BaseCommand):
-    help = "Run the web server and, unless --no-worker, an ingestion worker process."
+    help = "Run the web server (gunicorn) and, unless --no-worker, an ingestion worker process."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
@@ -20,6 +61,8 @@ class Command(BaseCommand):
             action="store_true",
             help="don't start a worker (one runs elsewhere on CELERY_BROKER_URL)",
         )
+        parser.add_argument("--workers", type=int, default=2, help="web server processes")
+        parser.add_argument("--threads", type=int, default=16, help="threads per process")
 
     def handle(self, *args, **options) -> None:
         worker = None
@@ -30,8 +73,14 @@ class Command(BaseCommand):
                  "--loglevel", "INFO", "--concurrency", "1"],
                 cwd=settings.BASE_DIR,
             )
+        server = _Gunicorn({
+            **GUNICORN_OPTIONS,
+            "bind": [bind_address(options["addrport"])],
+            "workers": options["workers"],
+            "threads": options["threads"],
+        })
         try:
-            call_command("runserver", options["addrport"], use_reloader=False)
+            server.run()  # until SIGINT/SIGTERM; exits with SystemExit
         finally:
             if worker is not None:
                 worker.terminate()
