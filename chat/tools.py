@@ -257,6 +257,8 @@ def parse_arguments(raw: str | dict | None) -> dict[str, Any]:
         parsed = json.loads(raw or "{}")
     except json.JSONDecodeError as exc:
         raise ToolError(f"Arguments are not valid JSON: {exc.msg}") from exc
+    except RecursionError as exc:  # a model (or an attacker's prompt) nesting thousands deep
+        raise ToolError("Arguments are nested too deeply.") from exc
     if not isinstance(parsed, dict):
         raise ToolError("Arguments must be a JSON object.")
     return parsed
