@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Final
 
 import snowballstemmer
-from wordfreq import zipf_frequency
+from wordfreq import zipf_frequency as _zipf_frequency
 
 STOP_WORDS: Final = frozenset(
     """a an and are as at be been being but by can could did do does doing done for from had
@@ -68,6 +68,12 @@ _ORDINAL_WORDS: Final = {
         .split()
     )
 }
+_FRACTIONS: Final = {"half": 2, "halve": 2, "third": 3, "quarter": 4, "fifth": 5, "tenth": 10}
+_FRACTION: Final = re.compile(
+    r"\b(?P<count>a|one|two|three)?\s*(?P<part>half|thirds?|quarters?|fifths?|tenths?)\b"
+    r"(?=\s+(?:of|the|a|an)\b)|\bhalf\b",
+    re.IGNORECASE,
+)
 _SCALES: Final = {
     "hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
     "dozen": 12,
@@ -122,7 +128,8 @@ _CAUSE: Final = re.compile(
     r"\b(?:because|due to|owing to|thanks to|as a result|(?:led|lead|leads|leading) to|"
     r"result(?:ed|s|ing)? in|caus(?:e|ed|es|ing)|therefore|thus|hence|consequently|"
     r"so that|in order to|which is why|the reason|reasons?|in response to|prompt(?:ed|ing)|"
-    r"responsible for|contribut(?:ed|es|ing) to|enabl(?:ed|es|ing)|allow(?:ed|s|ing))\b",
+    r"responsible for|contribut(?:ed|es|ing) to|enabl(?:ed|es|ing)|allow(?:ed|s|ing)|"
+    r"causative|means? that|meant that|so)\b",
     re.IGNORECASE,
 )
 _EXTREMES: Final = tuple(
@@ -132,7 +139,9 @@ _EXTREMES: Final = tuple(
         "smallest least lowest fewest minority",
         "first earliest pioneer pioneered pioneering",
         "last latest final finally",
-        "only sole solely exclusively unique uniquely",
+        "sole solely exclusively unique uniquely the-only only-one",
+        "main primary chief principal major leading predominant most-common",
+        "world world's worldwide global globally globe",
         "oldest",
         "youngest newest",
         "longest",
@@ -156,15 +165,17 @@ _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
 class Number:
     value: float
     text: str
-    kind: str  # "year", "ordinal", "percent" or "number"
+    kind: str  # "year", "decade", "ordinal", "percent", "fraction" or "number"
     start: int
     end: int
+    scaled: bool = False  # carries its own "million", "thousand"…
 
 
 @dataclass(frozen=True)
 class Entity:
     text: str
     tokens: tuple[str, ...]  # lowercased, possessive removed
+    acronyms: frozenset[str] = frozenset()  # tokens written in capitals (NFL, CBS)
 
 
 @dataclass(frozen=True)
@@ -208,9 +219,17 @@ def _analyze(text: str) -> Features:
         entities=tuple(entities(text)),
         negations=negations,
         cause=bool(_CAUSE.search(text)),
-        extremes=frozenset(w for w in words if w in _EXTREME_WORDS),
+        extremes=frozenset(w for w in _cue_words(words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
     )
+
+
+def _cue_words(words: Sequence[str]) -> Iterable[str]:
+    yield from words
+    # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity.
+    for first, second in zip(words, words[1:], strict=False):
+        if (first, second) in (("the", "only"), ("only", "one"), ("most", "common")):
+            yield f"{first}-{second}"
 
 
 def _words(text: str) -> Iterable[str]:
@@ -231,7 +250,15 @@ def _words(text: str) -> Iterable[str]:
 
 
 @lru_cache(maxsize=65536)
+def zipf_frequency(word: str, lang: str) -> float:
+    """wordfreq's lookup, remembered: it re-tokenizes its argument on every call."""
+    return _zipf_frequency(word, lang)
+
+
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
+    if word in _SMALL_NUMBERS and word != "one":
+        return str(_SMALL_NUMBERS[word])  # "three days" and "3 days" share a term
     word = _DEMONYMS.get(word, word)
     return _STEMMER.stemWord(word)
 
@@ -268,12 +295,22 @@ def numbers(text: str) -> list[Number]:
             kind = "year" if suffix != "s" else "decade"
         else:
             kind = "number"
-        found.append(Number(value, match.group().strip(), kind, match.start(), match.end()))
+        found.append(Number(value, match.group().strip(), kind, match.start(), match.end(),
+                            bool(scale)))
+        taken.append((match.start(), match.end()))
+    for match in _FRACTION.finditer(text):
+        count = (match.group("count") or "").lower()
+        numerator = 1 if count in ("a", "one", "") else _SMALL_NUMBERS.get(count, 1)
+        denominator = _FRACTIONS[(match.group("part") or "half").lower().rstrip("s")]
+        found.append(Number(numerator / denominator, match.group().strip(), "fraction",
+                            match.start(), match.end()))
         taken.append((match.start(), match.end()))
     for match in _WORD_NUMBER.finditer(text):
         if any(s <= match.start() < e for s, e in taken):
             continue
         word = match.group("word").lower()
+        if word == "third" and re.search(r"\b(?:a|one|two)\s+$", text[: match.start()].lower()):
+            continue
         parts = re.split(r"[\s-]", word)
         if parts[0] in _ORDINAL_WORDS:
             value, kind = float(_ORDINAL_WORDS[parts[0]]), "ordinal"
@@ -285,8 +322,24 @@ def numbers(text: str) -> list[Number]:
         scale = (match.group("scale") or "").lower()
         if scale:
             value *= _SCALES[scale]
-        found.append(Number(value, match.group(), kind, match.start(), match.end()))
-    return sorted(found, key=lambda n: n.start)
+        found.append(Number(value, match.group(), kind, match.start(), match.end(), bool(scale)))
+    return _share_scales(text, sorted(found, key=lambda n: n.start))
+
+
+def _share_scales(text: str, found: list[Number]) -> list[Number]:
+    """ "4 to 7 million": the first number is millions too."""
+    shared = list(found)
+    for index in range(len(found) - 1, 0, -1):
+        first, second = shared[index - 1], shared[index]
+        between = text[first.end : second.start]
+        if (
+            second.scaled and not first.scaled and first.kind == second.kind == "number"
+            and re.fullmatch(r"\s*(?:to|and|or|-|–|—)\s*", between)
+        ):
+            scale = second.value / float(re.sub(r"[^\d.]", "", second.text.split()[0]) or 1)
+            shared[index - 1] = Number(first.value * scale, first.text, first.kind, first.start,
+                                       first.end, True)
+    return shared
 
 
 def _month_words(text: str) -> Iterable[tuple[str, bool]]:
@@ -324,14 +377,18 @@ def entities(text: str) -> list[Entity]:
         while run and run[-1].lower() in _NAME_LINKS:
             run.pop()
         if run:
-            cleaned = tuple(_name_token(t) for t in run)
-            cleaned = tuple(t for t in cleaned if t)
+            cleaned = tuple(t for t in (_name_token(t) for t in run) if t)
+            acronyms = frozenset(
+                _name_token(t) for t in run if len(t.strip(".'’")) > 1 and t.strip(".'’").isupper()
+            )
             if cleaned:
-                result.append(Entity(" ".join(run).rstrip(".'’"), cleaned))
+                result.append(Entity(" ".join(run).rstrip(".'’"), cleaned, acronyms))
         run.clear()
 
     for index, (token, start, _end) in enumerate(tokens):
         sentence_start = index == 0 or bool(re.search(r"[.!?:;\"“(]\s*$", text[:start]))
+        if index and text[tokens[index - 1][2] : start].strip():
+            close()  # a comma or bracket ends a name: "the MAC, Harvard's gym"
         lowered = token.lower().strip(".'’")
         is_capital = token[:1].isupper()
         if is_capital and lowered in _MONTH_NAMES or lowered in WEEKDAYS:
@@ -379,9 +436,13 @@ class Issue:
 
 def number_issues(claim: Features, span: Features, passage: Features) -> list[Issue]:
     issues: list[Issue] = []
+    years = [n.value for n in span.numbers if n.kind == "year"]
     for number in claim.numbers:
         if any(_same_number(number, other) for other in span.numbers):
             continue
+        if number.kind == "number" and any(abs(a - b) == number.value for a in years
+                                           for b in years):
+            continue  # "four years later" for 1851 and 1855
         rival = _rival(number, span.numbers, claim)
         if rival is not None:
             issues.append(Issue(f"the passage says {rival.text}, not {number.text}", True))
@@ -448,10 +509,14 @@ def month_issues(claim: Features, span: Features) -> list[Issue]:
     return issues
 
 
-def entity_issues(claim: Features, span: Features, passage: Features) -> list[Issue]:
+def entity_issues(
+    claim: Features, span: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """Names the span lacks. ``subject`` (the document's title) names what the passage is
+    about without repeating it: "Jacksonville" for a paragraph about its climate."""
     issues: list[Issue] = []
     for entity in claim.entities:
-        if _mentions(entity, span):
+        if _mentions(entity, span) or (subject is not None and _mentions(entity, subject)):
             continue
         if _mentions(entity, passage):
             issues.append(Issue(
@@ -466,18 +531,21 @@ def _mentions(entity: Entity, text: Features) -> bool:
     tokens = [t for t in entity.tokens if t not in _NAME_LINKS and t not in STOP_WORDS]
     if not tokens:
         return True
-    found = [_token_found(t, text) for t in tokens]
+    found = [_token_found(t, text, acronym=t in entity.acronyms) for t in tokens]
     rarest = min(range(len(tokens)), key=lambda i: (zipf_frequency(tokens[i], "en"), i))
     return found[rarest] and sum(found) * 2 >= len(found)
 
 
-def _token_found(token: str, text: Features) -> bool:
+def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
     if token in text.words or stem(token) in text.word_stems:
         return True
-    if token.isupper() or (len(token) <= 6 and token.isalpha()):
-        if _acronym_of(token, text):
-            return True
+    if acronym and _acronym_of(token, text):
+        return True
     # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
+    if len(token) >= 4 and any(
+        len(w) >= 5 and w[:4] == token[:4] for e in text.entities for w in e.tokens
+    ):
+        return True
     if len(token) >= 5:
         return any(
             len(w) >= 5 and (w.startswith(token[:5]) and abs(len(w) - len(token)) <= 3)
@@ -505,24 +573,34 @@ def _acronym_of(token: str, text: Features) -> bool:
 
 def negation_issues(claim: Features, span: Features) -> list[Issue]:
     """A "not" in one that the other lacks, where it bears on what both talk about."""
-    claim_denies = _relevant_negations(claim, span)
-    span_denies = _relevant_negations(span, claim)
-    if claim_denies and not span_denies:
+    claim_denies = _relevant_negations(claim, span, reach=5, words=3)
+    # The passage's own negations count only when they bear on a word the claim uses right
+    # after them: "Manning did not throw a touchdown" says nothing about "The Broncos won".
+    span_denies = _relevant_negations(span, claim, reach=3, words=1)
+    # Either side may word its negation differently ("does not accelerate" / "will not cause
+    # it to accelerate"), so any negation on the other side answers a relevant one.
+    if claim_denies and not span.negations:
         return [Issue("the passage states this without the negation", True)]
-    if span_denies and not claim_denies:
+    if span_denies and not claim.negations:
         return [Issue("the passage negates this", True)]
     return []
 
 
-def _relevant_negations(text: Features, other: Features) -> list[int]:
+_SCOPE_FILLERS: Final = frozenset(
+    "really fully entirely necessarily always quite yet even actually directly itself".split()
+)
+
+
+def _relevant_negations(text: Features, other: Features, *, reach: int, words: int) -> list[int]:
     """Negations whose scope (the next few content words) the other text also talks about."""
     relevant = []
     for index in text.negations:
         scope = [
             text.word_stems[j]
-            for j in range(index + 1, min(len(text.words), index + 6))
+            for j in range(index + 1, min(len(text.words), index + 1 + reach))
             if text.words[j] not in STOP_WORDS and text.words[j] not in _NEGATIONS
-        ][:3]
+            and text.words[j] not in _SCOPE_FILLERS
+        ][:words]
         if text.words[index] in ("lack", "lacks", "lacked", "lacking", "absent"):
             scope += [text.word_stems[j] for j in range(max(0, index - 3), index)]
         if any(s in other.word_stems for s in scope):
@@ -537,5 +615,194 @@ def cue_issues(claim: Features, span: Features) -> list[Issue]:
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]
         if not (group & span.extremes) and stem(word) not in span.word_stems:
-            issues.append(Issue(f'the passage does not say "{word}"', False))
+            shown = word.replace("-", " ")
+            issues.append(Issue(f'the passage does not say "{shown}"', False))
+    for word in _comparisons(claim):
+        if stem(word) not in span.word_stems:
+            issues.append(Issue(f'the passage does not say "more {word}"', False))
     return issues
+
+
+def _comparisons(features: Features) -> list[str]:
+    """The adjective of each "more X than" / "less X than" in a text."""
+    found = []
+    words = features.words
+    for index, word in enumerate(words[:-2]):
+        if word in ("more", "less") and "than" in words[index + 2 : index + 4]:
+            if words[index + 1] not in STOP_WORDS:
+                found.append(words[index + 1])
+    return found
+
+
+# Words whose swap turns a claim into its opposite; stems on both sides.
+_OPPOSITES: Final = [
+    ("east", "west"), ("north", "south"), ("eastern", "western"), ("northern", "southern"),
+    ("older", "younger"), ("oldest", "youngest"), ("old", "young"), ("before", "after"),
+    ("earlier", "later"), ("earliest", "latest"), ("higher", "lower"), ("highest", "lowest"),
+    ("larger", "smaller"), ("largest", "smallest"), ("bigger", "smaller"), ("more", "fewer"),
+    ("increase", "decrease"), ("increase", "decline"), ("rise", "fall"), ("rise", "decline"),
+    ("grow", "decline"), ("grew", "declined"), ("grow", "shrink"), ("gain", "lose"),
+    ("gained", "lost"), ("won", "lost"), ("win", "lose"), ("victory", "defeat"),
+    ("above", "below"), ("upper", "lower"), ("inner", "outer"), ("left", "right"),
+    ("first", "last"), ("primary", "secondary"), ("maximum", "minimum"), ("major", "minor"),
+    ("positive", "negative"), ("success", "failure"), ("succeeded", "failed"),
+    ("successful", "unsuccessful"), ("succeed", "unsuccessful"), ("accept", "reject"),
+    ("accepted", "rejected"), ("import", "export"), ("men", "women"), ("male", "female"),
+    ("husband", "wife"), ("father", "mother"), ("wife", "mother"), ("husband", "father"), ("son", "daughter"), ("brother", "sister"),
+    ("king", "queen"), ("eldest", "youngest"), ("same", "different"), ("equal", "different"),
+    ("equals", "different"), ("uphold", "overturn"), ("upheld", "overturned"),
+    ("allow", "forbid"), ("allowed", "banned"), ("legal", "illegal"), ("public", "private"),
+    ("internal", "external"), ("cheap", "expensive"), ("cheaper", "expensive"),
+    ("strong", "weak"), ("stronger", "weaker"), ("fast", "slow"), ("faster", "slower"),
+    ("hot", "cold"), ("warm", "cold"), ("wet", "dry"), ("open", "closed"),
+    ("opened", "closed"), ("begin", "end"), ("began", "ended"), ("start", "end"),
+    ("support", "oppose"), ("supported", "opposed"), ("ally", "enemy"), ("allies", "enemies"),
+    ("rural", "urban"), ("ancient", "modern"), ("toward", "away"), ("towards", "away"),
+    ("known", "unknown"), ("common", "rare"), ("include", "exclude"), ("increased", "reduced"),
+    ("raised", "lowered"), ("raise", "cut"), ("gave", "received"), ("give", "receive"),
+    ("buy", "sell"), ("bought", "sold"), ("lend", "borrow"), ("teacher", "student"),
+    ("attack", "defend"), ("offensive", "defensive"), ("home", "away"), ("entered", "left"),
+]
+_OPPOSITE_STEMS: Final = {}
+for _a, _b in _OPPOSITES:
+    _OPPOSITE_STEMS.setdefault(_STEMMER.stemWord(_a), set()).add(_STEMMER.stemWord(_b))
+    _OPPOSITE_STEMS.setdefault(_STEMMER.stemWord(_b), set()).add(_STEMMER.stemWord(_a))
+
+
+def opposite_issues(claim: Features, span: Features) -> list[Issue]:
+    """A claim word missing from the passage whose opposite the passage uses instead."""
+    issues = []
+    claim_stems = set(claim.word_stems)
+    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
+        if word_stem in span.word_stems:
+            continue
+        opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
+        for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
+            opposites.add(prefix + word_stem)
+            if word_stem.startswith(prefix) and len(word_stem) > len(prefix) + 3:
+                opposites.add(word_stem[len(prefix) :])
+        said = [
+            w for w, st in zip(span.words, span.word_stems, strict=True)
+            if st in opposites and st not in claim_stems
+        ]
+        if said:
+            issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
+            break
+    return issues
+
+
+def rare_word_issues(
+    claim: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """A rare word (hyperbola, copper) the passage never uses: a detail from elsewhere."""
+    known = set(passage.word_stems) | set(subject.word_stems if subject else ())
+    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
+        if word in STOP_WORDS or word[:1].isdigit() or len(word) < 4:
+            continue
+        if zipf_frequency(word, "en") >= 3.0 or word_stem in known:
+            continue
+        if any(w.startswith(word[:5]) for w in passage.words if len(word) >= 6):
+            continue
+        if any(word in e.tokens for e in claim.entities):
+            continue  # names have their own check
+        return [Issue(f'the passage does not mention "{word}"', False, 0.7)]
+    return []
+
+
+def association_issues(
+    claim: Features, span: Features, *, min_votes: int = 2, margin: int = 3
+) -> list[Issue]:
+    """Who did what: words the claim ties to one name, the passage ties to another.
+
+    "Interferons attract white blood cells, while leukotrienes have anti-viral effects"
+    against "leukotrienes that attract certain white blood cells … interferons that have
+    anti-viral effects": every shared word sits next to the other name. Each word the claim
+    places clearly nearer one of two anchors (names, numbers, rare terms) votes on whether
+    the passage places it nearer the same one; more votes against than for is a swap.
+    """
+    anchors = _anchor_positions(claim)
+    span_positions: dict[str, list[int]] = {}
+    for index, word_stem in enumerate(span.word_stems):
+        span_positions.setdefault(word_stem, []).append(index)
+    anchors = {a: p for a, p in anchors.items() if a in span_positions}
+    words = {
+        word_stem: index
+        for index, (word, word_stem) in enumerate(zip(claim.words, claim.word_stems, strict=True))
+        if word not in STOP_WORDS and word_stem in span_positions
+    }
+    against: list[tuple[str, str, str]] = []
+    agree = 0
+    names = sorted(anchors, key=anchors.get)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            a, b = anchors[first], anchors[second]
+            if abs(a - b) < margin:
+                continue
+            for word_stem, position in words.items():
+                if word_stem in (first, second):
+                    continue
+                claim_side = abs(position - a) - abs(position - b)
+                if abs(claim_side) < margin:
+                    continue
+                near_a = _nearest(span_positions[word_stem], span_positions[first])
+                near_b = _nearest(span_positions[word_stem], span_positions[second])
+                span_side = near_a - near_b
+                if abs(span_side) < margin:
+                    continue
+                if (claim_side < 0) == (span_side < 0):
+                    agree += 1
+                else:
+                    owner, other = (first, second) if claim_side < 0 else (second, first)
+                    against.append((word_stem, owner, other))
+    if len(against) >= min_votes and len(against) > agree:
+        word_stem, owner, other = against[0]
+        shown = {s: w for w, s in zip(claim.words, claim.word_stems, strict=True)}
+        return [Issue(
+            f'the passage links "{shown.get(word_stem, word_stem)}" with '
+            f'{shown.get(other, other)}, not {shown.get(owner, owner)}', True,
+        )]
+    return []
+
+
+def _anchor_positions(features: Features) -> dict[str, int]:
+    names = {t for e in features.entities for t in e.tokens if t not in _NAME_LINKS}
+    anchors: dict[str, int] = {}
+    for index, (word, word_stem) in enumerate(zip(features.words, features.word_stems,
+                                                  strict=True)):
+        if word in STOP_WORDS:
+            continue
+        if word in names or word[:1].isdigit() or (
+            len(word) >= 5 and zipf_frequency(word, "en") < 3.5
+        ):
+            anchors.setdefault(word_stem, index)
+    return anchors
+
+
+def _nearest(positions: Sequence[int], others: Sequence[int]) -> int:
+    return min(abs(p - o) for p in positions for o in others)
+
+
+_CONTRAST: Final = re.compile(
+    r"\b(?:rather than|instead of|as opposed to|unlike|contrasting (?:from|with)|"
+    r"in contrast (?:to|with)|compared (?:to|with)|not)\s+(?:(?:a|an|the)\s+)?([\w'-]+)",
+    re.IGNORECASE,
+)
+
+
+def contrast_issues(claim: Features, span: Features) -> list[Issue]:
+    """ "A rather than B" against "B (as opposed to A)": the two sides swapped."""
+    claim_sides = [stem(_lower(m.group(1))) for m in _CONTRAST.finditer(claim.text)]
+    span_sides = [stem(_lower(m.group(1))) for m in _CONTRAST.finditer(span.text)]
+    claim_stems = set(claim.word_stems)
+    for side in claim_sides:
+        if side not in span.word_stems or side in span_sides:
+            continue
+        swapped = [s for s in span_sides if s != side and s in claim_stems]
+        if swapped:
+            return [Issue("the passage contrasts these the other way round", True)]
+    return []
+
+
+def _lower(word: str) -> str:
+    word = word.lower().replace("’", "'")
+    return word[:-2] if word.endswith("'s") else word

@@ -26,13 +26,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
-from itertools import combinations
 from typing import Final, Literal
 
 import numpy as np
 
 from . import claims as checks
-from .claims import Features, analyze, rarity
+from .claims import Features, analyze, rarity, stem
 from .sentences import Sentence, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
@@ -49,9 +48,11 @@ class Thresholds:
     partial: float = 0.45  # below this the passage does not support the claim at all
     lexical_weight: float = 0.5  # share of word overlap (vs embedder cosine) in the score
     cosine_floor: float = 0.25  # cosine that counts as no similarity
-    cosine_ceiling: float = 0.85  # cosine that counts as full similarity
-    candidates: int = 4  # sentences per passage embedded, best word overlap first
-    pair_margin: float = 0.04  # a two-sentence span must beat one sentence by this much
+    cosine_ceiling: float = 0.75  # cosine that counts as full similarity
+    candidates: int = 2  # sentences per passage embedded, best word overlap first
+    max_span_sentences: int = 3  # a claim may combine facts from this many sentences
+    extend_terms: int = 2  # claim words a sentence must add to join the span
+    extend_gain: float = 0.1  # and their share of the claim's weight
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,7 @@ class _Plan:
     lexical: list[float]
     candidates: list[int]  # indexes into units, embedded
     cross_passage: bool
+    subjects: dict[int, str]
 
 
 class Grounder:
@@ -163,21 +165,40 @@ class Grounder:
 
     # -- entry points ---------------------------------------------------------------------
 
-    def check_claim(self, claim: str, passages: Sequence[str]) -> Support:
-        """One claim against passages; ``Support.passage`` is the index of the best one."""
-        return self.check_claims([(claim, passages)])[0]
+    def check_claim(
+        self, claim: str, passages: Sequence[str], *, titles: Sequence[str | None] = ()
+    ) -> Support:
+        """One claim against passages; ``Support.passage`` is the index of the best one.
 
-    def check_claims(self, items: Sequence[tuple[str, Sequence[str]]]) -> list[Support]:
+        ``titles`` (optional, one per passage) name what each passage is about: a name in
+        its document's title counts as mentioned even where the passage leaves it out.
+        """
+        return self.check_claims([(claim, passages, titles)])[0]
+
+    def check_claims(
+        self,
+        items: Sequence[tuple[str, Sequence[str]] | tuple[str, Sequence[str], Sequence[str | None]]],
+    ) -> list[Support]:
         """Many claims at once: every text that needs a vector is embedded in one batch."""
-        plans = [
-            self._plan(claim, dict(enumerate(passages)), cross_passage=False)
-            for claim, passages in items
-        ]
+        plans = []
+        for item in items:
+            claim, passages = item[0], item[1]
+            titles = item[2] if len(item) > 2 else ()
+            plans.append(self._plan(
+                claim, dict(enumerate(passages)), cross_passage=False,
+                subjects={i: t for i, t in enumerate(titles) if t},
+            ))
         vectors = self._embed(plans)
         return [self._judge(plan, vectors) for plan in plans]
 
-    def check_answer(self, answer: str, passages: Mapping[int, str]) -> AnswerGrounding:
-        """An answer with ``[citation:n]`` markers against the passage each number cites."""
+    def check_answer(
+        self, answer: str, passages: Mapping[int, str], *, titles: Mapping[int, str] | None = None
+    ) -> AnswerGrounding:
+        """An answer with ``[citation:n]`` markers against the passage each number cites.
+
+        ``titles`` optionally gives each number's document title (see ``check_claim``).
+        """
+        titles = titles or {}
         sentences = split_answer(answer)
         claim_flags = [is_claim(s) for s in sentences]
         jobs: list[tuple[int, int | None, _Plan]] = []  # (sentence index, number|None, plan)
@@ -186,12 +207,14 @@ class Grounder:
             if not claim or not cited:
                 continue
             for number in cited:
-                plan = self._plan(sentence.text, {number: passages[number]}, cross_passage=False)
+                plan = self._plan(sentence.text, {number: passages[number]}, cross_passage=False,
+                                  subjects=titles)
                 jobs.append((index, number, plan))
             if len(cited) > 1:
                 # Facts combined from several cited passages support the sentence together.
                 together = {n: passages[n] for n in cited}
-                jobs.append((index, None, self._plan(sentence.text, together, cross_passage=True)))
+                jobs.append((index, None, self._plan(sentence.text, together, cross_passage=True,
+                                                     subjects=titles)))
         vectors = self._embed([plan for _, _, plan in jobs])
         per_sentence: dict[int, dict[int | None, Support]] = {}
         for index, number, plan in jobs:
@@ -230,7 +253,10 @@ class Grounder:
 
     # -- the three steps --------------------------------------------------------------------
 
-    def _plan(self, claim: str, passages: dict[int, str], *, cross_passage: bool) -> _Plan:
+    def _plan(
+        self, claim: str, passages: dict[int, str], *, cross_passage: bool,
+        subjects: Mapping[int, str] | None = None,
+    ) -> _Plan:
         features = analyze(claim)
         units = [
             _Unit(key, start, end, text[start:end], analyze(text[start:end]))
@@ -248,7 +274,8 @@ class Grounder:
             own = [i for i, unit in enumerate(units) if unit.passage == key]
             own.sort(key=lambda i: (-lexical[i], i))
             candidates.extend(own[: self.thresholds.candidates])
-        return _Plan(claim, features, units, passages, lexical, sorted(candidates), cross_passage)
+        return _Plan(claim, features, units, passages, lexical, sorted(candidates), cross_passage,
+                     dict(subjects or {}))
 
     def _embed(self, plans: Sequence[_Plan]) -> dict[str, np.ndarray]:
         texts = [p.claim for p in plans if p.candidates]
@@ -256,45 +283,89 @@ class Grounder:
         return self.cache.vectors(texts) if texts else {}
 
     def _judge(self, plan: _Plan, all_vectors: Mapping[str, np.ndarray]) -> Support:
-        t = self.thresholds
         if not plan.candidates or not plan.features.terms:
             return Support("unsupported", 0.0, "there is no passage text to check against")
         claim_vector = all_vectors[plan.claim]
         vectors = {i: all_vectors[plan.units[i].text] for i in plan.candidates}
         cosine = {i: float(claim_vector @ vectors[i]) for i in plan.candidates}
+        best = max(
+            plan.candidates, key=lambda i: (self._score(plan.lexical[i], cosine[i]), -i)
+        )
+        chosen = self._extend(plan, best)
+        stems = frozenset().union(*(plan.units[i].features.stems for i in chosen))
+        lexical = _lexical(plan.features, stems)
+        semantic = cosine[best]
+        if len(chosen) > 1 and all(i in vectors for i in chosen):
+            joined = sum(vectors[i] for i in chosen)
+            semantic = max(semantic, float(claim_vector @ joined) / float(np.linalg.norm(joined)))
+        score = max(0.0, min(1.0, self._score(lexical, semantic)))
 
-        spans: list[tuple[float, tuple[int, ...]]] = [
-            (self._score(plan.lexical[i], cosine[i]), (i,)) for i in plan.candidates
-        ]
-        for a, b in combinations(plan.candidates, 2):
-            if plan.units[a].passage != plan.units[b].passage and not plan.cross_passage:
-                continue
-            stems = plan.units[a].features.stems | plan.units[b].features.stems
-            lexical = _lexical(plan.features, stems)
-            joined = vectors[a] + vectors[b]
-            pair_cosine = float(claim_vector @ joined) / (float(np.linalg.norm(joined)) or 1.0)
-            spans.append((self._score(lexical, pair_cosine) - t.pair_margin, (a, b)))
-        score, best = max(spans, key=lambda item: (item[0], -len(item[1]), [-i for i in item[1]]))
-        score = max(0.0, min(1.0, score))
-
-        chosen = [plan.units[i] for i in best]
-        span_features = analyze(" ".join(u.text for u in chosen))
-        passage_key = chosen[0].passage
+        units = [plan.units[i] for i in chosen]
+        span_features = analyze(" ".join(u.text for u in units))
+        passage_key = units[0].passage
         passage_features = analyze(plan.passages[passage_key])
+        subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
         issues = (
             checks.number_issues(plan.features, span_features, passage_features)
             + checks.month_issues(plan.features, span_features)
-            + checks.entity_issues(plan.features, span_features, passage_features)
+            + checks.opposite_issues(plan.features, span_features)
             + checks.negation_issues(plan.features, span_features)
+            + checks.contrast_issues(plan.features, span_features)
+            + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
+            + checks.entity_issues(plan.features, span_features, passage_features, subject)
             + checks.cue_issues(plan.features, span_features)
+            + checks.rare_word_issues(plan.features, passage_features, subject)
         )
         verdict, reason, score = self._verdict(score, issues)
-        own = [u for u in chosen if u.passage == passage_key]
+        own = [u for u in units if u.passage == passage_key]
         return Support(
             verdict, round(score, 3), reason, passage_key,
             (min(u.start for u in own), max(u.end for u in own)),
             tuple(sorted((u.start, u.end) for u in own)),
         )
+
+    def _extend(self, plan: _Plan, best: int) -> list[int]:
+        """The best sentence, plus sentences that add what it lacks (facts combined).
+
+        A sentence joins only if it brings at least ``Thresholds.extend_terms`` claim words
+        the span does not have yet: a lone name from elsewhere in the passage does not make
+        the passage say that this name did this.
+        """
+        t = self.thresholds
+        weights = {term: rarity(term) for term in plan.features.terms}
+        total = sum(weights.values()) or 1.0
+        chosen = [best]
+        covered = set(plan.units[best].features.stems)
+        for _ in range(t.max_span_sentences - 1):
+            missing = {term for term in weights if term not in covered}
+            best_gain, best_unit = 0.0, None
+            for index, unit in enumerate(plan.units):
+                if index in chosen:
+                    continue
+                if unit.passage != plan.units[best].passage and not plan.cross_passage:
+                    continue
+                brought = missing & unit.features.stems
+                gain = sum(weights[term] for term in brought) / total
+                if len(brought) >= t.extend_terms and gain > best_gain:
+                    best_gain, best_unit = gain, index
+            if best_unit is None or best_gain < t.extend_gain:
+                break
+            chosen.append(best_unit)
+            covered |= plan.units[best_unit].features.stems
+        # A name or number the span lacks but a neighbouring sentence has is usually the
+        # same thing referred to again ("During the same year, …" after "In 2008, …").
+        named = {stem(t) for e in plan.features.entities for t in e.tokens}
+        named |= {term for term in weights if term[:1].isdigit()}
+        wanted = {term for term in named if term in weights and term not in covered}
+        for index in sorted(chosen):
+            for neighbour in (index - 1, index + 1):
+                if not wanted or neighbour in chosen or not 0 <= neighbour < len(plan.units):
+                    continue
+                unit = plan.units[neighbour]
+                if unit.passage == plan.units[index].passage and wanted & unit.features.stems:
+                    chosen.append(neighbour)
+                    wanted -= unit.features.stems
+        return sorted(chosen)
 
     def _score(self, lexical: float, cosine: float) -> float:
         t = self.thresholds
@@ -332,7 +403,7 @@ def _passage_sentences(text: str) -> tuple[tuple[int, int], ...]:
 
 def check_claim(
     claim: str, passages: Sequence[str], *, embedder: DocumentEmbedder,
-    thresholds: Thresholds | None = None,
+    thresholds: Thresholds | None = None, titles: Sequence[str | None] = (),
 ) -> Support:
     """One-off convenience; keep a Grounder to reuse its vector cache across calls."""
-    return Grounder(embedder, thresholds=thresholds).check_claim(claim, passages)
+    return Grounder(embedder, thresholds=thresholds).check_claim(claim, passages, titles=titles)
