@@ -103,7 +103,9 @@ _AUXILIARY = re.compile(
     r"\b(?! not\b| never\b|n't)(?=\s+[a-z])"
 )
 _PAST_VERB = re.compile(r"(?<=[a-z,] )([a-z]{3,}ed)\b")
-_DIGITS = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:\.\d+)?(?![\w,])")
+_DIGITS = re.compile(
+    r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:\.\d+)?(?![\w,])"
+)
 
 
 def perturbation_claims(squad: dict, embedder, *, limit: int | None, seed: int) -> list[Claim]:

@@ -177,7 +177,7 @@ class Grounder:
 
     def check_claims(
         self,
-        items: Sequence[tuple[str, Sequence[str]] | tuple[str, Sequence[str], Sequence[str | None]]],
+        items: Sequence[tuple[str, Sequence[str]] | tuple[str, Sequence[str], Sequence[str]]],
     ) -> list[Support]:
         """Many claims at once: every text that needs a vector is embedded in one batch."""
         plans = []
