@@ -137,16 +137,18 @@ def test_sse_streams_progress_normalized_tokens_citations_and_done(llm, corpus, 
         name, data = block.split("\n", 1)
         events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
     names = [n for n, _ in events]
-    assert names[-2:] == ["citations", "done"]
+    # The grounding check comes after the citations, before done.
+    assert names[-3:] == ["citations", "grounding", "done"]
     labels = [d["label"] for n, d in events if n == "progress"]
     assert "Searching the knowledge base for “security incident”" in labels
     tokens = "".join(d["text"] for n, d in events if n == "token")
     assert tokens == "Report within 4 hours [citation:1]. Not."
     assert all("[" not in d["text"] or "[citation:" in d["text"]
                for n, d in events if n == "token")
-    assert [c["n"] for c in events[-2][1]] == [1]
+    assert [c["n"] for c in events[-3][1]] == [1]
     stored = Message.objects.get(pk=events[-1][1]["message_id"])
     assert stored.resolved_content == tokens
+    assert events[-2][1] == stored.grounding
 
 
 # The script registers from the server's thread, with its own connection: commit.
