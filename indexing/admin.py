@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -48,9 +49,27 @@ class WorkspaceAdmin(admin.ModelAdmin):
             workspace_delete(workspace=workspace)
 
 
+class SameWorkspaceForm(forms.ModelForm):
+    """A document's folder, or a folder's parent, belongs to the row's own workspace:
+    choosing another workspace's folder would be a move by the back door."""
+
+    def clean(self):
+        data = super().clean()
+        workspace = data.get("workspace") or getattr(self.instance, "workspace", None)
+        for name in ("folder", "parent"):
+            related = data.get(name)
+            if related is not None and workspace is not None and (
+                related.workspace_id != workspace.pk
+            ):
+                self.add_error(name, "Choose a folder of the same workspace.")
+        return data
+
+
 class WorkspaceFixedAfterCreation:
     """Chunks, postings and statistics are kept per workspace: moving rows between
     workspaces would leave them searchable where they were, so it is not offered."""
+
+    form = SameWorkspaceForm
 
     def get_readonly_fields(self, request, obj=None):
         fixed = ["workspace"] if obj is not None else []
