@@ -128,7 +128,8 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         url = reverse("admin:knowledge_chunk_changelist") + f"?document__id__exact={obj.pk}"
         return format_html('<a href="{}">Browse {} chunks</a>', url, obj.chunk_count)
 
-    @admin.action(description="Re-index selected documents")
+    # Both write (a forced re-read, a status): not for staff who may only view documents.
+    @admin.action(description="Re-index selected documents", permissions=["change"])
     def reindex(self, request: HttpRequest, queryset) -> None:
         queued, refused = sources.reindex(documents=queryset)
         self.message_user(request, f"Queued {queued} documents for re-indexing.")
@@ -140,7 +141,9 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
                 messages.ERROR,
             )
 
-    @admin.action(description="Check selected sources for changes (mark STALE)")
+    @admin.action(
+        description="Check selected sources for changes (mark STALE)", permissions=["change"]
+    )
     def check_freshness(self, request: HttpRequest, queryset) -> None:
         report = freshness.mark_stale(queryset)
         self.message_user(

@@ -317,3 +317,20 @@ def test_no_move_through_a_folder_of_another_workspace(client, two_workspaces):
 
     theirs.delete()  # their folder goes; our document stays
     assert Document.objects.filter(pk=document.pk).exists()
+
+
+def test_staff_who_may_only_view_cannot_reindex(
+    client, workspace, allowed_root, django_capture_on_commit_callbacks
+):
+    document = sources.add_path(workspace, allowed_root / "tidewatch" / "README.md")
+    client.force_login(staff_with("view_document"))
+    for action in ("reindex", "check_freshness"):
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            response = client.post(
+                reverse("admin:knowledge_document_changelist"),
+                {"action": action, "_selected_action": [document.pk]},
+            )
+        assert response.status_code == 200, action  # the list again: no such action
+        assert not callbacks, action
+        document.refresh_from_db()
+        assert document.status == Document.Status.PENDING and not document.chunks.exists()
