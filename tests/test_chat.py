@@ -23,17 +23,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def llm(settings):
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    settings.LLM_TIMEOUT = 5.0
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def corpus(workspace, counting_embedder) -> dict[str, Document]:
     documents = {}
     for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
@@ -41,13 +30,6 @@ def corpus(workspace, counting_embedder) -> dict[str, Document]:
         pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
         documents[name] = Document.objects.get(pk=document.pk)
     return documents
-
-
-@pytest.fixture
-def api(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def new_thread(api: APIClient) -> int:

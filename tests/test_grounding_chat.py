@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from chat.models import Message
 from indexing import pipeline, sources
-from tests.scripted_llm import ScriptedLLM, answer, tool_call
+from tests.scripted_llm import answer, tool_call
 
 pytestmark = pytest.mark.django_db
 
@@ -29,30 +29,12 @@ ANSWER = (
 
 
 @pytest.fixture
-def llm(settings):
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    settings.LLM_TIMEOUT = 5.0
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def harbour(workspace, counting_embedder, tmp_path):
     path = tmp_path / "harbour.txt"
     path.write_text(HARBOUR)
     document = sources.add_path(workspace=workspace, path=path)
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     return document
-
-
-@pytest.fixture
-def api(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def ask(api: APIClient, **headers):

@@ -13,27 +13,9 @@ from chat import services
 from chat.models import Message
 from indexing import sources
 from knowledge.models import Document, Folder, IngestJob
-from tests.scripted_llm import ScriptedLLM, answer
+from tests.scripted_llm import answer
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def llm(settings):
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    settings.LLM_TIMEOUT = 5.0
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def api(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture

@@ -14,27 +14,9 @@ from chat.models import CitationEntry, CitationRegistry, Message, Thread
 from indexing import pipeline, sources
 from knowledge.models import Document, Workspace
 from tests.conftest import SAMPLE_CORPUS
-from tests.scripted_llm import ScriptedLLM, answer, tool_call
+from tests.scripted_llm import answer, tool_call
 
 THREAD_DELETED = "deleted while the answer was being written"
-
-
-@pytest.fixture
-def llm(settings):
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    settings.LLM_TIMEOUT = 5.0
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def api(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def new_thread(api: APIClient) -> int:
