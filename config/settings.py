@@ -281,6 +281,9 @@ LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 CHAT_MAX_TOOL_ROUNDS = env.int("CHAT_MAX_TOOL_ROUNDS", default=4)
 CHAT_SEARCH_LIMIT = env.int("CHAT_SEARCH_LIMIT", default=8)
 CHAT_READ_MAX_CHUNKS = env.int("CHAT_READ_MAX_CHUNKS", default=60)
+# Tool calls of one model round run at once, up to this many (each on its own
+# database connection); 1 runs them one after another.
+CHAT_PARALLEL_TOOLS = env.int("CHAT_PARALLEL_TOOLS", default=4)
 CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=20)
 # Every answer's cited sentences are checked against their passages (chat/grounding.py).
 GROUNDING = env("GROUNDING", default="on").lower() in ("on", "true", "1", "yes")
