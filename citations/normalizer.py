@@ -30,7 +30,8 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    go too; the blanks before it go when closing punctuation (closing quotes and
    CJK ``。，；：！？）】」』、`` included) follows or the line ends; between two words
    one space stays (none if the cluster touched both words, unless joining them
-   would merge backtick or tilde runs or make ``](`` a link); at line start the
+   would merge backtick or tilde runs or make ``](`` a link; none right after an
+   opening parenthesis, bracket or quote it touched); at line start the
    indentation stays; a line that held nothing else disappears with its newline.
    NBSP, ZWSP and U+3000 count as spaces.
 6. Untouched: fenced code (``` or ~~~, any indent, closed by the same character at
@@ -86,6 +87,9 @@ DASHES: Final = "-–—"
 # "March."). Straight quotes count only when no word follows them (they close).
 _CLOSING: Final = frozenset(".,;:!?)]}»”’…。，、；：！？）】」』》〉．］｝")
 _QUOTES: Final = "\"'"
+# Nor does a gap stay after one of these that the cluster touched: "([9] see)"
+# -> "(see)".
+_OPENING: Final = frozenset("([{“‘«（【「『《〈［｛")
 _ESCAPABLE: Final = frozenset(string.punctuation)
 _NESTED: Final = "\x00"  # stands for a nested group that keeps a number
 
@@ -454,6 +458,8 @@ class _Writer:
         if drop.at_line_start:
             return drop.before
         if next_char in _CLOSING or (next_char in _QUOTES and quote_closes):
+            return ""
+        if not drop.before and self.tail[-1:] in _OPENING:
             return ""
         if drop.before or self.blanks or _hazard(self.tail[-1:], next_char):
             return " "
