@@ -53,7 +53,8 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    line shows whether it closes, a line-start backtick or tilde run. At the end
    whatever is held is decided as if the text ends there (``Cut off [1`` stays).
 
-Normalizing the output again with the same issued numbers changes nothing.
+Normalizing the output again with the same issued numbers changes nothing (for
+brackets nested at most MAX_NESTING deep; deeper ones are plain text).
 Work is linear in the text: brackets are looked at no further than
 MAX_GROUP_SPAN characters, link destinations no further than
 MAX_LINK_DESTINATION, and a range is measured before it is expanded.
