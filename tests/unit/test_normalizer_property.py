@@ -28,7 +28,7 @@ TOKENS = [
     "\n",
     "\r\n",
     # Context for the rules around brackets.
-    *"x_!:\\.\"^",
+    *'x_!:\\."^',
 ]
 
 # Brackets nest, so texts do too: "[" + ("[9]" + "1") + "]" comes up far more

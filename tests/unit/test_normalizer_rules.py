@@ -228,8 +228,12 @@ def test_adjacent(text, expected):
 
 
 def test_cited_is_unique_and_dropped_counts_once_per_cluster():
-    check("[3] [1-2] [3] [2, 4] [12]", "[citation:3] [citation:1][citation:2] [citation:4] "
-          "[citation:12]", cited=[3, 1, 2, 4, 12], dropped=[])
+    check(
+        "[3] [1-2] [3] [2, 4] [12]",
+        "[citation:3] [citation:1][citation:2] [citation:4] [citation:12]",
+        cited=[3, 1, 2, 4, 12],
+        dropped=[],
+    )
     check("[9] a [9] b [9, 9] c [7-8] d [9][9]", "a b c d", cited=[], dropped=[9, 9, 9, 7, 8, 9])
 
 
@@ -333,8 +337,10 @@ def test_inline_code(text, expected):
     ("~~~python\nx = a[1]\n~~~", "~~~python\nx = a[1]\n~~~"),
     ("````\n```\n[1]\n````", "````\n```\n[1]\n````"),
     ("   ```\n[1]\n   ```\n[1]", "   ```\n[1]\n   ```\n[citation:1]"),
-    ("1. Step\n\n    ```\n    a[1]\n    ```\n\n    See [1].",
-     "1. Step\n\n    ```\n    a[1]\n    ```\n\n    See [citation:1]."),
+    (
+        "1. Step\n\n    ```\n    a[1]\n    ```\n\n    See [1].",
+        "1. Step\n\n    ```\n    a[1]\n    ```\n\n    See [citation:1].",
+    ),
     ("~~~\n[1]\n```\n[1]\n~~~\n[1]", "~~~\n[1]\n```\n[1]\n~~~\n[citation:1]"),
     ("```\n[1]\n``` [2]\n[2]", "```\n[1]\n``` [2]\n[2]"),  # not a closing line
     ("```\n[1]", "```\n[1]"),  # unclosed: runs to the end
@@ -459,14 +465,21 @@ def feeds(*chunks: str) -> list[str]:
 
 def test_held_back_only_what_a_later_character_can_change():
     assert feeds("Hello world", ", and more. ", "Next\n") == [
-        "Hello world", ", and more.", " Next\n", ""
+        "Hello world",
+        ", and more.",
+        " Next\n",
+        "",
     ]
     # An open bracket, then the character after it (a "(" would make a link).
     assert feeds("see [", "1", "]", ".") == ["see", "", "", " [citation:1].", ""]
     assert feeds("see [the", " docs]") == ["see [the", " docs]", ""]
     # Separators after a citation wait for the next group.
     assert feeds("a [1],", " [9]", ", [2]", " x") == [
-        "a [citation:1]", "", "", ", [citation:2] x", ""
+        "a [citation:1]",
+        "",
+        "",
+        ", [citation:2] x",
+        "",
     ]
     # A "(" before a group waits for the group and the ")".
     assert feeds("claim (", "[9]", ")", ".") == ["claim", "", "", ".", ""]
@@ -521,9 +534,12 @@ def test_one_megabyte_single_line_scales_linearly():
 )
 def test_adversarial_input_scales_linearly(text):
     def cpu_seconds(t: str) -> float:
-        started = time.process_time()
-        normalize(t, issued)
-        return time.process_time() - started
+        timings = []
+        for _ in range(3):
+            started = time.process_time()
+            normalize(t, issued)
+            timings.append(time.process_time() - started)
+        return min(timings)
 
     small, large = cpu_seconds(text), cpu_seconds(text * 4)
-    assert large < 8 * max(small, 0.005)
+    assert large < 8 * max(small, 0.01)
