@@ -336,6 +336,10 @@ class Grounder:
         total = sum(weights.values()) or 1.0
         chosen = [best]
         covered = set(plan.units[best].features.stems)
+        same_name = {
+            stem(token): entity.text for entity in plan.features.entities
+            for token in entity.tokens
+        }
         for _ in range(t.max_span_sentences - 1):
             missing = {term for term in weights if term not in covered}
             best_gain, best_unit = 0.0, None
@@ -346,7 +350,10 @@ class Grounder:
                     continue
                 brought = missing & unit.features.stems
                 gain = sum(weights[term] for term in brought) / total
-                if len(brought) >= t.extend_terms and gain > best_gain:
+                # A multi-word name counts once: "Chevrolet Aveo" alone does not tie its
+                # sentence to the claim.
+                distinct = len({same_name.get(term, term) for term in brought})
+                if distinct >= t.extend_terms and gain > best_gain:
                     best_gain, best_unit = gain, index
             if best_unit is None or best_gain < t.extend_gain:
                 break
