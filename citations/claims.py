@@ -1,7 +1,7 @@
 """What a claim asserts that a passage must also say: words, numbers, names, negation, cues.
 
 Pure Python, no Django. ``analyze(text)`` reads a sentence once into a ``Features`` record;
-the ``check_*`` functions compare a claim's features with those of the passage text aligned
+the ``*_issues`` functions compare a claim's features with those of the passage text aligned
 to it and return a short human reason when the passage lacks or contradicts something. These
 are the mistakes language models make that similarity scores miss: a changed number or date,
 a swapped name, a dropped or added "not", a reason or superlative nobody stated.
