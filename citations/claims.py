@@ -1,7 +1,7 @@
 """What a claim asserts that a passage must also say: words, numbers, names, negation, cues.
 
 Pure Python, no Django. ``analyze(text)`` reads a sentence once into a ``Features`` record;
-the ``check_*`` functions compare a claim's features with those of the passage text aligned
+the ``*_issues`` functions compare a claim's features with those of the passage text aligned
 to it and return a short human reason when the passage lacks or contradicts something. These
 are the mistakes language models make that similarity scores miss: a changed number or date,
 a swapped name, a dropped or added "not", a reason or superlative nobody stated.
@@ -256,10 +256,35 @@ def zipf_frequency(word: str, lang: str) -> float:
     return _zipf_frequency(word, lang)
 
 
+# Irregular past forms the stemmer cannot join to their verb ("threw" / "did not throw").
+_IRREGULAR: Final = {
+    past: verb
+    for verb, forms in {
+        "throw": "threw thrown", "win": "won", "lose": "lost", "begin": "began begun",
+        "become": "became", "bring": "brought", "build": "built", "buy": "bought",
+        "catch": "caught", "choose": "chose chosen", "come": "came", "draw": "drew drawn",
+        "drive": "drove driven", "eat": "ate eaten", "fall": "fell fallen", "feel": "felt",
+        "fight": "fought", "find": "found", "fly": "flew flown", "forbid": "forbade forbidden",
+        "give": "gave given", "go": "went gone", "grow": "grew grown", "hold": "held",
+        "keep": "kept", "know": "knew known", "lead": "led", "leave": "left", "lend": "lent",
+        "make": "made", "meet": "met", "pay": "paid", "rise": "rose risen", "run": "ran",
+        "say": "said", "see": "saw seen", "sell": "sold", "send": "sent", "shake": "shook",
+        "shoot": "shot", "sing": "sang sung", "sink": "sank sunk", "speak": "spoke spoken",
+        "spend": "spent", "stand": "stood", "steal": "stole stolen", "strike": "struck",
+        "swim": "swam swum", "take": "took taken", "teach": "taught", "tell": "told",
+        "think": "thought", "understand": "understood", "wear": "wore worn",
+        "write": "wrote written", "freeze": "froze frozen", "seek": "sought",
+        "overthrow": "overthrew overthrown", "withdraw": "withdrew withdrawn",
+    }.items()
+    for past in forms.split()
+}
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     if word in _SMALL_NUMBERS and word != "one":
         return str(_SMALL_NUMBERS[word])  # "three days" and "3 days" share a term
+    word = _IRREGULAR.get(word, word)
     word = _DEMONYMS.get(word, word)
     return _STEMMER.stemWord(word)
 
