@@ -20,7 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.grounding import Grounder
-from indexing.embedders import get_embedder
+from embeddings import get_embedder
 
 BATCH = 32  # claims embedded together
 
