@@ -94,3 +94,39 @@ def fake() -> Iterator[str]:
     Fake.responses, Fake.requests = {}, []
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
+
+
+# The chat tests' fixtures (test_chat.py, test_model_servers.py).
+@pytest.fixture
+def llm(settings):
+    from tests.scripted_llm import ScriptedLLM
+
+    server = ScriptedLLM()
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = server.base_url
+    settings.LLM_MODEL = "scripted"
+    settings.LLM_TIMEOUT = 5.0
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def corpus(workspace, counting_embedder) -> dict:
+    from indexing import pipeline, sources
+    from knowledge.models import Document
+
+    documents = {}
+    for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
+        document = sources.add_path(workspace, SAMPLE_CORPUS / name)
+        pipeline.index_document(document.pk, embedder=counting_embedder)
+        documents[name] = Document.objects.get(pk=document.pk)
+    return documents
+
+
+@pytest.fixture
+def api(user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client

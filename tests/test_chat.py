@@ -16,38 +16,9 @@ from chat.models import CitationEntry, Message, Thread
 from chat.prompts import CITATION_RULE
 from indexing import pipeline, sources
 from knowledge.models import Document, Workspace
-from tests.conftest import SAMPLE_CORPUS
 from tests.scripted_llm import ScriptedLLM, answer, tool_call
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def llm(settings):
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    settings.LLM_TIMEOUT = 5.0
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def corpus(workspace, counting_embedder) -> dict[str, Document]:
-    documents = {}
-    for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
-        document = sources.add_path(workspace, SAMPLE_CORPUS / name)
-        pipeline.index_document(document.pk, embedder=counting_embedder)
-        documents[name] = Document.objects.get(pk=document.pk)
-    return documents
-
-
-@pytest.fixture
-def api(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def new_thread(api: APIClient) -> int:
