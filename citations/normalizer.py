@@ -92,6 +92,24 @@ def normalize(text: str, is_issued: Callable[[int], bool]) -> Normalized:
     return Normalized(out, stream.cited, stream.dropped)
 
 
+# What plain_markers rewrites, and the code it leaves alone: a fenced block (to
+# its closing fence or the end), an inline code span, or a canonical marker.
+_CODE_OR_MARKER: Final = re.compile(
+    r"(?ms)^[ \t]*(?P<fence>`{3,}|~{3,}).*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)"
+    r"|(?P<ticks>`+)(?:(?!\n[ \t]*\n).)+?(?P=ticks)"  # a span ends with its paragraph
+    r"|\[citation:(?P<n>[0-9]+)\]"
+)
+
+
+def plain_markers(text: str) -> str:
+    """Normalized text for people: each ``[citation:n]`` written as ``[n]``.
+
+    Where the chat page shows a pill, a terminal shows the bare number; code keeps
+    whatever it quotes.
+    """
+    return _CODE_OR_MARKER.sub(lambda m: f"[{m['n']}]" if m["n"] else m[0], text)
+
+
 def parse_marker_content(content: str) -> list[int] | None:
     """The numbers a bracket's content cites, or None if it is not a citation."""
     numbers = _parse_content(content)
