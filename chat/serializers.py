@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat.models import Message, Thread
@@ -17,7 +18,48 @@ class ThreadCreateSerializer(serializers.Serializer):
     workspace = serializers.SlugField(required=False)
 
 
+class CitedDocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True, help_text="null for web results")
+    title = serializers.CharField()
+    uri = serializers.CharField()
+
+
+class CitationSerializer(serializers.Serializer):
+    """A numbered source of a conversation, as chat.citations.citation_json writes it."""
+
+    n = serializers.IntegerField(help_text="the number the answer cites it with, [n]")
+    # Plain strings, not enums: enums named "source_type"/"status" would rename others.
+    source_type = serializers.CharField(help_text="kb_chunk, kb_document, web_result, ...")
+    document = CitedDocumentSerializer()
+    locator = serializers.DictField(help_text="where in the source: page, lines, characters")
+    label = serializers.CharField(help_text="the locator for people, e.g. 'page 4'")
+    text = serializers.CharField(help_text="the passage exactly as the model was shown it")
+    status = serializers.CharField(
+        help_text="'current', 'changed' (the source now says something else) or 'missing'"
+    )
+
+
+class SurroundingTextSerializer(serializers.Serializer):
+    before = serializers.CharField()
+    after = serializers.CharField()
+
+
+class CitationDetailSerializer(CitationSerializer):
+    context = SurroundingTextSerializer(
+        help_text="text around a current passage, for showing it in place (else empty)"
+    )
+
+
+@extend_schema_field(CitationSerializer(many=True))
+class CitationListField(serializers.JSONField):
+    """The citations stored on a message (JSON), documented item by item."""
+
+
 class MessageSerializer(serializers.ModelSerializer):
+    citations = CitationListField(read_only=True)
+    # A plain string in the schema: an enum named "status" would rename Document's.
+    status = serializers.CharField(read_only=True, help_text="'pending', 'complete' or 'error'")
+
     class Meta:
         model = Message
         fields = [

@@ -964,3 +964,22 @@ def _run_end(buf: str, pos: int, final: bool) -> int | None:
     """End of the run of buf[pos]'s character (` or ~), or None while it may still grow."""
     end = _RUNS[buf[pos]].match(buf, pos).end()
     return None if end == len(buf) and not final else end
+
+
+# What plain_markers rewrites, and the code it leaves alone: a fenced block (to
+# its closing fence or the end), an inline code span (closed on its own line),
+# or a canonical marker.
+_CODE_OR_MARKER: Final = re.compile(
+    r"(?ms)^[ \t]*(?P<fence>`{3,}|~{3,}).*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)"
+    r"|(?P<ticks>`+)[^\n]+?(?P=ticks)"
+    r"|\[citation:(?P<n>[0-9]+)\]"
+)
+
+
+def plain_markers(text: str) -> str:
+    """Normalized text for people: each ``[citation:n]`` written as ``[n]``.
+
+    Where the chat page shows a pill, a terminal shows the bare number; code keeps
+    whatever it quotes.
+    """
+    return _CODE_OR_MARKER.sub(lambda m: f"[{m['n']}]" if m["n"] else m[0], text)

@@ -20,6 +20,7 @@ from knowledge.serializers import (
     HitSerializer,
     IngestJobSerializer,
     SearchQuerySerializer,
+    SearchResponseSerializer,
 )
 
 WORKSPACE_PARAMETER = OpenApiParameter(
@@ -41,7 +42,7 @@ class SearchView(APIView):
             OpenApiParameter("document_ids", str, description="comma-separated ids"),
             OpenApiParameter("folder_ids", str, description="comma-separated ids"),
         ],
-        responses=HitSerializer(many=True),
+        responses=SearchResponseSerializer,
     )
     def get(self, request: Request) -> Response:
         params = SearchQuerySerializer(

@@ -70,6 +70,14 @@ class HitSerializer(serializers.Serializer):
         return locators.label(obj.locator)
 
 
+class SearchResponseSerializer(serializers.Serializer):
+    """GET /api/search: the hits, best first, and how they were found."""
+
+    query = serializers.CharField()
+    results = HitSerializer(many=True)
+    metadata = serializers.DictField(help_text="timings and the retrieval legs used")
+
+
 class FolderSerializer(serializers.ModelSerializer):
     path = serializers.CharField(read_only=True)
 

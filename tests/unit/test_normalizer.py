@@ -9,6 +9,7 @@ from citations.normalizer import (
     StreamNormalizer,
     normalize,
     parse_marker_content,
+    plain_markers,
 )
 
 ISSUED = frozenset({1, 2, 3, 4, 5, 12, 999_999})
@@ -452,3 +453,29 @@ def test_streaming_large_answer_in_small_chunks_matches():
     text = _large_answer()
     chunks = [text[i : i + 7] for i in range(0, len(text), 7)]
     assert stream(chunks) == as_tuple(normalize(text, issued))
+
+
+# -- for people: plain_markers --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("March 10 [citation:1].", "March 10 [1]."),
+        ("Both [citation:1][citation:12].", "Both [1][12]."),
+        ("Code `x[citation:2]` stays, [citation:3] not.", "Code `x[citation:2]` stays, [3] not."),
+        (
+            "```py\nrows[citation:4]\n```\nthen [citation:5]",
+            "```py\nrows[citation:4]\n```\nthen [5]",
+        ),
+        ("  ~~~\n[citation:1]\n", "  ~~~\n[citation:1]\n"),  # an unclosed fence runs to the end
+        ("a ` b [citation:1]\n\nc `d` [citation:2]", "a ` b [1]\n\nc `d` [2]"),
+        ("[citation:x] and [1]", "[citation:x] and [1]"),
+    ],
+)
+def test_plain_markers_write_bare_numbers_outside_code(text, expected):
+    assert plain_markers(text) == expected
+
+
+def test_plain_markers_of_a_normalized_answer_shows_what_the_model_cited():
+    assert plain_markers(norm("See [1, 2] and [42].")) == "See [1][2] and."

@@ -73,16 +73,17 @@ class Command(BaseCommand):
             raise CommandError("No supported files found in the given sources")
         self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")
 
+        reported: set[int] = set()  # failed documents already shown
         if inline:
             for document in tqdm(documents, desc="Indexing", unit="doc"):
-                if document.status == Document.Status.FAILED:
-                    continue
-                try:
-                    pipeline.index_document(document_id=document.pk, force=options["force"])
-                except pipeline.TRANSIENT_ERRORS as exc:
-                    pipeline.mark_failed(document_id=document.pk, message=str(exc))
+                if document.status != Document.Status.FAILED:
+                    try:
+                        pipeline.index_document(document_id=document.pk, force=options["force"])
+                    except pipeline.TRANSIENT_ERRORS as exc:
+                        pipeline.mark_failed(document_id=document.pk, message=str(exc))
+                self._report_failures(job, reported)
         elif not options["no_wait"]:
-            self._wait(job, len(documents), options["worker_timeout"])
+            self._wait(job, len(documents), options["worker_timeout"], reported)
         else:
             return
         self._summary(job, time.monotonic() - started)
@@ -134,7 +135,9 @@ class Command(BaseCommand):
                 raise CommandError(f"No such file, directory or URL: {source}")
         return documents
 
-    def _wait(self, job: IngestJob, total: int, worker_timeout: float) -> None:
+    def _wait(
+        self, job: IngestJob, total: int, worker_timeout: float, reported: set[int]
+    ) -> None:
         """Follow the job until it is finished; stop if no worker ever takes a document."""
         waiting_since = time.monotonic()
         with tqdm(total=total, desc="Indexing (workers)", unit="doc") as bar:
@@ -143,6 +146,8 @@ class Command(BaseCommand):
                 progress = selectors.job_progress(job=job)
                 bar.update(progress.total - progress.active - done)
                 done = progress.total - progress.active
+                if progress.counts[Document.Status.FAILED] > len(reported):
+                    self._report_failures(job, reported)
                 if progress.finished:
                     return
                 untouched = progress.counts[Document.Status.PENDING] == progress.total
@@ -155,6 +160,22 @@ class Command(BaseCommand):
                         "--inline; the queued documents are indexed once a worker starts."
                     )
                 time.sleep(0.5)
+
+    def _report_failures(self, job: IngestJob, reported: set[int]) -> None:
+        """A line per document that failed since the last call: a long run shows
+        its failures as they happen, not only in the summary."""
+        failed = (
+            job.documents.filter(status=Document.Status.FAILED)
+            .exclude(pk__in=reported)
+            .order_by("pk")
+            .only("pk", "uri", "last_error")
+        )
+        for document in failed:
+            reported.add(document.pk)
+            with tqdm.external_write_mode():  # above the progress bar, not through it
+                self.stdout.write(
+                    self.style.ERROR(f"FAILED {document.uri}: {document.last_error}")
+                )
 
     def _summary(self, job: IngestJob, elapsed: float) -> None:
         docs = job.documents.all()
