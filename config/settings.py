@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "knowledge",
     "indexing",
     "chat",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [

@@ -301,19 +301,22 @@ def register_job(
     uploads: Iterable[UploadedFile] = (),
     urls: Iterable[str] = (),
     repository: Path | None = None,
+    files: Iterable[Path] = (),
     folder: Folder | None = None,
     created_by=None,
     description: str = "",
 ) -> tuple[IngestJob, list[Document]]:
-    """One IngestJob for a batch of uploads, URLs and a repository, registered and queued at once.
+    """One IngestJob for a batch of uploads, URLs, server files and a repository, queued at once.
 
     The broker is checked before anything is written, so an outage leaves no
     upload file behind either; `enqueue` checks it again inside the transaction,
     which rolls everything (the job too) back if it went away meanwhile. A
-    repository must lie inside INGEST_SERVER_ROOTS (SourceRefused otherwise).
+    repository and server files must lie inside INGEST_SERVER_ROOTS (SourceRefused
+    otherwise).
     """
     if repository is not None:
         repository = check_server_path(repository)
+    files = [check_server_path(path) for path in files]
     check_broker()
     with transaction.atomic():
         job = IngestJob.objects.create(
@@ -321,6 +324,7 @@ def register_job(
         )
         documents = [add_upload(workspace, f, folder=folder, job=job) for f in uploads]
         documents += [add_url(workspace, u, folder=folder, job=job) for u in urls]
+        documents += [add_path(workspace, f, folder=folder, job=job) for f in files]
         if repository is not None:
             documents += add_repository(workspace, repository, folder=folder, job=job)
         enqueue(documents)
