@@ -195,6 +195,10 @@ def list_sources(
     }
 
 
+def summary(document: Document) -> dict[str, Any]:
+    return {"id": document.pk, "title": document.title, "uri": document.uri}
+
+
 def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
     """`manage.py stale` for one workspace: sources whose content changed since indexing.
 
@@ -204,7 +208,6 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
     """
     ws = _workspace(user, workspace)
     documents = selectors.documents_in(ws)
-    summary = lambda d: {"id": d.pk, "title": d.title, "uri": d.uri}  # noqa: E731
     if not check:
         marked = documents.filter(status=Document.Status.STALE)
         return {"stale": [summary(d) for d in marked], "checked": False}
