@@ -166,6 +166,8 @@ class Turn:
     usage: list[dict[str, Any]] = field(default_factory=list)
     search_metadata: list[dict[str, Any]] = field(default_factory=list)
     llm_seconds: float = 0.0
+    # What the model may call; none in the injection retrieval mode.
+    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOL_SPECS)
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
@@ -218,7 +220,7 @@ def open_turn(
     }
     earlier = [m["content"] for m in messages if m["role"] == "user"][:-1]
     issued = citations.issued_numbers(thread=thread)
-    return Turn(
+    turn = Turn(
         thread=thread,
         provider=provider or get_provider(),
         messages=messages,
@@ -227,6 +229,26 @@ def open_turn(
         normalizer=StreamNormalizer(issued.__contains__),
         started=time.perf_counter(),
     )
+    if thread.workspace.retrieval_mode == Workspace.RetrievalMode.INJECTION:
+        _inject_evidence(turn, resolved)
+    return turn
+
+
+def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
+    """The injection retrieval mode: search before the model runs, and offer it no tools.
+
+    The same tools run as in the tool mode (registry numbers, rendered evidence,
+    tool log, search metadata), here on the turn's standalone question and the
+    mentions' scope; their evidence goes into the user's message, ahead of it.
+    """
+    calls = [ToolCall("injected_search", "search_knowledge_base",
+                      {"query": turn.context.question, "scope": turn.context.scope})]
+    calls += [ToolCall(f"injected_chat_{m.id}", "read_chat", {"thread_id": m.id})
+              for m in mentions if m.kind == "chat"]
+    evidence = [message["content"] for message in _run_calls(turn, calls)]
+    question = turn.messages[-1]
+    question["content"] = "\n\n".join([*evidence, question["content"]])
+    turn.tools = []
 
 
 def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> Message:
@@ -239,7 +261,7 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
     try:
         for round_ in range(settings.CHAT_MAX_TOOL_ROUNDS + 1):
             # The last round offers no tools: the model has to answer.
-            tools = TOOL_SPECS if round_ < settings.CHAT_MAX_TOOL_ROUNDS else []
+            tools = turn.tools if round_ < settings.CHAT_MAX_TOOL_ROUNDS else []
             reply = _call_model(turn, tools, stream)
             if not reply.tool_calls:
                 break

@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "knowledge",
     "indexing",
     "chat",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [

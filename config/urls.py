@@ -29,6 +29,12 @@ urlpatterns = [
         knowledge_api.DocumentChunksView.as_view(),
         name="api-document-chunks",
     ),
+    path("api/workspaces", knowledge_api.WorkspaceListView.as_view(), name="api-workspaces"),
+    path(
+        "api/workspaces/<slug:slug>",
+        knowledge_api.WorkspaceDetailView.as_view(),
+        name="api-workspace",
+    ),
     path("api/folders", knowledge_api.FolderListView.as_view(), name="api-folders"),
     path("api/jobs/<int:pk>", knowledge_api.JobDetailView.as_view(), name="api-job"),
     path("api/threads", chat_api.ThreadListView.as_view(), name="api-threads"),

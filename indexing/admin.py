@@ -28,7 +28,8 @@ STATUS_COLORS = {
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "owner", "created_at"]
+    list_display = ["name", "slug", "owner", "retrieval_mode", "created_at"]
+    list_filter = ["retrieval_mode"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["members"]
     search_fields = ["name", "slug"]
@@ -37,7 +38,9 @@ class WorkspaceAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        created = workspace_create(slug=obj.slug, owner=obj.owner, name=obj.name)
+        created = workspace_create(
+            slug=obj.slug, owner=obj.owner, name=obj.name, retrieval_mode=obj.retrieval_mode
+        )
         obj.pk, obj._state = created.pk, created._state
 
     def delete_model(self, request, obj: Workspace) -> None:

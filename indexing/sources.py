@@ -301,22 +301,24 @@ def register_job(
     uploads: Iterable[UploadedFile] = (),
     urls: Iterable[str] = (),
     repository: Path | None = None,
+    files: Iterable[Path] = (),
     folder: Folder | None = None,
     folder_path: str = "",
     created_by=None,
     description: str = "",
 ) -> tuple[IngestJob, list[Document]]:
-    """One IngestJob for a batch of uploads, URLs and a repository, registered and queued at once.
+    """One IngestJob for a batch of uploads, URLs, server files and a repository, queued at once.
 
     The broker is checked before anything is written, so an outage leaves no
     upload file behind either; `enqueue` checks it again inside the transaction,
     which rolls everything (the job too) back if it went away meanwhile. A
-    repository must lie inside INGEST_SERVER_ROOTS (SourceRefused otherwise).
-    `folder_path` ('a/b') names the folder instead of `folder`, created as needed
+    repository and server `files` must lie inside INGEST_SERVER_ROOTS (SourceRefused
+    otherwise). `folder_path` ('a/b') names the folder instead of `folder`, created as needed
     (and rolled back with the rest).
     """
     if repository is not None:
         repository = check_server_path(repository)
+    files = [check_server_path(path) for path in files]
     check_broker()
     with transaction.atomic():
         if folder_path:
@@ -328,6 +330,9 @@ def register_job(
             add_upload(workspace=workspace, upload=f, folder=folder, job=job) for f in uploads
         ]
         documents += [add_url(workspace=workspace, url=u, folder=folder, job=job) for u in urls]
+        documents += [
+            add_path(workspace=workspace, path=f, folder=folder, job=job) for f in files
+        ]
         if repository is not None:
             documents += add_repository(
                 workspace=workspace, root=repository, folder=folder, job=job

@@ -18,6 +18,13 @@ TEXT_SEARCH_CONFIG = "english"
 
 
 class Workspace(models.Model):
+    class RetrievalMode(models.TextChoices):
+        # The model searches through tools, as often as it needs.
+        TOOL = "tool", "tool: the model calls search_knowledge_base"
+        # The question's passages are searched first and given with it; the model
+        # gets no tools (for endpoints that cannot call tools, e.g. llama.cpp).
+        INJECTION = "injection", "injection: passages are searched before the model runs"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     owner = models.ForeignKey(
@@ -25,6 +32,12 @@ class Workspace(models.Model):
     )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, related_name="workspaces", blank=True
+    )
+    retrieval_mode = models.CharField(
+        max_length=20,
+        choices=RetrievalMode.choices,
+        default=RetrievalMode.TOOL,
+        help_text="How the chat model gets evidence: by calling tools, or injected before it runs",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

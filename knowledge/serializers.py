@@ -76,6 +76,20 @@ class SearchResponseSerializer(serializers.Serializer):
     query = serializers.CharField()
     results = HitSerializer(many=True)
     metadata = serializers.DictField(help_text="timings and the retrieval legs used")
+class WorkspaceSerializer(serializers.ModelSerializer):
+    """A workspace the user belongs to; its owner may PATCH `name` and `retrieval_mode`."""
+
+    is_owner = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Workspace
+        fields = ["slug", "name", "retrieval_mode", "is_owner", "created_at"]
+        read_only_fields = ["slug", "created_at"]
+        extra_kwargs = {"name": {"required": False}, "retrieval_mode": {"required": False}}
+
+    def get_is_owner(self, obj: Workspace) -> bool:
+        request = self.context.get("request")
+        return request is not None and obj.owner_id == request.user.pk
 
 
 class FolderSerializer(serializers.ModelSerializer):
