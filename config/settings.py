@@ -89,9 +89,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery: Redis (or any broker) via CELERY_BROKER_URL, else a filesystem queue
-# under VERITY_HOME that `manage.py serve` drains with a real worker process.
-CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="") or "filesystem://"
-if CELERY_BROKER_URL == "filesystem://":
+# under VERITY_HOME that `manage.py serve` drains with a real worker process:
+# config.broker's first-in-first-out version of kombu's filesystem transport.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="") or "verityfs://"
+if CELERY_BROKER_URL.split("://", 1)[0] in ("verityfs", "filesystem"):
     _queue_dir = VERITY_HOME / "broker"
     for _sub in ("queue", "processed", "control"):
         (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
