@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -30,6 +31,9 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     DBInterfaceError,
 )
 EMBED_BATCH = 256
+# Document.metadata key: signatures of the blocks its folder's pages repeat
+# (navigation, footers), found when the folder was registered (sources.add_directory).
+REPEATED_BLOCKS_KEY = "repeated_blocks"
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,10 @@ def read_source(document: Document) -> SourceBytes:
     raise IngestError(f"Don't know how to read source {uri!r}")
 
 
-def parse_source(source: SourceBytes, mime: str | None = None) -> LoadedDocument:
+def parse_source(
+    source: SourceBytes, mime: str | None = None, *, dropped_blocks: Iterable[str] = ()
+) -> LoadedDocument:
+    """The loaded document; `dropped_blocks` are the site's repeated blocks (HTML only)."""
     if source.resource is not None:
         return load_fetched(source.resource)
     return load_bytes(
@@ -95,6 +102,7 @@ def parse_source(source: SourceBytes, mime: str | None = None) -> LoadedDocument
         filename=source.filename,
         mime=mime,
         max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
+        dropped_blocks=frozenset(dropped_blocks),
     )
 
 
@@ -134,7 +142,11 @@ def index_document(
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
             )
-        loaded = parse_source(source, document.mime or None)
+        loaded = parse_source(
+            source,
+            document.mime or None,
+            dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
+        )
         pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
         if not pieces:
             raise IngestError("The document has no text to index")

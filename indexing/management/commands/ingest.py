@@ -35,6 +35,11 @@ class Command(BaseCommand):
             action="store_true",
             help="index in this process instead of on the Celery workers",
         )
+        parser.add_argument(
+            "--include-assets",
+            action="store_true",
+            help="also index a folder's stylesheets and minified or static scripts",
+        )
         parser.add_argument("--force", action="store_true", help="re-index unchanged sources")
         parser.add_argument(
             "--no-wait", action="store_true", help="queue and return without waiting"
@@ -122,7 +127,8 @@ class Command(BaseCommand):
                 )
             elif path.is_dir():
                 documents += sources.add_directory(
-                    workspace=workspace, root=path, folder=folder, job=job
+                    workspace=workspace, root=path, folder=folder, job=job,
+                    include_assets=options["include_assets"],
                 )
             elif path.is_file():
                 documents.append(
