@@ -270,6 +270,9 @@ INGEST_MAX_FILES_PER_JOB = env.int("INGEST_MAX_FILES_PER_JOB", default=5000)
 # A batch of more documents than this is queued on the bulk queue, which workers
 # serve in turn with the interactive one: one big job cannot starve an upload.
 INGEST_BULK_BATCH = env.int("INGEST_BULK_BATCH", default=20)
+# Texts per embedding call while indexing; the document's progress (and its
+# chunks embedded so far) is saved after each.
+INGEST_EMBED_BATCH = env.int("INGEST_EMBED_BATCH", default=256)
 
 LOGGING = {
     "version": 1,

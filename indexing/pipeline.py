@@ -30,7 +30,6 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     OperationalError,
     DBInterfaceError,
 )
-EMBED_BATCH = 256
 # Document.metadata key: signatures of the blocks its folder's pages repeat
 # (navigation, footers), found when the folder was registered (sources.add_directory).
 REPEATED_BLOCKS_KEY = "repeated_blocks"
@@ -133,12 +132,15 @@ def index_document(
     # hashes the same needs no work, whatever the status says (re-registration
     # sets PENDING; a later failed attempt sets FAILED).
     was_indexed = document.last_indexed_at is not None
-    _update(document_id, status=Document.Status.INDEXING, progress=1, last_error="")
+    _update(
+        document_id, status=Document.Status.INDEXING, progress=1, last_error="",
+        unchanged=False, chunks_embedded=0,
+    )
     try:
         source = read_source(document)
         source_hash = source.sha256
         if was_indexed and not force and source_hash == document.content_hash:
-            _update(document_id, status=Document.Status.INDEXED, progress=100)
+            _update(document_id, status=Document.Status.INDEXED, progress=100, unchanged=True)
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
             )
@@ -152,7 +154,7 @@ def index_document(
             raise IngestError("The document has no text to index")
         _update(document_id, progress=10)
         vectors, embedded = _embed_pieces(document, pieces, embedder or get_embedder())
-        _swap_chunks(document_id, pieces, vectors, loaded, source_hash)
+        _swap_chunks(document_id, pieces, vectors, loaded, source_hash, embedded)
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
@@ -190,12 +192,18 @@ def _embed_pieces(
     }
     todo = [text for h, text in wanted.items() if h not in vectors]
     embedded = 0
-    for start in range(0, len(todo), EMBED_BATCH):
-        batch = todo[start : start + EMBED_BATCH]
+    size = settings.INGEST_EMBED_BATCH
+    for start in range(0, len(todo), size):
+        batch = todo[start : start + size]
         fresh, calls = embed_with_cache(embedder, batch)
         embedded += calls
         vectors.update(fresh)
-        _update(document.pk, progress=10 + int(85 * (start + len(batch)) / len(todo)))
+        # Per batch, so a long PDF shows its chunks going by rather than sitting at 0.
+        _update(
+            document.pk,
+            progress=10 + int(85 * (start + len(batch)) / len(todo)),
+            chunks_embedded=embedded,
+        )
     return vectors, embedded
 
 
@@ -206,6 +214,7 @@ def _swap_chunks(
     vectors: dict[str, list[float]],
     loaded: LoadedDocument,
     source_hash: str,
+    embedded: int,
 ) -> None:
     document = Document.objects.select_for_update().get(pk=document_id)
     reusable: dict[str, list[Chunk]] = defaultdict(list)
@@ -248,6 +257,8 @@ def _swap_chunks(
     document.text = loaded.text
     document.content_hash = source_hash
     document.chunk_count = len(pieces)
+    document.chunks_embedded = embedded
+    document.unchanged = False
     document.status = Document.Status.INDEXED
     document.progress = 100
     document.last_error = ""

@@ -108,7 +108,8 @@ def reindex(*, documents: QuerySet[Document], confined: bool = True) -> tuple[in
     queued = [d for d in locked if d not in refused]
     for document in queued:
         document.status, document.progress = Document.Status.PENDING, 0
-        document.save(update_fields=["status", "progress"])
+        document.unchanged, document.chunks_embedded = False, 0
+        document.save(update_fields=["status", "progress", "unchanged", "chunks_embedded"])
     enqueue(queued, force=True)
     return len(queued), len(refused)
 
@@ -237,6 +238,7 @@ def _upsert(
         document.status = Document.Status.PENDING
         document.progress = 0
         document.last_error = ""
+        document.unchanged, document.chunks_embedded = False, 0
         metadata = extra.pop("metadata")
         # What the document learnt about itself stays; what the folder says is current.
         document.metadata = {**metadata, **document.metadata}

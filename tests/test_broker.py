@@ -156,3 +156,21 @@ def test_a_real_worker_serves_a_small_job_queued_after_a_big_one(workspace, tmp_
     notes = Document.objects.filter(workspace=Workspace.objects.get(pk=workspace.pk),
                                     uri__contains="/big/").order_by("last_indexed_at")
     assert [d.metadata["path"] for d in notes] == [f"note-{i:03d}.md" for i in range(60)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stale_reindex_queues_without_kombu_warnings(workspace, tmp_path):
+    from indexing import pipeline, sources
+
+    (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in April.\n")
+    document = sources.add_path(workspace=workspace, path=tmp_path / "note.md")
+    pipeline.index_document(document_id=document.pk)
+    (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in May.\n")
+    home = tmp_path / "home"
+    env = worker_env(tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(home))
+    result = manage(env, "stale", "--workspace", workspace.slug, "--reindex", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "1 stale" in result.stdout and "Queued 1 documents" in result.stdout
+    # kombu's "No hostname was supplied. Reverting to default 'localhost'" is gone.
+    assert result.stderr.strip() == ""
+    assert len(list((home / "broker" / "queue").glob("*.msg"))) == 1

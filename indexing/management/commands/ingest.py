@@ -77,13 +77,20 @@ class Command(BaseCommand):
         self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")
 
         if inline:
-            for document in tqdm(documents, desc="Indexing", unit="doc"):
-                if document.status == Document.Status.FAILED:
-                    continue
-                try:
-                    pipeline.index_document(document_id=document.pk, force=options["force"])
-                except pipeline.TRANSIENT_ERRORS as exc:
-                    pipeline.mark_failed(document_id=document.pk, message=str(exc))
+            embedded = 0
+            with tqdm(documents, desc="Indexing", unit="doc") as bar:
+                for document in bar:
+                    if document.status == Document.Status.FAILED:
+                        continue
+                    try:
+                        outcome = pipeline.index_document(
+                            document_id=document.pk, force=options["force"]
+                        )
+                    except pipeline.TRANSIENT_ERRORS as exc:
+                        pipeline.mark_failed(document_id=document.pk, message=str(exc))
+                        continue
+                    embedded += outcome.embedded
+                    bar.set_postfix_str(f"{embedded} chunks embedded")
         elif not options["no_wait"]:
             self._wait(job, len(documents), options["worker_timeout"])
         else:
@@ -139,14 +146,21 @@ class Command(BaseCommand):
         return documents
 
     def _wait(self, job: IngestJob, total: int, worker_timeout: float) -> None:
-        """Follow the job until it is finished; stop if no worker ever takes a document."""
+        """Follow the job until it is finished; stop if no worker ever takes a document.
+
+        The bar moves within documents too (a long PDF's embedding batches), and
+        says how many documents still wait for a worker.
+        """
         waiting_since = time.monotonic()
-        with tqdm(total=total, desc="Indexing (workers)", unit="doc") as bar:
-            done = 0
+        bar_format = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} docs [{elapsed}] {postfix}"
+        with tqdm(total=total, desc="Indexing (workers)", bar_format=bar_format) as bar:
             while True:
                 progress = selectors.job_progress(job=job)
-                bar.update(progress.total - progress.active - done)
-                done = progress.total - progress.active
+                bar.n = progress.done
+                bar.set_postfix_str(
+                    f"{progress.embedded + progress.indexing_embedded} chunks embedded, "
+                    f"{progress.counts[Document.Status.PENDING]} waiting in queue"
+                )
                 if progress.finished:
                     return
                 untouched = progress.counts[Document.Status.PENDING] == progress.total
@@ -161,13 +175,7 @@ class Command(BaseCommand):
                 time.sleep(0.5)
 
     def _summary(self, job: IngestJob, elapsed: float) -> None:
-        docs = job.documents.all()
-        indexed = docs.filter(status=Document.Status.INDEXED)
-        failed = docs.filter(status=Document.Status.FAILED)
-        chunks = sum(indexed.values_list("chunk_count", flat=True))
-        self.stdout.write(
-            f"Done in {elapsed:.1f}s: {indexed.count()} indexed, {failed.count()} failed, "
-            f"{chunks} chunks"
-        )
-        for document in failed:
+        progress = selectors.job_progress(job=job)
+        self.stdout.write(f"Done in {elapsed:.1f}s: {progress.summary()}")
+        for document in job.documents.filter(status=Document.Status.FAILED):
             self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))
