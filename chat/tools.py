@@ -27,7 +27,8 @@ class Evidence:
     """What a tool found, before numbering: its citable units and how to show them.
 
     Gathering reads only, so several tool calls can gather at once; their units
-    are then registered together in the calls' order (chat.citations.merge).
+    are then registered together in the calls' order (chat.citations.merge), and
+    each call's evidence rendered with the numbers it got.
     """
 
     units: list[citations.SourceUnit]
@@ -289,9 +290,3 @@ def gather(thread: Thread, name: str, raw_arguments: str | dict | None) -> Evide
     if tool is None:
         raise ToolError(f"Unknown tool {name!r}; use one of {', '.join(TOOLS)}.")
     return tool(thread, parse_arguments(raw_arguments))
-
-
-def run_tool(thread: Thread, name: str, raw_arguments: str | dict | None) -> ToolOutcome:
-    """One tool call: gather, register its passages in the thread's registry, render."""
-    evidence = gather(thread, name, raw_arguments)
-    return evidence.outcome(citations.register(thread=thread, units=evidence.units))

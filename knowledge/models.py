@@ -85,7 +85,8 @@ class Document(models.Model):
     SourceType = SourceType
 
     class Status(models.TextChoices):
-        PENDING = "PENDING"
+        # Queued, no worker has taken it yet (what an operator needs to know).
+        PENDING = "PENDING", "waiting in queue"
         INDEXING = "INDEXING"
         INDEXED = "INDEXED"
         STALE = "STALE"
@@ -113,6 +114,14 @@ class Document(models.Model):
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done")
     last_error = models.TextField(blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
+    # What the latest indexing did: found the source unchanged (nothing to do), or
+    # embedded this many chunks (counted as it goes; the rest reused their vectors).
+    unchanged = models.BooleanField(
+        default=False, help_text="The latest indexing found the source unchanged"
+    )
+    chunks_embedded = models.PositiveIntegerField(
+        default=0, help_text="Chunks embedded by the latest indexing (so far, while it runs)"
+    )
     # The extracted text every chunk locator points into (PDF pages joined by \f).
     text = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)

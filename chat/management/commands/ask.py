@@ -35,6 +35,9 @@ class Command(BaseCommand):
                             help="one full provenance line per cited source")
 
     def handle(self, *args, **options) -> None:
+        if not options["question"].strip():
+            # Searching for nothing finds arbitrary passages and "answers" from them.
+            raise CommandError('The question is empty: ask something, e.g. manage.py ask "…"')
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace '{options['workspace']}'")
