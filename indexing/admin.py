@@ -99,7 +99,8 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         "status", "progress", "last_error", "chunk_count", "latest_run", "content_hash", "mime",
         "created_at", "updated_at", "last_indexed_at", "job", "chunks_link",
     ]
-    exclude = ["text"]
+    # Pipeline outputs, shown together as "latest_run".
+    exclude = ["text", "unchanged", "chunks_embedded"]
     change_list_template = "admin/knowledge/document/change_list.html"
 
     def has_add_permission(self, request) -> bool:
