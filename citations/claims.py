@@ -1,0 +1,809 @@
+"""What a claim asserts that a passage must also say: words, numbers, names, negation, cues.
+
+Pure Python, no Django. ``analyze(text)`` reads a sentence once into a ``Features`` record;
+the ``check_*`` functions compare a claim's features with those of the passage text aligned
+to it and return a short human reason when the passage lacks or contradicts something. These
+are the mistakes language models make that similarity scores miss: a changed number or date,
+a swapped name, a dropped or added "not", a reason or superlative nobody stated.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Final
+
+import snowballstemmer
+from wordfreq import zipf_frequency as _zipf_frequency
+
+STOP_WORDS: Final = frozenset(
+    """a an and are as at be been being but by can could did do does doing done for from had
+    has have having he her hers him his how i if in into is it its itself me my of on onto or
+    our ours she so than that the their theirs them then there these they this those to too
+    was we were what when where which while who whom whose why will with would you your yours
+    about also just very up out over again any each such other another some same own both
+    should must may might shall upon via per among amongst within around whereas whether
+    yet thereby therein one ones s 's""".split()
+)
+_STEMMER: Final = snowballstemmer.stemmer("english")
+# A number (commas dropped later) or a word with inner apostrophes, dots or hyphens.
+_WORD: Final = re.compile(r"\d[\d,]*(?:\.\d+)?|[^\W_]+(?:['’.\-][^\W_]+)*", re.UNICODE)
+_NEGATIONS: Final = frozenset(
+    "not no never none nobody nothing neither nor without cannot n't nowhere lack lacks lacked "
+    "lacking absent unable fail fails failed refused denied".split()
+)
+# "not only X but also Y" and "no later than" assert, they do not deny.
+_NOT_NEGATING_NEXT: Final = frozenset("only just merely later less more doubt longer".split())
+
+MONTHS: Final = {
+    name: index + 1
+    for index, names in enumerate(
+        ["january jan", "february feb", "march mar", "april apr", "may", "june jun",
+         "july jul", "august aug", "september sep sept", "october oct", "november nov",
+         "december dec"]
+    )
+    for name in names.split()
+}
+_MONTH_NAMES: Final = {m for m in MONTHS if len(m) > 3 or m == "may"}
+WEEKDAYS: Final = frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday".split()
+)
+
+_SMALL_NUMBERS: Final = {
+    w: i for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_TENS: Final = {
+    "twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80,
+    "ninety": 90,
+}
+_ORDINAL_WORDS: Final = {
+    w: i + 1 for i, w in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
+        .split()
+    )
+}
+_FRACTIONS: Final = {"half": 2, "halve": 2, "third": 3, "quarter": 4, "fifth": 5, "tenth": 10}
+_FRACTION: Final = re.compile(
+    r"\b(?P<count>a|one|two|three)?\s*(?P<part>half|thirds?|quarters?|fifths?|tenths?)\b"
+    r"(?=\s+(?:of|the|a|an)\b)|\bhalf\b",
+    re.IGNORECASE,
+)
+_SCALES: Final = {
+    "hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
+    "dozen": 12,
+}
+_NUMBER: Final = re.compile(
+    r"(?<![\w.])(?P<currency>[$€£¥])?\s?"
+    r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?P<suffix>st|nd|rd|th|s)?(?![\w])"
+    r"(?:\s?(?P<percent>%|percent\b|per cent\b))?"
+    r"(?:[\s-]?(?P<scale>hundred|thousand|million|billion|trillion)s?\b)?",
+    re.IGNORECASE,
+)
+_WORD_NUMBER: Final = re.compile(
+    r"\b(?P<word>(?:" + "|".join(sorted(_TENS, key=len, reverse=True)) + r")(?:[\s-](?:"
+    + "|".join(list(_SMALL_NUMBERS)[1:10]) + r"))?|" + "|".join(list(_SMALL_NUMBERS)[2:])
+    + r"|" + "|".join(_ORDINAL_WORDS) + r"|dozen)\b"
+    r"(?:[\s-](?P<scale>hundred|thousand|million|billion|trillion)s?\b)?",
+    re.IGNORECASE,
+)
+
+# A sentence-initial capital says nothing about a name; these open sentences all the time.
+_SENTENCE_STARTERS: Final = frozenset(
+    """however overall although though during after before many most some several today
+    according while since because instead also additionally furthermore moreover meanwhile
+    finally first then later earlier in on at by for from with without as it its this these
+    those there their they he she we you i the a an our his her another other each every all
+    both either neither unlike like despite following through thus therefore yes no sure
+    here now when where what which who why how until unless once about around between among
+    within beyond over under upon into onto per than whereas whether only even still yet
+    again ultimately currently originally initially eventually notably similarly likewise
+    together altogether generally typically usually often sometimes""".split()
+)
+_NAME_LINKS: Final = frozenset("of de del della di da van von der den du la le y al bin".split())
+
+# Demonyms a stemmer cannot join to their country.
+_DEMONYMS: Final = {
+    "french": "france", "british": "britain", "english": "england", "dutch": "netherlands",
+    "swiss": "switzerland", "spanish": "spain", "polish": "poland", "danish": "denmark",
+    "swedish": "sweden", "finnish": "finland", "welsh": "wales", "scottish": "scotland",
+    "scots": "scotland", "irish": "ireland", "greek": "greece", "turkish": "turkey",
+    "portuguese": "portugal", "norwegian": "norway", "peruvian": "peru", "belgian": "belgium",
+    "thai": "thailand", "iraqi": "iraq", "israeli": "israel", "pakistani": "pakistan",
+    "chinese": "china", "japanese": "japan", "lebanese": "lebanon", "vietnamese": "vietnam",
+    "norman": "normandy", "normans": "normandy", "arab": "arabia", "arabic": "arabia",
+    "hungarian": "hungary", "czech": "czechia", "flemish": "flanders", "venetian": "venice",
+    "roman": "rome", "romans": "rome", "parisian": "paris", "egyptian": "egypt",
+}
+
+# Cues that claim more than a fact: a cause, a consequence, an extreme. Each group lists
+# words that satisfy each other ("the largest" is stated by "the biggest").
+_CAUSE: Final = re.compile(
+    r"\b(?:because|due to|owing to|thanks to|as a result|(?:led|lead|leads|leading) to|"
+    r"result(?:ed|s|ing)? in|caus(?:e|ed|es|ing)|therefore|thus|hence|consequently|"
+    r"so that|in order to|which is why|the reason|reasons?|in response to|prompt(?:ed|ing)|"
+    r"responsible for|contribut(?:ed|es|ing) to|enabl(?:ed|es|ing)|allow(?:ed|s|ing)|"
+    r"causative|means? that|meant that|so)\b",
+    re.IGNORECASE,
+)
+_EXTREMES: Final = tuple(
+    frozenset(group.split())
+    for group in (
+        "largest biggest greatest most highest major majority",
+        "smallest least lowest fewest minority",
+        "first earliest pioneer pioneered pioneering",
+        "last latest final finally",
+        "sole solely exclusively unique uniquely the-only only-one",
+        "main primary chief principal major leading predominant most-common",
+        "world world's worldwide global globally globe",
+        "oldest",
+        "youngest newest",
+        "longest",
+        "shortest",
+        "fastest quickest",
+        "best finest",
+        "worst",
+        "always invariably constantly",
+        "ever",
+        "record",
+        "richest wealthiest",
+        "tallest",
+        "strongest",
+        "most-watched most-viewed",
+    )
+)
+_EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
+
+
+@dataclass(frozen=True)
+class Number:
+    value: float
+    text: str
+    kind: str  # "year", "decade", "ordinal", "percent", "fraction" or "number"
+    start: int
+    end: int
+    scaled: bool = False  # carries its own "million", "thousand"…
+
+
+@dataclass(frozen=True)
+class Entity:
+    text: str
+    tokens: tuple[str, ...]  # lowercased, possessive removed
+    acronyms: frozenset[str] = frozenset()  # tokens written in capitals (NFL, CBS)
+
+
+@dataclass(frozen=True)
+class Features:
+    text: str
+    words: tuple[str, ...]  # lowercased word tokens ("n't" split off)
+    stems: frozenset[str]  # stems of content words, numbers included
+    terms: tuple[str, ...]  # content stems in order, repeats removed
+    numbers: tuple[Number, ...]
+    months: frozenset[str]  # canonical month names and weekdays
+    entities: tuple[Entity, ...]
+    negations: tuple[int, ...]  # word indexes of negation cues
+    cause: bool
+    extremes: frozenset[str]  # extreme-cue words present
+    word_stems: tuple[str, ...] = field(repr=False, default=())  # stem of every word
+
+
+def analyze(text: str) -> Features:
+    return _analyze(text)
+
+
+@lru_cache(maxsize=8192)
+def _analyze(text: str) -> Features:
+    words = tuple(_words(text))
+    word_stems = tuple(stem(w) for w in words)
+    content = [s for w, s in zip(words, word_stems, strict=True) if w not in STOP_WORDS]
+    months = frozenset(
+        _month_name(w) for w, m in _month_words(text) if m
+    ) | frozenset(w for w in words if w in WEEKDAYS)
+    negations = tuple(
+        i for i, w in enumerate(words)
+        if w in _NEGATIONS and not (i + 1 < len(words) and words[i + 1] in _NOT_NEGATING_NEXT)
+    )
+    return Features(
+        text=text,
+        words=words,
+        stems=frozenset(content),
+        terms=tuple(dict.fromkeys(content)),
+        numbers=tuple(numbers(text)),
+        months=months,
+        entities=tuple(entities(text)),
+        negations=negations,
+        cause=bool(_CAUSE.search(text)),
+        extremes=frozenset(w for w in _cue_words(words) if w in _EXTREME_WORDS),
+        word_stems=word_stems,
+    )
+
+
+def _cue_words(words: Sequence[str]) -> Iterable[str]:
+    yield from words
+    # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity.
+    for first, second in zip(words, words[1:], strict=False):
+        if (first, second) in (("the", "only"), ("only", "one"), ("most", "common")):
+            yield f"{first}-{second}"
+
+
+def _words(text: str) -> Iterable[str]:
+    for match in _WORD.finditer(text.replace("’", "'")):
+        word = match.group().lower().strip(".'-")
+        if word[:1].isdigit():
+            yield word.replace(",", "")
+        elif word.endswith("n't"):
+            yield "can" if word == "can't" else word[:-3] if word != "won't" else "will"
+            yield "n't"
+        elif word == "cannot":
+            yield "can"
+            yield "not"
+        elif word.endswith("'s"):
+            yield word[:-2]
+        elif word:
+            yield word
+
+
+@lru_cache(maxsize=65536)
+def zipf_frequency(word: str, lang: str) -> float:
+    """wordfreq's lookup, remembered: it re-tokenizes its argument on every call."""
+    return _zipf_frequency(word, lang)
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    if word in _SMALL_NUMBERS and word != "one":
+        return str(_SMALL_NUMBERS[word])  # "three days" and "3 days" share a term
+    word = _DEMONYMS.get(word, word)
+    return _STEMMER.stemWord(word)
+
+
+@lru_cache(maxsize=65536)
+def rarity(term: str) -> float:
+    """How much a word says, 0.1 (the) to 1 (a name nobody uses): IDF from a general corpus.
+
+    A general-English frequency list stands in for document frequencies: the passages
+    checked at once are far too few to estimate IDF from.
+    """
+    if term[:1].isdigit():
+        return 1.0
+    return min(1.0, max(0.1, (7.0 - zipf_frequency(term, "en")) / 4.0))
+
+
+def numbers(text: str) -> list[Number]:
+    found: list[Number] = []
+    taken: list[tuple[int, int]] = []
+    for match in _NUMBER.finditer(text):
+        digits = match.group("digits")
+        value = float(digits.replace(",", ""))
+        suffix = (match.group("suffix") or "").lower()
+        scale = (match.group("scale") or "").lower()
+        if scale:
+            value *= _SCALES[scale]
+        if match.group("percent"):
+            kind = "percent"
+        elif suffix in ("st", "nd", "rd", "th"):
+            kind = "ordinal"
+        elif (suffix == "s" or not suffix) and "," not in digits and "." not in digits and (
+            not scale and not match.group("currency") and 1000 <= value <= 2100
+        ):
+            kind = "year" if suffix != "s" else "decade"
+        else:
+            kind = "number"
+        found.append(Number(value, match.group().strip(), kind, match.start(), match.end(),
+                            bool(scale)))
+        taken.append((match.start(), match.end()))
+    for match in _FRACTION.finditer(text):
+        count = (match.group("count") or "").lower()
+        numerator = 1 if count in ("a", "one", "") else _SMALL_NUMBERS.get(count, 1)
+        denominator = _FRACTIONS[(match.group("part") or "half").lower().rstrip("s")]
+        found.append(Number(numerator / denominator, match.group().strip(), "fraction",
+                            match.start(), match.end()))
+        taken.append((match.start(), match.end()))
+    for match in _WORD_NUMBER.finditer(text):
+        if any(s <= match.start() < e for s, e in taken):
+            continue
+        word = match.group("word").lower()
+        if word == "third" and re.search(r"\b(?:a|one|two)\s+$", text[: match.start()].lower()):
+            continue
+        parts = re.split(r"[\s-]", word)
+        if parts[0] in _ORDINAL_WORDS:
+            value, kind = float(_ORDINAL_WORDS[parts[0]]), "ordinal"
+        elif parts[0] == "dozen":
+            value, kind = 12.0, "number"
+        else:
+            value = float(sum(_TENS.get(p, _SMALL_NUMBERS.get(p, 0)) for p in parts))
+            kind = "number"
+        scale = (match.group("scale") or "").lower()
+        if scale:
+            value *= _SCALES[scale]
+        found.append(Number(value, match.group(), kind, match.start(), match.end(), bool(scale)))
+    return _share_scales(text, sorted(found, key=lambda n: n.start))
+
+
+def _share_scales(text: str, found: list[Number]) -> list[Number]:
+    """ "4 to 7 million": the first number is millions too."""
+    shared = list(found)
+    for index in range(len(found) - 1, 0, -1):
+        first, second = shared[index - 1], shared[index]
+        between = text[first.end : second.start]
+        if (
+            second.scaled and not first.scaled and first.kind == second.kind == "number"
+            and re.fullmatch(r"\s*(?:to|and|or|-|–|—)\s*", between)
+        ):
+            scale = second.value / float(re.sub(r"[^\d.]", "", second.text.split()[0]) or 1)
+            shared[index - 1] = Number(first.value * scale, first.text, first.kind, first.start,
+                                       first.end, True)
+    return shared
+
+
+def _month_words(text: str) -> Iterable[tuple[str, bool]]:
+    for match in re.finditer(r"\b([A-Z][a-z]+)\b", text):
+        word = match.group(1).lower()
+        if word not in _MONTH_NAMES:
+            continue
+        if word == "may":
+            # "May" is a month next to a number or after "in"/"of"; otherwise the verb.
+            before = text[max(0, match.start() - 4) : match.start()].lower()
+            after = text[match.end() : match.end() + 3]
+            yield word, bool(re.search(r"\d", after) or re.search(r"\b(in|of)\s$", before))
+        else:
+            yield word, True
+
+
+def _month_name(word: str) -> str:
+    return _FULL_MONTHS[MONTHS[word]]
+
+
+_FULL_MONTHS: Final = {index: name for name, index in MONTHS.items() if len(name) > 4}
+_FULL_MONTHS.update({3: "march", 5: "may", 6: "june", 7: "july"})
+
+
+_CAPITALIZED: Final = re.compile(r"[A-Z][\w'’.&-]*|[A-Z]")
+
+
+def entities(text: str) -> list[Entity]:
+    """Runs of capitalized words ("Demaryius Thomas", "University of Chicago", "NFL")."""
+    tokens = [(m.group(), m.start(), m.end()) for m in re.finditer(r"[\w'’.&-]+", text)]
+    result: list[Entity] = []
+    run: list[str] = []
+
+    def close() -> None:
+        while run and run[-1].lower() in _NAME_LINKS:
+            run.pop()
+        if run:
+            cleaned = tuple(t for t in (_name_token(t) for t in run) if t)
+            acronyms = frozenset(
+                _name_token(t) for t in run if len(t.strip(".'’")) > 1 and t.strip(".'’").isupper()
+            )
+            if cleaned:
+                result.append(Entity(" ".join(run).rstrip(".'’"), cleaned, acronyms))
+        run.clear()
+
+    for index, (token, start, _end) in enumerate(tokens):
+        sentence_start = index == 0 or bool(re.search(r"[.!?:;\"“(]\s*$", text[:start]))
+        if index and text[tokens[index - 1][2] : start].strip():
+            close()  # a comma or bracket ends a name: "the MAC, Harvard's gym"
+        lowered = token.lower().strip(".'’")
+        is_capital = token[:1].isupper()
+        if is_capital and lowered in _MONTH_NAMES or lowered in WEEKDAYS:
+            close()
+            continue
+        if (
+            is_capital
+            and lowered != "i"
+            and not (sentence_start and _is_common_opening(lowered))
+            and not (lowered in STOP_WORDS and not run)
+        ):
+            run.append(token)
+            continue
+        if run and lowered in _NAME_LINKS and index + 1 < len(tokens) and (
+            tokens[index + 1][0][:1].isupper()
+        ):
+            run.append(token)
+            continue
+        close()
+    close()
+    return [e for e in result if not all(t in STOP_WORDS for t in e.tokens)]
+
+
+def _is_common_opening(word: str) -> bool:
+    return word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2
+
+
+def _name_token(token: str) -> str:
+    token = token.replace("’", "'").lower().strip(".'-")
+    if token.endswith("'s"):
+        token = token[:-2]
+    return token
+
+
+# ---------------------------------------------------------------------------------------
+# Checks: each returns a reason (str) when the claim says something the span does not.
+
+
+@dataclass(frozen=True)
+class Issue:
+    reason: str
+    contradiction: bool  # True: the passage says otherwise; False: it says nothing of it
+    weight: float = 1.0
+
+
+def number_issues(claim: Features, span: Features, passage: Features) -> list[Issue]:
+    issues: list[Issue] = []
+    years = [n.value for n in span.numbers if n.kind == "year"]
+    for number in claim.numbers:
+        if any(_same_number(number, other) for other in span.numbers):
+            continue
+        if number.kind == "number" and any(abs(a - b) == number.value for a in years
+                                           for b in years):
+            continue  # "four years later" for 1851 and 1855
+        rival = _rival(number, span.numbers, claim)
+        if rival is not None:
+            issues.append(Issue(f"the passage says {rival.text}, not {number.text}", True))
+        elif any(_same_number(number, other) for other in passage.numbers):
+            issues.append(Issue(f"the passage mentions {number.text}, but not in this respect",
+                                False, 0.6))
+        else:
+            issues.append(Issue(f"the passage does not mention {number.text}", False))
+    return issues
+
+
+def _same_number(claim: Number, other: Number) -> bool:
+    if claim.kind == "decade" and other.kind in ("year", "decade"):
+        return claim.value <= other.value < claim.value + 10
+    if other.kind == "decade" and claim.kind == "year":
+        return False
+    if claim.value == other.value:
+        return True
+    if claim.kind in ("year", "ordinal") or other.value == 0:
+        return False
+    # "about 1.3 million" for 1,304,211: equal at the claim's precision.
+    digits = _significant_digits(claim.text)
+    if digits >= 1 and other.value >= claim.value * 0.5:
+        magnitude = 10 ** (math.floor(math.log10(abs(other.value))) - digits + 1)
+        return round(other.value / magnitude) * magnitude == claim.value
+    return False
+
+
+def _significant_digits(text: str) -> int:
+    digits = re.sub(r"[^\d.]", "", text.split()[0] if text.split() else text)
+    if not digits or not any(ch.isdigit() for ch in digits):
+        return 0  # a number written in words: exact
+    if "." in digits:
+        return len(digits.replace(".", "").lstrip("0"))
+    return len(digits.rstrip("0")) or 1
+
+
+def _rival(number: Number, candidates: Sequence[Number], claim: Features) -> Number | None:
+    """The passage's number that the claim's number seems to replace, if any."""
+    same_kind = [c for c in candidates if _kind_family(c.kind) == _kind_family(number.kind)]
+    # A claim number the claim itself already matches elsewhere is no rival.
+    same_kind = [c for c in same_kind if not any(c.value == n.value for n in claim.numbers)]
+    if len(same_kind) == 1:
+        return same_kind[0]
+    return None
+
+
+def _kind_family(kind: str) -> str:
+    return "year" if kind in ("year", "decade") else kind
+
+
+def month_issues(claim: Features, span: Features) -> list[Issue]:
+    missing = claim.months - span.months
+    if not missing:
+        return []
+    rivals = span.months - claim.months
+    issues = []
+    for month in sorted(missing):
+        if len(rivals) == 1:
+            (rival,) = rivals
+            issues.append(Issue(f"the passage says {rival.title()}, not {month.title()}", True))
+        else:
+            issues.append(Issue(f"the passage does not mention {month.title()}", False))
+    return issues
+
+
+def entity_issues(
+    claim: Features, span: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """Names the span lacks. ``subject`` (the document's title) names what the passage is
+    about without repeating it: "Jacksonville" for a paragraph about its climate."""
+    issues: list[Issue] = []
+    for entity in claim.entities:
+        if _mentions(entity, span) or (subject is not None and _mentions(entity, subject)):
+            continue
+        if _mentions(entity, passage):
+            issues.append(Issue(
+                f"the passage mentions {entity.text}, but not in this respect", False, 0.5
+            ))
+        else:
+            issues.append(Issue(f"the passage does not mention {entity.text}", False))
+    return issues
+
+
+def _mentions(entity: Entity, text: Features) -> bool:
+    tokens = [t for t in entity.tokens if t not in _NAME_LINKS and t not in STOP_WORDS]
+    if not tokens:
+        return True
+    found = [_token_found(t, text, acronym=t in entity.acronyms) for t in tokens]
+    rarest = min(range(len(tokens)), key=lambda i: (zipf_frequency(tokens[i], "en"), i))
+    return found[rarest] and sum(found) * 2 >= len(found)
+
+
+def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
+    if token in text.words or stem(token) in text.word_stems:
+        return True
+    if acronym and _acronym_of(token, text):
+        return True
+    # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
+    if len(token) >= 4 and any(
+        len(w) >= 5 and w[:4] == token[:4] for e in text.entities for w in e.tokens
+    ):
+        return True
+    if len(token) >= 5:
+        return any(
+            len(w) >= 5 and (w.startswith(token[:5]) and abs(len(w) - len(token)) <= 3)
+            for w in text.words
+        )
+    return False
+
+
+def _acronym_of(token: str, text: Features) -> bool:
+    letters = token.lower()
+    if len(letters) < 2:
+        return False
+    initials = "".join(
+        e_token[0] for entity in text.entities for e_token in entity.tokens
+        if e_token not in _NAME_LINKS
+    )
+    if letters in initials:
+        # Confirm within one entity, so unrelated neighbours do not spell the acronym.
+        for entity in text.entities:
+            own = "".join(t[0] for t in entity.tokens if t not in _NAME_LINKS)
+            if letters in own:
+                return True
+    return False
+
+
+def negation_issues(claim: Features, span: Features) -> list[Issue]:
+    """A "not" in one that the other lacks, where it bears on what both talk about."""
+    claim_denies = _relevant_negations(claim, span, reach=5, words=3)
+    # The passage's own negations count only when they bear on a word the claim uses right
+    # after them: "Manning did not throw a touchdown" says nothing about "The Broncos won".
+    span_denies = _relevant_negations(span, claim, reach=3, words=1)
+    # Either side may word its negation differently ("does not accelerate" / "will not cause
+    # it to accelerate"), so any negation on the other side answers a relevant one.
+    if claim_denies and not span.negations:
+        return [Issue("the passage states this without the negation", True)]
+    if span_denies and not claim.negations:
+        return [Issue("the passage negates this", True)]
+    return []
+
+
+_SCOPE_FILLERS: Final = frozenset(
+    "really fully entirely necessarily always quite yet even actually directly itself".split()
+)
+
+
+def _relevant_negations(text: Features, other: Features, *, reach: int, words: int) -> list[int]:
+    """Negations whose scope (the next few content words) the other text also talks about."""
+    relevant = []
+    for index in text.negations:
+        scope = [
+            text.word_stems[j]
+            for j in range(index + 1, min(len(text.words), index + 1 + reach))
+            if text.words[j] not in STOP_WORDS and text.words[j] not in _NEGATIONS
+            and text.words[j] not in _SCOPE_FILLERS
+        ][:words]
+        if text.words[index] in ("lack", "lacks", "lacked", "lacking", "absent"):
+            scope += [text.word_stems[j] for j in range(max(0, index - 3), index)]
+        if any(s in other.word_stems for s in scope):
+            relevant.append(index)
+    return relevant
+
+
+def cue_issues(claim: Features, span: Features) -> list[Issue]:
+    issues: list[Issue] = []
+    if claim.cause and not span.cause:
+        issues.append(Issue("the passage does not state this cause or consequence", False))
+    for word in sorted(claim.extremes):
+        group = _EXTREME_WORDS[word]
+        if not (group & span.extremes) and stem(word) not in span.word_stems:
+            shown = word.replace("-", " ")
+            issues.append(Issue(f'the passage does not say "{shown}"', False))
+    for word in _comparisons(claim):
+        if stem(word) not in span.word_stems:
+            issues.append(Issue(f'the passage does not say "more {word}"', False))
+    return issues
+
+
+def _comparisons(features: Features) -> list[str]:
+    """The adjective of each "more X than" / "less X than" in a text."""
+    found = []
+    words = features.words
+    for index, word in enumerate(words[:-2]):
+        if word in ("more", "less") and "than" in words[index + 2 : index + 4]:
+            if words[index + 1] not in STOP_WORDS:
+                found.append(words[index + 1])
+    return found
+
+
+# Words whose swap turns a claim into its opposite; stems on both sides.
+_OPPOSITES: Final = [
+    ("east", "west"), ("north", "south"), ("eastern", "western"), ("northern", "southern"),
+    ("older", "younger"), ("oldest", "youngest"), ("old", "young"), ("before", "after"),
+    ("earlier", "later"), ("earliest", "latest"), ("higher", "lower"), ("highest", "lowest"),
+    ("larger", "smaller"), ("largest", "smallest"), ("bigger", "smaller"), ("more", "fewer"),
+    ("increase", "decrease"), ("increase", "decline"), ("rise", "fall"), ("rise", "decline"),
+    ("grow", "decline"), ("grew", "declined"), ("grow", "shrink"), ("gain", "lose"),
+    ("gained", "lost"), ("won", "lost"), ("win", "lose"), ("victory", "defeat"),
+    ("above", "below"), ("upper", "lower"), ("inner", "outer"), ("left", "right"),
+    ("first", "last"), ("primary", "secondary"), ("maximum", "minimum"), ("major", "minor"),
+    ("positive", "negative"), ("success", "failure"), ("succeeded", "failed"),
+    ("successful", "unsuccessful"), ("succeed", "unsuccessful"), ("accept", "reject"),
+    ("accepted", "rejected"), ("import", "export"), ("men", "women"), ("male", "female"),
+    ("husband", "wife"), ("father", "mother"), ("wife", "mother"), ("husband", "father"),
+    ("son", "daughter"), ("brother", "sister"),
+    ("king", "queen"), ("eldest", "youngest"), ("same", "different"), ("equal", "different"),
+    ("equals", "different"), ("uphold", "overturn"), ("upheld", "overturned"),
+    ("allow", "forbid"), ("allowed", "banned"), ("legal", "illegal"), ("public", "private"),
+    ("internal", "external"), ("cheap", "expensive"), ("cheaper", "expensive"),
+    ("strong", "weak"), ("stronger", "weaker"), ("fast", "slow"), ("faster", "slower"),
+    ("hot", "cold"), ("warm", "cold"), ("wet", "dry"), ("open", "closed"),
+    ("opened", "closed"), ("begin", "end"), ("began", "ended"), ("start", "end"),
+    ("support", "oppose"), ("supported", "opposed"), ("ally", "enemy"), ("allies", "enemies"),
+    ("rural", "urban"), ("ancient", "modern"), ("toward", "away"), ("towards", "away"),
+    ("known", "unknown"), ("common", "rare"), ("include", "exclude"), ("increased", "reduced"),
+    ("raised", "lowered"), ("raise", "cut"), ("gave", "received"), ("give", "receive"),
+    ("buy", "sell"), ("bought", "sold"), ("lend", "borrow"), ("teacher", "student"),
+    ("attack", "defend"), ("offensive", "defensive"), ("home", "away"), ("entered", "left"),
+]
+_OPPOSITE_STEMS: Final = {}
+for _a, _b in _OPPOSITES:
+    _OPPOSITE_STEMS.setdefault(_STEMMER.stemWord(_a), set()).add(_STEMMER.stemWord(_b))
+    _OPPOSITE_STEMS.setdefault(_STEMMER.stemWord(_b), set()).add(_STEMMER.stemWord(_a))
+
+
+def opposite_issues(claim: Features, span: Features) -> list[Issue]:
+    """A claim word missing from the passage whose opposite the passage uses instead."""
+    issues = []
+    claim_stems = set(claim.word_stems)
+    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
+        if word_stem in span.word_stems:
+            continue
+        opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
+        for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
+            opposites.add(prefix + word_stem)
+            if word_stem.startswith(prefix) and len(word_stem) > len(prefix) + 3:
+                opposites.add(word_stem[len(prefix) :])
+        said = [
+            w for w, st in zip(span.words, span.word_stems, strict=True)
+            if st in opposites and st not in claim_stems
+        ]
+        if said:
+            issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
+            break
+    return issues
+
+
+def rare_word_issues(
+    claim: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """A rare word (hyperbola, copper) the passage never uses: a detail from elsewhere."""
+    known = set(passage.word_stems) | set(subject.word_stems if subject else ())
+    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
+        if word in STOP_WORDS or word[:1].isdigit() or len(word) < 4:
+            continue
+        if zipf_frequency(word, "en") >= 3.0 or word_stem in known:
+            continue
+        if any(w.startswith(word[:5]) for w in passage.words if len(word) >= 6):
+            continue
+        if any(word in e.tokens for e in claim.entities):
+            continue  # names have their own check
+        return [Issue(f'the passage does not mention "{word}"', False, 0.7)]
+    return []
+
+
+def association_issues(
+    claim: Features, span: Features, *, min_votes: int = 2, margin: int = 3
+) -> list[Issue]:
+    """Who did what: words the claim ties to one name, the passage ties to another.
+
+    "Interferons attract white blood cells, while leukotrienes have anti-viral effects"
+    against "leukotrienes that attract certain white blood cells … interferons that have
+    anti-viral effects": every shared word sits next to the other name. Each word the claim
+    places clearly nearer one of two anchors (names, numbers, rare terms) votes on whether
+    the passage places it nearer the same one; more votes against than for is a swap.
+    """
+    anchors = _anchor_positions(claim)
+    span_positions: dict[str, list[int]] = {}
+    for index, word_stem in enumerate(span.word_stems):
+        span_positions.setdefault(word_stem, []).append(index)
+    anchors = {a: p for a, p in anchors.items() if a in span_positions}
+    words = {
+        word_stem: index
+        for index, (word, word_stem) in enumerate(zip(claim.words, claim.word_stems, strict=True))
+        if word not in STOP_WORDS and word_stem in span_positions
+    }
+    against: list[tuple[str, str, str]] = []
+    agree = 0
+    names = sorted(anchors, key=anchors.get)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            a, b = anchors[first], anchors[second]
+            if abs(a - b) < margin:
+                continue
+            for word_stem, position in words.items():
+                if word_stem in (first, second):
+                    continue
+                claim_side = abs(position - a) - abs(position - b)
+                if abs(claim_side) < margin:
+                    continue
+                near_a = _nearest(span_positions[word_stem], span_positions[first])
+                near_b = _nearest(span_positions[word_stem], span_positions[second])
+                span_side = near_a - near_b
+                if abs(span_side) < margin:
+                    continue
+                if (claim_side < 0) == (span_side < 0):
+                    agree += 1
+                else:
+                    owner, other = (first, second) if claim_side < 0 else (second, first)
+                    against.append((word_stem, owner, other))
+    if len(against) >= min_votes and len(against) > agree:
+        word_stem, owner, other = against[0]
+        shown = {s: w for w, s in zip(claim.words, claim.word_stems, strict=True)}
+        return [Issue(
+            f'the passage links "{shown.get(word_stem, word_stem)}" with '
+            f'{shown.get(other, other)}, not {shown.get(owner, owner)}', True,
+        )]
+    return []
+
+
+def _anchor_positions(features: Features) -> dict[str, int]:
+    names = {t for e in features.entities for t in e.tokens if t not in _NAME_LINKS}
+    anchors: dict[str, int] = {}
+    for index, (word, word_stem) in enumerate(zip(features.words, features.word_stems,
+                                                  strict=True)):
+        if word in STOP_WORDS:
+            continue
+        if word in names or word[:1].isdigit() or (
+            len(word) >= 5 and zipf_frequency(word, "en") < 3.5
+        ):
+            anchors.setdefault(word_stem, index)
+    return anchors
+
+
+def _nearest(positions: Sequence[int], others: Sequence[int]) -> int:
+    return min(abs(p - o) for p in positions for o in others)
+
+
+_CONTRAST: Final = re.compile(
+    r"\b(?:rather than|instead of|as opposed to|unlike|contrasting (?:from|with)|"
+    r"in contrast (?:to|with)|compared (?:to|with)|not)\s+(?:(?:a|an|the)\s+)?([\w'-]+)",
+    re.IGNORECASE,
+)
+
+
+def contrast_issues(claim: Features, span: Features) -> list[Issue]:
+    """ "A rather than B" against "B (as opposed to A)": the two sides swapped."""
+    claim_sides = [stem(_lower(m.group(1))) for m in _CONTRAST.finditer(claim.text)]
+    span_sides = [stem(_lower(m.group(1))) for m in _CONTRAST.finditer(span.text)]
+    claim_stems = set(claim.word_stems)
+    for side in claim_sides:
+        if side not in span.word_stems or side in span_sides:
+            continue
+        swapped = [s for s in span_sides if s != side and s in claim_stems]
+        if swapped:
+            return [Issue("the passage contrasts these the other way round", True)]
+    return []
+
+
+def _lower(word: str) -> str:
+    word = word.lower().replace("’", "'")
+    return word[:-2] if word.endswith("'s") else word

@@ -1,0 +1,409 @@
+"""Does the cited passage say what the sentence claims? Pure core, no Django.
+
+For each claim and its cited passage(s):
+
+1. the passage is split into sentences (citations.sentences); each is scored by the
+   IDF-weighted share of the claim's content words it contains (citations.claims.rarity);
+2. the best few by that score are embedded (batched, cached: citations.vectors) and scored
+   again with the embedder's cosine, which sees paraphrase the words miss; a pair of
+   sentences may support a claim that combines two facts;
+3. on the best-aligned span, the hard checks look for what similarity misses: a number,
+   date, name, negation or causal/superlative cue the claim has and the span lacks or
+   contradicts (citations.claims);
+4. the verdict: ``supported`` when the span scores above ``Thresholds.supported`` and no
+   check objects; ``partial`` when the passage is about this but lacks a detail or scores in
+   between; ``unsupported`` when it contradicts the claim or is about something else.
+
+Entry points: ``Grounder.check_claim(claim, passages)`` (one claim, its passages; what
+``manage.py grounding_check`` prints) and ``Grounder.check_answer(answer, passages)`` (an
+answer with ``[citation:n]`` markers against the passages by number: verdict per citation
+and per sentence, ``uncited`` claim sentences, coverage). Everything is deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from typing import Final, Literal
+
+import numpy as np
+
+from . import claims as checks
+from .claims import Features, analyze, rarity, stem
+from .sentences import Sentence, split_answer, split_passage
+from .vectors import DocumentEmbedder, VectorCache
+
+Verdict = Literal["supported", "partial", "unsupported"]
+SentenceVerdict = Literal["supported", "partial", "unsupported", "uncited", "not_a_claim"]
+_ORDER: Final = {"unsupported": 0, "partial": 1, "supported": 2}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Tuning knobs (bench/grounding.py measures them; settings may override them)."""
+
+    supported: float = 0.62  # score at or above which a claim with no issue is supported
+    partial: float = 0.45  # below this the passage does not support the claim at all
+    lexical_weight: float = 0.5  # share of word overlap (vs embedder cosine) in the score
+    cosine_floor: float = 0.25  # cosine that counts as no similarity
+    cosine_ceiling: float = 0.75  # cosine that counts as full similarity
+    candidates: int = 2  # sentences per passage embedded, best word overlap first
+    max_span_sentences: int = 3  # a claim may combine facts from this many sentences
+    extend_terms: int = 2  # claim words a sentence must add to join the span
+    extend_gain: float = 0.1  # and their share of the claim's weight
+
+
+@dataclass(frozen=True)
+class Support:
+    verdict: Verdict
+    score: float
+    reason: str
+    passage: int | None = None  # index (check_claim) or citation number (check_answer)
+    span: tuple[int, int] | None = None  # char range in that passage covering the evidence
+    spans: tuple[tuple[int, int], ...] = ()  # the supporting sentence(s) exactly
+
+
+@dataclass(frozen=True)
+class SentenceGrounding:
+    char_start: int
+    char_end: int
+    citations: tuple[int, ...]
+    verdict: SentenceVerdict
+    support: Mapping[int, Support] = field(default_factory=dict)  # per cited number
+
+
+@dataclass(frozen=True)
+class AnswerGrounding:
+    sentences: tuple[SentenceGrounding, ...]
+    citations: Mapping[int, Support]  # per number: its weakest use in the answer
+    coverage: float | None  # supported claim sentences / claim sentences (None: no claims)
+
+    def to_dict(self) -> dict:
+        return {
+            "sentences": [
+                {"char_start": s.char_start, "char_end": s.char_end,
+                 "citations": list(s.citations), "verdict": s.verdict}
+                for s in self.sentences
+            ],
+            "coverage": self.coverage,
+            "citations": {str(n): support_dict(s) for n, s in self.citations.items()},
+        }
+
+
+def support_dict(support: Support) -> dict:
+    data = asdict(support)
+    data["span"] = (
+        {"char_start": support.span[0], "char_end": support.span[1]} if support.span else None
+    )
+    data["spans"] = [list(s) for s in support.spans]
+    return data
+
+
+# What is said to the user, not about the documents.
+_NOT_A_CLAIM: Final = re.compile(
+    r"^(?:hi|hello|hey|thanks|thank you|sure|certainly|of course|great question|"
+    r"you'?re welcome|glad to help|happy to help|good (?:morning|afternoon|evening)|okay|ok)\b"
+    r"|^i (?:could ?n[o']t|cannot|can'?t|did ?n[o']t|was unable to|am unable to|do ?n[o']t) "
+    r"(?:find|see|locate|know|have)"
+    r"|^(?:i'?m|i am) (?:not sure|sorry|afraid)"
+    r"|^(?:the |these |your )?(?:knowledge base|documents?|sources?|passages?|context|evidence)"
+    r" (?:does|do|did) ?n[o']t (?:say|mention|contain|cover|include|specify)"
+    r"|^(?:here (?:is|are|'s)|let me know|i hope this helps|feel free|in summary|"
+    r"to summari[sz]e|in short|overall,?$|based on the)\b",
+    re.IGNORECASE,
+)
+
+
+def is_claim(sentence: Sentence) -> bool:
+    """Whether a sentence asserts something a passage could support."""
+    text = sentence.text.strip()
+    if sentence.kind == "heading" or not text or text.endswith("?"):
+        return False
+    if _NOT_A_CLAIM.search(text):
+        return False
+    if text.endswith(":") and not sentence.citations:
+        return False  # "The steps are:" introduces a list; the items carry the claims
+    features = analyze(text)
+    return len(features.terms) >= 2 or bool(features.numbers and features.terms)
+
+
+@dataclass
+class _Unit:
+    """One passage sentence, scored against the claim."""
+
+    passage: int
+    start: int
+    end: int
+    text: str
+    features: Features
+
+
+@dataclass
+class _Plan:
+    claim: str
+    features: Features
+    units: list[_Unit]
+    passages: dict[int, str]
+    lexical: list[float]
+    candidates: list[int]  # indexes into units, embedded
+    cross_passage: bool
+    subjects: dict[int, str]
+
+
+class Grounder:
+    def __init__(
+        self,
+        embedder: DocumentEmbedder,
+        *,
+        thresholds: Thresholds | None = None,
+        cache_size: int = 8192,
+    ) -> None:
+        self.thresholds = thresholds or Thresholds()
+        self.cache = VectorCache(embedder, max_entries=cache_size)
+
+    # -- entry points ---------------------------------------------------------------------
+
+    def check_claim(
+        self, claim: str, passages: Sequence[str], *, titles: Sequence[str | None] = ()
+    ) -> Support:
+        """One claim against passages; ``Support.passage`` is the index of the best one.
+
+        ``titles`` (optional, one per passage) name what each passage is about: a name in
+        its document's title counts as mentioned even where the passage leaves it out.
+        """
+        return self.check_claims([(claim, passages, titles)])[0]
+
+    def check_claims(
+        self,
+        items: Sequence[tuple[str, Sequence[str]] | tuple[str, Sequence[str], Sequence[str]]],
+    ) -> list[Support]:
+        """Many claims at once: every text that needs a vector is embedded in one batch."""
+        plans = []
+        for item in items:
+            claim, passages = item[0], item[1]
+            titles = item[2] if len(item) > 2 else ()
+            plans.append(self._plan(
+                claim, dict(enumerate(passages)), cross_passage=False,
+                subjects={i: t for i, t in enumerate(titles) if t},
+            ))
+        vectors = self._embed(plans)
+        return [self._judge(plan, vectors) for plan in plans]
+
+    def check_answer(
+        self, answer: str, passages: Mapping[int, str], *, titles: Mapping[int, str] | None = None
+    ) -> AnswerGrounding:
+        """An answer with ``[citation:n]`` markers against the passage each number cites.
+
+        ``titles`` optionally gives each number's document title (see ``check_claim``).
+        """
+        titles = titles or {}
+        sentences = split_answer(answer)
+        claim_flags = [is_claim(s) for s in sentences]
+        jobs: list[tuple[int, int | None, _Plan]] = []  # (sentence index, number|None, plan)
+        for index, (sentence, claim) in enumerate(zip(sentences, claim_flags, strict=True)):
+            cited = [n for n in sentence.citations if n in passages]
+            if not claim or not cited:
+                continue
+            for number in cited:
+                plan = self._plan(sentence.text, {number: passages[number]}, cross_passage=False,
+                                  subjects=titles)
+                jobs.append((index, number, plan))
+            if len(cited) > 1:
+                # Facts combined from several cited passages support the sentence together.
+                together = {n: passages[n] for n in cited}
+                jobs.append((index, None, self._plan(sentence.text, together, cross_passage=True,
+                                                     subjects=titles)))
+        vectors = self._embed([plan for _, _, plan in jobs])
+        per_sentence: dict[int, dict[int | None, Support]] = {}
+        for index, number, plan in jobs:
+            per_sentence.setdefault(index, {})[number] = self._judge(plan, vectors)
+
+        results: list[SentenceGrounding] = []
+        by_citation: dict[int, Support] = {}
+        claims_total = claims_supported = 0
+        for index, sentence in enumerate(sentences):
+            supports = per_sentence.get(index, {})
+            cited_supports = {n: s for n, s in supports.items() if n is not None}
+            if not claim_flags[index]:
+                verdict: SentenceVerdict = "not_a_claim"
+            elif not supports:
+                verdict = "uncited"
+            else:
+                overall = supports.get(None) or max(
+                    cited_supports.values(), key=lambda s: (_ORDER[s.verdict], s.score)
+                )
+                verdict = overall.verdict
+            if claim_flags[index]:
+                claims_total += 1
+                claims_supported += verdict == "supported"
+            for number, support in cited_supports.items():
+                known = by_citation.get(number)
+                if known is None or (_ORDER[support.verdict], support.score) < (
+                    _ORDER[known.verdict], known.score
+                ):
+                    by_citation[number] = support
+            results.append(SentenceGrounding(
+                sentence.char_start, sentence.char_end, sentence.citations, verdict,
+                cited_supports,
+            ))
+        coverage = claims_supported / claims_total if claims_total else None
+        return AnswerGrounding(tuple(results), by_citation, coverage)
+
+    # -- the three steps --------------------------------------------------------------------
+
+    def _plan(
+        self, claim: str, passages: dict[int, str], *, cross_passage: bool,
+        subjects: Mapping[int, str] | None = None,
+    ) -> _Plan:
+        features = analyze(claim)
+        units = [
+            _Unit(key, start, end, text[start:end], analyze(text[start:end]))
+            for key, text in passages.items()
+            for start, end in _passage_sentences(text)
+        ]
+        weights = {t: rarity(t) for t in features.terms}
+        total = sum(weights.values()) or 1.0
+        lexical = [
+            sum(w for t, w in weights.items() if t in unit.features.stems) / total
+            for unit in units
+        ]
+        candidates: list[int] = []
+        for key in passages:
+            own = [i for i, unit in enumerate(units) if unit.passage == key]
+            own.sort(key=lambda i: (-lexical[i], i))
+            candidates.extend(own[: self.thresholds.candidates])
+        return _Plan(claim, features, units, passages, lexical, sorted(candidates), cross_passage,
+                     dict(subjects or {}))
+
+    def _embed(self, plans: Sequence[_Plan]) -> dict[str, np.ndarray]:
+        texts = [p.claim for p in plans if p.candidates]
+        texts += [p.units[i].text for p in plans for i in p.candidates]
+        return self.cache.vectors(texts) if texts else {}
+
+    def _judge(self, plan: _Plan, all_vectors: Mapping[str, np.ndarray]) -> Support:
+        if not plan.candidates or not plan.features.terms:
+            return Support("unsupported", 0.0, "there is no passage text to check against")
+        claim_vector = all_vectors[plan.claim]
+        vectors = {i: all_vectors[plan.units[i].text] for i in plan.candidates}
+        cosine = {i: float(claim_vector @ vectors[i]) for i in plan.candidates}
+        best = max(
+            plan.candidates, key=lambda i: (self._score(plan.lexical[i], cosine[i]), -i)
+        )
+        chosen = self._extend(plan, best)
+        stems = frozenset().union(*(plan.units[i].features.stems for i in chosen))
+        lexical = _lexical(plan.features, stems)
+        semantic = cosine[best]
+        if len(chosen) > 1 and all(i in vectors for i in chosen):
+            joined = sum(vectors[i] for i in chosen)
+            semantic = max(semantic, float(claim_vector @ joined) / float(np.linalg.norm(joined)))
+        score = max(0.0, min(1.0, self._score(lexical, semantic)))
+
+        units = [plan.units[i] for i in chosen]
+        span_features = analyze(" ".join(u.text for u in units))
+        passage_key = units[0].passage
+        passage_features = analyze(plan.passages[passage_key])
+        subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
+        issues = (
+            checks.number_issues(plan.features, span_features, passage_features)
+            + checks.month_issues(plan.features, span_features)
+            + checks.opposite_issues(plan.features, span_features)
+            + checks.negation_issues(plan.features, span_features)
+            + checks.contrast_issues(plan.features, span_features)
+            + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
+            + checks.entity_issues(plan.features, span_features, passage_features, subject)
+            + checks.cue_issues(plan.features, span_features)
+            + checks.rare_word_issues(plan.features, passage_features, subject)
+        )
+        verdict, reason, score = self._verdict(score, issues)
+        own = [u for u in units if u.passage == passage_key]
+        return Support(
+            verdict, round(score, 3), reason, passage_key,
+            (min(u.start for u in own), max(u.end for u in own)),
+            tuple(sorted((u.start, u.end) for u in own)),
+        )
+
+    def _extend(self, plan: _Plan, best: int) -> list[int]:
+        """The best sentence, plus sentences that add what it lacks (facts combined).
+
+        A sentence joins only if it brings at least ``Thresholds.extend_terms`` claim words
+        the span does not have yet: a lone name from elsewhere in the passage does not make
+        the passage say that this name did this.
+        """
+        t = self.thresholds
+        weights = {term: rarity(term) for term in plan.features.terms}
+        total = sum(weights.values()) or 1.0
+        chosen = [best]
+        covered = set(plan.units[best].features.stems)
+        for _ in range(t.max_span_sentences - 1):
+            missing = {term for term in weights if term not in covered}
+            best_gain, best_unit = 0.0, None
+            for index, unit in enumerate(plan.units):
+                if index in chosen:
+                    continue
+                if unit.passage != plan.units[best].passage and not plan.cross_passage:
+                    continue
+                brought = missing & unit.features.stems
+                gain = sum(weights[term] for term in brought) / total
+                if len(brought) >= t.extend_terms and gain > best_gain:
+                    best_gain, best_unit = gain, index
+            if best_unit is None or best_gain < t.extend_gain:
+                break
+            chosen.append(best_unit)
+            covered |= plan.units[best_unit].features.stems
+        # A name or number the span lacks but a neighbouring sentence has is usually the
+        # same thing referred to again ("During the same year, …" after "In 2008, …").
+        named = {stem(t) for e in plan.features.entities for t in e.tokens}
+        named |= {term for term in weights if term[:1].isdigit()}
+        wanted = {term for term in named if term in weights and term not in covered}
+        for index in sorted(chosen):
+            for neighbour in (index - 1, index + 1):
+                if not wanted or neighbour in chosen or not 0 <= neighbour < len(plan.units):
+                    continue
+                unit = plan.units[neighbour]
+                if unit.passage == plan.units[index].passage and wanted & unit.features.stems:
+                    chosen.append(neighbour)
+                    wanted -= unit.features.stems
+        return sorted(chosen)
+
+    def _score(self, lexical: float, cosine: float) -> float:
+        t = self.thresholds
+        semantic = (cosine - t.cosine_floor) / (t.cosine_ceiling - t.cosine_floor)
+        semantic = max(0.0, min(1.0, semantic))
+        return t.lexical_weight * lexical + (1 - t.lexical_weight) * semantic
+
+    def _verdict(self, score: float, issues: list[checks.Issue]) -> tuple[Verdict, str, float]:
+        t = self.thresholds
+        contradictions = [i for i in issues if i.contradiction]
+        if contradictions:
+            return "unsupported", contradictions[0].reason, min(score, t.partial / 2)
+        if issues:
+            strongest = max(issues, key=lambda i: i.weight)
+            if score >= t.partial:
+                return "partial", strongest.reason, min(score, t.supported - 0.01)
+            return "unsupported", strongest.reason, score
+        if score >= t.supported:
+            return "supported", "", score
+        if score >= t.partial:
+            return "partial", "the passage supports only part of this", score
+        return "unsupported", "the passage does not say this", score
+
+
+def _lexical(claim: Features, stems: frozenset[str]) -> float:
+    weights = {t: rarity(t) for t in claim.terms}
+    total = sum(weights.values()) or 1.0
+    return sum(w for t, w in weights.items() if t in stems) / total
+
+
+@lru_cache(maxsize=4096)
+def _passage_sentences(text: str) -> tuple[tuple[int, int], ...]:
+    return tuple(split_passage(text))
+
+
+def check_claim(
+    claim: str, passages: Sequence[str], *, embedder: DocumentEmbedder,
+    thresholds: Thresholds | None = None, titles: Sequence[str | None] = (),
+) -> Support:
+    """One-off convenience; keep a Grounder to reuse its vector cache across calls."""
+    return Grounder(embedder, thresholds=thresholds).check_claim(claim, passages, titles=titles)

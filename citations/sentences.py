@@ -1,0 +1,220 @@
+"""Split answers and passages into sentences with char offsets. Pure Python, no Django.
+
+An answer is Markdown that carries ``[citation:n]`` markers (the normalizer's output). Its
+units are chosen the way a reader sees them:
+
+* fenced code blocks are never claims and produce nothing;
+* a heading is one unit of its own (``kind="heading"``; never a claim);
+* a list item and a table row are units: a sentence never runs from one item into the next,
+  though one item may hold several sentences;
+* paragraph text is split into sentences (sentencex: rule-based, ~300 languages, lossless);
+* a citation belongs to the sentence it ends: ``... March 10 [citation:3].`` and
+  ``... March 10. [citation:3]`` both cite 3 for that sentence only, so a citation at the end
+  of a paragraph covers the sentence it ends, not the whole paragraph.
+
+Offsets are Python string indices into the text given (what the API reports as char_start
+and char_end); each sentence's range includes its own citation markers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, Literal
+
+import sentencex
+
+Kind = Literal["sentence", "heading", "list_item", "table_row"]
+
+CITATION: Final = re.compile(r"\[citation:(\d+)\]")
+_MARKER_WITH_SPACE: Final = re.compile(r"[ \t]*\[citation:\d+\]")
+_FENCE: Final = re.compile(r"^[ \t]*(```+|~~~+)")
+_HEADING: Final = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
+_LIST_ITEM: Final = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
+_QUOTE: Final = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_RULE: Final = re.compile(r"^[ \t]*(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_TABLE_ROW: Final = re.compile(r"^[ \t]*\|")
+_TABLE_SEPARATOR: Final = re.compile(r"^[ \t|:\-]+$")
+_INLINE_CODE: Final = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS: Final = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+# Used with .match(text, pos): anchored at pos (a "^" would only match at 0).
+_LEADING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+")
+_SPACES: Final = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Sentence:
+    char_start: int
+    char_end: int
+    text: str  # the words read as a claim: Markdown and citation markers removed
+    citations: tuple[int, ...]
+    kind: Kind = "sentence"
+
+
+@dataclass(frozen=True)
+class _Block:
+    start: int
+    end: int
+    kind: Kind
+
+
+def split_answer(answer: str) -> list[Sentence]:
+    """The answer's sentences, in order, each with the citation numbers it carries."""
+    sentences: list[Sentence] = []
+    for block in _blocks(answer):
+        if block.kind in ("heading", "table_row"):
+            pieces = [(block.start, block.end)]
+        else:
+            pieces = _sentence_ranges(answer, block.start, block.end)
+        pieces = _move_leading_markers(answer, pieces)
+        for start, end in pieces:
+            raw = answer[start:end]
+            numbers = tuple(dict.fromkeys(int(n) for n in CITATION.findall(raw)))
+            text = plain_text(raw)
+            if text or numbers:
+                sentences.append(Sentence(start, end, text, numbers, block.kind))
+    return sentences
+
+
+def split_passage(text: str) -> list[tuple[int, int]]:
+    """(char_start, char_end) of each sentence of a passage, whitespace trimmed."""
+    spans: list[tuple[int, int]] = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        # A line break inside a passage is a boundary only when the line looks like its own
+        # unit (a list item, a heading, a blank line follows); otherwise it is wrapped prose.
+        spans.extend(_trimmed_segments(text, offset, offset + len(line)))
+        offset += len(line)
+    return _merge_wrapped_lines(text, spans)
+
+
+def plain_text(markdown: str) -> str:
+    """Text of one unit as a reader reads it: no markers, no emphasis, links as their text."""
+    text = _MARKER_WITH_SPACE.sub("", markdown)
+    text = _INLINE_CODE.sub(lambda m: m.group(2), text)
+    text = _LINK.sub(lambda m: m.group(1), text)
+    text = _EMPHASIS.sub(lambda m: m.group(2), text)
+    text = _HEADING.sub("", _LIST_ITEM.sub("", _QUOTE.sub("", text)))
+    text = text.replace("|", " ")
+    return _SPACES.sub(" ", text).strip()
+
+
+def _blocks(text: str) -> list[_Block]:
+    """Paragraphs, headings, list items and table rows, with fenced code left out."""
+    blocks: list[_Block] = []
+    fence: str | None = None
+    current: list[int] | None = None  # [start, end] of the paragraph or item being built
+    current_kind: Kind = "sentence"
+
+    def close() -> None:
+        nonlocal current
+        if current is not None:
+            blocks.append(_Block(current[0], current[1], current_kind))
+            current = None
+
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        start, end = offset, offset + len(line.rstrip("\r\n"))
+        offset += len(line)
+        body = line.rstrip("\r\n")
+        opening = _FENCE.match(body)
+        if fence is not None:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = None
+            continue
+        if opening:
+            close()
+            fence = opening.group(1)
+            continue
+        if not body.strip() or _RULE.match(body):
+            close()
+            continue
+        quote = _QUOTE.match(body)
+        content_start = start + (quote.end() if quote else 0)
+        content = text[content_start:end]
+        if heading := _HEADING.match(content):
+            close()
+            blocks.append(_Block(content_start + heading.end(), end, "heading"))
+        elif _TABLE_ROW.match(content):
+            close()
+            if not _TABLE_SEPARATOR.match(content):
+                blocks.append(_Block(content_start, end, "table_row"))
+        elif item := _LIST_ITEM.match(content):
+            close()
+            current, current_kind = [content_start + item.end(), end], "list_item"
+        elif current is not None:
+            current[1] = end  # a continuation line of the paragraph or item
+        else:
+            current, current_kind = [content_start, end], "sentence"
+    close()
+    return blocks
+
+
+def _sentence_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    # Inline code is masked so a dot in `os.path` never ends a sentence; the mask keeps
+    # lengths, so offsets found in it are offsets in the text.
+    masked = _INLINE_CODE.sub(lambda m: m.group(1) + "x" * len(m.group(2)) + m.group(1),
+                              text[start:end])
+    return _trimmed_segments_of(masked, start)
+
+
+def _trimmed_segments(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    return _trimmed_segments_of(text[start:end], start)
+
+
+def _trimmed_segments_of(chunk: str, base: int) -> list[tuple[int, int]]:
+    ranges: list[tuple[int, int]] = []
+    offset = 0
+    for segment in _segment(chunk):
+        stripped = segment.strip()
+        if stripped:
+            lead = len(segment) - len(segment.lstrip())
+            ranges.append((base + offset + lead, base + offset + lead + len(stripped)))
+        offset += len(segment)
+    return ranges
+
+
+@lru_cache(maxsize=4096)
+def _segment(chunk: str) -> tuple[str, ...]:
+    # sentencex is lossless (its pieces concatenate to the input), which keeps offsets exact.
+    pieces = tuple(sentencex.segment("en", chunk))
+    if "".join(pieces) != chunk:  # never seen; offsets would be wrong, so fall back whole
+        return (chunk,)
+    return pieces
+
+
+def _move_leading_markers(text: str, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``Done. [citation:1] Then…``: the marker ends "Done.", not the sentence after it."""
+    moved: list[tuple[int, int]] = []
+    for start, end in pieces:
+        markers = _LEADING_MARKERS.match(text, start, end)
+        if markers and moved:
+            previous_start, _ = moved[-1]
+            moved[-1] = (previous_start, markers.end())
+            start = markers.end()
+            while start < end and text[start].isspace():
+                start += 1
+            if start >= end:
+                continue
+        moved.append((start, end))
+    return moved
+
+
+def _merge_wrapped_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Join a sentence that a hard line break cut in two (PDF text, wrapped Markdown)."""
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged:
+            previous_start, previous_end = merged[-1]
+            gap = text[previous_end:start]
+            ends_open = text[previous_end - 1] not in ".!?:;\"')]”’"
+            # A capitalized line after an open one is as often a new heading or label as a
+            # wrapped name, so only a lowercase start or a dangling comma/hyphen joins.
+            continues = text[start].islower() or text[previous_end - 1] in ",-–"
+            if gap.count("\n") == 1 and ends_open and continues:
+                merged[-1] = (previous_start, end)
+                continue
+        merged.append((start, end))
+    return merged
