@@ -20,9 +20,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat import citation_pages, citations, services
-from chat.models import Thread
+from chat import citation_pages, citations, grounding, services
+from chat.models import Message, Thread
 from chat.serializers import (
+    GroundingCheckSerializer,
     MessageSerializer,
     PostMessageSerializer,
     ThreadCreateSerializer,
@@ -208,3 +209,31 @@ class CitationPageView(APIView):
         # Short: the URL stays the same when the document is re-indexed.
         response["Cache-Control"] = "private, max-age=300"
         return response
+
+
+class GroundingCheckView(APIView):
+    """Check an answer's cited sentences against passages: yours, or another system's."""
+
+    @extend_schema(request=GroundingCheckSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request) -> Response:
+        params = GroundingCheckSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        data = params.validated_data
+        if "answer" in data:
+            return Response(grounding.check_text(answer=data["answer"], passages=data["passages"]))
+        message = get_object_or_404(
+            Message.objects.select_related("thread"),
+            pk=data["message_id"],
+            role=Message.Role.ASSISTANT,
+            thread__user=request.user,
+            thread__workspace__members=request.user,
+        )
+        cited, checked = grounding.ground_citations(
+            answer=message.resolved_content, citations=message.citations
+        )
+        return Response({
+            "message_id": message.pk,
+            "answer": message.resolved_content,
+            **(checked or {"sentences": [], "coverage": None}),
+            "citations": [{"n": c["n"], "support": c.get("support")} for c in cited],
+        })

@@ -45,6 +45,8 @@ class Message(models.Model):
     # [n] rewritten to [citation:n], unissued numbers removed: what users see.
     resolved_content = models.TextField(blank=True)
     citations = models.JSONField(default=list, blank=True)
+    # Each cited sentence checked against its passages: {"sentences": [...], "coverage"}.
+    grounding = models.JSONField(null=True, blank=True)
     mentions = models.JSONField(default=list, blank=True)
     tool_calls = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from chat import citations
 from chat.followup import standalone_query
+from chat.grounding import ground_citations
 from chat.models import Message, Thread
 from chat.prompts import Mention, system_prompt
 from chat.providers import LLMProvider, ProviderError, Reply, TurnContext, get_provider
@@ -294,17 +295,23 @@ def _run_call(turn: Turn, call) -> dict[str, Any]:
 
 def _close(turn: Turn) -> Message:
     entries = citations.entries(thread=turn.thread, numbers=turn.normalizer.cited)
-    cited = [citations.citation_json(e) for e in entries]
+    answer = "".join(turn.shown)
+    cited, grounding = ground_citations(
+        answer=answer, citations=[citations.citation_json(e) for e in entries]
+    )
     message = _append(
         turn.thread,
         role=Message.Role.ASSISTANT,
         content="".join(turn.written),
-        resolved_content="".join(turn.shown),
+        resolved_content=answer,
         citations=cited,
+        grounding=grounding,
         tool_calls=turn.tool_log,
         metadata=turn.metadata(),
     )
     turn.emit("citations", cited)
+    if grounding is not None:
+        turn.emit("grounding", grounding)
     turn.emit("done", {"message_id": message.pk})
     return message
 

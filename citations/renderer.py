@@ -24,8 +24,9 @@ CONTINUATION_INDENT: Final = "    "
 # "Any whitespace" includes the invisible format characters a crafted document
 # could use to slip a tag past a plain \s.
 _GAP = r"[\s\u200b-\u200d\u2060\ufeff]*"
+# The <knowledge_base> envelope of names (`render_catalogue`) too: a title must not close it.
 _ENVELOPE_TAG: Final = re.compile(
-    rf"<(?={_GAP}/?{_GAP}(?:document|retrieved_context))", re.IGNORECASE
+    rf"<(?={_GAP}/?{_GAP}(?:document|retrieved_context|knowledge_base))", re.IGNORECASE
 )
 # Wider than what the normalizer accepts (any digits, leading zeros, reversed
 # ranges, mismatched CJK pairs): anything the model might read as a citation.

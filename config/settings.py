@@ -284,6 +284,12 @@ CHAT_MAX_TOOL_ROUNDS = env.int("CHAT_MAX_TOOL_ROUNDS", default=4)
 CHAT_SEARCH_LIMIT = env.int("CHAT_SEARCH_LIMIT", default=8)
 CHAT_READ_MAX_CHUNKS = env.int("CHAT_READ_MAX_CHUNKS", default=60)
 CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=20)
+# Every answer's cited sentences are checked against their passages (chat/grounding.py).
+GROUNDING = env("GROUNDING", default="on").lower() in ("on", "true", "1", "yes")
+# Support score at or above which a claim (with no hard-check objection) is supported,
+# and below which its passage does not support it at all; between: partial.
+GROUNDING_SUPPORTED = env.float("GROUNDING_SUPPORTED", default=0.62)
+GROUNDING_PARTIAL = env.float("GROUNDING_PARTIAL", default=0.45)
 # Distinct @mentions one message may carry (each scopes the search); more is a 400.
 CHAT_MAX_MENTIONS = env.int("CHAT_MAX_MENTIONS", default=20)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -47,9 +48,27 @@ class WorkspaceAdmin(admin.ModelAdmin):
             workspace_delete(workspace=workspace)
 
 
+class SameWorkspaceForm(forms.ModelForm):
+    """A document's folder, or a folder's parent, belongs to the row's own workspace:
+    choosing another workspace's folder would be a move by the back door."""
+
+    def clean(self):
+        data = super().clean()
+        workspace = data.get("workspace") or getattr(self.instance, "workspace", None)
+        for name in ("folder", "parent"):
+            related = data.get(name)
+            if related is not None and workspace is not None and (
+                related.workspace_id != workspace.pk
+            ):
+                self.add_error(name, "Choose a folder of the same workspace.")
+        return data
+
+
 class WorkspaceFixedAfterCreation:
     """Chunks, postings and statistics are kept per workspace: moving rows between
     workspaces would leave them searchable where they were, so it is not offered."""
+
+    form = SameWorkspaceForm
 
     def get_readonly_fields(self, request, obj=None):
         fixed = ["workspace"] if obj is not None else []
@@ -108,7 +127,8 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         url = reverse("admin:knowledge_chunk_changelist") + f"?document__id__exact={obj.pk}"
         return format_html('<a href="{}">Browse {} chunks</a>', url, obj.chunk_count)
 
-    @admin.action(description="Re-index selected documents")
+    # Both write (a forced re-read, a status): not for staff who may only view documents.
+    @admin.action(description="Re-index selected documents", permissions=["change"])
     def reindex(self, request: HttpRequest, queryset) -> None:
         queued, refused = sources.reindex(documents=queryset)
         self.message_user(request, f"Queued {queued} documents for re-indexing.")
@@ -120,7 +140,9 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
                 messages.ERROR,
             )
 
-    @admin.action(description="Check selected sources for changes (mark STALE)")
+    @admin.action(
+        description="Check selected sources for changes (mark STALE)", permissions=["change"]
+    )
     def check_freshness(self, request: HttpRequest, queryset) -> None:
         report = freshness.mark_stale(documents=queryset)
         self.message_user(

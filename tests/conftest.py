@@ -94,3 +94,27 @@ def fake() -> Iterator[str]:
     Fake.responses, Fake.requests = {}, []
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
+
+
+@pytest.fixture
+def llm(settings):
+    """A scripted OpenAI-compatible model on loopback, configured as the chat provider."""
+    from tests.scripted_llm import ScriptedLLM
+
+    server = ScriptedLLM()
+    settings.LLM_PROVIDER = "openai"
+    settings.LLM_BASE_URL = server.base_url
+    settings.LLM_MODEL = "scripted"
+    settings.LLM_TIMEOUT = 5.0
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def api(user):
+    """The API as `user` (token-less: force-authenticated)."""
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client

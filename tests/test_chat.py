@@ -23,17 +23,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def llm(settings):
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    settings.LLM_TIMEOUT = 5.0
-    yield server
-    server.close()
-
-
-@pytest.fixture
 def corpus(workspace, counting_embedder) -> dict[str, Document]:
     documents = {}
     for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
@@ -41,13 +30,6 @@ def corpus(workspace, counting_embedder) -> dict[str, Document]:
         pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
         documents[name] = Document.objects.get(pk=document.pk)
     return documents
-
-
-@pytest.fixture
-def api(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 def new_thread(api: APIClient) -> int:
@@ -137,16 +119,18 @@ def test_sse_streams_progress_normalized_tokens_citations_and_done(llm, corpus, 
         name, data = block.split("\n", 1)
         events.append((name.removeprefix("event: "), json.loads(data.removeprefix("data: "))))
     names = [n for n, _ in events]
-    assert names[-2:] == ["citations", "done"]
+    # The grounding check comes after the citations, before done.
+    assert names[-3:] == ["citations", "grounding", "done"]
     labels = [d["label"] for n, d in events if n == "progress"]
     assert "Searching the knowledge base for “security incident”" in labels
     tokens = "".join(d["text"] for n, d in events if n == "token")
     assert tokens == "Report within 4 hours [citation:1]. Not."
     assert all("[" not in d["text"] or "[citation:" in d["text"]
                for n, d in events if n == "token")
-    assert [c["n"] for c in events[-2][1]] == [1]
+    assert [c["n"] for c in events[-3][1]] == [1]
     stored = Message.objects.get(pk=events[-1][1]["message_id"])
     assert stored.resolved_content == tokens
+    assert events[-2][1] == stored.grounding
 
 
 # The script registers from the server's thread, with its own connection: commit.

@@ -15,7 +15,7 @@ from chat.models import Message, Thread
 from citations.registry import web_result_key
 from indexing import pipeline, sources
 from knowledge.models import Document, IngestJob, Workspace
-from tests.scripted_llm import ScriptedLLM, answer, tool_call
+from tests.scripted_llm import answer, tool_call
 
 pytestmark = pytest.mark.django_db
 
@@ -197,16 +197,6 @@ def test_non_staff_cannot_curate_in_the_admin(world, client):
     for url in ("/admin/knowledge/document/", "/admin/knowledge/document/add-sources/"):
         response = client.get(url)
         assert response.status_code == 302 and "/admin/login/" in response["Location"]
-
-
-@pytest.fixture
-def llm(settings):
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    yield server
-    server.close()
 
 
 @pytest.mark.parametrize(

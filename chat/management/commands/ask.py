@@ -81,8 +81,21 @@ def _as_json(message: Message) -> dict:
         "status": message.status,
         "answer": message.resolved_content,
         "citations": message.citations,
+        "grounding": message.grounding,
         "metadata": message.metadata,
     }
+
+
+def grounding_line(grounding: dict) -> str:
+    """'grounding> 4 sentences · 3 supported · 1 partial · 0 uncited' (claim sentences only)."""
+    claims = [s["verdict"] for s in grounding["sentences"] if s["verdict"] != "not_a_claim"]
+    counts = {v: claims.count(v) for v in ("supported", "partial", "unsupported", "uncited")}
+    parts = [f"{len(claims)} sentences", f"{counts['supported']} supported",
+             f"{counts['partial']} partial"]
+    if counts["unsupported"]:
+        parts.append(f"{counts['unsupported']} unsupported")
+    parts.append(f"{counts['uncited']} uncited")
+    return "grounding> " + " · ".join(parts)
 
 
 def footer(message: Message, *, debug: bool = False) -> list[str]:
@@ -102,6 +115,8 @@ def footer(message: Message, *, debug: bool = False) -> list[str]:
         f"matches> {passages} passages shown, {len(message.citations)} cited, "
         f"{len(message.metadata.get('dropped_citations', []))} invented numbers dropped",
     ]
+    if message.grounding is not None:
+        lines.append(grounding_line(message.grounding))
     for citation in message.citations:
         doc = citation["document"]
         where = f" · {citation['label']}" if citation["label"] else ""
@@ -111,4 +126,7 @@ def footer(message: Message, *, debug: bool = False) -> list[str]:
                 f"    {citation['source_type']} document={doc['id']} uri={doc['uri']} "
                 f"locator={json.dumps(citation['locator'])} status={citation['status']}"
             )
+        support = citation.get("support")
+        if support and support["verdict"] != "supported":
+            lines.append(f"    {support['verdict']}: {support['reason']}")
     return lines

@@ -67,6 +67,8 @@ class Command(BaseCommand):
             raise CommandError(
                 f"{exc} ({exc.reason}) To index without the workers, pass --inline."
             ) from exc
+        except sources.SourceRefused as exc:  # a tree over INGEST_MAX_FILES_PER_JOB
+            raise CommandError(str(exc)) from exc
         if not documents:
             raise CommandError("No supported files found in the given sources")
         self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")

@@ -1,0 +1,95 @@
+"""Check an answer's cited sentences against the passages they cite (citations.grounding).
+
+The engine is pure; this module gives it the configured embedder and thresholds,
+and maps each supporting span into its document's coordinates.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+
+from citations.grounding import AnswerGrounding, Grounder, Thresholds, support_dict
+from citations.normalizer import normalize
+from embeddings import get_embedder
+
+
+@functools.lru_cache(maxsize=4)
+def _grounder(model_id: str, supported: float, partial: float) -> Grounder:
+    # One per embedder and thresholds: its vector cache lives as long as the process.
+    return Grounder(get_embedder(), thresholds=Thresholds(supported=supported, partial=partial))
+
+
+def grounder() -> Grounder:
+    return _grounder(
+        get_embedder().model_id, settings.GROUNDING_SUPPORTED, settings.GROUNDING_PARTIAL
+    )
+
+
+def check_answer(
+    *, answer: str, passages: Mapping[int, str], titles: Mapping[int, str] | None = None
+) -> AnswerGrounding:
+    """An answer with [citation:n] tokens against the passage each number stands for."""
+    return grounder().check_answer(answer, passages, titles=titles)
+
+
+def check_text(*, answer: str, passages: list[str]) -> dict[str, Any]:
+    """An answer from elsewhere citing [n] (n indexes `passages` from 1), checked.
+
+    Its markers are normalized first (numbers beyond the passages are dropped),
+    as for our own answers.
+    """
+    numbered = dict(enumerate(passages, start=1))
+    normalized = normalize(answer, numbered.__contains__)
+    result = check_answer(answer=normalized.text, passages=numbered)
+    grounding = result.to_dict()
+    return {
+        "answer": normalized.text,
+        "dropped_citations": normalized.dropped,
+        "sentences": grounding["sentences"],
+        "coverage": grounding["coverage"],
+        "citations": [
+            {"n": n, "support": support_dict(support)}
+            for n, support in sorted(result.citations.items())
+        ],
+    }
+
+
+def ground_citations(
+    *, answer: str, citations: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """The answer's citations, each with its `support`, and the message's `grounding`.
+
+    With GROUNDING off: the citations unchanged and None.
+    """
+    if not settings.GROUNDING:
+        return citations, None
+    result = check_answer(
+        answer=answer,
+        passages={c["n"]: c["text"] for c in citations},
+        titles={c["n"]: c["document"]["title"] for c in citations if c["document"]["title"]},
+    )
+    grounded = []
+    for citation in citations:
+        support = result.citations.get(citation["n"])
+        grounded.append({**citation, "support": _support(support, citation["locator"])})
+    grounding = result.to_dict()
+    grounding.pop("citations")  # each citation carries its own support
+    return grounded, grounding
+
+
+def _support(support, locator: dict[str, Any]) -> dict[str, Any] | None:
+    """support_dict plus `document_span`: the span in the text the locator's offsets index."""
+    if support is None:
+        return None  # cited only in sentences that make no claim
+    data = support_dict(support)
+    span, start = data["span"], locator.get("char_start")
+    data["document_span"] = (
+        {"char_start": start + span["char_start"], "char_end": start + span["char_end"]}
+        if span and isinstance(start, int)
+        else None
+    )
+    return data

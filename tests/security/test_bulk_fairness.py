@@ -1,0 +1,88 @@
+"""Issue #9 item 3: one big job does not starve other workspaces (a real worker on Redis)."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+import redis
+
+from knowledge.models import Document, Workspace
+from tests.workers import REDIS_URL, manage, start_worker, worker_env
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+BULK_DOCUMENTS = 80
+
+
+def write_bulk_corpus(directory) -> None:
+    directory.mkdir()
+    rng = random.Random(3)
+    words = ("tide gauge harbour pier station reading surge ebb flood datum chart buoy "
+             "mooring vessel pilot current height lunar solar spring neap").split()
+    for d in range(BULK_DOCUMENTS):
+        body = "\n\n".join(
+            " ".join(rng.choice(words) for _ in range(80)) + f". Note {d}-{p}."
+            for p in range(6)
+        )
+        (directory / f"log{d:03}.md").write_text(f"# Log {d}\n\n{body}\n")
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"Timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def statuses(workspace: Workspace) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for status in Document.objects.filter(workspace=workspace).values_list("status", flat=True):
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def test_an_upload_in_another_workspace_is_indexed_while_a_bulk_job_runs(
+    workspace, user, tmp_path
+):
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    write_bulk_corpus(tmp_path / "bulk")
+    (tmp_path / "small").mkdir()
+    (tmp_path / "small" / "rota.md").write_text("# Rota\n\nThe pilot boat sails at six.\n")
+    env = worker_env(tmp_path)
+    queue = env["CELERY_QUEUE"]
+
+    result = manage(env, "ingest", str(tmp_path / "bulk"), "--workspace", workspace.slug,
+                    "--no-wait")
+    assert result.returncode == 0, result.stderr
+    assert Document.objects.filter(workspace=workspace).count() == BULK_DOCUMENTS
+    broker = redis.Redis.from_url(REDIS_URL)
+    assert broker.llen(f"{queue}-bulk") == BULK_DOCUMENTS, "a big job goes to the bulk queue"
+
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: statuses(workspace).get(Document.Status.INDEXED, 0) >= 1, 120,
+                 "the bulk job to start")
+        result = manage(env, "ingest", str(tmp_path / "small" / "rota.md"),
+                        "--workspace", other.slug, "--no-wait")
+        assert result.returncode == 0, result.stderr
+        small = Document.objects.get(workspace=other)
+
+        wait_for(
+            lambda: Document.objects.get(pk=small.pk).status in (
+                Document.Status.INDEXED, Document.Status.FAILED
+            ),
+            120, "the small upload",
+        )
+        bulk_then = statuses(workspace)
+        small.refresh_from_db()
+        assert small.status == Document.Status.INDEXED, small.last_error
+        # Taken ahead of the bulk job's queue, not behind all of it.
+        assert bulk_then.get(Document.Status.PENDING, 0) > 0, bulk_then
+        print("bulk job when the small upload was indexed:", bulk_then)
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        broker.delete(queue, f"{queue}-bulk")

@@ -1,0 +1,131 @@
+"""Every answer's cited sentences are checked against their passages (JSON, SSE, CLI, API)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from rest_framework.test import APIClient
+
+from chat.models import Message
+from indexing import pipeline, sources
+from tests.scripted_llm import answer, tool_call
+
+pytestmark = pytest.mark.django_db
+
+HARBOUR = (
+    "The Pelican mooring buoy is repainted every April by the harbour crew. "
+    "The harbour office closes at 18:00 on weekdays. "
+    "Storm warnings are issued by the coast guard."
+)
+
+ANSWER = (
+    "The Pelican buoy is repainted every April [1]. "
+    "Each spring, in April, the harbour crew gives the Pelican mooring buoy new paint [1]. "
+    "The harbour office closes at 20:00 on weekdays [1]. "
+    "Storm warnings come from the coast guard."
+)
+
+
+@pytest.fixture
+def harbour(workspace, counting_embedder, tmp_path):
+    path = tmp_path / "harbour.txt"
+    path.write_text(HARBOUR)
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    return document
+
+
+def ask(api: APIClient, **headers):
+    thread = api.post("/api/threads", {"title": ""}, format="json").json()["id"]
+    return api.post(f"/api/threads/{thread}/messages", {"content": "Tell me about the harbour"},
+                    format="json", **headers)
+
+
+def verdicts(grounding: dict) -> list[str]:
+    return [s["verdict"] for s in grounding["sentences"]]
+
+
+def check_grounding(message: dict) -> None:
+    grounding = message["grounding"]
+    assert verdicts(grounding) == ["supported", "supported", "unsupported", "uncited"]
+    assert grounding["coverage"] == pytest.approx(2 / 4)
+    text = message["resolved_content"]
+    first = grounding["sentences"][0]
+    assert text[first["char_start"]:first["char_end"]].startswith("The Pelican buoy")
+    (citation,) = message["citations"]
+    support = citation["support"]
+    # A citation's support is its weakest use: the 20:00 sentence.
+    assert support["verdict"] == "unsupported"
+    assert "18:00" in support["reason"] and "20:00" in support["reason"]
+    start, end = support["span"]["char_start"], support["span"]["char_end"]
+    assert citation["text"][start:end] == "The harbour office closes at 18:00 on weekdays."
+    offset = citation["locator"]["char_start"]
+    assert support["document_span"] == {"char_start": offset + start, "char_end": offset + end}
+
+
+def test_json_answers_carry_per_sentence_and_per_citation_support(llm, harbour, api):
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy harbour"}),
+                  answer(ANSWER)]
+    response = ask(api)
+    assert response.status_code == 201, response.content
+    check_grounding(response.json())
+    stored = Message.objects.get(pk=response.json()["id"])
+    assert stored.grounding == response.json()["grounding"]
+
+
+def test_streamed_answers_send_grounding_before_done(llm, harbour, api):
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy harbour"}),
+                  answer(ANSWER, chunks=[ANSWER[:30], ANSWER[30:95], ANSWER[95:]])]
+    response = ask(api, HTTP_ACCEPT="text/event-stream")
+    raw = b"".join(response.streaming_content).decode()
+    events = [block.split("\n", 1) for block in raw.strip().split("\n\n")]
+    events = [(n.removeprefix("event: "), json.loads(d.removeprefix("data: "))) for n, d in events]
+    assert [n for n, _ in events][-3:] == ["citations", "grounding", "done"]
+    stored = Message.objects.get(pk=events[-1][1]["message_id"])
+    check_grounding({"grounding": events[-2][1], "citations": events[-3][1],
+                     "resolved_content": stored.resolved_content})
+
+
+def test_grounding_off_stores_no_check(llm, harbour, api, settings):
+    settings.GROUNDING = False
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
+    message = ask(api).json()
+    assert message["grounding"] is None
+    assert "support" not in message["citations"][0]
+
+
+def test_check_endpoint_takes_another_systems_answer(api):
+    response = api.post("/api/grounding/check", {
+        "answer": "The office closes at 20:00 [1]. It opens at nine [2]. Invented [7].",
+        "passages": ["The harbour office closes at 18:00 on weekdays.",
+                     "The harbour office opens at 09:00."],
+    }, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["dropped_citations"] == [7]
+    by_n = {c["n"]: c["support"]["verdict"] for c in body["citations"]}
+    assert by_n == {1: "unsupported", 2: "supported"}
+
+
+def test_check_endpoint_rechecks_a_stored_message_of_the_user_only(llm, harbour, api, staff):
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
+    message = ask(api).json()
+    response = api.post("/api/grounding/check", {"message_id": message["id"]}, format="json")
+    assert response.status_code == 200
+    assert verdicts(response.json()) == verdicts(message["grounding"])
+    other = APIClient()
+    other.force_authenticate(staff)
+    assert other.post("/api/grounding/check", {"message_id": message["id"]},
+                      format="json").status_code == 404
+    assert api.post("/api/grounding/check", {"answer": "x [1]."},
+                    format="json").status_code == 400
+
+
+def test_ask_prints_the_grounding_line(llm, harbour, workspace, capsys):
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
+    call_command("ask", "Tell me about the harbour", workspace=workspace.slug)
+    out = capsys.readouterr().out
+    assert "grounding> 4 sentences · 2 supported · 0 partial · 1 unsupported · 1 uncited" in out
+    assert "unsupported: " in out
