@@ -319,15 +319,9 @@ def test_changed_source_is_flagged_and_shows_what_was_cited(stale_citation, page
 
 
 @pytest.fixture
-def llm(corpus, settings) -> Iterator[ScriptedLLM]:
-    """A scripted OpenAI-compatible model; the live server reads these settings."""
-    server = ScriptedLLM()
-    settings.LLM_PROVIDER = "openai"
-    settings.LLM_BASE_URL = server.base_url
-    settings.LLM_MODEL = "scripted"
-    settings.LLM_TIMEOUT = 10.0
-    yield server
-    server.close()
+def llm(corpus, llm) -> ScriptedLLM:
+    """conftest's scripted model, set up after the corpus (which picks the offline answerer)."""
+    return llm
 
 
 def passage_number(request: dict, words: str) -> int:
@@ -420,6 +414,17 @@ def test_markdown_answer_renders_lists_tables_and_code_and_stays_inert(llm, page
     assert page.evaluate("typeof window.__xss") == "undefined"
 
 
+def merged(spans: list[list[int]]) -> list[list[int]]:
+    """Spans that touch or overlap are one highlight."""
+    out: list[list[int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
 GROUNDED_ANSWER = (
     "The Pelican mooring buoy is repainted every April by the harbour crew [{pelican}].\n\n"
     "Security incidents must be reported within 48 hours of discovery [{incident}].\n\n"
@@ -496,11 +501,12 @@ def test_grounding_flags_unsupported_pills_and_uncited_claims(llm, page: Page):
     page.keyboard.press("Escape")
     good.click()
     panel = page.locator("#citation-panel")
-    spans = pelican["support"]["spans"]
+    spans = merged(pelican["support"]["spans"])
     assert spans, pelican["support"]
     marks = panel.locator("mark.support-span")
     expect(marks).to_have_count(len(spans))
     expect(marks).to_have_text([pelican["text"][start:end] for start, end in spans])
+    assert sum(e - s for s, e in spans) < len(pelican["text"].strip()), "not the whole chunk"
     expect(panel.locator(".cited-chunk")).to_contain_text(pelican["text"].strip()[:20])
     expect(panel.locator("#citation-support")).to_be_hidden()
 
@@ -537,6 +543,12 @@ def pdf_thread(corpus, workspace, user, counting_embedder) -> dict:
         )
         n = citations.register(thread=thread, units=[unit])[unit.source_key]
         citation = citations.citation_json(citations.resolve(thread=thread, n=n))
+        # As the grounding check stores it: the budget line is what supports the answer.
+        start = chunk.text.index("Total launch budget")
+        citation["support"] = {
+            "verdict": "supported", "score": 0.9, "reason": "",
+            "span": {"char_start": start, "char_end": start + 19}, "spans": [[start, start + 19]],
+        }
         Message.objects.create(thread=thread, seq=1, role="user", content="Launch budget?",
                                resolved_content="Launch budget?")
         Message.objects.create(
@@ -556,6 +568,7 @@ def pdf_thread(corpus, workspace, user, counting_embedder) -> dict:
     foreign_citation = cite(foreign)
     return {
         "thread": thread.pk, "n": citation["n"], "chunk": chunk, "page_count": 4,
+        "support_span": citation["support"]["spans"][0],
         "foreign": foreign.pk, "foreign_n": foreign_citation["n"],
     }
 
@@ -599,7 +612,15 @@ def test_pdf_citation_opens_the_page_with_the_cited_lines_highlighted(pdf_thread
     assert bbox == pdf_thread["chunk"].locator["bbox"]
     highlights = cited.locator(".pdf-highlight")
     assert_highlights_match(image, highlights, bbox)
-    expect(highlights.first).to_be_in_viewport()
+    # The supporting line stands out; the rest of the chunk is shown faintly.
+    start, end = pdf_thread["support_span"]
+    supporting = [
+        i for i, (s, e) in enumerate(body["pdf"]["bbox_chars"]) if s < end and start < e
+    ]
+    assert supporting and len(supporting) < len(bbox)
+    classes = highlights.evaluate_all("boxes => boxes.map(b => b.className)")
+    assert [i for i, c in enumerate(classes) if "is-context" not in c] == supporting, classes
+    expect(cited.locator(".pdf-highlight:not(.is-context)").first).to_be_in_viewport()
     snapshot(page, "pdf")
 
     # Zoomable, and the highlight stays on its words.
