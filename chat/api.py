@@ -189,10 +189,17 @@ class CitationPageView(APIView):
     """A page of the PDF a citation points into, as PNG (neighbouring pages too)."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("scale", float, description="1 = 72 dpi; 1, 1.5, 2 or 3")],
+        parameters=[
+            OpenApiParameter(
+                "scale", float, enum=list(page_images.SCALES), description="1 = 72 dpi (default 2)"
+            )
+        ],
         responses={
             (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="the page"),
-            404: OpenApiResponse(description="no such thread, citation, PDF or page"),
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="a scale not offered"),
+            404: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="no such thread, citation, PDF or page"
+            ),
         },
     )
     def get(self, request: Request, pk: int, n: int, page: int) -> HttpResponse:
