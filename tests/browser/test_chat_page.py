@@ -22,7 +22,7 @@ from django.test import Client
 from chat import citations, services
 from chat.models import Message
 from indexing import pipeline, sources
-from knowledge.models import Chunk, Document, Workspace
+from knowledge.models import Chunk, Document
 from tests.conftest import SAMPLE_CORPUS
 from tests.scripted_llm import ScriptedLLM, answer, tool_call
 
@@ -544,51 +544,57 @@ def test_grounding_flags_unsupported_pills_and_uncited_claims(llm, page: Page):
 
 @pytest.fixture
 def pdf_thread(corpus, workspace, user, counting_embedder) -> dict:
-    """A stored answer citing the sample PDF's budget passage; another user's thread too."""
+    """Stored answers citing the sample PDF: the budget passage, and a passage whose
+    place on its page is unknown; another user's thread citing it too."""
     document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "q3-launch-notes.pdf")
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    chunk = next(
-        c for c in Chunk.objects.filter(document_id=document.pk).order_by("ordinal")
-        if "Total launch budget" in c.text
-    )
+    chunks = list(Chunk.objects.filter(document_id=document.pk).order_by("ordinal"))
+    chunk = next(c for c in chunks if "Total launch budget" in c.text)
     assert chunk.locator.get("bbox"), chunk.locator
+    unlocated = next(c for c in chunks if c.locator["page"] == 2)
+    Chunk.objects.filter(pk=unlocated.pk).update(
+        locator={**unlocated.locator, "bbox": [], "bbox_chars": []}
+    )
+    unlocated.refresh_from_db()
 
-    def cite(thread) -> dict:
+    def cite(thread, cited: Chunk, support: dict | None = None) -> dict:
         unit = citations.SourceUnit(
-            source_key=f"chunk:{chunk.pk}", source_type="kb_chunk", text=chunk.text,
-            locator=chunk.locator,
+            source_key=f"chunk:{cited.pk}", source_type="kb_chunk", text=cited.text,
+            locator=cited.locator,
             display={"title": document.title, "uri": document.uri,
-                     "label": f"page {chunk.locator['page']}"},
-            document_id=document.pk, chunk_id=chunk.pk,
+                     "label": f"page {cited.locator['page']}"},
+            document_id=document.pk, chunk_id=cited.pk,
         )
         n = citations.register(thread=thread, units=[unit])[unit.source_key]
         citation = citations.citation_json(citations.resolve(thread=thread, n=n))
-        # As the grounding check stores it: the budget line is what supports the answer.
-        start = chunk.text.index("Total launch budget")
-        citation["support"] = {
-            "verdict": "supported", "score": 0.9, "reason": "",
-            "span": {"char_start": start, "char_end": start + 19}, "spans": [[start, start + 19]],
-        }
-        Message.objects.create(thread=thread, seq=1, role="user", content="Launch budget?",
-                               resolved_content="Launch budget?")
+        if support:
+            citation["support"] = support
+        Message.objects.create(thread=thread, seq=thread.messages.count() + 1, role="user",
+                               content="Launch budget?", resolved_content="Launch budget?")
         Message.objects.create(
-            thread=thread, seq=2, role="assistant", content=f"It is €18,500 [{n}].",
+            thread=thread, seq=thread.messages.count() + 1, role="assistant",
+            content=f"It is €18,500 [{n}].",
             resolved_content=f"The total launch budget is €18,500 [citation:{n}].",
             citations=[citation],
         )
         return citation
 
+    # As the grounding check stores it: the budget line is what supports the answer.
+    start = chunk.text.index("Total launch budget")
+    support = {
+        "verdict": "supported", "score": 0.9, "reason": "",
+        "span": {"char_start": start, "char_end": start + 19}, "spans": [[start, start + 19]],
+    }
     thread = services.create_thread(workspace=workspace, user=user, title="Launch budget")
-    citation = cite(thread)
+    citation = cite(thread, chunk, support)
+    unlocated_n = cite(thread, unlocated)["n"]
     mallory = get_user_model().objects.create_user("mallory")
-    elsewhere = Workspace.objects.create(name="Other", slug="other", owner=mallory)
-    elsewhere.members.add(mallory)
     workspace.members.add(mallory)  # even a fellow member cannot read alice's thread
     foreign = services.create_thread(workspace=workspace, user=mallory, title="Mallory's")
-    foreign_citation = cite(foreign)
+    foreign_citation = cite(foreign, chunk)
     return {
         "thread": thread.pk, "n": citation["n"], "chunk": chunk, "page_count": 4,
-        "support_span": citation["support"]["spans"][0],
+        "support_span": support["spans"][0], "unlocated_n": unlocated_n,
         "foreign": foreign.pk, "foreign_n": foreign_citation["n"],
     }
 
@@ -672,6 +678,14 @@ def test_pdf_citation_opens_the_page_with_the_cited_lines_highlighted(pdf_thread
     panel.get_by_role("button", name="Text").click()
     expect(panel.locator("mark")).to_contain_text("Total launch budget")
     expect(panel.locator(".pdf-page")).to_have_count(0)
+
+    # A passage whose place on the page is unknown: the page, unmarked, and a note.
+    page.locator(f'.citation-pill[data-n="{pdf_thread["unlocated_n"]}"]').click()
+    expect(panel.locator(".pdf-page.is-cited")).to_have_attribute("data-page", "2")
+    wait_loaded(page, panel.locator(".pdf-page.is-cited img"))
+    expect(panel.locator(".pdf-highlight")).to_have_count(0)
+    expect(panel.locator("#citation-status")).to_contain_text("could not be located")
+    expect(panel.locator(".pdf-page.is-cited")).to_be_in_viewport()
 
     # Page images are checked like any document read: another user's thread is a 404.
     own = page.request.get(f"/api/threads/{thread_id}/citations/{n}/pages/1?scale=2")

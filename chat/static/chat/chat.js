@@ -740,8 +740,15 @@
 
     const spans = supportSpans(support, (citation.text || "").length);
     const pdf = citation.pdf;
-    if (pdf && Number.isInteger(pdf.page) && Array.isArray(pdf.bbox) && pdf.bbox.length) {
+    if (pdf && Number.isInteger(pdf.page) && pdf.page > 0) {
       renderPageView(citation, spans, threadId);
+      if (!Array.isArray(pdf.bbox) || !pdf.bbox.length) {
+        // A scanned page, or text pdfium reads differently: show the page unmarked.
+        ui.panelStatus.textContent =
+          "The passage could not be located on the page, so it is not highlighted. " +
+          "The Text button shows it.";
+        ui.panelStatus.hidden = false;
+      }
     } else {
       renderTextView(citation, spans);
     }
@@ -855,7 +862,7 @@
     }
     const cited = view.pages.get(pdf.page);
     cited.box.classList.add("is-cited");
-    for (const [index, rect] of pdf.bbox.entries()) {
+    for (const [index, rect] of (pdf.bbox || []).entries()) {
       if (!Array.isArray(rect) || rect.length !== 4 || !rect.every(Number.isFinite)) continue;
       const [x0, y0, x1, y1] = rect.map((v) => Math.max(0, Math.min(1, v)));
       const chars = (pdf.bbox_chars || [])[index];
@@ -915,7 +922,10 @@
   function scrollToHighlight(view) {
     const highlight = view.container.querySelector(".pdf-highlight:not(.is-context)") ||
       view.container.querySelector(".pdf-highlight");
-    if (!highlight) return;
+    if (!highlight) {
+      ui.panelBody.scrollTop = view.container.querySelector(".pdf-page.is-cited").offsetTop - 48;
+      return;
+    }
     const box = highlight.parentElement;
     ui.panelBody.scrollTop = Math.max(0, box.offsetTop + highlight.offsetTop - 80);
     ui.panelBody.scrollLeft = Math.max(0, box.offsetLeft + highlight.offsetLeft - 24);
