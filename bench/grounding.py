@@ -72,7 +72,7 @@ class Claim:
 
 
 def load_embedder():
-    from indexing.embedders.local import LocalMiniLMEmbedder
+    from embeddings.local import LocalMiniLMEmbedder
 
     return LocalMiniLMEmbedder(
         runtime="onnx", cache_dir=REPO / ".verity" / "models", batch_size=64

@@ -12,7 +12,12 @@ from django.db import connection
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -23,6 +28,7 @@ from rest_framework.views import APIView
 from chat import citation_pages, citations, grounding, services
 from chat.models import Message, Thread
 from chat.serializers import (
+    CitationDetailSerializer,
     GroundingCheckSerializer,
     MessageSerializer,
     PostMessageSerializer,
@@ -55,6 +61,21 @@ def user_thread(request: Request, pk: int) -> Thread:
     )
 
 
+NOT_FOUND = OpenApiResponse(OpenApiTypes.OBJECT, description="no such conversation of yours")
+REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {field: [reasons]}")
+
+
+@extend_schema_view(
+    post=extend_schema(
+        summary="Start a conversation in one of your workspaces",
+        request=ThreadCreateSerializer,
+        responses={
+            201: ThreadSerializer,
+            400: REFUSED,
+            404: OpenApiResponse(OpenApiTypes.OBJECT, description="unknown workspace"),
+        },
+    )
+)
 class ThreadListView(generics.ListCreateAPIView):
     serializer_class = ThreadSerializer
 
@@ -83,19 +104,41 @@ class ThreadDetailView(generics.RetrieveDestroyAPIView):
 
 
 class MessageListView(APIView):
-    renderer_classes = [JSONRenderer, EventStreamRenderer]
+    def get_renderers(self):
+        # Only a POST (a turn) can stream; the list of messages is JSON.
+        if self.request is not None and self.request.method == "POST":
+            return [JSONRenderer(), EventStreamRenderer()]
+        return [JSONRenderer()]
 
-    @extend_schema(responses=MessageSerializer(many=True))
+    @extend_schema(
+        summary="The conversation's messages, oldest first",
+        responses={(200, "application/json"): MessageSerializer(many=True), 404: NOT_FOUND},
+    )
     def get(self, request: Request, pk: int) -> Response:
         thread = user_thread(request, pk)
         messages = thread.messages.order_by("seq")
         return Response(MessageSerializer(messages, many=True).data)
 
     @extend_schema(
+        summary="Ask: runs one turn and stores the answer",
+        description=(
+            "With `Accept: text/event-stream` the turn streams as Server-Sent Events: "
+            "`progress` ({stage, label}), `token` ({text}), then `citations` (a list like "
+            "the message's, each with its `support`), `grounding` ({sentences, coverage}) and "
+            "`done` ({message_id}), or `error` ({message})."
+        ),
         request=PostMessageSerializer,
-        responses={201: MessageSerializer, 502: MessageSerializer},
-        description="The answer as JSON, or as Server-Sent Events with "
-        "`Accept: text/event-stream`; 502 when the model failed (the turn is stored).",
+        responses={
+            (201, "application/json"): MessageSerializer,
+            (502, "application/json"): OpenApiResponse(
+                MessageSerializer, description="the model failed; the turn is stored as 'error'"
+            ),
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR, description="the turn as Server-Sent Events"
+            ),
+            400: REFUSED,
+            404: NOT_FOUND,
+        },
     )
     def post(self, request: Request, pk: int):
         thread = user_thread(request, pk)
@@ -110,7 +153,8 @@ class MessageListView(APIView):
             raise ValidationError({"mentions": [str(exc)]}) from exc
         except services.MentionError as exc:
             raise Http404(str(exc)) from exc
-        if "text/event-stream" in request.headers.get("Accept", ""):
+        # Accept: text/event-stream, or ?format=sse
+        if request.accepted_renderer.media_type == EventStreamRenderer.media_type:
             return _event_stream(turn)
         try:
             message = services.run_turn(turn)
@@ -157,7 +201,10 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
 
 
 class CitationView(APIView):
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        summary="What [n] in this conversation cites, with the text around it",
+        responses={200: CitationDetailSerializer, 404: NOT_FOUND},
+    )
     def get(self, request: Request, pk: int, n: int) -> Response:
         thread = user_thread(request, pk)
         entry = citations.resolve(thread=thread, n=n)

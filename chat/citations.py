@@ -94,7 +94,10 @@ def _locked_registry(thread: Thread) -> CitationRegistry:
     """
     if not Thread.objects.select_for_update(no_key=True).filter(pk=thread.pk).exists():
         raise Thread.DoesNotExist(f"Conversation {thread.pk} was deleted")
-    CitationRegistry.objects.bulk_create([CitationRegistry(thread=thread)], ignore_conflicts=True)
+    # thread_id, not thread: assigning the thread would cache this unsaved row on it.
+    CitationRegistry.objects.bulk_create(
+        [CitationRegistry(thread_id=thread.pk)], ignore_conflicts=True
+    )
     return CitationRegistry.objects.select_for_update().get(thread=thread)
 
 
@@ -159,36 +162,13 @@ def citation_json(entry: CitationEntry) -> dict[str, Any]:
     }
 
 
-@transaction.atomic
-def merge(*, target: Thread, source: Thread) -> dict[int, int]:
-    """Copy `source`'s entries into `target` (e.g. a sub-agent's thread).
+def merge(*, thread: Thread, staged: Sequence[Sequence[SourceUnit]]) -> dict[str, int]:
+    """Register several staged batches (one per tool call) in their order, as one batch.
 
-    Returns source number -> target number; shared units keep target's number.
+    A batch's new units are numbered after every earlier batch's, exactly as if
+    the calls had registered one after another: parallel calls number deterministically.
     """
-    registry = _locked_registry(target)
-    theirs = list(CitationEntry.objects.filter(registry__thread=source).order_by("n"))
-    numbering = Numbering(
-        by_key=dict(registry.entries.values_list("source_key", "n")), next_n=registry.next_n
-    )
-    before = set(numbering.by_key)
-    mapping = numbering.merge({e.source_key: e.n for e in theirs})
-    CitationEntry.objects.bulk_create(
-        [
-            _entry(
-                registry.pk,
-                mapping[e.n],
-                SourceUnit(
-                    e.source_key, e.source_type, e.text, e.locator, e.display,
-                    e.document_id, e.chunk_id,
-                ),
-            )
-            for e in theirs
-            if e.source_key not in before
-        ]
-    )
-    registry.next_n = numbering.next_n
-    registry.save(update_fields=["next_n"])
-    return mapping
+    return register(thread=thread, units=[unit for batch in staged for unit in batch])
 
 
 def surrounding_text(entry: CitationEntry, chars: int = 600) -> dict[str, str]:

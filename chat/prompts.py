@@ -54,10 +54,16 @@ def workspace_tree(workspace: Workspace, limit: int = 30) -> list[str]:
 def system_prompt(workspace: Workspace, mentions: list[Mention]) -> str:
     parts = [f"You are Verity, the assistant of the knowledge base named {quoted(workspace.name)}."]
     tree = workspace_tree(workspace)
+    injected = workspace.retrieval_mode == Workspace.RetrievalMode.INJECTION
     if tree:
+        how = (
+            "The passages found for the user's message are given with it."
+            if injected
+            else "Use search_knowledge_base (several times if needed) before answering "
+            "questions they may answer."
+        )
         parts.append(
-            "The knowledge base holds the user's documents. Use search_knowledge_base "
-            "(several times if needed) before answering questions they may answer.\n"
+            f"The knowledge base holds the user's documents. {how}\n"
             + CITATION_RULE
             + "\nSome of the documents:\n"
             + render_catalogue(tree)
@@ -67,12 +73,14 @@ def system_prompt(workspace: Workspace, mentions: list[Mention]) -> str:
     scoped = [m for m in mentions if m.kind in ("document", "folder")]
     if scoped:
         notes = [f"- {m.kind} {m.id}: {quoted(m.title)}" for m in scoped]
-        parts.append(
-            "The user mentioned these; search within them by passing their ids as "
-            "scope (document_ids / folder_ids):\n" + render_catalogue(notes)
+        how = (
+            "the passages given were found within them"
+            if injected
+            else "search within them by passing their ids as scope (document_ids / folder_ids)"
         )
+        parts.append(f"The user mentioned these; {how}:\n" + render_catalogue(notes))
     chats = [m for m in mentions if m.kind == "chat"]
-    if chats:
+    if chats and not injected:
         notes = [f"- conversation {m.id}: {quoted(m.title)}" for m in chats]
         parts.append(
             "The user mentioned these conversations; read_chat reads them:\n"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat.models import Message, Thread
@@ -17,7 +18,67 @@ class ThreadCreateSerializer(serializers.Serializer):
     workspace = serializers.SlugField(required=False)
 
 
+class CitedDocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField(allow_null=True, help_text="null for web results")
+    title = serializers.CharField()
+    uri = serializers.CharField()
+
+
+class CitationSerializer(serializers.Serializer):
+    """A numbered source of a conversation, as chat.citations.citation_json writes it."""
+
+    n = serializers.IntegerField(help_text="the number the answer cites it with, [n]")
+    # Plain strings, not enums: enums named "source_type"/"status" would rename others.
+    source_type = serializers.CharField(help_text="kb_chunk, kb_document, web_result, ...")
+    document = CitedDocumentSerializer()
+    locator = serializers.DictField(help_text="where in the source: page, lines, characters")
+    label = serializers.CharField(help_text="the locator for people, e.g. 'page 4'")
+    text = serializers.CharField(help_text="the passage exactly as the model was shown it")
+    status = serializers.CharField(
+        help_text="'current', 'changed' (the source now says something else) or 'missing'"
+    )
+
+
+class SurroundingTextSerializer(serializers.Serializer):
+    before = serializers.CharField()
+    after = serializers.CharField()
+
+
+class PdfViewSerializer(serializers.Serializer):
+    page = serializers.IntegerField(help_text="the cited page, from 1")
+    page_count = serializers.IntegerField()
+    bbox = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField(), min_length=4, max_length=4),
+        help_text="line boxes of the passage, [x0, y0, x1, y1] in 0..1 of the page, "
+        "origin top-left (empty: not located on the page)",
+    )
+    bbox_chars = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="[start, end) of the passage text each box covers",
+    )
+
+
+class CitationDetailSerializer(CitationSerializer):
+    context = SurroundingTextSerializer(
+        help_text="text around a current passage, for showing it in place (else empty)"
+    )
+    pdf = PdfViewSerializer(
+        allow_null=True,
+        help_text="a current PDF passage on its page (pages: .../citations/{n}/pages/{page}); "
+        "null: show it as text",
+    )
+
+
+@extend_schema_field(CitationSerializer(many=True))
+class CitationListField(serializers.JSONField):
+    """The citations stored on a message (JSON), documented item by item."""
+
+
 class MessageSerializer(serializers.ModelSerializer):
+    citations = CitationListField(read_only=True)
+    # A plain string in the schema: an enum named "status" would rename Document's.
+    status = serializers.CharField(read_only=True, help_text="'pending', 'complete' or 'error'")
+
     class Meta:
         model = Message
         fields = [

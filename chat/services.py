@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -24,8 +25,15 @@ from chat.followup import standalone_query
 from chat.grounding import ground_citations
 from chat.models import Message, Thread
 from chat.prompts import Mention, system_prompt
-from chat.providers import LLMProvider, ProviderError, Reply, TurnContext, get_provider
-from chat.tools import TOOL_SPECS, ToolError, run_tool
+from chat.providers import (
+    LLMProvider,
+    ProviderError,
+    Reply,
+    ToolCall,
+    TurnContext,
+    get_provider,
+)
+from chat.tools import TOOL_SPECS, Evidence, ToolError, gather
 from citations.normalizer import StreamNormalizer
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -158,6 +166,8 @@ class Turn:
     usage: list[dict[str, Any]] = field(default_factory=list)
     search_metadata: list[dict[str, Any]] = field(default_factory=list)
     llm_seconds: float = 0.0
+    # What the model may call; none in the injection retrieval mode.
+    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOL_SPECS)
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
@@ -210,7 +220,7 @@ def open_turn(
     }
     earlier = [m["content"] for m in messages if m["role"] == "user"][:-1]
     issued = citations.issued_numbers(thread=thread)
-    return Turn(
+    turn = Turn(
         thread=thread,
         provider=provider or get_provider(),
         messages=messages,
@@ -219,6 +229,26 @@ def open_turn(
         normalizer=StreamNormalizer(issued.__contains__),
         started=time.perf_counter(),
     )
+    if thread.workspace.retrieval_mode == Workspace.RetrievalMode.INJECTION:
+        _inject_evidence(turn, resolved)
+    return turn
+
+
+def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
+    """The injection retrieval mode: search before the model runs, and offer it no tools.
+
+    The same tools run as in the tool mode (registry numbers, rendered evidence,
+    tool log, search metadata), here on the turn's standalone question and the
+    mentions' scope; their evidence goes into the user's message, ahead of it.
+    """
+    calls = [ToolCall("injected_search", "search_knowledge_base",
+                      {"query": turn.context.question, "scope": turn.context.scope})]
+    calls += [ToolCall(f"injected_chat_{m.id}", "read_chat", {"thread_id": m.id})
+              for m in mentions if m.kind == "chat"]
+    evidence = [message["content"] for message in _run_calls(turn, calls)]
+    question = turn.messages[-1]
+    question["content"] = "\n\n".join([*evidence, question["content"]])
+    turn.tools = []
 
 
 def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> Message:
@@ -231,13 +261,12 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
     try:
         for round_ in range(settings.CHAT_MAX_TOOL_ROUNDS + 1):
             # The last round offers no tools: the model has to answer.
-            tools = TOOL_SPECS if round_ < settings.CHAT_MAX_TOOL_ROUNDS else []
+            tools = turn.tools if round_ < settings.CHAT_MAX_TOOL_ROUNDS else []
             reply = _call_model(turn, tools, stream)
             if not reply.tool_calls:
                 break
             turn.messages.append(_assistant_tool_message(reply))
-            for call in reply.tool_calls:
-                turn.messages.append(_run_call(turn, call))
+            turn.messages.extend(_run_calls(turn, reply.tool_calls))
         tail = turn.normalizer.finish()
         if tail:
             turn.shown.append(tail)
@@ -275,22 +304,61 @@ def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
     return reply
 
 
-def _run_call(turn: Turn, call) -> dict[str, Any]:
-    """Run one tool call; its passages' numbers become citable. The tool message for the model."""
-    turn.emit("progress", {"stage": call.name, "label": progress_label(call.name, call.arguments)})
-    try:
-        outcome = run_tool(turn.thread, call.name, call.arguments)
-        content, error = outcome.content, ""
-        turn.issued |= outcome.numbers
-        if outcome.search_metadata:
-            turn.search_metadata.append(outcome.search_metadata)
-    except ToolError as exc:
-        content, error = f"Error: {exc}", str(exc)
-    turn.tool_log.append(
-        {"id": call.id, "name": call.name, "arguments": call.arguments,
-         "result": content, "error": error}
-    )
-    return {"role": "tool", "tool_call_id": call.id, "content": content}
+def _run_calls(turn: Turn, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """Run one round's tool calls; their passages' numbers become citable.
+
+    The calls gather at once (at most CHAT_PARALLEL_TOOLS, each on its own
+    database connection), then their passages are registered together in the
+    calls' order: the numbers are those the calls would get one after another.
+    """
+    for call in calls:
+        label = progress_label(call.name, call.arguments)
+        turn.emit("progress", {"stage": call.name, "label": label})
+    found = _gather_all(turn.thread, calls)
+    staged = [f.units for f in found if isinstance(f, Evidence)]
+    numbers = citations.merge(thread=turn.thread, staged=staged)
+    tool_messages = []
+    for call, result in zip(calls, found, strict=True):
+        if isinstance(result, ToolError):
+            content, error = f"Error: {result}", str(result)
+        else:
+            outcome = result.outcome(numbers)
+            content, error = outcome.content, ""
+            turn.issued |= outcome.numbers
+            if outcome.search_metadata:
+                turn.search_metadata.append(outcome.search_metadata)
+        turn.tool_log.append(
+            {
+                "id": call.id,
+                "name": call.name,
+                "arguments": call.arguments,
+                "result": content,
+                "error": error,
+            }
+        )
+        tool_messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
+    return tool_messages
+
+
+def _gather_all(thread: Thread, calls: Sequence[ToolCall]) -> list[Evidence | ToolError]:
+    def one(call: ToolCall) -> Evidence | ToolError:
+        try:
+            return gather(thread, call.name, call.arguments)
+        except ToolError as exc:
+            return exc
+
+    workers = min(len(calls), settings.CHAT_PARALLEL_TOOLS)
+    if workers <= 1:
+        return [one(call) for call in calls]
+
+    def on_own_connection(call: ToolCall) -> Evidence | ToolError:
+        try:
+            return one(call)
+        finally:
+            connection.close()  # this pool thread's own connection
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(on_own_connection, calls))
 
 
 def _close(turn: Turn) -> Message:

@@ -23,6 +23,24 @@ class ToolError(Exception):
 
 
 @dataclass
+class Evidence:
+    """What a tool found, before numbering: its citable units and how to show them.
+
+    Gathering reads only, so several tool calls can gather at once; their units
+    are then registered together in the calls' order (chat.citations.merge), and
+    each call's evidence rendered with the numbers it got.
+    """
+
+    units: list[citations.SourceUnit]
+    render: Callable[[dict[str, int]], str]  # numbers by source key -> what the model sees
+    search_metadata: dict[str, Any] = field(default_factory=dict)
+
+    def outcome(self, numbers: dict[str, int]) -> ToolOutcome:
+        shown = frozenset(numbers[u.source_key] for u in self.units)
+        return ToolOutcome(self.render(numbers), shown, self.search_metadata)
+
+
+@dataclass
 class ToolOutcome:
     content: str  # what the model sees
     # The registry numbers of the passages in `content`: what the model may cite now.
@@ -120,27 +138,31 @@ def _chunk_unit(document: Document, chunk_id: int, text: str, locator: dict):
     )
 
 
-def _evidence(thread: Thread, groups: list[tuple[Document, list[tuple[int, int, str, dict]]]],
-              view: str) -> tuple[str, dict[str, int]]:
-    """Register every passage, then render documents with passages in reading order."""
+def _evidence(
+    groups: list[tuple[Document, list[tuple[int, int, str, dict]]]], view: str, note: str = ""
+) -> Evidence:
+    """Every passage as a unit; rendered as documents with passages in reading order."""
     units = [
         _chunk_unit(document, chunk_id, text, locator)
         for document, rows in groups
         for _, chunk_id, text, locator in rows
     ]
-    numbers = citations.register(thread=thread, units=units)
-    rendered = []
-    for document, rows in groups:
-        passages = [
-            Passage(numbers[chunk_key(document.pk, chunk_id)], text)
-            for _, chunk_id, text, _ in sorted(rows, key=lambda row: row[0])
-        ]
-        where = document.metadata.get("path") or document.uri.rsplit("/", 1)[-1]
-        rendered.append(EvidenceDocument(document.title, where, view, passages))
-    return render_evidence(rendered), numbers
+
+    def render(numbers: dict[str, int]) -> str:
+        rendered = []
+        for document, rows in groups:
+            passages = [
+                Passage(numbers[chunk_key(document.pk, chunk_id)], text)
+                for _, chunk_id, text, _ in sorted(rows, key=lambda row: row[0])
+            ]
+            where = document.metadata.get("path") or document.uri.rsplit("/", 1)[-1]
+            rendered.append(EvidenceDocument(document.title, where, view, passages))
+        return render_evidence(rendered) + note
+
+    return Evidence(units, render)
 
 
-def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
+def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     query = str(arguments.get("query") or "").strip()
     if not query:
         raise ToolError("search_knowledge_base needs a non-empty 'query'.")
@@ -157,13 +179,9 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> ToolOutc
         result = search(query=query, workspace=thread.workspace, scope=scope, limit=limit)
     except ScopeError as exc:
         raise ToolError(str(exc)) from exc
-    groups = _group_hits(result.hits)
-    content, numbers = _evidence(thread, groups, "excerpt")
-    return ToolOutcome(
-        content,
-        frozenset(numbers.values()),
-        {"query": query, "hits": len(result.hits), **result.metadata},
-    )
+    evidence = _evidence(_group_hits(result.hits), "excerpt")
+    evidence.search_metadata = {"query": query, "hits": len(result.hits), **result.metadata}
+    return evidence
 
 
 def _group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str, dict]]]]:
@@ -186,7 +204,7 @@ def _group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, st
     return [(documents[doc_id], rows) for doc_id, rows in groups.items()]
 
 
-def read_document(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
+def read_document(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     try:
         document_id = int(arguments.get("document_id"))
     except (TypeError, ValueError) as exc:
@@ -201,16 +219,16 @@ def read_document(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
     )
     truncated = len(rows) > settings.CHAT_READ_MAX_CHUNKS
     rows = rows[: settings.CHAT_READ_MAX_CHUNKS]
-    content, numbers = _evidence(thread, [(document, rows)], "full")
-    if truncated:
-        content += (
-            f"\n(Only the first {settings.CHAT_READ_MAX_CHUNKS} passages are shown; search "
-            "with this document as scope to find the rest.)"
-        )
-    return ToolOutcome(content, frozenset(numbers.values()))
+    note = (
+        f"\n(Only the first {settings.CHAT_READ_MAX_CHUNKS} passages are shown; search "
+        "with this document as scope to find the rest.)"
+        if truncated
+        else ""
+    )
+    return _evidence([(document, rows)], "full", note)
 
 
-def read_chat(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
+def read_chat(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     try:
         other_id = int(arguments.get("thread_id"))
     except (TypeError, ValueError) as exc:
@@ -234,16 +252,18 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> ToolOutcome:
         )
         for m in turns
     ]
-    numbers = citations.register(thread=thread, units=units)
-    passages = [
-        Passage(numbers[u.source_key], f"{u.locator['role']}: {u.text}") for u in units
-    ]
     title = other.title or f"Conversation {other.pk}"
-    content = render_evidence([EvidenceDocument(title, "chat", "full", passages)])
-    return ToolOutcome(content, frozenset(numbers.values()))
+
+    def render(numbers: dict[str, int]) -> str:
+        passages = [
+            Passage(numbers[u.source_key], f"{u.locator['role']}: {u.text}") for u in units
+        ]
+        return render_evidence([EvidenceDocument(title, "chat", "full", passages)])
+
+    return Evidence(units, render)
 
 
-TOOLS: dict[str, Callable[[Thread, dict[str, Any]], ToolOutcome]] = {
+TOOLS: dict[str, Callable[[Thread, dict[str, Any]], Evidence]] = {
     "search_knowledge_base": search_knowledge_base,
     "read_document": read_document,
     "read_chat": read_chat,
@@ -264,7 +284,8 @@ def parse_arguments(raw: str | dict | None) -> dict[str, Any]:
     return parsed
 
 
-def run_tool(thread: Thread, name: str, raw_arguments: str | dict | None) -> ToolOutcome:
+def gather(thread: Thread, name: str, raw_arguments: str | dict | None) -> Evidence:
+    """Run a tool's reads: what it found, not yet numbered (ToolError for bad calls)."""
     tool = TOOLS.get(name)
     if tool is None:
         raise ToolError(f"Unknown tool {name!r}; use one of {', '.join(TOOLS)}.")

@@ -1,7 +1,7 @@
 """What a claim asserts that a passage must also say: words, numbers, names, negation, cues.
 
 Pure Python, no Django. ``analyze(text)`` reads a sentence once into a ``Features`` record;
-the ``check_*`` functions compare a claim's features with those of the passage text aligned
+the ``*_issues`` functions compare a claim's features with those of the passage text aligned
 to it and return a short human reason when the passage lacks or contradicts something. These
 are the mistakes language models make that similarity scores miss: a changed number or date,
 a swapped name, a dropped or added "not", a reason or superlative nobody stated.
@@ -165,10 +165,11 @@ _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
 class Number:
     value: float
     text: str
-    kind: str  # "year", "decade", "ordinal", "percent", "fraction" or "number"
+    kind: str  # "year", "decade", "ordinal", "percent", "fraction", "time" or "number"
     start: int
     end: int
     scaled: bool = False  # carries its own "million", "thousand"…
+    approximate: bool = False  # "about", "nearly", "over" … just before it
 
 
 @dataclass(frozen=True)
@@ -255,10 +256,35 @@ def zipf_frequency(word: str, lang: str) -> float:
     return _zipf_frequency(word, lang)
 
 
+# Irregular past forms the stemmer cannot join to their verb ("threw" / "did not throw").
+_IRREGULAR: Final = {
+    past: verb
+    for verb, forms in {
+        "throw": "threw thrown", "win": "won", "lose": "lost", "begin": "began begun",
+        "become": "became", "bring": "brought", "build": "built", "buy": "bought",
+        "catch": "caught", "choose": "chose chosen", "come": "came", "draw": "drew drawn",
+        "drive": "drove driven", "eat": "ate eaten", "fall": "fell fallen", "feel": "felt",
+        "fight": "fought", "find": "found", "fly": "flew flown", "forbid": "forbade forbidden",
+        "give": "gave given", "go": "went gone", "grow": "grew grown", "hold": "held",
+        "keep": "kept", "know": "knew known", "lead": "led", "leave": "left", "lend": "lent",
+        "make": "made", "meet": "met", "pay": "paid", "rise": "rose risen", "run": "ran",
+        "say": "said", "see": "saw seen", "sell": "sold", "send": "sent", "shake": "shook",
+        "shoot": "shot", "sing": "sang sung", "sink": "sank sunk", "speak": "spoke spoken",
+        "spend": "spent", "stand": "stood", "steal": "stole stolen", "strike": "struck",
+        "swim": "swam swum", "take": "took taken", "teach": "taught", "tell": "told",
+        "think": "thought", "understand": "understood", "wear": "wore worn",
+        "write": "wrote written", "freeze": "froze frozen", "seek": "sought",
+        "overthrow": "overthrew overthrown", "withdraw": "withdrew withdrawn",
+    }.items()
+    for past in forms.split()
+}
+
+
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     if word in _SMALL_NUMBERS and word != "one":
         return str(_SMALL_NUMBERS[word])  # "three days" and "3 days" share a term
+    word = _IRREGULAR.get(word, word)
     word = _DEMONYMS.get(word, word)
     return _STEMMER.stemWord(word)
 
@@ -275,10 +301,38 @@ def rarity(term: str) -> float:
     return min(1.0, max(0.1, (7.0 - zipf_frequency(term, "en")) / 4.0))
 
 
+# A time of day: "18:00", "9.30 am", "7 pm" (minutes since midnight, compared exactly).
+_CLOCK: Final = re.compile(
+    r"(?<![\w.:])(?P<h>[01]?\d|2[0-3])"
+    r"(?::(?P<m>[0-5]\d)(?:\s?(?P<ampm>[ap]\.?m\b\.?))?"
+    r"|(?:\.(?P<m2>[0-5]\d))?\s?(?P<ampm2>[ap]\.?m\b\.?))",
+    re.IGNORECASE,
+)
+# Words that make a number approximate: "about 1.3 million" may stand for 1,304,211.
+_APPROXIMATELY: Final = re.compile(
+    r"\b(?:about|around|approximately|roughly|nearly|almost|some|over|more than|"
+    r"less than|under|circa|ca\.|~)\s*$",
+    re.IGNORECASE,
+)
+
+
 def numbers(text: str) -> list[Number]:
     found: list[Number] = []
     taken: list[tuple[int, int]] = []
+    for match in _CLOCK.finditer(text):
+        hours = int(match.group("h"))
+        minutes = int(match.group("m") or match.group("m2") or 0)
+        ampm = (match.group("ampm") or match.group("ampm2") or "").lower().replace(".", "")
+        if ampm == "pm" and hours < 12:
+            hours += 12
+        elif ampm == "am" and hours == 12:
+            hours = 0
+        found.append(Number(float(hours * 60 + minutes), match.group().strip(), "time",
+                            match.start(), match.end()))
+        taken.append((match.start(), match.end()))
     for match in _NUMBER.finditer(text):
+        if any(s <= match.start() < e for s, e in taken):
+            continue
         digits = match.group("digits")
         value = float(digits.replace(",", ""))
         suffix = (match.group("suffix") or "").lower()
@@ -295,8 +349,9 @@ def numbers(text: str) -> list[Number]:
             kind = "year" if suffix != "s" else "decade"
         else:
             kind = "number"
+        approximate = bool(_APPROXIMATELY.search(text[max(0, match.start() - 16):match.start()]))
         found.append(Number(value, match.group().strip(), kind, match.start(), match.end(),
-                            bool(scale)))
+                            bool(scale), approximate))
         taken.append((match.start(), match.end()))
     for match in _FRACTION.finditer(text):
         count = (match.group("count") or "").lower()
@@ -461,8 +516,16 @@ def _same_number(claim: Number, other: Number) -> bool:
         return False
     if claim.value == other.value:
         return True
+    if "time" in (claim.kind, other.kind):
+        # "nine" or "9" for 09:00 (or 21:00): a whole hour said as a plain number.
+        clock, plain = (claim, other) if claim.kind == "time" else (other, claim)
+        if plain.kind == "time" or clock.value % 60:
+            return False
+        return plain.kind == "number" and plain.value in (clock.value / 60, clock.value / 60 - 12)
     if claim.kind in ("year", "ordinal") or other.value == 0:
         return False
+    if not (claim.scaled or claim.approximate):
+        return False  # "20" is not "18": only a number said to be rough is rounded
     # "about 1.3 million" for 1,304,211: equal at the claim's precision.
     digits = _significant_digits(claim.text)
     if digits >= 1 and other.value >= claim.value * 0.5:

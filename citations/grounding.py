@@ -5,11 +5,12 @@ For each claim and its cited passage(s):
 1. the passage is split into sentences (citations.sentences); each is scored by the
    IDF-weighted share of the claim's content words it contains (citations.claims.rarity);
 2. the best few by that score are embedded (batched, cached: citations.vectors) and scored
-   again with the embedder's cosine, which sees paraphrase the words miss; a pair of
-   sentences may support a claim that combines two facts;
-3. on the best-aligned span, the hard checks look for what similarity misses: a number,
-   date, name, negation or causal/superlative cue the claim has and the span lacks or
-   contradicts (citations.claims);
+   again with the embedder's cosine, which sees paraphrase the words miss; the best sentence
+   is then joined by sentences that add claim words it lacks (facts combined) or a name or
+   number it lacks from a neighbouring sentence (the same thing referred to again);
+3. on that span, the hard checks look for what similarity misses: a number, date, name,
+   negation, opposite word, swapped association or causal/superlative cue that the claim
+   has and the span lacks or contradicts (citations.claims);
 4. the verdict: ``supported`` when the span scores above ``Thresholds.supported`` and no
    check objects; ``partial`` when the passage is about this but lacks a detail or scores in
    between; ``unsupported`` when it contradicts the claim or is about something else.
@@ -336,6 +337,10 @@ class Grounder:
         total = sum(weights.values()) or 1.0
         chosen = [best]
         covered = set(plan.units[best].features.stems)
+        same_name = {
+            stem(token): entity.text for entity in plan.features.entities
+            for token in entity.tokens
+        }
         for _ in range(t.max_span_sentences - 1):
             missing = {term for term in weights if term not in covered}
             best_gain, best_unit = 0.0, None
@@ -346,7 +351,10 @@ class Grounder:
                     continue
                 brought = missing & unit.features.stems
                 gain = sum(weights[term] for term in brought) / total
-                if len(brought) >= t.extend_terms and gain > best_gain:
+                # A multi-word name counts once: "Chevrolet Aveo" alone does not tie its
+                # sentence to the claim.
+                distinct = len({same_name.get(term, term) for term in brought})
+                if distinct >= t.extend_terms and gain > best_gain:
                     best_gain, best_unit = gain, index
             if best_unit is None or best_gain < t.extend_gain:
                 break

@@ -1,35 +1,63 @@
-"""Rewrite the model's bracketed passage numbers into canonical citation markers.
+"""Rewrite the model's bracketed passage numbers into the server's citation tokens.
 
 The model sees evidence as ``[n] text`` and cites with ``[n]``; the server keeps
-``[citation:n]`` for numbers it issued and removes the rest, so an answer can
+``[citation:n]`` for the numbers it issued and removes the rest, so an answer can
 never point at a source the model was not shown. Pure Python, no Django.
 
-Markdown is respected: code (inline spans and fenced blocks), links, images,
-reference definitions and footnotes are never rewritten.
+The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
 
-Decisions on ambiguous input (tests pin each one):
+1. Group: an opening ``[`` ``【`` ``［`` and a closing ``]`` ``】`` ``］`` (mixed pairs
+   accepted) around items separated by ``,`` ``，`` ``、`` ``;`` ``；``. An item is an
+   integer or a range ``a-b`` (``-`` ``–`` ``—``) in any Unicode decimal digits,
+   without leading zeros; spaces, tabs, NBSP, ZWSP and U+3000 may surround numbers
+   and separators. An optional ``citation:`` prefix (any case, also per item) is
+   the model copying the wire form. Brackets nest: a nested group is an item
+   (``[[1]]`` and ``[[1], [2]]`` are one group), and a nested group that keeps
+   nothing reads as if it were absent (``[[9]1]`` is ``[1]``), so deleting it can
+   never leave a new group behind.
+2. Labels: an issued number, or any number 1..999. A range needs both ends to be
+   labels, spans at most 20 numbers and is expanded ascending even when written
+   reversed. Without the prefix one non-label item makes the whole bracket plain
+   text, left as written (``[0]`` ``[2019]`` ``[1-999]`` ``[3.2]`` ``[v2]`` ``[01]``).
+   With the prefix it is always a citation group: whatever does not resolve to an
+   issued number is dropped (``[citation:https://…]`` and ``[citation:]`` vanish).
+3. Rewrite: each issued number becomes ``[citation:n]`` in ASCII digits; a list
+   keeps the model's order; inside a cluster a number appears once.
+4. Clusters: groups that touch or are separated only by blanks and separators
+   form one cluster. Between two kept groups the model's separator stays; the
+   separators next to a dropped group go with it.
+5. Clean deletion of a cluster that keeps nothing: parentheses that held only it
+   go too; the blanks before it go when closing punctuation (closing quotes and
+   CJK ``。，；：！？）】」』、`` included) follows or the line ends; between two words
+   one space stays (none if the cluster touched both words, unless joining them
+   would merge backtick or tilde runs or make ``](`` a link; none right after an
+   opening parenthesis, bracket or quote it touched); at line start the
+   indentation stays; a line that held nothing else disappears with its newline.
+   NBSP, ZWSP and U+3000 count as spaces.
+6. Untouched: fenced code (``` or ~~~, any indent, closed by the same character at
+   least as long; a backtick fence's info string holds no backtick; unclosed runs
+   to the end); inline code spans (N backticks closed by the next run of exactly N
+   on the same line; without one the run is literal); ``\\[1\\]``; Markdown links
+   and images, brackets inside the destination included; reference definitions
+   ``[1]: …`` (line start, indent up to 3); footnotes ``[^1]``; task boxes; a
+   bracket glued to a snake_case identifier (``my_list[2]``, ``my_list[2][3]``).
+   A ``citation:`` group wins over the escape, snake_case, image and reference
+   rules: only the server mints wire tokens.
+7. Citations written as links: ``[1](https://…)`` and ``[[1]](https://…)``
+   (destination ``http(s)://``, ``www.``, ``/`` or ``#``) are one citation and the
+   model's URL is discarded; an unissued one is deleted whole. Any other
+   destination makes an ordinary link, left alone.
+8. Streaming: the result never depends on where the stream was cut. Held back is
+   only what a later character can change: an open bracket, trailing blanks,
+   separators after a citation, a ``(`` before a group, a backtick run until its
+   line shows whether it closes, a line-start backtick or tilde run. At the end
+   whatever is held is decided as if the text ends there (``Cut off [1`` stays).
 
-* Numbers are ASCII digits 1..999999 without leading zeros; ``[01]`` and
-  ``[0]`` are not markers and stay as written.
-* A group may mix separators (``,`` ``;`` and their CJK forms ``，；、``) and
-  ranges (``-`` ``–`` ``—``). One bad range (reversed, or wider than 20
-  numbers) makes the whole bracket ordinary text.
-* A number repeated inside one group is cited once and, if not issued, counted
-  as dropped once; across groups every occurrence counts.
-* ``[citation:n]`` (any case, spaces allowed) is re-validated and re-emitted in
-  canonical form.
-* A bracket immediately followed by ``(`` is a link or image; one at the start
-  of a line followed by ``:`` is a reference definition; ``\\[`` is escaped.
-* An inline code span whose closing backticks never come protects the rest of
-  its paragraph (up to a blank line or a fence). CommonMark would instead
-  re-read it as text, but that needs unbounded look-ahead and would stall the
-  stream; whatever the span holds is emitted verbatim either way.
-* Fences may be indented any amount, since models nest them in list items;
-  indented (four-space) code blocks are not detected, since in model answers
-  indentation nearly always means a list continuation.
-* A removed marker takes adjacent spaces with it so no gap is left: before
-  closing punctuation or a line end it leaves none, at the start of a line it
-  keeps the indentation only, elsewhere it leaves a single one.
+Normalizing the output again with the same issued numbers changes nothing (for
+brackets nested at most MAX_NESTING deep; deeper ones are plain text).
+Work is linear in the text: brackets are looked at no further than
+MAX_GROUP_SPAN characters, link destinations no further than
+MAX_LINK_DESTINATION, and a range is measured before it is expanded.
 """
 
 from __future__ import annotations
@@ -37,52 +65,78 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from enum import Enum
-from functools import lru_cache
 from typing import Final
 
-MAX_NUMBER: Final = 999_999
+MAX_LABEL: Final = 999
 MAX_RANGE: Final = 20
-# Longest bracket content we wait for; beyond it a "[" is plain text. Bounds
-# both what a stream holds back and the work per bracket.
-MAX_MARKER_CONTENT: Final = 32
+# How far a bracket may reach for its closer (nested groups included); beyond it
+# the bracket is plain text. Bounds what a stream holds and the work per bracket.
+MAX_GROUP_SPAN: Final = 256
+MAX_NESTING: Final = 32
+MAX_LINK_DESTINATION: Final = 2048
+# Longer numbers are never issued, and int() of them is slow or refused.
+_MAX_DIGITS: Final = 9
 
-_BRACKETS: Final = {"[": "]", "【": "】", "［": "］"}
-_MARKER_SPACES: Final = " \t\u3000"
-_SEPARATORS: Final = ",;，；、"
-_DASHES: Final = "-–—"
-_NUMERIC_CHARS: Final = frozenset("0123456789" + _MARKER_SPACES + _SEPARATORS + _DASHES)
-_MARKER_CHARS: Final = _NUMERIC_CHARS | frozenset("citationCITATION:")
+OPENERS: Final = "[【［"
+CLOSERS: Final = "]】］"
+BLANKS: Final = " \t\u00a0\u200b\u3000"
+SEPARATORS: Final = ",，、;；"
+DASHES: Final = "-–—"
+# After these a deleted cluster takes the blanks before it ("March [9]." ->
+# "March."). Straight quotes count only when no word follows them (they close).
+_CLOSING: Final = frozenset(".,;:!?)]}»”’…。，、；：！？）】」』》〉．］｝")
+_QUOTES: Final = "\"'"
+# Nor does a gap stay after one of these that the cluster touched: "([9] see)"
+# -> "(see)".
+_OPENING: Final = frozenset("([{“‘«（【「『《〈［｛")
 _ESCAPABLE: Final = frozenset(string.punctuation)
-# After these a removed marker takes its leading space with it ("March [9]." ->
-# "March."). Straight quotes are absent: they open as often as they close.
-_CLOSING_PUNCTUATION: Final = frozenset(".,;:!?)]}»”’…。，、；：！？）】」』》〉．］｝")
+_NESTED: Final = "\x00"  # stands for a nested group that keeps a number
 
-_S = f"[{_MARKER_SPACES}]*"
-_NUM = "[1-9][0-9]{0,5}"  # 1..MAX_NUMBER, no leading zeros
-_ITEM = rf"({_NUM})(?:{_S}[{_DASHES}]{_S}({_NUM}))?"
+_B = f"[{BLANKS}]*"
+_RANGE = rf"(\d+)(?:{_B}[{DASHES}]{_B}(\d+))?"
+_ITEM = rf"(?:{_NESTED}|{_RANGE})"
+_STRICT_RE: Final = re.compile(rf"{_B}{_ITEM}(?:{_B}[{SEPARATORS}]{_B}{_ITEM})*{_B}")
 _ITEM_RE: Final = re.compile(_ITEM)
-_NUM_RE: Final = re.compile(_NUM)
-_CONTENT_RE: Final = re.compile(
-    rf"{_S}(?:citation{_S}:{_S})?{_ITEM}(?:{_S}[{_SEPARATORS}]{_S}{_ITEM})*{_S}",
-    re.IGNORECASE,
-)
-# Runs of text that cannot start or end anything we track.
-_PLAIN_RE: Final = re.compile(r"[^\[【［`\\\r\n]+")
-_CODE_PLAIN_RE: Final = re.compile(r"[^`\n]+")
-# Spaces, then text if it is plain; a "~" after them may open a fence.
-_SPACES_THEN_TEXT_RE: Final = re.compile(r"([ \t]+)([^\[【［`\\\r\n \t~][^\[【［`\\\r\n]*)?")
-_BLANKS_RE: Final = re.compile(r"[ \t]+")
-# A carriage return is a blank inside code: "\r\n" must not read as two lines.
-_CODE_BLANKS_RE: Final = re.compile(r"[ \t\r]+")
+_RANGE_RE: Final = re.compile(_RANGE)
+_PREFIX_RE: Final = re.compile(rf"{_B}citation{_B}:{_B}", re.IGNORECASE)
+_SEPARATOR_SPLIT_RE: Final = re.compile(f"[{SEPARATORS}]")
+_PLAIN_CONTENT_RE: Final = re.compile(rf"[\d{BLANKS}{SEPARATORS}{re.escape(DASHES)}{_NESTED}]*")
+_ONLY_NESTED_RE: Final = re.compile(rf"[{BLANKS}{SEPARATORS}{_NESTED}]*")
+# Where a bracket's content stops being plain characters.
+_CONTENT_STOP_RE: Final = re.compile(rf"[{re.escape(OPENERS + CLOSERS)}(\n`]")
+_DEST_STOP_RE: Final = re.compile(rf"[()\n\r`{BLANKS}]")
+_URL_LIKE_RE: Final = re.compile(r"(?:https?://|www\.|/|#)", re.IGNORECASE)
+
+_BLANK_RUN_RE: Final = re.compile(f"[{BLANKS}]*")
+_CLUSTER_GAP_RE: Final = re.compile(f"[{BLANKS}{SEPARATORS}]*")
+_SPLIT_BLANKS_RE: Final = re.compile(f"([{BLANKS}]+)")
+# Runs of text that cannot start anything tracked here (a tilde matters only at
+# line start, where the dispatcher sees it first).
+_PLAIN_RE: Final = re.compile(rf"[^{re.escape(OPENERS)}`\\\r\n(]+")
+_TICKS_OR_NEWLINE_RE: Final = re.compile(r"`+|\n")
+_TICK_OR_NEWLINE_RE: Final = re.compile(r"[`\n]")
+_DEST_TEXT_RE: Final = re.compile(rf"[^()\n\r{BLANKS}]+")
+_FENCE_BLANKS_RE: Final = re.compile(r"[ \t]+")
+# An identifier with an underscore, then any bracketed indexes: my_list[2][3].
+_SNAKE_TAIL_RE: Final = re.compile(r"\w*_\w*(?:\[[^\[\]\n]*\])*\Z")
+_TAIL_KEEP: Final = 64
+
+
+class _Need(Enum):
+    MORE = "need more input"
+
+
+NEED: Final = _Need.MORE
+_UNREAD: Final = object()
 
 
 @dataclass(frozen=True)
 class Normalized:
     text: str
     cited: list[int]  # resolved numbers in order of first appearance, unique
-    dropped: list[int]  # numbers written but never issued, each occurrence
+    dropped: list[int]  # numbers written but not issued, once per cluster
 
 
 def normalize(text: str, is_issued: Callable[[int], bool]) -> Normalized:
@@ -92,96 +146,413 @@ def normalize(text: str, is_issued: Callable[[int], bool]) -> Normalized:
     return Normalized(out, stream.cited, stream.dropped)
 
 
-def parse_marker_content(content: str) -> list[int] | None:
-    """The numbers a bracket's content cites, or None if it is not a citation."""
-    numbers = _parse_content(content)
-    return None if numbers is None else list(numbers)
-
-
-# An answer repeats the same few markers, so parsing each distinct one once pays.
-@lru_cache(maxsize=1024)
-def _parse_content(content: str) -> tuple[int, ...] | None:
-    if _NUM_RE.fullmatch(content):
-        return (int(content),)
-    if not _CONTENT_RE.fullmatch(content):
-        return None
-    numbers: list[int] = []
-    for item in _ITEM_RE.finditer(content):
-        first = int(item[1])
-        last = int(item[2]) if item[2] else first
-        if last < first or last - first + 1 > MAX_RANGE:
-            return None
-        numbers.extend(range(first, last + 1))
-    return tuple(dict.fromkeys(numbers))
-
-
-def _could_become_marker(content: str) -> bool:
-    """Whether more text might complete `content` into a marker.
-
-    Deliberately generous: answering True too often only delays output a little,
-    while a wrong False would make the stream disagree with `normalize`.
-    """
-    body = content.lstrip(_MARKER_SPACES).lower()
-    if "citation".startswith(body):
-        return True
-    if body.startswith("citation"):
-        rest = body[len("citation") :].lstrip(_MARKER_SPACES)
-        if not rest:
-            return True
-        if rest[0] != ":":
-            return False
-        body = rest[1:]
-    return all(ch in _NUMERIC_CHARS for ch in body)
-
-
-class _Verdict(Enum):
-    NEED_MORE = "need more"
-    NOT_A_MARKER = "not a marker"
+def parse_marker_content(
+    content: str, is_issued: Callable[[int], bool] = lambda n: False
+) -> list[int] | None:
+    """The numbers a bracket's content cites, or None if the bracket is plain text."""
+    group = _Matcher(is_issued, f"[{content}]", final=True).group(0, depth=0)
+    return None if not isinstance(group, _Group) else list(group.numbers)
 
 
 @dataclass(frozen=True)
-class _Marker:
+class _Group:
+    end: int
+    numbers: tuple[int, ...]  # in the model's order, unique, issued or not
+    prefixed: bool
+    link: bool  # written as [n](url); the URL is part of the group
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """A nested cluster, or one wrapped in parentheses."""
+
     end: int
     numbers: tuple[int, ...]
+    keeps: bool  # at least one number is issued
 
 
-def _match_marker(buf: str, pos: int, final: bool, line_start: bool) -> _Marker | _Verdict:
-    """Classify the bracket opening at buf[pos]; NEED_MORE only while input may decide it."""
-    start = pos + 1
-    limit = start + MAX_MARKER_CONTENT + 1
-    close = buf.find(_BRACKETS[buf[pos]], start, limit)
-    if close == -1:
-        return _unclosed_verdict(buf[start:limit], final)
-    numbers = _parse_content(buf[start:close])
-    if numbers is None:
-        return _Verdict.NOT_A_MARKER
-    after = close + 1
-    if after == len(buf):
-        return _Marker(after, numbers) if final else _Verdict.NEED_MORE
-    if buf[after] == "(" or (line_start and buf[after] == ":"):
-        return _Verdict.NOT_A_MARKER
-    return _Marker(after, numbers)
+def _number(digits: str) -> int | None:
+    if len(digits) > _MAX_DIGITS or int(digits[0]) == 0:
+        return None
+    return int(digits)
 
 
-def _unclosed_verdict(content: str, final: bool) -> _Verdict:
-    if final or len(content) > MAX_MARKER_CONTENT:
-        return _Verdict.NOT_A_MARKER
-    if all(ch in _MARKER_CHARS for ch in content) and _could_become_marker(content):
-        return _Verdict.NEED_MORE
-    return _Verdict.NOT_A_MARKER
+class _Matcher:
+    """Reads groups in one buffer; each bracket position is read at most once.
+
+    `memo` is keyed by position in the whole stream (`base` is where buf starts)
+    and outlives the buffer: a bracket's reading may depend on the nesting depth
+    at which it was first read (MAX_NESTING), so a stream must reuse what the
+    whole text would have read, not read it afresh after a cut.
+    """
+
+    def __init__(
+        self,
+        is_issued: Callable[[int], bool],
+        buf: str,
+        final: bool,
+        memo: dict[int, _Group | _Need | None] | None = None,
+        base: int = 0,
+    ) -> None:
+        self.is_issued = is_issued
+        self.buf = buf
+        self.final = final
+        self._memo = {} if memo is None else memo
+        self._base = base
+
+    def _label(self, digits: str) -> int | None:
+        n = _number(digits)
+        if n is None or not (n <= MAX_LABEL or self.is_issued(n)):
+            return None
+        return n
+
+    def _range(self, first: str, last: str | None) -> list[int] | None:
+        a = self._label(first)
+        if last is None:
+            return None if a is None else [a]
+        b = self._label(last)
+        if a is None or b is None:
+            return None
+        lo, hi = min(a, b), max(a, b)
+        # Measured before expanding: a huge range costs nothing.
+        return list(range(lo, hi + 1)) if hi - lo < MAX_RANGE else None
+
+    def group(self, pos: int, depth: int) -> _Group | _Need | None:
+        """The group whose opening bracket is buf[pos]: NEED while input may decide."""
+        base = self._base
+        group = self._memo.get(base + pos, _UNREAD)
+        if group is _UNREAD:
+            group = self._group(pos, depth)
+            # Stored with its end as a stream position, like the key.
+            stored = group
+            if base and isinstance(group, _Group):
+                stored = replace(group, end=base + group.end)
+            self._memo[base + pos] = stored
+            return group
+        if base and isinstance(group, _Group):
+            return replace(group, end=group.end - base)
+        return group
+
+    def _group(self, pos: int, depth: int) -> _Group | _Need | None:
+        buf = self.buf
+        limit = min(pos + 1 + MAX_GROUP_SPAN, len(buf))
+        pieces: list[str] = []
+        nested: list[tuple[int, ...]] = []  # kept nested groups, in order
+        silent: list[int] = []  # numbers of nested groups that keep nothing
+        had_nested = False
+        i = pos + 1
+        while True:
+            stop = _CONTENT_STOP_RE.search(buf, i, limit)
+            if stop is None:
+                pieces.append(buf[i:limit])
+                if limit == len(buf) and not self.final and _viable("".join(pieces)):
+                    return NEED
+                return None
+            j = stop.start()
+            pieces.append(buf[i:j])
+            ch = buf[j]
+            if ch in CLOSERS:
+                end = j + 1
+                break
+            if ch in "\n`" or depth >= MAX_NESTING or not _viable("".join(pieces)):
+                return None
+            unit = self._unit(j, depth + 1)
+            if unit is NEED:
+                return NEED
+            if unit is None or unit.end > limit:
+                if ch != "(":
+                    return None
+                pieces.append("(")  # plain text (only a prefixed group accepts it)
+                i = j + 1
+                continue
+            had_nested = True
+            if unit.keeps:
+                pieces.append(_NESTED)
+                nested.append(unit.numbers)
+            else:
+                silent.extend(unit.numbers)
+            i = unit.end
+        numbers, prefixed = self._items("".join(pieces), nested, had_nested)
+        if numbers is None:
+            return None
+        numbers = list(dict.fromkeys([*numbers, *silent]))
+        if end == len(buf) and not self.final:
+            return NEED  # a "(" next would make it a link
+        link = False
+        while end < len(buf) and buf[end] == "(":
+            destination = self._destination(end + 1)
+            if destination is NEED:
+                return NEED
+            if destination is None:
+                break
+            dest_end, url_like = destination
+            if not url_like:
+                if link or prefixed:
+                    break
+                return None  # [1](page.html): an ordinary link, left alone
+            # The URL goes; so does one written right after it, or the token left
+            # behind would take it as its own link when normalized again.
+            end, link = dest_end, True
+            if end == len(buf) and not self.final:
+                return NEED
+        return _Group(end, tuple(numbers), prefixed, link)
+
+    def _items(
+        self, content: str, nested: list[tuple[int, ...]], had_nested: bool
+    ) -> tuple[list[int] | None, bool]:
+        if content.isdecimal():  # the common [n]
+            n = self._label(content)
+            return (None if n is None else [n]), False
+        queue = iter(nested)
+        prefix = _PREFIX_RE.match(content)
+        if prefix:
+            return self._prefixed_items(content[prefix.end() :], queue), True
+        if had_nested and _ONLY_NESTED_RE.fullmatch(content):
+            # [[1]], [[1], [2]], [[9]]: brackets around groups are one group.
+            return [n for numbers in nested for n in numbers], False
+        if not _STRICT_RE.fullmatch(content):
+            return None, False
+        numbers: list[int] = []
+        for item in _ITEM_RE.finditer(content):
+            if item.group() == _NESTED:
+                numbers.extend(next(queue))
+                continue
+            expanded = self._range(item[1], item[2])
+            if expanded is None:
+                return None, False
+            numbers.extend(expanded)
+        return numbers, False
+
+    def _prefixed_items(self, rest: str, queue) -> list[int]:
+        numbers: list[int] = []
+        for part in _SEPARATOR_SPLIT_RE.split(rest):
+            part = part.strip(BLANKS)
+            prefix = _PREFIX_RE.match(part)
+            if prefix:
+                part = part[prefix.end() :]
+            numbers.extend(self._prefixed_item(part, queue))
+        return numbers
+
+    def _prefixed_item(self, part: str, queue) -> list[int]:
+        if _NESTED in part:
+            # A nested group is an item only on its own; consume its slot either way.
+            found = [n for _ in range(part.count(_NESTED)) for n in next(queue)]
+            return found if part == _NESTED else []
+        match = _RANGE_RE.fullmatch(part)
+        if match is None:
+            return []
+        if match[2] is not None:
+            return self._range(match[1], match[2]) or []
+        n = _number(match[1])
+        return [] if n is None else [n]
+
+    def _destination(self, start: int) -> tuple[int, bool] | _Need | None:
+        """A link destination opening at buf[start]: (end after ")", URL-like), or None."""
+        buf = self.buf
+        limit = min(start + MAX_LINK_DESTINATION, len(buf))
+        depth, i = 0, start
+        while True:
+            stop = _DEST_STOP_RE.search(buf, i, limit)
+            if stop is None:
+                if limit == len(buf) and not self.final:
+                    return NEED
+                return None
+            ch = buf[stop.start()]
+            if ch == "(":
+                depth += 1
+            elif ch == ")" and depth:
+                depth -= 1
+            elif ch == ")":
+                url_like = _URL_LIKE_RE.match(buf, start, stop.start()) is not None
+                return stop.end(), url_like
+            else:
+                return None  # a blank, line break or backtick: not a link
+            i = stop.end()
+
+    def _unit(self, pos: int, depth: int) -> _Unit | _Need | None:
+        """A nested cluster at buf[pos], or "(" + cluster + ")" when it keeps nothing."""
+        buf = self.buf
+        if buf[pos] != "(":
+            return self._cluster(pos, depth)
+        j = _BLANK_RUN_RE.match(buf, pos + 1).end()
+        if j == len(buf):
+            return None if self.final else NEED
+        if buf[j] not in OPENERS:
+            return None
+        cluster = self._cluster(j, depth)
+        if not isinstance(cluster, _Unit):
+            return cluster
+        k = _CLUSTER_GAP_RE.match(buf, cluster.end).end()
+        if k == len(buf):
+            return None if self.final else NEED
+        if buf[k] != ")" or cluster.keeps:
+            return None
+        return _Unit(k + 1, cluster.numbers, keeps=False)
+
+    def _cluster(self, pos: int, depth: int) -> _Unit | _Need | None:
+        buf = self.buf
+        numbers: list[int] = []
+        end = None
+        i = pos
+        while True:
+            group = self.group(i, depth)
+            if group is NEED:
+                return NEED
+            if group is None:
+                break
+            numbers.extend(group.numbers)
+            end = group.end
+            i = _CLUSTER_GAP_RE.match(buf, end).end()
+            if i == len(buf):
+                if self.final:
+                    break
+                return NEED
+            if buf[i] not in OPENERS:
+                break
+        if end is None:
+            return None
+        keeps = any(self.is_issued(n) for n in numbers)
+        return _Unit(end, tuple(numbers), keeps)
 
 
-def _run_end(buf: str, pos: int, final: bool) -> int | None:
-    """End of the run of buf[pos]'s character, or None while it may still grow."""
-    end = pos
-    while end < len(buf) and buf[end] == buf[pos]:
-        end += 1
-    return None if end == len(buf) and not final else end
+def _viable(content: str) -> bool:
+    """Whether more characters might still make `content` a group's content.
+
+    Generous on purpose: a wrong True only delays output, while a wrong False
+    would make a stream disagree with the whole text.
+    """
+    if _PREFIX_RE.match(content) or _PLAIN_CONTENT_RE.fullmatch(content):
+        return True
+    body = content.lstrip(BLANKS).lower()
+    if "citation".startswith(body):
+        return True
+    return body.startswith("citation") and not body[len("citation") :].strip(BLANKS)
 
 
-def _indent_width(spaces: str) -> int:
-    # A tab reaches the fourth column, where "[n]:" stops being a reference definition.
-    return sum(4 if ch == "\t" else 1 if ch == " " else 0 for ch in spaces)
+def _hazard(before: str, after: str) -> bool:
+    """Whether joining these two characters would change how the text reads."""
+    return (before == after and before in "`~") or (before == "]" and after == "(")
+
+
+@dataclass
+class _Drop:
+    before: str  # the blanks in front of the deleted cluster
+    at_line_start: bool
+
+
+class _Writer:
+    """The output side: holds blanks until what follows them decides their fate."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.blanks = ""
+        self.drop: _Drop | None = None
+        self.line_visible = False  # this output line has something besides blanks
+        self.line_deleted = False  # a cluster was deleted while it had nothing
+        self.tail = ""  # the end of this output line, for context rules
+
+    def gap(self, next_char: str, quote_closes: bool = False) -> str:
+        """What the held blanks become if `next_char` is written next."""
+        drop = self.drop
+        if drop is None:
+            return self.blanks
+        if drop.at_line_start:
+            return drop.before
+        if next_char in _CLOSING or (next_char in _QUOTES and quote_closes):
+            return ""
+        if not drop.before and self.tail[-1:] in _OPENING:
+            return ""
+        if drop.before or self.blanks or _hazard(self.tail[-1:], next_char):
+            return " "
+        return ""
+
+    def glued(self, next_char: str) -> bool:
+        """Whether `next_char` would touch the last visible character of the line."""
+        return self.line_visible and self.gap(next_char) == ""
+
+    def indent_width(self) -> int:
+        indent = self.drop.before if self.drop else self.blanks
+        return sum(4 if ch == "\t" else 1 for ch in indent)
+
+    def blank(self, run: str) -> None:
+        self.blanks += run
+
+    def text(self, run: str, quote_closes: bool = False) -> None:
+        """Write visible text: it starts with a non-blank and holds no line break."""
+        self._put(self.gap(run[0], quote_closes) + run)
+        self.line_visible = True
+
+    def mixed(self, run: str) -> None:
+        """Write blanks and visible text as they come (no line break)."""
+        for piece in _SPLIT_BLANKS_RE.split(run):
+            if not piece:
+                continue
+            if piece[0] in BLANKS:
+                self.blank(piece)
+            else:
+                self.text(piece)
+
+    def raw(self, run: str) -> None:
+        """Write code as it is; it may hold line breaks."""
+        self._put(self.gap(run[0]))
+        self.parts.append(run)
+        newline = run.rfind("\n")
+        if newline == -1:
+            self.tail = (self.tail + run)[-_TAIL_KEEP:]
+            self.line_visible = self.line_visible or bool(run.strip(BLANKS))
+        else:
+            rest = run[newline + 1 :]
+            self.tail = rest[-_TAIL_KEEP:]
+            self.line_visible = bool(rest.strip(BLANKS))
+            self.line_deleted = False
+
+    def delete(self) -> None:
+        """A cluster that keeps nothing was here."""
+        if self.drop is None:
+            self.drop = _Drop(self.blanks, at_line_start=not self.line_visible)
+            if not self.line_visible:
+                self.line_deleted = True
+        self.blanks = ""
+
+    def newline(self, newline: str) -> None:
+        if not self.line_visible and self.line_deleted:
+            pass  # the line held nothing but deleted clusters: it goes, newline too
+        elif self.drop is not None:
+            self.parts.append(newline)
+        else:
+            self.parts.append(self.blanks + newline)
+        self.blanks, self.drop, self.tail = "", None, ""
+        self.line_visible = self.line_deleted = False
+
+    def finish(self) -> None:
+        if self.drop is None and (self.line_visible or not self.line_deleted):
+            self.parts.append(self.blanks)
+        self.blanks, self.drop = "", None
+
+    def take(self) -> str:
+        out = "".join(self.parts)
+        self.parts.clear()
+        return out
+
+    def _put(self, run: str) -> None:
+        self.blanks, self.drop = "", None
+        if run:
+            self.parts.append(run)
+            self.tail = (self.tail + run)[-_TAIL_KEEP:]
+
+
+@dataclass
+class _Cluster:
+    paren: str | None  # the blanks after a "(" that opened it, if one did
+    seen: set[int] = field(default_factory=set)
+    kept: bool = False
+    gap: str = ""  # blanks and separators since the last group
+
+
+class _Mode(Enum):
+    TEXT = "text"
+    DESTINATION = "link destination"
+    FENCE = "fence"
 
 
 class _FenceLine(Enum):
@@ -190,41 +561,35 @@ class _FenceLine(Enum):
     CONTENT = "content"  # anything else: this line cannot close the fence
 
 
-@dataclass(frozen=True)
-class _PendingDrop:
-    spaces_before: str
-    at_line_start: bool
-
-
 class StreamNormalizer:
     """Normalizes text that arrives in pieces split anywhere.
 
     Concatenating every `feed` result and `finish` gives exactly
     `normalize(whole_text).text`: each decision waits until the input seen so far
-    settles it, and only that undecided tail (an open bracket, trailing spaces,
-    a growing backtick run, a possible fence) is held back.
+    settles it, and only that undecided tail is held back.
     """
 
     def __init__(self, is_issued: Callable[[int], bool]) -> None:
         self._is_issued = is_issued
         self._pending = ""
-        self._out: list[str] = []
         self._cited: list[int] = []
         self._cited_set: set[int] = set()
         self._dropped: list[int] = []
         self._finished = False
-        # Input side: where the scanner is in the markdown. The mode is the
-        # method that reads the next piece of input.
-        self._step: Callable[[str, int, bool], int | None] = self._step_text
-        self._indent: int | None = 0  # width of the line's leading blanks; None past them
-        self._span_ticks = 0
+        self._w = _Writer()
+        self._mode = _Mode.TEXT
+        self._cluster: _Cluster | None = None
+        self._match: _Matcher = _Matcher(is_issued, "", False)
+        self._memo: dict[int, _Group | _Need | None] = {}
+        self._base = 0  # stream position of self._pending[0]
+        self._dest_depth = 0
         self._fence_char = ""
         self._fence_len = 0
         self._fence_line = _FenceLine.CONTENT
-        # Output side: spaces whose fate depends on a removed marker.
-        self._spaces: list[str] = []
-        self._drop: _PendingDrop | None = None
-        self._line_has_text = False
+        # A held backtick run: how far its search for a closer has got.
+        self._tick_resume = 0
+        # Per scan: backtick run length -> start of the last such run up to line_end.
+        self._tick_index: tuple[int, dict[int, int]] | None = None
 
     @property
     def cited(self) -> list[int]:
@@ -240,7 +605,7 @@ class StreamNormalizer:
             raise RuntimeError("feed() after finish()")
         self._pending += chunk
         self._scan(final=False)
-        return self._take()
+        return self._w.take()
 
     def finish(self) -> str:
         """Everything still held back, decided as if the text ends here."""
@@ -248,170 +613,287 @@ class StreamNormalizer:
             return ""
         self._finished = True
         self._scan(final=True)
-        self._settle_spaces(None)
-        return self._take()
+        if self._cluster is not None:
+            self._end_cluster("", 0)
+        self._w.finish()
+        return self._w.take()
 
     # -- scanning -------------------------------------------------------------
 
     def _scan(self, final: bool) -> None:
-        buf, pos, size = self._pending, 0, len(self._pending)
-        while pos < size:
+        buf, pos = self._pending, 0
+        # Readings that waited for input are redone; the others stay.
+        base = self._base
+        self._memo = {k: v for k, v in self._memo.items() if k >= base and v is not NEED}
+        self._match = _Matcher(self._is_issued, buf, final, self._memo, base)
+        self._tick_index = None
+        while pos < len(buf):
             step = self._step(buf, pos, final)
             if step is None:
                 break
             pos = step
         self._pending = buf[pos:]
+        self._base = base + pos
 
-    def _at_line_start(self) -> bool:
-        """Only blanks so far on this line.
-
-        Fences may be indented any amount: models nest them in list items,
-        where four spaces do not make an indented code block.
-        """
-        return self._indent is not None
-
-    def _may_define_reference(self) -> bool:
-        return self._indent is not None and self._indent <= 3
-
-    def _step_text(self, buf: str, pos: int, final: bool) -> int | None:
+    def _step(self, buf: str, pos: int, final: bool) -> int | None:
+        if self._mode is _Mode.FENCE:
+            return self._step_fence(buf, pos, final)
+        if self._mode is _Mode.DESTINATION:
+            return self._step_destination(buf, pos)
+        if self._cluster is not None:
+            return self._step_cluster(buf, pos, final)
         ch = buf[pos]
-        if ch in "`~" and self._at_line_start():
-            return self._text_line_start_run(buf, pos, final)
+        if ch in "`~" and not self._w.line_visible:
+            return self._line_start_run(buf, pos, final)
         if ch == "`":
-            return self._text_backticks(buf, pos, final)
-        if ch in " \t":
-            return self._text_spaces(buf, pos)
-        if ch in "\r\n":
-            self._settle_spaces(None)
-            self._out.append(ch)
-            self._line_has_text = False
-            self._indent = 0
+            return self._backticks(buf, pos, final, fence_possible=False)
+        if ch in BLANKS:
+            run = _BLANK_RUN_RE.match(buf, pos).group()
+            self._w.blank(run)
+            return pos + len(run)
+        if ch == "\n":
+            self._w.newline("\n")
             return pos + 1
-        if ch in _BRACKETS:
-            return self._text_bracket(buf, pos, final)
+        if ch == "\r":
+            return self._carriage_return(buf, pos, final)
+        if ch in OPENERS:
+            return self._opening_bracket(buf, pos, final)
+        if ch == "(":
+            return self._parenthesis(buf, pos, final)
         if ch == "\\":
-            return self._text_escape(buf, pos, final)
-        return self._text_plain(buf, pos)
+            return self._backslash(buf, pos, final)
+        return self._plain(buf, pos, final)
 
-    def _text_line_start_run(self, buf: str, pos: int, final: bool) -> int | None:
+    def _carriage_return(self, buf: str, pos: int, final: bool) -> int | None:
+        if pos + 1 == len(buf):
+            if not final:
+                return None
+        elif buf[pos + 1] == "\n":
+            self._w.newline("\r\n")
+            return pos + 2
+        self._w.blank("\r")  # a lone carriage return is kept like a blank
+        return pos + 1
+
+    def _plain(self, buf: str, pos: int, final: bool) -> int | None:
+        run = _PLAIN_RE.match(buf, pos).group()
+        quote_closes = False
+        if run[0] in _QUOTES and self._w.drop is not None:
+            # Whether a straight quote closes depends on the character after it.
+            if pos + 1 == len(buf) and not final:
+                return None
+            quote_closes = pos + 1 == len(buf) or not buf[pos + 1].isalnum()
+        body = run.rstrip(BLANKS)
+        self._w.text(body, quote_closes)
+        if len(body) < len(run):
+            self._w.blank(run[len(body) :])
+        return pos + len(run)
+
+    def _backslash(self, buf: str, pos: int, final: bool) -> int | None:
+        if pos + 1 == len(buf):
+            if not final:
+                return None
+            self._w.text("\\")
+            return pos + 1
+        after = buf[pos + 1]
+        if after == "[":
+            group = self._match.group(pos + 1, depth=0)
+            if group is NEED:
+                return None
+            if isinstance(group, _Group) and group.prefixed:
+                self._w.text("\\")  # a wire token is never let through escaped
+                return pos + 1
+        width = 2 if after in _ESCAPABLE else 1
+        self._w.text(buf[pos : pos + width])
+        return pos + width
+
+    # -- groups and clusters --------------------------------------------------
+
+    def _top_group(
+        self, buf: str, pos: int, final: bool, *, continuing: bool = False, paren: bool = False
+    ) -> _Group | _Need | None:
+        """A group at the top level, with the rules that depend on what surrounds it."""
+        group = self._match.group(pos, depth=0)
+        if not isinstance(group, _Group) or group.prefixed:
+            return group
+        if not continuing and not paren and self._w.glued(buf[pos]):
+            if _SNAKE_TAIL_RE.search(self._w.tail):
+                return None  # my_list[2] is code
+            if group.link and self._w.tail.endswith("!"):
+                return None  # ![1](https://…) is an image
+        at_line_start = not paren and not self._w.line_visible
+        if continuing:
+            at_line_start = at_line_start and not self._cluster.kept
+        if at_line_start and self._w.indent_width() <= 3 and not group.link:
+            if group.end == len(buf):
+                return group if final else NEED
+            if buf[group.end] == ":":
+                return None  # [1]: https://… is a reference definition
+        return group
+
+    def _opening_bracket(self, buf: str, pos: int, final: bool) -> int | None:
+        group = self._top_group(buf, pos, final)
+        if group is NEED:
+            return None
+        if group is None:
+            # Only the bracket itself is text: a group may still sit inside it.
+            self._w.text(buf[pos])
+            return pos + 1
+        self._cluster = _Cluster(paren=None)
+        self._commit(group)
+        return group.end
+
+    def _parenthesis(self, buf: str, pos: int, final: bool) -> int | None:
+        if self._w.tail.endswith("]") and self._w.glued("("):
+            self._w.text("(")
+            self._mode = _Mode.DESTINATION
+            self._dest_depth = 0
+            return pos + 1
+        j = _BLANK_RUN_RE.match(buf, pos + 1).end()
+        if j == len(buf) and not final:
+            return None
+        if j < len(buf) and buf[j] in OPENERS:
+            group = self._top_group(buf, j, final, paren=True)
+            if group is NEED:
+                return None
+            if group is not None:
+                self._cluster = _Cluster(paren=buf[pos + 1 : j])
+                self._commit(group)
+                return group.end
+        self._w.text("(")
+        return pos + 1
+
+    def _step_cluster(self, buf: str, pos: int, final: bool) -> int | None:
+        cluster = self._cluster
+        ch = buf[pos]
+        if ch in BLANKS or ch in SEPARATORS:
+            run = _CLUSTER_GAP_RE.match(buf, pos).group()
+            cluster.gap += run
+            return pos + len(run)
+        if ch in OPENERS:
+            group = self._top_group(buf, pos, final, continuing=True)
+            if group is NEED:
+                return None
+            if group is not None:
+                self._commit(group)
+                return group.end
+        return self._end_cluster(buf, pos)
+
+    def _commit(self, group: _Group) -> None:
+        cluster = self._cluster
+        kept: list[int] = []
+        for n in group.numbers:
+            if n in cluster.seen:
+                continue
+            cluster.seen.add(n)
+            if not self._is_issued(n):
+                self._dropped.append(n)
+                continue
+            kept.append(n)
+            if n not in self._cited_set:
+                self._cited_set.add(n)
+                self._cited.append(n)
+        if kept:
+            if not cluster.kept:
+                if cluster.paren is not None:
+                    self._w.text("(")
+                    self._w.blank(cluster.paren)
+            else:
+                self._w.mixed(cluster.gap)  # the model's separator between kept groups
+            self._w.text("".join(f"[citation:{n}]" for n in kept))
+            cluster.kept = True
+        cluster.gap = ""
+
+    def _end_cluster(self, buf: str, pos: int) -> int:
+        cluster, self._cluster = self._cluster, None
+        if cluster.kept:
+            self._w.mixed(cluster.gap)
+            return pos
+        if cluster.paren is not None:
+            if pos < len(buf) and buf[pos] == ")":
+                self._w.delete()  # "([9])" goes whole
+                return pos + 1
+            self._w.text("(")
+            self._w.blank(cluster.paren)
+        self._w.delete()
+        self._w.mixed(cluster.gap)
+        return pos
+
+    # -- code -------------------------------------------------------------------
+
+    def _line_start_run(self, buf: str, pos: int, final: bool) -> int | None:
         end = _run_end(buf, pos, final)
         if end is None:
             return None
         run = buf[pos:end]
-        self._emit_text(run)
+        if run[0] == "`":
+            return self._backticks(buf, pos, final, fence_possible=len(run) >= 3)
         if len(run) >= 3:
             self._open_fence(run)
-        elif run[0] == "`":
-            self._open_code_span(len(run))
         else:
-            self._indent = None  # "~~" is strikethrough, plain text here
+            self._w.text(run)  # "~~" is text
         return end
 
-    def _text_backticks(self, buf: str, pos: int, final: bool) -> int | None:
+    def _backticks(self, buf: str, pos: int, final: bool, fence_possible: bool) -> int | None:
         end = _run_end(buf, pos, final)
         if end is None:
             return None
-        self._emit_text(buf[pos:end])
-        self._open_code_span(end - pos)
-        return end
-
-    def _text_spaces(self, buf: str, pos: int) -> int:
-        match = _SPACES_THEN_TEXT_RE.match(buf, pos)
-        assert match is not None
-        spaces, text = match.groups()
-        self._spaces.append(spaces)
-        if text is None:
-            if self._indent is not None:
-                self._indent += _indent_width(spaces)
-        else:
-            self._emit_plain(text)
-        return match.end()
-
-    def _text_bracket(self, buf: str, pos: int, final: bool) -> int | None:
-        verdict = _match_marker(buf, pos, final, line_start=self._may_define_reference())
-        if verdict is _Verdict.NEED_MORE:
+        size = end - pos
+        if fence_possible:
+            # A backtick fence's info string holds no backtick.
+            stop = _TICK_OR_NEWLINE_RE.search(buf, max(end, pos + self._tick_resume))
+            if stop is None and not final:
+                self._tick_resume = len(buf) - pos
+                return None
+            if stop is None or buf[stop.start()] == "\n":
+                self._tick_resume = 0
+                self._open_fence(buf[pos:end])
+                return end
+        closer = self._find_closer(buf, pos, end, size, final)
+        if closer is NEED:
             return None
-        self._indent = None
-        if verdict is _Verdict.NOT_A_MARKER:
-            # Only the bracket itself is text: a marker may still sit inside it.
-            self._emit_text(buf[pos])
-            return pos + 1
-        assert isinstance(verdict, _Marker)
-        self._cite(verdict.numbers)
-        return verdict.end
+        self._tick_resume = 0
+        if closer is None:
+            self._w.text(buf[pos:end])  # no closer on this line: the run is text
+            return end
+        self._w.text(buf[pos:closer])
+        return closer
 
-    def _text_escape(self, buf: str, pos: int, final: bool) -> int | None:
-        if pos + 1 == len(buf) and not final:
-            return None
-        width = 2 if pos + 1 < len(buf) and buf[pos + 1] in _ESCAPABLE else 1
-        self._emit_text(buf[pos : pos + width])
-        self._indent = None
-        return pos + width
-
-    def _text_plain(self, buf: str, pos: int) -> int:
-        match = _PLAIN_RE.match(buf, pos)
-        assert match is not None
-        self._emit_plain(match.group())
-        return match.end()
-
-    def _emit_plain(self, run: str) -> None:
-        # Spaces inside the run sit between visible characters, so no marker
-        # removal can touch them; only the trailing ones are held.
-        body = run.rstrip(" \t")
-        self._emit_text(body)
-        if len(body) < len(run):
-            self._spaces.append(run[len(body) :])
-        self._indent = None
-
-    def _open_code_span(self, ticks: int) -> None:
-        self._step = self._step_code_span
-        self._span_ticks = ticks
-        self._indent = None
+    def _find_closer(
+        self, buf: str, pos: int, end: int, size: int, final: bool
+    ) -> int | None | _Need:
+        """End of the run of exactly `size` backticks closing the span opened at pos."""
+        index = self._tick_index
+        if index is not None and pos < index[0] and index[1].get(size, -1) <= pos:
+            return None  # this line has no such run after pos
+        start = max(end, pos + self._tick_resume)
+        # The index is only complete when this search saw the whole rest of the line.
+        complete = start == end
+        lengths: dict[int, int] = {}
+        for match in _TICKS_OR_NEWLINE_RE.finditer(buf, start):
+            if match.group() == "\n":
+                if complete:
+                    self._tick_index = (match.start(), lengths)
+                return None
+            if match.end() == len(buf) and not final:
+                self._tick_resume = match.start() - pos
+                return NEED
+            if len(match.group()) == size:
+                return match.end()
+            lengths[len(match.group())] = match.start()
+        if not final:
+            self._tick_resume = len(buf) - pos
+            return NEED
+        if complete:
+            self._tick_index = (len(buf), lengths)
+        return None
 
     def _open_fence(self, run: str) -> None:
-        self._step = self._step_fence
+        self._w.raw(run)
+        self._mode = _Mode.FENCE
         self._fence_char = run[0]
         self._fence_len = len(run)
         # The opening line's info string can never close the fence.
         self._fence_line = _FenceLine.CONTENT
-
-    def _step_code_span(self, buf: str, pos: int, final: bool) -> int | None:
-        ch = buf[pos]
-        if ch == "\n":
-            self._put(ch)
-            if self._indent is not None:
-                # A blank line ends the paragraph, and an unclosed span with it.
-                self._step = self._step_text
-            self._indent = 0
-            return pos + 1
-        if ch in " \t\r":
-            match = _CODE_BLANKS_RE.match(buf, pos)
-            assert match is not None
-            self._put(match.group())
-            if self._indent is not None:
-                self._indent += _indent_width(match.group())
-            return match.end()
-        if ch == "`" or (ch == "~" and self._at_line_start()):
-            return self._code_span_run(buf, pos, final)
-        match = _CODE_PLAIN_RE.match(buf, pos)
-        assert match is not None
-        self._put(match.group())
-        self._indent = None
-        return match.end()
-
-    def _code_span_run(self, buf: str, pos: int, final: bool) -> int | None:
-        end = _run_end(buf, pos, final)
-        if end is None:
-            return None
-        run = buf[pos:end]
-        self._put(run)
-        if len(run) >= 3 and self._at_line_start():
-            # Block structure comes first: a fence interrupts the paragraph.
-            self._open_fence(run)
-        elif run[0] == "`" and len(run) == self._span_ticks:
-            self._step = self._step_text
-        self._indent = None
-        return end
 
     def _step_fence(self, buf: str, pos: int, final: bool) -> int | None:
         # Everything inside a fence is verbatim; only a closing line matters.
@@ -424,16 +906,15 @@ class StreamNormalizer:
     def _fence_line_start(self, buf: str, pos: int, final: bool) -> int | None:
         ch = buf[pos]
         if ch in " \t":
-            match = _BLANKS_RE.match(buf, pos)
-            assert match is not None
-            self._put(match.group())
-            return match.end()
+            run = _FENCE_BLANKS_RE.match(buf, pos).group()
+            self._w.raw(run)
+            return pos + len(run)
         if ch != self._fence_char:
             return self._fence_content(buf, pos)
         end = _run_end(buf, pos, final)
         if end is None:
             return None
-        self._put(buf[pos:end])
+        self._w.raw(buf[pos:end])
         long_enough = end - pos >= self._fence_len
         self._fence_line = _FenceLine.TAIL if long_enough else _FenceLine.CONTENT
         return end
@@ -441,80 +922,64 @@ class StreamNormalizer:
     def _fence_tail(self, buf: str, pos: int) -> int:
         ch = buf[pos]
         if ch in " \t\r":
-            self._put(ch)
+            self._w.raw(ch)
             return pos + 1
         if ch != "\n":
             return self._fence_content(buf, pos)
-        self._put(ch)
-        self._step = self._step_text
-        self._indent = 0
+        self._w.raw(ch)
+        self._mode = _Mode.TEXT
         return pos + 1
 
     def _fence_content(self, buf: str, pos: int) -> int:
         newline = buf.find("\n", pos)
         end = len(buf) if newline == -1 else newline + 1
-        self._put(buf[pos:end])
+        self._w.raw(buf[pos:end])
         self._fence_line = _FenceLine.CONTENT if newline == -1 else _FenceLine.START
         return end
 
-    # -- output ---------------------------------------------------------------
-
-    def _cite(self, numbers: tuple[int, ...]) -> None:
-        kept: list[int] = []
-        for n in numbers:
-            if not self._is_issued(n):
-                self._dropped.append(n)
-                continue
-            kept.append(n)
-            if n not in self._cited_set:
-                self._cited_set.add(n)
-                self._cited.append(n)
-        if kept:
-            self._emit_text("".join(f"[citation:{n}]" for n in kept))
-        elif self._drop is None:
-            self._drop = _PendingDrop("".join(self._spaces), not self._line_has_text)
-            self._spaces.clear()
+    def _step_destination(self, buf: str, pos: int) -> int:
+        # A link's destination is the model's URL: verbatim, brackets and all.
+        ch = buf[pos]
+        if ch == "(":
+            self._dest_depth += 1
+        elif ch == ")":
+            if self._dest_depth == 0:
+                self._mode = _Mode.TEXT
+            self._dest_depth -= 1
+        elif ch in BLANKS or ch in "\r\n":
+            self._mode = _Mode.TEXT  # the destination ended; what follows is text
+            return pos
         else:
-            # Consecutive removed markers collapse into one gap.
-            self._spaces.clear()
+            run = _DEST_TEXT_RE.match(buf, pos).group()
+            self._w.text(run)
+            return pos + len(run)
+        self._w.text(ch)
+        return pos + 1
 
-    def _emit_text(self, text: str) -> None:
-        """Write text that starts with a visible character and holds no line break."""
-        if self._spaces or self._drop is not None:
-            self._settle_spaces(text[0])
-        self._out.append(text)
-        self._line_has_text = True
 
-    def _settle_spaces(self, next_char: str | None) -> None:
-        """Write the held spaces, now that what follows them is known.
+_RUNS: Final = {ch: re.compile(f"{re.escape(ch)}+") for ch in "`~"}
 
-        `next_char` None means a line break or the end of the text. After a
-        removed marker the spaces on both sides of it are one gap, sized so the
-        sentence reads as if the marker had never been written.
-        """
-        spaces = "".join(self._spaces)
-        self._spaces.clear()
-        drop, self._drop = self._drop, None
-        if drop is None:
-            self._put(spaces)
-        elif next_char is None:
-            pass  # a removed marker leaves no trailing spaces behind
-        elif drop.at_line_start:
-            self._put(drop.spaces_before)  # keep indentation, drop the gap after
-        elif next_char not in _CLOSING_PUNCTUATION:
-            self._put(drop.spaces_before or spaces)
 
-    def _put(self, text: str) -> None:
-        if not text:
-            return
-        self._out.append(text)
-        last_break = max(text.rfind("\n"), text.rfind("\r"))
-        if last_break >= 0:
-            self._line_has_text = bool(text[last_break + 1 :].strip(" \t"))
-        elif not self._line_has_text:
-            self._line_has_text = bool(text.strip(" \t"))
+def _run_end(buf: str, pos: int, final: bool) -> int | None:
+    """End of the run of buf[pos]'s character (` or ~), or None while it may still grow."""
+    end = _RUNS[buf[pos]].match(buf, pos).end()
+    return None if end == len(buf) and not final else end
 
-    def _take(self) -> str:
-        out = "".join(self._out)
-        self._out.clear()
-        return out
+
+# What plain_markers rewrites, and the code it leaves alone: a fenced block (to
+# its closing fence or the end), an inline code span (closed on its own line),
+# or a canonical marker.
+_CODE_OR_MARKER: Final = re.compile(
+    r"(?ms)^[ \t]*(?P<fence>`{3,}|~{3,}).*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)"
+    r"|(?P<ticks>`+)[^\n]+?(?P=ticks)"
+    r"|\[citation:(?P<n>[0-9]+)\]"
+)
+
+
+def plain_markers(text: str) -> str:
+    """Normalized text for people: each ``[citation:n]`` written as ``[n]``.
+
+    Where the chat page shows a pill, a terminal shows the bare number; code keeps
+    whatever it quotes.
+    """
+    return _CODE_OR_MARKER.sub(lambda m: f"[{m['n']}]" if m["n"] else m[0], text)

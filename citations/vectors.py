@@ -3,7 +3,7 @@
 The same passages are checked again and again (every sentence citing [3] re-reads passage 3,
 every turn of a thread re-cites the same chunks), so a passage sentence is embedded once per
 process. Pure Python: the embedder is any object with ``embed_documents(texts)`` returning
-unit-normalized vectors (indexing.embedders.base.Embedder).
+unit-normalized vectors (embeddings.base.Embedder).
 """
 
 from __future__ import annotations

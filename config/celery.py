@@ -5,6 +5,8 @@ from datetime import timedelta
 from celery import Celery
 from celery.signals import worker_ready
 
+from config import broker  # noqa: F401  (registers the verityfs:// transport)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("verity")

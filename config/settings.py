@@ -69,6 +69,7 @@ INSTALLED_APPS = [
     "knowledge",
     "indexing",
     "chat",
+    "mcp_server",
 ]
 
 MIDDLEWARE = [
@@ -115,9 +116,10 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery: Redis (or any broker) via CELERY_BROKER_URL, else a filesystem queue
-# under VERITY_HOME that `manage.py serve` drains with a real worker process.
-CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="") or "filesystem://"
-if CELERY_BROKER_URL == "filesystem://":
+# under VERITY_HOME that `manage.py serve` drains with a real worker process:
+# config.broker's first-in-first-out version of kombu's filesystem transport.
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="") or "verityfs://"
+if CELERY_BROKER_URL.split("://", 1)[0] in ("verityfs", "filesystem"):
     _queue_dir = VERITY_HOME / "broker"
     for _sub in ("queue", "processed", "control"):
         (_queue_dir / _sub).mkdir(parents=True, exist_ok=True)
@@ -283,6 +285,9 @@ LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 CHAT_MAX_TOOL_ROUNDS = env.int("CHAT_MAX_TOOL_ROUNDS", default=4)
 CHAT_SEARCH_LIMIT = env.int("CHAT_SEARCH_LIMIT", default=8)
 CHAT_READ_MAX_CHUNKS = env.int("CHAT_READ_MAX_CHUNKS", default=60)
+# Tool calls of one model round run at once, up to this many (each on its own
+# database connection); 1 runs them one after another.
+CHAT_PARALLEL_TOOLS = env.int("CHAT_PARALLEL_TOOLS", default=4)
 CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=20)
 # Every answer's cited sentences are checked against their passages (chat/grounding.py).
 GROUNDING = env("GROUNDING", default="on").lower() in ("on", "true", "1", "yes")
@@ -331,6 +336,9 @@ INGEST_MAX_FILES_PER_JOB = env.int("INGEST_MAX_FILES_PER_JOB", default=5000)
 # A batch of more documents than this is queued on the bulk queue, which workers
 # serve in turn with the interactive one: one big job cannot starve an upload.
 INGEST_BULK_BATCH = env.int("INGEST_BULK_BATCH", default=20)
+# Texts per embedding call while indexing; the document's progress (and its
+# chunks embedded so far) is saved after each.
+INGEST_EMBED_BATCH = env.int("INGEST_EMBED_BATCH", default=256)
 
 LOGGING = {
     "version": 1,

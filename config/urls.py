@@ -1,6 +1,8 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import path
+from django.views.defaults import page_not_found
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from chat import api as chat_api
@@ -27,6 +29,12 @@ urlpatterns = [
         knowledge_api.DocumentChunksView.as_view(),
         name="api-document-chunks",
     ),
+    path("api/workspaces", knowledge_api.WorkspaceListView.as_view(), name="api-workspaces"),
+    path(
+        "api/workspaces/<slug:slug>",
+        knowledge_api.WorkspaceDetailView.as_view(),
+        name="api-workspace",
+    ),
     path("api/folders", knowledge_api.FolderListView.as_view(), name="api-folders"),
     path("api/jobs/<int:pk>", knowledge_api.JobDetailView.as_view(), name="api-job"),
     path("api/threads", chat_api.ThreadListView.as_view(), name="api-threads"),
@@ -50,3 +58,14 @@ urlpatterns = [
     path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A URL no route matches (/api/threads/abc) is a JSON 404 under /api/, like any
+    other API 404; pages keep Django's HTML one."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not found."}, status=404)
+    return page_not_found(request, exception)
+
+
+handler404 = not_found

@@ -28,7 +28,8 @@ STATUS_COLORS = {
 
 @admin.register(Workspace)
 class WorkspaceAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "owner", "created_at"]
+    list_display = ["name", "slug", "owner", "retrieval_mode", "created_at"]
+    list_filter = ["retrieval_mode"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["members"]
     search_fields = ["name", "slug"]
@@ -37,7 +38,9 @@ class WorkspaceAdmin(admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
-        created = workspace_create(slug=obj.slug, owner=obj.owner, name=obj.name)
+        created = workspace_create(
+            slug=obj.slug, owner=obj.owner, name=obj.name, retrieval_mode=obj.retrieval_mode
+        )
         obj.pk, obj._state = created.pk, created._state
 
     def delete_model(self, request, obj: Workspace) -> None:
@@ -87,13 +90,13 @@ class FolderAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
 class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     list_display = [
         "title", "workspace", "folder", "source_type", "status_badge", "progress",
-        "chunk_count", "last_indexed_at", "short_error",
+        "chunk_count", "latest_run", "last_indexed_at", "short_error",
     ]
     list_filter = ["status", "source_type", "workspace"]
     search_fields = ["title", "uri"]
     actions = ["reindex", "check_freshness"]
     readonly_fields = [
-        "status", "progress", "last_error", "chunk_count", "content_hash", "mime",
+        "status", "progress", "last_error", "chunk_count", "latest_run", "content_hash", "mime",
         "created_at", "updated_at", "last_indexed_at", "job", "chunks_link",
     ]
     exclude = ["text"]
@@ -115,8 +118,12 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Document) -> str:
         return format_html(
-            '<b style="color:{}">{}</b>', STATUS_COLORS.get(obj.status, "#000"), obj.status
+            '<b style="color:{}">{}</b>', STATUS_COLORS.get(obj.status, "#000"), status_text(obj)
         )
+
+    @admin.display(description="latest indexing")
+    def latest_run(self, obj: Document) -> str:
+        return latest_run(obj)
 
     @admin.display(description="error")
     def short_error(self, obj: Document) -> str:
@@ -198,9 +205,27 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         return job
 
 
+def status_text(document: Document) -> str:
+    """INDEXED, FAILED…; a queued document reads "waiting in queue"."""
+    if document.status == Document.Status.PENDING:
+        return Document.Status.PENDING.label
+    return document.status
+
+
+def latest_run(document: Document) -> str:
+    """What the latest indexing did: 'unchanged', '2 of 46 chunks embedded', '120 embedded…'."""
+    if document.status == Document.Status.INDEXING:
+        return f"{document.chunks_embedded} chunks embedded so far ({document.progress}%)"
+    if document.status != Document.Status.INDEXED:
+        return ""
+    if document.unchanged:
+        return "unchanged"
+    return f"{document.chunks_embedded} of {document.chunk_count} chunks embedded"
+
+
 class JobDocumentInline(admin.TabularInline):
     model = Document
-    fields = ["title", "source_type", "status", "progress", "chunk_count", "last_error"]
+    fields = ["title", "source_type", "state", "progress", "chunk_count", "latest", "last_error"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -208,6 +233,14 @@ class JobDocumentInline(admin.TabularInline):
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
+
+    @admin.display(description="status")
+    def state(self, obj: Document) -> str:
+        return status_text(obj)
+
+    @admin.display(description="latest indexing")
+    def latest(self, obj: Document) -> str:
+        return latest_run(obj)
 
 
 @admin.register(IngestJob)
@@ -221,7 +254,10 @@ class IngestJobAdmin(admin.ModelAdmin):
     def progress(self, obj: IngestJob) -> str:
         progress = selectors.job_progress(job=obj)
         failed = progress.counts[Document.Status.FAILED]
-        return f"{progress.total - progress.active}/{progress.total} done, {failed} failed"
+        return (
+            f"{progress.total - progress.active}/{progress.total} done, {failed} failed "
+            f"({progress.summary()})"
+        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         job = self.get_queryset(request).filter(pk=object_id).first()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -31,7 +32,9 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     OperationalError,
     DBInterfaceError,
 )
-EMBED_BATCH = 256
+# Document.metadata key: signatures of the blocks its folder's pages repeat
+# (navigation, footers), found when the folder was registered (sources.add_directory).
+REPEATED_BLOCKS_KEY = "repeated_blocks"
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,10 @@ def read_source(document: Document) -> SourceBytes:
     raise IngestError(f"Don't know how to read source {uri!r}")
 
 
-def parse_source(source: SourceBytes, mime: str | None = None) -> LoadedDocument:
+def parse_source(
+    source: SourceBytes, mime: str | None = None, *, dropped_blocks: Iterable[str] = ()
+) -> LoadedDocument:
+    """The loaded document; `dropped_blocks` are the site's repeated blocks (HTML only)."""
     if source.resource is not None:
         return load_fetched(source.resource)
     return load_bytes(
@@ -97,6 +103,7 @@ def parse_source(source: SourceBytes, mime: str | None = None) -> LoadedDocument
         filename=source.filename,
         mime=mime,
         max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
+        dropped_blocks=frozenset(dropped_blocks),
     )
 
 
@@ -127,16 +134,23 @@ def index_document(
     # hashes the same needs no work, whatever the status says (re-registration
     # sets PENDING; a later failed attempt sets FAILED).
     was_indexed = document.last_indexed_at is not None
-    _update(document_id, status=Document.Status.INDEXING, progress=1, last_error="")
+    _update(
+        document_id, status=Document.Status.INDEXING, progress=1, last_error="",
+        unchanged=False, chunks_embedded=0,
+    )
     try:
         source = read_source(document)
         source_hash = source.sha256
         if was_indexed and not force and source_hash == document.content_hash:
-            _update(document_id, status=Document.Status.INDEXED, progress=100)
+            _update(document_id, status=Document.Status.INDEXED, progress=100, unchanged=True)
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
             )
-        loaded = parse_source(source, document.mime or None)
+        loaded = parse_source(
+            source,
+            document.mime or None,
+            dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
+        )
         pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
         if not pieces:
             raise IngestError("The document has no text to index")
@@ -144,7 +158,7 @@ def index_document(
             _locate_on_pages(source, loaded, pieces)
         _update(document_id, progress=10)
         vectors, embedded = _embed_pieces(document, pieces, embedder or get_embedder())
-        _swap_chunks(document_id, pieces, vectors, loaded, source_hash)
+        _swap_chunks(document_id, pieces, vectors, loaded, source_hash, embedded)
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
@@ -193,12 +207,18 @@ def _embed_pieces(
     }
     todo = [text for h, text in wanted.items() if h not in vectors]
     embedded = 0
-    for start in range(0, len(todo), EMBED_BATCH):
-        batch = todo[start : start + EMBED_BATCH]
+    size = settings.INGEST_EMBED_BATCH
+    for start in range(0, len(todo), size):
+        batch = todo[start : start + size]
         fresh, calls = embed_with_cache(embedder, batch)
         embedded += calls
         vectors.update(fresh)
-        _update(document.pk, progress=10 + int(85 * (start + len(batch)) / len(todo)))
+        # Per batch, so a long PDF shows its chunks going by rather than sitting at 0.
+        _update(
+            document.pk,
+            progress=10 + int(85 * (start + len(batch)) / len(todo)),
+            chunks_embedded=embedded,
+        )
     return vectors, embedded
 
 
@@ -209,6 +229,7 @@ def _swap_chunks(
     vectors: dict[str, list[float]],
     loaded: LoadedDocument,
     source_hash: str,
+    embedded: int,
 ) -> None:
     document = Document.objects.select_for_update().get(pk=document_id)
     reusable: dict[str, list[Chunk]] = defaultdict(list)
@@ -251,6 +272,8 @@ def _swap_chunks(
     document.text = loaded.text
     document.content_hash = source_hash
     document.chunk_count = len(pieces)
+    document.chunks_embedded = embedded
+    document.unchanged = False
     document.status = Document.Status.INDEXED
     document.progress = 100
     document.last_error = ""

@@ -8,6 +8,7 @@ index: callers pass the documents to `enqueue` (or index them inline).
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from itertools import islice
@@ -28,10 +29,14 @@ from indexing.loaders import (
     source_type_for,
     walk_repository,
 )
+from indexing.loaders.assets import is_site_asset
+from indexing.loaders.html import page_blocks, repeated_blocks
+from indexing.loaders.repo import read_head
 from indexing.loaders.web import check_url
-from indexing.pipeline import too_large
+from indexing.pipeline import REPEATED_BLOCKS_KEY, too_large
 from indexing.types import IngestError
 from knowledge.models import Document, Folder, IngestJob, Workspace
+from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -103,7 +108,8 @@ def reindex(*, documents: QuerySet[Document], confined: bool = True) -> tuple[in
     queued = [d for d in locked if d not in refused]
     for document in queued:
         document.status, document.progress = Document.Status.PENDING, 0
-        document.save(update_fields=["status", "progress"])
+        document.unchanged, document.chunks_embedded = False, 0
+        document.save(update_fields=["status", "progress", "unchanged", "chunks_embedded"])
     enqueue(queued, force=True)
     return len(queued), len(refused)
 
@@ -232,8 +238,12 @@ def _upsert(
         document.status = Document.Status.PENDING
         document.progress = 0
         document.last_error = ""
+        document.unchanged, document.chunks_embedded = False, 0
         metadata = extra.pop("metadata")
+        # What the document learnt about itself stays; what the folder says is current.
         document.metadata = {**metadata, **document.metadata}
+        if REPEATED_BLOCKS_KEY in metadata:
+            document.metadata[REPEATED_BLOCKS_KEY] = metadata[REPEATED_BLOCKS_KEY]
         for key, value in extra.items():
             setattr(document, key, value)
         document.save()
@@ -301,22 +311,24 @@ def register_job(
     uploads: Iterable[UploadedFile] = (),
     urls: Iterable[str] = (),
     repository: Path | None = None,
+    files: Iterable[Path] = (),
     folder: Folder | None = None,
     folder_path: str = "",
     created_by=None,
     description: str = "",
 ) -> tuple[IngestJob, list[Document]]:
-    """One IngestJob for a batch of uploads, URLs and a repository, registered and queued at once.
+    """One IngestJob for a batch of uploads, URLs, server files and a repository, queued at once.
 
     The broker is checked before anything is written, so an outage leaves no
     upload file behind either; `enqueue` checks it again inside the transaction,
     which rolls everything (the job too) back if it went away meanwhile. A
-    repository must lie inside INGEST_SERVER_ROOTS (SourceRefused otherwise).
-    `folder_path` ('a/b') names the folder instead of `folder`, created as needed
+    repository and server `files` must lie inside INGEST_SERVER_ROOTS (SourceRefused
+    otherwise). `folder_path` ('a/b') names the folder instead of `folder`, created as needed
     (and rolled back with the rest).
     """
     if repository is not None:
         repository = check_server_path(repository)
+    files = [check_server_path(path) for path in files]
     check_broker()
     with transaction.atomic():
         if folder_path:
@@ -328,6 +340,9 @@ def register_job(
             add_upload(workspace=workspace, upload=f, folder=folder, job=job) for f in uploads
         ]
         documents += [add_url(workspace=workspace, url=u, folder=folder, job=job) for u in urls]
+        documents += [
+            add_path(workspace=workspace, path=f, folder=folder, job=job) for f in files
+        ]
         if repository is not None:
             documents += add_repository(
                 workspace=workspace, root=repository, folder=folder, job=job
@@ -395,14 +410,26 @@ def add_url(
     return document
 
 
-def iter_files(root: Path) -> Iterator[Path]:
-    """Supported files below `root`, in a stable order."""
+def iter_files(root: Path, *, include_assets: bool = False) -> Iterator[Path]:
+    """Supported files below `root`, in a stable order.
+
+    A site's assets (stylesheets, source maps, minified or bundled scripts, scripts
+    in its `_static` folder) are left out unless `include_assets`.
+    """
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root).parts
         if any(part in SKIP_DIRS or part.startswith(".") for part in relative):
             continue
-        if path.is_file() and not path.is_symlink() and is_known_filename(path.name):
-            yield path
+        if not (path.is_file() and not path.is_symlink() and is_known_filename(path.name)):
+            continue
+        if not include_assets and _is_asset(path, root):
+            continue
+        yield path
+
+
+def _is_asset(path: Path, root: Path) -> bool:
+    head = read_head(path) or b""
+    return is_site_asset(path.relative_to(root).as_posix(), head.decode("utf-8", "replace"))
 
 
 def add_directory(
@@ -411,18 +438,60 @@ def add_directory(
     root: Path,
     folder: Folder | None = None,
     job: IngestJob | None = None,
+    include_assets: bool = False,
 ) -> list[Document]:
     root = root.resolve()
+    paths = _capped(iter_files(root, include_assets=include_assets), root)
+    repeated = repeated_blocks_by_directory(paths)
     return [
         add_path(
             workspace=workspace,
             path=path,
             folder=folder,
             job=job,
-            metadata={"path": path.relative_to(root).as_posix()},
+            metadata=_with_repeated(
+                {"path": path.relative_to(root).as_posix()}, repeated.get(path.parent)
+            ),
         )
-        for path in _capped(iter_files(root), root)
+        for path in paths
     ]
+
+
+# Pages per directory read at registration to find what a site repeats on each.
+REPEATED_BLOCK_SAMPLE = 8
+
+
+def repeated_blocks_by_directory(paths: Iterable[Path]) -> dict[Path, list[str]]:
+    """For each directory of HTML pages, the signatures of blocks its pages repeat.
+
+    A documentation site puts the same header, footer and navigation on every
+    page; read once here for the whole folder (a few pages per directory), they
+    are left out of each page's text when it is indexed.
+    """
+    pages: dict[Path, list[Path]] = defaultdict(list)
+    for path in paths:
+        if source_type_for(path.name) == SourceType.HTML:
+            pages[path.parent].append(path)
+    found: dict[Path, list[str]] = {}
+    for directory, html_paths in pages.items():
+        sample = html_paths[:REPEATED_BLOCK_SAMPLE]
+        blocks = [page_blocks(data) for p in sample if (data := _read_small(p)) is not None]
+        if signatures := repeated_blocks(blocks):
+            found[directory] = sorted(signatures)
+    return found
+
+
+def _read_small(path: Path) -> bytes | None:
+    try:
+        if too_large(path.stat().st_size):
+            return None
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _with_repeated(metadata: dict, signatures: list[str] | None) -> dict:
+    return {**metadata, REPEATED_BLOCKS_KEY: signatures} if signatures else metadata
 
 
 def add_repository(
@@ -439,17 +508,22 @@ def add_repository(
     repo_folder = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=root.name)[
         0
     ]
+    files = _capped(
+        walk_repository(root, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES), root
+    )
+    repeated = repeated_blocks_by_directory(f.abs_path for f in files)
     return [
         add_path(
             workspace=workspace,
             path=repo_file.abs_path,
             folder=repo_folder,
             job=job,
-            metadata={"repo_root": str(root), "path": repo_file.path},
+            metadata=_with_repeated(
+                {"repo_root": str(root), "path": repo_file.path},
+                repeated.get(repo_file.abs_path.parent),
+            ),
         )
-        for repo_file in _capped(
-            walk_repository(root, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES), root
-        )
+        for repo_file in files
     ]
 
 

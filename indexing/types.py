@@ -15,6 +15,9 @@ from knowledge.locators import PAGE_SEPARATOR
 KIND_PROSE = "prose"
 KIND_PDF_PAGE = "pdf_page"
 KIND_CODE = "code"
+# A PDF's table of contents or index page: kept in the text, so page locators
+# stay exact, but never chunked (it matches every question and answers none).
+KIND_PDF_CONTENTS = "pdf_contents"
 
 
 

@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,7 +20,10 @@ from knowledge.serializers import (
     HitSerializer,
     IngestJobSerializer,
     SearchQuerySerializer,
+    SearchResponseSerializer,
+    WorkspaceSerializer,
 )
+from knowledge.services import NotOwner, workspace_update
 
 WORKSPACE_PARAMETER = OpenApiParameter(
     "workspace", str, description="workspace slug (default: your first workspace)"
@@ -41,7 +44,7 @@ class SearchView(APIView):
             OpenApiParameter("document_ids", str, description="comma-separated ids"),
             OpenApiParameter("folder_ids", str, description="comma-separated ids"),
         ],
-        responses=HitSerializer(many=True),
+        responses=SearchResponseSerializer,
     )
     def get(self, request: Request) -> Response:
         params = SearchQuerySerializer(
@@ -107,3 +110,35 @@ class FolderListView(APIView):
         workspace = selectors.workspace_for(user=request.user, slug=request.GET.get("workspace"))
         folders = selectors.folders_in(workspace=workspace)
         return Response(FolderSerializer(folders, many=True).data)
+
+
+class WorkspaceListView(generics.ListAPIView):
+    """The workspaces you belong to, with their retrieval mode."""
+
+    serializer_class = WorkspaceSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        return selectors.workspaces_for(user=self.request.user)
+
+
+class WorkspaceDetailView(APIView):
+    """One of your workspaces; its owner may PATCH `name` and `retrieval_mode`."""
+
+    @extend_schema(responses=WorkspaceSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        workspace = selectors.workspace_for(user=request.user, slug=slug)
+        return Response(WorkspaceSerializer(workspace, context={"request": request}).data)
+
+    @extend_schema(request=WorkspaceSerializer, responses=WorkspaceSerializer)
+    def patch(self, request: Request, slug: str) -> Response:
+        workspace = selectors.workspace_for(user=request.user, slug=slug)
+        params = WorkspaceSerializer(workspace, data=request.data, partial=True)
+        params.is_valid(raise_exception=True)
+        try:
+            workspace = workspace_update(
+                workspace=workspace, by=request.user, **params.validated_data
+            )
+        except NotOwner as exc:
+            raise PermissionDenied(str(exc)) from exc
+        return Response(WorkspaceSerializer(workspace, context={"request": request}).data)

@@ -23,7 +23,13 @@ def passage_at(document_text: str, locator: dict[str, Any]) -> str:
 
 
 def label(locator: dict[str, Any]) -> str:
-    """A short human label: 'page 4', 'lines 10–24 (Cls.method)', 'Intro › Setup'."""
+    """A short human label: 'page 4', 'p. v', 'lines 10–24 (Cls.method)', 'Intro › Setup'.
+
+    A PDF page's printed number (its /PageLabels label) is what a reader looks
+    for; the physical page stays in the locator.
+    """
+    if locator.get("page_label"):
+        return f"p. {locator['page_label']}"
     if "page" in locator:
         return f"page {locator['page']}"
     if "line_start" in locator:

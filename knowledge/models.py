@@ -18,6 +18,13 @@ TEXT_SEARCH_CONFIG = "english"
 
 
 class Workspace(models.Model):
+    class RetrievalMode(models.TextChoices):
+        # The model searches through tools, as often as it needs.
+        TOOL = "tool", "tool: the model calls search_knowledge_base"
+        # The question's passages are searched first and given with it; the model
+        # gets no tools (for endpoints that cannot call tools, e.g. llama.cpp).
+        INJECTION = "injection", "injection: passages are searched before the model runs"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     owner = models.ForeignKey(
@@ -25,6 +32,12 @@ class Workspace(models.Model):
     )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, related_name="workspaces", blank=True
+    )
+    retrieval_mode = models.CharField(
+        max_length=20,
+        choices=RetrievalMode.choices,
+        default=RetrievalMode.TOOL,
+        help_text="How the chat model gets evidence: by calling tools, or injected before it runs",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -72,7 +85,8 @@ class Document(models.Model):
     SourceType = SourceType
 
     class Status(models.TextChoices):
-        PENDING = "PENDING"
+        # Queued, no worker has taken it yet (what an operator needs to know).
+        PENDING = "PENDING", "waiting in queue"
         INDEXING = "INDEXING"
         INDEXED = "INDEXED"
         STALE = "STALE"
@@ -100,6 +114,14 @@ class Document(models.Model):
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done")
     last_error = models.TextField(blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
+    # What the latest indexing did: found the source unchanged (nothing to do), or
+    # embedded this many chunks (counted as it goes; the rest reused their vectors).
+    unchanged = models.BooleanField(
+        default=False, help_text="The latest indexing found the source unchanged"
+    )
+    chunks_embedded = models.PositiveIntegerField(
+        default=0, help_text="Chunks embedded by the latest indexing (so far, while it runs)"
+    )
     # The extracted text every chunk locator points into (PDF pages joined by \f).
     text = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)

@@ -18,8 +18,8 @@ class DocumentSerializer(serializers.ModelSerializer):
         model = Document
         fields = [
             "id", "title", "source_type", "uri", "mime", "folder", "folder_path", "status",
-            "progress", "last_error", "chunk_count", "metadata", "created_at", "updated_at",
-            "last_indexed_at",
+            "progress", "last_error", "chunk_count", "unchanged", "chunks_embedded", "metadata",
+            "created_at", "updated_at", "last_indexed_at",
         ]
 
     def get_folder_path(self, obj: Document) -> str | None:
@@ -70,6 +70,28 @@ class HitSerializer(serializers.Serializer):
         return locators.label(obj.locator)
 
 
+class SearchResponseSerializer(serializers.Serializer):
+    """GET /api/search: the hits, best first, and how they were found."""
+
+    query = serializers.CharField()
+    results = HitSerializer(many=True)
+    metadata = serializers.DictField(help_text="timings and the retrieval legs used")
+class WorkspaceSerializer(serializers.ModelSerializer):
+    """A workspace the user belongs to; its owner may PATCH `name` and `retrieval_mode`."""
+
+    is_owner = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Workspace
+        fields = ["slug", "name", "retrieval_mode", "is_owner", "created_at"]
+        read_only_fields = ["slug", "created_at"]
+        extra_kwargs = {"name": {"required": False}, "retrieval_mode": {"required": False}}
+
+    def get_is_owner(self, obj: Workspace) -> bool:
+        request = self.context.get("request")
+        return request is not None and obj.owner_id == request.user.pk
+
+
 class FolderSerializer(serializers.ModelSerializer):
     path = serializers.CharField(read_only=True)
 
@@ -102,13 +124,25 @@ class IngestJobSerializer(serializers.ModelSerializer):
         help_text="'running' while a document is PENDING or INDEXING, then 'done'"
     )
     total = serializers.SerializerMethodField()
-    counts = serializers.SerializerMethodField(help_text="documents per status")
+    counts = serializers.SerializerMethodField(
+        help_text="documents per status (PENDING: waiting in queue for a worker)"
+    )
+    unchanged = serializers.SerializerMethodField(
+        help_text="INDEXED documents whose source had not changed: nothing was done"
+    )
+    chunks = serializers.SerializerMethodField(help_text="chunks of the documents indexed")
+    chunks_embedded = serializers.SerializerMethodField(
+        help_text="of those, chunks embedded (the others reused their vectors)"
+    )
+    summary = serializers.SerializerMethodField(
+        help_text="in words: '2 indexed, 0 failed, 2 of 46 chunks embedded, 1 waiting in queue'"
+    )
     documents = JobDocumentSerializer(many=True, read_only=True)
 
     class Meta:
         model = IngestJob
         fields = ["id", "url", "description", "created_at", "status", "total", "counts",
-                  "documents"]
+                  "unchanged", "chunks", "chunks_embedded", "summary", "documents"]
 
     def get_url(self, obj: IngestJob) -> str:
         return api_url("api-job", obj.pk, self.context.get("workspace"))
@@ -129,3 +163,15 @@ class IngestJobSerializer(serializers.ModelSerializer):
 
     def get_counts(self, obj: IngestJob) -> dict[str, int]:
         return self._progress(obj).counts
+
+    def get_unchanged(self, obj: IngestJob) -> int:
+        return self._progress(obj).unchanged
+
+    def get_chunks(self, obj: IngestJob) -> int:
+        return self._progress(obj).chunks
+
+    def get_chunks_embedded(self, obj: IngestJob) -> int:
+        return self._progress(obj).embedded
+
+    def get_summary(self, obj: IngestJob) -> str:
+        return self._progress(obj).summary()

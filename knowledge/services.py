@@ -9,9 +9,13 @@ from knowledge.models import Workspace
 
 
 @transaction.atomic
-def workspace_create(*, slug: str, owner, name: str = "") -> Workspace:
+def workspace_create(
+    *, slug: str, owner, name: str = "", retrieval_mode: str = Workspace.RetrievalMode.TOOL
+) -> Workspace:
     """A workspace owned by `owner`, who is also its first member."""
-    workspace = Workspace.objects.create(name=name or slug, slug=slug, owner=owner)
+    workspace = Workspace.objects.create(
+        name=name or slug, slug=slug, owner=owner, retrieval_mode=retrieval_mode
+    )
     workspace.members.add(owner)
     return workspace
 
@@ -23,3 +27,25 @@ def workspace_delete(*, workspace: Workspace) -> None:
         workspace.delete()
     # Only once the delete is committed: a rolled-back delete keeps its index.
     vector_index.drop_own_index(pk)
+
+
+class NotOwner(PermissionError):
+    """Only a workspace's owner changes its settings; members use it."""
+
+
+def workspace_update(
+    *, workspace: Workspace, by, name: str | None = None, retrieval_mode: str | None = None
+) -> Workspace:
+    """Change a workspace's name or retrieval mode; `by` must own it (NotOwner otherwise)."""
+    if workspace.owner_id != by.pk:
+        raise NotOwner("Only the workspace's owner can change its settings.")
+    changed = []
+    if name is not None:
+        workspace.name, changed = name, [*changed, "name"]
+    if retrieval_mode is not None:
+        if retrieval_mode not in Workspace.RetrievalMode.values:
+            raise ValueError(f"Unknown retrieval mode {retrieval_mode!r}")
+        workspace.retrieval_mode, changed = retrieval_mode, [*changed, "retrieval_mode"]
+    if changed:
+        workspace.save(update_fields=changed)
+    return workspace

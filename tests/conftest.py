@@ -111,6 +111,19 @@ def llm(settings):
 
 
 @pytest.fixture
+def corpus(workspace, counting_embedder) -> dict:
+    from indexing import pipeline, sources
+    from knowledge.models import Document
+
+    documents = {}
+    for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
+        document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        documents[name] = Document.objects.get(pk=document.pk)
+    return documents
+
+
+@pytest.fixture
 def api(user):
     """The API as `user` (token-less: force-authenticated)."""
     from rest_framework.test import APIClient

@@ -26,6 +26,20 @@ def answer(text: str, chunks: list[str] | None = None) -> dict:
     return {"content": text, "chunks": chunks}
 
 
+def recorded(json_body: dict[str, Any], sse: list[dict[str, Any] | str]) -> dict:
+    """A response exactly as a real server sends it (tests/model_servers.py).
+
+    The JSON body answers a plain request, the SSE events a streamed one: a dict
+    event is sent as `data: <json>`, a string as the raw line it is.
+    """
+    return {"recorded": {"json": json_body, "sse": sse}}
+
+
+def raw(status: int, content_type: str, body: str) -> dict:
+    """Any status and body, streamed request or not (errors, proxies)."""
+    return {"raw": (status, content_type, body)}
+
+
 class ScriptedLLM:
     def __init__(self) -> None:
         self.script: list[Step] = []
@@ -55,7 +69,12 @@ class ScriptedLLM:
                     self._send(llm.status, "application/json", b'{"error": "boom"}')
                     return
                 step = llm._next(request)
-                if request.get("stream"):
+                if "raw" in step:
+                    status, content_type, body = step["raw"]
+                    self._send(status, content_type, body.encode())
+                elif "recorded" in step:
+                    self._replay(step["recorded"], stream=bool(request.get("stream")))
+                elif request.get("stream"):
                     self._stream(step)
                 else:
                     message = {"role": "assistant", "content": step.get("content")}
@@ -86,6 +105,18 @@ class ScriptedLLM:
                     event = {"choices": [{"index": 0, "delta": delta}]}
                     self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
+
+            def _replay(self, recording: dict[str, Any], *, stream: bool) -> None:
+                if not stream:
+                    body = json.dumps(recording["json"]).encode()
+                    self._send(200, "application/json", body)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+                self.end_headers()
+                for event in recording["sse"]:
+                    line = event if isinstance(event, str) else f"data: {json.dumps(event)}"
+                    self.wfile.write(f"{line}\n\n".encode())
 
             def _send(self, code: int, content_type: str, body: bytes) -> None:
                 self.send_response(code)

@@ -16,20 +16,9 @@ from chat.models import CitationEntry, Message, Thread
 from chat.prompts import CITATION_RULE
 from indexing import pipeline, sources
 from knowledge.models import Document, Workspace
-from tests.conftest import SAMPLE_CORPUS
 from tests.scripted_llm import ScriptedLLM, answer, tool_call
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def corpus(workspace, counting_embedder) -> dict[str, Document]:
-    documents = {}
-    for name in ("handbook.md", "q3-launch-notes.pdf", "tide-faq.html"):
-        document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
-        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-        documents[name] = Document.objects.get(pk=document.pk)
-    return documents
 
 
 def new_thread(api: APIClient) -> int:

@@ -11,6 +11,18 @@ from chat.extractive import compose_answer, parse_evidence
 
 from .base import Reply, ToolCall, TurnContext
 
+# Evidence injected ahead of the question (the injection retrieval mode).
+_LEADING_ENVELOPE = re.compile(r"\s*(<retrieved_context>.*?</retrieved_context>)", re.DOTALL)
+
+
+def injected_evidence(content: str) -> list[str]:
+    """The envelopes at the start of a user message; any later in it are the user's own text."""
+    found, position = [], 0
+    while match := _LEADING_ENVELOPE.match(content, position):
+        found.append(match.group(1))
+        position = match.end()
+    return found
+
 
 class ExtractiveProvider:
     name = "extractive"
@@ -25,6 +37,8 @@ class ExtractiveProvider:
     ) -> Reply:
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
         evidence = [m["content"] for m in messages[last_user:] if m["role"] == "tool"]
+        if not evidence and not tools:
+            evidence = injected_evidence(messages[last_user]["content"])
         if not evidence and any(
             t["function"]["name"] == "search_knowledge_base" for t in tools
         ):

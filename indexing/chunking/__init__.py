@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from indexing.types import KIND_CODE, KIND_PDF_PAGE, KIND_PROSE, ChunkPiece, RawUnit
+from indexing.types import (
+    KIND_CODE,
+    KIND_PDF_CONTENTS,
+    KIND_PDF_PAGE,
+    KIND_PROSE,
+    ChunkPiece,
+    RawUnit,
+)
 
 from .tokens import count_tokens
 
@@ -40,7 +47,7 @@ class ChunkBudget:
 
 def chunk_unit(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     """Split one unit into chunks whose texts are exact slices of unit.text."""
-    if not unit.text.strip():
+    if not unit.text.strip() or unit.kind == KIND_PDF_CONTENTS:
         return []
     if unit.kind in (KIND_PROSE, KIND_PDF_PAGE):
         return chunk_prose(unit, budget)

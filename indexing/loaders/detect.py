@@ -144,10 +144,12 @@ def load_bytes(
     filename: str,
     mime: str | None = None,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
+    dropped_blocks: frozenset[str] = frozenset(),
 ) -> LoadedDocument:
     """Parse an uploaded or stored file. Raises IngestError for input we cannot index.
 
-    `max_uncompressed` bounds what an Office file (a zip) may expand to.
+    `max_uncompressed` bounds what an Office file (a zip) may expand to;
+    `dropped_blocks` are an HTML site's repeated blocks (html.repeated_blocks).
     """
     fmt = detect_format(data, filename=filename, mime=mime)
     if not data:
@@ -155,7 +157,7 @@ def load_bytes(
     if fmt == PDF:
         return load_pdf(data, filename=filename)
     if fmt == HTML:
-        return load_html(data, filename=filename)
+        return load_html(data, filename=filename, dropped_blocks=dropped_blocks)
     if fmt == MARKDOWN:
         return load_markdown(data, filename=filename)
     if fmt in (DOCX, PPTX):

@@ -6,7 +6,10 @@ offsets are computed while the text is built rather than searched for later.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -14,7 +17,12 @@ from urllib.parse import urljoin
 from bs4 import BeautifulSoup, Tag
 from bs4.element import CData, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
 
-from indexing.loaders.markdown import Heading, sections_from_headings
+from indexing.loaders.markdown import (
+    Definition,
+    Heading,
+    sections_from_headings,
+    with_definitions,
+)
 from indexing.loaders.text import SNIFF_BYTES, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
@@ -24,6 +32,17 @@ _REMOVED_TAGS = (
     "nav", "footer", "header", "aside", "object", "embed", "canvas", "button", "select",
 )  # fmt: skip
 _REMOVED_ROLES = {"navigation", "banner", "contentinfo"}
+# Documentation sites' navigation and page chrome by class: the PostgreSQL
+# manual's "Prev | Up | Next | Home" tables (DocBook), Sphinx's related bars and
+# sidebars, breadcrumb trails, footers.
+_NAV_CLASSES = frozenset(
+    """navheader navfooter related sphinxsidebar sphinxsidebarwrapper breadcrumb breadcrumbs
+    wy-breadcrumbs rst-breadcrumbs-buttons footer site-footer site-header skip-link skiplink
+    navbar nav-links prev-next-area md-header md-footer""".split()
+)
+# A block of links and nothing else, this short, is a navigation bar.
+_LINK_BAR_MAX_CHARS = 120
+_LINK_BAR_SEPARATORS = re.compile(r"[\s|·•»«›‹<>/:()\[\]\-–—]+")
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCK_TAGS = frozenset(
     """address article blockquote body caption center dd details dialog dir div dl dt
@@ -38,20 +57,59 @@ _DISPLAY_NONE_RE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.
 
 
 @dataclass
+class _Term:
+    """The term (<dt>) of the definition (<dd>) being rendered."""
+
+    full: str  # "max_connections (integer)", "json.dump(obj, fp, *, skipkeys=False, …)"
+    short: str  # repeated before the definition's later paragraphs ("" for none)
+    start: int  # where the definition's text starts
+    shown: bool = False  # the full term is in the text already
+    sectioned: bool = True  # the definition gets the term as a heading path element
+
+
+@dataclass
 class _Builder:
     parts: list[str] = field(default_factory=list)
     length: int = 0
     headings: list[Heading] = field(default_factory=list)
+    definitions: list[Definition] = field(default_factory=list)
     inline: list[str] = field(default_factory=list)
     pending_prefix: str = ""
+    terms: list[_Term] = field(default_factory=list)  # open definitions, innermost last
+    dt_texts: list[str] = field(default_factory=list)  # <dt>s waiting for their <dd>
+    short_names: list[str] = field(default_factory=list)
+    dropped: frozenset[str] = frozenset()  # signatures of blocks to leave out
+    blocks: list[str] = field(default_factory=list)  # every block, before any is dropped
 
-    def emit(self, text: str, *, heading_level: int | None = None) -> None:
+    def emit(
+        self, text: str, *, heading_level: int | None = None, paragraph: bool = False
+    ) -> None:
+        """Append a block; a `paragraph` inside a definition starts with its term."""
         if not text:
             return
+        self.blocks.append(text)
+        if self.dropped and block_signature(text) in self.dropped:
+            return  # repeated on the site's other pages: navigation or chrome
+        if self.terms and self.terms[-1].full and heading_level is None:
+            term = self.terms[-1]
+            prefixable = paragraph and not self.pending_prefix
+            if not term.shown:
+                term.shown = True
+                if prefixable:
+                    text = _labelled(term.full, text)
+                else:  # a list or code block first: the term goes above it
+                    self._append(term.full)
+            elif prefixable and term.short:
+                text = _labelled(term.short, text)
         heading_text = text
         if self.pending_prefix:
             text = self.pending_prefix + text
             self.pending_prefix = ""
+        self._append(text, heading_level=heading_level, heading_text=heading_text)
+
+    def _append(
+        self, text: str, *, heading_level: int | None = None, heading_text: str = ""
+    ) -> None:
         if self.parts:
             self.parts.append("\n\n")
             self.length += 2
@@ -64,7 +122,37 @@ class _Builder:
         if self.inline:
             text = _collapse("".join(self.inline))
             self.inline = []
+            self.emit(text, paragraph=True)
+
+    def flush_terms(self) -> None:
+        """<dt>s that got no <dd> stay in the text as blocks of their own."""
+        for text in self.dt_texts:
             self.emit(text)
+        self.dt_texts, self.short_names = [], []
+
+    def open_definition(self, *, sectioned: bool) -> None:
+        full = ", ".join(self.dt_texts)
+        short = ", ".join(self.short_names)
+        self.dt_texts, self.short_names = [], []
+        self.terms.append(_Term(full, short, self.length, sectioned=sectioned))
+
+    def close_definition(self) -> None:
+        term = self.terms.pop()
+        if not term.full:
+            return
+        if not term.shown:  # an empty <dd>: keep the term
+            self.terms.append(term)
+            self.emit(term.full)
+            self.terms.pop()
+        if term.sectioned:
+            # The definition's text begins after the blank line separating it.
+            start = min(term.start + (2 if term.start else 0), self.length)
+            self.definitions.append(Definition(start, self.length, term.short or term.full))
+
+
+def _labelled(term: str, text: str) -> str:
+    """'max_connections (integer): Determines …' ("Parameters:" has its colon)."""
+    return f"{term} {text}" if term.endswith(":") else f"{term}: {text}"
 
 
 def _collapse(text: str) -> str:
@@ -100,12 +188,42 @@ def _strip_boilerplate(root: Tag) -> None:
         if name == "form" and tag.find(("main", "article", "h1", "h2")) is not None:
             continue
         tag.decompose()
-    # Sphinx/MkDocs permalink anchors ("¶") would end up in every heading.
-    for tag in root.select("a.headerlink"):
+    # Sphinx/MkDocs permalink anchors ("¶"), PostgreSQL's "#" beside every term.
+    for tag in root.select("a.headerlink, a.id_link"):
         tag.decompose()
     for tag in root.find_all(_is_hidden):
         if not tag.decomposed:
             tag.decompose()
+    for tag in root.find_all(_is_navigation):
+        if not tag.decomposed:
+            tag.decompose()
+    for tag in root.find_all(("div", "p", "ul", "ol", "table")):
+        if not tag.decomposed and _is_link_bar(tag):
+            tag.decompose()
+
+
+def _is_navigation(tag: Tag) -> bool:
+    attrs = tag.attrs or {}
+    classes = attrs.get("class") or []
+    if isinstance(classes, str):
+        classes = classes.split()
+    if _NAV_CLASSES.intersection(c.lower() for c in classes):
+        return True
+    return "breadcrumb" in str(attrs.get("aria-label", "")).lower()
+
+
+def _is_link_bar(tag: Tag) -> bool:
+    """Two or more links, with only separators between them, in a short block."""
+    text = tag.get_text(" ")
+    if len(text) > 4 * _LINK_BAR_MAX_CHARS or len(_collapse(text)) > _LINK_BAR_MAX_CHARS:
+        return False
+    links = tag.find_all("a")
+    if len(links) < 2:
+        return False
+    rest = text
+    for link in links:
+        rest = rest.replace(link.get_text(" "), " ", 1)
+    return not _LINK_BAR_SEPARATORS.sub("", rest)
 
 
 def _pick_container(soup: BeautifulSoup) -> Tag:
@@ -123,9 +241,39 @@ def _cell_text(cell: Tag) -> str:
     return _collapse(cell.get_text(" "))
 
 
-def _render(container: Tag) -> _Builder:
+_SPACE_IN_PARENS = re.compile(r"(\()\s+|\s+(?=\))")
+# A term this short is repeated before each paragraph of its definition.
+_SHORT_TERM = 60
+# Sphinx's field lists ("Parameters:", "Returns:") are parts of one definition,
+# not definitions of their own; footnotes neither.
+_PLAIN_LISTS = {"field-list", "footnote", "citation"}
+
+
+def _term_text(dt: Tag) -> tuple[str, str]:
+    """(full, short) text of a <dt>: short names an API object or a setting."""
+    # No separator: signatures are runs of adjacent spans ("json." "dump" "(").
+    full = _SPACE_IN_PARENS.sub(lambda m: m.group(1), _collapse(dt.get_text()))
+    name = dt.select_one(".sig-name")
+    if name is not None:
+        prename = dt.select_one(".sig-prename")
+        short = (_collapse(prename.get_text()) if prename is not None else "") + _collapse(
+            name.get_text()
+        )
+        return full, short
+    if len(full) <= _SHORT_TERM:
+        return full, full
+    code = dt.find("code")
+    return full, _collapse(code.get_text()) if isinstance(code, Tag) else ""
+
+
+def _is_plain_list(dl: Tag) -> bool:
+    classes = dl.get("class") or []
+    return bool(_PLAIN_LISTS.intersection(classes))
+
+
+def _render(container: Tag, dropped: frozenset[str] = frozenset()) -> _Builder:
     """Walk the tree iteratively: pages nested deeper than Python's recursion limit exist."""
-    out = _Builder()
+    out = _Builder(dropped=dropped)
     list_depth = 0
     # Entries are nodes to enter, or ("exit", tag) markers.
     stack: list[Any] = [container]
@@ -137,6 +285,10 @@ def _render(container: Tag) -> _Builder:
             if tag.name == "li":
                 list_depth -= 1
                 out.pending_prefix = ""
+            elif tag.name == "dd":
+                out.close_definition()
+            elif tag.name == "dl":
+                out.flush_terms()
             continue
         if isinstance(node, NavigableString):
             if not isinstance(node, _SKIPPED_STRINGS):
@@ -157,6 +309,22 @@ def _render(container: Tag) -> _Builder:
             out.flush()
             text = node.get_text().replace("\r\n", "\n").replace("\r", "\n")
             out.emit(text.replace("\x00", "").replace("\f", "\n").strip("\n").rstrip())
+            continue
+        if name == "dt":
+            # Held back: it opens the <dd> that follows, so that the definition's
+            # sentences and chunks carry the name they define.
+            out.flush()
+            full, short = _term_text(node)
+            if full:
+                out.dt_texts.append(full)
+                out.short_names.append(short)
+            continue
+        if name == "dd":
+            out.flush()
+            parent = node.find_parent("dl")
+            out.open_definition(sectioned=parent is None or not _is_plain_list(parent))
+            stack.append(("exit", node))
+            stack.extend(reversed(node.contents))
             continue
         if name == "tr":
             out.flush()
@@ -191,15 +359,66 @@ def _decode(html: str | bytes, charset: str | None) -> str | bytes:
         return html
 
 
+def block_signature(text: str) -> str:
+    """A block's identity across pages: case, spacing and numbers do not count."""
+    normalized = _DIGITS_RE.sub("#", " ".join(text.lower().split()))
+    return hashlib.sha256(normalized.encode("utf-8")).hexdigest()[:16]
+
+
+_DIGITS_RE = re.compile(r"\d+")
+
+
+def repeated_blocks(
+    pages: list[list[str]], *, min_share: float = 0.6, min_pages: int = 3
+) -> frozenset[str]:
+    """Signatures of blocks found on at least `min_share` of the pages (and `min_pages`).
+
+    `pages` holds each page's blocks (`page_blocks`). A site's header, footer and
+    navigation repeat on every page of a folder; content does not.
+    """
+    if len(pages) < min_pages:
+        return frozenset()
+    counts = Counter(sig for blocks in pages for sig in {block_signature(b) for b in blocks})
+    needed = max(min_pages, math.ceil(min_share * len(pages)))
+    return frozenset(sig for sig, count in counts.items() if count >= needed)
+
+
+def page_blocks(html: str | bytes, *, charset: str | None = None) -> list[str]:
+    """The text blocks an HTML page renders to (for `repeated_blocks`); [] if unreadable."""
+    try:
+        return _render_page(html, charset=charset, dropped=frozenset())[1].blocks
+    except IngestError:
+        return []
+
+
+def _render_page(
+    html: str | bytes, *, charset: str | None, dropped: frozenset[str]
+) -> tuple[BeautifulSoup, _Builder]:
+    soup = BeautifulSoup(_decode(html, charset), "lxml")
+    head = soup.head
+    if head is not None:
+        head.extract()  # kept for the title and canonical link; never readable content
+    _strip_boilerplate(soup)
+    out = _render(_pick_container(soup), dropped)
+    if head is not None:
+        soup.insert(0, head)
+    return soup, out
+
+
 def html_to_document(
     html: str | bytes,
     *,
     base_locator: dict[str, Any],
     title_fallback: str,
     charset: str | None = None,
+    dropped_blocks: frozenset[str] = frozenset(),
 ) -> LoadedDocument:
-    """Readable text of an HTML page; `base_locator` becomes the unit's locator."""
-    soup = BeautifulSoup(_decode(html, charset), "lxml")
+    """Readable text of an HTML page; `base_locator` becomes the unit's locator.
+
+    Blocks whose `block_signature` is in `dropped_blocks` (repeated across the
+    site's pages, see `repeated_blocks`) are left out.
+    """
+    soup, out = _render_page(html, charset=charset, dropped=dropped_blocks)
 
     title = ""
     # Only <head>'s <title>: an inline <svg> has <title> elements of its own.
@@ -214,18 +433,13 @@ def html_to_document(
         if href:
             metadata["canonical_url"] = urljoin(base_url, href) if base_url else href
 
-    # <head> never holds readable content; dropping it keeps <title> out of the text.
-    if soup.head is not None:
-        soup.head.decompose()
-    _strip_boilerplate(soup)
-    out = _render(_pick_container(soup))
     text = "".join(out.parts)
     if not text.strip():
         raise IngestError("HTML page has no readable text")
 
     if not title:
         title = next((h.text for h in out.headings if h.level == 1), "") or title_fallback
-    sections = sections_from_headings(out.headings, len(text))
+    sections = with_definitions(sections_from_headings(out.headings, len(text)), out.definitions)
     return LoadedDocument(
         title=title,
         mime="text/html",
@@ -235,5 +449,12 @@ def html_to_document(
     )
 
 
-def load_html(data: bytes, *, filename: str) -> LoadedDocument:
-    return html_to_document(data, base_locator={}, title_fallback=title_from_filename(filename))
+def load_html(
+    data: bytes, *, filename: str, dropped_blocks: frozenset[str] = frozenset()
+) -> LoadedDocument:
+    return html_to_document(
+        data,
+        base_locator={},
+        title_fallback=title_from_filename(filename),
+        dropped_blocks=dropped_blocks,
+    )

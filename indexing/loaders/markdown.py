@@ -31,6 +31,15 @@ class Heading:
     text: str
 
 
+@dataclass(frozen=True)
+class Definition:
+    """A term's definition [start, end): its chunks get the term as a heading path element."""
+
+    start: int
+    end: int
+    term: str
+
+
 def _atx_heading(line: str) -> tuple[int, str] | None:
     """(level, text) for an ATX heading line, parsed by hand to stay linear."""
     stripped = line
@@ -149,12 +158,112 @@ def sections_from_headings(
     return sections
 
 
+def with_definitions(sections: list[Section], definitions: list[Definition]) -> list[Section]:
+    """`sections` cut at each definition, whose part gets the term appended to its path.
+
+    Definitions may nest (a class's methods inside the class): an outer one is
+    applied before the inner ones it holds, so their paths read class › method.
+    A definition is a section of its own, so no chunk mixes two definitions.
+    """
+    for definition in sorted(definitions, key=lambda d: (d.start, -d.end)):
+        if definition.end <= definition.start:
+            continue
+        cut: list[Section] = []
+        for section in sections:
+            start, end = max(section.start, definition.start), min(section.end, definition.end)
+            if start >= end:
+                cut.append(section)
+                continue
+            if section.start < start:
+                cut.append(Section(section.start, start, section.heading_path))
+            cut.append(Section(start, end, (*section.heading_path, definition.term)))
+            if end < section.end:
+                cut.append(Section(end, section.end, section.heading_path))
+        sections = cut
+    return sections
+
+
+# "term" then ": definition" on the next line (PHP Markdown Extra, Pandoc).
+_DEFINITION_LINE_RE = re.compile(r" {0,3}:[ \t]+\S")
+
+
+def find_definitions(text: str, *, start: int = 0) -> list[Definition]:
+    """Definition list entries outside fenced code, each from its term line to its end.
+
+    An entry is a term line followed by ": definition" lines; it runs on over
+    lines continuing them and over indented paragraphs after a blank line, and
+    ends at an unindented line after a blank line or at the next term.
+    """
+    definitions: list[Definition] = []
+    entry: tuple[int, str] | None = None  # (start, term) of the open entry
+    fence: str | None = None
+    previous: tuple[int, str] | None = None  # the line before, outside code
+    previous_blank = True
+    offset = start
+    for bare in text[start:].split("\n"):
+        line_start, offset = offset, offset + len(bare) + 1
+        fence_match = _FENCE_RE.match(bare)
+        if fence is not None:
+            if fence_match and fence_match.group(1)[0] == fence[0] and (
+                len(fence_match.group(1)) >= len(fence) and not bare[fence_match.end() :].strip()
+            ):
+                fence = None
+            previous, previous_blank = None, False
+            continue
+        blank = not bare.strip()
+        if _DEFINITION_LINE_RE.match(bare) and previous is not None and _is_term(previous[1]):
+            if entry is None or entry[0] != previous[0]:
+                if entry is not None:
+                    definitions.append(
+                        Definition(entry[0], _end_before(text, previous[0]), entry[1])
+                    )
+                entry = (previous[0], previous[1].strip())
+        elif (
+            entry is not None
+            and not blank
+            and previous_blank
+            and not _DEFINITION_LINE_RE.match(bare)
+            and not bare.startswith(("  ", "\t"))
+        ):
+            definitions.append(Definition(entry[0], _end_before(text, line_start), entry[1]))
+            entry = None
+        info = bare[fence_match.end() :] if fence_match else ""
+        if fence_match and not (fence_match.group(1)[0] == "`" and "`" in info):
+            fence = fence_match.group(1)
+        previous, previous_blank = (line_start, bare), blank
+    if entry is not None:
+        definitions.append(Definition(entry[0], _end_before(text, len(text)), entry[1]))
+    return definitions
+
+
+def _is_term(line: str) -> bool:
+    return bool(
+        line.strip()
+        and not line.startswith(("    ", "\t"))
+        and not _DEFINITION_LINE_RE.match(line)
+        and not _atx_heading(line)
+        and not _BLOCK_START_RE.match(line)
+        and not _is_thematic_break(line)
+        and not _FENCE_RE.match(line)
+    )
+
+
+def _end_before(text: str, position: int) -> int:
+    """`position` moved back over whitespace: where the text before it ends."""
+    while position > 0 and text[position - 1].isspace():
+        position -= 1
+    return position
+
+
 def markdown_document(text: str, *, title_fallback: str) -> LoadedDocument:
     """A document from already decoded, newline-normalized markdown source."""
     front_end, fm_title = _front_matter(text)
     headings = find_headings(text, start=front_end)
     first = headings[0].start if headings else len(text)
-    sections = sections_from_headings(headings, len(text), preamble_text=text[:first])
+    sections = with_definitions(
+        sections_from_headings(headings, len(text), preamble_text=text[:first]),
+        find_definitions(text, start=front_end),
+    )
     h1 = next((h.text for h in headings if h.level == 1), None)
     return LoadedDocument(
         title=fm_title or h1 or title_fallback,

@@ -9,8 +9,15 @@ import re
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
+from indexing.loaders.pdf_structure import (
+    is_contents_page,
+    outline_entries,
+    page_labels,
+    page_sections,
+)
 from indexing.loaders.text import normalize_newlines, title_from_filename
 from indexing.types import (
+    KIND_PDF_CONTENTS,
     KIND_PDF_PAGE,
     PAGE_SEPARATOR,
     IngestError,
@@ -67,6 +74,19 @@ def _drop_running_lines(units: list[RawUnit]) -> None:
             line for i, line in enumerate(lines)
             if not (i in edge and _line_signature(line) in running)
         ).strip("\n")
+
+
+def _mark_contents_pages(units: list[RawUnit]) -> list[int]:
+    """Mark tables of contents and index pages as not to be chunked; their page numbers.
+
+    A document made only of such pages (a printed index on its own) is chunked as is.
+    """
+    found = [i for i, unit in enumerate(units) if is_contents_page(unit.text)]
+    if len(found) == sum(1 for unit in units if unit.text.strip()):
+        return []
+    for index in found:
+        units[index].kind = KIND_PDF_CONTENTS
+    return [index + 1 for index in found]
 
 
 def _metadata_title(reader: PdfReader) -> str | None:
@@ -128,6 +148,16 @@ def load_pdf(data: bytes, *, filename: str) -> LoadedDocument:
     metadata: dict[str, object] = {"page_count": len(pages)}
     if failed_pages:
         metadata["unreadable_pages"] = failed_pages
+    if contents := _mark_contents_pages(units):
+        metadata["contents_pages"] = contents
+    for unit, sections in zip(units, page_sections([u.text for u in units],
+                                                   outline_entries(reader)), strict=True):
+        unit.sections = sections
+    labels = page_labels(reader)
+    if labels is not None and len(labels) == len(units):
+        for unit, label in zip(units, labels, strict=True):
+            if label:
+                unit.locator["page_label"] = label
     return LoadedDocument(
         title=_metadata_title(reader) or title_from_filename(filename),
         mime="application/pdf",

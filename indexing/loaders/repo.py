@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from indexing.loaders.assets import SCRIPT_EXTENSIONS, is_generated_code
 from indexing.loaders.text import SNIFF_BYTES
 
 # Languages with a tree-sitter grammar installed: these get syntax-aware chunks.
@@ -136,12 +137,23 @@ def _glob_to_regex(glob: str) -> str:
     return "".join(out)
 
 
-def _is_binary_file(path: Path) -> bool:
+def read_head(path: Path) -> bytes | None:
+    """The first bytes of a file (None when it cannot be read)."""
     try:
         with path.open("rb") as handle:
-            return b"\x00" in handle.read(SNIFF_BYTES)
+            return handle.read(SNIFF_BYTES)
     except OSError:
-        return True  # unreadable: skip it like a binary
+        return None
+
+
+def _is_skipped_content(rel: str, path: Path) -> bool:
+    """Binary (or unreadable) files, and scripts or styles that are minified or bundled."""
+    head = read_head(path)
+    if head is None or b"\x00" in head:
+        return True
+    if _suffix(rel) in SCRIPT_EXTENSIONS | {".css"}:
+        return is_generated_code(rel, head.decode("utf-8", errors="replace"))
+    return False
 
 
 def _wanted_file(name: str) -> bool:
@@ -186,6 +198,6 @@ def _walk(
         if size == 0 or size > max_file_bytes:
             continue
         path = Path(entry.path)
-        if _is_binary_file(path):
+        if _is_skipped_content(rel, path):
             continue
         yield RepoFile(path=rel, abs_path=path, language=detect_language(rel), size=size)

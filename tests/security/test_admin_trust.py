@@ -218,7 +218,7 @@ def test_reindex_of_a_file_outside_the_roots_fails_and_reads_nothing(
     outside = Document.objects.create(
         workspace=workspace, uri="file:///etc/passwd", source_type="text", title="passwd"
     )
-    inside = sources.add_path(workspace, allowed_root / "tidewatch" / "README.md")
+    inside = sources.add_path(workspace=workspace, path=allowed_root / "tidewatch" / "README.md")
 
     with django_capture_on_commit_callbacks(execute=True):
         response = editor.post(
@@ -248,11 +248,11 @@ def test_reindex_of_a_file_outside_the_roots_fails_and_reads_nothing(
 @pytest.fixture
 def two_workspaces(workspace, counting_embedder, allowed_root):
     other = Workspace.objects.create(name="Other", slug="other", owner=workspace.owner)
-    folder = sources.folder_for_path(workspace, "gauges")
+    folder = sources.folder_for_path(workspace=workspace, path="gauges")
     document = sources.add_path(
-        workspace, allowed_root / "tidewatch" / "README.md", folder=folder
+        workspace=workspace, path=allowed_root / "tidewatch" / "README.md", folder=folder
     )
-    pipeline.index_document(document.pk, embedder=counting_embedder)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED
     return workspace, other, folder, document
@@ -297,7 +297,7 @@ def test_no_move_through_a_folder_of_another_workspace(client, two_workspaces):
     """Choosing another workspace's folder (or parent folder) is a move by the back door:
     a member of that workspace deleting their folder would delete the document with it."""
     workspace, other, folder, document = two_workspaces
-    theirs = sources.folder_for_path(other, "theirs")
+    theirs = sources.folder_for_path(workspace=other, path="theirs")
     client.force_login(
         staff_with("view_document", "change_document", "view_folder", "change_folder")
     )
@@ -322,7 +322,7 @@ def test_no_move_through_a_folder_of_another_workspace(client, two_workspaces):
 def test_staff_who_may_only_view_cannot_reindex(
     client, workspace, allowed_root, django_capture_on_commit_callbacks
 ):
-    document = sources.add_path(workspace, allowed_root / "tidewatch" / "README.md")
+    document = sources.add_path(workspace=workspace, path=allowed_root / "tidewatch" / "README.md")
     client.force_login(staff_with("view_document"))
     for action in ("reindex", "check_freshness"):
         with django_capture_on_commit_callbacks(execute=True) as callbacks:

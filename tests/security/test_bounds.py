@@ -27,7 +27,7 @@ def mentionable(workspace, user):
         )
         for i in range(10)
     ]
-    folders = [sources.folder_for_path(workspace, f"f{i}/sub") for i in range(5)]
+    folders = [sources.folder_for_path(workspace=workspace, path=f"f{i}/sub") for i in range(5)]
     chats = [
         services.create_thread(workspace=workspace, user=user, title=f"c{i}") for i in range(5)
     ]
@@ -66,7 +66,7 @@ def test_twenty_thousand_mentions_are_a_quick_400(api, workspace, user, mentiona
 
 
 def test_more_than_twenty_distinct_mentions_are_refused(api, workspace, user, mentionable):
-    extra = sources.folder_for_path(workspace, "one-too-many")
+    extra = sources.folder_for_path(workspace=workspace, path="one-too-many")
     response = post(api, new_thread(workspace, user), [*mentionable, {"kind": "folder",
                                                                         "id": extra.pk}])
     assert response.status_code == 400

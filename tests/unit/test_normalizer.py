@@ -3,7 +3,14 @@ import time
 
 import pytest
 
-from citations.normalizer import Normalized, StreamNormalizer, normalize, parse_marker_content
+from citations.normalizer import (
+    MAX_GROUP_SPAN,
+    Normalized,
+    StreamNormalizer,
+    normalize,
+    parse_marker_content,
+    plain_markers,
+)
 
 ISSUED = frozenset({1, 2, 3, 4, 5, 12, 999_999})
 
@@ -53,12 +60,18 @@ def test_ranges_expand_with_any_dash(dash):
     assert norm(f"[1 {dash} 2, 5]") == "[citation:1][citation:2][citation:5]"
 
 
-def test_range_of_twenty_is_a_citation_but_wider_or_reversed_is_text():
+def test_range_of_twenty_is_a_citation_but_wider_is_text():
     result = normalize("[1-20]", issued)
     assert result.cited == [1, 2, 3, 4, 5, 12]
     assert result.dropped == [n for n in range(1, 21) if n not in ISSUED]
-    for text in ["[1-21]", "[3-1]", "see [1, 3-1] here", "[1–40]"]:
+    for text in ["[1-21]", "[1–40]"]:
         assert normalize(text, issued) == Normalized(text, [], [])
+
+
+def test_reversed_range_expands_ascending():
+    # Issue 11 rule 2 (was: a reversed range made the bracket text).
+    assert norm("[3-1]") == "[citation:1][citation:2][citation:3]"
+    assert norm("see [1, 3-1] here") == "see [citation:1][citation:2][citation:3] here"
 
 
 def test_single_number_range_is_that_number():
@@ -72,8 +85,8 @@ def test_single_number_range_is_that_number():
         ("［1］", "[citation:1]"),
         ("【1,2】", "[citation:1][citation:2]"),
         ("结果【2、3】。", "结果[citation:2][citation:3]。"),
-        ("【1]", "【1]"),  # brackets must pair up
-        ("[1】", "[1】"),
+        ("【1]", "[citation:1]"),  # issue 11 rule 1: mixed pairs are accepted
+        ("[1】", "[citation:1]"),
     ],
 )
 def test_full_width_and_cjk_brackets(text, expected):
@@ -82,7 +95,8 @@ def test_full_width_and_cjk_brackets(text, expected):
 
 def test_already_normalized_markers_are_validated_and_canonical():
     result = normalize("a [citation:4] b [citation:9] c [Citation: 2] [citation:1-2]", issued)
-    assert result.text == "a [citation:4] b c [citation:2] [citation:1][citation:2]"
+    # One cluster cites a number once (issue 11 rule 3): the second 2 goes.
+    assert result.text == "a [citation:4] b c [citation:2] [citation:1]"
     assert result.dropped == [9]
 
 
@@ -118,7 +132,7 @@ def test_top_of_range_accepted():
         ("end [9]  ", "end"),
         ("line [9]\nnext", "line\nnext"),
         ("line [9]\r\nnext", "line\r\nnext"),
-        ("[9]\n\n[9]\n", "\n\n\n"),
+        ("[9]\n\n[9]\n", "\n"),  # issue 11 rule 5: emptied lines go with their newline
         ("closing [9])", "closing)"),
         ('quoted [9] "x"', 'quoted "x"'),
         ("- [9] item", "- item"),
@@ -158,7 +172,6 @@ def test_whitespace_untouched_without_drops():
         "~~~python\nx = a[1]\n~~~",
         "````\n```\n[1]\n````",  # a shorter fence does not close
         "   ```\n[1]\n   ```",
-        "[1](http://x)",
         "![2](img.png)",
         "[1]: http://example.com",
         "   [2]: http://example.com",
@@ -174,7 +187,6 @@ def test_whitespace_untouched_without_drops():
         "[1,]",
         "[x 1]",
         "[citation]",
-        "[citation:]",
         "\\[1]",
         "[1\n]",
         "[see the docs]",
@@ -206,9 +218,10 @@ def test_fence_nested_in_a_list_item_may_be_indented_any_amount():
     assert norm("\t~~~\n[1]\n\t ~~~\n[1]") == "\t~~~\n[1]\n\t ~~~\n[citation:1]"
 
 
-def test_unclosed_code_span_protects_until_a_blank_line():
+def test_lone_backtick_is_literal():
+    # Issue 11 rule 6 (was: an unclosed span protected the rest of its paragraph).
     assert norm("the ` key [1]\nstill [1]\n\nnow [1]") == (
-        "the ` key [1]\nstill [1]\n\nnow [citation:1]"
+        "the ` key [citation:1]\nstill [citation:1]\n\nnow [citation:1]"
     )
     assert norm("a ` b\n \r\n[1]") == "a ` b\n \r\n[citation:1]"
 
@@ -217,8 +230,10 @@ def test_fence_interrupts_an_unclosed_code_span():
     assert norm("the ` key\n```\n[1]\n```\n[1]") == "the ` key\n```\n[1]\n```\n[citation:1]"
 
 
-def test_link_text_may_hold_a_marker():
-    assert norm("[[1]](http://x)") == "[[citation:1]](http://x)"
+def test_citation_written_as_link_is_one_citation():
+    # Issue 11 rule 7 (was: "[[citation:1]](http://x)", keeping an unchecked URL).
+    assert norm("[[1]](http://x)") == "[citation:1]"
+    assert norm("[1](http://x)") == "[citation:1]"
 
 
 def test_reference_definition_only_at_line_start():
@@ -230,10 +245,10 @@ def test_escaped_backslash_does_not_escape_the_bracket():
     assert norm("\\`[1]`") == "\\`[citation:1]`"
 
 
-def test_newlines_are_never_deleted():
+def test_only_lines_emptied_by_a_deletion_lose_their_newline():
+    # Issue 11 rule 5 (was: newlines were never deleted).
     text = "[9]\n[9]\r\n\n[9] \n x [9]\n"
-    assert norm(text).count("\n") == text.count("\n")
-    assert norm(text).count("\r") == text.count("\r")
+    assert norm(text) == "\n x\n"
 
 
 @pytest.mark.parametrize(
@@ -244,7 +259,7 @@ def test_newlines_are_never_deleted():
         ("2-4, 3", [2, 3, 4]),
         ("citation:7", [7]),
         ("1-21", None),
-        ("4-2", None),
+        ("4-2", [2, 3, 4]),  # issue 11 rule 2: reversed ranges expand ascending
         ("01", None),
         ("1000000", None),
         ("", None),
@@ -345,11 +360,12 @@ def test_bracket_that_cannot_be_a_marker_is_released_at_once():
     assert normalizer.feed("e") == " [citate"
 
 
-def test_bracket_held_at_most_thirty_two_characters():
+def test_bracket_held_at_most_max_group_span_characters():
+    # Was 32; issue 11 rule 2 needs room for "[citation:https://…]" to vanish.
     normalizer = StreamNormalizer(issued)
-    opening = "[" + "1, " * 10 + "2,"  # 32 characters of content, no closer yet
+    opening = "[" + "1, " * (MAX_GROUP_SPAN // 3) + "2" * (MAX_GROUP_SPAN % 3)
     assert normalizer.feed(opening) == ""
-    assert normalizer.feed(" ") == opening  # a 33rd character: not a marker after all
+    assert normalizer.feed(" ") == opening  # one more character: not a group after all
     assert normalizer.finish() == " "
 
 
@@ -360,7 +376,7 @@ def test_held_tails_are_minimal():
         ("a\n``", "a\n"),  # may become a fence
         ("a\n~~", "a\n"),
         ("a\\", "a"),  # may escape a bracket
-        ("a ```x", "a ```x"),  # inside a code span: verbatim at once
+        ("a ```x", "a"),  # issue 11 rule 8: held until its line shows a closer
         ("```\nx [1] ", "```\nx [1] "),  # inside a fence: verbatim at once
     ]
     for text, shown in cases:
@@ -437,3 +453,29 @@ def test_streaming_large_answer_in_small_chunks_matches():
     text = _large_answer()
     chunks = [text[i : i + 7] for i in range(0, len(text), 7)]
     assert stream(chunks) == as_tuple(normalize(text, issued))
+
+
+# -- for people: plain_markers --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("March 10 [citation:1].", "March 10 [1]."),
+        ("Both [citation:1][citation:12].", "Both [1][12]."),
+        ("Code `x[citation:2]` stays, [citation:3] not.", "Code `x[citation:2]` stays, [3] not."),
+        (
+            "```py\nrows[citation:4]\n```\nthen [citation:5]",
+            "```py\nrows[citation:4]\n```\nthen [5]",
+        ),
+        ("  ~~~\n[citation:1]\n", "  ~~~\n[citation:1]\n"),  # an unclosed fence runs to the end
+        ("a ` b [citation:1]\n\nc `d` [citation:2]", "a ` b [1]\n\nc `d` [2]"),
+        ("[citation:x] and [1]", "[citation:x] and [1]"),
+    ],
+)
+def test_plain_markers_write_bare_numbers_outside_code(text, expected):
+    assert plain_markers(text) == expected
+
+
+def test_plain_markers_of_a_normalized_answer_shows_what_the_model_cited():
+    assert plain_markers(norm("See [1, 2] and [42].")) == "See [1][2] and."

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat import services
 from chat.models import Message, Thread
+from citations.normalizer import plain_markers
 from knowledge.models import Workspace
 
 
@@ -34,6 +35,9 @@ class Command(BaseCommand):
                             help="one full provenance line per cited source")
 
     def handle(self, *args, **options) -> None:
+        if not options["question"].strip():
+            # Searching for nothing finds arbitrary passages and "answers" from them.
+            raise CommandError('The question is empty: ask something, e.g. manage.py ask "…"')
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace '{options['workspace']}'")
@@ -67,7 +71,9 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(message), indent=2, ensure_ascii=False))
             return
-        self.stdout.write(message.resolved_content)
+        # The footer lists the sources by number: the wire token [citation:n] is for
+        # programs (--json keeps it), [n] for people.
+        self.stdout.write(plain_markers(message.resolved_content))
         self.stdout.write("")
         for line in footer(message, debug=options["debug"]):
             self.stdout.write(line)

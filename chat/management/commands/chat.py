@@ -6,6 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat import services
 from chat.management.commands.ask import footer
+from citations.normalizer import plain_markers
 from knowledge.models import Workspace
 
 
@@ -35,6 +36,6 @@ class Command(BaseCommand):
             if not question:
                 break
             message = services.post_message(thread=thread, text=question, emit=show_progress)
-            self.stdout.write(f"verity> {message.resolved_content}")
+            self.stdout.write(f"verity> {plain_markers(message.resolved_content)}")
             for line in footer(message, debug=options["debug"]):
                 self.stdout.write(line)

@@ -35,6 +35,11 @@ class Command(BaseCommand):
             action="store_true",
             help="index in this process instead of on the Celery workers",
         )
+        parser.add_argument(
+            "--include-assets",
+            action="store_true",
+            help="also index a folder's stylesheets and minified or static scripts",
+        )
         parser.add_argument("--force", action="store_true", help="re-index unchanged sources")
         parser.add_argument(
             "--no-wait", action="store_true", help="queue and return without waiting"
@@ -73,16 +78,23 @@ class Command(BaseCommand):
             raise CommandError("No supported files found in the given sources")
         self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")
 
+        reported: set[int] = set()  # failed documents already shown
         if inline:
-            for document in tqdm(documents, desc="Indexing", unit="doc"):
-                if document.status == Document.Status.FAILED:
-                    continue
-                try:
-                    pipeline.index_document(document_id=document.pk, force=options["force"])
-                except pipeline.TRANSIENT_ERRORS as exc:
-                    pipeline.mark_failed(document_id=document.pk, message=str(exc))
+            embedded = 0
+            with tqdm(documents, desc="Indexing", unit="doc") as bar:
+                for document in bar:
+                    if document.status != Document.Status.FAILED:
+                        try:
+                            outcome = pipeline.index_document(
+                                document_id=document.pk, force=options["force"]
+                            )
+                            embedded += outcome.embedded
+                            bar.set_postfix_str(f"{embedded} chunks embedded")
+                        except pipeline.TRANSIENT_ERRORS as exc:
+                            pipeline.mark_failed(document_id=document.pk, message=str(exc))
+                    self._report_failures(job, reported)
         elif not options["no_wait"]:
-            self._wait(job, len(documents), options["worker_timeout"])
+            self._wait(job, len(documents), options["worker_timeout"], reported)
         else:
             return
         self._summary(job, time.monotonic() - started)
@@ -124,7 +136,8 @@ class Command(BaseCommand):
                 )
             elif path.is_dir():
                 documents += sources.add_directory(
-                    workspace=workspace, root=path, folder=folder, job=job
+                    workspace=workspace, root=path, folder=folder, job=job,
+                    include_assets=options["include_assets"],
                 )
             elif path.is_file():
                 documents.append(
@@ -134,15 +147,26 @@ class Command(BaseCommand):
                 raise CommandError(f"No such file, directory or URL: {source}")
         return documents
 
-    def _wait(self, job: IngestJob, total: int, worker_timeout: float) -> None:
-        """Follow the job until it is finished; stop if no worker ever takes a document."""
+    def _wait(
+        self, job: IngestJob, total: int, worker_timeout: float, reported: set[int]
+    ) -> None:
+        """Follow the job until it is finished; stop if no worker ever takes a document.
+
+        The bar moves within documents too (a long PDF's embedding batches), and
+        says how many documents still wait for a worker.
+        """
         waiting_since = time.monotonic()
-        with tqdm(total=total, desc="Indexing (workers)", unit="doc") as bar:
-            done = 0
+        bar_format = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} docs [{elapsed}] {postfix}"
+        with tqdm(total=total, desc="Indexing (workers)", bar_format=bar_format) as bar:
             while True:
                 progress = selectors.job_progress(job=job)
-                bar.update(progress.total - progress.active - done)
-                done = progress.total - progress.active
+                bar.n = progress.done
+                bar.set_postfix_str(
+                    f"{progress.embedded + progress.indexing_embedded} chunks embedded, "
+                    f"{progress.counts[Document.Status.PENDING]} waiting in queue"
+                )
+                if progress.counts[Document.Status.FAILED] > len(reported):
+                    self._report_failures(job, reported)
                 if progress.finished:
                     return
                 untouched = progress.counts[Document.Status.PENDING] == progress.total
@@ -156,14 +180,24 @@ class Command(BaseCommand):
                     )
                 time.sleep(0.5)
 
-    def _summary(self, job: IngestJob, elapsed: float) -> None:
-        docs = job.documents.all()
-        indexed = docs.filter(status=Document.Status.INDEXED)
-        failed = docs.filter(status=Document.Status.FAILED)
-        chunks = sum(indexed.values_list("chunk_count", flat=True))
-        self.stdout.write(
-            f"Done in {elapsed:.1f}s: {indexed.count()} indexed, {failed.count()} failed, "
-            f"{chunks} chunks"
+    def _report_failures(self, job: IngestJob, reported: set[int]) -> None:
+        """A line per document that failed since the last call: a long run shows
+        its failures as they happen, not only in the summary."""
+        failed = (
+            job.documents.filter(status=Document.Status.FAILED)
+            .exclude(pk__in=reported)
+            .order_by("pk")
+            .only("pk", "uri", "last_error")
         )
         for document in failed:
+            reported.add(document.pk)
+            with tqdm.external_write_mode():  # above the progress bar, not through it
+                self.stdout.write(
+                    self.style.ERROR(f"FAILED {document.uri}: {document.last_error}")
+                )
+
+    def _summary(self, job: IngestJob, elapsed: float) -> None:
+        progress = selectors.job_progress(job=job)
+        self.stdout.write(f"Done in {elapsed:.1f}s: {progress.summary()}")
+        for document in job.documents.filter(status=Document.Status.FAILED):
             self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))

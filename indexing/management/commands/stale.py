@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from indexing import freshness, sources
-from knowledge.models import Document
+from knowledge.models import Document, Workspace
 
 
 class Command(BaseCommand):
@@ -18,8 +18,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         documents = Document.objects.all()
-        if options["workspace"]:
-            documents = documents.filter(workspace__slug=options["workspace"])
+        if slug := options["workspace"]:
+            # A typo must not read as "0 stale": nothing was checked at all.
+            if not Workspace.objects.filter(slug=slug).exists():
+                raise CommandError(f"No workspace '{slug}' (check the spelling)")
+            documents = documents.filter(workspace__slug=slug)
         report = freshness.mark_stale(documents=documents)
         for document in report.stale:
             self.stdout.write(f"STALE       {document.uri}")

@@ -1,0 +1,205 @@
+"""Verity's MCP server (the official `mcp` SDK): the knowledge base as tools for agents.
+
+One server definition, two transports: stdio (`manage.py mcp --token T`, the
+token fixed for the process) and streamable HTTP (`manage.py mcp --http PORT`,
+the token in each request's `Authorization: Bearer` header). Every call
+re-checks the token and runs as its user, confined to that user's workspaces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from django.db import close_old_connections
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from starlette.applications import Starlette
+from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
+
+from mcp_server import tools
+from mcp_server.auth import InvalidToken, user_for_token
+
+INSTRUCTIONS = (
+    "Verity is the user's knowledge base. search_knowledge_base finds passages, each with "
+    "a locator (page, character range, heading, line numbers) and a label to cite it by; "
+    "read_document reads one document in order. list_sources shows the documents and "
+    "folders (their ids scope a search); ingest adds a URL or a server path, reindex and "
+    "stale keep them current. Every tool takes an optional workspace slug (default: the "
+    "user's first workspace)."
+)
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# Ingesting fetches the web; re-checking sources re-reads them (and marks them STALE).
+ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+
+TokenOf = Callable[[Context], str]
+
+
+class SearchScope(TypedDict, total=False):
+    """Restrict a search to these documents and folders (subfolders included)."""
+
+    document_ids: list[int]
+    folder_ids: list[int]
+
+
+def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict], **arguments: Any):
+    """One tool call as the token's user, with Django's per-request connection handling.
+
+    Tools run in the SDK's worker threads, which outlive a call: stale database
+    connections are closed before and after, as Django does around a request.
+    """
+    close_old_connections()
+    try:
+        user = user_for_token(token_of(ctx))
+        return operation(user, **arguments)
+    except InvalidToken as exc:
+        raise ToolError(f"Not authenticated: {exc}") from exc
+    except tools.Refused as exc:
+        raise ToolError(str(exc)) from exc
+    finally:
+        close_old_connections()
+
+
+def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
+                 token_verifier: DRFTokenVerifier | None = None) -> MCPServer:
+    server = MCPServer(
+        "verity", instructions=INSTRUCTIONS, auth=auth, token_verifier=token_verifier
+    )
+
+    @server.tool(annotations=READ_ONLY)
+    def search_knowledge_base(
+        query: str,
+        ctx: Context,
+        scope: SearchScope | None = None,
+        limit: int = 10,
+        workspace: str | None = None,
+    ) -> dict[str, Any]:
+        """Hybrid search (meaning and keywords) over the workspace's documents.
+
+        Returns passages best first, each with its document, text, locator and
+        label (e.g. "p. 4" or "lines 10-42"). A scope naming a document or folder
+        outside the workspace is an error, never silently widened. limit: 1-100.
+        """
+        return _run(token_of, ctx, tools.search_knowledge_base,
+                    query=query, scope=scope, limit=limit, workspace=workspace)
+
+    @server.tool(annotations=READ_ONLY)
+    def read_document(
+        document_id: int,
+        ctx: Context,
+        offset: int = 0,
+        limit: int = 50,
+        workspace: str | None = None,
+    ) -> dict[str, Any]:
+        """A document's details and its passages in reading order, each with its locator.
+
+        Long documents are read in windows: passages offset .. offset+limit (at most 200).
+        """
+        return _run(token_of, ctx, tools.read_document,
+                    document_id=document_id, offset=offset, limit=limit, workspace=workspace)
+
+    @server.tool(annotations=ADDS)
+    def ingest(
+        ctx: Context,
+        url: str | None = None,
+        path: str | None = None,
+        folder_id: int | None = None,
+        workspace: str | None = None,
+    ) -> dict[str, Any]:
+        """Add a web page (url) or a file or folder on the server (path) to the workspace.
+
+        Server paths must lie under the operator's INGEST_SERVER_ROOTS; a folder is
+        added as a code repository. Indexing runs in the background: the job lists
+        its documents and their status; list_sources shows them as they finish.
+        """
+        return _run(token_of, ctx, tools.ingest,
+                    url=url, path=path, folder_id=folder_id, workspace=workspace)
+
+    @server.tool(annotations=ADDS)
+    def reindex(
+        document_ids: list[int], ctx: Context, workspace: str | None = None
+    ) -> dict[str, Any]:
+        """Re-read and re-index these documents in the background (e.g. the stale ones)."""
+        return _run(token_of, ctx, tools.reindex, document_ids=document_ids, workspace=workspace)
+
+    @server.tool(annotations=READ_ONLY)
+    def list_sources(
+        ctx: Context,
+        status: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        workspace: str | None = None,
+    ) -> dict[str, Any]:
+        """The workspace's documents (id, title, source, status, chunk count) and folders.
+
+        status filters: PENDING, INDEXING, INDEXED, STALE or FAILED. limit: 1-500.
+        """
+        return _run(token_of, ctx, tools.list_sources,
+                    status=status, offset=offset, limit=limit, workspace=workspace)
+
+    @server.tool(annotations=ADDS)
+    def stale(ctx: Context, check: bool = True, workspace: str | None = None) -> dict[str, Any]:
+        """Documents whose source changed since it was indexed.
+
+        check=true re-reads every file and web source now (slow for many web pages)
+        and marks the changed ones STALE; check=false lists those already marked.
+        Nothing is re-indexed: pass their ids to reindex.
+        """
+        return _run(token_of, ctx, tools.stale, check=check, workspace=workspace)
+
+    return server
+
+
+def stdio_server(token: str) -> MCPServer:
+    """The server for one process and one token (checked now: a bad one never starts)."""
+    user_for_token(token)
+    return build_server(lambda ctx: token)
+
+
+class DRFTokenVerifier:
+    """The SDK's bearer-token check, answered by the REST API's token table."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        user = await anyio.to_thread.run_sync(_user_or_none, token)
+        if user is None:
+            return None
+        return AccessToken(token=token, client_id=f"user:{user.pk}", scopes=[],
+                           subject=str(user.pk))
+
+
+def _user_or_none(token: str):
+    try:
+        return user_for_token(token)
+    except InvalidToken:
+        return None
+    finally:
+        close_old_connections()  # in the worker thread that queried
+
+
+def _bearer(ctx: Context) -> str:
+    access = get_access_token()
+    return access.token if access is not None else ""
+
+
+def http_app(*, host: str, port: int) -> Starlette:
+    """The streamable HTTP app (endpoint /mcp); a request without a valid token gets 401.
+
+    Stateless, JSON responses: each request stands alone, so any number of
+    these processes can serve behind a load balancer.
+    """
+    auth = AuthSettings(
+        # Required by the SDK's bearer check; Verity issues no OAuth tokens (its
+        # API tokens come from the admin or `drf_create_token`) and publishes no
+        # OAuth metadata, since no resource_server_url is set.
+        issuer_url=f"http://{host}:{port}",
+        resource_server_url=None,
+    )
+    server = build_server(_bearer, auth=auth, token_verifier=DRFTokenVerifier())
+    return server.streamable_http_app(
+        stateless_http=True, json_response=True, host=host
+    )

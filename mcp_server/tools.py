@@ -1,0 +1,234 @@
+"""What each MCP tool does, as plain functions of the signed-in user.
+
+Each calls the same selectors and services as the REST API and answers with
+the same serializers, so the scope rules, the confinement to the user's
+workspaces and the error messages are the REST API's. Anything outside the
+user's workspaces is "not found", exactly like a missing id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.http import Http404
+
+from indexing import freshness, sources
+from knowledge import selectors
+from knowledge.models import Document, Workspace
+from knowledge.search import Scope, ScopeError, search
+from knowledge.serializers import (
+    ChunkSerializer,
+    DocumentSerializer,
+    FolderSerializer,
+    HitSerializer,
+    IngestJobSerializer,
+    SearchQuerySerializer,
+)
+
+READ_MAX_PASSAGES = 200
+LIST_MAX_DOCUMENTS = 500
+
+
+class Refused(ValueError):
+    """Shown to the MCP client as the tool's error; nothing was done."""
+
+
+def _workspace(user, slug: str | None) -> Workspace:
+    try:
+        return selectors.workspace_for(user=user, slug=slug)
+    except Http404 as exc:
+        raise Refused(f"No workspace {slug!r}" if slug else "You have no workspace") from exc
+
+
+def _errors(errors: dict[str, Any]) -> str:
+    return "; ".join(f"{field}: {' '.join(map(str, problems))}" for field, problems in
+                     errors.items())
+
+
+def _window(offset: int, limit: int, maximum: int) -> tuple[int, int]:
+    if offset < 0 or not 1 <= limit <= maximum:
+        raise Refused(f"offset must be >= 0 and limit between 1 and {maximum}")
+    return offset, offset + limit
+
+
+def search_knowledge_base(
+    user, *, query: str, scope: dict[str, list[int]] | None, limit: int, workspace: str | None
+) -> dict[str, Any]:
+    """GET /api/search: passages with their locators and labels, best first."""
+    ws = _workspace(user, workspace)
+    scope = scope or {}
+    params = SearchQuerySerializer(data={
+        "q": query,
+        "limit": limit,
+        "document_ids": scope.get("document_ids") or [],
+        "folder_ids": scope.get("folder_ids") or [],
+    })
+    if not params.is_valid():
+        raise Refused(_errors(params.errors))
+    data = params.validated_data
+    try:
+        result = search(
+            query=data["q"],
+            workspace=ws,
+            scope=Scope(tuple(data["document_ids"]), tuple(data["folder_ids"])),
+            limit=data["limit"],
+        )
+    except ScopeError as exc:
+        raise Refused(str(exc)) from exc
+    return {
+        "workspace": ws.slug,
+        "query": result.query,
+        "results": HitSerializer(result.hits, many=True).data,
+        "metadata": result.metadata,
+    }
+
+
+def _document(ws: Workspace, document_id: int) -> Document:
+    document = selectors.documents_in(workspace=ws).filter(pk=document_id).first()
+    if document is None:
+        raise Refused(f"No document {document_id} in this workspace")
+    return document
+
+
+def read_document(
+    user, *, document_id: int, offset: int, limit: int, workspace: str | None
+) -> dict[str, Any]:
+    """GET /api/documents/<id> and its chunks: the passages in reading order."""
+    ws = _workspace(user, workspace)
+    start, end = _window(offset, limit, READ_MAX_PASSAGES)
+    document = _document(ws, document_id)
+    passages = selectors.chunks_of(document=document)[start:end]
+    return {
+        "document": DocumentSerializer(document).data,
+        "offset": start,
+        "total_passages": document.chunk_count,
+        "passages": ChunkSerializer(passages, many=True).data,
+    }
+
+
+def ingest(
+    user, *, url: str | None, path: str | None, folder_id: int | None, workspace: str | None
+) -> dict[str, Any]:
+    """POST /api/documents for a URL, or the admin's server path (under INGEST_SERVER_ROOTS).
+
+    A directory is added as a code repository, like the admin's *Add sources*.
+    Indexing runs on the workers: poll list_sources (or GET the job's url).
+    """
+    ws = _workspace(user, workspace)
+    if bool(url) == bool(path):
+        raise Refused("Pass either 'url' or 'path' (a file or folder on the server).")
+    try:
+        folder = None
+        if folder_id is not None:
+            folder = selectors.folder_in(workspace=ws, folder_id=folder_id)
+    except Http404 as exc:
+        raise Refused(f"No folder {folder_id} in this workspace") from exc
+    urls, files, repository = [], [], None
+    if url:
+        if problem := sources.url_problem(url):
+            raise Refused(problem)
+        urls = [url.strip()]
+    else:
+        try:
+            # Confinement first: whether a path outside the roots exists is not told.
+            resolved = sources.check_server_path(Path(path))
+        except sources.SourceRefused as exc:
+            raise Refused(str(exc)) from exc
+        if resolved.is_dir():
+            repository = resolved
+        elif resolved.is_file():
+            files = [resolved]
+        else:
+            raise Refused(f"No such file or folder: {path}")
+    try:
+        job, _documents = sources.register_job(
+            workspace=ws,
+            urls=urls,
+            files=files,
+            repository=repository,
+            folder=folder,
+            created_by=user,
+            description=f"MCP: {url or path}",
+        )
+    except sources.BrokerUnavailable as exc:
+        raise Refused(str(exc)) from exc
+    except ValueError as exc:  # SourceRefused, an unsupported or oversized tree
+        raise Refused(str(exc)) from exc
+    job = selectors.jobs_in(workspace=ws).get(pk=job.pk)
+    return IngestJobSerializer(job, context={"workspace": ws}).data
+
+
+def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str, Any]:
+    """The admin's *Re-index selected*: queue the documents for a forced re-index."""
+    ws = _workspace(user, workspace)
+    if not document_ids:
+        raise Refused("Pass the ids of the documents to re-index.")
+    found = set(
+        selectors.documents_in(workspace=ws)
+        .filter(pk__in=document_ids)
+        .values_list("pk", flat=True)
+    )
+    missing = [f"document {pk}" for pk in dict.fromkeys(document_ids) if pk not in found]
+    if missing:
+        raise Refused("Not found in this workspace: " + ", ".join(missing))
+    try:
+        queued, refused = sources.reindex(documents=Document.objects.filter(pk__in=found))
+    except sources.BrokerUnavailable as exc:
+        raise Refused(str(exc)) from exc
+    documents = selectors.documents_in(workspace=ws).filter(pk__in=found)
+    return {
+        "queued": queued,
+        "refused": refused,
+        "documents": [
+            {"id": d.pk, "status": d.status, "last_error": d.last_error} for d in documents
+        ],
+    }
+
+
+def list_sources(
+    user, *, status: str | None, offset: int, limit: int, workspace: str | None
+) -> dict[str, Any]:
+    """GET /api/documents and /api/folders: the workspace's sources and where they stand."""
+    ws = _workspace(user, workspace)
+    start, end = _window(offset, limit, LIST_MAX_DOCUMENTS)
+    documents = selectors.documents_in(workspace=ws)
+    if status:
+        if status not in Document.Status.values:
+            raise Refused(f"status must be one of {', '.join(Document.Status.values)}")
+        documents = documents.filter(status=status)
+    return {
+        "workspace": ws.slug,
+        "total": documents.count(),
+        "offset": start,
+        "documents": DocumentSerializer(documents[start:end], many=True).data,
+        "folders": FolderSerializer(selectors.folders_in(workspace=ws), many=True).data,
+    }
+
+
+def summary(document: Document) -> dict[str, Any]:
+    return {"id": document.pk, "title": document.title, "uri": document.uri}
+
+
+def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
+    """`manage.py stale` for one workspace: sources whose content changed since indexing.
+
+    With `check`, file and web sources are re-read now and the changed ones
+    marked STALE (nothing is re-indexed: call reindex). A file outside
+    INGEST_SERVER_ROOTS is not read for an API caller; it is listed as not checked.
+    """
+    ws = _workspace(user, workspace)
+    documents = selectors.documents_in(workspace=ws)
+    if not check:
+        marked = documents.filter(status=Document.Status.STALE)
+        return {"stale": [summary(d) for d in marked], "checked": False}
+    files = documents.filter(uri__startswith="file://")
+    refused = {d.pk: problem for d in files if (problem := sources.file_uri_problem(d.uri))}
+    report = freshness.mark_stale(documents=documents.exclude(pk__in=refused))
+    return {
+        "checked": True,
+        "stale": [summary(d) for d in report.stale],
+        "unchanged": len(report.fresh),
+        "unreachable": [{**summary(d), "error": error} for d, error in report.unreachable],
+        "not_checked": [{**summary(d), "error": refused[d.pk]} for d in files if d.pk in refused],
+    }

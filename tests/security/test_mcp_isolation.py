@@ -1,0 +1,131 @@
+"""The MCP tools are confined like the REST API: a foreign id is "not found", like a missing one."""
+
+from __future__ import annotations
+
+import anyio.to_thread
+import pytest
+from django.db import connection
+from rest_framework.authtoken.models import Token
+
+from knowledge.models import Document, IngestJob
+from tests import mcp_clients
+from tests.mcp_clients import call, run
+from tests.security import test_isolation
+from tests.security.test_isolation import SECRET
+from tests.workers import worker_env
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+world = test_isolation.world  # Alice's workspace "ours" and Mallory's "theirs", each indexed
+MISSING = 999_999
+
+
+def attacks(w) -> dict[str, tuple[str, dict, dict, str]]:
+    """name: (tool, arguments naming a foreign object, the same naming a missing one, refusal).
+
+    The refusal is formatted with the id or slug named: the same words for both.
+    """
+    doc, folder = w["their_doc"].pk, w["their_doc"].folder_id
+    url = "https://example.com/"
+    no_workspace = "No workspace '{}'"
+    return {
+        "search scoped to a foreign document": (
+            "search_knowledge_base", {"query": "vault", "scope": {"document_ids": [doc]}},
+            {"query": "vault", "scope": {"document_ids": [MISSING]}},
+            "Not found in this workspace: document {}"),
+        "search scoped to a foreign folder": (
+            "search_knowledge_base", {"query": "vault", "scope": {"folder_ids": [folder]}},
+            {"query": "vault", "scope": {"folder_ids": [MISSING]}},
+            "Not found in this workspace: folder {}"),
+        "search a foreign workspace by slug": (
+            "search_knowledge_base", {"query": "vault", "workspace": "theirs"},
+            {"query": "vault", "workspace": "nope"}, no_workspace),
+        "read a foreign document": (
+            "read_document", {"document_id": doc}, {"document_id": MISSING},
+            "No document {} in this workspace"),
+        "read a foreign document naming its workspace": (
+            "read_document", {"document_id": doc, "workspace": "theirs"},
+            {"document_id": doc, "workspace": "nope"}, no_workspace),
+        "re-index a foreign document": (
+            "reindex", {"document_ids": [doc]}, {"document_ids": [MISSING]},
+            "Not found in this workspace: document {}"),
+        "list a foreign workspace's sources": (
+            "list_sources", {"workspace": "theirs"}, {"workspace": "nope"}, no_workspace),
+        "check a foreign workspace for stale sources": (
+            "stale", {"workspace": "theirs"}, {"workspace": "nope"}, no_workspace),
+        "ingest into a foreign folder": (
+            "ingest", {"url": url, "folder_id": folder}, {"url": url, "folder_id": MISSING},
+            "No folder {} in this workspace"),
+        "ingest into a foreign workspace": (
+            "ingest", {"url": url, "workspace": "theirs"}, {"url": url, "workspace": "nope"},
+            no_workspace),
+    }
+
+
+def named(arguments: dict) -> str:
+    """The foreign or missing id (or slug) the arguments name."""
+    if "workspace" in arguments:
+        return arguments["workspace"]
+    scope = arguments.get("scope") or {}
+    ids = [*scope.get("document_ids", []), *scope.get("folder_ids", []),
+           *arguments.get("document_ids", [])]
+    return str(ids[0] if ids else arguments.get("document_id") or arguments.get("folder_id"))
+
+
+async def in_thread(operation) -> None:
+    """Run an ORM write from the client's event loop, on a connection closed after it."""
+
+    def write() -> None:
+        try:
+            operation()
+        finally:
+            connection.close()
+
+    await anyio.to_thread.run_sync(write)
+
+
+def test_foreign_ids_are_refused_like_missing_ones_without_leaking(world, tmp_path):
+    token = Token.objects.create(user=world["alice"]).key
+    cases = attacks(world)
+    before = sorted(Document.objects.values_list("pk", "status", "chunk_count"))
+
+    async def session():
+        async with mcp_clients.stdio(worker_env(tmp_path), "--token", token) as client:
+            answers = {}
+            for name, (tool, foreign, missing, _) in cases.items():
+                answers[name] = (await call(client, tool, **foreign),
+                                 await call(client, tool, **missing))
+            answers["unscoped search"] = await call(
+                client, "search_knowledge_base", query="vault backup key pier combination")
+            answers["list sources"] = await call(client, "list_sources")
+            return answers
+
+    answers = run(session)
+    for name, (_tool, foreign, missing, refusal) in cases.items():
+        (foreign_ok, foreign_text), (missing_ok, missing_text) = answers[name]
+        assert not foreign_ok and not missing_ok, name
+        assert foreign_text == refusal.format(named(foreign)), (name, foreign_text)
+        assert missing_text == refusal.format(named(missing)), (name, missing_text)
+    ok, body = answers["unscoped search"]
+    assert ok and {hit["document_id"] for hit in body["results"]} == {world["my_doc"].pk}
+    ok, body = answers["list sources"]
+    assert ok and [d["id"] for d in body["documents"]] == [world["my_doc"].pk]
+    assert "7-31-59" not in repr(answers) and "hides under the pier" not in repr(answers)
+    assert SECRET not in repr(answers)
+    assert sorted(Document.objects.values_list("pk", "status", "chunk_count")) == before
+    assert IngestJob.objects.count() == 1, "no job was registered"
+
+
+def test_a_token_revoked_mid_session_is_refused(world, tmp_path):
+    token = Token.objects.create(user=world["alice"])
+
+    async def session():
+        async with mcp_clients.stdio(worker_env(tmp_path), "--token", token.key) as client:
+            before = await call(client, "list_sources")
+            await in_thread(token.delete)  # committed: transactional_db
+            after = await call(client, "list_sources")
+            return before, after
+
+    before, after = run(session)
+    assert before[0] is True
+    assert after == (False, "Not authenticated: Invalid token.")

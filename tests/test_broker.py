@@ -1,0 +1,176 @@
+"""The embedded queue (config.broker): first in, first out, and no queue starves another."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from kombu import Connection, Consumer, Exchange, Producer, Queue
+
+from config.broker import message_name, queue_of
+from knowledge.models import Document, Workspace
+from tests.conftest import SAMPLE_CORPUS
+from tests.workers import manage, start_worker, worker_env
+
+
+def _connection(folder: Path) -> Connection:
+    (folder / "queue").mkdir(parents=True, exist_ok=True)
+    (folder / "control").mkdir(exist_ok=True)
+    return Connection(
+        "verityfs://",
+        transport_options={
+            "data_folder_in": str(folder / "queue"),
+            "data_folder_out": str(folder / "queue"),
+            "control_folder": str(folder / "control"),
+            "polling_interval": 0.01,
+        },
+    )
+
+
+def test_message_names_sort_in_the_order_they_were_made():
+    names = [message_name("verity") for _ in range(2000)]
+    assert names == sorted(names)
+    assert {queue_of(n) for n in names} == {"verity"}
+    assert queue_of(message_name("verity-bulk")) == "verity-bulk"
+    assert queue_of(".half-written.part") is None
+
+
+def test_three_thousand_messages_come_out_in_the_order_they_went_in(tmp_path):
+    exchange = Exchange("fifo", type="direct")
+    queue = Queue("fifo", exchange, routing_key="fifo")
+    with _connection(tmp_path) as connection:
+        producer = Producer(connection.channel(), exchange=exchange, routing_key="fifo")
+        queue(producer.channel).declare()
+        for i in range(3000):
+            producer.publish({"i": i})
+        assert len(list((tmp_path / "queue").iterdir())) == 3000
+
+        received: list[int] = []
+        channel = connection.channel()
+
+        def on_message(body, message):
+            received.append(body["i"])
+            message.ack()
+
+        with Consumer(channel, queues=[queue], callbacks=[on_message], prefetch_count=1):
+            deadline = time.monotonic() + 120
+            while len(received) < 3000 and time.monotonic() < deadline:
+                connection.drain_events(timeout=1)
+        assert received == list(range(3000))
+        # One listing served many messages (kombu's own lists once per message).
+        assert channel.listings < 50
+        assert not list((tmp_path / "queue").iterdir())
+
+
+def test_a_small_queue_is_served_while_a_big_one_is_drained(tmp_path):
+    exchange = Exchange("jobs", type="direct")
+    bulk = Queue("jobs-bulk", exchange, routing_key="bulk")
+    default = Queue("jobs", exchange, routing_key="default")
+    with _connection(tmp_path) as connection:
+        producer = Producer(connection.channel(), exchange=exchange)
+        bulk(producer.channel).declare()
+        default(producer.channel).declare()
+        for i in range(1000):
+            producer.publish({"job": "big", "i": i}, routing_key="bulk")
+        for i in range(3):
+            producer.publish({"job": "small", "i": i}, routing_key="default")
+
+        received: list[tuple[str, int]] = []
+
+        def on_message(body, message):
+            received.append((body["job"], body["i"]))
+            message.ack()
+
+        with Consumer(connection.channel(), queues=[bulk, default], callbacks=[on_message],
+                      prefetch_count=1):
+            while len(received) < 20:
+                connection.drain_events(timeout=1)
+        small = [i for job, i in received if job == "small"]
+        big = [i for job, i in received if job == "big"]
+        assert small == [0, 1, 2], "the small job waits for a few bulk tasks, not for all"
+        assert big == list(range(len(big)))
+
+
+def test_a_taken_message_is_skipped_by_a_second_consumer(tmp_path):
+    """Two workers list the same folder: each message is delivered exactly once."""
+    exchange = Exchange("shared", type="direct")
+    queue = Queue("shared", exchange, routing_key="shared")
+    with _connection(tmp_path) as first, _connection(tmp_path) as second:
+        producer = Producer(first.channel(), exchange=exchange, routing_key="shared")
+        queue(producer.channel).declare()
+        for i in range(200):
+            producer.publish({"i": i})
+        got: list[int] = []
+        channels = [first.channel(), second.channel()]
+        # Both list all 200 names, then take turns: every other name is already gone.
+        for turn in range(400):
+            message = channels[turn % 2].basic_get("shared", no_ack=True)
+            if message is not None:
+                got.append(message.payload["i"])
+        assert sorted(got) == list(range(200)) and len(got) == 200
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_serves_a_small_job_queued_after_a_big_one(workspace, tmp_path):
+    home = tmp_path / "home"
+    env = worker_env(tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(home))
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(60):
+        (big / f"note-{i:03d}.md").write_text(f"# Note {i}\n\nThe tide table entry number {i}.\n")
+    small = tmp_path / "small.md"
+    small.write_text((SAMPLE_CORPUS / "handbook.md").read_text())
+
+    for source in (big, small):
+        result = manage(env, "ingest", str(source), "--workspace", workspace.slug, "--no-wait")
+        assert result.returncode == 0, result.stderr
+        assert "hostname" not in result.stderr
+    bulk_queue = f"{env['CELERY_QUEUE']}-bulk"
+    assert len(list((home / "broker" / "queue").glob(f"*.{bulk_queue}.msg"))) == 60
+
+    worker = start_worker(env)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            done = Document.objects.filter(
+                workspace=workspace, uri=small.resolve().as_uri(), status=Document.Status.INDEXED
+            ).exists()
+            if done:
+                break
+            time.sleep(0.2)
+        waiting = Document.objects.filter(
+            workspace=workspace, status=Document.Status.PENDING
+        ).count()
+        assert done, "the small job was never served"
+        assert waiting > 30, "the small job was served only after most of the big one"
+        while Document.objects.filter(
+            workspace=workspace, status__in=[Document.Status.PENDING, Document.Status.INDEXING]
+        ).exists():
+            assert time.monotonic() < deadline, "the big job did not finish"
+            time.sleep(0.5)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    notes = Document.objects.filter(workspace=Workspace.objects.get(pk=workspace.pk),
+                                    uri__contains="/big/").order_by("last_indexed_at")
+    assert [d.metadata["path"] for d in notes] == [f"note-{i:03d}.md" for i in range(60)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stale_reindex_queues_without_kombu_warnings(workspace, tmp_path):
+    from indexing import pipeline, sources
+
+    (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in April.\n")
+    document = sources.add_path(workspace=workspace, path=tmp_path / "note.md")
+    pipeline.index_document(document_id=document.pk)
+    (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in May.\n")
+    home = tmp_path / "home"
+    env = worker_env(tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(home))
+    result = manage(env, "stale", "--workspace", workspace.slug, "--reindex", timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "1 stale" in result.stdout and "Queued 1 documents" in result.stdout
+    # kombu's "No hostname was supplied. Reverting to default 'localhost'" is gone.
+    assert result.stderr.strip() == ""
+    assert len(list((home / "broker" / "queue").glob("*.msg"))) == 1

@@ -1,0 +1,71 @@
+"""The command line speaks to people: `ask`, `chat` and `ingest` through call_command."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+QUESTION = "When do on-call shifts hand over?"
+
+
+def test_ask_prints_bare_numbers_and_json_keeps_the_wire_tokens(corpus, workspace, settings):
+    settings.LLM_PROVIDER = "extractive"
+    out = io.StringIO()
+    call_command("ask", QUESTION, workspace=workspace.slug, stdout=out)
+    answer, _, footer = out.getvalue().partition("\nretrieval> ")
+    assert "Tuesdays at 10:00 UTC" in answer
+    assert "[citation:" not in out.getvalue()
+    numbers = re.findall(r"\[(\d+)\]", answer)
+    assert numbers, answer
+    # Every number in the answer is a source listed in the footer.
+    listed = re.findall(r"^sources> \[(\d+)\] ", footer, re.MULTILINE)
+    assert set(numbers) <= set(listed)
+
+    out = io.StringIO()
+    call_command("ask", QUESTION, workspace=workspace.slug, json=True, stdout=out)
+    message = json.loads(out.getvalue())
+    assert "[citation:" in message["answer"]
+    assert {f"[citation:{n}]" for n in numbers} <= set(
+        re.findall(r"\[citation:\d+\]", message["answer"])
+    )
+
+
+def test_chat_prints_bare_numbers(corpus, workspace, settings, monkeypatch):
+    settings.LLM_PROVIDER = "extractive"
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"{QUESTION}\n\n"))
+    out = io.StringIO()
+    call_command("chat", workspace=workspace.slug, stdout=out, stderr=io.StringIO())
+    [answer] = [line for line in out.getvalue().splitlines() if line.startswith("verity> ")]
+    assert "Tuesdays at 10:00 UTC" in answer
+    assert re.search(r"\[\d+\]", answer) and "[citation:" not in answer
+
+
+# Without --inline the tasks are sent on commit and run eagerly in tests
+# (CELERY_TASK_ALWAYS_EAGER): the command then follows its waiting loop.
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "workers"])
+def test_ingest_reports_each_failure_as_it_happens_and_in_the_summary(
+    workspace, tmp_path, inline
+):
+    (tmp_path / "a-good.md").write_text("# Good\n\nThe breakwater was rebuilt in 1998.\n")
+    (tmp_path / "b-binary.txt").write_bytes(bytes(range(256)) * 64)
+    (tmp_path / "c-empty.md").write_text("")
+    (tmp_path / "d-good.md").write_text("# Also good\n\nThe slipway closes at 18:00.\n")
+    out = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=inline,
+                 stdout=out, stderr=io.StringIO())
+    lines = out.getvalue().splitlines()
+    summary = next(i for i, line in enumerate(lines) if line.startswith("Done in "))
+    assert "2 indexed, 2 failed" in lines[summary]
+    live = [line for line in lines[:summary] if "FAILED" in line]
+    listed = [line.strip() for line in lines[summary + 1:] if "FAILED" in line]
+    assert len(live) == 2 and len(listed) == 2
+    assert [line.strip() for line in live] == listed
+    assert "b-binary.txt" in live[0] and "binary" in live[0].lower()
+    assert "c-empty.md" in live[1]

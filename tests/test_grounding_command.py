@@ -1,0 +1,94 @@
+"""`manage.py grounding_check FILE` and grounding with the real embedder (paraphrase)."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from citations.grounding import Grounder
+
+PASSAGE = (
+    "Super Bowl 50 was an American football game to determine the champion of the National "
+    "Football League (NFL) for the 2015 season. The American Football Conference (AFC) "
+    "champion Denver Broncos defeated the National Football Conference (NFC) champion "
+    "Carolina Panthers 24–10 to earn their third Super Bowl title."
+)
+
+
+def _run(tmp_path, lines: list[str]) -> tuple[list[dict], str | None]:
+    path = tmp_path / "claims.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = StringIO()
+    error = None
+    try:
+        call_command("grounding_check", str(path), stdout=out)
+    except CommandError as raised:
+        error = str(raised)
+    return [json.loads(line) for line in out.getvalue().splitlines()], error
+
+
+def test_prints_one_verdict_line_per_claim_in_order(tmp_path) -> None:
+    rows, error = _run(tmp_path, [
+        json.dumps({"id": "ok", "claim": "The Broncos beat the Panthers 24–10.",
+                    "passages": ["Levi's Stadium is in Santa Clara.", PASSAGE]}),
+        json.dumps({"id": 7, "claim": "The Broncos beat the Panthers 24–17.",
+                    "passages": [PASSAGE]}),
+        json.dumps({"id": "none", "claim": "The Broncos won.", "passages": []}),
+    ])
+    assert error is None
+    assert [set(r) for r in rows] == [{"id", "verdict", "score", "passage", "span", "reason"}] * 3
+    first, second, third = rows
+    assert (first["id"], first["verdict"], first["passage"], first["reason"]) == (
+        "ok", "supported", 1, ""
+    )
+    start, end = first["span"]
+    assert PASSAGE[start:end].startswith("The American Football Conference (AFC) champion")
+    assert PASSAGE[start:end].endswith("24–10 to earn their third Super Bowl title.")
+    assert (second["id"], second["verdict"], second["reason"]) == (
+        7, "unsupported", "the passage says 10, not 17"
+    )
+    assert (third["verdict"], third["passage"], third["span"]) == ("unsupported", None, None)
+
+
+def test_bad_lines_get_an_error_line_and_a_failing_exit_but_the_rest_is_checked(
+    tmp_path,
+) -> None:
+    rows, error = _run(tmp_path, [
+        "not json",
+        json.dumps(["a", "list"]),
+        json.dumps({"id": 1, "claim": "", "passages": []}),
+        json.dumps({"id": 2, "claim": "The Broncos won.", "passages": "one string"}),
+        json.dumps({"claim": "no id", "passages": []}),
+        json.dumps({"id": 3, "claim": "The Broncos beat the Panthers.", "passages": [PASSAGE]}),
+    ])
+    assert error == "5 of 6 lines were not valid input"
+    assert rows[:5] == [
+        {"id": None, "error": "line 1: not JSON (Expecting value at column 1)"},
+        {"id": None, "error": 'line 2: expected an object {"id", "claim", "passages"}'},
+        {"id": 1, "error": 'line 3: "claim" must be a non-empty string'},
+        {"id": 2, "error": 'line 4: "passages" must be a list of strings'},
+        {"id": None, "error": 'line 5: missing "id"'},
+    ]
+    assert rows[5]["id"] == 3 and rows[5]["verdict"] == "supported"
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path) -> None:
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("grounding_check", str(tmp_path / "absent.jsonl"), stdout=StringIO())
+
+
+def test_the_real_embedder_accepts_a_paraphrase_and_still_catches_a_wrong_detail(
+    local_embedder,
+) -> None:
+    grounder = Grounder(local_embedder)
+    paraphrase = grounder.check_claim(
+        "Denver won its third Super Bowl title by beating Carolina 24–10.", [PASSAGE]
+    )
+    assert paraphrase.verdict == "supported"
+    wrong = grounder.check_claim(
+        "Denver won its fourth Super Bowl title by beating Carolina 24–10.", [PASSAGE]
+    )
+    assert (wrong.verdict, wrong.reason) == ("unsupported", "the passage says third, not fourth")

@@ -1,0 +1,236 @@
+"""The MCP server through the SDK's own clients: `manage.py mcp` over stdio and over HTTP."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from mcp import MCPError
+from rest_framework.authtoken.models import Token
+
+from indexing import pipeline, sources
+from knowledge.models import Document, IngestJob, Workspace
+from knowledge.services import workspace_create
+from tests import mcp_clients
+from tests.mcp_clients import HttpServer, call, run
+from tests.workers import worker_env
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+TOOLS = {"search_knowledge_base", "read_document", "ingest", "reindex", "list_sources", "stale"}
+HANDBOOK = """# Harbour handbook
+
+## Tides
+
+The harbour gate closes two hours before low tide. Boats must be moored by then.
+
+## Reporting
+
+Report a damaged mooring to the harbour master within 24 hours.
+"""
+
+
+@pytest.fixture
+def site(tmp_path, counting_embedder):
+    """Alice's workspace with one indexed file under the server root, and her API token."""
+    alice = get_user_model().objects.create_user("alice")
+    workspace = workspace_create(slug="harbour", owner=alice, name="Harbour")
+    root = tmp_path / "roots"
+    path = root / "handbook.md"
+    path.parent.mkdir()
+    path.write_text(HANDBOOK)
+    folder = sources.folder_for_path(workspace=workspace, path="guides")
+    document = sources.add_path(workspace=workspace, path=path, folder=folder)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    env = worker_env(tmp_path, INGEST_SERVER_ROOTS=str(root))
+    return {
+        "user": alice, "workspace": workspace, "root": root, "path": path, "env": env,
+        "document": Document.objects.get(pk=document.pk),
+        "token": Token.objects.create(user=alice).key,
+    }
+
+
+def test_stdio_tools_search_read_and_list(site):
+    document = site["document"]
+
+    async def session():
+        async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+            search = await call(client, "search_knowledge_base",
+                                query="when does the harbour gate close", limit=3)
+            scoped = await call(client, "search_knowledge_base", query="mooring",
+                                scope={"folder_ids": [document.folder_id]})
+            read = await call(client, "read_document", document_id=document.pk)
+            window = await call(client, "read_document", document_id=document.pk,
+                                offset=1, limit=1)
+            sources_ = await call(client, "list_sources")
+            bad_limit = await call(client, "search_knowledge_base", query="x", limit=0)
+            return listed, search, scoped, read, window, sources_, bad_limit
+
+    listed, search, scoped, read, window, listing, bad_limit = run(session)
+    assert listed == TOOLS
+    ok, body = search
+    assert ok and body["workspace"] == "harbour"
+    best = body["results"][0]
+    assert "closes two hours before low tide" in best["text"]
+    assert best["document_id"] == document.pk and best["document_title"] == document.title
+    assert best["locator"]["char_end"] > best["locator"]["char_start"]
+    assert best["locator"]["heading_path"] == ["Harbour handbook", "Tides"]
+    assert best["label"]  # what a citation shows, e.g. "Harbour handbook › Tides"
+    ok, body = scoped
+    assert ok and {r["document_id"] for r in body["results"]} == {document.pk}
+    ok, body = read
+    assert ok and body["document"]["id"] == document.pk
+    assert body["total_passages"] == document.chunk_count == len(body["passages"])
+    assert [p["ordinal"] for p in body["passages"]] == list(range(document.chunk_count))
+    ok, body = window
+    assert ok and [p["ordinal"] for p in body["passages"]] == [1]
+    ok, body = listing
+    assert ok and [d["id"] for d in body["documents"]] == [document.pk]
+    assert body["documents"][0]["folder_path"] == "guides"
+    assert [f["path"] for f in body["folders"]] == ["guides"]
+    # The REST API's own validation and wording.
+    assert bad_limit == (False, "limit: Ensure this value is greater than or equal to 1.")
+
+
+def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
+    root, document = site["root"], site["document"]
+    (root / "new.md").write_text("# Fuel\n\nThe fuel dock opens at six.\n")
+    outside = root.parent / "outside.md"
+    outside.write_text("# Not yours\n")
+
+    async def session():
+        async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
+            return {
+                "unchanged": await call(client, "stale"),
+                "file": await call(client, "ingest", path=str(root / "new.md"),
+                                   folder_id=document.folder_id),
+                "outside": await call(client, "ingest", path=str(outside)),
+                "escape": await call(client, "ingest", path=str(root / ".." / "outside.md")),
+                "missing": await call(client, "ingest", path=str(root / "nope.md")),
+                "private": await call(client, "ingest", url="http://127.0.0.1:9/page"),
+                "neither": await call(client, "ingest"),
+                "changed": (site["path"].write_text(HANDBOOK + "\nNew rule.\n"),
+                            await call(client, "stale"))[1],
+                "marked": await call(client, "stale", check=False),
+                "reindex": await call(client, "reindex", document_ids=[document.pk]),
+            }
+
+    results = run(session)
+    assert results["unchanged"] == (True, {"checked": True, "stale": [], "unchanged": 1,
+                                           "unreachable": [], "not_checked": []})
+    ok, job = results["file"]
+    assert ok and job["total"] == 1, job
+    added = Document.objects.get(pk=job["documents"][0]["id"])
+    assert added.workspace == site["workspace"] and added.folder_id == document.folder_id
+    assert added.uri == (root / "new.md").resolve().as_uri()
+    assert IngestJob.objects.get(pk=job["id"]).created_by == site["user"]
+    for refused in ("outside", "escape"):
+        ok, text = results[refused]
+        assert not ok and "outside the server folders" in text and "INGEST_SERVER_ROOTS" in text
+    assert results["missing"] == (False, f"No such file or folder: {root / 'nope.md'}")
+    ok, text = results["private"]
+    assert not ok and "private" in text.lower()
+    assert results["neither"][0] is False
+    assert not Document.objects.filter(uri__contains="outside").exists()
+    assert not Document.objects.filter(uri__contains="127.0.0.1").exists()
+
+    ok, body = results["changed"]
+    assert ok and [d["id"] for d in body["stale"]] == [document.pk]
+    assert results["marked"] == (True, {"checked": False, "stale": body["stale"]})
+    ok, body = results["reindex"]
+    assert ok and body["queued"] == 1 and body["refused"] == 0
+    assert body["documents"] == [{"id": document.pk, "status": "PENDING", "last_error": ""}]
+    assert Document.objects.get(pk=document.pk).status == Document.Status.PENDING
+
+
+def test_stdio_token_from_the_environment_and_a_bad_token_refused(site, tmp_path):
+    env = {**site["env"], "VERITY_MCP_TOKEN": site["token"]}
+
+    async def with_env_token():
+        async with mcp_clients.stdio(env) as client:
+            return await call(client, "list_sources")
+
+    ok, body = run(with_env_token)
+    assert ok and body["workspace"] == "harbour"
+
+    stderr = tmp_path / "stderr.txt"
+
+    async def with_bad_token():
+        bad = {**site["env"], "VERITY_MCP_TOKEN": "not-a-token"}
+        with stderr.open("w") as errlog:
+            async with mcp_clients.stdio(bad, errlog=errlog):
+                pass
+
+    with pytest.raises(ExceptionGroup) as refused:  # the process exits before the handshake
+        run(with_bad_token)
+    assert refused.group_contains(MCPError, match="Connection closed", depth=None)
+    assert "The API token was refused: Invalid token." in stderr.read_text()
+
+
+def test_streamable_http_with_bearer_tokens(site, tmp_path):
+    server = HttpServer(site["env"], tmp_path / "mcp-http.log")
+    other = get_user_model().objects.create_user("bob")
+    workspace_create(slug="bobs", owner=other)
+    bobs_token = Token.objects.create(user=other).key
+    try:
+        async def session():
+            async with mcp_clients.http(server.url, site["token"]) as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                search = await call(client, "search_knowledge_base", query="damaged mooring")
+            async with mcp_clients.http(server.url, bobs_token) as client:
+                bobs = await call(client, "search_knowledge_base", query="damaged mooring")
+                foreign = await call(client, "read_document",
+                                     document_id=site["document"].pk)
+            return listed, search, bobs, foreign
+
+        listed, search, bobs, foreign = run(session)
+        assert listed == TOOLS
+        ok, body = search
+        assert ok and "harbour master" in body["results"][0]["text"]
+        # Bob's token searches Bob's (empty) workspace: the same server, other data.
+        assert bobs == (True, {"workspace": "bobs", "query": "damaged mooring", "results": [],
+                               "metadata": bobs[1]["metadata"]})
+        assert foreign == (False, f"No document {site['document'].pk} in this workspace")
+
+        for token in ("not-a-token", None):
+            async def refused(token=token):
+                async with mcp_clients.http(server.url, token):
+                    pass
+
+            # The SDK client reports the 401 (asserted below) as a failed handshake.
+            with pytest.raises(ExceptionGroup) as error:
+                run(refused)
+            assert error.group_contains(MCPError, match="error response", depth=None)
+    finally:
+        server.stop()
+
+
+def test_http_refuses_a_bad_token_with_401_before_any_tool(site, tmp_path):
+    import httpx
+
+    server = HttpServer(site["env"], tmp_path / "mcp-http.log")
+    try:
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "list_sources", "arguments": {}}}
+        headers = {"Accept": "application/json, text/event-stream"}
+        for auth in ({"Authorization": "Bearer not-a-token"}, {}):
+            response = httpx.post(server.url, json=request, headers={**headers, **auth})
+            assert response.status_code == 401
+            assert "Harbour" not in response.text and "handbook" not in response.text
+    finally:
+        server.stop()
+
+
+def test_workspace_argument_chooses_among_the_users_workspaces(site):
+    second = workspace_create(slug="second", owner=site["user"], name="Second")
+    assert Workspace.objects.filter(members=site["user"]).count() == 2
+
+    async def session():
+        async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
+            return (await call(client, "list_sources", workspace="second"),
+                    await call(client, "list_sources"))
+
+    chosen, default = run(session)
+    assert chosen == (True, {"workspace": second.slug, "total": 0, "offset": 0,
+                             "documents": [], "folders": []})
+    assert default[1]["workspace"] == "harbour", "the user's first workspace"

@@ -1,0 +1,249 @@
+"""Documentation corpora: definition lists, site navigation, PDF contents pages and labels."""
+
+from __future__ import annotations
+
+import io
+
+from reportlab.lib.pagesizes import A4
+from reportlab.pdfgen import canvas
+
+from chat.extractive import split_sentences
+from indexing.chunking import ChunkBudget, chunk_unit
+from indexing.loaders import load_bytes
+from indexing.loaders.html import page_blocks, repeated_blocks
+from indexing.loaders.markdown import find_definitions
+from indexing.loaders.pdf_structure import is_contents_page
+from indexing.types import KIND_PDF_CONTENTS
+from knowledge.locators import label, passage_at
+
+# ---------------------------------------------------------------- definition lists
+
+POSTGRES_DL = b"""<html><body>
+<div class="navheader"><table summary="Navigation header"><tr><th colspan="5">19.3. Connections</th>
+</tr><tr><td><a accesskey="p" href="a.html">Prev</a></td><td><a accesskey="u" href="b.html">Up</a>
+</td><th>Chapter 19. Server Configuration</th><td><a accesskey="h" href="index.html">Home</a></td>
+<td><a accesskey="n" href="c.html">Next</a></td></tr></table><hr></div>
+<h1>19.3. Connections and Authentication</h1>
+<p>These settings control connections.</p>
+<div class="variablelist"><dl class="variablelist">
+<dt id="GUC-MAX-CONNECTIONS"><span class="term"><code class="varname">max_connections</code>
+(<code class="type">integer</code>)<a id="id-1" class="indexterm"></a></span>
+<a href="#GUC-MAX-CONNECTIONS" class="id_link">#</a></dt>
+<dd><p>Determines the maximum number of concurrent connections to the database server.</p>
+<p>The default is typically 100 connections.</p></dd>
+<dt id="GUC-LISTEN"><span class="term"><code class="varname">listen_addresses</code>
+(<code class="type">string</code>)</span></dt>
+<dd><p>Specifies the TCP/IP address(es) on which the server is to listen.
+The default value is localhost.</p></dd>
+</dl></div>
+<div class="navfooter"><hr><table summary="Navigation footer"><tr><td><a href="a.html">Prev</a>
+</td><td><a href="b.html">Up</a></td><td><a href="c.html">Next</a></td></tr><tr>
+<td>19.2. File Locations</td><td><a href="index.html">Home</a></td><td>19.4. Resources</td></tr>
+</table></div></body></html>"""
+
+SPHINX_DL = b"""<html><body><div class="related" role="navigation"><ul>
+<li><a href="i.html">index</a></li><li><a href="m.html">modules</a></li></ul></div>
+<div class="body" role="main">
+<h1>json \xe2\x80\x94 JSON encoder and decoder<a class="headerlink" href="#">\xc2\xb6</a></h1>
+<dl class="py function"><dt class="sig sig-object py" id="json.dumps">
+<span class="sig-prename descclassname"><span class="pre">json.</span></span><span
+class="sig-name descname"><span class="pre">dumps</span></span><span class="sig-paren">(</span><em
+class="sig-param"><span class="n"><span class="pre">obj</span></span></em><span
+class="sig-paren">)</span>
+<a class="headerlink" href="#json.dumps">\xc2\xb6</a></dt>
+<dd><p>Serialize <em>obj</em> to a JSON formatted str.</p>
+<dl class="field-list simple"><dt class="field-odd">Parameters<span class="colon">:</span></dt>
+<dd class="field-odd"><p><strong>obj</strong> \xe2\x80\x93 the object to serialize</p></dd></dl>
+<p>If <em>sort_keys</em> is true (default: False), the output is sorted by key.</p></dd></dl>
+</div></body></html>"""
+
+MARKDOWN_DL = b"""# Server settings
+
+max_connections
+: Determines the maximum number of concurrent connections.
+  The default is typically 100 connections.
+
+listen_addresses
+: Specifies the addresses to listen on. The default value is localhost.
+
+Closing remarks about the settings.
+"""
+
+
+def _chunks(data: bytes, filename: str, max_tokens: int = 200):
+    loaded = load_bytes(data, filename=filename)
+    budget = ChunkBudget(max_tokens=max_tokens, overlap_tokens=0)
+    return loaded, [p for unit in loaded.units for p in chunk_unit(unit, budget)]
+
+
+def test_html_definition_sentences_name_their_term_and_chunks_carry_it():
+    loaded, chunks = _chunks(POSTGRES_DL, "runtime-config-connection.html")
+    text = loaded.text
+    assert "max_connections (integer): Determines the maximum number" in text
+    # The paragraph holding the default starts with the name it belongs to.
+    default = next(s for s in split_sentences(text) if "default is typically 100" in s)
+    assert default.startswith("max_connections (integer): ")
+    assert "#" not in text.split("19.3. Connections and Authentication")[1][:40]
+    (localhost,) = [c for c in chunks if "localhost" in c.text]
+    assert localhost.text.startswith("listen_addresses (string): Specifies")
+    assert "max_connections" not in localhost.text
+    assert all(passage_at(text, c.locator) == c.text for c in chunks)
+
+
+def test_tiny_chunks_of_a_definition_still_name_their_term_in_the_heading_path():
+    loaded, chunks = _chunks(POSTGRES_DL, "runtime-config-connection.html", max_tokens=12)
+    assert len(chunks) > 5
+    for chunk in chunks:
+        if "100 connections" in chunk.text:
+            assert chunk.locator["heading_path"][-1] == "max_connections (integer)"
+            assert "localhost" not in chunk.text
+        if "localhost" in chunk.text:
+            assert chunk.locator["heading_path"][-1] == "listen_addresses (string)"
+    assert all(passage_at(loaded.text, c.locator) == c.text for c in chunks)
+
+
+def test_sphinx_signatures_prefix_their_paragraphs_with_the_short_name():
+    loaded, chunks = _chunks(SPHINX_DL, "json.html")
+    text = loaded.text
+    assert "json.dumps(obj): Serialize obj to a JSON formatted str." in text
+    assert "json.dumps: If sort_keys is true (default: False)" in text
+    assert "Parameters: obj" in text  # a field list is no definition of its own
+    assert "index modules" not in text and "¶" not in text
+    (chunk,) = [c for c in chunks if "sort_keys" in c.text]
+    assert chunk.locator["heading_path"] == ["json — JSON encoder and decoder", "json.dumps"]
+
+
+def test_markdown_definition_list_keeps_term_and_definition_together():
+    loaded, chunks = _chunks(MARKDOWN_DL, "settings.md")
+    text = loaded.text
+    definitions = find_definitions(text)
+    assert [d.term for d in definitions] == ["max_connections", "listen_addresses"]
+    assert text[definitions[0].start : definitions[0].end].endswith("100 connections.")
+    by_text = {c.text: c.locator["heading_path"] for c in chunks}
+    (default_chunk,) = [t for t in by_text if "100 connections" in t]
+    assert by_text[default_chunk] == ["Server settings", "max_connections"]
+    (localhost,) = [t for t in by_text if "localhost" in t]
+    assert localhost.startswith("listen_addresses\n: ")
+    assert by_text[localhost] == ["Server settings", "listen_addresses"]
+    assert ["Server settings"] == by_text["Closing remarks about the settings."]
+
+
+def test_definitions_inside_code_fences_are_not_definitions():
+    text = "```\nterm\n: not a definition\n```\n\nreal\n: a definition\n"
+    assert [d.term for d in find_definitions(text)] == ["real"]
+
+
+# ---------------------------------------------------------------- navigation
+
+
+def _site_page(title: str, body: str) -> bytes:
+    return f"""<html><head><title>{title}</title></head><body>
+<div class="header">Harbour Docs v2.3 — the manual for harbour staff</div>
+<p><a href="index.html">Harbour Docs</a> » <a href="ops.html">Operations</a></p>
+<h1>{title}</h1><p>{body}</p>
+<div class="bottom">Built 2024-05-0{len(title) % 9}. Report problems to the harbour office.</div>
+</body></html>""".encode()
+
+
+PAGES = [
+    _site_page("Cranes", "The harbour crane is serviced every April."),
+    _site_page("Tides", "High water is predicted to the nearest minute."),
+    _site_page("Gauges", "Gauges record the level every six minutes."),
+]
+
+
+def test_documentation_navigation_bars_are_not_content():
+    postgres = load_bytes(POSTGRES_DL, filename="c.html").text
+    for navigation in ("Prev", "Home", "Chapter 19. Server Configuration", "19.4. Resources"):
+        assert navigation not in postgres
+    cranes = load_bytes(PAGES[0], filename="cranes.html").text
+    assert "Operations" not in cranes  # a breadcrumb: links and separators only
+
+
+def test_blocks_repeated_across_a_folder_are_dropped():
+    blocks = [page_blocks(page) for page in PAGES]
+    repeated = repeated_blocks(blocks)
+    assert len(repeated) == 2  # the header and the footer (its date differs only in digits)
+    assert repeated_blocks(blocks[:2]) == frozenset()  # two pages prove nothing
+    loaded = load_bytes(PAGES[1], filename="tides.html", dropped_blocks=repeated)
+    assert loaded.text == "Tides\n\nHigh water is predicted to the nearest minute."
+
+
+# ---------------------------------------------------------------- PDF
+
+
+def contents_pdf() -> bytes:
+    """i: title, ii: contents (dot leaders), 1-3: chapters with bookmarks, 4: index."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
+
+    def write(lines: list[str], top: float = 800) -> None:
+        pdf.setFont("Helvetica", 11)
+        for i, line in enumerate(lines):
+            pdf.drawString(60, top - 18 * i, line)
+
+    write(["Harbour Operations Manual", "Second edition"])
+    pdf.showPage()
+    entries = [("Introduction", 1), ("Tide gauges", 2), ("Calibration", 2),
+               ("Crane servicing", 3), ("Safety", 3), ("Index", 4)]  # fmt: skip
+    write(["Contents"] + [f"{t} {'.' * (60 - len(t))} {p}" for t, p in entries])
+    pdf.showPage()
+    pdf.bookmarkPage("intro")
+    pdf.addOutlineEntry("Introduction", "intro", level=0)
+    write(["Introduction", "This manual describes the daily operations of the harbour."])
+    pdf.showPage()
+    pdf.bookmarkPage("gauges")
+    pdf.addOutlineEntry("Tide gauges", "gauges", level=0)
+    write(["Tide gauges", "The gauges record the water level every six minutes."])
+    pdf.bookmarkPage("calibration", fit="XYZ", top=600)
+    pdf.addOutlineEntry("Calibration", "calibration", level=1)
+    write(["Calibration", "Each gauge is calibrated against the tide staff every March."], 560)
+    pdf.showPage()
+    pdf.bookmarkPage("crane")
+    pdf.addOutlineEntry("Crane servicing", "crane", level=0)
+    write(["Crane servicing", "The harbour crane is serviced in April by the vendor."])
+    pdf.showPage()
+    write(["Index", "calibration, 2", "crane, 3, 4", "gauge, 2", "harbour, 1, 3", "safety, 3",
+           "shift, 1", "staff, 2", "tide, 2"])  # fmt: skip
+    pdf.showPage()
+    pdf.addPageLabel(0, style="ROMAN_LOWER", start=1)
+    pdf.addPageLabel(2, style="ARABIC", start=1)
+    pdf.save()
+    return buffer.getvalue()
+
+
+def test_pdf_contents_and_index_pages_are_kept_but_not_chunked():
+    loaded, chunks = _chunks(contents_pdf(), "manual.pdf")
+    assert loaded.metadata["contents_pages"] == [2, 6]
+    assert [u.kind == KIND_PDF_CONTENTS for u in loaded.units] == [
+        False, True, False, False, False, True
+    ]
+    assert "Introduction ....." in loaded.units[1].text  # the text (and page numbering) stays
+    assert {c.locator["page"] for c in chunks} == {1, 3, 4, 5}
+    assert not any("....." in c.text for c in chunks)
+
+
+def test_pdf_chunks_get_outline_headings_and_printed_page_labels():
+    loaded, chunks = _chunks(contents_pdf(), "manual.pdf")
+    (calibration,) = [c for c in chunks if "calibrated" in c.text]
+    assert calibration.locator["heading_path"] == ["Tide gauges", "Calibration"]
+    assert calibration.locator["page"] == 4 and calibration.locator["page_label"] == "2"
+    assert label(calibration.locator) == "p. 2"
+    (gauges,) = [c for c in chunks if "six minutes" in c.text]
+    assert gauges.locator["heading_path"] == ["Tide gauges"]
+    (title,) = [c for c in chunks if c.locator["page"] == 1]
+    assert label(title.locator) == "p. i" and title.locator["heading_path"] == []
+    assert all(passage_at(loaded.text, c.locator) == c.text for c in chunks)
+    assert label({"page": 3}) == "page 3"  # no /PageLabels: the physical page
+
+
+def test_contents_page_detection_leaves_prose_alone():
+    prose = "\n".join(
+        f"The crane was serviced on day {i} and the report filed with the office." if i % 3 == 0
+        else "Operators check the gauges before every shift and note anything unusual."
+        for i in range(12)
+    )
+    assert not is_contents_page(prose)
+    toc = "\n".join(f"{i}.{j} Section title {'. ' * 20}{i * 10 + j}" for i in range(3)
+                    for j in range(4))  # fmt: skip
+    assert is_contents_page(toc)

@@ -1,0 +1,254 @@
+"""The grounding engine: hard checks, verdicts, spans, answers, batching. Pure and fast.
+
+The embedder is injected: a tiny deterministic bag-of-words embedder defined here (no model
+weights), so these tests pin the lexical side and the hard checks. Paraphrase, which needs
+the real model, is pinned in tests/test_grounding_command.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+
+import pytest
+
+from citations.claims import analyze, numbers
+from citations.grounding import Grounder, Thresholds
+
+PASSAGE = (
+    "Super Bowl 50 was an American football game to determine the champion of the NFL for "
+    "the 2015 season. The Denver Broncos defeated the Carolina Panthers 24–10 to earn their "
+    "third Super Bowl title. The game was played on February 7, 2016, at Levi's Stadium in "
+    "Santa Clara, California. Peyton Manning did not throw a touchdown pass."
+)
+SECOND = "The stadium opened in 2014. It cost $1.3 billion to build."
+
+
+class BagOfWords:
+    """Unit vectors from hashed lowercase words: similar wording, similar vector."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        vectors = []
+        for text in texts:
+            vector = [0.0] * 64
+            for word in re.findall(r"\w+", text.lower()):
+                vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            vectors.append([v / norm for v in vector])
+        return vectors
+
+
+@pytest.fixture
+def grounder() -> Grounder:
+    return Grounder(BagOfWords())
+
+
+def _span(support) -> str:
+    return PASSAGE[support.span[0] : support.span[1]]
+
+
+def test_a_faithful_claim_is_supported_with_the_exact_sentence_as_span(grounder) -> None:
+    support = grounder.check_claim(
+        "The Denver Broncos defeated the Carolina Panthers 24–10.", [PASSAGE]
+    )
+    assert (support.verdict, support.reason, support.passage) == ("supported", "", 0)
+    assert _span(support) == (
+        "The Denver Broncos defeated the Carolina Panthers 24–10 to earn their third Super "
+        "Bowl title."
+    )
+    assert support.spans == (support.span,)
+
+
+def test_a_changed_number_is_unsupported_and_says_what_the_passage_says(grounder) -> None:
+    support = grounder.check_claim(
+        "The Denver Broncos defeated the Carolina Panthers 24–12.", [PASSAGE]
+    )
+    assert support.verdict == "unsupported"
+    assert support.reason == "the passage says 10, not 12"
+    assert "24–10" in _span(support)
+
+
+def test_a_changed_year_and_a_changed_month_are_contradictions(grounder) -> None:
+    year = grounder.check_claim("The game was played on February 7, 2017.", [PASSAGE])
+    month = grounder.check_claim("The game was played on March 7, 2016.", [PASSAGE])
+    assert (year.verdict, year.reason) == ("unsupported", "the passage says 2016, not 2017")
+    assert (month.verdict, month.reason) == ("unsupported", "the passage says February, not March")
+
+
+def test_a_number_the_passage_never_mentions_is_flagged(grounder) -> None:
+    support = grounder.check_claim(
+        "The Denver Broncos defeated the Carolina Panthers before 71,000 fans.", [PASSAGE]
+    )
+    assert support.verdict != "supported"
+    assert support.reason == "the passage does not mention 71,000"
+
+
+def test_a_name_the_passage_never_mentions_is_flagged(grounder) -> None:
+    support = grounder.check_claim(
+        "The Denver Broncos defeated the Seattle Seahawks 24–10.", [PASSAGE]
+    )
+    assert support.verdict != "supported"
+    assert support.reason == "the passage does not mention Seattle Seahawks"
+
+
+def test_a_name_in_the_document_title_counts_as_mentioned(grounder) -> None:
+    claim = "In Denver, the Broncos defeated the Carolina Panthers 24–10."
+    passage = "The Broncos defeated the Carolina Panthers 24–10 to earn their third title."
+    assert grounder.check_claim(claim, [passage]).verdict != "supported"
+    titled = grounder.check_claim(claim, [passage], titles=["Denver Broncos"])
+    assert titled.verdict == "supported"
+
+
+def test_an_inserted_negation_and_a_negating_passage_are_both_caught(grounder) -> None:
+    inserted = grounder.check_claim(
+        "The Denver Broncos did not defeat the Carolina Panthers 24–10.", [PASSAGE]
+    )
+    assert (inserted.verdict, inserted.reason) == (
+        "unsupported", "the passage states this without the negation"
+    )
+    dropped = grounder.check_claim("Peyton Manning threw a touchdown pass.", [PASSAGE])
+    assert (dropped.verdict, dropped.reason) == ("unsupported", "the passage negates this")
+
+
+def test_a_negation_about_something_else_in_the_sentence_is_ignored(grounder) -> None:
+    passage = "The Broncos won the game, although Manning did not throw a touchdown."
+    assert grounder.check_claim("The Broncos won the game.", [passage]).verdict == "supported"
+
+
+def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> None:
+    passage = "Warsaw lies 523 km east of Berlin. It is a large city."
+    opposite = grounder.check_claim("Warsaw lies 523 km west of Berlin.", [passage])
+    assert (opposite.verdict, opposite.reason) == (
+        "unsupported", 'the passage says "east", not "west"'
+    )
+    extreme = grounder.check_claim("Warsaw is the largest city.", [passage])
+    assert extreme.verdict != "supported"
+    assert extreme.reason == 'the passage does not say "largest"'
+
+
+def test_a_claim_combining_two_sentences_is_supported_by_both(grounder) -> None:
+    support = grounder.check_claim(
+        "The stadium opened in 2014 and cost $1.3 billion to build.", [SECOND]
+    )
+    assert support.verdict == "supported"
+    assert support.spans == ((0, 27), (28, 58))
+    assert support.span == (0, 58)
+
+
+def test_the_best_of_several_passages_is_chosen(grounder) -> None:
+    support = grounder.check_claim("The stadium cost $1.3 billion to build.", [PASSAGE, SECOND])
+    assert (support.verdict, support.passage) == ("supported", 1)
+    assert SECOND[support.span[0] : support.span[1]] == "It cost $1.3 billion to build."
+
+
+def test_a_claim_about_something_else_is_unsupported(grounder) -> None:
+    support = grounder.check_claim("Photosynthesis releases oxygen from water.", [PASSAGE])
+    assert support.verdict == "unsupported"
+
+
+def test_no_passage_text_is_unsupported_without_a_span(grounder) -> None:
+    support = grounder.check_claim("The Broncos won.", [])
+    assert (support.verdict, support.passage, support.span) == ("unsupported", None, None)
+
+
+def test_thresholds_are_parameters() -> None:
+    strict = Grounder(BagOfWords(), thresholds=Thresholds(supported=0.99, partial=0.98))
+    support = strict.check_claim("The Broncos earned a Super Bowl title.", [PASSAGE])
+    assert support.verdict == "unsupported"
+
+
+def test_an_answer_gets_sentence_verdicts_uncited_claims_and_coverage(grounder) -> None:
+    answer = (
+        "Hello! The Denver Broncos defeated the Carolina Panthers 24–10 [citation:1]. "
+        "The game was played on March 7, 2016 [citation:1]. "
+        "It cost $1.3 billion to build [citation:2].\n\n"
+        "The halftime show featured Coldplay."
+    )
+    result = grounder.check_answer(answer, {1: PASSAGE, 2: SECOND})
+    verdicts = [(answer[s.char_start : s.char_end], s.verdict) for s in result.sentences]
+    assert verdicts == [
+        ("Hello!", "not_a_claim"),
+        ("The Denver Broncos defeated the Carolina Panthers 24–10 [citation:1].", "supported"),
+        ("The game was played on March 7, 2016 [citation:1].", "unsupported"),
+        ("It cost $1.3 billion to build [citation:2].", "supported"),
+        ("The halftime show featured Coldplay.", "uncited"),
+    ]
+    assert result.coverage == pytest.approx(2 / 4)
+    # A number's support is its weakest use: [1] also backs the wrong date.
+    assert result.citations[1].verdict == "unsupported"
+    assert result.citations[1].reason == "the passage says February, not March"
+    assert result.citations[2].verdict == "supported"
+    data = result.to_dict()
+    assert data["coverage"] == pytest.approx(0.5)
+    assert data["sentences"][1]["citations"] == [1]
+    assert set(data["citations"]["2"]["span"]) == {"char_start", "char_end"}
+
+
+def test_a_sentence_citing_two_passages_may_combine_their_facts(grounder) -> None:
+    answer = (
+        "The Broncos defeated the Carolina Panthers 24–10, and the stadium cost $1.3 billion "
+        "[citation:1][citation:2]."
+    )
+    result = grounder.check_answer(answer, {1: PASSAGE, 2: SECOND})
+    (sentence,) = result.sentences
+    assert sentence.verdict == "supported"
+    assert sentence.support[1].verdict != "supported"  # each alone says only half
+
+
+def test_texts_are_embedded_once_per_batch_and_then_served_from_the_cache() -> None:
+    embedder = BagOfWords()
+    grounder = Grounder(embedder)
+    items = [("The Broncos defeated the Panthers.", [PASSAGE]),
+             ("The game was played at Levi's Stadium.", [PASSAGE])]
+    grounder.check_claims(items)
+    assert len(embedder.calls) == 1
+    first_batch = set(embedder.calls[0])
+    grounder.check_claims(items)
+    assert len(embedder.calls) == 1  # everything cached
+    grounder.check_claim("Super Bowl 50 decided the NFL champion.", [PASSAGE])
+    assert len(embedder.calls) == 2
+    assert "Super Bowl 50 decided the NFL champion." in embedder.calls[1]
+    assert not first_batch & set(embedder.calls[1]) - {"Super Bowl 50 decided the NFL champion."}
+
+
+def test_number_reading_handles_scales_ranges_fractions_and_words() -> None:
+    values = [(n.text, n.value, n.kind) for n in numbers(
+        "about 1.3 million fans, from 4 to 7 million people, one third of the output, "
+        "nine touchdowns, the 19th century, in 1878 and the 1990s, 12%"
+    )]
+    assert values == [
+        ("1.3 million", 1_300_000, "number"),
+        ("4", 4_000_000, "number"),
+        ("7 million", 7_000_000, "number"),
+        ("one third", pytest.approx(1 / 3), "fraction"),
+        ("nine", 9, "number"),
+        ("19th", 19, "ordinal"),
+        ("1878", 1878, "year"),
+        ("1990s", 1990, "decade"),
+        ("12%", 12, "percent"),
+    ]
+
+
+def test_rounded_numbers_and_year_differences_match(grounder) -> None:
+    passage = (
+        "The city had 1,304,211 residents. It became a colony in 1851 and self-governing in 1855."
+    )
+    rounded = grounder.check_claim("The city had about 1.3 million residents.", [passage])
+    assert rounded.verdict == "supported"
+    difference = grounder.check_claim(
+        "It became a colony in 1851 and self-governing four years later.", [passage]
+    )
+    assert difference.reason != "the passage does not mention four"
+
+
+def test_entities_read_names_acronyms_and_sentence_openings() -> None:
+    names = [e.text for e in analyze(
+        "However, Cam Newton of the University of Chicago met the NFL, Harvard's coach."
+    ).entities]
+    assert names == ["Cam Newton", "University of Chicago", "NFL", "Harvard's"]

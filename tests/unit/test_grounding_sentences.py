@@ -1,0 +1,108 @@
+"""Sentence splitting for grounding: answers (Markdown with citation markers) and passages."""
+
+from __future__ import annotations
+
+from citations.grounding import is_claim
+from citations.sentences import Sentence, plain_text, split_answer, split_passage
+
+
+def _units(answer: str) -> list[tuple[str, str, tuple[int, ...], str]]:
+    return [(answer[s.char_start : s.char_end], s.text, s.citations, s.kind)
+            for s in split_answer(answer)]
+
+
+def test_a_citation_at_the_end_of_a_paragraph_covers_only_the_sentence_it_ends() -> None:
+    answer = "The launch moved. It is now on **March 10** [citation:3].\n\nNext paragraph."
+    assert _units(answer) == [
+        ("The launch moved.", "The launch moved.", (), "sentence"),
+        ("It is now on **March 10** [citation:3].", "It is now on March 10.", (3,), "sentence"),
+        ("Next paragraph.", "Next paragraph.", (), "sentence"),
+    ]
+
+
+def test_a_marker_after_the_full_stop_belongs_to_the_sentence_before_it() -> None:
+    answer = "Done. [citation:1][citation:2] Then more [citation:2]."
+    units = _units(answer)
+    assert units[0] == ("Done. [citation:1][citation:2]", "Done.", (1, 2), "sentence")
+    assert units[1] == ("Then more [citation:2].", "Then more.", (2,), "sentence")
+
+
+def test_a_marker_on_its_own_line_closes_the_paragraph_sentence() -> None:
+    answer = "Marketing is told next week.\n[citation:4]"
+    assert _units(answer) == [(answer, "Marketing is told next week.", (4,), "sentence")]
+
+
+def test_headings_and_list_items_are_units_and_code_is_never_split_or_kept() -> None:
+    answer = (
+        "# Launch plan\n"
+        "\n"
+        "- First item [citation:1]\n"
+        "- Second item. It has two sentences [citation:2].\n"
+        "1. Numbered item\n"
+        "\n"
+        "```python\n"
+        "x = 1. Not a sentence [citation:9]\n"
+        "```\n"
+        "Use `os.path.join()` here [citation:5]."
+    )
+    units = _units(answer)
+    assert units == [
+        ("Launch plan", "Launch plan", (), "heading"),
+        ("First item [citation:1]", "First item", (1,), "list_item"),
+        ("Second item.", "Second item.", (), "list_item"),
+        ("It has two sentences [citation:2].", "It has two sentences.", (2,), "list_item"),
+        ("Numbered item", "Numbered item", (), "list_item"),
+        ("Use `os.path.join()` here [citation:5].", "Use os.path.join() here.", (5,), "sentence"),
+    ]
+    assert all(9 not in u[2] for u in units)
+
+
+def test_table_rows_are_units_and_the_separator_row_is_skipped() -> None:
+    answer = "| year | event |\n|---|---|\n| 1878 | founded [citation:1] |"
+    assert [(u[1], u[2], u[3]) for u in _units(answer)] == [
+        ("year event", (), "table_row"),
+        ("1878 founded", (1,), "table_row"),
+    ]
+
+
+def test_plain_text_drops_links_emphasis_and_markers() -> None:
+    assert plain_text("See [the notes](http://x.y) and __this__ *now* [citation:2].") == (
+        "See the notes and this now."
+    )
+
+
+def test_passage_sentences_have_exact_offsets_and_survive_abbreviations() -> None:
+    text = (
+        "The U.S. Army was founded in 1775. Dr. Smith met J. R. R. Tolkien. It cost $3.5 million."
+    )
+    spans = split_passage(text)
+    assert [text[a:b] for a, b in spans] == [
+        "The U.S. Army was founded in 1775.",
+        "Dr. Smith met J. R. R. Tolkien.",
+        "It cost $3.5 million.",
+    ]
+
+
+def test_a_hard_wrapped_sentence_is_one_passage_sentence_but_a_header_line_is_not() -> None:
+    text = "Meeting notes Q3\nWe agreed to push the launch\nto March 10. Marketing is next."
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "Meeting notes Q3",
+        "We agreed to push the launch\nto March 10.",
+        "Marketing is next.",
+    ]
+
+
+def test_greetings_headings_not_found_questions_and_connectives_are_not_claims() -> None:
+    def claim(text: str, kind: str = "sentence", citations: tuple[int, ...] = ()) -> bool:
+        return is_claim(Sentence(0, len(text), text, citations, kind))
+
+    assert not claim("Hello!")
+    assert not claim("Sure, here is what I found:")
+    assert not claim("I could not find an answer to that in the knowledge base.")
+    assert not claim("The documents do not mention the budget.")
+    assert not claim("Launch plan for the third quarter", kind="heading")
+    assert not claim("Would you like more detail?")
+    assert not claim("However,")
+    assert not claim("The steps are:")
+    assert claim("The launch moved to March 10.")
+    assert claim("Revenue grew 12%.")
