@@ -168,9 +168,14 @@ class Turn:
     llm_seconds: float = 0.0
     # What the model may call; none in the injection retrieval mode.
     tools: list[dict[str, Any]] = field(default_factory=lambda: TOOL_SPECS)
+    # Text written before a round's tool calls ends a paragraph: the next round's
+    # text starts a new one instead of running on ("Let me look.The launch…").
+    paragraph_break: bool = False
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
+        if self.paragraph_break and delta:
+            delta, self.paragraph_break = "\n\n" + delta.lstrip(), False
         out = self.normalizer.feed(delta)
         if out:
             self.shown.append(out)
@@ -300,6 +305,8 @@ def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
     turn.written.append(reply.text)
     if not stream and reply.text:
         turn.show(reply.text)
+    if reply.text.strip() and reply.tool_calls:
+        turn.paragraph_break = True
     turn.usage.append(reply.usage)
     return reply
 
@@ -370,7 +377,7 @@ def _close(turn: Turn) -> Message:
     message = _append(
         turn.thread,
         role=Message.Role.ASSISTANT,
-        content="".join(turn.written),
+        content="\n\n".join(text for text in turn.written if text.strip()),
         resolved_content=answer,
         citations=cited,
         grounding=grounding,

@@ -90,6 +90,8 @@ class ScriptedLLM:
                 self.end_headers()
                 deltas: list[dict[str, Any]] = []
                 if step.get("tool_calls"):
+                    if step.get("content"):  # text the model writes before its calls
+                        deltas.append({"content": step["content"]})
                     for i, call in enumerate(step["tool_calls"]):
                         args = call["function"]["arguments"]
                         half = len(args) // 2

@@ -302,3 +302,24 @@ def test_concurrent_registration_gives_unique_gap_free_numbers(workspace, user):
     entries = list(CitationEntry.objects.filter(registry__thread=thread))
     assert sorted(e.n for e in entries) == list(range(1, 31))
     assert len({e.source_key for e in entries}) == 30
+
+
+@pytest.mark.django_db(transaction=True)  # the streamed turn runs on its own connection
+@pytest.mark.parametrize("stream", [False, True])
+def test_text_before_a_tool_call_ends_its_paragraph(llm, corpus, api, stream):
+    llm.script = [
+        {"content": "Let me look that up.",
+         **tool_call("search_knowledge_base", {"query": "launch date March 10"})},
+        answer("The launch moved to March 10 [1]."),
+    ]
+    thread_id = new_thread(api)
+    headers = {"HTTP_ACCEPT": "text/event-stream"} if stream else {}
+    response = api.post(f"/api/threads/{thread_id}/messages", {"content": "When?"},
+                        format="json", **headers)
+    if stream:
+        raw = b"".join(response.streaming_content).decode()
+        assert "event: done" in raw, raw[-600:]
+    message = Thread.objects.get(pk=thread_id).messages.get(role="assistant")
+    expected = "Let me look that up.\n\nThe launch moved to March 10 [citation:1]."
+    assert message.resolved_content == expected
+    assert message.content == "Let me look that up.\n\nThe launch moved to March 10 [1]."

@@ -75,6 +75,7 @@ def test_json_answers_carry_per_sentence_and_per_citation_support(llm, harbour, 
     assert stored.grounding == response.json()["grounding"]
 
 
+@pytest.mark.django_db(transaction=True)  # the streamed turn runs on its own connection
 def test_streamed_answers_send_grounding_before_done(llm, harbour, api):
     llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy harbour"}),
                   answer(ANSWER, chunks=[ANSWER[:30], ANSWER[30:95], ANSWER[95:]])]
@@ -98,7 +99,7 @@ def test_grounding_off_stores_no_check(llm, harbour, api, settings):
 
 def test_check_endpoint_takes_another_systems_answer(api):
     response = api.post("/api/grounding/check", {
-        "answer": "The office closes at 20:00 [1]. It opens at nine [2]. Invented [7].",
+        "answer": "The office closes at 20:00 [1]. The office opens at nine [2]. Invented [7].",
         "passages": ["The harbour office closes at 18:00 on weekdays.",
                      "The harbour office opens at 09:00."],
     }, format="json")

@@ -14,12 +14,10 @@ from rest_framework.test import APIClient
 from chat import citations
 from chat.models import Message, Thread
 from knowledge.models import Workspace
-from tests import test_chat
 from tests.scripted_llm import answer, tool_call
 from tests.test_chat import new_thread
 
 # The chat tests' fixtures: the scripted model, the indexed sample corpus, an API client.
-llm, corpus, api = test_chat.llm, test_chat.corpus, test_chat.api
 
 pytestmark = pytest.mark.django_db
 
