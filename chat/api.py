@@ -9,18 +9,23 @@ import threading
 from collections.abc import Iterator
 
 from django.db import connection
-from django.http import Http404, StreamingHttpResponse
+from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
-from rest_framework import generics, status
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat import citations, grounding, services
+from chat import citation_pages, citations, grounding, services
 from chat.models import Message, Thread
 from chat.serializers import (
     CitationDetailSerializer,
@@ -30,6 +35,7 @@ from chat.serializers import (
     ThreadCreateSerializer,
     ThreadSerializer,
 )
+from indexing import page_images
 from knowledge import selectors
 
 logger = logging.getLogger(__name__)
@@ -205,8 +211,58 @@ class CitationView(APIView):
         if entry is None:
             raise Http404(f"No citation [{n}] in this conversation")
         return Response(
-            {**citations.citation_json(entry), "context": citations.surrounding_text(entry)}
+            {
+                **citations.citation_json(entry),
+                "context": citations.surrounding_text(entry),
+                # Set for a current PDF passage: the panel shows the page itself.
+                "pdf": citation_pages.pdf_view(thread=thread, entry=entry),
+            }
         )
+
+
+class PageScaleSerializer(serializers.Serializer):
+    scale = serializers.ChoiceField(choices=page_images.SCALES, default=2.0)
+
+    def to_internal_value(self, data):
+        raw = data.get("scale")
+        try:  # "2", "2.0" and "2.00" are one scale, and one cached image
+            data = {"scale": float(raw)} if raw not in (None, "") else {}
+        except (TypeError, ValueError):
+            raise ValidationError({"scale": [f"{raw!r} is not a number"]}) from None
+        return super().to_internal_value(data)
+
+
+class CitationPageView(APIView):
+    """A page of the PDF a citation points into, as PNG (neighbouring pages too)."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "scale", float, enum=list(page_images.SCALES), description="1 = 72 dpi (default 2)"
+            )
+        ],
+        responses={
+            (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="the page"),
+            400: OpenApiResponse(OpenApiTypes.OBJECT, description="a scale not offered"),
+            404: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="no such thread, citation, PDF or page"
+            ),
+        },
+    )
+    def get(self, request: Request, pk: int, n: int, page: int) -> HttpResponse:
+        thread = user_thread(request, pk)
+        params = PageScaleSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        try:
+            png = citation_pages.page_image(
+                thread=thread, n=n, page=page, scale=params.validated_data["scale"]
+            )
+        except citation_pages.NotFound as exc:
+            raise Http404(str(exc)) from exc
+        response = HttpResponse(png, content_type="image/png")
+        # Short: the URL stays the same when the document is re-indexed.
+        response["Cache-Control"] = "private, max-age=300"
+        return response
 
 
 class GroundingCheckView(APIView):

@@ -44,9 +44,28 @@ class SurroundingTextSerializer(serializers.Serializer):
     after = serializers.CharField()
 
 
+class PdfViewSerializer(serializers.Serializer):
+    page = serializers.IntegerField(help_text="the cited page, from 1")
+    page_count = serializers.IntegerField()
+    bbox = serializers.ListField(
+        child=serializers.ListField(child=serializers.FloatField(), min_length=4, max_length=4),
+        help_text="line boxes of the passage, [x0, y0, x1, y1] in 0..1 of the page, "
+        "origin top-left (empty: not located on the page)",
+    )
+    bbox_chars = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="[start, end) of the passage text each box covers",
+    )
+
+
 class CitationDetailSerializer(CitationSerializer):
     context = SurroundingTextSerializer(
         help_text="text around a current passage, for showing it in place (else empty)"
+    )
+    pdf = PdfViewSerializer(
+        allow_null=True,
+        help_text="a current PDF passage on its page (pages: .../citations/{n}/pages/{page}); "
+        "null: show it as text",
     )
 
 

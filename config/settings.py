@@ -188,6 +188,8 @@ STATIC_ROOT = VERITY_HOME / "static"
 WHITENOISE_USE_FINDERS = True
 MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(VERITY_HOME / "media")))
 MEDIA_URL = "media/"
+# PNGs of PDF pages shown in the citation panel, rendered once per content hash, page and scale.
+PDF_PAGE_CACHE_DIR = Path(env("PDF_PAGE_CACHE_DIR", default=str(VERITY_HOME / "page-cache")))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 

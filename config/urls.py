@@ -49,6 +49,11 @@ urlpatterns = [
         chat_api.CitationView.as_view(),
         name="api-citation",
     ),
+    path(
+        "api/threads/<int:pk>/citations/<int:n>/pages/<int:page>",
+        chat_api.CitationPageView.as_view(),
+        name="api-citation-page",
+    ),
     path("api/grounding/check", chat_api.GroundingCheckView.as_view(), name="api-grounding"),
     path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -19,8 +19,10 @@ from embeddings import Embedder, EmbeddingError, get_embedder
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.embedding_cache import embed_with_cache
 from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
+from indexing.pdf_boxes import attach_boxes
 from indexing.types import ChunkPiece, IngestError, LoadedDocument
 from knowledge.models import Chunk, Document
+from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +154,8 @@ def index_document(
         pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
         if not pieces:
             raise IngestError("The document has no text to index")
+        if loaded.source_type == SourceType.PDF:
+            _locate_on_pages(source, loaded, pieces)
         _update(document_id, progress=10)
         vectors, embedded = _embed_pieces(document, pieces, embedder or get_embedder())
         _swap_chunks(document_id, pieces, vectors, loaded, source_hash, embedded)
@@ -166,6 +170,17 @@ def index_document(
             message=f"Internal error while indexing: {type(exc).__name__}: {exc}",
         )
     return IndexOutcome(document_id, Document.Status.INDEXED, len(pieces), embedded)
+
+
+def _locate_on_pages(source: SourceBytes, loaded: LoadedDocument, pieces: list[ChunkPiece]) -> None:
+    """Character boxes of each PDF chunk on its page, for highlighting it on the rendered page.
+
+    Best effort: a PDF pdfium cannot read still indexes, its citations show text.
+    """
+    try:
+        attach_boxes(source.data, units=loaded.units, pieces=pieces)
+    except Exception as exc:
+        logger.warning("No page boxes for %s: %s: %s", source.filename, type(exc).__name__, exc)
 
 
 def mark_failed(*, document_id: int, message: str) -> IndexOutcome:

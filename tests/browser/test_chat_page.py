@@ -16,12 +16,15 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.test import Client
 
-from chat import services
+from chat import citations, services
+from chat.models import Message
 from indexing import pipeline, sources
-from knowledge.models import Document
+from knowledge.models import Chunk, Document
 from tests.conftest import SAMPLE_CORPUS
+from tests.scripted_llm import ScriptedLLM, answer, tool_call
 
 CHROMIUM = Path("/usr/bin/chromium")
 IN_CI = bool(os.environ.get("CI"))
@@ -212,8 +215,10 @@ def test_answer_with_citation_pills_and_source_panel(page: Page, corpus, live_se
     expect(answer).to_contain_text("every April")
     answer.locator(f".citation-pill[title={json.dumps(XSS_TITLE)}]").first.click()
     expect(panel.locator("#citation-title")).to_have_text(XSS_TITLE)
-    expect(panel.locator("mark")).to_contain_text("<script>window.__xss=1</script>")
-    expect(panel.locator("mark")).to_contain_text("every April")
+    # (Grounding may mark only the supporting sentence: the whole passage is checked.)
+    expect(panel.locator(".passage")).to_contain_text("<script>window.__xss=1</script>")
+    expect(panel.locator(".passage")).to_contain_text("every April")
+    expect(panel.locator("mark").first).to_be_visible()
     assert page.locator("img").count() == 0
     assert page.locator("#messages script, #citation-panel script").count() == 0
     assert page.evaluate("typeof window.__xss") == "undefined"
@@ -307,6 +312,384 @@ def test_changed_source_is_flagged_and_shows_what_was_cited(stale_citation, page
     expect(panel.locator("#citation-title")).to_have_text(XSS_TITLE)
     expect(panel.locator("#citation-status")).to_be_visible()
     expect(panel.locator("#citation-status")).to_contain_text("changed since it was cited")
-    expect(panel.locator("mark")).to_contain_text("every April")
+    expect(panel.locator(".passage")).to_contain_text("every April")
+    expect(panel.locator("mark").first).to_be_visible()
     page.locator("#citation-close").click()
     expect(panel).to_be_hidden()
+
+
+# --- Markdown answers, grounding and PDF pages ------------------------------------------
+
+
+@pytest.fixture
+def llm(corpus, llm) -> ScriptedLLM:
+    """conftest's scripted model, set up after the corpus (which picks the offline answerer)."""
+    return llm
+
+
+def passage_number(request: dict, words: str) -> int:
+    """The [n] the search tool gave the passage containing `words`."""
+    results = "\n".join(m["content"] for m in request["messages"] if m["role"] == "tool")
+    passages = re.finditer(r"^\[(\d+)\] (.*?)(?=^\[\d+\] |</document>)", results, re.S | re.M)
+    for match in passages:
+        if words in " ".join(match.group(2).split()):
+            return int(match.group(1))
+    raise AssertionError(f"no passage with {words!r} in {results}")
+
+
+def in_chunks(text: str, size: int = 7) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+MARKDOWN_ANSWER = """## Pelican mooring
+
+The buoy is repainted **every April** by the _harbour crew_ [{n}].
+
+- checked in March
+- repainted in April
+
+| Task | Month | Crew |
+| :--- | :---: | ---: |
+| Repaint | April | 2 |
+
+```python
+def repaint(buoy):
+    return buoy.paint("yellow")
+```
+
+Hostile: [a link](javascript:window.__xss=1)
+[data link](data:text/html;base64,PHNjcmlwdD53aW5kb3cuX194c3M9MTwvc2NyaXB0Pg==)
+<script>window.__xss=2</script> <img src=x onerror="window.__xss=3">
+![pic](https://example.invalid/p.png) ![inline](data:image/png;base64,iVBORw0KGgo=)
+<a href="javascript:window.__xss=4">raw link</a> [docs](https://example.invalid/docs)
+"""
+
+
+def test_markdown_answer_renders_lists_tables_and_code_and_stays_inert(llm, page: Page):
+    def final(request: dict) -> dict:
+        text = MARKDOWN_ANSWER.format(n=passage_number(request, "Pelican mooring buoy"))
+        return answer(text, chunks=in_chunks(text))
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican mooring buoy"}), final]
+    page.goto("/")
+    new_chat(page)
+    # Count how often the streaming answer is re-rendered.
+    page.evaluate(
+        """() => {
+            window.__renders = 0;
+            new MutationObserver((records) => {
+                for (const r of records) {
+                    if (r.target.closest && r.target.closest(".role-assistant") &&
+                        r.target.classList.contains("bubble-body")) window.__renders++;
+                }
+            }).observe(document.getElementById("messages"), {subtree: true, childList: true});
+        }"""
+    )
+    with page.expect_response(lambda r: r.request.method == "POST") as streamed:
+        reply = ask(page, "When is the Pelican buoy repainted?")
+    tokens = streamed.value.text().count("event: token")
+    renders = page.evaluate("window.__renders")
+    # Throttled: far fewer renders than tokens (not one parse of the whole answer per token).
+    assert tokens > 50 and 1 <= renders < tokens / 3, (tokens, renders)
+    body = reply.locator(".bubble-body")
+
+    expect(body.locator("h2")).to_have_text("Pelican mooring")
+    expect(body.locator("strong")).to_have_text("every April")
+    expect(body.locator("em")).to_have_text("harbour crew")
+    expect(body.locator("ul > li")).to_have_text(["checked in March", "repainted in April"])
+    expect(body.locator("table th")).to_have_text(["Task", "Month", "Crew"])
+    expect(body.locator("table td")).to_have_text(["Repaint", "April", "2"])
+    expect(body.locator("table td.align-right")).to_have_text("2")
+    expect(body.locator(".code-block .code-lang")).to_have_text("python")
+    expect(body.locator(".code-block pre > code")).to_contain_text('return buoy.paint("yellow")')
+    # The pill sits inline in its paragraph, as a real element.
+    pill = body.locator("p .citation-pill")
+    expect(pill).to_have_count(1)
+    assert "[citation:" not in body.inner_text()
+
+    # Hostile Markdown: shown as text or dropped, never run, never fetched.
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    expect(body).to_contain_text("<script>window.__xss=2</script>")
+    expect(body).to_contain_text('<img src=x onerror="window.__xss=3">')
+    assert body.locator("script, img, iframe, object, embed, style").count() == 0
+    assert page.locator("#messages [onerror], #messages [onclick]").count() == 0
+    hrefs = body.locator("a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    # Images are never loaded: a Markdown image is a link to its URL (data: ones lose it).
+    assert hrefs == ["https://example.invalid/p.png", None, "https://example.invalid/docs"], hrefs
+    for link in body.locator("a[href]").all():
+        expect(link).to_have_attribute("rel", "noopener noreferrer nofollow")
+        expect(link).to_have_attribute("target", "_blank")
+    expect(body).to_contain_text("a link")
+    expect(body).to_contain_text("raw link")
+    body.get_by_text("[a link](javascript:").click()  # plain text: clicking it runs nothing
+    assert page.evaluate("typeof window.__xss") == "undefined"
+    snapshot(page, "markdown")
+
+    # The stored answer renders the same after a reload.
+    page.reload()
+    stored = page.locator(".message.role-assistant .bubble-body").last
+    expect(stored.locator(".code-block .code-lang")).to_have_text("python")
+    expect(stored.locator("table td")).to_have_count(3)
+    assert stored.locator("script, img").count() == 0
+    assert page.evaluate("typeof window.__xss") == "undefined"
+
+
+def merged(spans: list[list[int]]) -> list[list[int]]:
+    """Spans that touch or overlap are one highlight."""
+    out: list[list[int]] = []
+    for start, end in sorted(spans):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
+GROUNDED_ANSWER = (
+    "The Pelican mooring buoy is repainted every April by the harbour crew [{pelican}].\n\n"
+    "Security incidents must be reported within 48 hours of discovery [{incident}].\n\n"
+    "The harbour office also lends life jackets to visiting sailors."
+)
+
+
+def test_grounding_flags_unsupported_pills_and_uncited_claims(llm, page: Page):
+    def final(request: dict) -> dict:
+        text = GROUNDED_ANSWER.format(
+            pelican=passage_number(request, "Pelican mooring buoy"),
+            incident=passage_number(request, "within 4 hours"),
+        )
+        return answer(text, chunks=in_chunks(text, 11))
+
+    llm.script = [
+        tool_call("search_knowledge_base", {"query": "Pelican mooring buoy repainted"}),
+        tool_call("search_knowledge_base", {"query": "when are security incidents reported"}),
+        final,
+    ]
+    page.goto("/")
+    new_chat(page)
+    with page.expect_response(lambda r: r.request.method == "POST") as streamed:
+        reply = ask(page, "Tell me about the harbour.")
+    assert "event: grounding" in streamed.value.text()
+    thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
+    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    by_n = {c["n"]: c for c in stored["citations"]}
+    pelican = next(c for c in stored["citations"] if "Pelican" in c["text"])
+    incident = next(c for c in stored["citations"] if "4 hours" in c["text"])
+    assert pelican["support"]["verdict"] == "supported"
+    flagged = incident["support"]["verdict"]
+    assert flagged in ("partial", "unsupported"), incident["support"]
+    assert len(by_n) == 2
+
+    # A supported pill looks as before; the flagged one differs in class, border and symbol.
+    good = reply.locator(f'.citation-pill[data-n="{pelican["n"]}"]')
+    bad = reply.locator(f'.citation-pill[data-n="{incident["n"]}"]')
+    expect(good).not_to_have_class(re.compile("support-"))
+    expect(bad).to_have_class(re.compile(rf"\bsupport-{flagged}\b"))
+    expect(bad.locator(".support-icon")).to_have_text("?" if flagged == "partial" else "!")
+    assert bad.evaluate("e => getComputedStyle(e).borderStyle") == "dashed"
+    assert good.evaluate("e => getComputedStyle(e).borderStyle") == "solid"
+
+    # It says why, on hover and on keyboard focus, and to screen readers.
+    tip = bad.locator(".support-tip")
+    expect(tip).to_be_hidden()
+    assert incident["support"]["reason"]
+    expect(tip).to_contain_text(incident["support"]["reason"])
+    tip_id = tip.get_attribute("id")
+    expect(bad).to_have_attribute("aria-describedby", tip_id)
+    expect(tip).to_have_attribute("role", "tooltip")
+    bad.hover()
+    expect(tip).to_be_visible()
+    page.mouse.move(0, 0)
+    expect(tip).to_be_hidden()
+    good.focus()
+    page.keyboard.press("Tab")
+    expect(bad).to_be_focused()
+    expect(tip).to_be_visible()
+    snapshot(page, "grounding")
+
+    # The uncited claim is marked, quietly, exactly over its sentence.
+    uncited = [s for s in stored["grounding"]["sentences"] if s["verdict"] == "uncited"]
+    assert len(uncited) == 1, stored["grounding"]
+    sentence = stored["resolved_content"][uncited[0]["char_start"] : uncited[0]["char_end"]]
+    marked = reply.locator(".uncited-claim")
+    expect(marked).to_have_count(1)
+    expect(marked).to_have_text(sentence.strip())
+    expect(marked).to_have_attribute("title", "No source cited")
+    assert reply.locator(".uncited-claim .citation-pill").count() == 0
+
+    # Opening the supported pill highlights exactly its supporting sentence(s).
+    page.keyboard.press("Escape")
+    good.click()
+    panel = page.locator("#citation-panel")
+    spans = merged(pelican["support"]["spans"])
+    assert spans, pelican["support"]
+    marks = panel.locator("mark.support-span")
+    expect(marks).to_have_count(len(spans))
+    expect(marks).to_have_text([pelican["text"][start:end] for start, end in spans])
+    assert sum(e - s for s, e in spans) < len(pelican["text"].strip()), "not the whole chunk"
+    expect(panel.locator(".cited-chunk")).to_contain_text(pelican["text"].strip()[:20])
+    expect(panel.locator("#citation-support")).to_be_hidden()
+
+    # The flagged one says why in the panel too.
+    bad.click()
+    expect(panel.locator("#citation-support")).to_be_visible()
+    expect(panel.locator("#citation-support")).to_contain_text(incident["support"]["reason"])
+
+    # The same after a reload, from the stored message.
+    page.reload()
+    again = page.locator(".message.role-assistant").last
+    expect(again.locator(f".citation-pill.support-{flagged}")).to_have_count(1)
+    expect(again.locator(".uncited-claim")).to_have_text(sentence.strip())
+
+
+@pytest.fixture
+def pdf_thread(corpus, workspace, user, counting_embedder) -> dict:
+    """Stored answers citing the sample PDF: the budget passage, and a passage whose
+    place on its page is unknown; another user's thread citing it too."""
+    document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "q3-launch-notes.pdf")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    chunks = list(Chunk.objects.filter(document_id=document.pk).order_by("ordinal"))
+    chunk = next(c for c in chunks if "Total launch budget" in c.text)
+    assert chunk.locator.get("bbox"), chunk.locator
+    unlocated = next(c for c in chunks if c.locator["page"] == 2)
+    Chunk.objects.filter(pk=unlocated.pk).update(
+        locator={**unlocated.locator, "bbox": [], "bbox_chars": []}
+    )
+    unlocated.refresh_from_db()
+
+    def cite(thread, cited: Chunk, support: dict | None = None) -> dict:
+        unit = citations.SourceUnit(
+            source_key=f"chunk:{cited.pk}", source_type="kb_chunk", text=cited.text,
+            locator=cited.locator,
+            display={"title": document.title, "uri": document.uri,
+                     "label": f"page {cited.locator['page']}"},
+            document_id=document.pk, chunk_id=cited.pk,
+        )
+        n = citations.register(thread=thread, units=[unit])[unit.source_key]
+        citation = citations.citation_json(citations.resolve(thread=thread, n=n))
+        if support:
+            citation["support"] = support
+        Message.objects.create(thread=thread, seq=thread.messages.count() + 1, role="user",
+                               content="Launch budget?", resolved_content="Launch budget?")
+        Message.objects.create(
+            thread=thread, seq=thread.messages.count() + 1, role="assistant",
+            content=f"It is €18,500 [{n}].",
+            resolved_content=f"The total launch budget is €18,500 [citation:{n}].",
+            citations=[citation],
+        )
+        return citation
+
+    # As the grounding check stores it: the budget line is what supports the answer.
+    start = chunk.text.index("Total launch budget")
+    support = {
+        "verdict": "supported", "score": 0.9, "reason": "",
+        "span": {"char_start": start, "char_end": start + 19}, "spans": [[start, start + 19]],
+    }
+    thread = services.create_thread(workspace=workspace, user=user, title="Launch budget")
+    citation = cite(thread, chunk, support)
+    unlocated_n = cite(thread, unlocated)["n"]
+    mallory = get_user_model().objects.create_user("mallory")
+    workspace.members.add(mallory)  # even a fellow member cannot read alice's thread
+    foreign = services.create_thread(workspace=workspace, user=mallory, title="Mallory's")
+    foreign_citation = cite(foreign, chunk)
+    return {
+        "thread": thread.pk, "n": citation["n"], "chunk": chunk, "page_count": 4,
+        "support_span": support["spans"][0], "unlocated_n": unlocated_n,
+        "foreign": foreign.pk, "foreign_n": foreign_citation["n"],
+    }
+
+
+def assert_highlights_match(image, highlights, bbox: list[list[float]]) -> None:
+    """Each highlight's box is the endpoint's normalized box scaled to the shown image."""
+    shown = image.bounding_box()
+    assert highlights.count() == len(bbox)
+    for index, (x0, y0, x1, y1) in enumerate(bbox):
+        box = highlights.nth(index).bounding_box()
+        expected = {
+            "x": shown["x"] + x0 * shown["width"],
+            "y": shown["y"] + y0 * shown["height"],
+            "width": (x1 - x0) * shown["width"],
+            "height": (y1 - y0) * shown["height"],
+        }
+        for key, value in expected.items():
+            assert box[key] == pytest.approx(value, abs=1.0), (index, key, box, expected)
+
+
+def wait_loaded(page: Page, image) -> None:
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=image.element_handle()
+    )
+
+
+def test_pdf_citation_opens_the_page_with_the_cited_lines_highlighted(pdf_thread, page: Page):
+    thread_id, n = pdf_thread["thread"], pdf_thread["n"]
+    page.goto(f"/#thread-{thread_id}")
+    page.locator(f'.message.role-assistant .citation-pill[data-n="{n}"]').click()
+    panel = page.locator("#citation-panel")
+    cited = panel.locator(".pdf-page.is-cited")
+    image = cited.locator("img")
+    expect(image).to_be_visible()
+    wait_loaded(page, image)
+    assert cited.get_attribute("data-page") == str(pdf_thread["chunk"].locator["page"])
+
+    # The overlay sits exactly where the endpoint says the cited characters are.
+    body = page.request.get(f"/api/threads/{thread_id}/citations/{n}").json()
+    bbox = body["pdf"]["bbox"]
+    assert bbox == pdf_thread["chunk"].locator["bbox"]
+    highlights = cited.locator(".pdf-highlight")
+    assert_highlights_match(image, highlights, bbox)
+    # The supporting line stands out; the rest of the chunk is shown faintly.
+    start, end = pdf_thread["support_span"]
+    supporting = [
+        i for i, (s, e) in enumerate(body["pdf"]["bbox_chars"]) if s < end and start < e
+    ]
+    assert supporting and len(supporting) < len(bbox)
+    classes = highlights.evaluate_all("boxes => boxes.map(b => b.className)")
+    assert [i for i, c in enumerate(classes) if "is-context" not in c] == supporting, classes
+    expect(cited.locator(".pdf-highlight:not(.is-context)").first).to_be_in_viewport()
+    snapshot(page, "pdf")
+
+    # Zoomable, and the highlight stays on its words.
+    before = image.bounding_box()["width"]
+    panel.get_by_role("button", name="Zoom in").click()
+    expect(panel.locator(".zoom-label")).to_have_text("125%")
+    assert image.bounding_box()["width"] == pytest.approx(before * 1.25, abs=2)
+    assert_highlights_match(image, highlights, bbox)
+    panel.locator(".panel-body").hover()
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, 200)
+    page.keyboard.up("Control")
+    expect(panel.locator(".zoom-label")).to_have_text("100%")
+    panel.get_by_role("button", name="Zoom out").click()
+    expect(panel.locator(".zoom-label")).to_have_text("75%")
+    assert_highlights_match(image, highlights, bbox)
+
+    # Every page is there; the neighbours load as they scroll into view.
+    pages = panel.locator(".pdf-page")
+    expect(pages).to_have_count(pdf_thread["page_count"])
+    last = panel.locator('.pdf-page[data-page="4"] img')
+    last.scroll_into_view_if_needed()
+    wait_loaded(page, last)
+    first = panel.locator('.pdf-page[data-page="1"] img')
+    first.scroll_into_view_if_needed()
+    wait_loaded(page, first)
+
+    # The text view is one click away.
+    panel.get_by_role("button", name="Text").click()
+    expect(panel.locator("mark")).to_contain_text("Total launch budget")
+    expect(panel.locator(".pdf-page")).to_have_count(0)
+
+    # A passage whose place on the page is unknown: the page, unmarked, and a note.
+    page.locator(f'.citation-pill[data-n="{pdf_thread["unlocated_n"]}"]').click()
+    expect(panel.locator(".pdf-page.is-cited")).to_have_attribute("data-page", "2")
+    wait_loaded(page, panel.locator(".pdf-page.is-cited img"))
+    expect(panel.locator(".pdf-highlight")).to_have_count(0)
+    expect(panel.locator("#citation-status")).to_contain_text("could not be located")
+    expect(panel.locator(".pdf-page.is-cited")).to_be_in_viewport()
+
+    # Page images are checked like any document read: another user's thread is a 404.
+    own = page.request.get(f"/api/threads/{thread_id}/citations/{n}/pages/1?scale=2")
+    assert own.status == 200 and own.headers["content-type"] == "image/png"
+    foreign = f"/api/threads/{pdf_thread['foreign']}/citations/{pdf_thread['foreign_n']}"
+    assert page.request.get(f"{foreign}/pages/1?scale=2").status == 404
+    assert page.request.get(foreign).status == 404

@@ -56,6 +56,7 @@ def test_served_static_files_load_for_the_chat_and_the_admin(served):
     assert admin_status == 200
     assets = set(re.findall(r'(?:href|src)="(/static/[^"]+)"', login + admin_login))
     assets |= {"/static/chat/chat.js", "/static/chat/chat.css", "/static/admin/css/base.css"}
+    assets |= {"/static/chat/vendor/markdown-it.min.js", "/static/chat/vendor/purify.min.js"}
     assert any(a.startswith("/static/admin/") for a in assets), "the admin page links its CSS"
     for asset in sorted(assets):
         status, headers, body = get(served, asset)

@@ -1,8 +1,14 @@
 /* Verity chat page. Plain JavaScript, no build step.
  *
- * Safety rule: everything that comes from the server (answers, titles, passages)
- * is text. It reaches the page only through textContent / createTextNode /
- * setAttribute — never innerHTML.
+ * Safety rules:
+ * - Titles, passages, errors and user messages are text: they reach the page only
+ *   through textContent / createTextNode / setAttribute — never innerHTML.
+ * - An answer is Markdown. It is rendered by markdown-it with raw HTML off (so any
+ *   HTML in it is escaped text), the result is sanitized by DOMPurify into a DOM
+ *   fragment (an allow-list of tags and attributes, http(s)/mailto/relative links
+ *   only, no images), and only then attached. Citation pills are never markup from
+ *   the model: their tokens become placeholder characters before rendering, and the
+ *   placeholders are swapped for pill elements built here after sanitizing.
  */
 (function () {
   "use strict";
@@ -21,6 +27,7 @@
     panelTitle: $("citation-title"),
     panelMeta: $("citation-meta"),
     panelStatus: $("citation-status"),
+    panelSupport: $("citation-support"),
     panelBody: $("citation-body"),
     panelClose: $("citation-close"),
   };
@@ -35,7 +42,9 @@
     busy: false,
     loading: Promise.resolve(), // the thread being loaded into the message list
     panelRequest: 0,
+    pageView: null, // the open PDF page view, if any
   };
+  const views = new WeakMap(); // assistant bubble -> its view (text, citations, grounding)
 
   // --- Helpers -------------------------------------------------------------------
 
@@ -92,33 +101,89 @@
     ui.messages.scrollTop = ui.messages.scrollHeight;
   }
 
-  // --- Rendering text safely -----------------------------------------------------
+  // --- Rendering answers: Markdown, pills, grounding -------------------------------
 
-  const INLINE = /(\[citation:\d+\]|`[^`\n]+`)/;
+  const md = window.markdownit({ html: false, linkify: true, breaks: true, typographer: false });
+  // A model-written image would make the browser fetch a URL nobody chose (and can
+  // carry data out in it): an image becomes a link to its URL, named by its alt text.
+  md.renderer.rules.image = (tokens, idx, options, env, self) => {
+    const token = tokens[idx];
+    const href = md.utils.escapeHtml(token.attrGet("src") || "");
+    const label = md.utils.escapeHtml(self.renderInlineAsText(token.children, options, env) || "image");
+    return `<a href="${href}">${label}</a>`;
+  };
+  // Table alignment as a class: the sanitizer allows no style attributes.
+  for (const rule of ["th_open", "td_open"]) {
+    md.renderer.rules[rule] = (tokens, idx, options, env, self) => {
+      const token = tokens[idx];
+      const align = /text-align:(left|center|right)/.exec(token.attrGet("style") || "");
+      token.attrs = (token.attrs || []).filter(([name]) => name !== "style");
+      if (align) token.attrJoin("class", `align-${align[1]}`);
+      return self.renderToken(tokens, idx, options);
+    };
+  }
 
-  /* Paragraphs on blank lines; [citation:n] -> pill; `code` -> <code>. */
-  function renderRichText(container, text) {
-    container.replaceChildren();
-    const paragraphs = String(text || "").split(/\n[ \t]*\n/);
-    for (const paragraph of paragraphs) {
-      if (!paragraph.trim()) continue;
-      const p = el("p");
-      for (const part of paragraph.split(INLINE)) {
-        if (!part) continue;
-        const marker = /^\[citation:(\d+)\]$/.exec(part);
-        if (marker) p.append(citationPill(Number(marker[1])));
-        else if (part.length > 2 && part.startsWith("`") && part.endsWith("`")) {
-          p.append(el("code", { text: part.slice(1, -1) }));
-        } else p.append(document.createTextNode(part));
-      }
-      container.append(p);
+  const PURIFY = {
+    ALLOWED_TAGS: [
+      "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote",
+      "pre", "code", "em", "strong", "s", "a", "table", "thead", "tbody", "tr", "th", "td",
+    ],
+    ALLOWED_ATTR: ["href", "title", "class", "start"],
+    // DOMPurify's default minus every scheme but http(s) and mailto (relative links stay).
+    ALLOWED_URI_REGEXP: /^(?:(?:https?|mailto):|[^a-z]|[a-z+.-]+(?:[^a-z+.\-:]|$))/i,
+    RETURN_DOM_FRAGMENT: true,
+  };
+
+  // Private-use characters mark where a pill goes; model text cannot contain them.
+  const PILL_OPEN = "\uE000";
+  const PILL_CLOSE = "\uE001";
+  const PLACEHOLDER = /\uE000(\d+)\uE001/;
+  const CITATION_TOKEN = /\[citation:(\d+)\]/g;
+
+  const VERDICT_WORDS = {
+    partial: "Partly supported",
+    unsupported: "Not supported",
+  };
+  let tipCounter = 0;
+
+  /* The sanitized DOM of a Markdown answer, placeholders where its pills go. */
+  function markdownFragment(text) {
+    const source = String(text || "")
+      .replace(/[\uE000\uE001]/g, "")
+      .replace(CITATION_TOKEN, `${PILL_OPEN}$1${PILL_CLOSE}`);
+    const fragment = DOMPurify.sanitize(md.render(source), PURIFY);
+    for (const link of fragment.querySelectorAll("a[href]")) {
+      link.setAttribute("target", "_blank");
+      link.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+    return fragment;
+  }
+
+  function insertPills(root, view) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    const found = [];
+    while (walker.nextNode()) {
+      if (walker.currentNode.nodeValue.includes(PILL_OPEN)) found.push(walker.currentNode);
+    }
+    for (const node of found) {
+      const parts = node.nodeValue.split(PLACEHOLDER);
+      const replacement = document.createDocumentFragment();
+      parts.forEach((part, index) => {
+        if (index % 2) replacement.append(citationPill(Number(part), view));
+        else if (part) replacement.append(document.createTextNode(part));
+      });
+      node.replaceWith(replacement);
     }
   }
 
-  function citationPill(n) {
-    const known = state.citations.get(n);
+  function citationFor(view, n) {
+    return (view && view.citations.get(n)) || state.citations.get(n);
+  }
+
+  function citationPill(n, view) {
+    const known = citationFor(view, n);
     const title = known && known.document ? known.document.title : "";
-    return el("button", {
+    const pill = el("button", {
       type: "button",
       className: "citation-pill",
       dataset: { n: String(n) },
@@ -126,16 +191,185 @@
       "aria-label": title ? `Source ${n}: ${title}` : `Source ${n}`,
       text: String(n),
     });
+    const support = known && known.support;
+    const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
+    if (verdict) {
+      // Shape and a symbol as well as colour: the flag must not depend on seeing colour.
+      pill.classList.add(`support-${verdict}`);
+      pill.append(el("span", {
+        className: "support-icon", "aria-hidden": "true", text: verdict === "partial" ? "?" : "!",
+      }));
+      const id = `support-tip-${++tipCounter}`;
+      const reason = support.reason ? `: ${support.reason}` : "";
+      pill.append(el("span", {
+        id, role: "tooltip", className: "support-tip", text: `${VERDICT_WORDS[verdict]}${reason}`,
+      }));
+      pill.setAttribute("aria-describedby", id);
+    }
+    return pill;
   }
 
-  function refreshPillTitles(root) {
-    for (const pill of root.querySelectorAll(".citation-pill")) {
-      const known = state.citations.get(Number(pill.dataset.n));
-      if (known && known.document && known.document.title) {
-        pill.title = known.document.title;
-        pill.setAttribute("aria-label", `Source ${pill.dataset.n}: ${known.document.title}`);
+  function labelCodeBlocks(root) {
+    for (const code of root.querySelectorAll("pre > code")) {
+      const language = /(?:^|\s)language-(\S+)/.exec(code.className);
+      if (!language) continue;
+      const pre = code.parentElement;
+      const block = el("div", { className: "code-block" }, [
+        el("div", { className: "code-lang", text: language[1] }),
+      ]);
+      pre.replaceWith(block);
+      block.append(pre);
+    }
+  }
+
+  /* Claim sentences without a citation get a quiet dotted underline.
+   *
+   * Sentence offsets index the Markdown source; the rendered text is that source
+   * minus its markup. Aligning the two character by character (a pill stands for
+   * its whole [citation:n] token) maps each offset onto a text node position. */
+  function markUncited(root, view) {
+    const sentences = (view.grounding && view.grounding.sentences) || [];
+    const uncited = sentences.filter((s) => s.verdict === "uncited");
+    if (!uncited.length) return;
+    const atoms = [];
+    collectAtoms(root, atoms);
+    const map = alignToAtoms(view.text, atoms);
+    const ranges = uncited
+      .map((s) => [map[clamp(s.char_start, view.text.length)], map[clamp(s.char_end, view.text.length)]])
+      .filter(([start, end]) => end > start)
+      .sort((a, b) => b[0] - a[0]);
+    // Last range first, last node first: splitting a text node keeps the nodes
+    // and offsets of everything before the split valid.
+    for (const [start, end] of ranges) {
+      for (const segment of textSegments(atoms, start, end).reverse()) {
+        wrapText(segment, () => el("span", { className: "uncited-claim", title: "No source cited" }));
       }
     }
+  }
+
+  function clamp(value, max) {
+    return Math.max(0, Math.min(max, Number(value) || 0));
+  }
+
+  function collectAtoms(node, atoms) {
+    for (const child of node.childNodes) {
+      if (child.nodeType === Node.TEXT_NODE) {
+        for (let i = 0; i < child.nodeValue.length; i++) {
+          atoms.push({ node: child, offset: i, ch: child.nodeValue[i] });
+        }
+      } else if (child.classList && child.classList.contains("citation-pill")) {
+        atoms.push({ pill: child });
+      } else if (child.nodeType === Node.ELEMENT_NODE) {
+        collectAtoms(child, atoms);
+      }
+    }
+  }
+
+  function alignToAtoms(source, atoms) {
+    const map = new Array(source.length + 1).fill(0);
+    const space = /\s/;
+    const token = /\[citation:\d+\]/y;
+    let j = 0;
+    for (let i = 0; i < source.length;) {
+      map[i] = j;
+      token.lastIndex = i;
+      const marker = token.exec(source);
+      if (marker) {
+        let k = j;
+        while (k < atoms.length && !atoms[k].pill && space.test(atoms[k].ch)) k++;
+        if (k < atoms.length && atoms[k].pill) {
+          for (let x = i; x < i + marker[0].length; x++) map[x] = k;
+          i += marker[0].length;
+          j = k + 1;
+          continue;
+        }
+      }
+      const atom = atoms[j];
+      const ch = source[i];
+      if (atom && !atom.pill && (atom.ch === ch || (space.test(atom.ch) && space.test(ch)))) {
+        i++;
+        j++;
+      } else if (atom && !atom.pill && space.test(atom.ch) && !space.test(ch)) {
+        j++; // whitespace the renderer added between blocks
+      } else {
+        i++; // Markdown syntax: in the source, not in the text
+      }
+    }
+    map[source.length] = j;
+    return map;
+  }
+
+  function textSegments(atoms, start, end) {
+    const segments = [];
+    for (let i = start; i < end && i < atoms.length; i++) {
+      const atom = atoms[i];
+      if (atom.pill) continue;
+      const last = segments[segments.length - 1];
+      if (last && last.node === atom.node && last.end === atom.offset) last.end += 1;
+      else segments.push({ node: atom.node, start: atom.offset, end: atom.offset + 1 });
+    }
+    return segments.filter((s) => {
+      const parent = s.node.parentElement;
+      const inCode = parent && parent.closest("pre, code");
+      return !inCode && s.node.nodeValue.slice(s.start, s.end).trim();
+    });
+  }
+
+  function wrapText(segment, make) {
+    let target = segment.node;
+    if (segment.end < target.nodeValue.length) target.splitText(segment.end);
+    if (segment.start > 0) target = target.splitText(segment.start);
+    const wrapper = make();
+    target.replaceWith(wrapper);
+    wrapper.append(target);
+  }
+
+  /* An assistant message's state: its text, its citations (with support) and grounding. */
+  function assistantView(bubble, body) {
+    const view = {
+      bubble, body, text: "", citations: new Map(), grounding: null, final: false,
+      timer: null, renderedAt: 0,
+    };
+    views.set(bubble, view);
+    return view;
+  }
+
+  function setViewCitations(view, list) {
+    for (const citation of list || []) {
+      if (citation && Number.isInteger(citation.n)) view.citations.set(citation.n, citation);
+    }
+  }
+
+  function renderAssistant(view) {
+    const fragment = markdownFragment(view.text);
+    insertPills(fragment, view);
+    if (view.final) markUncited(fragment, view);
+    labelCodeBlocks(fragment);
+    view.body.replaceChildren(fragment);
+    view.bubble.classList.toggle(
+      "has-flags", Boolean(view.body.querySelector(".support-partial, .support-unsupported")),
+    );
+  }
+
+  // While streaming, re-render at most every RENDER_INTERVAL_MS: parsing the whole
+  // answer on every token would make long answers stutter.
+  const RENDER_INTERVAL_MS = 100;
+
+  function scheduleRender(view) {
+    if (view.timer !== null) return;
+    const wait = Math.max(0, RENDER_INTERVAL_MS - (performance.now() - view.renderedAt));
+    view.timer = setTimeout(() => {
+      view.timer = null;
+      renderNow(view);
+      scrollToEnd();
+    }, wait);
+  }
+
+  function renderNow(view) {
+    if (view.timer !== null) clearTimeout(view.timer);
+    view.timer = null;
+    view.renderedAt = performance.now();
+    renderAssistant(view);
   }
 
   function rememberCitations(list) {
@@ -182,7 +416,12 @@
         bubble.classList.add("is-error");
         body.append(el("p", { text }));
       } else {
-        renderRichText(body, text);
+        const view = assistantView(bubble, body);
+        view.text = text;
+        setViewCitations(view, message.citations);
+        view.grounding = message.grounding || null;
+        view.final = true;
+        renderAssistant(view);
       }
     } else {
       for (const paragraph of text.split(/\n[ \t]*\n/)) {
@@ -361,7 +600,7 @@
     if (!response.ok) {
       throw new Error(await errorText(response));
     }
-    let answer = "";
+    const view = assistantView(bubble, body);
     let finished = false;
     const finish = () => {
       finished = true;
@@ -370,6 +609,9 @@
     };
     const fail = (text) => {
       finish();
+      if (view.timer !== null) clearTimeout(view.timer);
+      view.timer = null;
+      views.delete(bubble);
       bubble.classList.add("is-error");
       body.replaceChildren(el("p", { text }));
     };
@@ -384,20 +626,26 @@
     }
 
     await readEvents(response, (event, data) => {
-      if (state.threadId !== threadId) return;
+      if (state.threadId !== threadId || finished) return;
       if (event === "progress") {
         status.textContent = (data && data.label) || "Working…";
       } else if (event === "token") {
-        answer += (data && data.text) || "";
-        renderRichText(body, answer);
+        view.text += (data && data.text) || "";
+        scheduleRender(view);
       } else if (event === "citations") {
-        rememberCitations(Array.isArray(data) ? data : []);
-        refreshPillTitles(body);
+        const list = Array.isArray(data) ? data : [];
+        rememberCitations(list);
+        setViewCitations(view, list);
+        scheduleRender(view);
+      } else if (event === "grounding") {
+        view.grounding = data || null;
+        if (data && Array.isArray(data.citations)) setViewCitations(view, data.citations);
       } else if (event === "done") {
         if (data && data.message_id) bubble.dataset.id = String(data.message_id);
         finish();
-        renderRichText(body, answer);
-        if (!answer.trim()) body.append(el("p", { className: "muted", text: "(no answer)" }));
+        view.final = true;
+        renderNow(view);
+        if (!view.text.trim()) body.append(el("p", { className: "muted", text: "(no answer)" }));
       } else if (event === "error") {
         fail((data && data.message) || "The answer could not be completed.");
       }
@@ -411,6 +659,7 @@
   function closePanel() {
     ui.panel.hidden = true;
     document.body.classList.remove("panel-open");
+    closePageView();
     for (const pill of document.querySelectorAll(".citation-pill.selected")) {
       pill.classList.remove("selected");
     }
@@ -423,11 +672,20 @@
       other.classList.remove("selected");
     }
     if (pill) pill.classList.add("selected");
+    // What the grounding check found for this pill's message (the API's registry
+    // entry is per thread; support is per message).
+    const bubble = pill && pill.closest(".message");
+    const view = bubble ? views.get(bubble) : null;
+    const cited = view ? view.citations.get(n) : null;
+    const support = cited && cited.support ? cited.support : null;
+
+    closePageView();
     ui.panel.hidden = false;
     document.body.classList.add("panel-open");
     ui.panelTitle.textContent = `Source ${n}`;
     ui.panelMeta.replaceChildren();
     ui.panelStatus.hidden = true;
+    ui.panelSupport.hidden = true;
     ui.panelBody.replaceChildren(el("p", { className: "muted", text: "Loading…" }));
     let citation;
     try {
@@ -438,10 +696,10 @@
       return;
     }
     if (request !== state.panelRequest) return;
-    renderCitation(citation);
+    renderCitation(citation, support, state.threadId);
   }
 
-  function renderCitation(citation) {
+  function renderCitation(citation, support, threadId) {
     const doc = citation.document || {};
     ui.panelTitle.textContent = doc.title || `Source ${citation.n}`;
 
@@ -470,23 +728,233 @@
       ui.panelStatus.hidden = true;
     }
 
+    const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
+    if (verdict) {
+      ui.panelSupport.textContent =
+        `${VERDICT_WORDS[verdict]}${support.reason ? `: ${support.reason}` : ""}`;
+      ui.panelSupport.className = `panel-note panel-support support-${verdict}`;
+      ui.panelSupport.hidden = false;
+    } else {
+      ui.panelSupport.hidden = true;
+    }
+
+    const spans = supportSpans(support, (citation.text || "").length);
+    const pdf = citation.pdf;
+    if (pdf && Number.isInteger(pdf.page) && pdf.page > 0) {
+      renderPageView(citation, spans, threadId);
+      if (!Array.isArray(pdf.bbox) || !pdf.bbox.length) {
+        // A scanned page, or text pdfium reads differently: show the page unmarked.
+        ui.panelStatus.textContent =
+          "The passage could not be located on the page, so it is not highlighted. " +
+          "The Text button shows it.";
+        ui.panelStatus.hidden = false;
+      }
+    } else {
+      renderTextView(citation, spans);
+    }
+  }
+
+  /* The supporting sentences' [start, end) in the passage, sorted, merged, in range. */
+  function supportSpans(support, length) {
+    const raw = (support && Array.isArray(support.spans) ? support.spans : [])
+      .filter((s) => Array.isArray(s) && s.length === 2)
+      .map(([start, end]) => [clamp(start, length), clamp(end, length)])
+      .filter(([start, end]) => end > start)
+      .sort((a, b) => a[0] - b[0]);
+    const merged = [];
+    for (const span of raw) {
+      const last = merged[merged.length - 1];
+      if (last && span[0] <= last[1]) last[1] = Math.max(last[1], span[1]);
+      else merged.push([...span]);
+    }
+    return merged;
+  }
+
+  function renderTextView(citation, spans) {
     const context = citation.context || {};
     const isCode = citation.locator && "line_start" in citation.locator;
+    // unwrapLines keeps lengths, so support offsets still index the tidied text.
     const tidy = isCode ? (text) => text : unwrapLines;
+    const text = tidy(citation.text || "");
     const passage = el("div", { className: isCode ? "passage is-code" : "passage" });
-    if (context.before && context.before.trim()) passage.append(document.createTextNode(`…${tidy(context.before)}`));
-    const mark = el("mark", { text: tidy(citation.text || "") });
-    passage.append(mark);
-    if (context.after && context.after.trim()) passage.append(document.createTextNode(`${tidy(context.after)}…`));
+    if (context.before && context.before.trim()) {
+      passage.append(document.createTextNode(`…${tidy(context.before)}`));
+    }
+    let first;
+    if (spans.length) {
+      // The cited chunk stays visible; only the sentences that support the claim are marked.
+      const chunk = el("span", { className: "cited-chunk" });
+      let at = 0;
+      for (const [start, end] of spans) {
+        if (start > at) chunk.append(document.createTextNode(text.slice(at, start)));
+        const mark = el("mark", { className: "support-span", text: text.slice(start, end) });
+        first = first || mark;
+        chunk.append(mark);
+        at = end;
+      }
+      if (at < text.length) chunk.append(document.createTextNode(text.slice(at)));
+      passage.append(chunk);
+    } else {
+      first = el("mark", { text });
+      passage.append(first);
+    }
+    if (context.after && context.after.trim()) {
+      passage.append(document.createTextNode(`${tidy(context.after)}…`));
+    }
     ui.panelBody.replaceChildren(passage);
     // Scroll the passage (not the page or the panel's header) to the highlight.
-    ui.panelBody.scrollTop = Math.max(0, mark.offsetTop - 48);
+    ui.panelBody.scrollTop = Math.max(0, first.offsetTop - 48);
   }
 
   /* Prose hard-wrapped in its source reads better re-flowed: a single newline
    * becomes a space unless the next line starts a list item, heading, quote or table. */
   function unwrapLines(text) {
     return text.replace(/([^\n])\n(?![\n\s]|[-*+#>|]|\d+[.)]\s)/g, "$1 ");
+  }
+
+  // --- The PDF page view: the cited page rendered, its neighbours a scroll away ---------
+
+  const ZOOMS = [0.5, 0.75, 1, 1.25, 1.5, 2, 3];
+  const A4 = 595 / 842;
+
+  function pageImageUrl(threadId, n, page, zoom) {
+    const scale = zoom > 1.5 ? 3 : 2; // sharp at every zoom, two cached sizes
+    return `/api/threads/${threadId}/citations/${n}/pages/${page}?scale=${scale}`;
+  }
+
+  function renderPageView(citation, spans, threadId) {
+    const pdf = citation.pdf;
+    const count = Math.max(pdf.page, Number(pdf.page_count) || pdf.page);
+    const view = {
+      citation, threadId, zoom: 1, pages: new Map(), observer: null, aspect: A4,
+    };
+    state.pageView = view;
+
+    const zoomLabel = el("span", { className: "zoom-label", text: "100%" });
+    const zoomOut = el("button", {
+      type: "button", className: "page-tool", "aria-label": "Zoom out", text: "−",
+    });
+    const zoomIn = el("button", {
+      type: "button", className: "page-tool", "aria-label": "Zoom in", text: "+",
+    });
+    const asText = el("button", { type: "button", className: "page-tool text-toggle", text: "Text" });
+    zoomOut.addEventListener("click", () => setZoom(view, -1));
+    zoomIn.addEventListener("click", () => setZoom(view, +1));
+    asText.addEventListener("click", () => {
+      closePageView();
+      renderTextView(citation, spans);
+    });
+    view.zoomLabel = zoomLabel;
+    const toolbar = el("div", { className: "page-toolbar" }, [
+      zoomOut, zoomLabel, zoomIn, el("span", { className: "page-count", text: `page ${pdf.page} of ${count}` }), asText,
+    ]);
+
+    const pages = el("div", { className: "pdf-pages" });
+    view.container = pages;
+    for (let number = 1; number <= count; number++) {
+      const image = el("img", {
+        className: "pdf-page-image", alt: `Page ${number}`, draggable: "false",
+      });
+      const box = el("div", { className: "pdf-page", dataset: { page: String(number) } }, [image]);
+      box.style.aspectRatio = String(view.aspect);
+      view.pages.set(number, { box, image, loaded: false });
+      pages.append(box);
+    }
+    const cited = view.pages.get(pdf.page);
+    cited.box.classList.add("is-cited");
+    for (const [index, rect] of (pdf.bbox || []).entries()) {
+      if (!Array.isArray(rect) || rect.length !== 4 || !rect.every(Number.isFinite)) continue;
+      const [x0, y0, x1, y1] = rect.map((v) => Math.max(0, Math.min(1, v)));
+      const chars = (pdf.bbox_chars || [])[index];
+      // With grounding, the lines of the supporting sentences stand out; the rest
+      // of the cited chunk is shown faintly.
+      const supports = !spans.length || (Array.isArray(chars) &&
+        spans.some(([start, end]) => start < chars[1] && chars[0] < end));
+      const highlight = el("div", {
+        className: supports ? "pdf-highlight" : "pdf-highlight is-context",
+      });
+      highlight.style.left = `${x0 * 100}%`;
+      highlight.style.top = `${y0 * 100}%`;
+      highlight.style.width = `${(x1 - x0) * 100}%`;
+      highlight.style.height = `${(y1 - y0) * 100}%`;
+      cited.box.append(highlight);
+    }
+
+    cited.image.addEventListener("load", () => {
+      if (state.pageView !== view) return;
+      // Neighbours not yet loaded take the cited page's shape, so scrolling is stable.
+      view.aspect = cited.image.naturalWidth / cited.image.naturalHeight || A4;
+      for (const page of view.pages.values()) {
+        if (!page.loaded) page.box.style.aspectRatio = String(view.aspect);
+      }
+      scrollToHighlight(view);
+    }, { once: true });
+    cited.image.addEventListener("error", () => {
+      if (state.pageView !== view) return;
+      closePageView();
+      renderTextView(citation, spans);
+      ui.panelStatus.textContent = "The page could not be shown; this is the cited text.";
+      ui.panelStatus.hidden = false;
+    }, { once: true });
+    loadPage(view, pdf.page);
+
+    ui.panelBody.replaceChildren(el("div", { className: "page-view" }, [toolbar, pages]));
+    ui.panelBody.classList.add("has-pages");
+    view.observer = new IntersectionObserver((entries) => {
+      for (const entry of entries) {
+        if (entry.isIntersecting) loadPage(view, Number(entry.target.dataset.page));
+      }
+    }, { root: ui.panelBody, rootMargin: "600px 0px" });
+    for (const page of view.pages.values()) view.observer.observe(page.box);
+    scrollToHighlight(view);
+  }
+
+  function loadPage(view, number) {
+    const page = view.pages.get(number);
+    if (!page || page.loaded) return;
+    page.loaded = true;
+    page.image.addEventListener("load", () => {
+      page.box.style.aspectRatio = String(page.image.naturalWidth / page.image.naturalHeight);
+    }, { once: true });
+    page.image.src = pageImageUrl(view.threadId, view.citation.n, number, view.zoom);
+  }
+
+  function scrollToHighlight(view) {
+    const highlight = view.container.querySelector(".pdf-highlight:not(.is-context)") ||
+      view.container.querySelector(".pdf-highlight");
+    if (!highlight) {
+      ui.panelBody.scrollTop = view.container.querySelector(".pdf-page.is-cited").offsetTop - 48;
+      return;
+    }
+    const box = highlight.parentElement;
+    ui.panelBody.scrollTop = Math.max(0, box.offsetTop + highlight.offsetTop - 80);
+    ui.panelBody.scrollLeft = Math.max(0, box.offsetLeft + highlight.offsetLeft - 24);
+  }
+
+  function setZoom(view, step) {
+    const index = ZOOMS.indexOf(view.zoom);
+    const next = ZOOMS[Math.max(0, Math.min(ZOOMS.length - 1, index + step))];
+    if (next === view.zoom) return;
+    // Keep what is in the middle of the panel in the middle.
+    const body = ui.panelBody;
+    const middle = (body.scrollTop + body.clientHeight / 2) / (body.scrollHeight || 1);
+    const wasSharp = view.zoom > 1.5;
+    view.zoom = next;
+    view.container.style.width = `${next * 100}%`;
+    view.zoomLabel.textContent = `${Math.round(next * 100)}%`;
+    body.scrollTop = middle * body.scrollHeight - body.clientHeight / 2;
+    if (wasSharp !== next > 1.5) {
+      for (const [number, page] of view.pages) {
+        if (page.loaded) page.image.src = pageImageUrl(view.threadId, view.citation.n, number, next);
+      }
+    }
+  }
+
+  function closePageView() {
+    const view = state.pageView;
+    if (view && view.observer) view.observer.disconnect();
+    state.pageView = null;
+    ui.panelBody.classList.remove("has-pages");
   }
 
   // --- @ mentions ------------------------------------------------------------------
@@ -654,6 +1122,12 @@
     if (pill) openCitation(Number(pill.dataset.n), pill);
   });
   ui.panelClose.addEventListener("click", closePanel);
+  // Ctrl + wheel (and a trackpad pinch, which browsers report as one) zooms the page view.
+  ui.panelBody.addEventListener("wheel", (event) => {
+    if (!state.pageView || !event.ctrlKey) return;
+    event.preventDefault();
+    setZoom(state.pageView, event.deltaY < 0 ? +1 : -1);
+  }, { passive: false });
   document.addEventListener("keydown", (event) => {
     if (event.key === "Escape" && !ui.panel.hidden && !state.picker.open) closePanel();
   });

@@ -1,0 +1,62 @@
+"""A PDF citation shown on its page: which page, where the passage sits, the page images.
+
+Every read goes through a citation of the user's own thread, and the cited
+document must still be in that thread's workspace: the same checks as any other
+document read, so a foreign thread or document is a 404 like a missing one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chat import citations
+from chat.models import CitationEntry, Thread
+from indexing import page_images
+from knowledge.models import Document
+
+
+class NotFound(Exception):
+    """No such citation, document or page (the message says which)."""
+
+
+def _document(*, thread: Thread, entry: CitationEntry) -> Document | None:
+    if entry.document_id is None:
+        return None
+    return Document.objects.filter(pk=entry.document_id, workspace_id=thread.workspace_id).first()
+
+
+def pdf_view(*, thread: Thread, entry: CitationEntry) -> dict[str, Any] | None:
+    """Page, page count and boxes of a current PDF passage; None: show it as text.
+
+    A passage whose source changed since it was cited is shown as text: the
+    page as it is now may no longer hold it.
+    """
+    locator = entry.locator
+    if "page" not in locator or citations.freshness(entry) != "current":
+        return None
+    document = _document(thread=thread, entry=entry)
+    if document is None or not page_images.is_pdf(document):
+        return None
+    if "bbox" in locator:
+        boxes = {"bbox": locator["bbox"], "bbox_chars": locator.get("bbox_chars", [])}
+    else:  # cited before boxes were stored at indexing
+        found = page_images.passage_boxes_on_request(
+            document=document, locator=locator, text=entry.text
+        )
+        boxes = found.as_locator() if found else {"bbox": [], "bbox_chars": []}
+    page_count = document.metadata.get("page_count") or locator["page"]
+    return {"page": locator["page"], "page_count": page_count, **boxes}
+
+
+def page_image(*, thread: Thread, n: int, page: int, scale: float) -> bytes:
+    """PNG of page `page` of the PDF that citation [n] of `thread` points into."""
+    entry = citations.resolve(thread=thread, n=n)
+    if entry is None:
+        raise NotFound(f"No citation [{n}] in this conversation")
+    document = _document(thread=thread, entry=entry)
+    if document is None:
+        raise NotFound("The cited document no longer exists")
+    try:
+        return page_images.page_png(document=document, page=page, scale=scale)
+    except page_images.PageUnavailable as exc:
+        raise NotFound(str(exc)) from None

@@ -1,0 +1,97 @@
+"""PDF pages as images, and where a passage sits on its page, for the citation panel.
+
+Rendered pages are cached on disk under PDF_PAGE_CACHE_DIR, keyed by the hash of
+the source bytes, the page and the scale: a re-indexed document with new bytes
+gets new images, and nothing has to be invalidated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from indexing.pdf_boxes import PassageBoxes, PassageRequest, PdfPageError, passage_boxes, render_png
+from indexing.pipeline import read_source
+from indexing.types import IngestError
+from knowledge.locators import unit_text
+from knowledge.models import Document
+from knowledge.source_types import SourceType
+
+# The scales the page view asks for (1 = 72 dpi); a fixed set keeps the cache bounded.
+SCALES = (1.0, 1.5, 2.0, 3.0)
+
+
+class PageUnavailable(Exception):
+    """No image for this page: not a PDF, no such page, or the source is gone."""
+
+
+def is_pdf(document: Document) -> bool:
+    return document.source_type == SourceType.PDF
+
+
+def _cache_path(content_hash: str, page: int, scale: float) -> Path:
+    return Path(settings.PDF_PAGE_CACHE_DIR) / f"{content_hash}-p{page}-x{scale:g}.png"
+
+
+def _source_bytes(document: Document) -> tuple[bytes, str]:
+    try:
+        data = read_source(document).data
+    except IngestError as exc:
+        raise PageUnavailable(f"The source of this document cannot be read: {exc}") from None
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def page_png(*, document: Document, page: int, scale: float) -> bytes:
+    """Page `page` (1-based) of a PDF document as PNG bytes."""
+    if not is_pdf(document):
+        raise PageUnavailable("This document is not a PDF")
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {', '.join(f'{s:g}' for s in SCALES)}")
+    if document.content_hash:
+        cached = _cache_path(document.content_hash, page, scale)
+        if cached.is_file():
+            return cached.read_bytes()
+    data, digest = _source_bytes(document)
+    # Keyed by what was read: a file edited since indexing never poisons the
+    # entry of the indexed version.
+    target = _cache_path(digest, page, scale)
+    if target.is_file():
+        return target.read_bytes()
+    try:
+        png = render_png(data, page=page, scale=scale)
+    except PdfPageError as exc:
+        raise PageUnavailable(str(exc)) from None
+    _write_atomically(target, png)
+    return png
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(temporary, target)  # concurrent renders of one page: the last wins, whole
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def passage_boxes_on_request(
+    *, document: Document, locator: dict[str, Any], text: str
+) -> PassageBoxes | None:
+    """Boxes for a passage whose locator predates boxes stored at indexing (None: not found)."""
+    if not is_pdf(document) or "page" not in locator:
+        return None
+    try:
+        data, _ = _source_bytes(document)
+        unit = unit_text(document.text or "", locator)
+        hint = locator.get("char_start", 0) / len(unit) if unit else 0.0
+        return passage_boxes(data, [PassageRequest(locator["page"], text, hint)])[0]
+    except (PageUnavailable, PdfPageError):
+        return None

@@ -1,0 +1,220 @@
+"""A PDF citation on its page: boxes stored at indexing, page images, access checks."""
+
+from __future__ import annotations
+
+import io
+
+import pypdfium2 as pdfium
+import pytest
+from django.contrib.auth import get_user_model
+from PIL import Image
+from rest_framework.test import APIClient
+
+from chat import citations, services
+from indexing import pipeline, sources
+from knowledge.models import Chunk, Document
+from tests.conftest import SAMPLE_CORPUS
+
+pytestmark = pytest.mark.django_db
+
+PDF = SAMPLE_CORPUS / "q3-launch-notes.pdf"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def page_cache(settings, tmp_path):
+    settings.PDF_PAGE_CACHE_DIR = tmp_path / "page-cache"
+    return settings.PDF_PAGE_CACHE_DIR
+
+
+@pytest.fixture
+def documents(workspace, counting_embedder) -> dict[str, Document]:
+    found = {}
+    for name in ("q3-launch-notes.pdf", "handbook.md"):
+        document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        found[name] = Document.objects.get(pk=document.pk)
+    return found
+
+
+def cite(thread, chunk: Chunk) -> int:
+    """Register `chunk` in the thread's registry, as the search tool does; its number."""
+    document = chunk.document
+    unit = citations.SourceUnit(
+        source_key=f"chunk:{chunk.pk}",
+        source_type="kb_chunk",
+        text=chunk.text,
+        locator=chunk.locator,
+        display={"title": document.title, "uri": document.uri, "label": ""},
+        document_id=document.pk,
+        chunk_id=chunk.pk,
+    )
+    return citations.register(thread=thread, units=[unit])[f"chunk:{chunk.pk}"]
+
+
+def chunk_with(document: Document, words: str) -> Chunk:
+    return next(c for c in document.chunks.order_by("ordinal") if words in c.text)
+
+
+def pdfium_box(page_number: int, words: str) -> list[float]:
+    """The normalized box of `words` on the page, found by pdfium's own search."""
+    pdf = pdfium.PdfDocument(str(PDF))
+    page = pdf[page_number - 1]
+    textpage = page.get_textpage()
+    searcher = textpage.search(words)
+    index, count = searcher.get_next()
+    boxes = [textpage.get_charbox(i, loose=True) for i in range(index, index + count)]
+    left, bottom, right, top = page.get_cropbox()
+    width, height = right - left, top - bottom
+    x0 = min(b[0] for b in boxes)
+    x1 = max(b[2] for b in boxes)
+    y0 = min(b[1] for b in boxes)
+    y1 = max(b[3] for b in boxes)
+    return [(x0 - left) / width, (top - y1) / height, (x1 - left) / width, (top - y0) / height]
+
+
+def contains(outer: list[float], inner: list[float], slack: float = 0.002) -> bool:
+    return (
+        outer[0] - slack <= inner[0]
+        and outer[1] - slack <= inner[1]
+        and inner[2] <= outer[2] + slack
+        and inner[3] <= outer[3] + slack
+    )
+
+
+def test_pdf_chunks_carry_the_boxes_of_their_lines(documents):
+    pdf = documents["q3-launch-notes.pdf"]
+    chunks = list(pdf.chunks.order_by("ordinal"))
+    assert chunks and all(c.locator.get("bbox") for c in chunks)
+    for chunk in chunks:
+        boxes, chars = chunk.locator["bbox"], chunk.locator["bbox_chars"]
+        assert len(boxes) == len(chars)
+        for x0, y0, x1, y1 in boxes:
+            assert 0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1
+        assert chars[0][0] == 0 and chars[-1][1] <= len(chunk.text)
+
+    chunk = chunk_with(pdf, "Total launch budget")
+    expected = pdfium_box(chunk.locator["page"], "Total launch budget")
+    start = chunk.text.index("Total launch budget")
+    line = next(
+        box
+        for box, (s, e) in zip(chunk.locator["bbox"], chunk.locator["bbox_chars"], strict=True)
+        if s <= start < e
+    )
+    assert contains(line, expected), (line, expected)
+    # A line box, not the whole page: about one line high.
+    assert line[3] - line[1] < 0.03
+
+    # Non-PDF documents carry no boxes.
+    assert not any("bbox" in c.locator for c in documents["handbook.md"].chunks.all())
+
+
+def test_pdf_citation_names_its_page_and_serves_page_images(
+    documents, workspace, user, page_cache
+):
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    chunk = chunk_with(pdf, "Total launch budget")
+    n = cite(thread, chunk)
+    markdown_n = cite(thread, documents["handbook.md"].chunks.order_by("ordinal").first())
+    api = APIClient()
+    api.force_authenticate(user)
+
+    body = api.get(f"/api/threads/{thread.pk}/citations/{n}").json()
+    assert body["pdf"]["page"] == chunk.locator["page"]
+    assert body["pdf"]["page_count"] == 4
+    assert body["pdf"]["bbox"] == chunk.locator["bbox"]
+    assert body["pdf"]["bbox_chars"] == chunk.locator["bbox_chars"]
+    assert api.get(f"/api/threads/{thread.pk}/citations/{markdown_n}").json()["pdf"] is None
+
+    base = f"/api/threads/{thread.pk}/citations/{n}/pages"
+    response = api.get(f"{base}/{chunk.locator['page']}?scale=1.5")
+    assert response.status_code == 200
+    assert response["Content-Type"] == "image/png"
+    image = Image.open(io.BytesIO(response.content))
+    page = pdfium.PdfDocument(str(PDF))[chunk.locator["page"] - 1]
+    width, height = page.get_size()
+    assert image.size == (round(width * 1.5), round(height * 1.5))
+
+    # Cached on disk by content hash, page and scale, and served from there.
+    cached = page_cache / f"{pdf.content_hash}-p{chunk.locator['page']}-x1.5.png"
+    assert cached.read_bytes() == response.content
+    marker = Image.new("RGB", (3, 2))
+    buffer = io.BytesIO()
+    marker.save(buffer, format="PNG")
+    cached.write_bytes(buffer.getvalue())
+    again = api.get(f"{base}/{chunk.locator['page']}?scale=1.5")
+    assert Image.open(io.BytesIO(again.content)).size == (3, 2)
+
+    # Neighbouring pages are a scroll away; the default scale is 2.
+    neighbour = api.get(f"{base}/1")
+    assert neighbour.status_code == 200 and neighbour.content.startswith(PNG_SIGNATURE)
+    assert Image.open(io.BytesIO(neighbour.content)).size == (round(width * 2), round(height * 2))
+
+    missing = api.get(f"{base}/5")
+    assert missing.status_code == 404
+    assert "no page 5" in missing.json()["detail"]
+    for bad in ("7", "abc", "-1"):
+        refused = api.get(f"{base}/1?scale={bad}")
+        assert refused.status_code == 400, bad
+        assert "scale" in refused.json()
+    assert api.get(f"/api/threads/{thread.pk}/citations/{markdown_n}/pages/1").status_code == 404
+    assert api.get(f"/api/threads/{thread.pk}/citations/99/pages/1").status_code == 404
+
+
+def test_page_images_are_only_for_the_threads_owner(documents, workspace, user, page_cache):
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, pdf.chunks.order_by("ordinal").first())
+    url = f"/api/threads/{thread.pk}/citations/{n}/pages/1"
+
+    owner = APIClient()
+    owner.force_authenticate(user)
+    assert owner.get(url).status_code == 200
+
+    # Another member of the same workspace, and a stranger: both see a 404.
+    colleague = get_user_model().objects.create_user("bob")
+    workspace.members.add(colleague)
+    mallory = get_user_model().objects.create_user("mallory")
+    for other in (colleague, mallory):
+        client = APIClient()
+        client.force_authenticate(other)
+        assert client.get(url).status_code == 404
+        assert client.get(f"/api/threads/{thread.pk}/citations/{n}").status_code == 404
+    assert APIClient().get(url).status_code in (401, 403)
+
+    # The owner who has left the workspace loses the pages too.
+    workspace.members.remove(user)
+    assert owner.get(url).status_code == 404
+
+
+def test_a_changed_pdf_source_falls_back_to_text(documents, workspace, user, page_cache):
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    chunk = pdf.chunks.order_by("ordinal").first()
+    n = cite(thread, chunk)
+    Chunk.objects.filter(pk=chunk.pk).update(content_hash="0" * 64)  # re-indexed since
+    api = APIClient()
+    api.force_authenticate(user)
+    body = api.get(f"/api/threads/{thread.pk}/citations/{n}").json()
+    assert body["status"] == "changed"
+    assert body["pdf"] is None
+
+
+def test_boxes_are_computed_on_request_for_citations_older_than_stored_boxes(
+    documents, workspace, user, page_cache
+):
+    pdf = documents["q3-launch-notes.pdf"]
+    chunk = chunk_with(pdf, "Total launch budget")
+    stored = dict(chunk.locator)
+    Chunk.objects.filter(pk=chunk.pk).update(
+        locator={k: v for k, v in stored.items() if not k.startswith("bbox")}
+    )
+    chunk.refresh_from_db()
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, chunk)
+    api = APIClient()
+    api.force_authenticate(user)
+    body = api.get(f"/api/threads/{thread.pk}/citations/{n}").json()
+    assert body["pdf"]["bbox"] == stored["bbox"]
+    assert body["pdf"]["bbox_chars"] == stored["bbox_chars"]
