@@ -318,7 +318,13 @@ def search_web(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
     # A registry key holds at most 300 characters: a longer address cannot be cited.
     results = [r for r in results if len(web_result_key(r.url)) <= MAX_SOURCE_KEY]
-    units = [_web_unit(result, fetched_at) for result in results]
+    # A snippet depends on the query. An address this thread already registered
+    # keeps its number and its text: show the model the text its number stands for
+    # (what the answer is grounded against), not today's snippet.
+    known = citations.registered_texts(
+        thread=thread, keys=[web_result_key(r.url) for r in results]
+    )
+    units = [_web_unit(r, fetched_at, known.get(web_result_key(r.url))) for r in results]
 
     def render(numbers: dict[str, int]) -> str:
         documents = [
@@ -335,7 +341,9 @@ def search_web(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     return Evidence(units, render, metadata)
 
 
-def _web_unit(result: web_search.WebResult, fetched_at: str) -> citations.SourceUnit:
+def _web_unit(
+    result: web_search.WebResult, fetched_at: str, registered_text: str | None
+) -> citations.SourceUnit:
     locator = {
         "url": result.url,
         "title": result.title,
@@ -346,7 +354,7 @@ def _web_unit(result: web_search.WebResult, fetched_at: str) -> citations.Source
         source_key=web_result_key(result.url),
         source_type="web_result",
         # A result without snippet offers only its title to cite (and to ground against).
-        text=result.snippet or result.title,
+        text=registered_text or result.snippet or result.title,
         locator=locator,
         display={
             "title": result.title,

@@ -210,17 +210,28 @@ def test_a_cited_web_result_resolves_to_its_entry(llm, fake, api, workspace, set
 
 
 @pytest.mark.django_db
-def test_the_same_url_keeps_its_number_across_searches(llm, fake, api, workspace, settings):
+def test_the_same_url_keeps_its_number_and_its_text(llm, fake, api, workspace, settings):
+    """Snippets depend on the query: a known address is shown with the text its [n] holds."""
     configure(settings, fake)
+    second = {"results": [
+        {"url": "https://www.harbour.example/buoys", "title": "Buoys", "content": "Other words."},
+        {"url": "https://third.example/", "title": "Third", "content": "A third result."},
+    ]}
+    answers = [SEARXNG, second]
+    Fake.responses = {"/search": (200, lambda body: answers.pop(0))}
     llm.script = [
         tool_call("search_web", {"query": "pelican"}),
-        tool_call("search_web", {"query": "pelican again"}),
-        answer("Repainted every April [1]."),
+        tool_call("search_web", {"query": "buoy paint"}),
+        answer("The Pelican mooring buoy is repainted every April by the harbour crew [1]."),
     ]
     thread, response = ask(api)
-    results = [call["result"] for call in tool_log(response)]
-    assert f"[1] {SNIPPET}" in results[0] and f"[1] {SNIPPET}" in results[1]
-    assert CitationEntry.objects.filter(registry__thread_id=thread).count() == 2
+    first, then = [call["result"] for call in tool_log(response)]
+    assert f"[1] {SNIPPET}" in first and "[2] Paint day." in first
+    assert f"[1] {SNIPPET}" in then and "Other words" not in then
+    assert "[3] A third result." in then
+    assert CitationEntry.objects.filter(registry__thread_id=thread).count() == 3
+    (citation,) = response.json()["citations"]
+    assert (citation["text"], citation["support"]["verdict"]) == (SNIPPET, "supported")
 
 
 @pytest.mark.django_db
