@@ -10,6 +10,7 @@ from chat import web_search
 from chat.models import CitationEntry, Message
 from chat.tools import tool_specs
 from citations.registry import web_result_key
+from knowledge.models import Workspace
 from tests.conftest import Fake
 from tests.scripted_llm import answer, tool_call
 
@@ -283,3 +284,18 @@ def test_result_pages_are_never_fetched(llm, fake, api, workspace, settings):
         "source_key", flat=True
     )
     assert list(keys) == [web_result_key(f"{fake}/admin-panel")]
+
+
+@pytest.mark.django_db
+def test_the_injection_mode_offers_no_web_search(llm, fake, api, workspace, settings):
+    configure(settings, fake)
+    Workspace.objects.filter(pk=workspace.pk).update(
+        retrieval_mode=Workspace.RetrievalMode.INJECTION
+    )
+    llm.script = [answer("Hello.")]
+    _, response = ask(api)
+    assert response.status_code == 201
+    (request,) = llm.requests
+    assert offered(request) == []
+    assert "search_web" not in request["messages"][0]["content"]
+    assert Fake.requests == []
