@@ -101,6 +101,12 @@ def _locked_registry(thread: Thread) -> CitationRegistry:
     return CitationRegistry.objects.select_for_update().get(thread=thread)
 
 
+def registered_texts(*, thread: Thread, keys: Sequence[str]) -> dict[str, str]:
+    """The cited text of those `keys` already registered in the thread (a read, no lock)."""
+    found = CitationEntry.objects.filter(registry__thread=thread, source_key__in=list(keys))
+    return dict(found.values_list("source_key", "text"))
+
+
 def issued_numbers(*, thread: Thread) -> set[int]:
     issued = CitationEntry.objects.filter(registry__thread=thread)
     return set(issued.values_list("n", flat=True))

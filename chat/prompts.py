@@ -51,10 +51,13 @@ def workspace_tree(workspace: Workspace, limit: int = 30) -> list[str]:
     return lines
 
 
-def system_prompt(workspace: Workspace, mentions: list[Mention]) -> str:
+def system_prompt(
+    workspace: Workspace, mentions: list[Mention], *, web_search: bool = False
+) -> str:
     parts = [f"You are Verity, the assistant of the knowledge base named {quoted(workspace.name)}."]
     tree = workspace_tree(workspace)
     injected = workspace.retrieval_mode == Workspace.RetrievalMode.INJECTION
+    web_search = web_search and not injected  # the injection mode offers no tools
     if tree:
         how = (
             "The passages found for the user's message are given with it."
@@ -68,8 +71,14 @@ def system_prompt(workspace: Workspace, mentions: list[Mention]) -> str:
             + "\nSome of the documents:\n"
             + render_catalogue(tree)
         )
-    else:
+    elif not web_search:
         parts.append("The knowledge base is empty, so answer without citations.")
+    if web_search:
+        parts.append(
+            "search_web searches the public web: use it when the knowledge base does not "
+            "answer. Web results are numbered and cited like passages."
+            + ("" if tree else "\n" + CITATION_RULE)
+        )
     scoped = [m for m in mentions if m.kind in ("document", "folder")]
     if scoped:
         notes = [f"- {m.kind} {m.id}: {quoted(m.title)}" for m in scoped]

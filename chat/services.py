@@ -33,7 +33,7 @@ from chat.providers import (
     TurnContext,
     get_provider,
 )
-from chat.tools import TOOL_SPECS, Evidence, ToolError, gather
+from chat.tools import Evidence, ToolError, gather, tool_specs, web_search_config
 from citations.normalizer import StreamNormalizer
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -141,6 +141,8 @@ def progress_label(name: str, arguments: Any) -> str:
         return f"Searching the knowledge base for “{args.get('query', '')}”"
     if name == "read_document":
         return f"Reading document {args.get('document_id', '')}"
+    if name == "search_web":
+        return f"Searching the web for “{args.get('query', '')}”"
     if name == "read_chat":
         return f"Reading conversation {args.get('thread_id', '')}"
     return f"Running {name}"
@@ -167,7 +169,7 @@ class Turn:
     search_metadata: list[dict[str, Any]] = field(default_factory=list)
     llm_seconds: float = 0.0
     # What the model may call; none in the injection retrieval mode.
-    tools: list[dict[str, Any]] = field(default_factory=lambda: TOOL_SPECS)
+    tools: list[dict[str, Any]] = field(default_factory=tool_specs)
     # Text written before a round's tool calls ends a paragraph: the next round's
     # text starts a new one instead of running on ("Let me look.The launch…").
     paragraph_break: bool = False
@@ -215,7 +217,12 @@ def open_turn(
         title=text[:80],
     )
     messages: list[dict[str, Any]] = [
-        {"role": "system", "content": system_prompt(thread.workspace, resolved)},
+        {
+            "role": "system",
+            "content": system_prompt(
+                thread.workspace, resolved, web_search=web_search_config() is not None
+            ),
+        },
         *_history(thread, user_message.seq),
         {"role": "user", "content": text},
     ]

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
 
-from chat import citations
+from chat import citations, web_search
 from chat.models import Message, Thread
-from citations.registry import chat_turn_key, chunk_key
-from citations.renderer import EvidenceDocument, Passage, render_evidence
+from citations.registry import chat_turn_key, chunk_key, web_result_key
+from citations.renderer import WEB_HEADER, EvidenceDocument, Passage, render_evidence
 from knowledge import locators
 from knowledge.models import Chunk, Document
 from knowledge.search import Hit, Scope, ScopeError, search
@@ -108,6 +109,39 @@ TOOL_SPECS: list[dict[str, Any]] = [
         },
     },
 ]
+
+
+SEARCH_WEB_SPEC: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "search_web",
+        "description": (
+            "Search the public web and get numbered results (title, address, snippet) to "
+            "cite. Use it when the knowledge base does not answer, or for recent or "
+            "public facts; cite only what a result's snippet says."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "what to look for"}},
+            "required": ["query"],
+        },
+    },
+}
+
+
+def web_search_config() -> web_search.WebSearchConfig | None:
+    """The configured web search provider, or None: web search is off."""
+    return web_search.config_from(
+        provider=settings.WEB_SEARCH,
+        url=settings.WEB_SEARCH_URL,
+        api_key=settings.WEB_SEARCH_API_KEY,
+        timeout=settings.WEB_SEARCH_TIMEOUT,
+    )
+
+
+def tool_specs() -> list[dict[str, Any]]:
+    """What the model is offered: search_web only when a provider is configured."""
+    return [*TOOL_SPECS, SEARCH_WEB_SPEC] if web_search_config() else list(TOOL_SPECS)
 
 
 def source_label(uri: str, metadata: dict[str, Any], locator: dict[str, Any]) -> str:
@@ -263,10 +297,80 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     return Evidence(units, render)
 
 
+MAX_SOURCE_KEY = 300  # CitationEntry.source_key
+
+
+def search_web(thread: Thread, arguments: dict[str, Any]) -> Evidence:
+    """Web results as citable units: the snippet is the text cited and grounded.
+
+    Only the provider is called; the result pages are not fetched.
+    """
+    config = web_search_config()
+    if config is None:
+        raise ToolError("Web search is not configured.")
+    query = str(arguments.get("query") or "").strip()
+    if not query:
+        raise ToolError("search_web needs a non-empty 'query'.")
+    try:
+        results = web_search.search(config, query, limit=settings.WEB_SEARCH_RESULTS)
+    except web_search.WebSearchError as exc:
+        raise ToolError(f"Web search failed: {exc}") from exc
+    fetched_at = datetime.now(UTC).isoformat(timespec="seconds")
+    # A registry key holds at most 300 characters: a longer address cannot be cited.
+    results = [r for r in results if len(web_result_key(r.url)) <= MAX_SOURCE_KEY]
+    # A snippet depends on the query. An address this thread already registered
+    # keeps its number and its text: show the model the text its number stands for
+    # (what the answer is grounded against), not today's snippet.
+    known = citations.registered_texts(
+        thread=thread, keys=[web_result_key(r.url) for r in results]
+    )
+    units = [_web_unit(r, fetched_at, known.get(web_result_key(r.url))) for r in results]
+
+    def render(numbers: dict[str, int]) -> str:
+        documents = [
+            EvidenceDocument(
+                r.title, r.url, "excerpt", [Passage(numbers[u.source_key], u.text)]
+            )
+            for r, u in zip(results, units, strict=True)
+        ]
+        return render_evidence(
+            documents, header=WEB_HEADER, empty_message="The web search found nothing."
+        )
+
+    metadata = {"query": query, "web_results": len(units), "provider": config.provider}
+    return Evidence(units, render, metadata)
+
+
+def _web_unit(
+    result: web_search.WebResult, fetched_at: str, registered_text: str | None
+) -> citations.SourceUnit:
+    locator = {
+        "url": result.url,
+        "title": result.title,
+        "snippet": result.snippet,
+        "fetched_at": fetched_at,
+    }
+    return citations.SourceUnit(
+        source_key=web_result_key(result.url),
+        source_type="web_result",
+        # A result without snippet offers only its title to cite (and to ground against).
+        text=registered_text or result.snippet or result.title,
+        locator=locator,
+        display={
+            "title": result.title,
+            "uri": result.url,
+            "label": result.domain,
+            "source": result.domain,
+            "url": result.url,
+        },
+    )
+
+
 TOOLS: dict[str, Callable[[Thread, dict[str, Any]], Evidence]] = {
     "search_knowledge_base": search_knowledge_base,
     "read_document": read_document,
     "read_chat": read_chat,
+    "search_web": search_web,
 }
 
 
@@ -286,7 +390,8 @@ def parse_arguments(raw: str | dict | None) -> dict[str, Any]:
 
 def gather(thread: Thread, name: str, raw_arguments: str | dict | None) -> Evidence:
     """Run a tool's reads: what it found, not yet numbered (ToolError for bad calls)."""
-    tool = TOOLS.get(name)
+    offered = [spec["function"]["name"] for spec in tool_specs()]
+    tool = TOOLS.get(name) if name in offered else None
     if tool is None:
-        raise ToolError(f"Unknown tool {name!r}; use one of {', '.join(TOOLS)}.")
+        raise ToolError(f"Unknown tool {name!r}; use one of {', '.join(offered)}.")
     return tool(thread, parse_arguments(raw_arguments))

@@ -5,6 +5,7 @@ import warnings
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
 from config.secret_key import persistent_secret_key
@@ -297,6 +298,18 @@ GROUNDING_SUPPORTED = env.float("GROUNDING_SUPPORTED", default=0.62)
 GROUNDING_PARTIAL = env.float("GROUNDING_PARTIAL", default=0.45)
 # Distinct @mentions one message may carry (each scopes the search); more is a 400.
 CHAT_MAX_MENTIONS = env.int("CHAT_MAX_MENTIONS", default=20)
+
+# --- Web search ----------------------------------------------------------------------
+# none (default) | searxng | brave | tavily. When set, the chat model is also offered
+# search_web, whose results are cited like passages (web_result entries).
+WEB_SEARCH = env("WEB_SEARCH", default="none").strip().lower()
+if WEB_SEARCH not in ("none", "searxng", "brave", "tavily"):
+    raise ImproperlyConfigured(f"WEB_SEARCH={WEB_SEARCH!r}: use none, searxng, brave or tavily")
+# SearXNG: the instance's base URL (required). Brave and Tavily: their public API by default.
+WEB_SEARCH_URL = env("WEB_SEARCH_URL", default="")
+WEB_SEARCH_API_KEY = env("WEB_SEARCH_API_KEY", default="")
+WEB_SEARCH_RESULTS = env.int("WEB_SEARCH_RESULTS", default=5)
+WEB_SEARCH_TIMEOUT = env.float("WEB_SEARCH_TIMEOUT", default=10.0)
 
 # --- Ingestion limits --------------------------------------------------------------
 INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 1024)

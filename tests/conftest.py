@@ -5,6 +5,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qsl
 
 import pytest
 
@@ -69,11 +70,21 @@ def workspace(user):
 class Fake(BaseHTTPRequestHandler):
     responses: dict[str, tuple[int, dict]] = {}
     requests: list[tuple[str, dict]] = []
+    headers_seen: list[dict[str, str]] = []  # each request's headers, in order
 
     def do_POST(self) -> None:  # noqa: N802 (http.server API)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Fake.requests.append((self.path, body))
-        status, payload = Fake.responses.get(self.path, (404, {"message": "no route"}))
+        self._answer(self.path, body)
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+        # Routed by path; the query string is recorded as the body.
+        path, _, query = self.path.partition("?")
+        self._answer(path, dict(parse_qsl(query)))
+
+    def _answer(self, path: str, body: dict) -> None:
+        Fake.requests.append((path, body))
+        Fake.headers_seen.append(dict(self.headers))
+        status, payload = Fake.responses.get(path, (404, {"message": "no route"}))
         if callable(payload):
             payload = payload(body)
         data = json.dumps(payload).encode()
@@ -91,7 +102,7 @@ class Fake(BaseHTTPRequestHandler):
 def fake() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    Fake.responses, Fake.requests = {}, []
+    Fake.responses, Fake.requests, Fake.headers_seen = {}, [], []
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
 
