@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
@@ -537,3 +537,55 @@ def _capped(files: Iterable[T], root: Path) -> list[T]:
             "(INGEST_MAX_FILES_PER_JOB); add its subfolders separately"
         )
     return found
+
+
+def register_operator_sources(
+    *,
+    workspace: Workspace,
+    locations: Sequence[str],
+    folder_path: str = "",
+    as_repositories: bool = False,
+    include_assets: bool = False,
+    queue: bool = True,
+    force: bool = False,
+    description: str = "",
+) -> tuple[IngestJob, list[Document]]:
+    """`manage.py ingest`: files, folders, repositories and URLs of the operator, in one job.
+
+    Server paths are not confined to INGEST_SERVER_ROOTS here: the operator has the
+    shell already. A missing path or a refused URL is SourceRefused; with `queue`
+    the broker is checked and the documents queued, all in one transaction (an
+    outage saves nothing, not even the job).
+    """
+    with transaction.atomic():
+        folder = folder_for_path(workspace=workspace, path=folder_path)
+        job = IngestJob.objects.create(workspace=workspace, description=description[:500])
+        documents: list[Document] = []
+        for location in locations:
+            documents += _register_location(
+                workspace, location, folder=folder, job=job,
+                as_repository=as_repositories, include_assets=include_assets,
+            )
+        if queue:
+            enqueue(documents, force=force)
+    return job, documents
+
+
+def _register_location(
+    workspace: Workspace, location: str, *, folder: Folder | None, job: IngestJob,
+    as_repository: bool, include_assets: bool,
+) -> list[Document]:
+    if location.startswith(("http://", "https://")):
+        if problem := url_problem(location):
+            raise SourceRefused(f"{location}: {problem}")
+        return [add_url(workspace=workspace, url=location, folder=folder, job=job)]
+    path = Path(location)
+    if as_repository and path.is_dir():
+        return add_repository(workspace=workspace, root=path, folder=folder, job=job)
+    if path.is_dir():
+        return add_directory(
+            workspace=workspace, root=path, folder=folder, job=job, include_assets=include_assets
+        )
+    if path.is_file():
+        return [add_path(workspace=workspace, path=path, folder=folder, job=job)]
+    raise SourceRefused(f"No such file, directory or URL: {location}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -54,25 +53,27 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         started = time.monotonic()
         inline = options["inline"]
-        # One transaction: when the broker is down, nothing (not even the job) is saved.
         try:
+            # A workspace created here is rolled back too when the broker is down.
             with transaction.atomic():
                 workspace = self._workspace(
                     options["workspace"], options["owner"], create=options["create"]
                 )
-                folder = sources.folder_for_path(workspace=workspace, path=options["folder"])
-                job = IngestJob.objects.create(
+                job, documents = sources.register_operator_sources(
                     workspace=workspace,
+                    locations=options["sources"],
+                    folder_path=options["folder"],
+                    as_repositories=options["repo"],
+                    include_assets=options["include_assets"],
+                    queue=not inline,
+                    force=options["force"],
                     description="manage.py ingest " + " ".join(options["sources"]),
                 )
-                documents = self._register(workspace, folder, job, options)
-                if not inline:
-                    sources.enqueue(documents, force=options["force"])
         except sources.BrokerUnavailable as exc:
             raise CommandError(
                 f"{exc} ({exc.reason}) To index without the workers, pass --inline."
             ) from exc
-        except sources.SourceRefused as exc:  # a tree over INGEST_MAX_FILES_PER_JOB
+        except sources.SourceRefused as exc:  # a missing path, a refused URL, a tree too big
             raise CommandError(str(exc)) from exc
         if not documents:
             raise CommandError("No supported files found in the given sources")
@@ -119,33 +120,6 @@ class Command(BaseCommand):
                 "(or create a superuser first) to create it"
             )
         return workspace_create(slug=slug, owner=user)
-
-    def _register(self, workspace, folder, job, options) -> list[Document]:
-        documents: list[Document] = []
-        for source in options["sources"]:
-            if source.startswith(("http://", "https://")):
-                if problem := sources.url_problem(source):
-                    raise CommandError(f"{source}: {problem}")
-                document = sources.add_url(workspace=workspace, url=source, folder=folder, job=job)
-                documents.append(document)
-                continue
-            path = Path(source)
-            if options["repo"] and path.is_dir():
-                documents += sources.add_repository(
-                    workspace=workspace, root=path, folder=folder, job=job
-                )
-            elif path.is_dir():
-                documents += sources.add_directory(
-                    workspace=workspace, root=path, folder=folder, job=job,
-                    include_assets=options["include_assets"],
-                )
-            elif path.is_file():
-                documents.append(
-                    sources.add_path(workspace=workspace, path=path, folder=folder, job=job)
-                )
-            else:
-                raise CommandError(f"No such file, directory or URL: {source}")
-        return documents
 
     def _wait(
         self, job: IngestJob, total: int, worker_timeout: float, reported: set[int]
