@@ -121,7 +121,8 @@ def image_pages(data: bytes, pages: list[int]) -> list[int]:
         return []
     try:
         found = []
-        for number in pages:
+        # pypdf and pdfium may count a damaged file's pages differently.
+        for number in (n for n in pages if n <= len(pdf)):
             page = pdf[number - 1]
             try:
                 # get_objects descends into form XObjects, where scanners often put the image.
