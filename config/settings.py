@@ -316,6 +316,12 @@ INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 102
 INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
     "INGEST_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
+# Scanned PDF pages: "auto" OCRs them with Debian's tesseract when it is installed
+# (apt-get install tesseract-ocr), "off" never does; either way a page left unread
+# is named in the document's metadata["warnings"].
+OCR = env("OCR", default="auto").strip().lower()
+if OCR not in ("auto", "off"):
+    raise ImproperlyConfigured(f"OCR must be auto or off, not {OCR!r}")
 INGEST_MAX_FILES_PER_UPLOAD = env.int("INGEST_MAX_FILES_PER_UPLOAD", default=100)
 # One multipart request in all (files and form fields), refused from its declared
 # Content-Length before it is read (config/request_limits.py): by default room for

@@ -97,13 +97,14 @@ def parse_source(
 ) -> LoadedDocument:
     """The loaded document; `dropped_blocks` are the site's repeated blocks (HTML only)."""
     if source.resource is not None:
-        return load_fetched(source.resource)
+        return load_fetched(source.resource, ocr=settings.OCR)
     return load_bytes(
         source.data,
         filename=source.filename,
         mime=mime,
         max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
         dropped_blocks=frozenset(dropped_blocks),
+        ocr=settings.OCR,
     )
 
 
@@ -152,7 +153,9 @@ def index_document(
             dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
         )
         pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
-        if not pieces:
+        if not pieces and not loaded.metadata.get("warnings"):
+            # A scan indexed without OCR has no text but is not broken: its
+            # warnings say why, and it is indexed (empty) rather than FAILED.
             raise IngestError("The document has no text to index")
         if loaded.source_type == SourceType.PDF:
             _locate_on_pages(source, loaded, pieces)

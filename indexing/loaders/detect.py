@@ -8,6 +8,7 @@ from pathlib import PurePosixPath
 
 from indexing.loaders.html import load_html
 from indexing.loaders.markdown import load_markdown
+from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED, DOCX_MIME, PPTX_MIME, load_office
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.repo import detect_language, is_code_path
@@ -145,17 +146,19 @@ def load_bytes(
     mime: str | None = None,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
     dropped_blocks: frozenset[str] = frozenset(),
+    ocr: str | OcrEngine | None = OCR_AUTO,
 ) -> LoadedDocument:
     """Parse an uploaded or stored file. Raises IngestError for input we cannot index.
 
     `max_uncompressed` bounds what an Office file (a zip) may expand to;
-    `dropped_blocks` are an HTML site's repeated blocks (html.repeated_blocks).
+    `dropped_blocks` are an HTML site's repeated blocks (html.repeated_blocks);
+    `ocr` reads a PDF's scanned pages ("auto", "off" or an engine: loaders.ocr).
     """
     fmt = detect_format(data, filename=filename, mime=mime)
     if not data:
         raise IngestError("File is empty")
     if fmt == PDF:
-        return load_pdf(data, filename=filename)
+        return load_pdf(data, filename=filename, ocr=ocr)
     if fmt == HTML:
         return load_html(data, filename=filename, dropped_blocks=dropped_blocks)
     if fmt == MARKDOWN:

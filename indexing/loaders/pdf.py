@@ -9,6 +9,16 @@ import re
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 
+from indexing.loaders.ocr import (
+    OCR_AUTO,
+    OcrEngine,
+    image_pages,
+    is_sparse,
+    page_ranges,
+    recognize_pages,
+    resolve_engine,
+    why_unavailable,
+)
 from indexing.loaders.pdf_structure import (
     is_contents_page,
     outline_entries,
@@ -105,7 +115,51 @@ def _metadata_title(reader: PdfReader) -> str | None:
     return title or None
 
 
-def load_pdf(data: bytes, *, filename: str) -> LoadedDocument:
+def _read_scanned_pages(
+    data: bytes, units: list[RawUnit], *, ocr: str | OcrEngine | None, filename: str
+) -> dict[str, object]:
+    """OCR the pages that draw an image but carry (next to) no text; metadata saying so.
+
+    Each recognized page's text replaces that page's unit text, so chunks keep
+    exact page locators. Without an engine the pages stay empty and a warning says
+    why, rather than the document failing or silently missing pages.
+    """
+    sparse = [i for i, unit in enumerate(units, start=1) if is_sparse(unit.text)]
+    scanned = image_pages(data, sparse) if sparse else []
+    if not scanned:
+        return {}
+    engine = resolve_engine(ocr)
+    if engine is None:
+        warning = f"{page_ranges(scanned)} have no text layer and {why_unavailable(ocr)}"
+        if len(scanned) == 1:
+            warning = warning.replace(" have ", " has ", 1)
+        logger.warning("%s: %s", filename, warning)
+        return {"warnings": [warning]}
+    outcome = recognize_pages(data, scanned, engine)
+    read: list[int] = []
+    for number, text in outcome.texts.items():
+        text = _clean_page_text(text)
+        # Keep the text layer when OCR finds no more than it (a diagram with a caption).
+        if len(text.split()) > len(units[number - 1].text.split()):
+            units[number - 1].text = text
+            read.append(number)
+    logger.info(
+        "%s: OCR by %s on %s in %.1fs (%.1fs a page)", filename, engine.name,
+        page_ranges(scanned), outcome.seconds, outcome.seconds / len(scanned),
+    )
+    metadata: dict[str, object] = {"ocr": engine.name, "ocr_pages": read}
+    if outcome.failed:
+        metadata["warnings"] = [
+            f"OCR failed on page {number}: {reason[:_MAX_REASON]}"
+            for number, reason in outcome.failed.items()
+        ]
+    return metadata
+
+
+def load_pdf(
+    data: bytes, *, filename: str, ocr: str | OcrEngine | None = OCR_AUTO
+) -> LoadedDocument:
+    """One unit per page. `ocr` is "auto" (tesseract if installed), "off", or an engine."""
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -139,13 +193,17 @@ def load_pdf(data: bytes, *, filename: str) -> LoadedDocument:
         # Blank pages stay as units so that page numbers keep matching the file.
         units.append(RawUnit(text=text, locator={"page": number}, kind=KIND_PDF_PAGE))
 
+    ocr_metadata = _read_scanned_pages(data, units, ocr=ocr, filename=filename)
     _drop_running_lines(units)
-    if not any(u.text.strip() for u in units):
+    # Scanned pages left unread are not an error: the warning says why they are empty.
+    if not any(u.text.strip() for u in units) and "warnings" not in ocr_metadata:
         if failed_pages and len(failed_pages) == len(pages):
             raise IngestError("Could not read PDF: text extraction failed on every page")
-        raise IngestError("PDF has no extractable text (scanned images? OCR is not supported)")
+        if ocr_metadata:
+            raise IngestError("PDF has no extractable text: OCR found no text on its scanned pages")
+        raise IngestError("PDF has no extractable text (no text layer and no scanned images)")
 
-    metadata: dict[str, object] = {"page_count": len(pages)}
+    metadata: dict[str, object] = {"page_count": len(pages), **ocr_metadata}
     if failed_pages:
         metadata["unreadable_pages"] = failed_pages
     if contents := _mark_contents_pages(units):

@@ -17,6 +17,7 @@ import httpx
 from indexing.loaders.detect import load_bytes
 from indexing.loaders.html import html_to_document
 from indexing.loaders.markdown import markdown_document
+from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.text import decode_text, normalize_newlines
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -297,7 +298,9 @@ def _decode_web_text(data: bytes, charset: str | None) -> str:
     return decode_text(data, what="Page")
 
 
-def load_fetched(resource: FetchedResource) -> LoadedDocument:
+def load_fetched(
+    resource: FetchedResource, *, ocr: str | OcrEngine | None = OCR_AUTO
+) -> LoadedDocument:
     """Parse a fetched resource by its Content-Type (falling back to the URL's extension)."""
     url = resource.url
     ctype, charset = _split_content_type(resource.content_type)
@@ -309,7 +312,7 @@ def load_fetched(resource: FetchedResource) -> LoadedDocument:
         doc = html_to_document(data, base_locator={"url": url}, title_fallback=url, charset=charset)
         doc.source_type = SourceType.WEB
     elif ctype == "application/pdf":
-        doc = load_pdf(data, filename=_url_filename(url))
+        doc = load_pdf(data, filename=_url_filename(url), ocr=ocr)
         for unit in doc.units:
             unit.locator["url"] = url  # source_type stays pdf: page locators matter most
     elif ctype in ("text/markdown", "text/x-markdown"):
@@ -328,7 +331,7 @@ def load_fetched(resource: FetchedResource) -> LoadedDocument:
         )
     else:
         # application/octet-stream, a .docx, source code...: treat it as a download.
-        doc = load_bytes(data, filename=_url_filename(url), mime=ctype or None)
+        doc = load_bytes(data, filename=_url_filename(url), mime=ctype or None, ocr=ocr)
         for unit in doc.units:
             unit.locator["url"] = url
     doc.metadata.update(meta)

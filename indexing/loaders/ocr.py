@@ -1,0 +1,161 @@
+"""OCR for PDF pages that have no text layer (scans): render with pdfium, read with tesseract.
+
+Pure: no Django. The engine is chosen by `resolve_engine` from a mode ("auto" finds
+Debian's tesseract, "off" never OCRs) or passed in directly, so callers and tests
+can run the no-OCR path on a machine where tesseract is installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+logger = logging.getLogger(__name__)
+
+OCR_AUTO = "auto"
+OCR_OFF = "off"
+OCR_MODES = (OCR_AUTO, OCR_OFF)
+
+# 300 dpi is what tesseract is tuned for; lower loses small print.
+RENDER_DPI = 300
+# A page with fewer letters/digits than this is "next to none": a scan with a
+# stamped page number or a producer's one-line footer still gets OCR'd.
+SPARSE_TEXT_CHARS = 20
+PAGE_TIMEOUT_SECONDS = 120
+_WORD_CHARS = re.compile(r"\w", re.UNICODE)
+
+
+class OcrEngine(Protocol):
+    name: str  # shown in Document.metadata["ocr"], e.g. "tesseract 5.3.0"
+
+    def recognize(self, image: Image) -> str: ...
+
+
+class TesseractEngine:
+    """Debian's tesseract through pytesseract (one process per page)."""
+
+    def __init__(self, *, lang: str = "eng", version: str = "") -> None:
+        self.lang = lang
+        self.name = f"tesseract {version}".strip()
+
+    def recognize(self, image: Image) -> str:
+        import pytesseract
+
+        return pytesseract.image_to_string(image, lang=self.lang, timeout=PAGE_TIMEOUT_SECONDS)
+
+
+@lru_cache(maxsize=1)
+def _installed_tesseract() -> TesseractEngine | None:
+    if shutil.which("tesseract") is None:
+        return None
+    try:
+        import pytesseract
+
+        version = str(pytesseract.get_tesseract_version())
+    except Exception as exc:  # binary present but unusable (missing libs, no pytesseract)
+        logger.warning("tesseract is on PATH but cannot be run: %s", exc)
+        return None
+    return TesseractEngine(version=version)
+
+
+def resolve_engine(ocr: str | OcrEngine | None) -> OcrEngine | None:
+    """The engine to use: None when OCR is off or not installed."""
+    if ocr is None or ocr == OCR_OFF:
+        return None
+    if ocr == OCR_AUTO:
+        return _installed_tesseract()
+    if isinstance(ocr, str):
+        raise ValueError(f"OCR must be one of {', '.join(OCR_MODES)}, not {ocr!r}")
+    return ocr
+
+
+def why_unavailable(ocr: str | OcrEngine | None) -> str:
+    """The end of a warning about pages left unread, for the mode that gave no engine."""
+    if ocr is None or ocr == OCR_OFF:
+        return "OCR is turned off (OCR=off)"
+    return "OCR (tesseract) is not installed"
+
+
+def is_sparse(text: str) -> bool:
+    return len(_WORD_CHARS.findall(text)) < SPARSE_TEXT_CHARS
+
+
+def page_ranges(pages: list[int]) -> str:
+    """[2, 3, 5] -> "pages 2-3, 5"; [4] -> "page 4"."""
+    spans: list[list[int]] = []
+    for page in sorted(pages):
+        if spans and page == spans[-1][1] + 1:
+            spans[-1][1] = page
+        else:
+            spans.append([page, page])
+    text = ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+    return f"page {text}" if len(pages) == 1 else f"pages {text}"
+
+
+@dataclass
+class OcrOutcome:
+    texts: dict[int, str] = field(default_factory=dict)  # 1-based page -> recognized text
+    failed: dict[int, str] = field(default_factory=dict)  # 1-based page -> reason
+    seconds: float = 0.0
+
+
+def image_pages(data: bytes, pages: list[int]) -> list[int]:
+    """Those of `pages` (1-based) that draw an image: only those can be scans.
+
+    A blank page or one of vector drawings has nothing for OCR to read.
+    """
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        logger.warning("pdfium cannot open the PDF to look for scanned pages: %s", exc)
+        return []
+    try:
+        found = []
+        # pypdf and pdfium may count a damaged file's pages differently.
+        for number in (n for n in pages if n <= len(pdf)):
+            page = pdf[number - 1]
+            try:
+                # get_objects descends into form XObjects, where scanners often put the image.
+                if next(page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,)), None):
+                    found.append(number)
+            finally:
+                page.close()
+        return found
+    finally:
+        pdf.close()
+
+
+def recognize_pages(data: bytes, pages: list[int], engine: OcrEngine) -> OcrOutcome:
+    """OCR each of `pages` (1-based); one failing page does not stop the others."""
+    import time
+
+    import pypdfium2 as pdfium
+
+    outcome = OcrOutcome()
+    started = time.monotonic()
+    pdf = pdfium.PdfDocument(data)
+    try:
+        for number in pages:
+            page = pdf[number - 1]
+            try:
+                image = page.render(scale=RENDER_DPI / 72, grayscale=True).to_pil()
+                outcome.texts[number] = engine.recognize(image)
+            except Exception as exc:  # a timeout or a tesseract crash on one page
+                logger.warning("OCR failed on page %s: %s", number, exc)
+                outcome.failed[number] = str(exc).strip() or type(exc).__name__
+            finally:
+                page.close()
+    finally:
+        pdf.close()
+    outcome.seconds = time.monotonic() - started
+    return outcome

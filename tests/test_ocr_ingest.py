@@ -1,0 +1,54 @@
+"""A scanned PDF ingested for real: searchable by a word on its scanned page, or (without
+OCR) indexed with a warning in its metadata rather than FAILED."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from indexing import pipeline, sources
+from knowledge.models import Document
+from tests.unit.test_ocr import MIXED, SCANNED_LINES, needs_tesseract, scanned_pdf
+
+pytestmark = pytest.mark.django_db
+
+
+def _api(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+@needs_tesseract
+def test_a_word_on_a_scanned_page_is_found_with_its_page(workspace, user, tmp_path, settings):
+    settings.OCR = "auto"
+    (tmp_path / "crane-log.pdf").write_bytes(scanned_pdf(MIXED, [SCANNED_LINES]))
+    document = sources.add_path(workspace=workspace, path=tmp_path / "crane-log.pdf")
+    outcome = pipeline.index_document(document_id=document.pk)
+    assert outcome.status == Document.Status.INDEXED, outcome.error
+
+    api = _api(user)
+    results = api.get("/api/search", {"q": "Gallagher winch brakes"}).json()["results"]
+    assert results, "the scanned page's words were not found"
+    top = results[0]
+    assert top["document_id"] == document.pk and top["locator"]["page"] == 2
+    assert "Gallagher" in top["text"]
+    detail = api.get(f"/api/documents/{document.pk}").json()
+    assert detail["metadata"]["ocr_pages"] == [2]
+    assert detail["metadata"]["ocr"].startswith("tesseract ")
+
+
+def test_without_ocr_a_scan_is_indexed_with_a_warning(workspace, user, tmp_path, settings):
+    settings.OCR = "off"
+    (tmp_path / "scan.pdf").write_bytes(scanned_pdf([], [SCANNED_LINES, SCANNED_LINES]))
+    document = sources.add_path(workspace=workspace, path=tmp_path / "scan.pdf")
+    outcome = pipeline.index_document(document_id=document.pk)
+    assert outcome.status == Document.Status.INDEXED, outcome.error
+    assert outcome.chunk_count == 0
+
+    detail = _api(user).get(f"/api/documents/{document.pk}").json()
+    assert detail["status"] == "INDEXED" and detail["last_error"] == ""
+    assert detail["metadata"]["warnings"] == [
+        "pages 1-2 have no text layer and OCR is turned off (OCR=off)"
+    ]
+    assert "ocr_pages" not in detail["metadata"]
