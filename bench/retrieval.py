@@ -47,7 +47,9 @@ from tqdm import tqdm  # noqa: E402
 from indexing import pipeline, sources  # noqa: E402
 from knowledge.models import Document, Workspace  # noqa: E402
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact"
+# shared/eval beside the checkout; EVAL_DIR for a worktree elsewhere.
+EVAL_DIR = Path(os.environ.get("EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
+SCIFACT = EVAL_DIR / "scifact"
 DOCS_DIR = Path(__file__).resolve().parent / ".cache" / "scifact" / "docs"
 WORKSPACE_SLUG = "scifact"
 K_NDCG, K_RECALL = 10, 100

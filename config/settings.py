@@ -223,9 +223,9 @@ SEARCH_EXACT_MAX_CHUNKS = env.int("SEARCH_EXACT_MAX_CHUNKS", default=3000)
 # (knowledge/vector_index.py), built by a worker once it gets there.
 VECTOR_INDEX_MIN_CHUNKS = env.int("VECTOR_INDEX_MIN_CHUNKS", default=20000)
 VECTOR_INDEX_BUILD_MEMORY = env("VECTOR_INDEX_BUILD_MEMORY", default="512MB")
-# Each leg fetches this many times `limit` candidates (at least SEARCH_MIN_POOL).
-SEARCH_POOL_FACTOR = env.int("SEARCH_POOL_FACTOR", default=5)
-SEARCH_MIN_POOL = env.int("SEARCH_MIN_POOL", default=50)
+# Each leg fetches this many candidates (`limit` when larger), whatever the page
+# size, so a hit's rank does not depend on `limit` (the API's maximum is 100).
+SEARCH_POOL = env.int("SEARCH_POOL", default=100)
 SEARCH_MAX_PER_DOCUMENT = env.int("SEARCH_MAX_PER_DOCUMENT", default=3)
 # none | cohere. No cross-encoder weights can be had offline here, so the
 # default is the fused order.

@@ -128,3 +128,15 @@ def test_documents_api_lists_details_and_chunks(corpus, user):
     assert chunks[0]["locator"]["page"] == 1 and chunks[0]["label"] == "page 1"
     assert client.get("/api/documents/999999").status_code == 404
     assert client.get("/api/schema").status_code == 200
+
+
+def test_a_hits_rank_does_not_depend_on_the_page_size(corpus, workspace, settings):
+    # A pool smaller than the corpus, so each leg's list is cut: were the pool to grow
+    # with `limit`, a longer page would add fused score to some hits only.
+    settings.SEARCH_POOL = 6
+    for query in ("tide prediction accuracy", "launch date and security review", "harbour"):
+        page = [h.chunk_id for h in search(query=query, workspace=workspace, limit=6).hits]
+        assert len(page) >= 4  # the per-document cap can leave a page short
+        for limit in (1, 3, 5):
+            hits = search(query=query, workspace=workspace, limit=limit).hits
+            assert [h.chunk_id for h in hits] == page[:limit]
