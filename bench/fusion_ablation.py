@@ -535,6 +535,14 @@ def variants(header: bool) -> list[Variant]:
                            prf=(docs, terms, weight)))
         out.append(Variant(f"doc-level RRF pool 200 + PRF {docs}d/{terms}t/{weight}", pool=200,
                            level="doc", prf=(docs, terms, weight)))
+    for pool in (100, 200):
+        for how in ("minmax", "zscore"):
+            for alpha in (0.55, 0.6, 0.65, 0.7):
+                out.append(Variant(f"tuned convex {how} a={alpha} pool {pool}", pool=pool,
+                                   fusion=how, dense_weight=2 * alpha))
+    for rare_df in (1, 3, 10):
+        out.append(Variant(f"tuned convex zscore a=0.6 pool 100, rare guard df<={rare_df}",
+                           pool=100, fusion="zscore", dense_weight=1.2, rare_df=rare_df))
     for rare_df in (1, 3, 10):
         out.append(Variant(f"chunk RRF k60 pool 100, rare guard df<={rare_df}", pool=100,
                            rare_df=rare_df))
