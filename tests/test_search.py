@@ -143,7 +143,9 @@ def test_a_hits_rank_does_not_depend_on_the_page_size(corpus, workspace, setting
 
 
 RARE_TERM_TEXTS = {
-    "minutes.txt": "Budget meeting minutes: travel, catering and the zorblat invoice were approved.",
+    "minutes.txt": (
+        "Budget meeting minutes: travel, catering and the zorblat invoice were approved."
+    ),
     "seals.txt": "Replacing a pump seal: drain the housing, swap the seal, check for leaks.",
     "valves.txt": "Pump maintenance: worn valves and gaskets are swapped out each spring.",
     "motors.txt": "Pump motors are serviced yearly; bearings are greased and changed if worn.",
