@@ -207,8 +207,9 @@ CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=40)
 
 # --- Retrieval -------------------------------------------------------------------
 # convex: SEARCH_DENSE_WEIGHT x normalized cosine + the rest x normalized BM25;
-# rrf: Reciprocal Rank Fusion with the RRF_* settings. bench/fusion_ablation.py:
-# convex 0.741 vs RRF 0.723 nDCG@10 on SciFact, 0.875 vs 0.830 MRR@10 on SQuAD.
+# rrf: Reciprocal Rank Fusion with the RRF_* settings. bench/fusion_ablation.py,
+# pool 100: convex 0.739 vs RRF 0.723 nDCG@10 on SciFact train, 0.874 vs 0.830
+# MRR@10 on SQuAD dev; bench/retrieval.py: 0.743 vs 0.720 (RRF, old pool).
 SEARCH_FUSION = env("SEARCH_FUSION", default="convex")
 SEARCH_DENSE_WEIGHT = env.float("SEARCH_DENSE_WEIGHT", default=0.55)
 # A chunk holding a query term of at most this many chunks is never ranked behind
