@@ -51,7 +51,9 @@ from embeddings.local import (  # noqa: E402
 from indexing.chunking import ChunkBudget, chunk_unit  # noqa: E402  (needs sys.path above)
 from indexing.types import KIND_PROSE, RawUnit, Section  # noqa: E402
 
-SQUAD = Path(__file__).resolve().parents[2] / "shared" / "eval" / "squad" / "dev.json"
+# shared/eval beside the checkout; EVAL_DIR for a worktree elsewhere.
+EVAL_DIR = Path(os.environ.get("EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
+SQUAD = EVAL_DIR / "squad" / "dev.json"
 MODEL_CACHE = REPO / ".verity" / "models"
 
 BUDGETS = (96, 128, 160, 200, 256)

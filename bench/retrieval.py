@@ -1,6 +1,6 @@
 """Retrieval quality on BEIR SciFact, through the product's own search().
 
-    .venv/bin/python bench/retrieval.py [--queries N] [--modes keyword,dense,hybrid,bm25s]
+    .venv/bin/python bench/retrieval.py [--queries N] [--modes keyword,dense,hybrid,...]
     .venv/bin/python bench/retrieval.py --ingest-only   # first run: embeds ~14.5k chunks
     .venv/bin/python bench/retrieval.py --skip-ingest   # evaluate what is indexed
 
@@ -13,8 +13,11 @@ Then, for every train claim that has qrels, it calls
 search(claim, workspace, limit=100, per_document=1) with each leg alone and both
 fused, and prints nDCG@10, Recall@100 and latency per mode, next to a true BM25
 reference computed with bm25s on the same corpus (k1=0.9, b=0.4, English stop
-words, Snowball English stemmer, title + " " + text: the BEIR-style setting).
+words, Snowball English stemmer, title + " " + text: the BEIR-style setting),
+whole-abstract MiniLM (ref-dense, embedded once through the embedding cache, so
+the first run embeds ~5.2k abstracts), and plain RRF of the two (ref-rrf, k=60).
 Only search() is called: how a leg scores is not this script's business.
+EVAL_DIR overrides where shared/eval is (default: beside the checkout).
 """
 
 from __future__ import annotations
@@ -47,14 +50,20 @@ from tqdm import tqdm  # noqa: E402
 from indexing import pipeline, sources  # noqa: E402
 from knowledge.models import Document, Workspace  # noqa: E402
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact"
+# shared/eval beside the checkout; EVAL_DIR for a worktree elsewhere.
+EVAL_DIR = Path(os.environ.get("EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
+SCIFACT = EVAL_DIR / "scifact"
 DOCS_DIR = Path(__file__).resolve().parent / ".cache" / "scifact" / "docs"
 WORKSPACE_SLUG = "scifact"
 K_NDCG, K_RECALL = 10, 100
 
-# Mode name -> the legs passed to search(); "bm25s" is the out-of-product reference.
+# Mode name -> the legs passed to search(). Out of the product, the references:
+# "bm25s"; "ref-dense", exact cosine of the query to each whole abstract (title +
+# text, one MiniLM vector each, through the embedding cache); "ref-rrf", plain RRF
+# (k=60) of the bm25s and ref-dense top 100s: the fusion to beat.
 LEGS = {"keyword": ("keyword",), "dense": ("dense",), "hybrid": ("dense", "keyword")}
-ALL_MODES = (*LEGS, "bm25s")
+ALL_MODES = (*LEGS, "bm25s", "ref-dense", "ref-rrf")
+REFERENCE_RRF_K = 60
 
 
 # --- Data ---------------------------------------------------------------------------
@@ -265,6 +274,48 @@ def bm25s_retriever(corpus: list[dict]):
     return retrieve
 
 
+def abstract_dense_retriever(corpus: list[dict]):
+    import numpy as np
+
+    from embeddings import get_embedder
+    from indexing.embedding_cache import embed_with_cache
+    from indexing.types import content_hash
+    from knowledge.search import query_vector
+
+    started = time.perf_counter()
+    texts = [f"{row['title']} {row['text']}" for row in corpus]
+    vectors, embedded = {}, 0
+    for start in tqdm(range(0, len(texts), 256), desc="abstract vectors", leave=False):
+        fresh, calls = embed_with_cache(get_embedder(), texts[start : start + 256])
+        vectors.update(fresh)
+        embedded += calls
+    matrix = np.array([vectors[content_hash(t)] for t in texts], dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    doc_ids = [str(row["_id"]) for row in corpus]
+    print(
+        f"(ref-dense: {len(texts)} whole abstracts, {embedded} embedded now, the rest cached; "
+        f"{time.perf_counter() - started:.1f}s)",
+        flush=True,
+    )
+
+    def retrieve(text: str) -> list[str]:
+        scores = matrix @ np.asarray(query_vector(text.strip()), dtype=np.float32)
+        return [doc_ids[i] for i in np.argsort(-scores, kind="stable")[:K_RECALL]]
+
+    return retrieve
+
+
+def reference_rrf_retriever(dense, keyword):
+    def retrieve(text: str) -> list[str]:
+        scores: dict[str, float] = {}
+        for ranking in (dense(text), keyword(text)):
+            for rank, doc in enumerate(ranking, start=1):
+                scores[doc] = scores.get(doc, 0.0) + 1 / (REFERENCE_RRF_K + rank)
+        return sorted(scores, key=lambda doc: -scores[doc])[:K_RECALL]
+
+    return retrieve
+
+
 # --- Main -------------------------------------------------------------------------------
 
 
@@ -316,7 +367,7 @@ def main() -> None:
         f"modified {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(source.stat().st_mtime))}"
     )
 
-    if any(m in ("dense", "hybrid") for m in args.modes):
+    if any(m in ("dense", "hybrid", "ref-dense", "ref-rrf") for m in args.modes):
         # Embed every query once up front, so the dense and hybrid latencies below are
         # retrieval alone and comparable (search() caches query vectors in-process).
         from knowledge.search import query_vector
@@ -335,9 +386,16 @@ def main() -> None:
     )
     results = []
     print(f"\n{header}\n{'-' * len(header)}", flush=True)
+    references: dict[str, Callable[[str], list[str]]] = {}
     for mode in args.modes:
-        if mode == "bm25s":
-            retrieve = bm25s_retriever(corpus)
+        if mode in ("bm25s", "ref-dense", "ref-rrf") and "bm25s" not in references:
+            references["bm25s"] = bm25s_retriever(corpus)
+        if mode in ("ref-dense", "ref-rrf") and "ref-dense" not in references:
+            references["ref-dense"] = abstract_dense_retriever(corpus)
+        if mode == "ref-rrf":
+            retrieve = reference_rrf_retriever(references["ref-dense"], references["bm25s"])
+        elif mode in references:
+            retrieve = references[mode]
         else:
             retrieve = product_retriever(workspace, LEGS[mode], ids)
         results.append(run_mode(mode, retrieve, queries, qrels))

@@ -67,7 +67,9 @@ from knowledge import vector_index  # noqa: E402
 from knowledge.models import Chunk, Document, Folder, Workspace  # noqa: E402
 from knowledge.search import Scope, search  # noqa: E402
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "eval" / "scifact"
+# shared/eval beside the checkout; EVAL_DIR for a worktree elsewhere.
+EVAL_DIR = Path(os.environ.get("EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
+SCIFACT = EVAL_DIR / "scifact"
 WORKSPACE_SLUG = "bench-latency"
 # Part of the workspace name: a corpus built by another version of this script is rebuilt.
 WORKSPACE_NAME = "bench latency (corpus v2: anchored vectors)"
@@ -508,7 +510,7 @@ def main() -> None:
     document_scopes = [
         Scope(document_ids=tuple(sorted(picker.sample(documents, 3)))) for _ in queries
     ]
-    pool = max(LIMIT * settings.SEARCH_POOL_FACTOR, settings.SEARCH_MIN_POOL)
+    pool = max(settings.SEARCH_POOL, LIMIT)
     ef_search = max(settings.HNSW_EF_SEARCH, pool)
 
     # Query vectors for the raw SQL, straight from the embedder (search()'s LRU stays

@@ -72,7 +72,9 @@ from chat.models import (  # noqa: E402
 from indexing import pipeline, sources  # noqa: E402
 from knowledge.models import Chunk, Document, Workspace  # noqa: E402
 
-SQUAD = Path(__file__).resolve().parents[2] / "shared" / "eval" / "squad" / "dev.json"
+# shared/eval beside the checkout; EVAL_DIR for a worktree elsewhere.
+EVAL_DIR = Path(os.environ.get("EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
+SQUAD = EVAL_DIR / "squad" / "dev.json"
 CACHE = Path(__file__).resolve().parent / ".cache" / "squad"
 WORKSPACE_SLUG = "squad"
 MARKER = re.compile(r"\[citation:(\d+)\]")

@@ -1,9 +1,9 @@
-"""Reciprocal Rank Fusion and result shaping: pure functions, no Django."""
+"""Fusion of ranked lists (score-based and reciprocal-rank) and result shaping: no Django."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 
 
 def rrf(
@@ -25,6 +25,58 @@ def rrf(
             scores[item] += weight / (k + rank)
             first_seen.setdefault(item, len(first_seen))
     return sorted(scores.items(), key=lambda pair: (-pair[1], first_seen[pair[0]]))
+
+
+def convex(
+    scores: Mapping[str, Mapping[Hashable, float]], *, weights: Mapping[str, float]
+) -> list[tuple[Hashable, float]]:
+    """Fuse scored lists: sum over lists of weight * (score - min) / sd, best first.
+
+    Each list is normalized over its own candidates (the pool a leg returned):
+    minus its lowest score, over its standard deviation, so a list's worst
+    candidate adds 0, like an item the list did not return, and a score far above
+    the rest (a rare exact term's BM25) keeps its margin, which ranks discard. A
+    list of one score, or of equal scores, adds its full weight to each.
+    On bench/fusion_ablation.py this beat RRF on SciFact and SQuAD alike.
+    Ties keep the order of first appearance across the lists.
+    """
+    fused: dict[Hashable, float] = defaultdict(float)
+    first_seen: dict[Hashable, int] = {}
+    for name, found in scores.items():
+        if not found:
+            continue
+        values = list(found.values())
+        low, mean = min(values), sum(values) / len(values)
+        sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+        for item, value in found.items():
+            fused[item] += weights.get(name, 1.0) * ((value - low) / sd if sd > 0 else 1.0)
+            first_seen.setdefault(item, len(first_seen))
+    return sorted(fused.items(), key=lambda pair: (-pair[1], first_seen[pair[0]]))
+
+
+def rare_terms_first(
+    ranked: Sequence[Hashable], *, rare: Collection[Hashable], lexical: Collection[Hashable]
+) -> list[Hashable]:
+    """`ranked`, with no `rare` item behind an item that is not `lexical`.
+
+    An item holding a rare query term exactly (`rare`) must not lose to one found by
+    meaning alone (not in `lexical`): each rare item behind such an item moves up to
+    just before it, the rare items keeping their order. All else keeps its order.
+    """
+    pending = [item for item in ranked if item in rare]
+    out: list[Hashable] = []
+    placed: set[Hashable] = set()
+    for item in ranked:
+        if item not in lexical:
+            for first in pending:
+                if first not in placed:
+                    placed.add(first)
+                    out.append(first)
+            pending = []
+        if item not in placed:
+            placed.add(item)
+            out.append(item)
+    return out
 
 
 def cap_per_group(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
@@ -212,40 +213,57 @@ class TermStat(models.Model):
         return f"{self.term}: {self.df}"
 
 
-class Posting(models.Model):
-    """One term of one chunk: the keyword leg's inverted index.
+class ChunkTerms(models.Model):
+    """One chunk's terms and their counts: the keyword leg's forward index.
 
-    Kept by the same statement-level triggers as TermStat (migration 0004), so the
-    foreign keys exist for the ORM only: no database constraint, and DO_NOTHING,
-    because the triggers already remove a deleted chunk's postings in one statement.
-    `impact` orders a term's postings best first (BM25's term-frequency part with
-    the average length at insertion time): the keyword leg reads only the head of
-    each list, then scores with tf and dl exactly.
+    Kept by the same statement-level triggers as TermStat (migration 0007), so the
+    key is a foreign key for the ORM only: no database constraint, and DO_NOTHING,
+    because the triggers already remove a deleted chunk's row in one statement.
+    `term_ids` (TermStat ids, ascending) with `tfs` at the same positions, and the
+    chunk's length `dl`, give every query term's exact BM25 in this one row; a GIN
+    index on `term_ids` lists the chunks holding a term (the inverted index).
+    Arrays in one row per chunk, rather than a row per (term, chunk): a row costs
+    ~28 bytes of header and item pointer before any data, and an index entry more.
     """
 
-    pk = models.CompositePrimaryKey("term_id", "chunk_id")
+    chunk = models.OneToOneField(
+        Chunk, on_delete=models.DO_NOTHING, db_constraint=False, primary_key=True,
+        related_name="+",
+    )
+    dl = models.IntegerField()
+    term_ids = ArrayField(models.BigIntegerField())
+    tfs = ArrayField(models.SmallIntegerField())  # a tsvector keeps at most 256 positions
+
+    class Meta:
+        indexes = [GinIndex(fields=["term_ids"], name="chunkterms_term_ids_gin")]
+
+    def __str__(self) -> str:
+        return f"chunk {self.chunk_id}: {len(self.term_ids)} terms"
+
+
+class TermHead(models.Model):
+    """A chunk where a term occurs at least twice, ordered by BM25's term-frequency part.
+
+    Candidates for a term in more than BM25_TERM_DEPTH chunks come from the head of
+    its list here; rarer terms are read in full through ChunkTerms' GIN index. Only
+    tf >= 2 is kept: the head of a common term is its repeated occurrences, and the
+    table stays a fraction of the postings. `impact` uses a fixed average length
+    (TERM_HEAD_AVGDL) so the delete trigger can recompute it to find the row.
+    """
+
+    pk = models.CompositePrimaryKey("term_id", "impact", "chunk_id")
     term = models.ForeignKey(
         TermStat, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
         related_name="+",
     )
+    impact = models.FloatField()  # real in the database (migration 0007)
     chunk = models.ForeignKey(
         Chunk, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
         related_name="+",
     )
-    tf = models.IntegerField()
-    dl = models.IntegerField()
-    impact = models.FloatField()
-
-    class Meta:
-        indexes = [
-            models.Index(
-                fields=["term", "-impact"], name="posting_term_impact",
-                include=["chunk", "tf", "dl"],
-            )
-        ]
 
     def __str__(self) -> str:
-        return f"term {self.term_id} in chunk {self.chunk_id}: tf {self.tf}"
+        return f"term {self.term_id} in chunk {self.chunk_id}: impact {self.impact:.3f}"
 
 
 class CorpusStat(models.Model):

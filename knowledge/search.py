@@ -1,4 +1,4 @@
-"""Hybrid retrieval: pgvector cosine + PostgreSQL full text, fused with RRF.
+"""Hybrid retrieval: pgvector cosine + BM25 in PostgreSQL, fused on normalized scores.
 
 The one retrieval service: chat tools, the REST API and the command line call
 `search()`; there is no second implementation.
@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from embeddings import get_embedder
-from knowledge.fusion import cap_per_group, rrf
+from knowledge.fusion import cap_per_group, convex, rare_terms_first, rrf
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
 from knowledge.rerankers import Reranker, RerankError, get_reranker
 
@@ -126,7 +126,10 @@ def search(
     if not query:
         return SearchResult(query, [])
     documents = resolve_scope(workspace, scope)
-    pool = max(limit * settings.SEARCH_POOL_FACTOR, settings.SEARCH_MIN_POOL)
+    # The same pool whatever the page size: a hit's rank must not depend on `limit`
+    # (with a pool growing with it, --limit 10 and --limit 50 disagreed at rank 9:
+    # hits past the smaller pool added fused score to some candidates only).
+    pool = max(settings.SEARCH_POOL, limit)
 
     with transaction.atomic(), connection.cursor() as cursor:
         dense = _dense_leg(cursor, query, workspace, documents, pool) if "dense" in legs else []
@@ -134,12 +137,12 @@ def search(
             _keyword_leg(cursor, query, workspace, documents, pool) if "keyword" in legs else []
         )
 
-    fused = rrf(
-        {"dense": [row[0] for row in dense], "keyword": [row[0] for row in keyword]},
-        k=settings.RRF_K,
-        weights={"dense": settings.RRF_DENSE_WEIGHT, "keyword": settings.RRF_KEYWORD_WEIGHT},
+    fused = _fuse(dense, keyword)
+    candidates = rare_terms_first(
+        [pk for pk, _ in fused],
+        rare={row[0] for row in keyword if row[3]},
+        lexical={row[0] for row in keyword},
     )
-    candidates = [pk for pk, _ in fused]
     document_of = {row[0]: row[1] for row in (*dense, *keyword)}
     metadata: dict[str, Any] = {
         "dense_candidates": len(dense),
@@ -155,6 +158,10 @@ def search(
     dense_info = {row[0]: (rank, 1 - row[2]) for rank, row in enumerate(dense, start=1)}
     keyword_info = {row[0]: (rank, row[2]) for rank, row in enumerate(keyword, start=1)}
     scores = dict(fused)
+    # A hit the rare-term rule moved up takes the score of the hit it moved ahead
+    # of, so scores still read best first.
+    for pk, after in zip(reversed(ordered[:-1]), reversed(ordered[1:]), strict=True):
+        scores[pk] = max(scores[pk], scores[after])
     hits = []
     for row in _fetch_hits(ordered):
         pk = row[0]
@@ -171,6 +178,28 @@ def search(
             )
         )
     return SearchResult(query, hits, metadata)
+
+
+def _fuse(dense: list[tuple], keyword: list[tuple]) -> list[tuple[int, float]]:
+    """Both legs' candidates, best first, by SEARCH_FUSION.
+
+    "convex" (default): SEARCH_DENSE_WEIGHT x the dense leg's cosine similarity plus
+    the rest x BM25, each normalized over its leg's pool (knowledge.fusion.convex).
+    "rrf": Reciprocal Rank Fusion (RRF_K, RRF_*_WEIGHT). The keyword leg goes first:
+    equal scores rank the exact match first.
+    """
+    if settings.SEARCH_FUSION == "rrf":
+        return rrf(
+            {"keyword": [row[0] for row in keyword], "dense": [row[0] for row in dense]},
+            k=settings.RRF_K,
+            weights={"dense": settings.RRF_DENSE_WEIGHT, "keyword": settings.RRF_KEYWORD_WEIGHT},
+        )
+    return convex(
+        {"keyword": {row[0]: row[2] for row in keyword},
+         "dense": {row[0]: 1 - row[2] for row in dense}},
+        weights={"dense": settings.SEARCH_DENSE_WEIGHT,
+                 "keyword": 1 - settings.SEARCH_DENSE_WEIGHT},
+    )
 
 
 def _fetch_hits(ordered: list[int]) -> list[tuple]:
@@ -245,7 +274,7 @@ def _dense_leg(
     chunks = cursor.fetchone()[1] or 0
     if documents is not None or chunks <= settings.SEARCH_EXACT_MAX_CHUNKS:
         cursor.execute(exact, values)
-        return cursor.fetchall()
+        return _by_distance(cursor.fetchall())
     while True:
         cursor.execute(walk, values)
         rows = cursor.fetchall()
@@ -260,7 +289,12 @@ def _dense_leg(
     if len(rows) < pool:
         cursor.execute(exact, values)
         rows = cursor.fetchall()
-    return rows
+    return _by_distance(rows)
+
+
+def _by_distance(rows: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    # Equal distances (repeated text) in id order: the index returns them in any order.
+    return sorted(rows, key=lambda row: (row[2], row[0]))
 
 
 # websearch_to_tsquery syntax: quoted phrases, OR, -exclusion.
@@ -279,41 +313,61 @@ def _bm25(w: str, tf: str, dl: str) -> str:
 
 
 # The keyword leg is one ranking template around one of three candidate queries.
-# Each candidate query yields (id, partial): the chunks to score, and the part of
-# their score already summed while choosing them. All read the CTEs q, s and t.
+# Each candidate query yields (id, partial, rare): the chunks to score, the part of
+# their score already summed while choosing them, and whether that part holds a
+# term of at most `rare` chunks. All read the CTEs q, s and t.
 
 # Quotes, OR or -word: websearch semantics, matched through the GIN index.
 _CANDIDATES_WEBSEARCH = """
-    SELECT c.id, 0::float8 AS partial FROM knowledge_chunk c
+    SELECT c.id, 0::float8 AS partial, false AS rare FROM knowledge_chunk c
     WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
       AND c.workspace_id = %(workspace)s {in_scope}
 """
 
-# In a scope: its chunks holding a term of at most BM25_TERM_DEPTH chunks; commoner
-# terms only when the query has nothing rarer.
+# In a scope: every chunk of its documents holding a query term (exact top-k),
+# read by primary key per scope chunk. LIMIT 1 keeps it so: otherwise the planner
+# hashed the whole table, or listed through the GIN index every chunk of the
+# workspace holding a common query term (74 and 8 ms at 20k chunks, vs ~3).
 _CANDIDATES_IN_SCOPE = """
-    SELECT DISTINCT c.id, 0::float8 AS partial
-    FROM t JOIN knowledge_posting p ON p.term_id = t.id
-    JOIN knowledge_chunk c ON c.id = p.chunk_id
-    WHERE c.document_id = ANY(%(documents)s)
-      AND (t.df <= %(depth)s OR NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s))
+    SELECT f.chunk_id AS id, 0::float8 AS partial, false AS rare
+    FROM knowledge_chunk c CROSS JOIN LATERAL (
+        SELECT chunk_id, term_ids FROM knowledge_chunkterms WHERE chunk_id = c.id LIMIT 1
+    ) f
+    WHERE c.document_id = ANY(%(documents)s) AND f.term_ids && ARRAY(SELECT id FROM t)
 """
 
-# Unscoped: each term's best postings (impact order), summed per chunk. A term in
-# at most `depth` chunks is complete there and its sum is kept; a commoner one
-# misses the chunks beyond its list head, so the ranking probes for it instead.
-_CANDIDATES_TERM_HEADS = f"""
-    SELECT p.chunk_id AS id,
-           coalesce(sum(w) FILTER (WHERE p.df <= %(depth)s), 0) AS partial
+# Unscoped: a term of at most `depth` chunks contributes all of them, scored exactly
+# from the rows its GIN lookup visits anyway, and that sum is kept; a commoner term
+# contributes its `depth` best head rows (chunks repeating it), its impact standing
+# in for its score while choosing, and the ranking scores it exactly. A query of
+# common terms only also takes up to `depth` chunks of its rarest term, so a common
+# word alone still finds something.
+_CANDIDATES_TERM_LISTS = f"""
+    SELECT p.id, coalesce(sum(p.w) FILTER (WHERE p.exact), 0) AS partial,
+           bool_or(p.rare) AS rare
     FROM (
-        SELECT p.chunk_id, t.df, {_bm25("t.w", "p.tf", "p.dl")} AS w
+        SELECT f.chunk_id AS id, true AS exact, t.df <= %(rare)s AS rare,
+               {_bm25("t.w", "f.tfs[array_position(f.term_ids, t.id)]", "f.dl")} AS w
         FROM t CROSS JOIN s CROSS JOIN LATERAL (
-            SELECT chunk_id, tf, dl FROM knowledge_posting
+            SELECT chunk_id, dl, term_ids, tfs FROM knowledge_chunkterms
+            WHERE term_ids @> ARRAY[t.id]
+        ) f
+        WHERE t.df <= %(depth)s
+        UNION ALL
+        SELECT h.chunk_id, false, false, t.w * h.impact
+        FROM t CROSS JOIN LATERAL (
+            SELECT chunk_id, impact FROM knowledge_termhead
             WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
-        ) p
+        ) h
+        WHERE t.df > %(depth)s
+        UNION ALL
+        (SELECT f.chunk_id, false, false, 0 FROM knowledge_chunkterms f
+         WHERE NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s) AND EXISTS (SELECT FROM t)
+           AND f.term_ids @> ARRAY(SELECT id FROM t ORDER BY df, id LIMIT 1)
+         LIMIT %(depth)s)
     ) p
-    GROUP BY p.chunk_id
-    ORDER BY sum(w) DESC LIMIT %(rescore)s
+    GROUP BY p.id
+    ORDER BY sum(p.w) DESC, p.id LIMIT %(rescore)s
 """
 
 _KEYWORD_RANKING = f"""
@@ -331,22 +385,20 @@ _KEYWORD_RANKING = f"""
         WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
           AND ts.term IN (SELECT lexeme FROM q)
     ), cand AS MATERIALIZED ({{candidates}}), ranked AS (
-        -- The partial sum, completed with the terms of more than probe_above chunks.
-        SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "p.tf", "p.dl")}), 0) AS score
-        FROM cand CROSS JOIN s LEFT JOIN LATERAL (
-            -- One primary-key probe per candidate and term left to score. LIMIT 1
-            -- keeps the planner from hashing whole posting lists (89k rows, 60 ms).
-            SELECT t.w, p.tf, p.dl FROM t CROSS JOIN LATERAL (
-                SELECT tf, dl FROM knowledge_posting
-                WHERE term_id = t.id AND chunk_id = cand.id LIMIT 1
-            ) p
+        -- The partial sum, completed with the terms of more than probe_above chunks
+        -- from the candidate's one forward row (a term's tf is at its position).
+        SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}), 0)
+               AS score, cand.rare OR coalesce(bool_or(p.df <= %(rare)s), false) AS rare
+        FROM cand JOIN knowledge_chunkterms f ON f.chunk_id = cand.id CROSS JOIN s
+        LEFT JOIN LATERAL (
+            SELECT t.w, t.df, array_position(f.term_ids, t.id) AS i FROM t
             WHERE t.df > %(probe_above)s
-        ) p ON true
-        GROUP BY cand.id, cand.partial
+        ) p ON p.i IS NOT NULL
+        GROUP BY cand.id, cand.partial, cand.rare
         ORDER BY score DESC, cand.id
         LIMIT %(pool)s
     )
-    SELECT ranked.id, c.document_id, ranked.score
+    SELECT ranked.id, c.document_id, ranked.score, ranked.rare
     FROM ranked JOIN knowledge_chunk c ON c.id = ranked.id
     ORDER BY ranked.score DESC, ranked.id
 """
@@ -354,18 +406,20 @@ _KEYWORD_RANKING = f"""
 
 def _keyword_leg(
     cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int
-) -> list[tuple[int, int, float]]:
-    """BM25 (k1, b from settings) from the Posting index, IDF from TermStat.
+) -> list[tuple[int, int, float, bool]]:
+    """BM25 (k1, b from settings) from the ChunkTerms forward index, IDF from TermStat.
 
     PostgreSQL's ts_rank_cd has no IDF; this scores like Lucene's BM25 instead.
     A plain query ranks chunks containing any of its terms; the cost is bounded
     by the query, not by how many chunks contain a common word. Every returned
-    score is exact BM25.
+    score is exact BM25. Each row says whether the chunk holds a query term of at
+    most SEARCH_RARE_TERM_MAX_DF chunks.
     """
     values = {
         "config": TEXT_SEARCH_CONFIG, "query": query, "workspace": workspace.pk,
         "k1": settings.BM25_K1, "b": settings.BM25_B, "pool": pool, "documents": documents,
         "depth": settings.BM25_TERM_DEPTH, "probe_above": -1,
+        "rare": settings.SEARCH_RARE_TERM_MAX_DF,
     }
     if _OPERATORS.search(query):
         in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
@@ -373,7 +427,7 @@ def _keyword_leg(
     elif documents is not None:
         candidates = _CANDIDATES_IN_SCOPE
     else:
-        candidates = _CANDIDATES_TERM_HEADS
+        candidates = _CANDIDATES_TERM_LISTS
         # A few times the pool: a chunk low on partial score can still rise.
         values |= {"rescore": 4 * pool, "probe_above": settings.BM25_TERM_DEPTH}
     cursor.execute(_KEYWORD_RANKING.format(candidates=candidates), values)

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 
 from indexing import pipeline, sources
-from knowledge.models import CorpusStat, Document, Posting, TermStat
+from knowledge.models import CorpusStat, Document, TermStat
 from knowledge.search import Scope, search
 
 pytestmark = pytest.mark.django_db
@@ -68,20 +68,47 @@ def recomputed_postings(workspace) -> set[tuple[str, int, int, int]]:
 
 
 def stored_postings(workspace) -> set[tuple[str, int, int, int]]:
-    rows = Posting.objects.filter(term__workspace=workspace)
-    return set(rows.values_list("term__term", "chunk_id", "tf", "dl"))
+    """(term, chunk, tf, dl) as the forward rows hold them (arrays unnested)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT s.term, f.chunk_id, u.tf, f.dl
+               FROM knowledge_chunkterms f, unnest(f.term_ids, f.tfs) u(term_id, tf)
+               JOIN knowledge_termstat s ON s.id = u.term_id
+               WHERE s.workspace_id = %s""",
+            [workspace.pk],
+        )
+        return set(cursor.fetchall())
+
+
+def stored_heads(workspace) -> set[tuple[str, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT s.term, h.chunk_id FROM knowledge_termhead h
+               JOIN knowledge_termstat s ON s.id = h.term_id WHERE s.workspace_id = %s""",
+            [workspace.pk],
+        )
+        return set(cursor.fetchall())
+
+
+def chunk_of(document) -> int:
+    return document.chunks.get().pk
 
 
 def test_term_statistics_and_postings_follow_inserts_edits_and_deletes(
     documents, workspace, counting_embedder, tmp_path
 ):
     def consistent() -> bool:
-        return stored_stats(workspace) == recomputed_stats(workspace) and (
-            stored_postings(workspace) == recomputed_postings(workspace)
+        postings = recomputed_postings(workspace)
+        repeated = {(term, chunk) for term, chunk, tf, _ in postings if tf >= 2}
+        return (
+            stored_stats(workspace) == recomputed_stats(workspace)
+            and stored_postings(workspace) == postings
+            and stored_heads(workspace) == repeated
         )
 
     assert consistent()
     assert len(stored_postings(workspace)) > 20
+    assert ("tide", chunk_of(documents[0])) in stored_heads(workspace)  # "tide" 3 times
     (tmp_path / "a.txt").write_text("Completely different words about lighthouses.")
     pipeline.index_document(document_id=documents[0].pk, embedder=counting_embedder)
     assert consistent()
@@ -139,17 +166,22 @@ def test_websearch_operators_keep_their_meaning(documents, workspace):
     assert titles("the and of") == set()  # stop words only: no keyword hits, no error
 
 
-def test_each_term_contributes_only_the_head_of_its_postings(documents, workspace, settings):
-    # "harbour" is in b.txt and d.txt; with a depth of 1 only its best posting
-    # (the shorter d.txt) selects a candidate, "dawn" brings b.txt.
+def test_common_terms_propose_only_the_chunks_repeating_them(documents, workspace, settings):
+    # With a depth of 1, "harbour" (b.txt and d.txt, once each) and "tide" (a.txt
+    # three times, c.txt once) are common: each proposes only the chunks where it
+    # occurs at least twice; "dawn" (b.txt only) is rare and proposes all of its.
     settings.BM25_TERM_DEPTH = 1
-    expected = bm25_reference(workspace, "harbour dawn")
-    hits = search(query="harbour dawn", workspace=workspace, limit=10, legs=("keyword",)).hits
-    assert [h.document_uri.rsplit("/", 1)[-1] for h in hits] == ["b.txt", "d.txt"]
-    for hit in hits:  # candidates are rescored with every query term
+    expected = bm25_reference(workspace, "harbour dawn tide")
+    hits = search(
+        query="harbour dawn tide", workspace=workspace, limit=10, legs=("keyword",)
+    ).hits
+    assert {h.document_uri.rsplit("/", 1)[-1] for h in hits} == {"a.txt", "b.txt"}
+    for hit in hits:  # candidates are scored with every query term
         assert hit.keyword_score == pytest.approx(expected[hit.chunk_id], rel=1e-9)
-    only_common = search(query="harbour", workspace=workspace, limit=10, legs=("keyword",)).hits
-    assert [h.document_uri.rsplit("/", 1)[-1] for h in only_common] == ["d.txt"]
+    # Only common terms, none repeated: the rarest term's chunks still come back.
+    only_common = search(query="harbour", workspace=workspace, limit=10, legs=("keyword",))
+    assert len(only_common.hits) == 1
+    assert only_common.hits[0].document_uri.rsplit("/", 1)[-1] in {"b.txt", "d.txt"}
 
 
 def test_scoped_keyword_scores_are_exact(documents, workspace, settings):

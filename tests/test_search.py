@@ -128,3 +128,47 @@ def test_documents_api_lists_details_and_chunks(corpus, user):
     assert chunks[0]["locator"]["page"] == 1 and chunks[0]["label"] == "page 1"
     assert client.get("/api/documents/999999").status_code == 404
     assert client.get("/api/schema").status_code == 200
+
+
+def test_a_hits_rank_does_not_depend_on_the_page_size(corpus, workspace, settings):
+    # A pool smaller than the corpus, so each leg's list is cut: were the pool to grow
+    # with `limit`, a longer page would add fused score to some hits only.
+    settings.SEARCH_POOL = 6
+    for query in ("tide prediction accuracy", "launch date and security review", "harbour"):
+        page = [h.chunk_id for h in search(query=query, workspace=workspace, limit=6).hits]
+        assert len(page) >= 4  # the per-document cap can leave a page short
+        for limit in (1, 3, 5):
+            hits = search(query=query, workspace=workspace, limit=limit).hits
+            assert [h.chunk_id for h in hits] == page[:limit]
+
+
+RARE_TERM_TEXTS = {
+    "minutes.txt": (
+        "Budget meeting minutes: travel, catering and the zorblat invoice were approved."
+    ),
+    "seals.txt": "Replacing a pump seal: drain the housing, swap the seal, check for leaks.",
+    "valves.txt": "Pump maintenance: worn valves and gaskets are swapped out each spring.",
+    "motors.txt": "Pump motors are serviced yearly; bearings are greased and changed if worn.",
+    "filters.txt": "Water filters on the pumps are changed monthly during maintenance rounds.",
+}
+
+
+def test_an_exact_rare_term_is_not_beaten_by_a_meaning_only_match(
+    workspace, counting_embedder, tmp_path, settings
+):
+    for name, text in RARE_TERM_TEXTS.items():
+        (tmp_path / name).write_text(text)
+        document = sources.add_path(workspace=workspace, path=tmp_path / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    settings.SEARCH_POOL = 2  # each leg's pool is cut, as in a large workspace
+
+    def ranked(query: str) -> list[tuple[str, int | None]]:
+        hits = search(query=query, workspace=workspace, limit=2).hits
+        return [(h.document_uri.rsplit("/", 1)[-1], h.keyword_rank) for h in hits]
+
+    # "zorblat" is in minutes.txt only; "pump" is in every other document but not in
+    # the keyword pool's two best. Fused scores alone put a meaning-only match first:
+    settings.SEARCH_RARE_TERM_MAX_DF = 0
+    assert ranked("zorblat in the pump") == [("motors.txt", None), ("minutes.txt", 1)]
+    settings.SEARCH_RARE_TERM_MAX_DF = 3
+    assert ranked("zorblat in the pump") == [("minutes.txt", 1), ("motors.txt", None)]
