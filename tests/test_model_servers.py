@@ -93,11 +93,11 @@ def test_recorded_shape_streamed(shape: ServerShape, llm, notes, api):
     response = post(api, thread_id, stream=True)
     assert response.status_code == 200
     events = sse_events(response)
-    assert [name for name, _ in events][-2:] == ["citations", "done"], events
+    assert [name for name, _ in events][-3:] == ["citations", "grounding", "done"], events
     assert all(r["stream"] and r["stream_options"] == {"include_usage": True}
                for r in llm.requests)
     tokens = "".join(data["text"] for name, data in events if name == "token")
-    assert_turn(llm, api, thread_id, tokens, events[-2][1])
+    assert_turn(llm, api, thread_id, tokens, events[-3][1])
     labels = [data["label"] for name, data in events if name == "progress"]
     assert f"Searching the knowledge base for “{QUERY}”" in labels
     usage = Message.objects.get(thread_id=thread_id, role="assistant").metadata["usage"]

@@ -152,7 +152,7 @@ CREATE INDEX posting_term_impact ON knowledge_posting (term_id, impact DESC)
 
 class Migration(migrations.Migration):
 
-    dependencies = [("knowledge", "0006_chunk_workspace")]
+    dependencies = [("knowledge", "0008_document_outcome")]
 
     operations = [
         migrations.SeparateDatabaseAndState(
