@@ -338,7 +338,11 @@ def measure_pieces(workspace: Workspace, user, sql: SqlTimer, reps: int) -> dict
                 )
                 search_module.query_vector(query)  # make sure the LRU holds it
                 out["search() warm, right after an embedding"].append(
-                    time_ms(lambda q=query: search_module.search(q, workspace, None, limit))[0]
+                    time_ms(
+                        lambda q=query: search_module.search(
+                            query=q, workspace=workspace, limit=limit
+                        )
+                    )[0]
                 )
                 out["query embedding, warm (LRU hit)"].append(
                     time_ms(lambda q=query: search_module.query_vector(q))[0]
@@ -351,7 +355,7 @@ def measure_pieces(workspace: Workspace, user, sql: SqlTimer, reps: int) -> dict
             for query in QUERIES:
                 sql.reset()
                 ms, result = time_ms(
-                    lambda q=query: search_module.search(q, workspace, None, limit)
+                    lambda q=query: search_module.search(query=q, workspace=workspace, limit=limit)
                 )
                 out["search() warm: total"].append(ms)
                 out["search() warm: of which SQL"].append(sum(sql.seconds.values()) * 1000)
