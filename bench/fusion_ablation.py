@@ -47,6 +47,8 @@ django.setup()
 import numpy as np  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
+from knowledge.fusion import rare_terms_first  # noqa: E402
+
 CACHE = Path(__file__).resolve().parent / ".cache" / "ablation"
 K1, B = 0.9, 0.4
 
@@ -300,20 +302,12 @@ def fuse(v: Variant, corpus: Corpus, dense: np.ndarray, keyword: np.ndarray) -> 
 
 
 def guarded(order: np.ndarray, rare: np.ndarray, lexical: np.ndarray) -> np.ndarray:
-    """`order` with every `rare` row pulled ahead of the first non-`lexical` row before it."""
-    pending = [row for row in order if rare[row]]
-    out, emitted = [], set()
-    for row in order:
-        if not lexical[row]:
-            for r in pending:
-                if r not in emitted:
-                    emitted.add(r)
-                    out.append(r)
-            pending = []
-        if row not in emitted:
-            emitted.add(row)
-            out.append(row)
-    return np.array(out, dtype=order.dtype)
+    """`order` with every `rare` row pulled ahead of the first non-`lexical` row before it:
+    the product's own rule (knowledge.fusion.rare_terms_first) on row numbers."""
+    ranked = rare_terms_first(
+        order.tolist(), rare=set(np.flatnonzero(rare)), lexical=set(np.flatnonzero(lexical))
+    )
+    return np.array(ranked, dtype=order.dtype)
 
 
 def capped(order: np.ndarray, doc_of: np.ndarray, cap: int, limit: int) -> list[int]:
