@@ -69,10 +69,11 @@ def check_server_path(path: Path) -> Path:
     own `manage.py ingest PATH` does not ask: they already have the shell.
     """
     resolved = path.resolve()
+    roots = server_roots()
     private = [Path(settings.VERITY_HOME).resolve(), Path(settings.MEDIA_ROOT).resolve()]
-    inside = [root for root in server_roots() if resolved.is_relative_to(root)]
+    inside = [root for root in roots if resolved.is_relative_to(root)]
     if not inside or any(resolved.is_relative_to(p) for p in private):
-        allowed = ", ".join(str(r) for r in server_roots()) or "none are configured"
+        allowed = ", ".join(str(r) for r in roots) or "none are configured"
         raise SourceRefused(
             f"{path} is outside the server folders sources may be read from "
             f"(INGEST_SERVER_ROOTS: {allowed})"
@@ -98,20 +99,22 @@ def reindex(*, documents: QuerySet[Document], confined: bool = True) -> tuple[in
     `confined` (the admin and the API): a file:// source outside INGEST_SERVER_ROOTS
     is not read; its document becomes FAILED with the reason.
     """
-    locked = list(documents.select_for_update())
-    refused = [d for d in locked if confined and file_uri_problem(d.uri)]
-    for document in refused:
-        document.status, document.last_error = Document.Status.FAILED, file_uri_problem(
-            document.uri
-        )
-        document.save(update_fields=["status", "last_error"])
-    queued = [d for d in locked if d not in refused]
+    queued: list[Document] = []
+    refused = 0
+    for document in documents.select_for_update():
+        problem = file_uri_problem(document.uri) if confined else ""
+        if problem:
+            document.status, document.last_error = Document.Status.FAILED, problem
+            document.save(update_fields=["status", "last_error"])
+            refused += 1
+        else:
+            queued.append(document)
     for document in queued:
         document.status, document.progress = Document.Status.PENDING, 0
         document.unchanged, document.chunks_embedded = False, 0
         document.save(update_fields=["status", "progress", "unchanged", "chunks_embedded"])
     enqueue(queued, force=True)
-    return len(queued), len(refused)
+    return len(queued), refused
 
 
 def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
