@@ -331,6 +331,11 @@ INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
 OCR = env("OCR", default="auto").strip().lower()
 if OCR not in ("auto", "off"):
     raise ImproperlyConfigured(f"OCR must be auto or off, not {OCR!r}")
+# About 2 s a page holds a worker: a document's OCR stops after this many pages
+# (the rest are named in its warnings).
+OCR_MAX_PAGES = env.int("OCR_MAX_PAGES", default=200)
+if OCR_MAX_PAGES < 1:
+    raise ImproperlyConfigured("OCR_MAX_PAGES must be at least 1 (OCR=off turns OCR off)")
 INGEST_MAX_FILES_PER_UPLOAD = env.int("INGEST_MAX_FILES_PER_UPLOAD", default=100)
 # One multipart request in all (files and form fields), refused from its declared
 # Content-Length before it is read (config/request_limits.py): by default room for

@@ -97,7 +97,9 @@ def parse_source(
 ) -> LoadedDocument:
     """The loaded document; `dropped_blocks` are the site's repeated blocks (HTML only)."""
     if source.resource is not None:
-        return load_fetched(source.resource, ocr=settings.OCR)
+        return load_fetched(
+            source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES
+        )
     return load_bytes(
         source.data,
         filename=source.filename,
@@ -105,6 +107,7 @@ def parse_source(
         max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
         dropped_blocks=frozenset(dropped_blocks),
         ocr=settings.OCR,
+        ocr_max_pages=settings.OCR_MAX_PAGES,
     )
 
 

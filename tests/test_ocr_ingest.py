@@ -38,6 +38,24 @@ def test_a_word_on_a_scanned_page_is_found_with_its_page(workspace, user, tmp_pa
     assert detail["metadata"]["ocr"].startswith("tesseract ")
 
 
+@needs_tesseract
+def test_ocr_past_the_page_cap_indexes_the_rest_with_a_warning(
+    workspace, user, tmp_path, settings
+):
+    settings.OCR, settings.OCR_MAX_PAGES = "auto", 1
+    scans = [SCANNED_LINES, ["Second scanned page mentions bollards."]]
+    (tmp_path / "log.pdf").write_bytes(scanned_pdf(MIXED, scans))
+    document = sources.add_path(workspace=workspace, path=tmp_path / "log.pdf")
+    outcome = pipeline.index_document(document_id=document.pk)
+    assert outcome.status == Document.Status.INDEXED, outcome.error
+
+    detail = _api(user).get(f"/api/documents/{document.pk}").json()
+    assert detail["metadata"]["ocr_pages"] == [2]
+    assert detail["metadata"]["warnings"] == [
+        "page 3 was not OCR'd: OCR stops after 1 page of a document (OCR_MAX_PAGES)"
+    ]
+
+
 def test_without_ocr_a_scan_is_indexed_with_a_warning(workspace, user, tmp_path, settings):
     settings.OCR = "off"
     (tmp_path / "scan.pdf").write_bytes(scanned_pdf([], [SCANNED_LINES, SCANNED_LINES]))

@@ -147,18 +147,20 @@ def load_bytes(
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
     dropped_blocks: frozenset[str] = frozenset(),
     ocr: str | OcrEngine | None = OCR_AUTO,
+    ocr_max_pages: int | None = None,
 ) -> LoadedDocument:
     """Parse an uploaded or stored file. Raises IngestError for input we cannot index.
 
     `max_uncompressed` bounds what an Office file (a zip) may expand to;
     `dropped_blocks` are an HTML site's repeated blocks (html.repeated_blocks);
-    `ocr` reads a PDF's scanned pages ("auto", "off" or an engine: loaders.ocr).
+    `ocr` reads a PDF's scanned pages ("auto", "off" or an engine: loaders.ocr),
+    at most `ocr_max_pages` of them.
     """
     fmt = detect_format(data, filename=filename, mime=mime)
     if not data:
         raise IngestError("File is empty")
     if fmt == PDF:
-        return load_pdf(data, filename=filename, ocr=ocr)
+        return load_pdf(data, filename=filename, ocr=ocr, ocr_max_pages=ocr_max_pages)
     if fmt == HTML:
         return load_html(data, filename=filename, dropped_blocks=dropped_blocks)
     if fmt == MARKDOWN:

@@ -116,13 +116,20 @@ def _metadata_title(reader: PdfReader) -> str | None:
 
 
 def _read_scanned_pages(
-    data: bytes, units: list[RawUnit], *, ocr: str | OcrEngine | None, filename: str
+    data: bytes,
+    units: list[RawUnit],
+    *,
+    ocr: str | OcrEngine | None,
+    max_pages: int | None,
+    filename: str,
 ) -> dict[str, object]:
     """OCR the pages that draw an image but carry (next to) no text; metadata saying so.
 
     Each recognized page's text replaces that page's unit text, so chunks keep
     exact page locators. Without an engine the pages stay empty and a warning says
-    why, rather than the document failing or silently missing pages.
+    why, rather than the document failing or silently missing pages. At most
+    `max_pages` pages are read (a page holds a worker for seconds); the rest are
+    named in a warning.
     """
     sparse = [i for i, unit in enumerate(units, start=1) if is_sparse(unit.text)]
     scanned = image_pages(data, sparse) if sparse else []
@@ -135,6 +142,9 @@ def _read_scanned_pages(
             warning = warning.replace(" have ", " has ", 1)
         logger.warning("%s: %s", filename, warning)
         return {"warnings": [warning]}
+    skipped: list[int] = []
+    if max_pages is not None and len(scanned) > max_pages:
+        scanned, skipped = scanned[:max_pages], scanned[max_pages:]
     outcome = recognize_pages(data, scanned, engine)
     read: list[int] = []
     for number, text in outcome.texts.items():
@@ -148,18 +158,31 @@ def _read_scanned_pages(
         page_ranges(scanned), outcome.seconds, outcome.seconds / len(scanned),
     )
     metadata: dict[str, object] = {"ocr": engine.name, "ocr_pages": read}
-    if outcome.failed:
-        metadata["warnings"] = [
-            f"OCR failed on page {number}: {reason[:_MAX_REASON]}"
-            for number, reason in outcome.failed.items()
-        ]
+    warnings = [
+        f"OCR failed on page {number}: {reason[:_MAX_REASON]}"
+        for number, reason in outcome.failed.items()
+    ]
+    if skipped:
+        were = "was" if len(skipped) == 1 else "were"
+        pages = "page" if max_pages == 1 else "pages"
+        warnings.append(
+            f"{page_ranges(skipped)} {were} not OCR'd: OCR stops after {max_pages} {pages} "
+            "of a document (OCR_MAX_PAGES)"
+        )
+    if warnings:
+        metadata["warnings"] = warnings
     return metadata
 
 
 def load_pdf(
-    data: bytes, *, filename: str, ocr: str | OcrEngine | None = OCR_AUTO
+    data: bytes,
+    *,
+    filename: str,
+    ocr: str | OcrEngine | None = OCR_AUTO,
+    ocr_max_pages: int | None = None,
 ) -> LoadedDocument:
-    """One unit per page. `ocr` is "auto" (tesseract if installed), "off", or an engine."""
+    """One unit per page. `ocr` is "auto" (tesseract if installed), "off", or an engine;
+    `ocr_max_pages` bounds how many scanned pages are read (None: all)."""
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted:
@@ -193,7 +216,9 @@ def load_pdf(
         # Blank pages stay as units so that page numbers keep matching the file.
         units.append(RawUnit(text=text, locator={"page": number}, kind=KIND_PDF_PAGE))
 
-    ocr_metadata = _read_scanned_pages(data, units, ocr=ocr, filename=filename)
+    ocr_metadata = _read_scanned_pages(
+        data, units, ocr=ocr, max_pages=ocr_max_pages, filename=filename
+    )
     _drop_running_lines(units)
     # Scanned pages left unread are not an error: the warning says why they are empty.
     if not any(u.text.strip() for u in units) and "warnings" not in ocr_metadata:

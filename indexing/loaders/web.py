@@ -299,7 +299,10 @@ def _decode_web_text(data: bytes, charset: str | None) -> str:
 
 
 def load_fetched(
-    resource: FetchedResource, *, ocr: str | OcrEngine | None = OCR_AUTO
+    resource: FetchedResource,
+    *,
+    ocr: str | OcrEngine | None = OCR_AUTO,
+    ocr_max_pages: int | None = None,
 ) -> LoadedDocument:
     """Parse a fetched resource by its Content-Type (falling back to the URL's extension)."""
     url = resource.url
@@ -312,7 +315,7 @@ def load_fetched(
         doc = html_to_document(data, base_locator={"url": url}, title_fallback=url, charset=charset)
         doc.source_type = SourceType.WEB
     elif ctype == "application/pdf":
-        doc = load_pdf(data, filename=_url_filename(url), ocr=ocr)
+        doc = load_pdf(data, filename=_url_filename(url), ocr=ocr, ocr_max_pages=ocr_max_pages)
         for unit in doc.units:
             unit.locator["url"] = url  # source_type stays pdf: page locators matter most
     elif ctype in ("text/markdown", "text/x-markdown"):

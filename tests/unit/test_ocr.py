@@ -129,6 +129,26 @@ def test_an_injected_engine_reads_only_image_pages() -> None:
     assert doc.metadata["ocr_pages"] == [2] and doc.metadata["ocr"] == "stub 1.0"
 
 
+def test_ocr_stops_after_its_page_cap_and_names_the_pages_left_unread() -> None:
+    read = []
+
+    class Engine:
+        name = "stub 1.0"
+
+        def recognize(self, image) -> str:
+            read.append(image.size)
+            return f"Recognized words of scanned page number {len(read)}"
+
+    scans = [SCANNED_LINES] * 4
+    doc = load_pdf(scanned_pdf(MIXED, scans), filename="log.pdf", ocr=Engine(), ocr_max_pages=2)
+    assert len(read) == 2
+    assert doc.metadata["ocr_pages"] == [2, 3]
+    assert doc.units[3].text.strip() == "" and doc.units[4].text.strip() == ""
+    assert doc.metadata["warnings"] == [
+        "pages 4-5 were not OCR'd: OCR stops after 2 pages of a document (OCR_MAX_PAGES)"
+    ]
+
+
 def test_an_ocr_failure_on_a_page_is_a_warning_not_a_failed_document() -> None:
     class Broken:
         name = "broken"
