@@ -191,6 +191,7 @@ MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(VERITY_HOME / "media")))
 MEDIA_URL = "media/"
 # PNGs of PDF pages shown in the citation panel, rendered once per content hash, page and scale.
 PDF_PAGE_CACHE_DIR = Path(env("PDF_PAGE_CACHE_DIR", default=str(VERITY_HOME / "page-cache")))
+PDF_PAGE_CACHE_MAX_BYTES = env.int("PDF_PAGE_CACHE_MAX_BYTES", default=512 * 1024 * 1024)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 

@@ -2,7 +2,9 @@
 
 Rendered pages are cached on disk under PDF_PAGE_CACHE_DIR, keyed by the hash of
 the source bytes, the page and the scale: a re-indexed document with new bytes
-gets new images, and nothing has to be invalidated.
+gets new images, and nothing has to be invalidated. The cache holds at most
+PDF_PAGE_CACHE_MAX_BYTES: a hit refreshes an image's modification time, and each
+new image evicts the least recently used ones past the bound.
 """
 
 from __future__ import annotations
@@ -52,22 +54,49 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
         raise PageUnavailable("This document is not a PDF")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(f'{s:g}' for s in SCALES)}")
-    if document.content_hash:
-        cached = _cache_path(document.content_hash, page, scale)
-        if cached.is_file():
-            return cached.read_bytes()
+    if document.content_hash and (cached := _read_cached(document.content_hash, page, scale)):
+        return cached
     data, digest = _source_bytes(document)
     # Keyed by what was read: a file edited since indexing never poisons the
     # entry of the indexed version.
-    target = _cache_path(digest, page, scale)
-    if target.is_file():
-        return target.read_bytes()
+    if cached := _read_cached(digest, page, scale):
+        return cached
     try:
         png = render_png(data, page=page, scale=scale)
     except PdfPageError as exc:
         raise PageUnavailable(str(exc)) from None
+    target = _cache_path(digest, page, scale)
     _write_atomically(target, png)
+    _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=target)
     return png
+
+
+def _read_cached(content_hash: str, page: int, scale: float) -> bytes | None:
+    path = _cache_path(content_hash, page, scale)
+    try:
+        data = path.read_bytes()
+        os.utime(path)  # recently used: evicted last
+    except FileNotFoundError:  # never rendered, or evicted by another request meanwhile
+        return None
+    return data
+
+
+def _evict_past(max_bytes: int, *, keep: Path) -> None:
+    """Delete the least recently used images until the cache holds at most `max_bytes`."""
+    entries = []
+    for path in keep.parent.glob("*.png"):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        entries.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= max_bytes:
+            break
+        if path != keep:
+            path.unlink(missing_ok=True)
+            total -= size
 
 
 def _write_atomically(target: Path, data: bytes) -> None:

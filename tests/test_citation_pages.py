@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 
 import pypdfium2 as pdfium
 import pytest
@@ -218,3 +219,35 @@ def test_boxes_are_computed_on_request_for_citations_older_than_stored_boxes(
     body = api.get(f"/api/threads/{thread.pk}/citations/{n}").json()
     assert body["pdf"]["bbox"] == stored["bbox"]
     assert body["pdf"]["bbox_chars"] == stored["bbox_chars"]
+
+
+def test_the_page_cache_stays_within_its_bound_evicting_the_least_recently_used(
+    documents, workspace, user, page_cache, settings
+):
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, chunk_with(pdf, "Total launch budget"))
+    api = APIClient()
+    api.force_authenticate(user)
+    base = f"/api/threads/{thread.pk}/citations/{n}/pages"
+
+    def cached(page: int):
+        return page_cache / f"{pdf.content_hash}-p{page}-x1.png"
+
+    for page in (3, 1, 2):
+        assert api.get(f"{base}/{page}?scale=1").status_code == 200
+    sizes = {page: cached(page).stat().st_size for page in (1, 2, 3)}
+    cached(3).unlink()
+    settings.PDF_PAGE_CACHE_MAX_BYTES = sizes[1] + sizes[3] + 100  # not room for all three
+    os.utime(cached(1), (1_000, 1_000))  # page 1 used long ago, page 2 less long ago
+    os.utime(cached(2), (2_000, 2_000))
+    again = api.get(f"{base}/1?scale=1")  # a hit: page 1 is now the most recent
+    assert again.status_code == 200 and cached(1).stat().st_mtime > 2_000
+
+    assert api.get(f"{base}/3?scale=1").status_code == 200
+    assert cached(1).exists() and cached(3).exists()
+    assert not cached(2).exists(), "the least recently used page stays past the bound"
+    total = sum(path.stat().st_size for path in page_cache.glob("*.png"))
+    assert total <= settings.PDF_PAGE_CACHE_MAX_BYTES
+    # An evicted page is rendered again on request.
+    assert api.get(f"{base}/2?scale=1").content.startswith(PNG_SIGNATURE)
