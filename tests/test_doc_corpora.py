@@ -191,3 +191,9 @@ def test_stale_with_an_unknown_workspace_is_an_error(workspace):
 def test_ask_refuses_an_empty_question(workspace, question):
     with pytest.raises(CommandError, match="question is empty"):
         call_command("ask", question, workspace=workspace.slug)
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_search_refuses_an_empty_query(workspace, query):
+    with pytest.raises(CommandError, match="query is empty"):
+        call_command("search", query, workspace=workspace.slug)

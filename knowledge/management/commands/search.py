@@ -24,6 +24,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
+        if not options["query"].strip():
+            raise CommandError('The query is empty: search for something, e.g. manage.py search "…"')
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace '{options['workspace']}'")
