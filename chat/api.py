@@ -273,6 +273,9 @@ class GroundingCheckView(APIView):
         params = GroundingCheckSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
+        if "thread_id" in data:
+            thread = user_thread(request, data["thread_id"])
+            return Response(grounding.check_thread_answer(thread=thread, answer=data["answer"]))
         if "answer" in data:
             return Response(grounding.check_text(answer=data["answer"], passages=data["passages"]))
         message = get_object_or_404(

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
+from chat import citations
 from citations.grounding import AnswerGrounding, Grounder, Thresholds, support_dict
 from citations.normalizer import normalize
 from embeddings import get_embedder
@@ -54,6 +55,33 @@ def check_text(*, answer: str, passages: list[str]) -> dict[str, Any]:
         "citations": [
             {"n": n, "support": support_dict(support)}
             for n, support in sorted(result.citations.items())
+        ],
+    }
+
+
+def check_thread_answer(*, thread, answer: str) -> dict[str, Any]:
+    """An answer citing [n] from a conversation's registry (an agent's, over MCP), checked.
+
+    Numbers the conversation never issued are dropped, as from our own answers;
+    each cited number comes back resolved, with its support.
+    """
+    issued = citations.issued_numbers(thread=thread)
+    normalized = normalize(answer, issued.__contains__)
+    cited = [citations.citation_json(entry)
+             for entry in citations.entries(thread=thread, numbers=normalized.cited)]
+    result = check_answer(
+        answer=normalized.text,
+        passages={c["n"]: c["text"] for c in cited},
+        titles={c["n"]: c["document"]["title"] for c in cited if c["document"]["title"]},
+    )
+    grounding = result.to_dict()
+    return {
+        "answer": normalized.text,
+        "dropped_citations": normalized.dropped,
+        "sentences": grounding["sentences"],
+        "coverage": grounding["coverage"],
+        "citations": [
+            {**c, "support": _support(result.citations.get(c["n"]), c["locator"])} for c in cited
         ],
     }
 

@@ -101,24 +101,32 @@ class PostMessageSerializer(serializers.Serializer):
 
 
 class GroundingCheckSerializer(serializers.Serializer):
-    """An answer citing [n] plus its passages, or the id of a stored assistant message."""
+    """An answer citing [n] plus its passages or the conversation that issued the numbers,
+    or the id of a stored assistant message."""
 
     answer = serializers.CharField(
         required=False, max_length=50_000, trim_whitespace=False,
-        help_text="text citing passages as [1], [2] … (numbers index `passages` from 1)",
+        help_text="text citing passages as [1], [2] … (numbers index `passages` from 1, "
+                  "or are the numbers conversation `thread_id` issued)",
     )
     passages = serializers.ListField(
         child=serializers.CharField(max_length=20_000, trim_whitespace=False),
         required=False, max_length=100,
         help_text="the passages; [1] cites the first",
     )
+    thread_id = serializers.IntegerField(
+        required=False, help_text="a conversation of yours whose [n] the answer cites"
+    )
     message_id = serializers.IntegerField(required=False, help_text="an answer of yours")
 
     def validate(self, data: dict) -> dict:
         if ("message_id" in data) == ("answer" in data):
             raise serializers.ValidationError(
-                "Send either an answer with its passages, or a message_id."
+                "Send either an answer with its passages or thread_id, or a message_id."
             )
-        if "answer" in data and not data.get("passages"):
-            raise serializers.ValidationError({"passages": ["The answer's passages are needed."]})
+        if "answer" in data and bool(data.get("passages")) == ("thread_id" in data):
+            raise serializers.ValidationError(
+                {"passages": ["The answer's passages are needed, or the thread_id whose "
+                              "numbers it cites (not both)."]}
+            )
         return data

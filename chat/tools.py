@@ -160,7 +160,7 @@ def _display(document: Document | None, title: str, uri: str, meta: dict, locato
     }
 
 
-def _chunk_unit(document: Document, chunk_id: int, text: str, locator: dict):
+def chunk_unit(document: Document, chunk_id: int, text: str, locator: dict):
     return citations.SourceUnit(
         source_key=chunk_key(document.pk, chunk_id),
         source_type="kb_chunk",
@@ -177,7 +177,7 @@ def _evidence(
 ) -> Evidence:
     """Every passage as a unit; rendered as documents with passages in reading order."""
     units = [
-        _chunk_unit(document, chunk_id, text, locator)
+        chunk_unit(document, chunk_id, text, locator)
         for document, rows in groups
         for _, chunk_id, text, locator in rows
     ]
@@ -213,12 +213,12 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence
         result = search(query=query, workspace=thread.workspace, scope=scope, limit=limit)
     except ScopeError as exc:
         raise ToolError(str(exc)) from exc
-    evidence = _evidence(_group_hits(result.hits), "excerpt")
+    evidence = _evidence(group_hits(result.hits), "excerpt")
     evidence.search_metadata = {"query": query, "hits": len(result.hits), **result.metadata}
     return evidence
 
 
-def _group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str, dict]]]]:
+def group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str, dict]]]]:
     # The hits carry what the evidence and the citation display use: no query here.
     documents: dict[int, Document] = {}
     groups: dict[int, list[tuple[int, int, str, dict]]] = {}

@@ -27,8 +27,11 @@ from mcp_server.auth import InvalidToken, user_for_token
 
 INSTRUCTIONS = (
     "Verity is the user's knowledge base. search_knowledge_base finds passages, each with "
-    "a locator (page, character range, heading, line numbers) and a label to cite it by; "
-    "read_document reads one document in order. list_sources shows the documents and "
+    "a number n, a locator (page, character range, heading, line numbers) and a label; "
+    "read_document reads one document in order. Cite a passage as [n]; numbers belong to "
+    "a conversation: pass the conversation_id a result gives you to later calls to keep "
+    "them, and to check_answer, which checks each cited sentence of your answer against "
+    "its passage. list_sources shows the documents and "
     "folders (their ids scope a search); ingest adds a URL or a server path, reindex and "
     "stale keep them current. Every tool takes an optional workspace slug (default: the "
     "user's first workspace)."
@@ -78,15 +81,18 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         scope: SearchScope | None = None,
         limit: int = 10,
         workspace: str | None = None,
+        conversation_id: int | None = None,
     ) -> dict[str, Any]:
         """Hybrid search (meaning and keywords) over the workspace's documents.
 
-        Returns passages best first, each with its document, text, locator and
-        label (e.g. "p. 4" or "lines 10-42"). A scope naming a document or folder
+        Returns passages best first, each with its number n (cite it as [n]), document,
+        text, locator and label (e.g. "p. 4" or "lines 10-42"). Numbers live in a
+        conversation: without conversation_id a new one starts; pass the returned one
+        to keep a passage's number across calls. A scope naming a document or folder
         outside the workspace is an error, never silently widened. limit: 1-100.
         """
-        return _run(token_of, ctx, tools.search_knowledge_base,
-                    query=query, scope=scope, limit=limit, workspace=workspace)
+        return _run(token_of, ctx, tools.search_knowledge_base, query=query, scope=scope,
+                    limit=limit, workspace=workspace, conversation_id=conversation_id)
 
     @server.tool(annotations=READ_ONLY)
     def read_document(
@@ -95,13 +101,30 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         offset: int = 0,
         limit: int = 50,
         workspace: str | None = None,
+        conversation_id: int | None = None,
     ) -> dict[str, Any]:
-        """A document's details and its passages in reading order, each with its locator.
+        """A document's details and its passages in reading order, each with its number n
+        (cite it as [n]; see search_knowledge_base for conversation_id) and locator.
 
         Long documents are read in windows: passages offset .. offset+limit (at most 200).
         """
-        return _run(token_of, ctx, tools.read_document,
-                    document_id=document_id, offset=offset, limit=limit, workspace=workspace)
+        return _run(token_of, ctx, tools.read_document, document_id=document_id,
+                    offset=offset, limit=limit, workspace=workspace,
+                    conversation_id=conversation_id)
+
+    @server.tool(annotations=READ_ONLY)
+    def check_answer(
+        conversation_id: int, answer: str, ctx: Context, workspace: str | None = None
+    ) -> dict[str, Any]:
+        """Check an answer that cites this conversation's passages as [n].
+
+        Each sentence gets a verdict (supported, partial, unsupported, or uncited for a
+        claim without a citation) and each cited number its passage, a support verdict
+        with a reason and the supporting span; numbers the conversation never issued
+        are dropped. coverage = supported claim sentences / claim sentences.
+        """
+        return _run(token_of, ctx, tools.check_answer, conversation_id=conversation_id,
+                    answer=answer, workspace=workspace)
 
     @server.tool(annotations=ADDS)
     def ingest(

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.http import Http404
 
+from chat import grounding, passages
 from indexing import freshness, sources
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -28,6 +29,11 @@ from knowledge.serializers import (
 
 READ_MAX_PASSAGES = 200
 LIST_MAX_DOCUMENTS = 500
+ANSWER_MAX_CHARS = 50_000
+CITE_AS = (
+    "Cite a passage by writing its number in brackets, like [2]. Pass conversation_id to "
+    "later searches and reads to keep the numbers, and to check_answer to verify an answer."
+)
 
 
 class Refused(ValueError):
@@ -52,10 +58,26 @@ def _window(offset: int, limit: int, maximum: int) -> tuple[int, int]:
     return offset, offset + limit
 
 
+def _conversation(user, ws: Workspace, conversation_id: int | None, title: str):
+    try:
+        return passages.conversation(
+            user=user, workspace=ws, conversation_id=conversation_id, title=f"MCP: {title}"
+        )
+    except passages.UnknownConversation as exc:
+        raise Refused(str(exc)) from exc
+
+
 def search_knowledge_base(
-    user, *, query: str, scope: dict[str, list[int]] | None, limit: int, workspace: str | None
+    user,
+    *,
+    query: str,
+    scope: dict[str, list[int]] | None,
+    limit: int,
+    workspace: str | None,
+    conversation_id: int | None,
 ) -> dict[str, Any]:
-    """GET /api/search: passages with their locators and labels, best first."""
+    """GET /api/search: passages with their locators and labels, best first, each
+    numbered [n] in the conversation (a new one unless `conversation_id` is given)."""
     ws = _workspace(user, workspace)
     scope = scope or {}
     params = SearchQuerySerializer(data={
@@ -76,10 +98,15 @@ def search_knowledge_base(
         )
     except ScopeError as exc:
         raise Refused(str(exc)) from exc
+    thread = _conversation(user, ws, conversation_id, data["q"])
+    numbers = passages.number_hits(thread=thread, hits=result.hits)
     return {
         "workspace": ws.slug,
+        "conversation_id": thread.pk,
+        "cite_as": CITE_AS,
         "query": result.query,
-        "results": HitSerializer(result.hits, many=True).data,
+        "results": [{"n": numbers[hit["chunk_id"]], **hit}
+                    for hit in HitSerializer(result.hits, many=True).data],
         "metadata": result.metadata,
     }
 
@@ -92,19 +119,46 @@ def _document(ws: Workspace, document_id: int) -> Document:
 
 
 def read_document(
-    user, *, document_id: int, offset: int, limit: int, workspace: str | None
+    user,
+    *,
+    document_id: int,
+    offset: int,
+    limit: int,
+    workspace: str | None,
+    conversation_id: int | None,
 ) -> dict[str, Any]:
-    """GET /api/documents/<id> and its chunks: the passages in reading order."""
+    """GET /api/documents/<id> and its chunks: the passages in reading order, numbered."""
     ws = _workspace(user, workspace)
     start, end = _window(offset, limit, READ_MAX_PASSAGES)
     document = _document(ws, document_id)
-    passages = selectors.chunks_of(document=document)[start:end]
+    chunks = list(selectors.chunks_of(document=document)[start:end])
+    thread = _conversation(user, ws, conversation_id, document.title)
+    numbers = passages.number_passages(
+        thread=thread, passages=[(document, c.pk, c.text, c.locator) for c in chunks]
+    )
     return {
         "document": DocumentSerializer(document).data,
+        "conversation_id": thread.pk,
+        "cite_as": CITE_AS,
         "offset": start,
         "total_passages": document.chunk_count,
-        "passages": ChunkSerializer(passages, many=True).data,
+        "passages": [{"n": numbers[chunk["id"]], **chunk}
+                     for chunk in ChunkSerializer(chunks, many=True).data],
     }
+
+
+def check_answer(
+    user, *, conversation_id: int, answer: str, workspace: str | None
+) -> dict[str, Any]:
+    """POST /api/grounding/check for an answer citing the conversation's [n]."""
+    ws = _workspace(user, workspace)
+    if len(answer) > ANSWER_MAX_CHARS:
+        raise Refused(f"The answer is longer than {ANSWER_MAX_CHARS:,} characters.")
+    if not answer.strip():
+        raise Refused("The answer is empty.")
+    thread = _conversation(user, ws, conversation_id, "")
+    return {"conversation_id": thread.pk,
+            **grounding.check_thread_answer(thread=thread, answer=answer)}
 
 
 def ingest(

@@ -124,6 +124,37 @@ def test_check_endpoint_rechecks_a_stored_message_of_the_user_only(llm, harbour,
                     format="json").status_code == 400
 
 
+def test_check_endpoint_takes_an_answer_citing_a_conversations_numbers(
+    llm, harbour, api, staff
+):
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
+    thread = api.post("/api/threads", {"title": ""}, format="json").json()["id"]
+    message = api.post(f"/api/threads/{thread}/messages", {"content": "The Pelican buoy?"},
+                       format="json").json()
+    cited = message["citations"][0]
+    claim = cited["text"][cited["support"]["span"]["char_start"]:
+                          cited["support"]["span"]["char_end"]].strip()
+    response = api.post("/api/grounding/check", {
+        "thread_id": thread,
+        "answer": f"{claim} [{cited['n']}]. Nobody maintains the lighthouse [{cited['n']}]. [40]",
+    }, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["dropped_citations"] == [40]
+    assert [s["verdict"] for s in body["sentences"]][0] == "supported"
+    (checked,) = body["citations"]
+    assert checked["n"] == cited["n"] and checked["text"] == cited["text"]
+    assert checked["support"]["verdict"] in ("partial", "unsupported")
+
+    other = APIClient()
+    other.force_authenticate(staff)  # not the conversation's user: as if it did not exist
+    assert other.post("/api/grounding/check", {"thread_id": thread,
+                                               "answer": "x [1]."},
+                      format="json").status_code == 404
+    both = {"thread_id": thread, "answer": "x [1].", "passages": ["x"]}
+    assert api.post("/api/grounding/check", both, format="json").status_code == 400
+
+
 def test_ask_prints_the_grounding_line(llm, harbour, workspace, capsys):
     llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
     call_command("ask", "Tell me about the harbour", workspace=workspace.slug)

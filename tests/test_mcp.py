@@ -16,7 +16,8 @@ from tests.workers import worker_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-TOOLS = {"search_knowledge_base", "read_document", "ingest", "reindex", "list_sources", "stale"}
+TOOLS = {"search_knowledge_base", "read_document", "check_answer", "ingest", "reindex",
+         "list_sources", "stale"}
 HANDBOOK = """# Harbour handbook
 
 ## Tides
@@ -90,6 +91,62 @@ def test_stdio_tools_search_read_and_list(site):
     assert [f["path"] for f in body["folders"]] == ["guides"]
     # The REST API's own validation and wording.
     assert bad_limit == (False, "limit: Ensure this value is greater than or equal to 1.")
+
+
+def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_them(site):
+    document = site["document"]
+
+    async def session():
+        async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
+            first = await call(client, "search_knowledge_base",
+                               query="when does the harbour gate close", limit=3)
+            conversation = first[1]["conversation_id"]
+            again = await call(client, "search_knowledge_base", query="damaged mooring",
+                               conversation_id=conversation)
+            read = await call(client, "read_document", document_id=document.pk,
+                              conversation_id=conversation)
+            gate = next(r["n"] for r in first[1]["results"] if "two hours" in r["text"])
+            answer = (f"The harbour gate closes two hours before low tide [{gate}]. "
+                      f"Boats must be out of the harbour five hours before low tide [{gate}]. "
+                      "The harbour master is paid by the town council [7].")
+            checked = await call(client, "check_answer", conversation_id=conversation,
+                                 answer=answer)
+            fresh = await call(client, "search_knowledge_base", query="mooring")
+            return first, again, read, checked, fresh
+
+    first, again, read, checked, fresh = run(session)
+    ok, body = first
+    assert ok and body["conversation_id"] and "[2]" in body["cite_as"]
+    numbers = [r["n"] for r in body["results"]]
+    assert numbers == list(range(1, len(numbers) + 1))
+    by_chunk = {r["chunk_id"]: r["n"] for r in body["results"]}
+    # The same passage keeps its number in the conversation; new ones come after.
+    ok, body = again
+    assert ok and body["conversation_id"] == first[1]["conversation_id"]
+    for result in body["results"]:
+        if result["chunk_id"] in by_chunk:
+            assert result["n"] == by_chunk[result["chunk_id"]]
+        else:
+            assert result["n"] > max(by_chunk.values())
+    ok, body = read
+    assert ok and all(by_chunk.get(p["id"], p["n"]) == p["n"] for p in body["passages"])
+
+    ok, body = checked
+    assert ok, body
+    assert body["dropped_citations"] == [7]  # never issued in this conversation
+    verdicts = [s["verdict"] for s in body["sentences"]]
+    assert verdicts[0] == "supported" and verdicts[1] in ("unsupported", "partial"), verdicts
+    assert verdicts[2] == "uncited"
+    (cited,) = body["citations"]
+    assert cited["document"]["id"] == document.pk and "two hours" in cited["text"]
+    assert cited["support"]["verdict"] in ("unsupported", "partial")
+    assert "five" in cited["support"]["reason"] or "5" in cited["support"]["reason"]
+    span = cited["support"]["span"]
+    assert "closes two hours before low tide" in cited["text"][span["char_start"]:span["char_end"]]
+
+    ok, body = fresh  # no conversation_id: a conversation of its own, numbered from 1
+    assert ok and body["conversation_id"] != first[1]["conversation_id"]
+    assert body["results"][0]["n"] == 1
 
 
 def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
@@ -188,8 +245,8 @@ def test_streamable_http_with_bearer_tokens(site, tmp_path):
         ok, body = search
         assert ok and "harbour master" in body["results"][0]["text"]
         # Bob's token searches Bob's (empty) workspace: the same server, other data.
-        assert bobs == (True, {"workspace": "bobs", "query": "damaged mooring", "results": [],
-                               "metadata": bobs[1]["metadata"]})
+        ok, body = bobs
+        assert ok and body["workspace"] == "bobs" and body["results"] == []
         assert foreign == (False, f"No document {site['document'].pk} in this workspace")
 
         for token in ("not-a-token", None):

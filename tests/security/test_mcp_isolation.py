@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
+from chat.models import CitationEntry
 from knowledge.models import Document, IngestJob
 from tests import mcp_clients
 from tests.mcp_clients import call, run
@@ -26,9 +27,20 @@ def attacks(w) -> dict[str, tuple[str, dict, dict, str]]:
     The refusal is formatted with the id or slug named: the same words for both.
     """
     doc, folder = w["their_doc"].pk, w["their_doc"].folder_id
+    thread, mine = w["their_thread"].pk, w["my_doc"].pk
     url = "https://example.com/"
     no_workspace = "No workspace '{}'"
+    no_conversation = "No conversation {} in this workspace"
     return {
+        "check an answer against a foreign conversation's passages": (
+            "check_answer", {"conversation_id": thread, "answer": "The key is here [1]."},
+            {"conversation_id": MISSING, "answer": "The key is here [1]."}, no_conversation),
+        "search into a foreign conversation": (
+            "search_knowledge_base", {"query": "vault", "conversation_id": thread},
+            {"query": "vault", "conversation_id": MISSING}, no_conversation),
+        "read into a foreign conversation": (
+            "read_document", {"document_id": mine, "conversation_id": thread},
+            {"document_id": mine, "conversation_id": MISSING}, no_conversation),
         "search scoped to a foreign document": (
             "search_knowledge_base", {"query": "vault", "scope": {"document_ids": [doc]}},
             {"query": "vault", "scope": {"document_ids": [MISSING]}},
@@ -64,6 +76,8 @@ def attacks(w) -> dict[str, tuple[str, dict, dict, str]]:
 
 def named(arguments: dict) -> str:
     """The foreign or missing id (or slug) the arguments name."""
+    if "conversation_id" in arguments:
+        return str(arguments["conversation_id"])
     if "workspace" in arguments:
         return arguments["workspace"]
     scope = arguments.get("scope") or {}
@@ -114,6 +128,9 @@ def test_foreign_ids_are_refused_like_missing_ones_without_leaking(world, tmp_pa
     assert SECRET not in repr(answers)
     assert sorted(Document.objects.values_list("pk", "status", "chunk_count")) == before
     assert IngestJob.objects.count() == 1, "no job was registered"
+    assert not CitationEntry.objects.filter(
+        registry__thread=world["their_thread"], source_type="kb_chunk"
+    ).exists(), "nothing was registered in the foreign conversation"
 
 
 def test_a_token_revoked_mid_session_is_refused(world, tmp_path):

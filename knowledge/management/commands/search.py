@@ -25,7 +25,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         if not options["query"].strip():
-            raise CommandError('The query is empty: search for something, e.g. manage.py search "…"')
+            raise CommandError(
+                'The query is empty: search for something, e.g. manage.py search "…"'
+            )
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace '{options['workspace']}'")

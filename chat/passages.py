@@ -1,0 +1,54 @@
+"""Passages handed out outside a chat turn (the MCP tools), numbered in a conversation.
+
+An agent that reads the knowledge base over MCP writes its own answer; the
+numbers it cites come from the same per-thread registry as the chat's, so an
+answer citing [n] can be resolved and checked later (grounding.check_thread_answer)
+and a number never points at a passage the conversation was not shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from chat import citations, services
+from chat.models import Thread
+from chat.tools import chunk_unit, group_hits
+from citations.registry import chunk_key
+from knowledge.models import Document, Workspace
+from knowledge.search import Hit
+
+
+class UnknownConversation(LookupError):
+    """No such conversation of this user in this workspace (a foreign one reads the same)."""
+
+
+def conversation(
+    *, user, workspace: Workspace, conversation_id: int | None, title: str
+) -> Thread:
+    """The user's conversation `conversation_id` in `workspace`, or a new one when None."""
+    if conversation_id is None:
+        return services.create_thread(workspace=workspace, user=user, title=title)
+    thread = Thread.objects.filter(pk=conversation_id, user=user, workspace=workspace).first()
+    if thread is None:
+        raise UnknownConversation(f"No conversation {conversation_id} in this workspace")
+    return thread
+
+
+def number_passages(
+    *, thread: Thread, passages: Sequence[tuple[Document, int, str, dict]]
+) -> dict[int, int]:
+    """Register (document, chunk id, text, locator) passages: chunk id -> its [n]."""
+    units = [chunk_unit(document, chunk_id, text, locator)
+             for document, chunk_id, text, locator in passages]
+    numbers = citations.register(thread=thread, units=units)
+    return {chunk_id: numbers[chunk_key(document.pk, chunk_id)]
+            for document, chunk_id, _, _ in passages}
+
+
+def number_hits(*, thread: Thread, hits: Sequence[Hit]) -> dict[int, int]:
+    """Search hits registered as passages: chunk id -> its [n]."""
+    return number_passages(thread=thread, passages=[
+        (document, chunk_id, text, locator)
+        for document, rows in group_hits(hits)
+        for _, chunk_id, text, locator in rows
+    ])
