@@ -69,20 +69,12 @@ def check_thread_answer(*, thread, answer: str) -> dict[str, Any]:
     normalized = normalize(answer, issued.__contains__)
     cited = [citations.citation_json(entry)
              for entry in citations.entries(thread=thread, numbers=normalized.cited)]
-    result = check_answer(
-        answer=normalized.text,
-        passages={c["n"]: c["text"] for c in cited},
-        titles={c["n"]: c["document"]["title"] for c in cited if c["document"]["title"]},
-    )
-    grounding = result.to_dict()
+    grounded, grounding = _grounded(answer=normalized.text, citations=cited)
     return {
         "answer": normalized.text,
         "dropped_citations": normalized.dropped,
-        "sentences": grounding["sentences"],
-        "coverage": grounding["coverage"],
-        "citations": [
-            {**c, "support": _support(result.citations.get(c["n"]), c["locator"])} for c in cited
-        ],
+        **grounding,
+        "citations": grounded,
     }
 
 
@@ -95,6 +87,12 @@ def ground_citations(
     """
     if not settings.GROUNDING:
         return citations, None
+    return _grounded(answer=answer, citations=citations)
+
+
+def _grounded(
+    *, answer: str, citations: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     result = check_answer(
         answer=answer,
         passages={c["n"]: c["text"] for c in citations},
