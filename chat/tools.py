@@ -13,7 +13,13 @@ from django.conf import settings
 from chat import citations, web_search
 from chat.models import Message, Thread
 from citations.registry import chat_turn_key, chunk_key, web_result_key
-from citations.renderer import WEB_HEADER, EvidenceDocument, Passage, render_evidence
+from citations.renderer import (
+    WEB_HEADER,
+    EvidenceDocument,
+    Passage,
+    quoted,
+    render_evidence,
+)
 from knowledge import locators
 from knowledge.models import Chunk, Document
 from knowledge.search import Hit, Scope, ScopeError, search
@@ -213,9 +219,18 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence
         result = search(query=query, workspace=thread.workspace, scope=scope, limit=limit)
     except ScopeError as exc:
         raise ToolError(str(exc)) from exc
-    evidence = _evidence(group_hits(result.hits), "excerpt")
+    evidence = _evidence(group_hits(result.hits), "excerpt", _related_note(result.metadata))
     evidence.search_metadata = {"query": query, "hits": len(result.hits), **result.metadata}
     return evidence
+
+
+def _related_note(metadata: dict[str, Any]) -> str:
+    """The graph's neighbours of the query, as names to search next (never citable)."""
+    related = metadata.get("related_entities")
+    if not related:
+        return ""
+    names = ", ".join(quoted(label) for label in related)
+    return f"\nRelated entities in the knowledge base (search them to follow a lead): {names}"
 
 
 def group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str, dict]]]]:

@@ -258,6 +258,14 @@ SEARCH_DENSE_WEIGHT = env.float("SEARCH_DENSE_WEIGHT", default=0.55)
 # A chunk holding a query term of at most this many chunks is never ranked behind
 # one the keyword leg did not find (an exact rare term beats a meaning-only match).
 SEARCH_RARE_TERM_MAX_DF = env.int("SEARCH_RARE_TERM_MAX_DF", default=3)
+# Graph expansion (knowledge/graph.py): entities are linked at indexing whatever
+# this says; on, a query naming an entity also ranks by its GRAPH_NEIGHBOURS
+# strongest neighbours (a third, keyword leg of weight GRAPH_WEIGHT within the
+# keyword share), and the search tool shows the model those "related entities".
+GRAPH_EXPANSION = env.bool("GRAPH_EXPANSION", default=False)
+GRAPH_NEIGHBOURS = env.int("GRAPH_NEIGHBOURS", default=5)
+GRAPH_WEIGHT = env.float("GRAPH_WEIGHT", default=0.3)
+GRAPH_ENTITIES_PER_CHUNK = env.int("GRAPH_ENTITIES_PER_CHUNK", default=12)
 RRF_K = env.int("RRF_K", default=60)
 RRF_DENSE_WEIGHT = env.float("RRF_DENSE_WEIGHT", default=1.0)
 RRF_KEYWORD_WEIGHT = env.float("RRF_KEYWORD_WEIGHT", default=1.0)

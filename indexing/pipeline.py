@@ -21,6 +21,7 @@ from indexing.embedding_cache import embed_with_cache
 from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
 from indexing.pdf_boxes import attach_boxes
 from indexing.types import ChunkPiece, IngestError, LoadedDocument
+from knowledge import graph
 from knowledge.models import Chunk, Document
 from knowledge.source_types import SourceType
 
@@ -268,6 +269,7 @@ def _swap_chunks(
     Chunk.objects.filter(pk__in=stale_ids).delete()
     Chunk.objects.bulk_update(to_update, ["ordinal", "locator"], batch_size=1000)
     Chunk.objects.bulk_create(to_create, batch_size=500)
+    graph.link_chunks(workspace_id=document.workspace_id, chunks=to_create)
 
     source_title = document.metadata.get("source_title")
     if not document.title or document.title == source_title:

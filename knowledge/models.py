@@ -277,3 +277,69 @@ class CorpusStat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.workspace_id}: {self.chunks} chunks"
+
+
+class Entity(models.Model):
+    """A name, acronym, code symbol or key phrase found in the workspace's chunks.
+
+    A node of the query graph (knowledge.graph). `key` is its lowercased words
+    (knowledge.entities.key_of); `chunk_count` is kept by the triggers of
+    migration 0010 as links come and go. An entity whose chunks are all gone
+    stays with a count of 0 (cheap, and a concurrent indexer may be linking it).
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    label = models.CharField(max_length=200)  # as first written
+    kind = models.CharField(max_length=10)  # knowledge.entities.KINDS
+    chunk_count = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "key"], name="entity_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.kind}, {self.chunk_count} chunks)"
+
+
+class ChunkEntity(models.Model):
+    """An entity found in a chunk. Written once with the chunk, never updated.
+
+    No database constraints (like ChunkTerms): a deleted chunk's links are removed
+    by a statement-level trigger on knowledge_chunk, in one statement, and that
+    statement's own trigger takes them off the entities' counts and the edges.
+    """
+
+    pk = models.CompositePrimaryKey("chunk_id", "entity_id")
+    chunk = models.ForeignKey(
+        Chunk, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="+",
+    )
+    entity = models.ForeignKey(
+        Entity, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"entity {self.entity_id} in chunk {self.chunk_id}"
+
+
+class EntityEdge(models.Model):
+    """Two entities found in the same chunks: `weight` is how many (source_id < target_id).
+
+    Kept by the triggers on knowledge_chunkentity; an edge whose weight falls to
+    0 is deleted.
+    """
+
+    pk = models.CompositePrimaryKey("source_id", "target_id")
+    source = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, db_constraint=False, db_index=False,
+        related_name="+",
+    )
+    target = models.ForeignKey(
+        Entity, on_delete=models.CASCADE, db_constraint=False, related_name="+"
+    )
+    weight = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.source_id} - {self.target_id}: {self.weight}"

@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from embeddings import get_embedder
+from knowledge import graph
 from knowledge.fusion import cap_per_group, convex, rare_terms_first, rrf
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
 from knowledge.rerankers import Reranker, RerankError, get_reranker
@@ -131,24 +132,35 @@ def search(
     # hits past the smaller pool added fused score to some candidates only).
     pool = max(settings.SEARCH_POOL, limit)
 
+    related = (
+        graph.related_entities(workspace=workspace, query=query, limit=settings.GRAPH_NEIGHBOURS)
+        if settings.GRAPH_EXPANSION and "keyword" in legs and not _OPERATORS.search(query)
+        else []
+    )
     with transaction.atomic(), connection.cursor() as cursor:
         dense = _dense_leg(cursor, query, workspace, documents, pool) if "dense" in legs else []
         keyword = (
             _keyword_leg(cursor, query, workspace, documents, pool) if "keyword" in legs else []
         )
+        expanded = (
+            _keyword_leg(cursor, _expanded(query, related), workspace, documents, pool)
+            if related else []
+        )
 
-    fused = _fuse(dense, keyword)
+    fused = _fuse(dense, keyword, expanded)
     candidates = rare_terms_first(
         [pk for pk, _ in fused],
         rare={row[0] for row in keyword if row[3]},
         lexical={row[0] for row in keyword},
     )
-    document_of = {row[0]: row[1] for row in (*dense, *keyword)}
+    document_of = {row[0]: row[1] for row in (*dense, *keyword, *expanded)}
     metadata: dict[str, Any] = {
         "dense_candidates": len(dense),
         "keyword_candidates": len(keyword),
         "reranker": None,
     }
+    if related:
+        metadata["related_entities"] = related
     reranker = get_reranker()
     if reranker is not None and candidates:
         candidates, metadata = _rerank(reranker, query, candidates, metadata)
@@ -180,25 +192,41 @@ def search(
     return SearchResult(query, hits, metadata)
 
 
-def _fuse(dense: list[tuple], keyword: list[tuple]) -> list[tuple[int, float]]:
-    """Both legs' candidates, best first, by SEARCH_FUSION.
+def _expanded(query: str, related: list[str]) -> str:
+    """The query and its graph neighbours' words, as a plain keyword query."""
+    words = (word.lstrip("-") for label in related for word in label.split())
+    return " ".join([query, *(word for word in words if word and word != "OR")])
+
+
+def _fuse(
+    dense: list[tuple], keyword: list[tuple], expanded: list[tuple] = ()
+) -> list[tuple[int, float]]:
+    """The legs' candidates, best first, by SEARCH_FUSION.
 
     "convex" (default): SEARCH_DENSE_WEIGHT x the dense leg's cosine similarity plus
     the rest x BM25, each normalized over its leg's pool (knowledge.fusion.convex).
     "rrf": Reciprocal Rank Fusion (RRF_K, RRF_*_WEIGHT). The keyword leg goes first:
-    equal scores rank the exact match first.
+    equal scores rank the exact match first. A graph-expanded keyword leg, when
+    there is one, takes GRAPH_WEIGHT of the keyword leg's share.
     """
+    graph_share = settings.GRAPH_WEIGHT if expanded else 0.0
     if settings.SEARCH_FUSION == "rrf":
         return rrf(
-            {"keyword": [row[0] for row in keyword], "dense": [row[0] for row in dense]},
+            {"keyword": [row[0] for row in keyword], "dense": [row[0] for row in dense],
+             "graph": [row[0] for row in expanded]},
             k=settings.RRF_K,
-            weights={"dense": settings.RRF_DENSE_WEIGHT, "keyword": settings.RRF_KEYWORD_WEIGHT},
+            weights={"dense": settings.RRF_DENSE_WEIGHT,
+                     "keyword": settings.RRF_KEYWORD_WEIGHT * (1 - graph_share),
+                     "graph": settings.RRF_KEYWORD_WEIGHT * graph_share},
         )
+    lexical = 1 - settings.SEARCH_DENSE_WEIGHT
     return convex(
         {"keyword": {row[0]: row[2] for row in keyword},
-         "dense": {row[0]: 1 - row[2] for row in dense}},
+         "dense": {row[0]: 1 - row[2] for row in dense},
+         "graph": {row[0]: row[2] for row in expanded}},
         weights={"dense": settings.SEARCH_DENSE_WEIGHT,
-                 "keyword": 1 - settings.SEARCH_DENSE_WEIGHT},
+                 "keyword": lexical * (1 - graph_share),
+                 "graph": lexical * graph_share},
     )
 
 
