@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
-from knowledge.entities import extract, key_of, query_keys
+from knowledge.entities import ACRONYM, NAME, SYMBOL, extract, key_of, query_keys
 from knowledge.models import Chunk, ChunkEntity, CorpusStat, Entity, EntityEdge, Workspace
 
 # Links per INSERT: whole chunks only (the triggers pair a chunk's links within
@@ -26,7 +26,11 @@ LINKS_PER_STATEMENT = 5_000
 # A seed entity in more than this share of the workspace's chunks (a company name
 # on every page) is a hub: its neighbours are everything.
 MAX_SEED_SHARE = 0.05
+MIN_HUB_CHUNKS = 10
 EDGES_READ = 500
+# Neighbours worth adding to a query are named things; a key phrase ("launch
+# budget") may be a seed, but as a neighbour it is mostly a topic word.
+NEIGHBOUR_KINDS = (NAME, ACRONYM, SYMBOL)
 
 
 def link_chunks(*, workspace_id: int, chunks: Sequence[Chunk]) -> int:
@@ -106,7 +110,7 @@ def related_entities(*, workspace: Workspace, query: str, limit: int) -> list[st
         .values_list("id", "chunk_count")
     )
     corpus = CorpusStat.objects.filter(workspace=workspace).values_list("chunks", flat=True)
-    most = max(2, MAX_SEED_SHARE * (corpus.first() or 0))
+    most = max(MIN_HUB_CHUNKS, MAX_SEED_SHARE * (corpus.first() or 0))
     seeds = {pk: count for pk, count in seeds.items() if count <= most}
     if not seeds:
         return []
@@ -114,13 +118,15 @@ def related_entities(*, workspace: Workspace, query: str, limit: int) -> list[st
         EntityEdge.objects.filter(Q(source_id__in=seeds) | Q(target_id__in=seeds))
         .order_by("-weight")
         .values_list("source_id", "target_id", "weight", "source__chunk_count",
-                     "target__chunk_count")[:EDGES_READ]
+                     "target__chunk_count", "source__kind", "target__kind")[:EDGES_READ]
     )
     strength: dict[int, float] = defaultdict(float)
-    for source, target, weight, source_count, target_count in edges:
-        for seed, other, other_count in ((source, target, target_count),
-                                         (target, source, source_count)):
-            if seed in seeds and other not in seeds:
+    for source, target, weight, source_count, target_count, source_kind, target_kind in edges:
+        for seed, other, other_count, other_kind in (
+            (source, target, target_count, target_kind),
+            (target, source, source_count, source_kind),
+        ):
+            if seed in seeds and other not in seeds and other_kind in NEIGHBOUR_KINDS:
                 strength[other] += weight / math.sqrt(seeds[seed] * max(other_count, 1))
     ranked = sorted(strength, key=lambda pk: (-strength[pk], pk))
     labels = dict(Entity.objects.filter(pk__in=ranked[: 4 * limit]).values_list("pk", "label"))
