@@ -18,6 +18,11 @@ from tests.scripted_llm import answer, tool_call
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def graph_on(settings):
+    settings.GRAPH_EXPANSION = True
+
 CREW = """# Crew notes
 
 ## Moorings
@@ -101,15 +106,27 @@ def test_indexing_links_entities_and_keeps_counts_and_edges_in_step(
     assert set(Entity.objects.values_list("chunk_count", flat=True)) == {0}
 
 
-def test_a_backfill_links_chunks_indexed_before_the_graph(workspace, counting_embedder, tmp_path):
+def test_off_no_graph_is_kept_and_a_backfill_catches_up(
+    workspace, counting_embedder, tmp_path, settings
+):
     path = tmp_path / "crew.md"
     path.write_text(CREW)
     add(workspace, path, counting_embedder)
     before = stored_graph(workspace)
-    ChunkEntity.objects.all().delete()  # as if indexed before migration 0010
+    ChunkEntity.objects.all().delete()
     assert stored_graph(workspace) == (Counter(), Counter())
+
+    settings.GRAPH_EXPANSION = False
+    other = tmp_path / "more.md"
+    other.write_text("# More\n\nIsolde Marchetti paints the Pelican buoy.\n")
+    add(workspace, other, counting_embedder)
+    assert not ChunkEntity.objects.exists()
+
     call_command("graph", workspace=workspace.slug)
-    assert stored_graph(workspace) == before
+    counts, edges = stored_graph(workspace)
+    assert counts >= before[0] and edges >= before[1]
+    assert Entity.objects.get(workspace=workspace, key="isolde marchetti").chunk_count == 1
+    assert stored_graph(workspace) == expected_graph(workspace)
 
 
 def test_expansion_adds_a_keyword_leg_of_the_querys_neighbours(
