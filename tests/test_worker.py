@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
+import uuid
+
 import pytest
 
 from knowledge.models import Document, Workspace
 from tests.conftest import SAMPLE_CORPUS
-from tests.workers import manage, start_worker, worker_env
+from tests.workers import REPO_ROOT, manage, start_worker, worker_env
 
 
 @pytest.mark.slow
@@ -35,3 +41,46 @@ def test_worker_process_indexes_a_bulk_job_from_redis(workspace, tmp_path):
     assert "PDF" in documents["broken.pdf"].last_error
     indexed = [d for d in documents.values() if d.status == Document.Status.INDEXED]
     assert len(indexed) == 3 and all(d.chunk_count > 0 for d in indexed)
+
+
+def pool_processes(env: dict[str, str], name: str) -> list[int]:
+    """The worker's child process ids, as `celery inspect stats` reports them."""
+    for _ in range(30):  # until the worker is up and answers
+        result = subprocess.run(
+            [sys.executable, "-m", "celery", "-A", "config", "inspect", "stats", "--json",
+             "--timeout", "3", "--destination", name],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )
+        if result.returncode == 0:
+            return json.loads(result.stdout.strip().splitlines()[-1])[name]["pool"]["processes"]
+    raise AssertionError(f"the worker never answered: {result.stderr}")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_process_past_its_memory_bound_is_replaced_and_work_goes_on(
+    workspace, tmp_path
+):
+    """CELERY_WORKER_MAX_MEMORY_PER_CHILD, as the deployed (prefork) worker applies it.
+
+    A 1 KiB bound is exceeded by every task: the child process that ran it exits
+    after it, a fresh one takes the next, and nothing is lost.
+    """
+    env = worker_env(tmp_path, CELERY_WORKER_MAX_MEMORY_PER_CHILD="1")
+    (tmp_path / "corpus").mkdir()
+    for name in ("handbook.md", "tide-faq.html"):
+        (tmp_path / "corpus" / name).write_bytes((SAMPLE_CORPUS / name).read_bytes())
+    name = f"memory-bound-{uuid.uuid4().hex[:8]}@{socket.gethostname()}"
+    worker = start_worker(env, pool="prefork", name=name)
+    try:
+        before = pool_processes(env, name)
+        result = manage(env, "ingest", str(tmp_path / "corpus"), "--workspace", workspace.slug)
+        assert result.returncode == 0, result.stderr
+        assert "2 indexed, 0 failed" in result.stdout
+        after = pool_processes(env, name)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert len(before) == len(after) == 1 and before != after, (before, after)
+    statuses = set(Document.objects.filter(workspace=workspace).values_list("status", flat=True))
+    assert statuses == {Document.Status.INDEXED}
