@@ -106,9 +106,9 @@ def _key_phrases(text: str) -> list[str]:
     return [phrase for phrase, _ in _yake().extract_keywords(text)]
 
 
-def query_keys(query: str, *, longest: int = 4) -> list[str]:
-    """Every run of 1..`longest` words of the query as an entity key, to look up."""
-    words = _WORD.findall(query.lower())
+def query_keys(query: str, *, longest: int = 4, max_words: int = 64) -> list[str]:
+    """Every run of 1..`longest` of the query's first `max_words` words, as keys to look up."""
+    words = _WORD.findall(query.lower())[:max_words]
     return list(dict.fromkeys(
         " ".join(words[i : i + n])
         for n in range(1, longest + 1)
