@@ -7,7 +7,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from chat.extractive import compose_answer, parse_evidence
+from chat.extractive import compose_answer, parse_evidence, parse_titles
+from chat.grounding import grounder
 
 from .base import Reply, ToolCall, TurnContext
 
@@ -48,7 +49,8 @@ class ExtractiveProvider:
             search = ToolCall("call_search", "search_knowledge_base", json.dumps(arguments))
             return Reply("", [search])
         passages = [p for content in evidence for p in parse_evidence(content)]
-        answer = compose_answer(context.question, passages)
+        titles = {n: t for content in evidence for n, t in parse_titles(content).items()}
+        answer = compose_answer(context.question, passages, titles=titles, grounder=grounder())
         if on_text is not None:
             for piece in re.findall(r"\S+\s*", answer):
                 on_text(piece)

@@ -7,7 +7,7 @@ import io
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from chat.extractive import split_sentences
+from citations.sentences import split_passage
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.loaders import load_bytes
 from indexing.loaders.html import page_blocks, repeated_blocks
@@ -81,7 +81,9 @@ def test_html_definition_sentences_name_their_term_and_chunks_carry_it():
     text = loaded.text
     assert "max_connections (integer): Determines the maximum number" in text
     # The paragraph holding the default starts with the name it belongs to.
-    default = next(s for s in split_sentences(text) if "default is typically 100" in s)
+    default = next(
+        text[a:b] for a, b in split_passage(text) if "default is typically 100" in text[a:b]
+    )
     assert default.startswith("max_connections (integer): ")
     assert "#" not in text.split("19.3. Connections and Authentication")[1][:40]
     (localhost,) = [c for c in chunks if "localhost" in c.text]

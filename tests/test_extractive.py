@@ -1,0 +1,90 @@
+"""The offline answerer's sentence choice (chat.extractive) with the real embedder.
+
+Each case is built so that the words alone choose differently from the full answerer
+(words, meaning, key terms and the grounding check), so each test fails without the
+piece it names.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.extractive import NOTHING_FOUND, compose_answer, parse_evidence, parse_titles
+from chat.grounding import grounder
+from citations.renderer import EvidenceDocument, Passage, render_evidence
+from citations.sentences import split_answer
+
+
+@pytest.fixture
+def checker():
+    return grounder()
+
+
+def test_meaning_breaks_a_tie_between_sentences_sharing_the_same_words(checker):
+    question = "When did the harbour flood?"
+    passages = [
+        (1, "The harbour museum opened its doors in 1990."),
+        (2, "Sea water covered the harbour streets in 1953 after a storm surge."),
+    ]
+    assert compose_answer(question, passages).startswith("The harbour museum")
+    assert compose_answer(question, passages, grounder=checker).startswith(
+        "Sea water covered the harbour streets in 1953 after a storm surge. [2]"
+    )
+
+
+def test_a_question_about_an_identifier_is_not_answered_with_another_ones_value(checker):
+    question = "What is the default value of max_connections?"
+    # Without the key-term rule this answers "The default value is 10 connections. [1]".
+    neighbours = [
+        (1, "max_wal_senders (integer): Specifies the maximum number of concurrent "
+            "connections from standby servers. The default value is 10 connections."),
+        (2, "listen_addresses (string): The default value is localhost, which allows only "
+            "local TCP/IP connections."),
+    ]
+    assert compose_answer(question, neighbours, grounder=checker) == NOTHING_FOUND
+    with_answer = [*neighbours, (3, "max_connections (integer): The default is typically 100 "
+                                    "connections, but might be less.")]
+    answer = compose_answer(question, with_answer, grounder=checker)
+    assert answer.startswith("max_connections (integer): The default is typically 100")
+    assert "[3]" in answer and "[1]" not in answer and "[2]" not in answer
+
+
+def test_a_sentence_cut_by_a_chunk_edge_is_quoted_whole(checker):
+    # Chunks overlap: passage 2 starts inside the sentence passage 1 holds whole.
+    question = "Why was the launch moved to March 10?"
+    passages = [
+        (1, "The launch was moved to March 10 because the comparison suite needs four days."),
+        (2, "because the comparison suite needs four days. The budget is EUR 18,500."),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith("The launch was moved to March 10 because")
+    assert "[2]" not in answer
+
+
+def test_headings_are_never_quoted(checker):
+    question = "What is the launch date?"
+    passages = [(1, "## Launch date\n\nWe agreed to push the launch to March 10.")]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer == "We agreed to push the launch to March 10. [1]"
+
+
+def test_a_line_without_closing_punctuation_ends_its_paragraph_in_the_answer(checker):
+    # A title line and the sentence after it are two claims, as the grounding engine reads
+    # the answer; run together they would be checked as one.
+    question = "When is the tidewatch launch planning meeting?"
+    passages = [(1, "Tidewatch launch planning meeting, Tuesday 14 January 2025\n\n"
+                    "The meeting is held by video call and starts at 15:00 UTC.")]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer == ("Tidewatch launch planning meeting, Tuesday 14 January 2025 [1]\n\n"
+                      "The meeting is held by video call and starts at 15:00 UTC. [1]")
+    cited = [s for s in split_answer(answer.replace("[1]", "[citation:1]")) if s.citations]
+    assert len(cited) == 2
+
+
+def test_evidence_titles_are_read_back_from_the_envelope():
+    rendered = render_evidence([
+        EvidenceDocument('Notes "Q3" & <more>', "notes.pdf", "excerpt",
+                         [Passage(4, "First."), Passage(2, "Second.")]),
+    ])
+    assert parse_evidence(rendered) == [(4, "First."), (2, "Second.")]
+    assert parse_titles(rendered) == {4: 'Notes "Q3" & <more>', 2: 'Notes "Q3" & <more>'}
