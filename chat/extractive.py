@@ -173,11 +173,11 @@ def rank_sentences(
     def share(found: set[str]) -> float:
         return sum(weight[t] for t in found) / total
 
-    whole = [u.text for u in units if not u.fragment]
+    texts = {u.text for u in units}
     ranked = []
     for position, unit in enumerate(units):
-        if unit.fragment and any(text.endswith(unit.text) for text in whole):
-            continue  # the sentence it is cut from is shown whole: that one is quoted
+        if unit.index == 0 and any(t != unit.text and t.endswith(unit.text) for t in texts):
+            continue  # a chunk's overlap cut this sentence, shown whole elsewhere: quote that
         neighbours = [n for n in (at.get((unit.number, unit.index - 1)),
                                   at.get((unit.number, unit.index + 1))) if n is not None]
         if keys:
