@@ -127,8 +127,17 @@ def terms(text: str) -> list[str]:
 
 
 def key_terms(question: str) -> frozenset[str]:
-    """What an answer must be about: the identifiers the question names, lowercased."""
-    return frozenset(identifier.lower() for identifier in IDENTIFIER.findall(question))
+    """What an answer must be about: the identifiers the question names, lowercased.
+
+    A dotted name counts by its last part: documentation writes ``makedirs(name, …)``
+    under a heading for ``os``. A version number ("Python 3.11") is no identifier.
+    """
+    keys = set()
+    for identifier in IDENTIFIER.findall(question):
+        last = identifier.rsplit(".", 1)[-1].lower()
+        if len(last) > 2 and any(c.isalpha() for c in last):  # not "e.g."
+            keys.add(last)
+    return frozenset(keys)
 
 
 def _normalized(sentence: str) -> str:
