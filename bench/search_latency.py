@@ -237,7 +237,8 @@ def build_vector_indexes(workspace: Workspace, memory: str, own: bool) -> None:
                 " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
             )
             cursor.execute("RESET maintenance_work_mem")
-            print(f"built the global HNSW index in {time.perf_counter() - started:.1f}s", flush=True)
+            elapsed = time.perf_counter() - started
+            print(f"built the global HNSW index in {elapsed:.1f}s", flush=True)
     if own and vector_index.needs_own_index(workspace.pk):
         # Workers build it once indexing crosses the threshold; COPY bypassed them.
         started = time.perf_counter()
