@@ -749,6 +749,13 @@ def main() -> None:
     parser.add_argument(
         "--build-memory", default="2GB", help="maintenance_work_mem for the HNSW builds"
     )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0,
+        help="seconds to wait after growing the corpus, before measuring: the load average"
+        " then shows the machine, not this script's own index builds",
+    )
     parser.add_argument("--plans", action="store_true", help="print EXPLAIN ANALYZE plans")
     parser.add_argument(
         "--shared-index",
@@ -776,7 +783,11 @@ def main() -> None:
     folder_scopes = document_scopes = None
     for number, size in enumerate(sizes):
         print(f"\n=== {size} chunks ===", flush=True)
+        built_at = time.perf_counter()
         workspace = ensure_corpus(args, size, rebuild=args.rebuild and number == 0)
+        if args.settle and time.perf_counter() - built_at > 10:
+            print(f"settling for {args.settle:.0f}s after the build", flush=True)
+            time.sleep(args.settle)
         if args.shared_index:
             vector_index.drop_own_index(workspace.pk)
         if folder_scopes is None:
