@@ -350,6 +350,18 @@ def _bm25(w: str, tf: str, dl: str) -> str:
     return f"{w} * {tf} * ({k1} + 1) / ({tf} + {k1} * (1 - {b} + {b} * {dl} / s.avgdl))"
 
 
+def _position(term: str, forward: str) -> str:
+    """Where `term` is in the forward row `forward` if it holds it: a binary search.
+
+    term_ids is sorted (the triggers aggregate it in term order), and width_bucket()
+    over a sorted array returns the position of its last element <= the operand; the
+    row holds the term iff `forward.term_ids[position] = term`, and its tf is
+    `forward.tfs[position]`. array_position() compared every element, 3-4x slower
+    over a chunk's ~90 terms: it was most of a scoped keyword query.
+    """
+    return f"width_bucket({term}, {forward}.term_ids)"
+
+
 # The keyword leg is one ranking template around one of three candidate queries.
 # Each candidate query yields (id, partial, rare): the chunks to score, the part of
 # their score already summed while choosing them, and whether that part holds a
@@ -373,7 +385,7 @@ _CANDIDATES_TERM_LISTS = f"""
            bool_or(p.rare) AS rare
     FROM (
         SELECT f.chunk_id AS id, true AS exact, t.df <= %(rare)s AS rare,
-               {_bm25("t.w", "f.tfs[array_position(f.term_ids, t.id)]", "f.dl")} AS w
+               {_bm25("t.w", f"f.tfs[{_position('t.id', 'f')}]", "f.dl")} AS w
         FROM t CROSS JOIN s CROSS JOIN LATERAL (
             SELECT chunk_id, dl, term_ids, tfs FROM knowledge_chunkterms
             WHERE term_ids @> ARRAY[t.id]
@@ -419,9 +431,9 @@ _KEYWORD_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ra
                AS score, cand.rare OR coalesce(bool_or(p.df <= %(rare)s), false) AS rare
         FROM cand JOIN knowledge_chunkterms f ON f.chunk_id = cand.id CROSS JOIN s
         LEFT JOIN LATERAL (
-            SELECT t.w, t.df, array_position(f.term_ids, t.id) AS i FROM t
+            SELECT t.id, t.w, t.df, {_position("t.id", "f")} AS i FROM t
             WHERE t.df > %(probe_above)s
-        ) p ON p.i IS NOT NULL
+        ) p ON f.term_ids[p.i] = p.id
         GROUP BY cand.id, cand.partial, cand.rare
         ORDER BY score DESC, cand.id
         LIMIT %(pool)s
@@ -435,18 +447,18 @@ _KEYWORD_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ra
 # (exact top-k in the scope), in one pass: each scope chunk's forward row is read
 # once by primary key (LIMIT 1 keeps it so: otherwise the planner hashed the whole
 # table, or listed through the GIN index every chunk of the workspace holding a
-# common query term), tested for any query term, and its terms' tfs summed into
-# BM25 right there. The cost follows the scope, not the workspace: ~2,000 forward
-# rows for a folder of 2,000 chunks, most of it the array tests (~2.5 us a row).
+# common query term) and each query term looked up in it by binary search. The
+# cost follows the scope, not the workspace: ~2,000 forward rows for a folder of
+# 2,000 chunks, times the query's terms.
 _KEYWORD_IN_SCOPE = f"""{_QUERY_TERMS}
     SELECT c.id, c.document_id, sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}) AS score,
            bool_or(p.df <= %(rare)s) AS rare
     FROM knowledge_chunk c CROSS JOIN s CROSS JOIN LATERAL (
         SELECT dl, term_ids, tfs FROM knowledge_chunkterms WHERE chunk_id = c.id LIMIT 1
     ) f JOIN LATERAL (
-        SELECT t.w, t.df, array_position(f.term_ids, t.id) AS i FROM t
-    ) p ON p.i IS NOT NULL
-    WHERE c.document_id = ANY(%(documents)s) AND f.term_ids && ARRAY(SELECT id FROM t)
+        SELECT t.id, t.w, t.df, {_position("t.id", "f")} AS i FROM t
+    ) p ON f.term_ids[p.i] = p.id
+    WHERE c.document_id = ANY(%(documents)s)
     GROUP BY c.id, c.document_id
     ORDER BY score DESC, c.id
     LIMIT %(pool)s
