@@ -362,10 +362,12 @@ def _position(term: str, forward: str) -> str:
     return f"width_bucket({term}, {forward}.term_ids)"
 
 
-# The keyword leg is one ranking template around one of three candidate queries.
-# Each candidate query yields (id, partial, rare): the chunks to score, the part of
-# their score already summed while choosing them, and whether that part holds a
-# term of at most `rare` chunks. All read the CTEs q, s and t.
+# Unscoped (and for websearch syntax), the keyword leg is one ranking template
+# around one of two candidate queries; a plain scoped query has its own one-pass
+# query (_KEYWORD_IN_SCOPE). Each candidate query yields (id, partial, rare): the
+# chunks to score, the part of their score already summed while choosing them, and
+# whether that part holds a term of at most `rare` chunks. All read the CTEs q, s
+# and t.
 
 # Quotes, OR or -word: websearch semantics, matched through the GIN index.
 _CANDIDATES_WEBSEARCH = """
