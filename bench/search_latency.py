@@ -1,31 +1,39 @@
-"""search() latency at 100,000 chunks, next to the raw pgvector HNSW query.
+"""search() latency as a workspace grows (100k and 300k chunks), next to the raw HNSW walk.
 
-    .venv/bin/python bench/search_latency.py [--rebuild] [--queries 200] [--passes 3]
-                                            [--budget 450]
+    .venv/bin/python bench/search_latency.py [--sizes 100000,300000] [--rebuild]
+        [--queries 200] [--passes 3] [--budget 450] [--plans] [--shared-index]
 
-Builds (or reuses) the workspace "bench-latency": 1,000 documents x 100 chunks in
-50 folders of 20 documents. Chunk text is real prose: consecutive sentences of
-SciFact abstracts (../shared/eval/scifact), 120-200 words a chunk. Chunk vectors
-are random unit vectors (numpy, seed 0) anchored on one real embedding per
-document (see chunk_vectors); queries are real: search() embeds SciFact claims
-with the configured embedder. A workspace that already holds this corpus is
-reused, so re-runs only measure; building it inserts 100k rows into the HNSW
-index one by one, which takes tens of minutes on a busy 2-core machine.
---rebuild starts over.
+Builds (or reuses, or grows) the workspace "bench-latency" to each of --sizes in
+turn and measures it there: documents of 100 chunks in folders of 20 documents
+(2,000 chunks a folder, whatever the workspace's size). Chunk text is real prose:
+consecutive sentences of SciFact abstracts (../shared/eval/scifact), 120-200 words
+a chunk, drawn with a seed per document, so a grown corpus holds the smaller one.
+Chunk vectors are random unit vectors (numpy, seeded per document) anchored on one
+real embedding per document (see chunk_vectors); queries are real: search() embeds
+SciFact claims with the configured embedder. A workspace that already holds a
+prefix of the corpus is reused and grown, so re-runs only measure; --rebuild
+starts over.
 
-Then, for SciFact claims, --passes times over (limit=10), it prints p50/p95/mean
-in ms of
-- the raw dense SQL alone: knowledge_chunk ORDER BY embedding <=> q LIMIT pool
-  (the HNSW index, same hnsw.ef_search as search(), no join, no workspace filter),
+Loading: COPY, 2,000 chunks a statement, through the statement-level BM25
+triggers (the keyword index is built exactly as indexing builds it), with the
+HNSW indexes dropped first and built after loading (as migration 0006 does):
+inserting into HNSW row by row ran at 80-90 chunks/s here.
+
+Then, at each size, for SciFact claims, --passes times over (limit=10), it prints
+p50/p95/mean in ms of
+- the raw dense SQL alone: the workspace's chunks ORDER BY embedding <=> q LIMIT
+  pool (the HNSW index search() walks, same hnsw.ef_search, no join),
 - search() unscoped: "cold" is pass 1, the first time each query string is seen
   (includes embedding the query); "warm" is the later passes (LRU hit),
-- search() scoped to one folder (~2% of the chunks) and to 3 documents, warm,
+- search() scoped to one folder and to 3 documents, warm (the same scopes at every
+  size: the workspace grows around them),
 and where each search() call spent its time: every SQL statement it runs is
-timed through connection.execute_wrapper (dense leg, keyword leg, the ORM fetch
+timed through connection.execute_wrapper (dense leg, keyword leg, the fetch
 of the fused candidates, scope resolution); the rest is Python (and, cold, the
-query embedding). Last, EXPLAIN (ANALYZE, BUFFERS) of the exact dense and
-keyword SQL search() ran for one query, with the indexes each plan used.
-The 50 ms p95 target applies to warm queries.
+query embedding). With --plans, EXPLAIN (ANALYZE, BUFFERS) of the exact dense and
+keyword SQL search() ran for one query, with the indexes each plan used. Last, a
+summary of every size and the growth ratio between consecutive sizes.
+Targets: warm p95 <= 50 ms, growth of p95 <= 1.3x from 100k to 300k.
 
 The raw SQL always runs all --queries claims. search() runs as many of them as
 fit in --budget seconds (pass 1 gets its share first; the queries it reaches are
@@ -65,17 +73,26 @@ from django.utils import timezone  # noqa: E402
 from embeddings import get_embedder  # noqa: E402
 from knowledge import vector_index  # noqa: E402
 from knowledge.models import Chunk, Document, Folder, Workspace  # noqa: E402
-from knowledge.search import Scope, search  # noqa: E402
+from knowledge.search import Scope, _query_vector, search  # noqa: E402
 
 # shared/eval beside the checkout; EVAL_DIR for a worktree elsewhere.
 EVAL_DIR = Path(os.environ.get("EVAL_DIR", Path(__file__).resolve().parents[2] / "shared" / "eval"))
 SCIFACT = EVAL_DIR / "scifact"
 WORKSPACE_SLUG = "bench-latency"
 # Part of the workspace name: a corpus built by another version of this script is rebuilt.
-WORKSPACE_NAME = "bench latency (corpus v2: anchored vectors)"
+WORKSPACE_NAME = "bench latency (corpus v3: per-document seeds)"
 TARGET_P95_MS = 50.0
+TARGET_GROWTH = 1.3
 LIMIT = 10
 COPY_BATCH = 2_000
+ANCHOR_WORDS = 64  # a document's anchor embedding is of its first words
+GLOBAL_HNSW = "chunk_embedding_hnsw"
+TABLES_TO_ANALYZE = (
+    "knowledge_chunk", "knowledge_document", "knowledge_termstat", "knowledge_chunkterms",
+    "knowledge_termhead",
+)
+KEYWORD_TABLES = ("knowledge_chunkterms", "knowledge_termhead", "knowledge_termstat")
+SIZED_TABLES = ("knowledge_chunk", *KEYWORD_TABLES)
 MIN_QUERIES = 10
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(])")
 
@@ -107,6 +124,7 @@ def corpus_counts(workspace: Workspace) -> tuple[int, int, int]:
 def clear_workspace(workspace: Workspace) -> None:
     """Empty the workspace in SQL; the ORM's cascade would visit other apps' tables."""
     started = time.perf_counter()
+    drop_vector_indexes(workspace)  # rebuilt after loading; no graph repair for the deletes
     with transaction.atomic(), connection.cursor() as cursor:
         # One statement: the BM25 statistics trigger runs once for all chunks.
         cursor.execute(
@@ -122,7 +140,6 @@ def clear_workspace(workspace: Workspace) -> None:
         )
         cursor.execute("DELETE FROM knowledge_folder WHERE workspace_id = %s", [workspace.pk])
     with connection.cursor() as cursor:
-        # Drop the dead tuples from the HNSW graph now, while few live ones need repair.
         cursor.execute("VACUUM knowledge_chunk")
     print(f"emptied the workspace in {time.perf_counter() - started:.1f}s", flush=True)
 
@@ -142,8 +159,13 @@ def chunk_texts(sentences: list[str], rng: random.Random, count: int) -> list[st
     return texts
 
 
-def chunk_vectors(anchor_texts: list[str], per_document: int) -> np.ndarray:
-    """Random unit vectors around one real embedding per document (its first chunk's).
+def document_texts(sentences: list[str], index: int, per_document: int) -> list[str]:
+    """Document `index`'s chunks: the same whatever size the corpus grows to."""
+    return chunk_texts(sentences, random.Random(index), per_document)
+
+
+def chunk_vectors(anchor_texts: list[str], first: int, per_document: int) -> np.ndarray:
+    """Random unit vectors around one real embedding per document (its first words').
 
     Plain random unit vectors are near-orthogonal to every real query, so in a
     database that also holds really embedded workspaces the HNSW walk finds only
@@ -153,15 +175,19 @@ def chunk_vectors(anchor_texts: list[str], per_document: int) -> np.ndarray:
     the query meets the bench corpus where real chunks would be. Really embedded
     chunks of other workspaces (e.g. "scifact", where these queries' true answers
     live) can still fill part of the HNSW candidates: the output counts the
-    fallbacks that remain.
+    fallbacks that remain. The noise is seeded per document (`first` is the first
+    document's index), so a grown corpus holds the same vectors as a smaller one.
     """
     started = time.perf_counter()
     anchors = np.asarray(get_embedder().embed_documents(anchor_texts), dtype=np.float32)
-    noise = np.random.default_rng(0).standard_normal(
-        (len(anchor_texts) * per_document, anchors.shape[1]), dtype=np.float32
-    )
-    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
-    vectors = 0.8 * np.repeat(anchors, per_document, axis=0) + 0.6 * noise
+    vectors = []
+    for offset, anchor in enumerate(anchors):
+        noise = np.random.default_rng(first + offset).standard_normal(
+            (per_document, anchors.shape[1]), dtype=np.float32
+        )
+        noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+        vectors.append(0.8 * anchor + 0.6 * noise)
+    vectors = np.concatenate(vectors)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     print(
         f"embedded {len(anchor_texts)} document anchors ({time.perf_counter() - started:.1f}s)",
@@ -186,28 +212,70 @@ def copy_row(fields: list[bytes]) -> bytes:
     return b"".join(out)
 
 
-def build_corpus(workspace: Workspace, folders: int, documents: int, per_document: int) -> None:
+def drop_vector_indexes(workspace: Workspace) -> None:
+    """Drop the HNSW indexes before a bulk load: rebuilding beats inserting row by row.
+
+    COPY into an indexed table inserts each vector into the graph one at a time
+    (80-90 chunks/s on this machine, >20 minutes for 100k); a build after loading
+    sorts the work out in memory. The keyword index is not touched: the chunks
+    still go through the statement-level BM25 triggers, as indexing's do.
+    """
+    vector_index.drop_own_index(workspace.pk)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {GLOBAL_HNSW}")
+
+
+def build_vector_indexes(workspace: Workspace, memory: str, own: bool) -> None:
+    """The global HNSW index (migration 0006's definition) and the workspace's own, if missing."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NULL", [GLOBAL_HNSW])
+        if cursor.fetchone()[0]:
+            started = time.perf_counter()
+            cursor.execute("SET maintenance_work_mem = %s", [memory])
+            cursor.execute(
+                f"CREATE INDEX {GLOBAL_HNSW} ON knowledge_chunk"
+                " USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
+            )
+            cursor.execute("RESET maintenance_work_mem")
+            elapsed = time.perf_counter() - started
+            print(f"built the global HNSW index in {elapsed:.1f}s", flush=True)
+    if own and vector_index.needs_own_index(workspace.pk):
+        # Workers build it once indexing crosses the threshold; COPY bypassed them.
+        started = time.perf_counter()
+        vector_index.build_own_index(workspace.pk)
+        print(
+            f"built the workspace's own HNSW index in {time.perf_counter() - started:.1f}s",
+            flush=True,
+        )
+
+
+def add_documents(
+    workspace: Workspace, first: int, stop: int, per_document: int, per_folder: int
+) -> None:
+    """Documents first..stop-1 (and their folders), their chunks COPYed in."""
     started = time.perf_counter()
     sentences = load_sentences()
-    rng = random.Random(0)
-    folder_rows = Folder.objects.bulk_create(
-        Folder(workspace=workspace, name=f"folder-{i:02d}") for i in range(folders)
+    existing = {f.name: f for f in workspace.folders.all()}
+    wanted = [f"folder-{i:03d}" for i in range(first // per_folder, (stop - 1) // per_folder + 1)]
+    Folder.objects.bulk_create(
+        Folder(workspace=workspace, name=name) for name in wanted if name not in existing
     )
+    folder_of = {f.name: f for f in workspace.folders.all()}
     texts_of: list[list[str]] = []
     document_rows = []
     now = timezone.now()
-    for i in range(documents):
-        texts = chunk_texts(sentences, rng, per_document)
+    for i in range(first, stop):
+        texts = document_texts(sentences, i, per_document)
         texts_of.append(texts)
         text = "\n\n".join(texts)
-        folder = folder_rows[i * folders // documents]
+        folder = folder_of[f"folder-{i // per_folder:03d}"]
         document_rows.append(
             Document(
                 workspace=workspace,
                 folder=folder,
                 source_type=Document.SourceType.FILE,
-                uri=f"bench://latency/{folder.name}/doc-{i:04d}.txt",
-                title=f"Bench document {i:04d}: {' '.join(texts[0].split()[:8])}",
+                uri=f"bench://latency/{folder.name}/doc-{i:05d}.txt",
+                title=f"Bench document {i:05d}: {' '.join(texts[0].split()[:8])}",
                 mime="text/plain",
                 content_hash=hashlib.sha256(text.encode()).hexdigest(),
                 status=Document.Status.INDEXED,
@@ -219,10 +287,14 @@ def build_corpus(workspace: Workspace, folders: int, documents: int, per_documen
         )
     document_rows = Document.objects.bulk_create(document_rows, batch_size=50)
     print(
-        f"created {folders} folders, {documents} documents ({time.perf_counter() - started:.1f}s)",
+        f"created documents {first}..{stop - 1} in {len(wanted)} folders "
+        f"({time.perf_counter() - started:.1f}s)",
         flush=True,
     )
-    vectors = chunk_vectors([texts[0] for texts in texts_of], per_document)
+    vectors = chunk_vectors(
+        [" ".join(texts[0].split()[:ANCHOR_WORDS]) for texts in texts_of], first, per_document
+    )
+    drop_vector_indexes(workspace)
 
     # COPY in binary, COPY_BATCH chunks a statement: the statement-level trigger
     # that maintains the BM25 statistics then runs once per batch.
@@ -233,6 +305,7 @@ def build_corpus(workspace: Workspace, folders: int, documents: int, per_documen
     def flush() -> None:
         nonlocal rows, loaded
         with (
+            transaction.atomic(),
             connection.cursor() as cursor,
             cursor.cursor.copy(
                 "COPY knowledge_chunk (document_id, workspace_id, ordinal, text, content_hash,"
@@ -270,36 +343,51 @@ def build_corpus(workspace: Workspace, folders: int, documents: int, per_documen
                 flush()
     if rows:
         flush()
-    print(f"loaded {loaded} chunks in {time.perf_counter() - copied_at:.1f}s", flush=True)
+    elapsed = time.perf_counter() - copied_at
+    print(
+        f"loaded {loaded} chunks through the BM25 triggers in {elapsed:.1f}s "
+        f"({loaded / elapsed:.0f}/s)",
+        flush=True,
+    )
 
     analyzed_at = time.perf_counter()
     with connection.cursor() as cursor:  # autocommit: VACUUM cannot run in a transaction
-        cursor.execute("VACUUM ANALYZE knowledge_chunk")
-        cursor.execute("VACUUM ANALYZE knowledge_document")
-        cursor.execute("ANALYZE knowledge_termstat")
+        for table in TABLES_TO_ANALYZE:
+            cursor.execute(f"VACUUM ANALYZE {table}")
     print(f"VACUUM ANALYZE in {time.perf_counter() - analyzed_at:.1f}s", flush=True)
-    print(f"corpus built in {time.perf_counter() - started:.1f}s", flush=True)
 
 
-def ensure_corpus(args: argparse.Namespace) -> Workspace:
-    expected = (args.folders, args.documents, args.documents * args.chunks_per_document)
+def ensure_corpus(args: argparse.Namespace, size: int, rebuild: bool) -> Workspace:
+    """The workspace holding `size` chunks: reused, grown from a smaller run, or built."""
+    per_document, per_folder = args.chunks_per_document, args.documents_per_folder
+    documents = size // per_document
     workspace = Workspace.objects.filter(slug=WORKSPACE_SLUG).first()
-    if (
-        workspace is not None
-        and not args.rebuild
-        and workspace.name == WORKSPACE_NAME
-        and corpus_counts(workspace) == expected
-    ):
-        print(f"reusing workspace {WORKSPACE_SLUG!r}: {expected[2]} chunks (--rebuild to redo)")
-        return workspace
+    have = 0
+    if workspace is not None and not rebuild and workspace.name == WORKSPACE_NAME:
+        folders, have, chunks = corpus_counts(workspace)
+        if chunks != have * per_document or folders != -(-have // per_folder) or have > documents:
+            have = -1  # another shape, or larger: start over
     if workspace is None:
         owner = get_user_model().objects.get_or_create(username="bench")[0]
         workspace = Workspace.objects.create(name=WORKSPACE_NAME, slug=WORKSPACE_SLUG, owner=owner)
-    else:
+    elif have <= 0:
         clear_workspace(workspace)
         Workspace.objects.filter(pk=workspace.pk).update(name=WORKSPACE_NAME)
-    build_corpus(workspace, args.folders, args.documents, args.chunks_per_document)
-    assert corpus_counts(workspace) == expected, corpus_counts(workspace)
+        have = 0
+    if have == documents:
+        print(f"reusing workspace {WORKSPACE_SLUG!r}: {size} chunks (--rebuild to redo)")
+    else:
+        started = time.perf_counter()
+        add_documents(workspace, have, documents, per_document, per_folder)
+        build_vector_indexes(workspace, args.build_memory, own=not args.shared_index)
+        print(
+            f"grew the corpus from {have * per_document} to {size} chunks in "
+            f"{time.perf_counter() - started:.1f}s",
+            flush=True,
+        )
+    expected = (-(-documents // per_folder), documents, size)
+    assert corpus_counts(workspace) == expected, (corpus_counts(workspace), expected)
+    build_vector_indexes(workspace, args.build_memory, own=not args.shared_index)
     return workspace
 
 
@@ -365,12 +453,13 @@ def timed_search(recorder: Recorder, series: Series, query: str, workspace, scop
         series.parts[name].append(seconds * 1000)
 
 
-def raw_dense(cursor, vector: str, pool: int, ef_search: int) -> float:
+def raw_dense(cursor, vector: str, workspace_id: int, pool: int, ef_search: int) -> float:
+    """The HNSW walk alone: the index search() walks (the workspace's own when it has one)."""
     cursor.execute("SET LOCAL hnsw.ef_search = %s", [ef_search])
     started = time.perf_counter()
     cursor.execute(
         "SELECT id, embedding <=> %s::vector AS distance FROM knowledge_chunk "
-        "ORDER BY embedding <=> %s::vector LIMIT %s",
+        f"WHERE workspace_id = {int(workspace_id)} ORDER BY embedding <=> %s::vector LIMIT %s",
         [vector, vector, pool],
     )
     rows = cursor.fetchall()
@@ -443,43 +532,44 @@ def explain_search(recorder: Recorder, query: str, workspace, scope) -> dict[str
 # --- Main -------------------------------------------------------------------------
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the corpus")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--passes", type=int, default=3, help="pass 1 is the cold one")
-    parser.add_argument(
-        "--budget",
-        type=float,
-        default=450,
-        help="seconds for the search() passes; slow searches measure fewer queries",
-    )
-    parser.add_argument("--documents", type=int, default=1_000)
-    parser.add_argument("--chunks-per-document", type=int, default=100)
-    parser.add_argument("--folders", type=int, default=50)
-    parser.add_argument(
-        "--shared-index",
-        action="store_true",
-        help="drop the workspace's own HNSW index: measure the shared global one",
-    )
-    args = parser.parse_args()
-    assert args.passes >= 2, "pass 1 is cold: warm numbers need at least 2 passes"
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
-    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    source = Path(search.__code__.co_filename)
+
+def table_sizes() -> dict[str, int]:
+    """Bytes on disk, indexes and TOAST included: the chunk table vs the keyword index."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, pg_total_relation_size(oid) FROM pg_class WHERE relname = ANY(%s)",
+            [list(SIZED_TABLES)],
+        )
+        sizes = dict(cursor.fetchall())
+        cursor.execute(
+            "SELECT c.relname, pg_relation_size(c.oid) FROM pg_index i"
+            " JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE i.indrelid = 'knowledge_chunk'::regclass"
+        )
+        sizes |= {f"index {name}": size for name, size in cursor.fetchall()}
+    return sizes
+
+
+def print_sizes(sizes: dict[str, int], chunks: int) -> None:
+    keyword = sum(sizes.get(t, 0) for t in KEYWORD_TABLES)
+    chunk_table = sizes.get("knowledge_chunk", 0)
+    per = 100_000 / chunks
+    print(f"table sizes at {chunks} chunks (MB; per 100k chunks in brackets):")
+    for name, size in sorted(sizes.items()):
+        print(f"  {name:<52} {size / 2**20:9.1f} ({size * per / 2**20:7.1f})")
     print(
-        f"measuring {source.relative_to(REPO)} sha256 "
-        f"{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}, modified "
-        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(source.stat().st_mtime))}"
+        f"  keyword index ({' + '.join(KEYWORD_TABLES)}): {keyword / 2**20:.1f} MB vs chunk table"
+        f" {chunk_table / 2**20:.1f} MB: {keyword / max(chunk_table, 1):.2f}x; per 100k chunks"
+        f" {keyword * per / 2**20:.0f} vs {chunk_table * per / 2**20:.0f} MB"
     )
-    workspace = ensure_corpus(args)
-    if args.shared_index:
-        vector_index.drop_own_index(workspace.pk)
-    elif vector_index.needs_own_index(workspace.pk):
-        # Workers build it once indexing crosses the threshold; COPY bypassed them.
-        started = time.perf_counter()
-        vector_index.build_own_index(workspace.pk)
-        print(f"built the workspace's own HNSW index in {time.perf_counter() - started:.1f}s")
+
+
+def measure(args, workspace, queries, folder_scopes, document_scopes) -> dict[str, list[float]]:
+    """Every measurement at the workspace's current size; returns the warm series."""
+    print(f"load average before measuring: {load_average()}")
     print(
         "dense leg walks: "
         + (
@@ -491,27 +581,13 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM knowledge_chunk")
         table_chunks = cursor.fetchone()[0]
-        cursor.execute(
-            "SELECT pg_size_pretty(pg_total_relation_size('knowledge_chunk')),"
-            " pg_size_pretty(pg_relation_size('chunk_embedding_hnsw')),"
-            " pg_size_pretty(pg_relation_size('chunk_search_vector_gin'))"
-        )
-        table_size, hnsw_size, gin_size = cursor.fetchone()
-    print(
-        f"knowledge_chunk: {table_chunks} rows in all workspaces, {table_size} "
-        f"(HNSW {hnsw_size}, GIN {gin_size})"
-    )
+    print(f"knowledge_chunk: {table_chunks} rows in all workspaces")
+    size = corpus_counts(workspace)[2]
+    print_sizes(table_sizes(), table_chunks)
 
-    queries = load_queries(args.queries)
-    folders = list(workspace.folders.order_by("pk").values_list("pk", flat=True))
-    documents = list(workspace.documents.order_by("pk").values_list("pk", flat=True))
-    picker = random.Random(1)
-    folder_scopes = [Scope(folder_ids=(folders[i % len(folders)],)) for i in range(len(queries))]
-    document_scopes = [
-        Scope(document_ids=tuple(sorted(picker.sample(documents, 3)))) for _ in queries
-    ]
     pool = max(settings.SEARCH_POOL, LIMIT)
     ef_search = max(settings.HNSW_EF_SEARCH, pool)
+    _query_vector.cache_clear()  # every size measures its own cold pass
 
     # Query vectors for the raw SQL, straight from the embedder (search()'s LRU stays
     # cold); this also times the query embedding on its own.
@@ -543,7 +619,7 @@ def main() -> None:
             raw.append([])
             with transaction.atomic(), connection.cursor() as cursor:
                 for literal in literals:
-                    raw[-1].append(raw_dense(cursor, literal, pool, ef_search))
+                    raw[-1].append(raw_dense(cursor, literal, workspace.pk, pool, ef_search))
             for i, query in enumerate(queries[:measured]):
                 if number == 0:
                     timed_search(recorder, cold, query, workspace, None)
@@ -576,7 +652,7 @@ def main() -> None:
 
     print()
     print(
-        f"corpus: {args.documents * args.chunks_per_document} chunks in workspace "
+        f"corpus: {size} chunks in workspace "
         f"{WORKSPACE_SLUG!r}; SciFact queries: {len(queries)} for the raw SQL, {measured} "
         f"for search(); {args.passes} passes; limit={LIMIT}, pool={pool}, "
         f"hnsw.ef_search={ef_search}, reranker={settings.RERANKER}"
@@ -587,14 +663,15 @@ def main() -> None:
             f"in --budget {args.budget:.0f}s: it measured the first {measured} queries"
             + (" and stopped early in a warm pass" if truncated else "")
         )
+    folder_chunks = args.documents_per_folder * args.chunks_per_document
     print(f"{'latency (ms)':<44} {'n':>6} {'p50':>8} {'p95':>8} {'mean':>8}")
     rows = [
         ("query embedding alone (embed_query)", embed_ms),
-        ("raw dense SQL (HNSW, no join), all passes", [x for p in raw for x in p]),
+        ("raw dense SQL (HNSW walk alone), all passes", [x for p in raw for x in p]),
         ("raw dense SQL, passes 2+", [x for p in raw[1:] for x in p]),
         ("search() unscoped, warm (LRU hit)", warm.total),
         ("search() unscoped, cold (pass 1, embeds)", cold.total),
-        ("search() folder scope (~2% chunks), warm", folder_series.total),
+        (f"search() one folder ({folder_chunks} chunks), warm", folder_series.total),
         ("search() 3-document scope, warm", document_series.total),
     ]
     for label, values in rows:
@@ -602,7 +679,7 @@ def main() -> None:
 
     print()
     print("where search() spends its time, per call (ms; 'other' = Python: scope objects,")
-    print("RRF, Hit building, commit, and for cold calls the query embedding)")
+    print("fusion, Hit building, commit, and for cold calls the query embedding)")
     for label, series in (
         ("unscoped warm", warm),
         ("unscoped cold", cold),
@@ -622,12 +699,13 @@ def main() -> None:
     if fallbacks:
         print(f"    {'that exact scan alone':<42} {stats(fallbacks)}")
 
-    print()
-    print(f"EXPLAIN (ANALYZE, BUFFERS), query {typical}: {queries[typical]!r}")
-    for label, found in (("unscoped", plans), ("folder scope", scoped_plans)):
-        for name, lines in found.items():
-            print(f"--- {name} leg, {label}")
-            print("\n".join(summarize_plan(lines)))
+    if args.plans:
+        print()
+        print(f"EXPLAIN (ANALYZE, BUFFERS), query {typical}: {queries[typical]!r}")
+        for label, found in (("unscoped", plans), ("folder scope", scoped_plans)):
+            for name, lines in found.items():
+                print(f"--- {name} leg, {label}")
+                print("\n".join(summarize_plan(lines)))
 
     print()
     for label, series in (
@@ -638,10 +716,114 @@ def main() -> None:
         p95 = float(np.percentile(series.total, 95))
         verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
         print(f"target p95 <= {TARGET_P95_MS:.0f} ms (warm), {label}: {p95:.1f} ms, {verdict}")
-    print(
-        f"measurement took {measure_s:.0f}s; "
-        f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
+    print(f"measurement took {measure_s:.0f}s; load average at end: {load_average()}")
+    return {
+        "unscoped": warm.total,
+        "unscoped keyword leg": warm.parts["keyword"],
+        "unscoped dense leg": warm.parts["dense"],
+        "one folder": folder_series.total,
+        "folder keyword leg": folder_series.parts["keyword"],
+        "3 documents": document_series.total,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the corpus")
+    parser.add_argument(
+        "--sizes",
+        default="100000",
+        help="comma-separated chunk counts, ascending: the workspace grows to each in turn "
+        "and is measured there (e.g. 100000,300000)",
     )
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--passes", type=int, default=3, help="pass 1 is the cold one")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=450,
+        help="seconds for the search() passes of each size; slow searches measure fewer queries",
+    )
+    parser.add_argument("--chunks-per-document", type=int, default=100)
+    parser.add_argument("--documents-per-folder", type=int, default=20)
+    parser.add_argument(
+        "--build-memory", default="2GB", help="maintenance_work_mem for the HNSW builds"
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=0,
+        help="seconds to wait after growing the corpus, before measuring: the load average"
+        " then shows the machine, not this script's own index builds",
+    )
+    parser.add_argument("--plans", action="store_true", help="print EXPLAIN ANALYZE plans")
+    parser.add_argument(
+        "--shared-index",
+        action="store_true",
+        help="drop the workspace's own HNSW index: measure the shared global one",
+    )
+    args = parser.parse_args()
+    assert args.passes >= 2, "pass 1 is cold: warm numbers need at least 2 passes"
+    sizes = [int(s) for s in args.sizes.split(",")]
+    assert sizes == sorted(sizes) and all(s % args.chunks_per_document == 0 for s in sizes), sizes
+
+    # The workspace's own index too: at 300k chunks the graph outgrows 512MB and the
+    # build slows down several times once it no longer fits.
+    settings.VECTOR_INDEX_BUILD_MEMORY = args.build_memory
+    print(f"load average at start: {load_average()}")
+    source = Path(search.__code__.co_filename)
+    print(
+        f"measuring {source.relative_to(REPO)} sha256 "
+        f"{hashlib.sha256(source.read_bytes()).hexdigest()[:12]}, modified "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(source.stat().st_mtime))}"
+    )
+    queries = load_queries(args.queries)
+    results: dict[int, dict[str, list[float]]] = {}
+    loads: dict[int, str] = {}
+    folder_scopes = document_scopes = None
+    for number, size in enumerate(sizes):
+        print(f"\n=== {size} chunks ===", flush=True)
+        built_at = time.perf_counter()
+        workspace = ensure_corpus(args, size, rebuild=args.rebuild and number == 0)
+        if args.settle and time.perf_counter() - built_at > 10:
+            print(f"settling for {args.settle:.0f}s after the build", flush=True)
+            time.sleep(args.settle)
+        if args.shared_index:
+            vector_index.drop_own_index(workspace.pk)
+        if folder_scopes is None:
+            # The scopes of the smallest size, kept as the workspace grows around them.
+            folders = list(workspace.folders.order_by("pk").values_list("pk", flat=True))
+            documents = list(workspace.documents.order_by("pk").values_list("pk", flat=True))
+            picker = random.Random(1)
+            folder_scopes = [
+                Scope(folder_ids=(folders[i % len(folders)],)) for i in range(len(queries))
+            ]
+            document_scopes = [
+                Scope(document_ids=tuple(sorted(picker.sample(documents, 3)))) for _ in queries
+            ]
+        loads[size] = load_average()
+        results[size] = measure(args, workspace, queries, folder_scopes, document_scopes)
+
+    print("\n=== summary: warm search() p50 / p95 in ms (load average before measuring) ===")
+    names = list(results[sizes[0]])
+    print(f"{'':<22}" + "".join(f"{size:>20}" for size in sizes))
+    for name in names:
+        cells = []
+        for size in sizes:
+            values = np.asarray(results[size][name])
+            cells.append(f"{np.percentile(values, 50):.1f} / {np.percentile(values, 95):.1f}")
+        print(f"{name:<22}" + "".join(f"{cell:>20}" for cell in cells))
+    print(f"{'load average':<22}" + "".join(f"{loads[size][:14]:>20}" for size in sizes))
+    for smaller, larger in zip(sizes, sizes[1:], strict=False):
+        print(f"growth {larger}/{smaller} (target p95 <= {TARGET_GROWTH}x):")
+        for name in names:
+            p50 = [np.percentile(results[s][name], 50) for s in (smaller, larger)]
+            p95 = [np.percentile(results[s][name], 95) for s in (smaller, larger)]
+            print(
+                f"  {name:<22} p50 x{p50[1] / max(p50[0], 1e-9):.2f}"
+                f"  p95 x{p95[1] / max(p95[0], 1e-9):.2f}"
+            )
+    print(f"load average at end: {load_average()}")
 
 
 if __name__ == "__main__":

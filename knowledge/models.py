@@ -219,7 +219,8 @@ class ChunkTerms(models.Model):
     Kept by the same statement-level triggers as TermStat (migration 0007), so the
     key is a foreign key for the ORM only: no database constraint, and DO_NOTHING,
     because the triggers already remove a deleted chunk's row in one statement.
-    `term_ids` (TermStat ids, ascending) with `tfs` at the same positions, and the
+    `term_ids` (TermStat ids, ascending: the keyword leg finds a term by binary
+    search) with `tfs` at the same positions, and the
     chunk's length `dl`, give every query term's exact BM25 in this one row; a GIN
     index on `term_ids` lists the chunks holding a term (the inverted index).
     Arrays in one row per chunk, rather than a row per (term, chunk): a row costs

@@ -74,16 +74,26 @@ def resolve_scope(workspace: Workspace, scope: Scope | None) -> list[int] | None
     """
     if not scope:
         return None
+    # Only the queries the scope needs: a search scoped to a folder or to documents
+    # runs one or two of them, not three.
     documents = set(
         Document.objects.filter(workspace=workspace, pk__in=scope.document_ids).values_list(
             "pk", flat=True
         )
+        if scope.document_ids
+        else ()
     )
-    folders = dict(Folder.objects.filter(workspace=workspace).values_list("pk", "parent_id"))
+    folders = (
+        dict(Folder.objects.filter(workspace=workspace).values_list("pk", "parent_id"))
+        if scope.folder_ids
+        else {}
+    )
     unknown = [f"document {i}" for i in scope.document_ids if i not in documents]
     unknown += [f"folder {i}" for i in scope.folder_ids if i not in folders]
     if unknown:
         raise ScopeError("Not found in this workspace: " + ", ".join(unknown))
+    if not scope.folder_ids:
+        return sorted(documents)
     children: dict[int | None, list[int]] = {}
     for pk, parent in folders.items():
         children.setdefault(parent, []).append(pk)
@@ -340,28 +350,30 @@ def _bm25(w: str, tf: str, dl: str) -> str:
     return f"{w} * {tf} * ({k1} + 1) / ({tf} + {k1} * (1 - {b} + {b} * {dl} / s.avgdl))"
 
 
-# The keyword leg is one ranking template around one of three candidate queries.
-# Each candidate query yields (id, partial, rare): the chunks to score, the part of
-# their score already summed while choosing them, and whether that part holds a
-# term of at most `rare` chunks. All read the CTEs q, s and t.
+def _position(term: str, forward: str) -> str:
+    """Where `term` is in the forward row `forward` if it holds it: a binary search.
+
+    term_ids is sorted (the triggers aggregate it in term order), and width_bucket()
+    over a sorted array returns the position of its last element <= the operand; the
+    row holds the term iff `forward.term_ids[position] = term`, and its tf is
+    `forward.tfs[position]`. array_position() compared every element, 3-4x slower
+    over a chunk's ~90 terms: it was most of a scoped keyword query.
+    """
+    return f"width_bucket({term}, {forward}.term_ids)"
+
+
+# Unscoped (and for websearch syntax), the keyword leg is one ranking template
+# around one of two candidate queries; a plain scoped query has its own one-pass
+# query (_KEYWORD_IN_SCOPE). Each candidate query yields (id, partial, rare): the
+# chunks to score, the part of their score already summed while choosing them, and
+# whether that part holds a term of at most `rare` chunks. All read the CTEs q, s
+# and t.
 
 # Quotes, OR or -word: websearch semantics, matched through the GIN index.
 _CANDIDATES_WEBSEARCH = """
     SELECT c.id, 0::float8 AS partial, false AS rare FROM knowledge_chunk c
     WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
       AND c.workspace_id = %(workspace)s {in_scope}
-"""
-
-# In a scope: every chunk of its documents holding a query term (exact top-k),
-# read by primary key per scope chunk. LIMIT 1 keeps it so: otherwise the planner
-# hashed the whole table, or listed through the GIN index every chunk of the
-# workspace holding a common query term (74 and 8 ms at 20k chunks, vs ~3).
-_CANDIDATES_IN_SCOPE = """
-    SELECT f.chunk_id AS id, 0::float8 AS partial, false AS rare
-    FROM knowledge_chunk c CROSS JOIN LATERAL (
-        SELECT chunk_id, term_ids FROM knowledge_chunkterms WHERE chunk_id = c.id LIMIT 1
-    ) f
-    WHERE c.document_id = ANY(%(documents)s) AND f.term_ids && ARRAY(SELECT id FROM t)
 """
 
 # Unscoped: a term of at most `depth` chunks contributes all of them, scored exactly
@@ -375,7 +387,7 @@ _CANDIDATES_TERM_LISTS = f"""
            bool_or(p.rare) AS rare
     FROM (
         SELECT f.chunk_id AS id, true AS exact, t.df <= %(rare)s AS rare,
-               {_bm25("t.w", "f.tfs[array_position(f.term_ids, t.id)]", "f.dl")} AS w
+               {_bm25("t.w", f"f.tfs[{_position('t.id', 'f')}]", "f.dl")} AS w
         FROM t CROSS JOIN s CROSS JOIN LATERAL (
             SELECT chunk_id, dl, term_ids, tfs FROM knowledge_chunkterms
             WHERE term_ids @> ARRAY[t.id]
@@ -398,10 +410,10 @@ _CANDIDATES_TERM_LISTS = f"""
     ORDER BY sum(p.w) DESC, p.id LIMIT %(rescore)s
 """
 
-_KEYWORD_RANKING = f"""
-    -- q: the query's lexemes; s: the workspace's N and average chunk length;
-    -- t: each lexeme's IDF. MATERIALIZED: computed once; inlined, the planner
-    -- re-read TermStat per candidate whenever its statistics were stale (74 vs 0.6 ms).
+# q: the query's lexemes; s: the workspace's N and average chunk length; t: each
+# lexeme's IDF. MATERIALIZED: computed once; inlined, the planner re-read TermStat
+# per candidate whenever its statistics were stale (74 vs 0.6 ms).
+_QUERY_TERMS = """
     WITH q AS MATERIALIZED (
         SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))
     ), s AS MATERIALIZED (
@@ -412,16 +424,18 @@ _KEYWORD_RANKING = f"""
         FROM knowledge_termstat ts, s
         WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
           AND ts.term IN (SELECT lexeme FROM q)
-    ), cand AS MATERIALIZED ({{candidates}}), ranked AS (
+    )"""
+
+_KEYWORD_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ranked AS (
         -- The partial sum, completed with the terms of more than probe_above chunks
         -- from the candidate's one forward row (a term's tf is at its position).
         SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}), 0)
                AS score, cand.rare OR coalesce(bool_or(p.df <= %(rare)s), false) AS rare
         FROM cand JOIN knowledge_chunkterms f ON f.chunk_id = cand.id CROSS JOIN s
         LEFT JOIN LATERAL (
-            SELECT t.w, t.df, array_position(f.term_ids, t.id) AS i FROM t
+            SELECT t.id, t.w, t.df, {_position("t.id", "f")} AS i FROM t
             WHERE t.df > %(probe_above)s
-        ) p ON p.i IS NOT NULL
+        ) p ON f.term_ids[p.i] = p.id
         GROUP BY cand.id, cand.partial, cand.rare
         ORDER BY score DESC, cand.id
         LIMIT %(pool)s
@@ -429,6 +443,27 @@ _KEYWORD_RANKING = f"""
     SELECT ranked.id, c.document_id, ranked.score, ranked.rare
     FROM ranked JOIN knowledge_chunk c ON c.id = ranked.id
     ORDER BY ranked.score DESC, ranked.id
+"""
+
+# In a scope: every chunk of its documents holding a query term, scored exactly
+# (exact top-k in the scope), in one pass: each scope chunk's forward row is read
+# once by primary key (LIMIT 1 keeps it so: otherwise the planner hashed the whole
+# table, or listed through the GIN index every chunk of the workspace holding a
+# common query term) and each query term looked up in it by binary search. The
+# cost follows the scope, not the workspace: ~2,000 forward rows for a folder of
+# 2,000 chunks, times the query's terms.
+_KEYWORD_IN_SCOPE = f"""{_QUERY_TERMS}
+    SELECT c.id, c.document_id, sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}) AS score,
+           bool_or(p.df <= %(rare)s) AS rare
+    FROM knowledge_chunk c CROSS JOIN s CROSS JOIN LATERAL (
+        SELECT dl, term_ids, tfs FROM knowledge_chunkterms WHERE chunk_id = c.id LIMIT 1
+    ) f JOIN LATERAL (
+        SELECT t.id, t.w, t.df, {_position("t.id", "f")} AS i FROM t
+    ) p ON f.term_ids[p.i] = p.id
+    WHERE c.document_id = ANY(%(documents)s)
+    GROUP BY c.id, c.document_id
+    ORDER BY score DESC, c.id
+    LIMIT %(pool)s
 """
 
 
@@ -453,7 +488,8 @@ def _keyword_leg(
         in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
         candidates = _CANDIDATES_WEBSEARCH.format(in_scope=in_scope)
     elif documents is not None:
-        candidates = _CANDIDATES_IN_SCOPE
+        cursor.execute(_KEYWORD_IN_SCOPE, values)
+        return cursor.fetchall()
     else:
         candidates = _CANDIDATES_TERM_LISTS
         # A few times the pool: a chunk low on partial score can still rise.

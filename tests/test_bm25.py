@@ -90,6 +90,16 @@ def stored_heads(workspace) -> set[tuple[str, int]]:
         return set(cursor.fetchall())
 
 
+def forward_rows_sorted() -> bool:
+    """The keyword leg binary-searches term_ids (width_bucket): they must ascend."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """SELECT count(*) FROM knowledge_chunkterms f
+               WHERE f.term_ids <> ARRAY(SELECT unnest(f.term_ids) ORDER BY 1)"""
+        )
+        return cursor.fetchone()[0] == 0
+
+
 def chunk_of(document) -> int:
     return document.chunks.get().pk
 
@@ -104,6 +114,7 @@ def test_term_statistics_and_postings_follow_inserts_edits_and_deletes(
             stored_stats(workspace) == recomputed_stats(workspace)
             and stored_postings(workspace) == postings
             and stored_heads(workspace) == repeated
+            and forward_rows_sorted()
         )
 
     assert consistent()
