@@ -17,8 +17,9 @@ corpus:
 - nav-only chunks (a navigation bar and nothing else) and contents chunks
   (dot leaders or page-reference runs): both should be 0,
 then, with --questions, each question's answer and the answer figures of item 5:
-fact stated, first citation right, right passage in the top 10, confidently
-wrong answers. `--skip-ingest` only asks (over the workspaces already there).
+fact stated, first citation right, right passage in the top 10 (a passage of
+the right document that states the fact), confidently wrong answers.
+`--skip-ingest` only asks (over the workspaces already there).
 
 By default the documents are indexed in this process. With --worker they are
 queued and a real Celery worker indexes them (started as `manage.py serve`
@@ -281,19 +282,26 @@ def ask_all(questions: list[dict], owner) -> dict:
     for item in questions:
         workspace = Workspace.objects.get(slug=f"bench-{item['corpus']}")
         hits = search(query=item["question"], workspace=workspace, limit=10).hits
-        uris = [Document.objects.values_list("uri", flat=True).get(pk=h.document_id) for h in hits]
         thread = services.create_thread(workspace=workspace, user=owner)
         message = services.post_message(thread=thread, text=item["question"])
         answer = message.resolved_content
         first = message.citations[0]["document"]["uri"] if message.citations else ""
+        # The right document, and the right passage (the right document, stating the fact).
+        documents = [
+            r for r, h in enumerate(hits, 1) if right_source(h.document_uri, item["source"])
+        ]
+        passages = [r for r in documents if stated(hits[r - 1].text, item["facts"])]
         row = {
             "question": item["question"],
             "expected": item["facts"],
             "source": item["source"],
             "stated": stated(answer, item["facts"]),
             "first_citation": first,
+            "cited": [c["document"]["uri"].rsplit("/", 1)[-1] for c in message.citations],
             "first_citation_right": right_source(first, item["source"]),
-            "in_top10": any(right_source(uri, item["source"]) for uri in uris),
+            "in_top10": bool(passages),
+            "passage_rank": passages[0] if passages else None,
+            "document_rank": documents[0] if documents else None,
             # An answer that cites something yet states no right fact is confidently wrong.
             "confidently_wrong": bool(message.citations) and not stated(answer, item["facts"]),
             "answer": answer,
