@@ -191,7 +191,7 @@ def start_worker(log: Path) -> subprocess.Popen:
 
 
 def worker_rss(worker: subprocess.Popen) -> dict:
-    """RSS (MB) of the worker's parent process and of each of its children, by pid."""
+    """RSS (MiB) of the worker's parent process and of each of its children, by pid."""
     parent = psutil.Process(worker.pid)
     children = {}
     for child in parent.children(recursive=True):
@@ -219,6 +219,7 @@ def ingest_via_worker(
                 sources.enqueue(documents)
             registered[corpus.name] = (workspace, documents)
         workspaces = [w for w, _ in registered.values()]
+        chunks_before = Chunk.objects.filter(workspace__in=workspaces).count()
         ids = [d.pk for _, documents in registered.values() for d in documents]
         unfinished = (Document.Status.PENDING, Document.Status.INDEXING)
         next_sample = 0.0
@@ -257,8 +258,11 @@ def ingest_via_worker(
             "workspace": workspace.slug,
         })  # fmt: skip
     total = sum(r["chunks"] for r in results)
-    results.append({"all": True, "chunks": total, "seconds": round(elapsed, 1),
-                    "chunks_per_s": round(total / elapsed, 1)})  # fmt: skip
+    new = total - chunks_before  # a re-run finds most chunks there already
+    results.append({
+        "all": True, "chunks": total, "new_chunks": new,
+        "seconds": round(elapsed, 1), "chunks_per_s": round(new / elapsed, 1),
+    })  # fmt: skip
     return results
 
 
@@ -291,11 +295,12 @@ def ask_all(questions: list[dict], owner) -> dict:
             r for r, h in enumerate(hits, 1) if right_source(h.document_uri, item["source"])
         ]
         passages = [r for r in documents if stated(hits[r - 1].text, item["facts"])]
+        fact = stated(answer, item["facts"])
         row = {
             "question": item["question"],
             "expected": item["facts"],
             "source": item["source"],
-            "stated": stated(answer, item["facts"]),
+            "stated": fact,
             "first_citation": first,
             "cited": [c["document"]["uri"].rsplit("/", 1)[-1] for c in message.citations],
             "first_citation_right": right_source(first, item["source"]),
@@ -303,7 +308,7 @@ def ask_all(questions: list[dict], owner) -> dict:
             "passage_rank": passages[0] if passages else None,
             "document_rank": documents[0] if documents else None,
             # An answer that cites something yet states no right fact is confidently wrong.
-            "confidently_wrong": bool(message.citations) and not stated(answer, item["facts"]),
+            "confidently_wrong": bool(message.citations) and not fact,
             "answer": answer,
         }
         print(json.dumps(row), flush=True)
@@ -342,15 +347,13 @@ def main() -> None:
             print(f"{corpus.name}: {corpus.path} missing (use --fetch)", file=sys.stderr)
             continue
         selected.append(corpus)
-    if args.skip_ingest:
-        pass
-    elif args.worker:
+    if args.worker and not args.skip_ingest:
         for result in ingest_via_worker(
             selected, owner, max_files=args.max_files, sample_every=args.sample_every,
             rss_log=args.rss_log,
         ):  # fmt: skip
             print(json.dumps(result))
-    else:
+    elif not args.skip_ingest:
         for corpus in selected:
             result = ingest(corpus, owner, max_files=args.max_files, time_cap=args.time_cap)
             print(json.dumps(result))
