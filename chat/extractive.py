@@ -57,9 +57,20 @@ ANSWER_SHAPES: Final = [
      re.compile(r"\d")),
     (re.compile(r"^\s*who\b|\bwhom\b", re.I),
      re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+")),
+    # Documentation: a default is stated as a value next to the word.
+    (re.compile(r"\bdefault", re.I),
+     re.compile(r"\b(?i:defaults?)\b[^.;]{0,40}?(?:\d|\b[A-Z_]{3,}\b|[`'\"(])|"
+                r"(?:\d|\b[A-Z_]{3,}\b)[^.;]{0,20}?\b(?i:by default)\b")),
+    (re.compile(r"\b(?:exception|error)s?\b", re.I),
+     re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b")),
 ]
 # An identifier in a question ("max_connections", "asyncio.gather", "json.dumps()").
 IDENTIFIER: Final = re.compile(r"\b\w+(?:_\w+|\.\w+\b)+|\b[a-z]+[A-Z]\w*")
+# A definition's label at the start of a paragraph, as the loaders write it for a term
+# and its description: "shared_buffers (integer): …", "os.makedirs: …", "FULL: …".
+LABEL: Final = re.compile(r"^([\w.\-]+(?:\([^\n]*?\))?(?: \([\w ]+\))?): ", re.M)
+NOT_LABELS: Final = frozenset("note notes warning tip example examples important caution "
+                              "hint see default".split())
 
 
 @dataclass(frozen=True)
@@ -95,6 +106,7 @@ class _Unit:
     text: str
     features: Features
     fragment: bool  # the passage starts inside this sentence (a chunk's overlap)
+    subject: str  # the label of the definition it belongs to, if any
 
 
 def parse_evidence(rendered: str) -> list[tuple[int, str]]:
@@ -144,15 +156,27 @@ def _normalized(sentence: str) -> str:
     return " ".join(WORD.findall(sentence.lower()))
 
 
+def _labels(text: str) -> list[tuple[int, str]]:
+    """(offset, label) of each definition in a passage: a later sentence of a definition
+    ("The default is typically 128 megabytes.") is about the term its paragraph names."""
+    return [
+        (match.start(), match.group(1)) for match in LABEL.finditer(text)
+        if (match.start() == 0 or text[match.start() - 2 : match.start()] == "\n\n")
+        and match.group(1).lower() not in NOT_LABELS
+    ]
+
+
 def _units(passages: Sequence[tuple[int, str]]) -> list[_Unit]:
     units = []
     for number, text in passages:
+        labels = _labels(text)
         for index, (start, end) in enumerate(split_passage(text)):
             sentence = text[start:end]
             if sentence.lstrip().startswith("#"):
                 continue  # a Markdown heading names a topic; it answers nothing
             fragment = index == 0 and text[:1].islower()
-            units.append(_Unit(number, index, sentence, analyze(sentence), fragment))
+            subject = next((label for at, label in reversed(labels) if at <= start), "")
+            units.append(_Unit(number, index, sentence, analyze(sentence), fragment, subject))
     return units
 
 
@@ -190,11 +214,13 @@ def rank_sentences(
         neighbours = [n for n in (at.get((unit.number, unit.index - 1)),
                                   at.get((unit.number, unit.index + 1))) if n is not None]
         if keys:
-            context = " ".join([unit.text, *(n.text for n in neighbours),
+            context = " ".join([unit.subject, unit.text, *(n.text for n in neighbours),
                                 (titles or {}).get(unit.number, "")]).lower()
+            if unit.subject and not any(key in unit.subject.lower() for key in keys):
+                continue  # a definition of another term, though it may mention this one
             if any(key not in context for key in keys):
                 continue  # about another identifier than the one asked for
-        have = wanted & unit.features.stems
+        have = wanted & (unit.features.stems | analyze(unit.subject).stems)
         around = set()
         for neighbour in neighbours:
             around |= wanted & neighbour.features.stems
