@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from citations.claims import Features, analyze, rarity
+from citations.claims import Features, analyze, rarity, stem
 from citations.grounding import Grounder
 from citations.sentences import split_passage
 
@@ -49,21 +49,24 @@ MONTHS: Final = (
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
 # What an answer to "when/who/how many…" looks like: such sentences are preferred.
+# (what the question asks, what an answer looks like, whether that look is precise)
 ANSWER_SHAPES: Final = [
     (re.compile(r"^\s*when\b|\bwhat (?:time|day|date|year)\b", re.I),
      re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[5-9]|20)\d\d\b|"
-                r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I)),
+                r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I), False),
     (re.compile(r"\bhow (?:many|much|long|quickly|fast|often|far|old|big)\b", re.I),
-     re.compile(r"\d")),
+     re.compile(r"\d"), False),
     (re.compile(r"^\s*who\b|\bwhom\b", re.I),
-     re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+")),
+     re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+"), False),
     # Documentation: a default is stated as a value next to the word.
-    (re.compile(r"\bdefault", re.I),
+    (re.compile(r"\bdefault|\bout of the box\b|\bif (?:i|you|we) do(?:n'?t| not) "
+                r"(?:pass|give|set|change|specify)|\bunless told\b", re.I),
      re.compile(r"\b(?i:defaults?)\b[^.;]{0,40}?(?:\d|\b[A-Z_]{3,}\b|[`'\"(])|"
-                r"(?:\d|\b[A-Z_]{3,}\b)[^.;]{0,20}?\b(?i:by default)\b")),
+                r"(?:\d|\b[A-Z_]{3,}\b)[^.;]{0,20}?\b(?i:by default)\b"), True),
     (re.compile(r"\b(?:exception|error)s?\b", re.I),
-     re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b")),
+     re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b"), True),
 ]
+DEFAULT_ASKED: Final = ANSWER_SHAPES[3][0]
 # An identifier in a question ("max_connections", "asyncio.gather", "json.dumps()").
 IDENTIFIER: Final = re.compile(r"\b\w+(?:_\w+|\.\w+\b)+|\b[a-z]+[A-Z]\w*")
 # A definition's label at the start of a paragraph, as the loaders write it for a term
@@ -80,6 +83,8 @@ class Tuning:
     neighbour_weight: float = 0.3  # question words the sentences around it hold
     title_weight: float = 0.3  # question words its document's title holds
     shape_bonus: float = 0.1  # it holds what the answer looks like (a date for "when")
+    # a shape that names its answer precisely: a value beside "default", an exception class
+    precise_shape_bonus: float = 0.3
     semantic_weight: float = 1.0  # the embedder's cosine with the question
     embedded: int = 8  # sentences embedded, best by words first
     embedded_words: int = 40  # a long sentence is embedded by its first words
@@ -189,6 +194,8 @@ def rank_sentences(
 ) -> list[Candidate]:
     """Every sentence of the passages scored by words and shape, best first."""
     wanted = set(terms(question))
+    if DEFAULT_ASKED.search(question):
+        wanted.add(stem("default"))  # "out of the box", "if I don't pass one"
     units = _units(passages)
     if not wanted or not units:
         return []
@@ -201,7 +208,8 @@ def rank_sentences(
     title_stems = {n: analyze(t).stems for n, t in (titles or {}).items()}
     at = {(u.number, u.index): u for u in units}
     repeats = Counter(_normalized(u.text) for u in units)
-    shapes = [answer for asks, answer in ANSWER_SHAPES if asks.search(question)]
+    shapes = [(answer, precise) for asks, answer, precise in ANSWER_SHAPES
+              if asks.search(question)]
 
     def share(found: set[str]) -> float:
         return sum(weight[t] for t in found) / total
@@ -230,8 +238,11 @@ def rank_sentences(
             + tuning.neighbour_weight * share(around - have)
             + tuning.title_weight * share(in_title - have)
         )
-        if shapes and any(shape.search(unit.text) for shape in shapes):
-            score += tuning.shape_bonus
+        score += max(
+            (tuning.precise_shape_bonus if precise else tuning.shape_bonus
+             for shape, precise in shapes if shape.search(unit.text)),
+            default=0.0,
+        )
         if repeats[_normalized(unit.text)] > 1:
             score *= 0.3  # a page header or footer repeated across passages
         if len(unit.text.split()) > 60:
