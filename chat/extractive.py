@@ -48,6 +48,9 @@ MONTHS: Final = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
+# A value in documentation: a number, in digits or words, or a CONSTANT.
+VALUE: Final = (r"(?:\d|\b(?i:one|two|three|four|five|six|seven|eight|nine|ten|twelve|"
+                r"twenty|thirty|sixty|hundred|thousand)\b|\b[A-Z_]{3,}\b)")
 # What an answer to "when/who/how many…" looks like: such sentences are preferred.
 # (what the question asks, what an answer looks like, whether that look is precise)
 ANSWER_SHAPES: Final = [
@@ -61,8 +64,8 @@ ANSWER_SHAPES: Final = [
     # Documentation: a default is stated as a value next to the word.
     (re.compile(r"\bdefault|\bout of the box\b|\bif (?:i|you|we) do(?:n'?t| not) "
                 r"(?:pass|give|set|change|specify)|\bunless told\b", re.I),
-     re.compile(r"\b(?i:defaults?)\b[^.;]{0,40}?(?:\d|\b[A-Z_]{3,}\b|[`'\"(])|"
-                r"(?:\d|\b[A-Z_]{3,}\b)[^.;]{0,20}?\b(?i:by default)\b"), True),
+     re.compile(rf"\b(?i:defaults?)\b[^.;]{{0,40}}?(?:{VALUE}|[`'\"(])|"
+                rf"{VALUE}[^.;]{{0,20}}?\b(?i:by default)\b"), True),
     (re.compile(r"\b(?:exception|error)s?\b", re.I),
      re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b"), True),
 ]
