@@ -200,15 +200,19 @@ def analyze(text: str) -> Features:
 
 @lru_cache(maxsize=8192)
 def _analyze(text: str) -> Features:
-    words = tuple(_words(text))
+    located = list(_located_words(text))
+    words = tuple(w for w, _ in located)
     word_stems = tuple(stem(w) for w in words)
     content = [s for w, s in zip(words, word_stems, strict=True) if w not in STOP_WORDS]
     months = frozenset(
         _month_name(w) for w, m in _month_words(text) if m
     ) | frozenset(w for w in words if w in WEEKDAYS)
+    # A "not" in parentheses qualifies a word ("55 per cent of the members (not votes)");
+    # it does not deny what the sentence says.
     negations = tuple(
-        i for i, w in enumerate(words)
-        if w in _NEGATIONS and not (i + 1 < len(words) and words[i + 1] in _NOT_NEGATING_NEXT)
+        i for i, (w, parenthesized) in enumerate(located)
+        if w in _NEGATIONS and not parenthesized
+        and not (i + 1 < len(words) and words[i + 1] in _NOT_NEGATING_NEXT)
     )
     return Features(
         text=text,
@@ -233,21 +237,31 @@ def _cue_words(words: Sequence[str]) -> Iterable[str]:
             yield f"{first}-{second}"
 
 
-def _words(text: str) -> Iterable[str]:
-    for match in _WORD.finditer(text.replace("’", "'")):
-        word = match.group().lower().strip(".'-")
-        if word[:1].isdigit():
-            yield word.replace(",", "")
-        elif word.endswith("n't"):
-            yield "can" if word == "can't" else word[:-3] if word != "won't" else "will"
-            yield "n't"
-        elif word == "cannot":
-            yield "can"
-            yield "not"
-        elif word.endswith("'s"):
-            yield word[:-2]
-        elif word:
-            yield word
+def _located_words(text: str) -> Iterable[tuple[str, bool]]:
+    """Each word, and whether it stands inside parentheses."""
+    text = text.replace("’", "'")
+    depth, position = 0, 0
+    for match in _WORD.finditer(text):
+        between = text[position : match.start()]
+        depth = max(0, depth + between.count("(") - between.count(")"))
+        position = match.end()
+        for word in _split_word(match.group().lower().strip(".'-")):
+            yield word, depth > 0
+
+
+def _split_word(word: str) -> Iterable[str]:
+    if word[:1].isdigit():
+        yield word.replace(",", "")
+    elif word.endswith("n't"):
+        yield "can" if word == "can't" else word[:-3] if word != "won't" else "will"
+        yield "n't"
+    elif word == "cannot":
+        yield "can"
+        yield "not"
+    elif word.endswith("'s"):
+        yield word[:-2]
+    elif word:
+        yield word
 
 
 @lru_cache(maxsize=65536)
@@ -792,7 +806,7 @@ def association_issues(
     words = {
         word_stem: index
         for index, (word, word_stem) in enumerate(zip(claim.words, claim.word_stems, strict=True))
-        if word not in STOP_WORDS and word_stem in span_positions
+        if word not in STOP_WORDS and word not in _QUANTIFIERS and word_stem in span_positions
     }
     against: list[tuple[str, str, str]] = []
     agree = 0
@@ -800,7 +814,7 @@ def association_issues(
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             a, b = anchors[first], anchors[second]
-            if abs(a - b) < margin:
+            if abs(a - b) < margin + 1:  # two names in one phrase ("Anarchist civil disobedients")
                 continue
             for word_stem, position in words.items():
                 if word_stem in (first, second):
@@ -826,6 +840,10 @@ def association_issues(
             f'{shown.get(other, other)}, not {shown.get(owner, owner)}', True,
         )]
     return []
+
+
+# "from all over the world": a quantifier belongs to no one name.
+_QUANTIFIERS: Final = frozenset("all every many most several few both more less much".split())
 
 
 def _anchor_positions(features: Features) -> dict[str, int]:

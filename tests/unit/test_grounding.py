@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from citations.claims import analyze, numbers
+from citations.claims import analyze, association_issues, numbers
 from citations.grounding import Grounder, Thresholds
 
 PASSAGE = (
@@ -119,6 +119,23 @@ def test_an_inserted_negation_and_a_negating_passage_are_both_caught(grounder) -
 def test_a_negation_about_something_else_in_the_sentence_is_ignored(grounder) -> None:
     passage = "The Broncos won the game, although Manning did not throw a touchdown."
     assert grounder.check_claim("The Broncos won the game.", [passage]).verdict == "supported"
+
+
+def test_a_negation_in_parentheses_qualifies_a_word_and_denies_nothing(grounder) -> None:
+    passage = "A decision needs 55 per cent of the Council members (not votes) to pass."
+    claim = "A decision needs 55 per cent of the Council members to pass."
+    assert grounder.check_claim(claim, [passage]).verdict == "supported"
+    assert analyze("members (not votes) pass").negations == ()
+    assert analyze("members do not pass").negations == (2,)
+
+
+def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
+    # "Anarchist" and "disobedients" name one group; words near either are not a swap.
+    claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
+                    "and see no need to accept punishment.")
+    span = analyze("Other civil disobedients, being anarchists, don't believe in the legitimacy "
+                   "of any government, and see no need to accept punishment.")
+    assert association_issues(claim, span, min_votes=4, margin=2) == []
 
 
 def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> None:
