@@ -12,10 +12,11 @@ sentences, chosen in three steps:
 2. the best few are embedded with the grounding engine's embedder (its cache is
    shared, so the check in step 3 and the message's own grounding reuse the
    vectors) and their cosine with the question is added: it sees paraphrase;
-3. a sentence that lacks a key term of the question (an identifier or a rare
-   name: asking about ``max_connections`` is not answered by ``wal_buffers``) is
-   never chosen, and the composed answer is checked by the grounding engine:
-   only sentences it calls supported are emitted. Nothing left: "not found".
+3. a sentence about another identifier than the one the question names is never
+   chosen (asking about ``max_connections`` is not answered by ``wal_buffers``;
+   a sentence of a definition is about the term its label names), and the
+   composed answer is checked by the grounding engine: only sentences it calls
+   supported are emitted. Nothing left: "not found".
 """
 
 from __future__ import annotations
@@ -35,13 +36,6 @@ from citations.sentences import split_passage
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
 DOCUMENT_LINE: Final = re.compile(r'^<document title="([^"]*)"')
 WORD: Final = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
-STOP_WORDS: Final = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have how i if
-    in into is it its me my no not of on or our so than that the their them then there these
-    they this those to was we were what when where which who whom why will with would you your
-    about after before should must may might shall any all each more most much many some such
-    only own same other also just very up down out over under again""".split()
-)
 NOTHING_FOUND: Final = "I could not find an answer to that in the knowledge base."
 
 MONTHS: Final = (
@@ -141,11 +135,6 @@ def parse_titles(rendered: str) -> dict[int, str]:
     return titles
 
 
-def terms(text: str) -> list[str]:
-    """The content words of a text, stemmed (as the grounding engine stems them)."""
-    return list(analyze(text).terms)
-
-
 def key_terms(question: str) -> frozenset[str]:
     """What an answer must be about: the identifiers the question names, lowercased.
 
@@ -196,7 +185,7 @@ def rank_sentences(
     tuning: Tuning = Tuning(),
 ) -> list[Candidate]:
     """Every sentence of the passages scored by words and shape, best first."""
-    wanted = set(terms(question))
+    wanted = set(analyze(question).terms)
     if DEFAULT_ASKED.search(question):
         wanted.add(stem("default"))  # "out of the box", "if I don't pass one"
     units = _units(passages)

@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import re
 
-from chat.extractive import STOP_WORDS
-
+STOP_WORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if
+    in into is it its me my no not of on or our so than that the their them then there these
+    they this those to was we were what when where which who whom why will with would you your
+    about after before should must may might shall any all each more most much many some such
+    only own same other also just very up down out over under again""".split()
+)
 ANAPHORA = re.compile(
     r"\b(it|its|it's|that|this|those|these|they|them|their|he|she|his|her|there|then|"
     r"the same|what about|how about|and|also|else|more)\b",
