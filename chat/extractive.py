@@ -235,8 +235,10 @@ def rank_sentences(
              for shape, precise in shapes if shape.search(unit.text)),
             default=0.0,
         )
-        if repeats[_normalized(unit.text)] > 1:
-            score *= 0.3  # a page header or footer repeated across passages
+        if repeats[_normalized(unit.text)] > 1 and len(unit.text.split()) <= 12:
+            # A page header or footer repeated across passages. A longer sentence shown
+            # twice is the overlap of neighbouring chunks, not boilerplate.
+            score *= 0.3
         if len(unit.text.split()) > 60:
             score *= 0.7  # a table or a run-on block, not a sentence
         if unit.fragment:

@@ -88,3 +88,13 @@ def test_evidence_titles_are_read_back_from_the_envelope():
     ])
     assert parse_evidence(rendered) == [(4, "First."), (2, "Second.")]
     assert parse_titles(rendered) == {4: 'Notes "Q3" & <more>', 2: 'Notes "Q3" & <more>'}
+
+
+def test_a_sentence_shown_twice_by_overlapping_chunks_is_not_boilerplate(checker):
+    question = "What happens if the target directory already exists?"
+    shared = "If exist_ok is False, a FileExistsError is raised if the target directory exists."
+    passages = [
+        (1, f"Recursive directory creation function. It makes all directories. {shared}"),
+        (2, f"{shared} The mode argument no longer affects intermediate-level directories."),
+    ]
+    assert compose_answer(question, passages, grounder=checker).startswith(shared)
