@@ -38,7 +38,10 @@ _TABLE_ROW: Final = re.compile(r"^[ \t]*\|")
 _TABLE_SEPARATOR: Final = re.compile(r"^[ \t|:\-]+$")
 _INLINE_CODE: Final = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS: Final = re.compile(r"(\*\*|__|\*|_|~~)(?=\S)(.+?)(?<=\S)\1")
+# Underscores emphasize only at word edges (CommonMark): Z_DEFAULT_COMPRESSION keeps them.
+_EMPHASIS: Final = re.compile(
+    r"(\*\*|\*|~~)(?=\S)(.+?)(?<=\S)\1|(?<!\w)(__|_)(?=\S)(.+?)(?<=\S)\3(?!\w)"
+)
 # Used with .match(text, pos): anchored at pos (a "^" would only match at 0).
 _LEADING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+")
 _SPACES: Final = re.compile(r"\s+")
@@ -95,7 +98,7 @@ def plain_text(markdown: str) -> str:
     text = _MARKER_WITH_SPACE.sub("", markdown)
     text = _INLINE_CODE.sub(lambda m: m.group(2), text)
     text = _LINK.sub(lambda m: m.group(1), text)
-    text = _EMPHASIS.sub(lambda m: m.group(2), text)
+    text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
     text = _HEADING.sub("", _LIST_ITEM.sub("", _QUOTE.sub("", text)))
     text = text.replace("|", " ")
     return _SPACES.sub(" ", text).strip()

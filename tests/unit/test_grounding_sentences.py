@@ -71,6 +71,13 @@ def test_plain_text_drops_links_emphasis_and_markers() -> None:
     )
 
 
+def test_underscores_inside_a_word_are_not_emphasis() -> None:
+    # A claim quoting Z_DEFAULT_COMPRESSION must keep the name its passage has.
+    assert plain_text("Z_DEFAULT_COMPRESSION means level 6, as max_connections _says_.") == (
+        "Z_DEFAULT_COMPRESSION means level 6, as max_connections says."
+    )
+
+
 def test_passage_sentences_have_exact_offsets_and_survive_abbreviations() -> None:
     text = (
         "The U.S. Army was founded in 1775. Dr. Smith met J. R. R. Tolkien. It cost $3.5 million."
