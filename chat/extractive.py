@@ -69,6 +69,8 @@ IDENTIFIER: Final = re.compile(r"\b\w+(?:_\w+|\.\w+\b)+|\b[a-z]+[A-Z]\w*")
 # A definition's label at the start of a paragraph, as the loaders write it for a term
 # and its description: "shared_buffers (integer): …", "os.makedirs: …", "FULL: …".
 LABEL: Final = re.compile(r"^([\w.\-]+(?:\([^\n]*?\))?(?: \([\w ]+\))?): ", re.M)
+# In code, the function or class a line belongs to.
+CODE_LABEL: Final = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 NOT_LABELS: Final = frozenset("note notes warning tip example examples important caution "
                               "hint see default".split())
 
@@ -155,12 +157,15 @@ def _normalized(sentence: str) -> str:
 
 def _labels(text: str) -> list[tuple[int, str]]:
     """(offset, label) of each definition in a passage: a later sentence of a definition
-    ("The default is typically 128 megabytes.") is about the term its paragraph names."""
-    return [
+    ("The default is typically 128 megabytes.") is about the term its paragraph names,
+    a line of code about the function or class it is in."""
+    labels = [
         (match.start(), match.group(1)) for match in LABEL.finditer(text)
         if (match.start() == 0 or text[match.start() - 2 : match.start()] == "\n\n")
         and match.group(1).lower() not in NOT_LABELS
     ]
+    labels += [(match.start(), match.group(1)) for match in CODE_LABEL.finditer(text)]
+    return sorted(labels)
 
 
 def _units(passages: Sequence[tuple[int, str]]) -> list[_Unit]:

@@ -98,3 +98,14 @@ def test_a_sentence_shown_twice_by_overlapping_chunks_is_not_boilerplate(checker
         (2, f"{shared} The mode argument no longer affects intermediate-level directories."),
     ]
     assert compose_answer(question, passages, grounder=checker).startswith(shared)
+
+
+def test_a_line_of_code_is_about_the_function_it_is_in(checker):
+    question = "What exception does asyncio.wait_for raise when it times out?"
+    other = (1, 'def timeout(delay):\n    """A context manager: use it when asyncio.wait_for '
+                'is not suitable; on expiry it raises TimeoutError."""')
+    assert compose_answer(question, [other], grounder=checker) == NOTHING_FOUND
+    own = (2, 'async def wait_for(fut, timeout):\n    """Wait for the future to complete. '
+              'If a timeout occurs, it cancels the task and raises TimeoutError."""')
+    answer = compose_answer(question, [other, own], grounder=checker)
+    assert "[2]" in answer and "[1]" not in answer
