@@ -45,6 +45,12 @@ MONTHS: Final = (
 # A value in documentation: a number, in digits or words, or a CONSTANT.
 VALUE: Final = (r"(?:\d|\b(?i:one|two|three|four|five|six|seven|eight|nine|ten|twelve|"
                 r"twenty|thirty|sixty|hundred|thousand)\b|\b[A-Z_]{3,}\b)")
+# A question asking for a default, in so many words or not ("if I don't pass one").
+DEFAULT_ASKED: Final = re.compile(
+    r"\bdefault|\bout of the box\b|\bif (?:i|you|we) do(?:n'?t| not) "
+    r"(?:pass|give|set|change|specify)|\bunless told\b",
+    re.I,
+)
 # What an answer to "when/who/how many…" looks like: such sentences are preferred.
 # (what the question asks, what an answer looks like, whether that look is precise)
 ANSWER_SHAPES: Final = [
@@ -56,14 +62,12 @@ ANSWER_SHAPES: Final = [
     (re.compile(r"^\s*who\b|\bwhom\b", re.I),
      re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+"), False),
     # Documentation: a default is stated as a value next to the word.
-    (re.compile(r"\bdefault|\bout of the box\b|\bif (?:i|you|we) do(?:n'?t| not) "
-                r"(?:pass|give|set|change|specify)|\bunless told\b", re.I),
+    (DEFAULT_ASKED,
      re.compile(rf"\b(?i:defaults?)\b[^.;]{{0,40}}?(?:{VALUE}|[`'\"(])|"
                 rf"{VALUE}[^.;]{{0,20}}?\b(?i:by default)\b"), True),
     (re.compile(r"\b(?:exception|error)s?\b", re.I),
      re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b"), True),
 ]
-DEFAULT_ASKED: Final = ANSWER_SHAPES[3][0]
 # An identifier in a question ("max_connections", "asyncio.gather", "json.dumps()").
 IDENTIFIER: Final = re.compile(r"\b\w+(?:_\w+|\.\w+\b)+|\b[a-z]+[A-Z]\w*")
 # A definition's label at the start of a paragraph, as the loaders write it for a term
