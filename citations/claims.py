@@ -814,7 +814,7 @@ def association_issues(
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             a, b = anchors[first], anchors[second]
-            if abs(a - b) < margin + 1:  # two names in one phrase ("Anarchist civil disobedients")
+            if abs(a - b) <= margin:  # two names of one phrase ("Anarchist civil disobedients")
                 continue
             for word_stem, position in words.items():
                 if word_stem in (first, second):
