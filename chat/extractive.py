@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from citations.claims import Features, analyze, rarity, stem
+from citations.claims import Features, analyze, rarity, stem, zipf_frequency
 from citations.grounding import Grounder
 from citations.sentences import split_passage
 
@@ -42,31 +42,52 @@ MONTHS: Final = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
-# A value in documentation: a number, in digits or words, or a CONSTANT.
-VALUE: Final = (r"(?:\d|\b(?i:one|two|three|four|five|six|seven|eight|nine|ten|twelve|"
-                r"twenty|thirty|sixty|hundred|thousand)\b|\b[A-Z_]{3,}\b)")
+# A number or an amount, in digits or in words ("thousands of years", "twice the thrust").
+NUMBER: Final = (r"(?:\d|\b(?i:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
+                 r"twelve|fifteen|twenty|thirty|forty|fifty|sixty|(?:hundred|thousand|million|"
+                 r"billion|dozen)s?|twice|half|few|several)\b)")
+# A value in documentation: a number or a CONSTANT.
+VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
+# An exception class as code names it.
+EXCEPTION: Final = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b")
 # A question asking for a default, in so many words or not ("if I don't pass one").
 DEFAULT_ASKED: Final = re.compile(
     r"\bdefault|\bout of the box\b|\bif (?:i|you|we) do(?:n'?t| not) "
     r"(?:pass|give|set|change|specify)|\bunless told\b",
     re.I,
 )
-# What an answer to "when/who/how many…" looks like: such sentences are preferred.
-# (what the question asks, what an answer looks like, whether that look is precise)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What an answer to a kind of question looks like ("how many": a number)."""
+
+    asks: re.Pattern[str]  # the question is of this kind
+    looks: re.Pattern[str]  # a sentence that could answer it
+    precise: bool  # the look names the answer itself (a value beside "default")
+    # An answer must have the look: a count is not answered by a sentence without a number.
+    required: bool
+
+
 ANSWER_SHAPES: Final = [
-    (re.compile(r"^\s*when\b|\bwhat (?:time|day|date|year)\b", re.I),
-     re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[5-9]|20)\d\d\b|"
-                r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I), False),
-    (re.compile(r"\bhow (?:many|much|long|quickly|fast|often|far|old|big)\b", re.I),
-     re.compile(r"\d"), False),
-    (re.compile(r"^\s*who\b|\bwhom\b", re.I),
-     re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+"), False),
+    Shape(re.compile(r"^\s*when\b|\bwhat (?:time|day|date|year)\b", re.I),
+          re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[5-9]|20)\d\d\b|"
+                     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I),
+          precise=False, required=False),
+    Shape(re.compile(r"\bhow (?:many|much|long|quickly|fast|often|frequently|far|old|big|"
+                     r"large|small|wide|high|deep|tall|heavy)\b", re.I),
+          re.compile(NUMBER), precise=False, required=True),
+    Shape(re.compile(r"^\s*who\b|\bwhom\b", re.I),
+          re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+"), precise=False, required=False),
     # Documentation: a default is stated as a value next to the word.
-    (DEFAULT_ASKED,
-     re.compile(rf"\b(?i:defaults?)\b[^.;]{{0,40}}?(?:{VALUE}|[`'\"(])|"
-                rf"{VALUE}[^.;]{{0,20}}?\b(?i:by default)\b"), True),
-    (re.compile(r"\b(?:exception|error)s?\b", re.I),
-     re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b"), True),
+    Shape(DEFAULT_ASKED,
+          re.compile(rf"\b(?i:defaults?)\b[^.;]{{0,40}}?(?:{VALUE}|[`'\"(])|"
+                     rf"{VALUE}[^.;]{{0,20}}?\b(?i:by default)\b"),
+          precise=True, required=False),
+    # "raise" asks for an exception in a question about code (not "raise the money").
+    Shape(re.compile(r"\bexceptions?\b|(?=.*(?:\w\.\w|\w_\w|\(\))).*\braise[sd]?\b", re.I),
+          EXCEPTION, precise=True, required=True),
+    Shape(re.compile(r"\berrors?\b", re.I), EXCEPTION, precise=True, required=False),
 ]
 # An identifier in a question ("max_connections", "asyncio.gather", "json.dumps()").
 IDENTIFIER: Final = re.compile(r"\b\w+(?:_\w+|\.\w+\b)+|\b[a-z]+[A-Z]\w*")
@@ -91,6 +112,7 @@ class Tuning:
     semantic_weight: float = 1.0  # the embedder's cosine with the question
     embedded: int = 8  # sentences embedded, best by words first
     embedded_words: int = 40  # a long sentence is embedded by its first words
+    short_words: int = 8  # a shorter sentence is embedded with the one before it
     # The best sentence scores at least this, or nothing is found: by words alone, and
     # by words and meaning (1% of SQuAD's answering sentences score below 0.74).
     min_score: float = 0.25
@@ -105,6 +127,7 @@ class Candidate:
     number: int
     text: str  # the sentence exactly as the passage has it
     fragment: bool = False  # the rest of a sentence a chunk's edge cut
+    before: str = ""  # the sentence before it in its passage
 
 
 @dataclass(frozen=True)
@@ -153,6 +176,17 @@ def key_terms(question: str) -> frozenset[str]:
         if len(last) > 2 and any(c.isalpha() for c in last):  # not "e.g."
             keys.add(last)
     return frozenset(keys)
+
+
+def unknown_words(question: str) -> frozenset[str]:
+    """Words of the question no English text uses ("textwrap", "fillfactor"): names of a
+    module, a setting, a command. An answer comes from a passage or document that names
+    them too: the default of ``textwrap``'s width is not the ``email`` policy's line length.
+    """
+    return frozenset(
+        word for word in WORD.findall(question.lower())
+        if len(word) > 3 and word.isalpha() and zipf_frequency(word, "en") == 0.0
+    )
 
 
 def _normalized(sentence: str) -> str:
@@ -206,11 +240,16 @@ def rank_sentences(
     weight = {t: rarity(t) * math.log(1 + len(units) / (1 + df[t])) for t in wanted}
     total = sum(weight.values()) or 1.0
     keys = key_terms(question)
+    passage_text = {
+        number: f"{text} {(titles or {}).get(number, '')}".lower() for number, text in passages
+    }
+    # Only the ones some passage names: a word found nowhere is a typo, not a name.
+    unknown = {w for w in unknown_words(question) if any(w in t for t in passage_text.values())}
     title_stems = {n: analyze(t).stems for n, t in (titles or {}).items()}
     at = {(u.number, u.index): u for u in units}
     repeats = Counter(_normalized(u.text) for u in units)
-    shapes = [(answer, precise) for asks, answer, precise in ANSWER_SHAPES
-              if asks.search(question)]
+    shapes = [shape for shape in ANSWER_SHAPES if shape.asks.search(question)]
+    required = [shape.looks for shape in shapes if shape.required]
 
     def share(found: set[str]) -> float:
         return sum(weight[t] for t in found) / total
@@ -229,6 +268,8 @@ def rank_sentences(
                 continue  # a definition of another term, though it may mention this one
             if any(key not in context for key in keys):
                 continue  # about another identifier than the one asked for
+        if any(word not in passage_text[unit.number] for word in unknown):
+            continue  # another module's or setting's passage
         have = wanted & (unit.features.stems | analyze(unit.subject).stems)
         around = set()
         for neighbour in neighbours:
@@ -239,9 +280,11 @@ def rank_sentences(
             + tuning.neighbour_weight * share(around - have)
             + tuning.title_weight * share(in_title - have)
         )
+        if required and not any(looks.search(unit.text) for looks in required):
+            continue  # "how many" is not answered by a sentence without a number
         score += max(
-            (tuning.precise_shape_bonus if precise else tuning.shape_bonus
-             for shape, precise in shapes if shape.search(unit.text)),
+            (tuning.precise_shape_bonus if shape.precise else tuning.shape_bonus
+             for shape in shapes if shape.looks.search(unit.text)),
             default=0.0,
         )
         if repeats[_normalized(unit.text)] > 1 and len(unit.text.split()) <= 12:
@@ -253,7 +296,9 @@ def rank_sentences(
         if unit.fragment:
             score *= 0.5
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
-        ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment))
+        before = at.get((unit.number, unit.index - 1))
+        ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
+                                before.text if before else unit.subject))
     return sorted(ranked, key=lambda c: -c.score)
 
 
@@ -262,15 +307,25 @@ def _with_meaning(
 ) -> list[Candidate]:
     """The best few re-scored with the embedder's cosine between question and sentence."""
     top = ranked[: tuning.embedded]
-    heads = {c.text: " ".join(c.text.split()[: tuning.embedded_words]) for c in top}
+    heads = {c.text: _meaning_text(c, tuning) for c in top}
     vectors = grounder.cache.vectors([question, *heads.values()])
     asked = vectors[question]
     rescored = []
     for c in top:
         meaning = tuning.semantic_weight * float(asked @ vectors[heads[c.text]])
         rescored.append(Candidate(c.score + meaning * (0.5 if c.fragment else 1.0),
-                                  c.number, c.text, c.fragment))
+                                  c.number, c.text, c.fragment, c.before))
     return sorted(rescored, key=lambda c: -c.score)
+
+
+def _meaning_text(candidate: Candidate, tuning: Tuning) -> str:
+    """What is embedded for a sentence: its first words, or, for a short one, the end of the
+    sentence before and itself. "Default five seconds." means something only after "How
+    many seconds the connection should wait…"."""
+    words = candidate.text.split()
+    if len(words) < tuning.short_words:
+        words = [*candidate.before.split(), *words][-tuning.embedded_words :]
+    return " ".join(words[: tuning.embedded_words])
 
 
 def compose_answer(
