@@ -42,10 +42,11 @@ MONTHS: Final = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
-# A number or an amount, in digits or in words ("thousands of years", "twice the thrust").
-NUMBER: Final = (r"(?:\d|\b(?i:one|two|three|four|five|six|seven|eight|nine|ten|eleven|"
-                 r"twelve|fifteen|twenty|thirty|forty|fifty|sixty|(?:hundred|thousand|million|"
-                 r"billion|dozen)s?|twice|half|few|several)\b)")
+# A number or an amount, in digits or in words ("thousands of years", "twice the thrust"),
+# not a digit of a name ("sqlite3").
+NUMBER: Final = (r"(?:(?<![A-Za-z_])\d|\b(?i:one|two|three|four|five|six|seven|eight|nine|"
+                 r"ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|(?:hundred|"
+                 r"thousand|million|billion|dozen)s?|twice|half|few|several)\b)")
 # A value in documentation: a number or a CONSTANT.
 VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
 # An exception class as code names it.
@@ -89,8 +90,11 @@ ANSWER_SHAPES: Final = [
           EXCEPTION, precise=True, required=True),
     Shape(re.compile(r"\berrors?\b", re.I), EXCEPTION, precise=True, required=False),
 ]
-# An identifier in a question ("max_connections", "asyncio.gather", "json.dumps()").
-IDENTIFIER: Final = re.compile(r"\b\w+(?:_\w+|\.\w+\b)+|\b[a-z]+[A-Z]\w*")
+# An identifier in a question ("max_connections", "asyncio.gather", "json.dumps()",
+# "maxBytes", "RotatingFileHandler"; a name of two capitals such as "McDonald" is no code).
+IDENTIFIER: Final = re.compile(
+    r"\b\w+(?:_\w+|\.\w+\b)+|\b[a-z]+[A-Z]\w*|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+){2,}\b"
+)
 # A definition's label at the start of a paragraph, as the loaders write it for a term
 # and its description: "shared_buffers (integer): …", "os.makedirs: …", "FULL: …".
 LABEL: Final = re.compile(r"^([\w.\-]+(?:\([^\n]*?\))?(?: \([\w ]+\))?): ", re.M)

@@ -109,3 +109,73 @@ def test_a_line_of_code_is_about_the_function_it_is_in(checker):
               'If a timeout occurs, it cancels the task and raises TimeoutError."""')
     answer = compose_answer(question, [other, own], grounder=checker)
     assert "[2]" in answer and "[1]" not in answer
+
+
+def test_a_count_is_answered_only_by_a_sentence_holding_a_number(checker):
+    question = "How many connection slots are kept back for superusers?"
+    topical = (1, "Superusers can always connect, because connection slots are kept back for "
+                  "them when ordinary users fill the server.")
+    assert compose_answer(question, [topical], grounder=checker) == NOTHING_FOUND
+    counted = (2, "superuser_reserved_connections (integer): Determines the number of slots "
+                  "reserved for superusers. The default value is three connections.")
+    answer = compose_answer(question, [topical, counted], grounder=checker)
+    assert "three connections. [2]" in answer and "[1]" not in answer
+
+
+def test_a_question_about_code_that_raises_is_answered_with_an_exception(checker):
+    question = "What does subprocess.run raise when the timeout runs out?"
+    passages = [
+        (1, "subprocess.run: The timeout argument is passed to Popen.communicate(). If the "
+            "timeout expires, the child process will be killed and waited for. The "
+            "TimeoutExpired exception will be re-raised after the child has terminated."),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith("subprocess.run: The TimeoutExpired exception will be re-raised") \
+        or answer.startswith("The TimeoutExpired exception will be re-raised")
+    # "raise" about money is no question about code.
+    money = "How did the committee raise the money?"
+    raised = [(1, "The committee raised over $40 million through sponsors.")]
+    assert "sponsors" in compose_answer(money, raised, grounder=checker)
+
+
+def test_a_name_no_english_text_uses_keeps_the_answer_in_passages_naming_it(checker):
+    question = "How wide are the lines that textwrap wraps text to by default?"
+    passages = [
+        (1, "max_line_length: The maximum length of any line in the serialized output. "
+            "Default is 78, per RFC 5322."),
+        (2, "width: (default: 70) The maximum length of wrapped lines."),
+    ]
+    titles = {1: "email.policy: Policy Objects", 2: "textwrap: Text wrapping and filling"}
+    answer = compose_answer(question, passages, titles=titles, grounder=checker)
+    assert "70" in answer and "[1]" not in answer
+    # A misspelt word no passage holds is a typo, not a name: it removes nothing.
+    typo = "How wide are the lines that textwrapp wraps text to by default?"
+    assert compose_answer(typo, passages, titles=titles, grounder=checker) != NOTHING_FOUND
+
+
+def test_a_short_sentence_is_read_with_the_one_before_it(checker):
+    question = "How long does sqlite3.connect wait for a locked database before giving up?"
+    passages = [
+        (1, "sqlite3.connect: Raises an auditing event sqlite3.connect with argument 1 "
+            "database."),
+        (2, "sqlite3.connect: timeout (float): How many seconds the connection should wait "
+            "before raising an exception, if the database is locked by another connection. "
+            "Default five seconds."),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith("Default five seconds. [2]")
+
+
+def test_a_class_name_is_an_identifier_its_parameters_are_answered_under(checker):
+    question = ("I configured a RotatingFileHandler with maxBytes but left backupCount at 0. "
+                "Will the log file ever be rotated?")
+    passages = [
+        (1, "logging.handlers.RotatingFileHandler: Rollover occurs whenever the current log "
+            "file is nearly maxBytes in length; but if either of maxBytes or backupCount is "
+            "zero, rollover never occurs."),
+        (2, "The handler is a RotatingFileHandler with the keyword arguments "
+            "maxBytes=1024, backupCount=3."),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith("logging.handlers.RotatingFileHandler: Rollover occurs") \
+        or "rollover never occurs" in answer.split("[")[0]
