@@ -116,7 +116,10 @@ class Tuning:
     semantic_weight: float = 1.0  # the embedder's cosine with the question
     embedded: int = 8  # sentences embedded, best by words first
     embedded_words: int = 40  # a long sentence is embedded by its first words
-    short_words: int = 8  # a shorter sentence is embedded with the one before it
+    # A passage that does not name a word of the question no English text uses (a module,
+    # a setting) is likely about another one.
+    unnamed_factor: float = 0.5
+    short_words: int = 8  # a shorter sentence is embedded after what leads up to it
     # The best sentence scores at least this, or nothing is found: by words alone, and
     # by words and meaning (1% of SQuAD's answering sentences score below 0.74).
     min_score: float = 0.25
@@ -131,7 +134,8 @@ class Candidate:
     number: int
     text: str  # the sentence exactly as the passage has it
     fragment: bool = False  # the rest of a sentence a chunk's edge cut
-    before: str = ""  # the sentence before it in its passage
+    # What leads up to it: its definition's label and its paragraph's earlier sentences.
+    lead: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ class _Unit:
     features: Features
     fragment: bool  # the passage starts inside this sentence (a chunk's overlap)
     subject: str  # the label of the definition it belongs to, if any
+    lead: str  # the label, if any, and the paragraph's text before the sentence
 
 
 def parse_evidence(rendered: str) -> list[tuple[int, str]]:
@@ -185,7 +190,8 @@ def key_terms(question: str) -> frozenset[str]:
 def unknown_words(question: str) -> frozenset[str]:
     """Words of the question no English text uses ("textwrap", "fillfactor"): names of a
     module, a setting, a command. An answer comes from a passage or document that names
-    them too: the default of ``textwrap``'s width is not the ``email`` policy's line length.
+    them too: the default of ``textwrap``'s width is more likely than the ``email`` policy's
+    line length to be the one asked for.
     """
     return frozenset(
         word for word in WORD.findall(question.lower())
@@ -220,7 +226,10 @@ def _units(passages: Sequence[tuple[int, str]]) -> list[_Unit]:
                 continue  # a Markdown heading names a topic; it answers nothing
             fragment = index == 0 and text[:1].islower()
             subject = next((label for at, label in reversed(labels) if at <= start), "")
-            units.append(_Unit(number, index, sentence, analyze(sentence), fragment, subject))
+            before = text[text.rfind("\n\n", 0, start) + 1 : start].strip()
+            lead = before if before.startswith(subject) else f"{subject} {before}"
+            units.append(_Unit(number, index, sentence, analyze(sentence), fragment, subject,
+                               lead.strip()))
     return units
 
 
@@ -272,8 +281,6 @@ def rank_sentences(
                 continue  # a definition of another term, though it may mention this one
             if any(key not in context for key in keys):
                 continue  # about another identifier than the one asked for
-        if any(word not in passage_text[unit.number] for word in unknown):
-            continue  # another module's or setting's passage
         have = wanted & (unit.features.stems | analyze(unit.subject).stems)
         around = set()
         for neighbour in neighbours:
@@ -299,10 +306,11 @@ def rank_sentences(
             score *= 0.7  # a table or a run-on block, not a sentence
         if unit.fragment:
             score *= 0.5
+        if any(word not in passage_text[unit.number] for word in unknown):
+            score *= tuning.unnamed_factor  # likely another module's or setting's passage
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
-        before = at.get((unit.number, unit.index - 1))
         ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
-                                before.text if before else unit.subject))
+                                unit.lead))
     return sorted(ranked, key=lambda c: -c.score)
 
 
@@ -318,17 +326,18 @@ def _with_meaning(
     for c in top:
         meaning = tuning.semantic_weight * float(asked @ vectors[heads[c.text]])
         rescored.append(Candidate(c.score + meaning * (0.5 if c.fragment else 1.0),
-                                  c.number, c.text, c.fragment, c.before))
+                                  c.number, c.text, c.fragment, c.lead))
     return sorted(rescored, key=lambda c: -c.score)
 
 
 def _meaning_text(candidate: Candidate, tuning: Tuning) -> str:
-    """What is embedded for a sentence: its first words, or, for a short one, the end of the
-    sentence before and itself. "Default five seconds." means something only after "How
-    many seconds the connection should wait…"."""
+    """What is embedded for a sentence: its first words, or, for a short one, what leads up
+    to it and itself. "The default is five minutes (5min)." means something only after
+    "checkpoint_timeout (integer): Maximum time between automatic WAL checkpoints. …"."""
     words = candidate.text.split()
-    if len(words) < tuning.short_words:
-        words = [*candidate.before.split(), *words][-tuning.embedded_words :]
+    # Only a sentence of prose: a short line of code or output means what it says.
+    if len(words) < tuning.short_words and candidate.text.rstrip()[-1:] in ".!?":
+        words = [*candidate.lead.split(), *words][-tuning.embedded_words :]
     return " ".join(words[: tuning.embedded_words])
 
 
