@@ -42,11 +42,14 @@ MONTHS: Final = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
-# A number or an amount, in digits or in words ("thousands of years", "twice the thrust"),
-# not a digit of a name ("sqlite3").
-NUMBER: Final = (r"(?:(?<![A-Za-z_])\d|\b(?i:one|two|three|four|five|six|seven|eight|nine|"
-                 r"ten|eleven|twelve|fifteen|twenty|thirty|forty|fifty|sixty|(?:hundred|"
-                 r"thousand|million|billion|dozen)s?|twice|half|few|several)\b)")
+# A number or an amount, in digits or in words ("thousands of years", "twice the thrust",
+# "after a year"), not a digit of a name ("sqlite3"), and not "none": Python's None is no count.
+NUMBER: Final = (
+    r"(?:(?<![A-Za-z_])\d|\b(?i:zero|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|"
+    r"eigh|nine)ty|(?:hundred|thousand|million|billion|dozen)s?|twice|half|few|several|"
+    r"an? (?:century|decade|year|month|week|day|hour|minute|second))\b)"
+)
 # A value in documentation: a number or a CONSTANT.
 VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
 # An exception class as code names it.
@@ -75,9 +78,11 @@ ANSWER_SHAPES: Final = [
           re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[5-9]|20)\d\d\b|"
                      r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I),
           precise=False, required=False),
-    Shape(re.compile(r"\bhow (?:many|much|long|quickly|fast|often|frequently|far|old|big|"
-                     r"large|small|wide|high|deep|tall|heavy)\b", re.I),
+    Shape(re.compile(r"\bhow (?:many|long|quickly|fast|often|frequently|far|old|big|large|"
+                     r"small|wide|high|deep|tall|heavy)\b", re.I),
           re.compile(NUMBER), precise=False, required=True),
+    # "How much literature…": "voluminous" is an amount too.
+    Shape(re.compile(r"\bhow much\b", re.I), re.compile(NUMBER), precise=False, required=False),
     Shape(re.compile(r"^\s*who\b|\bwhom\b", re.I),
           re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+"), precise=False, required=False),
     # Documentation: a default is stated as a value next to the word.
@@ -86,7 +91,8 @@ ANSWER_SHAPES: Final = [
                      rf"{VALUE}[^.;]{{0,20}}?\b(?i:by default)\b"),
           precise=True, required=False),
     # "raise" asks for an exception in a question about code (not "raise the money").
-    Shape(re.compile(r"\bexceptions?\b|(?=.*(?:\w\.\w|\w_\w|\(\))).*\braise[sd]?\b", re.I),
+    Shape(re.compile(r"\bexceptions?\b|(?=.*(?:[A-Za-z_]\.[A-Za-z]|\w_\w|\w\(\)))"
+                     r".*\braise[sd]?\b", re.I),
           EXCEPTION, precise=True, required=True),
     Shape(re.compile(r"\berrors?\b", re.I), EXCEPTION, precise=True, required=False),
 ]
