@@ -205,9 +205,16 @@ def _move_leading_markers(text: str, pieces: list[tuple[int, int]]) -> list[tupl
     return moved
 
 
+# Lines at least this long are wrapped by width, so a much shorter one stands alone.
+_WRAP_WIDTH = 60
+
+
 def _merge_wrapped_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Join a sentence that a hard line break cut in two (PDF text, wrapped Markdown)."""
     merged: list[tuple[int, int]] = []
+    # Wrapped prose fills its lines; an open line under half the width of the longest is a
+    # heading or a title ("1. Where 2.0 stands"), not the start of the sentence below it.
+    widest = max((len(line) for line in text.splitlines()), default=0)
     for start, end in spans:
         if merged:
             previous_start, previous_end = merged[-1]
@@ -216,7 +223,9 @@ def _merge_wrapped_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[
             # A capitalized line after an open one is as often a new heading or label as a
             # wrapped name, so only a lowercase start or a dangling comma/hyphen joins.
             continues = text[start].islower() or text[previous_end - 1] in ",-–"
-            if gap.count("\n") == 1 and ends_open and continues:
+            line_start = text.rfind("\n", 0, previous_end) + 1
+            short = widest >= _WRAP_WIDTH and previous_end - line_start < widest / 2
+            if gap.count("\n") == 1 and ends_open and continues and not short:
                 merged[-1] = (previous_start, end)
                 continue
         merged.append((start, end))

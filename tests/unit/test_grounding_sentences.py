@@ -113,3 +113,17 @@ def test_greetings_headings_not_found_questions_and_connectives_are_not_claims()
     assert not claim("The steps are:")
     assert claim("The launch moved to March 10.")
     assert claim("Revenue grew 12%.")
+
+
+def test_a_short_open_line_above_wrapped_prose_is_a_heading_not_the_sentences_start() -> None:
+    text = ("Where 2.0 stands\n"
+            "tidewatch 2.0 is our first major release since 2021 and the first one with a\n"
+            "marketing push behind it.")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "Where 2.0 stands",
+        "tidewatch 2.0 is our first major release since 2021 and the first one with a\n"
+        "marketing push behind it.",
+    ]
+    # Lines of a narrow column are all short: they still join.
+    column = "the launch moved\nto March 10."
+    assert [column[a:b] for a, b in split_passage(column)] == [column]
