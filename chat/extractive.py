@@ -7,11 +7,14 @@ sentences, chosen in three steps:
 1. every sentence is scored by the words it shares with the question (weighted by
    how rare each word is in English and among the sentences shown), with credit
    for question words its neighbours or its document's title hold, for having the
-   shape of the answer (a date for "when"), and penalties for boilerplate
-   repeated across passages, run-on blocks and fragments cut by a chunk's edge;
+   shape of the answer (a date for "when"; for "how many" or "what does f() raise"
+   the shape is required: a number, an exception), and penalties for boilerplate
+   repeated across passages, run-on blocks, fragments cut by a chunk's edge and
+   passages that do not name the module or setting the question names;
 2. the best few are embedded with the grounding engine's embedder (its cache is
    shared, so the check in step 3 and the message's own grounding reuse the
-   vectors) and their cosine with the question is added: it sees paraphrase;
+   vectors; a short sentence is embedded after what leads up to it) and their
+   cosine with the question is added: it sees paraphrase;
 3. a sentence about another identifier than the one the question names is never
    chosen (asking about ``max_connections`` is not answered by ``wal_buffers``;
    a sentence of a definition is about the term its label names), and the
@@ -287,6 +290,8 @@ def rank_sentences(
                 continue  # a definition of another term, though it may mention this one
             if any(key not in context for key in keys):
                 continue  # about another identifier than the one asked for
+        if required and not any(looks.search(unit.text) for looks in required):
+            continue  # "how many" is not answered by a sentence without a number
         have = wanted & (unit.features.stems | analyze(unit.subject).stems)
         around = set()
         for neighbour in neighbours:
@@ -297,8 +302,6 @@ def rank_sentences(
             + tuning.neighbour_weight * share(around - have)
             + tuning.title_weight * share(in_title - have)
         )
-        if required and not any(looks.search(unit.text) for looks in required):
-            continue  # "how many" is not answered by a sentence without a number
         score += max(
             (tuning.precise_shape_bonus if shape.precise else tuning.shape_bonus
              for shape in shapes if shape.looks.search(unit.text)),
