@@ -57,10 +57,12 @@ NUMBER: Final = (
 VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
 # An exception class as code names it.
 EXCEPTION: Final = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b")
-# A question asking for a default, in so many words or not ("if I don't pass one").
+# A question asking for a default, in so many words or not ("if I don't pass one",
+# "unless configured otherwise", "without choosing a format", "if I leave it alone").
+_UNSET: Final = r"(?:pass|giv|set|chang|specif|configur|choos|provid|touch)"
 DEFAULT_ASKED: Final = re.compile(
-    r"\bdefault|\bout of the box\b|\bif (?:i|you|we) do(?:n'?t| not) "
-    r"(?:pass|give|set|change|specify)|\bunless told\b",
+    rf"\bdefault|\bout of the box\b|\bif (?:i|you|we) (?:do(?:n'?t| not)|never) {_UNSET}|"
+    rf"\bunless (?:told|{_UNSET}[a-z]*)\b|\bwithout {_UNSET}[a-z]*\b|\bleave\b.*\balone\b",
     re.I,
 )
 

@@ -176,3 +176,19 @@ def test_a_class_name_is_an_identifier_its_parameters_are_answered_under(checker
     answer = compose_answer(question, passages, grounder=checker)
     assert answer.startswith("logging.handlers.RotatingFileHandler: Rollover occurs") \
         or "rollover never occurs" in answer.split("[")[0]
+
+
+def test_a_question_that_leaves_a_setting_alone_asks_for_its_default(checker):
+    question = ("Which algorithm does PostgreSQL use to encrypt a password set with CREATE ROLE "
+                "unless configured otherwise?")
+    passages = [
+        (1, "PQencryptPasswordConn: Prepares the encrypted form of a PostgreSQL password. "
+            "algorithm specifies the encryption algorithm to use to encrypt the password."),
+        (2, "password_encryption (enum): When a password is specified in CREATE ROLE or ALTER "
+            "ROLE, this parameter determines the algorithm to use to encrypt the password. "
+            "Possible values are scram-sha-256, which will encrypt the password with "
+            "SCRAM-SHA-256, and md5, which stores the password as an MD5 hash. "
+            "The default is scram-sha-256."),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith("The default is scram-sha-256. [2]")
