@@ -383,6 +383,9 @@ def compose_answer(
         chosen = _supported(chosen, dict(passages), titles or {}, grounder)
     if not chosen:
         return NOTHING_FOUND
+    # The sentence naming the answer precisely (the value beside "default") is read first.
+    precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
+    chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
     return _quote(chosen, "[{}]")
 
 

@@ -192,3 +192,17 @@ def test_a_question_that_leaves_a_setting_alone_asks_for_its_default(checker):
     ]
     answer = compose_answer(question, passages, grounder=checker)
     assert answer.startswith("The default is scram-sha-256. [2]")
+
+
+def test_the_sentence_naming_the_default_is_read_first(checker):
+    question = ("If I leave the lock settings alone, how long does a waiting session sit on a "
+                "lock before PostgreSQL checks whether it is part of a deadlock?")
+    passages = [
+        (1, "PostgreSQL automatically detects deadlock situations and resolves them by "
+            "aborting one of the transactions involved, allowing the other(s) to complete."),
+        (2, "deadlock_timeout (integer): This is the amount of time to wait on a lock before "
+            "checking to see if there is a deadlock condition. The default is one second "
+            "(1s), which is probably about the smallest value you would want in practice."),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith("The default is one second (1s)") and "[1]" in answer
