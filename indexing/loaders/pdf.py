@@ -8,6 +8,7 @@ import re
 
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
+from wordfreq import zipf_frequency
 
 from indexing.loaders.ocr import (
     OCR_AUTO,
@@ -49,7 +50,27 @@ def _short(exc: BaseException) -> str:
 
 def _clean_page_text(text: str) -> str:
     # \f is the page separator in LoadedDocument.text; NUL cannot be stored in Postgres.
-    return normalize_newlines(text.replace(PAGE_SEPARATOR, "").replace("\x00", ""))
+    text = normalize_newlines(text.replace(PAGE_SEPARATOR, "").replace("\x00", ""))
+    return _LINE_END_HYPHEN.sub(_join_hyphenated, text)
+
+
+# A word broken at the end of a line: "docu-\nment", or a term broken at its own hyphen,
+# "--no-\nsite-file". Left as is, search indexes "docu" and "ment" and answers quote
+# "--no- site-file".
+_LINE_END_HYPHEN = re.compile(r"(\w+)-\n([a-z][\w-]*[.,;:!?)]*)[ \t]?")
+
+
+def _join_hyphenated(match: re.Match[str]) -> str:
+    """The word whole on the first line. The hyphen goes when English writes the joined
+    word more often than the hyphenated pair ("docu-ment", "in-formation"); it stays in
+    "well-known" and in a term English does not know ("--no-site-file")."""
+    head, tail = match.group(1), match.group(2)
+    first = re.match(r"\w+", tail).group(0)
+    joined = zipf_frequency(f"{head}{first}".lower(), "en")
+    hyphenated = zipf_frequency(f"{head}-{first}".lower(), "en")
+    hyphen = "" if joined > hyphenated else "-"
+    line_break = "\n" if match.end() < len(match.string) else ""
+    return f"{head}{hyphen}{tail}{line_break}"
 
 
 # Running headers and footers ("Acme internal · Page 3 of 40") repeat on most

@@ -748,3 +748,26 @@ def test_pdf_running_headers_and_footers_are_dropped():
     texts = [u.text for u in document.units]
     assert all("confidential" not in t and "of 4" not in t for t in texts)
     assert "the harbour floods" in texts[2]
+
+
+def test_pdf_words_broken_at_a_line_end_are_joined() -> None:
+    pages = ["The docu-\nment is well-\nknown: start R with --no-\nsite-file, a con-\nstituent."]
+    doc = load_bytes(make_multiline_pdf(pages), filename="hyphens.pdf")
+    text = doc.units[0].text
+    assert "The document\nis well-known" in text and "a constituent." in text
+    assert "well-known" in text and "--no-site-file" in text
+    assert "-\n" not in text
+
+
+def make_multiline_pdf(pages: list[str]) -> bytes:
+    """A PDF whose pages hold several drawn lines (split on newlines)."""
+    from reportlab.pdfgen import canvas
+
+    buf = io.BytesIO()
+    pdf = canvas.Canvas(buf)
+    for text in pages:
+        for row, line in enumerate(text.split("\n")):
+            pdf.drawString(72, 720 - 14 * row, line)
+        pdf.showPage()
+    pdf.save()
+    return buf.getvalue()
