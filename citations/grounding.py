@@ -313,6 +313,8 @@ class Grounder:
             + checks.negation_issues(plan.features, span_features)
             + checks.contrast_issues(plan.features, span_features)
             + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
+            + checks.role_issues(plan.features, span_features)
+            + checks.attribution_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
             + checks.cue_issues(plan.features, span_features)
             + checks.rare_word_issues(plan.features, passage_features, subject)

@@ -14,7 +14,13 @@ from collections.abc import Sequence
 
 import pytest
 
-from citations.claims import analyze, association_issues, numbers
+from citations.claims import (
+    analyze,
+    association_issues,
+    attribution_issues,
+    numbers,
+    role_issues,
+)
 from citations.grounding import Grounder, Thresholds
 
 PASSAGE = (
@@ -136,6 +142,52 @@ def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     span = analyze("Other civil disobedients, being anarchists, don't believe in the legitimacy "
                    "of any government, and see no need to accept punishment.")
     assert association_issues(claim, span, min_votes=4, margin=2) == []
+
+
+def test_who_did_what_to_whom_swapped_is_a_contradiction_active_or_passive() -> None:
+    span = analyze("In 1754 Virginia militiamen under George Washington ambushed a French patrol.")
+    swapped = role_issues(analyze("A French patrol ambushed Virginia militiamen."), span)
+    assert [i.contradiction for i in swapped] == [True]
+    assert '"ambushed"' in swapped[0].reason
+    # The same fact in the passive, or with the names the same way round, is no swap.
+    assert role_issues(analyze("A French patrol was ambushed by Virginia militiamen."), span) == []
+    assert role_issues(analyze("Virginia militiamen ambushed a French patrol."), span) == []
+    # "X is the basis of Y" read the other way round; a possessor counts as "of Y".
+    basis = analyze("This process of acquired immunity is the basis of vaccination.")
+    assert role_issues(analyze("Vaccination is the basis of acquired immunity."), basis)
+    assert role_issues(analyze("Acquired immunity is vaccination's basis."), basis) == []
+
+
+def test_a_swapped_doer_opposite_a_pronoun_and_adjectives_in_ed() -> None:
+    # One side swapped is enough when the passage's other side is a pronoun.
+    span = analyze("Legendre's conjecture is about primes. It is implied by Cramér's conjecture.")
+    assert role_issues(analyze("Cramér's conjecture is implied by Legendre's conjecture."), span)
+    assert role_issues(analyze("Legendre's conjecture is implied by Cramér's conjecture."),
+                       span) == []
+    # "declassified documents": an adjective in -ed has no doer to swap.
+    span = analyze("In 2004, declassified documents revealed that the U.S. considered seizing "
+                   "Middle Eastern oilfields.")
+    claim = analyze("Documents declassified in 2004 show that the U.S. considered seizing "
+                    "Middle Eastern oilfields.")
+    assert role_issues(claim, span) == []
+
+
+def test_what_the_passage_says_of_another_name_is_not_said_of_the_claims() -> None:
+    span = analyze("Sweden rationed gasoline and heating oil. The Netherlands imposed prison "
+                   "sentences for those who used more than their ration of electricity.")
+    wrong = attribution_issues(analyze("Sweden imposed prison sentences on people who used "
+                                       "more electricity than their ration."), span)
+    assert [(i.contradiction, i.reason) for i in wrong] == [
+        (True, "the passage says this of another, not of sweden")
+    ]
+    right = analyze("The Netherlands imposed prison sentences on people who used more "
+                    "electricity than their ration.")
+    assert attribution_issues(right, span) == []
+    # A clause opening with a place ("In 1854 at Ballarat …") names no doer.
+    span = analyze("In 1854 at Ballarat there was an armed rebellion by miners against mining "
+                   "taxes. This was crushed by British troops.")
+    claim = analyze("British troops put down an armed rebellion by miners against mining taxes.")
+    assert attribution_issues(claim, span) == []
 
 
 def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> None:
