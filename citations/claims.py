@@ -779,12 +779,21 @@ def rare_word_issues(
             continue
         if zipf_frequency(word, "en") >= 3.0 or word_stem in known:
             continue
+        if _common_root(word, word_stem):
+            continue  # "crewed", "redoing": a rare form of everyday words, not a detail
         if any(w.startswith(word[:5]) for w in passage.words if len(word) >= 6):
             continue
         if any(word in e.tokens for e in claim.entities):
             continue  # names have their own check
         return [Issue(f'the passage does not mention "{word}"', False, 0.7)]
     return []
+
+
+def _common_root(word: str, word_stem: str) -> bool:
+    """Whether a rare word is an inflection or a re- form of a common one."""
+    if word_stem != word and zipf_frequency(word_stem, "en") >= 4.0:
+        return True
+    return word.startswith("re") and len(word) >= 6 and zipf_frequency(word[2:], "en") >= 4.5
 
 
 def association_issues(

@@ -19,6 +19,7 @@ from citations.claims import (
     association_issues,
     attribution_issues,
     numbers,
+    rare_word_issues,
     role_issues,
 )
 from citations.grounding import Grounder, Thresholds
@@ -188,6 +189,17 @@ def test_what_the_passage_says_of_another_name_is_not_said_of_the_claims() -> No
                    "taxes. This was crushed by British troops.")
     claim = analyze("British troops put down an armed rebellion by miners against mining taxes.")
     assert attribution_issues(claim, span) == []
+
+
+def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
+    passage = analyze("They named their flight Apollo 1 as a focus on the first manned flight, "
+                      "and renovation of a bathroom.")
+    crewed = analyze("They named it Apollo 1 to focus on the first crewed flight.")
+    redoing = analyze("Jobs include redoing a bathroom.")
+    assert rare_word_issues(crewed, passage) == []
+    assert rare_word_issues(redoing, passage) == []
+    assert rare_word_issues(analyze("The flight followed a hyperbola."), passage)
+
 
 
 def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> None:
