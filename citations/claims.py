@@ -159,6 +159,11 @@ _EXTREMES: Final = tuple(
     )
 )
 _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
+# Words that state a cue without being cues themselves: "the initial model" is the first
+# model, but a claim saying "initially" claims no first.
+_CUE_SYNONYMS: Final = {
+    "first": frozenset("initial initially original originally".split()),
+}
 
 
 @dataclass(frozen=True)
@@ -509,6 +514,10 @@ def number_issues(claim: Features, span: Features, passage: Features) -> list[Is
     for number in claim.numbers:
         if any(_same_number(number, other) for other in span.numbers):
             continue
+        if number.kind == "ordinal" and number.value == 1 and (
+            _CUE_SYNONYMS["first"] & set(span.words)
+        ):
+            continue  # "the first model" is "the initial model"
         if number.kind == "number" and any(abs(a - b) == number.value for a in years
                                            for b in years):
             continue  # "four years later" for 1851 and 1855
@@ -691,9 +700,12 @@ def cue_issues(claim: Features, span: Features) -> list[Issue]:
         issues.append(Issue("the passage does not state this cause or consequence", False))
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]
-        if not (group & span.extremes) and stem(word) not in span.word_stems:
-            shown = word.replace("-", " ")
-            issues.append(Issue(f'the passage does not say "{shown}"', False))
+        if group & span.extremes or stem(word) in span.word_stems:
+            continue
+        if _CUE_SYNONYMS.get(word, frozenset()) & set(span.words):
+            continue
+        shown = word.replace("-", " ")
+        issues.append(Issue(f'the passage does not say "{shown}"', False))
     for word in _comparisons(claim):
         if stem(word) not in span.word_stems:
             issues.append(Issue(f'the passage does not say "more {word}"', False))

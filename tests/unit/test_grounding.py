@@ -18,6 +18,8 @@ from citations.claims import (
     analyze,
     association_issues,
     attribution_issues,
+    cue_issues,
+    number_issues,
     numbers,
     rare_word_issues,
     role_issues,
@@ -199,6 +201,15 @@ def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
     assert rare_word_issues(crewed, passage) == []
     assert rare_word_issues(redoing, passage) == []
     assert rare_word_issues(analyze("The flight followed a hyperbola."), passage)
+
+
+
+def test_first_is_stated_by_initial() -> None:
+    span = analyze("The initial LM model weighed approximately 33,300 pounds.")
+    claim = analyze("The first LM weighed about 33,300 pounds.")
+    assert number_issues(claim, span, span) == []
+    assert cue_issues(analyze("The first model weighed 33,300 pounds."), span) == []
+    assert number_issues(analyze("The second LM weighed 33,300 pounds."), span, span)
 
 
 
