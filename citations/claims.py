@@ -694,9 +694,12 @@ def _relevant_negations(text: Features, other: Features, *, reach: int, words: i
     return relevant
 
 
-def cue_issues(claim: Features, span: Features) -> list[Issue]:
+def cue_issues(claim: Features, span: Features, context: Features | None = None) -> list[Issue]:
+    """Causes, extremes and comparisons the span does not state. ``context`` (the span and
+    the sentences next to it that share the claim's words) may state the cause: "…, so
+    packets take different paths" is told by the next sentence's "resulting in"."""
     issues: list[Issue] = []
-    if claim.cause and not span.cause:
+    if claim.cause and not span.cause and not (context is not None and context.cause):
         issues.append(Issue("the passage does not state this cause or consequence", False))
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]

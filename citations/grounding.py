@@ -316,7 +316,7 @@ class Grounder:
             + checks.role_issues(plan.features, span_features)
             + checks.attribution_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
-            + checks.cue_issues(plan.features, span_features)
+            + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))
             + checks.rare_word_issues(plan.features, passage_features, subject)
         )
         verdict, reason, score = self._verdict(score, issues)
@@ -376,6 +376,21 @@ class Grounder:
                     chosen.append(neighbour)
                     wanted -= unit.features.stems
         return sorted(chosen)
+
+    def _context(self, plan: _Plan, chosen: list[int]) -> Features:
+        """The span with the sentences next to it that share two or more claim words."""
+        terms = set(plan.features.terms)
+        indexes = set(chosen)
+        for index in chosen:
+            for neighbour in (index - 1, index + 1):
+                if neighbour in indexes or not 0 <= neighbour < len(plan.units):
+                    continue
+                unit = plan.units[neighbour]
+                if unit.passage == plan.units[index].passage and len(
+                    terms & unit.features.stems
+                ) >= 2:
+                    indexes.add(neighbour)
+        return analyze(" ".join(plan.units[i].text for i in sorted(indexes)))
 
     def _score(self, lexical: float, cosine: float) -> float:
         t = self.thresholds

@@ -203,7 +203,6 @@ def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
     assert rare_word_issues(analyze("The flight followed a hyperbola."), passage)
 
 
-
 def test_first_is_stated_by_initial() -> None:
     span = analyze("The initial LM model weighed approximately 33,300 pounds.")
     claim = analyze("The first LM weighed about 33,300 pounds.")
@@ -211,6 +210,14 @@ def test_first_is_stated_by_initial() -> None:
     assert cue_issues(analyze("The first model weighed 33,300 pounds."), span) == []
     assert number_issues(analyze("The second LM weighed 33,300 pounds."), span, span)
 
+
+def test_a_cause_may_be_stated_by_the_next_sentence() -> None:
+    claim = analyze("Each packet is routed on its own, so packets can take different paths.")
+    span = analyze("Each packet includes complete addressing information.")
+    context = analyze("Each packet includes complete addressing information. The packets are "
+                      "routed individually, sometimes resulting in different paths.")
+    assert cue_issues(claim, span)
+    assert cue_issues(claim, span, context) == []
 
 
 def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> None:
