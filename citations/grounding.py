@@ -375,6 +375,24 @@ class Grounder:
                 if unit.passage == plan.units[index].passage and wanted & unit.features.stems:
                     chosen.append(neighbour)
                     wanted -= unit.features.stems
+        # A span opening with a pronoun ("It consisted of …", "During the same year, …")
+        # refers to the subject of an earlier sentence: up to three back, the nearest one
+        # that opens with the name or number the claim has.
+        first = min(chosen)
+        missing = [  # each whole name, or number, the span lacks
+            frozenset(stem(t) for t in e.tokens) for e in plan.features.entities
+        ] + [frozenset([term]) for term in weights if term[:1].isdigit()]
+        missing = [m for m in missing if m & wanted]
+        if missing and _ANAPHOR.match(plan.units[first].text.lstrip()):
+            for back in range(first - 1, max(-1, first - 4), -1):
+                unit = plan.units[back]
+                if unit.passage != plan.units[first].passage:
+                    break
+                opening = _opening_terms(unit.features)
+                if any(m <= opening for m in missing):
+                    if back not in chosen:
+                        chosen.append(back)
+                    break
         return sorted(chosen)
 
     def _context(self, plan: _Plan, chosen: list[int]) -> Features:
@@ -413,6 +431,21 @@ class Grounder:
         if score >= t.partial:
             return "partial", "the passage supports only part of this", score
         return "unsupported", "the passage does not say this", score
+
+
+_ANAPHOR: Final = re.compile(
+    r"(?:it|they|he|she|its|their|his|her|this|these|that|those|"
+    r"(?:during|in|by)? ?(?:the|that) same)\b",
+    re.IGNORECASE,
+)
+
+
+def _opening_terms(features: Features) -> frozenset[str]:
+    """What a sentence is about: its first name and the stems of its first six words."""
+    terms = {stem(w) for w in features.words[:6]}
+    if features.entities:
+        terms |= {stem(t) for t in features.entities[0].tokens}
+    return frozenset(terms)
 
 
 def _lexical(claim: Features, stems: frozenset[str]) -> float:

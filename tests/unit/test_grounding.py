@@ -231,6 +231,26 @@ def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> N
     assert extreme.reason == 'the passage does not say "largest"'
 
 
+def test_a_span_opening_with_a_pronoun_takes_its_name_from_an_earlier_subject(grounder) -> None:
+    passage = (
+        "The Lunar Module was designed to land two astronauts and rendezvous with the Command "
+        "Module. Its fuselage was extremely light. It consisted of separate descent and ascent "
+        "stages, each with its own engine."
+    )
+    lunar = grounder.check_claim(
+        "The Lunar Module had separate descent and ascent stages, each with its own engine.",
+        [passage],
+    )
+    assert lunar.reason == ""
+    assert passage[lunar.spans[0][0] :].startswith("The Lunar Module was designed")
+    # The name must open the earlier sentence: "It" is not the Command Module.
+    command = grounder.check_claim(
+        "The Command Module had separate descent and ascent stages, each with its own engine.",
+        [passage],
+    )
+    assert command.reason == "the passage mentions Command Module, but not in this respect"
+
+
 def test_a_claim_combining_two_sentences_is_supported_by_both(grounder) -> None:
     support = grounder.check_claim(
         "The stadium opened in 2014 and cost $1.3 billion to build.", [SECOND]
