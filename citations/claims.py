@@ -163,6 +163,7 @@ _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
 # model, but a claim saying "initially" claims no first.
 _CUE_SYNONYMS: Final = {
     "first": frozenset("initial initially original originally".split()),
+    "ever": frozenset("record history all-time".split()),  # "set the record for the largest"
 }
 
 
@@ -218,6 +219,7 @@ def _analyze(text: str) -> Features:
         i for i, (w, parenthesized) in enumerate(located)
         if w in _NEGATIONS and not parenthesized
         and not (i + 1 < len(words) and words[i + 1] in _NOT_NEGATING_NEXT)
+        and not _exclusive(words, i)
     )
     return Features(
         text=text,
@@ -232,6 +234,18 @@ def _analyze(text: str) -> Features:
         extremes=frozenset(w for w in _cue_words(words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
     )
+
+
+def _exclusive(words: Sequence[str], index: int) -> bool:
+    """ "no positive divisors other than 1 and itself": an "only", no denial ("did not
+    tolerate religions other than his own" still denies)."""
+    if words[index] not in ("no", "none", "nothing", "nobody"):
+        return False
+    after = words[index + 1 : index + 7]
+    return any(
+        (first, second) in (("other", "than"), ("apart", "from"), ("except", "for"))
+        for first, second in zip(after, after[1:], strict=False)
+    ) or any(w in ("except", "besides", "save") for w in after)
 
 
 def _cue_words(words: Sequence[str]) -> Iterable[str]:
@@ -397,6 +411,8 @@ def numbers(text: str) -> list[Number]:
         if scale:
             value *= _SCALES[scale]
         found.append(Number(value, match.group(), kind, match.start(), match.end(), bool(scale)))
+    for match in re.finditer(r"\b(?:a|one)\s+decade\b", text, re.IGNORECASE):
+        found.append(Number(10.0, match.group(), "number", match.start(), match.end()))
     return _share_scales(text, sorted(found, key=lambda n: n.start))
 
 
@@ -508,11 +524,16 @@ class Issue:
     weight: float = 1.0
 
 
-def number_issues(claim: Features, span: Features, passage: Features) -> list[Issue]:
+def number_issues(
+    claim: Features, span: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """Numbers the span lacks or contradicts. ``subject`` (the document's title) may hold
+    one: "Super Bowl 50"."""
     issues: list[Issue] = []
     years = [n.value for n in span.numbers if n.kind == "year"]
+    named = subject.numbers if subject is not None else ()
     for number in claim.numbers:
-        if any(_same_number(number, other) for other in span.numbers):
+        if any(_same_number(number, other) for other in (*span.numbers, *named)):
             continue
         if number.kind == "ordinal" and number.value == 1 and (
             _CUE_SYNONYMS["first"] & set(span.words)
@@ -1034,6 +1055,10 @@ def _sides(
             right.add(key)
     before = {t.word for t in tokens[max(0, index - 2) : index]}
     participle = pivot.word.endswith(("ed", "en")) or pivot.word in _IRREGULAR
+    if participle and index and tokens[index - 1].word in ("and", "or"):
+        # "was destroyed by fire in 1901 and replaced with …": the "was" reaches on
+        before |= {t.word for t in tokens[max(0, index - 10) : index]
+                   if t.clause == pivot.clause}
     if participle and agent_by:
         return frozenset(right - left), frozenset(left - right)  # "was implied by X"
     if before & _BE_FORMS and participle:
@@ -1154,19 +1179,19 @@ def attribution_issues(claim: Features, span: Features) -> list[Issue]:
     span_tokens = _role_tokens(span.text)
     clauses: dict[int, set[str]] = {}
     named: dict[int, set[str]] = {}
-    for token in span_tokens:
+    for index, token in enumerate(span_tokens):
         clauses.setdefault(token.clause, set()).add(token.stem)
         key = _key(token, keys)
-        if key:
+        if key and not _title_of_another(span_tokens, index, keys):
             named.setdefault(token.clause, set()).add(key)
     subjects: dict[int, str] = {}
     claim_clauses: dict[int, set[str]] = {}
-    first: dict[int, int] = {}
-    for index, token in enumerate(claim_tokens):
+    for token in claim_tokens:
         key = _key(token, keys)
         if key:
             subjects.setdefault(token.clause, key)
-            first.setdefault(token.clause, index)
+            if ("\0" + token.stem) not in keys and subjects[token.clause] != key:
+                claim_clauses.setdefault(token.clause, set()).add(token.stem)  # "conversion"
         elif token.word not in STOP_WORDS and token.word not in _QUANTIFIERS and not (
             token.word[:1].isdigit()
         ):
@@ -1187,9 +1212,20 @@ def attribution_issues(claim: Features, span: Features) -> list[Issue]:
         opener = _clause_subject(span_tokens, best, keys)
         if opener is not None and opener.startswith("?"):
             shown = next((w for w, s in zip(claim.words, claim.word_stems, strict=True)
-                          if keys.get(s) == subject), subject)
+                          if s == subject), subject)
             return [Issue(f"the passage says this of another, not of {shown}", True)]
     return []
+
+
+def _title_of_another(tokens: Sequence[_Token], index: int, keys: dict[str, str]) -> bool:
+    """A common capitalized word of a claim's name ("Administrator" of "Administrator
+    Gilruth") standing before a name the claim lacks ("Administrator Webb")."""
+    token = tokens[index]
+    return (
+        token.capital and zipf_frequency(token.word, "en") >= 3.5
+        and index + 1 < len(tokens) and tokens[index + 1].capital
+        and tokens[index + 1].clause == token.clause and not _key(tokens[index + 1], keys)
+    )
 
 
 _OPENING_PREPOSITIONS: Final = frozenset(
@@ -1205,6 +1241,8 @@ def _clause_subject(tokens: Sequence[_Token], clause: int, keys: dict[str, str])
         return None
     for position, token in enumerate(words):
         key = _key(token, keys)
+        if key and _title_of_another(words, position, keys):
+            continue  # "Administrator Webb": the title is shared, the name is not
         if key:
             return key
         if token.capital and token.word not in STOP_WORDS and (

@@ -307,7 +307,7 @@ class Grounder:
         passage_features = analyze(plan.passages[passage_key])
         subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
         issues = (
-            checks.number_issues(plan.features, span_features, passage_features)
+            checks.number_issues(plan.features, span_features, passage_features, subject)
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)
             + checks.negation_issues(plan.features, span_features)

@@ -114,6 +114,32 @@ def test_a_name_in_the_document_title_counts_as_mentioned(grounder) -> None:
     assert titled.verdict == "supported"
 
 
+def test_a_number_in_the_document_title_counts_as_mentioned() -> None:
+    claim = analyze("Super Bowl 50 was the first to feature two top draft picks at quarterback.")
+    span = analyze("This was the first Super Bowl to feature two top draft picks at quarterback.")
+    assert number_issues(claim, span, span)
+    assert number_issues(claim, span, span, analyze("Super Bowl 50")) == []
+
+
+def test_no_x_other_than_y_says_only_y_and_denies_nothing(grounder) -> None:
+    passage = "A prime is a natural number greater than 1 that has no positive divisors other " \
+        "than 1 and itself."
+    claim = "A prime is a natural number greater than 1 whose only positive divisors are 1 " \
+        "and itself."
+    assert grounder.check_claim(claim, [passage]).reason == ""
+    assert analyze("it has no divisors other than 1").negations == ()
+    assert analyze("he did not tolerate religions other than his own").negations == (2,)
+
+
+def test_a_decade_is_ten_years_and_a_record_is_an_ever() -> None:
+    span = analyze("A decade after the 1973 crisis, Honda set the record for the largest plant.")
+    claim = analyze("About ten years after the 1973 crisis, Honda built the largest plant ever.")
+    assert number_issues(claim, span, span) == []
+    assert cue_issues(claim, span) == []
+    assert number_issues(analyze("Twelve years after the 1973 crisis, Honda built it."), span,
+                         span)
+
+
 def test_an_inserted_negation_and_a_negating_passage_are_both_caught(grounder) -> None:
     inserted = grounder.check_claim(
         "The Denver Broncos did not defeat the Carolina Panthers 24–10.", [PASSAGE]
@@ -191,6 +217,20 @@ def test_what_the_passage_says_of_another_name_is_not_said_of_the_claims() -> No
                    "taxes. This was crushed by British troops.")
     claim = analyze("British troops put down an armed rebellion by miners against mining taxes.")
     assert attribution_issues(claim, span) == []
+
+
+def test_a_participle_after_and_keeps_the_passive_and_a_title_names_no_one() -> None:
+    # "was destroyed … and replaced with": "replaced" is passive too, no swap with "by".
+    claim = analyze("The timber roof was destroyed by fire in 1901 and replaced with "
+                    "latticed-steel arches.")
+    span = analyze("The timber roof, which was destroyed by a fire in 1901 and replaced by "
+                   "latticed-steel arches, is original.")
+    assert role_issues(claim, span) == []
+    # "Administrator Webb" is another name than "Administrator Gilruth".
+    span = analyze("Gilruth was given a new center. A site was chosen in Houston, and "
+                   "Administrator Webb announced the conversion on September 19, 1961.")
+    claim = analyze("Administrator Gilruth announced the conversion on September 19, 1961.")
+    assert [i.contradiction for i in attribution_issues(claim, span)] == [True]
 
 
 def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
