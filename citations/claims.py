@@ -1250,3 +1250,93 @@ def _clause_subject(tokens: Sequence[_Token], clause: int, keys: dict[str, str])
         ):
             return "?" + token.stem
     return None
+
+
+def parallel_issues(claim: Features, span: Features) -> list[Issue]:
+    """Two parallel statements with their parts crossed: "South Australia to the east and
+    the Tasman Sea to the west" against "the Tasman Sea to the east, and South Australia
+    to the west"; "made men retire at 60 and women at 65" against the other way round.
+
+    The claim's clauses (and parts joined by "and") each have words of their own; where
+    two of the passage's clauses each mix words of both claim parts and none holds two
+    words of one part alone, the passage pairs them the other way.
+    """
+    parts = _parallel_parts(claim.text)
+    if len(parts) < 2:
+        return []
+    span_parts = _segments(span.text)
+    span_stems = set(span.word_stems)
+    for i, first in enumerate(parts):
+        for second in parts[i + 1 :]:
+            own_first = (first - second) & span_stems
+            own_second = (second - first) & span_stems
+            if len(own_first) < 2 or len(own_second) < 2:
+                continue
+            mixed = pure = 0
+            for part in span_parts:
+                a, b = len(part & own_first), len(part & own_second)
+                if a and b and a < len(own_first) and b < len(own_second):
+                    mixed += 1  # words of both, all of neither: parts crossed
+                elif a >= 2 or b >= 2:
+                    pure += 1
+            if mixed >= 2 and mixed > pure:
+                return [Issue("the passage pairs these the other way round", True)]
+    return []
+
+
+_PARALLEL: Final = re.compile(r",?\s+(?:while|whereas)\s+|;\s+|,?\s+and\s+", re.IGNORECASE)
+_FINITE: Final = frozenset("is are was were be been has have had can could will would must "
+                           "may might should does did do".split())
+
+
+def _parallel_parts(text: str) -> list[set[str]]:
+    """The claim's parallel parts: split at "while", "whereas" and ";", and at an "and"
+    before an elliptical part ("… men retire at 60 and women at 65": no verb, at most four
+    content words)."""
+    pieces: list[str] = []
+    position = 0
+    for match in _PARALLEL.finditer(text):
+        rest = text[match.end() :]
+        if match.group().strip(" ,").lower() == "and":
+            following = re.split(r"[,;:]|\s+(?:and|while|whereas)\s+", rest)[0]
+            raw = re.findall(r"[\w'’-]+", following)
+            words = [w.lower() for w in raw]
+            content = [w for w, r in zip(words, raw, strict=True) if w not in STOP_WORDS]
+            opening = next((r for w, r in zip(words, raw, strict=True)
+                            if w not in STOP_WORDS), "")
+            if not 2 <= len(content) <= 4 or any(
+                w in _FINITE or w.endswith("ed") for w in words
+            ) or not (opening[:1].isupper() or content[-1][:1].isdigit()):
+                continue  # "trade and communication between …": no parallel statement
+        pieces.append(text[position : match.start()])
+        position = match.end()
+    pieces.append(text[position:])
+    parts = []
+    for piece in pieces:
+        stems = {stem(w) for w in (m.lower() for m in re.findall(r"[\w'’-]+", piece))
+                 if w not in STOP_WORDS and w not in _QUANTIFIERS}
+        if stems:
+            parts.append(stems)
+    return parts
+
+
+def _segments(text: str) -> list[set[str]]:
+    """Content stems of each clause, a bare "and" also ending one (not one inside a list
+    of names or numbers: "Ford, Toyota and Holden")."""
+    segments: dict[tuple[int, int], set[str]] = {}
+    extra = 0
+    tokens = _role_tokens(text)
+    for index, token in enumerate(tokens):
+        if token.word == "and":
+            before = tokens[index - 1] if index else None
+            after = tokens[index + 1] if index + 1 < len(tokens) else None
+            if not (before and after and (
+                (before.capital and after.capital)
+                or (before.word[:1].isdigit() and after.word[:1].isdigit())
+            )):
+                extra += 1
+            continue
+        if token.word in STOP_WORDS or token.word in _QUANTIFIERS:
+            continue
+        segments.setdefault((token.clause, extra), set()).add(token.stem)
+    return [s for s in segments.values() if s]

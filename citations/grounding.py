@@ -315,6 +315,7 @@ class Grounder:
             + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
             + checks.role_issues(plan.features, span_features)
             + checks.attribution_issues(plan.features, span_features)
+            + checks.parallel_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
             + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))
             + checks.rare_word_issues(plan.features, passage_features, subject)

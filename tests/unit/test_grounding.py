@@ -21,6 +21,7 @@ from citations.claims import (
     cue_issues,
     number_issues,
     numbers,
+    parallel_issues,
     rare_word_issues,
     role_issues,
 )
@@ -231,6 +232,27 @@ def test_a_participle_after_and_keeps_the_passive_and_a_title_names_no_one() -> 
                    "Administrator Webb announced the conversion on September 19, 1961.")
     claim = analyze("Administrator Gilruth announced the conversion on September 19, 1961.")
     assert [i.contradiction for i in attribution_issues(claim, span)] == [True]
+
+
+def test_two_parallel_statements_paired_the_other_way_round() -> None:
+    span = analyze("Victoria is bordered by New South Wales to the north, the Tasman Sea to the "
+                   "east, and South Australia to the west.")
+    crossed = analyze("Victoria borders South Australia to the east and the Tasman Sea to the "
+                      "west.")
+    assert [i.contradiction for i in parallel_issues(crossed, span)] == [True]
+    right = analyze("Victoria borders the Tasman Sea to the east and South Australia to the "
+                    "west.")
+    assert parallel_issues(right, span) == []
+    span = analyze("British Gas made women retire at age 60 and men at 65.")
+    assert parallel_issues(analyze("British Gas made men retire at 60 and women at 65."), span)
+    assert parallel_issues(analyze("British Gas made women retire at 60 and men at 65."),
+                           span) == []
+    # "trade and communication between …" coordinates nouns, not two statements.
+    span = analyze("This allowed increased communication and trade between the West, Middle "
+                   "East and Asia.")
+    claim = analyze("It increased trade and communication between the West, the Middle East "
+                    "and Asia.")
+    assert parallel_issues(claim, span) == []
 
 
 def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
