@@ -104,7 +104,12 @@ _SENTENCE_STARTERS: Final = frozenset(
     here now when where what which who why how until unless once about around between among
     within beyond over under upon into onto per than whereas whether only even still yet
     again ultimately currently originally initially eventually notably similarly likewise
-    together altogether generally typically usually often sometimes""".split()
+    together altogether generally typically usually often sometimes apart aside besides
+    except along throughout across toward towards whilst unfortunately fortunately
+    historically traditionally geographically officially reportedly apparently arguably
+    importantly interestingly ironically surprisingly specifically particularly
+    especially mostly mainly largely partly roughly approximately nearly almost just
+    even""".split()
 )
 _NAME_LINKS: Final = frozenset("of de del della di da van von der den du la le y al bin".split())
 
@@ -164,6 +169,8 @@ _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
 _CUE_SYNONYMS: Final = {
     "first": frozenset("initial initially original originally".split()),
     "ever": frozenset("record history all-time".split()),  # "set the record for the largest"
+    "lowest": frozenset("bottom".split()),
+    "highest": frozenset("top peak".split()),
 }
 
 
@@ -503,7 +510,10 @@ def entities(text: str) -> list[Entity]:
 
 
 def _is_common_opening(word: str) -> bool:
-    return word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2
+    if word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2:
+        return True
+    # "Users could reach …": a common noun's plural, not a name.
+    return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 4.5
 
 
 def _name_token(token: str) -> str:
@@ -686,11 +696,44 @@ def negation_issues(claim: Features, span: Features) -> list[Issue]:
     span_denies = _relevant_negations(span, claim, reach=3, words=1)
     # Either side may word its negation differently ("does not accelerate" / "will not cause
     # it to accelerate"), so any negation on the other side answers a relevant one.
-    if claim_denies and not span.negations:
+    if claim_denies and not span.negations and not _implicitly_denied(claim, span,
+                                                                         claim_denies):
         return [Issue("the passage states this without the negation", True)]
     if span_denies and not claim.negations:
         return [Issue("the passage negates this", True)]
     return []
+
+
+# Words that deny without "not": "would outgrow its practice of controlling" (could not
+# keep controlling), "excluding 1 as a prime" (1 is not counted as a prime); and "only"
+# before an adverb: "reacts only slowly" (does not react quickly).
+_IMPLICIT_NEGATORS: Final = frozenset(
+    """excluding exclude excludes excluded prevent prevents prevented avoid avoids avoided
+    rarely seldom hardly barely unable impossible outgrow outgrew unchanged unknown""".split()
+)
+
+
+def _implicitly_denied(claim: Features, span: Features, negations: list[int]) -> bool:
+    """Whether the span words each relevant claim negation another way: a denying word
+    within four words of the span's use of what the negation bears on."""
+    for index in negations:
+        scope = {
+            claim.word_stems[j]
+            for j in range(index + 1, min(len(claim.words), index + 6))
+            if claim.words[j] not in STOP_WORDS and claim.words[j] not in _NEGATIONS
+        }
+        near = [
+            k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
+            for k in range(max(0, j - 4), min(len(span.words), j + 5))
+        ]
+        if not any(
+            span.words[k] in _IMPLICIT_NEGATORS
+            or (span.words[k] == "only" and k + 1 < len(span.words)
+                and span.words[k + 1].endswith("ly"))  # "reacts only slowly"
+            for k in near
+        ):
+            return False
+    return True
 
 
 _SCOPE_FILLERS: Final = frozenset(
@@ -787,8 +830,12 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
     """A claim word missing from the passage whose opposite the passage uses instead."""
     issues = []
     claim_stems = set(claim.word_stems)
-    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
-        if word_stem in span.word_stems:
+    # "did not change" is "remained unchanged": a denied word's opposite agrees with it.
+    denied = {j for i in claim.negations for j in range(i + 1, i + 4)}
+    for position, (word, word_stem) in enumerate(
+        zip(claim.words, claim.word_stems, strict=True)
+    ):
+        if word_stem in span.word_stems or position in denied:
             continue
         opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
         for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
@@ -1340,3 +1387,4 @@ def _segments(text: str) -> list[set[str]]:
             continue
         segments.setdefault((token.clause, extra), set()).add(token.stem)
     return [s for s in segments.values() if s]
+

@@ -19,8 +19,11 @@ from citations.claims import (
     association_issues,
     attribution_issues,
     cue_issues,
+    entities,
+    negation_issues,
     number_issues,
     numbers,
+    opposite_issues,
     parallel_issues,
     rare_word_issues,
     role_issues,
@@ -253,6 +256,35 @@ def test_two_parallel_statements_paired_the_other_way_round() -> None:
     claim = analyze("It increased trade and communication between the West, the Middle East "
                     "and Asia.")
     assert parallel_issues(claim, span) == []
+
+
+def test_a_negation_worded_another_way_in_the_passage_is_no_contradiction() -> None:
+    span = analyze("Triplet oxygen reacts only slowly with most organic molecules.")
+    claim = analyze("Triplet oxygen does not react quickly with most organic molecules.")
+    assert negation_issues(claim, span) == []
+    span = analyze("The theorem requires excluding 1 as a prime.")
+    assert negation_issues(analyze("1 is not counted as a prime."), span) == []
+    # A "not" the passage does not word at all is still a contradiction.
+    span = analyze("Triplet oxygen reacts with most organic molecules.")
+    assert negation_issues(claim, span)
+    # "did not change" is "remained unchanged", not its opposite.
+    span = analyze("Earth's features formed in single events and remained unchanged thereafter.")
+    assert opposite_issues(analyze("Earth's features formed in single events and did not "
+                                   "change afterwards."), span) == []
+    assert opposite_issues(analyze("Earth's features formed in single events and changed "
+                                   "afterwards."), span)
+
+
+
+def test_bottom_states_lowest_and_openings_that_are_no_names() -> None:
+    span = analyze("They now play in the 4th league, the bottom professional league.")
+    assert cue_issues(analyze("They play in the 4th league, the lowest tier."), span) == []
+    assert entities("Users could reach AUSTPAC through a dial-up terminal.")[0].text == "AUSTPAC"
+    assert [e.text for e in entities("Apart from its roof, the Grainger Market is intact.")] == [
+        "Grainger Market"
+    ]
+    assert entities("Athens is the capital of Greece.")[0].text == "Athens"
+
 
 
 def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
