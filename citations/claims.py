@@ -70,7 +70,7 @@ _ORDINAL_WORDS: Final = {
 }
 _FRACTIONS: Final = {"half": 2, "halve": 2, "third": 3, "quarter": 4, "fifth": 5, "tenth": 10}
 _FRACTION: Final = re.compile(
-    r"\b(?P<count>a|one|two|three)?\s*(?P<part>half|thirds?|quarters?|fifths?|tenths?)\b"
+    r"\b(?P<count>a|one|two|three)?(?:\s+|-)?(?P<part>half|thirds?|quarters?|fifths?|tenths?)\b"
     r"(?=\s+(?:of|the|a|an)\b)|\bhalf\b",
     re.IGNORECASE,
 )

@@ -448,6 +448,13 @@ def test_number_reading_handles_scales_ranges_fractions_and_words() -> None:
     ]
 
 
+def test_a_hyphenated_fraction_is_one_number() -> None:
+    found = numbers("It killed two-thirds of Helsinki and a third of Stockholm.")
+    assert [(n.text, round(n.value, 3), n.kind) for n in found] == [
+        ("two-thirds", 0.667, "fraction"), ("a third", 0.333, "fraction")
+    ]
+
+
 def test_rounded_numbers_and_year_differences_match(grounder) -> None:
     passage = (
         "The city had 1,304,211 residents. It became a colony in 1851 and self-governing in 1855."
