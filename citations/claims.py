@@ -1141,7 +1141,9 @@ def _verb_at(tokens: Sequence[_Token], index: int) -> bool:
     return True
 
 
-def role_issues(claim: Features, span: Features, *, window: int = 8) -> list[Issue]:
+def role_issues(
+    claim: Features, span: Features, *, window: int = 8, verbs_only: bool = False
+) -> list[Issue]:
     """Who did what to whom, swapped: the claim's doer of a word is its receiver in the
     passage ("The Mughal state exploited the weakness of the British" against "the British
     exploited the political weakness of the Mughal state"), active and passive read alike.
@@ -1171,6 +1173,8 @@ def role_issues(claim: Features, span: Features, *, window: int = 8) -> list[Iss
         ):
             continue
         verb = _verb_at(claim_tokens, index)
+        if verbs_only and not verb:
+            continue
         doer, receiver = _sides(claim_tokens, index, keys, window, phrase=not verb)
         if not (doer and receiver) and not (verb and (doer or receiver)):
             continue

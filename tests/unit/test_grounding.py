@@ -191,6 +191,21 @@ def test_who_did_what_to_whom_swapped_is_a_contradiction_active_or_passive() -> 
     assert role_issues(analyze("Acquired immunity is vaccination's basis."), basis) == []
 
 
+def test_roles_swapped_in_a_sentence_outside_the_span_are_still_found(grounder) -> None:
+    passage = ("Around 1177 the Tayichi'ud enslaved him. Temüjin's fame grew after escaping "
+               "from the camp of the Tayichi'ud at night.")
+    claim = "Temüjin enslaved the Tayichi'ud after escaping from their camp at night."
+    support = grounder.check_claim(claim, [passage])
+    assert passage[support.span[0] :].startswith("Temüjin's fame")  # the span lacks it
+    assert (support.verdict, support.reason) == (
+        "unsupported", 'the passage has the roles around "enslaved" the other way round'
+    )
+    # Against the whole passage only verbs are read: a noun's sides move too freely.
+    basis = analyze("This process of acquired immunity is the basis of vaccination.")
+    claim_basis = analyze("Vaccination is the basis of acquired immunity.")
+    assert role_issues(claim_basis, basis, verbs_only=True) == []
+
+
 def test_a_swapped_doer_opposite_a_pronoun_and_adjectives_in_ed() -> None:
     # One side swapped is enough when the passage's other side is a pronoun.
     span = analyze("Legendre's conjecture is about primes. It is implied by Cramér's conjecture.")
@@ -275,7 +290,6 @@ def test_a_negation_worded_another_way_in_the_passage_is_no_contradiction() -> N
                                    "afterwards."), span)
 
 
-
 def test_bottom_states_lowest_and_openings_that_are_no_names() -> None:
     span = analyze("They now play in the 4th league, the bottom professional league.")
     assert cue_issues(analyze("They play in the 4th league, the lowest tier."), span) == []
@@ -284,7 +298,6 @@ def test_bottom_states_lowest_and_openings_that_are_no_names() -> None:
         "Grainger Market"
     ]
     assert entities("Athens is the capital of Greece.")[0].text == "Athens"
-
 
 
 def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
