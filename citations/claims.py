@@ -705,11 +705,13 @@ def negation_issues(claim: Features, span: Features) -> list[Issue]:
 
 
 # Words that deny without "not": "would outgrow its practice of controlling" (could not
-# keep controlling), "excluding 1 as a prime" (1 is not counted as a prime); and "only"
+# keep controlling), "excluding 1 as a prime" (1 is not counted as a prime), "falling
+# outside of reasonable discipline" (not reasonable discipline); and "only"
 # before an adverb: "reacts only slowly" (does not react quickly).
 _IMPLICIT_NEGATORS: Final = frozenset(
     """excluding exclude excludes excluded prevent prevents prevented avoid avoids avoided
-    rarely seldom hardly barely unable impossible outgrow outgrew unchanged unknown""".split()
+    rarely seldom hardly barely unable impossible outgrow outgrew unchanged unknown
+    outside""".split()
 )
 
 

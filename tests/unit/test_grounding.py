@@ -279,6 +279,8 @@ def test_a_negation_worded_another_way_in_the_passage_is_no_contradiction() -> N
     assert negation_issues(claim, span) == []
     span = analyze("The theorem requires excluding 1 as a prime.")
     assert negation_issues(analyze("1 is not counted as a prime."), span) == []
+    span = analyze("Sarcasm is seen as falling outside of what constitutes reasonable discipline.")
+    assert negation_issues(analyze("Sarcasm is not considered reasonable discipline."), span) == []
     # A "not" the passage does not word at all is still a contradiction.
     span = analyze("Triplet oxygen reacts with most organic molecules.")
     assert negation_issues(claim, span)
