@@ -902,6 +902,10 @@ def association_issues(
         for index, (word, word_stem) in enumerate(zip(claim.words, claim.word_stems, strict=True))
         if word not in STOP_WORDS and word not in _QUANTIFIERS and word_stem in span_positions
     }
+    # Every occurrence counts on both sides alike, so a text never contradicts itself.
+    claim_positions: dict[str, list[int]] = {}
+    for index, word_stem in enumerate(claim.word_stems):
+        claim_positions.setdefault(word_stem, []).append(index)
     against: list[tuple[str, str, str]] = []
     agree = 0
     names = sorted(anchors, key=anchors.get)
@@ -910,10 +914,12 @@ def association_issues(
             a, b = anchors[first], anchors[second]
             if abs(a - b) <= margin:  # two names of one phrase ("Anarchist civil disobedients")
                 continue
-            for word_stem, position in words.items():
+            for word_stem in words:
                 if word_stem in (first, second):
                     continue
-                claim_side = abs(position - a) - abs(position - b)
+                claim_side = _nearest(claim_positions[word_stem], claim_positions[first]) - (
+                    _nearest(claim_positions[word_stem], claim_positions[second])
+                )
                 if abs(claim_side) < margin:
                     continue
                 near_a = _nearest(span_positions[word_stem], span_positions[first])
@@ -1187,7 +1193,7 @@ def role_issues(
                                               phrase=not _verb_at(span_tokens, position))
             same = len(doer & span_doer) + len(receiver & span_receiver)
             cross = len(doer & span_receiver) + len(receiver & span_doer)
-            if doer & span_doer and receiver & span_receiver:
+            if (doer & span_doer and receiver & span_receiver) or (same and not cross):
                 verdicts.add("agree")
             elif doer & span_receiver and receiver & span_doer and cross > same:
                 verdicts.add("swapped")
@@ -1318,6 +1324,7 @@ def parallel_issues(claim: Features, span: Features) -> list[Issue]:
     if len(parts) < 2:
         return []
     span_parts = _segments(span.text)
+    span_parallel = _parallel_parts(span.text)
     span_stems = set(span.word_stems)
     for i, first in enumerate(parts):
         for second in parts[i + 1 :]:
@@ -1325,6 +1332,10 @@ def parallel_issues(claim: Features, span: Features) -> list[Issue]:
             own_second = (second - first) & span_stems
             if len(own_first) < 2 or len(own_second) < 2:
                 continue
+            if any(own_first <= p and not own_second & p for p in span_parallel) and any(
+                own_second <= p and not own_first & p for p in span_parallel
+            ):
+                continue  # the passage has each part whole and apart
             mixed = pure = 0
             for part in span_parts:
                 a, b = len(part & own_first), len(part & own_second)

@@ -302,6 +302,42 @@ def test_bottom_states_lowest_and_openings_that_are_no_names() -> None:
     assert entities("Athens is the capital of Greece.")[0].text == "Athens"
 
 
+VERBATIM = (
+    "But for instance the districts in Kraków do not have entitlements of powiat, so the "
+    "registration numbers in Kraków are of the same type for all districts.",
+    "Oxygen, as a supposed mild euphoric, has a history of recreational use in oxygen bars "
+    "and in sports.",
+    "Other arguments include the lack of accounts of the death of rats before outbreaks of "
+    "plague between the 14th and 17th centuries; temperatures that are too cold in northern "
+    "Europe for the survival of fleas; that, despite primitive transport systems, the spread "
+    "of the Black Death was much faster than that of modern bubonic plague; that mortality "
+    "rates of the Black Death appear to be very high; that, while modern bubonic plague is "
+    "largely endemic as a rural disease, the Black Death indiscriminately struck urban and "
+    "rural areas; and that the pattern of the Black Death, with major outbreaks in the same "
+    "areas separated by 5 to 15 years, differs from modern bubonic plague—which often becomes "
+    "endemic for decades with annual flare-ups.",
+)
+
+
+@pytest.mark.parametrize("sentence", VERBATIM)
+def test_a_sentence_never_contradicts_itself(sentence) -> None:
+    # The offline answerer quotes passage sentences: the checks must agree with them.
+    text = analyze(sentence)
+    assert association_issues(text, text, min_votes=4, margin=2) == []
+    assert parallel_issues(text, text) == []
+
+
+def test_a_verbatim_sentence_agrees_with_its_passage_though_another_sentence_differs() -> None:
+    passage = analyze(
+        "Priestley published his findings in 1775 in a paper titled An Account of Further "
+        "Discoveries in Air. Because he published his findings first, Priestley is usually "
+        "given priority in the discovery."
+    )
+    claim = analyze("Because he published his findings first, Priestley is usually given "
+                    "priority in the discovery.")
+    assert role_issues(claim, passage, verbs_only=True) == []
+
+
 def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
     passage = analyze("They named their flight Apollo 1 as a focus on the first manned flight, "
                       "and renovation of a bathroom.")
