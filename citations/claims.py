@@ -132,7 +132,8 @@ _DEMONYMS: Final = {
 _CAUSE: Final = re.compile(
     r"\b(?:because|due to|owing to|thanks to|as a result|(?:led|lead|leads|leading) to|"
     r"result(?:ed|s|ing)? in|caus(?:e|ed|es|ing)|therefore|thus|hence|consequently|"
-    r"so that|in order to|which is why|the reason|reasons?|in response to|prompt(?:ed|ing)|"
+    r"so that|in order to|(?:which|this|that) is why|the reason|reasons?|in response to|"
+    r"prompt(?:ed|ing)|"
     r"responsible for|contribut(?:ed|es|ing) to|enabl(?:ed|es|ing)|allow(?:ed|s|ing)|"
     r"causative|means? that|meant that|so)\b",
     re.IGNORECASE,
@@ -839,6 +840,8 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
     ):
         if word_stem in span.word_stems or position in denied:
             continue
+        if word in STOP_WORDS or len(word) < 3:
+            continue  # "it" is not the opposite of "united" ("un" + "it")
         opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
         for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
             opposites.add(prefix + word_stem)

@@ -377,6 +377,19 @@ class Grounder:
                 if unit.passage == plan.units[index].passage and wanted & unit.features.stems:
                     chosen.append(neighbour)
                     wanted -= unit.features.stems
+        # A number of three or more digits the span lacks is told by the passage sentence
+        # that has it, wherever it stands ("As of 2010, there were 821,784 people").
+        for term in sorted(wanted):
+            if len(term) < 3 or not term.isdigit() or (len(term) == 4 and term[:2] in
+                                                       ("18", "19", "20")):
+                continue
+            for index, unit in enumerate(plan.units):
+                if index not in chosen and unit.passage == plan.units[best].passage and (
+                    term in unit.features.stems
+                ):
+                    chosen.append(index)
+                    wanted -= unit.features.stems
+                    break
         # A span opening with a pronoun ("It consisted of …", "During the same year, …")
         # refers to the subject of an earlier sentence: up to three back, the nearest one
         # that opens with the name or number the claim has.

@@ -338,6 +338,29 @@ def test_a_verbatim_sentence_agrees_with_its_passage_though_another_sentence_dif
     assert role_issues(claim, passage, verbs_only=True) == []
 
 
+def test_it_is_not_the_opposite_of_united_and_this_is_why_states_a_cause() -> None:
+    span = analyze("Much of the community served in or has ties to the United States Navy.")
+    claim = analyze("Many of them served in the US Navy or have ties to it.")
+    assert opposite_issues(claim, span) == []
+    span = analyze("The test is fast for such numbers. This is why the largest known prime is "
+                   "a Mersenne prime.")
+    claim = analyze("The largest known prime is a Mersenne prime because the test is fast.")
+    assert cue_issues(claim, span) == []
+
+
+def test_a_number_the_span_lacks_is_taken_from_its_sentence_anywhere(grounder) -> None:
+    passage = (
+        "Jacksonville is the most populous city in Florida. As of 2010, there were 821,784 "
+        "people in the city. It has a large Arab population. Jacksonville has Florida's "
+        "largest Filipino American community, with 25,033 in the metropolitan area."
+    )
+    claim = ("Jacksonville had 821,784 residents, and its metropolitan area is home to "
+             "Florida's largest Filipino American community.")
+    support = grounder.check_claim(claim, [passage])
+    assert "not 821,784" not in support.reason
+    assert any(passage[a:b].startswith("As of 2010") for a, b in support.spans)
+
+
 def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
     passage = analyze("They named their flight Apollo 1 as a focus on the first manned flight, "
                       "and renovation of a bathroom.")
