@@ -70,7 +70,7 @@ _ORDINAL_WORDS: Final = {
 }
 _FRACTIONS: Final = {"half": 2, "halve": 2, "third": 3, "quarter": 4, "fifth": 5, "tenth": 10}
 _FRACTION: Final = re.compile(
-    r"\b(?P<count>a|one|two|three)?\s*(?P<part>half|thirds?|quarters?|fifths?|tenths?)\b"
+    r"\b(?P<count>a|one|two|three)?(?:\s+|-)?(?P<part>half|thirds?|quarters?|fifths?|tenths?)\b"
     r"(?=\s+(?:of|the|a|an)\b)|\bhalf\b",
     re.IGNORECASE,
 )
@@ -104,7 +104,12 @@ _SENTENCE_STARTERS: Final = frozenset(
     here now when where what which who why how until unless once about around between among
     within beyond over under upon into onto per than whereas whether only even still yet
     again ultimately currently originally initially eventually notably similarly likewise
-    together altogether generally typically usually often sometimes""".split()
+    together altogether generally typically usually often sometimes apart aside besides
+    except along throughout across toward towards whilst unfortunately fortunately
+    historically traditionally geographically officially reportedly apparently arguably
+    importantly interestingly ironically surprisingly specifically particularly
+    especially mostly mainly largely partly roughly approximately nearly almost just
+    even""".split()
 )
 _NAME_LINKS: Final = frozenset("of de del della di da van von der den du la le y al bin".split())
 
@@ -127,7 +132,8 @@ _DEMONYMS: Final = {
 _CAUSE: Final = re.compile(
     r"\b(?:because|due to|owing to|thanks to|as a result|(?:led|lead|leads|leading) to|"
     r"result(?:ed|s|ing)? in|caus(?:e|ed|es|ing)|therefore|thus|hence|consequently|"
-    r"so that|in order to|which is why|the reason|reasons?|in response to|prompt(?:ed|ing)|"
+    r"so that|in order to|(?:which|this|that) is why|the reason|reasons?|in response to|"
+    r"prompt(?:ed|ing)|"
     r"responsible for|contribut(?:ed|es|ing) to|enabl(?:ed|es|ing)|allow(?:ed|s|ing)|"
     r"causative|means? that|meant that|so)\b",
     re.IGNORECASE,
@@ -159,6 +165,14 @@ _EXTREMES: Final = tuple(
     )
 )
 _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
+# Words that state a cue without being cues themselves: "the initial model" is the first
+# model, but a claim saying "initially" claims no first.
+_CUE_SYNONYMS: Final = {
+    "first": frozenset("initial initially original originally".split()),
+    "ever": frozenset("record history all-time".split()),  # "set the record for the largest"
+    "lowest": frozenset("bottom".split()),
+    "highest": frozenset("top peak".split()),
+}
 
 
 @dataclass(frozen=True)
@@ -213,6 +227,7 @@ def _analyze(text: str) -> Features:
         i for i, (w, parenthesized) in enumerate(located)
         if w in _NEGATIONS and not parenthesized
         and not (i + 1 < len(words) and words[i + 1] in _NOT_NEGATING_NEXT)
+        and not _exclusive(words, i)
     )
     return Features(
         text=text,
@@ -227,6 +242,18 @@ def _analyze(text: str) -> Features:
         extremes=frozenset(w for w in _cue_words(words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
     )
+
+
+def _exclusive(words: Sequence[str], index: int) -> bool:
+    """ "no positive divisors other than 1 and itself": an "only", no denial ("did not
+    tolerate religions other than his own" still denies)."""
+    if words[index] not in ("no", "none", "nothing", "nobody"):
+        return False
+    after = words[index + 1 : index + 7]
+    return any(
+        (first, second) in (("other", "than"), ("apart", "from"), ("except", "for"))
+        for first, second in zip(after, after[1:], strict=False)
+    ) or any(w in ("except", "besides", "save") for w in after)
 
 
 def _cue_words(words: Sequence[str]) -> Iterable[str]:
@@ -392,6 +419,8 @@ def numbers(text: str) -> list[Number]:
         if scale:
             value *= _SCALES[scale]
         found.append(Number(value, match.group(), kind, match.start(), match.end(), bool(scale)))
+    for match in re.finditer(r"\b(?:a|one)\s+decade\b", text, re.IGNORECASE):
+        found.append(Number(10.0, match.group(), "number", match.start(), match.end()))
     return _share_scales(text, sorted(found, key=lambda n: n.start))
 
 
@@ -482,7 +511,10 @@ def entities(text: str) -> list[Entity]:
 
 
 def _is_common_opening(word: str) -> bool:
-    return word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2
+    if word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2:
+        return True
+    # "Users could reach …": a common noun's plural, not a name.
+    return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 4.5
 
 
 def _name_token(token: str) -> str:
@@ -503,12 +535,21 @@ class Issue:
     weight: float = 1.0
 
 
-def number_issues(claim: Features, span: Features, passage: Features) -> list[Issue]:
+def number_issues(
+    claim: Features, span: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """Numbers the span lacks or contradicts. ``subject`` (the document's title) may hold
+    one: "Super Bowl 50"."""
     issues: list[Issue] = []
     years = [n.value for n in span.numbers if n.kind == "year"]
+    named = subject.numbers if subject is not None else ()
     for number in claim.numbers:
-        if any(_same_number(number, other) for other in span.numbers):
+        if any(_same_number(number, other) for other in (*span.numbers, *named)):
             continue
+        if number.kind == "ordinal" and number.value == 1 and (
+            _CUE_SYNONYMS["first"] & set(span.words)
+        ):
+            continue  # "the first model" is "the initial model"
         if number.kind == "number" and any(abs(a - b) == number.value for a in years
                                            for b in years):
             continue  # "four years later" for 1851 and 1855
@@ -656,11 +697,46 @@ def negation_issues(claim: Features, span: Features) -> list[Issue]:
     span_denies = _relevant_negations(span, claim, reach=3, words=1)
     # Either side may word its negation differently ("does not accelerate" / "will not cause
     # it to accelerate"), so any negation on the other side answers a relevant one.
-    if claim_denies and not span.negations:
+    if claim_denies and not span.negations and not _implicitly_denied(claim, span,
+                                                                         claim_denies):
         return [Issue("the passage states this without the negation", True)]
     if span_denies and not claim.negations:
         return [Issue("the passage negates this", True)]
     return []
+
+
+# Words that deny without "not": "would outgrow its practice of controlling" (could not
+# keep controlling), "excluding 1 as a prime" (1 is not counted as a prime), "falling
+# outside of reasonable discipline" (not reasonable discipline); and "only"
+# before an adverb: "reacts only slowly" (does not react quickly).
+_IMPLICIT_NEGATORS: Final = frozenset(
+    """excluding exclude excludes excluded prevent prevents prevented avoid avoids avoided
+    rarely seldom hardly barely unable impossible outgrow outgrew unchanged unknown
+    outside""".split()
+)
+
+
+def _implicitly_denied(claim: Features, span: Features, negations: list[int]) -> bool:
+    """Whether the span words each relevant claim negation another way: a denying word
+    within four words of the span's use of what the negation bears on."""
+    for index in negations:
+        scope = {
+            claim.word_stems[j]
+            for j in range(index + 1, min(len(claim.words), index + 6))
+            if claim.words[j] not in STOP_WORDS and claim.words[j] not in _NEGATIONS
+        }
+        near = [
+            k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
+            for k in range(max(0, j - 4), min(len(span.words), j + 5))
+        ]
+        if not any(
+            span.words[k] in _IMPLICIT_NEGATORS
+            or (span.words[k] == "only" and k + 1 < len(span.words)
+                and span.words[k + 1].endswith("ly"))  # "reacts only slowly"
+            for k in near
+        ):
+            return False
+    return True
 
 
 _SCOPE_FILLERS: Final = frozenset(
@@ -685,15 +761,21 @@ def _relevant_negations(text: Features, other: Features, *, reach: int, words: i
     return relevant
 
 
-def cue_issues(claim: Features, span: Features) -> list[Issue]:
+def cue_issues(claim: Features, span: Features, context: Features | None = None) -> list[Issue]:
+    """Causes, extremes and comparisons the span does not state. ``context`` (the span and
+    the sentences next to it that share the claim's words) may state the cause: "…, so
+    packets take different paths" is told by the next sentence's "resulting in"."""
     issues: list[Issue] = []
-    if claim.cause and not span.cause:
+    if claim.cause and not span.cause and not (context is not None and context.cause):
         issues.append(Issue("the passage does not state this cause or consequence", False))
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]
-        if not (group & span.extremes) and stem(word) not in span.word_stems:
-            shown = word.replace("-", " ")
-            issues.append(Issue(f'the passage does not say "{shown}"', False))
+        if group & span.extremes or stem(word) in span.word_stems:
+            continue
+        if _CUE_SYNONYMS.get(word, frozenset()) & set(span.words):
+            continue
+        shown = word.replace("-", " ")
+        issues.append(Issue(f'the passage does not say "{shown}"', False))
     for word in _comparisons(claim):
         if stem(word) not in span.word_stems:
             issues.append(Issue(f'the passage does not say "more {word}"', False))
@@ -751,9 +833,15 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
     """A claim word missing from the passage whose opposite the passage uses instead."""
     issues = []
     claim_stems = set(claim.word_stems)
-    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
-        if word_stem in span.word_stems:
+    # "did not change" is "remained unchanged": a denied word's opposite agrees with it.
+    denied = {j for i in claim.negations for j in range(i + 1, i + 4)}
+    for position, (word, word_stem) in enumerate(
+        zip(claim.words, claim.word_stems, strict=True)
+    ):
+        if word_stem in span.word_stems or position in denied:
             continue
+        if word in STOP_WORDS or len(word) < 3:
+            continue  # "it" is not the opposite of "united" ("un" + "it")
         opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
         for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
             opposites.add(prefix + word_stem)
@@ -779,12 +867,21 @@ def rare_word_issues(
             continue
         if zipf_frequency(word, "en") >= 3.0 or word_stem in known:
             continue
+        if _common_root(word, word_stem):
+            continue  # "crewed", "redoing": a rare form of everyday words, not a detail
         if any(w.startswith(word[:5]) for w in passage.words if len(word) >= 6):
             continue
         if any(word in e.tokens for e in claim.entities):
             continue  # names have their own check
         return [Issue(f'the passage does not mention "{word}"', False, 0.7)]
     return []
+
+
+def _common_root(word: str, word_stem: str) -> bool:
+    """Whether a rare word is an inflection or a re- form of a common one."""
+    if word_stem != word and zipf_frequency(word_stem, "en") >= 4.0:
+        return True
+    return word.startswith("re") and len(word) >= 6 and zipf_frequency(word[2:], "en") >= 4.5
 
 
 def association_issues(
@@ -808,6 +905,10 @@ def association_issues(
         for index, (word, word_stem) in enumerate(zip(claim.words, claim.word_stems, strict=True))
         if word not in STOP_WORDS and word not in _QUANTIFIERS and word_stem in span_positions
     }
+    # Every occurrence counts on both sides alike, so a text never contradicts itself.
+    claim_positions: dict[str, list[int]] = {}
+    for index, word_stem in enumerate(claim.word_stems):
+        claim_positions.setdefault(word_stem, []).append(index)
     against: list[tuple[str, str, str]] = []
     agree = 0
     names = sorted(anchors, key=anchors.get)
@@ -816,10 +917,12 @@ def association_issues(
             a, b = anchors[first], anchors[second]
             if abs(a - b) <= margin:  # two names of one phrase ("Anarchist civil disobedients")
                 continue
-            for word_stem, position in words.items():
+            for word_stem in words:
                 if word_stem in (first, second):
                     continue
-                claim_side = abs(position - a) - abs(position - b)
+                claim_side = _nearest(claim_positions[word_stem], claim_positions[first]) - (
+                    _nearest(claim_positions[word_stem], claim_positions[second])
+                )
                 if abs(claim_side) < margin:
                     continue
                 near_a = _nearest(span_positions[word_stem], span_positions[first])
@@ -888,3 +991,420 @@ def contrast_issues(claim: Features, span: Features) -> list[Issue]:
 def _lower(word: str) -> str:
     word = word.lower().replace("’", "'")
     return word[:-2] if word.endswith("'s") else word
+
+
+# -- roles: who did what to whom ------------------------------------------------------------
+
+# Words that open a clause of their own after a comma ("…, while Kuechly led the team").
+_CLAUSE_OPENERS: Final = frozenset(
+    "and but while whereas although though which who whom whose where when so yet".split()
+)
+_BE_FORMS: Final = frozenset("is are was were be been being get gets got gotten".split())
+# Relations that read the same both ways round: "X married Y", "a treaty between X and Y".
+_SYMMETRIC: Final = frozenset(
+    """married marry marries met meet meets between with together both versus vs against
+    alliance allied allies ally treaty agreement border borders bordered similar same equal
+    like unlike compared near adjacent neighbour neighbor neighbours neighbors partner
+    partnership partners merged merger joint relation relations war wars fought fight fighting
+    battle battles rival rivals rivalry tied tie contact connected connects connecting linked
+    link links joined join joins collaborated also including include includes included
+    respectively each other""".split()
+)
+
+
+@dataclass(frozen=True)
+class _Token:
+    word: str
+    stem: str
+    clause: int
+    possessive: bool
+    capital: bool = False
+    comma: bool = False  # a comma (or dash) stands between this word and the one before
+
+
+@lru_cache(maxsize=8192)
+def _role_tokens(text: str) -> tuple[_Token, ...]:
+    """Each word with its stem, its clause number and whether it is a possessor ("X's")."""
+    text = text.replace("’", "'")
+    tokens: list[_Token] = []
+    clause, position = 0, 0
+    for match in _WORD.finditer(text):
+        between = text[position : match.start()]
+        raw = match.group()
+        parts = list(_split_word(raw.lower().strip(".'-")))
+        if tokens and (
+            re.search(r"[;:()\[\]]|[!?]\s", between)
+            or (re.search(r"\.\s", between) and not _abbreviation(text, position))
+            or ("," in between and parts[:1] and parts[0] in _CLAUSE_OPENERS)
+            or (parts[:1] and parts[0] in ("while", "whereas"))
+        ):
+            clause += 1
+        position = match.end()
+        possessive = raw.lower().endswith("'s") or text[match.end() : match.end() + 1] == "'"
+        for index, word in enumerate(parts):
+            tokens.append(_Token(
+                word, stem(word), clause, possessive and index == len(parts) - 1,
+                raw[:1].isupper(), index == 0 and bool(re.search(r"[,–—]", between)),
+            ))
+    return tuple(tokens)
+
+
+# Endings of abstract nouns: words that name a thing taking part, not the relation itself.
+_NOUN_ENDINGS: Final = (
+    "tion", "sion", "ity", "ism", "ment", "ness", "ance", "ence", "ogy", "sphere", "ics",
+)
+
+
+def _abbreviation(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` (before a dot) is an abbreviation: "St.", "Y."."""
+    word = re.search(r"[\w.]*$", text[:end]).group()
+    return len(word) <= 3 and word[:1].isupper() or "." in word
+
+
+def _argument_keys(claim: Features) -> dict[str, str]:
+    """Stem -> the argument it names: a name (all its words one argument), a rare word or
+    an abstract noun ("immunity", "vaccination")."""
+    keys: dict[str, str] = {}
+    for entity in claim.entities:
+        tokens = [t for t in entity.tokens if t not in _NAME_LINKS and t not in STOP_WORDS]
+        if not tokens:
+            continue
+        key = min(tokens, key=lambda t: (zipf_frequency(t, "en"), t))
+        for token in tokens:
+            keys.setdefault(stem(token), stem(key))
+            keys.setdefault("\0" + stem(token), "name")  # marks a name's word
+    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
+        if word in STOP_WORDS or word_stem in keys or word[:1].isdigit():
+            continue
+        if len(word) >= 5 and (
+            zipf_frequency(word, "en") < 3.5 or word.endswith(_NOUN_ENDINGS)
+        ):
+            keys[word_stem] = word_stem
+    return keys
+
+
+def _sides(
+    tokens: Sequence[_Token], index: int, keys: dict[str, str], window: int,
+    *, phrase: bool = False,
+) -> tuple[frozenset[str], frozenset[str]]:
+    """(doer, receiver): the arguments before and after the word at ``index`` in its clause
+    and within ``window`` words, swapped round in the passive ("was implied by X", "the
+    castle built in 1080 by X": X does it). A possessor right before the word ("Y's basis")
+    counts after it ("the basis of Y"). With ``phrase`` (a noun, not a verb) a comma ends
+    the sides too: "Following the National Cycling strategy, Newcastle …"."""
+    pivot = tokens[index]
+    own = keys.get(pivot.stem)
+    left: set[str] = set()
+    right: set[str] = set()
+    agent_by = False  # the first argument after the word comes after "by"
+    for j in range(index - 1, max(-1, index - 1 - window), -1):
+        if tokens[j].clause != pivot.clause or (phrase and tokens[j + 1].comma):
+            break
+        key = _key(tokens[j], keys)
+        if key and key != own:
+            (right if tokens[j].possessive and index - j <= 2 else left).add(key)
+    for j in range(index + 1, min(len(tokens), index + 1 + window)):
+        if tokens[j].clause != pivot.clause or (phrase and tokens[j].comma):
+            break
+        key = _key(tokens[j], keys)
+        if key and key != own:
+            if not right:
+                agent_by = any(t.word == "by" for t in tokens[index + 1 : j])
+            right.add(key)
+    before = {t.word for t in tokens[max(0, index - 2) : index]}
+    participle = pivot.word.endswith(("ed", "en")) or pivot.word in _IRREGULAR
+    if participle and index and tokens[index - 1].word in ("and", "or"):
+        # "was destroyed by fire in 1901 and replaced with …": the "was" reaches on
+        before |= {t.word for t in tokens[max(0, index - 10) : index]
+                   if t.clause == pivot.clause}
+    if participle and agent_by:
+        return frozenset(right - left), frozenset(left - right)  # "was implied by X"
+    if before & _BE_FORMS and participle:
+        return frozenset(), frozenset(left - right)  # "was included in Y": undergoes it
+    return frozenset(left - right), frozenset(right - left)
+
+
+def _key(token: _Token, keys: dict[str, str]) -> str | None:
+    """The argument a word names. A common word of a name names it only when capitalized:
+    "Booth School of Business" is not named by "any business school"."""
+    key = keys.get(token.stem)
+    if key is None or token.capital or ("\0" + token.stem) not in keys:
+        return key
+    return key if zipf_frequency(token.word, "en") < 4.0 else None
+
+
+_DETERMINERS: Final = frozenset("a an the its their his her our this these those".split())
+
+
+def _verb_at(tokens: Sequence[_Token], index: int) -> bool:
+    """Whether the word at ``index`` reads as a verb: a past form ("overthrew", "received")
+    not used as an adjective ("an armed revolt", "declassified documents"): not after a
+    determiner, not before a common noun (a name or number may follow a verb)."""
+    word = tokens[index].word
+    if not (word.endswith("ed") or word in _IRREGULAR):
+        return False
+    if index and tokens[index - 1].word in _DETERMINERS:
+        return False
+    if index + 1 < len(tokens) and tokens[index + 1].clause == tokens[index].clause:
+        following = tokens[index + 1]
+        return (following.word in STOP_WORDS or following.capital
+                or following.word[:1].isdigit())
+    return True
+
+
+def role_issues(
+    claim: Features, span: Features, *, window: int = 8, verbs_only: bool = False
+) -> list[Issue]:
+    """Who did what to whom, swapped: the claim's doer of a word is its receiver in the
+    passage ("The Mughal state exploited the weakness of the British" against "the British
+    exploited the political weakness of the Mughal state"), active and passive read alike.
+
+    Arguments are names, rare words and abstract nouns; every other content word both
+    texts share is a pivot with the arguments before it (doer) and after it (receiver) in
+    its clause. A pivot whose doer and receiver the passage swaps is a contradiction; so is
+    one side swapped (the passage's other side a pronoun) when no pivot agrees.
+    """
+    keys = _argument_keys(claim)
+    if len(set(keys.values())) < 2:
+        return []
+    claim_tokens = _role_tokens(claim.text)
+    span_tokens = _role_tokens(span.text)
+    names = frozenset(t for e in claim.entities for t in e.tokens)
+    span_at: dict[str, list[int]] = {}
+    for index, token in enumerate(span_tokens):
+        span_at.setdefault(token.stem, []).append(index)
+    swapped: list[str] = []
+    half: list[str] = []
+    agree = agree_verbs = swapped_verbs = 0
+    for index, token in enumerate(claim_tokens):
+        if (
+            token.word in STOP_WORDS or token.word in _SYMMETRIC or token.word in _QUANTIFIERS
+            or token.word[:1].isdigit() or len(token.word) < 3 or token.stem not in span_at
+            or token.word in names
+        ):
+            continue
+        verb = _verb_at(claim_tokens, index)
+        if verbs_only and not verb:
+            continue
+        doer, receiver = _sides(claim_tokens, index, keys, window, phrase=not verb)
+        if not (doer and receiver) and not (verb and (doer or receiver)):
+            continue
+        verdicts = set()
+        for position in span_at[token.stem]:
+            verb = _verb_at(claim_tokens, index) and _verb_at(span_tokens, position)
+            span_doer, span_receiver = _sides(span_tokens, position, keys, window,
+                                              phrase=not _verb_at(span_tokens, position))
+            same = len(doer & span_doer) + len(receiver & span_receiver)
+            cross = len(doer & span_receiver) + len(receiver & span_doer)
+            if (doer & span_doer and receiver & span_receiver) or (same and not cross):
+                verdicts.add("agree")
+            elif doer & span_receiver and receiver & span_doer and cross > same:
+                verdicts.add("swapped")
+            elif verb and not same and (
+                (doer & span_receiver and not (span_doer and receiver))
+                or (receiver & span_doer and not (span_receiver and doer))
+            ):
+                verdicts.add("half")  # "It is implied by Cramér's conjecture"
+        if "agree" in verdicts:
+            agree += 1
+            agree_verbs += _verb_at(claim_tokens, index)
+        elif "swapped" in verdicts:
+            swapped.append(token.word)
+            swapped_verbs += _verb_at(claim_tokens, index)
+        elif "half" in verdicts:
+            half.append(token.word)
+    # A swap around a verb is answered only by a verb both read the same way: names that
+    # agree around "under" in "militiamen under George Washington" say nothing of who
+    # ambushed whom.
+    if (swapped_verbs and swapped_verbs > agree_verbs) or (swapped and len(swapped) > agree):
+        shown = swapped[0]
+        return [Issue(f'the passage has the roles around "{shown}" the other way round', True)]
+    if half and not agree_verbs:
+        return [Issue(f'the passage has the roles around "{half[0]}" the other way round',
+                      True)]
+    return []
+
+
+def attribution_issues(claim: Features, span: Features) -> list[Issue]:
+    """What the claim says of one name, the passage says of another: "Sweden imposed prison
+    sentences …" against "Sweden rationed gasoline. The Netherlands imposed prison
+    sentences …"; "the ascent stage carried the equipment, while the descent stage held
+    the cabin" against the other way round.
+
+    The subject of each claim clause (its first name, rare word or abstract noun) is
+    checked: when the passage clause holding most of that clause's other words (three or
+    more, and most of them) opens with another name, and no clause naming the subject holds
+    more than one of them, the passage says this of that other name.
+    """
+    keys = _argument_keys(claim)
+    claim_tokens = _role_tokens(claim.text)
+    span_tokens = _role_tokens(span.text)
+    clauses: dict[int, set[str]] = {}
+    named: dict[int, set[str]] = {}
+    for index, token in enumerate(span_tokens):
+        clauses.setdefault(token.clause, set()).add(token.stem)
+        key = _key(token, keys)
+        if key and not _title_of_another(span_tokens, index, keys):
+            named.setdefault(token.clause, set()).add(key)
+    subjects: dict[int, str] = {}
+    claim_clauses: dict[int, set[str]] = {}
+    for token in claim_tokens:
+        key = _key(token, keys)
+        if key:
+            subjects.setdefault(token.clause, key)
+            if ("\0" + token.stem) not in keys and subjects[token.clause] != key:
+                claim_clauses.setdefault(token.clause, set()).add(token.stem)  # "conversion"
+        elif token.word not in STOP_WORDS and token.word not in _QUANTIFIERS and not (
+            token.word[:1].isdigit()
+        ):
+            claim_clauses.setdefault(token.clause, set()).add(token.stem)
+    shared = set.intersection(*claim_clauses.values()) if len(claim_clauses) > 1 else set()
+    for clause, subject in sorted(subjects.items()):
+        if not any(subject in n for n in named.values()):
+            continue  # a name the passage lacks is entity_issues' business
+        words = claim_clauses.get(clause, set()) - shared
+        overlap = {c: len(words & stems) for c, stems in clauses.items()}
+        best = max(overlap, key=lambda c: (overlap[c], -c))
+        if subject in named.get(best, set()) or overlap[best] < 3:
+            continue
+        if overlap[best] * 2 < len(words) or max(
+            (overlap[c] for c in clauses if subject in named.get(c, set())), default=0
+        ) > 1:
+            continue
+        opener = _clause_subject(span_tokens, best, keys)
+        if opener is not None and opener.startswith("?"):
+            shown = next((w for w, s in zip(claim.words, claim.word_stems, strict=True)
+                          if s == subject), subject)
+            return [Issue(f"the passage says this of another, not of {shown}", True)]
+    return []
+
+
+def _title_of_another(tokens: Sequence[_Token], index: int, keys: dict[str, str]) -> bool:
+    """A common capitalized word of a claim's name ("Administrator" of "Administrator
+    Gilruth") standing before a name the claim lacks ("Administrator Webb")."""
+    token = tokens[index]
+    return (
+        token.capital and zipf_frequency(token.word, "en") >= 3.5
+        and index + 1 < len(tokens) and tokens[index + 1].capital
+        and tokens[index + 1].clause == token.clause and not _key(tokens[index + 1], keys)
+    )
+
+
+_OPENING_PREPOSITIONS: Final = frozenset(
+    "in at on by from of with for during after before since until under over to".split()
+)
+
+
+def _clause_subject(tokens: Sequence[_Token], clause: int, keys: dict[str, str]) -> str | None:
+    """The name a clause opens with (within its first four words), if any; none when it
+    opens with a preposition ("In 1854 at Ballarat there was …")."""
+    words = [t for t in tokens if t.clause == clause][:4]
+    if words and words[0].word in _OPENING_PREPOSITIONS:
+        return None
+    for position, token in enumerate(words):
+        key = _key(token, keys)
+        if key and _title_of_another(words, position, keys):
+            continue  # "Administrator Webb": the title is shared, the name is not
+        if key:
+            return key
+        if token.capital and token.word not in STOP_WORDS and (
+            position > 0 or zipf_frequency(token.word, "en") < 4.5
+        ):
+            return "?" + token.stem
+    return None
+
+
+def parallel_issues(claim: Features, span: Features) -> list[Issue]:
+    """Two parallel statements with their parts crossed: "South Australia to the east and
+    the Tasman Sea to the west" against "the Tasman Sea to the east, and South Australia
+    to the west"; "made men retire at 60 and women at 65" against the other way round.
+
+    The claim's clauses (and parts joined by "and") each have words of their own; where
+    two of the passage's clauses each mix words of both claim parts and none holds two
+    words of one part alone, the passage pairs them the other way.
+    """
+    parts = _parallel_parts(claim.text)
+    if len(parts) < 2:
+        return []
+    span_parts = _segments(span.text)
+    span_parallel = _parallel_parts(span.text)
+    span_stems = set(span.word_stems)
+    for i, first in enumerate(parts):
+        for second in parts[i + 1 :]:
+            own_first = (first - second) & span_stems
+            own_second = (second - first) & span_stems
+            if len(own_first) < 2 or len(own_second) < 2:
+                continue
+            if any(own_first <= p and not own_second & p for p in span_parallel) and any(
+                own_second <= p and not own_first & p for p in span_parallel
+            ):
+                continue  # the passage has each part whole and apart
+            mixed = pure = 0
+            for part in span_parts:
+                a, b = len(part & own_first), len(part & own_second)
+                if a and b and a < len(own_first) and b < len(own_second):
+                    mixed += 1  # words of both, all of neither: parts crossed
+                elif a >= 2 or b >= 2:
+                    pure += 1
+            if mixed >= 2 and mixed > pure:
+                return [Issue("the passage pairs these the other way round", True)]
+    return []
+
+
+_PARALLEL: Final = re.compile(r",?\s+(?:while|whereas)\s+|;\s+|,?\s+and\s+", re.IGNORECASE)
+_FINITE: Final = frozenset("is are was were be been has have had can could will would must "
+                           "may might should does did do".split())
+
+
+def _parallel_parts(text: str) -> list[set[str]]:
+    """The claim's parallel parts: split at "while", "whereas" and ";", and at an "and"
+    before an elliptical part ("… men retire at 60 and women at 65": no verb, at most four
+    content words)."""
+    pieces: list[str] = []
+    position = 0
+    for match in _PARALLEL.finditer(text):
+        rest = text[match.end() :]
+        if match.group().strip(" ,").lower() == "and":
+            following = re.split(r"[,;:]|\s+(?:and|while|whereas)\s+", rest)[0]
+            raw = re.findall(r"[\w'’-]+", following)
+            words = [w.lower() for w in raw]
+            content = [w for w, r in zip(words, raw, strict=True) if w not in STOP_WORDS]
+            opening = next((r for w, r in zip(words, raw, strict=True)
+                            if w not in STOP_WORDS), "")
+            if not 2 <= len(content) <= 4 or any(
+                w in _FINITE or w.endswith("ed") for w in words
+            ) or not (opening[:1].isupper() or content[-1][:1].isdigit()):
+                continue  # "trade and communication between …": no parallel statement
+        pieces.append(text[position : match.start()])
+        position = match.end()
+    pieces.append(text[position:])
+    parts = []
+    for piece in pieces:
+        stems = {stem(w) for w in (m.lower() for m in re.findall(r"[\w'’-]+", piece))
+                 if w not in STOP_WORDS and w not in _QUANTIFIERS}
+        if stems:
+            parts.append(stems)
+    return parts
+
+
+def _segments(text: str) -> list[set[str]]:
+    """Content stems of each clause, a bare "and" also ending one (not one inside a list
+    of names or numbers: "Ford, Toyota and Holden")."""
+    segments: dict[tuple[int, int], set[str]] = {}
+    extra = 0
+    tokens = _role_tokens(text)
+    for index, token in enumerate(tokens):
+        if token.word == "and":
+            before = tokens[index - 1] if index else None
+            after = tokens[index + 1] if index + 1 < len(tokens) else None
+            if not (before and after and (
+                (before.capital and after.capital)
+                or (before.word[:1].isdigit() and after.word[:1].isdigit())
+            )):
+                extra += 1
+            continue
+        if token.word in STOP_WORDS or token.word in _QUANTIFIERS:
+            continue
+        segments.setdefault((token.clause, extra), set()).add(token.stem)
+    return [s for s in segments.values() if s]
+

@@ -307,14 +307,18 @@ class Grounder:
         passage_features = analyze(plan.passages[passage_key])
         subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
         issues = (
-            checks.number_issues(plan.features, span_features, passage_features)
+            checks.number_issues(plan.features, span_features, passage_features, subject)
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)
             + checks.negation_issues(plan.features, span_features)
             + checks.contrast_issues(plan.features, span_features)
             + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
+            + (checks.role_issues(plan.features, span_features)
+               or checks.role_issues(plan.features, passage_features, verbs_only=True))
+            + checks.attribution_issues(plan.features, span_features)
+            + checks.parallel_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
-            + checks.cue_issues(plan.features, span_features)
+            + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))
             + checks.rare_word_issues(plan.features, passage_features, subject)
         )
         verdict, reason, score = self._verdict(score, issues)
@@ -373,7 +377,53 @@ class Grounder:
                 if unit.passage == plan.units[index].passage and wanted & unit.features.stems:
                     chosen.append(neighbour)
                     wanted -= unit.features.stems
+        # A number of three or more digits the span lacks is told by the passage sentence
+        # that has it, wherever it stands ("As of 2010, there were 821,784 people").
+        for term in sorted(wanted):
+            if len(term) < 3 or not term.isdigit() or (len(term) == 4 and term[:2] in
+                                                       ("18", "19", "20")):
+                continue
+            for index, unit in enumerate(plan.units):
+                if index not in chosen and unit.passage == plan.units[best].passage and (
+                    term in unit.features.stems
+                ):
+                    chosen.append(index)
+                    wanted -= unit.features.stems
+                    break
+        # A span opening with a pronoun ("It consisted of …", "During the same year, …")
+        # refers to the subject of an earlier sentence: up to three back, the nearest one
+        # that opens with the name or number the claim has.
+        first = min(chosen)
+        missing = [  # each whole name, or number, the span lacks
+            frozenset(stem(t) for t in e.tokens) for e in plan.features.entities
+        ] + [frozenset([term]) for term in weights if term[:1].isdigit()]
+        missing = [m for m in missing if m & wanted]
+        if missing and _ANAPHOR.match(plan.units[first].text.lstrip()):
+            for back in range(first - 1, max(-1, first - 4), -1):
+                unit = plan.units[back]
+                if unit.passage != plan.units[first].passage:
+                    break
+                opening = _opening_terms(unit.features)
+                if any(m <= opening for m in missing):
+                    if back not in chosen:
+                        chosen.append(back)
+                    break
         return sorted(chosen)
+
+    def _context(self, plan: _Plan, chosen: list[int]) -> Features:
+        """The span with the sentences next to it that share two or more claim words."""
+        terms = set(plan.features.terms)
+        indexes = set(chosen)
+        for index in chosen:
+            for neighbour in (index - 1, index + 1):
+                if neighbour in indexes or not 0 <= neighbour < len(plan.units):
+                    continue
+                unit = plan.units[neighbour]
+                if unit.passage == plan.units[index].passage and len(
+                    terms & unit.features.stems
+                ) >= 2:
+                    indexes.add(neighbour)
+        return analyze(" ".join(plan.units[i].text for i in sorted(indexes)))
 
     def _score(self, lexical: float, cosine: float) -> float:
         t = self.thresholds
@@ -396,6 +446,21 @@ class Grounder:
         if score >= t.partial:
             return "partial", "the passage supports only part of this", score
         return "unsupported", "the passage does not say this", score
+
+
+_ANAPHOR: Final = re.compile(
+    r"(?:it|they|he|she|its|their|his|her|this|these|that|those|"
+    r"(?:during|in|by)? ?(?:the|that) same)\b",
+    re.IGNORECASE,
+)
+
+
+def _opening_terms(features: Features) -> frozenset[str]:
+    """What a sentence is about: its first name and the stems of its first six words."""
+    terms = {stem(w) for w in features.words[:6]}
+    if features.entities:
+        terms |= {stem(t) for t in features.entities[0].tokens}
+    return frozenset(terms)
 
 
 def _lexical(claim: Features, stems: frozenset[str]) -> float:

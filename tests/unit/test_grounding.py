@@ -14,7 +14,20 @@ from collections.abc import Sequence
 
 import pytest
 
-from citations.claims import analyze, association_issues, numbers
+from citations.claims import (
+    analyze,
+    association_issues,
+    attribution_issues,
+    cue_issues,
+    entities,
+    negation_issues,
+    number_issues,
+    numbers,
+    opposite_issues,
+    parallel_issues,
+    rare_word_issues,
+    role_issues,
+)
 from citations.grounding import Grounder, Thresholds
 
 PASSAGE = (
@@ -105,6 +118,32 @@ def test_a_name_in_the_document_title_counts_as_mentioned(grounder) -> None:
     assert titled.verdict == "supported"
 
 
+def test_a_number_in_the_document_title_counts_as_mentioned() -> None:
+    claim = analyze("Super Bowl 50 was the first to feature two top draft picks at quarterback.")
+    span = analyze("This was the first Super Bowl to feature two top draft picks at quarterback.")
+    assert number_issues(claim, span, span)
+    assert number_issues(claim, span, span, analyze("Super Bowl 50")) == []
+
+
+def test_no_x_other_than_y_says_only_y_and_denies_nothing(grounder) -> None:
+    passage = "A prime is a natural number greater than 1 that has no positive divisors other " \
+        "than 1 and itself."
+    claim = "A prime is a natural number greater than 1 whose only positive divisors are 1 " \
+        "and itself."
+    assert grounder.check_claim(claim, [passage]).reason == ""
+    assert analyze("it has no divisors other than 1").negations == ()
+    assert analyze("he did not tolerate religions other than his own").negations == (2,)
+
+
+def test_a_decade_is_ten_years_and_a_record_is_an_ever() -> None:
+    span = analyze("A decade after the 1973 crisis, Honda set the record for the largest plant.")
+    claim = analyze("About ten years after the 1973 crisis, Honda built the largest plant ever.")
+    assert number_issues(claim, span, span) == []
+    assert cue_issues(claim, span) == []
+    assert number_issues(analyze("Twelve years after the 1973 crisis, Honda built it."), span,
+                         span)
+
+
 def test_an_inserted_negation_and_a_negating_passage_are_both_caught(grounder) -> None:
     inserted = grounder.check_claim(
         "The Denver Broncos did not defeat the Carolina Panthers 24–10.", [PASSAGE]
@@ -138,6 +177,217 @@ def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     assert association_issues(claim, span, min_votes=4, margin=2) == []
 
 
+def test_who_did_what_to_whom_swapped_is_a_contradiction_active_or_passive() -> None:
+    span = analyze("In 1754 Virginia militiamen under George Washington ambushed a French patrol.")
+    swapped = role_issues(analyze("A French patrol ambushed Virginia militiamen."), span)
+    assert [i.contradiction for i in swapped] == [True]
+    assert '"ambushed"' in swapped[0].reason
+    # The same fact in the passive, or with the names the same way round, is no swap.
+    assert role_issues(analyze("A French patrol was ambushed by Virginia militiamen."), span) == []
+    assert role_issues(analyze("Virginia militiamen ambushed a French patrol."), span) == []
+    # "X is the basis of Y" read the other way round; a possessor counts as "of Y".
+    basis = analyze("This process of acquired immunity is the basis of vaccination.")
+    assert role_issues(analyze("Vaccination is the basis of acquired immunity."), basis)
+    assert role_issues(analyze("Acquired immunity is vaccination's basis."), basis) == []
+
+
+def test_roles_swapped_in_a_sentence_outside_the_span_are_still_found(grounder) -> None:
+    passage = ("Around 1177 the Tayichi'ud enslaved him. Temüjin's fame grew after escaping "
+               "from the camp of the Tayichi'ud at night.")
+    claim = "Temüjin enslaved the Tayichi'ud after escaping from their camp at night."
+    support = grounder.check_claim(claim, [passage])
+    assert passage[support.span[0] :].startswith("Temüjin's fame")  # the span lacks it
+    assert (support.verdict, support.reason) == (
+        "unsupported", 'the passage has the roles around "enslaved" the other way round'
+    )
+    # Against the whole passage only verbs are read: a noun's sides move too freely.
+    basis = analyze("This process of acquired immunity is the basis of vaccination.")
+    claim_basis = analyze("Vaccination is the basis of acquired immunity.")
+    assert role_issues(claim_basis, basis, verbs_only=True) == []
+
+
+def test_a_swapped_doer_opposite_a_pronoun_and_adjectives_in_ed() -> None:
+    # One side swapped is enough when the passage's other side is a pronoun.
+    span = analyze("Legendre's conjecture is about primes. It is implied by Cramér's conjecture.")
+    assert role_issues(analyze("Cramér's conjecture is implied by Legendre's conjecture."), span)
+    assert role_issues(analyze("Legendre's conjecture is implied by Cramér's conjecture."),
+                       span) == []
+    # "declassified documents": an adjective in -ed has no doer to swap.
+    span = analyze("In 2004, declassified documents revealed that the U.S. considered seizing "
+                   "Middle Eastern oilfields.")
+    claim = analyze("Documents declassified in 2004 show that the U.S. considered seizing "
+                    "Middle Eastern oilfields.")
+    assert role_issues(claim, span) == []
+
+
+def test_what_the_passage_says_of_another_name_is_not_said_of_the_claims() -> None:
+    span = analyze("Sweden rationed gasoline and heating oil. The Netherlands imposed prison "
+                   "sentences for those who used more than their ration of electricity.")
+    wrong = attribution_issues(analyze("Sweden imposed prison sentences on people who used "
+                                       "more electricity than their ration."), span)
+    assert [(i.contradiction, i.reason) for i in wrong] == [
+        (True, "the passage says this of another, not of sweden")
+    ]
+    right = analyze("The Netherlands imposed prison sentences on people who used more "
+                    "electricity than their ration.")
+    assert attribution_issues(right, span) == []
+    # A clause opening with a place ("In 1854 at Ballarat …") names no doer.
+    span = analyze("In 1854 at Ballarat there was an armed rebellion by miners against mining "
+                   "taxes. This was crushed by British troops.")
+    claim = analyze("British troops put down an armed rebellion by miners against mining taxes.")
+    assert attribution_issues(claim, span) == []
+
+
+def test_a_participle_after_and_keeps_the_passive_and_a_title_names_no_one() -> None:
+    # "was destroyed … and replaced with": "replaced" is passive too, no swap with "by".
+    claim = analyze("The timber roof was destroyed by fire in 1901 and replaced with "
+                    "latticed-steel arches.")
+    span = analyze("The timber roof, which was destroyed by a fire in 1901 and replaced by "
+                   "latticed-steel arches, is original.")
+    assert role_issues(claim, span) == []
+    # "Administrator Webb" is another name than "Administrator Gilruth".
+    span = analyze("Gilruth was given a new center. A site was chosen in Houston, and "
+                   "Administrator Webb announced the conversion on September 19, 1961.")
+    claim = analyze("Administrator Gilruth announced the conversion on September 19, 1961.")
+    assert [i.contradiction for i in attribution_issues(claim, span)] == [True]
+
+
+def test_two_parallel_statements_paired_the_other_way_round() -> None:
+    span = analyze("Victoria is bordered by New South Wales to the north, the Tasman Sea to the "
+                   "east, and South Australia to the west.")
+    crossed = analyze("Victoria borders South Australia to the east and the Tasman Sea to the "
+                      "west.")
+    assert [i.contradiction for i in parallel_issues(crossed, span)] == [True]
+    right = analyze("Victoria borders the Tasman Sea to the east and South Australia to the "
+                    "west.")
+    assert parallel_issues(right, span) == []
+    span = analyze("British Gas made women retire at age 60 and men at 65.")
+    assert parallel_issues(analyze("British Gas made men retire at 60 and women at 65."), span)
+    assert parallel_issues(analyze("British Gas made women retire at 60 and men at 65."),
+                           span) == []
+    # "trade and communication between …" coordinates nouns, not two statements.
+    span = analyze("This allowed increased communication and trade between the West, Middle "
+                   "East and Asia.")
+    claim = analyze("It increased trade and communication between the West, the Middle East "
+                    "and Asia.")
+    assert parallel_issues(claim, span) == []
+
+
+def test_a_negation_worded_another_way_in_the_passage_is_no_contradiction() -> None:
+    span = analyze("Triplet oxygen reacts only slowly with most organic molecules.")
+    claim = analyze("Triplet oxygen does not react quickly with most organic molecules.")
+    assert negation_issues(claim, span) == []
+    span = analyze("The theorem requires excluding 1 as a prime.")
+    assert negation_issues(analyze("1 is not counted as a prime."), span) == []
+    span = analyze("Sarcasm is seen as falling outside of what constitutes reasonable discipline.")
+    assert negation_issues(analyze("Sarcasm is not considered reasonable discipline."), span) == []
+    # A "not" the passage does not word at all is still a contradiction.
+    span = analyze("Triplet oxygen reacts with most organic molecules.")
+    assert negation_issues(claim, span)
+    # "did not change" is "remained unchanged", not its opposite.
+    span = analyze("Earth's features formed in single events and remained unchanged thereafter.")
+    assert opposite_issues(analyze("Earth's features formed in single events and did not "
+                                   "change afterwards."), span) == []
+    assert opposite_issues(analyze("Earth's features formed in single events and changed "
+                                   "afterwards."), span)
+
+
+def test_bottom_states_lowest_and_openings_that_are_no_names() -> None:
+    span = analyze("They now play in the 4th league, the bottom professional league.")
+    assert cue_issues(analyze("They play in the 4th league, the lowest tier."), span) == []
+    assert entities("Users could reach AUSTPAC through a dial-up terminal.")[0].text == "AUSTPAC"
+    assert [e.text for e in entities("Apart from its roof, the Grainger Market is intact.")] == [
+        "Grainger Market"
+    ]
+    assert entities("Athens is the capital of Greece.")[0].text == "Athens"
+
+
+VERBATIM = (
+    "But for instance the districts in Kraków do not have entitlements of powiat, so the "
+    "registration numbers in Kraków are of the same type for all districts.",
+    "Oxygen, as a supposed mild euphoric, has a history of recreational use in oxygen bars "
+    "and in sports.",
+    "Other arguments include the lack of accounts of the death of rats before outbreaks of "
+    "plague between the 14th and 17th centuries; temperatures that are too cold in northern "
+    "Europe for the survival of fleas; that, despite primitive transport systems, the spread "
+    "of the Black Death was much faster than that of modern bubonic plague; that mortality "
+    "rates of the Black Death appear to be very high; that, while modern bubonic plague is "
+    "largely endemic as a rural disease, the Black Death indiscriminately struck urban and "
+    "rural areas; and that the pattern of the Black Death, with major outbreaks in the same "
+    "areas separated by 5 to 15 years, differs from modern bubonic plague—which often becomes "
+    "endemic for decades with annual flare-ups.",
+)
+
+
+@pytest.mark.parametrize("sentence", VERBATIM)
+def test_a_sentence_never_contradicts_itself(sentence) -> None:
+    # The offline answerer quotes passage sentences: the checks must agree with them.
+    text = analyze(sentence)
+    assert association_issues(text, text, min_votes=4, margin=2) == []
+    assert parallel_issues(text, text) == []
+
+
+def test_a_verbatim_sentence_agrees_with_its_passage_though_another_sentence_differs() -> None:
+    passage = analyze(
+        "Priestley published his findings in 1775 in a paper titled An Account of Further "
+        "Discoveries in Air. Because he published his findings first, Priestley is usually "
+        "given priority in the discovery."
+    )
+    claim = analyze("Because he published his findings first, Priestley is usually given "
+                    "priority in the discovery.")
+    assert role_issues(claim, passage, verbs_only=True) == []
+
+
+def test_it_is_not_the_opposite_of_united_and_this_is_why_states_a_cause() -> None:
+    span = analyze("Much of the community served in or has ties to the United States Navy.")
+    claim = analyze("Many of them served in the US Navy or have ties to it.")
+    assert opposite_issues(claim, span) == []
+    span = analyze("The test is fast for such numbers. This is why the largest known prime is "
+                   "a Mersenne prime.")
+    claim = analyze("The largest known prime is a Mersenne prime because the test is fast.")
+    assert cue_issues(claim, span) == []
+
+
+def test_a_number_the_span_lacks_is_taken_from_its_sentence_anywhere(grounder) -> None:
+    passage = (
+        "Jacksonville is the most populous city in Florida. As of 2010, there were 821,784 "
+        "people in the city. It has a large Arab population. Jacksonville has Florida's "
+        "largest Filipino American community, with 25,033 in the metropolitan area."
+    )
+    claim = ("Jacksonville had 821,784 residents, and its metropolitan area is home to "
+             "Florida's largest Filipino American community.")
+    support = grounder.check_claim(claim, [passage])
+    assert "not 821,784" not in support.reason
+    assert any(passage[a:b].startswith("As of 2010") for a, b in support.spans)
+
+
+def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
+    passage = analyze("They named their flight Apollo 1 as a focus on the first manned flight, "
+                      "and renovation of a bathroom.")
+    crewed = analyze("They named it Apollo 1 to focus on the first crewed flight.")
+    redoing = analyze("Jobs include redoing a bathroom.")
+    assert rare_word_issues(crewed, passage) == []
+    assert rare_word_issues(redoing, passage) == []
+    assert rare_word_issues(analyze("The flight followed a hyperbola."), passage)
+
+
+def test_first_is_stated_by_initial() -> None:
+    span = analyze("The initial LM model weighed approximately 33,300 pounds.")
+    claim = analyze("The first LM weighed about 33,300 pounds.")
+    assert number_issues(claim, span, span) == []
+    assert cue_issues(analyze("The first model weighed 33,300 pounds."), span) == []
+    assert number_issues(analyze("The second LM weighed 33,300 pounds."), span, span)
+
+
+def test_a_cause_may_be_stated_by_the_next_sentence() -> None:
+    claim = analyze("Each packet is routed on its own, so packets can take different paths.")
+    span = analyze("Each packet includes complete addressing information.")
+    context = analyze("Each packet includes complete addressing information. The packets are "
+                      "routed individually, sometimes resulting in different paths.")
+    assert cue_issues(claim, span)
+    assert cue_issues(claim, span, context) == []
+
+
 def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> None:
     passage = "Warsaw lies 523 km east of Berlin. It is a large city."
     opposite = grounder.check_claim("Warsaw lies 523 km west of Berlin.", [passage])
@@ -147,6 +397,26 @@ def test_an_opposite_word_and_an_unstated_superlative_are_flagged(grounder) -> N
     extreme = grounder.check_claim("Warsaw is the largest city.", [passage])
     assert extreme.verdict != "supported"
     assert extreme.reason == 'the passage does not say "largest"'
+
+
+def test_a_span_opening_with_a_pronoun_takes_its_name_from_an_earlier_subject(grounder) -> None:
+    passage = (
+        "The Lunar Module was designed to land two astronauts and rendezvous with the Command "
+        "Module. Its fuselage was extremely light. It consisted of separate descent and ascent "
+        "stages, each with its own engine."
+    )
+    lunar = grounder.check_claim(
+        "The Lunar Module had separate descent and ascent stages, each with its own engine.",
+        [passage],
+    )
+    assert lunar.reason == ""
+    assert passage[lunar.spans[0][0] :].startswith("The Lunar Module was designed")
+    # The name must open the earlier sentence: "It" is not the Command Module.
+    command = grounder.check_claim(
+        "The Command Module had separate descent and ascent stages, each with its own engine.",
+        [passage],
+    )
+    assert command.reason == "the passage mentions Command Module, but not in this respect"
 
 
 def test_a_claim_combining_two_sentences_is_supported_by_both(grounder) -> None:
@@ -249,6 +519,13 @@ def test_number_reading_handles_scales_ranges_fractions_and_words() -> None:
         ("1878", 1878, "year"),
         ("1990s", 1990, "decade"),
         ("12%", 12, "percent"),
+    ]
+
+
+def test_a_hyphenated_fraction_is_one_number() -> None:
+    found = numbers("It killed two-thirds of Helsinki and a third of Stockholm.")
+    assert [(n.text, round(n.value, 3), n.kind) for n in found] == [
+        ("two-thirds", 0.667, "fraction"), ("a third", 0.333, "fraction")
     ]
 
 
