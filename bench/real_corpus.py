@@ -32,7 +32,9 @@ The question file is JSON: a list of {"corpus", "question", "facts": [...],
 "source": "substring of the right document's uri" (or a list: any of them),
 "note": where the fact was found}. `facts` is a list of strings, all of which
 must appear in the answer, or a list of such lists (alternatives); case and line
-breaks do not matter. bench/data/debian_questions.json holds 30, checked by hand.
+breaks do not matter. bench/data/debian_questions.json holds 30, checked by hand;
+bench/data/debian_questions_fresh.json holds 24 more, written before the answerer's
+last round of changes and kept as a held-out check.
 """
 
 from __future__ import annotations
