@@ -182,10 +182,18 @@ def _trimmed_segments_of(chunk: str, base: int) -> list[tuple[int, int]]:
 @lru_cache(maxsize=4096)
 def _segment(chunk: str) -> tuple[str, ...]:
     # sentencex is lossless (its pieces concatenate to the input), which keeps offsets exact.
-    pieces = tuple(sentencex.segment("en", chunk))
+    pieces = list(sentencex.segment("en", chunk))
     if "".join(pieces) != chunk:  # never seen; offsets would be wrong, so fall back whole
         return (chunk,)
-    return pieces
+    # A sentence ends at a period followed by a space, never inside a name of code:
+    # sentencex cuts "self._task_factory" after "self.".
+    joined: list[str] = []
+    for piece in pieces:
+        if joined and joined[-1].endswith(".") and (piece[:1].isalnum() or piece[:1] == "_"):
+            joined[-1] += piece
+        else:
+            joined.append(piece)
+    return tuple(joined)
 
 
 def _move_leading_markers(text: str, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -205,6 +213,11 @@ def _move_leading_markers(text: str, pieces: list[tuple[int, int]]) -> list[tupl
     return moved
 
 
+# A line of code: an assignment, a comment, a decorator, a definition or an import.
+_CODE_LINE = re.compile(
+    r"[ \t]*(?:[\w.\[\]'\"]+[ \t]*[-+*/|&]?=[^=]|#|@\w|def \w+\(|class \w+\b[(:]|"
+    r"from [\w.]+ import\b)"
+)
 # Lines at least this long are wrapped by width, so a much shorter one stands alone.
 _WRAP_WIDTH = 60
 
@@ -223,9 +236,12 @@ def _merge_wrapped_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[
             # A capitalized line after an open one is as often a new heading or label as a
             # wrapped name, so only a lowercase start or a dangling comma/hyphen joins.
             continues = text[start].islower() or text[previous_end - 1] in ",-–"
+            # A statement of code is a line of its own, lowercase as the next one may start.
+            code = _CODE_LINE.match(text, text.rfind("\n", 0, previous_end) + 1) or (
+                _CODE_LINE.match(text, start))
             line_start = text.rfind("\n", 0, previous_end) + 1
             short = widest >= _WRAP_WIDTH and previous_end - line_start < widest / 2
-            if gap.count("\n") == 1 and ends_open and continues and not short:
+            if gap.count("\n") == 1 and ends_open and continues and not short and not code:
                 merged[-1] = (previous_start, end)
                 continue
         merged.append((start, end))

@@ -127,3 +127,14 @@ def test_a_short_open_line_above_wrapped_prose_is_a_heading_not_the_sentences_st
     # Lines of a narrow column are all short: they still join.
     column = "the launch moved\nto March 10."
     assert [column[a:b] for a, b in split_passage(column)] == [column]
+
+
+def test_lines_of_code_are_units_and_a_name_of_code_is_not_cut_at_its_dot() -> None:
+    text = ("        # exceed this duration in seconds, the slow callback is logged.\n"
+            "        self.slow_callback_duration = 0.1\n"
+            "        self._current_handle = None\n")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "# exceed this duration in seconds, the slow callback is logged.",
+        "self.slow_callback_duration = 0.1",
+        "self._current_handle = None",
+    ]
