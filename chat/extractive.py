@@ -29,7 +29,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from citations.claims import Features, analyze, rarity, stem, zipf_frequency
@@ -336,8 +336,7 @@ def _with_meaning(
     rescored = []
     for c in top:
         meaning = tuning.semantic_weight * float(asked @ vectors[heads[c.text]])
-        rescored.append(Candidate(c.score + meaning * (0.5 if c.fragment else 1.0),
-                                  c.number, c.text, c.fragment, c.lead))
+        rescored.append(replace(c, score=c.score + meaning * (0.5 if c.fragment else 1.0)))
     return sorted(rescored, key=lambda c: -c.score)
 
 

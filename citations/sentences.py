@@ -236,10 +236,9 @@ def _merge_wrapped_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[
             # A capitalized line after an open one is as often a new heading or label as a
             # wrapped name, so only a lowercase start or a dangling comma/hyphen joins.
             continues = text[start].islower() or text[previous_end - 1] in ",-–"
-            # A statement of code is a line of its own, lowercase as the next one may start.
-            code = _CODE_LINE.match(text, text.rfind("\n", 0, previous_end) + 1) or (
-                _CODE_LINE.match(text, start))
             line_start = text.rfind("\n", 0, previous_end) + 1
+            # A statement of code is a line of its own, lowercase as the next one may start.
+            code = _CODE_LINE.match(text, line_start) or _CODE_LINE.match(text, start)
             short = widest >= _WRAP_WIDTH and previous_end - line_start < widest / 2
             if gap.count("\n") == 1 and ends_open and continues and not short and not code:
                 merged[-1] = (previous_start, end)
