@@ -396,7 +396,7 @@ def _quote(chosen: Sequence[Candidate], marker: str) -> str:
     for candidate in chosen:
         text = _one_line(candidate.text)
         if parts:
-            parts.append(" " if parts[-2][-1:] in ".!?\"')”’" else "\n\n")
+            parts.append(" " if parts[-2].rstrip("\"')]”’")[-1:] in ".!?" else "\n\n")
         parts += [text, f" {marker.format(candidate.number)}"]
     return "".join(parts)
 

@@ -79,6 +79,11 @@ def test_a_line_without_closing_punctuation_ends_its_paragraph_in_the_answer(che
                       "The meeting is held by video call and starts at 15:00 UTC. [1]")
     cited = [s for s in split_answer(answer.replace("[1]", "[citation:1]")) if s.citations]
     assert len(cited) == 2
+    # A closing bracket ends a sentence only after its full stop: "(video call)" does not.
+    passages = [(1, passages[0][1].replace("2025\n", "2025 (video call)\n"))]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith("Tidewatch launch planning meeting, Tuesday 14 January 2025 "
+                             "(video call) [1]\n\nThe meeting")
 
 
 def test_evidence_titles_are_read_back_from_the_envelope():

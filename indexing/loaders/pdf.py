@@ -21,6 +21,9 @@ from indexing.loaders.ocr import (
     why_unavailable,
 )
 from indexing.loaders.pdf_structure import (
+    RunCollector,
+    TextRun,
+    font_headings,
     is_contents_page,
     outline_entries,
     page_labels,
@@ -225,15 +228,19 @@ def load_pdf(
         # pypdf raises a grab bag of exceptions on damaged files.
         raise IngestError(f"Could not read PDF: {_short(exc)}") from None
 
+    outline = outline_entries(reader)
+    runs: list[list[TextRun]] = []  # per page, only read when there is no outline
     units: list[RawUnit] = []
     failed_pages: list[int] = []
     for number, page in enumerate(pages, start=1):
+        collector = None if outline else RunCollector()
         try:
-            text = _clean_page_text(page.extract_text() or "")
+            text = _clean_page_text(page.extract_text(visitor_text=collector) or "")
         except Exception as exc:  # one bad content stream must not lose the other pages
             logger.warning("Text extraction failed on page %s of %s: %s", number, filename, exc)
             failed_pages.append(number)
             text = ""
+        runs.append(collector.runs if collector else [])
         # Blank pages stay as units so that page numbers keep matching the file.
         units.append(RawUnit(text=text, locator={"page": number}, kind=KIND_PDF_PAGE))
 
@@ -254,8 +261,12 @@ def load_pdf(
         metadata["unreadable_pages"] = failed_pages
     if contents := _mark_contents_pages(units):
         metadata["contents_pages"] = contents
-    for unit, sections in zip(units, page_sections([u.text for u in units],
-                                                   outline_entries(reader)), strict=True):
+    # Contents pages set their entries in heading type too; they are not headings.
+    headings = outline or font_headings(
+        [[] if u.kind == KIND_PDF_CONTENTS else r for u, r in zip(units, runs, strict=True)]
+    )
+    for unit, sections in zip(units, page_sections([u.text for u in units], headings),
+                              strict=True):
         unit.sections = sections
     labels = page_labels(reader)
     if labels is not None and len(labels) == len(units):

@@ -3,13 +3,16 @@
 Contents and index pages ("Introduction ........ 5", "abline, 45, 112") match
 every question's words and hold no answer: they stay in the document's text
 (page locators stay exact) but are not chunked. The outline (bookmarks) gives
-chunks a heading path; /PageLabels the page number a reader sees ("v", "156").
+chunks a heading path; a PDF without one gets its headings from type set larger
+than the body text. /PageLabels gives the page number a reader sees ("v", "156").
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from pypdf import PdfReader
@@ -77,6 +80,82 @@ def outline_entries(reader: PdfReader) -> list[OutlineEntry]:
         logger.info("Ignoring a broken PDF outline: %s", exc)
         return []
     return entries
+
+
+@dataclass(frozen=True)
+class TextRun:
+    """A piece of a page's text as pypdf draws it, with its size on the page in points."""
+
+    size: float
+    text: str
+
+
+class RunCollector:
+    """Collects a page's text runs with their drawn size (pypdf's visitor_text callback)."""
+
+    def __init__(self) -> None:
+        self.runs: list[TextRun] = []
+
+    def __call__(self, text, cm, tm, font_dict, font_size) -> None:
+        if not text:
+            return
+        # The drawn size is the font size scaled by the text and page matrices: LaTeX sets
+        # 1-point fonts in scaled matrices, reportlab real sizes in identity ones.
+        try:
+            scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])
+            size = round(float(font_size) * scale * 2) / 2
+        except (TypeError, ValueError, IndexError):
+            return
+        self.runs.append(TextRun(size, text))
+
+
+_HEADING_RATIO = 1.15  # a heading's type is at least this much larger than the body's
+_MAX_HEADING_CHARS = 120
+_MAX_HEADING_SHARE = 0.15  # more large type than this is a poster or slides, not headings
+
+
+def font_headings(pages: list[list[TextRun]]) -> list[OutlineEntry]:
+    """Headings found by type size, as outline entries (for PDFs without bookmarks).
+
+    The body size is the size most characters are set in; each larger size is a heading
+    level, the largest first. A line set in such a size, short and with letters in it,
+    is a heading.
+    """
+    weight: Counter[float] = Counter()
+    for runs in pages:
+        for run in runs:
+            weight[run.size] += len(run.text.strip())
+    if not weight:
+        return []
+    body = weight.most_common(1)[0][0]
+    sizes = sorted((s for s in weight if s >= body * _HEADING_RATIO), reverse=True)
+    if not sizes or sum(weight[s] for s in sizes) > _MAX_HEADING_SHARE * sum(weight.values()):
+        return []
+    level = {size: rank for rank, size in enumerate(sizes, start=1)}
+    entries: list[OutlineEntry] = []
+    for index, runs in enumerate(pages):
+        for size, text in _lines(runs):
+            if size in level and len(text) <= _MAX_HEADING_CHARS and any(c.isalpha() for c in text):
+                entries.append(OutlineEntry(index, level[size], text))
+    return entries
+
+
+def _lines(runs: list[TextRun]) -> list[tuple[float, str]]:
+    """Consecutive runs of one size joined into lines (a run ending in a newline ends one)."""
+    lines: list[tuple[float, str]] = []
+    size, parts = None, []
+    for run in runs:
+        if run.size != size and parts:
+            lines.append((size, " ".join("".join(parts).split())))
+            parts = []
+        size = run.size
+        parts.append(run.text)
+        if run.text.endswith("\n"):
+            lines.append((size, " ".join("".join(parts).split())))
+            parts = []
+    if parts:
+        lines.append((size, " ".join("".join(parts).split())))
+    return [(s, t) for s, t in lines if t]
 
 
 def page_sections(page_texts: list[str], entries: list[OutlineEntry]) -> list[list[Section]]:

@@ -239,6 +239,50 @@ def test_pdf_chunks_get_outline_headings_and_printed_page_labels():
     assert label({"page": 3}) == "page 3"  # no /PageLabels: the physical page
 
 
+def headed_pdf(*, body: float = 10.5, heading: float = 14, title: float = 20) -> bytes:
+    """No bookmarks: a title and two sections whose headings are only set in larger type."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
+    y = 800
+
+    def line(text: str, size: float, font: str = "Helvetica") -> None:
+        nonlocal y
+        pdf.setFont(font, size)
+        pdf.drawString(60, y, text)
+        y -= size * 1.6
+
+    line("Harbour Notes", title, "Helvetica-Bold")
+    line("Written by the harbour office for the operators of the tide gauges.", body)
+    line("1. Gauges", heading, "Helvetica-Bold")
+    for _ in range(3):
+        line("The gauges record the water level every six minutes, day and night.", body)
+    line("Owner", body, "Helvetica-Bold")  # bold at body size: a table header, not a heading
+    pdf.showPage()
+    y = 800
+    line("2. Cranes", heading, "Helvetica-Bold")
+    line("The harbour crane is serviced in April by the vendor and tested in May.", body)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def test_pdf_without_an_outline_takes_its_headings_from_larger_type():
+    loaded, chunks = _chunks(headed_pdf(), "notes.pdf")
+    paths = {c.locator["heading_path"][-1]: c for c in chunks}
+    assert paths["1. Gauges"].locator["heading_path"] == ["Harbour Notes", "1. Gauges"]
+    assert "six minutes" in paths["1. Gauges"].text and "Owner" in paths["1. Gauges"].text
+    cranes = paths["2. Cranes"]
+    assert cranes.locator["heading_path"] == ["Harbour Notes", "2. Cranes"]
+    assert cranes.locator["page"] == 2 and "serviced in April" in cranes.text
+    assert paths["Harbour Notes"].text.startswith("Harbour Notes\nWritten by")
+    assert all(passage_at(loaded.text, c.locator) == c.text for c in chunks)
+
+
+def test_pdf_set_all_in_one_size_has_no_font_headings():
+    _, chunks = _chunks(headed_pdf(heading=10.5, title=10.5), "notes.pdf")
+    assert {tuple(c.locator["heading_path"]) for c in chunks} == {()}
+
+
 def test_contents_page_detection_leaves_prose_alone():
     prose = "\n".join(
         f"The crane was serviced on day {i} and the report filed with the office." if i % 3 == 0
