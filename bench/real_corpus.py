@@ -62,6 +62,7 @@ import django  # noqa: E402
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
 from django.db import transaction  # noqa: E402
 
 from chat import services  # noqa: E402
@@ -338,9 +339,13 @@ def main() -> None:
 
     if args.fetch:
         fetch(args.corpus_dir)
+    call_command("migrate", verbosity=0)  # a fresh VERITY_HOME has no tables yet
     owner = get_user_model().objects.filter(is_superuser=True).order_by("pk").first()
     if owner is None:
-        raise SystemExit("Create a superuser first (it owns the bench workspaces)")
+        raise SystemExit(
+            "Create a superuser first (it owns the bench workspaces): "
+            "manage.py createsuperuser, with the same VERITY_HOME"
+        )
     selected = []
     for corpus in corpora(args.corpus_dir):
         if args.only and corpus.name not in args.only:

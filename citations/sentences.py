@@ -193,7 +193,12 @@ def _segment(chunk: str) -> tuple[str, ...]:
             joined[-1] += piece
         else:
             joined.append(piece)
-    return tuple(joined)
+    # sentencex does not end a sentence at a closing bracket: "(… being vacuumed.) VACUUM
+    # FULL requires …" would be one sentence.
+    return tuple(part for piece in joined for part in _AFTER_BRACKETED_END.split(piece) if part)
+
+
+_AFTER_BRACKETED_END = re.compile(r"(?<=[.!?]\))(?=\s+[\"“(]?[A-Z0-9])")
 
 
 def _move_leading_markers(text: str, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:

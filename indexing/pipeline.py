@@ -17,10 +17,11 @@ from django.utils import timezone
 
 from embeddings import Embedder, EmbeddingError, get_embedder
 from indexing.chunking import ChunkBudget, chunk_unit
+from indexing.chunking.context import embedding_text
 from indexing.embedding_cache import embed_with_cache
 from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
 from indexing.pdf_boxes import attach_boxes
-from indexing.types import ChunkPiece, IngestError, LoadedDocument
+from indexing.types import ChunkPiece, IngestError, LoadedDocument, content_hash
 from knowledge import graph
 from knowledge.models import Chunk, Document
 from knowledge.source_types import SourceType
@@ -164,8 +165,13 @@ def index_document(
         if loaded.source_type == SourceType.PDF:
             _locate_on_pages(source, loaded, pieces)
         _update(document_id, progress=10)
-        vectors, embedded = _embed_pieces(document, pieces, embedder or get_embedder())
-        _swap_chunks(document_id, pieces, vectors, loaded, source_hash, embedded)
+        embedded_as = [
+            embedding_text(title=loaded.title, heading_path=p.locator.get("heading_path", ()),
+                           text=p.text)
+            for p in pieces
+        ]
+        vectors, embedded = _embed_pieces(document, embedded_as, embedder or get_embedder())
+        _swap_chunks(document_id, pieces, embedded_as, vectors, loaded, source_hash, embedded)
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
@@ -202,14 +208,15 @@ def _update(document_id: int, **fields) -> None:
 
 
 def _embed_pieces(
-    document: Document, pieces: list[ChunkPiece], embedder: Embedder
+    document: Document, texts: list[str], embedder: Embedder
 ) -> tuple[dict[str, list[float]], int]:
-    """Vectors for every piece; only text unseen by this document and the cache is embedded."""
-    wanted = {p.content_hash: p.text for p in pieces}
+    """Vectors by embed hash for every text; only text unseen by this document and the
+    cache is embedded."""
+    wanted = {content_hash(t): t for t in texts}
     vectors: dict[str, list[float]] = {
         h: list(v)
-        for h, v in document.chunks.filter(content_hash__in=list(wanted)).values_list(
-            "content_hash", "embedding"
+        for h, v in document.chunks.filter(embed_hash__in=list(wanted)).values_list(
+            "embed_hash", "embedding"
         )
     }
     todo = [text for h, text in wanted.items() if h not in vectors]
@@ -233,6 +240,7 @@ def _embed_pieces(
 def _swap_chunks(
     document_id: int,
     pieces: list[ChunkPiece],
+    embedded_as: list[str],
     vectors: dict[str, list[float]],
     loaded: LoadedDocument,
     source_hash: str,
@@ -240,17 +248,23 @@ def _swap_chunks(
 ) -> None:
     document = Document.objects.select_for_update().get(pk=document_id)
     reusable: dict[str, list[Chunk]] = defaultdict(list)
-    for chunk in document.chunks.only("id", "content_hash", "ordinal", "locator"):
+    for chunk in document.chunks.only("id", "content_hash", "embed_hash", "ordinal", "locator"):
         reusable[chunk.content_hash].append(chunk)
 
     to_update: list[Chunk] = []
     to_create: list[Chunk] = []
-    for ordinal, piece in enumerate(pieces):
+    for ordinal, (piece, text) in enumerate(zip(pieces, embedded_as, strict=True)):
+        embed_hash = content_hash(text)
         matches = reusable.get(piece.content_hash)
         if matches:
+            # The same text keeps its row (and the citations pointing at it); a new
+            # heading above it is a new embedding.
             chunk = matches.pop()
-            if chunk.ordinal != ordinal or chunk.locator != piece.locator:
+            if (chunk.ordinal, chunk.locator, chunk.embed_hash) != (
+                ordinal, piece.locator, embed_hash
+            ):
                 chunk.ordinal, chunk.locator = ordinal, piece.locator
+                chunk.embed_hash, chunk.embedding = embed_hash, vectors[embed_hash]
                 to_update.append(chunk)
             continue
         to_create.append(
@@ -261,13 +275,16 @@ def _swap_chunks(
                 text=piece.text,
                 content_hash=piece.content_hash,
                 token_count=piece.token_count,
-                embedding=vectors[piece.content_hash],
+                embed_hash=embed_hash,
+                embedding=vectors[embed_hash],
                 locator=piece.locator,
             )
         )
     stale_ids = [chunk.pk for chunks in reusable.values() for chunk in chunks]
     Chunk.objects.filter(pk__in=stale_ids).delete()
-    Chunk.objects.bulk_update(to_update, ["ordinal", "locator"], batch_size=1000)
+    Chunk.objects.bulk_update(
+        to_update, ["ordinal", "locator", "embed_hash", "embedding"], batch_size=1000
+    )
     Chunk.objects.bulk_create(to_create, batch_size=500)
     if settings.GRAPH_EXPANSION:  # off, no graph is kept (`manage.py graph` catches up)
         graph.link_chunks(workspace_id=document.workspace_id, chunks=to_create)

@@ -155,6 +155,9 @@ class Chunk(models.Model):
     text = models.TextField()
     content_hash = models.CharField(max_length=64)
     token_count = models.PositiveIntegerField()
+    # sha256 of what was embedded: the text after its title and headings
+    # (indexing/chunking/context.py). Rows indexed before that have "".
+    embed_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
     search_vector = models.GeneratedField(
         expression=SearchVector("text", config=TEXT_SEARCH_CONFIG),

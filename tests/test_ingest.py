@@ -172,11 +172,38 @@ def test_removed_text_deletes_its_chunks(workspace, counting_embedder, tmp_path)
 def test_identical_text_is_embedded_once_across_documents(
     workspace, counting_embedder, tmp_path
 ):
-    for name in ("a.txt", "b.txt"):
-        (tmp_path / name).write_text("Tide gauges in the north harbour report every minute.")
-    ingest_path(workspace, tmp_path / "a.txt", counting_embedder)
-    ingest_path(workspace, tmp_path / "b.txt", counting_embedder)
+    # The same text under the same title (a copy of a file in another folder): one embedding.
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "notes.txt").write_text(
+            "Tide gauges in the north harbour report every minute."
+        )
+        ingest_path(workspace, tmp_path / folder / "notes.txt", counting_embedder)
     assert len(counting_embedder.embedded) == 1
+
+
+def test_a_chunk_is_embedded_under_its_headings_and_a_renamed_one_re_embeds_it(
+    workspace, counting_embedder, tmp_path
+):
+    path = tmp_path / "multiprocessing.md"
+    body = "fork: The parent process uses os.fork(). The default on Unix.\n"
+    path.write_text(f"# multiprocessing\n\n## Start methods\n\n{body}")
+    document = ingest_path(workspace, path, counting_embedder)
+    (chunk,) = document.chunks.filter(text__contains="os.fork")
+    assert counting_embedder.embedded[-1] == (
+        f"multiprocessing › Start methods\n\n{chunk.text}"
+    )
+    counting_embedder.embedded.clear()
+
+    path.write_text(f"# multiprocessing — Process-based parallelism\n\n## Start methods\n\n{body}")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    renamed = document.chunks.get(text__contains="os.fork")
+    assert renamed.pk == chunk.pk and renamed.content_hash == chunk.content_hash  # cited rows stay
+    assert counting_embedder.embedded[-1] == (
+        f"multiprocessing — Process-based parallelism › Start methods\n\n{chunk.text}"
+    )
+    assert renamed.embed_hash != chunk.embed_hash
+    assert list(renamed.embedding) != list(chunk.embedding)
 
 
 def zip_bomb_docx() -> bytes:

@@ -138,3 +138,14 @@ def test_lines_of_code_are_units_and_a_name_of_code_is_not_cut_at_its_dot() -> N
         "self.slow_callback_duration = 0.1",
         "self._current_handle = None",
     ]
+
+
+def test_a_sentence_ends_at_a_closing_bracket_after_its_full_stop() -> None:
+    text = ("(Commands such as SELECT continue to work while the table is being vacuumed.) "
+            "VACUUM FULL requires an ACCESS EXCLUSIVE lock on the table. "
+            "(See also x.) and more.")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "(Commands such as SELECT continue to work while the table is being vacuumed.)",
+        "VACUUM FULL requires an ACCESS EXCLUSIVE lock on the table.",
+        "(See also x.) and more.",
+    ]
