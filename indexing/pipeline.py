@@ -166,9 +166,7 @@ def index_document(
             _locate_on_pages(source, loaded, pieces)
         _update(document_id, progress=10)
         embedded_as = [
-            embedding_text(title=loaded.title, heading_path=p.locator.get("heading_path", ()),
-                           text=p.text)
-            for p in pieces
+            embedding_text(title=loaded.title, locator=p.locator, text=p.text) for p in pieces
         ]
         vectors, embedded = _embed_pieces(document, embedded_as, embedder or get_embedder())
         _swap_chunks(document_id, pieces, embedded_as, vectors, loaded, source_hash, embedded)

@@ -2,15 +2,17 @@
 
 A chunk of reference documentation rarely names its own subject: "fork: The default on
 Unix." sits under "multiprocessing › Contexts and start methods", and a PDF page's
-"we agreed to push the launch to March 10" under "Launch date". The embedder reads
-the document's title and the chunk's heading path before the text, so a question about
-multiprocessing's start method can find it. Only the embedding sees this line; the chunk's
+"we agreed to push the launch to March 10" under "Launch date", and the middle of a long
+function under its name. The embedder reads the document's title and the chunk's heading
+path (for code, its symbol) before the text, so a question about multiprocessing's start
+method can find it. Only the embedding sees this line; the chunk's
 text, and every offset into it, stay as they are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 SEPARATOR = " › "
 # The model reads 256 word pieces and a chunk fills about 200 of them: the context line
@@ -31,6 +33,7 @@ def context_line(title: str, heading_path: Sequence[str]) -> str:
     return SEPARATOR.join(parts)[:MAX_CONTEXT_CHARS]
 
 
-def embedding_text(*, title: str, heading_path: Sequence[str], text: str) -> str:
-    line = context_line(title, heading_path)
+def embedding_text(*, title: str, locator: Mapping[str, Any], text: str) -> str:
+    path = locator.get("heading_path") or ([locator["symbol"]] if locator.get("symbol") else [])
+    line = context_line(title, path)
     return f"{line}\n\n{text}" if line else text

@@ -7,12 +7,21 @@ from indexing.chunking.context import MAX_CONTEXT_CHARS, context_line, embedding
 
 def test_the_title_and_headings_lead_the_text_once_each():
     text = "fork: The default on Unix."
+    path = ["multiprocessing — Process-based parallelism", "Contexts and start methods"]
     assert embedding_text(
         title="multiprocessing — Process-based parallelism",
-        heading_path=["multiprocessing — Process-based parallelism", "Contexts and start methods"],
+        locator={"heading_path": path, "char_start": 0, "char_end": 26},
         text=text,
     ) == ("multiprocessing — Process-based parallelism › Contexts and start methods\n\n" + text)
-    assert embedding_text(title="", heading_path=[], text=text) == text
+    assert embedding_text(title="", locator={}, text=text) == text
+
+
+def test_code_is_embedded_under_its_file_and_symbol():
+    line = "        await self._drain_helper()"
+    locator = {"path": "streams.py", "symbol": "StreamWriter.drain", "line_start": 371}
+    assert embedding_text(title="streams.py", locator=locator, text=line) == (
+        f"streams.py › StreamWriter.drain\n\n{line}"
+    )
 
 
 def test_a_long_path_keeps_the_title_and_the_nearest_heading():
