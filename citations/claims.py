@@ -36,7 +36,10 @@ _NEGATIONS: Final = frozenset(
     "lacking absent unable fail fails failed refused denied".split()
 )
 # "not only X but also Y" and "no later than" assert, they do not deny.
-_NOT_NEGATING_NEXT: Final = frozenset("only just merely later less more doubt longer".split())
+_NOT_NEGATING_NEXT: Final = frozenset("only just merely doubt".split())
+# These assert only as a comparison: "no more than 5", "no longer than a day"; "no longer
+# contains any volumes" denies.
+_NOT_NEGATING_BEFORE_THAN: Final = frozenset("later less more longer fewer".split())
 
 MONTHS: Final = {
     name: index + 1
@@ -221,12 +224,13 @@ def _analyze(text: str) -> Features:
     months = frozenset(
         _month_name(w) for w, m in _month_words(text) if m
     ) | frozenset(w for w in words if w in WEEKDAYS)
-    # A "not" in parentheses qualifies a word ("55 per cent of the members (not votes)");
-    # it does not deny what the sentence says.
+    # A "not" opening parentheses qualifies a word ("55 per cent of the members (not
+    # votes)"); it does not deny what the sentence says. One inside a bracketed clause
+    # does: "a liquid outer core (where shear waves were not able to propagate)".
     negations = tuple(
-        i for i, (w, parenthesized) in enumerate(located)
-        if w in _NEGATIONS and not parenthesized
-        and not (i + 1 < len(words) and words[i + 1] in _NOT_NEGATING_NEXT)
+        i for i, (w, opens_brackets) in enumerate(located)
+        if w in _NEGATIONS and not opens_brackets
+        and not _asserting_next(words, i)
         and not _exclusive(words, i)
     )
     return Features(
@@ -242,6 +246,14 @@ def _analyze(text: str) -> Features:
         extremes=frozenset(w for w in _cue_words(words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
     )
+
+
+def _asserting_next(words: Sequence[str], index: int) -> bool:
+    """Whether the word after a negation makes it assert: "not only", "no later than"."""
+    following = words[index + 1] if index + 1 < len(words) else ""
+    if following in _NOT_NEGATING_NEXT:
+        return True
+    return following in _NOT_NEGATING_BEFORE_THAN and "than" in words[index + 2 : index + 5]
 
 
 def _exclusive(words: Sequence[str], index: int) -> bool:
@@ -265,15 +277,14 @@ def _cue_words(words: Sequence[str]) -> Iterable[str]:
 
 
 def _located_words(text: str) -> Iterable[tuple[str, bool]]:
-    """Each word, and whether it stands inside parentheses."""
+    """Each word, and whether it is the first word inside parentheses."""
     text = text.replace("’", "'")
-    depth, position = 0, 0
+    position = 0
     for match in _WORD.finditer(text):
-        between = text[position : match.start()]
-        depth = max(0, depth + between.count("(") - between.count(")"))
+        opens = "(" in text[position : match.start()]
         position = match.end()
-        for word in _split_word(match.group().lower().strip(".'-")):
-            yield word, depth > 0
+        for index, word in enumerate(_split_word(match.group().lower().strip(".'-"))):
+            yield word, opens and index == 0
 
 
 def _split_word(word: str) -> Iterable[str]:

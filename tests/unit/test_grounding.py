@@ -168,6 +168,21 @@ def test_a_negation_in_parentheses_qualifies_a_word_and_denies_nothing(grounder)
     assert analyze("members do not pass").negations == (2,)
 
 
+def test_a_negation_inside_a_bracketed_clause_still_denies() -> None:
+    # Only a "not" opening the brackets qualifies a word; in a clause it denies.
+    assert analyze("a liquid core (where shear waves were not able to pass)").negations == (7,)
+    claim = analyze("Earth has a liquid outer core, which shear waves cannot pass through.")
+    span = analyze("Early work showed a liquid outer core (where shear waves were not able to "
+                   "pass) and a dense solid inner core.")
+    assert negation_issues(claim, span) == []
+
+
+def test_no_longer_denies_and_no_more_than_asserts() -> None:
+    assert analyze("Harper Library no longer contains any volumes").negations == (2,)
+    assert analyze("It holds no more than five volumes").negations == ()
+    assert analyze("It closed no later than 1990").negations == ()
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
