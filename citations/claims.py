@@ -243,7 +243,7 @@ def _analyze(text: str) -> Features:
         entities=tuple(entities(text)),
         negations=negations,
         cause=bool(_CAUSE.search(text)),
-        extremes=frozenset(w for w in _cue_words(words) if w in _EXTREME_WORDS),
+        extremes=frozenset(w for w in _cue_words(text, words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
     )
 
@@ -268,12 +268,24 @@ def _exclusive(words: Sequence[str], index: int) -> bool:
     ) or any(w in ("except", "besides", "save") for w in after)
 
 
-def _cue_words(words: Sequence[str]) -> Iterable[str]:
-    yield from words
-    # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity.
-    for first, second in zip(words, words[1:], strict=False):
+def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
+    # "the outside world", "the Muslim world": only "the world's" or "in the world" claims
+    # a worldwide extreme.
+    world = bool(_WORLD_CUE.search(text))
+    yield from (w for w in words if w != "world" or world)
+    # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity,
+    # but "only one or two" is a small number.
+    for index, (first, second) in enumerate(zip(words, words[1:], strict=False)):
+        if (first, second) == ("only", "one") and words[index + 2 : index + 3] in (
+            ("or",), ("to",)
+        ):
+            continue
         if (first, second) in (("the", "only"), ("only", "one"), ("most", "common")):
             yield f"{first}-{second}"
+
+
+_WORLD_CUE: Final = re.compile(r"\bworld['’]s\b|\b(?:in|of) the world\b|\bworld[- ]record",
+                               re.IGNORECASE)
 
 
 def _located_words(text: str) -> Iterable[tuple[str, bool]]:
@@ -487,9 +499,7 @@ def entities(text: str) -> list[Entity]:
             run.pop()
         if run:
             cleaned = tuple(t for t in (_name_token(t) for t in run) if t)
-            acronyms = frozenset(
-                _name_token(t) for t in run if len(t.strip(".'’")) > 1 and t.strip(".'’").isupper()
-            )
+            acronyms = frozenset(_name_token(t) for t in run if _is_acronym(t))
             if cleaned:
                 result.append(Entity(" ".join(run).rstrip(".'’"), cleaned, acronyms))
         run.clear()
@@ -519,6 +529,12 @@ def entities(text: str) -> list[Entity]:
         close()
     close()
     return [e for e in result if not all(t in STOP_WORDS for t in e.tokens)]
+
+
+def _is_acronym(token: str) -> bool:
+    """ "NFL", "U.S." and "UCL's": a possessive does not make an acronym a word."""
+    core = re.sub(r"['’]s$", "", token).strip(".'’")
+    return len(core) > 1 and core.isupper()
 
 
 def _is_common_opening(word: str) -> bool:
@@ -777,7 +793,10 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
     the sentences next to it that share the claim's words) may state the cause: "…, so
     packets take different paths" is told by the next sentence's "resulting in"."""
     issues: list[Issue] = []
-    if claim.cause and not span.cause and not (context is not None and context.cause):
+    stated = span.cause or bool(_CLAUSE_CAUSE.search(span.text)) or (
+        context is not None and context.cause
+    )
+    if claim.cause and not stated:
         issues.append(Issue("the passage does not state this cause or consequence", False))
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]
@@ -791,6 +810,16 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
         if stem(word) not in span.word_stems:
             issues.append(Issue(f'the passage does not say "more {word}"', False))
     return issues
+
+
+# "As there had already been a King George's War, …", "… as the program was believed to
+# disadvantage …": "as" or "since" opening a clause (a finite verb within four words) gives
+# a reason. Too loose to make a claim causal, enough to state the cause a claim gives.
+_CLAUSE_CAUSE: Final = re.compile(
+    r"\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,3}?"
+    r"(?:was|were|is|are|had|has|have|did|does|do)\b",
+    re.IGNORECASE,
+)
 
 
 def _comparisons(features: Features) -> list[str]:

@@ -20,6 +20,7 @@ from citations.claims import (
     attribution_issues,
     cue_issues,
     entities,
+    entity_issues,
     negation_issues,
     number_issues,
     numbers,
@@ -181,6 +182,31 @@ def test_no_longer_denies_and_no_more_than_asserts() -> None:
     assert analyze("Harper Library no longer contains any volumes").negations == (2,)
     assert analyze("It holds no more than five volumes").negations == ()
     assert analyze("It closed no later than 1990").negations == ()
+
+
+def test_an_acronym_with_a_possessive_is_still_an_acronym() -> None:
+    claim = analyze("A report by UCL's Ear Institute named Newcastle the noisiest city.")
+    span = analyze("A report by the Ear Institute at the University College London named "
+                   "Newcastle the noisiest city.")
+    assert entities(claim.text)[0].acronyms == frozenset({"ucl"})
+    assert entity_issues(claim, span, span) == []
+
+
+def test_only_one_or_two_and_the_outside_world_claim_no_extreme() -> None:
+    assert analyze("They are produced from only one or two genes.").extremes == frozenset()
+    assert "only-one" in analyze("It is the only one left.").extremes
+    assert analyze("Cells in contact with the outside world.").extremes == frozenset()
+    assert "world" in analyze("It has the world's largest endowment.").extremes
+    assert "world" in analyze("It is the largest city in the world.").extremes
+
+
+def test_as_or_since_opening_a_clause_states_the_cause_a_claim_gives() -> None:
+    claim = analyze("Harvard ended early admission because it hurt poor applicants.")
+    span = analyze("Harvard ended early admission as the program was believed to hurt poor "
+                   "applicants.")
+    assert cue_issues(claim, span) == []
+    temporal = analyze("Harvard ended early admission as of 2007 for poor applicants.")
+    assert cue_issues(claim, temporal) != []
 
 
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
