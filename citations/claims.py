@@ -639,6 +639,42 @@ def _kind_family(kind: str) -> str:
     return "year" if kind in ("year", "decade") else kind
 
 
+def counted_issues(claim: Features, span: Features) -> list[Issue]:
+    """A number tied to the wrong thing: "seven General Education categories" against "seven
+    classes … eight General Education categories"; "the 1996 Works Council Directive"
+    against "the 1994 Works Council Directive, … the 1996 Parental Leave Directive".
+
+    The word right after a claim's number names what it counts or dates; when the span puts
+    other numbers right before that word and never this one, it says those, not this."""
+    issues: list[Issue] = []
+    for number in claim.numbers:
+        counted = _counted_word(claim.text, number)
+        if counted is None:
+            continue
+        before = [n for n in span.numbers if _counted_word(span.text, n) == counted]
+        if before and not any(_same_number(number, n) for n in before):
+            issues.append(Issue(
+                f"the passage says {before[0].text}, not {number.text}, of this", True
+            ))
+    return issues
+
+
+_AFTER_NUMBER: Final = re.compile(r"[ -]([A-Za-z][\w'’-]*)")
+
+
+def _counted_word(text: str, number: Number) -> str | None:
+    """The stem of the content word right after a number ("1979 model year": "model")."""
+    match = _AFTER_NUMBER.match(text, number.end)
+    if match is None:
+        return None
+    word = match.group(1).lower().replace("’", "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word in STOP_WORDS or word in _SCALES or word in ("percent", "per"):
+        return None
+    return stem(word)
+
+
 def month_issues(claim: Features, span: Features) -> list[Issue]:
     missing = claim.months - span.months
     if not missing:

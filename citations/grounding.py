@@ -308,6 +308,7 @@ class Grounder:
         subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
         issues = (
             checks.number_issues(plan.features, span_features, passage_features, subject)
+            + checks.counted_issues(plan.features, span_features)
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)
             + checks.negation_issues(plan.features, span_features)

@@ -209,6 +209,17 @@ def test_as_or_since_opening_a_clause_states_the_cause_a_claim_gives() -> None:
     assert cue_issues(claim, temporal) != []
 
 
+def test_a_number_tied_to_another_thing_is_a_contradiction(grounder) -> None:
+    passage = ("Between 1978 and 2008, students took a core of seven classes. Since 2008, "
+               "students have taken courses in eight General Education categories.")
+    claim = "Since 2008, students have taken courses in seven General Education categories."
+    result = grounder.check_claim(claim, [passage])
+    assert result.verdict == "unsupported"
+    assert "eight" in result.reason
+    faithful = "Since 2008, students have taken courses in eight General Education categories."
+    assert grounder.check_claim(faithful, [passage]).verdict == "supported"
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
