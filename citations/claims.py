@@ -1178,7 +1178,10 @@ def _sides(
             break
         key = _key(tokens[j], keys)
         if key and key != own:
-            (right if tokens[j].possessive and index - j <= 2 else left).add(key)
+            # "Y's basis" is "the basis of Y"; before a verb the possessor does it: "Darwin's
+            # thinking influenced …".
+            possessor = tokens[j].possessive and index - j <= 2 and phrase
+            (right if possessor else left).add(key)
     for j in range(index + 1, min(len(tokens), index + 1 + window)):
         if tokens[j].clause != pivot.clause or (phrase and tokens[j].comma):
             break

@@ -220,6 +220,16 @@ def test_a_number_tied_to_another_thing_is_a_contradiction(grounder) -> None:
     assert grounder.check_claim(faithful, [passage]).verdict == "supported"
 
 
+def test_a_possessor_before_a_verb_is_its_doer() -> None:
+    # "Darwin's thinking influenced X": Darwin influences; against "X influenced Darwin".
+    claim = analyze("Darwin's thinking influenced Lyell's book Principles of Geology.")
+    span = analyze("Lyell first published his book, Principles of Geology, in 1830. This book, "
+                   "which influenced the thought of Charles Darwin, promoted uniformitarianism.")
+    assert role_issues(claim, span) != []
+    same = analyze("Darwin's thinking was influenced by Lyell's book Principles of Geology.")
+    assert role_issues(same, span) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
