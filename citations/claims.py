@@ -1323,7 +1323,9 @@ def attribution_issues(claim: Features, span: Features) -> list[Issue]:
     for index, token in enumerate(span_tokens):
         clauses.setdefault(token.clause, set()).add(token.stem)
         key = _key(token, keys)
-        if key and not _title_of_another(span_tokens, index, keys):
+        if key and not _title_of_another(span_tokens, index, keys) and not (
+            _common_word_of_name(token, keys)
+        ):
             named.setdefault(token.clause, set()).add(key)
     subjects: dict[int, str] = {}
     claim_clauses: dict[int, set[str]] = {}
@@ -1356,6 +1358,14 @@ def attribution_issues(claim: Features, span: Features) -> list[Issue]:
                           if s == subject), subject)
             return [Issue(f"the passage says this of another, not of {shown}", True)]
     return []
+
+
+def _common_word_of_name(token: _Token, keys: dict[str, str]) -> bool:
+    """ "Library" of "Eckhart Library": the common word names "the John Crerar Library" as
+    well, so it does not tell which one a clause is about."""
+    return ("\0" + token.stem) in keys and keys[token.stem] != token.stem and (
+        zipf_frequency(token.word, "en") >= 4.0
+    )
 
 
 def _title_of_another(tokens: Sequence[_Token], index: int, keys: dict[str, str]) -> bool:

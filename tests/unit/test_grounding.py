@@ -230,6 +230,17 @@ def test_a_possessor_before_a_verb_is_its_doer() -> None:
     assert role_issues(same, span) == []
 
 
+def test_a_common_word_of_a_name_does_not_name_it() -> None:
+    # "Library" is in "Eckhart Library" and in "John Crerar Library": what the passage says
+    # of the Crerar one is not said of the Eckhart one.
+    claim = analyze("The Eckhart Library holds more than 1.3 million volumes in the sciences.")
+    span = analyze("The John Crerar Library contains more than 1.3 million volumes in the "
+                   "sciences. Other libraries include the Eckhart Library for mathematics.")
+    assert attribution_issues(claim, span) != []
+    own = analyze("The Eckhart Library contains more than 1.3 million volumes in the sciences.")
+    assert attribution_issues(claim, own) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
