@@ -783,23 +783,38 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
     """Whether the span words each relevant claim negation another way: a denying word
     within four words of the span's use of what the negation bears on."""
     for index in negations:
+        # What the negation bears on may stand before it: "a format television could not
+        # use" is "a format incompatible with television".
         scope = {
             claim.word_stems[j]
-            for j in range(index + 1, min(len(claim.words), index + 6))
-            if claim.words[j] not in STOP_WORDS and claim.words[j] not in _NEGATIONS
+            for j in range(max(0, index - 3), min(len(claim.words), index + 6))
+            if j != index and claim.words[j] not in STOP_WORDS
+            and claim.words[j] not in _NEGATIONS
         }
         near = [
             k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
             for k in range(max(0, j - 4), min(len(span.words), j + 5))
         ]
         if not any(
-            span.words[k] in _IMPLICIT_NEGATORS
+            span.words[k] in _IMPLICIT_NEGATORS or _negative_prefix(span.words[k])
             or (span.words[k] == "only" and k + 1 < len(span.words)
                 and span.words[k + 1].endswith("ly"))  # "reacts only slowly"
             for k in near
         ):
             return False
     return True
+
+
+@lru_cache(maxsize=16384)
+def _negative_prefix(word: str) -> bool:
+    """ "incompatible", "unmarked": a negating prefix on a word rarer than its root (not
+    "install", which is commoner than "stall")."""
+    for prefix in ("un", "in", "im", "ir", "il", "non"):
+        root = word[len(prefix) :]
+        if word.startswith(prefix) and len(root) >= 5:
+            common = zipf_frequency(root, "en")
+            return common >= 3.0 and common > zipf_frequency(word, "en")
+    return False
 
 
 _SCOPE_FILLERS: Final = frozenset(

@@ -241,6 +241,19 @@ def test_a_common_word_of_a_name_does_not_name_it() -> None:
     assert attribution_issues(claim, own) == []
 
 
+def test_a_negating_prefix_words_a_negation_that_may_bear_on_what_stands_before_it() -> None:
+    claim = analyze("As the camera used a format television could not use, the lunar footage "
+                    "had to be converted.")
+
+    def span(word: str):
+        return analyze(f"The camera recorded in a format {word} with broadcast TV. This "
+                       "resulted in lunar footage that had to be converted.")
+
+    assert negation_issues(claim, span("incompatible")) == []
+    assert negation_issues(claim, span("compatible")) != []
+    assert negation_issues(claim, span("installed")) != []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
