@@ -232,6 +232,7 @@ def _analyze(text: str) -> Features:
         if w in _NEGATIONS and not opens_brackets
         and not _asserting_next(words, i)
         and not _exclusive(words, i)
+        and not _hypothetical(words, i)
     )
     return Features(
         text=text,
@@ -246,6 +247,14 @@ def _analyze(text: str) -> Features:
         extremes=frozenset(w for w in _cue_words(text, words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
     )
+
+
+def _hypothetical(words: Sequence[str], index: int) -> bool:
+    """ "…, because otherwise factorizations would not be unique": what would happen if the
+    fact did not hold, not a denial of anything the passage says."""
+    return "otherwise" in words[max(0, index - 6) : index] and "would" in words[
+        max(0, index - 2) : index
+    ]
 
 
 def _asserting_next(words: Sequence[str], index: int) -> bool:

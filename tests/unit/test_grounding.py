@@ -254,6 +254,12 @@ def test_a_negating_prefix_words_a_negation_that_may_bear_on_what_stands_before_
     assert negation_issues(claim, span("installed")) != []
 
 
+def test_what_otherwise_would_not_be_denies_nothing() -> None:
+    assert analyze("1 is no prime, because otherwise factorizations would not be "
+                   "unique").negations == (2,)
+    assert analyze("Factorizations would not be unique").negations == (2,)
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
