@@ -1088,6 +1088,32 @@ def contrast_issues(claim: Features, span: Features) -> list[Issue]:
     return []
 
 
+def ratio_issues(claim: Features, span: Features) -> list[Issue]:
+    """ "the mass divided by the force" against "the force divided by the mass": a ratio
+    turned upside down."""
+    for above, below in _ratios(claim):
+        for span_above, span_below in _ratios(span):
+            if above & span_below and below & span_above and not (
+                above & span_above or below & span_below
+            ):
+                return [Issue("the passage divides these the other way round", True)]
+    return []
+
+
+def _ratios(features: Features) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """(numerator, denominator) of each "X divided by Y": the two content words before
+    "divided" and after "by"."""
+    words, stems = features.words, features.word_stems
+    found = []
+    for index in range(len(words) - 1):
+        if (words[index], words[index + 1]) != ("divided", "by"):
+            continue
+        before = [stems[j] for j in range(index - 1, -1, -1) if words[j] not in STOP_WORDS]
+        after = [stems[j] for j in range(index + 2, len(words)) if words[j] not in STOP_WORDS]
+        found.append((frozenset(before[:2]), frozenset(after[:2])))
+    return found
+
+
 def _lower(word: str) -> str:
     word = word.lower().replace("’", "'")
     return word[:-2] if word.endswith("'s") else word

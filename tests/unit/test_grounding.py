@@ -27,6 +27,7 @@ from citations.claims import (
     opposite_issues,
     parallel_issues,
     rare_word_issues,
+    ratio_issues,
     role_issues,
 )
 from citations.grounding import Grounder, Thresholds
@@ -258,6 +259,17 @@ def test_what_otherwise_would_not_be_denies_nothing() -> None:
     assert analyze("1 is no prime, because otherwise factorizations would not be "
                    "unique").negations == (2,)
     assert analyze("Factorizations would not be unique").negations == (2,)
+
+
+def test_a_ratio_turned_upside_down_is_a_contradiction() -> None:
+    span = analyze("The centre of mass will experience an acceleration proportional to the "
+                   "magnitude of the external force divided by the mass of the system.")
+    flipped = analyze("The centre of mass gets an acceleration proportional to the system's "
+                      "mass divided by the force.")
+    assert ratio_issues(flipped, span) != []
+    same = analyze("The centre of mass gets an acceleration proportional to the external "
+                   "force divided by the system's mass.")
+    assert ratio_issues(same, span) == []
 
 
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
