@@ -943,13 +943,17 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
         if word in STOP_WORDS or len(word) < 3:
             continue  # "it" is not the opposite of "united" ("un" + "it")
         opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
+        # The stemmer cuts "known" to "know" but keeps "unknown": the word itself is
+        # prefixed as well.
+        prefixed = set()
         for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
             opposites.add(prefix + word_stem)
+            prefixed.add(prefix + word)
             if word_stem.startswith(prefix) and len(word_stem) > len(prefix) + 3:
                 opposites.add(word_stem[len(prefix) :])
         said = [
             w for w, st in zip(span.words, span.word_stems, strict=True)
-            if st in opposites and st not in claim_stems
+            if (st in opposites or w in prefixed) and st not in claim_stems
         ]
         if said:
             issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))

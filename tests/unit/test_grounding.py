@@ -272,6 +272,14 @@ def test_a_ratio_turned_upside_down_is_a_contradiction() -> None:
     assert ratio_issues(same, span) == []
 
 
+def test_a_prefixed_opposite_the_stemmer_keeps_whole_is_found() -> None:
+    # "known" stems to "know", "unknown" stays "unknown".
+    claim = analyze("The location of his grave is well known.")
+    span = analyze("He was buried in an unmarked grave at an unknown location.")
+    assert opposite_issues(claim, span) != []
+    assert opposite_issues(claim, analyze("The location of his grave is known.")) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
