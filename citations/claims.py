@@ -1118,6 +1118,38 @@ def _ratios(features: Features) -> list[tuple[frozenset[str], frozenset[str]]]:
     return found
 
 
+def direction_issues(claim: Features, span: Features) -> list[Issue]:
+    """ "spread from Germany to Scandinavia" against "spread through Scandinavia and then
+    Germany": a movement or sequence the other way round."""
+    span_pairs = {(a, b) for a, b in _sequences(span.text, _SPAN_SEQUENCE)}
+    for first, second in _sequences(claim.text, _FROM_TO):
+        if first != second and (second, first) in span_pairs and (
+            (first, second) not in span_pairs
+        ):
+            return [Issue("the passage has this the other way round", True)]
+    return []
+
+
+_FROM_TO: Final = re.compile(
+    r"\bfrom\s+(?:the\s+)?([\w'’-]+)\s+(?:to|into|toward|towards)\s+(?:the\s+)?([\w'’-]+)",
+    re.IGNORECASE,
+)
+# The passage may tell the order as "from A to B" or "A and then B" / "A, then B".
+_SPAN_SEQUENCE: Final = re.compile(
+    _FROM_TO.pattern + r"|\b([\w'’-]+)(?:,|\s+and)?\s+then\s+(?:to\s+)?(?:the\s+)?"
+    r"([\w'’-]+)",
+    re.IGNORECASE,
+)
+
+
+def _sequences(text: str, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for match in pattern.finditer(text):
+        first, second = [g for g in match.groups() if g is not None][:2]
+        pairs.append((stem(_lower(first)), stem(_lower(second))))
+    return pairs
+
+
 def _lower(word: str) -> str:
     word = word.lower().replace("’", "'")
     return word[:-2] if word.endswith("'s") else word

@@ -314,6 +314,7 @@ class Grounder:
             + checks.negation_issues(plan.features, span_features)
             + checks.contrast_issues(plan.features, span_features)
             + checks.ratio_issues(plan.features, span_features)
+            + checks.direction_issues(plan.features, span_features)
             + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
             + (checks.role_issues(plan.features, span_features)
                or checks.role_issues(plan.features, passage_features, verbs_only=True))

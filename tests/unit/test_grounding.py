@@ -19,6 +19,7 @@ from citations.claims import (
     association_issues,
     attribution_issues,
     cue_issues,
+    direction_issues,
     entities,
     entity_issues,
     negation_issues,
@@ -278,6 +279,14 @@ def test_a_prefixed_opposite_the_stemmer_keeps_whole_is_found() -> None:
     span = analyze("He was buried in an unmarked grave at an unknown location.")
     assert opposite_issues(claim, span) != []
     assert opposite_issues(claim, analyze("The location of his grave is known.")) == []
+
+
+def test_a_movement_the_other_way_round_is_a_contradiction() -> None:
+    span = analyze("The name spread through Scandinavia and then Germany, becoming a name.")
+    assert direction_issues(analyze("The name spread from Germany to Scandinavia."), span)
+    assert direction_issues(analyze("The name spread from Scandinavia to Germany."), span) == []
+    assert direction_issues(analyze("It moved from Paris to London."),
+                            analyze("It moved from London to Paris in 1900.")) != []
 
 
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
