@@ -731,6 +731,8 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
         return True
     if acronym and _acronym_of(token, text):
         return True
+    if _split_formula(token, text):
+        return True
     # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
     if len(token) >= 4 and any(
         len(w) >= 5 and w[:4] == token[:4] for e in text.entities for w in e.tokens
@@ -742,6 +744,18 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
             for w in text.words
         )
     return False
+
+
+def _split_formula(token: str, text: Features) -> bool:
+    """ "O2" written with its subscript apart ("O\n2", "CO 2"), as text taken from HTML
+    or PDF often has it."""
+    match = re.fullmatch(r"([a-z]{1,3})(\d{1,2})", token)
+    if match is None:
+        return False
+    letters, digits = match.groups()
+    return any(
+        (a, b) == (letters, digits) for a, b in zip(text.words, text.words[1:], strict=False)
+    )
 
 
 def _acronym_of(token: str, text: Features) -> bool:

@@ -289,6 +289,14 @@ def test_a_movement_the_other_way_round_is_a_contradiction() -> None:
                             analyze("It moved from London to Paris in 1900.")) != []
 
 
+def test_a_formula_with_its_subscript_apart_is_the_same_name() -> None:
+    claim = analyze("The O2 partial pressure was above 60 kPa.")
+    split = analyze("The O\n2 partial pressure was more than 60 kPa.")
+    assert entity_issues(claim, split, split) == []
+    other = analyze("The N\n2 partial pressure was more than 60 kPa.")
+    assert entity_issues(claim, other, other) != []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
