@@ -881,9 +881,21 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
         shown = word.replace("-", " ")
         issues.append(Issue(f'the passage does not say "{shown}"', False))
     for word in _comparisons(claim):
-        if stem(word) not in span.word_stems:
+        if not _compared(stem(word), span):
             issues.append(Issue(f'the passage does not say "more {word}"', False))
     return issues
+
+
+_COMPARING: Final = frozenset("more less than most least".split())
+
+
+def _compared(word_stem: str, span: Features) -> bool:
+    """Whether the span compares by this word: "with a similar specificity" does not say
+    "more specifically than"; "more specific", "specific … than" do."""
+    return any(
+        other == word_stem and _COMPARING & set(span.words[max(0, j - 3) : j + 4])
+        for j, other in enumerate(span.word_stems)
+    )
 
 
 # "As there had already been a King George's War, …", "… as the program was believed to

@@ -297,6 +297,15 @@ def test_a_formula_with_its_subscript_apart_is_the_same_name() -> None:
     assert entity_issues(claim, other, other) != []
 
 
+def test_a_comparison_needs_a_comparing_passage_not_just_its_word() -> None:
+    claim = analyze("VLRs bind antigens more specifically than antibodies do.")
+    similar = analyze("VLRs bind antigens in a similar way to antibodies, with the same "
+                      "degree of specificity.")
+    assert cue_issues(claim, similar) != []
+    stated = analyze("VLRs bind antigens more specifically than antibodies.")
+    assert cue_issues(claim, stated) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
