@@ -971,7 +971,7 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
         opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
         # The stemmer cuts "known" to "know" but keeps "unknown": the word itself is
         # prefixed as well.
-        prefixed = set()
+        prefixed = _suffix_opposites(word)
         for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
             opposites.add(prefix + word_stem)
             prefixed.add(prefix + word)
@@ -985,6 +985,20 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
             issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
             break
     return issues
+
+
+def _suffix_opposites(word: str) -> set[str]:
+    """ "jawless" / "jawed", "harmless" / "harmful": a root with and without."""
+    for ending in ("less", "ful", "ed"):
+        root = word[: -len(ending)]
+        if word.endswith(ending) and len(root) >= 3 and word not in _NOT_WITHOUT:
+            return {root + other for other in ("less", "ful", "ed")
+                    if other != ending} - _NOT_WITHOUT
+    return set()
+
+
+# Words in "-less" that do not mean "without" their root.
+_NOT_WITHOUT: Final = frozenset("regardless nevertheless nonetheless unless doubtless".split())
 
 
 def rare_word_issues(

@@ -306,6 +306,13 @@ def test_a_comparison_needs_a_comparing_passage_not_just_its_word() -> None:
     assert cue_issues(claim, stated) == []
 
 
+def test_a_root_with_less_is_the_opposite_of_the_root_with_ed_or_ful() -> None:
+    span = analyze("Such receptors exist only in jawed vertebrates.")
+    assert opposite_issues(analyze("Such receptors exist in jawless vertebrates."), span)
+    assert opposite_issues(analyze("It was regarded as a receptor."),
+                           analyze("Regardless of the receptor, it was found.")) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
