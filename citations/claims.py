@@ -1202,6 +1202,13 @@ _CLAUSE_OPENERS: Final = frozenset(
     "and but while whereas although though which who whom whose where when so yet".split()
 )
 _BE_FORMS: Final = frozenset("is are was were be been being get gets got gotten".split())
+# Verbs whose subject may be what undergoes them: "the war ended with a treaty" and "a
+# treaty ended the war" say the same, so the word order tells no doer.
+_ERGATIVE: Final = frozenset(
+    stem(w) for w in """end ended ending begin began begun start started open opened close
+    closed finish finished stop stopped break broke change changed grow grew increase
+    increased decrease decreased spread move moved sink sank""".split()
+)
 # Relations that read the same both ways round: "X married Y", "a treaty between X and Y".
 _SYMMETRIC: Final = frozenset(
     """married marry marries met meet meets between with together both versus vs against
@@ -1384,6 +1391,7 @@ def role_issues(
     for index, token in enumerate(claim_tokens):
         if (
             token.word in STOP_WORDS or token.word in _SYMMETRIC or token.word in _QUANTIFIERS
+            or token.stem in _ERGATIVE
             or token.word[:1].isdigit() or len(token.word) < 3 or token.stem not in span_at
             or token.word in names
         ):

@@ -313,6 +313,17 @@ def test_a_root_with_less_is_the_opposite_of_the_root_with_ed_or_ful() -> None:
                            analyze("Regardless of the receptor, it was found.")) == []
 
 
+def test_a_verb_whose_subject_may_undergo_it_tells_no_doer() -> None:
+    # "The war ended with a treaty" and "a treaty ended the war" say the same.
+    span = analyze("The treaty was signed in Paris in 1763, ending the Seven Years' War "
+                   "between Britain and France.")
+    for claim in ("The Seven Years' War between Britain and France ended with a treaty "
+                  "signed in Paris in 1763.",
+                  "Britain and France ended the Seven Years' War with the 1763 Treaty of "
+                  "Paris."):
+        assert role_issues(analyze(claim), span) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
