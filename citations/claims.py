@@ -731,7 +731,7 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
         return True
     if acronym and _acronym_of(token, text):
         return True
-    if _split_formula(token, text):
+    if _split_formula(token, text) or _in_compound(token, text):
         return True
     # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
     if len(token) >= 4 and any(
@@ -744,6 +744,14 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
             for w in text.words
         )
     return False
+
+
+def _in_compound(token: str, text: Features) -> bool:
+    """A name inside a hyphenated word: "Polish-born" says "Poland", "Paris-based" "Paris"."""
+    wanted = stem(token)
+    return any(
+        stem(part) == wanted for word in text.words if "-" in word for part in word.split("-")
+    )
 
 
 def _split_formula(token: str, text: Features) -> bool:

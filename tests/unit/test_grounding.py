@@ -324,6 +324,14 @@ def test_a_verb_whose_subject_may_undergo_it_tells_no_doer() -> None:
         assert role_issues(analyze(claim), span) == []
 
 
+def test_a_name_inside_a_hyphenated_word_is_mentioned() -> None:
+    claim = analyze("Curie, who was born in Poland, won the prize in 1903.")
+    span = analyze("Marie Curie, a Polish-born physicist, won the prize in 1903.")
+    assert entity_issues(claim, span, span) == []
+    other = analyze("Marie Curie, a French-born physicist, won the prize in 1903.")
+    assert entity_issues(claim, other, other) != []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
