@@ -986,13 +986,33 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
             if word_stem.startswith(prefix) and len(word_stem) > len(prefix) + 3:
                 opposites.add(word_stem[len(prefix) :])
         said = [
-            w for w, st in zip(span.words, span.word_stems, strict=True)
+            w for j, (w, st) in enumerate(zip(span.words, span.word_stems, strict=True))
             if (st in opposites or w in prefixed) and st not in claim_stems
+            and not (word in _ORDER_WORDS and _order_reversed(claim, position, span, j))
         ]
         if said:
             issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
             break
     return issues
+
+
+_ORDER_WORDS: Final = frozenset("before after earlier later".split())
+
+
+def _order_reversed(claim: Features, position: int, span: Features, at: int) -> bool:
+    """ "B happened after A" for "A happened before B": the opposite word with the two
+    events round it swapped says the same."""
+    def sides(text: Features, index: int) -> tuple[set[str], set[str]]:
+        def content(indexes: range) -> set[str]:
+            return {text.word_stems[k] for k in indexes if text.words[k] not in STOP_WORDS}
+        return (content(range(max(0, index - 12), index)),
+                content(range(index + 1, min(len(text.words), index + 13))))
+
+    claim_before, claim_after = sides(claim, position)
+    span_before, span_after = sides(span, at)
+    crossed = len(claim_before & span_after) + len(claim_after & span_before)
+    kept = len(claim_before & span_before) + len(claim_after & span_after)
+    return crossed > kept
 
 
 def _suffix_opposites(word: str) -> set[str]:

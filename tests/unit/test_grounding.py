@@ -332,6 +332,14 @@ def test_a_name_inside_a_hyphenated_word_is_mentioned() -> None:
     assert entity_issues(claim, other, other) != []
 
 
+def test_after_with_its_events_swapped_round_is_before() -> None:
+    span = analyze("Kennedy was elected in 1960, before the Apollo program was approved.")
+    swapped = analyze("The Apollo program was approved after Kennedy was elected in 1960.")
+    assert opposite_issues(swapped, span) == []
+    wrong = analyze("Kennedy was elected in 1960, after the Apollo program was approved.")
+    assert opposite_issues(wrong, span) != []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
