@@ -826,8 +826,10 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
             k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
             for k in range(max(0, j - 4), min(len(span.words), j + 5))
         ]
+        # A denying word the claim itself uses ("informal", "outside") words no "not".
         if not any(
-            span.words[k] in _IMPLICIT_NEGATORS or _negative_prefix(span.words[k])
+            (span.words[k] in _IMPLICIT_NEGATORS or _negative_prefix(span.words[k]))
+            and span.words[k] not in claim.words
             or (span.words[k] == "only" and k + 1 < len(span.words)
                 and span.words[k + 1].endswith("ly"))  # "reacts only slowly"
             for k in near

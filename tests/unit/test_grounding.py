@@ -340,6 +340,13 @@ def test_after_with_its_events_swapped_round_is_before() -> None:
     assert opposite_issues(wrong, span) != []
 
 
+def test_a_denying_word_the_claim_shares_words_no_negation() -> None:
+    # "informal" is in both: the inserted "not" is still unsaid by the passage.
+    claim = analyze("Informal learning may not be assisted by a teacher.")
+    span = analyze("Informal learning may be assisted by a teacher.")
+    assert negation_issues(claim, span) != []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
