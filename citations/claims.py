@@ -97,6 +97,9 @@ _WORD_NUMBER: Final = re.compile(
     re.IGNORECASE,
 )
 
+_COUNTRY_STEMS: Final = frozenset(
+    _STEMMER.stemWord(name) for name in ("america", "britain")
+)
 # A sentence-initial capital says nothing about a name; these open sentences all the time.
 _SENTENCE_STARTERS: Final = frozenset(
     """however overall although though during after before many most some several today
@@ -128,6 +131,12 @@ _DEMONYMS: Final = {
     "norman": "normandy", "normans": "normandy", "arab": "arabia", "arabic": "arabia",
     "hungarian": "hungary", "czech": "czechia", "flemish": "flanders", "venetian": "venice",
     "roman": "rome", "romans": "rome", "parisian": "paris", "egyptian": "egypt",
+    "american": "america", "americans": "america",
+}
+# Country abbreviations, read as the country's name ("US" / "American" / "America").
+_COUNTRY_SHORT: Final = {
+    "us": "america", "u.s": "america", "usa": "america", "u.s.a": "america",
+    "uk": "britain", "u.k": "britain",
 }
 
 # Cues that claim more than a fact: a cause, a consequence, an extreme. Each group lists
@@ -607,6 +616,10 @@ def _same_number(claim: Number, other: Number) -> bool:
         return False
     if claim.value == other.value:
         return True
+    if {claim.kind, other.kind} == {"fraction", "percent"}:
+        # "a fifth" is 20%, "two-thirds" 66.7% or 67%: a share said either way.
+        share, percent = (claim, other) if claim.kind == "fraction" else (other, claim)
+        return abs(share.value * 100 - percent.value) <= 1
     if "time" in (claim.kind, other.kind):
         # "nine" or "9" for 09:00 (or 21:00): a whole hour said as a plain number.
         clock, plain = (claim, other) if claim.kind == "time" else (other, claim)
@@ -731,7 +744,7 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
         return True
     if acronym and _acronym_of(token, text):
         return True
-    if _split_formula(token, text) or _in_compound(token, text):
+    if _split_formula(token, text) or _in_compound(token, text) or _same_country(token, text):
         return True
     # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
     if len(token) >= 4 and any(
@@ -744,6 +757,16 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
             for w in text.words
         )
     return False
+
+
+def _same_country(token: str, text: Features) -> bool:
+    """ "US" for "American" or "the U.S.", "UK" for "British"."""
+    wanted = stem(_COUNTRY_SHORT.get(token, token))
+    if wanted not in _COUNTRY_STEMS:
+        return False
+    return wanted in text.word_stems or any(
+        stem(_COUNTRY_SHORT[w]) == wanted for w in text.words if w in _COUNTRY_SHORT
+    )
 
 
 def _in_compound(token: str, text: Features) -> bool:

@@ -347,6 +347,23 @@ def test_a_denying_word_the_claim_shares_words_no_negation() -> None:
     assert negation_issues(claim, span) != []
 
 
+def test_a_share_said_as_a_fraction_or_a_percentage_is_one_number() -> None:
+    span = analyze("Victoria produces 67% of the nation's milk; 20% of farms are small.")
+    assert number_issues(analyze("Victoria produces two-thirds of the milk."), span, span) == []
+    assert number_issues(analyze("A fifth of farms are small."), span, span) == []
+    assert number_issues(analyze("A quarter of farms are small."), span, span) != []
+
+
+def test_a_country_abbreviation_names_the_country_and_its_demonym() -> None:
+    claim = analyze("Many US gas stations had no fuel.")
+    for text in ("Many American gasoline stations had no fuel.",
+                 "Many gas stations in the U.S. had no fuel."):
+        span = analyze(text)
+        assert entity_issues(claim, span, span) == []
+    british = analyze("Many British gas stations had no fuel.")
+    assert entity_issues(claim, british, british) != []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
