@@ -10,7 +10,8 @@ For each claim and its cited passage(s):
    number it lacks from a neighbouring sentence (the same thing referred to again);
 3. on that span, the hard checks look for what similarity misses: a number, date, name,
    negation, opposite word, swapped association or causal/superlative cue that the claim
-   has and the span lacks or contradicts (citations.claims);
+   has and the span lacks or contradicts, a number tied to another thing, a ratio or a
+   movement turned round (citations.claims);
 4. the verdict: ``supported`` when the span scores above ``Thresholds.supported`` and no
    check objects; ``partial`` when the passage is about this but lacks a detail or scores in
    between; ``unsupported`` when it contradicts the claim or is about something else.
