@@ -534,7 +534,9 @@ def entities(text: str) -> list[Entity]:
         if (
             is_capital
             and lowered != "i"
-            and not (sentence_start and _is_common_opening(lowered))
+            and not (sentence_start and (
+                _is_common_opening(lowered) or _participle_opening(lowered, tokens, index)
+            ))
             and not (lowered in STOP_WORDS and not run)
         ):
             run.append(token)
@@ -547,6 +549,27 @@ def entities(text: str) -> list[Entity]:
         close()
     close()
     return [e for e in result if not all(t in STOP_WORDS for t in e.tokens)]
+
+
+_PARTICIPLE_PREPOSITIONS: Final = frozenset(
+    "by in on at over from with to after during under across into for".split()
+)
+_BARE_PARTICIPLES: Final = frozenset("born spread set put cut hit shut cast split".split())
+
+
+def _participle_opening(word: str, tokens: Sequence[tuple[str, int, int]], index: int) -> bool:
+    """ "Spread over nine countries, …", "Led by Newton, …": a participle opening a
+    sentence, not a name (a name before "in" or "by" is rarely a past form)."""
+    following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
+    if following not in _PARTICIPLE_PREPOSITIONS:
+        return False
+    if word in _IRREGULAR or word in _BARE_PARTICIPLES:
+        return True
+    # "Opened", "Founded", "Taking" are forms of a common verb; "Sweden", "Beijing" are not.
+    root = stem(word)
+    return word.endswith(("ed", "en", "ing")) and root != word and (
+        zipf_frequency(root, "en") >= 4.0
+    )
 
 
 def _is_acronym(token: str) -> bool:

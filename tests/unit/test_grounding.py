@@ -364,6 +364,14 @@ def test_a_country_abbreviation_names_the_country_and_its_demonym() -> None:
     assert entity_issues(claim, british, british) != []
 
 
+def test_a_participle_opening_a_sentence_is_no_name() -> None:
+    assert [e.text for e in entities("Spread over nine countries, the Amazon is vast.")] == [
+        "Amazon"
+    ]
+    assert [e.text for e in entities("Opened in 1895, the library holds books.")] == []
+    assert [e.text for e in entities("Sweden in 1995 joined the union.")] == ["Sweden"]
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
