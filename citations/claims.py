@@ -1115,6 +1115,10 @@ def association_issues(
     places clearly nearer one of two anchors (names, numbers, rare terms) votes on whether
     the passage places it nearer the same one; more votes against than for is a swap.
     """
+    # Read both with any opening phrase moved after its main clause, so that "After the
+    # uprising failed, German forces razed Warsaw" and "The Germans razed Warsaw after the
+    # uprising failed" place their words alike.
+    claim, span = _main_clause_first(claim), _main_clause_first(span)
     anchors = _anchor_positions(claim)
     span_positions: dict[str, list[int]] = {}
     for index, word_stem in enumerate(span.word_stems):
@@ -1163,6 +1167,22 @@ def association_issues(
             f'{shown.get(other, other)}, not {shown.get(owner, owner)}', True,
         )]
     return []
+
+
+_FRONTED: Final = re.compile(
+    r"(?:^|(?<=[.!?]\s))((?:after|before|because|following|during|despite|although|"
+    r"though|when|while|since|once|due to|thanks to|unlike|"
+    r"born|led|founded|built|started|opened|spread)\b[^,.;:]{2,80}),\s+([^.!?]*)([.!?]?)",
+    re.IGNORECASE,
+)
+
+
+def _main_clause_first(features: Features) -> Features:
+    """The text with each sentence's opening clause or participle phrase moved after its
+    main clause. (A short "In 1656," stays: its comma is optional, so a text without it
+    would be read differently.)"""
+    moved = _FRONTED.sub(lambda m: f"{m.group(2)} {m.group(1)}{m.group(3)}", features.text)
+    return features if moved == features.text else analyze(moved)
 
 
 # "from all over the world": a quantifier belongs to no one name.

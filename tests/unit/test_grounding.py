@@ -372,6 +372,15 @@ def test_a_participle_opening_a_sentence_is_no_name() -> None:
     assert [e.text for e in entities("Sweden in 1995 joined the union.")] == ["Sweden"]
 
 
+def test_an_opening_clause_moved_after_the_main_clause_is_no_swap() -> None:
+    span = analyze("Because of the oil embargo, gasoline prices rose sharply in 1974.")
+    claim = analyze("Gasoline prices rose sharply in 1974 as a result of the oil embargo.")
+    assert association_issues(claim, span, min_votes=4, margin=2) == []
+    span = analyze("The Germans destroyed most of Warsaw in 1944 after the uprising failed.")
+    claim = analyze("After the uprising failed, the Germans destroyed most of Warsaw in 1944.")
+    assert association_issues(claim, span, min_votes=4, margin=2) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
