@@ -168,6 +168,8 @@ _EXTREMES: Final = tuple(
         "best finest",
         "worst",
         "always invariably constantly",
+        "guarantee guarantees guaranteed ensure ensures ensured certainly definitely "
+        "inevitably",
         "ever",
         "record",
         "richest wealthiest",
@@ -930,6 +932,10 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
         issues.append(Issue("the passage does not state this cause or consequence", False))
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]
+        ranked = _ranked(span, word)
+        if ranked and not _ranked(claim, word):
+            issues.append(Issue(f'the passage says "{ranked} {word}"', True))
+            continue
         if group & span.extremes or stem(word) in span.word_stems:
             continue
         if _CUE_SYNONYMS.get(word, frozenset()) & set(span.words):
@@ -962,6 +968,15 @@ _CLAUSE_CAUSE: Final = re.compile(
     r"(?:was|were|is|are|had|has|have|did|does|do)\b",
     re.IGNORECASE,
 )
+
+
+def _ranked(text: Features, word: str) -> str | None:
+    """The ordinal every use of a superlative has before it ("the second largest"), if
+    any: a claim's plain "the largest" is not what the passage says."""
+    before = [text.words[i - 1] if i else "" for i, w in enumerate(text.words) if w == word]
+    if before and all(b in _ORDINAL_WORDS and b != "first" for b in before):
+        return before[0]
+    return None
 
 
 def _comparisons(features: Features) -> list[str]:

@@ -381,6 +381,19 @@ def test_an_opening_clause_moved_after_the_main_clause_is_no_swap() -> None:
     assert association_issues(claim, span, min_votes=4, margin=2) == []
 
 
+def test_a_guarantee_the_passage_only_hopes_for_is_an_overreach() -> None:
+    span = analyze("A technical defense may enhance the chances for acquittal.")
+    assert cue_issues(analyze("A technical defense guarantees an acquittal."), span) != []
+    assert cue_issues(analyze("A technical defense may improve the odds of acquittal."),
+                      span) == []
+
+
+def test_the_largest_is_not_the_second_largest() -> None:
+    span = analyze("The city is the second largest in the state.")
+    assert cue_issues(analyze("The city is the largest in the state."), span) != []
+    assert cue_issues(analyze("It is the state's second largest city."), span) == []
+
+
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
     # "Anarchist" and "disobedients" name one group; words near either are not a swap.
     claim = analyze("Anarchist civil disobedients reject the legitimacy of every government "
