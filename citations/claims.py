@@ -36,7 +36,10 @@ _NEGATIONS: Final = frozenset(
     "lacking absent unable fail fails failed refused denied".split()
 )
 # "not only X but also Y" and "no later than" assert, they do not deny.
-_NOT_NEGATING_NEXT: Final = frozenset("only just merely later less more doubt longer".split())
+_NOT_NEGATING_NEXT: Final = frozenset("only just merely doubt".split())
+# These assert only as a comparison: "no more than 5", "no longer than a day"; "no longer
+# contains any volumes" denies.
+_NOT_NEGATING_BEFORE_THAN: Final = frozenset("later less more longer fewer".split())
 
 MONTHS: Final = {
     name: index + 1
@@ -94,6 +97,9 @@ _WORD_NUMBER: Final = re.compile(
     re.IGNORECASE,
 )
 
+_COUNTRY_STEMS: Final = frozenset(
+    _STEMMER.stemWord(name) for name in ("america", "britain")
+)
 # A sentence-initial capital says nothing about a name; these open sentences all the time.
 _SENTENCE_STARTERS: Final = frozenset(
     """however overall although though during after before many most some several today
@@ -125,6 +131,12 @@ _DEMONYMS: Final = {
     "norman": "normandy", "normans": "normandy", "arab": "arabia", "arabic": "arabia",
     "hungarian": "hungary", "czech": "czechia", "flemish": "flanders", "venetian": "venice",
     "roman": "rome", "romans": "rome", "parisian": "paris", "egyptian": "egypt",
+    "american": "america", "americans": "america",
+}
+# Country abbreviations, read as the country's name ("US" / "American" / "America").
+_COUNTRY_SHORT: Final = {
+    "us": "america", "u.s": "america", "usa": "america", "u.s.a": "america",
+    "uk": "britain", "u.k": "britain",
 }
 
 # Cues that claim more than a fact: a cause, a consequence, an extreme. Each group lists
@@ -156,6 +168,8 @@ _EXTREMES: Final = tuple(
         "best finest",
         "worst",
         "always invariably constantly",
+        "guarantee guarantees guaranteed ensure ensures ensured certainly definitely "
+        "inevitably",
         "ever",
         "record",
         "richest wealthiest",
@@ -221,13 +235,15 @@ def _analyze(text: str) -> Features:
     months = frozenset(
         _month_name(w) for w, m in _month_words(text) if m
     ) | frozenset(w for w in words if w in WEEKDAYS)
-    # A "not" in parentheses qualifies a word ("55 per cent of the members (not votes)");
-    # it does not deny what the sentence says.
+    # A "not" opening parentheses qualifies a word ("55 per cent of the members (not
+    # votes)"); it does not deny what the sentence says. One inside a bracketed clause
+    # does: "a liquid outer core (where shear waves were not able to propagate)".
     negations = tuple(
-        i for i, (w, parenthesized) in enumerate(located)
-        if w in _NEGATIONS and not parenthesized
-        and not (i + 1 < len(words) and words[i + 1] in _NOT_NEGATING_NEXT)
+        i for i, (w, opens_brackets) in enumerate(located)
+        if w in _NEGATIONS and not opens_brackets
+        and not _asserting_next(words, i)
         and not _exclusive(words, i)
+        and not _hypothetical(words, i)
     )
     return Features(
         text=text,
@@ -239,9 +255,25 @@ def _analyze(text: str) -> Features:
         entities=tuple(entities(text)),
         negations=negations,
         cause=bool(_CAUSE.search(text)),
-        extremes=frozenset(w for w in _cue_words(words) if w in _EXTREME_WORDS),
+        extremes=frozenset(w for w in _cue_words(text, words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
     )
+
+
+def _hypothetical(words: Sequence[str], index: int) -> bool:
+    """ "…, because otherwise factorizations would not be unique": what would happen if the
+    fact did not hold, not a denial of anything the passage says."""
+    return "otherwise" in words[max(0, index - 6) : index] and "would" in words[
+        max(0, index - 2) : index
+    ]
+
+
+def _asserting_next(words: Sequence[str], index: int) -> bool:
+    """Whether the word after a negation makes it assert: "not only", "no later than"."""
+    following = words[index + 1] if index + 1 < len(words) else ""
+    if following in _NOT_NEGATING_NEXT:
+        return True
+    return following in _NOT_NEGATING_BEFORE_THAN and "than" in words[index + 2 : index + 5]
 
 
 def _exclusive(words: Sequence[str], index: int) -> bool:
@@ -256,24 +288,35 @@ def _exclusive(words: Sequence[str], index: int) -> bool:
     ) or any(w in ("except", "besides", "save") for w in after)
 
 
-def _cue_words(words: Sequence[str]) -> Iterable[str]:
-    yield from words
-    # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity.
-    for first, second in zip(words, words[1:], strict=False):
+def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
+    # "the outside world", "the Muslim world": only "the world's" or "in the world" claims
+    # a worldwide extreme.
+    world = bool(_WORLD_CUE.search(text))
+    yield from (w for w in words if w != "world" or world)
+    # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity,
+    # but "only one or two" is a small number.
+    for index, (first, second) in enumerate(zip(words, words[1:], strict=False)):
+        if (first, second) == ("only", "one") and words[index + 2 : index + 3] in (
+            ("or",), ("to",)
+        ):
+            continue
         if (first, second) in (("the", "only"), ("only", "one"), ("most", "common")):
             yield f"{first}-{second}"
 
 
+_WORLD_CUE: Final = re.compile(r"\bworld['’]s\b|\b(?:in|of) the world\b|\bworld[- ]record",
+                               re.IGNORECASE)
+
+
 def _located_words(text: str) -> Iterable[tuple[str, bool]]:
-    """Each word, and whether it stands inside parentheses."""
+    """Each word, and whether it is the first word inside parentheses."""
     text = text.replace("’", "'")
-    depth, position = 0, 0
+    position = 0
     for match in _WORD.finditer(text):
-        between = text[position : match.start()]
-        depth = max(0, depth + between.count("(") - between.count(")"))
+        opens = "(" in text[position : match.start()]
         position = match.end()
-        for word in _split_word(match.group().lower().strip(".'-")):
-            yield word, depth > 0
+        for index, word in enumerate(_split_word(match.group().lower().strip(".'-"))):
+            yield word, opens and index == 0
 
 
 def _split_word(word: str) -> Iterable[str]:
@@ -476,9 +519,7 @@ def entities(text: str) -> list[Entity]:
             run.pop()
         if run:
             cleaned = tuple(t for t in (_name_token(t) for t in run) if t)
-            acronyms = frozenset(
-                _name_token(t) for t in run if len(t.strip(".'’")) > 1 and t.strip(".'’").isupper()
-            )
+            acronyms = frozenset(_name_token(t) for t in run if _is_acronym(t))
             if cleaned:
                 result.append(Entity(" ".join(run).rstrip(".'’"), cleaned, acronyms))
         run.clear()
@@ -495,7 +536,9 @@ def entities(text: str) -> list[Entity]:
         if (
             is_capital
             and lowered != "i"
-            and not (sentence_start and _is_common_opening(lowered))
+            and not (sentence_start and (
+                _is_common_opening(lowered) or _participle_opening(lowered, tokens, index)
+            ))
             and not (lowered in STOP_WORDS and not run)
         ):
             run.append(token)
@@ -508,6 +551,33 @@ def entities(text: str) -> list[Entity]:
         close()
     close()
     return [e for e in result if not all(t in STOP_WORDS for t in e.tokens)]
+
+
+_PARTICIPLE_PREPOSITIONS: Final = frozenset(
+    "by in on at over from with to after during under across into for".split()
+)
+_BARE_PARTICIPLES: Final = frozenset("born spread set put cut hit shut cast split".split())
+
+
+def _participle_opening(word: str, tokens: Sequence[tuple[str, int, int]], index: int) -> bool:
+    """ "Spread over nine countries, …", "Led by Newton, …": a participle opening a
+    sentence, not a name (a name before "in" or "by" is rarely a past form)."""
+    following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
+    if following not in _PARTICIPLE_PREPOSITIONS:
+        return False
+    if word in _IRREGULAR or word in _BARE_PARTICIPLES:
+        return True
+    # "Opened", "Founded", "Taking" are forms of a common verb; "Sweden", "Beijing" are not.
+    root = stem(word)
+    return word.endswith(("ed", "en", "ing")) and root != word and (
+        zipf_frequency(root, "en") >= 4.0
+    )
+
+
+def _is_acronym(token: str) -> bool:
+    """ "NFL", "U.S." and "UCL's": a possessive does not make an acronym a word."""
+    core = re.sub(r"['’]s$", "", token).strip(".'’")
+    return len(core) > 1 and core.isupper()
 
 
 def _is_common_opening(word: str) -> bool:
@@ -571,6 +641,10 @@ def _same_number(claim: Number, other: Number) -> bool:
         return False
     if claim.value == other.value:
         return True
+    if {claim.kind, other.kind} == {"fraction", "percent"}:
+        # "a fifth" is 20%, "two-thirds" 66.7% or 67%: a share said either way.
+        share, percent = (claim, other) if claim.kind == "fraction" else (other, claim)
+        return abs(share.value * 100 - percent.value) <= 1
     if "time" in (claim.kind, other.kind):
         # "nine" or "9" for 09:00 (or 21:00): a whole hour said as a plain number.
         clock, plain = (claim, other) if claim.kind == "time" else (other, claim)
@@ -610,6 +684,42 @@ def _rival(number: Number, candidates: Sequence[Number], claim: Features) -> Num
 
 def _kind_family(kind: str) -> str:
     return "year" if kind in ("year", "decade") else kind
+
+
+def counted_issues(claim: Features, span: Features) -> list[Issue]:
+    """A number tied to the wrong thing: "seven General Education categories" against "seven
+    classes … eight General Education categories"; "the 1996 Works Council Directive"
+    against "the 1994 Works Council Directive, … the 1996 Parental Leave Directive".
+
+    The word right after a claim's number names what it counts or dates; when the span puts
+    other numbers right before that word and never this one, it says those, not this."""
+    issues: list[Issue] = []
+    for number in claim.numbers:
+        counted = _counted_word(claim.text, number)
+        if counted is None:
+            continue
+        before = [n for n in span.numbers if _counted_word(span.text, n) == counted]
+        if before and not any(_same_number(number, n) for n in before):
+            issues.append(Issue(
+                f"the passage says {before[0].text}, not {number.text}, of this", True
+            ))
+    return issues
+
+
+_AFTER_NUMBER: Final = re.compile(r"[ -]([A-Za-z][\w'’-]*)")
+
+
+def _counted_word(text: str, number: Number) -> str | None:
+    """The stem of the content word right after a number ("1979 model year": "model")."""
+    match = _AFTER_NUMBER.match(text, number.end)
+    if match is None:
+        return None
+    word = match.group(1).lower().replace("’", "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word in STOP_WORDS or word in _SCALES or word in ("percent", "per"):
+        return None
+    return stem(word)
 
 
 def month_issues(claim: Features, span: Features) -> list[Issue]:
@@ -659,6 +769,8 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
         return True
     if acronym and _acronym_of(token, text):
         return True
+    if _split_formula(token, text) or _in_compound(token, text) or _same_country(token, text):
+        return True
     # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
     if len(token) >= 4 and any(
         len(w) >= 5 and w[:4] == token[:4] for e in text.entities for w in e.tokens
@@ -670,6 +782,36 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
             for w in text.words
         )
     return False
+
+
+def _same_country(token: str, text: Features) -> bool:
+    """ "US" for "American" or "the U.S.", "UK" for "British"."""
+    wanted = stem(_COUNTRY_SHORT.get(token, token))
+    if wanted not in _COUNTRY_STEMS:
+        return False
+    return wanted in text.word_stems or any(
+        stem(_COUNTRY_SHORT[w]) == wanted for w in text.words if w in _COUNTRY_SHORT
+    )
+
+
+def _in_compound(token: str, text: Features) -> bool:
+    """A name inside a hyphenated word: "Polish-born" says "Poland", "Paris-based" "Paris"."""
+    wanted = stem(token)
+    return any(
+        stem(part) == wanted for word in text.words if "-" in word for part in word.split("-")
+    )
+
+
+def _split_formula(token: str, text: Features) -> bool:
+    """ "O2" written with its subscript apart ("O\n2", "CO 2"), as text taken from HTML
+    or PDF often has it."""
+    match = re.fullmatch(r"([a-z]{1,3})(\d{1,2})", token)
+    if match is None:
+        return False
+    letters, digits = match.groups()
+    return any(
+        (a, b) == (letters, digits) for a, b in zip(text.words, text.words[1:], strict=False)
+    )
 
 
 def _acronym_of(token: str, text: Features) -> bool:
@@ -720,23 +862,40 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
     """Whether the span words each relevant claim negation another way: a denying word
     within four words of the span's use of what the negation bears on."""
     for index in negations:
+        # What the negation bears on may stand before it: "a format television could not
+        # use" is "a format incompatible with television".
         scope = {
             claim.word_stems[j]
-            for j in range(index + 1, min(len(claim.words), index + 6))
-            if claim.words[j] not in STOP_WORDS and claim.words[j] not in _NEGATIONS
+            for j in range(max(0, index - 3), min(len(claim.words), index + 6))
+            if j != index and claim.words[j] not in STOP_WORDS
+            and claim.words[j] not in _NEGATIONS
         }
         near = [
             k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
             for k in range(max(0, j - 4), min(len(span.words), j + 5))
         ]
+        # A denying word the claim itself uses ("informal", "outside") words no "not".
         if not any(
-            span.words[k] in _IMPLICIT_NEGATORS
+            (span.words[k] in _IMPLICIT_NEGATORS or _negative_prefix(span.words[k]))
+            and span.words[k] not in claim.words
             or (span.words[k] == "only" and k + 1 < len(span.words)
                 and span.words[k + 1].endswith("ly"))  # "reacts only slowly"
             for k in near
         ):
             return False
     return True
+
+
+@lru_cache(maxsize=16384)
+def _negative_prefix(word: str) -> bool:
+    """ "incompatible", "unmarked": a negating prefix on a word rarer than its root (not
+    "install", which is commoner than "stall")."""
+    for prefix in ("un", "in", "im", "ir", "il", "non"):
+        root = word[len(prefix) :]
+        if word.startswith(prefix) and len(root) >= 5:
+            common = zipf_frequency(root, "en")
+            return common >= 3.0 and common > zipf_frequency(word, "en")
+    return False
 
 
 _SCOPE_FILLERS: Final = frozenset(
@@ -766,10 +925,17 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
     the sentences next to it that share the claim's words) may state the cause: "…, so
     packets take different paths" is told by the next sentence's "resulting in"."""
     issues: list[Issue] = []
-    if claim.cause and not span.cause and not (context is not None and context.cause):
+    stated = span.cause or bool(_CLAUSE_CAUSE.search(span.text)) or (
+        context is not None and context.cause
+    )
+    if claim.cause and not stated:
         issues.append(Issue("the passage does not state this cause or consequence", False))
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]
+        ranked = _ranked(span, word)
+        if ranked and not _ranked(claim, word):
+            issues.append(Issue(f'the passage says "{ranked} {word}"', True))
+            continue
         if group & span.extremes or stem(word) in span.word_stems:
             continue
         if _CUE_SYNONYMS.get(word, frozenset()) & set(span.words):
@@ -777,9 +943,40 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
         shown = word.replace("-", " ")
         issues.append(Issue(f'the passage does not say "{shown}"', False))
     for word in _comparisons(claim):
-        if stem(word) not in span.word_stems:
+        if not _compared(stem(word), span):
             issues.append(Issue(f'the passage does not say "more {word}"', False))
     return issues
+
+
+_COMPARING: Final = frozenset("more less than most least".split())
+
+
+def _compared(word_stem: str, span: Features) -> bool:
+    """Whether the span compares by this word: "with a similar specificity" does not say
+    "more specifically than"; "more specific", "specific … than" do."""
+    return any(
+        other == word_stem and _COMPARING & set(span.words[max(0, j - 3) : j + 4])
+        for j, other in enumerate(span.word_stems)
+    )
+
+
+# "As there had already been a King George's War, …", "… as the program was believed to
+# disadvantage …": "as" or "since" opening a clause (a finite verb within four words) gives
+# a reason. Too loose to make a claim causal, enough to state the cause a claim gives.
+_CLAUSE_CAUSE: Final = re.compile(
+    r"\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,3}?"
+    r"(?:was|were|is|are|had|has|have|did|does|do)\b",
+    re.IGNORECASE,
+)
+
+
+def _ranked(text: Features, word: str) -> str | None:
+    """The ordinal every use of a superlative has before it ("the second largest"), if
+    any: a claim's plain "the largest" is not what the passage says."""
+    before = [text.words[i - 1] if i else "" for i, w in enumerate(text.words) if w == word]
+    if before and all(b in _ORDINAL_WORDS and b != "first" for b in before):
+        return before[0]
+    return None
 
 
 def _comparisons(features: Features) -> list[str]:
@@ -843,18 +1040,56 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
         if word in STOP_WORDS or len(word) < 3:
             continue  # "it" is not the opposite of "united" ("un" + "it")
         opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
+        # The stemmer cuts "known" to "know" but keeps "unknown": the word itself is
+        # prefixed as well.
+        prefixed = _suffix_opposites(word)
         for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
             opposites.add(prefix + word_stem)
+            prefixed.add(prefix + word)
             if word_stem.startswith(prefix) and len(word_stem) > len(prefix) + 3:
                 opposites.add(word_stem[len(prefix) :])
         said = [
-            w for w, st in zip(span.words, span.word_stems, strict=True)
-            if st in opposites and st not in claim_stems
+            w for j, (w, st) in enumerate(zip(span.words, span.word_stems, strict=True))
+            if (st in opposites or w in prefixed) and st not in claim_stems
+            and not (word in _ORDER_WORDS and _order_reversed(claim, position, span, j))
         ]
         if said:
             issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
             break
     return issues
+
+
+_ORDER_WORDS: Final = frozenset("before after earlier later".split())
+
+
+def _order_reversed(claim: Features, position: int, span: Features, at: int) -> bool:
+    """ "B happened after A" for "A happened before B": the opposite word with the two
+    events round it swapped says the same."""
+    def sides(text: Features, index: int) -> tuple[set[str], set[str]]:
+        def content(indexes: range) -> set[str]:
+            return {text.word_stems[k] for k in indexes if text.words[k] not in STOP_WORDS}
+        return (content(range(max(0, index - 12), index)),
+                content(range(index + 1, min(len(text.words), index + 13))))
+
+    claim_before, claim_after = sides(claim, position)
+    span_before, span_after = sides(span, at)
+    crossed = len(claim_before & span_after) + len(claim_after & span_before)
+    kept = len(claim_before & span_before) + len(claim_after & span_after)
+    return crossed > kept
+
+
+def _suffix_opposites(word: str) -> set[str]:
+    """ "jawless" / "jawed", "harmless" / "harmful": a root with and without."""
+    for ending in ("less", "ful", "ed"):
+        root = word[: -len(ending)]
+        if word.endswith(ending) and len(root) >= 3 and word not in _NOT_WITHOUT:
+            return {root + other for other in ("less", "ful", "ed")
+                    if other != ending} - _NOT_WITHOUT
+    return set()
+
+
+# Words in "-less" that do not mean "without" their root.
+_NOT_WITHOUT: Final = frozenset("regardless nevertheless nonetheless unless doubtless".split())
 
 
 def rare_word_issues(
@@ -895,6 +1130,10 @@ def association_issues(
     places clearly nearer one of two anchors (names, numbers, rare terms) votes on whether
     the passage places it nearer the same one; more votes against than for is a swap.
     """
+    # Read both with any opening phrase moved after its main clause, so that "After the
+    # uprising failed, German forces razed Warsaw" and "The Germans razed Warsaw after the
+    # uprising failed" place their words alike.
+    claim, span = _main_clause_first(claim), _main_clause_first(span)
     anchors = _anchor_positions(claim)
     span_positions: dict[str, list[int]] = {}
     for index, word_stem in enumerate(span.word_stems):
@@ -945,6 +1184,22 @@ def association_issues(
     return []
 
 
+_FRONTED: Final = re.compile(
+    r"(?:^|(?<=[.!?]\s))((?:after|before|because|following|during|despite|although|"
+    r"though|when|while|since|once|due to|thanks to|unlike|"
+    r"born|led|founded|built|started|opened|spread)\b[^,.;:]{2,80}),\s+([^.!?]*)([.!?]?)",
+    re.IGNORECASE,
+)
+
+
+def _main_clause_first(features: Features) -> Features:
+    """The text with each sentence's opening clause or participle phrase moved after its
+    main clause. (A short "In 1656," stays: its comma is optional, so a text without it
+    would be read differently.)"""
+    moved = _FRONTED.sub(lambda m: f"{m.group(2)} {m.group(1)}{m.group(3)}", features.text)
+    return features if moved == features.text else analyze(moved)
+
+
 # "from all over the world": a quantifier belongs to no one name.
 _QUANTIFIERS: Final = frozenset("all every many most several few both more less much".split())
 
@@ -988,6 +1243,64 @@ def contrast_issues(claim: Features, span: Features) -> list[Issue]:
     return []
 
 
+def ratio_issues(claim: Features, span: Features) -> list[Issue]:
+    """ "the mass divided by the force" against "the force divided by the mass": a ratio
+    turned upside down."""
+    for above, below in _ratios(claim):
+        for span_above, span_below in _ratios(span):
+            if above & span_below and below & span_above and not (
+                above & span_above or below & span_below
+            ):
+                return [Issue("the passage divides these the other way round", True)]
+    return []
+
+
+def _ratios(features: Features) -> list[tuple[frozenset[str], frozenset[str]]]:
+    """(numerator, denominator) of each "X divided by Y": the two content words before
+    "divided" and after "by"."""
+    words, stems = features.words, features.word_stems
+    found = []
+    for index in range(len(words) - 1):
+        if (words[index], words[index + 1]) != ("divided", "by"):
+            continue
+        before = [stems[j] for j in range(index - 1, -1, -1) if words[j] not in STOP_WORDS]
+        after = [stems[j] for j in range(index + 2, len(words)) if words[j] not in STOP_WORDS]
+        found.append((frozenset(before[:2]), frozenset(after[:2])))
+    return found
+
+
+def direction_issues(claim: Features, span: Features) -> list[Issue]:
+    """ "spread from Germany to Scandinavia" against "spread through Scandinavia and then
+    Germany": a movement or sequence the other way round."""
+    span_pairs = {(a, b) for a, b in _sequences(span.text, _SPAN_SEQUENCE)}
+    for first, second in _sequences(claim.text, _FROM_TO):
+        if first != second and (second, first) in span_pairs and (
+            (first, second) not in span_pairs
+        ):
+            return [Issue("the passage has this the other way round", True)]
+    return []
+
+
+_FROM_TO: Final = re.compile(
+    r"\bfrom\s+(?:the\s+)?([\w'’-]+)\s+(?:to|into|toward|towards)\s+(?:the\s+)?([\w'’-]+)",
+    re.IGNORECASE,
+)
+# The passage may tell the order as "from A to B" or "A and then B" / "A, then B".
+_SPAN_SEQUENCE: Final = re.compile(
+    _FROM_TO.pattern + r"|\b([\w'’-]+)(?:,|\s+and)?\s+then\s+(?:to\s+)?(?:the\s+)?"
+    r"([\w'’-]+)",
+    re.IGNORECASE,
+)
+
+
+def _sequences(text: str, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for match in pattern.finditer(text):
+        first, second = [g for g in match.groups() if g is not None][:2]
+        pairs.append((stem(_lower(first)), stem(_lower(second))))
+    return pairs
+
+
 def _lower(word: str) -> str:
     word = word.lower().replace("’", "'")
     return word[:-2] if word.endswith("'s") else word
@@ -1000,6 +1313,13 @@ _CLAUSE_OPENERS: Final = frozenset(
     "and but while whereas although though which who whom whose where when so yet".split()
 )
 _BE_FORMS: Final = frozenset("is are was were be been being get gets got gotten".split())
+# Verbs whose subject may be what undergoes them: "the war ended with a treaty" and "a
+# treaty ended the war" say the same, so the word order tells no doer.
+_ERGATIVE: Final = frozenset(
+    stem(w) for w in """end ended ending begin began begun start started open opened close
+    closed finish finished stop stopped break broke change changed grow grew increase
+    increased decrease decreased spread move moved sink sank""".split()
+)
 # Relations that read the same both ways round: "X married Y", "a treaty between X and Y".
 _SYMMETRIC: Final = frozenset(
     """married marry marries met meet meets between with together both versus vs against
@@ -1102,7 +1422,10 @@ def _sides(
             break
         key = _key(tokens[j], keys)
         if key and key != own:
-            (right if tokens[j].possessive and index - j <= 2 else left).add(key)
+            # "Y's basis" is "the basis of Y"; before a verb the possessor does it: "Darwin's
+            # thinking influenced …".
+            possessor = tokens[j].possessive and index - j <= 2 and phrase
+            (right if possessor else left).add(key)
     for j in range(index + 1, min(len(tokens), index + 1 + window)):
         if tokens[j].clause != pivot.clause or (phrase and tokens[j].comma):
             break
@@ -1179,6 +1502,7 @@ def role_issues(
     for index, token in enumerate(claim_tokens):
         if (
             token.word in STOP_WORDS or token.word in _SYMMETRIC or token.word in _QUANTIFIERS
+            or token.stem in _ERGATIVE
             or token.word[:1].isdigit() or len(token.word) < 3 or token.stem not in span_at
             or token.word in names
         ):
@@ -1244,7 +1568,9 @@ def attribution_issues(claim: Features, span: Features) -> list[Issue]:
     for index, token in enumerate(span_tokens):
         clauses.setdefault(token.clause, set()).add(token.stem)
         key = _key(token, keys)
-        if key and not _title_of_another(span_tokens, index, keys):
+        if key and not _title_of_another(span_tokens, index, keys) and not (
+            _common_word_of_name(token, keys)
+        ):
             named.setdefault(token.clause, set()).add(key)
     subjects: dict[int, str] = {}
     claim_clauses: dict[int, set[str]] = {}
@@ -1277,6 +1603,14 @@ def attribution_issues(claim: Features, span: Features) -> list[Issue]:
                           if s == subject), subject)
             return [Issue(f"the passage says this of another, not of {shown}", True)]
     return []
+
+
+def _common_word_of_name(token: _Token, keys: dict[str, str]) -> bool:
+    """ "Library" of "Eckhart Library": the common word names "the John Crerar Library" as
+    well, so it does not tell which one a clause is about."""
+    return ("\0" + token.stem) in keys and keys[token.stem] != token.stem and (
+        zipf_frequency(token.word, "en") >= 4.0
+    )
 
 
 def _title_of_another(tokens: Sequence[_Token], index: int, keys: dict[str, str]) -> bool:

@@ -10,7 +10,8 @@ For each claim and its cited passage(s):
    number it lacks from a neighbouring sentence (the same thing referred to again);
 3. on that span, the hard checks look for what similarity misses: a number, date, name,
    negation, opposite word, swapped association or causal/superlative cue that the claim
-   has and the span lacks or contradicts (citations.claims);
+   has and the span lacks or contradicts, a number tied to another thing, a ratio or a
+   movement turned round (citations.claims);
 4. the verdict: ``supported`` when the span scores above ``Thresholds.supported`` and no
    check objects; ``partial`` when the passage is about this but lacks a detail or scores in
    between; ``unsupported`` when it contradicts the claim or is about something else.
@@ -308,10 +309,13 @@ class Grounder:
         subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
         issues = (
             checks.number_issues(plan.features, span_features, passage_features, subject)
+            + checks.counted_issues(plan.features, span_features)
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)
             + checks.negation_issues(plan.features, span_features)
             + checks.contrast_issues(plan.features, span_features)
+            + checks.ratio_issues(plan.features, span_features)
+            + checks.direction_issues(plan.features, span_features)
             + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
             + (checks.role_issues(plan.features, span_features)
                or checks.role_issues(plan.features, passage_features, verbs_only=True))

@@ -19,13 +19,16 @@ from citations.claims import (
     association_issues,
     attribution_issues,
     cue_issues,
+    direction_issues,
     entities,
+    entity_issues,
     negation_issues,
     number_issues,
     numbers,
     opposite_issues,
     parallel_issues,
     rare_word_issues,
+    ratio_issues,
     role_issues,
 )
 from citations.grounding import Grounder, Thresholds
@@ -166,6 +169,229 @@ def test_a_negation_in_parentheses_qualifies_a_word_and_denies_nothing(grounder)
     assert grounder.check_claim(claim, [passage]).verdict == "supported"
     assert analyze("members (not votes) pass").negations == ()
     assert analyze("members do not pass").negations == (2,)
+
+
+def test_a_negation_inside_a_bracketed_clause_still_denies() -> None:
+    # Only a "not" opening the brackets qualifies a word; in a clause it denies.
+    assert analyze("a liquid core (where shear waves were not able to pass)").negations == (7,)
+    claim = analyze("Earth has a liquid outer core, which shear waves cannot pass through.")
+    span = analyze("Early work showed a liquid outer core (where shear waves were not able to "
+                   "pass) and a dense solid inner core.")
+    assert negation_issues(claim, span) == []
+
+
+def test_no_longer_denies_and_no_more_than_asserts() -> None:
+    assert analyze("Harper Library no longer contains any volumes").negations == (2,)
+    assert analyze("It holds no more than five volumes").negations == ()
+    assert analyze("It closed no later than 1990").negations == ()
+
+
+def test_an_acronym_with_a_possessive_is_still_an_acronym() -> None:
+    claim = analyze("A report by UCL's Ear Institute named Newcastle the noisiest city.")
+    span = analyze("A report by the Ear Institute at the University College London named "
+                   "Newcastle the noisiest city.")
+    assert entities(claim.text)[0].acronyms == frozenset({"ucl"})
+    assert entity_issues(claim, span, span) == []
+
+
+def test_only_one_or_two_and_the_outside_world_claim_no_extreme() -> None:
+    assert analyze("They are produced from only one or two genes.").extremes == frozenset()
+    assert "only-one" in analyze("It is the only one left.").extremes
+    assert analyze("Cells in contact with the outside world.").extremes == frozenset()
+    assert "world" in analyze("It has the world's largest endowment.").extremes
+    assert "world" in analyze("It is the largest city in the world.").extremes
+
+
+def test_as_or_since_opening_a_clause_states_the_cause_a_claim_gives() -> None:
+    claim = analyze("Harvard ended early admission because it hurt poor applicants.")
+    span = analyze("Harvard ended early admission as the program was believed to hurt poor "
+                   "applicants.")
+    assert cue_issues(claim, span) == []
+    temporal = analyze("Harvard ended early admission as of 2007 for poor applicants.")
+    assert cue_issues(claim, temporal) != []
+
+
+def test_a_number_tied_to_another_thing_is_a_contradiction(grounder) -> None:
+    passage = ("Between 1978 and 2008, students took a core of seven classes. Since 2008, "
+               "students have taken courses in eight General Education categories.")
+    claim = "Since 2008, students have taken courses in seven General Education categories."
+    result = grounder.check_claim(claim, [passage])
+    assert result.verdict == "unsupported"
+    assert "eight" in result.reason
+    faithful = "Since 2008, students have taken courses in eight General Education categories."
+    assert grounder.check_claim(faithful, [passage]).verdict == "supported"
+
+
+def test_a_possessor_before_a_verb_is_its_doer() -> None:
+    # "Darwin's thinking influenced X": Darwin influences; against "X influenced Darwin".
+    claim = analyze("Darwin's thinking influenced Lyell's book Principles of Geology.")
+    span = analyze("Lyell first published his book, Principles of Geology, in 1830. This book, "
+                   "which influenced the thought of Charles Darwin, promoted uniformitarianism.")
+    assert role_issues(claim, span) != []
+    same = analyze("Darwin's thinking was influenced by Lyell's book Principles of Geology.")
+    assert role_issues(same, span) == []
+
+
+def test_a_common_word_of_a_name_does_not_name_it() -> None:
+    # "Library" is in "Eckhart Library" and in "John Crerar Library": what the passage says
+    # of the Crerar one is not said of the Eckhart one.
+    claim = analyze("The Eckhart Library holds more than 1.3 million volumes in the sciences.")
+    span = analyze("The John Crerar Library contains more than 1.3 million volumes in the "
+                   "sciences. Other libraries include the Eckhart Library for mathematics.")
+    assert attribution_issues(claim, span) != []
+    own = analyze("The Eckhart Library contains more than 1.3 million volumes in the sciences.")
+    assert attribution_issues(claim, own) == []
+
+
+def test_a_negating_prefix_words_a_negation_that_may_bear_on_what_stands_before_it() -> None:
+    claim = analyze("As the camera used a format television could not use, the lunar footage "
+                    "had to be converted.")
+
+    def span(word: str):
+        return analyze(f"The camera recorded in a format {word} with broadcast TV. This "
+                       "resulted in lunar footage that had to be converted.")
+
+    assert negation_issues(claim, span("incompatible")) == []
+    assert negation_issues(claim, span("compatible")) != []
+    assert negation_issues(claim, span("installed")) != []
+
+
+def test_what_otherwise_would_not_be_denies_nothing() -> None:
+    assert analyze("1 is no prime, because otherwise factorizations would not be "
+                   "unique").negations == (2,)
+    assert analyze("Factorizations would not be unique").negations == (2,)
+
+
+def test_a_ratio_turned_upside_down_is_a_contradiction() -> None:
+    span = analyze("The centre of mass will experience an acceleration proportional to the "
+                   "magnitude of the external force divided by the mass of the system.")
+    flipped = analyze("The centre of mass gets an acceleration proportional to the system's "
+                      "mass divided by the force.")
+    assert ratio_issues(flipped, span) != []
+    same = analyze("The centre of mass gets an acceleration proportional to the external "
+                   "force divided by the system's mass.")
+    assert ratio_issues(same, span) == []
+
+
+def test_a_prefixed_opposite_the_stemmer_keeps_whole_is_found() -> None:
+    # "known" stems to "know", "unknown" stays "unknown".
+    claim = analyze("The location of his grave is well known.")
+    span = analyze("He was buried in an unmarked grave at an unknown location.")
+    assert opposite_issues(claim, span) != []
+    assert opposite_issues(claim, analyze("The location of his grave is known.")) == []
+
+
+def test_a_movement_the_other_way_round_is_a_contradiction() -> None:
+    span = analyze("The name spread through Scandinavia and then Germany, becoming a name.")
+    assert direction_issues(analyze("The name spread from Germany to Scandinavia."), span)
+    assert direction_issues(analyze("The name spread from Scandinavia to Germany."), span) == []
+    assert direction_issues(analyze("It moved from Paris to London."),
+                            analyze("It moved from London to Paris in 1900.")) != []
+
+
+def test_a_formula_with_its_subscript_apart_is_the_same_name() -> None:
+    claim = analyze("The O2 partial pressure was above 60 kPa.")
+    split = analyze("The O\n2 partial pressure was more than 60 kPa.")
+    assert entity_issues(claim, split, split) == []
+    other = analyze("The N\n2 partial pressure was more than 60 kPa.")
+    assert entity_issues(claim, other, other) != []
+
+
+def test_a_comparison_needs_a_comparing_passage_not_just_its_word() -> None:
+    claim = analyze("VLRs bind antigens more specifically than antibodies do.")
+    similar = analyze("VLRs bind antigens in a similar way to antibodies, with the same "
+                      "degree of specificity.")
+    assert cue_issues(claim, similar) != []
+    stated = analyze("VLRs bind antigens more specifically than antibodies.")
+    assert cue_issues(claim, stated) == []
+
+
+def test_a_root_with_less_is_the_opposite_of_the_root_with_ed_or_ful() -> None:
+    span = analyze("Such receptors exist only in jawed vertebrates.")
+    assert opposite_issues(analyze("Such receptors exist in jawless vertebrates."), span)
+    assert opposite_issues(analyze("It was regarded as a receptor."),
+                           analyze("Regardless of the receptor, it was found.")) == []
+
+
+def test_a_verb_whose_subject_may_undergo_it_tells_no_doer() -> None:
+    # "The war ended with a treaty" and "a treaty ended the war" say the same.
+    span = analyze("The treaty was signed in Paris in 1763, ending the Seven Years' War "
+                   "between Britain and France.")
+    for claim in ("The Seven Years' War between Britain and France ended with a treaty "
+                  "signed in Paris in 1763.",
+                  "Britain and France ended the Seven Years' War with the 1763 Treaty of "
+                  "Paris."):
+        assert role_issues(analyze(claim), span) == []
+
+
+def test_a_name_inside_a_hyphenated_word_is_mentioned() -> None:
+    claim = analyze("Curie, who was born in Poland, won the prize in 1903.")
+    span = analyze("Marie Curie, a Polish-born physicist, won the prize in 1903.")
+    assert entity_issues(claim, span, span) == []
+    other = analyze("Marie Curie, a French-born physicist, won the prize in 1903.")
+    assert entity_issues(claim, other, other) != []
+
+
+def test_after_with_its_events_swapped_round_is_before() -> None:
+    span = analyze("Kennedy was elected in 1960, before the Apollo program was approved.")
+    swapped = analyze("The Apollo program was approved after Kennedy was elected in 1960.")
+    assert opposite_issues(swapped, span) == []
+    wrong = analyze("Kennedy was elected in 1960, after the Apollo program was approved.")
+    assert opposite_issues(wrong, span) != []
+
+
+def test_a_denying_word_the_claim_shares_words_no_negation() -> None:
+    # "informal" is in both: the inserted "not" is still unsaid by the passage.
+    claim = analyze("Informal learning may not be assisted by a teacher.")
+    span = analyze("Informal learning may be assisted by a teacher.")
+    assert negation_issues(claim, span) != []
+
+
+def test_a_share_said_as_a_fraction_or_a_percentage_is_one_number() -> None:
+    span = analyze("Victoria produces 67% of the nation's milk; 20% of farms are small.")
+    assert number_issues(analyze("Victoria produces two-thirds of the milk."), span, span) == []
+    assert number_issues(analyze("A fifth of farms are small."), span, span) == []
+    assert number_issues(analyze("A quarter of farms are small."), span, span) != []
+
+
+def test_a_country_abbreviation_names_the_country_and_its_demonym() -> None:
+    claim = analyze("Many US gas stations had no fuel.")
+    for text in ("Many American gasoline stations had no fuel.",
+                 "Many gas stations in the U.S. had no fuel."):
+        span = analyze(text)
+        assert entity_issues(claim, span, span) == []
+    british = analyze("Many British gas stations had no fuel.")
+    assert entity_issues(claim, british, british) != []
+
+
+def test_a_participle_opening_a_sentence_is_no_name() -> None:
+    assert [e.text for e in entities("Spread over nine countries, the Amazon is vast.")] == [
+        "Amazon"
+    ]
+    assert [e.text for e in entities("Opened in 1895, the library holds books.")] == []
+    assert [e.text for e in entities("Sweden in 1995 joined the union.")] == ["Sweden"]
+
+
+def test_an_opening_clause_moved_after_the_main_clause_is_no_swap() -> None:
+    span = analyze("Because of the oil embargo, gasoline prices rose sharply in 1974.")
+    claim = analyze("Gasoline prices rose sharply in 1974 as a result of the oil embargo.")
+    assert association_issues(claim, span, min_votes=4, margin=2) == []
+    span = analyze("The Germans destroyed most of Warsaw in 1944 after the uprising failed.")
+    claim = analyze("After the uprising failed, the Germans destroyed most of Warsaw in 1944.")
+    assert association_issues(claim, span, min_votes=4, margin=2) == []
+
+
+def test_a_guarantee_the_passage_only_hopes_for_is_an_overreach() -> None:
+    span = analyze("A technical defense may enhance the chances for acquittal.")
+    assert cue_issues(analyze("A technical defense guarantees an acquittal."), span) != []
+    assert cue_issues(analyze("A technical defense may improve the odds of acquittal."),
+                      span) == []
+
+
+def test_the_largest_is_not_the_second_largest() -> None:
+    span = analyze("The city is the second largest in the state.")
+    assert cue_issues(analyze("The city is the largest in the state."), span) != []
+    assert cue_issues(analyze("It is the state's second largest city."), span) == []
 
 
 def test_two_names_of_one_phrase_are_not_read_as_swapped_roles() -> None:
