@@ -271,7 +271,13 @@ def rank_sentences(
     unknown = {w for w in unknown_words(question) if any(w in t for t in passage_text.values())}
     title_stems = {n: analyze(t).stems for n, t in (titles or {}).items()}
     at = {(u.number, u.index): u for u in units}
-    repeats = Counter(_normalized(u.text) for u in units)
+    # In how many documents a sentence is shown: twice in one document is the overlap
+    # of neighbouring chunks; in several documents, boilerplate.
+    repeats = Counter(
+        sentence for sentence, _ in {
+            (_normalized(u.text), (titles or {}).get(u.number, u.number)) for u in units
+        }
+    )
     shapes = [shape for shape in ANSWER_SHAPES if shape.asks.search(question)]
     required = [shape.looks for shape in shapes if shape.required]
 
@@ -310,9 +316,7 @@ def rank_sentences(
             default=0.0,
         )
         if repeats[_normalized(unit.text)] > 1 and len(unit.text.split()) <= 12:
-            # A page header or footer repeated across passages. A longer sentence shown
-            # twice is the overlap of neighbouring chunks, not boilerplate.
-            score *= 0.3
+            score *= 0.3  # a header, footer or navigation line several documents repeat
         if len(unit.text.split()) > 60:
             score *= 0.7  # a table or a run-on block, not a sentence
         if unit.fragment:

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from chat.extractive import NOTHING_FOUND, compose_answer, parse_evidence, parse_titles
+from chat.extractive import (
+    NOTHING_FOUND,
+    compose_answer,
+    parse_evidence,
+    parse_titles,
+    rank_sentences,
+)
 from chat.grounding import grounder
 from citations.renderer import EvidenceDocument, Passage, render_evidence
 from citations.sentences import split_answer
@@ -103,6 +109,18 @@ def test_a_sentence_shown_twice_by_overlapping_chunks_is_not_boilerplate(checker
         (2, f"{shared} The mode argument no longer affects intermediate-level directories."),
     ]
     assert compose_answer(question, passages, grounder=checker).startswith(shared)
+    # A short sentence too: two chunks of one document overlap on it.
+    short = "The server listens to port 8000 by default."
+    question = "Which port does python -m http.server serve on if I don't give one?"
+    passages = [
+        (1, f"{short} The default can be overridden by passing the desired port number as an "
+            "argument:\n\npython -m http.server 9000"),
+        (2, "http.server can also be invoked directly using the -m switch of the interpreter."
+            f"\n\npython -m http.server\n\n{short}"),
+        (3, "python -m http.server --bind 127.0.0.1"),
+    ]
+    titles = dict.fromkeys((1, 2, 3), "http.server — HTTP servers")
+    assert rank_sentences(question, passages, titles=titles)[0].text == short
 
 
 def test_a_line_of_code_is_about_the_function_it_is_in(checker):
