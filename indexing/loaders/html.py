@@ -251,7 +251,10 @@ _PLAIN_LISTS = {"field-list", "footnote", "citation"}
 
 def _term_text(dt: Tag) -> tuple[str, str]:
     """(full, short) text of a <dt>: short names an API object or a setting."""
-    # No separator: signatures are runs of adjacent spans ("json." "dump" "(").
+    # Several terms a line each ("SUPERUSER<br/>NOSUPERUSER"): the breaks part them.
+    for br in dt.find_all("br"):
+        br.replace_with(" ")
+    # No other separator: signatures are runs of adjacent spans ("json." "dump" "(").
     full = _SPACE_IN_PARENS.sub(lambda m: m.group(1), _collapse(dt.get_text()))
     name = dt.select_one(".sig-name")
     if name is not None:

@@ -104,6 +104,15 @@ def test_tiny_chunks_of_a_definition_still_name_their_term_in_the_heading_path()
     assert all(passage_at(loaded.text, c.locator) == c.text for c in chunks)
 
 
+def test_terms_a_line_each_are_parted_by_their_line_breaks():
+    page = (b'<html><body><h1>ALTER ROLE</h1><dl><dt><span class="term"><code>SUPERUSER</code>'
+            b'<br /></span><span class="term"><code>NOSUPERUSER</code><br /></span></dt>'
+            b"<dd><p>These clauses alter attributes originally set by CREATE ROLE.</p></dd>"
+            b"</dl></body></html>")
+    loaded, _ = _chunks(page, "sql-alterrole.html")
+    assert "SUPERUSER NOSUPERUSER: These clauses alter attributes" in loaded.text
+
+
 def test_sphinx_signatures_prefix_their_paragraphs_with_the_short_name():
     loaded, chunks = _chunks(SPHINX_DL, "json.html")
     text = loaded.text
