@@ -249,7 +249,8 @@ def _swap_chunks(
     for chunk in document.chunks.only("id", "content_hash", "embed_hash", "ordinal", "locator"):
         reusable[chunk.content_hash].append(chunk)
 
-    to_update: list[Chunk] = []
+    moved: list[Chunk] = []
+    re_embedded: list[Chunk] = []
     to_create: list[Chunk] = []
     for ordinal, (piece, text) in enumerate(zip(pieces, embedded_as, strict=True)):
         embed_hash = content_hash(text)
@@ -258,12 +259,12 @@ def _swap_chunks(
             # The same text keeps its row (and the citations pointing at it); a new
             # heading above it is a new embedding.
             chunk = matches.pop()
-            if (chunk.ordinal, chunk.locator, chunk.embed_hash) != (
-                ordinal, piece.locator, embed_hash
-            ):
-                chunk.ordinal, chunk.locator = ordinal, piece.locator
+            if chunk.embed_hash != embed_hash:
                 chunk.embed_hash, chunk.embedding = embed_hash, vectors[embed_hash]
-                to_update.append(chunk)
+                re_embedded.append(chunk)
+            elif (chunk.ordinal, chunk.locator) != (ordinal, piece.locator):
+                moved.append(chunk)
+            chunk.ordinal, chunk.locator = ordinal, piece.locator
             continue
         to_create.append(
             Chunk(
@@ -280,8 +281,9 @@ def _swap_chunks(
         )
     stale_ids = [chunk.pk for chunks in reusable.values() for chunk in chunks]
     Chunk.objects.filter(pk__in=stale_ids).delete()
+    Chunk.objects.bulk_update(moved, ["ordinal", "locator"], batch_size=1000)
     Chunk.objects.bulk_update(
-        to_update, ["ordinal", "locator", "embed_hash", "embedding"], batch_size=1000
+        re_embedded, ["ordinal", "locator", "embed_hash", "embedding"], batch_size=500
     )
     Chunk.objects.bulk_create(to_create, batch_size=500)
     if settings.GRAPH_EXPANSION:  # off, no graph is kept (`manage.py graph` catches up)

@@ -5,8 +5,8 @@ Unix." sits under "multiprocessing › Contexts and start methods", and a PDF pa
 "we agreed to push the launch to March 10" under "Launch date", and the middle of a long
 function under its name. The embedder reads the document's title and the chunk's heading
 path (for code, its symbol) before the text, so a question about multiprocessing's start
-method can find it. Only the embedding sees this line; the chunk's
-text, and every offset into it, stay as they are.
+method can find it. Only the embedding sees this line: the chunk's text, and every
+offset into it, stay as they are.
 """
 
 from __future__ import annotations
