@@ -1151,6 +1151,11 @@ def association_issues(
     against: list[tuple[str, str, str]] = []
     agree = 0
     names = sorted(anchors, key=anchors.get)
+    # Each word's distance to each anchor, on each side, measured once for every pair.
+    in_claim = {w: {n: _nearest(claim_positions[w], claim_positions[n]) for n in names}
+                for w in words}
+    in_span = {w: {n: _nearest(span_positions[w], span_positions[n]) for n in names}
+               for w in words}
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             a, b = anchors[first], anchors[second]
@@ -1159,14 +1164,10 @@ def association_issues(
             for word_stem in words:
                 if word_stem in (first, second):
                     continue
-                claim_side = _nearest(claim_positions[word_stem], claim_positions[first]) - (
-                    _nearest(claim_positions[word_stem], claim_positions[second])
-                )
+                claim_side = in_claim[word_stem][first] - in_claim[word_stem][second]
                 if abs(claim_side) < margin:
                     continue
-                near_a = _nearest(span_positions[word_stem], span_positions[first])
-                near_b = _nearest(span_positions[word_stem], span_positions[second])
-                span_side = near_a - near_b
+                span_side = in_span[word_stem][first] - in_span[word_stem][second]
                 if abs(span_side) < margin:
                     continue
                 if (claim_side < 0) == (span_side < 0):
