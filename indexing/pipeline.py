@@ -168,8 +168,12 @@ def index_document(
         embedded_as = [
             embedding_text(title=loaded.title, locator=p.locator, text=p.text) for p in pieces
         ]
-        vectors, embedded = _embed_pieces(document, embedded_as, embedder or get_embedder())
-        _swap_chunks(document_id, pieces, embedded_as, vectors, loaded, source_hash, embedded)
+        embed_hashes = [content_hash(text) for text in embedded_as]
+        vectors, embedded = _embed_pieces(
+            document, dict(zip(embed_hashes, embedded_as, strict=True)),
+            embedder or get_embedder(),
+        )
+        _swap_chunks(document_id, pieces, embed_hashes, vectors, loaded, source_hash, embedded)
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
@@ -206,11 +210,10 @@ def _update(document_id: int, **fields) -> None:
 
 
 def _embed_pieces(
-    document: Document, texts: list[str], embedder: Embedder
+    document: Document, wanted: dict[str, str], embedder: Embedder
 ) -> tuple[dict[str, list[float]], int]:
-    """Vectors by embed hash for every text; only text unseen by this document and the
-    cache is embedded."""
-    wanted = {content_hash(t): t for t in texts}
+    """Vectors for every text, keyed like `wanted` by embed hash; only text unseen by this
+    document and the cache is embedded."""
     vectors: dict[str, list[float]] = {
         h: list(v)
         for h, v in document.chunks.filter(embed_hash__in=list(wanted)).values_list(
@@ -238,7 +241,7 @@ def _embed_pieces(
 def _swap_chunks(
     document_id: int,
     pieces: list[ChunkPiece],
-    embedded_as: list[str],
+    embed_hashes: list[str],
     vectors: dict[str, list[float]],
     loaded: LoadedDocument,
     source_hash: str,
@@ -252,8 +255,7 @@ def _swap_chunks(
     moved: list[Chunk] = []
     re_embedded: list[Chunk] = []
     to_create: list[Chunk] = []
-    for ordinal, (piece, text) in enumerate(zip(pieces, embedded_as, strict=True)):
-        embed_hash = content_hash(text)
+    for ordinal, (piece, embed_hash) in enumerate(zip(pieces, embed_hashes, strict=True)):
         matches = reusable.get(piece.content_hash)
         if matches:
             # The same text keeps its row (and the citations pointing at it); a new
