@@ -96,8 +96,8 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     search_fields = ["title", "uri"]
     actions = ["reindex", "check_freshness"]
     readonly_fields = [
-        "status", "progress", "last_error", "chunk_count", "latest_run", "content_hash", "mime",
-        "created_at", "updated_at", "last_indexed_at", "job", "chunks_link",
+        "status", "progress", "last_error", "chunk_count", "latest_run", "content_hash",
+        "indexed_by", "mime", "created_at", "updated_at", "last_indexed_at", "job", "chunks_link",
     ]
     # Pipeline outputs, shown together as "latest_run".
     exclude = ["text", "unchanged", "chunks_embedded"]
@@ -155,8 +155,8 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         report = freshness.mark_stale(documents=queryset)
         self.message_user(
             request,
-            f"{len(report.stale)} stale, {len(report.fresh)} unchanged, "
-            f"{len(report.unreachable)} unreachable.",
+            f"{len(report.stale)} stale ({len(report.outdated)} indexed by older indexing "
+            f"code), {len(report.fresh)} unchanged, {len(report.unreachable)} unreachable.",
             messages.WARNING if report.unreachable else messages.INFO,
         )
 

@@ -1,4 +1,4 @@
-"""Find sources whose content changed since they were indexed."""
+"""Find sources whose content, or the indexer that read them, changed since they were indexed."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from django.db.models import QuerySet
 
 from indexing.pipeline import read_source
+from indexing.signature import indexer_signature
 from indexing.types import IngestError
 from knowledge.models import Document
 
@@ -16,27 +17,34 @@ class FreshnessReport:
     stale: list[Document] = field(default_factory=list)
     fresh: list[Document] = field(default_factory=list)
     unreachable: list[tuple[Document, str]] = field(default_factory=list)
+    # Of `stale`, those whose source is unchanged but whose chunks an older indexer made.
+    outdated: list[Document] = field(default_factory=list)
 
 
 def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
     """Re-read each indexed source; mark the changed ones STALE (nothing is re-indexed).
 
-    Uploaded files cannot change behind our back, so only file:// and web sources
-    are read.
+    A document indexed by other indexing code or another chunk budget is stale too,
+    whatever its source says. Uploaded files cannot change behind our back, so only
+    file:// and web sources are read.
     """
     report = FreshnessReport()
-    candidates = documents.filter(
-        status__in=[Document.Status.INDEXED, Document.Status.STALE]
-    ).exclude(uri__startswith="upload://")
+    signature = indexer_signature()
+    candidates = documents.filter(status__in=[Document.Status.INDEXED, Document.Status.STALE])
     for document in candidates.iterator():
-        try:
-            current = read_source(document).sha256
-        except IngestError as exc:
-            report.unreachable.append((document, str(exc)))
+        if document.indexed_by != signature:
+            report.outdated.append(document)
+        elif document.uri.startswith("upload://"):
             continue
-        if current == document.content_hash:
-            report.fresh.append(document)
-            continue
+        else:
+            try:
+                current = read_source(document).sha256
+            except IngestError as exc:
+                report.unreachable.append((document, str(exc)))
+                continue
+            if current == document.content_hash:
+                report.fresh.append(document)
+                continue
         report.stale.append(document)
         Document.objects.filter(pk=document.pk, status=Document.Status.INDEXED).update(
             status=Document.Status.STALE

@@ -21,6 +21,7 @@ from indexing.chunking.context import embedding_text
 from indexing.embedding_cache import embed_with_cache
 from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
 from indexing.pdf_boxes import attach_boxes
+from indexing.signature import indexer_signature
 from indexing.types import ChunkPiece, IngestError, LoadedDocument, content_hash
 from knowledge import graph
 from knowledge.models import Chunk, Document
@@ -147,7 +148,11 @@ def index_document(
     try:
         source = read_source(document)
         source_hash = source.sha256
-        if was_indexed and not force and source_hash == document.content_hash:
+        signature = indexer_signature()
+        if (
+            was_indexed and not force and source_hash == document.content_hash
+            and signature == document.indexed_by
+        ):
             _update(document_id, status=Document.Status.INDEXED, progress=100, unchanged=True)
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
@@ -173,7 +178,10 @@ def index_document(
             document, dict(zip(embed_hashes, embedded_as, strict=True)),
             embedder or get_embedder(),
         )
-        _swap_chunks(document_id, pieces, embed_hashes, vectors, loaded, source_hash, embedded)
+        _swap_chunks(
+            document_id, pieces, embed_hashes, vectors, loaded,
+            indexed_as=(source_hash, signature), embedded=embedded,
+        )
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
@@ -244,7 +252,8 @@ def _swap_chunks(
     embed_hashes: list[str],
     vectors: dict[str, list[float]],
     loaded: LoadedDocument,
-    source_hash: str,
+    *,
+    indexed_as: tuple[str, str],  # the source's hash, the indexer's signature
     embedded: int,
 ) -> None:
     document = Document.objects.select_for_update().get(pk=document_id)
@@ -298,7 +307,7 @@ def _swap_chunks(
     document.source_type = loaded.source_type
     document.mime = loaded.mime
     document.text = loaded.text
-    document.content_hash = source_hash
+    document.content_hash, document.indexed_by = indexed_as
     document.chunk_count = len(pieces)
     document.chunks_embedded = embedded
     document.unchanged = False

@@ -109,6 +109,9 @@ class Document(models.Model):
     mime = models.CharField(max_length=200, blank=True)
     # sha256 of the raw source bytes last indexed: an unchanged source short-circuits.
     content_hash = models.CharField(max_length=64, blank=True)
+    # indexing.signature of the code and chunk budget that made the chunks: a source
+    # indexed under another is re-indexed though its bytes did not change.
+    indexed_by = models.CharField(max_length=64, blank=True, default="", db_default="")
     status = models.CharField(
         max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
     )

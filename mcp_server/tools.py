@@ -282,6 +282,7 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
     return {
         "checked": True,
         "stale": [summary(d) for d in report.stale],
+        "outdated": len(report.outdated),  # of the stale: indexed by older indexing code
         "unchanged": len(report.fresh),
         "unreachable": [{**summary(d), "error": error} for d, error in report.unreachable],
         "not_checked": [{**summary(d), "error": refused[d.pk]} for d in files if d.pk in refused],

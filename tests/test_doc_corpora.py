@@ -122,6 +122,51 @@ def test_ingest_reports_unchanged_files_and_re_embedded_chunks(workspace, tmp_pa
     assert {d["unchanged"] for d in body["documents"]} == {True, False}
 
 
+def test_documents_indexed_by_older_code_are_re_indexed_reusing_unchanged_vectors(
+    workspace, tmp_path, capsys
+):
+    site = docs_site(tmp_path / "site")
+    call_command("ingest", str(site), workspace=workspace.slug, inline=True)
+    capsys.readouterr()
+    documents = Document.objects.filter(workspace=workspace)
+    before = {d.pk: sorted(d.chunks.values_list("pk", flat=True)) for d in documents}
+    # As a document indexed before a loader fix: same bytes, another indexer.
+    documents.filter(metadata__path="tides.html").update(indexed_by="an older indexer")
+
+    call_command("stale", workspace=workspace.slug)
+    listed = capsys.readouterr().out
+    assert "OUTDATED" in listed and "tides.html" in listed
+    assert "1 stale (1 of them outdated), 2 unchanged" in listed
+
+    call_command("ingest", str(site), workspace=workspace.slug, inline=True)
+    again = capsys.readouterr().out
+    # Re-read and re-chunked, but the same text keeps its rows and vectors.
+    assert "2 unchanged, 1 indexed, 0 failed" in again
+    tides = documents.get(metadata__path="tides.html")
+    assert tides.status == Document.Status.INDEXED and not tides.unchanged
+    assert tides.chunks_embedded == 0 and tides.indexed_by == documents.first().indexed_by
+    assert {d.pk: sorted(d.chunks.values_list("pk", flat=True)) for d in documents} == before
+
+
+def test_a_new_chunk_budget_re_chunks_documents_on_the_next_ingest(
+    workspace, tmp_path, capsys, settings
+):
+    (tmp_path / "tides.md").write_text(
+        "# Tides\n\n" + " ".join(f"High water {n} comes {n} minutes later." for n in range(40))
+    )
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True)
+    document = Document.objects.get(workspace=workspace)
+    assert document.chunk_count < 5
+    capsys.readouterr()
+
+    settings.CHUNK_MAX_TOKENS, settings.CHUNK_OVERLAP_TOKENS = 40, 8
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True)
+    assert "Done in" in (out := capsys.readouterr().out) and " 1 indexed, 0 failed" in out
+    document.refresh_from_db()
+    assert document.chunk_count > 8
+    assert max(document.chunks.values_list("token_count", flat=True)) <= 40
+
+
 def client_job(workspace, job) -> dict:
     from django.test import Client
 

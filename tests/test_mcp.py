@@ -173,7 +173,8 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
             }
 
     results = run(session)
-    assert results["unchanged"] == (True, {"checked": True, "stale": [], "unchanged": 1,
+    assert results["unchanged"] == (True, {"checked": True, "stale": [], "outdated": 0,
+                                           "unchanged": 1,
                                            "unreachable": [], "not_checked": []})
     ok, job = results["file"]
     assert ok and job["total"] == 1, job

@@ -1,4 +1,5 @@
-"""`manage.py stale [--workspace SLUG] [--reindex]`: list sources that changed."""
+"""`manage.py stale [--workspace SLUG] [--reindex]`: list sources that changed, and
+documents indexed by older indexing code ("outdated")."""
 
 from __future__ import annotations
 
@@ -24,13 +25,17 @@ class Command(BaseCommand):
                 raise CommandError(f"No workspace '{slug}' (check the spelling)")
             documents = documents.filter(workspace__slug=slug)
         report = freshness.mark_stale(documents=documents)
+        outdated = {document.pk for document in report.outdated}
         for document in report.stale:
-            self.stdout.write(f"STALE       {document.uri}")
+            if document.pk in outdated:
+                self.stdout.write(f"OUTDATED    {document.uri} (indexed by older indexing code)")
+            else:
+                self.stdout.write(f"STALE       {document.uri}")
         for document, error in report.unreachable:
             self.stdout.write(f"UNREACHABLE {document.uri}: {error}")
         self.stdout.write(
-            f"{len(report.stale)} stale, {len(report.fresh)} unchanged, "
-            f"{len(report.unreachable)} unreachable"
+            f"{len(report.stale)} stale ({len(outdated)} of them outdated), "
+            f"{len(report.fresh)} unchanged, {len(report.unreachable)} unreachable"
         )
         if options["reindex"] and report.stale:
             try:

@@ -1,0 +1,52 @@
+"""What produced a document's chunks: the indexing code, its parsers and the chunk budget.
+
+A source whose bytes did not change used to be skipped on re-ingest, so a loader or
+chunker fix reached existing documents only through `ingest --force`, and a new
+CHUNK_MAX_TOKENS never did. Each indexed document records the signature it was indexed
+under; a different one makes it due for re-indexing like a changed source. That is cheap:
+a chunk whose text and headings come out the same keeps its row and its vector, so only
+what the fix changed is re-embedded.
+
+The signature is computed, not a version number someone has to remember to bump: it
+hashes the source of the modules that turn bytes into chunks and the versions of the
+parsing libraries they call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+
+from django.conf import settings
+
+_INDEXING = Path(__file__).resolve().parent
+# Everything between a source's bytes and its chunks' text, locators and embedded text.
+_CODE = ("loaders/*.py", "chunking/*.py", "pdf_boxes.py", "types.py")
+_PARSERS = (
+    "beautifulsoup4", "pypdf", "pypdfium2", "tree-sitter", "unstructured", "wordfreq",
+)
+
+
+def indexer_signature() -> str:
+    """sha256 of the indexing code, its parsers' versions and the chunk budget."""
+    return _signature(settings.CHUNK_MAX_TOKENS, settings.CHUNK_OVERLAP_TOKENS)
+
+
+@cache
+def _signature(max_tokens: int, overlap_tokens: int) -> str:
+    digest = hashlib.sha256(f"chunks {max_tokens}/{overlap_tokens}\n".encode())
+    for path in sorted(p for pattern in _CODE for p in _INDEXING.glob(pattern)):
+        digest.update(f"{path.relative_to(_INDEXING)}\n".encode())
+        digest.update(path.read_bytes())
+    for package in _PARSERS:
+        digest.update(f"{package} {_version(package)}\n".encode())
+    return digest.hexdigest()
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "absent"
