@@ -48,7 +48,7 @@ _LAST_WORD_RE = re.compile(r"(\S+)$")
 def chunk_prose(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     text = unit.text
     pieces: list[ChunkPiece] = []
-    for section in _normalize_sections(unit.sections, len(text)):
+    for section in _join_bare_headings(text, _normalize_sections(unit.sections, len(text))):
         heading_path = list(section.heading_path)
         for start, end in _chunk_section(text, section, budget):
             chunk_text = text[start:end]
@@ -84,6 +84,40 @@ def _normalize_sections(sections: list[Section], length: int) -> list[Section]:
     if cursor < length:
         out.append(Section(cursor, length, ()))
     return out
+
+
+def _join_bare_headings(text: str, sections: list[Section]) -> list[Section]:
+    """A section holding only its heading ("Getting started" above its subsections) joins
+    the section after it, under that section's heading path.
+
+    Alone it would be a chunk that names a topic and says nothing: it ranks for topic
+    questions and takes the place of a passage that answers. Joined, its words still
+    lead the text they introduce, and every character stays in some chunk.
+    """
+    out: list[Section] = []
+    pending: int | None = None  # start of bare headings waiting for a section with text
+    for index, section in enumerate(sections):
+        start = section.start if pending is None else pending
+        if index + 1 < len(sections) and _bare_heading(text, section):
+            pending = start
+            continue
+        pending = None
+        out.append(Section(start, section.end, section.heading_path))
+    return out
+
+
+def _bare_heading(text: str, section: Section) -> bool:
+    paragraphs = paragraph_spans(text, section.start, section.end)
+    if not paragraphs:  # blank lines between sections
+        return True
+    if len(paragraphs) > 1:
+        return False
+    line = text[paragraphs[0][0] : paragraphs[0][1]]
+    if _MARKDOWN_HEADING_RE.match(line) and "\n" not in line:
+        return True
+    # A loader's section starts at its heading: only the heading's own words are bare.
+    name = section.heading_path[-1] if section.heading_path else None
+    return name is not None and " ".join(line.split()) == " ".join(name.split())
 
 
 def _chunk_section(text: str, section: Section, budget: ChunkBudget) -> list[tuple[int, int]]:

@@ -219,14 +219,21 @@ def test_heading_is_not_left_alone_before_a_long_paragraph() -> None:
     assert pieces[0].text.startswith("## Title\n\nalpha")
 
 
-def test_heading_only_section_is_kept() -> None:
-    text = "# Top\n\n## Sub\n\nBody text here."
-    sections = [Section(0, 5, ("Top",)), Section(7, len(text), ("Top", "Sub"))]
+def test_a_heading_only_section_joins_the_section_after_it() -> None:
+    # Alone, "# Top" would be a chunk that names a topic and answers nothing.
+    text = "# Top\n\n## Sub\n\nBody text here.\n\n## Last\n\n"
+    sub, last = text.index("## Sub"), text.index("## Last")
+    sections = [
+        Section(0, 5, ("Top",)),
+        Section(sub, last, ("Top", "Sub")),
+        Section(last, len(text), ("Top", "Last")),
+    ]
     unit = RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections)
     pieces = chunk_unit(unit, ChunkBudget())
+    check_invariants(unit, ChunkBudget(), pieces)
     assert [(p.text, p.locator["heading_path"]) for p in pieces] == [
-        ("# Top", ["Top"]),
-        ("## Sub\n\nBody text here.", ["Top", "Sub"]),
+        ("# Top\n\n## Sub\n\nBody text here.", ["Top", "Sub"]),
+        ("## Last", ["Top", "Last"]),  # the last heading has nothing after it to join
     ]
 
 
