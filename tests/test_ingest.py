@@ -187,7 +187,8 @@ def test_a_chunk_is_embedded_under_its_headings_and_a_renamed_one_re_embeds_it(
 ):
     path = tmp_path / "multiprocessing.md"
     body = "fork: The parent process uses os.fork(). The default on Unix.\n"
-    path.write_text(f"# multiprocessing\n\n## Start methods\n\n{body}")
+    intro = "It spawns processes.\n\n"  # the title's section has text: not joined below
+    path.write_text(f"# multiprocessing\n\n{intro}## Start methods\n\n{body}")
     document = ingest_path(workspace, path, counting_embedder)
     (chunk,) = document.chunks.filter(text__contains="os.fork")
     assert counting_embedder.embedded[-1] == (
@@ -195,7 +196,9 @@ def test_a_chunk_is_embedded_under_its_headings_and_a_renamed_one_re_embeds_it(
     )
     counting_embedder.embedded.clear()
 
-    path.write_text(f"# multiprocessing — Process-based parallelism\n\n## Start methods\n\n{body}")
+    path.write_text(
+        f"# multiprocessing — Process-based parallelism\n\n{intro}## Start methods\n\n{body}"
+    )
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     renamed = document.chunks.get(text__contains="os.fork")
     assert renamed.pk == chunk.pk and renamed.content_hash == chunk.content_hash  # cited rows stay

@@ -43,6 +43,11 @@ _NAV_CLASSES = frozenset(
 # A block of links and nothing else, this short, is a navigation bar.
 _LINK_BAR_MAX_CHARS = 120
 _LINK_BAR_SEPARATORS = re.compile(r"[\s|·•»«›‹<>/:()\[\]\-–—]+")
+# Lists of links this long and this link-heavy are contents pages and indexes. On the
+# Debian PostgreSQL and Python manuals, link text is 40-60% of a back-of-book index's
+# words and over 90% of a contents list's; API and reference lists stay under 30%.
+_LINK_LIST_MIN_ENTRIES = 8
+_LINK_LIST_MIN_SHARE = 0.4
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _BLOCK_TAGS = frozenset(
     """address article blockquote body caption center dd details dialog dir div dl dt
@@ -200,6 +205,9 @@ def _strip_boilerplate(root: Tag) -> None:
     for tag in root.find_all(("div", "p", "ul", "ol", "table")):
         if not tag.decomposed and _is_link_bar(tag):
             tag.decompose()
+    for tag in root.find_all(("ul", "ol", "dl")):
+        if not tag.decomposed and _is_link_list(tag):
+            tag.decompose()
 
 
 def _is_navigation(tag: Tag) -> bool:
@@ -224,6 +232,20 @@ def _is_link_bar(tag: Tag) -> bool:
     for link in links:
         rest = rest.replace(link.get_text(" "), " ", 1)
     return not _LINK_BAR_SEPARATORS.sub("", rest)
+
+
+def _is_link_list(tag: Tag) -> bool:
+    """A table of contents or a back-of-book index ("$libdir, Dynamic Loading"): a long
+    list whose entries all link elsewhere and whose words are mostly link text. It says
+    where things are, not what they say, and as chunks it ranks for any term it names."""
+    entries = tag.find_all(("li", "dt"))
+    if len(entries) < _LINK_LIST_MIN_ENTRIES:
+        return False
+    if sum(entry.find("a") is not None for entry in entries) < 0.9 * len(entries):
+        return False
+    words = len(_collapse(tag.get_text(" ")))
+    linked = sum(len(_collapse(link.get_text(" "))) for link in tag.find_all("a"))
+    return linked >= _LINK_LIST_MIN_SHARE * words
 
 
 def _pick_container(soup: BeautifulSoup) -> Tag:

@@ -171,6 +171,35 @@ def test_documentation_navigation_bars_are_not_content():
     assert "Operations" not in cranes  # a breadcrumb: links and separators only
 
 
+def test_contents_lists_and_back_of_book_indexes_are_not_content():
+    index_entries = "".join(
+        f'<dt>{term}, <a href="p{n}.html#x">{section}</a></dt>'
+        for n, (term, section) in enumerate(
+            [("$libdir", "Dynamic Loading"), ("ALTER TABLE", "ALTER TABLE"),
+             ("autovacuum", "The Autovacuum Daemon"), ("BRIN", "BRIN Indexes"),
+             ("checkpoint", "WAL Configuration"), ("fillfactor", "CREATE TABLE"),
+             ("max_connections", "Connection Settings"), ("VACUUM", "VACUUM")]
+        )
+    )
+    contents = "".join(
+        f'<li><a href="s{n}.html">19.{n}. Section {n}</a></li>' for n in range(1, 9)
+    )
+    # Links with what they say beside them: content, even when every entry links.
+    api = "".join(
+        f'<li><a href="f{n}.html">run{n}()</a>: runs the coroutine and closes the event '
+        f"loop when it is done, returning its result</li>" for n in range(8)
+    )
+    page = (
+        f"<html><body><h1>Server Configuration</h1><ul>{contents}</ul>"
+        "<p>There are many configuration parameters that affect the server.</p>"
+        f"<ul>{api}</ul><h2>Index</h2><dl>{index_entries}</dl></body></html>"
+    ).encode()
+    text = load_bytes(page, filename="config.html").text
+    assert "many configuration parameters" in text
+    assert text.count("runs the coroutine") == 8
+    assert "Section 3" not in text and "Dynamic Loading" not in text and "fillfactor" not in text
+
+
 def test_blocks_repeated_across_a_folder_are_dropped():
     blocks = [page_blocks(page) for page in PAGES]
     repeated = repeated_blocks(blocks)
