@@ -192,8 +192,11 @@ def _evidence(
         rendered = []
         for document, rows in groups:
             passages = [
-                Passage(numbers[chunk_key(document.pk, chunk_id)], text)
-                for _, chunk_id, text, _ in sorted(rows, key=lambda row: row[0])
+                Passage(
+                    numbers[chunk_key(document.pk, chunk_id)], text,
+                    section=locators.section(locator, title=document.title),
+                )
+                for _, chunk_id, text, locator in sorted(rows, key=lambda row: row[0])
             ]
             where = document.metadata.get("path") or document.uri.rsplit("/", 1)[-1]
             rendered.append(EvidenceDocument(document.title, where, view, passages))

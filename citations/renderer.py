@@ -30,7 +30,7 @@ CONTINUATION_INDENT: Final = "    "
 _GAP = r"[\s\u200b-\u200d\u2060\ufeff]*"
 # The <knowledge_base> envelope of names (`render_catalogue`) too: a title must not close it.
 _ENVELOPE_TAG: Final = re.compile(
-    rf"<(?={_GAP}/?{_GAP}(?:document|retrieved_context|knowledge_base))", re.IGNORECASE
+    rf"<(?={_GAP}/?{_GAP}(?:document|section|retrieved_context|knowledge_base))", re.IGNORECASE
 )
 # Wider than what the normalizer accepts (any digits, leading zeros, reversed
 # ranges, mismatched CJK pairs): anything the model might read as a citation.
@@ -49,6 +49,9 @@ _BRACKETED_NUMBERS: Final = re.compile(
 class Passage:
     n: int
     text: str
+    # Where it sits in its document ("Server Configuration › Connection Settings"): a
+    # passage continuing a definition or a section rarely names its subject itself.
+    section: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,14 +79,28 @@ def render_evidence(
 
 
 def _render_document(document: EvidenceDocument) -> str:
-    passages = [_render_passage(p) for p in document.passages if p.text.strip()]
-    if not passages:
+    """The document's passages; consecutive ones of one section inside a <section>."""
+    lines: list[str] = []
+    section = ""
+    for passage in document.passages:
+        if not passage.text.strip():
+            continue
+        if passage.section != section:
+            if section:
+                lines.append("</section>")
+            if passage.section:
+                lines.append(f'<section title="{_attribute(neutralize(passage.section))}">')
+            section = passage.section
+        lines.append(_render_passage(passage))
+    if not lines:
         return ""
+    if section:
+        lines.append("</section>")
     opening = (
         f'<document title="{_attribute(document.title)}" '
         f'source="{_attribute(document.source)}" view="{_attribute(document.view)}">'
     )
-    return "\n".join([opening, *passages, "</document>"])
+    return "\n".join([opening, *lines, "</document>"])
 
 
 def _render_passage(passage: Passage) -> str:

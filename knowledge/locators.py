@@ -38,3 +38,13 @@ def label(locator: dict[str, Any]) -> str:
     if locator.get("heading_path"):
         return " › ".join(locator["heading_path"])
     return ""
+
+
+def section(locator: dict[str, Any], *, title: str = "") -> str:
+    """The headings a chunk sits under (for code, its symbol), its document's title left
+    out: 'Server Configuration › Connection Settings › max_connections'."""
+    path = locator.get("heading_path") or ([locator["symbol"]] if locator.get("symbol") else [])
+    parts = [" ".join(str(part).split()) for part in path]
+    if parts and parts[0] == " ".join(title.split()):
+        parts = parts[1:]
+    return " › ".join(part for part in parts if part)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -63,6 +64,22 @@ def test_answer_keeps_exactly_the_resolvable_citations(llm, corpus, api):
     resolved = api.get(f"/api/threads/{thread_id}/citations/1").json()
     assert resolved["text"] == message["citations"][0]["text"]
     assert api.get(f"/api/threads/{thread_id}/citations/42").status_code == 404
+
+
+def test_the_model_reads_each_passage_under_its_section_headings(llm, corpus, api):
+    llm.script = [
+        tool_call("search_knowledge_base", {"query": "push the launch to March 10"}),
+        answer("March 10 [1]."),
+    ]
+    thread_id = new_thread(api)
+    api.post(f"/api/threads/{thread_id}/messages", {"content": "When?"}, format="json")
+    evidence = tool_results(llm)[0]
+    # The chunk holding the decision does not start with its heading: the model is told.
+    sections = re.findall(r'<section title="([^"]*)">\n(.*?)\n</section>', evidence, re.S)
+    ((title, body),) = [(t, b) for t, b in sections if "March 10" in b]
+    assert title == "2. Launch date"
+    (decision,) = [p for p in re.split(r"\n(?=\[\d+\] )", body) if "March 10" in p]
+    assert not decision.split("] ", 1)[1].startswith("2. Launch date")
 
 
 def test_numbers_are_stable_across_turns_and_reads(llm, corpus, api):
