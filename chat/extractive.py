@@ -6,7 +6,8 @@ sentences, chosen in three steps:
 
 1. every sentence is scored by the words it shares with the question (weighted by
    how rare each word is in English and among the sentences shown), with credit
-   for question words its neighbours or its document's title hold, for having the
+   for question words its neighbours or its document's title and section headings hold
+   (a chunk continuing a definition rarely names its term), for having the
    shape of the answer (a date for "when"; for "how many" or "what does f() raise"
    the shape is required: a number, an exception), and penalties for boilerplate
    repeated across passages, run-on blocks, fragments cut by a chunk's edge and
@@ -38,6 +39,7 @@ from citations.sentences import split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
 DOCUMENT_LINE: Final = re.compile(r'^<document title="([^"]*)"')
+SECTION_LINE: Final = re.compile(r'^<section title="([^"]*)">$')
 WORD: Final = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 NOTHING_FOUND: Final = "I could not find an answer to that in the knowledge base."
 
@@ -120,7 +122,7 @@ class Tuning:
     """Weights of the sentence score (bench/squad_citations.py measures them)."""
 
     neighbour_weight: float = 0.3  # question words the sentences around it hold
-    title_weight: float = 0.3  # question words its document's title holds
+    title_weight: float = 0.3  # question words its document's title and headings hold
     shape_bonus: float = 0.1  # it holds what the answer looks like (a date for "when")
     # a shape that names its answer precisely: a value beside "default", an exception class
     precise_shape_bonus: float = 0.3
@@ -173,14 +175,18 @@ def parse_evidence(rendered: str) -> list[tuple[int, str]]:
 
 
 def parse_titles(rendered: str) -> dict[int, str]:
-    """n -> the title of the document the passage comes from."""
+    """n -> the title of the document the passage comes from, and its section's headings."""
     titles: dict[int, str] = {}
-    title = ""
+    title = section = ""
     for line in rendered.splitlines():
         if document := DOCUMENT_LINE.match(line):
-            title = html.unescape(document.group(1))
+            title, section = html.unescape(document.group(1)), ""
+        elif heading := SECTION_LINE.match(line):
+            section = html.unescape(heading.group(1))
+        elif line == "</section>":
+            section = ""
         elif passage := PASSAGE_LINE.match(line):
-            titles[int(passage.group(1))] = title
+            titles[int(passage.group(1))] = f"{title} › {section}" if section else title
     return titles
 
 

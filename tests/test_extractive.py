@@ -101,6 +101,25 @@ def test_evidence_titles_are_read_back_from_the_envelope():
     assert parse_titles(rendered) == {4: 'Notes "Q3" & <more>', 2: 'Notes "Q3" & <more>'}
 
 
+def test_a_passage_continuing_a_definition_is_read_under_its_section_headings(checker):
+    # The chunk holding the value does not name its setting; its section does.
+    rendered = render_evidence([
+        EvidenceDocument("Server Configuration", "runtime-config.html", "excerpt", [
+            Passage(3, "Connections are refused above this. The default is typically 100 "
+                       "connections, but might be less.",
+                    section="Connection Settings › max_connections"),
+            Passage(5, "The default value is three connections.",
+                    section="Connection Settings › superuser_reserved_connections"),
+        ]),
+    ])
+    titles = parse_titles(rendered)
+    assert titles[3] == "Server Configuration › Connection Settings › max_connections"
+    answer = compose_answer("What is the default value of max_connections?",
+                            parse_evidence(rendered), titles=titles, grounder=checker)
+    assert answer.startswith("The default is typically 100 connections") and "[3]" in answer
+    assert "[5]" not in answer
+
+
 def test_a_sentence_shown_twice_by_overlapping_chunks_is_not_boilerplate(checker):
     question = "What happens if the target directory already exists?"
     shared = "If exist_ok is False, a FileExistsError is raised if the target directory exists."
