@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 # PDF pages are joined with a form feed in Document.text, as pdftotext does,
@@ -40,11 +41,15 @@ def label(locator: dict[str, Any]) -> str:
     return ""
 
 
+def headings(locator: Mapping[str, Any]) -> list[str]:
+    """What a chunk sits under: its heading path, or for code its symbol."""
+    return locator.get("heading_path") or ([locator["symbol"]] if locator.get("symbol") else [])
+
+
 def section(locator: dict[str, Any], *, title: str = "") -> str:
     """The headings a chunk sits under (for code, its symbol), its document's title left
     out: 'Server Configuration › Connection Settings › max_connections'."""
-    path = locator.get("heading_path") or ([locator["symbol"]] if locator.get("symbol") else [])
-    parts = [" ".join(str(part).split()) for part in path]
+    parts = [" ".join(str(part).split()) for part in headings(locator)]
     if parts and parts[0] == " ".join(title.split()):
         parts = parts[1:]
     return " › ".join(part for part in parts if part)

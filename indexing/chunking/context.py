@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from knowledge.locators import headings
+
 SEPARATOR = " › "
 # The model reads 256 word pieces and a chunk fills about 200 of them: the context line
 # must not push the chunk's own words out of the window.
@@ -34,6 +36,5 @@ def context_line(title: str, heading_path: Sequence[str]) -> str:
 
 
 def embedding_text(*, title: str, locator: Mapping[str, Any], text: str) -> str:
-    path = locator.get("heading_path") or ([locator["symbol"]] if locator.get("symbol") else [])
-    line = context_line(title, path)
+    line = context_line(title, headings(locator))
     return f"{line}\n\n{text}" if line else text
