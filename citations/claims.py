@@ -176,6 +176,7 @@ _EXTREMES: Final = tuple(
         "tallest",
         "strongest",
         "most-watched most-viewed",
+        "most-of majority",
     )
 )
 _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
@@ -186,6 +187,10 @@ _CUE_SYNONYMS: Final = {
     "ever": frozenset("record history all-time".split()),  # "set the record for the largest"
     "lowest": frozenset("bottom".split()),
     "highest": frozenset("top peak".split()),
+    "most-of": frozenset(
+        "almost nearly concentrated bulk mostly mainly largely predominantly primarily "
+        "overwhelmingly".split()
+    ),
 }
 
 
@@ -292,7 +297,20 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
     # "the outside world", "the Muslim world": only "the world's" or "in the world" claims
     # a worldwide extreme.
     world = bool(_WORLD_CUE.search(text))
-    yield from (w for w in words if w != "world" or world)
+    for index, word in enumerate(words):
+        if word == "world" and not world:
+            continue
+        # "Most countries", "most of the colonists": a quantity (the passage's "almost all",
+        # "the majority", "heavily concentrated"), not the superlative of "the most popular".
+        before = words[index - 1] if index else ""
+        if word == "most" and (index == 0 or (
+            # not "the 11th most of any" ("11th" is read as "11", "th")
+            words[index + 1 : index + 2] == ("of",)
+            and before not in _ORDINAL_WORDS and before not in ("the", "st", "nd", "rd", "th")
+        )):
+            yield "most-of"
+            continue
+        yield word
     # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity,
     # but "only one or two" is a small number.
     for index, (first, second) in enumerate(zip(words, words[1:], strict=False)):
@@ -431,6 +449,11 @@ def numbers(text: str) -> list[Number]:
             not scale and not match.group("currency") and 1000 <= value <= 2100
         ):
             kind = "year" if suffix != "s" else "decade"
+        elif suffix == "s" and len(digits) == 2 and digits.endswith("0") and not (
+            scale or match.group("currency")
+        ):
+            # "the late 60s", "the '90s": a decade of the 1900s, as the words are used.
+            kind, value = "decade", 1900 + value
         else:
             kind = "number"
         approximate = bool(_APPROXIMATELY.search(text[max(0, match.start() - 16):match.start()]))
@@ -556,6 +579,7 @@ def entities(text: str) -> list[Entity]:
 _PARTICIPLE_PREPOSITIONS: Final = frozenset(
     "by in on at over from with to after during under across into for".split()
 )
+_PARTICIPLE_OBJECTS: Final = frozenset("that the a an his her their its".split())
 _BARE_PARTICIPLES: Final = frozenset("born spread set put cut hit shut cast split".split())
 
 
@@ -563,7 +587,9 @@ def _participle_opening(word: str, tokens: Sequence[tuple[str, int, int]], index
     """ "Spread over nine countries, …", "Led by Newton, …": a participle opening a
     sentence, not a name (a name before "in" or "by" is rarely a past form)."""
     following = tokens[index + 1][0].lower() if index + 1 < len(tokens) else ""
-    if following not in _PARTICIPLE_PREPOSITIONS:
+    if following not in _PARTICIPLE_PREPOSITIONS and not (
+        word.endswith("ing") and following in _PARTICIPLE_OBJECTS  # "Fearing that …"
+    ):
         return False
     if word in _IRREGULAR or word in _BARE_PARTICIPLES:
         return True

@@ -528,6 +528,28 @@ def test_bottom_states_lowest_and_openings_that_are_no_names() -> None:
     assert entities("Athens is the capital of Greece.")[0].text == "Athens"
 
 
+def test_most_as_a_quantity_a_short_decade_and_a_participle_before_that() -> None:
+    # "Most countries" is a share the passage words as "almost all"; "the most" stays a
+    # superlative, and "the 11th most of any" a ranking.
+    span = analyze("In almost all countries teachers are educated in a university or college.")
+    assert cue_issues(analyze("Most countries train teachers at a university."), span) == []
+    assert cue_issues(analyze("Most of the teachers are educated at a college."), span) == []
+    assert cue_issues(analyze("Teachers are the most educated in a university."), span)
+    ranked = analyze("The library holds 9.8 million volumes, the 11th most among US libraries.")
+    claim = analyze("The library holds 9.8 million volumes, the 11th most of any US library.")
+    assert cue_issues(claim, ranked) == []
+    # "the late 60s" is the 1960s; "5s" is no decade.
+    assert [(n.kind, n.value) for n in numbers("in the late 60s, in 5s")] == [
+        ("decade", 1960.0), ("number", 5.0)
+    ]
+    sixties = analyze("It began in the late 60s.")
+    assert number_issues(analyze("It began in the late 1960s."), sixties, sixties) == []
+    # "Fearing that …" opens with a verb, not a name; "Beijing that day" is a name.
+    opening = "Fearing that his sons would fight, Genghis Khan chose Ögedei."
+    assert [e.text for e in entities(opening)] == ["Genghis Khan", "Ögedei"]
+    assert entities("Beijing that year was the capital.")[0].text == "Beijing"
+
+
 VERBATIM = (
     "But for instance the districts in Kraków do not have entitlements of powiat, so the "
     "registration numbers in Kraków are of the same type for all districts.",
