@@ -131,7 +131,9 @@ def search(
 ) -> SearchResult:
     """Chunk-level hits for `query` in `workspace`, best first.
 
-    `legs` exists for measurement (bench/retrieval.py compares each leg alone).
+    At most SEARCH_MAX_PER_SECTION hits of one section, or with `per_document` at most
+    that many of one document. `legs` exists for measurement (bench/retrieval.py
+    compares each leg alone).
     """
     query = query.strip()
     if not query:
@@ -174,9 +176,12 @@ def search(
     reranker = get_reranker()
     if reranker is not None and candidates:
         candidates, metadata = _rerank(reranker, query, candidates, metadata)
-    ordered = cap_per_group(
-        candidates, document_of, per_document or settings.SEARCH_MAX_PER_DOCUMENT
-    )[:limit]
+    if per_document is None:
+        ordered = cap_per_group(
+            candidates, _sections(candidates, document_of), settings.SEARCH_MAX_PER_SECTION
+        )[:limit]
+    else:
+        ordered = cap_per_group(candidates, document_of, per_document)[:limit]
     dense_info = {row[0]: (rank, 1 - row[2]) for rank, row in enumerate(dense, start=1)}
     keyword_info = {row[0]: (rank, row[2]) for rank, row in enumerate(keyword, start=1)}
     scores = dict(fused)
@@ -200,6 +205,17 @@ def search(
             )
         )
     return SearchResult(query, hits, metadata)
+
+
+def _sections(candidates: list[int], document_of: dict[int, int]) -> dict[int, tuple]:
+    """Each candidate's section (its document and heading path): the unit a page of hits
+    holds only a few chunks of, so that one place does not fill it. A whole document as
+    that unit let three chunks of a 300-page manual stand for all of it."""
+    locators = dict(Chunk.objects.filter(pk__in=candidates).values_list("pk", "locator"))
+    return {
+        pk: (document_of[pk], *(locators.get(pk, {}).get("heading_path") or ()))
+        for pk in candidates
+    }
 
 
 def _expanded(query: str, related: list[str]) -> str:

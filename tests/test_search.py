@@ -56,7 +56,7 @@ def test_paraphrases_are_found_by_the_dense_leg(corpus, workspace):
 
 
 def test_fusion_rewards_passages_both_legs_agree_on(corpus, workspace):
-    result = search(query="push the launch to March 10", workspace=workspace, limit=10)
+    result = search(query="push the launch to March 10", workspace=workspace, limit=20)
     top = result.hits[0]
     assert "March 10" in top.text and top.locator["page"] == 2
     assert top.dense_rank is not None and top.keyword_rank is not None
@@ -96,6 +96,32 @@ def test_passages_per_document_are_capped(corpus, workspace):
         per_doc[hit.document_id] = per_doc.get(hit.document_id, 0) + 1
     assert max(per_doc.values()) <= 2
 
+
+def test_a_long_document_may_fill_a_page_from_several_sections(
+    workspace, counting_embedder, tmp_path
+):
+    # A manual is one document of many sections: three hits per section, not per document
+    # (three chunks of a 300-page manual hid the one stating the answer).
+    paragraph = " ".join(["The lantern relay forwards every beacon signal to the harbour."] * 12)
+    sections = "\n\n".join(
+        f"## Relay part {n}\n\n" + "\n\n".join([paragraph] * 4) for n in range(1, 4)
+    )
+    (tmp_path / "manual.md").write_text(f"# Lantern manual\n\n{sections}\n")
+    document = sources.add_path(workspace=workspace, path=tmp_path / "manual.md")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert document.chunks.count() >= 9
+
+    hits = search(query="lantern relay beacon signal", workspace=workspace, limit=10).hits
+    per_section: dict[str, int] = {}
+    for hit in hits:
+        key = " › ".join(hit.locator["heading_path"])
+        per_section[key] = per_section.get(key, 0) + 1
+    assert len(hits) == 9 and len(per_section) == 3
+    assert max(per_section.values()) == 3
+    # Asked per document, the old cap still holds.
+    capped = search(query="lantern relay beacon signal", workspace=workspace, limit=10,
+                    per_document=3).hits
+    assert len(capped) == 3
 
 def test_search_api_with_token_auth_and_scope_errors(corpus, workspace, user):
     client = APIClient()
