@@ -30,8 +30,8 @@ outside Django:
   written and measured before the next round of tuning; like "fresh" they are reported
   on their own and never shown by --show, so that round has an untouched measure. Once
   measured (session 8) its mistakes were read and tuned on, and rows marked ``"split":
-  "fresh3"`` (120 claims over 52 paragraphs no other row uses, written by someone who had
-  not read the engine and never checked with it) took its place as the untouched split.
+  "fresh3"`` (120 claims over 52 paragraphs no other row uses, written by a helper that
+  had not read the engine and never checked with it) took its place as the untouched split.
   Targets: >= 80% detected with <= 10% false flags.
 
 Printed per category: n, the share judged right, the detection rate on unsupported claims,
