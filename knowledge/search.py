@@ -211,11 +211,10 @@ def _sections(candidates: list[int], document_of: dict[int, int]) -> dict[int, t
     """Each candidate's section (its document and heading path): the unit a page of hits
     holds only a few chunks of, so that one place does not fill it. A whole document as
     that unit let three chunks of a 300-page manual stand for all of it."""
-    locators = dict(Chunk.objects.filter(pk__in=candidates).values_list("pk", "locator"))
-    return {
-        pk: (document_of[pk], *(locators.get(pk, {}).get("heading_path") or ()))
-        for pk in candidates
-    }
+    paths = dict(
+        Chunk.objects.filter(pk__in=candidates).values_list("pk", "locator__heading_path")
+    )
+    return {pk: (document_of[pk], *(paths.get(pk) or ())) for pk in candidates}
 
 
 def _expanded(query: str, related: list[str]) -> str:
