@@ -297,8 +297,8 @@ VECTOR_INDEX_BUILD_MEMORY = env("VECTOR_INDEX_BUILD_MEMORY", default="512MB")
 # Each leg fetches this many candidates (`limit` when larger), whatever the page
 # size, so a hit's rank does not depend on `limit` (the API's maximum is 100).
 SEARCH_POOL = env.int("SEARCH_POOL", default=100)
-# Hits of one section (a document's chunks under one heading path; a document without
-# headings is one section) a result holds at most.
+# Hits of one section (a document's chunks under one heading path, or for code one
+# symbol; a document without either is one section) a result holds at most.
 SEARCH_MAX_PER_SECTION = env.int("SEARCH_MAX_PER_SECTION", default=3)
 # none | cohere. No cross-encoder weights can be had offline here, so the
 # default is the fused order.

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from embeddings import get_embedder
 from knowledge import graph
 from knowledge.fusion import cap_per_group, convex, rare_terms_first, rrf
+from knowledge.locators import headings
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
 from knowledge.rerankers import Reranker, RerankError, get_reranker
 
@@ -208,13 +209,12 @@ def search(
 
 
 def _sections(candidates: list[int], document_of: dict[int, int]) -> dict[int, tuple]:
-    """Each candidate's section (its document and heading path): the unit a page of hits
-    holds only a few chunks of, so that one place does not fill it. A whole document as
-    that unit let three chunks of a 300-page manual stand for all of it."""
-    paths = dict(
-        Chunk.objects.filter(pk__in=candidates).values_list("pk", "locator__heading_path")
-    )
-    return {pk: (document_of[pk], *(paths.get(pk) or ())) for pk in candidates}
+    """Each candidate's section (its document and heading path, or for code its symbol):
+    the unit a page of hits holds only a few chunks of, so that one place does not fill
+    it. A whole document as that unit let three chunks of a 300-page manual stand for all
+    of it."""
+    locators = dict(Chunk.objects.filter(pk__in=candidates).values_list("pk", "locator"))
+    return {pk: (document_of[pk], *headings(locators.get(pk, {}))) for pk in candidates}
 
 
 def _expanded(query: str, related: list[str]) -> str:
