@@ -123,6 +123,26 @@ def test_a_long_document_may_fill_a_page_from_several_sections(
                     per_document=3).hits
     assert len(capped) == 3
 
+def test_a_code_files_sections_are_its_symbols(workspace, counting_embedder, tmp_path):
+    body = "\n".join(
+        f"    lantern_relay_beacon_{i} = forward_beacon_signal(harbour, lantern, relay)"
+        for i in range(40)
+    )
+    functions = "\n\n".join(f"def relay_part_{n}(harbour, lantern, relay):\n{body}\n"
+                              for n in range(1, 4))
+    (tmp_path / "relay.py").write_text(functions)
+    document = sources.add_path(workspace=workspace, path=tmp_path / "relay.py")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    symbols = {c.locator.get("symbol") for c in document.chunks.all()}
+    assert {"relay_part_1", "relay_part_2", "relay_part_3"} <= symbols
+    assert document.chunks.count() >= 9
+
+    hits = search(query="lantern relay beacon signal", workspace=workspace, limit=10).hits
+    per_symbol: dict[str, int] = {}
+    for hit in hits:
+        per_symbol[hit.locator["symbol"]] = per_symbol.get(hit.locator["symbol"], 0) + 1
+    assert len(per_symbol) == 3 and max(per_symbol.values()) == 3
+
 def test_search_api_with_token_auth_and_scope_errors(corpus, workspace, user):
     client = APIClient()
     assert client.get("/api/search", {"q": "launch"}).status_code in (401, 403)
