@@ -22,7 +22,7 @@ from citations.renderer import (
 )
 from knowledge import locators
 from knowledge.models import Chunk, Document
-from knowledge.search import Hit, Scope, ScopeError, search
+from knowledge.search import Hit, Scope, ScopeError, search, with_continuations
 
 
 class ToolError(Exception):
@@ -222,7 +222,8 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence
         result = search(query=query, workspace=thread.workspace, scope=scope, limit=limit)
     except ScopeError as exc:
         raise ToolError(str(exc)) from exc
-    evidence = _evidence(group_hits(result.hits), "excerpt", _related_note(result.metadata))
+    hits = with_continuations(hits=result.hits, count=settings.CHAT_CONTINUED_HITS)
+    evidence = _evidence(group_hits(hits), "excerpt", _related_note(result.metadata))
     evidence.search_metadata = {"query": query, "hits": len(result.hits), **result.metadata}
     return evidence
 

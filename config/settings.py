@@ -316,6 +316,9 @@ LLM_API_KEY = env("LLM_API_KEY", default="")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 CHAT_MAX_TOOL_ROUNDS = env.int("CHAT_MAX_TOOL_ROUNDS", default=4)
 CHAT_SEARCH_LIMIT = env.int("CHAT_SEARCH_LIMIT", default=8)
+# The chat's search tool also shows the chunk after each of its best this many hits, when
+# it continues the same section (knowledge.search.with_continuations); 0 turns it off.
+CHAT_CONTINUED_HITS = env.int("CHAT_CONTINUED_HITS", default=2)
 CHAT_READ_MAX_CHUNKS = env.int("CHAT_READ_MAX_CHUNKS", default=60)
 # Tool calls of one model round run at once, up to this many (each on its own
 # database connection); 1 runs them one after another.

@@ -10,11 +10,12 @@ import functools
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 
 from embeddings import get_embedder
 from knowledge import graph
@@ -206,6 +207,37 @@ def search(
             )
         )
     return SearchResult(query, hits, metadata)
+
+
+def with_continuations(*, hits: list[Hit], count: int) -> list[Hit]:
+    """The hits, and after them the chunk that continues each of the best `count` in its
+    section, when the hits lack it: a chunk rarely ends where its subject does ("… we
+    agreed to push the launch to March 10" is the chunk after "2. Launch date")."""
+    have = {(hit.document_id, hit.ordinal) for hit in hits}
+    wanted = {
+        (hit.document_id, hit.ordinal + 1): hit for hit in hits[:count]
+        if (hit.document_id, hit.ordinal + 1) not in have
+    }
+    if not wanted:
+        return hits
+    query = Q()
+    for document_id, ordinal in wanted:
+        query |= Q(document_id=document_id, ordinal=ordinal)
+    found = {
+        (chunk.document_id, chunk.ordinal): chunk
+        for chunk in Chunk.objects.filter(query).only(
+            "id", "document_id", "ordinal", "text", "locator"
+        )
+    }
+    # In the order of the hits they continue; same document, so within any scope searched.
+    return hits + [
+        replace(before, chunk_id=chunk.pk, ordinal=chunk.ordinal, text=chunk.text,
+                locator=chunk.locator, dense_rank=None, dense_score=None, keyword_rank=None,
+                keyword_score=None)
+        for key, before in wanted.items()
+        if (chunk := found.get(key)) is not None
+        and headings(chunk.locator) == headings(before.locator)
+    ]
 
 
 def _sections(candidates: list[int], document_of: dict[int, int]) -> dict[int, tuple]:

@@ -82,6 +82,27 @@ def test_the_model_reads_each_passage_under_its_section_headings(llm, corpus, ap
     assert not decision.split("] ", 1)[1].startswith("2. Launch date")
 
 
+def test_the_chunk_continuing_a_top_hit_in_its_section_is_shown_too(llm, corpus, api):
+    # The top hit opens "2. Launch date"; the decision is in the chunk after it.
+    llm.script = [
+        tool_call("search_knowledge_base",
+                  {"query": "plan of record was to launch on Monday 24 February", "limit": 1}),
+        answer("March 10 [2]."),
+        tool_call("search_knowledge_base",
+                  {"query": "usual code freeze begins 48 hours before the launch", "limit": 1}),
+        answer("48 hours [3]."),
+    ]
+    thread_id = new_thread(api)
+    api.post(f"/api/threads/{thread_id}/messages", {"content": "When?"}, format="json")
+    evidence = tool_results(llm)[0]
+    assert re.findall(r"^\[(\d+)\] ", evidence, re.M) == ["1", "2"]
+    assert "plan of record" in evidence and "push the launch to March 10" in evidence
+    # The last chunk of a section is not continued into the next section.
+    api.post(f"/api/threads/{thread_id}/messages", {"content": "Freeze?"}, format="json")
+    evidence = tool_results(llm)[-1]
+    assert "code freeze begins 48" in evidence and "3. Budget" not in evidence
+    assert len(re.findall(r"^\[(\d+)\] ", evidence, re.M)) == 1
+
 def test_numbers_are_stable_across_turns_and_reads(llm, corpus, api):
     pdf = corpus["q3-launch-notes.pdf"]
     llm.script = [
