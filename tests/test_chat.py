@@ -103,6 +103,7 @@ def test_the_chunk_continuing_a_top_hit_in_its_section_is_shown_too(llm, corpus,
     assert "code freeze begins 48" in evidence and "3. Budget" not in evidence
     assert len(re.findall(r"^\[(\d+)\] ", evidence, re.M)) == 1
 
+
 def test_numbers_are_stable_across_turns_and_reads(llm, corpus, api):
     pdf = corpus["q3-launch-notes.pdf"]
     llm.script = [
