@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Final
 
@@ -67,7 +67,8 @@ _TENS: Final = {
 }
 _ORDINAL_WORDS: Final = {
     w: i + 1 for i, w in enumerate(
-        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth"
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth "
+        "thirteenth fourteenth fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
         .split()
     )
 }
@@ -158,7 +159,9 @@ _EXTREMES: Final = tuple(
         "first earliest pioneer pioneered pioneering",
         "last latest final finally",
         "sole solely exclusively unique uniquely the-only only-one",
-        "main primary chief principal major leading predominant most-common",
+        "main primary chief chiefly principal principally major leading predominant "
+        "most-common",
+        "every everyone everybody everything",
         "world world's worldwide global globally globe",
         "oldest",
         "youngest newest",
@@ -183,12 +186,18 @@ _EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
 # Words that state a cue without being cues themselves: "the initial model" is the first
 # model, but a claim saying "initially" claims no first.
 _CUE_SYNONYMS: Final = {
-    "first": frozenset("initial initially original originally".split()),
+    "first": frozenset("initial initially original originally starting".split()),
     "ever": frozenset("record history all-time".split()),  # "set the record for the largest"
     "lowest": frozenset("bottom".split()),
+    # "nearly every company" is not stated by "many companies"
+    **dict.fromkeys(
+        ("every", "everyone", "everybody", "everything"),
+        frozenset("all each entire whole universal universally always any".split()),
+    ),
     "highest": frozenset("top peak".split()),
     "most-of": frozenset(
-        "almost nearly concentrated bulk mostly mainly largely predominantly primarily "
+        # "most hospitals" is a quantity too; only "most of" is read as one in a claim
+        "most almost nearly concentrated bulk mostly mainly largely predominantly primarily "
         "overwhelmingly".split()
     ),
 }
@@ -198,7 +207,8 @@ _CUE_SYNONYMS: Final = {
 class Number:
     value: float
     text: str
-    kind: str  # "year", "decade", "ordinal", "percent", "fraction", "time" or "number"
+    # "year", "decade", "century", "ordinal", "percent", "fraction", "time" or "number"
+    kind: str
     start: int
     end: int
     scaled: bool = False  # carries its own "million", "thousand"…
@@ -242,10 +252,11 @@ def _analyze(text: str) -> Features:
     ) | frozenset(w for w in words if w in WEEKDAYS)
     # A "not" opening parentheses qualifies a word ("55 per cent of the members (not
     # votes)"); it does not deny what the sentence says. One inside a bracketed clause
-    # does: "a liquid outer core (where shear waves were not able to propagate)".
+    # does: "a liquid outer core (where shear waves were not able to propagate)", and so
+    # does "stated (without proof)".
     negations = tuple(
         i for i, (w, opens_brackets) in enumerate(located)
-        if w in _NEGATIONS and not opens_brackets
+        if w in _NEGATIONS and not (opens_brackets and w in ("not", "no"))
         and not _asserting_next(words, i)
         and not _exclusive(words, i)
         and not _hypothetical(words, i)
@@ -300,6 +311,11 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
     for index, word in enumerate(words):
         if word == "world" and not world:
             continue
+        if word == "every" and (
+            words[index + 1 : index + 2] and words[index + 1] in _RECURRING
+            or re.search(r"\b(?i:every)\s+[A-Z0-9]", text)
+        ):
+            continue  # "every year", "Every Midsummer's Night": how often, not how many
         # "Most countries", "most of the colonists": a quantity (the passage's "almost all",
         # "the majority", "heavily concentrated"), not the superlative of "the most popular".
         before = words[index - 1] if index else ""
@@ -322,6 +338,11 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
             yield f"{first}-{second}"
 
 
+_RECURRING: Final = frozenset(
+    """year years day days week weeks month months night nights morning evening summer
+    winter spring autumn season time times hour hours minute minutes decade century
+    weekend other""".split()
+)
 _WORLD_CUE: Final = re.compile(r"\bworld['’]s\b|\b(?:in|of) the world\b|\bworld[- ]record",
                                re.IGNORECASE)
 
@@ -484,10 +505,24 @@ def numbers(text: str) -> list[Number]:
         scale = (match.group("scale") or "").lower()
         if scale:
             value *= _SCALES[scale]
+        if kind == "number" and _PERCENT_AFTER.match(text, match.end()):
+            kind = "percent"  # "fifty percent"
         found.append(Number(value, match.group(), kind, match.start(), match.end(), bool(scale)))
     for match in re.finditer(r"\b(?:a|one)\s+decade\b", text, re.IGNORECASE):
         found.append(Number(10.0, match.group(), "number", match.start(), match.end()))
+    found = [_century(text, number) for number in found]
     return _share_scales(text, sorted(found, key=lambda n: n.start))
+
+
+_PERCENT_AFTER: Final = re.compile(r"\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)
+_CENTURY: Final = re.compile(r"[\s-]century\b", re.IGNORECASE)
+
+
+def _century(text: str, number: Number) -> Number:
+    """ "the 13th century", "thirteenth-century": the years 1200 to 1299, as the 1200s."""
+    if number.kind != "ordinal" or not _CENTURY.match(text, number.end):
+        return number
+    return replace(number, value=(number.value - 1) * 100, kind="century")
 
 
 def _share_scales(text: str, found: list[Number]) -> list[Number]:
@@ -561,6 +596,7 @@ def entities(text: str) -> list[Entity]:
             and lowered != "i"
             and not (sentence_start and (
                 _is_common_opening(lowered) or _participle_opening(lowered, tokens, index)
+                or _ing_clause(lowered, text, tokens, index)
             ))
             and not (lowered in STOP_WORDS and not run)
         ):
@@ -600,6 +636,19 @@ def _participle_opening(word: str, tokens: Sequence[tuple[str, int, int]], index
     )
 
 
+def _ing_clause(
+    word: str, text: str, tokens: Sequence[tuple[str, int, int]], index: int
+) -> bool:
+    """ "Examining nineteenth-century cartography, Bassett notes …": an -ing form of a
+    common verb, then lower-case words up to a comma, opens a clause; "Manning threw for
+    141 yards" has no such verb ("mann")."""
+    root = word[:-3] if word.endswith("ing") else ""
+    if len(root) < 3 or max(zipf_frequency(root, "en"), zipf_frequency(root + "e", "en")) < 4.0:
+        return False
+    rest = tokens[index + 1 : index + 10]
+    return bool(rest) and rest[0][0][:1].islower() and "," in text[rest[0][2] : rest[-1][1]]
+
+
 def _is_acronym(token: str) -> bool:
     """ "NFL", "U.S." and "UCL's": a possessive does not make an acronym a word."""
     core = re.sub(r"['’]s$", "", token).strip(".'’")
@@ -610,7 +659,7 @@ def _is_common_opening(word: str) -> bool:
     if word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2:
         return True
     # "Users could reach …": a common noun's plural, not a name.
-    return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 4.5
+    return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 3.8
 
 
 def _name_token(token: str) -> str:
@@ -661,6 +710,17 @@ def number_issues(
 
 
 def _same_number(claim: Number, other: Number) -> bool:
+    if {claim.kind, other.kind} == {"ordinal", "century"}:
+        # "from the early 18th to the mid-20th century": the 18th is a century too.
+        ordinal, century = (claim, other) if claim.kind == "ordinal" else (other, claim)
+        return (ordinal.value - 1) * 100 == century.value
+    if "century" in (claim.kind, other.kind):
+        # "the 1200s" is the 13th century, and a year of it is in it (not the other way).
+        if claim.kind == "century" and other.kind in ("year", "decade"):
+            return claim.value <= other.value < claim.value + 100
+        return claim.value == other.value and (
+            claim.kind == other.kind or claim.kind == "decade" and claim.value % 100 == 0
+        )
     if claim.kind == "decade" and other.kind in ("year", "decade"):
         return claim.value <= other.value < claim.value + 10
     if other.kind == "decade" and claim.kind == "year":
@@ -709,7 +769,7 @@ def _rival(number: Number, candidates: Sequence[Number], claim: Features) -> Num
 
 
 def _kind_family(kind: str) -> str:
-    return "year" if kind in ("year", "decade") else kind
+    return "year" if kind in ("year", "decade", "century") else kind
 
 
 def counted_issues(claim: Features, span: Features) -> list[Issue]:
@@ -773,12 +833,18 @@ def entity_issues(
         if _mentions(entity, span) or (subject is not None and _mentions(entity, subject)):
             continue
         if _mentions(entity, passage):
+            if (_PERSONAL_PRONOUNS & set(span.words) and len(entity.tokens) == 1
+                    and entity == claim.entities[0]):
+                continue  # the claim's subject: "Bassett … During his analysis, he …"
             issues.append(Issue(
                 f"the passage mentions {entity.text}, but not in this respect", False, 0.5
             ))
         else:
             issues.append(Issue(f"the passage does not mention {entity.text}", False))
     return issues
+
+
+_PERSONAL_PRONOUNS: Final = frozenset("he she his her him hers himself herself".split())
 
 
 def _mentions(entity: Entity, text: Features) -> bool:
@@ -841,9 +907,16 @@ def _split_formula(token: str, text: Features) -> bool:
 
 
 def _acronym_of(token: str, text: Features) -> bool:
-    letters = token.lower()
+    letters = token.lower().replace(".", "")  # "U.S." spells "United States" too
     if len(letters) < 2:
         return False
+    # Words the text writes out in lower case: "GDP" for "gross domestic product".
+    words = [w for w in text.words if w not in _NAME_LINKS and w != "and"]
+    if any(
+        "".join(w[0] for w in words[i : i + len(letters)]) == letters
+        for i in range(len(words) - len(letters) + 1)
+    ):
+        return True
     initials = "".join(
         e_token[0] for entity in text.entities for e_token in entity.tokens
         if e_token not in _NAME_LINKS
@@ -941,7 +1014,10 @@ def _relevant_negations(text: Features, other: Features, *, reach: int, words: i
         ][:words]
         if text.words[index] in ("lack", "lacks", "lacked", "lacking", "absent"):
             scope += [text.word_stems[j] for j in range(max(0, index - 3), index)]
-        if any(s in other.word_stems for s in scope):
+        # "bankrupt" bears on "bankruptcy", which the stemmer keeps apart
+        if any(s in other.word_stems or len(s) >= 6 and any(
+            o.startswith(s) for o in other.word_stems
+        ) for s in scope):
             relevant.append(index)
     return relevant
 
@@ -954,7 +1030,7 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
     stated = span.cause or bool(_CLAUSE_CAUSE.search(span.text)) or (
         context is not None and context.cause
     )
-    if claim.cause and not stated:
+    if claim.cause and not stated and not _cause_worded_otherwise(claim, span):
         issues.append(Issue("the passage does not state this cause or consequence", False))
     for word in sorted(claim.extremes):
         group = _EXTREME_WORDS[word]
@@ -972,6 +1048,25 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
         if not _compared(stem(word), span):
             issues.append(Issue(f'the passage does not say "more {word}"', False))
     return issues
+
+
+# Causes a passage words without a causal cue: "allowed the British to hold their own" is
+# "with the trading posts, the British were able to"; "…, so a law should not take effect
+# before" is "…, i.e. laws should not take effect before".
+_CAUSE_WORDED: Final = (
+    (re.compile(r"(?:allow|enabl)", re.I),
+     re.compile(r"\b(?:able to|could|possible|permit\w*|allow\w*|enabl\w*)\b", re.I)),
+    (re.compile(r"(?:so|means?|meant)\b", re.I),
+     re.compile(r"\bi\.\s?e\.|\bthat is\b|\bmeaning\b|\bmeans\b", re.I)),
+)
+
+
+def _cause_worded_otherwise(claim: Features, span: Features) -> bool:
+    cues = [match.group() for match in _CAUSE.finditer(claim.text)]
+    return all(
+        any(kind.match(cue) and says.search(span.text) for kind, says in _CAUSE_WORDED)
+        for cue in cues
+    )
 
 
 _COMPARING: Final = frozenset("more less than most least".split())
@@ -1058,6 +1153,8 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
     claim_stems = set(claim.word_stems)
     # "did not change" is "remained unchanged": a denied word's opposite agrees with it.
     denied = {j for i in claim.negations for j in range(i + 1, i + 4)}
+    # Likewise in the passage: "who did not agree" says "disagreed".
+    span_denied = {j for i in span.negations for j in range(i + 1, i + 4)}
     for position, (word, word_stem) in enumerate(
         zip(claim.words, claim.word_stems, strict=True)
     ):
@@ -1065,6 +1162,8 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
             continue
         if word in STOP_WORDS or len(word) < 3:
             continue  # "it" is not the opposite of "united" ("un" + "it")
+        if word == "away" and claim.words[position + 1 : position + 2] != ("from",):
+            continue  # "clear away debris" goes nowhere; "away from the site" does
         opposites = set(_OPPOSITE_STEMS.get(word_stem, ()))
         # The stemmer cuts "known" to "know" but keeps "unknown": the word itself is
         # prefixed as well.
@@ -1074,9 +1173,12 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
             prefixed.add(prefix + word)
             if word_stem.startswith(prefix) and len(word_stem) > len(prefix) + 3:
                 opposites.add(word_stem[len(prefix) :])
+            if word.startswith(prefix) and _negative_prefix(word):
+                prefixed.add(word[len(prefix) :])  # "unlikely" / "likely"
         said = [
             w for j, (w, st) in enumerate(zip(span.words, span.word_stems, strict=True))
             if (st in opposites or w in prefixed) and st not in claim_stems
+            and j not in span_denied
             and not (word in _ORDER_WORDS and _order_reversed(claim, position, span, j))
         ]
         if said:
@@ -1128,7 +1230,7 @@ def rare_word_issues(
             continue
         if zipf_frequency(word, "en") >= 3.0 or word_stem in known:
             continue
-        if _common_root(word, word_stem):
+        if _common_root(word, word_stem) or _known_compound(word, known):
             continue  # "crewed", "redoing": a rare form of everyday words, not a detail
         if any(w.startswith(word[:5]) for w in passage.words if len(word) >= 6):
             continue
@@ -1136,6 +1238,16 @@ def rare_word_issues(
             continue  # names have their own check
         return [Issue(f'the passage does not mention "{word}"', False, 0.7)]
     return []
+
+
+def _known_compound(word: str, known: set[str]) -> bool:
+    """ "landholdings" for a passage that says "land": two everyday words joined, one of
+    them the passage's."""
+    return any(
+        (stem(word[:i]) in known or stem(word[i:]) in known)
+        and min(zipf_frequency(word[:i], "en"), zipf_frequency(word[i:], "en")) >= 3.5
+        for i in range(3, len(word) - 2)
+    )
 
 
 def _common_root(word: str, word_stem: str) -> bool:

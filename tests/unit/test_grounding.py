@@ -550,6 +550,72 @@ def test_most_as_a_quantity_a_short_decade_and_a_participle_before_that() -> Non
     assert entities("Beijing that year was the capital.")[0].text == "Beijing"
 
 
+def test_centuries_percent_words_and_acronyms_written_out() -> None:
+    # "the 1200s" is the 13th century; a year of it is in it, but the century says no year.
+    wall = analyze("A stone wall was built around the town in the 13th century.")
+    assert number_issues(analyze("The wall was raised in the 1200s."), wall, wall) == []
+    assert number_issues(analyze("The wall was raised in the 1300s."), wall, wall)
+    assert number_issues(analyze("The wall was raised in 1250."), wall, wall)
+    age = analyze("It refers to the early 18th century through to the 20th century.")
+    spanning = analyze("It means the early 18th to the mid-20th century.")
+    assert number_issues(spanning, age, age) == []
+    # "fifty percent more" is half again; "GDP" and "U.S." spell words the passage writes out.
+    land = analyze("The university now owns approximately fifty percent more land in Allston.")
+    assert number_issues(analyze("It owns about half again as much land."), land, land) == []
+    gdp = analyze("Construction is six to nine percent of the gross domestic product.")
+    assert entity_issues(analyze("Construction is six to nine percent of GDP."), gdp, gdp) == []
+    states = analyze("In the United States, the industry employed 5.8 million.")
+    assert entity_issues(analyze("The U.S. industry employed 5.8 million."), states, states) == []
+    assert entity_issues(analyze("The EU industry employed 5.8 million."), states, states)
+
+
+def test_negations_inside_brackets_and_denied_opposites() -> None:
+    # "stated (without proof)" denies; "(not votes)" only qualifies.
+    fermat = analyze("In 1640 Fermat stated (without proof) his little theorem.")
+    assert fermat.negations
+    assert negation_issues(analyze("Fermat stated his theorem without proving it."), fermat) == []
+    # "who did not agree" is "disagreed"; "highly likely" is not "unlikely".
+    euler = analyze("Goldbach listed 1 as the first prime in a letter to Euler, who did not agree.")
+    assert opposite_issues(analyze("Euler disagreed that 1 was the first prime."), euler) == []
+    banker = analyze("The presence of the mortgage banker is highly likely in small projects.")
+    assert opposite_issues(analyze("Mortgage bankers are unlikely in small projects."), banker)
+    # "never close to going bankrupt" bears on "bankruptcy"
+    company = analyze("Plundering almost brought the company into bankruptcy.")
+    assert negation_issues(analyze("The company was never close to bankrupt."), company)
+
+
+def test_common_openings_pronouns_compounds_and_worded_causes() -> None:
+    assert entities("Experiments have shown that forces are consistent.") == []
+    examining = "Examining nineteenth-century maps, Bassett notes that blank space was used."
+    assert [e.text for e in entities(examining)] == ["Bassett"]
+    assert [e.text for e in entities("Manning threw for 141 yards, and he won.")] == ["Manning"]
+    # The claim's subject, named earlier in the passage and "he" in the span.
+    passage = analyze("Bassett studies maps. During his analysis, he highlights blank space.")
+    span = analyze("During his analysis, he highlights blank space.")
+    assert entity_issues(analyze("Bassett highlights blank space."), span, passage) == []
+    # "landholdings" joins two everyday words, one of them the passage's "land".
+    land = analyze("It owns land.")
+    assert rare_word_issues(analyze("Its landholdings grew."), land) == []
+    assert rare_word_issues(analyze("Its sheepfolds grew."), land)
+    # "allowed … to" is "were able to"; "so" is "i.e."; "nearly every" is not "many".
+    able = analyze("With trading posts in India, the British were able to maintain strength.")
+    assert cue_issues(analyze("Trading posts allowed the British to keep strength."), able) == []
+    certainty = analyze("Certainty prohibits such laws, i.e. laws take effect when published.")
+    assert cue_issues(analyze("It prohibits them, so laws take effect when published."),
+                      certainty) == []
+    many = analyze("Many companies are growing beyond design services alone.")
+    assert cue_issues(analyze("Nearly every company has stopped offering design services."), many)
+    yearly = analyze("Thousands gather on Midsummer's Night for a yearly festival.")
+    assert cue_issues(analyze("Every Midsummer's Night thousands gather for a festival."),
+                      yearly) == []
+    # "most hospitals" states "most of the hospitals"; "clear away" is no direction.
+    radio = analyze("It is the hospital radio service for most hospitals across Newcastle.")
+    assert cue_issues(analyze("It serves most of the hospitals in Newcastle."), radio) == []
+    cells = analyze("Neutrophils migrate toward the site; macrophages remove dead cells.")
+    assert opposite_issues(analyze("Macrophages clear away dead cells."), cells) == []
+    assert opposite_issues(analyze("Neutrophils migrate away from the site."), cells)
+
+
 VERBATIM = (
     "But for instance the districts in Kraków do not have entitlements of powiat, so the "
     "registration numbers in Kraków are of the same type for all districts.",
@@ -763,7 +829,7 @@ def test_number_reading_handles_scales_ranges_fractions_and_words() -> None:
         ("7 million", 7_000_000, "number"),
         ("one third", pytest.approx(1 / 3), "fraction"),
         ("nine", 9, "number"),
-        ("19th", 19, "ordinal"),
+        ("19th", 1800, "century"),
         ("1878", 1878, "year"),
         ("1990s", 1990, "decade"),
         ("12%", 12, "percent"),
