@@ -300,6 +300,11 @@ SEARCH_POOL = env.int("SEARCH_POOL", default=100)
 # Hits of one section (a document's chunks under one heading path, or for code one
 # symbol; a document without either is one section) a result holds at most.
 SEARCH_MAX_PER_SECTION = env.int("SEARCH_MAX_PER_SECTION", default=3)
+if "SEARCH_MAX_PER_DOCUMENT" in os.environ:  # a setting an operator may still have
+    raise ImproperlyConfigured(
+        "SEARCH_MAX_PER_DOCUMENT was replaced by SEARCH_MAX_PER_SECTION (hits of one section "
+        "of a document): rename it"
+    )
 # none | cohere. No cross-encoder weights can be had offline here, so the
 # default is the fused order.
 RERANKER = env("RERANKER", default="none")

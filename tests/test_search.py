@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
@@ -218,3 +223,16 @@ def test_an_exact_rare_term_is_not_beaten_by_a_meaning_only_match(
     assert ranked("zorblat in the pump") == [("motors.txt", None), ("minutes.txt", 1)]
     settings.SEARCH_RARE_TERM_MAX_DF = 3
     assert ranked("zorblat in the pump") == [("minutes.txt", 1), ("motors.txt", None)]
+
+
+def test_the_replaced_per_document_setting_is_refused_with_its_new_name(tmp_path):
+    # An operator's old SEARCH_MAX_PER_DOCUMENT would otherwise be ignored without a word.
+    result = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+             "VERITY_HOME": str(tmp_path), "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+             "SEARCH_MAX_PER_DOCUMENT": "3"},
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "replaced by SEARCH_MAX_PER_SECTION" in result.stderr
