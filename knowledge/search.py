@@ -7,11 +7,10 @@ The one retrieval service: chat tools, the REST API and the command line call
 from __future__ import annotations
 
 import functools
-import json
 import math
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -287,23 +286,18 @@ def _fuse(
     )
 
 
-def _fetch_hits(ordered: list[int]) -> list[tuple]:
-    """Hit fields of the returned chunks, in order: no vectors, no document texts.
+_HIT_FIELDS: Final = (
+    "id", "document_id", "document__title", "document__uri", "document__source_type",
+    "ordinal", "text", "locator", "document__metadata",
+)
 
-    Plain SQL: compiling the equivalent ORM query took longer than running it.
-    """
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """SELECT c.id, c.document_id, d.title, d.uri, d.source_type, c.ordinal, c.text,
-                      c.locator::text, d.metadata::text
-               FROM knowledge_chunk c JOIN knowledge_document d ON d.id = c.document_id
-               WHERE c.id = ANY(%s)""",
-            [ordered],
-        )
-        rows = {
-            row[0]: (*row[:7], json.loads(row[7]), json.loads(row[8]))
-            for row in cursor.fetchall()
-        }
+
+def _fetch_hits(ordered: list[int]) -> list[tuple]:
+    """Hit fields of the returned chunks, in order: no vectors, no document texts."""
+    rows = {
+        row[0]: row
+        for row in Chunk.objects.filter(pk__in=ordered).values_list(*_HIT_FIELDS)
+    }
     return [rows[pk] for pk in ordered]
 
 
