@@ -189,16 +189,16 @@ _CUE_SYNONYMS: Final = {
     "first": frozenset("initial initially original originally starting".split()),
     "ever": frozenset("record history all-time".split()),  # "set the record for the largest"
     "lowest": frozenset("bottom".split()),
-    # "nearly every company" is not stated by "many companies"
-    **dict.fromkeys(
-        ("every", "everyone", "everybody", "everything"),
-        frozenset("all each entire whole universal universally always any".split()),
-    ),
     "highest": frozenset("top peak".split()),
     "most-of": frozenset(
         # "most hospitals" is a quantity too; only "most of" is read as one in a claim
         "most almost nearly concentrated bulk mostly mainly largely predominantly primarily "
         "overwhelmingly".split()
+    ),
+    # "nearly every company" is not stated by "many companies"
+    **dict.fromkeys(
+        ("every", "everyone", "everybody", "everything"),
+        frozenset("all each entire whole universal universally always any".split()),
     ),
 }
 
