@@ -359,9 +359,11 @@ def _right(claim: Claim, result: Support) -> bool:
 def show_mistakes(claims: list[Claim], results: list[Support], count: int,
                   held_out: bool = False) -> None:
     # The tune half's mistakes (and the held-out half's only when asked): reading a split's
-    # mistakes tunes on it. The fresh and fresh4 splits' are never shown; fresh2's and
-    # fresh3's are, since their untouched measurements were taken (sessions 8 and 9).
-    shown = {"tune", "dev", "fresh2", "fresh3", "all"} | ({"held-out"} if held_out else set())
+    # mistakes tunes on it. The fresh and fresh5 splits' are never shown; fresh2's, fresh3's
+    # and fresh4's are, since their untouched measurements were taken (sessions 8 to 10).
+    shown = {"tune", "dev", "fresh2", "fresh3", "fresh4", "all"} | (
+        {"held-out"} if held_out else set()
+    )
     wrong = [
         (c, r) for c, r in zip(claims, results, strict=True)
         if not _right(c, r) and c.split in shown
@@ -402,7 +404,7 @@ def main() -> None:
         for name, splits in (("tune half", {"tune"}), ("held-out half", {"held-out"}),
                              ("dev split", {"dev"}), ("fresh split", {"fresh"}),
                              ("fresh2 split", {"fresh2"}), ("fresh3 split", {"fresh3"}),
-                             ("fresh4 split", {"fresh4"}),
+                             ("fresh4 split", {"fresh4"}), ("fresh5 split", {"fresh5"}),
                              ("tune + held-out", {"tune", "held-out"})):
             chosen = [i for i, c in enumerate(written) if c.split in splits]
             if chosen:

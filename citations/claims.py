@@ -33,7 +33,7 @@ _STEMMER: Final = snowballstemmer.stemmer("english")
 _WORD: Final = re.compile(r"\d[\d,]*(?:\.\d+)?|[^\W_]+(?:['’.\-][^\W_]+)*", re.UNICODE)
 _NEGATIONS: Final = frozenset(
     "not no never none nobody nothing neither nor without cannot n't nowhere lack lacks lacked "
-    "lacking absent unable fail fails failed refused denied".split()
+    "lacking absent unable fail fails failed refused denied rejected".split()
 )
 # "not only X but also Y" and "no later than" assert, they do not deny.
 _NOT_NEGATING_NEXT: Final = frozenset("only just merely doubt".split())
@@ -133,6 +133,8 @@ _DEMONYMS: Final = {
     "hungarian": "hungary", "czech": "czechia", "flemish": "flanders", "venetian": "venice",
     "roman": "rome", "romans": "rome", "parisian": "paris", "egyptian": "egypt",
     "american": "america", "americans": "america",
+    # not countries, but named by an adjective all the same: "no terrestrial counterpart"
+    "terrestrial": "earth", "lunar": "moon", "solar": "sun", "martian": "mars",
 }
 # Country abbreviations, read as the country's name ("US" / "American" / "America").
 _COUNTRY_SHORT: Final = {
@@ -256,7 +258,9 @@ def _analyze(text: str) -> Features:
     # does "stated (without proof)".
     negations = tuple(
         i for i, (w, opens_brackets) in enumerate(located)
-        if w in _NEGATIONS and not (opens_brackets and w in ("not", "no"))
+        if (w in _NEGATIONS or w in ("turned", "turn", "turns") and words[i + 1 : i + 2] == (
+            "down",  # "turned down the offer" refused it
+        )) and not (opens_brackets and w in ("not", "no"))
         and not _asserting_next(words, i)
         and not _exclusive(words, i)
         and not _hypothetical(words, i)
@@ -658,6 +662,8 @@ def _is_acronym(token: str) -> bool:
 def _is_common_opening(word: str) -> bool:
     if word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2:
         return True
+    if word in _SMALL_NUMBERS or word in _TENS or word in _ORDINAL_WORDS:
+        return True  # "Thirty US states …"
     # "Users could reach …": a common noun's plural, not a name.
     return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 3.8
 
@@ -830,7 +836,13 @@ def entity_issues(
     about without repeating it: "Jacksonville" for a paragraph about its climate."""
     issues: list[Issue] = []
     for entity in claim.entities:
-        if _mentions(entity, span) or (subject is not None and _mentions(entity, subject)):
+        if _mentions(entity, span):
+            continue
+        if rival := _rival_name(entity, claim, span):
+            named = re.sub(r"['’]s$", "", entity.text)
+            issues.append(Issue(f"the passage says {rival}, not {named}", True))
+            continue
+        if subject is not None and _mentions(entity, subject):
             continue
         if _mentions(entity, passage):
             if (_PERSONAL_PRONOUNS & set(span.words) and len(entity.tokens) == 1
@@ -842,6 +854,26 @@ def entity_issues(
         else:
             issues.append(Issue(f"the passage does not mention {entity.text}", False))
     return issues
+
+
+def _rival_name(entity: Entity, claim: Features, span: Features) -> str | None:
+    """ "Harvard's football team" against "the Yale football team": another name of the
+    span stands before the word this one stands before in the claim (the document's title
+    naming Harvard does not make the passage say it)."""
+    after = _word_after(claim.text, entity.text)
+    if after is None:
+        return None
+    for other in span.entities:
+        if _word_after(span.text, other.text) == after and not _mentions(other, claim):
+            return other.text
+    return None
+
+
+def _word_after(text: str, name: str) -> str | None:
+    match = re.search(re.escape(name) + r"(?:['’]s)?\s+([A-Za-z][\w-]*)", text)
+    if match is None or match.group(1).lower() in STOP_WORDS:
+        return None
+    return match.group(1).lower()
 
 
 _PERSONAL_PRONOUNS: Final = frozenset("he she his her him hers himself herself".split())
@@ -1117,6 +1149,7 @@ _OPPOSITES: Final = [
     ("older", "younger"), ("oldest", "youngest"), ("old", "young"), ("before", "after"),
     ("earlier", "later"), ("earliest", "latest"), ("higher", "lower"), ("highest", "lowest"),
     ("larger", "smaller"), ("largest", "smallest"), ("bigger", "smaller"), ("more", "fewer"),
+    ("large", "small"), ("big", "small"), ("long", "short"), ("high", "low"),
     ("increase", "decrease"), ("increase", "decline"), ("rise", "fall"), ("rise", "decline"),
     ("grow", "decline"), ("grew", "declined"), ("grow", "shrink"), ("gain", "lose"),
     ("gained", "lost"), ("won", "lost"), ("win", "lose"), ("victory", "defeat"),

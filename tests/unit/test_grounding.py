@@ -616,6 +616,29 @@ def test_common_openings_pronouns_compounds_and_worded_causes() -> None:
     assert opposite_issues(analyze("Neutrophils migrate away from the site."), cells)
 
 
+def test_a_rival_name_before_the_same_word_number_openings_and_more_opposites() -> None:
+    # "Harvard's football team" against "the Yale football team", though the document's
+    # title names Harvard.
+    yale = analyze("Walter Camp, former captain of the Yale football team, widened the field.")
+    harvard = analyze("Walter Camp, a former captain of Harvard's football team, widened it.")
+    title = analyze("Harvard University")
+    assert entity_issues(harvard, yale, yale, title)[0].reason == (
+        "the passage says Yale, not Harvard"
+    )
+    assert entity_issues(analyze("Camp captained the Yale football team."), yale, yale) == []
+    # "Thirty US states" opens with a number, not a name; "terrestrial" names the Earth.
+    assert [e.text for e in entities("Thirty US states have banned it.")] == ["US"]
+    kreep = analyze("A component called KREEP was found, which has no known terrestrial "
+                    "counterpart.")
+    assert entity_issues(analyze("KREEP has no known counterpart on Earth."), kreep, kreep) == []
+    # "turned down the offer" refuses it; "small" is the opposite of "large".
+    refused = analyze("Jamukha refused the offer of friendship.")
+    assert negation_issues(analyze("Jamukha turned down the offer of friendship."), refused) == []
+    body = analyze("A large body of mathematical work would still be valid.")
+    assert opposite_issues(analyze("Only a small part of mathematical work would be valid."),
+                           body)
+
+
 VERBATIM = (
     "But for instance the districts in Kraków do not have entitlements of powiat, so the "
     "registration numbers in Kraków are of the same type for all districts.",
