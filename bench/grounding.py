@@ -32,8 +32,9 @@ outside Django:
   measured (session 8) its mistakes were read and tuned on, and rows marked ``"split":
   "fresh3"`` (120 claims over 52 paragraphs no other row uses, written by a helper that
   had not read the engine and never checked with it) took its place as the untouched split.
-  Once measured twice (sessions 9 and 10) its mistakes were read and tuned on in turn, and
-  ``"split": "fresh4"`` (120 claims over 50 more paragraphs, written the same way) is now
+  Once measured twice (sessions 9 and 10) its mistakes were read and tuned on in turn; so
+  were those of ``"split": "fresh4"`` (120 claims over 50 more paragraphs, written the
+  same way) once measured, and ``"split": "fresh5"`` (120 more over 50 paragraphs) is now
   the untouched one: never shown by --show.
   Targets: >= 80% detected with <= 10% false flags.
 
