@@ -256,11 +256,14 @@ def _analyze(text: str) -> Features:
     # votes)"); it does not deny what the sentence says. One inside a bracketed clause
     # does: "a liquid outer core (where shear waves were not able to propagate)", and so
     # does "stated (without proof)".
+    # "turned down the offer" refused it.
+    turned_down = {
+        i for i, w in enumerate(words[:-1])
+        if w in ("turn", "turns", "turned", "turning") and words[i + 1] == "down"
+    }
     negations = tuple(
         i for i, (w, opens_brackets) in enumerate(located)
-        if (w in _NEGATIONS or w in ("turned", "turn", "turns") and words[i + 1 : i + 2] == (
-            "down",  # "turned down the offer" refused it
-        )) and not (opens_brackets and w in ("not", "no"))
+        if (w in _NEGATIONS or i in turned_down) and not (opens_brackets and w in ("not", "no"))
         and not _asserting_next(words, i)
         and not _exclusive(words, i)
         and not _hypothetical(words, i)
