@@ -82,11 +82,12 @@ _SCALES: Final = {
     "hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
     "dozen": 12,
 }
+_PERCENT_SIGN: Final = r"%|percent\b|per cent\b"
 _NUMBER: Final = re.compile(
     r"(?<![\w.])(?P<currency>[$€£¥])?\s?"
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?P<suffix>st|nd|rd|th|s)?(?![\w])"
-    r"(?:\s?(?P<percent>%|percent\b|per cent\b))?"
+    rf"(?:\s?(?P<percent>{_PERCENT_SIGN}))?"
     r"(?:[\s-]?(?P<scale>hundred|thousand|million|billion|trillion)s?\b)?",
     re.IGNORECASE,
 )
@@ -521,7 +522,7 @@ def numbers(text: str) -> list[Number]:
     return _share_scales(text, sorted(found, key=lambda n: n.start))
 
 
-_PERCENT_AFTER: Final = re.compile(r"\s?(?:%|percent\b|per cent\b)", re.IGNORECASE)
+_PERCENT_AFTER: Final = re.compile(rf"\s?(?:{_PERCENT_SIGN})", re.IGNORECASE)
 _CENTURY: Final = re.compile(r"[\s-]century\b", re.IGNORECASE)
 
 
