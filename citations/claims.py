@@ -19,6 +19,8 @@ from typing import Final
 import snowballstemmer
 from wordfreq import zipf_frequency as _zipf_frequency
 
+from citations import units
+
 STOP_WORDS: Final = frozenset(
     """a an and are as at be been being but by can could did do does doing done for from had
     has have having he her hers him his how i if in into is it its itself me my of on onto or
@@ -84,7 +86,8 @@ _SCALES: Final = {
 }
 _PERCENT_SIGN: Final = r"%|percent\b|per cent\b"
 _NUMBER: Final = re.compile(
-    r"(?<![\w.])(?P<currency>[$€£¥])?\s?"
+    # not the number of a model's name: "J-2", "F-16", "COVID-19"
+    r"(?<![\w.])(?-i:(?<![A-Z]-))(?P<currency>[$€£¥])?\s?"
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?P<suffix>st|nd|rd|th|s)?(?![\w])"
     rf"(?:\s?(?P<percent>{_PERCENT_SIGN}))?"
@@ -640,8 +643,21 @@ def _participle_opening(word: str, tokens: Sequence[tuple[str, int, int]], index
     # "Opened", "Founded", "Taking" are forms of a common verb; "Sweden", "Beijing" are not.
     root = stem(word)
     return word.endswith(("ed", "en", "ing")) and root != word and (
-        zipf_frequency(root, "en") >= 4.0
+        zipf_frequency(root, "en") >= 4.0 or _common_verb_form(word)
     )
+
+
+def _common_verb_form(word: str) -> bool:
+    """Whether a word ending in -ed or -ing is a form of a common verb: "compared",
+    "locating", "stopped"; not "Manning" (a name before a verb of "man") or "Reed"."""
+    for ending in ("ing", "ed"):
+        root = word[: -len(ending)] if word.endswith(ending) else ""
+        if len(root) < 3:
+            continue
+        doubled = ending == "ed" and root[-1] == root[-2]
+        roots = (root, root + "e", root[:-1] if doubled else root)
+        return max(zipf_frequency(r, "en") for r in roots) >= 3.9
+    return False
 
 
 def _ing_clause(
@@ -650,11 +666,17 @@ def _ing_clause(
     """ "Examining nineteenth-century cartography, Bassett notes …": an -ing form of a
     common verb, then lower-case words up to a comma, opens a clause; "Manning threw for
     141 yards" has no such verb ("mann")."""
-    root = word[:-3] if word.endswith("ing") else ""
-    if len(root) < 3 or max(zipf_frequency(root, "en"), zipf_frequency(root + "e", "en")) < 4.0:
+    if not word.endswith("ing") or not _common_verb_form(word):
         return False
     rest = tokens[index + 1 : index + 10]
-    return bool(rest) and rest[0][0][:1].islower() and "," in text[rest[0][2] : rest[-1][1]]
+    if not rest or not rest[0][0][:1].islower():
+        return False
+    if "," in text[rest[0][2] : rest[-1][1]]:
+        return True
+    # "Locating oil and developing new fields took …": a gerund and its object; "Harding
+    # defeated Cox" and "Browning writes" have a verb after the name.
+    following = rest[0][0].lower()
+    return following not in STOP_WORDS and not following.endswith(("ed", "s"))
 
 
 def _is_acronym(token: str) -> bool:
@@ -699,8 +721,21 @@ def number_issues(
     years = [n.value for n in span.numbers if n.kind == "year"]
     named = subject.numbers if subject is not None else ()
     for number in claim.numbers:
+        unit = _unit(claim.text, number)
+        if unit is not None:
+            other_unit = _other_unit(number, unit, span)
+            if other_unit is not None:
+                issues.append(Issue(f"the passage says {other_unit}, not {number.text} "
+                                    f"{unit.name}", True))
+                continue
         if any(_same_number(number, other) for other in (*span.numbers, *named)):
             continue
+        if unit is not None and any(
+            (other_unit := _unit(span.text, other)) is not None
+            and units.same_quantity(number.value, unit, other.value, other_unit)
+            for other in span.numbers
+        ):
+            continue  # "about 55 metres" for "180 feet": the passage's figure converted
         if number.kind == "ordinal" and number.value == 1 and (
             _CUE_SYNONYMS["first"] & set(span.words)
         ):
@@ -717,6 +752,27 @@ def number_issues(
         else:
             issues.append(Issue(f"the passage does not mention {number.text}", False))
     return issues
+
+
+def _unit(text: str, number: Number) -> units.Unit | None:
+    """The unit after a count or an amount (not after a year, a rank or a sum of money)."""
+    if number.kind != "number" or number.text[:1] in "$€£¥":
+        return None
+    return units.unit_after(text, number.end)
+
+
+def _other_unit(number: Number, unit: units.Unit, span: Features) -> str | None:
+    """ "180 feet" when the claim says "180 metres": the claim's number in the span, only
+    ever with another unit of the same kind."""
+    found = [
+        (other, other_unit) for other in span.numbers if _same_number(number, other)
+        and (other_unit := _unit(span.text, other)) is not None
+        and other_unit.dimension == unit.dimension
+    ]
+    if not found or any(other_unit == unit for _, other_unit in found):
+        return None
+    other, other_unit = found[0]
+    return f"{other.text} {other_unit.name}"
 
 
 def _same_number(claim: Number, other: Number) -> bool:
@@ -794,15 +850,31 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
         counted = _counted_word(claim.text, number)
         if counted is None:
             continue
-        before = [n for n in span.numbers if _counted_word(span.text, n) == counted]
-        if before and not any(_same_number(number, n) for n in before):
+        singles = [Number(1.0, m.group(), "number", m.start(), m.end())
+                   for m in _A_SINGLE.finditer(span.text)]  # "a single J-2 engine"
+        before = [n for n in (*span.numbers, *singles) if _counted_word(span.text, n) == counted]
+        if before and not any(_same_number(number, n) for n in before + _elided(
+            claim.text, number, span
+        )):
             issues.append(Issue(
                 f"the passage says {before[0].text}, not {number.text}, of this", True
             ))
     return issues
 
 
+_A_SINGLE: Final = re.compile(r"\b(?:a|one) single\b", re.IGNORECASE)
 _AFTER_NUMBER: Final = re.compile(r"[ -]([A-Za-z][\w'’-]*)")
+
+
+def _elided(claim_text: str, number: Number, span: Features) -> list[Number]:
+    """Numbers of the span whose counted word is left out but whose next words the claim
+    puts after its number: "70,000 people in Merv and 190,000 in Nishapur" says "190,000
+    people in Nishapur"."""
+    after = set(_WORD.findall(claim_text[number.end :].lower())[:4]) - STOP_WORDS
+    return [
+        n for n in span.numbers
+        if after & (set(_WORD.findall(span.text[n.end :].lower())[:2]) - STOP_WORDS)
+    ]
 
 
 def _counted_word(text: str, number: Number) -> str | None:
@@ -1083,7 +1155,40 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
     for word in _comparisons(claim):
         if not _compared(stem(word), span):
             issues.append(Issue(f'the passage does not say "more {word}"', False))
+    for word in _superlatives(claim):
+        if word not in span.words:
+            issues.append(Issue(f'the passage does not say "{word}"', False))
+    claim_text = claim.text.lower()
+    for among, superlative in _ONE_OF.findall(span.text.lower()):
+        if superlative in claim_text and f"{among} {superlative}" not in claim_text:
+            issues.append(Issue(f'the passage says "{among} {superlative}"', False))
     return issues
+
+
+# "one of the most prestigious", "among the largest": one of several, not the one.
+_ONE_OF: Final = re.compile(r"\b(one of the|among the)\s+(most \w+|\w+est)\b")
+_DETERMINING: Final = frozenset("the its their his her our".split())
+_NOT_SUPERLATIVES: Final = frozenset("earnest honest modest".split())
+
+
+def _superlatives(features: Features) -> list[str]:
+    """Superlatives of everyday adjectives the cue list does not name ("the mildest",
+    "its busiest"), after a determiner or a possessive; not "the forest" or "the
+    interest", which have no comparative."""
+    found = []
+    for index, word in enumerate(features.words):
+        if not word.endswith("est") or word in _EXTREME_WORDS or not index:
+            continue
+        before = features.words[index - 1]
+        if before not in _DETERMINING and not before.endswith("'s"):
+            continue
+        root = word[:-3]
+        roots = (root, root + "e", root[:-1], root[:-1] + "y")  # mild, larg-e, hot-t, bus-y
+        if len(root) >= 3 and word not in _NOT_SUPERLATIVES and zipf_frequency(
+            root + "er", "en"
+        ) >= 2.5 and max(zipf_frequency(r, "en") for r in roots) >= 3.5:
+            found.append(word)
+    return found
 
 
 # Causes a passage words without a causal cue: "allowed the British to hold their own" is
@@ -1271,6 +1376,8 @@ def rare_word_issues(
             continue  # "crewed", "redoing": a rare form of everyday words, not a detail
         if any(w.startswith(word[:5]) for w in passage.words if len(word) >= 6):
             continue
+        if len(word) >= 7 and any(word[:6] in w for w in passage.words):
+            continue  # "modulate" for a passage that says "immunomodulators"
         if any(word in e.tokens for e in claim.entities):
             continue  # names have their own check
         return [Issue(f'the passage does not mention "{word}"', False, 0.7)]
@@ -1347,7 +1454,9 @@ def association_issues(
                     continue
                 if (claim_side < 0) == (span_side < 0):
                     agree += 1
-                else:
+                elif not (first[:1].isdigit() or second[:1].isdigit()):
+                    # A date may stand anywhere in a sentence ("In 1995, Clinton signed …",
+                    # "Clinton signed … in 1995"): near one, it is tied to no one name.
                     owner, other = (first, second) if claim_side < 0 else (second, first)
                     against.append((word_stem, owner, other))
     if len(against) >= min_votes and len(against) > agree:
@@ -1618,8 +1727,15 @@ def _sides(
                    if t.clause == pivot.clause}
     if participle and agent_by:
         return frozenset(right - left), frozenset(left - right)  # "was implied by X"
-    if before & _BE_FORMS and participle:
-        return frozenset(), frozenset(left - right)  # "was included in Y": undergoes it
+    # A past participle opening a phrase of its own: "founded in 1816", "launched from".
+    past = pivot.word.endswith("ed") and index + 1 < len(tokens) and (
+        tokens[index + 1].word in _PARTICIPLE_PREPOSITIONS
+    )
+    if past and (index == 0 or tokens[index - 1].clause != pivot.clause):
+        return frozenset(), frozenset()  # "Founded in 1816, the library …": said after it
+    if participle and before & _BE_FORMS or past and pivot.comma:
+        # "was included in Y", "the library, founded in 1816, …": undergoes it
+        return frozenset(), frozenset(left - right)
     return frozenset(left - right), frozenset(right - left)
 
 

@@ -18,6 +18,7 @@ from citations.claims import (
     analyze,
     association_issues,
     attribution_issues,
+    counted_issues,
     cue_issues,
     direction_issues,
     entities,
@@ -637,6 +638,57 @@ def test_a_rival_name_before_the_same_word_number_openings_and_more_opposites() 
     body = analyze("A large body of mathematical work would still be valid.")
     assert opposite_issues(analyze("Only a small part of mathematical work would be valid."),
                            body)
+
+
+def test_a_participle_phrase_undergoes_its_verb_and_a_gerund_opening_is_no_name() -> None:
+    # "the University Library, founded in 1816," and "Founded in 1816, the library": the
+    # library was founded; neither says it founded something.
+    library = analyze("Another library, the University Library, founded in 1816, is home to "
+                      "over two million items.")
+    founded = analyze("Founded in 1816, the University Library now holds two million items.")
+    assert role_issues(founded, library) == []
+    assert role_issues(analyze("The University Library was founded in 1816."), library) == []
+    flights = analyze("The first four Saturn I test flights were launched from LC-34.")
+    assert role_issues(analyze("Saturn I's first four test flights, launched from LC-34, "
+                               "carried dummy stages."), flights) == []
+    # "Locating oil …", "Compared with …" open a sentence with a verb, not a name.
+    assert entities("Locating oil and developing new fields took five years.") == []
+    assert [e.text for e in entities("Compared with Brighton, Payroll has more footage.")] == [
+        "Brighton", "Payroll"
+    ]
+    assert [e.text for e in entities("Manning threw for 141 yards.")] == ["Manning"]
+
+
+def test_units_numbers_of_model_names_and_one_of_the_most() -> None:
+    luna = analyze("Hill lived in Luna, a 180-foot (55 m)-tall redwood, for 738 days.")
+    assert number_issues(analyze("Luna stood 180 metres tall."), luna, luna)[0].reason == (
+        "the passage says 180 feet, not 180 metres"
+    )
+    assert number_issues(analyze("Luna stood 55 metres tall."), luna, luna) == []
+    assert number_issues(analyze("Hill stayed in the tree for about two years."), luna,
+                         luna) == []  # 738 days, converted
+    assert number_issues(analyze("Hill lived in the tree for 738 weeks."), luna, luna)
+    # The 2 of "J-2" names an engine; "a single J-2 engine" counts one.
+    stage = analyze("The second stage was powered by a single J-2 engine.")
+    assert [n.text for n in numbers("two J-2 engines, an F-16, the mid-1990s")] == [
+        "two", "1990s"
+    ]
+    assert counted_issues(analyze("The stage was powered by two J-2 engines."), stage)
+    # "killed more than 70,000 people in Merv and more than 190,000 in Nishapur"
+    merv = analyze("The Mongols killed more than 70,000 people in Merv and more than "
+                   "190,000 in Nishapur.")
+    assert counted_issues(analyze("The Mongols killed 190,000 people in Nishapur."), merv) == []
+    assert counted_issues(analyze("The Mongols killed 190,000 people in Merv."), merv)
+    # "one of the most prestigious" is not "the most prestigious"; "the mildest" is a
+    # superlative the cue list does not name.
+    school = analyze("the Medical University, the largest medical school in Poland and one of "
+                     "the most prestigious")
+    assert cue_issues(analyze("It is the most prestigious medical school in Poland."), school)
+    assert cue_issues(analyze("It is one of the most prestigious schools in Poland."),
+                      school) == []
+    mild = analyze("Jacksonville has mild weather during winters.")
+    assert cue_issues(analyze("Jacksonville has the mildest winters of any city."), mild)
+    assert cue_issues(analyze("It sits near the forest."), analyze("It sits by a wood.")) == []
 
 
 VERBATIM = (

@@ -1,0 +1,124 @@
+"""Units of measure written after a number: "180-foot", "55 m", "3.2 square miles".
+
+Pure functions for the grounding checks: a claim's "180 metres" against a passage's
+"180-foot (55 m)" is the same number in another unit (an error a model makes when it
+converts or copies a figure), while "about 55 metres" is the passage's own figure
+converted, which no check should call unmentioned.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str  # as a reason shows it: "metres"
+    dimension: str  # "length", "mass", "area", "volume", "speed", "time", "temperature"
+    factor: float  # in the dimension's base unit (metre, kilogram, second, …)
+
+
+_LENGTH: Final = {
+    "metres": 1.0, "kilometres": 1000.0, "centimetres": 0.01, "millimetres": 0.001,
+    "feet": 0.3048, "inches": 0.0254, "miles": 1609.344, "yards": 0.9144,
+    "nautical miles": 1852.0,
+}
+_MASS: Final = {
+    "kilograms": 1.0, "grams": 0.001, "pounds": 0.45359237, "ounces": 0.028349523,
+    "tonnes": 1000.0, "tons": 907.18474,
+}
+_VOLUME: Final = {"litres": 0.001, "gallons": 0.003785412, "cubic metres": 1.0}
+_SPEED: Final = {"km/h": 1 / 3.6, "mph": 0.44704, "knots": 0.514444, "m/s": 1.0}
+_TIME: Final = {
+    "seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0, "weeks": 604800.0,
+    "months": 2629800.0, "years": 31557600.0,
+}
+_AREA: Final = {"hectares": 1e4, "acres": 4046.8564224}
+
+# What a text writes -> the unit's name. Words in any case; abbreviations as written.
+_WORDS: Final = {
+    **{w: "metres" for w in ("metre", "metres", "meter", "meters")},
+    **{w: "kilometres" for w in ("kilometre", "kilometres", "kilometer", "kilometers")},
+    **{w: "centimetres" for w in ("centimetre", "centimetres", "centimeter", "centimeters")},
+    **{w: "millimetres" for w in ("millimetre", "millimetres", "millimeter", "millimeters")},
+    "foot": "feet", "feet": "feet", "inch": "inches", "inches": "inches",
+    "mile": "miles", "miles": "miles", "yard": "yards", "yards": "yards",
+    "nautical mile": "nautical miles", "nautical miles": "nautical miles",
+    **{w: "kilograms" for w in ("kilogram", "kilograms", "kilo", "kilos")},
+    "gram": "grams", "grams": "grams", "pound": "pounds", "pounds": "pounds",
+    "ounce": "ounces", "ounces": "ounces", "tonne": "tonnes", "tonnes": "tonnes",
+    "metric ton": "tonnes", "metric tons": "tonnes", "ton": "tons", "tons": "tons",
+    **{w: "litres" for w in ("litre", "litres", "liter", "liters")},
+    "gallon": "gallons", "gallons": "gallons",
+    "miles per hour": "mph", "kilometres per hour": "km/h", "kilometers per hour": "km/h",
+    "knot": "knots", "knots": "knots",
+    "second": "seconds", "seconds": "seconds", "minute": "minutes", "minutes": "minutes",
+    "hour": "hours", "hours": "hours", "day": "days", "days": "days", "week": "weeks",
+    "weeks": "weeks", "month": "months", "months": "months", "year": "years",
+    "years": "years", "hectare": "hectares", "hectares": "hectares", "acre": "acres",
+    "acres": "acres",
+    "degrees celsius": "°C", "degrees centigrade": "°C", "degrees fahrenheit": "°F",
+}
+_ABBREVIATIONS: Final = {
+    "m": "metres", "km": "kilometres", "cm": "centimetres", "mm": "millimetres",
+    "ft": "feet", "mi": "miles", "yd": "yards", "kg": "kilograms", "g": "grams",
+    "lb": "pounds", "lbs": "pounds", "oz": "ounces", "L": "litres",
+    "l": "litres", "mph": "mph", "km/h": "km/h", "kph": "km/h", "kmh": "km/h",
+    "m/s": "m/s", "kn": "knots", "ha": "hectares", "°C": "°C", "°F": "°F", "C": "°C",
+    "F": "°F",
+}
+_SQUARE: Final = {"metres", "kilometres", "feet", "miles", "yards", "centimetres"}
+_CUBIC: Final = {"metres", "feet", "centimetres"}
+
+_NAMES: Final = "|".join(sorted(map(re.escape, _WORDS), key=len, reverse=True))
+_SHORT: Final = "|".join(sorted(map(re.escape, _ABBREVIATIONS), key=len, reverse=True))
+# After a number: a space or hyphen (or none before an abbreviation: "55m", "5km"), then
+# an optional "square"/"cubic", then the unit; a degree sign may lead "C" or "F".
+_AFTER: Final = re.compile(
+    rf"(?:[ \u00a0-]|(?=[a-zA-Z°]))(?:(?P<power>(?i:square|sq\.?|cubic))[ \u00a0-]?)?"
+    rf"(?:(?P<word>(?i:{_NAMES}))|(?P<short>°\s?[CF]\b|(?:{_SHORT})(?:2|²|3|³)?))"
+    rf"(?![\w/])"
+)
+
+
+def unit_after(text: str, end: int) -> Unit | None:
+    """The unit written right after the number ending at ``end``, if any."""
+    match = _AFTER.match(text, end)
+    if match is None:
+        return None
+    power = (match.group("power") or "").lower()
+    if match.group("word"):
+        name = _WORDS[match.group("word").lower()]
+    else:
+        short = match.group("short").replace(" ", "")
+        exponent = short[-1] if short[-1] in "23²³" else ""
+        short = short.rstrip("23²³")
+        if short in ("C", "F") and not power:
+            return None  # "grade C", "5 F" are not temperatures without the degree sign
+        name = _ABBREVIATIONS[short]
+        power = power or {"2": "square", "²": "square", "3": "cubic", "³": "cubic"}.get(
+            exponent, ""
+        )
+    return _unit(name, power)
+
+
+def _unit(name: str, power: str) -> Unit | None:
+    if power.startswith("sq"):
+        return Unit(f"square {name}", "area", _LENGTH[name] ** 2) if name in _SQUARE else None
+    if power == "cubic":
+        return Unit(f"cubic {name}", "volume", _LENGTH[name] ** 3) if name in _CUBIC else None
+    for dimension, table in (("length", _LENGTH), ("mass", _MASS), ("volume", _VOLUME),
+                             ("speed", _SPEED), ("time", _TIME), ("area", _AREA)):
+        if name in table:
+            return Unit(name, dimension, table[name])
+    return Unit(name, "temperature", 1.0)  # °C, °F: compared, never converted
+
+
+def same_quantity(value: float, unit: Unit, other_value: float, other: Unit) -> bool:
+    """Whether two amounts are one, within 5% (a converted figure is rounded)."""
+    if unit.dimension != other.dimension or unit.dimension == "temperature":
+        return unit == other and value == other_value
+    base, other_base = value * unit.factor, other_value * other.factor
+    return abs(base - other_base) <= 0.05 * max(abs(base), abs(other_base))
