@@ -1362,45 +1362,6 @@ def _suffix_opposites(word: str) -> set[str]:
 _NOT_WITHOUT: Final = frozenset("regardless nevertheless nonetheless unless doubtless".split())
 
 
-def rare_word_issues(
-    claim: Features, passage: Features, subject: Features | None = None
-) -> list[Issue]:
-    """A rare word (hyperbola, copper) the passage never uses: a detail from elsewhere."""
-    known = set(passage.word_stems) | set(subject.word_stems if subject else ())
-    for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
-        if word in STOP_WORDS or word[:1].isdigit() or len(word) < 4:
-            continue
-        if zipf_frequency(word, "en") >= 3.0 or word_stem in known:
-            continue
-        if _common_root(word, word_stem) or _known_compound(word, known):
-            continue  # "crewed", "redoing": a rare form of everyday words, not a detail
-        if any(w.startswith(word[:5]) for w in passage.words if len(word) >= 6):
-            continue
-        if len(word) >= 7 and any(word[:6] in w for w in passage.words):
-            continue  # "modulate" for a passage that says "immunomodulators"
-        if any(word in e.tokens for e in claim.entities):
-            continue  # names have their own check
-        return [Issue(f'the passage does not mention "{word}"', False, 0.7)]
-    return []
-
-
-def _known_compound(word: str, known: set[str]) -> bool:
-    """ "landholdings" for a passage that says "land": two everyday words joined, one of
-    them the passage's."""
-    return any(
-        (stem(word[:i]) in known or stem(word[i:]) in known)
-        and min(zipf_frequency(word[:i], "en"), zipf_frequency(word[i:], "en")) >= 3.5
-        for i in range(3, len(word) - 2)
-    )
-
-
-def _common_root(word: str, word_stem: str) -> bool:
-    """Whether a rare word is an inflection or a re- form of a common one."""
-    if word_stem != word and zipf_frequency(word_stem, "en") >= 4.0:
-        return True
-    return word.startswith("re") and len(word) >= 6 and zipf_frequency(word[2:], "en") >= 4.5
-
-
 def association_issues(
     claim: Features, span: Features, *, min_votes: int = 2, margin: int = 3
 ) -> list[Issue]:

@@ -323,7 +323,6 @@ class Grounder:
             + checks.parallel_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
             + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))
-            + checks.rare_word_issues(plan.features, passage_features, subject)
         )
         verdict, reason, score = self._verdict(score, issues)
         own = [u for u in units if u.passage == passage_key]

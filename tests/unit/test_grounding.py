@@ -28,7 +28,6 @@ from citations.claims import (
     numbers,
     opposite_issues,
     parallel_issues,
-    rare_word_issues,
     ratio_issues,
     role_issues,
 )
@@ -594,10 +593,6 @@ def test_common_openings_pronouns_compounds_and_worded_causes() -> None:
     passage = analyze("Bassett studies maps. During his analysis, he highlights blank space.")
     span = analyze("During his analysis, he highlights blank space.")
     assert entity_issues(analyze("Bassett highlights blank space."), span, passage) == []
-    # "landholdings" joins two everyday words, one of them the passage's "land".
-    land = analyze("It owns land.")
-    assert rare_word_issues(analyze("Its landholdings grew."), land) == []
-    assert rare_word_issues(analyze("Its sheepfolds grew."), land)
     # "allowed … to" is "were able to"; "so" is "i.e."; "nearly every" is not "many".
     able = analyze("With trading posts in India, the British were able to maintain strength.")
     assert cue_issues(analyze("Trading posts allowed the British to keep strength."), able) == []
@@ -750,14 +745,15 @@ def test_a_number_the_span_lacks_is_taken_from_its_sentence_anywhere(grounder) -
     assert any(passage[a:b].startswith("As of 2010") for a, b in support.spans)
 
 
-def test_a_rare_form_of_everyday_words_is_no_unmentioned_detail() -> None:
-    passage = analyze("They named their flight Apollo 1 as a focus on the first manned flight, "
-                      "and renovation of a bathroom.")
-    crewed = analyze("They named it Apollo 1 to focus on the first crewed flight.")
-    redoing = analyze("Jobs include redoing a bathroom.")
-    assert rare_word_issues(crewed, passage) == []
-    assert rare_word_issues(redoing, passage) == []
-    assert rare_word_issues(analyze("The flight followed a hyperbola."), passage)
+def test_a_rare_word_the_passage_words_otherwise_is_no_unmentioned_detail(grounder) -> None:
+    # A rare word alone tells a paraphrase ("presupposes" for "requires") from an invented
+    # detail no better than chance on claims nobody tuned on (docs/grounding_blind_splits.md):
+    # unmentioned details are caught by their names, numbers and the score.
+    passage = "However, computing A or μ requires the knowledge of infinitely many primes."
+    support = grounder.check_claim(
+        "Computing A or μ presupposes the knowledge of infinitely many primes.", [passage]
+    )
+    assert support.verdict == "supported", support.reason
 
 
 def test_first_is_stated_by_initial() -> None:
