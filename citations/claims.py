@@ -846,12 +846,12 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
     The word right after a claim's number names what it counts or dates; when the span puts
     other numbers right before that word and never this one, it says those, not this."""
     issues: list[Issue] = []
+    singles = [Number(1.0, m.group(), "number", m.start(), m.end())
+               for m in _A_SINGLE.finditer(span.text)]  # "a single J-2 engine"
     for number in claim.numbers:
         counted = _counted_word(claim.text, number)
         if counted is None:
             continue
-        singles = [Number(1.0, m.group(), "number", m.start(), m.end())
-                   for m in _A_SINGLE.finditer(span.text)]  # "a single J-2 engine"
         before = [n for n in (*span.numbers, *singles) if _counted_word(span.text, n) == counted]
         if before and not any(_same_number(number, n) for n in before + _elided(
             claim.text, number, span

@@ -66,8 +66,7 @@ _ABBREVIATIONS: Final = {
     "ft": "feet", "mi": "miles", "yd": "yards", "kg": "kilograms", "g": "grams",
     "lb": "pounds", "lbs": "pounds", "oz": "ounces", "L": "litres",
     "l": "litres", "mph": "mph", "km/h": "km/h", "kph": "km/h", "kmh": "km/h",
-    "m/s": "m/s", "kn": "knots", "ha": "hectares", "°C": "°C", "°F": "°F", "C": "°C",
-    "F": "°F",
+    "m/s": "m/s", "kn": "knots", "ha": "hectares", "°C": "°C", "°F": "°F",
 }
 _SQUARE: Final = {"metres", "kilometres", "feet", "miles", "yards", "centimetres"}
 _CUBIC: Final = {"metres", "feet", "centimetres"}
@@ -75,7 +74,8 @@ _CUBIC: Final = {"metres", "feet", "centimetres"}
 _NAMES: Final = "|".join(sorted(map(re.escape, _WORDS), key=len, reverse=True))
 _SHORT: Final = "|".join(sorted(map(re.escape, _ABBREVIATIONS), key=len, reverse=True))
 # After a number: a space or hyphen (or none before an abbreviation: "55m", "5km"), then
-# an optional "square"/"cubic", then the unit; a degree sign may lead "C" or "F".
+# an optional "square"/"cubic", then the unit; "C" and "F" only after a degree sign
+# ("grade C" is no temperature).
 _AFTER: Final = re.compile(
     rf"(?:[ \u00a0-]|(?=[a-zA-Z°]))(?:(?P<power>(?i:square|sq\.?|cubic))[ \u00a0-]?)?"
     rf"(?:(?P<word>(?i:{_NAMES}))|(?P<short>°\s?[CF]\b|(?:{_SHORT})(?:2|²|3|³)?))"
@@ -94,10 +94,7 @@ def unit_after(text: str, end: int) -> Unit | None:
     else:
         short = match.group("short").replace(" ", "")
         exponent = short[-1] if short[-1] in "23²³" else ""
-        short = short.rstrip("23²³")
-        if short in ("C", "F") and not power:
-            return None  # "grade C", "5 F" are not temperatures without the degree sign
-        name = _ABBREVIATIONS[short]
+        name = _ABBREVIATIONS[short.rstrip("23²³")]
         power = power or {"2": "square", "²": "square", "3": "cubic", "³": "cubic"}.get(
             exponent, ""
         )
