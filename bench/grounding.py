@@ -386,7 +386,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged claims")
     parser.add_argument("--show-held-out", action="store_true",
-                        help="--show includes the held-out half's mistakes (never fresh/fresh3)")
+                        help="--show includes the held-out half's mistakes (never fresh/fresh6)")
     parser.add_argument("--batch", type=int, default=16)
     args = parser.parse_args()
 
