@@ -35,8 +35,9 @@ outside Django:
   Once measured twice (sessions 9 and 10) its mistakes were read and tuned on in turn; so
   were those of ``"split": "fresh4"`` (120 claims over 50 more paragraphs, written the
   same way) once measured, and of ``"split": "fresh5"`` (120 more over 50 paragraphs) once
-  measured twice (sessions 10 and 11). ``"split": "fresh6"`` (120 claims over 50 more
-  paragraphs, written the same way) is now the untouched one: never shown by --show.
+  measured twice (sessions 10 and 11), and of ``"split": "fresh6"`` (120 claims over 50
+  more paragraphs, written the same way) once measured in session 11. ``"split":
+  "fresh7"`` (120 more over 50 paragraphs) is now the untouched one: never shown by --show.
   Targets: >= 80% detected with <= 10% false flags.
 
 Printed per category: n, the share judged right, the detection rate on unsupported claims,
@@ -361,9 +362,9 @@ def _right(claim: Claim, result: Support) -> bool:
 def show_mistakes(claims: list[Claim], results: list[Support], count: int,
                   held_out: bool = False) -> None:
     # The tune half's mistakes (and the held-out half's only when asked): reading a split's
-    # mistakes tunes on it. The fresh and fresh6 splits' are never shown; fresh2's to
-    # fresh5's are, since their untouched measurements were taken (sessions 8 to 11).
-    shown = {"tune", "dev", "fresh2", "fresh3", "fresh4", "fresh5", "all"} | (
+    # mistakes tunes on it. The fresh and fresh7 splits' are never shown; fresh2's to
+    # fresh6's are, since their untouched measurements were taken (sessions 8 to 11).
+    shown = {"tune", "dev", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "all"} | (
         {"held-out"} if held_out else set()
     )
     wrong = [
@@ -386,7 +387,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged claims")
     parser.add_argument("--show-held-out", action="store_true",
-                        help="--show includes the held-out half's mistakes (never fresh/fresh6)")
+                        help="--show includes the held-out half's mistakes (never fresh/fresh7)")
     parser.add_argument("--batch", type=int, default=16)
     args = parser.parse_args()
 
@@ -407,7 +408,7 @@ def main() -> None:
                              ("dev split", {"dev"}), ("fresh split", {"fresh"}),
                              ("fresh2 split", {"fresh2"}), ("fresh3 split", {"fresh3"}),
                              ("fresh4 split", {"fresh4"}), ("fresh5 split", {"fresh5"}),
-                             ("fresh6 split", {"fresh6"}),
+                             ("fresh6 split", {"fresh6"}), ("fresh7 split", {"fresh7"}),
                              ("tune + held-out", {"tune", "held-out"})):
             chosen = [i for i, c in enumerate(written) if c.split in splits]
             if chosen:

@@ -139,6 +139,8 @@ _DEMONYMS: Final = {
     "american": "america", "americans": "america",
     # not countries, but named by an adjective all the same: "no terrestrial counterpart"
     "terrestrial": "earth", "lunar": "moon", "solar": "sun", "martian": "mars",
+    # "many Westerners" are "many in the West"
+    **{f"{side}erner{s}": side for side in ("west", "east", "north", "south") for s in ("", "s")},
 }
 # Country abbreviations, read as the country's name ("US" / "American" / "America").
 _COUNTRY_SHORT: Final = {
@@ -260,14 +262,17 @@ def _analyze(text: str) -> Features:
     # votes)"); it does not deny what the sentence says. One inside a bracketed clause
     # does: "a liquid outer core (where shear waves were not able to propagate)", and so
     # does "stated (without proof)".
-    # "turned down the offer" refused it.
-    turned_down = {
+    # "turned down the offer" and "declined to divest" refused it.
+    refused = {
         i for i, w in enumerate(words[:-1])
         if w in ("turn", "turns", "turned", "turning") and words[i + 1] == "down"
+        or w in ("decline", "declines", "declined", "declining") and words[i + 1] == "to"
+        and _base_verb(words[i + 2 : i + 3])  # not "sales declined to 5 million"
     }
     negations = tuple(
         i for i, (w, opens_brackets) in enumerate(located)
-        if (w in _NEGATIONS or i in turned_down) and not (opens_brackets and w in ("not", "no"))
+        if (w in _NEGATIONS or i in refused) and not (opens_brackets and w in ("not", "no"))
+        and not _hedge(text, words, i)
         and not _asserting_next(words, i)
         and not _exclusive(words, i)
         and not _hypothetical(words, i)
@@ -284,6 +289,25 @@ def _analyze(text: str) -> Features:
         cause=bool(_CAUSE.search(text)),
         extremes=frozenset(w for w in _cue_words(text, words) if w in _EXTREME_WORDS),
         word_stems=word_stems,
+    )
+
+
+def _base_verb(following: Sequence[str]) -> bool:
+    """Whether the word after "to" reads as a verb ("declined to comment"), not an amount
+    or a level ("declined to 5 million", "to zero", "to its lowest", "to levels")."""
+    if not following:
+        return False
+    word = following[0]
+    return word.isalpha() and word not in STOP_WORDS and word not in _SMALL_NUMBERS and not (
+        word.endswith(("s", "ed", "ing"))
+    )
+
+
+def _hedge(text: str, words: Sequence[str], index: int) -> bool:
+    """ "extremely difficult, if not impossible", "hundreds, if not thousands": a step up,
+    not a denial."""
+    return words[index] == "not" and index > 0 and words[index - 1] == "if" and bool(
+        re.search(r",\s*if\s+not\b", text, re.IGNORECASE)
     )
 
 
@@ -505,6 +529,11 @@ def numbers(text: str) -> list[Number]:
         word = match.group("word").lower()
         if word == "third" and re.search(r"\b(?:a|one|two)\s+$", text[: match.start()].lower()):
             continue
+        if word == "first" and (
+            re.search(r"\bat\s+$", text[: match.start()], re.IGNORECASE)
+            or re.match(r"\s+of\s+all\b", text[match.end() :], re.IGNORECASE)
+        ):
+            continue  # "at first", "first of all": initially, no rank
         parts = re.split(r"[\s-]", word)
         if parts[0] in _ORDINAL_WORDS:
             value, kind = float(_ORDINAL_WORDS[parts[0]]), "ordinal"
@@ -521,6 +550,9 @@ def numbers(text: str) -> list[Number]:
         found.append(Number(value, match.group(), kind, match.start(), match.end(), bool(scale)))
     for match in re.finditer(r"\b(?:a|one)\s+decade\b", text, re.IGNORECASE):
         found.append(Number(10.0, match.group(), "number", match.start(), match.end()))
+    for match in re.finditer(r"\b(?:twice|thrice)\b", text, re.IGNORECASE):
+        value = 2.0 if match.group().lower() == "twice" else 3.0  # "twice the rate"
+        found.append(Number(value, match.group(), "number", match.start(), match.end()))
     found = [_century(text, number) for number in found]
     return _share_scales(text, sorted(found, key=lambda n: n.start))
 
@@ -1160,7 +1192,9 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
             issues.append(Issue(f'the passage does not say "{word}"', False))
     claim_text = claim.text.lower()
     for among, superlative in _ONE_OF.findall(span.text.lower()):
-        if superlative in claim_text and f"{among} {superlative}" not in claim_text:
+        if superlative in claim_text and not any(
+            f"{words} {superlative}" in claim_text for words in ("one of the", "among the")
+        ):
             issues.append(Issue(f'the passage says "{among} {superlative}"', False))
     return issues
 
@@ -1197,6 +1231,7 @@ def _superlatives(features: Features) -> list[str]:
 _CAUSE_WORDED: Final = (
     (re.compile(r"(?:allow|enabl)", re.I),
      re.compile(r"\b(?:able to|could|possible|permit\w*|allow\w*|enabl\w*)\b", re.I)),
+    (re.compile(r"prompt", re.I), re.compile(r"\binstigat\w*|\burg(?:ed|ing)\b", re.I)),
     (re.compile(r"(?:so|means?|meant)\b", re.I),
      re.compile(r"\bi\.\s?e\.|\bthat is\b|\bmeaning\b|\bmeans\b", re.I)),
 )
@@ -1274,6 +1309,7 @@ _OPPOSITES: Final = [
     ("allow", "forbid"), ("allowed", "banned"), ("legal", "illegal"), ("public", "private"),
     ("internal", "external"), ("cheap", "expensive"), ("cheaper", "expensive"),
     ("strong", "weak"), ("stronger", "weaker"), ("fast", "slow"), ("faster", "slower"),
+    ("quick", "slow"), ("quickly", "slowly"), ("quickly", "slow"), ("quick", "slowly"),
     ("hot", "cold"), ("warm", "cold"), ("wet", "dry"), ("open", "closed"),
     ("opened", "closed"), ("begin", "end"), ("began", "ended"), ("start", "end"),
     ("support", "oppose"), ("supported", "opposed"), ("ally", "enemy"), ("allies", "enemies"),

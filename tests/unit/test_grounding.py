@@ -686,6 +686,37 @@ def test_units_numbers_of_model_names_and_one_of_the_most() -> None:
     assert cue_issues(analyze("It sits near the forest."), analyze("It sits by a wood.")) == []
 
 
+def test_hedges_refusals_multipliers_and_words_for_the_same_thing() -> None:
+    # "difficult, if not impossible" steps up; it denies nothing.
+    hard = analyze("A single definition is extremely difficult, if not impossible.")
+    assert negation_issues(analyze("One definition is very hard, perhaps impossible."),
+                           hard) == []
+    # "declined to divest" refuses, as "refused to divest" does.
+    refused = analyze("The company repeatedly refused to divest.")
+    assert negation_issues(analyze("The company repeatedly declined to divest."), refused) == []
+    assert negation_issues(analyze("Sales declined to 5 million."), analyze(
+        "Sales fell to 5 million.")) == []
+    # "twice the rate" is a number; "nearly three times" says otherwise.
+    rate = analyze("The injury rate was nearly three times that for all workers.")
+    assert number_issues(analyze("The injury rate was nearly twice the overall rate."), rate,
+                         rate)
+    # "at first" is no rank; "moved quickly" is the opposite of "were slow".
+    assert [n.text for n in numbers("They came at first by steamboat.")] == []
+    assert opposite_issues(analyze("OPEC moved quickly to readjust prices."),
+                           analyze("OPEC members were slow to readjust prices."))
+    # "many Westerners" are "many in the West"; "among the most common" is "one of them".
+    west = analyze("Abaza argues it leads many in the West to support such regimes.")
+    assert entity_issues(analyze("Abaza says it leads many Westerners to back such regimes."),
+                         west, west) == []
+    falls = analyze("Falls are one of the most common causes of injuries.")
+    assert cue_issues(analyze("Falls are among the most common causes of injuries."),
+                      falls) == []
+    # "prompted" is told by "at the instigation of".
+    sinback = analyze("In 1965, at the instigation of Warner Sinback, a network was designed.")
+    assert cue_issues(analyze("In 1965 Warner Sinback prompted the design of a network."),
+                      sinback) == []
+
+
 VERBATIM = (
     "But for instance the districts in Kraków do not have entitlements of powiat, so the "
     "registration numbers in Kraków are of the same type for all districts.",
