@@ -269,10 +269,11 @@ def _analyze(text: str) -> Features:
         or w in ("decline", "declines", "declined", "declining") and words[i + 1] == "to"
         and _base_verb(words[i + 2 : i + 3])  # not "sales declined to 5 million"
     }
+    hedged = _hedges(text, words)
     negations = tuple(
         i for i, (w, opens_brackets) in enumerate(located)
         if (w in _NEGATIONS or i in refused) and not (opens_brackets and w in ("not", "no"))
-        and not _hedge(text, words, i)
+        and i not in hedged
         and not _asserting_next(words, i)
         and not _exclusive(words, i)
         and not _hypothetical(words, i)
@@ -303,12 +304,13 @@ def _base_verb(following: Sequence[str]) -> bool:
     )
 
 
-def _hedge(text: str, words: Sequence[str], index: int) -> bool:
-    """ "extremely difficult, if not impossible", "hundreds, if not thousands": a step up,
-    not a denial."""
-    return words[index] == "not" and index > 0 and words[index - 1] == "if" and bool(
-        re.search(r",\s*if\s+not\b", text, re.IGNORECASE)
-    )
+def _hedges(text: str, words: Sequence[str]) -> frozenset[int]:
+    """Indexes of the "not" of each ", if not" ("extremely difficult, if not impossible",
+    "hundreds, if not thousands"): a step up, not a denial. An "if not" without the comma
+    ("if not treated, it is fatal") denies."""
+    if_nots = [i for i in range(1, len(words)) if words[i] == "not" and words[i - 1] == "if"]
+    found = re.finditer(r"(,\s*)?\bif\s+not\b", text, re.IGNORECASE)
+    return frozenset(i for i, match in zip(if_nots, found, strict=False) if match.group(1))
 
 
 def _hypothetical(words: Sequence[str], index: int) -> bool:

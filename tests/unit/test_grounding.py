@@ -691,6 +691,8 @@ def test_hedges_refusals_multipliers_and_words_for_the_same_thing() -> None:
     hard = analyze("A single definition is extremely difficult, if not impossible.")
     assert negation_issues(analyze("One definition is very hard, perhaps impossible."),
                            hard) == []
+    # Each "if not" on its own: one without the comma still denies.
+    assert len(analyze("If not treated, the plague kills, if not worse.").negations) == 1
     # "declined to divest" refuses, as "refused to divest" does.
     refused = analyze("The company repeatedly refused to divest.")
     assert negation_issues(analyze("The company repeatedly declined to divest."), refused) == []
