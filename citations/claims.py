@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from itertools import islice
 from typing import Final
 
 import snowballstemmer
@@ -684,14 +685,13 @@ def _participle_opening(word: str, tokens: Sequence[tuple[str, int, int]], index
 def _common_verb_form(word: str) -> bool:
     """Whether a word ending in -ed or -ing is a form of a common verb: "compared",
     "locating", "stopped"; not "Manning" (a name before a verb of "man") or "Reed"."""
-    for ending in ("ing", "ed"):
-        root = word[: -len(ending)] if word.endswith(ending) else ""
-        if len(root) < 3:
-            continue
-        doubled = ending == "ed" and root[-1] == root[-2]
-        roots = (root, root + "e", root[:-1] if doubled else root)
-        return max(zipf_frequency(r, "en") for r in roots) >= 3.9
-    return False
+    ending = next((e for e in ("ing", "ed") if word.endswith(e)), "")
+    root = word[: -len(ending)] if ending else ""
+    if len(root) < 3:
+        return False
+    doubled = ending == "ed" and root[-1] == root[-2]
+    roots = (root, root + "e", root[:-1] if doubled else root)
+    return max(zipf_frequency(r, "en") for r in roots) >= 3.9
 
 
 def _ing_clause(
@@ -904,11 +904,15 @@ def _elided(claim_text: str, number: Number, span: Features) -> list[Number]:
     """Numbers of the span whose counted word is left out but whose next words the claim
     puts after its number: "70,000 people in Merv and 190,000 in Nishapur" says "190,000
     people in Nishapur"."""
-    after = set(_WORD.findall(claim_text[number.end :].lower())[:4]) - STOP_WORDS
-    return [
-        n for n in span.numbers
-        if after & (set(_WORD.findall(span.text[n.end :].lower())[:2]) - STOP_WORDS)
-    ]
+    after = _words_after(claim_text, number.end, 4)
+    return [n for n in span.numbers if after & _words_after(span.text, n.end, 2)]
+
+
+def _words_after(text: str, position: int, count: int) -> set[str]:
+    """The content words among the ``count`` words after ``position``, lowercased; read
+    lazily, so a long passage is not scanned to its end for each number."""
+    found = (match.group().lower() for match in _WORD.finditer(text, position))
+    return set(islice(found, count)) - STOP_WORDS
 
 
 def _counted_word(text: str, number: Number) -> str | None:
