@@ -11,7 +11,7 @@ For each claim and its cited passage(s):
 3. on that span, the hard checks look for what similarity misses: a number, date, name,
    negation, opposite word, swapped association or causal/superlative cue that the claim
    has and the span lacks or contradicts, a number tied to another thing, a ratio or a
-   movement turned round (citations.claims);
+   movement turned round (citations.checks, reading each text once with citations.claims);
 4. the verdict: ``supported`` when the span scores above ``Thresholds.supported`` and no
    check objects; ``partial`` when the passage is about this but lacks a detail or scores in
    between; ``unsupported`` when it contradicts the claim or is about something else.
@@ -32,7 +32,7 @@ from typing import Final, Literal
 
 import numpy as np
 
-from . import claims as checks
+from . import checks
 from .claims import Features, analyze, rarity, stem
 from .sentences import Sentence, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache

@@ -14,23 +14,21 @@ from collections.abc import Sequence
 
 import pytest
 
-from citations.claims import (
-    analyze,
+from citations.checks import (
     association_issues,
     attribution_issues,
     counted_issues,
     cue_issues,
     direction_issues,
-    entities,
     entity_issues,
     negation_issues,
     number_issues,
-    numbers,
     opposite_issues,
     parallel_issues,
     ratio_issues,
     role_issues,
 )
+from citations.claims import analyze, entities, numbers
 from citations.grounding import Grounder, Thresholds
 
 PASSAGE = (

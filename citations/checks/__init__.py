@@ -1,0 +1,35 @@
+"""Checks of a claim against the passage text aligned to it.
+
+Pure Python, no Django. Each ``*_issues`` function compares a claim's ``Features``
+(``citations.claims.analyze``) with the passage's and returns an ``Issue`` (a short human
+reason) for each thing the passage lacks or contradicts: the mistakes language models make
+that similarity scores miss, such as a changed number or date, a swapped name, a dropped or
+added "not", a reason or superlative nobody stated, or the doer and receiver swapped.
+"""
+
+from .association import association_issues
+from .cues import cue_issues
+from .issue import Issue
+from .names import entity_issues
+from .negation import negation_issues
+from .numbers import counted_issues, month_issues, number_issues
+from .opposites import contrast_issues, direction_issues, opposite_issues, ratio_issues
+from .roles import attribution_issues, parallel_issues, role_issues
+
+__all__ = [
+    "Issue",
+    "association_issues",
+    "attribution_issues",
+    "contrast_issues",
+    "counted_issues",
+    "cue_issues",
+    "direction_issues",
+    "entity_issues",
+    "month_issues",
+    "negation_issues",
+    "number_issues",
+    "opposite_issues",
+    "parallel_issues",
+    "ratio_issues",
+    "role_issues",
+]

@@ -1,0 +1,144 @@
+"""Cues that claim more than the passage: a reason, a consequence, a superlative, a rank."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from citations.claims import (
+    CAUSE,
+    CUE_SYNONYMS,
+    EXTREME_WORDS,
+    ORDINAL_WORDS,
+    STOP_WORDS,
+    Features,
+    stem,
+    zipf_frequency,
+)
+
+from .issue import Issue
+
+
+def cue_issues(claim: Features, span: Features, context: Features | None = None) -> list[Issue]:
+    """Causes, extremes and comparisons the span does not state. ``context`` (the span and
+    the sentences next to it that share the claim's words) may state the cause: "…, so
+    packets take different paths" is told by the next sentence's "resulting in"."""
+    issues: list[Issue] = []
+    stated = span.cause or bool(_CLAUSE_CAUSE.search(span.text)) or (
+        context is not None and context.cause
+    )
+    if claim.cause and not stated and not _cause_worded_otherwise(claim, span):
+        issues.append(Issue("the passage does not state this cause or consequence", False))
+    for word in sorted(claim.extremes):
+        group = EXTREME_WORDS[word]
+        ranked = _ranked(span, word)
+        if ranked and not _ranked(claim, word):
+            issues.append(Issue(f'the passage says "{ranked} {word}"', True))
+            continue
+        if group & span.extremes or stem(word) in span.word_stems:
+            continue
+        if CUE_SYNONYMS.get(word, frozenset()) & set(span.words):
+            continue
+        shown = word.replace("-", " ")
+        issues.append(Issue(f'the passage does not say "{shown}"', False))
+    for word in _comparisons(claim):
+        if not _compared(stem(word), span):
+            issues.append(Issue(f'the passage does not say "more {word}"', False))
+    for word in _superlatives(claim):
+        if word not in span.words:
+            issues.append(Issue(f'the passage does not say "{word}"', False))
+    claim_text = claim.text.lower()
+    for among, superlative in _ONE_OF.findall(span.text.lower()):
+        if superlative in claim_text and not any(
+            f"{words} {superlative}" in claim_text for words in ("one of the", "among the")
+        ):
+            issues.append(Issue(f'the passage says "{among} {superlative}"', False))
+    return issues
+
+
+# "one of the most prestigious", "among the largest": one of several, not the one.
+_ONE_OF: Final = re.compile(r"\b(one of the|among the)\s+(most \w+|\w+est)\b")
+_DETERMINING: Final = frozenset("the its their his her our".split())
+_NOT_SUPERLATIVES: Final = frozenset("earnest honest modest".split())
+
+
+def _superlatives(features: Features) -> list[str]:
+    """Superlatives of everyday adjectives the cue list does not name ("the mildest",
+    "its busiest"), after a determiner or a possessive; not "the forest" or "the
+    interest", which have no comparative."""
+    found = []
+    for index, word in enumerate(features.words):
+        if not word.endswith("est") or word in EXTREME_WORDS or not index:
+            continue
+        before = features.words[index - 1]
+        if before not in _DETERMINING and not before.endswith("'s"):
+            continue
+        root = word[:-3]
+        roots = (root, root + "e", root[:-1], root[:-1] + "y")  # mild, larg-e, hot-t, bus-y
+        if len(root) >= 3 and word not in _NOT_SUPERLATIVES and zipf_frequency(
+            root + "er", "en"
+        ) >= 2.5 and max(zipf_frequency(r, "en") for r in roots) >= 3.5:
+            found.append(word)
+    return found
+
+
+# Causes a passage words without a causal cue: "allowed the British to hold their own" is
+# "with the trading posts, the British were able to"; "…, so a law should not take effect
+# before" is "…, i.e. laws should not take effect before".
+_CAUSE_WORDED: Final = (
+    (re.compile(r"(?:allow|enabl)", re.I),
+     re.compile(r"\b(?:able to|could|possible|permit\w*|allow\w*|enabl\w*)\b", re.I)),
+    (re.compile(r"prompt", re.I), re.compile(r"\binstigat\w*|\burg(?:ed|ing)\b", re.I)),
+    (re.compile(r"(?:so|means?|meant)\b", re.I),
+     re.compile(r"\bi\.\s?e\.|\bthat is\b|\bmeaning\b|\bmeans\b", re.I)),
+)
+
+
+def _cause_worded_otherwise(claim: Features, span: Features) -> bool:
+    cues = [match.group() for match in CAUSE.finditer(claim.text)]
+    return all(
+        any(kind.match(cue) and says.search(span.text) for kind, says in _CAUSE_WORDED)
+        for cue in cues
+    )
+
+
+_COMPARING: Final = frozenset("more less than most least".split())
+
+
+def _compared(word_stem: str, span: Features) -> bool:
+    """Whether the span compares by this word: "with a similar specificity" does not say
+    "more specifically than"; "more specific", "specific … than" do."""
+    return any(
+        other == word_stem and _COMPARING & set(span.words[max(0, j - 3) : j + 4])
+        for j, other in enumerate(span.word_stems)
+    )
+
+
+# "As there had already been a King George's War, …", "… as the program was believed to
+# disadvantage …": "as" or "since" opening a clause (a finite verb within four words) gives
+# a reason. Too loose to make a claim causal, enough to state the cause a claim gives.
+_CLAUSE_CAUSE: Final = re.compile(
+    r"\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,3}?"
+    r"(?:was|were|is|are|had|has|have|did|does|do)\b",
+    re.IGNORECASE,
+)
+
+
+def _ranked(text: Features, word: str) -> str | None:
+    """The ordinal every use of a superlative has before it ("the second largest"), if
+    any: a claim's plain "the largest" is not what the passage says."""
+    before = [text.words[i - 1] if i else "" for i, w in enumerate(text.words) if w == word]
+    if before and all(b in ORDINAL_WORDS and b != "first" for b in before):
+        return before[0]
+    return None
+
+
+def _comparisons(features: Features) -> list[str]:
+    """The adjective of each "more X than" / "less X than" in a text."""
+    found = []
+    words = features.words
+    for index, word in enumerate(words[:-2]):
+        if word in ("more", "less") and "than" in words[index + 2 : index + 4]:
+            if words[index + 1] not in STOP_WORDS:
+                found.append(words[index + 1])
+    return found

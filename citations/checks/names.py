@@ -1,0 +1,152 @@
+"""Names the claim gives that the passage does not: a person, place or work swapped."""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from citations.claims import (
+    COUNTRY_SHORT,
+    COUNTRY_STEMS,
+    NAME_LINKS,
+    STOP_WORDS,
+    Entity,
+    Features,
+    stem,
+    zipf_frequency,
+)
+
+from .issue import Issue
+
+
+def entity_issues(
+    claim: Features, span: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """Names the span lacks. ``subject`` (the document's title) names what the passage is
+    about without repeating it: "Jacksonville" for a paragraph about its climate."""
+    issues: list[Issue] = []
+    for entity in claim.entities:
+        if _mentions(entity, span):
+            continue
+        if rival := _rival_name(entity, claim, span):
+            named = re.sub(r"['’]s$", "", entity.text)
+            issues.append(Issue(f"the passage says {rival}, not {named}", True))
+            continue
+        if subject is not None and _mentions(entity, subject):
+            continue
+        if _mentions(entity, passage):
+            if (_PERSONAL_PRONOUNS & set(span.words) and len(entity.tokens) == 1
+                    and entity == claim.entities[0]):
+                continue  # the claim's subject: "Bassett … During his analysis, he …"
+            issues.append(Issue(
+                f"the passage mentions {entity.text}, but not in this respect", False, 0.5
+            ))
+        else:
+            issues.append(Issue(f"the passage does not mention {entity.text}", False))
+    return issues
+
+
+def _rival_name(entity: Entity, claim: Features, span: Features) -> str | None:
+    """ "Harvard's football team" against "the Yale football team": another name of the
+    span stands before the word this one stands before in the claim (the document's title
+    naming Harvard does not make the passage say it)."""
+    after = _word_after(claim.text, entity.text)
+    if after is None:
+        return None
+    for other in span.entities:
+        if _word_after(span.text, other.text) == after and not _mentions(other, claim):
+            return other.text
+    return None
+
+
+def _word_after(text: str, name: str) -> str | None:
+    match = re.search(re.escape(name) + r"(?:['’]s)?\s+([A-Za-z][\w-]*)", text)
+    if match is None or match.group(1).lower() in STOP_WORDS:
+        return None
+    return match.group(1).lower()
+
+
+_PERSONAL_PRONOUNS: Final = frozenset("he she his her him hers himself herself".split())
+
+
+def _mentions(entity: Entity, text: Features) -> bool:
+    tokens = [t for t in entity.tokens if t not in NAME_LINKS and t not in STOP_WORDS]
+    if not tokens:
+        return True
+    found = [_token_found(t, text, acronym=t in entity.acronyms) for t in tokens]
+    rarest = min(range(len(tokens)), key=lambda i: (zipf_frequency(tokens[i], "en"), i))
+    return found[rarest] and sum(found) * 2 >= len(found)
+
+
+def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
+    if token in text.words or stem(token) in text.word_stems:
+        return True
+    if acronym and _acronym_of(token, text):
+        return True
+    if _split_formula(token, text) or _in_compound(token, text) or _same_country(token, text):
+        return True
+    # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
+    if len(token) >= 4 and any(
+        len(w) >= 5 and w[:4] == token[:4] for e in text.entities for w in e.tokens
+    ):
+        return True
+    if len(token) >= 5:
+        return any(
+            len(w) >= 5 and (w.startswith(token[:5]) and abs(len(w) - len(token)) <= 3)
+            for w in text.words
+        )
+    return False
+
+
+def _same_country(token: str, text: Features) -> bool:
+    """ "US" for "American" or "the U.S.", "UK" for "British"."""
+    wanted = stem(COUNTRY_SHORT.get(token, token))
+    if wanted not in COUNTRY_STEMS:
+        return False
+    return wanted in text.word_stems or any(
+        stem(COUNTRY_SHORT[w]) == wanted for w in text.words if w in COUNTRY_SHORT
+    )
+
+
+def _in_compound(token: str, text: Features) -> bool:
+    """A name inside a hyphenated word: "Polish-born" says "Poland", "Paris-based" "Paris"."""
+    wanted = stem(token)
+    return any(
+        stem(part) == wanted for word in text.words if "-" in word for part in word.split("-")
+    )
+
+
+def _split_formula(token: str, text: Features) -> bool:
+    """ "O2" written with its subscript apart ("O\n2", "CO 2"), as text taken from HTML
+    or PDF often has it."""
+    match = re.fullmatch(r"([a-z]{1,3})(\d{1,2})", token)
+    if match is None:
+        return False
+    letters, digits = match.groups()
+    return any(
+        (a, b) == (letters, digits) for a, b in zip(text.words, text.words[1:], strict=False)
+    )
+
+
+def _acronym_of(token: str, text: Features) -> bool:
+    letters = token.lower().replace(".", "")  # "U.S." spells "United States" too
+    if len(letters) < 2:
+        return False
+    # Words the text writes out in lower case: "GDP" for "gross domestic product".
+    words = [w for w in text.words if w not in NAME_LINKS and w != "and"]
+    if any(
+        "".join(w[0] for w in words[i : i + len(letters)]) == letters
+        for i in range(len(words) - len(letters) + 1)
+    ):
+        return True
+    initials = "".join(
+        e_token[0] for entity in text.entities for e_token in entity.tokens
+        if e_token not in NAME_LINKS
+    )
+    if letters in initials:
+        # Confirm within one entity, so unrelated neighbours do not spell the acronym.
+        for entity in text.entities:
+            own = "".join(t[0] for t in entity.tokens if t not in NAME_LINKS)
+            if letters in own:
+                return True
+    return False

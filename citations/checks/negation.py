@@ -1,0 +1,102 @@
+"""A "not" dropped or added: the claim denies what the passage asserts, or the reverse."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Final
+
+from citations.claims import NEGATIONS, STOP_WORDS, Features, zipf_frequency
+
+from .issue import Issue
+
+
+def negation_issues(claim: Features, span: Features) -> list[Issue]:
+    """A "not" in one that the other lacks, where it bears on what both talk about."""
+    claim_denies = _relevant_negations(claim, span, reach=5, words=3)
+    # The passage's own negations count only when they bear on a word the claim uses right
+    # after them: "Manning did not throw a touchdown" says nothing about "The Broncos won".
+    span_denies = _relevant_negations(span, claim, reach=3, words=1)
+    # Either side may word its negation differently ("does not accelerate" / "will not cause
+    # it to accelerate"), so any negation on the other side answers a relevant one.
+    if claim_denies and not span.negations and not _implicitly_denied(claim, span,
+                                                                         claim_denies):
+        return [Issue("the passage states this without the negation", True)]
+    if span_denies and not claim.negations:
+        return [Issue("the passage negates this", True)]
+    return []
+
+
+# Words that deny without "not": "would outgrow its practice of controlling" (could not
+# keep controlling), "excluding 1 as a prime" (1 is not counted as a prime), "falling
+# outside of reasonable discipline" (not reasonable discipline); and "only"
+# before an adverb: "reacts only slowly" (does not react quickly).
+_IMPLICIT_NEGATORS: Final = frozenset(
+    """excluding exclude excludes excluded prevent prevents prevented avoid avoids avoided
+    rarely seldom hardly barely unable impossible outgrow outgrew unchanged unknown
+    outside""".split()
+)
+
+
+def _implicitly_denied(claim: Features, span: Features, negations: list[int]) -> bool:
+    """Whether the span words each relevant claim negation another way: a denying word
+    within four words of the span's use of what the negation bears on."""
+    for index in negations:
+        # What the negation bears on may stand before it: "a format television could not
+        # use" is "a format incompatible with television".
+        scope = {
+            claim.word_stems[j]
+            for j in range(max(0, index - 3), min(len(claim.words), index + 6))
+            if j != index and claim.words[j] not in STOP_WORDS
+            and claim.words[j] not in NEGATIONS
+        }
+        near = [
+            k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
+            for k in range(max(0, j - 4), min(len(span.words), j + 5))
+        ]
+        # A denying word the claim itself uses ("informal", "outside") words no "not".
+        if not any(
+            (span.words[k] in _IMPLICIT_NEGATORS or negative_prefix(span.words[k]))
+            and span.words[k] not in claim.words
+            or (span.words[k] == "only" and k + 1 < len(span.words)
+                and span.words[k + 1].endswith("ly"))  # "reacts only slowly"
+            for k in near
+        ):
+            return False
+    return True
+
+
+@lru_cache(maxsize=16384)
+def negative_prefix(word: str) -> bool:
+    """ "incompatible", "unmarked": a negating prefix on a word rarer than its root (not
+    "install", which is commoner than "stall")."""
+    for prefix in ("un", "in", "im", "ir", "il", "non"):
+        root = word[len(prefix) :]
+        if word.startswith(prefix) and len(root) >= 5:
+            common = zipf_frequency(root, "en")
+            return common >= 3.0 and common > zipf_frequency(word, "en")
+    return False
+
+
+_SCOPE_FILLERS: Final = frozenset(
+    "really fully entirely necessarily always quite yet even actually directly itself".split()
+)
+
+
+def _relevant_negations(text: Features, other: Features, *, reach: int, words: int) -> list[int]:
+    """Negations whose scope (the next few content words) the other text also talks about."""
+    relevant = []
+    for index in text.negations:
+        scope = [
+            text.word_stems[j]
+            for j in range(index + 1, min(len(text.words), index + 1 + reach))
+            if text.words[j] not in STOP_WORDS and text.words[j] not in NEGATIONS
+            and text.words[j] not in _SCOPE_FILLERS
+        ][:words]
+        if text.words[index] in ("lack", "lacks", "lacked", "lacking", "absent"):
+            scope += [text.word_stems[j] for j in range(max(0, index - 3), index)]
+        # "bankrupt" bears on "bankruptcy", which the stemmer keeps apart
+        if any(s in other.word_stems or len(s) >= 6 and any(
+            o.startswith(s) for o in other.word_stems
+        ) for s in scope):
+            relevant.append(index)
+    return relevant

@@ -1,0 +1,211 @@
+"""Numbers, dates, quantities and units the passage lacks or contradicts."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from itertools import islice
+from typing import Final
+
+from citations import units
+from citations.claims import CUE_SYNONYMS, SCALES, STOP_WORDS, WORD, Features, Number, stem
+
+from .issue import Issue
+
+
+def number_issues(
+    claim: Features, span: Features, passage: Features, subject: Features | None = None
+) -> list[Issue]:
+    """Numbers the span lacks or contradicts. ``subject`` (the document's title) may hold
+    one: "Super Bowl 50"."""
+    issues: list[Issue] = []
+    years = [n.value for n in span.numbers if n.kind == "year"]
+    named = subject.numbers if subject is not None else ()
+    for number in claim.numbers:
+        unit = _unit(claim.text, number)
+        if unit is not None:
+            other_unit = _other_unit(number, unit, span)
+            if other_unit is not None:
+                issues.append(Issue(f"the passage says {other_unit}, not {number.text} "
+                                    f"{unit.name}", True))
+                continue
+        if any(_same_number(number, other) for other in (*span.numbers, *named)):
+            continue
+        if unit is not None and any(
+            (other_unit := _unit(span.text, other)) is not None
+            and units.same_quantity(number.value, unit, other.value, other_unit)
+            for other in span.numbers
+        ):
+            continue  # "about 55 metres" for "180 feet": the passage's figure converted
+        if number.kind == "ordinal" and number.value == 1 and (
+            CUE_SYNONYMS["first"] & set(span.words)
+        ):
+            continue  # "the first model" is "the initial model"
+        if number.kind == "number" and any(abs(a - b) == number.value for a in years
+                                           for b in years):
+            continue  # "four years later" for 1851 and 1855
+        rival = _rival(number, span.numbers, claim)
+        if rival is not None:
+            issues.append(Issue(f"the passage says {rival.text}, not {number.text}", True))
+        elif any(_same_number(number, other) for other in passage.numbers):
+            issues.append(Issue(f"the passage mentions {number.text}, but not in this respect",
+                                False, 0.6))
+        else:
+            issues.append(Issue(f"the passage does not mention {number.text}", False))
+    return issues
+
+
+def _unit(text: str, number: Number) -> units.Unit | None:
+    """The unit after a count or an amount (not after a year, a rank or a sum of money)."""
+    if number.kind != "number" or number.text[:1] in "$€£¥":
+        return None
+    return units.unit_after(text, number.end)
+
+
+def _other_unit(number: Number, unit: units.Unit, span: Features) -> str | None:
+    """ "180 feet" when the claim says "180 metres": the claim's number in the span, only
+    ever with another unit of the same kind."""
+    found = [
+        (other, other_unit) for other in span.numbers if _same_number(number, other)
+        and (other_unit := _unit(span.text, other)) is not None
+        and other_unit.dimension == unit.dimension
+    ]
+    if not found or any(other_unit == unit for _, other_unit in found):
+        return None
+    other, other_unit = found[0]
+    return f"{other.text} {other_unit.name}"
+
+
+def _same_number(claim: Number, other: Number) -> bool:
+    if {claim.kind, other.kind} == {"ordinal", "century"}:
+        # "from the early 18th to the mid-20th century": the 18th is a century too.
+        ordinal, century = (claim, other) if claim.kind == "ordinal" else (other, claim)
+        return (ordinal.value - 1) * 100 == century.value
+    if "century" in (claim.kind, other.kind):
+        # "the 1200s" is the 13th century, and a year of it is in it (not the other way).
+        if claim.kind == "century" and other.kind in ("year", "decade"):
+            return claim.value <= other.value < claim.value + 100
+        return claim.value == other.value and (
+            claim.kind == other.kind or claim.kind == "decade" and claim.value % 100 == 0
+        )
+    if claim.kind == "decade" and other.kind in ("year", "decade"):
+        return claim.value <= other.value < claim.value + 10
+    if other.kind == "decade" and claim.kind == "year":
+        return False
+    if claim.value == other.value:
+        return True
+    if {claim.kind, other.kind} == {"fraction", "percent"}:
+        # "a fifth" is 20%, "two-thirds" 66.7% or 67%: a share said either way.
+        share, percent = (claim, other) if claim.kind == "fraction" else (other, claim)
+        return abs(share.value * 100 - percent.value) <= 1
+    if "time" in (claim.kind, other.kind):
+        # "nine" or "9" for 09:00 (or 21:00): a whole hour said as a plain number.
+        clock, plain = (claim, other) if claim.kind == "time" else (other, claim)
+        if plain.kind == "time" or clock.value % 60:
+            return False
+        return plain.kind == "number" and plain.value in (clock.value / 60, clock.value / 60 - 12)
+    if claim.kind in ("year", "ordinal") or other.value == 0:
+        return False
+    if not (claim.scaled or claim.approximate):
+        return False  # "20" is not "18": only a number said to be rough is rounded
+    # "about 1.3 million" for 1,304,211: equal at the claim's precision.
+    digits = _significant_digits(claim.text)
+    if digits >= 1 and other.value >= claim.value * 0.5:
+        magnitude = 10 ** (math.floor(math.log10(abs(other.value))) - digits + 1)
+        return round(other.value / magnitude) * magnitude == claim.value
+    return False
+
+
+def _significant_digits(text: str) -> int:
+    digits = re.sub(r"[^\d.]", "", text.split()[0] if text.split() else text)
+    if not digits or not any(ch.isdigit() for ch in digits):
+        return 0  # a number written in words: exact
+    if "." in digits:
+        return len(digits.replace(".", "").lstrip("0"))
+    return len(digits.rstrip("0")) or 1
+
+
+def _rival(number: Number, candidates: Sequence[Number], claim: Features) -> Number | None:
+    """The passage's number that the claim's number seems to replace, if any."""
+    same_kind = [c for c in candidates if _kind_family(c.kind) == _kind_family(number.kind)]
+    # A claim number the claim itself already matches elsewhere is no rival.
+    same_kind = [c for c in same_kind if not any(c.value == n.value for n in claim.numbers)]
+    if len(same_kind) == 1:
+        return same_kind[0]
+    return None
+
+
+def _kind_family(kind: str) -> str:
+    return "year" if kind in ("year", "decade", "century") else kind
+
+
+def counted_issues(claim: Features, span: Features) -> list[Issue]:
+    """A number tied to the wrong thing: "seven General Education categories" against "seven
+    classes … eight General Education categories"; "the 1996 Works Council Directive"
+    against "the 1994 Works Council Directive, … the 1996 Parental Leave Directive".
+
+    The word right after a claim's number names what it counts or dates; when the span puts
+    other numbers right before that word and never this one, it says those, not this."""
+    issues: list[Issue] = []
+    singles = [Number(1.0, m.group(), "number", m.start(), m.end())
+               for m in _A_SINGLE.finditer(span.text)]  # "a single J-2 engine"
+    for number in claim.numbers:
+        counted = _counted_word(claim.text, number)
+        if counted is None:
+            continue
+        before = [n for n in (*span.numbers, *singles) if _counted_word(span.text, n) == counted]
+        if before and not any(_same_number(number, n) for n in before + _elided(
+            claim.text, number, span
+        )):
+            issues.append(Issue(
+                f"the passage says {before[0].text}, not {number.text}, of this", True
+            ))
+    return issues
+
+
+_A_SINGLE: Final = re.compile(r"\b(?:a|one) single\b", re.IGNORECASE)
+_AFTER_NUMBER: Final = re.compile(r"[ -]([A-Za-z][\w'’-]*)")
+
+
+def _elided(claim_text: str, number: Number, span: Features) -> list[Number]:
+    """Numbers of the span whose counted word is left out but whose next words the claim
+    puts after its number: "70,000 people in Merv and 190,000 in Nishapur" says "190,000
+    people in Nishapur"."""
+    after = _words_after(claim_text, number.end, 4)
+    return [n for n in span.numbers if after & _words_after(span.text, n.end, 2)]
+
+
+def _words_after(text: str, position: int, count: int) -> set[str]:
+    """The content words among the ``count`` words after ``position``, lowercased; read
+    lazily, so a long passage is not scanned to its end for each number."""
+    found = (match.group().lower() for match in WORD.finditer(text, position))
+    return set(islice(found, count)) - STOP_WORDS
+
+
+def _counted_word(text: str, number: Number) -> str | None:
+    """The stem of the content word right after a number ("1979 model year": "model")."""
+    match = _AFTER_NUMBER.match(text, number.end)
+    if match is None:
+        return None
+    word = match.group(1).lower().replace("’", "'")
+    if word.endswith("'s"):
+        word = word[:-2]
+    if word in STOP_WORDS or word in SCALES or word in ("percent", "per"):
+        return None
+    return stem(word)
+
+
+def month_issues(claim: Features, span: Features) -> list[Issue]:
+    missing = claim.months - span.months
+    if not missing:
+        return []
+    rivals = span.months - claim.months
+    issues = []
+    for month in sorted(missing):
+        if len(rivals) == 1:
+            (rival,) = rivals
+            issues.append(Issue(f"the passage says {rival.title()}, not {month.title()}", True))
+        else:
+            issues.append(Issue(f"the passage does not mention {month.title()}", False))
+    return issues
