@@ -142,6 +142,7 @@ COUNTRY_SHORT: Final = {
     "us": "america", "u.s": "america", "usa": "america", "u.s.a": "america",
     "uk": "britain", "u.k": "britain",
 }
+COUNTRY_WRITTEN_OUT: Final = {"united states": "america", "united kingdom": "britain"}
 
 # Cues that claim more than a fact: a cause, a consequence, an extreme. Each group lists
 # words that satisfy each other ("the largest" is stated by "the biggest").
@@ -175,7 +176,7 @@ _EXTREMES: Final = tuple(
         "worst",
         "always invariably constantly",
         "guarantee guarantees guaranteed ensure ensures ensured certainly definitely "
-        "inevitably",
+        "definitively conclusively undoubtedly unquestionably indisputably inevitably",
         "ever",
         "record",
         "richest wealthiest",
@@ -264,7 +265,7 @@ def _analyze(text: str) -> Features:
         or w in ("decline", "declines", "declined", "declining") and words[i + 1] == "to"
         and _base_verb(words[i + 2 : i + 3])  # not "sales declined to 5 million"
     }
-    hedged = _hedges(text, words)
+    hedged = _hedges(text, words) | _double_negatives(words)
     negations = tuple(
         i for i, (w, opens_brackets) in enumerate(located)
         if (w in NEGATIONS or i in refused) and not (opens_brackets and w in ("not", "no"))
@@ -306,6 +307,18 @@ def _hedges(text: str, words: Sequence[str]) -> frozenset[int]:
     if_nots = [i for i in range(1, len(words)) if words[i] == "not" and words[i - 1] == "if"]
     found = re.finditer(r"(,\s*)?\bif\s+not\b", text, re.IGNORECASE)
     return frozenset(i for i, match in zip(if_nots, found, strict=False) if match.group(1))
+
+
+def _double_negatives(words: Sequence[str]) -> frozenset[int]:
+    """ "cannot take place without air" says that air is necessary: a denial with a
+    "without" in its reach asserts, so neither word denies."""
+    found: set[int] = set()
+    for index, word in enumerate(words):
+        if word in ("not", "n't", "cannot", "never", "no"):
+            after = words[index + 1 : index + 6]
+            if "without" in after:
+                found.update((index, index + 1 + after.index("without")))
+    return frozenset(found)
 
 
 def _hypothetical(words: Sequence[str], index: int) -> bool:
@@ -471,6 +484,10 @@ _APPROXIMATELY: Final = re.compile(
 )
 
 
+# "the half-century from 1701 to 1750": fifty years, about (the span counts 49 or 50).
+_PART_OF_CENTURY: Final = re.compile(r"\b(half|quarter)[\s-]century\b", re.IGNORECASE)
+
+
 def numbers(text: str) -> list[Number]:
     found: list[Number] = []
     taken: list[tuple[int, int]] = []
@@ -513,7 +530,14 @@ def numbers(text: str) -> list[Number]:
         found.append(Number(value, match.group().strip(), kind, match.start(), match.end(),
                             bool(scale), approximate))
         taken.append((match.start(), match.end()))
+    for match in _PART_OF_CENTURY.finditer(text):
+        years = 50.0 if match.group(1).lower() == "half" else 25.0
+        found.append(Number(years, match.group(), "number", match.start(), match.end(),
+                            approximate=True))
+        taken.append((match.start(), match.end()))
     for match in _FRACTION.finditer(text):
+        if any(s <= match.start() < e for s, e in taken):
+            continue
         count = (match.group("count") or "").lower()
         numerator = 1 if count in ("a", "one", "") else _SMALL_NUMBERS.get(count, 1)
         denominator = _FRACTIONS[(match.group("part") or "half").lower().rstrip("s")]
@@ -708,9 +732,11 @@ def _ing_clause(
 
 
 def _is_acronym(token: str) -> bool:
-    """ "NFL", "U.S." and "UCL's": a possessive does not make an acronym a word."""
+    """ "NFL", "U.S." and "UCL's": a possessive does not make an acronym a word; "DDoS"
+    and "PhD" are acronyms too (all letters but one in capitals)."""
     core = re.sub(r"['’]s$", "", token).strip(".'’")
-    return len(core) > 1 and core.isupper()
+    capitals = sum(c.isupper() for c in core)
+    return len(core) > 1 and (core.isupper() or capitals >= max(2, len(core) - 1))
 
 
 def _is_common_opening(word: str) -> bool:
@@ -718,8 +744,11 @@ def _is_common_opening(word: str) -> bool:
         return True
     if word in _SMALL_NUMBERS or word in _TENS or word in ORDINAL_WORDS:
         return True  # "Thirty US states …"
-    # "Users could reach …": a common noun's plural, not a name.
-    return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 3.8
+    # "Users could reach …": a common noun's plural, not a name; "Tactics such as …",
+    # "Physics is …": a field or practice in "-ics".
+    return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 3.8 or (
+        word.endswith("ics") and zipf_frequency(word, "en") >= 3.5
+    )
 
 
 def _name_token(token: str) -> str:

@@ -9,6 +9,7 @@ added "not", a reason or superlative nobody stated, or the doer and receiver swa
 
 from .association import association_issues
 from .cues import cue_issues
+from .examples import example_issues
 from .issue import Issue
 from .names import entity_issues
 from .negation import negation_issues
@@ -25,6 +26,7 @@ __all__ = [
     "cue_issues",
     "direction_issues",
     "entity_issues",
+    "example_issues",
     "month_issues",
     "negation_issues",
     "number_issues",

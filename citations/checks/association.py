@@ -42,6 +42,8 @@ def association_issues(
         word_stem: index
         for index, (word, word_stem) in enumerate(zip(claim.words, claim.word_stems, strict=True))
         if word not in STOP_WORDS and word not in QUANTIFIERS and word_stem in span_positions
+        # a number word ("two of the primary methods") counts, it is tied to no one name
+        and not word_stem[:1].isdigit()
     }
     # Every occurrence counts on both sides alike, so a text never contradicts itself.
     claim_positions: dict[str, list[int]] = {}
@@ -67,7 +69,10 @@ def association_issues(
                 if abs(claim_side) < margin:
                     continue
                 span_side = in_span[word_stem][first] - in_span[word_stem][second]
-                if abs(span_side) < margin:
+                if abs(span_side) < margin or _near_both(
+                    span_positions[word_stem], span_positions[first], span_positions[second],
+                    margin,
+                ):
                     continue
                 if (claim_side < 0) == (span_side < 0):
                     agree += 1
@@ -114,6 +119,19 @@ def _anchor_positions(features: Features) -> dict[str, int]:
         ):
             anchors.setdefault(word_stem, index)
     return anchors
+
+
+def _near_both(
+    positions: Sequence[int], first: Sequence[int], second: Sequence[int], margin: int
+) -> bool:
+    """Whether the text uses the word near each of the two names: "identifying rocks …,
+    petrologists … Two methods for identifying rocks … are optical microscopy" says it of
+    both, so it votes for neither."""
+    sides = {
+        _nearest([p], first) < _nearest([p], second) for p in positions
+        if abs(_nearest([p], first) - _nearest([p], second)) >= margin
+    }
+    return len(sides) == 2
 
 
 def _nearest(positions: Sequence[int], others: Sequence[int]) -> int:

@@ -58,20 +58,16 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
 
 # "one of the most prestigious", "among the largest": one of several, not the one.
 _ONE_OF: Final = re.compile(r"\b(one of the|among the)\s+(most \w+|\w+est)\b")
-_DETERMINING: Final = frozenset("the its their his her our".split())
 _NOT_SUPERLATIVES: Final = frozenset("earnest honest modest".split())
 
 
 def _superlatives(features: Features) -> list[str]:
     """Superlatives of everyday adjectives the cue list does not name ("the mildest",
-    "its busiest"), after a determiner or a possessive; not "the forest" or "the
-    interest", which have no comparative."""
+    "its busiest", "was hit hardest"); not "the forest" or "the interest", which have no
+    comparative."""
     found = []
-    for index, word in enumerate(features.words):
-        if not word.endswith("est") or word in EXTREME_WORDS or not index:
-            continue
-        before = features.words[index - 1]
-        if before not in _DETERMINING and not before.endswith("'s"):
+    for word in features.words:
+        if not word.endswith("est") or word in EXTREME_WORDS:
             continue
         root = word[:-3]
         roots = (root, root + "e", root[:-1], root[:-1] + "y")  # mild, larg-e, hot-t, bus-y
@@ -115,11 +111,12 @@ def _compared(word_stem: str, span: Features) -> bool:
 
 
 # "As there had already been a King George's War, …", "… as the program was believed to
-# disadvantage …": "as" or "since" opening a clause (a finite verb within four words) gives
-# a reason. Too loose to make a claim causal, enough to state the cause a claim gives.
+# disadvantage …", "since the head of government would be acting": "as" or "since" opening
+# a clause (a finite verb within six words) gives a reason. Too loose to make a claim
+# causal, enough to state the cause a claim gives.
 _CLAUSE_CAUSE: Final = re.compile(
-    r"\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,3}?"
-    r"(?:was|were|is|are|had|has|have|did|does|do)\b",
+    r"\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,5}?"
+    r"(?:was|were|is|are|had|has|have|did|does|do|would|could|will|can|should|must)\b",
     re.IGNORECASE,
 )
 

@@ -8,6 +8,7 @@ from typing import Final
 from citations.claims import (
     COUNTRY_SHORT,
     COUNTRY_STEMS,
+    COUNTRY_WRITTEN_OUT,
     NAME_LINKS,
     STOP_WORDS,
     Entity,
@@ -99,12 +100,16 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
 
 
 def _same_country(token: str, text: Features) -> bool:
-    """ "US" for "American" or "the U.S.", "UK" for "British"."""
+    """ "US" for "American", "the U.S." or "the United States", "UK" for "British"."""
     wanted = stem(COUNTRY_SHORT.get(token, token))
     if wanted not in COUNTRY_STEMS:
         return False
+    written = " ".join(text.words)
     return wanted in text.word_stems or any(
         stem(COUNTRY_SHORT[w]) == wanted for w in text.words if w in COUNTRY_SHORT
+    ) or any(
+        stem(country) == wanted and re.search(rf"\b{name}\b", written)
+        for name, country in COUNTRY_WRITTEN_OUT.items()
     )
 
 
@@ -132,13 +137,15 @@ def _acronym_of(token: str, text: Features) -> bool:
     letters = token.lower().replace(".", "")  # "U.S." spells "United States" too
     if len(letters) < 2:
         return False
-    # Words the text writes out in lower case: "GDP" for "gross domestic product".
-    words = [w for w in text.words if w not in NAME_LINKS and w != "and"]
-    if any(
-        "".join(w[0] for w in words[i : i + len(letters)]) == letters
-        for i in range(len(words) - len(letters) + 1)
-    ):
-        return True
+    # Words the text writes out in lower case: "GDP" for "gross domestic product", "DDoS"
+    # for "distributed denial-of-service" (linking words counted or not).
+    parts = [part for w in text.words for part in w.split("-") if part]
+    for words in ([w for w in parts if w not in NAME_LINKS and w != "and"], parts):
+        if any(
+            "".join(w[0] for w in words[i : i + len(letters)]) == letters
+            for i in range(len(words) - len(letters) + 1)
+        ):
+            return True
     initials = "".join(
         e_token[0] for entity in text.entities for e_token in entity.tokens
         if e_token not in NAME_LINKS

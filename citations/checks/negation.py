@@ -86,9 +86,11 @@ def _relevant_negations(text: Features, other: Features, *, reach: int, words: i
     """Negations whose scope (the next few content words) the other text also talks about."""
     relevant = []
     for index in text.negations:
+        # A filler does not use up the reach: "not actually being a chapter".
+        fillers = sum(w in _SCOPE_FILLERS for w in text.words[index + 1 : index + 1 + reach])
         scope = [
             text.word_stems[j]
-            for j in range(index + 1, min(len(text.words), index + 1 + reach))
+            for j in range(index + 1, min(len(text.words), index + 1 + reach + fillers))
             if text.words[j] not in STOP_WORDS and text.words[j] not in NEGATIONS
             and text.words[j] not in _SCOPE_FILLERS
         ][:words]

@@ -42,8 +42,10 @@ def number_issues(
             CUE_SYNONYMS["first"] & set(span.words)
         ):
             continue  # "the first model" is "the initial model"
-        if number.kind == "number" and any(abs(a - b) == number.value for a in years
-                                           for b in years):
+        slack = 1 if number.approximate else 0
+        if number.kind == "number" and any(
+            abs(abs(a - b) - number.value) <= slack for a in years for b in years
+        ):
             continue  # "four years later" for 1851 and 1855
         rival = _rival(number, span.numbers, claim)
         if rival is not None:

@@ -41,6 +41,11 @@ _OPPOSITES: Final = [
     ("raised", "lowered"), ("raise", "cut"), ("gave", "received"), ("give", "receive"),
     ("buy", "sell"), ("bought", "sold"), ("lend", "borrow"), ("teacher", "student"),
     ("attack", "defend"), ("offensive", "defensive"), ("home", "away"), ("entered", "left"),
+    ("rare", "prevalent"), ("rare", "widespread"), ("rare", "frequent"), ("rarely", "often"),
+    ("easy", "difficult"), ("easy", "troublesome"), ("straightforward", "difficult"),
+    ("straightforward", "troublesome"), ("simple", "complicated"), ("simple", "complex"),
+    ("greater", "fewer"), ("greater", "smaller"), ("greater", "lesser"),
+    ("resolved", "unsolved"), ("resolved", "unresolved"), ("solved", "unresolved"),
 ]
 _OPPOSITE_STEMS: Final = {}
 for _a, _b in _OPPOSITES:
@@ -121,9 +126,11 @@ def _suffix_opposites(word: str) -> set[str]:
 _NOT_WITHOUT: Final = frozenset("regardless nevertheless nonetheless unless doubtless".split())
 
 
+# The contrasted side: the word after the cue, past articles and an "as" ("rather than
+# as a private citizen").
 _CONTRAST: Final = re.compile(
     r"\b(?:rather than|instead of|as opposed to|unlike|contrasting (?:from|with)|"
-    r"in contrast (?:to|with)|compared (?:to|with)|not)\s+(?:(?:a|an|the)\s+)?([\w'-]+)",
+    r"in contrast (?:to|with)|compared (?:to|with)|not)\s+(?:(?:a|an|the|as)\s+){0,2}([\w'-]+)",
     re.IGNORECASE,
 )
 

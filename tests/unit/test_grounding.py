@@ -17,10 +17,12 @@ import pytest
 from citations.checks import (
     association_issues,
     attribution_issues,
+    contrast_issues,
     counted_issues,
     cue_issues,
     direction_issues,
     entity_issues,
+    example_issues,
     negation_issues,
     number_issues,
     opposite_issues,
@@ -962,3 +964,78 @@ def test_entities_read_names_acronyms_and_sentence_openings() -> None:
         "However, Cam Newton of the University of Chicago met the NFL, Harvard's coach."
     ).entities]
     assert names == ["Cam Newton", "University of Chicago", "NFL", "Harvard's"]
+
+
+def test_examples_the_passage_never_names_are_unmentioned_details() -> None:
+    rock = analyze("This rock can be weathered and eroded, and then redeposited and lithified "
+                   "into a sedimentary rock.")
+    issues = example_issues(analyze("An igneous rock can be weathered and eroded into a "
+                                    "sedimentary rock such as sandstone."), rock)
+    assert [i.reason for i in issues] == ['the passage gives no example "sandstone"']
+    # An example worded otherwise shares a word with the passage; figures stay whole.
+    forms = analyze("Some forms, such as illegal boycotts, refusals to pay taxes and sit-ins, "
+                    "make it more difficult for a system to function.")
+    assert example_issues(analyze("Tactics such as sit-ins, tax refusal and illegal boycotts "
+                                  "make it harder for a system to function."), forms) == []
+    aid = analyze("Nixon requested $2.2 billion in aid, including $1.5 billion in grants and "
+                  "45,000 pounds of supplies.")
+    assert example_issues(analyze("Nixon asked for $2.2 billion, including $1.5 billion in "
+                                  "grants and 45,000 pounds of supplies."), aid) == []
+
+
+def test_double_negatives_countries_written_out_and_contrasts_past_as() -> None:
+    # "cannot take place without air" asserts that air is necessary.
+    boyle = analyze("Robert Boyle demonstrated that combustion cannot take place without air.")
+    assert boyle.negations == ()
+    assert negation_issues(boyle, analyze("Robert Boyle proved that air is necessary for "
+                                          "combustion.")) == []
+    # A filler does not carry the passage's "not" past what it denies.
+    chapter = analyze('The protocol became known as "Social Chapter", despite not actually '
+                      "being a chapter of the Maastricht Treaty.")
+    assert negation_issues(analyze("The protocol was formally incorporated as one of the "
+                                   "chapters of the Maastricht Treaty."), chapter)
+    # "American" is "United States"; "DDoS" spells "distributed denial-of-service";
+    # "Tactics" opening a sentence is no name.
+    internet2 = analyze("Internet2 is a not-for-profit United States computer networking "
+                        "consortium.")
+    assert entity_issues(analyze("Internet2 is a non-profit American networking consortium."),
+                         internet2, internet2) == []
+    attacks = analyze("Distributed denial-of-service attacks make it difficult for a system "
+                      "to function.")
+    assert entity_issues(analyze("DDoS attacks make it harder for a system to function."),
+                         attacks, attacks) == []
+    assert entities("Tactics such as sit-ins make it harder to function.") == []
+    # "rather than as a private citizen" contrasts "private", as the passage does.
+    official = analyze("The head of government would be acting as public official rather than "
+                       "private citizen.")
+    assert contrast_issues(analyze("The head of government would be acting as a public "
+                                   "official rather than as a private citizen."), official) == []
+
+
+def test_a_half_century_opposites_certainty_and_number_words_tied_to_no_name() -> None:
+    epidemics = analyze("Between 1701 and 1750, thirty-seven epidemics were recorded.")
+    assert number_issues(analyze("Over the half-century from 1701 to 1750, thirty-seven "
+                                 "epidemics were recorded."), epidemics, epidemics) == []
+    assert opposite_issues(analyze("Fraud is comparatively rare in construction."),
+                           analyze("Fraud is notoriously prevalent in construction."))
+    assert opposite_issues(analyze("All four of Landau's problems have been resolved."),
+                           analyze("All four of Landau's problems are still unsolved."))
+    assert cue_issues(analyze("Ossachite is definitively the earliest recorded name for the "
+                              "area."),
+                      analyze("Ossachite may be the earliest recorded name for that area."))
+    # A superlative after its verb is one too: "hit hardest".
+    assert cue_issues(analyze("Baghdad was hit hardest by plague."),
+                      analyze("Baghdad has suffered severely from visitations of plague."))
+    # "since the head of government would be acting": a reason, six words on.
+    since = analyze("It would not be civil disobedience, since the head of government would be "
+                    "acting as a public official.")
+    assert cue_issues(analyze("It would not be civil disobedience, because they would be "
+                              "acting as a public official."), since) == []
+    # "two of the primary methods" is near both names; it ties itself to neither.
+    methods = analyze("In addition to identifying rocks in the field, petrologists identify rock "
+                      "samples in the laboratory. Two of the primary methods for identifying "
+                      "rocks in the laboratory are through optical microscopy and by using an "
+                      "electron microprobe.")
+    claim = analyze("Petrologists rely on optical microscopy and the electron microprobe as two "
+                    "of their main laboratory techniques for identifying rocks.")
+    assert association_issues(claim, methods, min_votes=4, margin=2) == []
