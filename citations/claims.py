@@ -371,6 +371,8 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
         )):
             yield "most-of"
             continue
+        if word == "first" and before == "at":
+            continue  # "came at first by steamboat": initially, no rank
         yield word
     # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity,
     # but "only one or two" is a small number.

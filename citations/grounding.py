@@ -323,6 +323,7 @@ class Grounder:
             + checks.parallel_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
             + checks.example_issues(plan.features, passage_features)
+            + checks.owner_issues(plan.features, span_features)
             + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))
         )
         verdict, reason, score = self._verdict(score, issues)

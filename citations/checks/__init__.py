@@ -11,7 +11,7 @@ from .association import association_issues
 from .cues import cue_issues
 from .examples import example_issues
 from .issue import Issue
-from .names import entity_issues
+from .names import entity_issues, owner_issues
 from .negation import negation_issues
 from .numbers import counted_issues, month_issues, number_issues
 from .opposites import contrast_issues, direction_issues, opposite_issues, ratio_issues
@@ -31,6 +31,7 @@ __all__ = [
     "negation_issues",
     "number_issues",
     "opposite_issues",
+    "owner_issues",
     "parallel_issues",
     "ratio_issues",
     "role_issues",

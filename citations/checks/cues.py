@@ -37,7 +37,10 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
             continue
         if group & span.extremes or stem(word) in span.word_stems:
             continue
-        if CUE_SYNONYMS.get(word, frozenset()) & set(span.words):
+        # "all-encompassing" says "all": a synonym may be part of a hyphenated word.
+        if CUE_SYNONYMS.get(word, frozenset()) & {
+            part for w in span.words for part in (w, *w.split("-"))
+        }:
             continue
         shown = word.replace("-", " ")
         issues.append(Issue(f'the passage does not say "{shown}"', False))

@@ -157,3 +157,36 @@ def _acronym_of(token: str, text: Features) -> bool:
             if letters in own:
                 return True
     return False
+
+
+# "Chebyshev's postulate", "the Mongol army": a name and the word it qualifies.
+_OWNED: Final = re.compile(
+    r"\b([A-Z][\w-]*)['’]s\s+([a-z][\w-]+)"
+    r"|\b(?:the|a|an|his|her|its|their)\s+([A-Z][\w-]*)\s+([a-z][\w-]+)"
+)
+
+
+def owner_issues(claim: Features, span: Features) -> list[Issue]:
+    """A thing given to the wrong one of two names: "Chebyshev's postulate, first proven
+    by Bertrand" against "Bertrand's postulate (proven first by Chebyshev)"; "the Mongol
+    army" against "the Jin army", where the claim names the Jin too."""
+    names = {t for e in claim.entities for t in e.tokens}
+    claimed, said = _owned(claim.text, names), _owned(span.text, names)
+    for name, thing in sorted(claimed.keys() - said.keys()):
+        rival = next((other for other, owned in sorted(said) if owned == thing), None)
+        if rival is not None:
+            word = claimed[name, thing]
+            return [Issue(f"the passage says {rival.title()}'s {word}, not "
+                          f"{name.title()}'s", True)]
+    return []
+
+
+def _owned(text: str, names: set[str]) -> dict[tuple[str, str], str]:
+    """(name, stem of the word) of each name the claim uses and the word it qualifies."""
+    pairs = {}
+    for match in _OWNED.finditer(text):
+        name = (match.group(1) or match.group(3)).lower()
+        word = match.group(2) or match.group(4)
+        if name in names and word not in STOP_WORDS:
+            pairs[name, stem(word)] = word
+    return pairs

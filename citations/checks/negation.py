@@ -86,14 +86,16 @@ def _relevant_negations(text: Features, other: Features, *, reach: int, words: i
     """Negations whose scope (the next few content words) the other text also talks about."""
     relevant = []
     for index in text.negations:
-        # A filler does not use up the reach: "not actually being a chapter".
-        fillers = sum(w in _SCOPE_FILLERS for w in text.words[index + 1 : index + 1 + reach])
-        scope = [
-            text.word_stems[j]
-            for j in range(index + 1, min(len(text.words), index + 1 + reach + fillers))
+        content = [
+            j for j in range(index + 1, min(len(text.words), index + 1 + 2 * reach))
             if text.words[j] not in STOP_WORDS and text.words[j] not in NEGATIONS
             and text.words[j] not in _SCOPE_FILLERS
-        ][:words]
+        ]
+        # A negation bears at least on its first content word, past fillers and function
+        # words: "not actually being a chapter", "do not have to be non-violent".
+        scope = [text.word_stems[j] for j in content if j <= index + reach][:words] or [
+            text.word_stems[j] for j in content[:1]
+        ]
         if text.words[index] in ("lack", "lacks", "lacked", "lacking", "absent"):
             scope += [text.word_stems[j] for j in range(max(0, index - 3), index)]
         # "bankrupt" bears on "bankruptcy", which the stemmer keeps apart

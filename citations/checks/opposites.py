@@ -46,6 +46,7 @@ _OPPOSITES: Final = [
     ("straightforward", "troublesome"), ("simple", "complicated"), ("simple", "complex"),
     ("greater", "fewer"), ("greater", "smaller"), ("greater", "lesser"),
     ("resolved", "unsolved"), ("resolved", "unresolved"), ("solved", "unresolved"),
+    ("like", "unlike"), ("simpler", "complex"), ("simpler", "complicated"), ("more", "less"),
 ]
 _OPPOSITE_STEMS: Final = {}
 for _a, _b in _OPPOSITES:

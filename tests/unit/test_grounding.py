@@ -26,6 +26,7 @@ from citations.checks import (
     negation_issues,
     number_issues,
     opposite_issues,
+    owner_issues,
     parallel_issues,
     ratio_issues,
     role_issues,
@@ -1039,3 +1040,46 @@ def test_a_half_century_opposites_certainty_and_number_words_tied_to_no_name() -
     claim = analyze("Petrologists rely on optical microscopy and the electron microprobe as two "
                     "of their main laboratory techniques for identifying rocks.")
     assert association_issues(claim, methods, min_votes=4, margin=2) == []
+
+
+def test_a_thing_given_to_the_wrong_one_of_two_names() -> None:
+    postulate = analyze("The formula can be shown using Bertrand's postulate (proven first by "
+                        "Chebyshev).")
+    issues = owner_issues(analyze("Chebyshev's postulate, first proven by Bertrand, gives it."),
+                          postulate)
+    assert [i.reason for i in issues] == ["the passage says Bertrand's postulate, not "
+                                          "Chebyshev's"]
+    assert owner_issues(analyze("Bertrand's postulate was first proven by Chebyshev."),
+                        postulate) == []
+    # "the Mongol army" where the passage has "the Jin army" and the claim names the Jin.
+    assert owner_issues(
+        analyze("Ming-Tan defected to the Jin and said the Mongol army was waiting."),
+        analyze("Ming-Tan defected and told the Mongols that the Jin army was waiting."),
+    )
+    # A name the claim does not use is no rival: "Harvard's team" / "the Yale team" is the
+    # missing-name check's.
+    assert owner_issues(analyze("Harvard's football team won."),
+                        analyze("The Yale football team won.")) == []
+
+
+def test_like_and_unlike_a_negation_past_function_words_and_at_first() -> None:
+    cities = analyze("Jacksonville, like most large cities in the United States, suffered from "
+                     "urban sprawl.")
+    assert opposite_issues(analyze("Unlike most large US cities, Jacksonville escaped urban "
+                                   "sprawl."), cities)
+    assert opposite_issues(analyze("The virtual call model leads to a more complex host "
+                                   "interface."),
+                           analyze("This results in a simpler host interface."))
+    # The passage's "not" bears on its first content word, past "have to be".
+    bay = analyze("Bay holds that they do not have to be non-violent.")
+    assert negation_issues(analyze("Bay holds that civil disobedience must be non-violent."),
+                           bay)
+    # "at first" claims no rank; "all-encompassing" says "everything".
+    steamboat = analyze("Visitors arrived by steamboat and later by railroad.")
+    assert cue_issues(analyze("Visitors came at first by steamboat and later by rail."),
+                      steamboat) == []
+    definition = analyze("A single all-encompassing definition of the term is extremely "
+                         "difficult.")
+    assert cue_issues(analyze("One definition that covers everything is extremely hard."),
+                      definition) == []
+
