@@ -177,6 +177,7 @@ _EXTREMES: Final = tuple(
         "always invariably constantly",
         "guarantee guarantees guaranteed ensure ensures ensured certainly definitely "
         "definitively conclusively undoubtedly unquestionably indisputably inevitably",
+        "impossible impossibility",
         "ever",
         "record",
         "richest wealthiest",
@@ -193,6 +194,12 @@ CUE_SYNONYMS: Final = {
     "first": frozenset("initial initially original originally starting".split()),
     "ever": frozenset("record history all-time".split()),  # "set the record for the largest"
     "lowest": frozenset("bottom".split()),
+    # "would be sure to meet them" is "would inevitably meet them"
+    **dict.fromkeys(
+        ("inevitably", "certainly", "definitely", "guaranteed", "ensure", "ensured"),
+        frozenset("sure certain bound inevitable".split()),
+    ),
+    "impossible": frozenset("cannot unable incapable never".split()),
     "highest": frozenset("top peak".split()),
     "most-of": frozenset(
         # "most hospitals" is a quantity too; only "most of" is read as one in a claim
@@ -748,6 +755,8 @@ def _is_common_opening(word: str) -> bool:
         return True  # "Thirty US states …"
     # "Users could reach …": a common noun's plural, not a name; "Tactics such as …",
     # "Physics is …": a field or practice in "-ics".
+    if word.endswith("ies") and len(word) > 5:
+        word = word[:-3] + "ys"  # "Studies show …"
     return word.endswith("s") and len(word) > 4 and zipf_frequency(word[:-1], "en") >= 3.8 or (
         word.endswith("ics") and zipf_frequency(word, "en") >= 3.5
     )

@@ -118,7 +118,7 @@ def _compared(word_stem: str, span: Features) -> bool:
 # a clause (a finite verb within six words) gives a reason. Too loose to make a claim
 # causal, enough to state the cause a claim gives.
 _CLAUSE_CAUSE: Final = re.compile(
-    r"\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,5}?"
+    r"\bgiven that\b|\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,5}?"
     r"(?:was|were|is|are|had|has|have|did|does|do|would|could|will|can|should|must)\b",
     re.IGNORECASE,
 )

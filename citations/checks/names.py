@@ -82,8 +82,10 @@ def _mentions(entity: Entity, text: Features) -> bool:
 def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
     if token in text.words or stem(token) in text.word_stems:
         return True
-    if acronym and _acronym_of(token, text):
-        return True
+    if acronym and (_acronym_of(token, text) or (
+        token.endswith("s") and len(token) > 2 and _token_found(token[:-1], text, acronym=True)
+    )):
+        return True  # "MVPs" is the plural of "MVP"
     if _split_formula(token, text) or _in_compound(token, text) or _same_country(token, text):
         return True
     # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).

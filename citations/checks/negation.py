@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Final
 
-from citations.claims import NEGATIONS, STOP_WORDS, Features, zipf_frequency
+from citations.claims import NEGATIONS, STOP_WORDS, Features, stem, zipf_frequency
 
 from .issue import Issue
 
@@ -49,6 +49,9 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
             if j != index and claim.words[j] not in STOP_WORDS
             and claim.words[j] not in NEGATIONS
         }
+        denied = {claim.word_stems[j] for j in range(index + 1, min(len(claim.words), index + 6))}
+        if any(_negated_form(word, denied) for word in span.words):
+            continue  # "no mass or friction" / "massless, frictionless"
         near = [
             k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
             for k in range(max(0, j - 4), min(len(span.words), j + 5))
@@ -63,6 +66,19 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
         ):
             return False
     return True
+
+
+def _negated_form(word: str, stems: set[str]) -> bool:
+    """ "massless" denies "mass", "frictionless" "friction": a word in "-less" whose root
+    is one of ``stems``."""
+    return (
+        word.endswith("less") and len(word) >= 8 and word not in NOT_WITHOUT
+        and stem(word[:-4]) in stems
+    )
+
+
+# Words in "-less" that do not mean "without" their root.
+NOT_WITHOUT: Final = frozenset("regardless nevertheless nonetheless unless doubtless".split())
 
 
 @lru_cache(maxsize=16384)

@@ -153,10 +153,19 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
     singles = [Number(1.0, m.group(), "number", m.start(), m.end())
                for m in _A_SINGLE.finditer(span.text)]  # "a single J-2 engine"
     for number in claim.numbers:
+        name = _of_a_name(claim.text, number)
+        named = [n for n in span.numbers if name and _of_a_name(span.text, n) == name]
+        if named and not any(_same_number(number, n) for n in named):
+            issues.append(Issue(f"the passage says {name} {named[0].text}, not {name} "
+                                f"{number.text}", True))  # "Apollo 3" for "Apollo 1"
+            continue
         counted = _counted_word(claim.text, number)
         if counted is None:
             continue
-        before = [n for n in (*span.numbers, *singles) if _counted_word(span.text, n) == counted]
+        before = [
+            n for n in (*span.numbers, *singles)
+            if _counted_word(span.text, n) == counted and not _of_a_name(span.text, n)
+        ]
         if before and not any(_same_number(number, n) for n in before + _elided(
             claim.text, number, span
         )):
@@ -168,6 +177,19 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
 
 _A_SINGLE: Final = re.compile(r"\b(?:a|one) single\b", re.IGNORECASE)
 _AFTER_NUMBER: Final = re.compile(r"[ -]([A-Za-z][\w'’-]*)")
+
+
+# A capitalized word right before a number: "Apollo 1", "Super Bowl 50", "Boeing 747".
+_NAME_BEFORE: Final = re.compile(r"\b([A-Z][\w-]*)\s+$")
+
+
+def _of_a_name(text: str, number: Number) -> str | None:
+    """The name a number belongs to ("the 1967 Apollo 1 cabin fire": the 1 is Apollo's and
+    counts no cabins); a year belongs to none ("In 1967 …")."""
+    match = _NAME_BEFORE.search(text, max(0, number.start - 40), number.start)
+    if match is None or number.kind == "year" or match.group(1).lower() in STOP_WORDS:
+        return None
+    return match.group(1)
 
 
 def _elided(claim_text: str, number: Number, span: Features) -> list[Number]:

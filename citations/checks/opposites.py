@@ -8,7 +8,7 @@ from typing import Final
 from citations.claims import STEMMER, STOP_WORDS, Features, stem
 
 from .issue import Issue
-from .negation import negative_prefix
+from .negation import NOT_WITHOUT, negative_prefix
 
 # Words whose swap turns a claim into its opposite; stems on both sides.
 _OPPOSITES: Final = [
@@ -117,14 +117,11 @@ def _suffix_opposites(word: str) -> set[str]:
     """ "jawless" / "jawed", "harmless" / "harmful": a root with and without."""
     for ending in ("less", "ful", "ed"):
         root = word[: -len(ending)]
-        if word.endswith(ending) and len(root) >= 3 and word not in _NOT_WITHOUT:
+        if word.endswith(ending) and len(root) >= 3 and word not in NOT_WITHOUT:
             return {root + other for other in ("less", "ful", "ed")
-                    if other != ending} - _NOT_WITHOUT
+                    if other != ending} - NOT_WITHOUT
     return set()
 
-
-# Words in "-less" that do not mean "without" their root.
-_NOT_WITHOUT: Final = frozenset("regardless nevertheless nonetheless unless doubtless".split())
 
 
 # The contrasted side: the word after the cue, past articles and an "as" ("rather than

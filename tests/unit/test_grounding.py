@@ -1083,3 +1083,52 @@ def test_like_and_unlike_a_negation_past_function_words_and_at_first() -> None:
     assert cue_issues(analyze("One definition that covers everything is extremely hard."),
                       definition) == []
 
+
+
+def test_numbers_of_names_plural_acronyms_and_words_in_less() -> None:
+    # The 1 of "Apollo 1" counts no cabins; "Apollo 3" is another Apollo.
+    fire = analyze("The program succeeded despite a 1967 Apollo 1 cabin fire that killed the "
+                   "entire crew.")
+    assert counted_issues(analyze("A 1967 cabin fire killed the whole Apollo 1 crew."),
+                          fire) == []
+    assert [i.reason for i in counted_issues(analyze("The Apollo 3 cabin fire killed the "
+                                                     "crew."), fire)] == [
+        "the passage says Apollo 1, not Apollo 3"]
+    # "MVPs" are "MVP"s; "Studies show" opens a sentence, it names nobody.
+    mvp = analyze("Bart Starr (MVP of Super Bowls I and II) appeared via video.")
+    assert entity_issues(analyze("Earlier MVPs such as Bart Starr appeared via video."), mvp,
+                         mvp) == []
+    assert entities("Studies show that motivation is linked to relationships.") == []
+    # "no mass or friction" is "massless, frictionless"; a "-less" word before the
+    # negation denies nothing ("theory of motion had no trouble" / "motionless objects").
+    strings = analyze("Tension forces can be modeled using ideal strings that are massless "
+                      "and frictionless.")
+    assert negation_issues(analyze("Tension forces can be modelled with strings that have no "
+                                   "mass or friction."), strings) == []
+    assert negation_issues(analyze("His theory of motion had no trouble accounting for "
+                                   "arrows."),
+                           analyze("He held that motionless objects stay in their natural "
+                                   "place; arrows troubled the theory."))
+
+
+def test_words_that_state_a_cue_and_lists_after_include() -> None:
+    meet = analyze("Predators appearing every 2, 3, 4, 6, or 12 years would be sure to meet "
+                   "them.")
+    assert cue_issues(analyze("They would inevitably meet predators with 2, 3, 4, 6 or 12 "
+                              "year cycles."), meet) == []
+    primes = analyze("Only three divisions are necessary, given that 4 and 6 are composite.")
+    assert cue_issues(analyze("Three divisions suffice because 4 and 6 are composite."),
+                      primes) == []
+    hard = analyze("Prime intervals make it very difficult for predators to evolve.")
+    assert cue_issues(analyze("Prime intervals made it impossible for predators to evolve."),
+                      hard)
+    diseases = analyze("Common autoimmune diseases include Hashimoto's thyroiditis, "
+                       "rheumatoid arthritis and type 1 diabetes.")
+    issues = example_issues(analyze("Common autoimmune diseases include multiple sclerosis "
+                                    "and rheumatoid arthritis."), diseases)
+    assert [i.reason for i in issues] == ['the passage gives no example "multiple sclerosis"']
+    # A word the passage's longer word starts: "crafts" / "craftsmanship".
+    teachers = analyze("Teachers may provide instruction in literacy, craftsmanship or "
+                       "religion.")
+    assert example_issues(analyze("Teaching may include literacy, crafts or religion."),
+                          teachers) == []
