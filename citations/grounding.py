@@ -10,8 +10,9 @@ For each claim and its cited passage(s):
    number it lacks from a neighbouring sentence (the same thing referred to again);
 3. on that span, the hard checks look for what similarity misses: a number, date, name,
    negation, opposite word, swapped association or causal/superlative cue that the claim
-   has and the span lacks or contradicts, a number tied to another thing, a ratio or a
-   movement turned round (citations.checks, reading each text once with citations.claims);
+   has and the span lacks or contradicts, a number tied to another thing, a thing given to
+   another name, an example the passage never names, a ratio or a movement turned round
+   (citations.checks, reading each text once with citations.claims);
 4. the verdict: ``supported`` when the span scores above ``Thresholds.supported`` and no
    check objects; ``partial`` when the passage is about this but lacks a detail or scores in
    between; ``unsupported`` when it contradicts the claim or is about something else.

@@ -42,7 +42,7 @@ def association_issues(
         word_stem: index
         for index, (word, word_stem) in enumerate(zip(claim.words, claim.word_stems, strict=True))
         if word not in STOP_WORDS and word not in QUANTIFIERS and word_stem in span_positions
-        # a number word ("two of the primary methods") counts, it is tied to no one name
+        # a number ("two of the primary methods"), like a date, is tied to no one name
         and not word_stem[:1].isdigit()
     }
     # Every occurrence counts on both sides alike, so a text never contradicts itself.
