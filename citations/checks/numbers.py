@@ -154,7 +154,7 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
                for m in _A_SINGLE.finditer(span.text)]  # "a single J-2 engine"
     for number in claim.numbers:
         name = _of_a_name(claim.text, number)
-        named = [n for n in span.numbers if name and _of_a_name(span.text, n) == name]
+        named = [n for n in span.numbers if _of_a_name(span.text, n) == name] if name else []
         if named and not any(_same_number(number, n) for n in named):
             issues.append(Issue(f"the passage says {name} {named[0].text}, not {name} "
                                 f"{number.text}", True))  # "Apollo 3" for "Apollo 1"
