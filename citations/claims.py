@@ -185,6 +185,7 @@ _EXTREMES: Final = tuple(
         "strongest",
         "most-watched most-viewed",
         "most-of majority",
+        "altogether",
     )
 )
 EXTREME_WORDS: Final = {word: group for group in _EXTREMES for word in group}
@@ -200,6 +201,7 @@ CUE_SYNONYMS: Final = {
         frozenset("sure certain bound inevitable".split()),
     ),
     "impossible": frozenset("cannot unable incapable never".split()),
+    "altogether": frozenset("entirely completely totally wholly fully all whole".split()),
     "highest": frozenset("top peak".split()),
     "most-of": frozenset(
         # "most hospitals" is a quantity too; only "most of" is read as one in a claim
@@ -272,7 +274,7 @@ def _analyze(text: str) -> Features:
         or w in ("decline", "declines", "declined", "declining") and words[i + 1] == "to"
         and _base_verb(words[i + 2 : i + 3])  # not "sales declined to 5 million"
     }
-    hedged = _hedges(text, words) | _double_negatives(words)
+    hedged = _hedges(text, words) | _double_negatives(words) | _alternatives(words)
     negations = tuple(
         i for i, (w, opens_brackets) in enumerate(located)
         if (w in NEGATIONS or i in refused) and not (opens_brackets and w in ("not", "no"))
@@ -317,15 +319,27 @@ def _hedges(text: str, words: Sequence[str]) -> frozenset[int]:
 
 
 def _double_negatives(words: Sequence[str]) -> frozenset[int]:
-    """ "cannot take place without air" says that air is necessary: a denial with a
-    "without" in its reach asserts, so neither word denies."""
+    """ "cannot take place without air" says that air is necessary, "has no right not to
+    be punished" that punishment may come: a denial with a "without", or a "not" close
+    after it, asserts, so neither word denies."""
     found: set[int] = set()
     for index, word in enumerate(words):
         if word in ("not", "n't", "cannot", "never", "no"):
             after = words[index + 1 : index + 6]
             if "without" in after:
                 found.update((index, index + 1 + after.index("without")))
+            elif "not" in after[:3]:
+                found.update((index, index + 1 + after.index("not")))
     return frozenset(found)
+
+
+def _alternatives(words: Sequence[str]) -> frozenset[int]:
+    """ "whether or not to impose punishment", "whether to do so or not": both
+    alternatives left open, nothing denied."""
+    return frozenset(
+        i for i in range(1, len(words))
+        if words[i] == "not" and words[i - 1] == "or" and "whether" in words[max(0, i - 12) : i]
+    )
 
 
 def _hypothetical(words: Sequence[str], index: int) -> bool:
@@ -390,8 +404,18 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
             continue
         if (first, second) in (("the", "only"), ("only", "one"), ("most", "common")):
             yield f"{first}-{second}"
+    # "Only members of the younger generation call him …" names the only ones; "Only a
+    # few", "Only two", "Only after" are amounts and times.
+    if words[:1] == ("only",) and len(words) > 1 and (
+        words[1] == "the" or words[1] not in STOP_WORDS
+    ) and not (words[1][:1].isdigit() or words[1] in _AMOUNTS_AND_TIMES):
+        yield "the-only"
 
 
+_AMOUNTS_AND_TIMES: Final = frozenset(
+    "one two three four five six seven eight nine ten twelve few handful small slightly "
+    "partly partially after when once then later recently since until".split()
+)
 _RECURRING: Final = frozenset(
     """year years day days week weeks month months night nights morning evening summer
     winter spring autumn season time times hour hours minute minutes decade century
@@ -714,6 +738,8 @@ def _common_verb_form(word: str) -> bool:
     "locating", "stopped"; not "Manning" (a name before a verb of "man") or "Reed"."""
     ending = next((e for e in ("ing", "ed") if word.endswith(e)), "")
     root = word[: -len(ending)] if ending else ""
+    if ending == "ing" and len(root) == 2 and root.endswith("y"):
+        root = root[0] + "ie"  # "lying", "dying", "tying"
     if len(root) < 3:
         return False
     doubled = ending == "ed" and root[-1] == root[-2]

@@ -383,6 +383,19 @@ class Grounder:
                 if unit.passage == plan.units[index].passage and wanted & unit.features.stems:
                     chosen.append(neighbour)
                     wanted -= unit.features.stems
+        # So is a number written otherwise ("the second" for "phase 2").
+        values = {n.value for n in plan.features.numbers} - {
+            n.value for i in chosen for n in plan.units[i].features.numbers
+        }
+        for index in sorted(chosen):
+            for neighbour in (index - 1, index + 1):
+                if not values or neighbour in chosen or not 0 <= neighbour < len(plan.units):
+                    continue
+                unit = plan.units[neighbour]
+                told = values & {n.value for n in unit.features.numbers}
+                if unit.passage == plan.units[index].passage and told:
+                    chosen.append(neighbour)
+                    values -= told
         # A number of three or more digits the span lacks is told by the passage sentence
         # that has it, wherever it stands ("As of 2010, there were 821,784 people").
         for term in sorted(wanted):

@@ -245,7 +245,12 @@ def _merge_wrapped_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[
             # A statement of code is a line of its own, lowercase as the next one may start.
             code = _CODE_LINE.match(text, line_start) or _CODE_LINE.match(text, start)
             short = widest >= _WRAP_WIDTH and previous_end - line_start < widest / 2
-            if gap.count("\n") == 1 and ends_open and continues and not short and not code:
+            # A bracket still open goes on past the break: "Acetone ((CH\n3)\n2CO) and …"
+            opened = text[previous_start:previous_end]
+            bracketed = opened.count("(") > opened.count(")")
+            if gap.count("\n") == 1 and not code and (
+                bracketed or ends_open and continues and not short
+            ):
                 merged[-1] = (previous_start, end)
                 continue
         merged.append((start, end))

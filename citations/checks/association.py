@@ -103,7 +103,12 @@ def _main_clause_first(features: Features) -> Features:
     """The text with each sentence's opening clause or participle phrase moved after its
     main clause. (A short "In 1656," stays: its comma is optional, so a text without it
     would be read differently.)"""
-    moved = _FRONTED.sub(lambda m: f"{m.group(2)} {m.group(1)}{m.group(3)}", features.text)
+    # The moved clause opens with a common word ("During the plague …"): lower-cased, it
+    # is not read as a name in mid-sentence.
+    moved = _FRONTED.sub(
+        lambda m: f"{m.group(2)} {m.group(1)[0].lower()}{m.group(1)[1:]}{m.group(3)}",
+        features.text,
+    )
     return features if moved == features.text else analyze(moved)
 
 

@@ -52,8 +52,10 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
             issues.append(Issue(f'the passage does not say "{word}"', False))
     claim_text = claim.text.lower()
     for among, superlative in _ONE_OF.findall(span.text.lower()):
-        if superlative in claim_text and not any(
-            f"{words} {superlative}" in claim_text for words in ("one of the", "among the")
+        # "among the UK's driest" and "one of its oldest" say "among the driest"
+        if superlative in claim_text and not re.search(
+            rf"\b(?:one of|among)\s+(?:the|its|their|his|her)\s+(?:[\w.]+['’]s\s+)?"
+            rf"{re.escape(superlative)}\b", claim_text
         ):
             issues.append(Issue(f'the passage says "{among} {superlative}"', False))
     return issues

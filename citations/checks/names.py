@@ -72,8 +72,8 @@ _PERSONAL_PRONOUNS: Final = frozenset("he she his her him hers himself herself".
 
 def _mentions(entity: Entity, text: Features) -> bool:
     tokens = [t for t in entity.tokens if t not in NAME_LINKS and t not in STOP_WORDS]
-    if not tokens:
-        return True
+    if not tokens or re.search(rf"(?<!\w){re.escape(entity.text)}(?!\w)", text.text):
+        return True  # written alike ("D&B", which the word reader splits)
     found = [_token_found(t, text, acronym=t in entity.acronyms) for t in tokens]
     rarest = min(range(len(tokens)), key=lambda i: (zipf_frequency(tokens[i], "en"), i))
     return found[rarest] and sum(found) * 2 >= len(found)
@@ -87,6 +87,13 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
     )):
         return True  # "MVPs" is the plural of "MVP"
     if _split_formula(token, text) or _in_compound(token, text) or _same_country(token, text):
+        return True
+    if token.endswith("ish") and len(token) >= 6 and stem(token[:-3]) in text.word_stems:
+        return True  # "Jewish" for "Jews"
+    if len(token) >= 6 and any(  # "Woods Hole, Mass." for "Massachusetts"
+        token.startswith(m.group(1).lower()) and len(token) >= len(m.group(1)) + 3
+        for m in re.finditer(r"\b([A-Z][a-z]{2,4})\.", text.text)
+    ):
         return True
     # Prefix match catches inflections the stemmer keeps apart (Chin-a/-ese, Ital-y/-ian).
     if len(token) >= 4 and any(

@@ -21,7 +21,8 @@ def negation_issues(claim: Features, span: Features) -> list[Issue]:
     if claim_denies and not span.negations and not _implicitly_denied(claim, span,
                                                                          claim_denies):
         return [Issue("the passage states this without the negation", True)]
-    if span_denies and not claim.negations:
+    if span_denies and not claim.negations and not _implicitly_denied(span, claim,
+                                                                      span_denies):
         return [Issue("the passage negates this", True)]
     return []
 
@@ -33,13 +34,14 @@ def negation_issues(claim: Features, span: Features) -> list[Issue]:
 _IMPLICIT_NEGATORS: Final = frozenset(
     """excluding exclude excludes excluded prevent prevents prevented avoid avoids avoided
     rarely seldom hardly barely unable impossible outgrow outgrew unchanged unknown
-    outside""".split()
+    outside spare spares spared zero""".split()
 )
 
 
 def _implicitly_denied(claim: Features, span: Features, negations: list[int]) -> bool:
     """Whether the span words each relevant claim negation another way: a denying word
-    within four words of the span's use of what the negation bears on."""
+    within four words of the span's use of what the negation bears on. (Either text may
+    be the claim: "NK cells spare normal cells" words the passage's "are not attacked".)"""
     for index in negations:
         # What the negation bears on may stand before it: "a format television could not
         # use" is "a format incompatible with television".

@@ -42,6 +42,8 @@ def number_issues(
             CUE_SYNONYMS["first"] & set(span.words)
         ):
             continue  # "the first model" is "the initial model"
+        if _counts_its_list(claim.text, number):
+            continue  # "two Nobel laureates, Yoichiro Nambu and James Cronin"
         slack = 1 if number.approximate else 0
         if number.kind == "number" and any(
             abs(abs(a - b) - number.value) <= slack for a in years for b in years
@@ -56,6 +58,23 @@ def number_issues(
         else:
             issues.append(Issue(f"the passage does not mention {number.text}", False))
     return issues
+
+
+_NAME: Final = r"[A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|of|the))*"
+_LIST_AFTER_COUNT: Final = re.compile(
+    rf"\s+(?:[\w-]+\s+){{0,4}}?[\w-]+\s*[,:(—–]\s*({_NAME}(?:\s*,\s*{_NAME})*,?\s+and\s+{_NAME})"
+)
+
+
+def _counts_its_list(text: str, number: Number) -> bool:
+    """Whether a small count is the number of names the claim lists right after it:
+    "two Nobel laureates in physics, Yoichiro Nambu and James Cronin"."""
+    if number.kind != "number" or not 2 <= number.value <= 9:
+        return False
+    listed = _LIST_AFTER_COUNT.match(text, number.end)
+    return listed is not None and len(
+        re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", listed.group(1))
+    ) == number.value
 
 
 def _unit(text: str, number: Number) -> units.Unit | None:

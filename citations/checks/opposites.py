@@ -47,6 +47,8 @@ _OPPOSITES: Final = [
     ("greater", "fewer"), ("greater", "smaller"), ("greater", "lesser"),
     ("resolved", "unsolved"), ("resolved", "unresolved"), ("solved", "unresolved"),
     ("like", "unlike"), ("simpler", "complex"), ("simpler", "complicated"), ("more", "less"),
+    ("encourage", "discourage"), ("promote", "discourage"), ("embrace", "renounce"),
+    ("adopt", "renounce"), ("elevated", "low"), ("warm", "cool"), ("warmer", "cooler"),
 ]
 _OPPOSITE_STEMS: Final = {}
 for _a, _b in _OPPOSITES:
@@ -128,7 +130,8 @@ def _suffix_opposites(word: str) -> set[str]:
 # as a private citizen").
 _CONTRAST: Final = re.compile(
     r"\b(?:rather than|instead of|as opposed to|unlike|contrasting (?:from|with)|"
-    r"in contrast (?:to|with)|compared (?:to|with)|not)\s+(?:(?:a|an|the|as)\s+){0,2}([\w'-]+)",
+    r"in contrast (?:to|with)|compared (?:to|with)|not)\s+(?:(?:a|an|the|as)\s+){0,2}"
+    r"(?:\w+ly\s+)?([\w'-]+)",  # past an adverb: "does not directly attack"
     re.IGNORECASE,
 )
 

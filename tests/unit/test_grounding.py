@@ -1132,3 +1132,90 @@ def test_words_that_state_a_cue_and_lists_after_include() -> None:
                        "religion.")
     assert example_issues(analyze("Teaching may include literacy, crafts or religion."),
                           teachers) == []
+
+
+def test_alternatives_double_denials_claim_side_denials_and_a_count_of_its_own_list() -> None:
+    # "whether … or not" leaves both open; "no right not to be" asserts.
+    state = analyze("It is for the state to decide whether to punish or not. The objector has "
+                    "no right not to be punished.")
+    assert state.negations == ()
+    assert negation_issues(analyze("The state decides whether to punish the objector."),
+                           state) == []
+    # "spare" words the passage's "not attacked" in the claim.
+    cells = analyze("Normal body cells are not attacked by NK cells.")
+    assert negation_issues(analyze("NK cells spare normal body cells."), cells) == []
+    assert negation_issues(analyze("NK cells attack normal body cells."), cells)
+    # "two …, A and B" counts the claim's own list; a count without one still needs the
+    # passage's number.
+    faculty = analyze("Faculty include physicist Yoichiro Nambu and physicist James Cronin.")
+    listed = analyze("The faculty includes two physicists, Yoichiro Nambu and James Cronin.")
+    assert number_issues(listed, faculty, faculty) == []
+    assert number_issues(analyze("The faculty includes two physicists."), faculty, faculty)
+    assert number_issues(analyze("The faculty includes three physicists, Yoichiro Nambu and "
+                                 "James Cronin."), faculty, faculty)
+
+
+def test_abbreviated_and_adjective_names_opposites_and_one_of_a_places_superlatives() -> None:
+    lab = analyze("It affiliated the Marine Biological Laboratory in Woods Hole, Mass. Later "
+                  "it grew.")
+    assert entity_issues(analyze("The lab is in Woods Hole, Massachusetts."), lab, lab) == []
+    assert entity_issues(analyze("The lab is in Woods Hole, Maine."), lab, lab)
+    census = analyze("Of 711,988 inhabitants 56.2% were Catholics and 35.7% Jews.")
+    assert entity_issues(analyze("56.2% were Catholic and 35.7% Jewish."), census, census) == []
+    # "D&B", which the word reader splits, is the passage's own name.
+    firms = analyze("Several D&B contractors present ideas.")
+    assert entity_issues(analyze("The owner picks among D&B contractors."), firms, firms) == []
+    assert [i.reason for i in opposite_issues(analyze("The rule encouraged alternative "
+                                                      "energies."),
+                                              analyze("The rule discouraged alternative "
+                                                      "energies."))] == [
+        'the passage says "discouraged", not "encouraged"'
+    ]
+    assert opposite_issues(analyze("Cells with elevated levels of MHC I."),
+                           analyze("Cells with low levels of MHC I."))
+    dry = analyze("Being in the rain shadow of the North Pennines, it is among the driest "
+                  "cities in the UK.")
+    assert cue_issues(analyze("Lying in the rain shadow, Newcastle ranks among the UK's "
+                              "driest cities."), dry) == []
+    assert [e.text for e in entities("Lying in the rain shadow, Newcastle is dry.")] == [
+        "Newcastle"
+    ]
+    assert cue_issues(analyze("Newcastle is the UK's driest city."), dry)
+
+
+def test_only_and_altogether_claim_more_and_a_contrast_past_its_adverb() -> None:
+    mongols = analyze("Mongolians call him the father of the Mongols, especially among the "
+                      "younger generation.")
+    assert cue_issues(analyze("Only the younger generation call him the father of the "
+                              "Mongols."), mongols)
+    # "Only two", "Only a few", "Only after": amounts and times, no exclusivity.
+    for opening in ("Only two of them", "Only a few of them", "Only after 1990 they"):
+        assert "the-only" not in analyze(f"{opening} call him father.").extremes
+    dating = analyze("Absolute dates converted the old relative ages into absolute ages.")
+    assert cue_issues(analyze("Geologists abandoned relative ages altogether."), dating)
+    microbes = analyze("NK cells do not directly attack invading microbes. Rather, NK cells "
+                       "destroy compromised host cells.")
+    assert contrast_issues(analyze("NK cells do not attack microbes directly but instead "
+                                   "destroy compromised host cells."), microbes) == []
+
+
+def test_an_ordinal_is_told_by_its_number_in_the_next_sentence(grounder) -> None:
+    passage = ("Once hired, they begin building the first phase of the project. As they build "
+               "phase 1, they design phase 2.")
+    support = grounder.check_claim(
+        "While the contractors build the project's first phase, they design the second.",
+        [passage],
+    )
+    assert "second" not in support.reason
+    assert support.span == (0, len(passage))
+
+
+def test_a_bracket_open_across_a_line_break_keeps_its_sentence_whole() -> None:
+    from citations.sentences import split_passage
+
+    text = ("Acetone ((CH\n3)\n2CO) and phenol are used as feeder materials in synthesis. "
+            "Other compounds follow.")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "Acetone ((CH\n3)\n2CO) and phenol are used as feeder materials in synthesis.",
+        "Other compounds follow.",
+    ]
