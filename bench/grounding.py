@@ -38,9 +38,10 @@ outside Django:
   measured twice (sessions 10 and 11), and of ``"split": "fresh6"`` (120 claims over 50
   more paragraphs, written the same way) once measured in session 11, and of ``"split":
   "fresh7"`` (120 more over 50 paragraphs) once measured twice (sessions 11 and 12), and
-  of ``"split": "fresh8"`` (120 more over 50 paragraphs) once measured twice in session 12.
-  ``"split": "fresh9"`` (120 more over 50 paragraphs) is now the untouched one: never
-  shown by --show.
+  of ``"split": "fresh8"`` (120 more over 50 paragraphs) once measured twice in session 12,
+  and of ``"split": "fresh9"`` (120 more over 50 paragraphs) once measured twice (sessions
+  12 and 13). ``"split": "fresh10"`` (120 more over 50 paragraphs, written blind in session
+  13) is now the untouched one: never shown by --show.
   Targets: >= 80% detected with <= 10% false flags.
 
 Printed per category: n, the share judged right, the detection rate on unsupported claims,
@@ -365,10 +366,10 @@ def _right(claim: Claim, result: Support) -> bool:
 def show_mistakes(claims: list[Claim], results: list[Support], count: int,
                   held_out: bool = False) -> None:
     # The tune half's mistakes (and the held-out half's only when asked): reading a split's
-    # mistakes tunes on it. The fresh and fresh9 splits' are never shown; fresh2's to
-    # fresh8's are, since their untouched measurements were taken (sessions 8 to 12).
+    # mistakes tunes on it. The fresh and fresh10 splits' are never shown; fresh2's to
+    # fresh9's are, since their untouched measurements were taken (sessions 8 to 13).
     shown = {"tune", "dev", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7",
-             "fresh8", "all"} | (
+             "fresh8", "fresh9", "all"} | (
         {"held-out"} if held_out else set()
     )
     wrong = [
@@ -391,7 +392,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged claims")
     parser.add_argument("--show-held-out", action="store_true",
-                        help="--show includes the held-out half's mistakes (never fresh/fresh9)")
+                        help="--show includes the held-out half's mistakes (never fresh/fresh10)")
     parser.add_argument("--batch", type=int, default=16)
     args = parser.parse_args()
 
@@ -414,6 +415,7 @@ def main() -> None:
                              ("fresh4 split", {"fresh4"}), ("fresh5 split", {"fresh5"}),
                              ("fresh6 split", {"fresh6"}), ("fresh7 split", {"fresh7"}),
                              ("fresh8 split", {"fresh8"}), ("fresh9 split", {"fresh9"}),
+                             ("fresh10 split", {"fresh10"}),
                              ("tune + held-out", {"tune", "held-out"})):
             chosen = [i for i, c in enumerate(written) if c.split in splits]
             if chosen:
