@@ -375,26 +375,23 @@ class Grounder:
         named = {stem(t) for e in plan.features.entities for t in e.tokens}
         named |= {term for term in weights if term[:1].isdigit()}
         wanted = {term for term in named if term in weights and term not in covered}
-        for index in sorted(chosen):
-            for neighbour in (index - 1, index + 1):
-                if not wanted or neighbour in chosen or not 0 <= neighbour < len(plan.units):
-                    continue
-                unit = plan.units[neighbour]
-                if unit.passage == plan.units[index].passage and wanted & unit.features.stems:
-                    chosen.append(neighbour)
-                    wanted -= unit.features.stems
         # So is a number written otherwise ("the second" for "phase 2").
         values = {n.value for n in plan.features.numbers} - {
             n.value for i in chosen for n in plan.units[i].features.numbers
         }
         for index in sorted(chosen):
             for neighbour in (index - 1, index + 1):
-                if not values or neighbour in chosen or not 0 <= neighbour < len(plan.units):
+                if not (wanted or values) or neighbour in chosen or not (
+                    0 <= neighbour < len(plan.units)
+                ):
                     continue
                 unit = plan.units[neighbour]
                 told = values & {n.value for n in unit.features.numbers}
-                if unit.passage == plan.units[index].passage and told:
+                if unit.passage == plan.units[index].passage and (
+                    wanted & unit.features.stems or told
+                ):
                     chosen.append(neighbour)
+                    wanted -= unit.features.stems
                     values -= told
         # A number of three or more digits the span lacks is told by the passage sentence
         # that has it, wherever it stands ("As of 2010, there were 821,784 people").
