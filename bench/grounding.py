@@ -96,9 +96,7 @@ class Claim:
 def load_embedder():
     from embeddings.local import LocalMiniLMEmbedder
 
-    return LocalMiniLMEmbedder(
-        runtime="onnx", cache_dir=REPO / ".verity" / "models", batch_size=64
-    )
+    return LocalMiniLMEmbedder(runtime="onnx", cache_dir=REPO / ".verity" / "models")
 
 
 # -- the written set ------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def build_embedder() -> Embedder:
         return LocalMiniLMEmbedder(
             runtime=settings.LOCAL_EMBEDDING_RUNTIME,
             cache_dir=settings.VERITY_HOME / "models",
-            batch_size=settings.EMBEDDING_BATCH_SIZE,
+            batch_size=settings.LOCAL_EMBEDDING_BATCH_SIZE,
         )
     if backend == "cohere":
         from .remote import CohereEmbedder

@@ -104,7 +104,7 @@ class LocalMiniLMEmbedder:
         *,
         runtime: str = "onnx",
         cache_dir: Path,
-        batch_size: int = 64,
+        batch_size: int = 8,
         threads: int | None = None,
     ) -> None:
         if runtime not in RUNTIMES:
