@@ -99,7 +99,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=500)
     parser.add_argument("--words", type=int, default=150)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=8)  # the service default
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument(
         "--cache-dir",

@@ -83,3 +83,24 @@ def test_cohere_chat_tool_calls_and_answers(fake):
     Fake.responses = {"/v2/chat": (500, {"message": "boom"})}
     with pytest.raises(ProviderError, match="Cohere chat failed"):
         provider.complete(messages, [], context=context)
+
+
+def test_the_local_model_runs_small_batches_and_a_hosted_one_sends_large_requests(
+    fake, settings, tmp_path
+):
+    from embeddings import build_embedder
+
+    settings.VERITY_HOME = tmp_path
+    settings.LOCAL_EMBEDDING_BATCH_SIZE = 3
+    settings.EMBEDDING_BATCH_SIZE = 50
+    settings.EMBEDDING_BACKEND = "local"
+    assert build_embedder().batch_size == 3  # nothing is loaded until the first text
+
+    Fake.responses = {"/v1/embeddings": (200, lambda body: {"data": [
+        {"index": i, "embedding": v} for i, v in enumerate(vectors(body, "input"))
+    ]})}
+    settings.EMBEDDING_BACKEND = "openai"
+    settings.EMBEDDING_BASE_URL = f"{fake}/v1"
+    settings.EMBEDDING_DIMENSIONS = 3
+    build_embedder().embed_documents([f"text {i}" for i in range(60)])
+    assert [len(body["input"]) for _, body in Fake.requests] == [50, 10]
