@@ -32,33 +32,34 @@ sys.path.insert(0, str(REPO / "bench"))
 SQUAD = REPO.parent / "shared" / "eval" / "squad" / "dev.json"
 
 
-def workloads(chunks: int, words: int, sentences: int) -> dict[str, tuple[list[str], int]]:
-    from embedder_runtimes import SCIFACT, scifact_passages, synthetic_passages
+WORKLOADS = ("chunks", "sentences")
 
+
+def workload(name: str, chunks: int, words: int, sentences: int) -> tuple[list[str], int]:
+    """(texts, texts per call) of one workload; no texts when its data is absent."""
+    if name == "chunks":
+        from embedder_runtimes import SCIFACT, scifact_passages, synthetic_passages
+
+        found = (scifact_passages(chunks, words) if SCIFACT.is_file()
+                 else synthetic_passages(chunks, words))
+        return found, 32
+    if not SQUAD.is_file():
+        return [], 37
     from citations.sentences import split_passage
 
-    found = {
-        "chunks": (
-            scifact_passages(chunks, words) if SCIFACT.is_file()
-            else synthetic_passages(chunks, words),
-            32,
-        )
-    }
-    if SQUAD.is_file():
-        texts: list[str] = []
-        for article in json.loads(SQUAD.read_text())["data"]:
-            for paragraph in article["paragraphs"][:10]:
-                context = paragraph["context"]
-                texts += [context[start:end] for start, end in split_passage(context)]
-        found["sentences"] = (texts[:sentences], 37)
-    return found
+    texts: list[str] = []
+    for article in json.loads(SQUAD.read_text())["data"]:
+        for paragraph in article["paragraphs"][:10]:
+            context = paragraph["context"]
+            texts += [context[start:end] for start, end in split_passage(context)]
+    return texts[:sentences], 37
 
 
-def child(workload: str, batch_size: int, args: argparse.Namespace) -> None:
+def child(name: str, batch_size: int, args: argparse.Namespace) -> None:
     """Embed one workload at one batch size; print a JSON line."""
     from embeddings.local import LocalMiniLMEmbedder
 
-    texts, step = workloads(args.chunks, args.words, args.sentences)[workload]
+    texts, step = workload(name, args.chunks, args.words, args.sentences)
     embedder = LocalMiniLMEmbedder(
         runtime="onnx", cache_dir=args.cache_dir, batch_size=batch_size
     )
@@ -87,18 +88,20 @@ def main() -> None:
         return
 
     sizes = [int(size) for size in args.sizes.split(",")]
-    found = workloads(args.chunks, args.words, args.sentences)
     print(f"{os.cpu_count()} cores; batch sizes {sizes}, the first is the baseline")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    for workload, (texts, step) in found.items():
+    for name in WORKLOADS:
+        texts, step = workload(name, args.chunks, args.words, args.sentences)
+        if not texts:
+            continue
         words = sum(len(t.split()) for t in texts) / len(texts)
-        print(f"\n{workload}: {len(texts)} texts of {words:.0f} words on average, "
+        print(f"\n{name}: {len(texts)} texts of {words:.0f} words on average, "
               f"{step} per call")
         best: dict[int, dict] = {}
         for _ in range(args.repeats):
             for size in sizes:
                 out = subprocess.run(
-                    [sys.executable, __file__, "--child", workload, str(size),
+                    [sys.executable, __file__, "--child", name, str(size),
                      "--chunks", str(args.chunks), "--words", str(args.words),
                      "--sentences", str(args.sentences), "--cache-dir", str(args.cache_dir)],
                     capture_output=True, text=True, check=True, env=env,
