@@ -40,8 +40,10 @@ outside Django:
   "fresh7"`` (120 more over 50 paragraphs) once measured twice (sessions 11 and 12), and
   of ``"split": "fresh8"`` (120 more over 50 paragraphs) once measured twice in session 12,
   and of ``"split": "fresh9"`` (120 more over 50 paragraphs) once measured twice (sessions
-  12 and 13). ``"split": "fresh10"`` (120 more over 50 paragraphs, written blind in session
-  13) is now the untouched one: never shown by --show.
+  12 and 13), and of ``"split": "fresh10"`` (120 more over 50 paragraphs, written blind in
+  session 13) and ``"split": "fresh11"`` (120 more over 50 paragraphs) once measured in
+  session 14. ``"split": "fresh12"`` (120 more over 47 paragraphs, written blind in session
+  14) is now the untouched one: never shown by --show.
   Targets: >= 80% detected with <= 10% false flags.
 
 Printed per category: n, the share judged right, the detection rate on unsupported claims,
@@ -364,10 +366,9 @@ def _right(claim: Claim, result: Support) -> bool:
 def show_mistakes(claims: list[Claim], results: list[Support], count: int,
                   held_out: bool = False) -> None:
     # The tune half's mistakes (and the held-out half's only when asked): reading a split's
-    # mistakes tunes on it. The fresh and fresh10 splits' are never shown; fresh2's to
-    # fresh9's are, since their untouched measurements were taken (sessions 8 to 13).
-    shown = {"tune", "dev", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7",
-             "fresh8", "fresh9", "all"} | (
+    # mistakes tunes on it. The fresh and fresh12 splits' are never shown; fresh2's to
+    # fresh11's are, since their untouched measurements were taken (sessions 8 to 14).
+    shown = {"tune", "dev", "all", *(f"fresh{i}" for i in range(2, 12))} | (
         {"held-out"} if held_out else set()
     )
     wrong = [
@@ -390,7 +391,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged claims")
     parser.add_argument("--show-held-out", action="store_true",
-                        help="--show includes the held-out half's mistakes (never fresh/fresh10)")
+                        help="--show includes the held-out half's mistakes (never fresh/fresh12)")
     parser.add_argument("--batch", type=int, default=16)
     args = parser.parse_args()
 
@@ -413,7 +414,8 @@ def main() -> None:
                              ("fresh4 split", {"fresh4"}), ("fresh5 split", {"fresh5"}),
                              ("fresh6 split", {"fresh6"}), ("fresh7 split", {"fresh7"}),
                              ("fresh8 split", {"fresh8"}), ("fresh9 split", {"fresh9"}),
-                             ("fresh10 split", {"fresh10"}),
+                             ("fresh10 split", {"fresh10"}), ("fresh11 split", {"fresh11"}),
+                             ("fresh12 split", {"fresh12"}),
                              ("tune + held-out", {"tune", "held-out"})):
             chosen = [i for i, c in enumerate(written) if c.split in splits]
             if chosen:

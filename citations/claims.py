@@ -83,7 +83,9 @@ _PERCENT_SIGN: Final = r"%|percent\b|per cent\b"
 _NUMBER: Final = re.compile(
     # not the number of a model's name: "J-2", "F-16", "COVID-19"
     r"(?<![\w.])(?-i:(?<![A-Z]-))(?P<currency>[$€£¥])?\s?"
-    r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    # thousands grouped by commas, or by spaces as in "PLN 94 000" (not "in 1990 200 …")
+    r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[ \u00a0\u2009\u202f]\d{3})+(?!\d|[,.]\d)"
+    r"|\d+(?:\.\d+)?)"
     r"(?P<suffix>st|nd|rd|th|s)?(?![\w])"
     rf"(?:\s?(?P<percent>{_PERCENT_SIGN}))?"
     r"(?:[\s-]?(?P<scale>hundred|thousand|million|billion|trillion)s?\b)?",
@@ -150,9 +152,12 @@ CAUSE: Final = re.compile(
     r"\b(?:because|due to|owing to|thanks to|as a result|(?:led|lead|leads|leading) to|"
     r"result(?:ed|s|ing)? in|caus(?:e|ed|es|ing)|therefore|thus|hence|consequently|"
     r"so that|in order to|(?:which|this|that) is why|the reason|reasons?|in response to|"
-    r"prompt(?:ed|ing)|"
+    r"prompt(?:ed|ing)|g(?:ave|ive|ives|iving) (?:rise|birth) to|"
     r"responsible for|contribut(?:ed|es|ing) to|enabl(?:ed|es|ing)|allow(?:ed|s|ing)|"
-    r"causative|means? that|meant that|so)\b",
+    r"causative|means? that|meant that|"
+    # not "and so were teachers" (likewise), "so-called", "so far", "so many"
+    r"so(?![\s-]+(?:were|was|did|do|does|is|are|has|have|had|could|would|can|will|too|"
+    r"called|far|much|many)\b))\b",
     re.IGNORECASE,
 )
 _EXTREMES: Final = tuple(
@@ -379,12 +384,18 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
             continue
         if word == "every" and (
             words[index + 1 : index + 2] and words[index + 1] in _RECURRING
-            or re.search(r"\b(?i:every)\s+[A-Z0-9]", text)
+            or re.search(r"\b(?i:every)\s+(?:[A-Z0-9]|(?i:two|three|four|five|ten|other)\b)",
+                         text)
         ):
             continue  # "every year", "Every Midsummer's Night": how often, not how many
         # "Most countries", "most of the colonists": a quantity (the passage's "almost all",
         # "the majority", "heavily concentrated"), not the superlative of "the most popular".
         before = words[index - 1] if index else ""
+        if word == "most" and words[index + 1 : index + 2] in (("likely",), ("probably",)):
+            continue  # "most likely carried there" is "probably", a hedge
+        if word == "doubt" and before == "no":
+            yield "undoubtedly"  # "there is no doubt that"
+            continue
         if word == "most" and (index == 0 or (
             # not "the 11th most of any" ("11th" is read as "11", "th")
             words[index + 1 : index + 2] == ("of",)
@@ -392,8 +403,10 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
         )):
             yield "most-of"
             continue
-        if word == "first" and before == "at":
-            continue  # "came at first by steamboat": initially, no rank
+        if word in ("first", "least") and before == "at":
+            continue  # "came at first by steamboat", "at least partly": no rank
+        if word == "first" and _adverb_first(words, index):
+            continue
         yield word
     # "only" alone is mostly "only days after"; "the only", "only one" claim exclusivity,
     # but "only one or two" is a small number.
@@ -410,6 +423,24 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
         words[1] == "the" or words[1] not in STOP_WORDS
     ) and not (words[1][:1].isdigit() or words[1] in _AMOUNTS_AND_TIMES):
         yield "the-only"
+
+
+_BE: Final = frozenset("was were been being are is".split())
+
+
+def _adverb_first(words: Sequence[str], index: int) -> bool:
+    """ "the lower layers were first deformed, and then …": the first step of a sequence,
+    not the first of its kind."""
+    return index > 0 and words[index - 1] in _BE and (
+        index + 1 < len(words) and words[index + 1].endswith("ed")
+    )
+
+
+def _words_around(text: str, start: int, end: int) -> list[str]:
+    """The word before ``start``, the text's word at it and the word after ``end``."""
+    before = WORD.findall(text[max(0, start - 12) : start])[-1:]
+    after = WORD.findall(text[end : end + 30])[:1]
+    return [w.lower() for w in (*(before or [""]), text[start:end], *after)]
 
 
 _AMOUNTS_AND_TIMES: Final = frozenset(
@@ -539,7 +570,7 @@ def numbers(text: str) -> list[Number]:
         if any(s <= match.start() < e for s, e in taken):
             continue
         digits = match.group("digits")
-        value = float(digits.replace(",", ""))
+        value = float(re.sub(r"[,\s]", "", digits))
         suffix = (match.group("suffix") or "").lower()
         scale = (match.group("scale") or "").lower()
         if scale:
@@ -586,8 +617,9 @@ def numbers(text: str) -> list[Number]:
         if word == "first" and (
             re.search(r"\bat\s+$", text[: match.start()], re.IGNORECASE)
             or re.match(r"\s+of\s+all\b", text[match.end() :], re.IGNORECASE)
+            or _adverb_first(_words_around(text, match.start(), match.end()), 1)
         ):
-            continue  # "at first", "first of all": initially, no rank
+            continue  # "at first", "first of all", "were first deformed": no rank
         parts = re.split(r"[\s-]", word)
         if parts[0] in ORDINAL_WORDS:
             value, kind = float(ORDINAL_WORDS[parts[0]]), "ordinal"

@@ -311,6 +311,7 @@ class Grounder:
         issues = (
             checks.number_issues(plan.features, span_features, passage_features, subject)
             + checks.counted_issues(plan.features, span_features)
+            + checks.placed_issues(plan.features, span_features)
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)
             + checks.negation_issues(plan.features, span_features)

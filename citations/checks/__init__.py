@@ -13,7 +13,7 @@ from .examples import example_issues
 from .issue import Issue
 from .names import entity_issues, owner_issues
 from .negation import negation_issues
-from .numbers import counted_issues, month_issues, number_issues
+from .numbers import counted_issues, month_issues, number_issues, placed_issues
 from .opposites import contrast_issues, direction_issues, opposite_issues, ratio_issues
 from .roles import attribution_issues, parallel_issues, role_issues
 
@@ -33,6 +33,7 @@ __all__ = [
     "opposite_issues",
     "owner_issues",
     "parallel_issues",
+    "placed_issues",
     "ratio_issues",
     "role_issues",
 ]

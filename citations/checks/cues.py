@@ -11,6 +11,7 @@ from citations.claims import (
     EXTREME_WORDS,
     ORDINAL_WORDS,
     STOP_WORDS,
+    WORD,
     Features,
     stem,
     zipf_frequency,
@@ -37,11 +38,14 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
             continue
         if group & span.extremes or stem(word) in span.word_stems:
             continue
-        # "all-encompassing" says "all": a synonym may be part of a hyphenated word.
-        if CUE_SYNONYMS.get(word, frozenset()) & {
+        # "all-encompassing" says "all", "league-leading" "leading": the word or a synonym
+        # may be part of a hyphenated word.
+        if (CUE_SYNONYMS.get(word, frozenset()) | {word}) & {
             part for w in span.words for part in (w, *w.split("-"))
         }:
             continue
+        if word == "only-one" and _near(span.words, "only", "one", 3):
+            continue  # "could only support one astronaut"
         shown = word.replace("-", " ")
         issues.append(Issue(f'the passage does not say "{shown}"', False))
     for word in _comparisons(claim):
@@ -51,14 +55,64 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
         if word not in span.words:
             issues.append(Issue(f'the passage does not say "{word}"', False))
     claim_text = claim.text.lower()
-    for among, superlative in _ONE_OF.findall(span.text.lower()):
-        # "among the UK's driest" and "one of its oldest" say "among the driest"
-        if superlative in claim_text and not re.search(
+    span_text = span.text.lower()
+    for among, superlative in _ONE_OF.findall(span_text):
+        # "among the UK's driest" and "one of its oldest" say "among the driest"; a span
+        # that also says "the largest of these" plainly says both.
+        if superlative in claim_text and not _plainly(span_text, superlative) and not re.search(
             rf"\b(?:one of|among)\s+(?:the|its|their|his|her)\s+(?:[\w.]+['’]s\s+)?"
             rf"{re.escape(superlative)}\b", claim_text
         ):
             issues.append(Issue(f'the passage says "{among} {superlative}"', False))
+    hedge = _dropped_hedge(claim, span)
+    if hedge:
+        issues.append(Issue(f'the passage says "{hedge}"', False))
     return issues
+
+
+# A passage that only reports a view or a likelihood: "is often considered the birthplace
+# of improvisational comedy", "it is likely that the pronunciation matched".
+_HEDGE: Final = re.compile(
+    r"\b(?:often|widely|generally|commonly|sometimes|usually)\s+"
+    r"(?:considered|regarded|believed|thought|described|seen|viewed)\b"
+    r"|\bit is (?:likely|probable|possible|thought|believed) that\b",
+    re.IGNORECASE,
+)
+_HEDGE_WORDS: Final = frozenset(
+    """considered regarded believed thought said claimed reputed likely probably possibly
+    perhaps reportedly allegedly arguably presumably seen viewed described called known
+    may might could some according suggest suggests suggested often""".split()
+)
+
+
+def _dropped_hedge(claim: Features, span: Features) -> str | None:
+    """The span's hedge on what the claim states plainly: two or more of the next four
+    content words after it are the claim's, and the claim hedges nothing."""
+    if _HEDGE_WORDS & set(claim.words):
+        return None
+    for match in _HEDGE.finditer(span.text):
+        following = [
+            stem(w.lower()) for w in WORD.findall(span.text, match.end(), match.end() + 80)
+            if w.lower() not in STOP_WORDS
+        ][:4]
+        if sum(w in claim.word_stems for w in following) >= 2:
+            return match.group().lower()
+    return None
+
+
+def _near(words: tuple[str, ...], first: str, second: str, reach: int) -> bool:
+    return any(
+        w == first and second in words[i + 1 : i + 1 + reach] for i, w in enumerate(words)
+    )
+
+
+def _plainly(text: str, superlative: str) -> bool:
+    """Whether a text uses a superlative outside "one of the …" / "among the …"."""
+    return any(
+        not re.search(r"\b(?:one of|among)\s+(?:the|its|their|his|her)\s+(?:[\w.]+['’]s\s+)?$",
+                      text[: match.start()])
+        for match in re.finditer(rf"\b{re.escape(superlative)}\b", text)
+    )
 
 
 # "one of the most prestigious", "among the largest": one of several, not the one.

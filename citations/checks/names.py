@@ -28,6 +28,8 @@ def entity_issues(
     issues: list[Issue] = []
     for entity in claim.entities:
         if _mentions(entity, span):
+            if other := _other_given_name(entity, span):
+                issues.append(Issue(f"the passage says {other}, not {entity.text}", True))
             continue
         if rival := _rival_name(entity, claim, span):
             named = re.sub(r"['’]s$", "", entity.text)
@@ -45,6 +47,22 @@ def entity_issues(
         else:
             issues.append(Issue(f"the passage does not mention {entity.text}", False))
     return issues
+
+
+def _other_given_name(entity: Entity, span: Features) -> str | None:
+    """ "Pierre Trudeau" where the claim says "Justin Trudeau": the family name found, the
+    given name nowhere, and another given name before the family name in the span (not a
+    title such as "President", a common word)."""
+    tokens = [t for t in entity.tokens if t not in NAME_LINKS and t not in STOP_WORDS]
+    if len(tokens) != 2 or _token_found(tokens[0], span):
+        return None
+    given, family = tokens
+    for other in span.entities:
+        for before, token in zip(other.tokens, other.tokens[1:], strict=False):
+            if token == family and before != given and len(before) > 2 and before.isalpha() \
+                    and before not in STOP_WORDS and zipf_frequency(before, "en") < 4.3:
+                return f"{before.title()} {family.title()}"
+    return None
 
 
 def _rival_name(entity: Entity, claim: Features, span: Features) -> str | None:
@@ -75,7 +93,10 @@ def _mentions(entity: Entity, text: Features) -> bool:
     if not tokens or re.search(rf"(?<!\w){re.escape(entity.text)}(?!\w)", text.text):
         return True  # written alike ("D&B", which the word reader splits)
     found = [_token_found(t, text, acronym=t in entity.acronyms) for t in tokens]
-    rarest = min(range(len(tokens)), key=lambda i: (zipf_frequency(tokens[i], "en"), i))
+    # "P&O" is rarer than any word it is read as
+    rarest = min(range(len(tokens)), key=lambda i: (
+        zipf_frequency(tokens[i], "en") if tokens[i].isalpha() else 0.0, i
+    ))
     return found[rarest] and sum(found) * 2 >= len(found)
 
 

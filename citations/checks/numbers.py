@@ -30,7 +30,10 @@ def number_issues(
                 issues.append(Issue(f"the passage says {other_unit}, not {number.text} "
                                     f"{unit.name}", True))
                 continue
-        if any(_same_number(number, other) for other in (*span.numbers, *named)):
+        if any(_same_number(number, other) for other in span.numbers) or any(
+            _same_number(number, other) and _neighbours(claim.text, number)
+            & _neighbours(subject.text, other) for other in named
+        ):
             continue
         if unit is not None and any(
             (other_unit := _unit(span.text, other)) is not None
@@ -39,9 +42,9 @@ def number_issues(
         ):
             continue  # "about 55 metres" for "180 feet": the passage's figure converted
         if number.kind == "ordinal" and number.value == 1 and (
-            CUE_SYNONYMS["first"] & set(span.words)
-        ):
-            continue  # "the first model" is "the initial model"
+            CUE_SYNONYMS["first"] | {"first"}
+        ) & set(span.words):
+            continue  # "the first model" is "the initial model"; "were first recognised"
         if _counts_its_list(claim.text, number):
             continue  # "two Nobel laureates, Yoichiro Nambu and James Cronin"
         slack = 1 if number.approximate else 0
@@ -64,6 +67,14 @@ _NAME: Final = r"[A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|of|the))*"
 _LIST_AFTER_COUNT: Final = re.compile(
     rf"\s+(?:[\w-]+\s+){{0,4}}?[\w-]+\s*[,:(—–]\s*({_NAME}(?:\s*,\s*{_NAME})*,?\s+and\s+{_NAME})"
 )
+
+
+def _neighbours(text: str, number: Number) -> set[str]:
+    """The words either side of a number: a title's number is the claim's when the claim
+    writes it with the title's words ("Super Bowl 50", "the 1973 oil crisis"), not in
+    another date ("August 15, 1973" in an article on the 1973 oil crisis)."""
+    before = WORD.findall(text[max(0, number.start - 30) : number.start])[-1:]
+    return {w.lower() for w in before} - STOP_WORDS | _words_after(text, number.end, 1)
 
 
 def _counts_its_list(text: str, number: Number) -> bool:
@@ -185,9 +196,15 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
             n for n in (*span.numbers, *singles)
             if _counted_word(span.text, n) == counted and not _of_a_name(span.text, n)
         ]
+        # A span ordinal counting nothing leaves its word out: "the third quarter …, but
+        # early in the fourth,".
+        bare = [
+            n for n in span.numbers
+            if n.kind == number.kind == "ordinal" and _counted_word(span.text, n) is None
+        ]
         if before and not any(_same_number(number, n) for n in before + _elided(
             claim.text, number, span
-        )):
+        ) + bare):
             issues.append(Issue(
                 f"the passage says {before[0].text}, not {number.text}, of this", True
             ))
@@ -237,6 +254,57 @@ def _counted_word(text: str, number: Number) -> str | None:
     if word in STOP_WORDS or word in SCALES or word in ("percent", "per"):
         return None
     return stem(word)
+
+
+def placed_issues(
+    claim: Features, span: Features, *, reach: int = 6, votes: int = 2
+) -> list[Issue]:
+    """A number the passage gives, but of something else: "a talk in 1967" against "He gave
+    a talk on the proposal in 1966, … met Roberts at the 1967 ACM Symposium"; "152,775
+    adherents at the most recent census" against "168,637 members as of the most recent
+    census. Victoria is also home of 152,775 Muslims".
+
+    The words around the claim's number (its clause, ``reach`` words either side) are
+    compared with the words around each of the span's numbers of its kind: when another
+    number's surroundings share ``votes`` more of them than the claim's own number's do,
+    the passage says that number of this. A number whose counted words agree ("190,000
+    people in Nishapur" for "190,000 in Nishapur") is in place."""
+    for number in claim.numbers:
+        if number.kind in ("ordinal", "time"):
+            continue
+        own = [n for n in span.numbers if _same_number(number, n)]
+        rivals = [
+            n for n in span.numbers
+            if _kind_family(n.kind) == _kind_family(number.kind)
+            and not any(_same_number(c, n) for c in claim.numbers)
+        ]
+        around = _surroundings(claim.text, number, reach)
+        if not own or not rivals or len(around) < votes:
+            continue
+        counted = _words_after(claim.text, number.end, 3)
+        if any(counted & _words_after(span.text, n.end, 2) for n in own):
+            continue
+        shared = max(len(around & _surroundings(span.text, n, reach)) for n in own)
+        rival = max(rivals, key=lambda n: len(around & _surroundings(span.text, n, reach)))
+        if len(around & _surroundings(span.text, rival, reach)) - shared >= votes:
+            return [Issue(f"the passage says {rival.text}, not {number.text}, of this", True)]
+    return []
+
+
+_CLAUSE_END: Final = re.compile(r"[,;:]|[.!?](?=\s+[A-Z\"“(])")
+
+
+def _surroundings(text: str, number: Number, reach: int) -> set[str]:
+    """Stems of the content words within ``reach`` words of a number, in its clause."""
+    start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, number.start)), default=0)
+    end_match = _CLAUSE_END.search(text, number.end)
+    end = end_match.start() if end_match else len(text)
+    before = WORD.findall(text[start : number.start])[-reach:]
+    after = WORD.findall(text[number.end : end])[:reach]
+    return {
+        stem(w.lower()) for w in (*before, *after)
+        if w.lower() not in STOP_WORDS and not w[:1].isdigit()
+    }
 
 
 def month_issues(claim: Features, span: Features) -> list[Issue]:

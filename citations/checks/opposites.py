@@ -49,7 +49,15 @@ _OPPOSITES: Final = [
     ("like", "unlike"), ("simpler", "complex"), ("simpler", "complicated"), ("more", "less"),
     ("encourage", "discourage"), ("promote", "discourage"), ("embrace", "renounce"),
     ("adopt", "renounce"), ("elevated", "low"), ("warm", "cool"), ("warmer", "cooler"),
+    ("acidic", "alkaline"), ("barred", "able"), ("barred", "allowed"),
 ]
+_NEGATING_PREFIXES: Final = ("un", "in", "im", "non", "dis", "ir", "il")
+# Words that begin like a negated form and are none: "impart" does not deny "part".
+_NOT_NEGATED: Final = frozenset(
+    """impart impose import impact inform income invent install insight instead inside
+    insist into include involve indeed index discover display dispose dispatch dismiss
+    distill dispute distance intend interest invest inspect inquire""".split()
+)
 _OPPOSITE_STEMS: Final = {}
 for _a, _b in _OPPOSITES:
     _OPPOSITE_STEMS.setdefault(STEMMER.stemWord(_a), set()).add(STEMMER.stemWord(_b))
@@ -77,7 +85,8 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
         # The stemmer cuts "known" to "know" but keeps "unknown": the word itself is
         # prefixed as well.
         prefixed = _suffix_opposites(word)
-        for prefix in ("un", "in", "im", "non", "dis", "ir", "il"):  # known / unknown
+        prefixes = () if word in _NOT_NEGATED else _NEGATING_PREFIXES  # known / unknown
+        for prefix in prefixes:
             opposites.add(prefix + word_stem)
             prefixed.add(prefix + word)
             if word_stem.startswith(prefix) and len(word_stem) > len(prefix) + 3:
@@ -87,6 +96,7 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
         said = [
             w for j, (w, st) in enumerate(zip(span.words, span.word_stems, strict=True))
             if (st in opposites or w in prefixed) and st not in claim_stems
+            and w not in _NOT_NEGATED
             and j not in span_denied
             and not (word in _ORDER_WORDS and _order_reversed(claim, position, span, j))
         ]

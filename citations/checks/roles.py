@@ -111,7 +111,7 @@ def _argument_keys(claim: Features) -> dict[str, str]:
     for word, word_stem in zip(claim.words, claim.word_stems, strict=True):
         if word in STOP_WORDS or word_stem in keys or word[:1].isdigit():
             continue
-        if len(word) >= 5 and (
+        if len(word) >= 5 and not word.endswith("ly") and (  # "cheerfully" argues nothing
             zipf_frequency(word, "en") < 3.5 or word.endswith(_NOUN_ENDINGS)
         ):
             keys[word_stem] = word_stem

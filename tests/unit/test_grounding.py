@@ -28,6 +28,7 @@ from citations.checks import (
     opposite_issues,
     owner_issues,
     parallel_issues,
+    placed_issues,
     ratio_issues,
     role_issues,
 )
@@ -1219,3 +1220,82 @@ def test_a_bracket_open_across_a_line_break_keeps_its_sentence_whole() -> None:
         "Acetone ((CH\n3)\n2CO) and phenol are used as feeder materials in synthesis.",
         "Other compounds follow.",
     ]
+
+
+def test_a_number_the_passage_gives_of_something_else() -> None:
+    talk = analyze("He gave a talk on the proposal in 1966, after which a person from the MoD "
+                   "told him about Baran's work. Scantlebury met Roberts at the 1967 ACM "
+                   "Symposium on Operating System Principles.")
+    assert [i.reason for i in placed_issues(analyze(
+        "Davies presented his proposal in a talk in 1967, after which someone told him."
+    ), talk)] == ["the passage says 1966, not 1967, of this"]
+    assert placed_issues(analyze("Davies presented his proposal in a talk in 1966."), talk) == []
+    census = analyze("Buddhism is the state's largest non-Christian religion, with 168,637 "
+                     "members as of the most recent census. Victoria is also home of 152,775 "
+                     "Muslims and 45,150 Jews.")
+    assert placed_issues(analyze("Buddhism is Victoria's largest non-Christian religion, with "
+                                 "152,775 adherents at the most recent census."), census)
+    # The counted word agrees ("190,000 people in Nishapur" for "190,000 in Nishapur").
+    merv = analyze("The Mongols killed more than 70,000 people in Merv and more than 190,000 "
+                   "in Nishapur.")
+    assert placed_issues(analyze("The Mongols killed over 190,000 people in Nishapur."),
+                         merv) == []
+    # A title's number is the claim's only when written with the title's words.
+    crisis, bretton = analyze("1973 oil crisis"), analyze(
+        "On August 15, 1971, the United States pulled out of the Bretton Woods Accord.")
+    assert number_issues(analyze("The US left Bretton Woods on August 15, 1973."), bretton,
+                         bretton, crisis)
+    assert number_issues(analyze("Before the 1973 oil crisis, the US left Bretton Woods in "
+                                 "1971."), bretton, bretton, crisis) == []
+
+
+def test_thousands_grouped_by_spaces_and_a_bare_ordinal() -> None:
+    assert [n.value for n in numbers("The GDP per capita amounted to PLN 94 000 in 2008 "
+                                     "(c. EUR 23 800).")] == [94000, 2008, 23800]
+    assert [n.value for n in numbers("in 1990 200 people")] == [1990, 200]
+    quarter = analyze("There was no more scoring in the third quarter, but early in the "
+                      "fourth, the Broncos drove to the 41-yard line.")
+    assert counted_issues(analyze("Early in the fourth quarter, the Broncos drove on."),
+                          quarter) == []
+    assert counted_issues(analyze("Early in the second quarter, the Broncos drove on."),
+                          quarter)
+
+
+def test_ranks_hedges_and_given_names() -> None:
+    canyon = analyze("The lower units were metamorphosed and deformed, and then the upper "
+                     "units were deposited.")
+    assert number_issues(analyze("The deeper layers were first metamorphosed and then the "
+                                 "upper layers were laid down."), canyon, canyon) == []
+    assert "least" not in analyze("He was chosen, at least partly in response.").extremes
+    assert not analyze("Religious figures were exempted, and so were teachers.").cause
+    assert analyze("The ledgers reported revenue by department, giving birth to the name.").cause
+    assert "every" not in analyze("one molecule for every two of nitrogen").extremes
+    # "most likely" hedges; "there is no doubt" is certain.
+    assert not analyze("It was most likely carried there by trade.").extremes
+    likely = analyze("It is likely that the pronunciation closely matched Chinggis.")
+    assert cue_issues(analyze("There is no doubt that the pronunciation closely matched "
+                              "Chinggis."), likely)
+    comedy = analyze("UChicago is often considered the birthplace of improvisational comedy.")
+    assert [i.reason for i in cue_issues(analyze(
+        "UChicago is the birthplace of improvisational comedy."
+    ), comedy)] == ['the passage says "often considered"']
+    stats = analyze("Newton recorded a league-leading 45 total touchdowns.")
+    assert cue_issues(analyze("Newton was leading the league with 45 touchdowns."), stats) == []
+    eldon = analyze("The largest of these is Eldon Square, one of the largest shopping "
+                    "complexes in the UK.")
+    assert cue_issues(analyze("Eldon Square is the largest of the city's shopping areas."),
+                      eldon) == []
+    leaders = analyze("Canadian Prime Ministers W. L. Mackenzie King and Pierre Trudeau.")
+    assert [i.reason for i in entity_issues(analyze("Mackenzie King and Justin Trudeau."),
+                                            leaders, leaders)] == [
+        "the passage says Pierre Trudeau, not Justin Trudeau"
+    ]
+    president = analyze("The treaty was signed by President Adams.")
+    assert entity_issues(analyze("John Adams signed the treaty."), president, president) == []
+    ports = analyze("Since 2007, Thomson cruise lines have included Newcastle as a port.")
+    assert entity_issues(analyze("Since 2007, P&O Cruises has used Newcastle as a port."),
+                         ports, ports)
+    assert opposite_issues(analyze("They impart magnetic character."),
+                           analyze("It is in part magnetic.")) == []
+    assert opposite_issues(analyze("Secretions become slightly alkaline."),
+                           analyze("Secretions become slightly acidic."))
