@@ -60,8 +60,7 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
         # "among the UK's driest" and "one of its oldest" say "among the driest"; a span
         # that also says "the largest of these" plainly says both.
         if superlative in claim_text and not _plainly(span_text, superlative) and not re.search(
-            rf"\b(?:one of|among)\s+(?:the|its|their|his|her)\s+(?:[\w.]+['’]s\s+)?"
-            rf"{re.escape(superlative)}\b", claim_text
+            rf"{_ONE_OF_BEFORE}{re.escape(superlative)}\b", claim_text
         ):
             issues.append(Issue(f'the passage says "{among} {superlative}"', False))
     hedge = _dropped_hedge(claim, span)
@@ -109,14 +108,15 @@ def _near(words: tuple[str, ...], first: str, second: str, reach: int) -> bool:
 def _plainly(text: str, superlative: str) -> bool:
     """Whether a text uses a superlative outside "one of the …" / "among the …"."""
     return any(
-        not re.search(r"\b(?:one of|among)\s+(?:the|its|their|his|her)\s+(?:[\w.]+['’]s\s+)?$",
-                      text[: match.start()])
+        not re.search(f"{_ONE_OF_BEFORE}$", text[: match.start()])
         for match in re.finditer(rf"\b{re.escape(superlative)}\b", text)
     )
 
 
 # "one of the most prestigious", "among the largest": one of several, not the one.
 _ONE_OF: Final = re.compile(r"\b(one of the|among the)\s+(most \w+|\w+est)\b")
+# What stands before a superlative said of one of several: "one of its", "among the UK's".
+_ONE_OF_BEFORE: Final = r"\b(?:one of|among)\s+(?:the|its|their|his|her)\s+(?:[\w.]+['’]s\s+)?"
 _NOT_SUPERLATIVES: Final = frozenset("earnest honest modest".split())
 
 

@@ -284,9 +284,9 @@ def placed_issues(
         counted = _words_after(claim.text, number.end, 3)
         if any(counted & _words_after(span.text, n.end, 2) for n in own):
             continue
-        shared = max(len(around & _surroundings(span.text, n, reach)) for n in own)
-        rival = max(rivals, key=lambda n: len(around & _surroundings(span.text, n, reach)))
-        if len(around & _surroundings(span.text, rival, reach)) - shared >= votes:
+        shared = {n: len(around & _surroundings(span.text, n, reach)) for n in own + rivals}
+        rival = max(rivals, key=shared.__getitem__)
+        if shared[rival] - max(shared[n] for n in own) >= votes:
             return [Issue(f"the passage says {rival.text}, not {number.text}, of this", True)]
     return []
 
