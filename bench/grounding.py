@@ -408,15 +408,12 @@ def main() -> None:
     if args.set in ("written", "both"):
         grounder = Grounder(embedder)
         results, times = run(grounder, written, args.batch)
-        for name, splits in (("tune half", {"tune"}), ("held-out half", {"held-out"}),
-                             ("dev split", {"dev"}), ("fresh split", {"fresh"}),
-                             ("fresh2 split", {"fresh2"}), ("fresh3 split", {"fresh3"}),
-                             ("fresh4 split", {"fresh4"}), ("fresh5 split", {"fresh5"}),
-                             ("fresh6 split", {"fresh6"}), ("fresh7 split", {"fresh7"}),
-                             ("fresh8 split", {"fresh8"}), ("fresh9 split", {"fresh9"}),
-                             ("fresh10 split", {"fresh10"}), ("fresh11 split", {"fresh11"}),
-                             ("fresh12 split", {"fresh12"}),
-                             ("tune + held-out", {"tune", "held-out"})):
+        reports = [
+            ("tune half", {"tune"}), ("held-out half", {"held-out"}), ("dev split", {"dev"}),
+            ("fresh split", {"fresh"}), *((f"fresh{i} split", {f"fresh{i}"}) for i in range(2, 13)),
+            ("tune + held-out", {"tune", "held-out"}),
+        ]
+        for name, splits in reports:
             chosen = [i for i, c in enumerate(written) if c.split in splits]
             if chosen:
                 report(f"written, {name}", [written[i] for i in chosen],
