@@ -59,8 +59,8 @@ def _other_given_name(entity: Entity, span: Features) -> str | None:
     given, family = tokens
     for other in span.entities:
         for before, token in zip(other.tokens, other.tokens[1:], strict=False):
-            if token == family and before != given and len(before) > 2 and before.isalpha() \
-                    and before not in STOP_WORDS and zipf_frequency(before, "en") < 4.3:
+            if (token == family and before != given and len(before) > 2 and before.isalpha()
+                    and before not in STOP_WORDS and zipf_frequency(before, "en") < 4.3):
                 return f"{before.title()} {family.title()}"
     return None
 

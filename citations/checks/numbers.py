@@ -30,9 +30,12 @@ def number_issues(
                 issues.append(Issue(f"the passage says {other_unit}, not {number.text} "
                                     f"{unit.name}", True))
                 continue
+        # A title's number is the claim's when the claim writes it with the title's words
+        # ("Super Bowl 50", "the 1973 oil crisis"), not in another date ("August 15, 1973"
+        # in an article on the 1973 oil crisis).
         if any(_same_number(number, other) for other in span.numbers) or any(
-            _same_number(number, other) and _neighbours(claim.text, number)
-            & _neighbours(subject.text, other) for other in named
+            _same_number(number, other) and _surroundings(claim.text, number, 1)
+            & _surroundings(subject.text, other, 1) for other in named
         ):
             continue
         if unit is not None and any(
@@ -67,14 +70,6 @@ _NAME: Final = r"[A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|of|the))*"
 _LIST_AFTER_COUNT: Final = re.compile(
     rf"\s+(?:[\w-]+\s+){{0,4}}?[\w-]+\s*[,:(—–]\s*({_NAME}(?:\s*,\s*{_NAME})*,?\s+and\s+{_NAME})"
 )
-
-
-def _neighbours(text: str, number: Number) -> set[str]:
-    """The words either side of a number: a title's number is the claim's when the claim
-    writes it with the title's words ("Super Bowl 50", "the 1973 oil crisis"), not in
-    another date ("August 15, 1973" in an article on the 1973 oil crisis)."""
-    before = WORD.findall(text[max(0, number.start - 30) : number.start])[-1:]
-    return {w.lower() for w in before} - STOP_WORDS | _words_after(text, number.end, 1)
 
 
 def _counts_its_list(text: str, number: Number) -> bool:
