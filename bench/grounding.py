@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/grounding.py [--set perturbations|written|both] [--limit N]
                                         [--seed 0] [--show N] [--show-held-out]
-                                        [--batch 16]
+                                        [--batch 16] [--nli MODEL.onnx [--nli-tokenizer
+                                        tokenizer.json] [--nli-label 0] [--nli-min 0.01]]
 
 Two sets, both over ../shared/eval/squad/dev.json, each claim checked against its passages
 with citations.grounding.Grounder and the local all-MiniLM-L6-v2 (ONNX) embedder, loaded
@@ -43,13 +44,18 @@ outside Django:
   12 and 13), and of ``"split": "fresh10"`` (120 more over 50 paragraphs, written blind in
   session 13) and ``"split": "fresh11"`` (120 more over 50 paragraphs) once measured in
   session 14. ``"split": "fresh12"`` (120 more over 47 paragraphs, written blind in session
-  14) is now the untouched one: never shown by --show.
+  14) and ``"split": "fresh13"`` (120 more over 50 paragraphs, the last unused ones of 60
+  words or more, at most four per article, written blind in session 15) are the
+  untouched ones: never shown by --show.
   Targets: >= 80% detected with <= 10% false flags.
 
 Printed per category: n, the share judged right, the detection rate on unsupported claims,
 the false-flag rate on supported ones ("partial" counts as a flag) and milliseconds per claim
 (each batch's wall time, embedding included, shared by its claims; passages are embedded
 once and then served from the grounder's cache, as in a thread re-citing its chunks).
+
+With ``--nli`` the grounder also reads each claim it finds supported with that entailment
+model (as GROUNDING_NLI_MODEL does; docs/grounding_entailment.md).
 
 A word-overlap baseline runs on the same claims: supported when at least a share theta of
 the claim's content words occur in the passage, theta chosen for the best accuracy on the
@@ -74,8 +80,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from citations.claims import STOP_WORDS, entities  # noqa: E402
-from citations.grounding import Grounder, Support  # noqa: E402
+from citations.grounding import Grounder, Support, Thresholds  # noqa: E402
 from citations.sentences import split_passage  # noqa: E402
+from embeddings.entailment import OnnxEntailment  # noqa: E402
 
 SQUAD = REPO.parent / "shared" / "eval" / "squad" / "dev.json"
 if not SQUAD.exists():  # a worktree outside the checkout's parent
@@ -366,7 +373,7 @@ def _right(claim: Claim, result: Support) -> bool:
 def show_mistakes(claims: list[Claim], results: list[Support], count: int,
                   held_out: bool = False) -> None:
     # The tune half's mistakes (and the held-out half's only when asked): reading a split's
-    # mistakes tunes on it. The fresh and fresh12 splits' are never shown; fresh2's to
+    # mistakes tunes on it. The fresh, fresh12 and fresh13 splits' are never shown; fresh2's to
     # fresh11's are, since their untouched measurements were taken (sessions 8 to 14).
     shown = {"tune", "dev", "all", *(f"fresh{i}" for i in range(2, 12))} | (
         {"held-out"} if held_out else set()
@@ -391,9 +398,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged claims")
     parser.add_argument("--show-held-out", action="store_true",
-                        help="--show includes the held-out half's mistakes (never fresh/fresh12)")
+                        help="--show includes the held-out half's mistakes (never fresh, "
+                             "fresh12, fresh13)")
     parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--nli", metavar="MODEL.onnx",
+                        help="an entailment cross-encoder in ONNX (tokenizer.json beside it), "
+                             "as GROUNDING_NLI_MODEL")
+    parser.add_argument("--nli-tokenizer", help="its tokenizer.json, if not beside it")
+    parser.add_argument("--nli-label", type=int, default=0,
+                        help="index of its entailment output (GROUNDING_NLI_LABEL)")
+    parser.add_argument("--nli-min", type=float, default=Thresholds().entailed,
+                        help="GROUNDING_NLI_MIN")
     args = parser.parse_args()
+    entailment = OnnxEntailment(
+        args.nli, tokenizer=args.nli_tokenizer, entailed_label=args.nli_label
+    ) if args.nli else None
+    thresholds = Thresholds(entailed=args.nli_min)
 
     squad = json.loads(SQUAD.read_text())
     began = time.perf_counter()
@@ -406,11 +426,11 @@ def main() -> None:
           "occur in the passage (theta tuned on the written tune half)")
 
     if args.set in ("written", "both"):
-        grounder = Grounder(embedder)
+        grounder = Grounder(embedder, thresholds=thresholds, entailment=entailment)
         results, times = run(grounder, written, args.batch)
         reports = [
             ("tune half", {"tune"}), ("held-out half", {"held-out"}), ("dev split", {"dev"}),
-            ("fresh split", {"fresh"}), *((f"fresh{i} split", {f"fresh{i}"}) for i in range(2, 13)),
+            ("fresh split", {"fresh"}), *((f"fresh{i} split", {f"fresh{i}"}) for i in range(2, 14)),
             ("tune + held-out", {"tune", "held-out"}),
         ]
         for name, splits in reports:
@@ -425,7 +445,7 @@ def main() -> None:
         began = time.perf_counter()
         generated = perturbation_claims(squad, embedder, limit=args.limit, seed=args.seed)
         print(f"\nperturbations generated in {time.perf_counter() - began:.1f}s")
-        grounder = Grounder(embedder)
+        grounder = Grounder(embedder, thresholds=thresholds, entailment=entailment)
         results, times = run(grounder, generated, args.batch)
         report("perturbations", generated, results, times, theta)
         if args.show:

@@ -16,17 +16,26 @@ from chat import citations
 from citations.grounding import AnswerGrounding, Grounder, Thresholds, support_dict
 from citations.normalizer import normalize
 from embeddings import get_embedder
+from embeddings.entailment import OnnxEntailment
 
 
 @functools.lru_cache(maxsize=4)
-def _grounder(model_id: str, supported: float, partial: float) -> Grounder:
-    # One per embedder and thresholds: its vector cache lives as long as the process.
-    return Grounder(get_embedder(), thresholds=Thresholds(supported=supported, partial=partial))
+def _grounder(model_id: str, thresholds: Thresholds, nli: tuple[str, str, int]) -> Grounder:
+    # One per embedder, thresholds and entailment model: its caches live as long as the
+    # process.
+    model, tokenizer, label = nli
+    entailment = OnnxEntailment(model, tokenizer=tokenizer or None, entailed_label=label) \
+        if model else None
+    return Grounder(get_embedder(), thresholds=thresholds, entailment=entailment)
 
 
 def grounder() -> Grounder:
     return _grounder(
-        get_embedder().model_id, settings.GROUNDING_SUPPORTED, settings.GROUNDING_PARTIAL
+        get_embedder().model_id,
+        Thresholds(supported=settings.GROUNDING_SUPPORTED, partial=settings.GROUNDING_PARTIAL,
+                   entailed=settings.GROUNDING_NLI_MIN),
+        (settings.GROUNDING_NLI_MODEL, settings.GROUNDING_NLI_TOKENIZER,
+         settings.GROUNDING_NLI_LABEL),
     )
 
 

@@ -26,10 +26,12 @@ and per sentence, ``uncited`` claim sentences, coverage). Everything is determin
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 import numpy as np
 
@@ -56,6 +58,9 @@ class Thresholds:
     max_span_sentences: int = 3  # a claim may combine facts from this many sentences
     extend_terms: int = 2  # claim words a sentence must add to join the span
     extend_gain: float = 0.1  # and their share of the claim's weight
+    # With an entailment model: a claim found supported whose span the model gives less
+    # than this probability of entailing it is partial (bench/grounding.py --nli).
+    entailed: float = 0.01
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,22 @@ class _Unit:
     features: Features
 
 
+@dataclass(frozen=True)
+class _Job:
+    """A claim to check against passages (by key), with each passage's subject."""
+
+    claim: str
+    passages: Mapping[int, str]
+    cross_passage: bool
+    subjects: Mapping[int, str]
+
+    @property
+    def key(self) -> tuple:
+        # A verdict reads only the subjects of the passages it is judged against.
+        return (self.claim, self.cross_passage,
+                tuple((k, text, self.subjects.get(k)) for k, text in self.passages.items()))
+
+
 @dataclass
 class _Plan:
     claim: str
@@ -155,6 +176,12 @@ class _Plan:
     subjects: dict[int, str]
 
 
+class EntailmentModel(Protocol):
+    def entailment(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """For each (premise, hypothesis): the probability that the premise entails it."""
+        ...
+
+
 class Grounder:
     def __init__(
         self,
@@ -162,9 +189,18 @@ class Grounder:
         *,
         thresholds: Thresholds | None = None,
         cache_size: int = 8192,
+        entailment: EntailmentModel | None = None,
     ) -> None:
         self.thresholds = thresholds or Thresholds()
         self.cache = VectorCache(embedder, max_entries=cache_size)
+        # Optional: the checks below read words; a trained model reads meaning (none can
+        # be had offline here; an operator may configure one, chat/grounding.py).
+        self.entailment = entailment
+        # Verdicts by what they depend on: the offline answerer checks each sentence it
+        # quotes, then the message's grounding checks the same sentences again.
+        self._verdicts: OrderedDict[tuple, Support] = OrderedDict()
+        self._verdicts_size = cache_size
+        self._lock = threading.Lock()
 
     # -- entry points ---------------------------------------------------------------------
 
@@ -183,16 +219,13 @@ class Grounder:
         items: Sequence[tuple[str, Sequence[str]] | tuple[str, Sequence[str], Sequence[str]]],
     ) -> list[Support]:
         """Many claims at once: every text that needs a vector is embedded in one batch."""
-        plans = []
+        jobs = []
         for item in items:
             claim, passages = item[0], item[1]
             titles = item[2] if len(item) > 2 else ()
-            plans.append(self._plan(
-                claim, dict(enumerate(passages)), cross_passage=False,
-                subjects={i: t for i, t in enumerate(titles) if t},
-            ))
-        vectors = self._embed(plans)
-        return [self._judge(plan, vectors) for plan in plans]
+            jobs.append(_Job(claim, dict(enumerate(passages)), False,
+                             {i: t for i, t in enumerate(titles) if t}))
+        return self._supports(jobs)
 
     def check_answer(
         self, answer: str, passages: Mapping[int, str], *, titles: Mapping[int, str] | None = None
@@ -204,24 +237,22 @@ class Grounder:
         titles = titles or {}
         sentences = split_answer(answer)
         claim_flags = [is_claim(s) for s in sentences]
-        jobs: list[tuple[int, int | None, _Plan]] = []  # (sentence index, number|None, plan)
+        keys: list[tuple[int, int | None]] = []  # (sentence index, number|None) of each job
+        jobs: list[_Job] = []
         for index, (sentence, claim) in enumerate(zip(sentences, claim_flags, strict=True)):
             cited = [n for n in sentence.citations if n in passages]
             if not claim or not cited:
                 continue
             for number in cited:
-                plan = self._plan(sentence.text, {number: passages[number]}, cross_passage=False,
-                                  subjects=titles)
-                jobs.append((index, number, plan))
+                keys.append((index, number))
+                jobs.append(_Job(sentence.text, {number: passages[number]}, False, titles))
             if len(cited) > 1:
                 # Facts combined from several cited passages support the sentence together.
-                together = {n: passages[n] for n in cited}
-                jobs.append((index, None, self._plan(sentence.text, together, cross_passage=True,
-                                                     subjects=titles)))
-        vectors = self._embed([plan for _, _, plan in jobs])
+                keys.append((index, None))
+                jobs.append(_Job(sentence.text, {n: passages[n] for n in cited}, True, titles))
         per_sentence: dict[int, dict[int | None, Support]] = {}
-        for index, number, plan in jobs:
-            per_sentence.setdefault(index, {})[number] = self._judge(plan, vectors)
+        for (index, number), support in zip(keys, self._supports(jobs), strict=True):
+            per_sentence.setdefault(index, {})[number] = support
 
         results: list[SentenceGrounding] = []
         by_citation: dict[int, Support] = {}
@@ -255,6 +286,57 @@ class Grounder:
         return AnswerGrounding(tuple(results), by_citation, coverage)
 
     # -- the three steps --------------------------------------------------------------------
+
+    def _supports(self, jobs: Sequence[_Job]) -> list[Support]:
+        """Each job's verdict: remembered, or planned, embedded in one batch and judged."""
+        with self._lock:
+            known = {job.key: self._verdicts.get(job.key) for job in jobs}
+            for key in known.keys() & self._verdicts.keys():
+                self._verdicts.move_to_end(key)
+        fresh = {job.key: job for job in jobs if known[job.key] is None}
+        plans = {
+            key: self._plan(job.claim, job.passages, cross_passage=job.cross_passage,
+                            subjects=job.subjects)
+            for key, job in fresh.items()
+        }
+        vectors = self._embed(list(plans.values()))
+        judged = self._entailed(
+            fresh, {key: self._judge(plan, vectors) for key, plan in plans.items()}
+        )
+        with self._lock:
+            for key, support in judged.items():
+                self._verdicts[key] = support
+                self._verdicts.move_to_end(key)
+            while len(self._verdicts) > self._verdicts_size:
+                self._verdicts.popitem(last=False)
+        return [known[job.key] or judged[job.key] for job in jobs]
+
+    def _entailed(self, jobs: Mapping[tuple, _Job], judged: dict[tuple, Support]
+                  ) -> dict[tuple, Support]:
+        """Supported verdicts the entailment model, if any, does not find entailed by their
+        span made partial: it catches claims that share the passage's words and meaning yet
+        say something else (a changed relation, an overreach)."""
+        if self.entailment is None:
+            return judged
+        keys, premises = [], []
+        for key, support in judged.items():
+            if support.verdict != "supported" or support.span is None:
+                continue
+            premise = jobs[key].passages[support.passage][slice(*support.span)]
+            if " ".join(jobs[key].claim.split()) in " ".join(premise.split()):
+                continue  # quoted word for word (the offline answerer's sentences)
+            keys.append(key)
+            premises.append(premise)
+        probabilities = self.entailment.entailment(
+            [(premise, jobs[k].claim) for k, premise in zip(keys, premises, strict=True)]
+        )
+        for key, probability in zip(keys, probabilities, strict=True):
+            if probability < self.thresholds.entailed:
+                judged[key] = replace(
+                    judged[key], verdict="partial",
+                    reason="an entailment model does not read this in the passage",
+                )
+        return judged
 
     def _plan(
         self, claim: str, passages: dict[int, str], *, cross_passage: bool,

@@ -339,6 +339,17 @@ GROUNDING = env("GROUNDING", default="on").lower() in ("on", "true", "1", "yes")
 # and below which its passage does not support it at all; between: partial.
 GROUNDING_SUPPORTED = env.float("GROUNDING_SUPPORTED", default=0.62)
 GROUNDING_PARTIAL = env.float("GROUNDING_PARTIAL", default=0.45)
+# Optional: an entailment (NLI) cross-encoder exported to ONNX, its tokenizer.json beside
+# it unless given; a claim found supported that the model gives less than
+# GROUNDING_NLI_MIN probability of being entailed by its span is partial. The label is the
+# index of the model's "entailment" output; the threshold depends on the model's
+# calibration (embeddings/entailment.py, bench/grounding.py --nli). Empty: none.
+GROUNDING_NLI_MODEL = env("GROUNDING_NLI_MODEL", default="")
+GROUNDING_NLI_TOKENIZER = env("GROUNDING_NLI_TOKENIZER", default="")
+GROUNDING_NLI_LABEL = env.int("GROUNDING_NLI_LABEL", default=0)
+GROUNDING_NLI_MIN = env.float("GROUNDING_NLI_MIN", default=0.01)
+if GROUNDING_NLI_MODEL and not Path(GROUNDING_NLI_MODEL).is_file():
+    raise ImproperlyConfigured(f"GROUNDING_NLI_MODEL={GROUNDING_NLI_MODEL!r} is not a file")
 # Distinct @mentions one message may carry (each scopes the search); more is a 400.
 CHAT_MAX_MENTIONS = env.int("CHAT_MAX_MENTIONS", default=20)
 

@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from chat.models import Message
 from indexing import pipeline, sources
+from tests.nli_models import constant_nli_model
 from tests.scripted_llm import answer, tool_call
 
 pytestmark = pytest.mark.django_db
@@ -161,3 +162,16 @@ def test_ask_prints_the_grounding_line(llm, harbour, workspace, capsys):
     out = capsys.readouterr().out
     assert "grounding> 4 sentences · 2 supported · 0 partial · 1 unsupported · 1 uncited" in out
     assert "unsupported: " in out
+
+
+def test_a_configured_entailment_model_reads_every_answer(llm, harbour, api, settings,
+                                                          tmp_path):
+    # A model that finds nothing entailed: the sentences the words and meaning support
+    # become partial; the contradicted one keeps its own reason.
+    settings.GROUNDING_NLI_MODEL = str(constant_nli_model(tmp_path, entailed=False))
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy harbour"}),
+                  answer(ANSWER)]
+    message = ask(api).json()
+    assert verdicts(message["grounding"]) == ["partial", "partial", "unsupported", "uncited"]
+    (citation,) = message["citations"]
+    assert "18:00" in citation["support"]["reason"]

@@ -55,8 +55,13 @@ def association_issues(
     # Each word's distance to each anchor, on each side, measured once for every pair.
     in_claim = {w: {n: _nearest(claim_positions[w], claim_positions[n]) for n in names}
                 for w in words}
-    in_span = {w: {n: _nearest(span_positions[w], span_positions[n]) for n in names}
-               for w in words}
+    # In the passage, per occurrence of the word: a word used near each of two names votes
+    # for neither (_near_both).
+    each_in_span = {
+        w: [{n: _nearest([p], span_positions[n]) for n in names} for p in span_positions[w]]
+        for w in words
+    }
+    in_span = {w: {n: min(d[n] for d in each_in_span[w]) for n in names} for w in words}
     for i, first in enumerate(names):
         for second in names[i + 1 :]:
             a, b = anchors[first], anchors[second]
@@ -70,8 +75,7 @@ def association_issues(
                     continue
                 span_side = in_span[word_stem][first] - in_span[word_stem][second]
                 if abs(span_side) < margin or _near_both(
-                    span_positions[word_stem], span_positions[first], span_positions[second],
-                    margin,
+                    each_in_span[word_stem], first, second, margin
                 ):
                     continue
                 if (claim_side < 0) == (span_side < 0):
@@ -127,14 +131,13 @@ def _anchor_positions(features: Features) -> dict[str, int]:
 
 
 def _near_both(
-    positions: Sequence[int], first: Sequence[int], second: Sequence[int], margin: int
+    occurrences: Sequence[dict[str, int]], first: str, second: str, margin: int
 ) -> bool:
-    """Whether the text uses the word near each of the two names: "identifying rocks …,
-    petrologists … Two methods for identifying rocks … are optical microscopy" says it of
-    both, so it votes for neither."""
+    """Whether the text uses the word near each of the two names (each occurrence's
+    distance to every name given): "identifying rocks …, petrologists … Two methods for
+    identifying rocks … are optical microscopy" says it of both, so it votes for neither."""
     sides = {
-        _nearest([p], first) < _nearest([p], second) for p in positions
-        if abs(_nearest([p], first) - _nearest([p], second)) >= margin
+        d[first] < d[second] for d in occurrences if abs(d[first] - d[second]) >= margin
     }
     return len(sides) == 2
 

@@ -924,6 +924,21 @@ def test_texts_are_embedded_once_per_batch_and_then_served_from_the_cache() -> N
     assert not first_batch & set(embedder.calls[1]) - {"Super Bowl 50 decided the NFL champion."}
 
 
+def test_a_sentence_checked_again_against_the_same_passage_is_not_judged_again(grounder) -> None:
+    # The offline answerer checks each sentence it quotes; the message's grounding then
+    # checks the same sentences: the second check reuses the verdicts.
+    answer = "The Broncos defeated the Panthers 24–10. [citation:1]"
+    first = grounder.check_answer(answer, {1: PASSAGE}, titles={1: "Super Bowl 50"})
+    again = grounder.check_answer(answer, {1: PASSAGE}, titles={1: "Super Bowl 50"})
+    assert again.citations[1] is first.citations[1]
+    # What a verdict depends on is part of what it is remembered by.
+    other = grounder.check_answer(answer, {1: SECOND}, titles={1: "Super Bowl 50"})
+    assert other.citations[1] is not first.citations[1]
+    assert other.citations[1].verdict != "supported"
+    retitled = grounder.check_answer(answer, {1: PASSAGE}, titles={1: "Levi's Stadium"})
+    assert retitled.citations[1] is not first.citations[1]
+
+
 def test_number_reading_handles_scales_ranges_fractions_and_words() -> None:
     values = [(n.text, n.value, n.kind) for n in numbers(
         "about 1.3 million fans, from 4 to 7 million people, one third of the output, "
