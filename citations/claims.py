@@ -117,7 +117,7 @@ _SENTENCE_STARTERS: Final = frozenset(
     historically traditionally geographically officially reportedly apparently arguably
     importantly interestingly ironically surprisingly specifically particularly
     especially mostly mainly largely partly roughly approximately nearly almost just
-    even""".split()
+    even certain particular various numerous specific few""".split()
 )
 NAME_LINKS: Final = frozenset("of de del della di da van von der den du la le y al bin".split())
 
@@ -809,7 +809,8 @@ def _is_acronym(token: str) -> bool:
 def _is_common_opening(word: str) -> bool:
     if word in _SENTENCE_STARTERS or word in STOP_WORDS or zipf_frequency(word, "en") >= 5.2:
         return True
-    if word in _SMALL_NUMBERS or word in _TENS or word in ORDINAL_WORDS:
+    number = word.split("-")[0]  # "Three-dimensional reconstruction …"
+    if number in _SMALL_NUMBERS or number in _TENS or number in ORDINAL_WORDS:
         return True  # "Thirty US states …"
     # "Users could reach …": a common noun's plural, not a name; "Tactics such as …",
     # "Physics is …": a field or practice in "-ics".

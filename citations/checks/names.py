@@ -109,6 +109,12 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
         return True  # "MVPs" is the plural of "MVP"
     if _split_formula(token, text) or _in_compound(token, text) or _same_country(token, text):
         return True
+    if "-" in token.strip("-"):
+        # "MPO-positive cells" for "MPO+ cells": the name in a compound is what must be found.
+        named = [p for p in token.split("-") if p and not (
+            p.isalpha() and len(p) >= 3 and zipf_frequency(p, "en") >= 3.5)]
+        if named and all(_token_found(p, text, acronym=acronym) for p in named):
+            return True
     if token.endswith("ish") and len(token) >= 6 and stem(token[:-3]) in text.word_stems:
         return True  # "Jewish" for "Jews"
     if len(token) >= 6 and any(  # "Woods Hole, Mass." for "Massachusetts"
@@ -165,6 +171,8 @@ def _split_formula(token: str, text: Features) -> bool:
 
 def _acronym_of(token: str, text: Features) -> bool:
     letters = token.lower().replace(".", "")  # "U.S." spells "United States" too
+    # "HEK293" for "human embryonic kidney 293 cells": the number is written as it is.
+    letters, number = re.fullmatch(r"(.*?)(\d*)", letters).groups()
     if len(letters) < 2:
         return False
     # Words the text writes out in lower case: "GDP" for "gross domestic product", "DDoS"
@@ -173,9 +181,12 @@ def _acronym_of(token: str, text: Features) -> bool:
     for words in ([w for w in parts if w not in NAME_LINKS and w != "and"], parts):
         if any(
             "".join(w[0] for w in words[i : i + len(letters)]) == letters
+            and (not number or words[i + len(letters) : i + len(letters) + 1] == [number])
             for i in range(len(words) - len(letters) + 1)
         ):
             return True
+    if number:
+        return False
     initials = "".join(
         e_token[0] for entity in text.entities for e_token in entity.tokens
         if e_token not in NAME_LINKS

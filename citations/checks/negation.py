@@ -29,12 +29,14 @@ def negation_issues(claim: Features, span: Features) -> list[Issue]:
 
 # Words that deny without "not": "would outgrow its practice of controlling" (could not
 # keep controlling), "excluding 1 as a prime" (1 is not counted as a prime), "falling
-# outside of reasonable discipline" (not reasonable discipline); and "only"
+# outside of reasonable discipline" (not reasonable discipline), "blockade of
+# degradation" (no degradation); and "only"
 # before an adverb: "reacts only slowly" (does not react quickly).
 _IMPLICIT_NEGATORS: Final = frozenset(
     """excluding exclude excludes excluded prevent prevents prevented avoid avoids avoided
     rarely seldom hardly barely unable impossible outgrow outgrew unchanged unknown
-    outside spare spares spared zero""".split()
+    outside spare spares spared zero block blocks blocked blockade abolish abolishes
+    abolished abrogate abrogates abrogated""".split()
 )
 
 
@@ -71,8 +73,10 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
 
 
 def _negated_form(word: str, stems: set[str]) -> bool:
-    """ "massless" denies "mass", "frictionless" "friction": a word in "-less" whose root
-    is one of ``stems``."""
+    """ "massless" denies "mass", "frictionless" "friction", "footprint-free" "footprint": a
+    word in "-less" or "-free" whose root is one of ``stems``."""
+    if word.endswith("-free"):
+        return stem(word[:-5]) in stems
     return (
         word.endswith("less") and len(word) >= 8 and word not in NOT_WITHOUT
         and stem(word[:-4]) in stems

@@ -11,6 +11,7 @@ from typing import Final
 from citations.claims import (
     IRREGULAR,
     NAME_LINKS,
+    NEGATIONS,
     PARTICIPLE_PREPOSITIONS,
     QUANTIFIERS,
     STOP_WORDS,
@@ -224,6 +225,7 @@ def role_issues(
     for index, token in enumerate(claim_tokens):
         if (
             token.word in STOP_WORDS or token.word in _SYMMETRIC or token.word in QUANTIFIERS
+            or token.word in NEGATIONS  # "not" relates no one to anyone
             or token.stem in _ERGATIVE
             or token.word[:1].isdigit() or len(token.word) < 3 or token.stem not in span_at
             or token.word in names

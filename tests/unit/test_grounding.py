@@ -1314,3 +1314,42 @@ def test_ranks_hedges_and_given_names() -> None:
                            analyze("It is in part magnetic.")) == []
     assert opposite_issues(analyze("Secretions become slightly alkaline."),
                            analyze("Secretions become slightly acidic."))
+
+
+def test_scientific_names_written_short_or_in_a_compound() -> None:
+    passage = analyze("Orai1 strongly reduces calcium entry in human embryonic kidney 293 "
+                      "cells. MPO+ cells and Gr1+ cells were decreased after treatment with "
+                      "GM-CSF.")
+    for claim in ("Orai1 suppressed calcium entry in HEK293 cells.",
+                  "Treatment lowered the numbers of MPO-positive and Gr1-positive cells."):
+        assert entity_issues(analyze(claim), passage, passage) == [], claim
+    # The number is part of the name; a name's letters are not a common word.
+    for claim in ("Orai1 suppressed calcium entry in HEK294 cells.",
+                  "The cells were treated with G-CSF."):
+        assert entity_issues(analyze(claim), passage, passage) != [], claim
+
+
+@pytest.mark.parametrize(("check", "claim", "span", "flagged"), [
+    # A root in "-free", a blockade: denials without "not".
+    (negation_issues, "The best methods leave no footprint.",
+     "The best methods are footprint-free.", False),
+    (negation_issues, "The cells could no longer carry out autophagic degradation.",
+     "Ablation results in a blockade of autophagic degradation.", False),
+    (negation_issues, "The cells could no longer carry out autophagic degradation.",
+     "Ablation results in autophagic degradation.", True),
+    # "not" relates no one to anyone: active and passive with a negation read alike.
+    (role_issues, "Offices of national statistics do not routinely gather detailed data.",
+     "Detailed data is not routinely collected by offices of national statistics.", False),
+    # A verb of causing states a cause.
+    (cue_issues, "EETs cause vascular relaxation by activating potassium channels.",
+     "EETs produce vascular relaxation by activating potassium channels.", False),
+    (cue_issues, "EETs cause vascular relaxation by activating potassium channels.",
+     "EETs come with vascular relaxation and active potassium channels.", True),
+])
+def test_research_prose_words_negation_and_cause_its_own_way(check, claim, span, flagged):
+    assert bool(check(analyze(claim), analyze(span))) == flagged
+
+
+def test_a_determiner_or_number_word_opening_a_sentence_is_no_name() -> None:
+    assert entities("Certain members of the family are upregulated.") == []
+    assert entities("Three-dimensional reconstruction allowed the quantification.") == []
