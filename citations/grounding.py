@@ -289,11 +289,12 @@ class Grounder:
 
     def _supports(self, jobs: Sequence[_Job]) -> list[Support]:
         """Each job's verdict: remembered, or planned, embedded in one batch and judged."""
+        keys = [job.key for job in jobs]
         with self._lock:
-            known = {job.key: self._verdicts.get(job.key) for job in jobs}
+            known = {key: self._verdicts.get(key) for key in keys}
             for key in known.keys() & self._verdicts.keys():
                 self._verdicts.move_to_end(key)
-        fresh = {job.key: job for job in jobs if known[job.key] is None}
+        fresh = {key: job for key, job in zip(keys, jobs, strict=True) if known[key] is None}
         plans = {
             key: self._plan(job.claim, job.passages, cross_passage=job.cross_passage,
                             subjects=job.subjects)
@@ -309,7 +310,7 @@ class Grounder:
                 self._verdicts.move_to_end(key)
             while len(self._verdicts) > self._verdicts_size:
                 self._verdicts.popitem(last=False)
-        return [known[job.key] or judged[job.key] for job in jobs]
+        return [known[key] or judged[key] for key in keys]
 
     def _entailed(self, jobs: Mapping[tuple, _Job], judged: dict[tuple, Support]
                   ) -> dict[tuple, Support]:

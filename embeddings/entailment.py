@@ -45,6 +45,7 @@ class OnnxEntailment:
         self._session = None
         self._tokenizer = None
         self._width: int | None = None  # the model's fixed sequence length, if it has one
+        self._inputs: list[str] = []  # the inputs the model takes, of the three it may
         self._lock = threading.Lock()
 
     def entailment(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
