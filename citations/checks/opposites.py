@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from citations.claims import STEMMER, STOP_WORDS, Features, stem
+from citations.claims import STEMMER, STOP_WORDS, Features, stem, zipf_frequency
 
 from .issue import Issue
 from .negation import NOT_WITHOUT, negative_prefix
@@ -198,8 +198,12 @@ def direction_issues(claim: Features, span: Features) -> list[Issue]:
     return []
 
 
+# Each end is a phrase of up to three words, read by its rarest word: "from prfA into the
+# downstream plcA gene" runs from prfA to plcA.
+_END: Final = r"((?:[\w'’-]+\s+){0,2}?[\w'’-]+)"
 _FROM_TO: Final = re.compile(
-    r"\bfrom\s+(?:the\s+)?([\w'’-]+)\s+(?:to|into|toward|towards)\s+(?:the\s+)?([\w'’-]+)",
+    rf"\bfrom\s+(?:the\s+)?{_END}\s+(?:to|into|toward|towards)\s+(?:the\s+)?"
+    r"((?:[\w'’-]+\s+){0,2}[\w'’-]+)",
     re.IGNORECASE,
 )
 # The passage may tell the order as "from A to B" or "A and then B" / "A, then B".
@@ -214,8 +218,20 @@ def _sequences(text: str, pattern: re.Pattern[str]) -> list[tuple[str, str]]:
     pairs = []
     for match in pattern.finditer(text):
         first, second = [g for g in match.groups() if g is not None][:2]
-        pairs.append((stem(_lower(first)), stem(_lower(second))))
+        pairs.append((stem(_lower(_head(first))), stem(_lower(_head(second)))))
     return pairs
+
+
+def _head(phrase: str) -> str:
+    """The word a phrase of an end is known by: its rarest word, up to a function word
+    ("Paris in 1900" is Paris)."""
+    first, *rest = phrase.split()
+    words = [first]
+    for word in rest:
+        if word.lower() in STOP_WORDS:
+            break
+        words.append(word)
+    return min(words, key=lambda w: zipf_frequency(_lower(w), "en"))
 
 
 def _lower(word: str) -> str:

@@ -289,6 +289,13 @@ def test_a_movement_the_other_way_round_is_a_contradiction() -> None:
     assert direction_issues(analyze("The name spread from Scandinavia to Germany."), span) == []
     assert direction_issues(analyze("It moved from Paris to London."),
                             analyze("It moved from London to Paris in 1900.")) != []
+    # An end of several words is known by its rarest one.
+    readthrough = analyze("Effects are due to loss of readthrough transcription from plcA "
+                          "into the downstream gene prfA, which encodes a factor.")
+    assert direction_issues(analyze("Effects stem from readthrough transcription from prfA "
+                                    "into the downstream plcA gene."), readthrough) != []
+    assert direction_issues(analyze("Effects stem from readthrough transcription from plcA "
+                                    "into the downstream prfA gene."), readthrough) == []
 
 
 def test_a_formula_with_its_subscript_apart_is_the_same_name() -> None:
