@@ -68,9 +68,8 @@ class OnnxEntailment:
                 for name in inputs:
                     feeds[name][row, :size] = columns[name]
             (logits,) = session.run(None, feeds)[:1]
-            logits = logits - logits.max(axis=1, keepdims=True)
-            probabilities = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
-            entailed[rows] = probabilities[:, self.entailed_label]
+            exp = np.exp(logits - logits.max(axis=1, keepdims=True))  # softmax, stable
+            entailed[rows] = exp[:, self.entailed_label] / exp.sum(axis=1)
         return entailed.tolist()
 
     def _load(self):
