@@ -75,18 +75,14 @@ class OnnxEntailment:
     def _load(self):
         with self._lock:
             if self._session is None:
-                import onnxruntime as ort
                 from tokenizers import Tokenizer
+
+                from embeddings.local import ort_session
 
                 try:
                     tokenizer = Tokenizer.from_file(str(self.tokenizer_path))
-                    options = ort.SessionOptions()
-                    if self.threads:
-                        options.intra_op_num_threads = self.threads
-                    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                    session = ort.InferenceSession(
-                        str(self.model), sess_options=options, providers=["CPUExecutionProvider"]
-                    )
+                    # The embedder's session settings: no spinning threads on 2 cores.
+                    session = ort_session(self.model, self.threads)
                 except Exception as exc:  # a damaged file: say which, not a stack of ORT
                     raise EntailmentModelError(f"cannot load {self.model}: {exc}") from exc
                 # Some exports fix the sequence length: pad every pair to it.

@@ -160,7 +160,7 @@ class LocalMiniLMEmbedder:
             with _EXPORT_LOCK:
                 if not path.exists():  # another instance may have exported meanwhile
                     _export_onnx(path, directory, tokenizer, self.threads)
-        session = _ort_session(path, self.threads)
+        session = ort_session(path, self.threads)
         batch_size = self.batch_size
 
         def encode(texts: list[str]) -> np.ndarray:
@@ -264,7 +264,7 @@ def _torch_encoder(
     return encode
 
 
-def _ort_session(path: Path | str, threads: int | None) -> onnxruntime.InferenceSession:
+def ort_session(path: Path | str, threads: int | None) -> onnxruntime.InferenceSession:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -419,7 +419,7 @@ def _export_onnx(target: Path, directory: Path, tokenizer: Tokenizer, threads: i
             )
         del wrapper, bert
 
-        session = _ort_session(tmp, threads)
+        session = ort_session(tmp, threads)
         texts = list(_VERIFICATION_TEXTS)
         # A small batch size so several batches, each with padding, are checked.
         candidate = _embed_onnx(session, tokenizer, texts, batch_size=8)
