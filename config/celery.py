@@ -2,7 +2,7 @@ import logging
 import os
 from datetime import timedelta
 
-from celery import Celery
+from celery import Celery, bootsteps
 from celery.signals import worker_ready
 
 from config import broker  # noqa: F401  (registers the verityfs:// transport)
@@ -39,3 +39,50 @@ def requeue_stranded_documents(**kwargs) -> None:
         connections.close_all()  # this (parent) process needs no connection of its own
     if count:
         logger.warning("Re-queued %d unfinished documents at worker start", count)
+
+
+class RequeueLostTasks(bootsteps.StartStopStep):
+    """When a worker reconnects to a Redis broker, send again the documents whose task
+    the broker no longer holds (lost in the restart: see indexing.queued).
+
+    Only documents unfinished for INGEST_LOST_AFTER_SECONDS: one registered a moment
+    ago may not have been published yet.
+    """
+
+    requires = {"celery.worker.consumer.tasks:Tasks"}
+
+    def __init__(self, parent, **kwargs) -> None:
+        super().__init__(parent, **kwargs)
+        self.connected_before = False
+
+    def start(self, c) -> None:
+        reconnected, self.connected_before = self.connected_before, True
+        if not reconnected or c.connection.transport.driver_type != "redis":
+            return  # at start, requeue_stranded_documents has swept
+        from django.conf import settings
+        from django.db import connections
+
+        from indexing.queued import queued_document_ids
+        from indexing.sources import requeue_unfinished
+        from indexing.tasks import index_document_task
+
+        try:
+            held = queued_document_ids(
+                c.connection.default_channel,
+                [settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_BULK_QUEUE],
+                index_document_task.name,
+            )
+            count = requeue_unfinished(
+                older_than=timedelta(seconds=settings.INGEST_LOST_AFTER_SECONDS),
+                on_broker=held,
+            )
+        except Exception:  # the worker must go on serving its queue
+            logger.exception("Could not look for tasks lost while the broker was away")
+            return
+        finally:
+            connections.close_all()
+        if count:
+            logger.warning("Re-queued %d documents whose task the broker lost", count)
+
+
+app.steps["consumer"].add(RequeueLostTasks)

@@ -182,6 +182,9 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 BROKER_CHECK_RETRIES = env.int("BROKER_CHECK_RETRIES", default=2)
 BROKER_CHECK_TIMEOUT = env.float("BROKER_CHECK_TIMEOUT", default=1.0)
 INGEST_REQUEUE_AFTER_SECONDS = env.int("INGEST_REQUEUE_AFTER_SECONDS", default=300)
+# A worker reconnecting to a Redis broker re-sends documents unfinished for this
+# long whose task the broker no longer holds (config.celery.RequeueLostTasks).
+INGEST_LOST_AFTER_SECONDS = env.int("INGEST_LOST_AFTER_SECONDS", default=60)
 
 # --- Auth, i18n, static --------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

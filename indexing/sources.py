@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
@@ -203,15 +203,16 @@ def _send(ids: list[int], force: bool) -> None:
             return
 
 
-def requeue_unfinished(*, older_than: timedelta) -> int:
-    """Queue documents left PENDING/INDEXING for a while (a broker outage at upload).
+def requeue_unfinished(*, older_than: timedelta, on_broker: Collection[int] = ()) -> int:
+    """Queue documents left PENDING/INDEXING for a while (a broker outage at upload),
+    except those whose task the broker is known to hold (`on_broker`).
 
     Safe even when their task is still queued: indexing is idempotent.
     """
     stale = Document.objects.filter(
         status__in=[Document.Status.PENDING, Document.Status.INDEXING],
         updated_at__lt=timezone.now() - older_than,
-    )
+    ).exclude(pk__in=on_broker)
     ids = list(stale.values_list("pk", flat=True))
     _send(ids, force=False)
     return len(ids)
