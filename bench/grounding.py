@@ -50,8 +50,10 @@ outside Django:
   against a SciFact abstract (``"doc"``: its id in ../shared/eval/scifact/corpus.jsonl)
   instead of a SQuAD paragraph: ``"split": "sci1"`` (120 claims over 50 abstracts, written
   blind in session 15) measures the engine on another corpus, untouched, never shown;
-  ``"split": "sci2"`` (120 more over the next 50 abstracts, written the same way) is
-  the SciFact split to read and tune on, shown by --show.
+  ``"split": "sci2"`` (120 more over the next 50 abstracts, written the same way) and
+  ``"split": "sci3"`` (120 more over 50 other abstracts, written in session 16) are the
+  SciFact splits to read and tune on, shown by --show; ``"split": "sci4"`` (120 more over
+  49 abstracts, written blind in session 16) is, like sci1, never shown.
   Targets: >= 80% detected with <= 10% false flags.
 
 Printed per category: n, the share judged right, the detection rate on unsupported claims,
@@ -397,10 +399,10 @@ def _right(claim: Claim, result: Support) -> bool:
 def show_mistakes(claims: list[Claim], results: list[Support], count: int,
                   held_out: bool = False) -> None:
     # The tune half's mistakes (and the held-out half's only when asked): reading a split's
-    # mistakes tunes on it. The fresh, fresh12, fresh13 and sci1 splits' are never shown;
+    # mistakes tunes on it. The fresh, fresh12, fresh13, sci1 and sci4 splits' are never shown;
     # fresh2's to fresh11's are, since their untouched measurements were taken (sessions 8
     # to 14).
-    shown = {"tune", "dev", "all", "sci2", *(f"fresh{i}" for i in range(2, 12))} | (
+    shown = {"tune", "dev", "all", "sci2", "sci3", *(f"fresh{i}" for i in range(2, 12))} | (
         {"held-out"} if held_out else set()
     )
     wrong = [
@@ -424,7 +426,7 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=0, help="print this many misjudged claims")
     parser.add_argument("--show-held-out", action="store_true",
                         help="--show includes the held-out half's mistakes (never fresh, "
-                             "fresh12, fresh13, sci1)")
+                             "fresh12, fresh13, sci1, sci4)")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--nli", metavar="MODEL.onnx",
                         help="an entailment cross-encoder in ONNX (tokenizer.json beside it), "
@@ -458,6 +460,8 @@ def main() -> None:
             ("fresh split", {"fresh"}), *((f"fresh{i} split", {f"fresh{i}"}) for i in range(2, 14)),
             ("sci1 split (SciFact abstracts)", {"sci1"}),
             ("sci2 split (SciFact abstracts, read)", {"sci2"}),
+            ("sci3 split (SciFact abstracts, read)", {"sci3"}),
+            ("sci4 split (SciFact abstracts)", {"sci4"}),
             ("tune + held-out", {"tune", "held-out"}),
         ]
         for name, splits in reports:

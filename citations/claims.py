@@ -255,8 +255,20 @@ class Features:
     word_stems: tuple[str, ...] = field(repr=False, default=())  # stem of every word
 
 
+# Greek letters spelled out, as many texts write them: "NFκB" is "NFkappaB", "IL-1β"
+# "IL-1beta", "Γδ T cells" "Gammadelta T cells". (Not mu: "µg" and "μl" are units.)
+_GREEK_NAMES: Final = dict(zip(
+    "αβγδεζηθικλνξπρστυφχψω",
+    "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda nu xi pi rho sigma "
+    "tau upsilon phi chi psi omega".split(), strict=True,
+))
+_GREEK: Final = str.maketrans(
+    _GREEK_NAMES | {letter.upper(): name.title() for letter, name in _GREEK_NAMES.items()}
+)
+
+
 def analyze(text: str) -> Features:
-    return _analyze(text)
+    return _analyze(text.translate(_GREEK))
 
 
 @lru_cache(maxsize=8192)

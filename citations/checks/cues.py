@@ -179,7 +179,10 @@ def _compared(word_stem: str, span: Features) -> bool:
 # causal, enough to state the cause a claim gives.
 _CLAUSE_CAUSE: Final = re.compile(
     r"\bgiven that\b|\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,5}?"
-    r"(?:was|were|is|are|had|has|have|did|does|do|would|could|will|can|should|must)\b",
+    r"(?:was|were|is|are|had|has|have|did|does|do|would|could|will|can|should|must)\b"
+    # "Ease of sample preparation … make it generally better suited": a cause of a quality
+    r"|\b(?:make|makes|made|making)\s+(?:it|them|this|these|those)\s+(?:\w+ly\s+)?"
+    r"(?:more|less|better|worse|\w+er|\w+ble)\b",
     re.IGNORECASE,
 )
 

@@ -100,9 +100,18 @@ def _mentions(entity: Entity, text: Features) -> bool:
     return found[rarest] and sum(found) * 2 >= len(found)
 
 
+# What a compound says of the name before it: "Kit-positive", "ERα-deficient".
+_MARKERS: Final = frozenset(
+    "positive negative deficient null expressing knockout dependent independent".split()
+)
+
+
 def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
     if token in text.words or stem(token) in text.word_stems:
         return True
+    bare = token.replace("-", "")
+    if any(w.replace("-", "") == bare for w in text.words if "-" in w or "-" in token):
+        return True  # "PI3-kinase" for "PI-3-kinase"
     if acronym and (_acronym_of(token, text) or (
         token.endswith("s") and len(token) > 2 and _token_found(token[:-1], text, acronym=True)
     )):
@@ -110,8 +119,10 @@ def _token_found(token: str, text: Features, *, acronym: bool = False) -> bool:
     if _split_formula(token, text) or _in_compound(token, text) or _same_country(token, text):
         return True
     if "-" in token.strip("-"):
-        # "MPO-positive cells" for "MPO+ cells": the name in a compound is what must be found.
-        named = [p for p in token.split("-") if p and not (
+        # "MPO-positive cells" for "MPO+ cells": the name in a compound is what must be found,
+        # even a common word ("Kit-positive" for "Kit+").
+        head, _, marker = token.rpartition("-")
+        named = [head] if marker in _MARKERS else [p for p in token.split("-") if p and not (
             p.isalpha() and len(p) >= 3 and zipf_frequency(p, "en") >= 3.5)]
         if named and all(_token_found(p, text, acronym=acronym) for p in named):
             return True

@@ -10,16 +10,24 @@ from citations.claims import NEGATIONS, STOP_WORDS, Features, stem, zipf_frequen
 from .issue import Issue
 
 
-def negation_issues(claim: Features, span: Features) -> list[Issue]:
-    """A "not" in one that the other lacks, where it bears on what both talk about."""
+def negation_issues(
+    claim: Features, span: Features, passage: Features | None = None
+) -> list[Issue]:
+    """A "not" in one that the other lacks, where it bears on what both talk about. A
+    claim's negation the passage words elsewhere, outside the span ("Neither treatment,
+    however, eliminated headache problems" after the sentences the rest of the claim
+    combines), is no dropped "not"."""
     claim_denies = _relevant_negations(claim, span, reach=5, words=3)
+    if passage is not None:
+        claim_denies = [i for i in claim_denies if not _denied_alike(claim, i, passage)]
     # The passage's own negations count only when they bear on a word the claim uses right
     # after them: "Manning did not throw a touchdown" says nothing about "The Broncos won".
     span_denies = _relevant_negations(span, claim, reach=3, words=1)
     # Either side may word its negation differently ("does not accelerate" / "will not cause
     # it to accelerate"), so any negation on the other side answers a relevant one.
-    if claim_denies and not span.negations and not _implicitly_denied(claim, span,
-                                                                         claim_denies):
+    if claim_denies and not span.negations and not _implicitly_denied(
+        claim, span, claim_denies, contrasts=True
+    ):
         return [Issue("the passage states this without the negation", True)]
     if span_denies and not claim.negations and not _implicitly_denied(span, claim,
                                                                       span_denies):
@@ -40,10 +48,19 @@ _IMPLICIT_NEGATORS: Final = frozenset(
 )
 
 
-def _implicitly_denied(claim: Features, span: Features, negations: list[int]) -> bool:
+# "shown in EC-treated cells, rather than in CGA-exposed cells": not in those.
+_DENYING_PAIRS: Final = frozenset({("rather", ("than",)), ("instead", ("of",))})
+
+
+def _implicitly_denied(
+    claim: Features, span: Features, negations: list[int], *, contrasts: bool = False
+) -> bool:
     """Whether the span words each relevant claim negation another way: a denying word
     within four words of the span's use of what the negation bears on. (Either text may
-    be the claim: "NK cells spare normal cells" words the passage's "are not attacked".)"""
+    be the claim: "NK cells spare normal cells" words the passage's "are not attacked".)
+    With ``contrasts`` (the span is the passage) "rather than" or "instead of" before what
+    the negation denies words it too: "shown in EC-treated cells, rather than in
+    CGA-exposed cells" for "not seen in cells exposed to CGA"."""
     for index in negations:
         # What the negation bears on may stand before it: "a format television could not
         # use" is "a format incompatible with television".
@@ -56,6 +73,12 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
         denied = {claim.word_stems[j] for j in range(index + 1, min(len(claim.words), index + 6))}
         if any(_negated_form(word, denied) for word in span.words):
             continue  # "no mass or friction" / "massless, frictionless"
+        if contrasts and any(
+            (span.words[k], span.words[k + 1 : k + 2]) in _DENYING_PAIRS
+            and set(_scope(claim, index, 2)) & set(span.word_stems[k + 2 : k + 6])
+            for k in range(len(span.words))
+        ):
+            continue  # "not seen in cells exposed to CGA" / "rather than in CGA-exposed cells"
         near = [
             k for j, word_stem in enumerate(span.word_stems) if word_stem in scope
             for k in range(max(0, j - 4), min(len(span.words), j + 5))
@@ -70,6 +93,32 @@ def _implicitly_denied(claim: Features, span: Features, negations: list[int]) ->
         ):
             return False
     return True
+
+
+def _denied_alike(claim: Features, index: int, passage: Features) -> bool:
+    """Whether a passage negation bears first on what the claim's negation at ``index``
+    bears first on, and on one more of its first four content words, a rare one:
+    "neither treatment did away with their headaches" / "Neither treatment, however,
+    eliminated headache problems"; not "does not vary with the applied force" / "does not
+    move because the applied force …"."""
+    scope = _scope(claim, index, 4)
+    rare = {
+        claim.word_stems[j] for j in range(len(claim.words))
+        if zipf_frequency(claim.words[j], "en") < 4.0
+    }
+    for j in passage.negations:
+        denied = _scope(passage, j, 4)
+        if scope[:1] == denied[:1] and (set(scope[1:]) & set(denied[1:]) & rare):
+            return True
+    return False
+
+
+def _scope(text: Features, index: int, count: int) -> list[str]:
+    return [
+        text.word_stems[j] for j in range(index + 1, min(len(text.words), index + 12))
+        if text.words[j] not in STOP_WORDS and text.words[j] not in NEGATIONS
+        and text.words[j] not in _SCOPE_FILLERS
+    ][:count]
 
 
 def _negated_form(word: str, stems: set[str]) -> bool:

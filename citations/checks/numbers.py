@@ -48,6 +48,8 @@ def number_issues(
             CUE_SYNONYMS["first"] | {"first"}
         ) & set(span.words):
             continue  # "the first model" is "the initial model"; "were first recognised"
+        if number.kind == "fraction" and _share_of_counts(number, span):
+            continue  # "half of the four" for "of the four …, two"
         if _counts_its_list(claim.text, number):
             continue  # "two Nobel laureates, Yoichiro Nambu and James Cronin"
         slack = 1 if number.approximate else 0
@@ -81,6 +83,18 @@ def _counts_its_list(text: str, number: Number) -> bool:
     return listed is not None and len(
         re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", listed.group(1))
     ) == number.value
+
+
+def _share_of_counts(share: Number, span: Features) -> bool:
+    """Whether two counts close together in the span make the claim's share: "two of the
+    four" is half."""
+    counts = [n for n in span.numbers if n.kind == "number" and n.value > 0]
+    return any(
+        part.value < whole.value and abs(part.value / whole.value - share.value) < 0.005
+        and abs(part.start - whole.start) <= 80
+        and "." not in span.text[min(part.end, whole.end) : max(part.start, whole.start)]
+        for part in counts for whole in counts
+    )
 
 
 def _unit(text: str, number: Number) -> units.Unit | None:

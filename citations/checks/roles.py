@@ -356,13 +356,16 @@ _OPENING_PREPOSITIONS: Final = frozenset(
 def _clause_subject(tokens: Sequence[_Token], clause: int, keys: dict[str, str]) -> str | None:
     """The name a clause opens with (within its first four words), if any; none when it
     opens with a preposition ("In 1854 at Ballarat there was …")."""
-    words = [t for t in tokens if t.clause == clause][:4]
+    own = [t for t in tokens if t.clause == clause]
+    words = own[:4]
     if words and words[0].word in _OPENING_PREPOSITIONS:
         return None
     for position, token in enumerate(words):
         key = _key(token, keys)
         if key and _title_of_another(words, position, keys):
             continue  # "Administrator Webb": the title is shared, the name is not
+        if len(token.word) == 1 and position + 1 < len(own) and _key(own[position + 1], keys):
+            continue  # "C. albicans": the genus written short
         if key:
             return key
         if token.capital and token.word not in STOP_WORDS and (

@@ -17,6 +17,7 @@ import pytest
 from citations.checks import (
     association_issues,
     attribution_issues,
+    comparison_issues,
     contrast_issues,
     counted_issues,
     cue_issues,
@@ -1360,3 +1361,94 @@ def test_research_prose_words_negation_and_cause_its_own_way(check, claim, span,
 def test_a_determiner_or_number_word_opening_a_sentence_is_no_name() -> None:
     assert entities("Certain members of the family are upregulated.") == []
     assert entities("Three-dimensional reconstruction allowed the quantification.") == []
+
+
+@pytest.mark.parametrize(("claim", "passage", "flagged"), [
+    # The sides swapped with the same comparative: the reverse.
+    ("In the presence of serum, adherent cells showed higher Rho activity than suspended "
+     "cells.", "Suspended cells showed higher Rho activity than adherent cells in the "
+     "presence of serum.", True),
+    # The sides swapped with the opposite comparative: the same.
+    ("In the presence of serum, adherent cells showed lower Rho activity than suspended "
+     "cells.", "Suspended cells showed higher Rho activity than adherent cells in the "
+     "presence of serum.", False),
+    ("Suspended cells showed more Rho activity than adherent cells.",
+     "Suspended cells showed higher Rho activity than adherent cells.", False),
+    # Abbreviations the passage defines stand for their words; "earlier" onset is a
+    # "younger" age at onset.
+    ("Synovial IL-6 levels were higher in patients with osteoarthritis than in those with "
+     "rheumatoid arthritis.", "Patients with osteoarthritis (OA) and rheumatoid arthritis "
+     "(RA) were studied. Synovial IL-6 levels were higher in RA than in OA.", True),
+    ("Onset in Japan occurs more than a decade earlier than in Barbados.",
+     "In Barbados the age of onset is over a decade younger than in Japan.", True),
+    ("Onset in Barbados occurs more than a decade earlier than in Japan.",
+     "In Barbados the age of onset is over a decade younger than in Japan.", False),
+    # Of the passage's comparisons, the one sharing most of the claim's words answers it.
+    ("The ones that are not cut must be younger than the fault.",
+     "Faults are younger than the rocks they cut; the formations that were cut are older "
+     "than the fault, and the ones that are not cut must be younger than the fault.", False),
+    ("The mean rating for Sadness was higher on the BDI-II than on the BDI-IA.",
+     "The mean rating for Sadness on the BDI-IA was higher than it was on the BDI-II, but "
+     "the mean ratings for Past Failure were higher on the BDI-II than on the BDI-IA.", True),
+])
+def test_a_comparison_with_its_sides_the_other_way_round(claim, passage, flagged):
+    features = analyze(passage)
+    assert bool(comparison_issues(analyze(claim), features, features)) == flagged
+
+
+def test_research_prose_writes_names_shares_and_denials_its_own_way() -> None:
+    # Greek letters spelled out; a hyphen more or less in a name.
+    passage = analyze("The ZBR binds the RelA subunit of NFkappaB and AKT/PI-3-kinase.")
+    for claim in ("The ZBR binds the RelA subunit of NFκB.", "The ZBR binds PI3-kinase."):
+        assert entity_issues(analyze(claim), passage, passage) == [], claim
+    # "half" of two counts the passage gives together.
+    lundehunds = analyze("Of the four Lundehunds with gastric carcinoma, two had no mucins.")
+    assert number_issues(analyze("Of the four Lundehunds, half had no mucins."), lundehunds,
+                         lundehunds) == []
+    one = analyze("Of the four Lundehunds with gastric carcinoma, one had no mucins.")
+    assert number_issues(analyze("Of the four Lundehunds, half had no mucins."), one, one)
+    # "rather than" in the passage denies what follows it.
+    claim = analyze("Activation was shown in EC-treated cells, an effect not seen in cells "
+                    "exposed to CGA.")
+    assert negation_issues(claim, analyze(
+        "Activation was shown in EC-treated cells, rather than in CGA-exposed cells.")) == []
+    assert negation_issues(claim, analyze(
+        "Activation was shown in EC-treated cells and in CGA-exposed cells."))
+
+
+def test_a_negation_the_passage_words_outside_the_span_is_no_dropped_not() -> None:
+    claim = analyze("Both treatments helped, but neither treatment did away with the "
+                    "headaches.")
+    span = analyze("Both treatments yielded significant improvements in headache activity.")
+    passage = analyze("Both treatments yielded significant improvements in headache "
+                      "activity. Neither treatment, however, eliminated headache problems.")
+    assert negation_issues(claim, span)
+    assert negation_issues(claim, span, passage) == []
+    # Common words alone do not tie two negations together.
+    friction = analyze("Static friction does not vary with the applied force.")
+    pushed = analyze("The object does not move because the applied force is opposed.")
+    balanced = analyze("Static friction balances the applied force.")
+    assert negation_issues(friction, balanced, analyze(
+        f"{pushed.text} {balanced.text}"))
+
+
+def test_research_prose_names_a_marked_cell_a_genus_and_a_cause_of_a_quality() -> None:
+    kit = analyze("Kit+ cells migrate into the developing dermis.")
+    assert entity_issues(analyze("Kit-positive cells migrate into the dermis."), kit, kit) == []
+    assert entity_issues(analyze("Sox10-positive cells migrate into the dermis."), kit, kit)
+    # "C. albicans" is the claim's "Candida albicans", not another name opening the clause.
+    span = analyze("Infection with Candida albicans is sensed by the Nlrp3 inflammasome, "
+                   "resulting in the release of IL-1beta. The ability of C. albicans to switch "
+                   "into a filamentous form is essential for activation of the Nlrp3 "
+                   "inflammasome, as C. albicans mutants incapable of forming hyphae were "
+                   "defective in their ability to induce macrophage IL- 1beta secretion.")
+    claim = analyze("Candida albicans mutants unable to form hyphae were defective in inducing "
+                    "IL-1β secretion from macrophages.")
+    assert attribution_issues(claim, span) == []
+    # "X makes it better suited" states why it is.
+    claim = analyze("Owing to easy sample preparation, flow cytometry is better suited than "
+                    "densitometry.")
+    assert cue_issues(claim, analyze("Ease of sample preparation makes it generally better "
+                                     "suited than densitometry.")) == []
+    assert cue_issues(claim, analyze("Flow cytometry is generally better suited than "
+                                     "densitometry, and sample preparation is easy."))
