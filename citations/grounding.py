@@ -408,6 +408,7 @@ class Grounder:
             + checks.attribution_issues(plan.features, span_features)
             + checks.parallel_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
+            + checks.slot_issues(plan.features, span_features, passage_features)
             + checks.example_issues(plan.features, passage_features)
             + checks.owner_issues(plan.features, span_features)
             + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))

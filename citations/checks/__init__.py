@@ -12,7 +12,7 @@ from .comparisons import comparison_issues
 from .cues import cue_issues
 from .examples import example_issues
 from .issue import Issue
-from .names import entity_issues, owner_issues
+from .names import entity_issues, owner_issues, slot_issues
 from .negation import negation_issues
 from .numbers import counted_issues, month_issues, number_issues, placed_issues
 from .opposites import contrast_issues, direction_issues, opposite_issues, ratio_issues
@@ -38,4 +38,5 @@ __all__ = [
     "placed_issues",
     "ratio_issues",
     "role_issues",
+    "slot_issues",
 ]

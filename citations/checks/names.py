@@ -13,9 +13,11 @@ from citations.claims import (
     STOP_WORDS,
     Entity,
     Features,
+    analyze,
     stem,
     zipf_frequency,
 )
+from citations.sentences import split_passage
 
 from .issue import Issue
 
@@ -47,6 +49,60 @@ def entity_issues(
         else:
             issues.append(Issue(f"the passage does not mention {entity.text}", False))
     return issues
+
+
+def slot_issues(claim: Features, span: Features, passage: Features) -> list[Issue]:
+    """A name put in another's place, both named in the span: "53BP1 bodies increased
+    after ablation of SMC2" against "53BP1 bodies increase after ablation of BLM. …
+    Conversely, 53BP1 bodies are suppressed by knocking down SMC2".
+
+    The span sentence holding most of the claim's other words (three or more, and most of
+    them) lacks the claim's name, and another name stands there among two or more of the
+    words the claim has around its own. A name the passage gives in several sentences is
+    what it is about ("Harvard"), said of all of them."""
+    sentences = [analyze(span.text[a:b]) for a, b in split_passage(span.text)]
+    if len(sentences) < 2:
+        return []
+    names = {t for e in claim.entities for t in e.tokens}
+    words = {s for w, s in zip(claim.words, claim.word_stems, strict=True)
+             if w not in STOP_WORDS and w not in names and not w[:1].isdigit()}
+    overlap = [len(words & set(sentence.word_stems)) for sentence in sentences]
+    best = max(range(len(sentences)), key=lambda i: (overlap[i], -i))
+    if overlap[best] < 3 or overlap[best] * 2 < len(words) or overlap.count(overlap[best]) > 1:
+        return []
+    sentence = sentences[best]
+    clauses = [analyze(c) for c in _CLAUSE_BREAK.split(claim.text)]
+    for entity in claim.entities:
+        naming = [s for s in sentences if _mentions(entity, s)]
+        if _mentions(entity, sentence) or len(naming) != 1 or sum(
+            _mentions(entity, analyze(passage.text[a:b])) for a, b in split_passage(passage.text)
+        ) > 1:
+            continue  # named there, nowhere, or all through the passage
+        clause = next((c for c in clauses if _mentions(entity, c)), claim)
+        around = _around(clause, set(entity.tokens)) & words
+        # Where the span does name it, with as many of those words, it is said of it there.
+        own = len(around & set(naming[0].word_stems))
+        for other in sentence.entities:
+            if _mentions(other, claim) or set(other.tokens) & names or min(
+                (zipf_frequency(t, "en") for t in other.tokens), default=9.0
+            ) >= 4.0:
+                continue  # a title or common word ("President"), a lone initial
+            if len(around & _around(sentence, set(other.tokens))) >= max(2, own + 1):
+                return [Issue(f"the passage says {other.text}, not {entity.text}", True)]
+    return []
+
+
+_CLAUSE_BREAK: Final = re.compile(r",\s+(?:and|but|while|whereas|which|who)\b|;")
+
+
+def _around(text: Features, tokens: set[str], reach: int = 4) -> set[str]:
+    """Stems within ``reach`` words of the name's words."""
+    at = [i for i, w in enumerate(text.words) if w in tokens]
+    return {
+        text.word_stems[j] for i in at
+        for j in range(max(0, i - reach), min(len(text.words), i + reach + 1))
+        if text.words[j] not in tokens and text.words[j] not in STOP_WORDS
+    }
 
 
 def _other_given_name(entity: Entity, span: Features) -> str | None:
