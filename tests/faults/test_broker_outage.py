@@ -75,6 +75,13 @@ def env_for(tmp_path, broker: RedisServer, app) -> dict[str, str]:
     return worker_env(tmp_path, redis_url=broker.url, CELERY_QUEUE=app.conf.task_default_queue)
 
 
+def assert_nothing_on_the_broker(broker: RedisServer, app) -> None:
+    """No message queued, none taken and left unacked."""
+    client = redis.Redis.from_url(broker.url)
+    assert client.llen(app.conf.task_default_queue) == 0
+    assert client.hlen("unacked") == 0
+
+
 def post_upload(user, name: str, data: bytes):
     client = APIClient()
     client.force_authenticate(user)
@@ -264,10 +271,7 @@ def test_starting_a_worker_sends_documents_whose_publish_was_lost(
             "the worker to re-send the stranded document",
         )
         time.sleep(1)
-        # Nothing else was sent: no message queued or in flight on the broker.
-        client = redis.Redis.from_url(broker.url)
-        assert client.llen(web_celery.conf.task_default_queue) == 0
-        assert client.hlen("unacked") == 0
+        assert_nothing_on_the_broker(broker, web_celery)  # nothing else was sent
     finally:
         worker.terminate()
         worker.wait(timeout=60)
@@ -319,9 +323,7 @@ def test_a_worker_reconnecting_sends_again_a_document_whose_task_the_broker_lost
         wait_for(lambda: Document.objects.get(pk=lost.pk).status in FINAL, 60,
                  "the reconnected worker to send the lost document again")
         time.sleep(1)
-        client = redis.Redis.from_url(broker.url)
-        assert client.llen(web_celery.conf.task_default_queue) == 0
-        assert client.hlen("unacked") == 0
+        assert_nothing_on_the_broker(broker, web_celery)
     finally:
         worker.terminate()
         worker.wait(timeout=60)
