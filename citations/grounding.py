@@ -408,7 +408,10 @@ class Grounder:
             + checks.attribution_issues(plan.features, span_features)
             + checks.parallel_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)
-            + checks.slot_issues(plan.features, span_features, passage_features)
+            + checks.slot_issues(
+                plan.features, [u.features for u in units],
+                [u.features for u in plan.units if u.passage == passage_key],
+            )
             + checks.example_issues(plan.features, passage_features)
             + checks.owner_issues(plan.features, span_features)
             + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Final
 
 from citations.claims import (
@@ -17,7 +18,6 @@ from citations.claims import (
     stem,
     zipf_frequency,
 )
-from citations.sentences import split_passage
 
 from .issue import Issue
 
@@ -51,7 +51,9 @@ def entity_issues(
     return issues
 
 
-def slot_issues(claim: Features, span: Features, passage: Features) -> list[Issue]:
+def slot_issues(
+    claim: Features, sentences: Sequence[Features], passage: Sequence[Features]
+) -> list[Issue]:
     """A name put in another's place, both named in the span: "53BP1 bodies increased
     after ablation of SMC2" against "53BP1 bodies increase after ablation of BLM. …
     Conversely, 53BP1 bodies are suppressed by knocking down SMC2".
@@ -59,8 +61,8 @@ def slot_issues(claim: Features, span: Features, passage: Features) -> list[Issu
     The span sentence holding most of the claim's other words (three or more, and most of
     them) lacks the claim's name, and another name stands there among two or more of the
     words the claim has around its own. A name the passage gives in several sentences is
-    what it is about ("Harvard"), said of all of them."""
-    sentences = [analyze(span.text[a:b]) for a, b in split_passage(span.text)]
+    what it is about ("Harvard"), said of all of them. ``sentences`` are the span's,
+    ``passage`` all the passage's."""
     if len(sentences) < 2:
         return []
     names = {t for e in claim.entities for t in e.tokens}
@@ -75,7 +77,7 @@ def slot_issues(claim: Features, span: Features, passage: Features) -> list[Issu
     for entity in claim.entities:
         naming = [s for s in sentences if _mentions(entity, s)]
         if _mentions(entity, sentence) or len(naming) != 1 or sum(
-            _mentions(entity, analyze(passage.text[a:b])) for a, b in split_passage(passage.text)
+            _mentions(entity, s) for s in passage
         ) > 1:
             continue  # named there, nowhere, or all through the passage
         clause = next((c for c in clauses if _mentions(entity, c)), claim)

@@ -114,11 +114,18 @@ def _denied_alike(claim: Features, index: int, passage: Features) -> bool:
 
 
 def _scope(text: Features, index: int, count: int) -> list[str]:
+    """Stems of the first ``count`` content words after the negation at ``index``."""
+    return [text.word_stems[j] for j in _content_after(text, index, 11)[:count]]
+
+
+def _content_after(text: Features, index: int, reach: int) -> list[int]:
+    """Positions of the content words among the ``reach`` words after ``index``, past
+    fillers and other negations."""
     return [
-        text.word_stems[j] for j in range(index + 1, min(len(text.words), index + 12))
+        j for j in range(index + 1, min(len(text.words), index + 1 + reach))
         if text.words[j] not in STOP_WORDS and text.words[j] not in NEGATIONS
         and text.words[j] not in _SCOPE_FILLERS
-    ][:count]
+    ]
 
 
 def _negated_form(word: str, stems: set[str]) -> bool:
@@ -157,11 +164,7 @@ def _relevant_negations(text: Features, other: Features, *, reach: int, words: i
     """Negations whose scope (the next few content words) the other text also talks about."""
     relevant = []
     for index in text.negations:
-        content = [
-            j for j in range(index + 1, min(len(text.words), index + 1 + 2 * reach))
-            if text.words[j] not in STOP_WORDS and text.words[j] not in NEGATIONS
-            and text.words[j] not in _SCOPE_FILLERS
-        ]
+        content = _content_after(text, index, 2 * reach)
         # A negation bears at least on its first content word, past fillers and function
         # words: "not actually being a chapter", "do not have to be non-violent".
         scope = [text.word_stems[j] for j in content if j <= index + reach][:words] or [

@@ -1456,9 +1456,12 @@ def test_research_prose_names_a_marked_cell_a_genus_and_a_cause_of_a_quality() -
 
 
 def test_a_name_put_in_the_place_of_another_the_span_also_names() -> None:
-    passage = analyze("The number of 53BP1 nuclear bodies increases after genetic ablation of "
-                      "BLM, a DNA helicase. Conversely, 53BP1 nuclear bodies are partially "
-                      "suppressed by knocking down SMC2, a condensin subunit.")
+    passage = [analyze(s) for s in (
+        "The number of 53BP1 nuclear bodies increases after genetic ablation of BLM, a DNA "
+        "helicase.",
+        "Conversely, 53BP1 nuclear bodies are partially suppressed by knocking down SMC2, a "
+        "condensin subunit.",
+    )]
     swapped = analyze("The number of 53BP1 nuclear bodies increased after genetic ablation of "
                       "SMC2.")
     assert slot_issues(swapped, passage, passage)
@@ -1466,6 +1469,5 @@ def test_a_name_put_in_the_place_of_another_the_span_also_names() -> None:
                     "BLM.")
     assert slot_issues(right, passage, passage) == []
     # A name the passage gives all through is what it is about, said of each sentence.
-    about = analyze("SMC2 is a condensin subunit. The number of 53BP1 nuclear bodies "
-                    "increases after genetic ablation of BLM. SMC2 knockdown suppresses them.")
-    assert slot_issues(swapped, about, about) == []
+    about = [analyze("SMC2 is a condensin subunit."), *passage]
+    assert slot_issues(swapped, passage, about) == []
