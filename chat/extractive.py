@@ -216,6 +216,10 @@ def unknown_words(question: str) -> frozenset[str]:
     )
 
 
+def _document(title: str) -> str:
+    return title.split(" › ", 1)[0]  # parse_titles joins a document's title and headings so
+
+
 def _normalized(sentence: str) -> str:
     return " ".join(WORD.findall(sentence.lower()))
 
@@ -270,11 +274,15 @@ def rank_sentences(
     weight = {t: rarity(t) * math.log(1 + len(units) / (1 + df[t])) for t in wanted}
     total = sum(weight.values()) or 1.0
     keys = key_terms(question)
-    passage_text = {
-        number: f"{text} {(titles or {}).get(number, '')}".lower() for number, text in passages
-    }
+    # What each document's passages shown and its title and headings say: a passage of
+    # it need not name the module or product it is about again.
+    document_text: dict[str, str] = {}
+    for number, text in passages:
+        title = (titles or {}).get(number, "")
+        document = _document(title)
+        document_text[document] = f"{document_text.get(document, '')} {text} {title}".lower()
     # Only the ones some passage names: a word found nowhere is a typo, not a name.
-    unknown = {w for w in unknown_words(question) if any(w in t for t in passage_text.values())}
+    unknown = {w for w in unknown_words(question) if any(w in t for t in document_text.values())}
     title_stems = {n: analyze(t).stems for n, t in (titles or {}).items()}
     at = {(u.number, u.index): u for u in units}
     # In how many documents a sentence is shown: twice in one document is the overlap
@@ -291,10 +299,16 @@ def rank_sentences(
         return sum(weight[t] for t in found) / total
 
     texts = {u.text for u in units}
+    headings = {
+        number: "".join(f" {_normalized(part)} " for part in title.split(" › "))
+        for number, title in (titles or {}).items()
+    }
     ranked = []
     for position, unit in enumerate(units):
         if unit.index == 0 and any(t != unit.text and t.endswith(unit.text) for t in texts):
             continue  # a chunk's overlap cut this sentence, shown whole elsewhere: quote that
+        if f" {_normalized(unit.text)} " in headings.get(unit.number, ""):
+            continue  # the title or a heading ("2. Launch date"): it names a topic
         neighbours = [n for n in (at.get((unit.number, unit.index - 1)),
                                   at.get((unit.number, unit.index + 1))) if n is not None]
         if keys:
@@ -306,6 +320,7 @@ def rank_sentences(
                 continue  # about another identifier than the one asked for
         if required and not any(looks.search(unit.text) for looks in required):
             continue  # "how many" is not answered by a sentence without a number
+        document = _document((titles or {}).get(unit.number, ""))
         have = wanted & (unit.features.stems | analyze(unit.subject).stems)
         around = set()
         for neighbour in neighbours:
@@ -327,7 +342,7 @@ def rank_sentences(
             score *= 0.7  # a table or a run-on block, not a sentence
         if unit.fragment:
             score *= 0.5
-        if any(word not in passage_text[unit.number] for word in unknown):
+        if any(word not in document_text[document] for word in unknown):
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,

@@ -249,3 +249,41 @@ def test_the_sentence_naming_the_default_is_read_first(checker):
     ]
     answer = compose_answer(question, passages, grounder=checker)
     assert answer.startswith("The default is one second (1s)") and "[1]" in answer
+
+
+
+def test_a_heading_the_loader_recorded_is_never_quoted(checker):
+    # A PDF's or web page's heading is a line of its passage, with no "#" to tell it.
+    rendered = render_evidence([
+        EvidenceDocument("Q3 Launch Notes", "notes.pdf", "excerpt", [
+            Passage(2, "2. Launch date\nThe plan of record was to launch on Monday 24 "
+                       "February. After some discussion we agreed to push the launch to "
+                       "March 10.", section="2. Launch date"),
+        ]),
+    ])
+    passages, titles = parse_evidence(rendered), parse_titles(rendered)
+    question = "What is the launch date?"
+    assert {"2.", "Launch date"} <= {c.text for c in rank_sentences(question, passages)}
+    ranked = rank_sentences(question, passages, titles=titles)
+    assert not {"2.", "Launch date"} & {c.text for c in ranked}
+    answer = compose_answer(question, passages, titles=titles, grounder=checker)
+    assert answer.startswith("The plan of record") and "Launch date [2]" not in answer
+
+
+def test_a_passage_need_not_name_the_product_its_document_names(checker):
+    # The decision does not say "tidewatch"; the notes it belongs to do. It is not
+    # taken for a passage about something else.
+    rendered = render_evidence([
+        EvidenceDocument("Q3 Launch Notes", "notes.pdf", "excerpt", [
+            Passage(1, "Status of tidewatch: the release branch is green."),
+            Passage(2, "After some discussion we agreed to push the launch to March 10."),
+        ]),
+        EvidenceDocument("Handbook", "handbook.md", "excerpt", [
+            Passage(3, "A launch is announced on the blog in January."),
+        ]),
+    ])
+    passages, titles = parse_evidence(rendered), parse_titles(rendered)
+    answer = compose_answer("When is the tidewatch launch?", passages, titles=titles,
+                            grounder=checker)
+    assert "March 10. [2]" in answer
+    assert "[3]" not in answer or answer.index("[2]") < answer.index("[3]")
