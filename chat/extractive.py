@@ -7,7 +7,9 @@ sentences, chosen in three steps:
 1. every sentence is scored by the words it shares with the question (weighted by
    how rare each word is in English and among the sentences shown), with credit
    for question words its neighbours or its document's title and section headings hold
-   (a chunk continuing a definition rarely names its term), for having the
+   (a chunk continuing a definition rarely names its term) or that only say which thing
+   the question asks about and that its document is about ("the tidewatch 2.0 launch"
+   in notes about tidewatch 2.0), for having the
    shape of the answer (a date for "when"; for "how many" or "what does f() raise"
    the shape is required: a number, an exception), and penalties for boilerplate
    repeated across passages, run-on blocks, fragments cut by a chunk's edge and
@@ -15,7 +17,8 @@ sentences, chosen in three steps:
 2. the best few are embedded with the grounding engine's embedder (its cache is
    shared, so the check in step 3 and the message's own grounding reuse the
    vectors; a short sentence is embedded after what leads up to it) and their
-   cosine with the question is added: it sees paraphrase;
+   cosine with the question, read without those names its document is about
+   ("When is the launch?"), is added: it sees paraphrase;
 3. a sentence about another identifier than the one the question names is never
    chosen (asking about ``max_connections`` is not answered by ``wal_buffers``;
    a sentence of a definition is about the term its label names), and the
@@ -33,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from citations.claims import Features, analyze, rarity, stem, zipf_frequency
+from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_frequency
 from citations.grounding import Grounder
 from citations.sentences import split_passage
 
@@ -149,6 +152,9 @@ class Candidate:
     fragment: bool = False  # the rest of a sentence a chunk's edge cut
     # What leads up to it: its definition's label and its paragraph's earlier sentences.
     lead: str = ""
+    # The question as it reads in the sentence's document: without the names that
+    # document is about ("When is the launch?" in notes all about tidewatch 2.0).
+    asked: str = ""
 
 
 @dataclass(frozen=True)
@@ -216,6 +222,65 @@ def unknown_words(question: str) -> frozenset[str]:
     )
 
 
+# A name used as a modifier: "the tidewatch 2.0 launch", "which NFL team"; not "What
+# does AFC stand for", "the Super Bowl with".
+_MODIFIED: Final = re.compile(
+    r"\b(?i:the|a|an|which|what|this|that|its|their|our)\s+((?:\S+\s+)+?)([a-z]+)\b"
+)
+
+
+def _modifier_names(question: str, names: frozenset[str]) -> frozenset[str]:
+    """The question's names that only say which of a thing it asks about: "When is the
+    tidewatch 2.0 launch?" asks when the launch is."""
+    found: set[str] = set()
+    for match in _MODIFIED.finditer(question):
+        run = [stem(w) for w in WORD.findall(match.group(1).lower())]
+        if run and all(w in names for w in run) and match.group(2) not in STOP_WORDS:
+            found |= set(run)
+    return frozenset(found)
+
+
+def _names(question: str, features: Features) -> frozenset[str]:
+    """The question's names, numbers and words no English text uses (stems)."""
+    names = {stem(token) for entity in features.entities for token in entity.tokens}
+    names |= {term for term in features.terms if term[:1].isdigit()}
+    names |= {stem(word) for word in unknown_words(question)}
+    return frozenset(names & set(features.terms))
+
+
+def _subjects(
+    names: frozenset[str], units: Sequence[_Unit], titles: Mapping[int, str]
+) -> dict[str, frozenset[str]]:
+    """Per document, which of these names it is about: those its title holds or half or
+    more of its passages shown (three at least) name. Each sentence of notes about
+    "tidewatch 2.0" is about it, though "we agreed to push the launch to March 10" does
+    not say so: there, what tells the sentences apart is the rest of the question."""
+    passages: dict[str, dict[int, set[str]]] = {}
+    for unit in units:
+        document = _document(titles.get(unit.number, ""))
+        passages.setdefault(document, {}).setdefault(unit.number, set()).update(
+            unit.features.stems & names
+        )
+    subjects = {}
+    for document, named in passages.items():
+        titled = analyze(document).stems & names
+        counts = Counter(name for found in named.values() for name in found)
+        subjects[document] = frozenset(titled | {
+            name for name, count in counts.items() if count >= 3 and count * 2 >= len(named)
+        })
+    return subjects
+
+
+def _without(question: str, names: frozenset[str]) -> str:
+    """The question with the words of these names left out, if any other word is left."""
+    kept = [
+        word for word in re.findall(r"\S+", question)
+        if not (found := WORD.findall(word.lower())) or stem(found[0]) not in names
+    ]
+    left = " ".join(kept)
+    return left if analyze(left).terms else question
+
+
 def _document(title: str) -> str:
     return title.split(" › ", 1)[0]  # parse_titles joins a document's title and headings so
 
@@ -268,6 +333,8 @@ def rank_sentences(
     units = _units(passages)
     if not wanted or not units:
         return []
+    modifiers = _modifier_names(question, _names(question, analyze(question)))
+    subjects = _subjects(modifiers, units, titles or {})
     # IDF among the sentences shown times rarity in English: a word every passage has
     # (the article's subject) tells the sentences apart as little as "the" does.
     df = Counter(term for unit in units for term in unit.features.stems & wanted)
@@ -321,7 +388,8 @@ def rank_sentences(
         if required and not any(looks.search(unit.text) for looks in required):
             continue  # "how many" is not answered by a sentence without a number
         document = _document((titles or {}).get(unit.number, ""))
-        have = wanted & (unit.features.stems | analyze(unit.subject).stems)
+        subject = subjects.get(document, frozenset())
+        have = wanted & (unit.features.stems | analyze(unit.subject).stems | subject)
         around = set()
         for neighbour in neighbours:
             around |= wanted & neighbour.features.stems
@@ -346,23 +414,28 @@ def rank_sentences(
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
-                                unit.lead))
+                                unit.lead, _without(question, subject)))
     return sorted(ranked, key=lambda c: -c.score)
 
 
 def _with_meaning(
     question: str, ranked: list[Candidate], grounder: Grounder, tuning: Tuning
-) -> list[Candidate]:
-    """The best few re-scored with the embedder's cosine between question and sentence."""
+) -> tuple[list[Candidate], float]:
+    """The best few re-scored with the embedder's cosine between the question, as it reads
+    in each sentence's document, and the sentence; and the best score with the whole
+    question's cosine, which decides whether anything answers at all."""
     top = ranked[: tuning.embedded]
     heads = {c.text: _meaning_text(c, tuning) for c in top}
-    vectors = grounder.cache.vectors([question, *heads.values()])
-    asked = vectors[question]
-    rescored = []
+    asked_texts = {c.asked or question for c in top}
+    vectors = grounder.cache.vectors([question, *asked_texts, *heads.values()])
+    rescored, whole_best = [], -math.inf
     for c in top:
-        meaning = tuning.semantic_weight * float(asked @ vectors[heads[c.text]])
-        rescored.append(replace(c, score=c.score + meaning * (0.5 if c.fragment else 1.0)))
-    return sorted(rescored, key=lambda c: -c.score)
+        factor = tuning.semantic_weight * (0.5 if c.fragment else 1.0)
+        sentence = vectors[heads[c.text]]
+        asked = vectors[c.asked or question]
+        rescored.append(replace(c, score=c.score + factor * float(asked @ sentence)))
+        whole_best = max(whole_best, c.score + factor * float(vectors[question] @ sentence))
+    return sorted(rescored, key=lambda c: -c.score), whole_best
 
 
 def _meaning_text(candidate: Candidate, tuning: Tuning) -> str:
@@ -390,10 +463,11 @@ def compose_answer(
     """
     ranked = rank_sentences(question, passages, titles=titles, tuning=tuning)
     floor = tuning.min_score
+    best = ranked[0].score if ranked else -math.inf
     if ranked and grounder is not None:
-        ranked = _with_meaning(question, ranked, grounder, tuning)
+        ranked, best = _with_meaning(question, ranked, grounder, tuning)
         floor = tuning.min_score_with_meaning
-    if not ranked or ranked[0].score < floor:
+    if best < floor:
         return NOTHING_FOUND
     best = ranked[0].score
     chosen: list[Candidate] = []

@@ -281,6 +281,23 @@ def test_offline_extractive_answer_cites_the_right_passage(corpus, workspace, us
     assert "could not find" in nothing.resolved_content
 
 
+def test_offline_answer_to_the_sample_launch_question_quotes_the_date_agreed(
+    corpus, workspace, user, settings
+):
+    # The notes' header line shares "tidewatch 2.0 launch" and a date with the question;
+    # the decision, under "2. Launch date", names neither the product nor the version.
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="When is the tidewatch 2.0 launch?")
+    assert message.resolved_content.startswith(
+        "After some discussion we agreed to push the launch to March 10. [citation:"
+    )
+    top = message.citations[0]
+    assert top["document"]["id"] == corpus["q3-launch-notes.pdf"].pk
+    assert "March 10" in top["text"]
+    assert message.grounding["coverage"] == 1.0
+
+
 def test_citations_flag_changed_and_missing_sources(
     corpus, workspace, user, settings, tmp_path, counting_embedder
 ):

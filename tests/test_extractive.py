@@ -287,3 +287,33 @@ def test_a_passage_need_not_name_the_product_its_document_names(checker):
                             grounder=checker)
     assert "March 10. [2]" in answer
     assert "[3]" not in answer or answer.index("[2]") < answer.index("[3]")
+
+
+def test_notes_about_a_product_answer_with_the_sentence_that_does_not_name_it(checker):
+    # Meeting notes all about "tidewatch 2.0": the header line and the status name it
+    # beside a date, the decision does not. In "the tidewatch 2.0 launch" the names only
+    # say which launch: each sentence of the notes is about it.
+    rendered = render_evidence([
+        EvidenceDocument("Q3 Launch Notes", "notes.pdf", "excerpt", [
+            Passage(1, "tidewatch 2.0 launch planning meeting, Tuesday 14 January 2025, "
+                       "15:00 UTC (video call)\nAgenda: where the 2.0 release stands; the "
+                       "launch date; the budget."),
+            Passage(2, "tidewatch 2.0 is our first major release since 2021 and the first "
+                       "one with a marketing push behind it.", section="1. Where 2.0 stands"),
+            Passage(3, "Two of our support customers run tidewatch on ARM boards and have "
+                       "been waiting for 2.0 specifically.", section="2. Launch date"),
+            Passage(4, "After some discussion we agreed to push the launch to March 10. "
+                       "That is a Monday, which suits the newsletter.",
+                    section="2. Launch date"),
+        ]),
+    ])
+    passages, titles = parse_evidence(rendered), parse_titles(rendered)
+    answer = compose_answer("When is the tidewatch 2.0 launch?", passages, titles=titles,
+                            grounder=checker)
+    assert answer.startswith("After some discussion we agreed to push the launch to March 10. [4]")
+    # Each sentence's meaning is compared with the question as it reads in the notes...
+    ranked = rank_sentences("When is the tidewatch 2.0 launch?", passages, titles=titles)
+    assert {c.asked for c in ranked} == {"When is the launch?"}
+    # ...but a name the question asks about is no context: it stays.
+    for question in ("What does tidewatch 2.0 change?", "Who runs tidewatch on ARM boards?"):
+        assert {c.asked for c in rank_sentences(question, passages, titles=titles)} == {question}
