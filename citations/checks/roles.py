@@ -170,6 +170,19 @@ def _sides(
     return frozenset(left - right), frozenset(right - left)
 
 
+_PRONOUNS: Final = frozenset("he him his she her it its they them their".split())
+
+
+def _pronoun_near(tokens: Sequence[_Token], index: int, window: int) -> bool:
+    """Whether a pronoun stands within ``window`` words of the word at ``index``, in its
+    clause: "the Tayichi'ud enslaved him"."""
+    clause = tokens[index].clause
+    return any(
+        t.word in _PRONOUNS and t.clause == clause
+        for t in tokens[max(0, index - window) : index + window + 1]
+    )
+
+
 def _key(token: _Token, keys: dict[str, str]) -> str | None:
     """The argument a word names. A common word of a name names it only when capitalized:
     "Booth School of Business" is not named by "any business school"."""
@@ -251,8 +264,10 @@ def role_issues(
             elif verb and not same and (
                 (doer & span_receiver and not (span_doer and receiver))
                 or (receiver & span_doer and not (span_receiver and doer))
-            ):
-                verdicts.add("half")  # "It is implied by Cramér's conjecture"
+            ) and (not verbs_only or _pronoun_near(span_tokens, position, window)):
+                # "It is implied by Cramér's conjecture". Outside the span the other side
+                # must be a pronoun: a verb there may be said of something else entirely.
+                verdicts.add("half")
         if "agree" in verdicts:
             agree += 1
             agree_verbs += _verb_at(claim_tokens, index)

@@ -443,6 +443,18 @@ def test_roles_swapped_in_a_sentence_outside_the_span_are_still_found(grounder) 
     assert role_issues(claim_basis, basis, verbs_only=True) == []
 
 
+def test_one_side_swapped_outside_the_span_needs_a_pronoun_on_the_other() -> None:
+    # Against the whole passage the verb may be another sentence's, said of another thing
+    # ("founded" of another university): there one side swapped is told only opposite a
+    # pronoun ("the Tayichi'ud enslaved him").
+    claim = analyze("Cramér's conjecture is implied by Legendre's conjecture.")
+    text = analyze("Legendre's conjecture is about primes. A bound is implied by Cramér's "
+                   "conjecture.")
+    assert role_issues(claim, text)
+    assert role_issues(claim, text, verbs_only=True) == []
+    text = analyze("Legendre's conjecture is about primes. It is implied by Cramér's conjecture.")
+    assert role_issues(claim, text, verbs_only=True)
+
 def test_a_swapped_doer_opposite_a_pronoun_and_adjectives_in_ed() -> None:
     # One side swapped is enough when the passage's other side is a pronoun.
     span = analyze("Legendre's conjecture is about primes. It is implied by Cramér's conjecture.")
