@@ -171,6 +171,7 @@ _EXTREMES: Final = tuple(
         "main primary chief chiefly principal principally major leading predominant "
         "most-common",
         "every everyone everybody everything",
+        "all",
         "world world's worldwide global globally globe",
         "oldest",
         "youngest newest",
@@ -213,6 +214,8 @@ CUE_SYNONYMS: Final = {
         "most almost nearly concentrated bulk mostly mainly largely predominantly primarily "
         "overwhelmingly".split()
     ),
+    # "in all patients with diabetic nephropathy" claims every case, not some
+    "all": frozenset("every each entire whole universal universally always any both".split()),
     # "nearly every company" is not stated by "many companies"
     **dict.fromkeys(
         ("every", "everyone", "everybody", "everything"),
@@ -415,6 +418,8 @@ def _cue_words(text: str, words: Sequence[str]) -> Iterable[str]:
         )):
             yield "most-of"
             continue
+        if word == "all" and before not in ("in", "across", "among", "for"):
+            continue  # "all nine stations": a count; "in all patients": every case
         if word in ("first", "least") and before == "at":
             continue  # "came at first by steamboat", "at least partly": no rank
         if word == "first" and _adverb_first(words, index):

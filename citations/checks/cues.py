@@ -66,7 +66,44 @@ def cue_issues(claim: Features, span: Features, context: Features | None = None)
     hedge = _dropped_hedge(claim, span)
     if hedge:
         issues.append(Issue(f'the passage says "{hedge}"', False))
+    tentative = _overclaimed(claim, span)
+    if tentative:
+        issues.append(Issue(f'the passage only says "{tentative}"', False))
+    if _WHOLLY & set(claim.words) and not _WHOLLY & set(span.words) and (
+        partly := next((w for w in span.words if w in _PARTLY), None)
+    ):
+        issues.append(Issue(f'the passage says "{partly}"', True))
     return issues
+
+
+# "fully accounts for" against "can be partially explained by"
+_WHOLLY: Final = frozenset("fully completely entirely totally wholly".split())
+_PARTLY: Final = frozenset("partially partly incompletely".split())
+
+
+# A claim that calls proven what the passage only puts forward: "the study proves that"
+# against "our results suggest that … may be involved".
+_PROVEN: Final = frozenset(
+    """prove proves proved proven establish establishes established confirm confirms confirmed
+    demonstrate demonstrates demonstrated definitively conclusively""".split()
+)
+_FOUND: Final = _PROVEN | frozenset(
+    "show shows showed shown find finds found reveal reveals revealed".split()
+)
+_TENTATIVE: Final = frozenset(
+    """suggest suggests suggested suggesting may might could potentially potential possibly
+    possible hypothesis hypothesize hypothesized propose proposes proposed""".split()
+)
+
+
+def _overclaimed(claim: Features, span: Features) -> str | None:
+    """The span's word putting forward what the claim calls proven, if the span states no
+    finding itself."""
+    if not _PROVEN & set(claim.words) or _HEDGE_WORDS & set(claim.words):
+        return None
+    if _FOUND & set(span.words):
+        return None
+    return next((w for w in span.words if w in _TENTATIVE), None)
 
 
 # A passage that only reports a view or a likelihood: "is often considered the birthplace

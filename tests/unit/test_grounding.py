@@ -1483,3 +1483,29 @@ def test_a_name_put_in_the_place_of_another_the_span_also_names() -> None:
     # A name the passage gives all through is what it is about, said of each sentence.
     about = [analyze("SMC2 is a condensin subunit."), *passage]
     assert slot_issues(swapped, passage, about) == []
+
+
+def test_research_prose_overclaims_scope_certainty_and_completeness() -> None:
+    # "in all patients": every case, where the passage names a condition.
+    span = analyze("Under obesity and type 2 diabetes, hearts accumulate lipid, potentially "
+                   "leading to cardiac lipotoxicity.")
+    claim = analyze("Lipid accumulation in the heart leads to cardiac lipotoxicity in all "
+                    "patients with type 2 diabetes.")
+    assert [i.reason for i in cue_issues(claim, span)] == ['the passage does not say "all"']
+    # "all nine stations" is a count; "in each patient" says "in all patients".
+    assert cue_issues(analyze("All nine stations are inside the target."),
+                      analyze("The nine stations are inside the target.")) == []
+    assert cue_issues(claim, analyze(span.text.replace("Under", "In each patient with"))) == []
+    # "proves" what the passage only suggests; a finding the passage reports is no overclaim.
+    span = analyze("Our results suggest that ORX antagonists may be a new treatment for panic "
+                   "disorder.")
+    claim = analyze("The study proves that ORX antagonists are a treatment for panic disorder.")
+    assert [i.reason for i in cue_issues(claim, span)] == ['the passage only says "suggest"']
+    found = analyze("We found that ORX antagonists are a treatment that may help in panic.")
+    assert cue_issues(claim, found) == []
+    # "fully accounts for" against "partially explained by": the passage says otherwise.
+    span = analyze("Heterogeneity can be partially explained by a hierarchy of stem cells.")
+    claim = analyze("A hierarchy of stem cells fully explains the heterogeneity.")
+    assert [(i.reason, i.contradiction) for i in cue_issues(claim, span)] == [
+        ('the passage says "partially"', True)
+    ]
