@@ -225,7 +225,7 @@ def unknown_words(question: str) -> frozenset[str]:
 # A name used as a modifier: "the tidewatch 2.0 launch", "which NFL team"; not "What
 # does AFC stand for", "the Super Bowl with".
 _MODIFIED: Final = re.compile(
-    r"\b(?i:the|a|an|which|what|this|that|its|their|our)\s+((?:\S+\s+)+?)([a-z]+)\b"
+    r"\b(?i:the|a|an|which|what|this|that|its|their|our)\s+((?:\S+\s+){1,6}?)([a-z]+)\b"
 )
 
 
@@ -335,6 +335,7 @@ def rank_sentences(
         return []
     modifiers = _modifier_names(question, _names(question, analyze(question)))
     subjects = _subjects(modifiers, units, titles or {})
+    asked = {document: _without(question, names) for document, names in subjects.items()}
     # IDF among the sentences shown times rarity in English: a word every passage has
     # (the article's subject) tells the sentences apart as little as "the" does.
     df = Counter(term for unit in units for term in unit.features.stems & wanted)
@@ -414,7 +415,7 @@ def rank_sentences(
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
-                                unit.lead, _without(question, subject)))
+                                unit.lead, asked[document]))
     return sorted(ranked, key=lambda c: -c.score)
 
 
