@@ -215,8 +215,10 @@ def _compared(word_stem: str, span: Features) -> bool:
 # a clause (a finite verb within six words) gives a reason. Too loose to make a claim
 # causal, enough to state the cause a claim gives.
 _CLAUSE_CAUSE: Final = re.compile(
-    r"\bgiven that\b|\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,5}?"
+    r"\bgiven that\b|\bsuch that\b|\b(?:as|since)\s+(?:[a-z][\w'’-]*\s+){0,5}?"
     r"(?:was|were|is|are|had|has|have|did|does|do|would|could|will|can|should|must)\b"
+    # "minimally resupplied, as the British blockade of the coastline limited shipping"
+    r"|,\s+as\s+the\s+(?:[a-z][\w'’-]*\s+){1,6}?[a-z]+ed\b"
     # "Ease of sample preparation … make it generally better suited": a cause of a quality
     r"|\b(?:make|makes|made|making)\s+(?:it|them|this|these|those)\s+(?:\w+ly\s+)?"
     r"(?:more|less|better|worse|\w+er|\w+ble)\b",

@@ -1509,3 +1509,19 @@ def test_research_prose_overclaims_scope_certainty_and_completeness() -> None:
     assert [(i.reason, i.contradiction) for i in cue_issues(claim, span)] == [
         ('the passage says "partially"', True)
     ]
+
+
+def test_a_consequence_or_cause_worded_with_such_that_or_a_causal_as() -> None:
+    claim = analyze("Vaudreuil received only minimal supplies because the British blockaded "
+                    "the French coast.")
+    span = analyze("Vaudreuil was minimally resupplied, as the British blockade of the French "
+                   "coastline limited French shipping.")
+    assert cue_issues(claim, span) == []
+    # "as" run into its clause without a comma reads as time ("as the guard watched").
+    assert cue_issues(claim, analyze("Vaudreuil was minimally resupplied as the British "
+                                     "coast guard watched."))
+    claim = analyze("Islamism and democracy have become so interdependent that neither can "
+                    "survive without the other.")
+    span = analyze('Roy describes Islamism as "increasingly interdependent" with democracy, '
+                   'such that "neither can now survive without the other."')
+    assert cue_issues(claim, span) == []
