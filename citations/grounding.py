@@ -37,6 +37,7 @@ import numpy as np
 
 from . import checks
 from .claims import Features, analyze, rarity, stem
+from .rows import is_table_row
 from .sentences import Sentence, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
@@ -146,6 +147,8 @@ class _Unit:
     end: int
     text: str
     features: Features
+    # A table's row: the rows around it are other records, not the same one again.
+    row: bool = False
 
 
 @dataclass(frozen=True)
@@ -345,7 +348,8 @@ class Grounder:
     ) -> _Plan:
         features = analyze(claim)
         units = [
-            _Unit(key, start, end, text[start:end], analyze(text[start:end]))
+            _Unit(key, start, end, text[start:end], analyze(text[start:end]),
+                  is_table_row(text[start:end]))
             for key, text in passages.items()
             for start, end in _passage_sentences(text)
         ]
@@ -449,6 +453,8 @@ class Grounder:
                 if unit.passage != plan.units[best].passage and not plan.cross_passage:
                     continue
                 brought = missing & unit.features.stems
+                if unit.row and not brought & analyze(_first_cell(unit.text)).stems:
+                    continue  # another record's values: the claim does not name its row
                 gain = sum(weights[term] for term in brought) / total
                 # A multi-word name counts once: "Chevrolet Aveo" alone does not tie its
                 # sentence to the claim.
@@ -475,6 +481,8 @@ class Grounder:
                 ):
                     continue
                 unit = plan.units[neighbour]
+                if unit.row:
+                    continue  # another row's date is not this row's ("7 | 14 February")
                 told = values & {n.value for n in unit.features.numbers}
                 if unit.passage == plan.units[index].passage and (
                     wanted & unit.features.stems or told
@@ -489,8 +497,8 @@ class Grounder:
                                                        ("18", "19", "20")):
                 continue
             for index, unit in enumerate(plan.units):
-                if index not in chosen and unit.passage == plan.units[best].passage and (
-                    term in unit.features.stems
+                if index not in chosen and not unit.row and (
+                    unit.passage == plan.units[best].passage and term in unit.features.stems
                 ):
                     chosen.append(index)
                     wanted -= unit.features.stems
@@ -575,6 +583,11 @@ def _lexical(claim: Features, stems: frozenset[str]) -> float:
 
 
 @lru_cache(maxsize=4096)
+def _first_cell(row: str) -> str:
+    """What a table row is about: its first cell ("Ines Valcourt | Finish … | 7 February")."""
+    return row.strip().strip("|").split("|", 1)[0]
+
+
 def _passage_sentences(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(split_passage(text))
 

@@ -25,6 +25,8 @@ from typing import Final, Literal
 
 import sentencex
 
+from .rows import is_table_row
+
 Kind = Literal["sentence", "heading", "list_item", "table_row"]
 
 CITATION: Final = re.compile(r"\[citation:(\d+)\]")
@@ -34,7 +36,6 @@ _HEADING: Final = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
 _LIST_ITEM: Final = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _QUOTE: Final = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _RULE: Final = re.compile(r"^[ \t]*(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
-_TABLE_ROW: Final = re.compile(r"^[ \t]*\|")
 _TABLE_SEPARATOR: Final = re.compile(r"^[ \t|:\-]+$")
 _INLINE_CODE: Final = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -84,13 +85,21 @@ def split_answer(answer: str) -> list[Sentence]:
 def split_passage(text: str) -> list[tuple[int, int]]:
     """(char_start, char_end) of each sentence of a passage, whitespace trimmed."""
     spans: list[tuple[int, int]] = []
+    rows: set[tuple[int, int]] = set()
     offset = 0
     for line in text.splitlines(keepends=True):
-        # A line break inside a passage is a boundary only when the line looks like its own
-        # unit (a list item, a heading, a blank line follows); otherwise it is wrapped prose.
-        spans.extend(_trimmed_segments(text, offset, offset + len(line)))
+        if is_table_row(line):
+            # A table row is one unit ("Ines Valcourt | Finish … report. | 7 February"):
+            # its cells only say something together.
+            row = (offset + len(line) - len(line.lstrip()), offset + len(line.rstrip()))
+            spans.append(row)
+            rows.add(row)
+        else:
+            # A line break inside a passage is a boundary only when the line looks like its
+            # own unit (a list item, a heading, a blank line follows); else it is wrapped prose.
+            spans.extend(_trimmed_segments(text, offset, offset + len(line)))
         offset += len(line)
-    return _merge_wrapped_lines(text, spans)
+    return _merge_wrapped_lines(text, spans, rows)
 
 
 def plain_text(markdown: str) -> str:
@@ -140,7 +149,7 @@ def _blocks(text: str) -> list[_Block]:
         if heading := _HEADING.match(content):
             close()
             blocks.append(_Block(content_start + heading.end(), end, "heading"))
-        elif _TABLE_ROW.match(content):
+        elif is_table_row(_INLINE_CODE.sub("", content)):
             close()
             if not _TABLE_SEPARATOR.match(content):
                 blocks.append(_Block(content_start, end, "table_row"))
@@ -227,14 +236,17 @@ _CODE_LINE = re.compile(
 _WRAP_WIDTH = 60
 
 
-def _merge_wrapped_lines(text: str, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Join a sentence that a hard line break cut in two (PDF text, wrapped Markdown)."""
+def _merge_wrapped_lines(
+    text: str, spans: list[tuple[int, int]], rows: set[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """Join a sentence that a hard line break cut in two (PDF text, wrapped Markdown); a
+    table row (one of `rows`) stays whole and alone."""
     merged: list[tuple[int, int]] = []
     # Wrapped prose fills its lines; an open line under half the width of the longest is a
     # heading or a title ("1. Where 2.0 stands"), not the start of the sentence below it.
     widest = max((len(line) for line in text.splitlines()), default=0)
     for start, end in spans:
-        if merged:
+        if merged and (start, end) not in rows and merged[-1] not in rows:
             previous_start, previous_end = merged[-1]
             gap = text[previous_end:start]
             ends_open = text[previous_end - 1] not in ".!?:;\"')]”’"

@@ -56,13 +56,15 @@ class PassageBoxes:
 
 
 def _fold(text: str) -> list[tuple[str, int]]:
-    """(folded char, offset in text) for each non-space character.
+    """(folded char, offset in text) for each character but spaces and cell separators.
 
-    NFKC splits ligatures ('ﬁ' -> 'fi'); both halves keep the ligature's offset.
+    NFKC splits ligatures ('ﬁ' -> 'fi'); both halves keep the ligature's offset. The
+    loader writes a table row's cells on one line with "|" between them (pdf_tables),
+    which the page does not draw.
     """
     folded: list[tuple[str, int]] = []
     for offset, char in enumerate(text):
-        if char.isspace():
+        if char.isspace() or char == "|":
             continue
         for part in unicodedata.normalize("NFKC", char).casefold():
             if not part.isspace():

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from citations.rows import is_table_row
 from indexing.types import ChunkPiece, RawUnit, Section
 
 from .tokens import count_tokens, split_by_tokens, token_spans
@@ -153,13 +154,27 @@ def paragraph_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 def sentence_boundaries(text: str, start: int, end: int) -> list[int]:
-    """Offsets in (start, end) where a new sentence begins."""
+    """Offsets in (start, end) where a new sentence, or a table's row, begins."""
     boundaries = []
     for match in _SENTENCE_END_RE.finditer(text, start, end):
         if _is_abbreviation(text, start, match.start(), match.group()):
             continue
         boundaries.append(match.end())
-    return boundaries
+    return sorted({*boundaries, *_row_boundaries(text, start, end)})
+
+
+def _row_boundaries(text: str, start: int, end: int) -> list[int]:
+    """Starts of the lines that begin or follow a table row: a chunk never cuts a row,
+    whose cells only say something together ("Ines Valcourt | Finish … | 7 February")."""
+    found = []
+    previous_row = False
+    offset = start
+    for line in text[start:end].split("\n"):
+        row = is_table_row(line)
+        if offset > start and (row or previous_row) and line.strip():
+            found.append(offset + len(line) - len(line.lstrip()))
+        previous_row, offset = row, offset + len(line) + 1
+    return found
 
 
 def _is_abbreviation(text: str, floor: int, punct_start: int, terminator: str) -> bool:

@@ -17,6 +17,7 @@ from urllib.parse import urljoin
 from bs4 import BeautifulSoup, Tag
 from bs4.element import CData, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
 
+from citations.rows import CELL_SEPARATOR
 from indexing.loaders.markdown import (
     Definition,
     Heading,
@@ -263,6 +264,19 @@ def _cell_text(cell: Tag) -> str:
     return _collapse(cell.get_text(" "))
 
 
+def row_text(row: Tag) -> str:
+    """A table row on one line, its cells between " | " (empty cells left out): a row's
+    cells only say something together ("Ines Valcourt | Finish … | 7 February")."""
+    cells = [_cell_text(c) for c in row.find_all(("td", "th"), recursive=False)]
+    return CELL_SEPARATOR.join(c for c in cells if c)
+
+
+def table_text(html: str) -> str:
+    """An HTML table as its rows, one a line."""
+    rows = BeautifulSoup(html, "html.parser").find_all("tr")
+    return "\n".join(line for line in map(row_text, rows) if line)
+
+
 _SPACE_IN_PARENS = re.compile(r"(\()\s+|\s+(?=\))")
 # A term this short is repeated before each paragraph of its definition.
 _SHORT_TERM = 60
@@ -353,8 +367,7 @@ def _render(container: Tag, dropped: frozenset[str] = frozenset()) -> _Builder:
             continue
         if name == "tr":
             out.flush()
-            cells = [_cell_text(c) for c in node.find_all(("td", "th"), recursive=False)]
-            out.emit(" | ".join(c for c in cells if c))
+            out.emit(row_text(node))
             continue
         if name in _BLOCK_TAGS:
             out.flush()

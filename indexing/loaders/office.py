@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any
 from xml.etree import ElementTree
 
+from indexing.loaders.html import table_text
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.text import normalize_newlines, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -186,14 +187,19 @@ def elements_to_document(
     named = False
     slide_heading_index = -1
     for element in elements:
-        text = normalize_newlines(str(getattr(element, "text", "") or "")).replace("\x00", "")
-        text = text.strip()
+        metadata = getattr(element, "metadata", None)
+        text = str(getattr(element, "text", "") or "")
+        if getattr(element, "category", None) == "Table" and getattr(
+            metadata, "text_as_html", None
+        ):
+            # unstructured runs a table's cells together; its HTML keeps the rows.
+            text = table_text(metadata.text_as_html) or text
+        text = normalize_newlines(text).replace("\x00", "").strip()
         if not text:
             continue
         if parts:
             parts.append("\n\n")
             length += 2
-        metadata = getattr(element, "metadata", None)
         is_title = getattr(element, "category", None) == "Title"
         depth = getattr(metadata, "category_depth", None) or 0
         if slides:

@@ -29,6 +29,7 @@ from indexing.loaders.pdf_structure import (
     page_labels,
     page_sections,
 )
+from indexing.loaders.pdf_tables import join_table_rows
 from indexing.loaders.text import normalize_newlines, title_from_filename
 from indexing.types import (
     KIND_PDF_CONTENTS,
@@ -233,14 +234,15 @@ def load_pdf(
     units: list[RawUnit] = []
     failed_pages: list[int] = []
     for number, page in enumerate(pages, start=1):
-        collector = None if outline else RunCollector()
+        collector = RunCollector()
         try:
-            text = _clean_page_text(page.extract_text(visitor_text=collector) or "")
+            text = page.extract_text(visitor_text=collector) or ""
+            text = _clean_page_text(join_table_rows(text, collector.runs))
         except Exception as exc:  # one bad content stream must not lose the other pages
             logger.warning("Text extraction failed on page %s of %s: %s", number, filename, exc)
             failed_pages.append(number)
             text = ""
-        runs.append(collector.runs if collector else [])
+        runs.append([] if outline else collector.runs)
         # Blank pages stay as units so that page numbers keep matching the file.
         units.append(RawUnit(text=text, locator={"page": number}, kind=KIND_PDF_PAGE))
 

@@ -84,14 +84,16 @@ def outline_entries(reader: PdfReader) -> list[OutlineEntry]:
 
 @dataclass(frozen=True)
 class TextRun:
-    """A piece of a page's text as pypdf draws it, with its size on the page in points."""
+    """A piece of a page's text as pypdf draws it: its size and where it starts, in points."""
 
     size: float
     text: str
+    x: float = 0.0
+    y: float = 0.0
 
 
 class RunCollector:
-    """Collects a page's text runs with their drawn size (pypdf's visitor_text callback)."""
+    """Collects a page's text runs with their drawn size and place (pypdf's visitor_text)."""
 
     def __init__(self) -> None:
         self.runs: list[TextRun] = []
@@ -104,9 +106,14 @@ class RunCollector:
         try:
             scale = math.hypot(tm[2], tm[3]) * math.hypot(cm[2], cm[3])
             size = round(float(font_size) * scale * 2) / 2
+            # The text matrix's origin mapped by the page's matrix: where the run starts.
+            x = tm[4] * cm[0] + tm[5] * cm[2] + cm[4]
+            y = tm[4] * cm[1] + tm[5] * cm[3] + cm[5]
         except (TypeError, ValueError, IndexError):
+            # Kept, unplaced and unsized, so that the runs still spell the page's text.
+            self.runs.append(TextRun(0.0, text, math.nan, math.nan))
             return
-        self.runs.append(TextRun(size, text))
+        self.runs.append(TextRun(size, text, float(x), float(y)))
 
 
 _HEADING_RATIO = 1.15  # a heading's type is at least this much larger than the body's
@@ -124,7 +131,8 @@ def font_headings(pages: list[list[TextRun]]) -> list[OutlineEntry]:
     weight: Counter[float] = Counter()
     for runs in pages:
         for run in runs:
-            weight[run.size] += len(run.text.strip())
+            if run.size:  # an unsized run (a matrix pypdf could not give) weighs nothing
+                weight[run.size] += len(run.text.strip())
     if not weight:
         return []
     body = weight.most_common(1)[0][0]

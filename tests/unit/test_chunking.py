@@ -323,6 +323,21 @@ def test_overlap_prefers_sentence_starts() -> None:
         assert piece.text.startswith("Sentence number")
 
 
+def test_a_table_is_cut_between_its_rows_and_overlap_starts_at_a_row() -> None:
+    rows = [f"Owner {n} | Validate reference station {n} and publish the report | {n} May"
+            for n in range(12)]
+    text = "Action items, one owner each.\n" + "\n".join(["Owner | Action | Due", *rows])
+    unit = RawUnit(text=text, locator={"page": 4}, kind=KIND_PDF_PAGE)
+    budget = ChunkBudget(max_tokens=60, overlap_tokens=20)
+    pieces = chunk_unit(unit, budget)
+    check_invariants(unit, budget, pieces)
+    assert len(pieces) > 3
+    for piece in pieces[1:]:
+        assert piece.text.startswith("Owner "), piece.text
+    for piece in pieces:
+        assert piece.text.endswith(("May", "Due", "each.")), piece.text
+
+
 def test_long_sentence_is_split_at_words() -> None:
     text = " ".join(f"word{n}" for n in range(400))
     unit = RawUnit(text=text, locator={}, kind=KIND_PROSE)

@@ -1525,3 +1525,59 @@ def test_a_consequence_or_cause_worded_with_such_that_or_a_causal_as() -> None:
     span = analyze('Roy describes Islamism as "increasingly interdependent" with democracy, '
                    'such that "neither can now survive without the other."')
     assert cue_issues(claim, span) == []
+
+
+ACTION_ITEMS = (
+    "Each action item has a single owner.\n"
+    "Owner | Action | Due\n"
+    "Tobias Achterberg | Set up the two ARM CI runners. | 24 January\n"
+    "Ines Valcourt | Finish validating the new constituent tables. | 7 February\n"
+    "Desmond Fairweather | Fix issue #412 and cut the release branch. | 14 February\n"
+    "Desmond Fairweather | Publish 2.0.0rc1 to PyPI. | 17 February"
+)
+
+
+def _row(support) -> str:
+    return ACTION_ITEMS[support.span[0] : support.span[1]]
+
+
+def test_a_table_row_supports_what_its_cells_say_together(grounder) -> None:
+    support = grounder.check_claim(
+        "Ines Valcourt has to finish validating the new constituent tables by 7 February.",
+        [ACTION_ITEMS],
+    )
+    assert support.verdict == "supported"
+    assert _row(support) == (
+        "Ines Valcourt | Finish validating the new constituent tables. | 7 February"
+    )
+
+
+def test_another_rows_date_is_not_this_rows(grounder) -> None:
+    # Before rows were kept apart, the row next to it lent "14" ("the same thing told
+    # again") and the first row lent "24 January" (facts combined): both were supported.
+    neighbour = grounder.check_claim(
+        "Ines Valcourt has to finish validating the new constituent tables by 14 February.",
+        [ACTION_ITEMS],
+    )
+    elsewhere = grounder.check_claim(
+        "Desmond Fairweather must publish 2.0.0rc1 to PyPI by 24 January.", [ACTION_ITEMS]
+    )
+    assert (neighbour.verdict, neighbour.reason) == (
+        "unsupported", "the passage says 7, not 14"
+    )
+    assert _row(neighbour).startswith("Ines Valcourt")
+    assert (elsewhere.verdict, elsewhere.reason) == (
+        "unsupported", "the passage says 17, not 24"
+    )
+
+
+def test_rows_the_claim_names_are_combined(grounder) -> None:
+    support = grounder.check_claim(
+        "Tobias Achterberg sets up the two ARM CI runners by 24 January, and Ines Valcourt "
+        "finishes validating the new constituent tables by 7 February.",
+        [ACTION_ITEMS],
+    )
+    assert support.verdict == "supported"
+    assert [ACTION_ITEMS[a:b].split(" | ")[0] for a, b in support.spans] == [
+        "Tobias Achterberg", "Ines Valcourt"
+    ]

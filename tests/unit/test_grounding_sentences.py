@@ -65,6 +65,19 @@ def test_table_rows_are_units_and_the_separator_row_is_skipped() -> None:
     ]
 
 
+def test_a_quoted_row_without_outer_bars_is_one_unit_and_a_pipe_in_code_is_not_a_row() -> None:
+    # The offline answerer quotes a row as the loaders write it; split at "tables." its
+    # first half would be an uncited claim.
+    answer = ("Ines Valcourt | Finish validating the tables. Then publish. | 7 February "
+              "[citation:6]\n\nRun `ls | wc -l` first. Then stop. [citation:1]")
+    assert [(u[1], u[2], u[3]) for u in _units(answer)] == [
+        ("Ines Valcourt Finish validating the tables. Then publish. 7 February", (6,),
+         "table_row"),
+        ("Run ls wc -l first.", (), "sentence"),
+        ("Then stop.", (1,), "sentence"),
+    ]
+
+
 def test_plain_text_drops_links_emphasis_and_markers() -> None:
     assert plain_text("See [the notes](http://x.y) and __this__ *now* [citation:2].") == (
         "See the notes and this now."
@@ -148,4 +161,19 @@ def test_a_sentence_ends_at_a_closing_bracket_after_its_full_stop() -> None:
         "(Commands such as SELECT continue to work while the table is being vacuumed.)",
         "VACUUM FULL requires an ACCESS EXCLUSIVE lock on the table.",
         "(See also x.) and more.",
+    ]
+
+
+def test_a_table_row_of_a_passage_is_one_unit_whatever_its_cells_hold() -> None:
+    text = ("All dates are in 2025.\n"
+            "Owner | Action | Due\n"
+            "Ines Valcourt | Finish validating the tables. Then publish the report. | 7 February\n"
+            "| Desmond | cut the branch | 14 February |\n"
+            "the end of the notes.")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "All dates are in 2025.",
+        "Owner | Action | Due",
+        "Ines Valcourt | Finish validating the tables. Then publish the report. | 7 February",
+        "| Desmond | cut the branch | 14 February |",
+        "the end of the notes.",
     ]

@@ -771,3 +771,67 @@ def make_multiline_pdf(pages: list[str]) -> bytes:
         pdf.showPage()
     pdf.save()
     return buf.getvalue()
+
+
+# ---------------------------------------------------------------- tables
+
+
+SAMPLE_PDF = Path(__file__).resolve().parents[2] / "sample_corpus" / "q3-launch-notes.pdf"
+
+
+def test_pdf_table_rows_are_kept_on_one_line_with_their_cells_between_bars() -> None:
+    pages = [u.text for u in load_bytes(SAMPLE_PDF.read_bytes(), filename="notes.pdf").units]
+    actions = pages[3].split("\n")
+    # The action cell wraps onto a second line in the PDF; the row still reads as one.
+    assert "Owner | Action | Due" in actions
+    assert ("Ines Valcourt | Finish validating the new constituent tables against the three "
+            "remaining reference stations and publish the comparison report. | 7 February"
+            ) in actions
+    assert "Priya Raman-Okafor | Security review of the new download mirror and the rotated " \
+        "release-signing key. | 21 February" in actions
+    budget = pages[2].split("\n")
+    assert "Contingency | Marisol | €2,000" in budget
+    assert "Total launch budget | €18,500" in budget  # an empty cell leaves no bar
+    # Prose above and below keeps its lines, and the running footer is still dropped.
+    assert "4. Action items" in actions and "Page 4 of 4" not in pages[3]
+    assert ("The go/no-go meeting is on Thursday 6 March at 15:00 UTC. Desmond will circulate "
+            "a checklist") in actions
+    assert all(" | " not in page for page in pages[:2])
+
+
+def test_pdf_columns_of_prose_and_a_lone_label_are_not_tables() -> None:
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    # Two short columns of prose, the second beside the first: one "row" of two cells.
+    for row in range(4):
+        pdf.drawString(72, 720 - 14 * row, f"left column line {row} of the report")
+    for row in range(4):
+        pdf.drawString(320, 720 - 14 * row, f"right column line {row} of the report")
+    pdf.drawString(72, 600, "Status:")
+    pdf.drawString(320, 600, "green since the last review.")
+    pdf.showPage()
+    pdf.save()
+    text = load_bytes(buffer.getvalue(), filename="columns.pdf").units[0].text
+    assert "|" not in text
+    assert "left column line 3 of the report\nright column line 0 of the report" in text
+    assert "Status:\ngreen since the last review." in text
+
+
+def test_docx_table_rows_are_kept_on_one_line() -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Action items for the launch.")
+    table = document.add_table(rows=3, cols=3)
+    rows = [["Owner", "Action", "Due"], ["Ines Valcourt", "Validate the tables.", "7 February"],
+            ["Desmond", "Cut the branch.", ""]]
+    for r, values in enumerate(rows):
+        for c, value in enumerate(values):
+            table.cell(r, c).text = value
+    buffer = io.BytesIO()
+    document.save(buffer)
+    text = load_bytes(buffer.getvalue(), filename="actions.docx").text
+    assert ("Owner | Action | Due\nInes Valcourt | Validate the tables. | 7 February\n"
+            "Desmond | Cut the branch.") in text
