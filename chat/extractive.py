@@ -38,6 +38,7 @@ from typing import Final
 
 from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_frequency
 from citations.grounding import Grounder
+from citations.rows import is_table_row, table_header
 from citations.sentences import split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
@@ -353,6 +354,7 @@ def rank_sentences(
     unknown = {w for w in unknown_words(question) if any(w in t for t in document_text.values())}
     title_stems = {n: analyze(t).stems for n, t in (titles or {}).items()}
     at = {(u.number, u.index): u for u in units}
+    lines = {number: [text[a:b] for a, b in split_passage(text)] for number, text in passages}
     # In how many documents a sentence is shown: twice in one document is the overlap
     # of neighbouring chunks; in several documents, boilerplate.
     repeats = Counter(
@@ -377,8 +379,12 @@ def rank_sentences(
             continue  # a chunk's overlap cut this sentence, shown whole elsewhere: quote that
         if f" {_normalized(unit.text)} " in headings.get(unit.number, ""):
             continue  # the title or a heading ("2. Launch date"): it names a topic
-        neighbours = [n for n in (at.get((unit.number, unit.index - 1)),
-                                  at.get((unit.number, unit.index + 1))) if n is not None]
+        around_it = (unit.index - 1, unit.index + 1)
+        if is_table_row(unit.text):
+            # The rows around a row are other records; what it shares is its header.
+            header = table_header(lines[unit.number][: unit.index + 1], unit.index)
+            around_it = () if header is None else (header,)
+        neighbours = [n for n in (at.get((unit.number, i)) for i in around_it) if n is not None]
         if keys:
             context = " ".join([unit.subject, unit.text, *(n.text for n in neighbours),
                                 (titles or {}).get(unit.number, "")]).lower()

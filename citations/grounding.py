@@ -37,7 +37,7 @@ import numpy as np
 
 from . import checks
 from .claims import Features, analyze, rarity, stem
-from .rows import is_table_row
+from .rows import is_table_row, table_header
 from .sentences import Sentence, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
@@ -382,7 +382,9 @@ class Grounder:
             plan.candidates, key=lambda i: (self._score(plan.lexical[i], cosine[i]), -i)
         )
         chosen = self._extend(plan, best)
-        stems = frozenset().union(*(plan.units[i].features.stems for i in chosen))
+        # What the span says, its rows read under their header (not part of the span shown).
+        read = sorted([*chosen, *self._headers(plan, chosen)])
+        stems = frozenset().union(*(plan.units[i].features.stems for i in read))
         lexical = _lexical(plan.features, stems)
         semantic = cosine[best]
         if len(chosen) > 1 and all(i in vectors for i in chosen):
@@ -391,7 +393,7 @@ class Grounder:
         score = max(0.0, min(1.0, self._score(lexical, semantic)))
 
         units = [plan.units[i] for i in chosen]
-        span_features = analyze(" ".join(u.text for u in units))
+        span_features = analyze(" ".join(plan.units[i].text for i in read))
         passage_key = units[0].passage
         passage_features = analyze(plan.passages[passage_key])
         subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
@@ -523,6 +525,22 @@ class Grounder:
                     break
         return sorted(chosen)
 
+    @staticmethod
+    def _headers(plan: _Plan, chosen: list[int]) -> list[int]:
+        """The header row of each table a chosen row is in: "Ines Valcourt | … | 7 February"
+        says who owns what by when only under "Owner | Action | Due"."""
+        headers = set()
+        for index in chosen:
+            if not plan.units[index].row:
+                continue
+            passage = plan.units[index].passage
+            first = next(i for i, u in enumerate(plan.units) if u.passage == passage)
+            lines = [u.text for u in plan.units[first : index + 1]]
+            header = table_header(lines, index - first)
+            if header is not None:
+                headers.add(first + header)
+        return sorted(headers - set(chosen))
+
     def _context(self, plan: _Plan, chosen: list[int]) -> Features:
         """The span with the sentences next to it that share two or more claim words."""
         terms = set(plan.features.terms)
@@ -582,12 +600,12 @@ def _lexical(claim: Features, stems: frozenset[str]) -> float:
     return sum(w for t, w in weights.items() if t in stems) / total
 
 
-@lru_cache(maxsize=4096)
 def _first_cell(row: str) -> str:
     """What a table row is about: its first cell ("Ines Valcourt | Finish … | 7 February")."""
     return row.strip().strip("|").split("|", 1)[0]
 
 
+@lru_cache(maxsize=4096)
 def _passage_sentences(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(split_passage(text))
 

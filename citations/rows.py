@@ -4,17 +4,48 @@ chunker, sentence splitter and grounding engine that read it.
 A row is one line, its cells between " | " ("Ines Valcourt | Finish validating … |
 7 February"), as the HTML, PDF and Office loaders write it; Markdown's own rows
 ("| a | b |") count too. A row's cells only say something together: it is never cut.
+A bar that code or a grammar writes is no cell's edge: inside brackets ("{ TO | = }",
+"coplot(a ~ b | c)") or on an indented line ("    | CONNECTION LIMIT connlimit").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Final
 
 CELL_SEPARATOR: Final = " | "
-_MARKDOWN_ROW: Final = re.compile(r"^[ \t]*\|")
+_MARKDOWN_ROW: Final = re.compile(r"^ {0,3}\|.*\|[ \t]*$")
 _CELLS: Final = re.compile(r"\S \| \S")
+_BRACKETED: Final = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")
 
 
 def is_table_row(line: str) -> bool:
-    return bool(_MARKDOWN_ROW.match(line) or _CELLS.search(line))
+    if _MARKDOWN_ROW.match(line):
+        return True
+    if not _CELLS.search(line) or line[:1].isspace():
+        return False
+    for _ in range(3):  # brackets nest
+        line, found = _BRACKETED.subn("", line)
+        if not found:
+            break
+    return bool(_CELLS.search(line))
+
+
+def table_header(lines: Sequence[str], index: int) -> int | None:
+    """Where the header of the table that `lines[index]` (a row) belongs to is, if shown.
+
+    `lines` are a passage's units in order. The header is the table's first row, and only
+    below the text leading into the table, and when it reads like one ("Owner | Action |
+    Due": short cells, no numbers): a chunk may start inside a table, where the first
+    row shown is another record.
+    """
+    first = index
+    while first > 0 and is_table_row(lines[first - 1]):
+        first -= 1
+    if first == 0 or first == index:
+        return None
+    cells = lines[first].strip().strip("|").split("|")
+    if any(c.isdigit() for c in lines[first]) or any(len(c.split()) > 3 for c in cells):
+        return None
+    return first

@@ -36,6 +36,7 @@ _HEADING: Final = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
 _LIST_ITEM: Final = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _QUOTE: Final = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _RULE: Final = re.compile(r"^[ \t]*(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_TABLE_ROW: Final = re.compile(r"^[ \t]*\|")
 _TABLE_SEPARATOR: Final = re.compile(r"^[ \t|:\-]+$")
 _INLINE_CODE: Final = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
@@ -149,7 +150,7 @@ def _blocks(text: str) -> list[_Block]:
         if heading := _HEADING.match(content):
             close()
             blocks.append(_Block(content_start + heading.end(), end, "heading"))
-        elif is_table_row(_INLINE_CODE.sub("", content)):
+        elif _TABLE_ROW.match(content) or is_table_row(_INLINE_CODE.sub("", content)):
             close()
             if not _TABLE_SEPARATOR.match(content):
                 blocks.append(_Block(content_start, end, "table_row"))

@@ -317,3 +317,28 @@ def test_notes_about_a_product_answer_with_the_sentence_that_does_not_name_it(ch
     # ...but a name the question asks about is no context: it stays.
     for question in ("What does tidewatch 2.0 change?", "Who runs tidewatch on ARM boards?"):
         assert {c.asked for c in rank_sentences(question, passages, titles=titles)} == {question}
+
+
+TASKS = (
+    "Open tasks for the release:\n"
+    "Owner | Task | Due\n"
+    "Tobias | Set up the runners | 24 January\n"
+    "Ines | Publish the comparison report | 7 February\n"
+    "Desmond | Cut the branch | 14 February\n"
+    "Kwame | Sign the contractor | 28 February"
+)
+
+
+def test_a_row_is_not_credited_with_the_words_of_the_rows_around_it():
+    ranked = rank_sentences("Who will publish the comparison report?", [(1, TASKS)])
+    assert ranked[0].text == "Ines | Publish the comparison report | 7 February"
+    score = {c.text.split(" | ")[0]: c.score for c in ranked}
+    # Desmond's row is next to Ines's; Kwame's is not. Neither says anything asked.
+    assert score["Desmond"] == pytest.approx(score["Kwame"], abs=1e-3)
+
+
+def test_a_row_about_another_setting_is_not_taken_for_the_one_asked_about():
+    settings = ("Server settings:\nName | Default\nmax_connections | 100\n"
+                "shared_buffers | 128MB")
+    ranked = rank_sentences("What is the default of max_connections?", [(1, settings)])
+    assert [c.text for c in ranked] == ["max_connections | 100"]

@@ -1581,3 +1581,26 @@ def test_rows_the_claim_names_are_combined(grounder) -> None:
     assert [ACTION_ITEMS[a:b].split(" | ")[0] for a, b in support.spans] == [
         "Tobias Achterberg", "Ines Valcourt"
     ]
+
+
+def test_a_row_is_read_under_its_header_which_the_span_does_not_include(grounder) -> None:
+    support = grounder.check_claim(
+        "The action of Ines Valcourt is due on 7 February.", [ACTION_ITEMS]
+    )
+    assert support.verdict == "supported"
+    assert support.spans == (support.span,)
+    assert _row(support) == (
+        "Ines Valcourt | Finish validating the new constituent tables. | 7 February"
+    )
+
+
+def test_a_chunk_that_starts_inside_a_table_has_no_header_to_read_rows_under(grounder) -> None:
+    # A first row is a header only below the text leading into its table: a chunk may start
+    # inside one, where the first row shown is another record.
+    claim = "The task of Desmond is to cut the branch."
+    table = "Owner | Task | When\nMarisol | Email the customers | soon\nDesmond | Cut the branch"
+    led = "Open tasks:\n" + table
+    under_header = grounder.check_claim(claim, [led])
+    cut = grounder.check_claim(claim, [table])
+    assert under_header.spans == ((led.index("Desmond"), len(led)),)
+    assert under_header.score > cut.score

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from citations.grounding import is_claim
+from citations.rows import is_table_row
 from citations.sentences import Sentence, plain_text, split_answer, split_passage
 
 
@@ -177,3 +180,21 @@ def test_a_table_row_of_a_passage_is_one_unit_whatever_its_cells_hold() -> None:
         "| Desmond | cut the branch | 14 February |",
         "the end of the notes.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("line", "row"),
+    [
+        ("Owner | Action | Due", True),
+        ("| year | event |", True),
+        ("today | date , timestamp | midnight ( 00:00 ) today", True),
+        # A grammar's or a program's bars are no cells' edges.
+        ("ALTER ROLE { role_specification | ALL } SET name { TO | = } { value | DEFAULT }",
+         False),
+        ("    | CONNECTION LIMIT connlimit", False),
+        ("  | CURRENT_ROLE", False),
+        ("> coplot(a ~ b | c)", False),
+    ],
+)
+def test_what_reads_as_a_table_row(line: str, row: bool) -> None:
+    assert is_table_row(line) is row
