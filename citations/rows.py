@@ -21,6 +21,7 @@ _BRACKETED: Final = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")
 
 
 def is_table_row(line: str) -> bool:
+    """Whether a line of a document's text is a table's row."""
     if _MARKDOWN_ROW.match(line):
         return True
     if not _CELLS.search(line) or line[:1].isspace():

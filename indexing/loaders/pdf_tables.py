@@ -55,8 +55,8 @@ def join_table_rows(text: str, runs: Sequence[TextRun]) -> str:
     if not table_rows:
         return text
     out: list[str] = []
-    for row in rows:
-        if id(row) in table_rows:
+    for number, row in enumerate(rows):
+        if number in table_rows:
             out.append(CELL_SEPARATOR.join(_cell_text(cell, lines) for cell in row.cells))
         else:
             out.extend(lines[i].text for cell in row.cells for i in cell)
@@ -138,16 +138,16 @@ def _rows(lines: list[_Line]) -> list[_Row]:
 
 
 def _table_rows(rows: list[_Row]) -> set[int]:
-    """ids of the rows that belong to tables: two or more rows of cells, one under another."""
+    """Which rows belong to tables: two or more rows of cells, one under another."""
     found: set[int] = set()
-    run: list[_Row] = []
-    for row in [*rows, None]:
-        if row is not None and row.is_table_row() and (not run or row.follows(run[-1])):
-            run.append(row)
+    run: list[int] = []  # the rows of cells met in a row so far
+    for number, row in enumerate([*rows, None]):
+        if row is not None and row.is_table_row() and (not run or row.follows(rows[run[-1]])):
+            run.append(number)
             continue
         if len(run) >= 2:
-            found.update(id(r) for r in run)
-        run = [row] if row is not None and row.is_table_row() else []
+            found.update(run)
+        run = [number] if row is not None and row.is_table_row() else []
     return found
 
 
