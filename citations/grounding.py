@@ -37,7 +37,7 @@ import numpy as np
 
 from . import checks
 from .claims import Features, analyze, rarity, stem
-from .rows import is_table_row, table_header
+from .rows import cells, is_table_row, table_header
 from .sentences import Sentence, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
@@ -455,7 +455,8 @@ class Grounder:
                 if unit.passage != plan.units[best].passage and not plan.cross_passage:
                     continue
                 brought = missing & unit.features.stems
-                if unit.row and not brought & analyze(_first_cell(unit.text)).stems:
+                # What a row is about is its first cell ("Ines Valcourt | Finish … | 7 …").
+                if unit.row and not brought & analyze(cells(unit.text)[0]).stems:
                     continue  # another record's values: the claim does not name its row
                 gain = sum(weights[term] for term in brought) / total
                 # A multi-word name counts once: "Chevrolet Aveo" alone does not tie its
@@ -598,11 +599,6 @@ def _lexical(claim: Features, stems: frozenset[str]) -> float:
     weights = {t: rarity(t) for t in claim.terms}
     total = sum(weights.values()) or 1.0
     return sum(w for t, w in weights.items() if t in stems) / total
-
-
-def _first_cell(row: str) -> str:
-    """What a table row is about: its first cell ("Ines Valcourt | Finish … | 7 February")."""
-    return row.strip().strip("|").split("|", 1)[0]
 
 
 @lru_cache(maxsize=4096)

@@ -33,6 +33,11 @@ def is_table_row(line: str) -> bool:
     return bool(_CELLS.search(line))
 
 
+def cells(row: str) -> list[str]:
+    """A row's cells, outer bars and spaces stripped."""
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
 def table_header(lines: Sequence[str], index: int) -> int | None:
     """Where the header of the table that `lines[index]` (a row) belongs to is, if shown.
 
@@ -46,7 +51,7 @@ def table_header(lines: Sequence[str], index: int) -> int | None:
         first -= 1
     if first == 0 or first == index:
         return None
-    cells = lines[first].strip().strip("|").split("|")
-    if any(c.isdigit() for c in lines[first]) or any(len(c.split()) > 3 for c in cells):
+    header = lines[first]
+    if any(c.isdigit() for c in header) or any(len(c.split()) > 3 for c in cells(header)):
         return None
     return first
