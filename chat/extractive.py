@@ -303,11 +303,14 @@ def _labels(text: str) -> list[tuple[int, str]]:
     return sorted(labels)
 
 
-def _units(passages: Sequence[tuple[int, str]]) -> list[_Unit]:
+def _units(
+    passages: Sequence[tuple[int, str]], spans: Mapping[int, list[tuple[int, int]]]
+) -> list[_Unit]:
+    """Each passage's sentences (`spans`: where they are, in order) that could answer."""
     units = []
     for number, text in passages:
         labels = _labels(text)
-        for index, (start, end) in enumerate(split_passage(text)):
+        for index, (start, end) in enumerate(spans[number]):
             sentence = text[start:end]
             if sentence.lstrip().startswith("#"):
                 continue  # a Markdown heading names a topic; it answers nothing
@@ -331,7 +334,9 @@ def rank_sentences(
     wanted = set(analyze(question).terms)
     if DEFAULT_ASKED.search(question):
         wanted.add(stem("default"))  # "out of the box", "if I don't pass one"
-    units = _units(passages)
+    spans = {number: split_passage(text) for number, text in passages}
+    lines = {number: [text[a:b] for a, b in spans[number]] for number, text in passages}
+    units = _units(passages, spans)
     if not wanted or not units:
         return []
     modifiers = _modifier_names(question, _names(question, analyze(question)))
@@ -354,7 +359,6 @@ def rank_sentences(
     unknown = {w for w in unknown_words(question) if any(w in t for t in document_text.values())}
     title_stems = {n: analyze(t).stems for n, t in (titles or {}).items()}
     at = {(u.number, u.index): u for u in units}
-    lines = {number: [text[a:b] for a, b in split_passage(text)] for number, text in passages}
     # In how many documents a sentence is shown: twice in one document is the overlap
     # of neighbouring chunks; in several documents, boilerplate.
     repeats = Counter(
