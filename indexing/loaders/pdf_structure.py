@@ -88,8 +88,8 @@ class TextRun:
 
     size: float
     text: str
-    x: float = 0.0
-    y: float = 0.0
+    x: float
+    y: float
 
 
 class RunCollector:
