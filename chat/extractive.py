@@ -10,8 +10,9 @@ sentences, chosen in three steps:
    (a chunk continuing a definition rarely names its term) or that only say which thing
    the question asks about and that its document is about ("the tidewatch 2.0 launch"
    in notes about tidewatch 2.0), for having the
-   shape of the answer (a date for "when"; for "how many" or "what does f() raise"
-   the shape is required: a number, an exception), and penalties for boilerplate
+   shape of the answer (a date for "when"; for "how many", "how much did it cost",
+   "how accurate" or "what does f() raise" the shape is required: a number, an amount
+   of money, a measure, an exception), and penalties for boilerplate
    repeated across passages, run-on blocks, fragments cut by a chunk's edge and
    passages that do not name the module or setting the question names;
 2. the best few are embedded with the grounding engine's embedder (its cache is
@@ -36,9 +37,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from citations import units
 from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_frequency
 from citations.grounding import Grounder
-from citations.rows import is_table_row, table_header
+from citations.rows import is_header, is_table_row, table_header
 from citations.sentences import split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
@@ -61,6 +63,25 @@ NUMBER: Final = (
 )
 # A value in documentation: a number or a CONSTANT.
 VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
+# A number of a unit ("within 4 cm", "half a metre", "12%"), not a version ("CC BY 4.0").
+MEASURE: Final = (
+    rf"{NUMBER}[\d.,]*(?:(?:\s+an?)?{units.AFTER_NUMBER.pattern}|\s?(?:%|percent\b))"
+)
+# An amount of money: a currency sign or code by a number, or a number of a currency.
+MONEY: Final = (
+    r"[$€£¥₹]\s?\d|\b(?:EUR|USD|GBP|CHF|JPY|US\$)\s?\d|\d(?:[\d,.]*\d)?\s?(?:(?i:hundred|"
+    r"thousand|million|billion|trillion|[mbk]n?)\s)?(?i:dollars?|euros?|pounds?|yen|yuan|"
+    r"francs?|marks?|lira|lire|rupees?|pesos?|roubles?|rubles?|crowns?|kronor|shillings?|"
+    r"EUR|USD|GBP|CHF)\b"
+)
+# A question asking how much money: "how much did it cost", "what was the budget".
+MONEY_ASKED: Final = re.compile(
+    r"\bhow much\b.*\b(?:money|costs?|spen[dt]|pa(?:y|id)|charged?|earn(?:ed)?|raised?|"
+    r"worth|fund(?:ed|ing)?|donated?|budget(?:ed)?|set aside)\b|"
+    r"^\s*(?:what|how much) (?:is|was|were|are|will be)\b(?:\s+\w+){0,4} (?:budget|cost|"
+    r"price|fee|salary|revenue|endowment)s?\b",
+    re.I,
+)
 # An exception class as code names it.
 EXCEPTION: Final = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exit)\b")
 # A question asking for a default, in so many words or not ("if I don't pass one",
@@ -92,6 +113,12 @@ ANSWER_SHAPES: Final = [
     Shape(re.compile(r"\bhow (?:many|long|quickly|fast|often|frequently|far|old|big|large|"
                      r"small|wide|high|deep|tall|heavy)\b", re.I),
           re.compile(NUMBER), precise=False, required=True),
+    # How close or accurate: a number of a unit ("within 4 cm", "half a metre"), not a
+    # version ("CC BY 4.0").
+    Shape(re.compile(r"\bhow (?:close|accurate|accurately|precise|precisely)\b", re.I),
+          re.compile(MEASURE), precise=False, required=True),
+    # Money asked for is answered with an amount of it ("$1.2 billion", "6 million Lira").
+    Shape(MONEY_ASKED, re.compile(MONEY), precise=False, required=True),
     # "How much literature…": "voluminous" is an amount too.
     Shape(re.compile(r"\bhow much\b", re.I), re.compile(NUMBER), precise=False, required=False),
     Shape(re.compile(r"^\s*who\b|\bwhom\b", re.I),
@@ -383,6 +410,8 @@ def rank_sentences(
             continue  # a chunk's overlap cut this sentence, shown whole elsewhere: quote that
         if f" {_normalized(unit.text)} " in headings.get(unit.number, ""):
             continue  # the title or a heading ("2. Launch date"): it names a topic
+        if is_header(lines[unit.number], unit.index):
+            continue  # a table's header ("Owner | Action | Due") names its columns
         around_it = (unit.index - 1, unit.index + 1)
         if is_table_row(unit.text):
             # The rows around a row are other records; what it shares is its header.
@@ -500,14 +529,18 @@ def compose_answer(
 
 def _quote(chosen: Sequence[Candidate], marker: str) -> str:
     """The sentences, each followed by its marker. A sentence without closing punctuation
-    (a title line, a list entry) ends its paragraph, so that no reader, the grounding
-    engine included, runs it into the next sentence."""
-    parts = []
+    (a title line, a list entry) and a table's row are paragraphs of their own, so that no
+    reader, the grounding engine included, runs them into the next sentence."""
+    parts: list[str] = []
+    previous = ""
     for candidate in chosen:
         text = _one_line(candidate.text)
         if parts:
-            parts.append(" " if parts[-2].rstrip("\"')]”’")[-1:] in ".!?" else "\n\n")
+            closed = previous.rstrip("\"')]”’")[-1:] in ".!?"
+            rows = is_table_row(previous) or is_table_row(text)
+            parts.append(" " if closed and not rows else "\n\n")
         parts += [text, f" {marker.format(candidate.number)}"]
+        previous = text
     return "".join(parts)
 
 

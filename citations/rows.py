@@ -55,3 +55,11 @@ def table_header(lines: Sequence[str], index: int) -> int | None:
     if any(c.isdigit() for c in header) or any(len(c.split()) > 3 for c in cells(header)):
         return None
     return first
+
+
+def is_header(lines: Sequence[str], index: int) -> bool:
+    """Whether `lines[index]` is the header of the table below it (see `table_header`)."""
+    return (
+        index + 1 < len(lines) and is_table_row(lines[index + 1])
+        and table_header(lines[: index + 2], index + 1) == index
+    )

@@ -46,6 +46,7 @@ _EMPHASIS: Final = re.compile(
 )
 # Used with .match(text, pos): anchored at pos (a "^" would only match at 0).
 _LEADING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+")
+_TRAILING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+\s*$")
 _SPACES: Final = re.compile(r"\s+")
 
 
@@ -150,7 +151,7 @@ def _blocks(text: str) -> list[_Block]:
         if heading := _HEADING.match(content):
             close()
             blocks.append(_Block(content_start + heading.end(), end, "heading"))
-        elif _TABLE_ROW.match(content) or is_table_row(_INLINE_CODE.sub("", content)):
+        elif _TABLE_ROW.match(content) or _quoted_row(content):
             close()
             if not _TABLE_SEPARATOR.match(content):
                 blocks.append(_Block(content_start, end, "table_row"))
@@ -163,6 +164,14 @@ def _blocks(text: str) -> list[_Block]:
             current, current_kind = [content_start, end], "sentence"
     close()
     return blocks
+
+
+def _quoted_row(line: str) -> bool:
+    """A row quoted without its outer bars ("Ines Valcourt | … | 7 February [citation:3]"),
+    not prose that holds a bar ("It runs at 1 | 2 speeds. [citation:1] Then …"): a row
+    carries its citations at its end only."""
+    body = _TRAILING_MARKERS.sub("", line)
+    return is_table_row(_INLINE_CODE.sub("", body)) and not CITATION.search(body)
 
 
 def _sentence_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -233,6 +242,11 @@ _CODE_LINE = re.compile(
     r"[ \t]*(?:[\w.\[\]'\"]+[ \t]*[-+*/|&]?=[^=]|#|@\w|def \w+\(|class \w+\b[(:]|"
     r"from [\w.]+ import\b)"
 )
+# An article, preposition or conjunction ending a line: what it leads to is on the next.
+_LAST_WORD = re.compile(
+    r"(?<![\w.'’-])(?:a|an|the|of|to|in|on|at|by|for|with|from|into|than|and|or|nor|but|"
+    r"its|their|our|your|whose)$"
+)
 # Lines at least this long are wrapped by width, so a much shorter one stands alone.
 _WRAP_WIDTH = 60
 
@@ -252,8 +266,11 @@ def _merge_wrapped_lines(
             gap = text[previous_end:start]
             ends_open = text[previous_end - 1] not in ".!?:;\"')]”’"
             # A capitalized line after an open one is as often a new heading or label as a
-            # wrapped name, so only a lowercase start or a dangling comma/hyphen joins.
-            continues = text[start].islower() or text[previous_end - 1] in ",-–"
+            # wrapped name, so only a lowercase start, a dangling comma/hyphen or a word no
+            # sentence or title ends with ("… or ends one on a\nFriday evening") joins.
+            continues = text[start].islower() or text[previous_end - 1] in ",-–" or (
+                _LAST_WORD.search(text, previous_start, previous_end) is not None
+            )
             line_start = text.rfind("\n", 0, previous_end) + 1
             # A statement of code is a line of its own, lowercase as the next one may start.
             code = _CODE_LINE.match(text, line_start) or _CODE_LINE.match(text, start)

@@ -76,7 +76,7 @@ _SHORT: Final = "|".join(sorted(map(re.escape, _ABBREVIATIONS), key=len, reverse
 # After a number: a space or hyphen (or none before an abbreviation: "55m", "5km"), then
 # an optional "square"/"cubic", then the unit; "C" and "F" only after a degree sign
 # ("grade C" is no temperature).
-_AFTER: Final = re.compile(
+AFTER_NUMBER: Final = re.compile(
     rf"(?:[ \u00a0-]|(?=[a-zA-Z°]))(?:(?P<power>(?i:square|sq\.?|cubic))[ \u00a0-]?)?"
     rf"(?:(?P<word>(?i:{_NAMES}))|(?P<short>°\s?[CF]\b|(?:{_SHORT})(?:2|²|3|³)?))"
     rf"(?![\w/])"
@@ -85,7 +85,7 @@ _AFTER: Final = re.compile(
 
 def unit_after(text: str, end: int) -> Unit | None:
     """The unit written right after the number ending at ``end``, if any."""
-    match = _AFTER.match(text, end)
+    match = AFTER_NUMBER.match(text, end)
     if match is None:
         return None
     power = (match.group("power") or "").lower()

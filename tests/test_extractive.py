@@ -164,6 +164,26 @@ def test_a_count_is_answered_only_by_a_sentence_holding_a_number(checker):
     assert "three connections. [2]" in answer and "[1]" not in answer
 
 
+def test_money_asked_for_is_answered_with_an_amount_of_it(checker):
+    question = "How much money did the council set aside for the new harbour wall?"
+    topical = (1, "The council set aside an afternoon to discuss the new harbour wall with "
+                  "residents.")
+    assert compose_answer(question, [topical], grounder=checker) == NOTHING_FOUND
+    priced = (2, "The new harbour wall has a budget of €2.4 million from the port fund.")
+    answer = compose_answer(question, [topical, priced], grounder=checker)
+    assert answer.startswith("The new harbour wall has a budget of €2.4 million")
+    assert "[1]" not in answer
+
+
+def test_how_close_or_accurate_is_answered_with_a_measure_not_a_version(checker):
+    question = "How accurate are the gauge's readings?"
+    versioned = (1, "The gauge's readings are accurate enough for version 2.0 of the charts.")
+    measured = (2, "In calm water the gauge's readings stay within 2 mm of the tide pole.")
+    answer = compose_answer(question, [versioned, measured], grounder=checker)
+    assert answer.startswith("In calm water the gauge's readings stay within 2 mm")
+    assert "[1]" not in answer
+
+
 def test_a_question_about_code_that_raises_is_answered_with_an_exception(checker):
     question = "What does subprocess.run raise when the timeout runs out?"
     passages = [
@@ -342,3 +362,20 @@ def test_a_row_about_another_setting_is_not_taken_for_the_one_asked_about():
                 "shared_buffers | 128MB")
     ranked = rank_sentences("What is the default of max_connections?", [(1, settings)])
     assert [c.text for c in ranked] == ["max_connections | 100"]
+
+
+def test_a_row_is_quoted_as_a_paragraph_of_its_own_and_a_header_never(checker):
+    question = "When is the comparison report due, and who owns it?"
+    notes = ("Each action item has a single owner and a due date.\n"
+             "Owner | Action | Due\n"
+             "Ines | Publish the comparison report | 7 February")
+    answer = compose_answer(question, [(1, notes)], grounder=checker)
+    assert answer == ("Ines | Publish the comparison report | 7 February [1]\n\n"
+                      "Each action item has a single owner and a due date. [1]")
+    units = split_answer(answer.replace("[1]", "[citation:1]"))
+    assert [u.kind for u in units] == ["table_row", "sentence"]
+    # Asked about the items in general, the header's words are the question's: still no
+    # answer.
+    answer = compose_answer("Who owns the action items, and when are they due?",
+                            [(1, notes)], grounder=checker)
+    assert "Owner | Action | Due" not in answer

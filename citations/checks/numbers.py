@@ -9,7 +9,16 @@ from itertools import islice
 from typing import Final
 
 from citations import units
-from citations.claims import CUE_SYNONYMS, SCALES, STOP_WORDS, WORD, Features, Number, stem
+from citations.claims import (
+    CUE_SYNONYMS,
+    MONTHS,
+    SCALES,
+    STOP_WORDS,
+    WORD,
+    Features,
+    Number,
+    stem,
+)
 
 from .issue import Issue
 
@@ -57,7 +66,7 @@ def number_issues(
             abs(abs(a - b) - number.value) <= slack for a in years for b in years
         ):
             continue  # "four years later" for 1851 and 1855
-        rival = _rival(number, span.numbers, claim)
+        rival = _rival(number, span.numbers, claim, span)
         if rival is not None:
             issues.append(Issue(f"the passage says {rival.text}, not {number.text}", True))
         elif any(_same_number(number, other) for other in passage.numbers):
@@ -167,14 +176,38 @@ def _significant_digits(text: str) -> int:
     return len(digits.rstrip("0")) or 1
 
 
-def _rival(number: Number, candidates: Sequence[Number], claim: Features) -> Number | None:
-    """The passage's number that the claim's number seems to replace, if any."""
-    same_kind = [c for c in candidates if _kind_family(c.kind) == _kind_family(number.kind)]
+def _rival(
+    number: Number, candidates: Sequence[Number], claim: Features, span: Features
+) -> Number | None:
+    """The passage's number that the claim's number seems to replace, if any: one of its
+    kind, and a day of a month only for a day ("two action items" replaces no "28 February")."""
+    day = _day_of_month(claim.text, number)
+    same_kind = [
+        c for c in candidates if _kind_family(c.kind) == _kind_family(number.kind)
+        and _day_of_month(span.text, c) == day
+    ]
     # A claim number the claim itself already matches elsewhere is no rival.
     same_kind = [c for c in same_kind if not any(c.value == n.value for n in claim.numbers)]
     if len(same_kind) == 1:
         return same_kind[0]
     return None
+
+
+# A month's name or abbreviation as a date writes it: "February", "Feb.".
+_MONTH: Final = re.compile(
+    rf"\b(?:{'|'.join(sorted((m.title() for m in MONTHS), key=len, reverse=True))})\b\.?"
+)
+
+
+def _day_of_month(text: str, number: Number) -> bool:
+    """Whether a number stands where a date's day does: "28 February", "February 28"."""
+    if number.kind != "number":
+        return False
+    before = text[max(0, number.start - 12) : number.start]
+    return bool(
+        text[number.end : number.end + 1] == " " and _MONTH.match(text, number.end + 1)
+        or re.search(rf"{_MONTH.pattern}\s$", before)
+    )
 
 
 def _kind_family(kind: str) -> str:

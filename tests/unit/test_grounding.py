@@ -101,6 +101,15 @@ def test_a_changed_year_and_a_changed_month_are_contradictions(grounder) -> None
     assert (month.verdict, month.reason) == ("unsupported", "the passage says February, not March")
 
 
+def test_a_count_is_not_read_as_the_day_of_a_date_and_a_day_not_as_a_count() -> None:
+    row = analyze("Kwame Osei-Lindqvist | Prepare the launch blog post. | 28 February")
+    counted = number_issues(analyze("Kwame Osei-Lindqvist owns two action items."), row, row)
+    assert [i.reason for i in counted] == ["the passage does not mention two"]
+    treaty = analyze("The treaty was signed on 28 June 1919 by 14 nations.")
+    changed = number_issues(analyze("The treaty was signed by 12 nations."), treaty, treaty)
+    assert [i.reason for i in changed] == ["the passage says 14, not 12"]
+
+
 def test_a_number_the_passage_never_mentions_is_flagged(grounder) -> None:
     support = grounder.check_claim(
         "The Denver Broncos defeated the Carolina Panthers before 71,000 fans.", [PASSAGE]

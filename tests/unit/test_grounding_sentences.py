@@ -79,6 +79,14 @@ def test_a_quoted_row_without_outer_bars_is_one_unit_and_a_pipe_in_code_is_not_a
         ("Run ls wc -l first.", (), "sentence"),
         ("Then stop.", (1,), "sentence"),
     ]
+    # Prose that holds a bar and cites inside its line is sentences, each with its own.
+    prose = ("Launch is on March 10. [citation:1] Costs are EUR 1 | EUR 2 a run. It has a "
+             "budget. [citation:2]")
+    assert [(u[1], u[2], u[3]) for u in _units(prose)] == [
+        ("Launch is on March 10.", (1,), "sentence"),
+        ("Costs are EUR 1 EUR 2 a run.", (), "sentence"),
+        ("It has a budget.", (2,), "sentence"),
+    ]
 
 
 def test_plain_text_drops_links_emphasis_and_markers() -> None:
@@ -112,6 +120,19 @@ def test_a_hard_wrapped_sentence_is_one_passage_sentence_but_a_header_line_is_no
         "Meeting notes Q3",
         "We agreed to push the launch\nto March 10.",
         "Marketing is next.",
+    ]
+
+
+def test_a_line_ending_in_an_article_or_preposition_goes_on_into_a_capitalized_one() -> None:
+    text = ("We chose Tuesday so that nobody starts a shift on a Monday, or ends one on a\n"
+            "Friday evening with no one around to ask.\n"
+            "Rotation and handover\n"
+            "Each shift has a primary and a secondary.")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "We chose Tuesday so that nobody starts a shift on a Monday, or ends one on a\n"
+        "Friday evening with no one around to ask.",
+        "Rotation and handover",
+        "Each shift has a primary and a secondary.",
     ]
 
 
