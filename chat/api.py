@@ -117,7 +117,8 @@ class MessageListView(APIView):
     def get(self, request: Request, pk: int) -> Response:
         thread = user_thread(request, pk)
         messages = thread.messages.order_by("seq")
-        return Response(MessageSerializer(messages, many=True).data)
+        sources = citations.current_sources(thread=thread)
+        return Response(MessageSerializer(messages, many=True, context={"sources": sources}).data)
 
     @extend_schema(
         summary="Ask: runs one turn and stores the answer",
@@ -268,16 +269,33 @@ class CitationPageView(APIView):
 class GroundingCheckView(APIView):
     """Check an answer's cited sentences against passages: yours, or another system's."""
 
-    @extend_schema(request=GroundingCheckSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        request=GroundingCheckSerializer,
+        responses={
+            200: OpenApiTypes.OBJECT,
+            413: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="the check would read more passage text than "
+                            "GROUNDING_CHECK_MAX_CHARS (each cited passage once per sentence)",
+            ),
+        },
+    )
     def post(self, request: Request) -> Response:
         params = GroundingCheckSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        if "thread_id" in data:
-            thread = user_thread(request, data["thread_id"])
-            return Response(grounding.check_thread_answer(thread=thread, answer=data["answer"]))
-        if "answer" in data:
-            return Response(grounding.check_text(answer=data["answer"], passages=data["passages"]))
+        try:
+            if "thread_id" in data:
+                thread = user_thread(request, data["thread_id"])
+                return Response(
+                    grounding.check_thread_answer(thread=thread, answer=data["answer"])
+                )
+            if "answer" in data:
+                return Response(
+                    grounding.check_text(answer=data["answer"], passages=data["passages"])
+                )
+        except grounding.TooMuchWork as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         message = get_object_or_404(
             Message.objects.select_related("thread"),
             pk=data["message_id"],

@@ -152,6 +152,15 @@ def freshness(entry: CitationEntry) -> str:
     return "current" if found == entry.content_hash else "changed"
 
 
+def current_sources(*, thread: Thread) -> dict[int, tuple[str, int | None]]:
+    """n -> (freshness, its document's id: None once deleted) for each number the thread
+    issued, as citation_json() would report it now (one query)."""
+    found = CitationEntry.objects.filter(registry__thread=thread).annotate(
+        current_content_hash=F("chunk__content_hash")
+    )
+    return {entry.n: (freshness(entry), entry.document_id) for entry in found}
+
+
 def citation_json(entry: CitationEntry) -> dict[str, Any]:
     return {
         "n": entry.n,

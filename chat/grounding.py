@@ -13,7 +13,13 @@ from typing import Any
 from django.conf import settings
 
 from chat import citations
-from citations.grounding import AnswerGrounding, Grounder, Thresholds, support_dict
+from citations.grounding import (
+    AnswerGrounding,
+    Grounder,
+    Thresholds,
+    characters_read,
+    support_dict,
+)
 from citations.normalizer import normalize
 from embeddings import get_embedder
 from embeddings.entailment import OnnxEntailment
@@ -46,14 +52,29 @@ def check_answer(
     return grounder().check_answer(answer, passages, titles=titles)
 
 
+class TooMuchWork(ValueError):
+    """A check would read more passage text than GROUNDING_CHECK_MAX_CHARS allows."""
+
+
+def _within_budget(answer: str, passages: Mapping[int, str]) -> None:
+    needed, limit = characters_read(answer, passages), settings.GROUNDING_CHECK_MAX_CHARS
+    if needed > limit:
+        raise TooMuchWork(
+            f"Checking this answer would read {needed:,} characters of passages (each cited "
+            f"passage once for every sentence citing it); the limit is {limit:,}. Send fewer "
+            "sentences or shorter passages in each request."
+        )
+
+
 def check_text(*, answer: str, passages: list[str]) -> dict[str, Any]:
     """An answer from elsewhere citing [n] (n indexes `passages` from 1), checked.
 
     Its markers are normalized first (numbers beyond the passages are dropped),
-    as for our own answers.
+    as for our own answers. Raises TooMuchWork past the request budget.
     """
     numbered = dict(enumerate(passages, start=1))
     normalized = normalize(answer, numbered.__contains__)
+    _within_budget(normalized.text, numbered)
     result = check_answer(answer=normalized.text, passages=numbered)
     grounding = result.to_dict()
     return {
@@ -72,12 +93,14 @@ def check_thread_answer(*, thread, answer: str) -> dict[str, Any]:
     """An answer citing [n] from a conversation's registry (an agent's, over MCP), checked.
 
     Numbers the conversation never issued are dropped, as from our own answers;
-    each cited number comes back resolved, with its support.
+    each cited number comes back resolved, with its support. Raises TooMuchWork past the
+    request budget.
     """
     issued = citations.issued_numbers(thread=thread)
     normalized = normalize(answer, issued.__contains__)
     cited = [citations.citation_json(entry)
              for entry in citations.entries(thread=thread, numbers=normalized.cited)]
+    _within_budget(normalized.text, {c["n"]: c["text"] for c in cited})
     grounded, grounding = _grounded(answer=normalized.text, citations=cited)
     return {
         "answer": normalized.text,

@@ -75,6 +75,10 @@ class CitationListField(serializers.JSONField):
 
 
 class MessageSerializer(serializers.ModelSerializer):
+    """A message; with context ``sources`` (chat.citations.current_sources) each stored
+    citation's status and document id are reported as they are now, not as when it was
+    cited."""
+
     citations = CitationListField(read_only=True)
     # A plain string in the schema: an enum named "status" would rename Document's.
     status = serializers.CharField(read_only=True, help_text="'pending', 'complete' or 'error'")
@@ -85,6 +89,14 @@ class MessageSerializer(serializers.ModelSerializer):
             "id", "seq", "role", "status", "content", "resolved_content", "citations", "grounding",
             "mentions", "metadata", "created_at",
         ]
+
+    def to_representation(self, instance: Message) -> dict:
+        data = super().to_representation(instance)
+        sources = self.context.get("sources", {})
+        for citation in data["citations"] or []:
+            if citation.get("n") in sources:
+                citation["status"], citation["document"]["id"] = sources[citation["n"]]
+        return data
 
 
 class MentionSerializer(serializers.Serializer):

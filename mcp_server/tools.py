@@ -157,8 +157,11 @@ def check_answer(
     if not answer.strip():
         raise Refused("The answer is empty.")
     thread = _conversation(user, ws, conversation_id, "")
-    return {"conversation_id": thread.pk,
-            **grounding.check_thread_answer(thread=thread, answer=answer)}
+    try:
+        checked = grounding.check_thread_answer(thread=thread, answer=answer)
+    except grounding.TooMuchWork as exc:
+        raise Refused(str(exc)) from exc
+    return {"conversation_id": thread.pk, **checked}
 
 
 def ingest(

@@ -316,6 +316,27 @@ def test_citations_flag_changed_and_missing_sources(
     assert "18:00" in citations.citation_json(entry)["text"], "what was cited stays"
 
 
+def test_the_message_list_reports_a_deleted_source_as_missing(
+    workspace, user, api, settings, tmp_path, counting_embedder
+):
+    settings.LLM_PROVIDER = "extractive"
+    path = tmp_path / "rules.md"
+    path.write_text("# Rules\n\nThe slipway closes at 18:00 on weekdays.\n")
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    thread = services.create_thread(workspace=workspace, user=user)
+    services.post_message(thread=thread, text="When does the slipway close?")
+
+    def cited() -> list[dict]:
+        listed = api.get(f"/api/threads/{thread.pk}/messages").json()
+        return [c for m in listed for c in m["citations"] or []]
+
+    assert [(c["status"], c["document"]["id"]) for c in cited()] == [("current", document.pk)]
+    assert api.delete(f"/api/documents/{document.pk}").status_code == 204
+    assert [(c["status"], c["document"]["id"]) for c in cited()] == [("missing", None)]
+    assert "18:00" in cited()[0]["text"], "what was cited stays"
+
+
 def test_ask_command_prints_answer_and_footers(corpus, workspace, capsys, settings):
     settings.LLM_PROVIDER = "extractive"
     call_command("ask", "When do on-call shifts hand over?", workspace=workspace.slug, debug=True)

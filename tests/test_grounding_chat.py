@@ -111,6 +111,21 @@ def test_check_endpoint_takes_another_systems_answer(api):
     assert by_n == {1: "unsupported", 2: "supported"}
 
 
+def test_check_endpoint_refuses_more_reading_than_its_budget(api, settings):
+    settings.GROUNDING_CHECK_MAX_CHARS = 1_000
+    passage = "The harbour office opens at 09:00 on weekdays. " * 10  # 470 characters
+    fits = {"answer": "The office opens at nine [1]. It opens on weekdays [1].",
+            "passages": [passage]}
+    assert api.post("/api/grounding/check", fits, format="json").status_code == 200
+    # Three sentences citing it read it three times; one citing two passages reads both twice.
+    for text in ("The office opens at nine [1]. It opens on weekdays [1]. It opens early [1].",
+                 "The office opens at nine on weekdays [1][2]."):
+        response = api.post("/api/grounding/check",
+                            {"answer": text, "passages": [passage, passage]}, format="json")
+        assert response.status_code == 413, response.content
+        assert "the limit is 1,000" in response.json()["detail"]
+
+
 def test_check_endpoint_rechecks_a_stored_message_of_the_user_only(llm, harbour, api, staff):
     llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
     message = ask(api).json()
