@@ -7,7 +7,7 @@ import json
 import re
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 pytestmark = pytest.mark.django_db
 
@@ -58,8 +58,9 @@ def test_ingest_reports_each_failure_as_it_happens_and_in_the_summary(
     (tmp_path / "c-empty.md").write_text("")
     (tmp_path / "d-good.md").write_text("# Also good\n\nThe slipway closes at 18:00.\n")
     out = io.StringIO()
-    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=inline,
-                 stdout=out, stderr=io.StringIO())
+    with pytest.raises(CommandError, match="2 of 4 documents failed"):  # exit status 1
+        call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=inline,
+                     stdout=out, stderr=io.StringIO())
     lines = out.getvalue().splitlines()
     summary = next(i for i, line in enumerate(lines) if line.startswith("Done in "))
     assert "2 indexed, 2 failed" in lines[summary]

@@ -100,7 +100,8 @@ def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
     worker = start_worker(env)
     try:
         result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 1, result.stderr  # documents failed
+        assert "6 of 7 documents failed" in result.stderr
         assert "1 indexed, 6 failed" in result.stdout
         assert worker.poll() is None, "the worker survived every bad file"
     finally:

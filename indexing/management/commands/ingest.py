@@ -98,7 +98,9 @@ class Command(BaseCommand):
             self._wait(job, len(documents), options["worker_timeout"], reported)
         else:
             return
-        self._summary(job, time.monotonic() - started)
+        if failed := self._summary(job, time.monotonic() - started):
+            # A script or CI step running the ingest learns of it from the exit status.
+            raise CommandError(f"{failed} of {len(documents)} documents failed (listed above)")
 
     def _workspace(self, slug: str, owner: str | None, *, create: bool) -> Workspace:
         workspace = Workspace.objects.filter(slug=slug).first()
@@ -170,8 +172,10 @@ class Command(BaseCommand):
                     self.style.ERROR(f"FAILED {document.uri}: {document.last_error}")
                 )
 
-    def _summary(self, job: IngestJob, elapsed: float) -> None:
+    def _summary(self, job: IngestJob, elapsed: float) -> int:
+        """Print what the job did; return how many of its documents failed."""
         progress = selectors.job_progress(job=job)
         self.stdout.write(f"Done in {elapsed:.1f}s: {progress.summary()}")
-        for document in job.documents.filter(status=Document.Status.FAILED):
+        for document in job.documents.filter(status=Document.Status.FAILED).order_by("pk"):
             self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))
+        return progress.counts[Document.Status.FAILED]
