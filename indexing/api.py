@@ -17,6 +17,7 @@ from knowledge.models import Document
 from knowledge.serializers import DocumentSerializer, IngestJobSerializer
 
 
+@extend_schema(parameters=[WORKSPACE_PARAMETER])
 class DocumentListView(generics.ListAPIView):
     """List the workspace's documents; POST adds files or a URL to it.
 

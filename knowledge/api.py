@@ -40,7 +40,7 @@ class SearchView(APIView):
         parameters=[
             OpenApiParameter("q", str, required=True),
             OpenApiParameter("limit", int),
-            OpenApiParameter("workspace", str),
+            WORKSPACE_PARAMETER,
             OpenApiParameter("document_ids", str, description="comma-separated ids"),
             OpenApiParameter("folder_ids", str, description="comma-separated ids"),
         ],
@@ -91,6 +91,7 @@ class JobDetailView(generics.RetrieveAPIView):
         return {**super().get_serializer_context(), "workspace": self.workspace}
 
 
+@extend_schema(parameters=[WORKSPACE_PARAMETER])
 class DocumentChunksView(generics.ListAPIView):
     serializer_class = ChunkSerializer
 
@@ -105,7 +106,7 @@ class DocumentChunksView(generics.ListAPIView):
 
 
 class FolderListView(APIView):
-    @extend_schema(responses=FolderSerializer(many=True))
+    @extend_schema(parameters=[WORKSPACE_PARAMETER], responses=FolderSerializer(many=True))
     def get(self, request: Request) -> Response:
         workspace = selectors.workspace_for(user=request.user, slug=request.GET.get("workspace"))
         folders = selectors.folders_in(workspace=workspace)

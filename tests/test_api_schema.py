@@ -45,6 +45,16 @@ def _load_schema() -> schemathesis.schemas.BaseSchema:
 schema = _load_schema()
 
 
+def test_every_endpoint_reading_a_workspace_documents_its_parameter():
+    # A generated client can only reach a workspace other than the user's first one
+    # through the parameter the schema lists.
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    for path in ("/api/documents", "/api/documents/{id}", "/api/documents/{id}/chunks",
+                 "/api/folders", "/api/search", "/api/jobs/{id}"):
+        get = document["paths"][path]["get"]
+        assert "workspace" in {p["name"] for p in get.get("parameters", [])}, path
+
+
 @pytest.fixture
 def small_workspace(user, workspace, counting_embedder, tmp_path, settings):
     """A document in a folder, a finished job, and a conversation that cites it.
