@@ -112,10 +112,15 @@ def page(corpus, session_cookie, live_server) -> Iterator[Page]:
 
         page.on("dialog", on_dialog)
         page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-        page.on(
-            "console",
-            lambda msg: problems.append(f"console: {msg.text}") if msg.type == "error" else None,
-        )
+
+        def on_console(message) -> None:
+            # A test that has the server refuse a request expects the browser to log it.
+            refused = getattr(page, "refused_status", None)
+            if message.type == "error" and not (refused and f"status of {refused}" in
+                                                message.text):
+                problems.append(f"console: {message.text}")
+
+        page.on("console", on_console)
         # Nothing may leave the machine: anything not on the live server is refused.
         page.route(
             "**/*",
@@ -228,6 +233,32 @@ def test_answer_with_citation_pills_and_source_panel(page: Page, corpus, live_se
     page.wait_for_url("**/accounts/login/?next=/")
     page.goto("/")
     page.wait_for_url("**/accounts/login/?next=/")
+
+
+def test_a_refused_question_goes_back_into_the_composer(page: Page, corpus):
+    page.goto("/")
+    new_chat(page)
+    refusal = {"content": ["Ensure this field has no more than 20000 characters."]}
+    page.refused_status = 400
+    page.route(
+        "**/api/threads/*/messages",
+        lambda route: route.fulfill(status=400, json=refusal)
+        if route.request.method == "POST" else route.fallback(),
+    )
+    composer = page.locator("#composer-input")
+    composer.fill("When do on-call shifts hand over?")
+    page.locator("#send").click()
+    expect(page.locator(".message.is-error p")).to_have_text(refusal["content"][0])
+    expect(composer).to_have_value("When do on-call shifts hand over?")
+    expect(page.locator(".message.is-pending")).to_have_count(0)
+    expect(page.locator(".message.role-user")).to_have_count(0)  # nothing was stored
+    expect(page.locator("#send")).to_be_enabled()
+
+    page.unroute("**/api/threads/*/messages")
+    page.locator("#send").click()
+    answer = page.locator(".message.role-assistant:not(.is-error)").last
+    expect(answer).to_contain_text("Tuesdays at 10:00 UTC", timeout=TIMEOUT_MS)
+    expect(composer).to_have_value("")
 
 
 def test_mention_picker_scopes_the_question(page: Page, corpus):

@@ -91,7 +91,10 @@
     try {
       const body = await response.json();
       if (body && typeof body.detail === "string") return body.detail;
-      return `${response.status} ${JSON.stringify(body)}`;
+      // A refused field: {"content": ["Ensure this field has no more than 20000 characters."]}
+      const fields = body && typeof body === "object" ? Object.values(body) : [];
+      const said = fields.flat().filter((m) => typeof m === "string");
+      return said.length ? said.join(" ") : `Request failed (HTTP ${response.status})`;
     } catch (_) {
       return `Request failed (HTTP ${response.status})`;
     }
@@ -548,20 +551,24 @@
   }
 
   async function send() {
-    const content = ui.input.value.trim();
+    const typed = ui.input.value;
+    const content = typed.trim();
     if (!content || state.busy) return;
     setBusy(true);
     closePicker();
+    const shown = state.pendingMentions.map((m) => ({ ...m }));
+    let question = null;
+    let pending = null;
     try {
       if (state.threadId === null) await newChat();
       await state.loading; // never append to a list that is about to be replaced
       const threadId = state.threadId;
-      const mentions = state.pendingMentions.map((m) => ({ kind: m.kind, id: m.id }));
-      const shown = state.pendingMentions.map((m) => ({ ...m }));
+      const mentions = shown.map((m) => ({ kind: m.kind, id: m.id }));
 
       const empty = ui.messages.querySelector(".empty-state");
       if (empty) empty.remove();
-      ui.messages.append(renderMessage({ role: "user", content, mentions: shown }));
+      question = renderMessage({ role: "user", content, mentions: shown });
+      ui.messages.append(question);
       ui.input.value = "";
       state.pendingMentions = [];
       renderPendingMentions();
@@ -571,11 +578,21 @@
       const status = el("div", { className: "status-line", text: "Thinking…" });
       bubble.append(status);
       ui.messages.append(bubble);
+      pending = bubble;
       scrollToEnd();
 
       await streamAnswer(threadId, content, mentions, bubble, body, status);
       if (state.threadId === threadId) loadThreads().catch(() => {});
     } catch (error) {
+      // The turn was refused or never reached the server, so nothing was stored: the
+      // question goes back into the composer, with its mentions, to be sent again.
+      if (question) question.remove();
+      if (pending) pending.remove();
+      if (!ui.input.value.trim()) {
+        ui.input.value = typed;
+        state.pendingMentions = shown;
+        renderPendingMentions();
+      }
       ui.messages.append(errorBubble(error.message));
     } finally {
       setBusy(false);
@@ -625,7 +642,8 @@
       return;
     }
 
-    await readEvents(response, (event, data) => {
+    // From here on the turn is stored: a dropped connection ends this bubble, not the turn.
+    const reading = readEvents(response, (event, data) => {
       if (state.threadId !== threadId || finished) return;
       if (event === "progress") {
         status.textContent = (data && data.label) || "Working…";
@@ -651,6 +669,7 @@
       }
       scrollToEnd();
     });
+    await reading.catch(() => {});
     if (!finished) fail("The connection closed before the answer was complete.");
   }
 
