@@ -53,6 +53,16 @@ def test_prints_one_verdict_line_per_claim_in_order(tmp_path) -> None:
     assert (third["verdict"], third["passage"], third["span"]) == ("unsupported", None, None)
 
 
+def test_a_claims_own_citation_markers_are_not_read_as_numbers(tmp_path) -> None:
+    rows, error = _run(tmp_path, [
+        json.dumps({"id": n, "claim": f"The Broncos beat the Panthers 24–10 {marker}.",
+                    "passages": [PASSAGE]})
+        for n, marker in enumerate(["[1]", "[2][3]", "[citation:4]"])
+    ])
+    assert error is None
+    assert [(r["verdict"], r["reason"]) for r in rows] == [("supported", "")] * 3
+
+
 def test_bad_lines_get_an_error_line_and_a_failing_exit_but_the_rest_is_checked(
     tmp_path,
 ) -> None:

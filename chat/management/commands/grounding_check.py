@@ -20,6 +20,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from citations.grounding import Grounder
+from citations.normalizer import normalize
 from embeddings import get_embedder
 
 BATCH = 32  # claims embedded together
@@ -94,7 +95,9 @@ def _parse(line: str) -> tuple[Any, str, list[str]]:
     passages = data.get("passages")
     if not isinstance(passages, list) or not all(isinstance(p, str) for p in passages):
         raise ValueError('"passages" must be a list of strings')
-    return data["id"], claim, passages
+    # Another system's claim often keeps its citation marker ("… is blue [1]."): the marker
+    # says where the claim comes from, it claims nothing.
+    return data["id"], normalize(claim, lambda _n: False).text, passages
 
 
 def _id_of(line: str) -> Any:
