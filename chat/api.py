@@ -110,6 +110,13 @@ class MessageListView(APIView):
             return [JSONRenderer(), EventStreamRenderer()]
         return [JSONRenderer()]
 
+    def handle_exception(self, exc: Exception) -> Response:
+        # A refused turn (400, 403, 404) started no stream: its error is JSON, labelled so,
+        # even when a stream was asked for.
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
     @extend_schema(
         summary="The conversation's messages, oldest first",
         responses={(200, "application/json"): MessageSerializer(many=True), 404: NOT_FOUND},

@@ -128,6 +128,23 @@ def test_numbers_are_stable_across_turns_and_reads(llm, corpus, api):
     assert sum(m["role"] == "system" for m in history) == 1
 
 
+def test_a_refused_turn_is_a_json_error_even_when_a_stream_was_asked_for(workspace, api, staff):
+    thread_id = new_thread(api)
+    for client, body, code in ((api, {"content": ""}, 400),
+                               (api, {"content": "Hi", "mentions": [{"kind": "x"}]}, 400)):
+        response = client.post(f"/api/threads/{thread_id}/messages", body, format="json",
+                               HTTP_ACCEPT="text/event-stream")
+        assert response.status_code == code
+        assert response["Content-Type"] == "application/json"
+        assert response.json()
+    other = APIClient()
+    other.force_authenticate(staff)
+    response = other.post(f"/api/threads/{thread_id}/messages", {"content": "Hi"},
+                          format="json", HTTP_ACCEPT="text/event-stream")
+    assert (response.status_code, response["Content-Type"]) == (404, "application/json")
+    assert response.json()["detail"]
+
+
 # The turn runs in a worker thread with its own connection: data must be committed.
 @pytest.mark.django_db(transaction=True)
 def test_sse_streams_progress_normalized_tokens_citations_and_done(llm, corpus, api):
