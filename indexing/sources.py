@@ -118,12 +118,14 @@ def reindex(*, documents: QuerySet[Document], confined: bool = True) -> tuple[in
 
 
 def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
-    """The folder at 'a/b/c' in the workspace, created as needed."""
+    """The folder at 'a/b/c' in the workspace, created as needed; '.' and '..' are refused
+    (SourceRefused): a folder path names folders, it does not move between them."""
+    names = [p.strip() for p in (path or "").split("/") if p.strip()]
+    if any(name in (".", "..") for name in names):
+        raise SourceRefused(f"A folder path cannot contain '.' or '..': {path!r}")
     folder = None
-    for name in [p for p in (path or "").split("/") if p.strip()]:
-        folder, _ = Folder.objects.get_or_create(
-            workspace=workspace, parent=folder, name=name.strip()
-        )
+    for name in names:
+        folder, _ = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=name)
     return folder
 
 

@@ -48,8 +48,12 @@ def _workspace(user, slug: str | None) -> Workspace:
 
 
 def _errors(errors: dict[str, Any]) -> str:
-    return "; ".join(f"{field}: {' '.join(map(str, problems))}" for field, problems in
-                     errors.items())
+    # Named as the tool's arguments are, not as the API's query parameters ("q").
+    return "; ".join(f"{_ARGUMENTS.get(field, field)}: {' '.join(map(str, problems))}"
+                     for field, problems in errors.items())
+
+
+_ARGUMENTS = {"q": "query"}
 
 
 def _window(offset: int, limit: int, maximum: int) -> tuple[int, int]:

@@ -9,6 +9,8 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
+from knowledge.models import Document, Folder
+
 pytestmark = pytest.mark.django_db
 
 QUESTION = "When do on-call shifts hand over?"
@@ -70,3 +72,12 @@ def test_ingest_reports_each_failure_as_it_happens_and_in_the_summary(
     assert [line.strip() for line in live] == listed
     assert "b-binary.txt" in live[0] and "binary" in live[0].lower()
     assert "c-empty.md" in live[1]
+
+
+def test_ingest_refuses_a_folder_path_that_climbs(workspace, tmp_path):
+    (tmp_path / "a.md").write_text("# A\n\nThe slipway closes at 18:00.\n")
+    with pytest.raises(CommandError, match=r"cannot contain '\.' or '\.\.'"):
+        call_command("ingest", str(tmp_path), workspace=workspace.slug, folder="../../etc",
+                     inline=True, stdout=io.StringIO())
+    assert not Folder.objects.filter(workspace=workspace).exists()
+    assert not Document.objects.filter(workspace=workspace).exists()

@@ -112,9 +112,12 @@ def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_the
             checked = await call(client, "check_answer", conversation_id=conversation,
                                  answer=answer)
             fresh = await call(client, "search_knowledge_base", query="mooring")
-            return first, again, read, checked, fresh
+            blank = await call(client, "search_knowledge_base", query=" ")
+            return first, again, read, checked, fresh, blank
 
-    first, again, read, checked, fresh = run(session)
+    first, again, read, checked, fresh, blank = run(session)
+    # An error names the tool's own argument.
+    assert blank == (False, "query: This field may not be blank.")
     ok, body = first
     assert ok and body["conversation_id"] and "[2]" in body["cite_as"]
     numbers = [r["n"] for r in body["results"]]

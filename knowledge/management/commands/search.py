@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from knowledge import locators
@@ -45,6 +46,7 @@ class Command(BaseCommand):
             where = locators.label(hit.locator)
             self.stdout.write(
                 f"{rank:2}. {hit.document_title}{' · ' + where if where else ''} "
-                f"(rrf {hit.score:.4f}, dense #{hit.dense_rank}, keyword #{hit.keyword_rank})"
+                f"({settings.SEARCH_FUSION} {hit.score:.4f}, dense #{hit.dense_rank}, "
+                f"keyword #{hit.keyword_rank})"
             )
             self.stdout.write("    " + hit.text[:300].replace("\n", " "))
