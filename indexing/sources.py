@@ -233,12 +233,24 @@ def _upsert(
     # The name is a placeholder title: marking it as the source's own lets the
     # title found inside the document replace it, while a title staff typed stays.
     extra["metadata"] = {**extra.get("metadata", {}), "source_title": title}
-    document, created = Document.objects.select_for_update().get_or_create(
-        workspace=workspace,
-        folder=folder,
-        uri=uri,
-        defaults={"title": title, "source_type": source_type, "job": job, **extra},
+    rows = Document.objects.select_for_update()
+    # A server file or a web page is one source of a workspace, whichever folder it was
+    # added to: adding it again re-indexes that document (moved to the folder given, if
+    # one is), never a second copy answers would cite beside it. An upload is known by
+    # its name in its folder: two folders may each hold their own "notes.md".
+    same_source = None if uri.startswith("upload://") else (
+        rows.filter(workspace=workspace, uri=uri).order_by("pk").first()
     )
+    if same_source is not None:
+        document, created = same_source, False
+        document.folder = folder or document.folder
+    else:
+        document, created = rows.get_or_create(
+            workspace=workspace,
+            folder=folder,
+            uri=uri,
+            defaults={"title": title, "source_type": source_type, "job": job, **extra},
+        )
     if not created:
         document.job = job or document.job
         document.status = Document.Status.PENDING

@@ -131,6 +131,30 @@ def test_unchanged_source_short_circuits(workspace, counting_embedder, tmp_path)
     assert len(counting_embedder.embedded) == first
 
 
+def test_a_file_added_again_is_the_same_document_wherever_it_was_added(
+    workspace, counting_embedder, tmp_path
+):
+    path = tmp_path / "limits.md"
+    path.write_text("# Limits\n\nThe frobnicator limit is 42 widgets per hour.\n")
+    first = sources.add_path(
+        workspace=workspace, path=path,
+        folder=sources.folder_for_path(workspace=workspace, path="ops/limits"),
+    )
+    pipeline.index_document(document_id=first.pk, embedder=counting_embedder)
+    path.write_text("# Limits\n\nThe frobnicator limit is 57 widgets per hour.\n")
+    again = sources.add_path(workspace=workspace, path=path)  # no folder: it keeps its own
+    pipeline.index_document(document_id=again.pk, embedder=counting_embedder)
+    assert again.pk == first.pk and again.folder.name == "limits"
+    texts = Chunk.objects.filter(document__workspace=workspace).values_list("text", flat=True)
+    assert [t for t in texts if "frobnicator" in t] == [
+        "# Limits\n\nThe frobnicator limit is 57 widgets per hour."
+    ]
+    moved = sources.add_path(workspace=workspace, path=path,
+                             folder=sources.folder_for_path(workspace=workspace, path="archive"))
+    assert moved.pk == first.pk and moved.folder.name == "archive"
+    assert Document.objects.filter(workspace=workspace).count() == 1
+
+
 def test_editing_one_paragraph_reembeds_only_affected_chunks(
     workspace, counting_embedder, tmp_path, settings
 ):
