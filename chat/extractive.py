@@ -356,8 +356,13 @@ def rank_sentences(
     *,
     titles: Mapping[int, str] | None = None,
     tuning: Tuning = Tuning(),
+    topic: str = "",
 ) -> list[Candidate]:
-    """Every sentence of the passages scored by words and shape, best first."""
+    """Every sentence of the passages scored by words and shape, best first.
+
+    ``topic``: words a follow-up borrowed from the question before it ("tidewatch 2.0
+    launch" in "and its budget? (tidewatch 2.0 launch)"); they say what the question is
+    about, and weigh like a title's words, not like what it asks."""
     wanted = set(analyze(question).terms)
     if DEFAULT_ASKED.search(question):
         wanted.add(stem("default"))  # "out of the box", "if I don't pass one"
@@ -368,11 +373,16 @@ def rank_sentences(
         return []
     modifiers = _modifier_names(question, _names(question, analyze(question)))
     subjects = _subjects(modifiers, units, titles or {})
-    asked = {document: _without(question, names) for document, names in subjects.items()}
+    # A follow-up's own words are what it asks; what it borrowed is what it is about.
+    own_question = question.replace(f" ({topic})", "") if topic else question
+    asked = {document: _without(own_question, names) for document, names in subjects.items()}
     # IDF among the sentences shown times rarity in English: a word every passage has
     # (the article's subject) tells the sentences apart as little as "the" does.
     df = Counter(term for unit in units for term in unit.features.stems & wanted)
     weight = {t: rarity(t) * math.log(1 + len(units) / (1 + df[t])) for t in wanted}
+    borrowed = set(analyze(topic).terms) - set(analyze(own_question).terms)
+    for term in wanted & borrowed:
+        weight[term] *= tuning.title_weight
     total = sum(weight.values()) or 1.0
     keys = key_terms(question)
     # What each document's passages shown and its title and headings say: a passage of
@@ -496,12 +506,14 @@ def compose_answer(
     titles: Mapping[int, str] | None = None,
     grounder: Grounder | None = None,
     tuning: Tuning = Tuning(),
+    topic: str = "",
 ) -> str:
     """Up to ``max_sentences`` cited passage sentences that answer, or NOTHING_FOUND.
 
-    Without a grounder the ranking is by words only and nothing is checked.
+    Without a grounder the ranking is by words only and nothing is checked. ``topic``: see
+    rank_sentences.
     """
-    ranked = rank_sentences(question, passages, titles=titles, tuning=tuning)
+    ranked = rank_sentences(question, passages, titles=titles, tuning=tuning, topic=topic)
     floor = tuning.min_score
     best = ranked[0].score if ranked else -math.inf
     if ranked and grounder is not None:

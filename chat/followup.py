@@ -29,12 +29,18 @@ def content_words(text: str) -> list[str]:
 
 def standalone_query(previous_questions: list[str], question: str) -> str:
     """`question`, completed with the topic of the previous question when it leans on it."""
+    topic = borrowed_topic(previous_questions, question)
+    return f"{question} ({topic})" if topic else question
+
+
+def borrowed_topic(previous_questions: list[str], question: str) -> str:
+    """The previous question's words a follow-up leans on ("tidewatch 2.0 launch" for "and
+    its budget?"), or ''."""
     if not previous_questions:
-        return question
+        return ""
     own = content_words(question)
     # Only a question that points back ("its budget", "what about …") borrows.
     if not ANAPHORA.search(question) or len(own) > 6:
-        return question
+        return ""
     seen = {w.lower() for w in own}
-    topic = [w for w in content_words(previous_questions[-1]) if w.lower() not in seen]
-    return f"{question} ({' '.join(topic)})" if topic else question
+    return " ".join(w for w in content_words(previous_questions[-1]) if w.lower() not in seen)

@@ -21,7 +21,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from chat import citations
-from chat.followup import standalone_query
+from chat.followup import borrowed_topic, standalone_query
 from chat.grounding import ground_citations
 from chat.models import Message, Thread
 from chat.prompts import Mention, system_prompt
@@ -236,7 +236,10 @@ def open_turn(
         thread=thread,
         provider=provider or get_provider(),
         messages=messages,
-        context=TurnContext(standalone_query(earlier, text), {k: v for k, v in scope.items() if v}),
+        context=TurnContext(
+            standalone_query(earlier, text), {k: v for k, v in scope.items() if v},
+            borrowed_topic(earlier, text),
+        ),
         issued=issued,
         normalizer=StreamNormalizer(issued.__contains__),
         started=time.perf_counter(),

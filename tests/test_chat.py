@@ -313,6 +313,12 @@ def test_offline_answer_to_the_sample_launch_question_quotes_the_date_agreed(
     assert top["document"]["id"] == corpus["q3-launch-notes.pdf"].pk
     assert "March 10" in top["text"]
     assert message.grounding["coverage"] == 1.0
+    # The README's follow-up: what it borrows ("tidewatch 2.0 launch") is what it is about;
+    # what it asks is the budget.
+    follow_up = services.post_message(thread=thread, text="and its budget?")
+    assert follow_up.metadata["searches"][0]["query"] == "and its budget? (tidewatch 2.0 launch)"
+    first_sentence = follow_up.resolved_content.split("[citation:")[0]
+    assert "€18,500" in first_sentence, follow_up.resolved_content
 
 
 def test_citations_flag_changed_and_missing_sources(

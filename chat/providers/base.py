@@ -29,8 +29,9 @@ class Reply:
 class TurnContext:
     """What our own offline answerer needs; remote models read the system prompt."""
 
-    question: str
+    question: str  # standalone: a follow-up completed with the topic it borrows
     scope: dict[str, list[int]] = field(default_factory=dict)
+    topic: str = ""  # what a follow-up borrowed: what it is about, not what it asks
 
 
 class LLMProvider(Protocol):

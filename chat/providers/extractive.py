@@ -50,7 +50,8 @@ class ExtractiveProvider:
             return Reply("", [search])
         passages = [p for content in evidence for p in parse_evidence(content)]
         titles = {n: t for content in evidence for n, t in parse_titles(content).items()}
-        answer = compose_answer(context.question, passages, titles=titles, grounder=grounder())
+        answer = compose_answer(context.question, passages, titles=titles, grounder=grounder(),
+                                topic=context.topic)
         if on_text is not None:
             for piece in re.findall(r"\S+\s*", answer):
                 on_text(piece)

@@ -1,4 +1,4 @@
-from chat.followup import standalone_query
+from chat.followup import borrowed_topic, standalone_query
 
 
 def test_first_question_is_its_own_query():
@@ -9,6 +9,8 @@ def test_follow_up_borrows_the_previous_topic():
     query = standalone_query(["When is the tidewatch 2.0 launch?"], "And what is its budget?")
     assert query.startswith("And what is its budget?")
     assert "tidewatch" in query and "launch" in query
+    topic = borrowed_topic(["When is the tidewatch 2.0 launch?"], "And what is its budget?")
+    assert topic == "tidewatch 2.0 launch" and query.endswith(f"({topic})")
 
 
 def test_self_contained_question_is_left_alone():
