@@ -321,9 +321,9 @@ def test_offline_answer_to_the_sample_launch_question_quotes_the_date_agreed(
     assert "€18,500" in first_sentence, follow_up.resolved_content
 
 
-def test_citations_flag_changed_and_missing_sources(
-    corpus, workspace, user, settings, tmp_path, counting_embedder
-):
+@pytest.fixture
+def slipway(workspace, user, settings, tmp_path, counting_embedder):
+    """(file, document, conversation, message): a rule, and an answer that cited it."""
     settings.LLM_PROVIDER = "extractive"
     path = tmp_path / "rules.md"
     path.write_text("# Rules\n\nThe slipway closes at 18:00 on weekdays.\n")
@@ -331,6 +331,11 @@ def test_citations_flag_changed_and_missing_sources(
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     thread = services.create_thread(workspace=workspace, user=user)
     message = services.post_message(thread=thread, text="When does the slipway close?")
+    return path, document, thread, message
+
+
+def test_citations_flag_changed_and_missing_sources(corpus, slipway, counting_embedder):
+    path, document, thread, message = slipway
     n = next(c["n"] for c in message.citations if c["document"]["id"] == document.pk)
     path.write_text("# Rules\n\nThe slipway closes at 20:00 on weekdays.\n")
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
@@ -339,16 +344,8 @@ def test_citations_flag_changed_and_missing_sources(
     assert "18:00" in citations.citation_json(entry)["text"], "what was cited stays"
 
 
-def test_the_message_list_reports_a_deleted_source_as_missing(
-    workspace, user, api, settings, tmp_path, counting_embedder
-):
-    settings.LLM_PROVIDER = "extractive"
-    path = tmp_path / "rules.md"
-    path.write_text("# Rules\n\nThe slipway closes at 18:00 on weekdays.\n")
-    document = sources.add_path(workspace=workspace, path=path)
-    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    thread = services.create_thread(workspace=workspace, user=user)
-    services.post_message(thread=thread, text="When does the slipway close?")
+def test_the_message_list_reports_a_deleted_source_as_missing(slipway, api):
+    _, document, thread, _ = slipway
 
     def cited() -> list[dict]:
         listed = api.get(f"/api/threads/{thread.pk}/messages").json()
