@@ -238,9 +238,12 @@ def _upsert(
     # added to: adding it again re-indexes that document (moved to the folder given, if
     # one is), never a second copy answers would cite beside it. An upload is known by
     # its name in its folder: two folders may each hold their own "notes.md".
-    same_source = None if uri.startswith("upload://") else (
-        rows.filter(workspace=workspace, uri=uri).order_by("pk").first()
-    )
+    same_source = None
+    if not uri.startswith("upload://"):
+        # Copies added before this rule: the one in the folder given, else the oldest.
+        copies = list(rows.filter(workspace=workspace, uri=uri).order_by("pk"))
+        in_folder = [d for d in copies if d.folder_id == (folder.pk if folder else None)]
+        same_source = (in_folder or copies or [None])[0]
     if same_source is not None:
         document, created = same_source, False
         document.folder = folder or document.folder

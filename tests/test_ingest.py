@@ -153,6 +153,10 @@ def test_a_file_added_again_is_the_same_document_wherever_it_was_added(
                              folder=sources.folder_for_path(workspace=workspace, path="archive"))
     assert moved.pk == first.pk and moved.folder.name == "archive"
     assert Document.objects.filter(workspace=workspace).count() == 1
+    # A copy made before this rule, in another folder, is the one added to that folder.
+    other = sources.folder_for_path(workspace=workspace, path="old")
+    copy = Document.objects.create(workspace=workspace, folder=other, uri=first.uri)
+    assert sources.add_path(workspace=workspace, path=path, folder=other).pk == copy.pk
 
 
 def test_editing_one_paragraph_reembeds_only_affected_chunks(
