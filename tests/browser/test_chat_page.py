@@ -171,19 +171,30 @@ def test_answer_with_citation_pills_and_source_panel(page: Page, corpus, live_se
     page.goto("/")
     expect(page.locator(".brand")).to_have_text("Verity")
     expect(page.locator("#username")).to_have_text("alice")
+    threads = page.locator("#thread-list .thread")
+    expect(threads).to_have_count(0)
     new_chat(page)
-    expect(page.locator("#thread-list .thread.active")).to_have_count(1)
+    new_chat(page)
+    # A conversation is made by its first question, not by a click.
+    expect(threads).to_have_count(0)
+    expect(page.locator("#thread-list .thread.active")).to_have_count(0)
 
-    # Record every status line the stream shows, however briefly.
+    # Record every status line the stream shows, however briefly: from the mutation
+    # records themselves (two labels set in one task leave one final state to read).
     page.evaluate(
         """() => {
             window.__statuses = [];
-            new MutationObserver(() => {
-                for (const line of document.querySelectorAll("#messages .status-line")) {
-                    window.__statuses.push(line.textContent);
+            new MutationObserver((records) => {
+                for (const record of records) {
+                    const inLine = record.target.nodeType === 1
+                        && record.target.classList.contains("status-line");
+                    for (const node of record.addedNodes) {
+                        if (inLine || (node.classList && node.classList.contains("status-line"))) {
+                            window.__statuses.push(node.textContent);
+                        }
+                    }
                 }
-            }).observe(document.getElementById("messages"),
-                       {subtree: true, childList: true, characterData: true});
+            }).observe(document.getElementById("messages"), {subtree: true, childList: true});
         }"""
     )
     answer = ask(page, "How quickly must a security incident be reported?")
@@ -416,7 +427,9 @@ def test_markdown_answer_renders_lists_tables_and_code_and_stays_inert(llm, page
             }).observe(document.getElementById("messages"), {subtree: true, childList: true});
         }"""
     )
-    with page.expect_response(lambda r: r.request.method == "POST") as streamed:
+    with page.expect_response(
+        lambda r: r.request.method == "POST" and r.url.endswith("/messages")
+    ) as streamed:
         reply = ask(page, "When is the Pelican buoy repainted?")
     tokens = streamed.value.text().count("event: token")
     renders = page.evaluate("window.__renders")
@@ -498,7 +511,9 @@ def test_grounding_flags_unsupported_pills_and_uncited_claims(llm, page: Page):
     ]
     page.goto("/")
     new_chat(page)
-    with page.expect_response(lambda r: r.request.method == "POST") as streamed:
+    with page.expect_response(
+        lambda r: r.request.method == "POST" and r.url.endswith("/messages")
+    ) as streamed:
         reply = ask(page, "Tell me about the harbour.")
     assert "event: grounding" in streamed.value.text()
     thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))

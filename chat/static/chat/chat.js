@@ -498,6 +498,19 @@
     ui.input.focus();
   }
 
+  function blankChat() {
+    // The conversation is created with its first question (send): a "New chat" left
+    // unused leaves nothing behind in the list.
+    state.threadId = null;
+    state.citations = new Map();
+    state.loading = Promise.resolve();
+    closePanel();
+    renderThreads();
+    history.replaceState(null, "", location.pathname + location.search);
+    clearMessages("Ask a question about your documents.");
+    ui.input.focus();
+  }
+
   async function newChat() {
     const thread = await api("/api/threads", { method: "POST", body: {} });
     state.threads.unshift(thread);
@@ -1133,9 +1146,7 @@
     event.preventDefault();
     send();
   });
-  ui.newChat.addEventListener("click", () => {
-    newChat().catch((error) => ui.messages.append(errorBubble(error.message)));
-  });
+  ui.newChat.addEventListener("click", blankChat);
   ui.messages.addEventListener("click", (event) => {
     const pill = event.target.closest(".citation-pill");
     if (pill) openCitation(Number(pill.dataset.n), pill);
