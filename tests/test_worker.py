@@ -28,7 +28,8 @@ def test_worker_process_indexes_a_bulk_job_from_redis(workspace, tmp_path):
     try:
         # The command queues on Redis and waits for the worker, as an operator would run it.
         result = manage(env, "ingest", str(tmp_path / "corpus"), "--workspace", workspace.slug)
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 1, result.stderr  # broken.pdf failed
+        assert "1 of 4 documents failed" in result.stderr
         assert "3 indexed, 1 failed" in result.stdout
         assert worker.poll() is None, "a bad document must not take the worker down"
     finally:
