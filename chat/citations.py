@@ -120,10 +120,7 @@ def entries(*, thread: Thread, numbers: Sequence[int]) -> list[CitationEntry]:
     """
     if not numbers:
         return []
-    found = CitationEntry.objects.filter(registry__thread=thread, n__in=list(numbers)).annotate(
-        current_content_hash=F("chunk__content_hash")
-    )
-    by_n = {e.n: e for e in found}
+    by_n = {e.n: e for e in _with_current_hash(thread).filter(n__in=list(numbers))}
     return [by_n[n] for n in numbers if n in by_n]
 
 
@@ -155,10 +152,14 @@ def freshness(entry: CitationEntry) -> str:
 def current_sources(*, thread: Thread) -> dict[int, tuple[str, int | None]]:
     """n -> (freshness, its document's id: None once deleted) for each number the thread
     issued, as citation_json() would report it now (one query)."""
-    found = CitationEntry.objects.filter(registry__thread=thread).annotate(
+    return {e.n: (freshness(e), e.document_id) for e in _with_current_hash(thread)}
+
+
+def _with_current_hash(thread: Thread):
+    """The thread's entries, each with its chunk's current hash (None: the chunk is gone)."""
+    return CitationEntry.objects.filter(registry__thread=thread).annotate(
         current_content_hash=F("chunk__content_hash")
     )
-    return {entry.n: (freshness(entry), entry.document_id) for entry in found}
 
 
 def citation_json(entry: CitationEntry) -> dict[str, Any]:

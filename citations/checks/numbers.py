@@ -199,6 +199,9 @@ _MONTH: Final = re.compile(
 )
 
 
+_MONTH_BEFORE: Final = re.compile(rf"{_MONTH.pattern}\s$")
+
+
 def _day_of_month(text: str, number: Number) -> bool:
     """Whether a number stands where a date's day does: "28 February", "February 28"."""
     if number.kind != "number":
@@ -206,7 +209,7 @@ def _day_of_month(text: str, number: Number) -> bool:
     before = text[max(0, number.start - 12) : number.start]
     return bool(
         text[number.end : number.end + 1] == " " and _MONTH.match(text, number.end + 1)
-        or re.search(rf"{_MONTH.pattern}\s$", before)
+        or _MONTH_BEFORE.search(before)
     )
 
 
