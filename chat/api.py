@@ -96,11 +96,18 @@ class ThreadListView(generics.ListCreateAPIView):
         return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
 
 
-class ThreadDetailView(generics.RetrieveDestroyAPIView):
+class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
+    """A conversation of yours: read it, rename it (PATCH {title}), delete it with its
+    messages and citations."""
+
     serializer_class = ThreadSerializer
 
     def get_object(self) -> Thread:
         return user_thread(self.request, self.kwargs["pk"])
+
+    def perform_update(self, serializer: ThreadSerializer) -> None:
+        services.rename_thread(thread=serializer.instance, title=serializer.validated_data.get(
+            "title", serializer.instance.title))
 
 
 class MessageListView(APIView):

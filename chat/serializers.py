@@ -11,6 +11,7 @@ class ThreadSerializer(serializers.ModelSerializer):
     class Meta:
         model = Thread
         fields = ["id", "title", "created_at", "updated_at"]
+        read_only_fields = ["id", "created_at", "updated_at"]
 
 
 class ThreadCreateSerializer(serializers.Serializer):
@@ -81,7 +82,11 @@ class MessageSerializer(serializers.ModelSerializer):
 
     citations = CitationListField(read_only=True)
     # A plain string in the schema: an enum named "status" would rename Document's.
-    status = serializers.CharField(read_only=True, help_text="'pending', 'complete' or 'error'")
+    status = serializers.CharField(
+        read_only=True,
+        help_text="'complete', 'error', or 'pending': an answer still being written (its "
+                  "place is kept right after its question, however turns overlap)",
+    )
 
     class Meta:
         model = Message

@@ -1,9 +1,10 @@
 """One chat turn: the tool-calling loop every edge (API, SSE, CLI) runs.
 
-A turn is opened (mentions resolved, the user's message stored), runs rounds of
-model calls and tool calls, and is closed (the answer stored with the citations
-it resolved). `post_message` does all three; the SSE view opens the turn before
-it starts streaming, so a bad mention is still a plain 404.
+A turn is opened (mentions resolved, the user's message stored with a pending
+answer right after it), runs rounds of model calls and tool calls, and is closed
+(the answer completed with the citations it resolved). `post_message` does all
+three; the SSE view opens the turn before it starts streaming, so a bad mention is
+still a plain 404.
 """
 
 from __future__ import annotations
@@ -51,6 +52,13 @@ class TooManyMentions(MentionError):
 
 def create_thread(*, workspace: Workspace, user, title: str = "") -> Thread:
     return Thread.objects.create(workspace=workspace, user=user, title=title[:200])
+
+
+def rename_thread(*, thread: Thread, title: str) -> Thread:
+    """Retitle a conversation; the list's order (most recently answered first) stays."""
+    Thread.objects.filter(pk=thread.pk).update(title=title)
+    thread.title = title
+    return thread
 
 
 def resolve_mentions(*, thread: Thread, raw: Sequence[dict[str, Any]]) -> list[Mention]:
@@ -119,6 +127,18 @@ def _append(thread: Thread, *, title: str = "", **fields: Any) -> Message:
     return Message.objects.create(thread=thread, seq=last + 1, created_at=now, **fields)
 
 
+def _complete(answer: Message, **fields: Any) -> Message:
+    """Fill in the answer `open_turn` reserved; Thread.DoesNotExist when the thread (and so
+    the answer) was deleted meanwhile: nothing is stored."""
+    with transaction.atomic():
+        if not Thread.objects.filter(pk=answer.thread_id).update(updated_at=timezone.now()):
+            raise Thread.DoesNotExist(f"Conversation {answer.thread_id} was deleted")
+        Message.objects.filter(pk=answer.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(answer, name, value)
+    return answer
+
+
 def _history(thread: Thread, before_seq: int) -> list[dict[str, Any]]:
     """The last complete messages before `before_seq`, oldest first: what the model re-reads."""
     recent = thread.messages.filter(
@@ -153,6 +173,9 @@ class Turn:
     """A turn in progress: what the model was told, shown and wrote so far."""
 
     thread: Thread
+    # The answer's place, right after its question: concurrent turns of one thread
+    # never interleave questions and answers. Pending until the turn closes.
+    answer: Message
     provider: LLMProvider
     messages: list[dict[str, Any]]
     context: TurnContext
@@ -208,14 +231,16 @@ def open_turn(
     Raises MentionError (or TooManyMentions) before anything is stored.
     """
     resolved = resolve_mentions(thread=thread, raw=mentions)
-    user_message = _append(
-        thread,
-        role=Message.Role.USER,
-        content=text,
-        resolved_content=text,
-        mentions=[m.__dict__ for m in resolved],
-        title=text[:80],
-    )
+    with transaction.atomic():
+        user_message = _append(
+            thread,
+            role=Message.Role.USER,
+            content=text,
+            resolved_content=text,
+            mentions=[m.__dict__ for m in resolved],
+            title=text[:80],
+        )
+        answer = _append(thread, role=Message.Role.ASSISTANT, status=Message.Status.PENDING)
     messages: list[dict[str, Any]] = [
         {
             "role": "system",
@@ -234,6 +259,7 @@ def open_turn(
     issued = citations.issued_numbers(thread=thread)
     turn = Turn(
         thread=thread,
+        answer=answer,
         provider=provider or get_provider(),
         messages=messages,
         context=TurnContext(
@@ -286,9 +312,13 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
         if tail:
             turn.shown.append(tail)
             turn.emit("token", {"text": tail})
+        return _close(turn)
     except ProviderError as exc:
         return _close_with_error(turn, exc)
-    return _close(turn)
+    except Exception as exc:
+        # The answer is not left pending forever; the caller reports the failure.
+        _fail(turn, f"Internal error: {type(exc).__name__}")
+        raise
 
 
 def post_message(
@@ -384,9 +414,9 @@ def _close(turn: Turn) -> Message:
     cited, grounding = ground_citations(
         answer=answer, citations=[citations.citation_json(e) for e in entries]
     )
-    message = _append(
-        turn.thread,
-        role=Message.Role.ASSISTANT,
+    message = _complete(
+        turn.answer,
+        status=Message.Status.COMPLETE,
         content="\n\n".join(text for text in turn.written if text.strip()),
         resolved_content=answer,
         citations=cited,
@@ -401,16 +431,19 @@ def _close(turn: Turn) -> Message:
     return message
 
 
-def _close_with_error(turn: Turn, exc: ProviderError) -> Message:
-    message = _append(
-        turn.thread,
-        role=Message.Role.ASSISTANT,
+def _fail(turn: Turn, error: str) -> Message:
+    return _complete(
+        turn.answer,
         status=Message.Status.ERROR,
         content="",
-        resolved_content=f"Sorry, the answer could not be completed: {exc}",
+        resolved_content=f"Sorry, the answer could not be completed: {error}",
         tool_calls=turn.tool_log,
-        metadata={"provider": turn.provider.name, "error": str(exc)},
+        metadata={"provider": turn.provider.name, "error": error},
     )
+
+
+def _close_with_error(turn: Turn, exc: ProviderError) -> Message:
+    message = _fail(turn, str(exc))
     turn.emit("error", {"message": message.resolved_content, "message_id": message.pk})
     return message
 

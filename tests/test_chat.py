@@ -357,6 +357,40 @@ def test_the_message_list_reports_a_deleted_source_as_missing(slipway, api):
     assert "18:00" in cited()[0]["text"], "what was cited stays"
 
 
+def test_an_answer_that_fails_unexpectedly_is_stored_as_an_error_not_left_pending(
+    workspace, user
+):
+    class Crashing:  # a provider (a plug-in interface) with a bug of its own
+        name = "crashing"
+
+        def complete(self, messages, tools, *, context, on_text=None):
+            raise KeyError("choices")
+
+    thread = services.create_thread(workspace=workspace, user=user)
+    with pytest.raises(KeyError):
+        services.post_message(thread=thread, text="When is the launch?", provider=Crashing())
+    question, answer = thread.messages.order_by("seq")
+    assert (question.role, answer.role, answer.status) == ("user", "assistant", "error")
+    assert answer.resolved_content == (
+        "Sorry, the answer could not be completed: Internal error: KeyError"
+    )
+
+
+def test_a_conversation_is_renamed_in_place(workspace, user, api):
+    older = services.create_thread(workspace=workspace, user=user, title="Old")
+    newer = services.create_thread(workspace=workspace, user=user, title="New")
+    response = api.patch(f"/api/threads/{older.pk}", {"title": "  Launch plans ", "id": 9},
+                         format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["title"] == "Launch plans" and response.json()["id"] == older.pk
+    listed = api.get("/api/threads").json()["results"]
+    assert [(t["id"], t["title"]) for t in listed] == [(newer.pk, "New"),
+                                                       (older.pk, "Launch plans")]
+    too_long = api.patch(f"/api/threads/{older.pk}", {"title": "x" * 201}, format="json")
+    assert too_long.status_code == 400 and "title" in too_long.json()
+    assert api.get(f"/api/threads/{older.pk}").json()["title"] == "Launch plans"
+
+
 def test_ask_command_prints_answer_and_footers(corpus, workspace, capsys, settings):
     settings.LLM_PROVIDER = "extractive"
     call_command("ask", "When do on-call shifts hand over?", workspace=workspace.slug, debug=True)

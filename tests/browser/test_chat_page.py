@@ -272,6 +272,58 @@ def test_a_refused_question_goes_back_into_the_composer(page: Page, corpus):
     expect(composer).to_have_value("")
 
 
+@pytest.fixture
+def conversations(corpus, workspace, user) -> dict[str, int]:
+    """53 conversations: 51 old ones, then "Tide question", then "Budget" whose answer is
+    still being written. Made before the page: the ORM cannot run beside Playwright's loop."""
+    for n in range(51):  # one more than a page of the list
+        services.create_thread(workspace=workspace, user=user, title=f"Old question {n}")
+    kept = services.create_thread(workspace=workspace, user=user, title="Tide question")
+    busy = services.create_thread(workspace=workspace, user=user, title="Budget")
+    services._append(busy, role=Message.Role.USER, content="What is the budget?")
+    services._append(busy, role=Message.Role.ASSISTANT, status=Message.Status.PENDING)
+    return {"kept": kept.pk, "busy": busy.pk}
+
+
+def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations, page: Page):
+    page.goto("/")
+    threads = page.locator("#thread-list .thread")
+    expect(threads).to_have_count(50)
+    expect(threads.first).to_have_class(re.compile(r"\bactive\b"))  # Budget, the latest
+    expect(page.locator(".message.role-assistant.is-pending")).to_have_text(
+        re.compile("This answer is not finished yet")
+    )
+    page.get_by_role("button", name="Show older").click()
+    expect(threads).to_have_count(53)
+    expect(page.get_by_role("button", name="Show older")).to_have_count(0)
+
+    page.get_by_role("button", name="Rename “Tide question”").click()
+    name = page.get_by_role("textbox", name="Conversation name")
+    expect(name).to_have_value("Tide question")
+    name.fill("Never mind")
+    name.press("Escape")
+    expect(threads.nth(1).locator(".thread-link")).to_have_text("Tide question")
+    page.get_by_role("button", name="Rename “Tide question”").click()
+    name.fill("  When is the launch?  ")
+    name.press("Enter")
+    expect(threads.nth(1).locator(".thread-link")).to_have_text("When is the launch?")
+    expect(threads.nth(1).locator(".thread-link")).to_be_focused()
+    kept = page.request.get(f"/api/threads/{conversations['kept']}")
+    assert kept.json()["title"] == "When is the launch?"
+
+    page.get_by_role("button", name="Delete “Budget”").click()
+    snapshot(page, "conversations")
+    page.get_by_role("button", name="Cancel").click()
+    expect(threads).to_have_count(53)
+    page.get_by_role("button", name="Delete “Budget”").click()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(threads).to_have_count(52)
+    expect(page.locator("#messages .empty-state")).to_have_text(
+        "Ask a question about your documents."
+    )
+    assert page.request.get(f"/api/threads/{conversations['busy']}").status == 404
+
+
 def test_mention_picker_scopes_the_question(page: Page, corpus):
     handbook = corpus["handbook"]
     page.goto("/")

@@ -73,6 +73,11 @@ def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_
     assert [m.seq for m in messages] == list(range(1, 2 * len(questions) + 1))
     assert sorted(m.content for m in messages if m.role == "user") == sorted(questions)
     assert all(m.status == "complete" for m in messages)
+    # Each answer stands right after its own question, however the turns overlapped.
+    assert [m.role for m in messages] == ["user", "assistant"] * len(questions)
+    for question, answer in zip(messages[::2], messages[1::2], strict=True):
+        asked = answer.metadata["searches"][0]["query"]
+        assert asked == question.content, (question.content, asked)
     numbers = sorted(CitationEntry.objects.filter(registry__thread=thread).values_list("n",
                                                                                        flat=True))
     assert numbers == list(range(1, len(numbers) + 1))

@@ -87,6 +87,8 @@ def attacks(w):
         "resolve another thread's number in our thread": (
             "get", f"/api/threads/{our}/citations/1", None),
         "delete a foreign thread": ("delete", f"/api/threads/{their_thread.pk}", None),
+        "rename a foreign thread": (
+            "patch", f"/api/threads/{their_thread.pk}", {"title": "pwned"}),
         "create a thread in a foreign workspace": (
             "post", "/api/threads", {"workspace": "theirs"}),
         "mention a foreign document": (
@@ -118,7 +120,7 @@ ATTACK_NAMES = [
     "read a foreign document", "read a foreign document's chunks", "list foreign folders",
     "open a foreign thread", "list a foreign thread's messages", "post into a foreign thread",
     "resolve a foreign thread's citation", "resolve another thread's number in our thread",
-    "delete a foreign thread", "create a thread in a foreign workspace",
+    "delete a foreign thread", "rename a foreign thread", "create a thread in a foreign workspace",
     "mention a foreign document", "mention a foreign folder", "mention a foreign chat",
     "delete a foreign document", "delete a foreign document naming its workspace",
     "poll a foreign job", "poll a foreign job naming its workspace",
@@ -140,7 +142,7 @@ def test_foreign_ids_are_404_without_leaking(world, name):
     assert Message.objects.count() == messages_before, "nothing was stored"
     assert list(Document.objects.values_list("pk", "chunk_count")) == documents_before
     assert IngestJob.objects.count() == 1
-    assert Thread.objects.filter(pk=world["their_thread"].pk).exists()
+    assert Thread.objects.get(pk=world["their_thread"].pk).title == "secret chat"
 
 
 @pytest.mark.parametrize("target", [{"folder_id": "their_folder"}, {"workspace": "theirs"}])

@@ -35,6 +35,7 @@
   const state = {
     threadId: null,
     threads: [],
+    moreThreads: null, // the API's link to older conversations
     citations: new Map(), // n -> citation JSON, for the current thread
     pendingMentions: [], // [{kind, id, label}]
     candidates: null, // [{kind, id, label}] once loaded
@@ -418,6 +419,10 @@
       if (message.status === "error") {
         bubble.classList.add("is-error");
         body.append(el("p", { text }));
+      } else if (message.status === "pending") {
+        // Another tab's turn still running (or one a stopped server never finished).
+        bubble.classList.add("is-pending");
+        body.append(el("p", { className: "muted", text: "This answer is not finished yet." }));
       } else {
         const view = assistantView(bubble, body);
         view.text = text;
@@ -449,28 +454,109 @@
   function renderThreads() {
     ui.threads.replaceChildren();
     for (const thread of state.threads) {
-      const button = el("button", {
-        type: "button",
-        className: "thread-link",
-        text: thread.title || "New chat",
-        title: thread.title || "New chat",
-      });
+      const name = thread.title || "New chat";
+      const button = el("button", { type: "button", className: "thread-link", text: name, title: name });
       button.addEventListener("click", () => selectThread(thread.id));
+      const rename = el("button", {
+        type: "button", className: "thread-action", text: "✎", title: "Rename",
+        "aria-label": `Rename “${name}”`,
+      });
+      rename.addEventListener("click", () => startRename(item, thread));
+      const remove = el("button", {
+        type: "button", className: "thread-action", text: "×", title: "Delete",
+        "aria-label": `Delete “${name}”`,
+      });
+      remove.addEventListener("click", () => confirmDelete(item, thread));
       const item = el("li", {
         className: thread.id === state.threadId ? "thread active" : "thread",
         dataset: { id: String(thread.id) },
-      }, [button]);
+      }, [button, rename, remove]);
       ui.threads.append(item);
     }
     if (!state.threads.length) {
       ui.threads.append(el("li", { className: "thread-empty", text: "No conversations yet." }));
     }
+    if (state.moreThreads) {
+      const more = el("button", { type: "button", className: "thread-more", text: "Show older" });
+      more.addEventListener("click", () => loadThreads(state.moreThreads).catch(showThreadError));
+      ui.threads.append(el("li", {}, [more]));
+    }
   }
 
-  async function loadThreads() {
-    const page = await api("/api/threads");
-    state.threads = (page && page.results) || [];
+  async function loadThreads(next) {
+    // `next` (the API's link to the following page) appends; without it the list restarts.
+    const page = await api(next || "/api/threads");
+    const results = (page && page.results) || [];
+    state.threads = next ? [...state.threads, ...results] : results;
+    state.moreThreads = (page && page.next) || null;
     renderThreads();
+  }
+
+  function showThreadError(error) {
+    ui.threads.prepend(el("li", { className: "thread-error", role: "alert", text: error.message }));
+  }
+
+  function startRename(item, thread) {
+    const input = el("input", {
+      type: "text", className: "thread-rename", maxlength: "200",
+      "aria-label": "Conversation name",
+    });
+    input.value = thread.title;
+    let done = false;
+    const finish = async (save) => {
+      if (done) return;
+      done = true;
+      const title = input.value.trim();
+      if (save && title !== thread.title) {
+        try {
+          const saved = await api(`/api/threads/${thread.id}`, { method: "PATCH", body: { title } });
+          thread.title = saved.title;
+        } catch (error) {
+          renderThreads();
+          showThreadError(error);
+          return;
+        }
+      }
+      renderThreads();
+      const link = ui.threads.querySelector(`.thread[data-id="${thread.id}"] .thread-link`);
+      if (link) link.focus();
+    };
+    input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") { event.preventDefault(); finish(true); }
+      if (event.key === "Escape") { event.preventDefault(); finish(false); }
+    });
+    input.addEventListener("blur", () => finish(true));
+    item.replaceChildren(input);
+    input.focus();
+    input.select();
+  }
+
+  function confirmDelete(item, thread) {
+    const asked = `Delete “${thread.title || "New chat"}” and its messages?`;
+    const question = el("span", { className: "thread-confirm", text: asked });
+    const yes = el("button", { type: "button", className: "thread-delete", text: "Delete" });
+    const no = el("button", { type: "button", className: "thread-more", text: "Cancel" });
+    yes.addEventListener("click", () => deleteThread(thread));
+    no.addEventListener("click", renderThreads);
+    item.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") renderThreads();
+    });
+    item.classList.add("confirming");
+    item.replaceChildren(question, yes, no);
+    no.focus();
+  }
+
+  async function deleteThread(thread) {
+    try {
+      await api(`/api/threads/${thread.id}`, { method: "DELETE" });
+    } catch (error) {
+      renderThreads();
+      showThreadError(error);
+      return;
+    }
+    state.threads = state.threads.filter((t) => t.id !== thread.id);
+    if (state.threadId === thread.id) blankChat();
+    else renderThreads();
   }
 
   function selectThread(id) {
