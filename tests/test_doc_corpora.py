@@ -238,6 +238,14 @@ def test_ask_refuses_an_empty_question(workspace, question):
         call_command("ask", question, workspace=workspace.slug)
 
 
+def test_ask_about_a_missing_document_leaves_no_conversation(workspace):
+    from chat.models import Thread
+
+    with pytest.raises(CommandError, match="Not found: document 999"):
+        call_command("ask", "When is the launch?", workspace=workspace.slug, document=[999])
+    assert not Thread.objects.exists()
+
+
 @pytest.mark.parametrize("query", ["", "   "])
 def test_search_refuses_an_empty_query(workspace, query):
     with pytest.raises(CommandError, match="query is empty"):

@@ -67,6 +67,8 @@ class Command(BaseCommand):
                 thread=thread, text=options["question"], mentions=mentions, emit=emit
             )
         except services.MentionError as exc:
+            if not options["thread"]:
+                thread.delete()  # made for this question, which was refused: nothing stays
             raise CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(_as_json(message), indent=2, ensure_ascii=False))
