@@ -16,6 +16,7 @@ from django.db.models import F
 from chat.models import CitationEntry, CitationRegistry, Thread
 from citations.registry import Numbering
 from indexing.types import content_hash
+from knowledge import locators
 from knowledge.locators import unit_text
 from knowledge.models import Chunk, Document
 
@@ -120,7 +121,7 @@ def entries(*, thread: Thread, numbers: Sequence[int]) -> list[CitationEntry]:
     """
     if not numbers:
         return []
-    by_n = {e.n: e for e in _with_current_hash(thread).filter(n__in=list(numbers))}
+    by_n = {e.n: _as_now(e) for e in _with_current_hash(thread).filter(n__in=list(numbers))}
     return [by_n[n] for n in numbers if n in by_n]
 
 
@@ -149,17 +150,42 @@ def freshness(entry: CitationEntry) -> str:
     return "current" if found == entry.content_hash else "changed"
 
 
-def current_sources(*, thread: Thread) -> dict[int, tuple[str, int | None]]:
-    """n -> (freshness, its document's id: None once deleted) for each number the thread
-    issued, as citation_json() would report it now (one query)."""
-    return {e.n: (freshness(e), e.document_id) for e in _with_current_hash(thread)}
+@dataclass(frozen=True)
+class Now:
+    """What a stored citation says now (citation_json's fields that can change)."""
+
+    status: str
+    document_id: int | None
+    locator: dict[str, Any]
+    label: str
+
+
+def current_sources(*, thread: Thread) -> dict[int, Now]:
+    """n -> what citation_json() would report now, for each number the thread issued
+    (one query)."""
+    return {
+        e.n: Now(freshness(e), e.document_id, e.locator, e.display.get("label", ""))
+        for e in map(_as_now, _with_current_hash(thread))
+    }
 
 
 def _with_current_hash(thread: Thread):
-    """The thread's entries, each with its chunk's current hash (None: the chunk is gone)."""
+    """The thread's entries, each with its chunk's current hash (None: the chunk is gone)
+    and locator."""
     return CitationEntry.objects.filter(registry__thread=thread).annotate(
-        current_content_hash=F("chunk__content_hash")
+        current_content_hash=F("chunk__content_hash"), current_locator=F("chunk__locator")
     )
+
+
+def _as_now(entry: CitationEntry) -> CitationEntry:
+    """A current passage located where its chunk is now. Re-indexing keeps an unchanged
+    chunk's row, and moves it when text before it changed (a page put in front, a paragraph
+    inserted): the page, boxes and offsets cited then would show another passage."""
+    now = getattr(entry, "current_locator", None)
+    if now and now != entry.locator and freshness(entry) == "current":
+        entry.locator = now
+        entry.display = {**entry.display, "label": locators.label(now)}
+    return entry
 
 
 def citation_json(entry: CitationEntry) -> dict[str, Any]:

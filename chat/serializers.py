@@ -4,6 +4,7 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from chat import citations
 from chat.models import Message, Thread
 
 
@@ -99,9 +100,24 @@ class MessageSerializer(serializers.ModelSerializer):
         data = super().to_representation(instance)
         sources = self.context.get("sources", {})
         for citation in data["citations"] or []:
-            if citation.get("n") in sources:
-                citation["status"], citation["document"]["id"] = sources[citation["n"]]
+            if (now := sources.get(citation.get("n"))) is not None:
+                _update_to_now(citation, now)
         return data
+
+
+def _update_to_now(citation: dict, now: citations.Now) -> None:
+    """A stored citation as it is now: its status, its document, and (a passage that moved
+    when its document was re-indexed) its locator, label and supporting span there."""
+    citation["status"], citation["document"]["id"] = now.status, now.document_id
+    before, after = citation.get("locator") or {}, now.locator
+    if after == before:
+        return
+    citation["locator"], citation["label"] = after, now.label
+    span = (citation.get("support") or {}).get("document_span")
+    shift = (after.get("char_start") or 0) - (before.get("char_start") or 0)
+    if span and isinstance(after.get("char_start"), int):
+        span["char_start"] += shift
+        span["char_end"] += shift
 
 
 class MentionSerializer(serializers.Serializer):

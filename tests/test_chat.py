@@ -16,7 +16,7 @@ from chat import citations, services
 from chat.models import CitationEntry, Message, Thread
 from chat.prompts import CITATION_RULE
 from indexing import pipeline, sources
-from knowledge.models import Document, Workspace
+from knowledge.models import Chunk, Document, Workspace
 from tests.scripted_llm import ScriptedLLM, answer, tool_call
 
 pytestmark = pytest.mark.django_db
@@ -342,6 +342,42 @@ def test_citations_flag_changed_and_missing_sources(corpus, slipway, counting_em
     entry = citations.resolve(thread=thread, n=n)
     assert citations.citation_json(entry)["status"] == "missing"
     assert "18:00" in citations.citation_json(entry)["text"], "what was cited stays"
+
+
+def test_a_passage_moved_by_a_reindex_is_shown_where_it_is_now(
+    workspace, user, settings, tmp_path, counting_embedder, api
+):
+    settings.LLM_PROVIDER = "extractive"
+    path = tmp_path / "harbour.md"
+    rules = "## Slipway\n\nThe slipway closes at 18:00 on weekdays.\n"
+    path.write_text(f"# Harbour\n\nWelcome to the harbour.\n\n{rules}")
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="When does the slipway close?")
+    cited = next(c for c in message.citations if "18:00" in c["text"])
+    chunk = Chunk.objects.get(pk=citations.resolve(thread=thread, n=cited["n"]).chunk_id)
+
+    path.write_text(f"# Harbour\n\nWelcome to the harbour.\n\n{'Moorings are free. ' * 40}"
+                    f"\n\n{rules}")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    moved = Chunk.objects.get(pk=chunk.pk)  # the same row: its text did not change
+    assert moved.content_hash == chunk.content_hash
+    assert moved.locator["char_start"] > chunk.locator["char_start"]
+
+    text = Document.objects.get(pk=document.pk).text
+    shown = api.get(f"/api/threads/{thread.pk}/citations/{cited['n']}").json()
+    assert shown["status"] == "current" and shown["locator"] == moved.locator
+    start, end = shown["locator"]["char_start"], shown["locator"]["char_end"]
+    assert text[start:end] == shown["text"]
+    assert text[:start].endswith(shown["context"]["before"])
+    assert text[end:].startswith(shown["context"]["after"])
+
+    listed = api.get(f"/api/threads/{thread.pk}/messages").json()
+    stored = next(c for c in listed[-1]["citations"] if c["n"] == cited["n"])
+    assert stored["locator"] == moved.locator
+    span = stored["support"]["document_span"]
+    assert text[span["char_start"]:span["char_end"]] == "The slipway closes at 18:00 on weekdays."
 
 
 def test_the_message_list_reports_a_deleted_source_as_missing(slipway, api):
