@@ -71,6 +71,9 @@ INSTALLED_APPS = [
     "indexing",
     "chat",
     "mcp_server",
+    # Last, as its docs ask: a document's stored upload goes once its row's delete (an
+    # admin delete, a folder's or workspace's cascade) or replacement is committed.
+    "django_cleanup.apps.CleanupConfig",
 ]
 
 MIDDLEWARE = [

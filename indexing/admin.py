@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -26,13 +27,46 @@ STATUS_COLORS = {
 }
 
 
+class MemberScoped:
+    """Staff see, choose and act on rows of the workspaces they are members of, like the
+    API's users; superusers run the whole instance. `workspace_path` leads from a row to
+    its workspace."""
+
+    workspace_path = "workspace"
+
+    def member_workspaces(self, request: HttpRequest):
+        if request.user.is_superuser:
+            return Workspace.objects.all()
+        return selectors.workspaces_for(user=request.user)
+
+    def get_queryset(self, request: HttpRequest):
+        rows = super().get_queryset(request)
+        if request.user.is_superuser:
+            return rows
+        return rows.filter(**{f"{self.workspace_path}__in": self.member_workspaces(request)})
+
+    def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
+        mine = self.member_workspaces(request)
+        if db_field.related_model is Workspace:
+            kwargs["queryset"] = mine
+        elif db_field.related_model in (Folder, Document):
+            kwargs["queryset"] = db_field.related_model.objects.filter(workspace__in=mine)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):
+class WorkspaceAdmin(MemberScoped, admin.ModelAdmin):
     list_display = ["name", "slug", "owner", "retrieval_mode", "created_at"]
     list_filter = ["retrieval_mode"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["members"]
     search_fields = ["name", "slug"]
+    workspace_path = "pk"
+
+    def save_related(self, request, form, formsets, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        # The members box saved as ticked must not lock the owner out of their workspace.
+        form.instance.members.add(form.instance.owner)
 
     def save_model(self, request, obj: Workspace, form, change: bool) -> None:
         if change:
@@ -64,10 +98,33 @@ class SameWorkspaceForm(forms.ModelForm):
                 related.workspace_id != workspace.pk
             ):
                 self.add_error(name, "Choose a folder of the same workspace.")
+        parent = data.get("parent")
+        if parent is not None and self.instance.pk is not None and self._inside_itself(parent):
+            self.add_error("parent", "A folder cannot be inside itself or its own subfolders.")
         return data
 
+    def _inside_itself(self, parent: Folder) -> bool:
+        seen: set[int] = set()
+        node: Folder | None = parent
+        while node is not None and node.pk not in seen:
+            if node.pk == self.instance.pk:
+                return True
+            seen.add(node.pk)
+            node = node.parent
+        return False
 
-class WorkspaceFixedAfterCreation:
+    def _post_clean(self) -> None:
+        super()._post_clean()
+        # The workspace is read-only once a row exists, and Django skips the unique
+        # constraints naming a field the form does not edit: a clash (a sibling folder's
+        # name, the same source in the target folder) would reach the database as a 500.
+        try:
+            self.instance.validate_constraints(exclude=set(self.errors))
+        except forms.ValidationError as exc:
+            self._update_errors(exc)
+
+
+class WorkspaceFixedAfterCreation(MemberScoped):
     """Chunks, postings and statistics are kept per workspace: moving rows between
     workspaces would leave them searchable where they were, so it is not offered."""
 
@@ -81,7 +138,7 @@ class WorkspaceFixedAfterCreation:
 @admin.register(Folder)
 class FolderAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     list_display = ["name", "parent", "workspace", "created_at"]
-    list_filter = ["workspace"]
+    list_filter = [("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name"]
     autocomplete_fields = ["parent"]
 
@@ -92,7 +149,7 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         "title", "workspace", "folder", "source_type", "status_badge", "progress",
         "chunk_count", "latest_run", "last_indexed_at", "short_error",
     ]
-    list_filter = ["status", "source_type", "workspace"]
+    list_filter = ["status", "source_type", ("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["title", "uri"]
     actions = ["reindex", "check_freshness"]
     readonly_fields = [
@@ -106,6 +163,19 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         # Sources are added through "Add sources" (its checks apply), never as a bare row.
         return False
+
+    def delete_model(self, request, obj: Document) -> None:
+        sources.delete_document(document=obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for document in queryset:
+            sources.delete_document(document=document)
+
+    def get_deleted_objects(self, objs, request):
+        # A document's chunks are part of it: deleting it needs no permission on chunks.
+        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
+        perms_needed.discard(Chunk._meta.verbose_name)
+        return deleted, counts, perms_needed, protected
 
     def has_add_sources_permission(self, request) -> bool:
         return request.user.has_perm("knowledge.add_document")
@@ -141,10 +211,11 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
         queued, refused = sources.reindex(documents=queryset)
         self.message_user(request, f"Queued {queued} documents for re-indexing.")
         if refused:
+            titles = ", ".join(d.title for d in queryset if d.pk in refused)
             self.message_user(
                 request,
-                f"{refused} documents read from outside INGEST_SERVER_ROOTS were not "
-                "re-read; they are marked FAILED with the reason.",
+                f"Not re-read, left as they were: {titles}. They were read from outside "
+                "INGEST_SERVER_ROOTS, where only an operator's `manage.py ingest PATH` reads.",
                 messages.ERROR,
             )
 
@@ -160,6 +231,12 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
             messages.WARNING if report.unreachable else messages.INFO,
         )
 
+    def changelist_view(self, request: HttpRequest, extra_context=None):
+        allowed = self.has_add_sources_permission(request)
+        return super().changelist_view(
+            request, {**(extra_context or {}), "can_add_sources": allowed}
+        )
+
     def get_urls(self):
         return [
             path(
@@ -172,8 +249,11 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
 
     def add_sources_view(self, request: HttpRequest) -> HttpResponse:
         if not self.has_add_sources_permission(request):
-            return HttpResponseRedirect(reverse("admin:index"))
-        form = AddSourcesForm(request.POST or None, request.FILES or None)
+            raise PermissionDenied("Adding sources needs the permission to add documents.")
+        form = AddSourcesForm(
+            request.POST or None, request.FILES or None,
+            workspaces=self.member_workspaces(request),
+        )
         if request.method == "POST" and form.is_valid():
             job = self._register_sources(request, form.cleaned_data)
             if job is not None:
@@ -245,7 +325,7 @@ class JobDocumentInline(admin.TabularInline):
 
 
 @admin.register(IngestJob)
-class IngestJobAdmin(admin.ModelAdmin):
+class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
     list_display = ["pk", "workspace", "description", "created_by", "created_at", "progress"]
     readonly_fields = ["workspace", "created_by", "description", "created_at", "progress"]
     inlines = [JobDocumentInline]
@@ -269,9 +349,11 @@ class IngestJobAdmin(admin.ModelAdmin):
 
 
 @admin.register(Chunk)
-class ChunkAdmin(admin.ModelAdmin):
+class ChunkAdmin(MemberScoped, admin.ModelAdmin):
+    workspace_path = "document__workspace"
     list_display = ["document", "ordinal", "locator_label", "token_count", "preview"]
-    list_filter = ["document__workspace", "document__source_type"]
+    list_filter = [("document__workspace", admin.RelatedOnlyFieldListFilter),
+                   "document__source_type"]
     search_fields = ["text", "document__title"]
     list_select_related = ["document"]
     fields = ["document", "ordinal", "locator", "token_count", "content_hash", "text"]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.db.models import QuerySet
 
 from indexing import sources
 from knowledge.models import Workspace
@@ -39,12 +40,22 @@ class AddSourcesForm(forms.Form):
         help_text="Path of a code repository on the server, e.g. /srv/repos/tidewatch.",
     )
 
+    def __init__(self, *args, workspaces: QuerySet[Workspace], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # Only the workspaces this member of staff may add sources to.
+        self.fields["workspace"].queryset = workspaces.order_by("name")
+
     def clean_files(self):
         files = self.cleaned_data["files"]
         if len(files) > settings.INGEST_MAX_FILES_PER_UPLOAD:
             raise forms.ValidationError(
                 f"At most {settings.INGEST_MAX_FILES_PER_UPLOAD} files per upload."
             )
+        # Refused up front, as the API does: nothing is saved for a batch holding one.
+        problems = [f"{f.name}: {problem}" for f in files
+                    if (problem := sources.upload_problem(f.name, f.size or 0))]
+        if problems:
+            raise forms.ValidationError(problems)
         return files
 
     def clean_urls(self):
@@ -58,6 +69,7 @@ class AddSourcesForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if not (data.get("files") or data.get("urls") or data.get("repository")):
+        refused = {"files", "urls", "repository"} & set(self.errors)
+        if not refused and not (data.get("files") or data.get("urls") or data.get("repository")):
             raise forms.ValidationError("Add at least one file, URL or repository.")
         return data

@@ -61,7 +61,7 @@ class AddSourcesSerializer(AddUrlSerializer):
         problems = [
             f"{name}: {problem}"
             for name, upload in zip(names, files, strict=True)
-            if (problem := _file_problem(name, upload.size or 0))
+            if (problem := sources.upload_problem(name, upload.size or 0))
         ]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
@@ -80,6 +80,3 @@ class AddSourcesSerializer(AddUrlSerializer):
             )
         return data
 
-
-def _file_problem(name: str, size: int) -> str:
-    return sources.upload_problem(name, size) if size else "The file is empty"

@@ -93,20 +93,21 @@ def file_uri_problem(uri: str) -> str:
 
 
 @transaction.atomic
-def reindex(*, documents: QuerySet[Document], confined: bool = True) -> tuple[int, int]:
-    """Queue `documents` for a forced re-index: (queued, refused).
+def reindex(
+    *, documents: QuerySet[Document], confined: bool = True
+) -> tuple[int, dict[int, str]]:
+    """Queue `documents` for a forced re-index: (queued, {refused document's pk: why}).
 
-    `confined` (the admin and the API): a file:// source outside INGEST_SERVER_ROOTS
-    is not read; its document becomes FAILED with the reason.
+    `confined` (the admin and MCP): a file:// source outside INGEST_SERVER_ROOTS is not
+    read and its document is left as it is (an operator's `manage.py ingest PATH` may
+    read it; its chunks still answer).
     """
     queued: list[Document] = []
-    refused = 0
+    refused: dict[int, str] = {}
     for document in documents.select_for_update():
         problem = file_uri_problem(document.uri) if confined else ""
         if problem:
-            document.status, document.last_error = Document.Status.FAILED, problem
-            document.save(update_fields=["status", "last_error"])
-            refused += 1
+            refused[document.pk] = problem
         else:
             queued.append(document)
     for document in queued:
@@ -295,21 +296,20 @@ def add_upload(
         document.status, document.last_error = Document.Status.FAILED, problem
         document.save(update_fields=["status", "last_error"])
         return document
-    previous = document.source_file.name
-    document.source_file.save(name, upload, save=True)  # a new name: the old file exists
-    if previous and previous != document.source_file.name:
-        # Only once committed: rolled back (a broker outage), the row keeps the old file.
-        storage = document.source_file.storage
-        transaction.on_commit(lambda: storage.delete(previous))
+    # A new name (the old file exists); django_cleanup deletes the old file once this is
+    # committed: rolled back (a broker outage), the row keeps it.
+    document.source_file.save(name, upload, save=True)
     return document
 
 
 def upload_problem(name: str, size: int) -> str:
-    """Why `add_upload` refuses this file (size, type), '' when it is accepted.
+    """Why `add_upload` refuses this file (empty, size, type), '' when it is accepted.
 
-    `add_upload` records it on a FAILED document; the API asks first and answers
-    400 for the whole request, saving nothing.
+    `add_upload` records it on a FAILED document; the API and the admin ask first and
+    refuse the whole request, saving nothing.
     """
+    if not size:
+        return "The file is empty"
     return too_large(size) or refusal_for_filename(Path(name or "upload").name)
 
 
@@ -374,7 +374,8 @@ def register_job(
 
 @transaction.atomic
 def delete_document(*, document: Document) -> None:
-    """Delete a document and its chunks; its stored upload goes once committed.
+    """Delete a document and its chunks; its stored upload goes once committed
+    (django_cleanup, for every delete of a document row).
 
     BM25 statistics and postings follow by database trigger. The row lock waits
     for an index swap in progress, so no chunk it writes can outlive the document;
@@ -385,10 +386,7 @@ def delete_document(*, document: Document) -> None:
     ).first()
     if locked is None:
         return
-    name, storage = locked.source_file.name, locked.source_file.storage
     locked.delete()
-    if name:
-        transaction.on_commit(lambda: storage.delete(name))
 
 
 @transaction.atomic

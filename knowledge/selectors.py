@@ -47,9 +47,13 @@ def folder_paths(*, workspace_id: int) -> dict[int, str]:
     for pk in parents:
         chain: list[int] = []
         node: int | None = pk
-        while node is not None and node not in paths and node in parents:
+        # A cycle (the admin refuses one; rows written otherwise may hold it) ends the walk:
+        # its folders are named from where the walk met it again.
+        while node is not None and node not in paths and node in parents and node not in chain:
             chain.append(node)
             node = parents[node][1]
+        if node in chain:
+            node = None
         prefix = paths.get(node, "") if node is not None else ""
         for folder_id in reversed(chain):
             name = parents[folder_id][0]

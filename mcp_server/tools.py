@@ -240,7 +240,8 @@ def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str
     documents = selectors.documents_in(workspace=ws).filter(pk__in=found)
     return {
         "queued": queued,
-        "refused": refused,
+        "refused": len(refused),
+        "refusals": [{"id": pk, "reason": why} for pk, why in refused.items()],
         "documents": [
             {"id": d.pk, "status": d.status, "last_error": d.last_error} for d in documents
         ],

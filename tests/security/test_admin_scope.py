@@ -1,0 +1,157 @@
+"""The admin as an outside tester drove it: staff confined to their workspaces, folder
+trees without cycles, clashes as form errors, deletes that take the stored upload along."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from indexing import pipeline, sources
+from knowledge import selectors
+from knowledge.models import Document, Folder, Workspace
+from tests.security.test_admin_trust import ADD_SOURCES, staff_with
+
+pytestmark = pytest.mark.django_db
+
+SECRET = "The launch code for project Falcon is ZEBRA-4471."
+
+
+@pytest.fixture
+def theirs(counting_embedder, tmp_path) -> Document:
+    """Bob's private workspace with one indexed document."""
+    bob = get_user_model().objects.create_user("bob", password="pw")
+    workspace = Workspace.objects.create(name="Bob private", slug="bob", owner=bob)
+    workspace.members.add(bob)
+    path = tmp_path / "plan.md"
+    path.write_text(f"# Bob secret plan\n\n{SECRET}\n")
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    return Document.objects.get(pk=document.pk)
+
+
+@pytest.fixture
+def curator(client, workspace, theirs):
+    """Staff of `workspace` only, allowed everything on documents, folders and chunks."""
+    user = staff_with(
+        "view_document", "add_document", "change_document", "delete_document",
+        "view_folder", "add_folder", "change_folder", "view_chunk", "view_ingestjob",
+        member=False,
+    )
+    workspace.members.add(user)
+    client.force_login(user)
+    return client
+
+
+def test_staff_see_and_act_only_in_their_own_workspaces(curator, workspace, theirs):
+    for url in (
+        reverse("admin:knowledge_document_changelist"),
+        reverse("admin:knowledge_chunk_changelist") + "?q=ZEBRA",
+        reverse("admin:knowledge_folder_changelist"),
+    ):
+        page = curator.get(url).content.decode()
+        assert "ZEBRA-4471" not in page, url
+        assert "Bob private" not in page and "Bob secret plan" not in page, url
+    # Their document's own pages are not there for this curator.
+    change = curator.get(reverse("admin:knowledge_document_change", args=[theirs.pk]))
+    assert change.status_code == 302 and change["Location"] == reverse("admin:index")
+    curator.post(reverse("admin:knowledge_document_changelist"),
+                 {"action": "delete_selected", "_selected_action": [theirs.pk], "post": "yes"})
+    assert Document.objects.filter(pk=theirs.pk).exists()
+
+    form = curator.get(reverse(ADD_SOURCES)).content.decode()
+    assert "Bob private" not in form and "Acme" in form
+    planted = curator.post(reverse(ADD_SOURCES), {
+        "workspace": theirs.workspace_id,
+        "files": [SimpleUploadedFile("planted.md", b"The launch code is CHANGED-0000.")],
+    })
+    assert planted.status_code == 200
+    assert "Select a valid choice" in planted.content.decode()
+    assert not Document.objects.filter(uri="upload://planted.md").exists()
+
+
+def test_a_folder_cannot_be_put_inside_itself_and_paths_survive_a_cycle(curator, workspace):
+    a = sources.folder_for_path(workspace=workspace, path="a")
+    b = sources.folder_for_path(workspace=workspace, path="a/b")
+    for folder, parent in ((a, a), (a, b)):
+        response = curator.post(
+            reverse("admin:knowledge_folder_change", args=[folder.pk]),
+            {"name": folder.name, "parent": parent.pk},
+        )
+        assert response.status_code == 200
+        assert "cannot be inside itself" in response.content.decode()
+    a.refresh_from_db()
+    assert a.parent_id is None
+    # A cycle already in the table (written before this check) ends, not spins.
+    Folder.objects.filter(pk=a.pk).update(parent=b)
+    paths = selectors.folder_paths(workspace_id=workspace.pk)
+    assert set(paths) == {a.pk, b.pk}
+
+
+def test_a_name_clash_is_a_form_error_not_a_server_error(curator, workspace):
+    sources.folder_for_path(workspace=workspace, path="a")
+    b = sources.folder_for_path(workspace=workspace, path="b")
+    response = curator.post(
+        reverse("admin:knowledge_folder_change", args=[b.pk]), {"name": "a", "parent": ""}
+    )
+    assert response.status_code == 200
+    assert "already exists" in response.content.decode()
+
+    loose = Document.objects.create(workspace=workspace, uri="upload://dup.md", title="dup.md")
+    Document.objects.create(workspace=workspace, folder=b, uri="upload://dup.md", title="dup.md")
+    response = curator.post(
+        reverse("admin:knowledge_document_change", args=[loose.pk]),
+        {"title": "dup.md", "folder": b.pk},
+    )
+    assert response.status_code == 200
+    assert "already exists" in response.content.decode()
+    loose.refresh_from_db()
+    assert loose.folder_id is None
+
+
+def test_deleting_a_document_or_its_workspace_removes_the_stored_upload(
+    curator, client, workspace, staff, counting_embedder, django_capture_on_commit_callbacks
+):
+    def upload(name: str) -> Document:
+        document = sources.add_upload(
+            workspace=workspace, upload=SimpleUploadedFile(name, b"The slipway shuts at six.")
+        )
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        assert document.chunks.exists()
+        return document
+
+    one, two = upload("one.md"), upload("two.md")
+    storage = one.source_file.storage
+    assert storage.exists(one.source_file.name) and storage.exists(two.source_file.name)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = curator.post(
+            reverse("admin:knowledge_document_delete", args=[one.pk]), {"post": "yes"}
+        )
+    assert response.status_code == 302  # no permission on chunks is needed
+    assert not Document.objects.filter(pk=one.pk).exists()
+    assert not storage.exists(one.source_file.name)
+
+    client.force_login(staff)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("admin:knowledge_workspace_delete", args=[workspace.pk]),
+                    {"post": "yes"})
+    assert not Workspace.objects.filter(pk=workspace.pk).exists()
+    assert not storage.exists(two.source_file.name)
+
+
+def test_the_owner_stays_a_member_whatever_the_members_box_says(client, staff, user):
+    client.force_login(staff)
+    response = client.post(reverse("admin:knowledge_workspace_add"), {
+        "name": "Second", "slug": "second", "owner": user.pk, "retrieval_mode": "tool",
+    })
+    assert response.status_code == 302, response.content.decode()[:2000]
+    second = Workspace.objects.get(slug="second")
+    assert list(selectors.workspaces_for(user=user).filter(pk=second.pk)) == [second]
+
+
+def test_view_only_staff_are_not_offered_add_sources(client, workspace):
+    client.force_login(staff_with("view_document"))
+    listing = client.get(reverse("admin:knowledge_document_changelist")).content.decode()
+    assert "Add sources" not in listing
+    assert client.get(reverse(ADD_SOURCES)).status_code == 403
