@@ -66,6 +66,19 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
 
 
 @extend_schema_view(
+    get=extend_schema(
+        summary="Your conversations, most recently answered first",
+        parameters=[
+            OpenApiParameter("workspace", str, description="only this workspace's (a slug)"),
+            OpenApiParameter(
+                "origin", str, enum=Thread.Origin.values,
+                description="only those started here: 'chat' (the chat page or the API), "
+                            "'mcp' (an agent), 'cli' (ask, chat commands)",
+            ),
+        ],
+        responses={200: ThreadSerializer(many=True), 400: REFUSED, 404: OpenApiResponse(
+            OpenApiTypes.OBJECT, description="unknown workspace")},
+    ),
     post=extend_schema(
         summary="Start a conversation in one of your workspaces",
         request=ThreadCreateSerializer,
@@ -80,9 +93,21 @@ class ThreadListView(generics.ListCreateAPIView):
     serializer_class = ThreadSerializer
 
     def get_queryset(self):
-        return Thread.objects.filter(
+        threads = Thread.objects.filter(
             user=self.request.user, workspace__members=self.request.user
         ).order_by("-updated_at")
+        params = self.request.query_params
+        if slug := params.get("workspace"):
+            threads = threads.filter(
+                workspace=selectors.workspace_for(user=self.request.user, slug=slug)
+            )
+        if origin := params.get("origin"):
+            if origin not in Thread.Origin.values:
+                raise ValidationError(
+                    {"origin": [f"Choose one of: {', '.join(Thread.Origin.values)}."]}
+                )
+            threads = threads.filter(origin=origin)
+        return threads
 
     def create(self, request: Request, *args, **kwargs) -> Response:
         params = ThreadCreateSerializer(data=request.data)

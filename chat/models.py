@@ -9,11 +9,18 @@ from knowledge.models import Chunk, Document, Workspace
 
 
 class Thread(models.Model):
+    class Origin(models.TextChoices):
+        CHAT = "chat", "the chat page or the API"
+        MCP = "mcp", "an agent over MCP"
+        CLI = "cli", "the command line (ask, chat)"
+
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="threads")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="threads"
     )
     title = models.CharField(max_length=200, blank=True)
+    # Who started it: the chat page lists only its own, not every agent's search session.
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.CHAT)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

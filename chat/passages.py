@@ -27,7 +27,9 @@ def conversation(
 ) -> Thread:
     """The user's conversation `conversation_id` in `workspace`, or a new one when None."""
     if conversation_id is None:
-        return services.create_thread(workspace=workspace, user=user, title=title)
+        return services.create_thread(
+            workspace=workspace, user=user, title=title, origin=Thread.Origin.MCP
+        )
     thread = Thread.objects.filter(pk=conversation_id, user=user, workspace=workspace).first()
     if thread is None:
         raise UnknownConversation(f"No conversation {conversation_id} in this workspace")

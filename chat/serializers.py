@@ -11,8 +11,8 @@ from chat.models import Message, Thread
 class ThreadSerializer(serializers.ModelSerializer):
     class Meta:
         model = Thread
-        fields = ["id", "title", "created_at", "updated_at"]
-        read_only_fields = ["id", "created_at", "updated_at"]
+        fields = ["id", "title", "origin", "created_at", "updated_at"]
+        read_only_fields = ["id", "origin", "created_at", "updated_at"]
 
 
 class ThreadCreateSerializer(serializers.Serializer):

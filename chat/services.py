@@ -50,8 +50,10 @@ class TooManyMentions(MentionError):
     """More distinct mentions than CHAT_MAX_MENTIONS in one message."""
 
 
-def create_thread(*, workspace: Workspace, user, title: str = "") -> Thread:
-    return Thread.objects.create(workspace=workspace, user=user, title=title[:200])
+def create_thread(
+    *, workspace: Workspace, user, title: str = "", origin: str = Thread.Origin.CHAT
+) -> Thread:
+    return Thread.objects.create(workspace=workspace, user=user, title=title[:200], origin=origin)
 
 
 def rename_thread(*, thread: Thread, title: str) -> Thread:

@@ -427,6 +427,29 @@ def test_a_conversation_is_renamed_in_place(workspace, user, api):
     assert api.get(f"/api/threads/{older.pk}").json()["title"] == "Launch plans"
 
 
+def test_the_conversation_list_filters_by_origin_and_workspace(workspace, user, api):
+    from chat import passages
+
+    chat = services.create_thread(workspace=workspace, user=user, title="Asked on the page")
+    agent = passages.conversation(user=user, workspace=workspace, conversation_id=None,
+                                  title="MCP: tide")
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    other.members.add(user)
+    elsewhere = services.create_thread(workspace=other, user=user, title="Elsewhere")
+
+    def listed(query: str) -> list[tuple[int, str]]:
+        response = api.get(f"/api/threads{query}")
+        assert response.status_code == 200, response.content
+        return [(t["id"], t["origin"]) for t in response.json()["results"]]
+
+    assert listed("") == [(elsewhere.pk, "chat"), (agent.pk, "mcp"), (chat.pk, "chat")]
+    assert listed("?origin=chat") == [(elsewhere.pk, "chat"), (chat.pk, "chat")]
+    assert listed("?origin=mcp&workspace=acme") == [(agent.pk, "mcp")]
+    refused = api.get("/api/threads?origin=agents")
+    assert refused.status_code == 400 and "origin" in refused.json()
+    assert api.get("/api/threads?workspace=nope").status_code == 404
+
+
 def test_ask_command_prints_answer_and_footers(corpus, workspace, capsys, settings):
     settings.LLM_PROVIDER = "extractive"
     call_command("ask", "When do on-call shifts hand over?", workspace=workspace.slug, debug=True)

@@ -20,7 +20,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from chat import citations, services
-from chat.models import Message
+from chat.models import Message, Thread
 from indexing import pipeline, sources
 from knowledge.models import Chunk, Document
 from tests.conftest import SAMPLE_CORPUS
@@ -275,13 +275,16 @@ def test_a_refused_question_goes_back_into_the_composer(page: Page, corpus):
 @pytest.fixture
 def conversations(corpus, workspace, user) -> dict[str, int]:
     """53 conversations: 51 old ones, then "Tide question", then "Budget" whose answer is
-    still being written. Made before the page: the ORM cannot run beside Playwright's loop."""
+    still being written; then an agent's. Made before the page: the ORM cannot run beside Playwright's loop."""
     for n in range(51):  # one more than a page of the list
         services.create_thread(workspace=workspace, user=user, title=f"Old question {n}")
     kept = services.create_thread(workspace=workspace, user=user, title="Tide question")
     busy = services.create_thread(workspace=workspace, user=user, title="Budget")
     services._append(busy, role=Message.Role.USER, content="What is the budget?")
     services._append(busy, role=Message.Role.ASSISTANT, status=Message.Status.PENDING)
+    # An agent's session, newer than all: neither listed nor opened by the page.
+    services.create_thread(workspace=workspace, user=user, title="MCP: tide",
+                           origin=Thread.Origin.MCP)
     return {"kept": kept.pk, "busy": busy.pk}
 
 

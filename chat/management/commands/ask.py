@@ -51,7 +51,7 @@ class Command(BaseCommand):
         thread = (
             Thread.objects.filter(pk=options["thread"], workspace=workspace, user=user).first()
             if options["thread"]
-            else services.create_thread(workspace=workspace, user=user)
+            else services.create_thread(workspace=workspace, user=user, origin=Thread.Origin.CLI)
         )
         if thread is None:
             raise CommandError(f"No conversation {options['thread']} for {user}")

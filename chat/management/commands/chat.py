@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat import services
+from chat.models import Thread
 from chat.management.commands.ask import footer
 from citations.normalizer import plain_markers
 from knowledge.models import Workspace
@@ -21,7 +22,9 @@ class Command(BaseCommand):
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace '{options['workspace']}'")
-        thread = services.create_thread(workspace=workspace, user=workspace.owner)
+        thread = services.create_thread(
+            workspace=workspace, user=workspace.owner, origin=Thread.Origin.CLI
+        )
         self.stdout.write(f"Conversation {thread.pk} in '{workspace.slug}'. Empty line quits.")
 
         def show_progress(event: str, data) -> None:

@@ -485,7 +485,7 @@
 
   async function loadThreads(next) {
     // `next` (the API's link to the following page) appends; without it the list restarts.
-    const page = await api(next || "/api/threads");
+    const page = await api(next || "/api/threads?origin=chat");
     const results = (page && page.results) || [];
     state.threads = next ? [...state.threads, ...results] : results;
     state.moreThreads = (page && page.next) || null;
