@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from chat import services
-from chat.models import Thread
 from chat.management.commands.ask import footer
+from chat.models import Thread
 from citations.normalizer import plain_markers
 from knowledge.models import Workspace
 
