@@ -275,7 +275,8 @@ def test_a_refused_question_goes_back_into_the_composer(page: Page, corpus):
 @pytest.fixture
 def conversations(corpus, workspace, user) -> dict[str, int]:
     """53 conversations: 51 old ones, then "Tide question", then "Budget" whose answer is
-    still being written; then an agent's. Made before the page: the ORM cannot run beside Playwright's loop."""
+    still being written; then an agent's. Made before the page: the ORM cannot run beside
+    Playwright's loop."""
     for n in range(51):  # one more than a page of the list
         services.create_thread(workspace=workspace, user=user, title=f"Old question {n}")
     kept = services.create_thread(workspace=workspace, user=user, title="Tide question")
