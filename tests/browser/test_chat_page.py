@@ -328,6 +328,31 @@ def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations
     assert page.request.get(f"/api/threads/{conversations['busy']}").status == 404
 
 
+def test_on_a_phone_the_conversation_takes_the_width_and_the_list_is_a_drawer(
+    conversations, page: Page
+):
+    page.goto("/")
+    toggle = page.get_by_role("button", name="Conversations")
+    expect(toggle).to_be_hidden()  # a wide screen shows the list beside the conversation
+    page.set_viewport_size({"width": 375, "height": 740})
+    expect(page.locator("#sidebar")).to_be_hidden()
+    assert page.locator("#composer-input").bounding_box()["width"] > 200  # was 46 px
+    toggle.click()
+    expect(page.locator("#sidebar")).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    snapshot(page, "phone")
+    page.get_by_role("button", name="Tide question", exact=True).click()
+    expect(page.locator("#sidebar")).to_be_hidden()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#messages .empty-state")).to_have_text(
+        "Ask a question about your documents."
+    )
+    toggle.click()
+    page.keyboard.press("Escape")
+    expect(page.locator("#sidebar")).to_be_hidden()
+    expect(toggle).to_be_focused()
+
+
 def test_mention_picker_scopes_the_question(page: Page, corpus):
     handbook = corpus["handbook"]
     page.goto("/")

@@ -16,6 +16,7 @@
   const $ = (id) => document.getElementById(id);
   const ui = {
     threads: $("thread-list"),
+    threadsToggle: $("threads-toggle"),
     newChat: $("new-chat"),
     messages: $("messages"),
     composer: $("composer"),
@@ -559,7 +560,13 @@
     else renderThreads();
   }
 
+  function showThreadList(open) {
+    document.body.classList.toggle("threads-open", open);
+    ui.threadsToggle.setAttribute("aria-expanded", String(open));
+  }
+
   function selectThread(id) {
+    showThreadList(false);
     state.loading = loadThread(id);
     return state.loading;
   }
@@ -585,6 +592,7 @@
   }
 
   function blankChat() {
+    showThreadList(false);
     // The conversation is created with its first question (send): a "New chat" left
     // unused leaves nothing behind in the list.
     state.threadId = null;
@@ -1233,6 +1241,9 @@
     send();
   });
   ui.newChat.addEventListener("click", blankChat);
+  // On a phone the list is a drawer: the header's button opens it, a choice closes it.
+  ui.threadsToggle.addEventListener("click", () => showThreadList(!document.body.classList
+    .contains("threads-open")));
   ui.messages.addEventListener("click", (event) => {
     const pill = event.target.closest(".citation-pill");
     if (pill) openCitation(Number(pill.dataset.n), pill);
@@ -1245,7 +1256,10 @@
     setZoom(state.pageView, event.deltaY < 0 ? +1 : -1);
   }, { passive: false });
   document.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && !ui.panel.hidden && !state.picker.open) closePanel();
+    if (event.key === "Escape" && document.body.classList.contains("threads-open")) {
+      showThreadList(false);
+      ui.threadsToggle.focus();
+    } else if (event.key === "Escape" && !ui.panel.hidden && !state.picker.open) closePanel();
   });
 
   async function start() {
