@@ -213,6 +213,7 @@ REST_FRAMEWORK = {
     # Token first: an anonymous API call then gets 401 with a WWW-Authenticate hint.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
+        "config.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

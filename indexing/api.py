@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -17,21 +17,38 @@ from knowledge.models import Document
 from knowledge.serializers import DocumentSerializer, IngestJobSerializer
 
 
-@extend_schema(parameters=[WORKSPACE_PARAMETER])
+@extend_schema(parameters=[
+    WORKSPACE_PARAMETER,
+    OpenApiParameter("status", str, enum=Document.Status.values,
+                     description="only documents in this state, e.g. FAILED"),
+    OpenApiParameter("folder_id", int, description="only documents directly in this folder"),
+])
 class DocumentListView(generics.ListAPIView):
     """List the workspace's documents; POST adds files or a URL to it.
 
     Any member of the workspace may add sources to it (the admin's *Add sources*
-    stays staff-only, for any workspace).
+    is for staff, in the workspaces they are members of).
     """
 
     serializer_class = DocumentSerializer
 
     def get_queryset(self):
-        workspace = selectors.workspace_for(
-            user=self.request.user, slug=self.request.GET.get("workspace")
-        )
-        return selectors.documents_in(workspace=workspace)
+        params = self.request.query_params
+        workspace = selectors.workspace_for(user=self.request.user, slug=params.get("workspace"))
+        documents = selectors.documents_in(workspace=workspace)
+        if state := params.get("status"):
+            if state.upper() not in Document.Status.values:
+                raise ValidationError(
+                    {"status": [f"Choose one of: {', '.join(Document.Status.values)}."]}
+                )
+            documents = documents.filter(status=state.upper())
+        if (folder := params.get("folder_id")) is not None:
+            if not folder.isdigit():
+                raise ValidationError({"folder_id": ["A folder id is a whole number."]})
+            documents = documents.filter(
+                folder=selectors.folder_in(workspace=workspace, folder_id=int(folder))
+            )
+        return documents
 
     @extend_schema(
         summary="Add files or a web page; indexing runs in the background",

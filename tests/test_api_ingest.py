@@ -324,3 +324,25 @@ def site() -> Iterator[str]:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
+
+
+def test_the_document_list_filters_by_status_and_folder(api, workspace):
+    folder = sources.folder_for_path(workspace=workspace, path="policies")
+    failed = Document.objects.create(workspace=workspace, uri="upload://a.md", title="a.md",
+                                     status=Document.Status.FAILED, folder=folder)
+    Document.objects.create(workspace=workspace, uri="upload://b.md", title="b.md",
+                            status=Document.Status.INDEXED, folder=folder)
+    loose = Document.objects.create(workspace=workspace, uri="upload://c.md", title="c.md",
+                                    status=Document.Status.FAILED)
+
+    def listed(query: str) -> list[int]:
+        response = api.get(f"/api/documents{query}")
+        assert response.status_code == 200, response.content
+        return [d["id"] for d in response.json()["results"]]
+
+    assert listed("?status=FAILED") == [failed.pk, loose.pk]
+    assert listed("?status=failed&folder_id=%d" % folder.pk) == [failed.pk]
+    for query, field in (("?status=broken", "status"), ("?folder_id=x", "folder_id")):
+        refused = api.get(f"/api/documents{query}")
+        assert refused.status_code == 400 and field in refused.json(), query
+    assert api.get("/api/documents?folder_id=999999").status_code == 404

@@ -184,13 +184,14 @@ def test_anonymous_requests_are_refused(world, url):
     assert_no_leak(response)
 
 
-def test_token_authentication_is_confined_too(world):
+@pytest.mark.parametrize("keyword", ["Token", "Bearer"])  # Bearer: as MCP clients send it
+def test_token_authentication_is_confined_too(world, keyword):
     token = Token.objects.create(user=world["alice"])
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"{keyword} {token.key}")
     assert client.get("/api/documents").status_code == 200
     assert client.get(f"/api/documents/{world['their_doc'].pk}").status_code == 404
-    client.credentials(HTTP_AUTHORIZATION="Token not-a-real-token")
+    client.credentials(HTTP_AUTHORIZATION=f"{keyword} not-a-real-token")
     assert client.get("/api/documents").status_code == 401
 
 
