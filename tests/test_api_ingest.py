@@ -341,7 +341,7 @@ def test_the_document_list_filters_by_status_and_folder(api, workspace):
         return [d["id"] for d in response.json()["results"]]
 
     assert listed("?status=FAILED") == [failed.pk, loose.pk]
-    assert listed("?status=failed&folder_id=%d" % folder.pk) == [failed.pk]
+    assert listed(f"?status=failed&folder_id={folder.pk}") == [failed.pk]
     for query, field in (("?status=broken", "status"), ("?folder_id=x", "folder_id")):
         refused = api.get(f"/api/documents{query}")
         assert refused.status_code == 400 and field in refused.json(), query
