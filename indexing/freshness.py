@@ -22,7 +22,8 @@ class FreshnessReport:
 
 
 def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
-    """Re-read each indexed source; mark the changed ones STALE (nothing is re-indexed).
+    """Re-read each indexed source; mark the changed and unreachable ones STALE (nothing is
+    re-indexed).
 
     A document indexed by other indexing code or another chunk budget is stale too,
     whatever its source says. Uploaded files cannot change behind our back, so only
@@ -40,10 +41,19 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
             try:
                 current = read_source(document).sha256
             except IngestError as exc:
+                # Still answering from what was read: STALE with the reason, for curators to
+                # find (a moved file) or delete (a removed one).
                 report.unreachable.append((document, str(exc)))
+                Document.objects.filter(pk=document.pk, status=Document.Status.INDEXED).update(
+                    status=Document.Status.STALE, last_error=str(exc)[:4000]
+                )
                 continue
             if current == document.content_hash:
                 report.fresh.append(document)
+                # Back as it was indexed (a file that was moved away is there again).
+                Document.objects.filter(pk=document.pk, status=Document.Status.STALE).update(
+                    status=Document.Status.INDEXED, last_error=""
+                )
                 continue
         report.stale.append(document)
         Document.objects.filter(pk=document.pk, status=Document.Status.INDEXED).update(

@@ -590,6 +590,18 @@ def register_operator_sources(
     return job, documents
 
 
+def gone_under(*, workspace: Workspace, directories: Iterable[Path]) -> list[Document]:
+    """The workspace's documents read from a file under one of `directories` that is no
+    longer there (deleted or moved): their passages answer until they are deleted."""
+    gone: list[Document] = []
+    for directory in directories:
+        prefix = directory.resolve().as_uri().rstrip("/") + "/"
+        read_there = Document.objects.filter(workspace=workspace, uri__startswith=prefix)
+        gone += [d for d in read_there.only("pk", "uri", "title").order_by("uri")
+                 if not Path(unquote(urlparse(d.uri).path)).exists()]
+    return gone
+
+
 def _register_location(
     workspace: Workspace, location: str, *, folder: Folder | None, job: IngestJob,
     as_repository: bool, include_assets: bool,

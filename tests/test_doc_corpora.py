@@ -93,6 +93,37 @@ def test_pdf_chunks_are_labelled_with_the_printed_page(client, user, workspace, 
 # ---------------------------------------------------------------- what happened
 
 
+def test_files_gone_from_a_folder_are_named_marked_stale_and_pruned(
+    workspace, tmp_path, capsys
+):
+    folder = tmp_path / "valves"
+    folder.mkdir()
+    (folder / "alpha.md").write_text("# Alpha\n\nAlpha valves open at dawn.\n")
+    (folder / "beta.md").write_text("# Beta\n\nBeta valves close at dusk.\n")
+    call_command("ingest", str(folder), workspace=workspace.slug, inline=True)
+    (folder / "beta.md").rename(tmp_path / "beta.md")
+    capsys.readouterr()
+
+    call_command("ingest", str(folder), workspace=workspace.slug, inline=True)
+    out = capsys.readouterr().out
+    assert f"GONE    {(folder / 'beta.md').as_uri()}: the file is gone" in out
+    assert "1 documents' files are gone: --prune deletes them" in out
+    assert "alpha.md: the file is gone" not in out
+
+    call_command("stale", workspace=workspace.slug)
+    beta = Document.objects.get(uri=(folder / "beta.md").as_uri())
+    assert beta.status == Document.Status.STALE and "no longer exists" in beta.last_error
+    (tmp_path / "beta.md").rename(folder / "beta.md")  # back where it was
+    call_command("stale", workspace=workspace.slug)
+    beta.refresh_from_db()
+    assert beta.status == Document.Status.INDEXED and not beta.last_error
+
+    (folder / "beta.md").unlink()
+    call_command("ingest", str(folder), workspace=workspace.slug, inline=True, prune=True)
+    assert f"DELETED {(folder / 'beta.md').as_uri()}" in capsys.readouterr().out
+    assert list(Document.objects.values_list("title", flat=True)) == ["Alpha"]
+
+
 def test_ingest_reports_unchanged_files_and_re_embedded_chunks(workspace, tmp_path, capsys):
     site = docs_site(tmp_path / "site")
     call_command("ingest", str(site), workspace=workspace.slug, inline=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -41,6 +42,10 @@ class Command(BaseCommand):
         )
         parser.add_argument("--force", action="store_true", help="re-index unchanged sources")
         parser.add_argument(
+            "--prune", action="store_true",
+            help="delete the documents of a given directory whose files are gone",
+        )
+        parser.add_argument(
             "--no-wait", action="store_true", help="queue and return without waiting"
         )
         parser.add_argument(
@@ -78,6 +83,7 @@ class Command(BaseCommand):
         if not documents:
             raise CommandError("No supported files found in the given sources")
         self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")
+        self._gone(workspace, options["sources"], prune=options["prune"])
 
         reported: set[int] = set()  # failed documents already shown
         if inline:
@@ -101,6 +107,21 @@ class Command(BaseCommand):
         if failed := self._summary(job, time.monotonic() - started):
             # A script or CI step running the ingest learns of it from the exit status.
             raise CommandError(f"{failed} of {len(documents)} documents failed (listed above)")
+
+    def _gone(self, workspace: Workspace, locations: list[str], *, prune: bool) -> None:
+        """Files indexed from these directories before and gone from them now."""
+        directories = [Path(location) for location in locations if Path(location).is_dir()]
+        gone = sources.gone_under(workspace=workspace, directories=directories)
+        for document in gone:
+            if prune:
+                sources.delete_document(document=document)
+                self.stdout.write(f"  DELETED {document.uri}: the file is gone")
+            else:
+                self.stdout.write(self.style.WARNING(
+                    f"  GONE    {document.uri}: the file is gone; its passages still answer"
+                ))
+        if gone and not prune:
+            self.stdout.write(f"{len(gone)} documents' files are gone: --prune deletes them")
 
     def _workspace(self, slug: str, owner: str | None, *, create: bool) -> Workspace:
         workspace = Workspace.objects.filter(slug=slug).first()
