@@ -353,6 +353,37 @@ def test_on_a_phone_the_conversation_takes_the_width_and_the_list_is_a_drawer(
     expect(toggle).to_be_focused()
 
 
+@pytest.fixture
+def two_workspaces(corpus, workspace, user, tmp_path, counting_embedder) -> None:
+    from knowledge.models import Workspace
+
+    services.create_thread(workspace=workspace, user=user, title="Acme question")
+    other = Workspace.objects.create(name="Boatyard", slug="boatyard", owner=user)
+    other.members.add(user)
+    path = tmp_path / "boatyard.md"
+    path.write_text("# Boatyard\n\nThe boatyard crane lifts boats up to 40 tonnes.\n")
+    document = sources.add_path(workspace=other, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    services.create_thread(workspace=other, user=user, title="Boatyard question")
+
+
+def test_a_member_of_two_workspaces_picks_one(two_workspaces, page: Page):
+    page.goto("/")
+    picker = page.get_by_role("combobox", name="Workspace")
+    expect(picker).to_have_value("acme")
+    links = page.locator("#thread-list .thread-link")
+    expect(links).to_have_text(["Acme question"])
+    picker.select_option("boatyard")
+    expect(links).to_have_text(["Boatyard question"])
+    answer = ask(page, "How heavy a boat can the crane lift?")
+    expect(answer).to_contain_text("40 tonnes")
+    expect(links).to_have_text(["How heavy a boat can the crane lift?", "Boatyard question"])
+    page.reload()  # the choice is remembered
+    expect(picker).to_have_value("boatyard")
+    picker.select_option("acme")
+    expect(links).to_have_text(["Acme question"])
+
+
 def test_mention_picker_scopes_the_question(page: Page, corpus):
     handbook = corpus["handbook"]
     page.goto("/")

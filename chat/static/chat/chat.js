@@ -17,6 +17,7 @@
   const ui = {
     threads: $("thread-list"),
     threadsToggle: $("threads-toggle"),
+    workspace: $("workspace-picker"),
     newChat: $("new-chat"),
     messages: $("messages"),
     composer: $("composer"),
@@ -40,6 +41,7 @@
     citations: new Map(), // n -> citation JSON, for the current thread
     pendingMentions: [], // [{kind, id, label}]
     candidates: null, // [{kind, id, label}] once loaded
+    workspace: null, // the chosen workspace's slug (null: the server's default, the first)
     picker: { open: false, start: 0, items: [], active: 0 },
     busy: false,
     loading: Promise.resolve(), // the thread being loaded into the message list
@@ -486,7 +488,7 @@
 
   async function loadThreads(next) {
     // `next` (the API's link to the following page) appends; without it the list restarts.
-    const page = await api(next || "/api/threads?origin=chat");
+    const page = await api(next || inWorkspace("/api/threads?origin=chat"));
     const results = (page && page.results) || [];
     state.threads = next ? [...state.threads, ...results] : results;
     state.moreThreads = (page && page.next) || null;
@@ -560,6 +562,39 @@
     else renderThreads();
   }
 
+  // --- Workspaces ------------------------------------------------------------------
+
+  function inWorkspace(path) {
+    if (!state.workspace) return path;
+    return `${path}${path.includes("?") ? "&" : "?"}workspace=${encodeURIComponent(state.workspace)}`;
+  }
+
+  async function loadWorkspaces() {
+    // A member of several workspaces picks one; the choice is remembered in this browser.
+    const workspaces = (await api("/api/workspaces")) || [];
+    if (workspaces.length < 2) return;
+    const saved = localStorage.getItem("verity.workspace");
+    state.workspace = workspaces.some((w) => w.slug === saved) ? saved : workspaces[0].slug;
+    ui.workspace.replaceChildren(...workspaces.map((w) => el("option", { value: w.slug, text: w.name })));
+    ui.workspace.value = state.workspace;
+    ui.workspace.hidden = false;
+  }
+
+  async function switchWorkspace(slug) {
+    state.workspace = slug;
+    localStorage.setItem("verity.workspace", slug);
+    state.candidates = null;
+    state.pendingMentions = [];
+    renderPendingMentions();
+    state.threads = [];
+    blankChat();
+    try {
+      await loadThreads();
+    } catch (error) {
+      showThreadError(error);
+    }
+  }
+
   function showThreadList(open) {
     document.body.classList.toggle("threads-open", open);
     ui.threadsToggle.setAttribute("aria-expanded", String(open));
@@ -606,7 +641,8 @@
   }
 
   async function newChat() {
-    const thread = await api("/api/threads", { method: "POST", body: {} });
+    const body = state.workspace ? { workspace: state.workspace } : {};
+    const thread = await api("/api/threads", { method: "POST", body });
     state.threads.unshift(thread);
     await selectThread(thread.id);
     return thread;
@@ -1087,7 +1123,7 @@
 
   async function fetchAllDocuments() {
     const documents = [];
-    let url = "/api/documents";
+    let url = inWorkspace("/api/documents");
     for (let page = 0; url && page < 20; page++) {
       const body = await api(url);
       documents.push(...((body && body.results) || []));
@@ -1100,7 +1136,7 @@
   async function loadCandidates() {
     const [documents, folders] = await Promise.all([
       fetchAllDocuments(),
-      api("/api/folders").then((body) => (Array.isArray(body) ? body : body.results || [])),
+      api(inWorkspace("/api/folders")).then((body) => (Array.isArray(body) ? body : body.results || [])),
     ]);
     state.candidates = [
       ...documents.map((d) => ({ kind: "document", id: d.id, label: d.title || d.uri || `Document ${d.id}` })),
@@ -1262,9 +1298,12 @@
     } else if (event.key === "Escape" && !ui.panel.hidden && !state.picker.open) closePanel();
   });
 
+  ui.workspace.addEventListener("change", () => switchWorkspace(ui.workspace.value));
+
   async function start() {
     renderPendingMentions();
     try {
+      await loadWorkspaces();
       await loadThreads();
     } catch (error) {
       clearMessages(`Could not load conversations: ${error.message}`);
