@@ -131,8 +131,10 @@ class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
         return user_thread(self.request, self.kwargs["pk"])
 
     def perform_update(self, serializer: ThreadSerializer) -> None:
-        services.rename_thread(thread=serializer.instance, title=serializer.validated_data.get(
-            "title", serializer.instance.title))
+        thread = serializer.instance
+        services.rename_thread(
+            thread=thread, title=serializer.validated_data.get("title", thread.title)
+        )
 
 
 class MessageListView(APIView):

@@ -10,7 +10,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from indexing import sources
-from indexing.serializers import AddSourcesSerializer, AddUrlSerializer
+from indexing.serializers import (
+    AddSourcesSerializer,
+    AddUrlSerializer,
+    DocumentFilterSerializer,
+)
 from knowledge import selectors
 from knowledge.api import WORKSPACE_PARAMETER
 from knowledge.models import Document
@@ -36,17 +40,13 @@ class DocumentListView(generics.ListAPIView):
         params = self.request.query_params
         workspace = selectors.workspace_for(user=self.request.user, slug=params.get("workspace"))
         documents = selectors.documents_in(workspace=workspace)
-        if state := params.get("status"):
-            if state.upper() not in Document.Status.values:
-                raise ValidationError(
-                    {"status": [f"Choose one of: {', '.join(Document.Status.values)}."]}
-                )
-            documents = documents.filter(status=state.upper())
-        if (folder := params.get("folder_id")) is not None:
-            if not folder.isdigit():
-                raise ValidationError({"folder_id": ["A folder id is a whole number."]})
+        filters = DocumentFilterSerializer(data=params)
+        filters.is_valid(raise_exception=True)
+        if state := filters.validated_data.get("status"):
+            documents = documents.filter(status=state)
+        if folder := filters.validated_data.get("folder_id"):
             documents = documents.filter(
-                folder=selectors.folder_in(workspace=workspace, folder_id=int(folder))
+                folder=selectors.folder_in(workspace=workspace, folder_id=folder)
             )
         return documents
 

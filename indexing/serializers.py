@@ -10,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from indexing import sources
+from knowledge.models import Document
 
 
 @extend_schema_field(OpenApiTypes.BINARY)
@@ -80,3 +81,16 @@ class AddSourcesSerializer(AddUrlSerializer):
             )
         return data
 
+
+
+class DocumentFilterSerializer(serializers.Serializer):
+    """The document list's filters (query parameters)."""
+
+    status = serializers.ChoiceField(choices=Document.Status.values, required=False)
+    folder_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+
+    def to_internal_value(self, data):
+        data = dict(data.items())
+        if isinstance(data.get("status"), str):
+            data["status"] = data["status"].upper()  # ?status=failed
+        return super().to_internal_value(data)

@@ -346,3 +346,4 @@ def test_the_document_list_filters_by_status_and_folder(api, workspace):
         refused = api.get(f"/api/documents{query}")
         assert refused.status_code == 400 and field in refused.json(), query
     assert api.get("/api/documents?folder_id=999999").status_code == 404
+    assert api.get(f"/api/documents?folder_id={'9' * 20}").status_code == 400
