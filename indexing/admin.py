@@ -142,6 +142,14 @@ class FolderAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     search_fields = ["name"]
     autocomplete_fields = ["parent"]
 
+    def delete_model(self, request, obj: Folder) -> None:
+        sources.delete_folder(folder=obj)
+
+    def delete_queryset(self, request, queryset) -> None:
+        for folder in queryset:
+            if Folder.objects.filter(pk=folder.pk).exists():  # not gone with a parent
+                sources.delete_folder(folder=folder)
+
 
 @admin.register(Document)
 class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):

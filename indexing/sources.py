@@ -35,6 +35,7 @@ from indexing.loaders.repo import read_head
 from indexing.loaders.web import check_url
 from indexing.pipeline import REPEATED_BLOCKS_KEY, too_large
 from indexing.types import IngestError
+from knowledge import selectors
 from knowledge.models import Document, Folder, IngestJob, Workspace
 from knowledge.source_types import SourceType
 
@@ -370,6 +371,18 @@ def register_job(
             )
         enqueue(documents)
     return job, documents
+
+
+@transaction.atomic
+def delete_folder(*, folder: Folder) -> None:
+    """Delete a folder with its subfolders and their documents; stored uploads go once
+    committed. The documents are read by their keys and stored file only (see
+    knowledge.services.workspace_delete)."""
+    paths = selectors.folder_paths(workspace_id=folder.workspace_id)
+    top = paths[folder.pk]
+    subtree = [pk for pk, path in paths.items() if path == top or path.startswith(f"{top}/")]
+    Document.objects.filter(folder_id__in=subtree).only("pk", "source_file").delete()
+    folder.delete()
 
 
 @transaction.atomic

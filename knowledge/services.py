@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from knowledge import vector_index
-from knowledge.models import Workspace
+from knowledge.models import Document, Workspace
 
 
 @transaction.atomic
@@ -24,6 +24,9 @@ def workspace_delete(*, workspace: Workspace) -> None:
     """Delete a workspace with its corpus and threads, then its own vector index."""
     pk = workspace.pk
     with transaction.atomic():
+        # Documents first, read by their keys and stored file only: the delete's signals
+        # (django_cleanup removing stored uploads) would otherwise load every text at once.
+        Document.objects.filter(workspace=workspace).only("pk", "source_file").delete()
         workspace.delete()
     # Only once the delete is committed: a rolled-back delete keeps its index.
     vector_index.drop_own_index(pk)

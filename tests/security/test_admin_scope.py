@@ -6,11 +6,14 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from indexing import pipeline, sources
 from knowledge import selectors
 from knowledge.models import Document, Folder, Workspace
+from knowledge.services import workspace_delete
 from tests.security.test_admin_trust import ADD_SOURCES, staff_with
 
 pytestmark = pytest.mark.django_db
@@ -133,11 +136,32 @@ def test_deleting_a_document_or_its_workspace_removes_the_stored_upload(
     assert not storage.exists(one.source_file.name)
 
     client.force_login(staff)
+    folder = sources.folder_for_path(workspace=workspace, path="a/b")
+    three = upload("three.md")
+    Document.objects.filter(pk=three.pk).update(folder=folder)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("admin:knowledge_folder_delete", args=[folder.parent_id]),
+                    {"post": "yes"})
+    assert not Document.objects.filter(pk=three.pk).exists()
+    assert not storage.exists(three.source_file.name)
+
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("admin:knowledge_workspace_delete", args=[workspace.pk]),
                     {"post": "yes"})
     assert not Workspace.objects.filter(pk=workspace.pk).exists()
     assert not storage.exists(two.source_file.name)
+
+
+def test_a_workspace_delete_reads_no_document_text(workspace, counting_embedder):
+    sources.add_upload(workspace=workspace, upload=SimpleUploadedFile("a.md", b"Slipway."))
+    with CaptureQueriesContext(connection) as queries:
+        workspace_delete(workspace=workspace)
+    # Its documents are read for their stored files, never with their whole text: what
+    # reads whole rows (the workspace's own cascade) runs once they are deleted.
+    sql = [q["sql"] for q in queries]
+    deleted = next(i for i, q in enumerate(sql) if q.startswith('DELETE FROM "knowledge_document"'))
+    assert not [q for q in sql[:deleted] if '"knowledge_document"."text"' in q]
+    assert not Document.objects.exists()
 
 
 def test_the_owner_stays_a_member_whatever_the_members_box_says(client, staff, user):
