@@ -491,7 +491,8 @@
     const page = await api(next || inWorkspace("/api/threads?origin=chat"));
     const results = (page && page.results) || [];
     state.threads = next ? [...state.threads, ...results] : results;
-    state.moreThreads = (page && page.next) || null;
+    const more = page && page.next ? new URL(page.next, location.href) : null;
+    state.moreThreads = more ? more.pathname + more.search : null; // whatever host DRF saw
     renderThreads();
   }
 
