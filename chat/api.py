@@ -157,6 +157,7 @@ class MessageListView(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         thread = user_thread(request, pk)
+        services.close_abandoned_answers(thread=thread)
         messages = thread.messages.order_by("seq")
         sources = citations.current_sources(thread=thread)
         return Response(MessageSerializer(messages, many=True, context={"sources": sources}).data)

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -139,6 +140,24 @@ def _complete(answer: Message, **fields: Any) -> Message:
     for name, value in fields.items():
         setattr(answer, name, value)
     return answer
+
+
+# Beyond the longest a turn can take (every model call within LLM_TIMEOUT), for its tools.
+ABANDONED_MARGIN_SECONDS = 120
+
+
+def close_abandoned_answers(*, thread: Thread) -> None:
+    """Answers a stopped server left pending become errors, once no turn could still be
+    writing them: a turn makes at most CHAT_MAX_TOOL_ROUNDS + 1 model calls."""
+    longest = settings.LLM_TIMEOUT * (settings.CHAT_MAX_TOOL_ROUNDS + 1) + ABANDONED_MARGIN_SECONDS
+    error = "the server stopped before it was finished"
+    thread.messages.filter(
+        status=Message.Status.PENDING, created_at__lt=timezone.now() - timedelta(seconds=longest)
+    ).update(
+        status=Message.Status.ERROR,
+        resolved_content=f"Sorry, the answer could not be completed: {error}.",
+        metadata={"error": error},
+    )
 
 
 def _history(thread: Thread, before_seq: int) -> list[dict[str, Any]]:

@@ -412,6 +412,24 @@ def test_an_answer_that_fails_unexpectedly_is_stored_as_an_error_not_left_pendin
     )
 
 
+def test_an_answer_a_stopped_server_left_pending_becomes_an_error(workspace, user, api):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    thread = services.create_thread(workspace=workspace, user=user)
+    for age in (timedelta(hours=1), timedelta(seconds=5)):
+        services._append(thread, role=Message.Role.USER, content="When is the launch?")
+        answer = services._append(thread, role=Message.Role.ASSISTANT,
+                                  status=Message.Status.PENDING)
+        Message.objects.filter(pk=answer.pk).update(created_at=timezone.now() - age)
+    listed = api.get(f"/api/threads/{thread.pk}/messages").json()
+    assert [m["status"] for m in listed] == ["complete", "error", "complete", "pending"]
+    assert listed[1]["resolved_content"] == (
+        "Sorry, the answer could not be completed: the server stopped before it was finished."
+    )
+
+
 def test_a_conversation_is_renamed_in_place(workspace, user, api):
     older = services.create_thread(workspace=workspace, user=user, title="Old")
     newer = services.create_thread(workspace=workspace, user=user, title="New")
