@@ -63,6 +63,21 @@ class WorkspaceAdmin(MemberScoped, admin.ModelAdmin):
     search_fields = ["name", "slug"]
     workspace_path = "pk"
 
+    # Like the API: a member uses a workspace, its owner changes it (superusers run all).
+    def _owns(self, request, obj: Workspace | None) -> bool:
+        return request.user.is_superuser or obj is None or obj.owner_id == request.user.pk
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return super().has_change_permission(request, obj) and self._owns(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return super().has_delete_permission(request, obj) and self._owns(request, obj)
+
+    def get_readonly_fields(self, request, obj=None):
+        # Ownership is handed over by a superuser; staff own what they create.
+        owner = [] if request.user.is_superuser else ["owner"]
+        return [*super().get_readonly_fields(request, obj), *owner]
+
     def save_related(self, request, form, formsets, change: bool) -> None:
         super().save_related(request, form, formsets, change)
         # The members box saved as ticked must not lock the owner out of their workspace.
@@ -72,6 +87,8 @@ class WorkspaceAdmin(MemberScoped, admin.ModelAdmin):
         if change:
             super().save_model(request, obj, form, change)
             return
+        if not request.user.is_superuser:
+            obj.owner = request.user
         created = workspace_create(
             slug=obj.slug, owner=obj.owner, name=obj.name, retrieval_mode=obj.retrieval_mode
         )
@@ -115,6 +132,8 @@ class SameWorkspaceForm(forms.ModelForm):
 
     def _post_clean(self) -> None:
         super()._post_clean()
+        if "workspace" in self.fields:
+            return  # Django checks the constraints naming it itself
         # The workspace is read-only once a row exists, and Django skips the unique
         # constraints naming a field the form does not edit: a clash (a sibling folder's
         # name, the same source in the target folder) would reach the database as a 500.

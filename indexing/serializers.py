@@ -90,7 +90,7 @@ class DocumentFilterSerializer(serializers.Serializer):
     folder_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
 
     def to_internal_value(self, data):
-        data = dict(data.items())
+        data = {key: value for key, value in data.items() if value != ""}  # ?folder_id=
         if isinstance(data.get("status"), str):
             data["status"] = data["status"].upper()  # ?status=failed
         return super().to_internal_value(data)

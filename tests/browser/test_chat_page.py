@@ -318,6 +318,12 @@ def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations
     page.get_by_role("button", name="Delete “Budget”").click()
     snapshot(page, "conversations")
     page.get_by_role("button", name="Cancel").click()
+    remove = page.get_by_role("button", name="Delete “Budget”")
+    expect(remove).to_be_focused()  # the keyboard stays where it was
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("button", name="Cancel")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(remove).to_be_focused()
     expect(threads).to_have_count(53)
     page.get_by_role("button", name="Delete “Budget”").click()
     page.get_by_role("button", name="Delete", exact=True).click()

@@ -179,3 +179,27 @@ def test_view_only_staff_are_not_offered_add_sources(client, workspace):
     listing = client.get(reverse("admin:knowledge_document_changelist")).content.decode()
     assert "Add sources" not in listing
     assert client.get(reverse(ADD_SOURCES)).status_code == 403
+
+
+def test_only_its_owner_changes_or_deletes_a_workspace_and_staff_own_what_they_make(
+    client, workspace, user
+):
+    member = staff_with("view_workspace", "add_workspace", "change_workspace",
+                        "delete_workspace")  # a member of `workspace`, not its owner
+    client.force_login(member)
+    url = reverse("admin:knowledge_workspace_change", args=[workspace.pk])
+    taken = client.post(url, {"name": "Mine now", "slug": workspace.slug, "owner": member.pk,
+                              "members": [member.pk], "retrieval_mode": "tool"})
+    assert taken.status_code == 403
+    delete = reverse("admin:knowledge_workspace_delete", args=[workspace.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    workspace.refresh_from_db()
+    assert workspace.owner_id == user.pk and workspace.members.filter(pk=user.pk).exists()
+
+    made = client.post(reverse("admin:knowledge_workspace_add"), {
+        "name": "Gift", "slug": "gift", "owner": user.pk, "retrieval_mode": "tool",
+    })
+    assert made.status_code == 302, made.content.decode()[:2000]
+    gift = Workspace.objects.get(slug="gift")
+    assert gift.owner_id == member.pk  # not handed to someone else
+    assert list(selectors.workspaces_for(user=member).filter(pk=gift.pk)) == [gift]

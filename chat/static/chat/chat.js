@@ -423,7 +423,7 @@
         bubble.classList.add("is-error");
         body.append(el("p", { text }));
       } else if (message.status === "pending") {
-        // Another tab's turn still running (or one a stopped server never finished).
+        // Another tab's turn still running (one a stopped server left becomes an error).
         bubble.classList.add("is-pending");
         body.append(el("p", { className: "muted", text: "This answer is not finished yet." }));
       } else {
@@ -540,10 +540,18 @@
     const question = el("span", { className: "thread-confirm", text: asked });
     const yes = el("button", { type: "button", className: "thread-delete", text: "Delete" });
     const no = el("button", { type: "button", className: "thread-more", text: "Cancel" });
+    const cancel = () => {
+      renderThreads();
+      const again = ui.threads.querySelector(`.thread[data-id="${thread.id}"] .thread-action:last-child`);
+      if (again) again.focus();
+    };
     yes.addEventListener("click", () => deleteThread(thread));
-    no.addEventListener("click", renderThreads);
+    no.addEventListener("click", cancel);
     item.addEventListener("keydown", (event) => {
-      if (event.key === "Escape") renderThreads();
+      if (event.key === "Escape") {
+        event.stopPropagation(); // closes this question, not the phone's drawer
+        cancel();
+      }
     });
     item.classList.add("confirming");
     item.replaceChildren(question, yes, no);
