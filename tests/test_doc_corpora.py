@@ -123,6 +123,13 @@ def test_files_gone_from_a_folder_are_named_marked_stale_and_pruned(
     assert f"DELETED {(folder / 'beta.md').as_uri()}" in capsys.readouterr().out
     assert list(Document.objects.values_list("title", flat=True)) == ["Alpha"]
 
+    # A folder with nothing left in it, or gone itself, is pruned all the same.
+    (folder / "alpha.md").unlink()
+    folder.rmdir()
+    call_command("ingest", str(folder), workspace=workspace.slug, inline=True, prune=True)
+    assert f"DELETED {(folder / 'alpha.md').as_uri()}" in capsys.readouterr().out
+    assert not Document.objects.exists()
+
 
 def test_ingest_reports_unchanged_files_and_re_embedded_chunks(workspace, tmp_path, capsys):
     site = docs_site(tmp_path / "site")

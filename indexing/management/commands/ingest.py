@@ -64,9 +64,15 @@ class Command(BaseCommand):
                 workspace = self._workspace(
                     options["workspace"], options["owner"], create=options["create"]
                 )
+                locations = options["sources"]
+                if gone := self._gone(workspace, locations, prune=options["prune"]):
+                    # A folder left empty, or gone itself, has nothing more to register.
+                    locations = [loc for loc in locations if _is_url(loc) or Path(loc).exists()]
+                    if not locations:
+                        return
                 job, documents = sources.register_operator_sources(
                     workspace=workspace,
-                    locations=options["sources"],
+                    locations=locations,
                     folder_path=options["folder"],
                     as_repositories=options["repo"],
                     include_assets=options["include_assets"],
@@ -81,9 +87,10 @@ class Command(BaseCommand):
         except sources.SourceRefused as exc:  # a missing path, a refused URL, a tree too big
             raise CommandError(str(exc)) from exc
         if not documents:
+            if gone:
+                return
             raise CommandError("No supported files found in the given sources")
         self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")
-        self._gone(workspace, options["sources"], prune=options["prune"])
 
         reported: set[int] = set()  # failed documents already shown
         if inline:
@@ -108,9 +115,14 @@ class Command(BaseCommand):
             # A script or CI step running the ingest learns of it from the exit status.
             raise CommandError(f"{failed} of {len(documents)} documents failed (listed above)")
 
-    def _gone(self, workspace: Workspace, locations: list[str], *, prune: bool) -> None:
-        """Files indexed from these directories before and gone from them now."""
-        directories = [Path(location) for location in locations if Path(location).is_dir()]
+    def _gone(
+        self, workspace: Workspace, locations: list[str], *, prune: bool
+    ) -> list[Document]:
+        """Files indexed from these directories (or from where a directory was) before and
+        gone from them now: listed, or with `prune` deleted."""
+        directories = [
+            Path(loc) for loc in locations if not _is_url(loc) and not Path(loc).is_file()
+        ]
         gone = sources.gone_under(workspace=workspace, directories=directories)
         for document in gone:
             if prune:
@@ -122,6 +134,7 @@ class Command(BaseCommand):
                 ))
         if gone and not prune:
             self.stdout.write(f"{len(gone)} documents' files are gone: --prune deletes them")
+        return gone
 
     def _workspace(self, slug: str, owner: str | None, *, create: bool) -> Workspace:
         workspace = Workspace.objects.filter(slug=slug).first()
@@ -200,3 +213,7 @@ class Command(BaseCommand):
         for document in job.documents.filter(status=Document.Status.FAILED).order_by("pk"):
             self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))
         return progress.counts[Document.Status.FAILED]
+
+
+def _is_url(location: str) -> bool:
+    return location.startswith(("http://", "https://"))
