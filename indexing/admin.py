@@ -50,8 +50,28 @@ class MemberScoped:
         if db_field.related_model is Workspace:
             kwargs["queryset"] = mine
         elif db_field.related_model in (Folder, Document):
-            kwargs["queryset"] = db_field.related_model.objects.filter(workspace__in=mine)
-        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+            kwargs["queryset"] = (
+                db_field.related_model.objects.filter(workspace__in=mine)
+                .select_related("workspace")
+            )
+        field = super().formfield_for_foreignkey(db_field, request, **kwargs)
+        if field is not None and db_field.related_model is Folder:
+            field.label_from_instance = _folder_label(request)
+        return field
+
+
+def _folder_label(request: HttpRequest):
+    """A folder choice by its path ("policies/2026", not "2026"), and for superusers, who
+    see every workspace's folders, its workspace's slug."""
+    paths: dict[int, dict[int, str]] = {}
+
+    def label(folder: Folder) -> str:
+        if folder.workspace_id not in paths:
+            paths[folder.workspace_id] = selectors.folder_paths(workspace_id=folder.workspace_id)
+        path = paths[folder.workspace_id].get(folder.pk, folder.name)
+        return f"{folder.workspace.slug}: {path}" if request.user.is_superuser else path
+
+    return label
 
 
 @admin.register(Workspace)

@@ -101,7 +101,11 @@ def test_a_name_clash_is_a_form_error_not_a_server_error(curator, workspace):
     assert response.status_code == 200
     assert "already exists" in response.content.decode()
 
+    sources.folder_for_path(workspace=workspace, path="b/a")
     loose = Document.objects.create(workspace=workspace, uri="upload://dup.md", title="dup.md")
+    change = curator.get(reverse("admin:knowledge_document_change", args=[loose.pk]))
+    # Folders are offered by path: "a" and "b/a" are told apart.
+    assert '>b/a</option>' in change.content.decode() and '>a</option>' in change.content.decode()
     Document.objects.create(workspace=workspace, folder=b, uri="upload://dup.md", title="dup.md")
     response = curator.post(
         reverse("admin:knowledge_document_change", args=[loose.pk]),
