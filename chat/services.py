@@ -111,9 +111,16 @@ def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict
     return titles
 
 
-@transaction.atomic
 def _append(thread: Thread, *, title: str = "", **fields: Any) -> Message:
-    """Store the next message of `thread`.
+    """Store the next message of `thread` (see _append_all)."""
+    return _append_all(thread, [fields], title=title)[0]
+
+
+@transaction.atomic
+def _append_all(
+    thread: Thread, messages: Sequence[dict[str, Any]], *, title: str = ""
+) -> list[Message]:
+    """Store the next messages of `thread`, one after another.
 
     The UPDATE locks the thread row (bumping updated_at, and titling an untitled
     thread), which serializes seq assignment: concurrent posts keep order, and a
@@ -127,7 +134,10 @@ def _append(thread: Thread, *, title: str = "", **fields: Any) -> Message:
     if not Thread.objects.filter(pk=thread.pk).update(**changes):
         raise Thread.DoesNotExist(f"Conversation {thread.pk} was deleted")
     last = thread.messages.aggregate(last=Max("seq"))["last"] or 0
-    return Message.objects.create(thread=thread, seq=last + 1, created_at=now, **fields)
+    return Message.objects.bulk_create([
+        Message(thread=thread, seq=last + i, created_at=now, **fields)
+        for i, fields in enumerate(messages, 1)
+    ])
 
 
 def _complete(answer: Message, **fields: Any) -> Message:
@@ -252,16 +262,11 @@ def open_turn(
     Raises MentionError (or TooManyMentions) before anything is stored.
     """
     resolved = resolve_mentions(thread=thread, raw=mentions)
-    with transaction.atomic():
-        user_message = _append(
-            thread,
-            role=Message.Role.USER,
-            content=text,
-            resolved_content=text,
-            mentions=[m.__dict__ for m in resolved],
-            title=text[:80],
-        )
-        answer = _append(thread, role=Message.Role.ASSISTANT, status=Message.Status.PENDING)
+    user_message, answer = _append_all(thread, [
+        {"role": Message.Role.USER, "content": text, "resolved_content": text,
+         "mentions": [m.__dict__ for m in resolved]},
+        {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
+    ], title=text[:80])
     messages: list[dict[str, Any]] = [
         {
             "role": "system",
