@@ -95,7 +95,7 @@ class ThreadListView(generics.ListCreateAPIView):
     def get_queryset(self):
         threads = Thread.objects.filter(
             user=self.request.user, workspace__members=self.request.user
-        ).order_by("-updated_at")
+        ).select_related("workspace").order_by("-updated_at")
         params = self.request.query_params
         if slug := params.get("workspace"):
             threads = threads.filter(

@@ -9,9 +9,11 @@ from chat.models import Message, Thread
 
 
 class ThreadSerializer(serializers.ModelSerializer):
+    workspace = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+
     class Meta:
         model = Thread
-        fields = ["id", "title", "origin", "created_at", "updated_at"]
+        fields = ["id", "title", "workspace", "origin", "created_at", "updated_at"]
         read_only_fields = ["id", "origin", "created_at", "updated_at"]
 
 

@@ -460,6 +460,9 @@ def test_the_conversation_list_filters_by_origin_and_workspace(workspace, user, 
         assert response.status_code == 200, response.content
         return [(t["id"], t["origin"]) for t in response.json()["results"]]
 
+    assert [t["workspace"] for t in api.get("/api/threads").json()["results"]] == [
+        "other", "acme", "acme"]
+
     assert listed("") == [(elsewhere.pk, "chat"), (agent.pk, "mcp"), (chat.pk, "chat")]
     assert listed("?origin=chat") == [(elsewhere.pk, "chat"), (chat.pk, "chat")]
     assert listed("?origin=mcp&workspace=acme") == [(agent.pk, "mcp")]
