@@ -378,9 +378,8 @@ def delete_folder(*, folder: Folder) -> None:
     """Delete a folder with its subfolders and their documents; stored uploads go once
     committed. The documents are read by their keys and stored file only (see
     knowledge.services.workspace_delete)."""
-    paths = selectors.folder_paths(workspace_id=folder.workspace_id)
-    top = paths[folder.pk]
-    subtree = [pk for pk, path in paths.items() if path == top or path.startswith(f"{top}/")]
+    parents = Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
+    subtree = selectors.with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
     Document.objects.filter(folder_id__in=subtree).only("pk", "source_file").delete()
     folder.delete()
 

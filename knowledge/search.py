@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from embeddings import get_embedder
-from knowledge import graph
+from knowledge import graph, selectors
 from knowledge.fusion import cap_per_group, convex, rare_terms_first, rrf
 from knowledge.locators import headings
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
@@ -95,15 +95,7 @@ def resolve_scope(workspace: Workspace, scope: Scope | None) -> list[int] | None
         raise ScopeError("Not found in this workspace: " + ", ".join(unknown))
     if not scope.folder_ids:
         return sorted(documents)
-    children: dict[int | None, list[int]] = {}
-    for pk, parent in folders.items():
-        children.setdefault(parent, []).append(pk)
-    expanded, stack = set(), list(scope.folder_ids)
-    while stack:
-        pk = stack.pop()
-        if pk not in expanded:
-            expanded.add(pk)
-            stack.extend(children.get(pk, []))
+    expanded = selectors.with_subfolders(parents=folders, folder_ids=scope.folder_ids)
     in_folders = Document.objects.filter(workspace=workspace, folder_id__in=expanded)
     return sorted(documents | set(in_folders.values_list("pk", flat=True)))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
@@ -59,6 +60,21 @@ def folder_paths(*, workspace_id: int) -> dict[int, str]:
             name = parents[folder_id][0]
             prefix = paths[folder_id] = f"{prefix}/{name}" if prefix else name
     return paths
+
+
+def with_subfolders(*, parents: dict[int, int | None], folder_ids: Iterable[int]) -> set[int]:
+    """These folders and every folder below them, from each folder's parent id (a cycle
+    ends the walk)."""
+    children: dict[int | None, list[int]] = {}
+    for pk, parent in parents.items():
+        children.setdefault(parent, []).append(pk)
+    found, stack = set(), list(folder_ids)
+    while stack:
+        pk = stack.pop()
+        if pk not in found:
+            found.add(pk)
+            stack.extend(children.get(pk, []))
+    return found
 
 
 def folders_in(*, workspace: Workspace) -> list[Folder]:

@@ -143,11 +143,15 @@ def test_deleting_a_document_or_its_workspace_removes_the_stored_upload(
     folder = sources.folder_for_path(workspace=workspace, path="a/b")
     three = upload("three.md")
     Document.objects.filter(pk=three.pk).update(folder=folder)
+    # A folder at the top whose own name reads like a path below "a" is not below it.
+    lookalike = Folder.objects.create(workspace=workspace, name="a/b")
+    Document.objects.filter(pk=two.pk).update(folder=lookalike)
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("admin:knowledge_folder_delete", args=[folder.parent_id]),
                     {"post": "yes"})
     assert not Document.objects.filter(pk=three.pk).exists()
     assert not storage.exists(three.source_file.name)
+    assert Document.objects.filter(pk=two.pk).exists() and storage.exists(two.source_file.name)
 
     with django_capture_on_commit_callbacks(execute=True):
         client.post(reverse("admin:knowledge_workspace_delete", args=[workspace.pk]),
