@@ -341,6 +341,7 @@ def test_the_document_list_filters_by_status_and_folder(api, workspace):
         return [d["id"] for d in response.json()["results"]]
 
     assert listed("?status=FAILED") == [failed.pk, loose.pk]
+    assert listed("?page_size=1&page=2") == [Document.objects.get(title="b.md").pk]
     assert len(listed("?status=&folder_id=")) == 3  # empty parameters filter nothing
     assert listed(f"?status=failed&folder_id={folder.pk}") == [failed.pk]
     for query, field in (("?status=broken", "status"), ("?folder_id=x", "folder_id")):
