@@ -111,11 +111,6 @@ def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict
     return titles
 
 
-def _append(thread: Thread, *, title: str = "", **fields: Any) -> Message:
-    """Store the next message of `thread` (see _append_all)."""
-    return _append_all(thread, [fields], title=title)[0]
-
-
 @transaction.atomic
 def _append_all(
     thread: Thread, messages: Sequence[dict[str, Any]], *, title: str = ""
@@ -160,14 +155,18 @@ def close_abandoned_answers(*, thread: Thread) -> None:
     """Answers a stopped server left pending become errors, once no turn could still be
     writing them: a turn makes at most CHAT_MAX_TOOL_ROUNDS + 1 model calls."""
     longest = settings.LLM_TIMEOUT * (settings.CHAT_MAX_TOOL_ROUNDS + 1) + ABANDONED_MARGIN_SECONDS
-    error = "the server stopped before it was finished"
     thread.messages.filter(
         status=Message.Status.PENDING, created_at__lt=timezone.now() - timedelta(seconds=longest)
-    ).update(
-        status=Message.Status.ERROR,
-        resolved_content=f"Sorry, the answer could not be completed: {error}.",
-        metadata={"error": error},
-    )
+    ).update(**_failure("the server stopped before it was finished"))
+
+
+def _failure(error: str, **metadata: Any) -> dict[str, Any]:
+    """The fields of an answer that could not be completed."""
+    return {
+        "status": Message.Status.ERROR,
+        "resolved_content": f"Sorry, the answer could not be completed: {error}",
+        "metadata": {**metadata, "error": error},
+    }
 
 
 def _history(thread: Thread, before_seq: int) -> list[dict[str, Any]]:
@@ -459,12 +458,8 @@ def _close(turn: Turn) -> Message:
 
 def _fail(turn: Turn, error: str) -> Message:
     return _complete(
-        turn.answer,
-        status=Message.Status.ERROR,
-        content="",
-        resolved_content=f"Sorry, the answer could not be completed: {error}",
-        tool_calls=turn.tool_log,
-        metadata={"provider": turn.provider.name, "error": error},
+        turn.answer, content="", tool_calls=turn.tool_log,
+        **_failure(error, provider=turn.provider.name),
     )
 
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.urls import path
+from django.urls import Resolver404, path, resolve
 from django.views.defaults import page_not_found
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -64,8 +64,20 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """A URL no route matches (/api/threads/abc) is a JSON 404 under /api/, like any
     other API 404; pages keep Django's HTML one."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"detail": "Not found."}, status=404)
+        detail = "Not found."
+        bare = request.path.rstrip("/")
+        if bare != request.path and _routed(bare):
+            detail = f"Not found. API paths end without a slash: {bare}"
+        return JsonResponse({"detail": detail}, status=404)
     return page_not_found(request, exception)
+
+
+def _routed(path_: str) -> bool:
+    try:
+        resolve(path_)
+    except Resolver404:
+        return False
+    return True
 
 
 handler404 = not_found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from django import forms
@@ -25,6 +26,23 @@ STATUS_COLORS = {
     Document.Status.STALE: "#b26a00",
     Document.Status.FAILED: "#c62828",
 }
+
+
+class DeleteSummarized:
+    """Django's delete confirmation lists every row a delete takes with it, read one by
+    one: tens of thousands of chunks for a corpus. It is shown their counts instead. What
+    a folder, a document or a workspace holds goes with it: no permission on chunks,
+    documents or conversations is asked for besides the delete permission on it."""
+
+    deleted_with_key = ""  # the keyword of selectors.deleted_with these rows go by
+
+    def get_deleted_objects(self, objs, request):
+        name = self.model._meta.verbose_name.capitalize()
+        listed = [f"{name}: {obj}" for obj in objs]
+        ids = [obj.pk for obj in objs]
+        counts = Counter({str(self.model._meta.verbose_name_plural): len(ids)})
+        counts.update(selectors.deleted_with(**{self.deleted_with_key: ids}))
+        return listed, dict(counts), set(), []
 
 
 class MemberScoped:
@@ -75,13 +93,14 @@ def _folder_label(request: HttpRequest):
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(MemberScoped, admin.ModelAdmin):
+class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
     list_display = ["name", "slug", "owner", "retrieval_mode", "created_at"]
     list_filter = ["retrieval_mode"]
     prepopulated_fields = {"slug": ["name"]}
     filter_horizontal = ["members"]
     search_fields = ["name", "slug"]
     workspace_path = "pk"
+    deleted_with_key = "workspace_ids"
 
     # Like the API: a member uses a workspace, its owner changes it (superusers run all).
     def _owns(self, request, obj: Workspace | None) -> bool:
@@ -175,7 +194,8 @@ class WorkspaceFixedAfterCreation(MemberScoped):
 
 
 @admin.register(Folder)
-class FolderAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
+class FolderAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
+    deleted_with_key = "folder_ids"
     list_display = ["name", "parent", "workspace", "created_at"]
     list_filter = [("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name"]
@@ -191,7 +211,8 @@ class FolderAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
 
 
 @admin.register(Document)
-class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
+class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
+    deleted_with_key = "document_ids"
     list_display = [
         "title", "workspace", "folder", "source_type", "status_badge", "progress",
         "chunk_count", "latest_run", "last_indexed_at", "short_error",
@@ -217,12 +238,6 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
     def delete_queryset(self, request, queryset) -> None:
         for document in queryset:
             sources.delete_document(document=document)
-
-    def get_deleted_objects(self, objs, request):
-        # A document's chunks are part of it: deleting it needs no permission on chunks.
-        deleted, counts, perms_needed, protected = super().get_deleted_objects(objs, request)
-        perms_needed.discard(Chunk._meta.verbose_name)
-        return deleted, counts, perms_needed, protected
 
     def has_add_sources_permission(self, request) -> bool:
         return request.user.has_perm("knowledge.add_document")
@@ -317,11 +332,12 @@ class DocumentAdmin(WorkspaceFixedAfterCreation, admin.ModelAdmin):
 
     def _register_sources(self, request: HttpRequest, data: dict) -> IngestJob | None:
         try:
+            on_server = sources.server_source(Path(data["path"])) if data["path"] else {}
             job, documents = sources.register_job(
                 workspace=data["workspace"],
                 uploads=data["files"],
                 urls=data["urls"],
-                repository=Path(data["repository"]) if data["repository"] else None,
+                **on_server,
                 folder_path=data["folder"],
                 created_by=request.user,
                 description="Admin upload",

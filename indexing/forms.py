@@ -35,9 +35,10 @@ class AddSourcesForm(forms.Form):
     urls = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="One URL per line."
     )
-    repository = forms.CharField(
-        required=False,
-        help_text="Path of a code repository on the server, e.g. /srv/repos/tidewatch.",
+    path = forms.CharField(
+        required=False, label="Server path",
+        help_text="A code repository on the server, e.g. /srv/repos/tidewatch, or one "
+        "file, e.g. /srv/docs/handbook.pdf.",
     )
 
     def __init__(self, *args, workspaces: QuerySet[Workspace], **kwargs) -> None:
@@ -69,7 +70,7 @@ class AddSourcesForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        refused = {"files", "urls", "repository"} & set(self.errors)
-        if not refused and not (data.get("files") or data.get("urls") or data.get("repository")):
-            raise forms.ValidationError("Add at least one file, URL or repository.")
+        refused = {"files", "urls", "path"} & set(self.errors)
+        if not refused and not (data.get("files") or data.get("urls") or data.get("path")):
+            raise forms.ValidationError("Add at least one file, URL or server path.")
         return data

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from django.conf import settings
@@ -129,6 +129,18 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
     for name in names:
         folder, _ = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=name)
     return folder
+
+
+def server_source(path: Path) -> dict[str, Any]:
+    """What register_job reads at a server path: a directory as a code repository, a file
+    as one source. SourceRefused outside INGEST_SERVER_ROOTS (before saying whether the
+    path exists) or when nothing is there."""
+    resolved = check_server_path(path)
+    if resolved.is_dir():
+        return {"repository": resolved}
+    if resolved.is_file():
+        return {"files": [resolved]}
+    raise SourceRefused(f"No such file or folder: {path}")
 
 
 class BrokerUnavailable(Exception):

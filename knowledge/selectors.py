@@ -62,6 +62,33 @@ def folder_paths(*, workspace_id: int) -> dict[int, str]:
     return paths
 
 
+def deleted_with(
+    *, workspace_ids: Iterable[int] = (), folder_ids: Iterable[int] = (),
+    document_ids: Iterable[int] = (),
+) -> dict[str, int]:
+    """How many rows of each kind deleting these workspaces, folders or documents takes
+    with it (a folder takes the folders below it), counted in the database."""
+    workspace_ids, folder_ids = list(workspace_ids), list(folder_ids)
+    parents = Folder.objects.filter(
+        workspace_id__in=Folder.objects.filter(pk__in=folder_ids).values("workspace_id")
+    ).values_list("pk", "parent_id")
+    below = with_subfolders(parents=dict(parents), folder_ids=folder_ids) - set(folder_ids)
+    documents = Document.objects.filter(
+        Q(workspace_id__in=workspace_ids) | Q(folder_id__in=below | set(folder_ids))
+    )
+    counts = {
+        "folders": Folder.objects.filter(Q(workspace_id__in=workspace_ids) | Q(pk__in=below))
+        .count(),
+        "documents": documents.count(),
+        "chunks": Chunk.objects.filter(
+            Q(document__in=documents) | Q(document_id__in=document_ids)
+        ).count(),
+        "conversations": Workspace.objects.filter(pk__in=workspace_ids)
+        .aggregate(n=Count("threads"))["n"],
+    }
+    return {kind: n for kind, n in counts.items() if n}
+
+
 def with_subfolders(*, parents: dict[int, int | None], folder_ids: Iterable[int]) -> set[int]:
     """These folders and every folder below them, from each folder's parent id (a cycle
     ends the walk)."""

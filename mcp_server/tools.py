@@ -185,29 +185,19 @@ def ingest(
             folder = selectors.folder_in(workspace=ws, folder_id=folder_id)
     except Http404 as exc:
         raise Refused(f"No folder {folder_id} in this workspace") from exc
-    urls, files, repository = [], [], None
     if url:
         if problem := sources.url_problem(url):
             raise Refused(problem)
-        urls = [url.strip()]
+        source: dict[str, Any] = {"urls": [url.strip()]}
     else:
         try:
-            # Confinement first: whether a path outside the roots exists is not told.
-            resolved = sources.check_server_path(Path(path))
+            source = sources.server_source(Path(path))
         except sources.SourceRefused as exc:
             raise Refused(str(exc)) from exc
-        if resolved.is_dir():
-            repository = resolved
-        elif resolved.is_file():
-            files = [resolved]
-        else:
-            raise Refused(f"No such file or folder: {path}")
     try:
         job, _documents = sources.register_job(
             workspace=ws,
-            urls=urls,
-            files=files,
-            repository=repository,
+            **source,
             folder=folder,
             created_by=user,
             description=f"MCP: {url or path}",

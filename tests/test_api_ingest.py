@@ -225,6 +225,15 @@ def test_jobs_of_another_workspace_or_missing_are_404(api, user):
         assert "secret" not in response.content.decode()
 
 
+def test_a_trailing_slash_is_a_404_that_names_the_path(api):
+    response = api.get("/api/documents/")
+    assert response.status_code == 404
+    assert response.json() == {
+        "detail": "Not found. API paths end without a slash: /api/documents"
+    }
+    assert api.get("/api/nothing/").json() == {"detail": "Not found."}
+
+
 def test_a_member_adds_to_a_second_workspace_by_slug(
     api, user, media, django_capture_on_commit_callbacks
 ):

@@ -419,14 +419,15 @@ def test_an_answer_a_stopped_server_left_pending_becomes_an_error(workspace, use
 
     thread = services.create_thread(workspace=workspace, user=user)
     for age in (timedelta(hours=1), timedelta(seconds=5)):
-        services._append(thread, role=Message.Role.USER, content="When is the launch?")
-        answer = services._append(thread, role=Message.Role.ASSISTANT,
-                                  status=Message.Status.PENDING)
+        _, answer = services._append_all(thread, [
+            {"role": Message.Role.USER, "content": "When is the launch?"},
+            {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
+        ])
         Message.objects.filter(pk=answer.pk).update(created_at=timezone.now() - age)
     listed = api.get(f"/api/threads/{thread.pk}/messages").json()
     assert [m["status"] for m in listed] == ["complete", "error", "complete", "pending"]
     assert listed[1]["resolved_content"] == (
-        "Sorry, the answer could not be completed: the server stopped before it was finished."
+        "Sorry, the answer could not be completed: the server stopped before it was finished"
     )
 
 

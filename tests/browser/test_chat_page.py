@@ -281,8 +281,10 @@ def conversations(corpus, workspace, user) -> dict[str, int]:
         services.create_thread(workspace=workspace, user=user, title=f"Old question {n}")
     kept = services.create_thread(workspace=workspace, user=user, title="Tide question")
     busy = services.create_thread(workspace=workspace, user=user, title="Budget")
-    services._append(busy, role=Message.Role.USER, content="What is the budget?")
-    services._append(busy, role=Message.Role.ASSISTANT, status=Message.Status.PENDING)
+    services._append_all(busy, [
+        {"role": Message.Role.USER, "content": "What is the budget?"},
+        {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
+    ])
     # An agent's session, newer than all: neither listed nor opened by the page.
     services.create_thread(workspace=workspace, user=user, title="MCP: tide",
                            origin=Thread.Origin.MCP)

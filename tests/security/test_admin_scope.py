@@ -211,3 +211,38 @@ def test_only_its_owner_changes_or_deletes_a_workspace_and_staff_own_what_they_m
     gift = Workspace.objects.get(slug="gift")
     assert gift.owner_id == member.pk  # not handed to someone else
     assert list(selectors.workspaces_for(user=member).filter(pk=gift.pk)) == [gift]
+
+
+def test_a_delete_confirmation_counts_what_goes_instead_of_listing_it(
+    client, staff, workspace, user, counting_embedder
+):
+    from chat import services as chat
+
+    folder = sources.folder_for_path(workspace=workspace, path="a/b")
+    documents = []
+    for name, place in (("one.md", folder.parent), ("two.md", folder), ("three.md", None)):
+        document = sources.add_upload(workspace=workspace, upload=SimpleUploadedFile(
+            name, b"# Slipway\n\nThe slipway shuts at six.\n\n# Gate\n\nThe gate opens at nine.",
+        ))
+        Document.objects.filter(pk=document.pk).update(folder=place)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        documents.append(document)
+    chat.create_thread(workspace=workspace, user=user, title="Tide question")
+    chunks = [d.chunks.count() for d in documents]
+    assert min(chunks) > 0
+    client.force_login(staff)
+
+    def summary(kind: str, pk: int) -> str:
+        page = client.get(reverse(f"admin:knowledge_{kind}_delete", args=[pk])).content.decode()
+        assert "The slipway shuts" not in page  # no chunk is listed
+        return page
+
+    page = summary("workspace", workspace.pk)
+    for line in ("Workspaces: 1", "Folders: 2", "Documents: 3", f"Chunks: {sum(chunks)}",
+                 "Conversations: 1"):
+        assert line in page, line
+    page = summary("folder", folder.parent_id)  # "a" takes "a/b" and both documents
+    for line in ("Folders: 2", "Documents: 2", f"Chunks: {chunks[0] + chunks[1]}"):
+        assert line in page, line
+    page = summary("document", documents[2].pk)
+    assert f"Chunks: {chunks[2]}" in page and "Documents: 1" in page and "Folders: " not in page

@@ -58,7 +58,7 @@ def clerk(client, workspace):
 
 def add_repository(client, workspace, path) -> tuple[int, str]:
     response = client.post(
-        reverse(ADD_SOURCES), {"workspace": workspace.pk, "repository": str(path)}
+        reverse(ADD_SOURCES), {"workspace": workspace.pk, "path": str(path)}
     )
     return response.status_code, response.content.decode()
 
@@ -112,6 +112,18 @@ def test_symlink_inside_a_root_pointing_outside_is_refused(
     assert status == 302, page
     document = Document.objects.get()
     assert document.workspace == workspace
+    assert document.uri == (allowed_root / "tidewatch" / "README.md").resolve().as_uri()
+
+
+def test_one_file_on_the_server_is_added_and_a_missing_one_is_named(
+    clerk, workspace, allowed_root
+):
+    status, page = add_repository(clerk, workspace, allowed_root / "tidewatch" / "gone.md")
+    assert status == 200 and "No such file or folder" in page
+    assert_nothing_saved()
+    status, page = add_repository(clerk, workspace, allowed_root / "tidewatch" / "README.md")
+    assert status == 302, page
+    document = Document.objects.get()
     assert document.uri == (allowed_root / "tidewatch" / "README.md").resolve().as_uri()
 
 
