@@ -15,6 +15,7 @@ from django.db.models import F
 
 from chat.models import CitationEntry, CitationRegistry, Thread
 from citations.registry import Numbering
+from citations.sentences import CITATION
 from indexing.types import content_hash
 from knowledge import locators
 from knowledge.locators import unit_text
@@ -106,6 +107,21 @@ def registered_texts(*, thread: Thread, keys: Sequence[str]) -> dict[str, str]:
     """The cited text of those `keys` already registered in the thread (a read, no lock)."""
     found = CitationEntry.objects.filter(registry__thread=thread, source_key__in=list(keys))
     return dict(found.values_list("source_key", "text"))
+
+
+def cited_sources(*, thread: Thread, answers: Sequence[str]) -> dict[int, SourceUnit]:
+    """The passages these answers of `thread` cite ([citation:k]), by k, as units to offer
+    again elsewhere (their text as it was cited); an earlier conversation's turns are
+    left out: what an answer said is no source."""
+    numbers = {int(k) for answer in answers for k in CITATION.findall(answer)}
+    found = CitationEntry.objects.filter(registry__thread=thread, n__in=numbers).exclude(
+        source_type=CitationEntry.SourceType.CHAT_TURN
+    ).order_by("n")
+    return {
+        e.n: SourceUnit(e.source_key, e.source_type, e.text, e.locator, e.display,
+                        e.document_id, e.chunk_id)
+        for e in found
+    }
 
 
 def issued_numbers(*, thread: Thread) -> set[int]:

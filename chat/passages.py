@@ -25,12 +25,16 @@ class UnknownConversation(LookupError):
 def conversation(
     *, user, workspace: Workspace, conversation_id: int | None, title: str
 ) -> Thread:
-    """The user's conversation `conversation_id` in `workspace`, or a new one when None."""
+    """The user's agent conversation `conversation_id` in `workspace`, or a new one when
+    None. A chat of the page's is not one: numbers an agent got there would be accepted
+    in the chat's next answer, though its model never saw those passages."""
     if conversation_id is None:
         return services.create_thread(
             workspace=workspace, user=user, title=title, origin=Thread.Origin.MCP
         )
-    thread = Thread.objects.filter(pk=conversation_id, user=user, workspace=workspace).first()
+    thread = Thread.objects.filter(
+        pk=conversation_id, user=user, workspace=workspace, origin=Thread.Origin.MCP
+    ).first()
     if thread is None:
         raise UnknownConversation(f"No conversation {conversation_id} in this workspace")
     return thread

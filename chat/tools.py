@@ -20,6 +20,7 @@ from citations.renderer import (
     quoted,
     render_evidence,
 )
+from citations.sentences import CITATION
 from knowledge import locators
 from knowledge.models import Chunk, Document
 from knowledge.search import Hit, Scope, ScopeError, search, with_continuations
@@ -282,6 +283,10 @@ def read_document(thread: Thread, arguments: dict[str, Any]) -> Evidence:
 
 
 def read_chat(thread: Thread, arguments: dict[str, Any]) -> Evidence:
+    """Another conversation of the user's: its questions, and the passages its answers
+    cited, are citable; each answer is shown beside its question with its citations
+    renumbered to those passages. An answer is never a source itself: a claim it got
+    wrong would come back "supported" by its own words."""
     try:
         other_id = int(arguments.get("thread_id"))
     except (TypeError, ValueError) as exc:
@@ -294,26 +299,64 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     turns = list(
         other.messages.filter(status=Message.Status.COMPLETE).order_by("seq")[:40]
     )
-    units = [
+    title = other.title or f"Conversation {other.pk}"
+    questions = [
         citations.SourceUnit(
             source_key=chat_turn_key(other.pk, m.pk),
             source_type="chat_turn",
-            text=m.resolved_content or m.content,
+            text=m.content,
             locator={"thread_id": other.pk, "message_id": m.pk, "role": m.role},
-            display={"title": other.title or f"Conversation {other.pk}", "uri": "",
-                     "label": f"{m.role} turn", "url": ""},
+            display={"title": title, "uri": "", "label": f"{m.role} turn", "url": ""},
         )
-        for m in turns
+        for m in turns if m.role == Message.Role.USER
     ]
-    title = other.title or f"Conversation {other.pk}"
+    answers: dict[str, list[str]] = {}  # question's key -> the answers after it
+    for question, m in _answers_after_questions(other, turns):
+        answers.setdefault(question, []).append(m.resolved_content or m.content)
+    cited = citations.cited_sources(thread=other, answers=[a for t in answers.values() for a in t])
 
     def render(numbers: dict[str, int]) -> str:
+        renumbered = {old: numbers[unit.source_key] for old, unit in cited.items()}
         passages = [
-            Passage(numbers[u.source_key], f"{u.locator['role']}: {u.text}") for u in units
+            Passage(numbers[u.source_key], "\n".join([
+                f"user: {u.text}",
+                *(f"(an earlier answer, not a source; cite the passages it cites): "
+                  f"{_renumbered(text, renumbered)}" for text in answers.get(u.source_key, [])),
+            ]))
+            for u in questions
         ]
-        return render_evidence([EvidenceDocument(title, "chat", "full", passages)])
+        documents = [EvidenceDocument(title, "chat", "full", passages)]
+        for unit in cited.values():
+            passage = Passage(numbers[unit.source_key], unit.text)
+            documents.append(EvidenceDocument(
+                unit.display.get("title") or "", unit.display.get("source") or "", "excerpt",
+                [passage],
+            ))
+        return render_evidence(documents)
 
-    return Evidence(units, render)
+    return Evidence([*questions, *cited.values()], render)
+
+
+def _answers_after_questions(
+    other: Thread, turns: list[Message]
+) -> list[tuple[str, Message]]:
+    """(the key of the question before it, answer) for each answer of the conversation."""
+    pairs, question = [], None
+    for m in turns:
+        if m.role == Message.Role.USER:
+            question = chat_turn_key(other.pk, m.pk)
+        elif question is not None:
+            pairs.append((question, m))
+    return pairs
+
+
+def _renumbered(answer: str, numbers: dict[int, int]) -> str:
+    """An earlier answer's [citation:k] as "(passage n)": n is what k is in this
+    conversation; a number it cannot show is left out."""
+    return CITATION.sub(
+        lambda m: f"(passage {numbers[int(m.group(1))]})" if int(m.group(1)) in numbers else "",
+        answer,
+    )
 
 
 MAX_SOURCE_KEY = 300  # CitationEntry.source_key

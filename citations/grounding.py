@@ -93,7 +93,8 @@ class AnswerGrounding:
         return {
             "sentences": [
                 {"char_start": s.char_start, "char_end": s.char_end,
-                 "citations": list(s.citations), "verdict": s.verdict}
+                 "citations": list(s.citations), "verdict": s.verdict,
+                 "support": {str(n): support_dict(x) for n, x in s.support.items()}}
                 for s in self.sentences
             ],
             "coverage": self.coverage,

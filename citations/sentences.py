@@ -77,7 +77,9 @@ def split_answer(answer: str) -> list[Sentence]:
         pieces = _move_leading_markers(answer, pieces)
         for start, end in pieces:
             raw = answer[start:end]
-            numbers = tuple(dict.fromkeys(int(n) for n in CITATION.findall(raw)))
+            # A marker inside code is quoted text, not a citation (the normalizer leaves it).
+            markers = CITATION.findall(_INLINE_CODE.sub("", raw))
+            numbers = tuple(dict.fromkeys(int(n) for n in markers))
             text = plain_text(raw)
             if text or numbers:
                 sentences.append(Sentence(start, end, text, numbers, block.kind))

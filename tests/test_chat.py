@@ -535,3 +535,15 @@ def test_text_before_a_tool_call_ends_its_paragraph(llm, corpus, api, stream):
     expected = "Let me look that up.\n\nThe launch moved to March 10 [citation:1]."
     assert message.resolved_content == expected
     assert message.content == "Let me look that up.\n\nThe launch moved to March 10 [1]."
+
+
+def test_an_agent_cannot_number_passages_into_a_page_chat(workspace, user):
+    from chat import passages
+
+    chat = services.create_thread(workspace=workspace, user=user)
+    with pytest.raises(passages.UnknownConversation):
+        passages.conversation(user=user, workspace=workspace, conversation_id=chat.pk, title="")
+    agent = passages.conversation(user=user, workspace=workspace, conversation_id=None, title="")
+    again = passages.conversation(user=user, workspace=workspace, conversation_id=agent.pk,
+                                  title="")
+    assert again == agent

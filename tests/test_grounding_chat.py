@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -64,6 +65,12 @@ def check_grounding(message: dict) -> None:
     assert citation["text"][start:end] == "The harbour office closes at 18:00 on weekdays."
     offset = citation["locator"]["char_start"]
     assert support["document_span"] == {"char_start": offset + start, "char_end": offset + end}
+    # Each sentence says what its own use of [1] found: the page flags only the 20:00 pill.
+    uses = [s["support"] for s in grounding["sentences"]]
+    assert [u["1"]["verdict"] for u in uses[:3]] == ["supported", "supported", "unsupported"]
+    assert uses[2]["1"]["reason"] == support["reason"] and uses[3] == {}
+    start, end = uses[0]["1"]["spans"][0]
+    assert citation["text"][start:end].startswith("The Pelican mooring buoy is repainted")
 
 
 def test_json_answers_carry_per_sentence_and_per_citation_support(llm, harbour, api):
@@ -189,4 +196,32 @@ def test_a_configured_entailment_model_reads_every_answer(llm, harbour, api, set
     message = ask(api).json()
     assert verdicts(message["grounding"]) == ["partial", "partial", "unsupported", "uncited"]
     (citation,) = message["citations"]
+    assert "18:00" in citation["support"]["reason"]
+
+
+def test_an_earlier_answer_read_with_read_chat_is_no_source(llm, harbour, api):
+    """What an earlier answer got wrong does not come back "supported" by its own words:
+    read_chat offers the passages it cited, renumbered, and the answer only as context."""
+    llm.script = [tool_call("search_knowledge_base", {"query": "harbour office hours"}),
+                  answer("The harbour office closes at 20:00 on weekdays [1].")]
+    earlier = ask(api).json()
+    assert earlier["grounding"]["sentences"][0]["verdict"] == "unsupported"
+
+    seen = {}
+
+    def final(request: dict) -> dict:
+        (result,) = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+        seen["result"] = result
+        n = re.search(r"an earlier answer, not a source.*\(passage (\d+)\)", result).group(1)
+        return answer(f"The harbour office closes at 20:00 on weekdays [{n}].")
+
+    first_thread = Message.objects.get(pk=earlier["id"]).thread_id
+    llm.script = [tool_call("read_chat", {"thread_id": first_thread}), final]
+    thread = api.post("/api/threads", {"title": ""}, format="json").json()["id"]
+    later = api.post(f"/api/threads/{thread}/messages", {"content": "What did we find?"},
+                     format="json").json()
+    assert "The harbour office closes at 18:00" in seen["result"]  # the cited passage
+    (citation,) = later["citations"]
+    assert citation["document"]["id"] == harbour.pk  # the document, not the earlier answer
+    assert later["grounding"]["sentences"][0]["verdict"] == "unsupported"
     assert "18:00" in citation["support"]["reason"]

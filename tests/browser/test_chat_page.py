@@ -708,6 +708,52 @@ def test_grounding_flags_unsupported_pills_and_uncited_claims(llm, page: Page):
     expect(again.locator(".uncited-claim")).to_have_text(sentence.strip())
 
 
+TWO_USES_ANSWER = (
+    "The Pelican mooring buoy is repainted every April by the "
+    "[harbour crew [{n}]](https://example.invalid/crew).\n\n"
+    "The Pelican mooring buoy is repainted every October by the harbour crew [{n}].\n\n"
+    "Cite it as `[citation:{n}]` or `[citation:99]`."
+)
+
+
+def test_each_pill_shows_what_its_own_sentence_found(llm, page: Page):
+    def final(request: dict) -> dict:
+        return answer(TWO_USES_ANSWER.format(n=passage_number(request, "Pelican mooring buoy")))
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican mooring buoy"}), final]
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "When is the Pelican buoy repainted?")
+    thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
+    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    (cited,) = stored["citations"]
+    right, wrong = [s["support"][str(cited["n"])] for s in stored["grounding"]["sentences"][:2]]
+    assert (right["verdict"], wrong["verdict"]) == ("supported", "unsupported")
+    assert cited["support"]["verdict"] == "unsupported"  # the number's weakest use
+
+    # The same number, two sentences: only the wrong one's pill is flagged, with its reason.
+    pills = reply.locator(f'.citation-pill[data-n="{cited["n"]}"]')
+    expect(pills).to_have_count(2)  # the markers quoted in code are no pills
+    expect(pills.first).not_to_have_class(re.compile("support-"))
+    expect(pills.last).to_have_class(re.compile(r"\bsupport-unsupported\b"))
+    expect(pills.last.locator(".support-tip")).to_contain_text(wrong["reason"])
+    expect(reply.locator("code").first).to_have_text(f"[citation:{cited['n']}]")
+    # A pill in a link's text follows the link: no button inside a link.
+    assert reply.locator("a .citation-pill").count() == 0
+    expect(reply.locator("a", has_text="harbour crew")).to_have_attribute(
+        "href", "https://example.invalid/crew")
+
+    # Opening each pill shows its own sentence's support.
+    panel = page.locator("#citation-panel")
+    pills.first.click()
+    expect(panel.locator("#citation-support")).to_be_hidden()
+    marks = panel.locator("mark.support-span")
+    expect(marks).to_have_count(len(merged(right["spans"])))
+    expect(marks.first).to_contain_text("The Pelican mooring buoy is repainted every April")
+    pills.last.click()
+    expect(panel.locator("#citation-support")).to_contain_text(wrong["reason"])
+
+
 @pytest.fixture
 def pdf_thread(corpus, workspace, user, counting_embedder) -> dict:
     """Stored answers citing the sample PDF: the budget passage, and a passage whose

@@ -30,6 +30,12 @@ def test_a_marker_after_the_full_stop_belongs_to_the_sentence_before_it() -> Non
     assert units[1] == ("Then more [citation:2].", "Then more.", (2,), "sentence")
 
 
+def test_a_marker_quoted_in_inline_code_is_no_citation() -> None:
+    answer = "Write `[citation:2]` or `[citation:99]` to cite; the launch is on May 2 [citation:1]."
+    ((_, _, cited, _),) = _units(answer)
+    assert cited == (1,)
+
+
 def test_a_marker_on_its_own_line_closes_the_paragraph_sentence() -> None:
     answer = "Marketing is told next week.\n[citation:4]"
     assert _units(answer) == [(answer, "Marketing is told next week.", (4,), "sentence")]

@@ -141,10 +141,11 @@
     RETURN_DOM_FRAGMENT: true,
   };
 
-  // Private-use characters mark where a pill goes; model text cannot contain them.
+  // Private-use characters mark where a pill goes ("n:k": number n, the answer's k-th
+  // marker); model text cannot contain them.
   const PILL_OPEN = "\uE000";
   const PILL_CLOSE = "\uE001";
-  const PLACEHOLDER = /\uE000(\d+)\uE001/;
+  const PLACEHOLDER = /\uE000(\d+):(\d+)\uE001/;
   const CITATION_TOKEN = /\[citation:(\d+)\]/g;
 
   const VERDICT_WORDS = {
@@ -152,12 +153,14 @@
     unsupported: "Not supported",
   };
   let tipCounter = 0;
+  const pillSupports = new WeakMap(); // pill -> what the check found for its sentence
 
   /* The sanitized DOM of a Markdown answer, placeholders where its pills go. */
   function markdownFragment(text) {
+    let k = 0;
     const source = String(text || "")
       .replace(/[\uE000\uE001]/g, "")
-      .replace(CITATION_TOKEN, `${PILL_OPEN}$1${PILL_CLOSE}`);
+      .replace(CITATION_TOKEN, (_, n) => `${PILL_OPEN}${n}:${k++}${PILL_CLOSE}`);
     const fragment = DOMPurify.sanitize(md.render(source), PURIFY);
     for (const link of fragment.querySelectorAll("a[href]")) {
       link.setAttribute("target", "_blank");
@@ -173,13 +176,22 @@
       if (walker.currentNode.nodeValue.includes(PILL_OPEN)) found.push(walker.currentNode);
     }
     for (const node of found) {
+      // A marker in code is quoted text, as the server reads it: no pill.
+      const quoted = Boolean(node.parentElement && node.parentElement.closest("code, pre"));
       const parts = node.nodeValue.split(PLACEHOLDER);
       const replacement = document.createDocumentFragment();
-      parts.forEach((part, index) => {
-        if (index % 2) replacement.append(citationPill(Number(part), view));
-        else if (part) replacement.append(document.createTextNode(part));
-      });
+      for (let i = 0; i < parts.length; i += 3) {
+        if (parts[i]) replacement.append(document.createTextNode(parts[i]));
+        if (i + 2 >= parts.length) break;
+        const [n, k] = [Number(parts[i + 1]), Number(parts[i + 2])];
+        replacement.append(quoted ? document.createTextNode(`[citation:${n}]`)
+          : citationPill(n, k, view));
+      }
       node.replaceWith(replacement);
+    }
+    // A pill in a link's text would be a button inside a link: it follows the link.
+    for (const pill of [...root.querySelectorAll("a .citation-pill")].reverse()) {
+      pill.closest("a").after(pill);
     }
   }
 
@@ -187,7 +199,24 @@
     return (view && view.citations.get(n)) || state.citations.get(n);
   }
 
-  function citationPill(n, view) {
+  /* What the check found for the answer's k-th marker (number n): n's support in the
+   * sentence that marker belongs to, unflagged when that sentence is supported as a whole
+   * (facts of several passages combined); before the check, or for an answer stored
+   * without it, n's weakest use in the answer. */
+  function pillSupport(view, n, k) {
+    const known = citationFor(view, n);
+    const fallback = (known && known.support) || null;
+    const sentences = (view && view.grounding && view.grounding.sentences) || [];
+    const marker = [...String(view ? view.text : "").matchAll(CITATION_TOKEN)][k];
+    const sentence = marker && sentences.find(
+      (s) => s.char_start <= marker.index && marker.index < s.char_end,
+    );
+    const own = sentence && sentence.support && sentence.support[String(n)];
+    if (!own) return fallback;
+    return sentence.verdict === "supported" ? { ...own, verdict: "supported" } : own;
+  }
+
+  function citationPill(n, k, view) {
     const known = citationFor(view, n);
     const title = known && known.document ? known.document.title : "";
     const pill = el("button", {
@@ -198,7 +227,8 @@
       "aria-label": title ? `Source ${n}: ${title}` : `Source ${n}`,
       text: String(n),
     });
-    const support = known && known.support;
+    const support = pillSupport(view, n, k);
+    pillSupports.set(pill, support);
     const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
     if (verdict) {
       // Shape and a symbol as well as colour: the flag must not depend on seeing colour.
@@ -843,12 +873,9 @@
       other.classList.remove("selected");
     }
     if (pill) pill.classList.add("selected");
-    // What the grounding check found for this pill's message (the API's registry
-    // entry is per thread; support is per message).
-    const bubble = pill && pill.closest(".message");
-    const view = bubble ? views.get(bubble) : null;
-    const cited = view ? view.citations.get(n) : null;
-    const support = cited && cited.support ? cited.support : null;
+    // What the grounding check found for this pill's sentence (the API's registry entry
+    // is per thread; support is per message and sentence).
+    const support = (pill && pillSupports.get(pill)) || null;
 
     closePageView();
     ui.panel.hidden = false;
