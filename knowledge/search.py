@@ -142,8 +142,11 @@ def search(
         if settings.GRAPH_EXPANSION and "keyword" in legs and not _OPERATORS.search(query)
         else []
     )
+    asked, excluded = _exclusions(query)
     with transaction.atomic(), connection.cursor() as cursor:
-        dense = _dense_leg(cursor, query, workspace, documents, pool) if "dense" in legs else []
+        dense = _dense_leg(cursor, asked, workspace, documents, pool) if "dense" in legs else []
+        if excluded:
+            dense = _without_matches(cursor, dense, excluded)
         keyword = (
             _keyword_leg(cursor, query, workspace, documents, pool) if "keyword" in legs else []
         )
@@ -371,6 +374,35 @@ def _by_distance(rows: list[tuple[int, int, float]]) -> list[tuple[int, int, flo
 # websearch_to_tsquery syntax: quoted phrases, OR, -exclusion.
 # "-2" in "E2f-1, -2, -3" is a number, not an exclusion: only "-word" excludes.
 _OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
+
+
+# "-word" or -"a phrase": what a websearch query excludes.
+_EXCLUDED = re.compile(r'(?:^|(?<=\s))-([^\W\d_][\w\'-]*|"[^"]*")')
+
+
+def _exclusions(query: str) -> tuple[str, str]:
+    """The query as the dense leg embeds it (without what it excludes: "incident
+    -postmortem" must not pull postmortems closer), and what it excludes as one websearch
+    query ("postmortem OR \"root cause\""), or ""."""
+    excluded = [m.group(1) for m in _EXCLUDED.finditer(query)]
+    asked = " ".join(_EXCLUDED.sub(" ", query).split()) or query
+    return asked, " OR ".join(excluded)
+
+
+# Dense hits that hold a word the query excludes: the keyword leg never returns them.
+_MATCHING_EXCLUSIONS = """
+    SELECT c.id FROM knowledge_chunk c
+    WHERE c.id = ANY(%(ids)s)
+      AND c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(excluded)s)
+"""
+
+
+def _without_matches(cursor, rows: list, excluded: str) -> list:
+    cursor.execute(_MATCHING_EXCLUSIONS, {
+        "ids": [row[0] for row in rows], "config": TEXT_SEARCH_CONFIG, "excluded": excluded,
+    })
+    dropped = {pk for (pk,) in cursor.fetchall()}
+    return [row for row in rows if row[0] not in dropped]
 
 
 def _bm25(w: str, tf: str, dl: str) -> str:

@@ -69,6 +69,15 @@ def test_fusion_rewards_passages_both_legs_agree_on(corpus, workspace):
     assert any(h.keyword_rank is None for h in result.hits), "dense-only hits still rank"
 
 
+def test_an_excluded_word_keeps_its_passages_out_of_both_legs(corpus, workspace):
+    question = "how quickly must a security incident be reported"
+    plain = search(query=question, workspace=workspace, limit=10)
+    assert "discovery" in plain.hits[0].text and plain.hits[0].dense_rank is not None
+    for query in (f"{question} -discovery", f'{question} -"hours of discovery"'):
+        hits = search(query=query, workspace=workspace, limit=10).hits
+        assert hits and not [h for h in hits if "discovery" in h.text], query
+
+
 def test_scope_confines_results(corpus, workspace):
     pdf = corpus["q3-launch-notes.pdf"]
     for scope in (Scope(document_ids=(pdf.pk,)), Scope(folder_ids=(pdf.folder.parent_id,))):
