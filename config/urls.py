@@ -14,6 +14,8 @@ handler400 = "config.errors.bad_request"
 
 urlpatterns = [
     path("", chat_views.chat_page, name="chat-page"),
+    # Browsers ask for it on every page (the admin's and sign-in's too): no icon, no 404.
+    path("favicon.ico", lambda request: HttpResponse(status=204)),
     path("admin/", admin.site.urls),
     # Everyone signs in here; the admin's own login only admits staff.
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

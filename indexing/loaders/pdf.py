@@ -44,7 +44,10 @@ from knowledge.source_types import SourceType
 logger = logging.getLogger(__name__)
 
 _MAX_REASON = 200
-_PLACEHOLDER_TITLES = frozenset({"untitled", "untitled document", "no title", "title", "document"})
+_PLACEHOLDER_TITLES = frozenset({
+    "untitled", "untitled document", "no title", "title", "document", "(anonymous)",
+    "anonymous", "(untitled)",
+})
 
 
 def _short(exc: BaseException) -> str:

@@ -26,8 +26,13 @@ from indexing.loaders.pdf_structure import TextRun
 _MAX_CELL_LINES = 6
 # Points: baselines this close are level; a cell's wrapped line may start this far left.
 _LEVEL = 1.0
-# A wrapped line sits at most this many type sizes under the one before it.
+# A wrapped line sits at most this many type sizes under the one before it, in the same
+# type (a heading's size differs from its paragraph's), and starts at most _WRAP_INDENT
+# type sizes right of the cell's first line (a centred cell's wrap is indented a little;
+# a table's first cell, far right of the paragraph above it, is no wrap of it).
 _LINE_STEP = 1.8
+_SAME_SIZE = 0.5
+_WRAP_INDENT = 4.0
 # The next row of a table starts at most this many type sizes under the last one's bottom.
 _ROW_GAP = 4.0
 # The narrowest a character of body type is drawn, as a share of the type size: the next
@@ -125,8 +130,10 @@ def _rows(lines: list[_Line]) -> list[_Row]:
                 cell_x, previous = line.x, line
                 continue
             drop = previous.y - line.y
-            if _LEVEL < drop <= _LINE_STEP * max(line.size, previous.size) and (
-                line.x >= cell_x - _LEVEL
+            if (
+                _LEVEL < drop <= _LINE_STEP * max(line.size, previous.size)
+                and abs(line.size - previous.size) <= _SAME_SIZE
+                and cell_x - _LEVEL <= line.x <= cell_x + _WRAP_INDENT * line.size
             ):
                 row.cells[-1].append(index)  # the cell (or paragraph) wraps onto this line
                 row.bottom = min(row.bottom, line.y)

@@ -819,6 +819,35 @@ def test_pdf_columns_of_prose_and_a_lone_label_are_not_tables() -> None:
     assert "Status:\ngreen since the last review." in text
 
 
+def test_a_pdf_heading_and_the_table_after_a_paragraph_are_lines_of_their_own() -> None:
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    pdf.setTitle("(anonymous)")  # a producer's placeholder, no title
+    pdf.setFont("Helvetica-Bold", 18)
+    pdf.drawString(78, 745, "Budget")
+    pdf.setFont("Helvetica", 10)
+    pdf.drawString(78, 725, "The refurbishment cost 48,500 euros in total. Work finished two")
+    pdf.drawString(78, 713, "weeks late because of storms in August.")
+    for row, cells in enumerate([("Owner", "Task", "Due"), ("Orla Brennan", "Inspect lens",
+                                                            "3 March")]):
+        for x, cell in zip((211, 283, 348), cells, strict=True):
+            pdf.drawString(x, 698 - 18 * row, cell)
+    pdf.showPage()
+    pdf.save()
+    loaded = load_bytes(buffer.getvalue(), filename="lighthouse.pdf")
+    assert loaded.units[0].text.split("\n") == [
+        "Budget",
+        "The refurbishment cost 48,500 euros in total. Work finished two",
+        "weeks late because of storms in August.",
+        "Owner | Task | Due",
+        "Orla Brennan | Inspect lens | 3 March",
+        "",
+    ]
+    assert loaded.title == "lighthouse"
+
+
 def test_docx_table_rows_are_kept_on_one_line() -> None:
     import docx
 
