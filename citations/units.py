@@ -119,3 +119,35 @@ def same_quantity(value: float, unit: Unit, other_value: float, other: Unit) -> 
         return unit == other and value == other_value
     base, other_base = value * unit.factor, other_value * other.factor
     return abs(base - other_base) <= 0.05 * max(abs(base), abs(other_base))
+
+
+# Money: a symbol before the number, or a currency's name or code around it. "$" is any
+# dollar (US, Canadian…), as "dollars" is; "pounds" alone may be a weight and is left out.
+_SYMBOLS: Final = {"$": "dollars", "€": "euros", "£": "pounds sterling", "¥": "yen"}
+_CURRENCY_WORDS: Final = {
+    **{w: "euros" for w in ("euro", "euros", "eur")},
+    **{w: "dollars" for w in ("dollar", "dollars", "usd", "us dollars", "u.s. dollars")},
+    **{w: "pounds sterling" for w in ("pounds sterling", "gbp", "sterling")},
+    **{w: "yen" for w in ("yen", "jpy")},
+    **{w: "Swiss francs" for w in ("swiss francs", "chf")},
+    **{w: "yuan" for w in ("yuan", "renminbi", "rmb", "cny")},
+    **{w: "rupees" for w in ("rupee", "rupees", "inr")},
+}
+_CURRENCY: Final = "|".join(sorted(map(re.escape, _CURRENCY_WORDS), key=len, reverse=True))
+_CURRENCY_AFTER: Final = re.compile(
+    rf"[ \u00a0]?(?:(?i:million|billion|thousand|bn|m|k)\b[ \u00a0]?)?(?P<name>(?i:{_CURRENCY}))"
+    rf"(?![\w])"
+)
+_CODE_BEFORE: Final = re.compile(rf"(?<![\w])(?P<name>(?i:{_CURRENCY}))[ \u00a0]?$")
+
+
+def currency(text: str, start: int, end: int, written: str) -> str | None:
+    """The currency of the amount ``written`` at text[start:end], if it names one: "$3,200",
+    "3,200 euros", "EUR 3,200", "€3.2 million"."""
+    if written[:1] in _SYMBOLS:
+        return _SYMBOLS[written[0]]
+    after = _CURRENCY_AFTER.match(text, end)
+    if after is not None:
+        return _CURRENCY_WORDS[after.group("name").lower()]
+    before = _CODE_BEFORE.search(text[max(0, start - 8) : start])
+    return _CURRENCY_WORDS[before.group("name").lower()] if before is not None else None

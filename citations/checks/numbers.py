@@ -32,6 +32,12 @@ def number_issues(
     years = [n.value for n in span.numbers if n.kind == "year"]
     named = subject.numbers if subject is not None else ()
     for number in claim.numbers:
+        money = _currency(claim.text, number)
+        other_money = _other_currency(number, money, span) if money else None
+        if other_money is not None:
+            issues.append(Issue(f"the passage says {other_money}, not {number.text.lstrip('$€£¥')}"
+                                f" {money}", True))
+            continue
         unit = _unit(claim.text, number)
         if unit is not None:
             other_unit = _other_unit(number, unit, span)
@@ -125,6 +131,23 @@ def _other_unit(number: Number, unit: units.Unit, span: Features) -> str | None:
         return None
     other, other_unit = found[0]
     return f"{other.text} {other_unit.name}"
+
+
+def _currency(text: str, number: Number) -> str | None:
+    return units.currency(text, number.start, number.end, number.text)
+
+
+def _other_currency(number: Number, money: str, span: Features) -> str | None:
+    """ "3,200 euros" when the claim says "$3,200": the claim's amount in the span, only
+    ever in another currency."""
+    found = [
+        (other, other_money) for other in span.numbers if _same_number(number, other)
+        and (other_money := _currency(span.text, other)) is not None
+    ]
+    if not found or any(other_money == money for _, other_money in found):
+        return None
+    other, other_money = found[0]
+    return f"{other.text.lstrip('$€£¥')} {other_money}"
 
 
 def _same_number(claim: Number, other: Number) -> bool:

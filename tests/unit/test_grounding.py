@@ -686,6 +686,20 @@ def test_a_participle_phrase_undergoes_its_verb_and_a_gerund_opening_is_no_name(
     assert [e.text for e in entities("Manning threw for 141 yards.")] == ["Manning"]
 
 
+def test_an_amount_in_another_currency_is_contradicted() -> None:
+    paint = analyze("The paint alone cost 3,200 euros; the lamp cost EUR 900 and $50 of wire.")
+    for claim, reason in (
+        ("The paint cost $3,200.", "the passage says 3,200 euros, not 3,200 dollars"),
+        ("The paint cost 3,200 dollars.", "the passage says 3,200 euros, not 3,200 dollars"),
+        ("The lamp cost 900 pounds sterling.", "the passage says 900 euros, not 900 pounds "
+                                               "sterling"),
+    ):
+        assert [i.reason for i in number_issues(analyze(claim), paint, paint)] == [reason]
+    for same in ("The paint cost €3,200.", "The lamp cost 900 euros.", "Wire cost 50 dollars.",
+                 "The paint cost 3,200."):
+        assert number_issues(analyze(same), paint, paint) == [], same
+
+
 def test_units_numbers_of_model_names_and_one_of_the_most() -> None:
     luna = analyze("Hill lived in Luna, a 180-foot (55 m)-tall redwood, for 738 days.")
     assert number_issues(analyze("Luna stood 180 metres tall."), luna, luna)[0].reason == (
