@@ -27,7 +27,13 @@ STOP_WORDS: Final = frozenset(
 )
 STEMMER: Final = snowballstemmer.stemmer("english")
 # A number (commas dropped later) or a word with inner apostrophes, dots or hyphens.
-WORD: Final = re.compile(r"\d[\d,]*(?:\.\d+)?|[^\W_]+(?:['’.\-][^\W_]+)*", re.UNICODE)
+# Chinese and Japanese write no spaces between words: each of their characters is a word
+# of its own (as search engines index them), and a number inside their text is a number.
+CJK: Final = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_LETTER: Final = rf"(?:(?![{CJK}])[^\W_])"
+WORD: Final = re.compile(
+    rf"\d[\d,]*(?:\.\d+)?|[{CJK}]|{_LETTER}+(?:['’.\-]{_LETTER}+)*", re.UNICODE
+)
 NEGATIONS: Final = frozenset(
     "not no never none nobody nothing neither nor without cannot n't nowhere lack lacks lacked "
     "lacking absent unable fail fails failed refused denied rejected".split()
@@ -82,11 +88,11 @@ SCALES: Final = {
 _PERCENT_SIGN: Final = r"%|percent\b|per cent\b"
 _NUMBER: Final = re.compile(
     # not the number of a model's name: "J-2", "F-16", "COVID-19"
-    r"(?<![\w.])(?-i:(?<![A-Z]-))(?P<currency>[$€£¥])?\s?"
+    rf"(?<!{_LETTER})(?<![\d.])(?-i:(?<![A-Z]-))(?P<currency>[$€£¥])?\s?"
     # thousands grouped by commas, or by spaces as in "PLN 94 000" (not "in 1990 200 …")
     r"(?P<digits>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{1,3}(?:[ \u00a0\u2009\u202f]\d{3})+(?!\d|[,.]\d)"
     r"|\d+(?:\.\d+)?)"
-    r"(?P<suffix>st|nd|rd|th|s)?(?![\w])"
+    rf"(?P<suffix>st|nd|rd|th|s)?(?![\d_]|{_LETTER})"
     rf"(?:\s?(?P<percent>{_PERCENT_SIGN}))?"
     r"(?:[\s-]?(?P<scale>hundred|thousand|million|billion|trillion)s?\b)?",
     re.IGNORECASE,

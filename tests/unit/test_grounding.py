@@ -686,6 +686,17 @@ def test_a_participle_phrase_undergoes_its_verb_and_a_gerund_opening_is_no_name(
     assert [e.text for e in entities("Manning threw for 141 yards.")] == ["Manning"]
 
 
+def test_chinese_and_japanese_claims_are_read_character_by_character() -> None:
+    # No spaces between their words: each character is a word, a number in them a number.
+    assert analyze("预算为2.5亿元。").words == ("预", "算", "为", "2.5", "亿", "元")
+    assert [n.text for n in analyze("灯塔于1889年建成").numbers] == ["1889"]
+    passage = analyze("单程票价为12欧元。灯塔于1889年建成。")
+    assert [i.reason for i in number_issues(analyze("单程票价为15欧元"), passage, passage)] == [
+        "the passage says 12, not 15"
+    ]
+    assert number_issues(analyze("灯塔建于1889年"), passage, passage) == []
+
+
 def test_an_amount_in_another_currency_is_contradicted() -> None:
     paint = analyze("The paint alone cost 3,200 euros; the lamp cost EUR 900 and $50 of wire.")
     for claim, reason in (
