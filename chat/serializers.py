@@ -73,9 +73,71 @@ class CitationDetailSerializer(CitationSerializer):
     )
 
 
-@extend_schema_field(CitationSerializer(many=True))
+class SpanSerializer(serializers.Serializer):
+    char_start = serializers.IntegerField()
+    char_end = serializers.IntegerField()
+
+
+class SupportSerializer(serializers.Serializer):
+    """What the grounding check found for a claim against one cited passage."""
+
+    verdict = serializers.CharField(help_text="'supported', 'partial' or 'unsupported'")
+    score = serializers.FloatField(help_text="0..1")
+    reason = serializers.CharField(help_text="why, for people ('the passage says 12, not "
+                                             "15'); empty when supported")
+    passage = serializers.IntegerField(allow_null=True, help_text="the cited number")
+    span = SpanSerializer(allow_null=True, help_text="[start, end) of the evidence in the "
+                                                     "passage text")
+    spans = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        help_text="[start, end) in the passage text of each supporting sentence",
+    )
+
+
+class CitationSupportSerializer(SupportSerializer):
+    document_span = SpanSerializer(
+        allow_null=True, help_text="`span` in the document's text (the locator's coordinates)"
+    )
+
+
+class MessageCitationSerializer(CitationSerializer):
+    support = CitationSupportSerializer(
+        required=False, allow_null=True,
+        help_text="the weakest use of this number in the answer (absent with GROUNDING off; "
+                  "null when only sentences that make no claim cite it); each sentence's own "
+                  "use is in grounding.sentences[].support",
+    )
+
+
+class GroundedSentenceSerializer(serializers.Serializer):
+    char_start = serializers.IntegerField(help_text="offsets into resolved_content")
+    char_end = serializers.IntegerField()
+    citations = serializers.ListField(child=serializers.IntegerField())
+    verdict = serializers.CharField(
+        help_text="'supported', 'partial', 'unsupported', 'uncited' (a claim citing nothing) "
+                  "or 'not_a_claim'"
+    )
+    support = serializers.DictField(
+        child=SupportSerializer(), help_text="by cited number (as a string): this sentence's "
+                                             "own use of it"
+    )
+
+
+class GroundingSerializer(serializers.Serializer):
+    sentences = GroundedSentenceSerializer(many=True)
+    coverage = serializers.FloatField(
+        allow_null=True, help_text="supported claim sentences / claim sentences (null: none)"
+    )
+
+
+@extend_schema_field(MessageCitationSerializer(many=True))
 class CitationListField(serializers.JSONField):
     """The citations stored on a message (JSON), documented item by item."""
+
+
+@extend_schema_field(GroundingSerializer(allow_null=True))
+class GroundingField(serializers.JSONField):
+    """The grounding check stored on a message (JSON; null with GROUNDING off)."""
 
 
 class MessageSerializer(serializers.ModelSerializer):
@@ -84,6 +146,7 @@ class MessageSerializer(serializers.ModelSerializer):
     cited."""
 
     citations = CitationListField(read_only=True)
+    grounding = GroundingField(read_only=True)
     # A plain string in the schema: an enum named "status" would rename Document's.
     status = serializers.CharField(
         read_only=True,
