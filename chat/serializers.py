@@ -174,6 +174,9 @@ def _update_to_now(citation: dict, now: citations.Now) -> None:
     """A stored citation as it is now: its status, its document, and (a passage that moved
     when its document was re-indexed) its locator, label and supporting span there."""
     citation["status"], citation["document"]["id"] = now.status, now.document_id
+    if now.status != "current" and citation.get("support"):
+        # The document no longer holds the passage there: its span would mark other text.
+        citation["support"]["document_span"] = None
     before, after = citation.get("locator") or {}, now.locator
     if after == before:
         return

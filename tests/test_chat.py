@@ -388,9 +388,12 @@ def test_the_message_list_reports_a_deleted_source_as_missing(slipway, api):
         return [c for m in listed for c in m["citations"] or []]
 
     assert [(c["status"], c["document"]["id"]) for c in cited()] == [("current", document.pk)]
+    assert cited()[0]["support"]["document_span"]
     assert api.delete(f"/api/documents/{document.pk}").status_code == 204
     assert [(c["status"], c["document"]["id"]) for c in cited()] == [("missing", None)]
     assert "18:00" in cited()[0]["text"], "what was cited stays"
+    # Its place in a document that no longer holds it is not given (it would mark other text).
+    assert cited()[0]["support"]["document_span"] is None
 
 
 def test_an_answer_that_fails_unexpectedly_is_stored_as_an_error_not_left_pending(
