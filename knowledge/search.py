@@ -129,8 +129,8 @@ def search(
     compares each leg alone).
     """
     query = query.strip()
-    if not query:
-        return SearchResult(query, [])
+    if not re.search(r"[^\W_]", query):
+        return SearchResult(query, [])  # "!!!???" asks for nothing: no nearest chunks
     documents = resolve_scope(workspace, scope)
     # The same pool whatever the page size: a hit's rank must not depend on `limit`
     # (with a pool growing with it, --limit 10 and --limit 50 disagreed at rank 9:

@@ -69,6 +69,11 @@ def test_fusion_rewards_passages_both_legs_agree_on(corpus, workspace):
     assert any(h.keyword_rank is None for h in result.hits), "dense-only hits still rank"
 
 
+def test_a_query_of_punctuation_finds_nothing(corpus, workspace):
+    assert search(query="!!! ???", workspace=workspace).hits == []
+    assert search(query="¿Qué?", workspace=workspace).hits
+
+
 def test_an_excluded_word_keeps_its_passages_out_of_both_legs(corpus, workspace):
     question = "how quickly must a security incident be reported"
     plain = search(query=question, workspace=workspace, limit=10)
