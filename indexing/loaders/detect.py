@@ -106,6 +106,9 @@ def _sniff(data: bytes) -> str | None:
 def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str:
     """One of the format constants above, or IngestError for what we cannot read."""
     if by_name := _format_by_name(filename):
+        if by_name in (TEXT, MARKDOWN, HTML) and data.startswith((b"%PDF-", b"PK\x03\x04")):
+            # A PDF or Word file saved under a text name ("report.txt"): what it is wins.
+            return _sniff(data) or by_name
         return by_name
     ext = _extension(filename)
     if ext in UNSUPPORTED_EXTENSIONS:

@@ -166,6 +166,12 @@ def test_unknown_extension_is_sniffed() -> None:
         load_bytes(b"whatever", filename="upload", mime="image/png")
 
 
+def test_a_pdf_or_word_file_under_a_text_name_is_read_as_what_it_is() -> None:
+    loaded = load_bytes(make_pdf(["Renamed report"]), filename="report.txt")
+    assert loaded.source_type == SourceType.PDF and "Renamed report" in loaded.units[0].text
+    assert load_bytes(make_docx(), filename="notes.md").source_type == SourceType.OFFICE
+
+
 # ---------------------------------------------------------------- markdown
 
 MARKDOWN = b"""Some preamble.

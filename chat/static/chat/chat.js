@@ -936,7 +936,10 @@
       ui.panelSupport.hidden = true;
     }
 
-    const spans = supportSpans(support, (citation.text || "").length);
+    // An unsupported claim has no supporting sentence: its best guess (often a heading)
+    // would mark text that does not say it.
+    const spans = verdict === "unsupported" ? []
+      : supportSpans(support, (citation.text || "").length);
     const pdf = citation.pdf;
     if (pdf && Number.isInteger(pdf.page) && pdf.page > 0) {
       renderPageView(citation, spans, threadId);
