@@ -50,6 +50,12 @@ _OPPOSITES: Final = [
     ("encourage", "discourage"), ("promote", "discourage"), ("embrace", "renounce"),
     ("adopt", "renounce"), ("elevated", "low"), ("warm", "cool"), ("warmer", "cooler"),
     ("acidic", "alkaline"), ("barred", "able"), ("barred", "allowed"),
+    # Schedules and conditions (an outside tester's ferry timetable): the season, the days,
+    # whether it runs, and on which side of a limit.
+    ("summer", "winter"), ("weekday", "weekend"), ("weekdays", "weekends"),
+    ("continue", "cancel"), ("continued", "cancelled"), ("continue", "suspend"),
+    ("exceed", "below"), ("exceeds", "below"), ("morning", "evening"),
+    ("arrive", "depart"), ("arrival", "departure"),
 ]
 _NEGATING_PREFIXES: Final = ("un", "in", "im", "non", "dis", "ir", "il")
 # Words that begin like a negated form and are none: "impart" does not deny "part".

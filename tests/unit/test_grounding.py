@@ -697,6 +697,18 @@ def test_chinese_and_japanese_claims_are_read_character_by_character() -> None:
     assert number_issues(analyze("灯塔建于1889年"), passage, passage) == []
 
 
+def test_a_timetable_said_the_other_way_round_is_an_opposite() -> None:
+    span = analyze("Winter sailings are cancelled when the wind exceeds force 7; the ferry "
+                   "runs on weekdays only.")
+    for claim, said in (("Winter sailings continue in strong wind.", "cancelled"),
+                        ("Summer sailings are cancelled in strong wind.", "winter"),
+                        ("Sailings stop when the wind is below force 7.", "exceeds"),
+                        ("The ferry runs every weekend.", "weekdays")):
+        (issue,) = opposite_issues(analyze(claim), span)
+        assert f'the passage says "{said}"' in issue.reason, claim
+    assert opposite_issues(analyze("The ferry runs on weekdays in winter."), span) == []
+
+
 def test_an_amount_in_another_currency_is_contradicted() -> None:
     paint = analyze("The paint alone cost 3,200 euros; the lamp cost EUR 900 and $50 of wire.")
     for claim, reason in (
