@@ -11,8 +11,9 @@ PAGE_SEPARATOR = "\f"
 
 
 def unit_text(document_text: str, locator: dict[str, Any]) -> str:
-    """The text a locator's char offsets are relative to: a PDF page, or the whole text."""
-    page = locator.get("page")
+    """The text a locator's char offsets are relative to: a PDF page or a slide, or the
+    whole text."""
+    page = locator.get("page") or locator.get("slide")
     if page is None:
         return document_text
     pages = document_text.split(PAGE_SEPARATOR)
@@ -24,7 +25,8 @@ def passage_at(document_text: str, locator: dict[str, Any]) -> str:
 
 
 def label(locator: dict[str, Any]) -> str:
-    """A short human label: 'page 4', 'p. v', 'lines 10–24 (Cls.method)', 'Intro › Setup'.
+    """A short human label: 'page 4', 'p. v', 'slide 3', 'lines 10–24 (Cls.method)',
+    'Intro › Setup'.
 
     A PDF page's printed number (its /PageLabels label) is what a reader looks
     for; the physical page stays in the locator.
@@ -33,6 +35,8 @@ def label(locator: dict[str, Any]) -> str:
         return f"p. {locator['page_label']}"
     if "page" in locator:
         return f"page {locator['page']}"
+    if "slide" in locator:
+        return f"slide {locator['slide']}"
     if "line_start" in locator:
         lines = f"lines {locator['line_start']}–{locator['line_end']}"
         return f"{lines} ({locator['symbol']})" if locator.get("symbol") else lines

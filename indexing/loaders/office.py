@@ -169,52 +169,41 @@ def _core_title(archive: zipfile.ZipFile) -> str | None:
     return " ".join(node.text.split()) or None
 
 
+def _element_text(element: Any) -> str:
+    metadata = getattr(element, "metadata", None)
+    text = str(getattr(element, "text", "") or "")
+    if getattr(element, "category", None) == "Table" and getattr(
+        metadata, "text_as_html", None
+    ):
+        # unstructured runs a table's cells together; its HTML keeps the rows.
+        text = table_text(metadata.text_as_html) or text
+    return normalize_newlines(text).replace("\x00", "").strip()
+
+
 def elements_to_document(
     elements: list[Any], *, filename: str, mime: str, slides: bool = False
 ) -> LoadedDocument:
     """Join element texts by blank lines; headings become sections.
 
     Documents: "Title" elements start sections, nested by category_depth.
-    Slides (`slides=True`): one section per slide, named by its title shape.
+    Slides (`slides=True`): see _slides_document.
     Body lines that unstructured merely guesses to be titles are not used:
-    with our blank spaCy pipeline that guess fires for most short lines. Per
-    slide also keeps speaker notes (emitted before the title) in their slide.
+    with our blank spaCy pipeline that guess fires for most short lines.
     """
+    if slides:
+        return _slides_document(elements, filename=filename, mime=mime)
     parts: list[str] = []
     headings: list[Heading] = []
     length = 0
-    current_page: object = None
-    named = False
-    slide_heading_index = -1
     for element in elements:
-        metadata = getattr(element, "metadata", None)
-        text = str(getattr(element, "text", "") or "")
-        if getattr(element, "category", None) == "Table" and getattr(
-            metadata, "text_as_html", None
-        ):
-            # unstructured runs a table's cells together; its HTML keeps the rows.
-            text = table_text(metadata.text_as_html) or text
-        text = normalize_newlines(text).replace("\x00", "").strip()
+        text = _element_text(element)
         if not text:
             continue
         if parts:
             parts.append("\n\n")
             length += 2
-        is_title = getattr(element, "category", None) == "Title"
-        depth = getattr(metadata, "category_depth", None) or 0
-        if slides:
-            page = getattr(metadata, "page_number", None)
-            if page != current_page or slide_heading_index < 0:
-                current_page = page
-                name = f"Slide {page}" if page is not None else "Slide"
-                headings.append(Heading(length, 1, name))
-                slide_heading_index = len(headings) - 1
-                named = False
-            if is_title and depth == 0 and not named:
-                heading = headings[slide_heading_index]
-                headings[slide_heading_index] = Heading(heading.start, 1, " ".join(text.split()))
-                named = True
-        elif is_title:
+        if getattr(element, "category", None) == "Title":
+            depth = getattr(getattr(element, "metadata", None), "category_depth", None) or 0
             # Levels are 1-based for the shared section builder.
             headings.append(Heading(length, depth + 1, " ".join(text.split())))
         parts.append(text)
@@ -222,20 +211,48 @@ def elements_to_document(
     text = "".join(parts)
     if not text.strip():
         raise IngestError("No text could be extracted from this document")
-    # A deck's first slide title is its title; a Word heading usually is not.
-    first_title = headings[0].text if headings and slides else None
-    if first_title and first_title.startswith("Slide ") and first_title[6:].isdigit():
-        first_title = None
     return LoadedDocument(
-        title=first_title or title_from_filename(filename),
+        title=title_from_filename(filename),
         mime=mime,
         source_type=SourceType.OFFICE,
-        units=[
-            RawUnit(
-                text=text,
-                locator={},
-                kind=KIND_PROSE,
-                sections=sections_from_headings(headings, len(text)),
-            )
-        ],
+        units=[RawUnit(text=text, locator={}, kind=KIND_PROSE,
+                       sections=sections_from_headings(headings, len(text)))],
+    )
+
+
+def _slides_document(elements: list[Any], *, filename: str, mime: str) -> LoadedDocument:
+    """One unit a slide, located by its number ({"slide": 3}, cited as "slide 3"), its
+    section named by its title shape (else "Slide 3"); speaker notes, emitted before the
+    title, stay in their slide. A deck's first slide title is its title."""
+    slides: dict[Any, tuple[list[str], list[str]]] = {}  # page -> (texts, titles)
+    for element in elements:
+        text = _element_text(element)
+        if not text:
+            continue
+        page = getattr(getattr(element, "metadata", None), "page_number", None)
+        texts, titles = slides.setdefault(page, ([], []))
+        texts.append(text)
+        depth = getattr(getattr(element, "metadata", None), "category_depth", None) or 0
+        if getattr(element, "category", None) == "Title" and depth == 0:
+            titles.append(" ".join(text.split()))
+    if not slides:
+        raise IngestError("No text could be extracted from this document")
+    if not all(isinstance(page, int) and page > 0 for page in slides):
+        slides = {number: found for number, found in enumerate(slides.values(), start=1)}
+    units = []
+    # A slide without text stays as an empty unit: the n-th unit is slide n, as a PDF's
+    # n-th unit is page n (locators.unit_text).
+    for slide in range(1, max(slides) + 1):
+        texts, titles = slides.get(slide, ([], []))
+        text = "\n\n".join(texts)
+        name = titles[0] if titles else f"Slide {slide}"
+        sections = sections_from_headings([Heading(0, 1, name)], len(text)) if text else []
+        units.append(RawUnit(text=text, locator={"slide": slide}, kind=KIND_PROSE,
+                             sections=sections))
+    first = next(iter(slides.values()))[1]
+    return LoadedDocument(
+        title=first[0] if first else title_from_filename(filename),
+        mime=mime,
+        source_type=SourceType.OFFICE,
+        units=units,
     )

@@ -33,6 +33,7 @@ from indexing.types import (
     IngestError,
     LoadedDocument,
 )
+from knowledge import locators
 from knowledge.source_types import SourceType
 
 # ---------------------------------------------------------------- fixtures
@@ -88,8 +89,8 @@ def make_pptx() -> bytes:
 
 
 def section_texts(doc: LoadedDocument) -> list[tuple[tuple[str, ...], str]]:
-    unit = doc.units[0]
-    return [(s.heading_path, unit.text[s.start : s.end]) for s in unit.sections]
+    return [(s.heading_path, unit.text[s.start : s.end])
+            for unit in doc.units for s in unit.sections]
 
 
 # ---------------------------------------------------------------- plain text
@@ -407,6 +408,11 @@ def test_pptx_one_section_per_slide() -> None:
     assert "Revenue grew quickly" in sections[("Quarterly Review",)]
     assert "Hire two engineers" in sections[("Next Steps",)]
     assert "Mention the hiring budget" in sections[("Next Steps",)]  # speaker notes
+    # Each slide is cited by its number.
+    assert [u.locator for u in doc.units] == [{"slide": 1}, {"slide": 2}]
+    assert "Hire two engineers" in doc.units[1].text and "Revenue" not in doc.units[1].text
+    assert locators.label({"slide": 2, "char_start": 0}) == "slide 2"
+    assert locators.unit_text(doc.text, {"slide": 2}) == doc.units[1].text
 
 
 def test_unstructured_never_loads_a_spacy_model() -> None:
