@@ -40,7 +40,7 @@ from typing import Final
 from citations import units
 from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_frequency
 from citations.grounding import Grounder
-from citations.rows import is_header, is_table_row, table_header
+from citations.rows import TABLE_COLUMNS, is_header, is_table_row, read_under, table_header
 from citations.sentences import split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
@@ -69,7 +69,7 @@ MEASURE: Final = (
 )
 # An amount of money: a currency sign or code by a number, or a number of a currency.
 MONEY: Final = (
-    r"[$€£¥₹]\s?\d|\b(?:EUR|USD|GBP|CHF|JPY|US\$)\s?\d|\d(?:[\d,.]*\d)?\s?(?:(?i:hundred|"
+    r"[$€£¥₹]\)?:?\s?\d|\b(?:EUR|USD|GBP|CHF|JPY|US\$)\)?:?\s?\d|\d(?:[\d,.]*\d)?\s?(?:(?i:hundred|"
     r"thousand|million|billion|trillion|[mbk]n?)\s)?(?i:dollars?|euros?|pounds?|yen|yuan|"
     r"francs?|marks?|lira|lire|rupees?|pesos?|roubles?|rubles?|crowns?|kronor|shillings?|"
     r"EUR|USD|GBP|CHF)\b"
@@ -173,6 +173,9 @@ class Tuning:
     min_score: float = 0.25
     min_score_with_meaning: float = 0.75
     keep_ratio: float = 0.4  # other sentences score at least this share of the best
+    # Another row is another record: kept only as close to the best as an equal match
+    # ("which items are in Lyon?"), not for sharing a word with it ("Sable Stool").
+    row_keep_ratio: float = 0.9
     max_sentences: int = 3
 
 
@@ -226,6 +229,12 @@ def parse_titles(rendered: str) -> dict[int, str]:
         elif passage := PASSAGE_LINE.match(line):
             titles[int(passage.group(1))] = f"{title} › {section}" if section else title
     return titles
+
+
+def _columns(title: str) -> str:
+    """The header row a passage's section names, when it starts inside a table."""
+    _, found, header = title.rpartition(TABLE_COLUMNS)
+    return header if found else ""
 
 
 def key_terms(question: str) -> frozenset[str]:
@@ -404,7 +413,8 @@ def rank_sentences(
     # of neighbouring chunks; in several documents, boilerplate.
     repeats = Counter(
         sentence for sentence, _ in {
-            (_normalized(u.text), (titles or {}).get(u.number, u.number)) for u in units
+            (_normalized(u.text), _document((titles or {}).get(u.number, str(u.number))))
+            for u in units
         }
     )
     shapes = [shape for shape in ANSWER_SHAPES if shape.asks.search(question)]
@@ -427,10 +437,17 @@ def rank_sentences(
         if is_header(lines[unit.number], unit.index):
             continue  # a table's header ("Owner | Action | Due") names its columns
         around_it = (unit.index - 1, unit.index + 1)
+        looks = unit.text
         if is_table_row(unit.text):
             # The rows around a row are other records; what it shares is its header.
             header = table_header(lines[unit.number][: unit.index + 1], unit.index)
             around_it = () if header is None else (header,)
+            # "37.46" is an amount of money under "Price (EUR)".
+            columns = _columns((titles or {}).get(unit.number, ""))
+            if header is not None:
+                columns = lines[unit.number][header]
+            if columns:
+                looks = read_under(columns, unit.text)
         neighbours = [n for n in (at.get((unit.number, i)) for i in around_it) if n is not None]
         if keys:
             context = " ".join([unit.subject, unit.text, *(n.text for n in neighbours),
@@ -439,7 +456,7 @@ def rank_sentences(
                 continue  # a definition of another term, though it may mention this one
             if any(key not in context for key in keys):
                 continue  # about another identifier than the one asked for
-        if required and not any(looks.search(unit.text) for looks in required):
+        if required and not any(look.search(looks) for look in required):
             continue  # "how many" is not answered by a sentence without a number
         document = _document((titles or {}).get(unit.number, ""))
         subject = subjects.get(document, frozenset())
@@ -455,7 +472,7 @@ def rank_sentences(
         )
         score += max(
             (tuning.precise_shape_bonus if shape.precise else tuning.shape_bonus
-             for shape in shapes if shape.looks.search(unit.text)),
+             for shape in shapes if shape.looks.search(looks)),
             default=0.0,
         )
         if repeats[_normalized(unit.text)] > 1 and len(unit.text.split()) <= 12:
@@ -531,6 +548,10 @@ def compose_answer(
         # Keep sentences close to the best one; weak ones dilute the answer.
         if len(chosen) == tuning.max_sentences or candidate.score < best * tuning.keep_ratio:
             break
+        if chosen and is_table_row(candidate.text) and (
+            candidate.score < best * tuning.row_keep_ratio
+        ):
+            continue
         if candidate.text not in {c.text for c in chosen}:
             chosen.append(candidate)
     if grounder is not None:

@@ -20,6 +20,7 @@ from citations.renderer import (
     quoted,
     render_evidence,
 )
+from citations.rows import TABLE_COLUMNS
 from citations.sentences import CITATION
 from knowledge import locators
 from knowledge.models import Chunk, Document
@@ -195,7 +196,7 @@ def _evidence(
             passages = [
                 Passage(
                     numbers[chunk_key(document.pk, chunk_id)], text,
-                    section=locators.section(locator, title=document.title),
+                    section=_section(locator, document.title),
                 )
                 for _, chunk_id, text, locator in sorted(rows, key=lambda row: row[0])
             ]
@@ -204,6 +205,14 @@ def _evidence(
         return render_evidence(rendered) + note
 
     return Evidence(units, render)
+
+
+def _section(locator: dict, title: str) -> str:
+    """Where a passage sits; rows far down a table are read under its header row."""
+    section = locators.section(locator, title=title)
+    if header := locator.get("table_header"):
+        return " › ".join(part for part in (section, f"{TABLE_COLUMNS}{header}") if part)
+    return section
 
 
 def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence:

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import zip_longest
 from typing import Final
 
 CELL_SEPARATOR: Final = " | "
+# How a passage's section names the header of the table it starts inside of.
+TABLE_COLUMNS: Final = "table columns: "
 _MARKDOWN_ROW: Final = re.compile(r"^ {0,3}\|.*\|[ \t]*$")
 _CELLS: Final = re.compile(r"\S \| \S")
 _BRACKETED: Final = re.compile(r"\([^()]*\)|\[[^\[\]]*\]|\{[^{}]*\}")
@@ -62,4 +65,13 @@ def is_header(lines: Sequence[str], index: int) -> bool:
     return (
         index + 1 < len(lines) and is_table_row(lines[index + 1])
         and table_header(lines[: index + 2], index + 1) == index
+    )
+
+
+def read_under(header: str, row: str) -> str:
+    """A row's cells, each after its column's name: "Product: Gizmo; Price (EUR): 12.50"."""
+    return "; ".join(
+        f"{name}: {cell}" if name else cell
+        for name, cell in zip_longest(cells(header), cells(row), fillvalue="")
+        if cell
     )

@@ -223,7 +223,13 @@ _AFTER_BRACKETED_END = re.compile(r"(?<=[.!?]\))(?=\s+[\"“(]?[A-Z0-9])")
 
 
 def _move_leading_markers(text: str, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``Done. [citation:1] Then…``: the marker ends "Done.", not the sentence after it."""
+    """``Done. [citation:1] Then…``: the marker ends "Done.", not the sentence after it.
+
+    Unless the paragraph puts its markers first (``[citation:1] Done. [citation:2] Then…``,
+    no sentence ending in one): then each marker opens the sentence it cites.
+    """
+    if _cites_ahead(text, pieces):
+        return pieces
     moved: list[tuple[int, int]] = []
     for start, end in pieces:
         markers = _LEADING_MARKERS.match(text, start, end)
@@ -237,6 +243,16 @@ def _move_leading_markers(text: str, pieces: list[tuple[int, int]]) -> list[tupl
                 continue
         moved.append((start, end))
     return moved
+
+
+def _cites_ahead(text: str, pieces: list[tuple[int, int]]) -> bool:
+    return (
+        len(pieces) > 1
+        and _LEADING_MARKERS.match(text, *pieces[0]) is not None
+        and not any(
+            _TRAILING_MARKERS.search(text[start:end].rstrip(".!?;:")) for start, end in pieces
+        )
+    )
 
 
 # A line of code: an assignment, a comment, a decorator, a definition or an import.

@@ -321,6 +321,38 @@ def test_offline_answer_to_the_sample_launch_question_quotes_the_date_agreed(
     assert "€18,500" in first_sentence, follow_up.resolved_content
 
 
+def test_a_row_far_down_a_spreadsheet_is_found_and_read_under_its_header(
+    workspace, user, settings, tmp_path, counting_embedder
+):
+    settings.LLM_PROVIDER = "extractive"
+    path = tmp_path / "price list.csv"
+    rows = ["Product,Price (EUR),Stock,Warehouse"] + [
+        f'"{colour} {thing}",{(7 * i) % 290 + 5}.{i % 100:02d},{(31 * i) % 500},'
+        f'{("Rotterdam", "Lyon", "Gdansk")[i % 3]}'
+        for i, (colour, thing) in enumerate(
+            (c, t) for c in ("Amber", "Cobalt", "Ember", "Jade", "Onyx", "Sable")
+            for t in ("Lamp", "Kettle", "Stool", "Mirror", "Clock", "Vase", "Bench", "Rug")
+        )
+    ]
+    path.write_text("\n".join(rows) + "\n")
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    row = "| Sable Bench | 37.46 | 426 | Lyon |"
+    chunks = Chunk.objects.filter(document=document, text__contains=row)
+    assert chunks and {c.locator.get("table_header") for c in chunks} == {
+        "Product | Price (EUR) | Stock | Warehouse"
+    }
+
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="What is the price of the Sable Bench?")
+    # The model reads the row under the table's header, which its passage does not show.
+    assert message.resolved_content == f"{row} [citation:1]", message.resolved_content
+    (search,) = message.tool_calls
+    assert '<section title="table columns: Product | Price (EUR) | Stock | Warehouse">' in (
+        search["result"]
+    )
+
+
 @pytest.fixture
 def slipway(workspace, user, settings, tmp_path, counting_embedder):
     """(file, document, conversation, message): a rule, and an answer that cited it."""

@@ -2,11 +2,12 @@
 
 A chunk of reference documentation rarely names its own subject: "fork: The default on
 Unix." sits under "multiprocessing › Contexts and start methods", and a PDF page's
-"we agreed to push the launch to March 10" under "Launch date", and the middle of a long
-function under its name. The embedder reads the document's title and the chunk's heading
-path (for code, its symbol) before the text, so a question about multiprocessing's start
-method can find it. Only the embedding sees this line: the chunk's text, and every
-offset into it, stay as they are.
+"we agreed to push the launch to March 10" under "Launch date", the middle of a long
+function under its name, and rows far down a table under its header row. The embedder
+reads the document's title and the chunk's heading path (for code, its symbol), and the
+header row of a table the chunk starts inside of, before the text, so a question about
+multiprocessing's start method can find it. Only the embedding sees these lines: the
+chunk's text, and every offset into it, stay as they are.
 """
 
 from __future__ import annotations
@@ -36,5 +37,9 @@ def context_line(title: str, heading_path: Sequence[str]) -> str:
 
 
 def embedding_text(*, title: str, locator: Mapping[str, Any], text: str) -> str:
-    line = context_line(title, headings(locator))
-    return f"{line}\n\n{text}" if line else text
+    # A chunk that starts inside a table reads its rows under the table's header row.
+    context = "\n".join(
+        part for part in (context_line(title, headings(locator)), locator.get("table_header"))
+        if part
+    )
+    return f"{context}\n\n{text}" if context else text

@@ -8,11 +8,12 @@ slice and the token estimate is a running sum rather than a re-count.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from citations.rows import is_table_row
+from citations.rows import CELL_SEPARATOR, cells, is_table_row
 from indexing.types import ChunkPiece, RawUnit, Section
 
 from .tokens import count_tokens, split_by_tokens, token_spans
@@ -49,6 +50,7 @@ _LAST_WORD_RE = re.compile(r"(\S+)$")
 def chunk_prose(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     text = unit.text
     pieces: list[ChunkPiece] = []
+    tables = _tables(text)
     for section in _join_bare_headings(text, _normalize_sections(unit.sections, len(text))):
         heading_path = list(section.heading_path)
         for start, end in _chunk_section(text, section, budget):
@@ -59,10 +61,42 @@ def chunk_prose(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
                 "char_end": end,
                 "heading_path": heading_path,
             }
+            if header := _header_above(tables, start):
+                locator["table_header"] = header
             pieces.append(
                 ChunkPiece(text=chunk_text, locator=locator, token_count=count_tokens(chunk_text))
             )
     return pieces
+
+
+def _tables(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, header row) of each run of table rows, in order."""
+    tables: list[tuple[int, int, str]] = []
+    offset = 0
+    for line in text.split("\n"):
+        end = offset + len(line)
+        if not is_table_row(line):
+            pass
+        elif tables and tables[-1][1] == offset - 1:  # the row right below the last
+            tables[-1] = (tables[-1][0], end, tables[-1][2])
+        else:
+            tables.append((offset, end, CELL_SEPARATOR.join(cells(line))))
+        offset = end + 1
+    return tables
+
+
+def _header_above(tables: list[tuple[int, int, str]], start: int) -> str:
+    """The header row of the table a chunk starts inside of, past that row; else ''."""
+    index = bisect.bisect_right(tables, (start, float("inf"))) - 1
+    if index < 0:
+        return ""
+    table_start, table_end, header = tables[index]
+    inside = table_start < start <= table_end
+    return header[:_MAX_HEADER_CHARS] if inside else ""
+
+
+# The header reaches the embedder beside the title and headings (chunking.context).
+_MAX_HEADER_CHARS = 150
 
 
 def _normalize_sections(sections: list[Section], length: int) -> list[Section]:

@@ -6,6 +6,7 @@ import io
 import zipfile
 from pathlib import PurePosixPath
 
+from indexing.loaders.delimited import load_delimited
 from indexing.loaders.html import load_html
 from indexing.loaders.markdown import load_markdown
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
@@ -28,14 +29,16 @@ TEXT = "text"
 DOCX = ".docx"
 PPTX = ".pptx"
 CODE = "code"
+DELIMITED = "delimited"
 
 EXTENSION_FORMATS: dict[str, str] = {
     ".pdf": PDF,
     ".html": HTML, ".htm": HTML, ".xhtml": HTML,
     ".md": MARKDOWN, ".markdown": MARKDOWN,
     ".docx": DOCX, ".pptx": PPTX,
+    ".csv": DELIMITED, ".tsv": DELIMITED, ".tab": DELIMITED,
 }  # fmt: skip
-TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".csv", ".log"})
+TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".log"})
 # Formats people upload that we cannot read here. .xlsx needs pandas+openpyxl,
 # .odt/.epub/.rtf need the pandoc binary, legacy .doc/.ppt need LibreOffice:
 # none of them is installed, so they are refused up front with a clear message.
@@ -53,6 +56,8 @@ MIME_FORMATS: dict[str, str] = {
     "application/xhtml+xml": HTML,
     "text/markdown": MARKDOWN,
     "text/x-markdown": MARKDOWN,
+    "text/csv": DELIMITED,
+    "text/tab-separated-values": DELIMITED,
     DOCX_MIME: DOCX,
     PPTX_MIME: PPTX,
 }
@@ -67,7 +72,7 @@ UNSUPPORTED_MIMES = frozenset(
 )
 SUPPORTED_SUMMARY = (
     "PDF (.pdf), HTML (.html, .htm, .xhtml), Markdown (.md, .markdown), "
-    "text (.txt, .text, .rst, .csv, .log), Word (.docx), PowerPoint (.pptx) "
+    "text (.txt, .text, .rst, .log), CSV (.csv, .tsv), Word (.docx), PowerPoint (.pptx) "
     "and source code (.py, .js, .ts, .go, .java, ...)"
 )
 
@@ -106,7 +111,8 @@ def _sniff(data: bytes) -> str | None:
 def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str:
     """One of the format constants above, or IngestError for what we cannot read."""
     if by_name := _format_by_name(filename):
-        if by_name in (TEXT, MARKDOWN, HTML) and data.startswith((b"%PDF-", b"PK\x03\x04")):
+        textual = (TEXT, MARKDOWN, HTML, DELIMITED)
+        if by_name in textual and data.startswith((b"%PDF-", b"PK\x03\x04")):
             # A PDF or Word file saved under a text name ("report.txt"): what it is wins.
             return _sniff(data) or by_name
         return by_name
@@ -172,6 +178,8 @@ def load_bytes(
         return load_office(data, filename=filename, ext=fmt, max_uncompressed=max_uncompressed)
     if fmt == CODE:
         return load_code(data, filename=filename)
+    if fmt == DELIMITED:
+        return load_delimited(data, filename=filename)
     return load_text(data, filename=filename)
 
 
@@ -180,6 +188,7 @@ _SOURCE_TYPES = {
     HTML: SourceType.HTML,
     MARKDOWN: SourceType.MARKDOWN,
     TEXT: SourceType.FILE,
+    DELIMITED: SourceType.FILE,
     DOCX: SourceType.OFFICE,
     PPTX: SourceType.OFFICE,
     CODE: SourceType.CODE,

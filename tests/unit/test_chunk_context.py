@@ -31,3 +31,11 @@ def test_a_long_path_keeps_the_title_and_the_nearest_heading():
     assert line.startswith("The Manual › ")
     assert line.endswith("Part 5 with a rather long and wordy heading")
     assert "Part 0" not in line
+
+
+def test_rows_far_down_a_table_are_embedded_under_its_header_row():
+    row = "Gizmo | 12.50 | Lyon"
+    locator = {"heading_path": ["Prices"], "table_header": "Item | Price (EUR) | Warehouse"}
+    assert embedding_text(title="Catalogue", locator=locator, text=row) == (
+        f"Catalogue › Prices\nItem | Price (EUR) | Warehouse\n\n{row}"
+    )

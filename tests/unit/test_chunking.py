@@ -842,3 +842,19 @@ def test_code_module_level_statements_are_packed() -> None:
         (8, 9),
         (11, 11),
     ]
+
+
+def test_a_chunk_starting_inside_a_table_names_the_tables_header_row() -> None:
+    rows = [f"Item {i} | {i}.50 | Lyon" for i in range(200)]
+    text = "Prices, by item:\n\nItem | Price (EUR) | Warehouse\n" + "\n".join(rows) + "\n\nThe end."
+    pieces = chunk_unit(RawUnit(text=text, locator={}, kind=KIND_PROSE), ChunkBudget(max_tokens=60))
+    assert len(pieces) > 3
+    first, *rest = pieces
+    assert "table_header" not in first.locator
+    for piece in rest[:-1]:
+        assert piece.locator["table_header"] == "Item | Price (EUR) | Warehouse", piece.text
+    # A chunk starting after the table is not inside it.
+    assert "table_header" not in chunk_unit(
+        RawUnit(text="a | b\n1 | 2\n\n" + "Words here. " * 200, locator={}, kind=KIND_PROSE),
+        ChunkBudget(max_tokens=60),
+    )[-1].locator

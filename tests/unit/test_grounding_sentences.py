@@ -225,3 +225,15 @@ def test_a_table_row_of_a_passage_is_one_unit_whatever_its_cells_hold() -> None:
 )
 def test_what_reads_as_a_table_row(line: str, row: bool) -> None:
     assert is_table_row(line) is row
+
+
+def test_a_paragraph_that_puts_its_markers_first_cites_the_sentence_each_opens() -> None:
+    answer = "[citation:1] The launch is on March 10. [citation:2] The budget is €18,500."
+    assert [(text, cited) for _, text, cited, _ in _units(answer)] == [
+        ("The launch is on March 10.", (1,)),
+        ("The budget is €18,500.", (2,)),
+    ]
+    # One sentence ending in a marker shows the usual style: a marker after a full stop
+    # closes the sentence before it.
+    mixed = "[citation:1] The launch is on March 10 [citation:1]. [citation:2] It moved."
+    assert [cited for _, _, cited, _ in _units(mixed)] == [(1, 2), ()]

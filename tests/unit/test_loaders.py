@@ -216,6 +216,25 @@ Notes
 """
 
 
+def test_a_csv_file_is_a_table_a_row_a_line() -> None:
+    data = (
+        b'Name;Note;Price (EUR);;\r\n"Gizmo";"fits | most\r\nsockets";12,50;;\r\n'
+        b";;;;\r\nWidget;;3;;\r\n"
+    )
+    loaded = load_bytes(data, filename="prices.csv")
+    assert (loaded.title, loaded.mime) == ("prices", "text/csv")
+    assert loaded.source_type == SourceType.FILE
+    (unit,) = loaded.units
+    # Semicolons sniffed; a bar or a line break inside a cell cannot end it; an empty
+    # cell inside a row stays one (columns stay aligned), empty records are dropped.
+    assert unit.text == (
+        "| Name | Note | Price (EUR) |\n| Gizmo | fits ¦ most sockets | 12,50 |\n| Widget |  | 3 |"
+    )
+    assert load_bytes(b"a\tb\n1\t2\n", filename="x.tsv").units[0].text == "| a | b |\n| 1 | 2 |"
+    with pytest.raises(IngestError, match="empty"):
+        load_bytes(b",,\n,,\n", filename="blank.csv")
+
+
 def test_markdown_sections_and_title() -> None:
     doc = load_bytes(MARKDOWN, filename="guide.md")
     assert doc.source_type == SourceType.MARKDOWN
