@@ -11,9 +11,9 @@ PAGE_SEPARATOR = "\f"
 
 
 def unit_text(document_text: str, locator: dict[str, Any]) -> str:
-    """The text a locator's char offsets are relative to: a PDF page or a slide, or the
-    whole text."""
-    page = locator.get("page") or locator.get("slide")
+    """The text a locator's char offsets are relative to: a PDF page, a slide or a sheet,
+    or the whole text."""
+    page = locator.get("page") or locator.get("slide") or locator.get("sheet")
     if page is None:
         return document_text
     pages = document_text.split(PAGE_SEPARATOR)
@@ -25,7 +25,7 @@ def passage_at(document_text: str, locator: dict[str, Any]) -> str:
 
 
 def label(locator: dict[str, Any]) -> str:
-    """A short human label: 'page 4', 'p. v', 'slide 3', 'lines 10–24 (Cls.method)',
+    """A short human label: 'page 4', 'p. v', 'slide 3', 'sheet Prices', 'lines 10–24 (Cls.method)',
     'Intro › Setup'.
 
     A PDF page's printed number (its /PageLabels label) is what a reader looks
@@ -37,6 +37,8 @@ def label(locator: dict[str, Any]) -> str:
         return f"page {locator['page']}"
     if "slide" in locator:
         return f"slide {locator['slide']}"
+    if "sheet" in locator:
+        return f"sheet {locator.get('sheet_name') or locator['sheet']}"
     if "line_start" in locator:
         lines = f"lines {locator['line_start']}–{locator['line_end']}"
         return f"{lines} ({locator['symbol']})" if locator.get("symbol") else lines

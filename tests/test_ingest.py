@@ -12,6 +12,7 @@ from indexing import freshness, pipeline, sources
 from knowledge.locators import passage_at
 from knowledge.models import Chunk, Document
 from tests.conftest import SAMPLE_CORPUS
+from tests.unit.test_loaders import make_workbook
 
 pytestmark = pytest.mark.django_db
 
@@ -235,6 +236,26 @@ def test_a_chunk_is_embedded_under_its_headings_and_a_renamed_one_re_embeds_it(
     )
     assert renamed.embed_hash != chunk.embed_hash
     assert list(renamed.embedding) != list(chunk.embedding)
+
+
+def test_a_workbook_is_indexed_sheet_by_sheet_with_exact_locators(
+    workspace, counting_embedder, tmp_path
+):
+    stock = [["Item", "Warehouse", "Count"]] + [
+        [f"Part {i:03d}", ("Lyon", "Gdansk")[i % 2], i * 7] for i in range(120)
+    ]
+    path = tmp_path / "inventory.xlsx"
+    path.write_bytes(make_workbook({"Notes": [["Counted on 3 March."]], "Stock": stock}))
+    document = ingest_path(workspace, path, counting_embedder)
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert_locators_exact(document)
+    chunks = list(document.chunks.order_by("ordinal"))
+    assert {c.locator["sheet"] for c in chunks} == {1, 2}
+    assert chunks[0].text == "| Counted on 3 March. |"
+    (row,) = [c for c in chunks if "| Part 117 | Gdansk | 819 |" in c.text][-1:]
+    assert (row.locator["sheet_name"], row.locator["table_header"]) == (
+        "Stock", "Item | Warehouse | Count"
+    )
 
 
 def zip_bomb_docx() -> bytes:

@@ -29,7 +29,7 @@ def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
         records = list(csv.reader(io.StringIO(text), dialect))
     except csv.Error as exc:
         raise IngestError(f"Not a readable CSV file: {exc}") from None
-    lines = [row for record in records if (row := _row(record))]
+    lines = [row for record in records if (row := row_line(record))]
     if not lines:
         raise IngestError("File is empty")
     return LoadedDocument(
@@ -47,7 +47,8 @@ def _sniffed(text: str) -> type[csv.Dialect] | csv.Dialect:
         return csv.excel
 
 
-def _row(record: list[str]) -> str:
+def row_line(record: list[str]) -> str:
+    """A record as one table row; '' when all its cells are empty."""
     # A bar inside a cell would read as a cell's edge; a line break would end the row.
     cells = [" ".join(cell.replace("|", "¦").split()) for cell in record]
     while cells and not cells[-1]:

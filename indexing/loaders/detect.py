@@ -14,6 +14,7 @@ from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED, DOCX_MIME, PPTX_MI
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.repo import detect_language, is_code_path
 from indexing.loaders.text import SNIFF_BYTES, decode_text, load_text, looks_binary
+from indexing.loaders.workbook import XLSX_MIME, load_workbook
 from indexing.types import (
     KIND_CODE,
     IngestError,
@@ -30,6 +31,7 @@ DOCX = ".docx"
 PPTX = ".pptx"
 CODE = "code"
 DELIMITED = "delimited"
+XLSX = ".xlsx"
 
 EXTENSION_FORMATS: dict[str, str] = {
     ".pdf": PDF,
@@ -37,13 +39,14 @@ EXTENSION_FORMATS: dict[str, str] = {
     ".md": MARKDOWN, ".markdown": MARKDOWN,
     ".docx": DOCX, ".pptx": PPTX,
     ".csv": DELIMITED, ".tsv": DELIMITED, ".tab": DELIMITED,
+    ".xlsx": XLSX, ".xlsm": XLSX,
 }  # fmt: skip
 TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".log"})
-# Formats people upload that we cannot read here. .xlsx needs pandas+openpyxl,
-# .odt/.epub/.rtf need the pandoc binary, legacy .doc/.ppt need LibreOffice:
+# Formats people upload that we cannot read here. .odt/.epub/.rtf need the pandoc
+# binary, legacy .doc/.xls/.ppt need LibreOffice:
 # none of them is installed, so they are refused up front with a clear message.
 UNSUPPORTED_EXTENSIONS = frozenset(
-    """.doc .xls .xlsx .xlsm .ppt .odt .ods .odp .epub .rtf .pages .key .numbers
+    """.doc .xls .ppt .odt .ods .odp .epub .rtf .pages .key .numbers
     .exe .dll .so .dylib .bin .o .a .class .jar .war .pyc .wasm .msi .dmg .iso .apk
     .png .jpg .jpeg .gif .bmp .tif .tiff .webp .heic .ico .psd .svgz
     .mp3 .wav .ogg .flac .m4a .mp4 .mov .avi .mkv .webm
@@ -60,20 +63,20 @@ MIME_FORMATS: dict[str, str] = {
     "text/tab-separated-values": DELIMITED,
     DOCX_MIME: DOCX,
     PPTX_MIME: PPTX,
+    XLSX_MIME: XLSX,
 }
 UNSUPPORTED_MIMES = frozenset(
     """application/zip application/x-zip-compressed application/gzip application/x-tar
     application/x-7z-compressed application/vnd.rar application/x-msdownload
     application/x-executable application/x-sharedlib application/msword
     application/vnd.ms-excel application/vnd.ms-powerpoint application/rtf application/epub+zip
-    application/vnd.openxmlformats-officedocument.spreadsheetml.sheet
     application/vnd.oasis.opendocument.text application/vnd.oasis.opendocument.spreadsheet
     application/vnd.oasis.opendocument.presentation""".split()
 )
 SUPPORTED_SUMMARY = (
     "PDF (.pdf), HTML (.html, .htm, .xhtml), Markdown (.md, .markdown), "
-    "text (.txt, .text, .rst, .log), CSV (.csv, .tsv), Word (.docx), PowerPoint (.pptx) "
-    "and source code (.py, .js, .ts, .go, .java, ...)"
+    "text (.txt, .text, .rst, .log), CSV (.csv, .tsv), Word (.docx), PowerPoint (.pptx), "
+    "Excel (.xlsx, .xlsm) and source code (.py, .js, .ts, .go, .java, ...)"
 )
 
 
@@ -99,6 +102,8 @@ def _sniff(data: bytes) -> str | None:
             return DOCX
         if "ppt/presentation.xml" in names:
             return PPTX
+        if "xl/workbook.xml" in names:
+            return XLSX
         return None
     if looks_binary(head) and not head.startswith((b"\xff\xfe", b"\xfe\xff")):
         return None
@@ -176,6 +181,8 @@ def load_bytes(
         return load_markdown(data, filename=filename)
     if fmt in (DOCX, PPTX):
         return load_office(data, filename=filename, ext=fmt, max_uncompressed=max_uncompressed)
+    if fmt == XLSX:
+        return load_workbook(data, filename=filename, max_uncompressed=max_uncompressed)
     if fmt == CODE:
         return load_code(data, filename=filename)
     if fmt == DELIMITED:
@@ -191,6 +198,7 @@ _SOURCE_TYPES = {
     DELIMITED: SourceType.FILE,
     DOCX: SourceType.OFFICE,
     PPTX: SourceType.OFFICE,
+    XLSX: SourceType.OFFICE,
     CODE: SourceType.CODE,
 }
 

@@ -144,7 +144,7 @@ def test_binary_disguised_as_text() -> None:
         load_bytes(controls, filename="weird.log")
 
 
-@pytest.mark.parametrize("name", ["setup.exe", "photo.png", "archive.zip", "sheet.xlsx"])
+@pytest.mark.parametrize("name", ["setup.exe", "photo.png", "archive.zip", "sheet.xls"])
 def test_unsupported_types_list_supported_ones(name: str) -> None:
     with pytest.raises(IngestError) as err:
         load_bytes(b"MZ\x90\x00\x03" + bytes(100), filename=name)
@@ -233,6 +233,51 @@ def test_a_csv_file_is_a_table_a_row_a_line() -> None:
     assert load_bytes(b"a\tb\n1\t2\n", filename="x.tsv").units[0].text == "| a | b |\n| 1 | 2 |"
     with pytest.raises(IngestError, match="empty"):
         load_bytes(b",,\n,,\n", filename="blank.csv")
+
+
+def make_workbook(sheets: dict[str, list[list]]) -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    for name, rows in sheets.items():
+        sheet = book.create_sheet(name)
+        for row in rows:
+            sheet.append(row)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def test_an_excel_workbook_is_a_unit_a_sheet_cited_by_its_name() -> None:
+    import datetime as dt
+
+    data = make_workbook({
+        "Prices": [["Item", "Price (EUR)", "Since"], ["Gizmo", 12.5, dt.datetime(2025, 3, 10)],
+                   [None, None, None], ["Widget", 3.0, None]],
+        "Empty": [],
+        "Stock": [["Item", "Count"], ["Gizmo", 40, "in | transit"]],
+    })
+    loaded = load_bytes(data, filename="catalogue.xlsx")
+    assert (loaded.title, loaded.source_type) == ("catalogue", SourceType.OFFICE)
+    assert [u.locator for u in loaded.units] == [
+        {"sheet": 1, "sheet_name": "Prices"}, {"sheet": 2, "sheet_name": "Empty"},
+        {"sheet": 3, "sheet_name": "Stock"},
+    ]
+    assert loaded.units[0].text == (
+        "| Item | Price (EUR) | Since |\n| Gizmo | 12.5 | 2025-03-10 |\n| Widget | 3 |"
+    )
+    assert loaded.units[2].text == "| Item | Count |\n| Gizmo | 40 | in ¦ transit |"
+    # The n-th unit is the n-th sheet: a locator finds its text in the document's.
+    locator = {"sheet": 3, "sheet_name": "Stock", "char_start": 17, "char_end": 34}
+    assert locators.passage_at(loaded.text, locator) == "| Gizmo | 40 | in"
+    assert locators.label(locator) == "sheet Stock"
+    # Found by its bytes under another name too; an empty or broken one is refused.
+    assert load_bytes(data, filename="upload").source_type == SourceType.OFFICE
+    with pytest.raises(IngestError, match="empty"):
+        load_bytes(make_workbook({"A": []}), filename="blank.xlsx")
+    with pytest.raises(IngestError, match="Excel"):
+        load_bytes(b"PK\x03\x04 not really a zip", filename="broken.xlsx")
 
 
 def test_markdown_sections_and_title() -> None:
