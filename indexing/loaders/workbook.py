@@ -16,9 +16,9 @@ from typing import Any
 import openpyxl
 
 from indexing.loaders.delimited import row_line
+from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office import check_zip
 from indexing.loaders.text import title_from_filename
-from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
