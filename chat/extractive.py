@@ -443,9 +443,8 @@ def rank_sentences(
             header = table_header(lines[unit.number][: unit.index + 1], unit.index)
             around_it = () if header is None else (header,)
             # "37.46" is an amount of money under "Price (EUR)".
-            columns = _columns((titles or {}).get(unit.number, ""))
-            if header is not None:
-                columns = lines[unit.number][header]
+            columns = (lines[unit.number][header] if header is not None
+                       else _columns((titles or {}).get(unit.number, "")))
             if columns:
                 looks = read_under(columns, unit.text)
         neighbours = [n for n in (at.get((unit.number, i)) for i in around_it) if n is not None]

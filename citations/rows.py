@@ -54,10 +54,12 @@ def table_header(lines: Sequence[str], index: int) -> int | None:
         first -= 1
     if first == 0 or first == index:
         return None
-    header = lines[first]
-    if any(c.isdigit() for c in header) or any(len(c.split()) > 3 for c in cells(header)):
-        return None
-    return first
+    return first if reads_as_header(lines[first]) else None
+
+
+def reads_as_header(row: str) -> bool:
+    """Short cells and no numbers ("Owner | Action | Due"), unlike most records."""
+    return not any(c.isdigit() for c in row) and all(len(c.split()) <= 3 for c in cells(row))
 
 
 def is_header(lines: Sequence[str], index: int) -> bool:

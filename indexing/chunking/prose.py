@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from citations.rows import CELL_SEPARATOR, cells, is_table_row
+from citations.rows import CELL_SEPARATOR, cells, is_table_row, reads_as_header
 from indexing.types import ChunkPiece, RawUnit, Section
 
 from .tokens import count_tokens, split_by_tokens, token_spans
@@ -70,17 +70,17 @@ def chunk_prose(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
 
 
 def _tables(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, header row) of each run of table rows, in order."""
+    """(start, end, header row or '') of each run of table rows, in order."""
     tables: list[tuple[int, int, str]] = []
     offset = 0
     for line in text.split("\n"):
         end = offset + len(line)
-        if not is_table_row(line):
-            pass
-        elif tables and tables[-1][1] == offset - 1:  # the row right below the last
-            tables[-1] = (tables[-1][0], end, tables[-1][2])
-        else:
-            tables.append((offset, end, CELL_SEPARATOR.join(cells(line))))
+        if is_table_row(line):
+            if tables and tables[-1][1] == offset - 1:  # the row right below the last
+                tables[-1] = (tables[-1][0], end, tables[-1][2])
+            else:
+                header = CELL_SEPARATOR.join(cells(line)) if reads_as_header(line) else ""
+                tables.append((offset, end, header))
         offset = end + 1
     return tables
 
