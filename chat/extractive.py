@@ -67,8 +67,10 @@ VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
 MEASURE: Final = (
     rf"{NUMBER}[\d.,]*(?:(?:\s+an?)?{units.AFTER_NUMBER.pattern}|\s?(?:%|percent\b))"
 )
-# An amount of money: a currency sign or code by a number, or a number of a currency.
+# An amount of money: a currency sign or code by a number, or a number of a currency, or
+# a number under a column of prices (rows.read_under: "Unit price (EUR): 37.46").
 MONEY: Final = (
+    r"\b(?i:price|cost|fee|amount)s?\b[^:;]{0,20}: \d|"
     r"[$€£¥₹]\)?:?\s?\d|\b(?:EUR|USD|GBP|CHF|JPY|US\$)\)?:?\s?\d|\d(?:[\d,.]*\d)?\s?(?:(?i:hundred|"
     r"thousand|million|billion|trillion|[mbk]n?)\s)?(?i:dollars?|euros?|pounds?|yen|yuan|"
     r"francs?|marks?|lira|lire|rupees?|pesos?|roubles?|rubles?|crowns?|kronor|shillings?|"

@@ -379,3 +379,20 @@ def test_a_row_is_quoted_as_a_paragraph_of_its_own_and_a_header_never(checker):
     answer = compose_answer("Who owns the action items, and when are they due?",
                             [(1, notes)], grounder=checker)
     assert "Owner | Action | Due" not in answer
+
+
+def test_a_price_is_read_under_its_column_and_only_the_row_asked_about_is_quoted():
+    # Two tables shown far down, each under its header (the section chat.tools names):
+    # a price list without a currency and one in euros whose model numbers match "40".
+    gadgets = "".join(f"| Doohickey {i} | {5 + i},99 | Nantes |\n" for i in range(31, 47))
+    widgets = "".join(f"| SKU-{i:04d} | Widget model {i} | {10 + i / 2:.2f} | Lyon |\n"
+                      for i in range(36, 46))
+    titles = {1: "stock › table columns: Product | Price | City",
+              2: "Catalog › table columns: SKU | Name | Price (EUR) | Warehouse"}
+    passages = [(1, gadgets), (2, widgets)]
+    assert compose_answer("What is the price of Doohickey 40?", passages, titles=titles) == (
+        "| Doohickey 40 | 45,99 | Nantes | [1]"
+    )
+    assert compose_answer("How much does Widget model 38 cost?", passages, titles=titles) == (
+        "| SKU-0038 | Widget model 38 | 29.00 | Lyon | [2]"
+    )
