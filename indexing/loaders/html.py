@@ -182,6 +182,23 @@ def _is_hidden(tag: Tag) -> bool:
     return bool(style and _DISPLAY_NONE_RE.search(str(style)))
 
 
+# Real pages nest a few dozen elements deep. Every pass below reads each element's
+# subtree, so a page nested thousands deep ("<div>" * 20_000, 200 KB) held a worker for
+# minutes; such a page is refused (a linear walk) rather than read.
+_MAX_DEPTH = 256
+
+
+def _check_depth(root: Tag) -> None:
+    stack = [(root, 0)]
+    while stack:
+        tag, depth = stack.pop()
+        if depth > _MAX_DEPTH:
+            raise IngestError(
+                f"HTML page is nested more than {_MAX_DEPTH} elements deep; it cannot be read"
+            )
+        stack.extend((child, depth + 1) for child in tag.contents if isinstance(child, Tag))
+
+
 def _strip_boilerplate(root: Tag) -> None:
     for tag in root.find_all(_REMOVED_TAGS):
         if tag.decomposed:
@@ -436,6 +453,7 @@ def _render_page(
     head = soup.head
     if head is not None:
         head.extract()  # kept for the title and canonical link; never readable content
+    _check_depth(soup)
     _strip_boilerplate(soup)
     out = _render(_pick_container(soup), dropped)
     if head is not None:

@@ -22,6 +22,7 @@ from indexing.loaders.text import title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
+MAX_CELLS = 2_000_000  # a workbook's cells, empty ones between filled ones counted
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
@@ -34,8 +35,7 @@ def load_workbook(data: bytes, *, filename: str, max_uncompressed: int) -> Loade
     units = []
     try:
         for number, sheet in enumerate(book.worksheets, start=1):
-            lines = [line for values in sheet.iter_rows(values_only=True)
-                     if (line := row_line([_cell(v) for v in values]))]
+            lines = _lines(sheet)
             text = "\n".join(lines)
             heading = [Heading(0, 1, sheet.title)]
             sections = sections_from_headings(heading, len(text)) if text else []
@@ -51,6 +51,20 @@ def load_workbook(data: bytes, *, filename: str, max_uncompressed: int) -> Loade
         source_type=SourceType.OFFICE,
         units=units,
     )
+
+
+def _lines(sheet: Any) -> list[str]:
+    # The declared used range can reach XFD1048576 for one stray cell, and openpyxl pads
+    # every row to it: read the cells the sheet holds, and bound them.
+    sheet.reset_dimensions()
+    lines, cells = [], 0
+    for values in sheet.iter_rows(values_only=True):
+        cells += len(values)
+        if cells > MAX_CELLS:
+            raise IngestError(f"Excel file has more than {MAX_CELLS:,} cells; it cannot be read")
+        if line := row_line([_cell(v) for v in values]):
+            lines.append(line)
+    return lines
 
 
 def _cell(value: Any) -> str:

@@ -399,8 +399,8 @@ def test_html_without_text_fails() -> None:
                    filename="empty.html")  # fmt: skip
 
 
-def test_html_deep_nesting_does_not_recurse() -> None:
-    data = b"<html><body>" + b"<div>" * 3000 + b"deep text" + b"</div>" * 3000 + b"</body></html>"
+def test_html_nested_as_deep_as_a_page_may_be_is_read() -> None:
+    data = b"<html><body>" + b"<div>" * 250 + b"deep text" + b"</div>" * 250 + b"</body></html>"
     assert "deep text" in load_bytes(data, filename="deep.html").text
 
 
@@ -940,3 +940,27 @@ def test_docx_table_rows_are_kept_on_one_line() -> None:
     text = load_bytes(buffer.getvalue(), filename="actions.docx").text
     assert ("Owner | Action | Due\nInes Valcourt | Validate the tables. | 7 February\n"
             "Desmond | Cut the branch.") in text
+
+
+def test_a_stray_far_cell_or_a_page_nested_thousands_deep_is_read_or_refused_at_once() -> None:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = "Name"
+    book.active["XFD1048576"] = "stray"  # the used range becomes 17 billion cells
+    buffer = io.BytesIO()
+    book.save(buffer)
+    began = time.perf_counter()
+    (unit,) = load_bytes(buffer.getvalue(), filename="sparse.xlsx").units
+    assert unit.text.startswith("| Name |\n|  |") and unit.text.endswith("| stray |")
+    wide = openpyxl.Workbook()
+    for row in range(1, 200):
+        wide.active.cell(row, 16_000, "far")
+    buffer = io.BytesIO()
+    wide.save(buffer)
+    with pytest.raises(IngestError, match="more than 2,000,000 cells"):
+        load_bytes(buffer.getvalue(), filename="wide.xlsx")
+    deep = b"<html><body>" + b"<div>" * 20_000 + b"text" + b"</div>" * 20_000 + b"</body></html>"
+    with pytest.raises(IngestError, match="nested more than 256 elements deep"):
+        load_bytes(deep, filename="deep.html")
+    assert time.perf_counter() - began < 30  # each took minutes to hours before
