@@ -112,9 +112,13 @@ class ThreadListView(generics.ListCreateAPIView):
     def create(self, request: Request, *args, **kwargs) -> Response:
         params = ThreadCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        workspace = selectors.workspace_for(
-            user=request.user, slug=params.validated_data.get("workspace")
-        )
+        # The workspace may come in the body or, as the list takes it, in the query;
+        # two different ones are a mistake, not a choice to make silently.
+        slug = params.validated_data.get("workspace")
+        queried = request.query_params.get("workspace")
+        if slug and queried and slug != queried:
+            raise ValidationError({"workspace": ["The body and the query name different ones."]})
+        workspace = selectors.workspace_for(user=request.user, slug=slug or queried)
         thread = services.create_thread(
             workspace=workspace, user=request.user, title=params.validated_data["title"]
         )

@@ -582,3 +582,13 @@ def test_an_agent_cannot_number_passages_into_a_page_chat(workspace, user):
     again = passages.conversation(user=user, workspace=workspace, conversation_id=agent.pk,
                                   title="")
     assert again == agent
+
+
+def test_a_conversation_is_started_in_the_workspace_the_query_names(api, user, workspace):
+    second = Workspace.objects.create(name="Second", slug="second", owner=user)
+    second.members.add(user)
+    made = api.post("/api/threads?workspace=second", {"title": "Q"}, format="json")
+    assert made.status_code == 201 and Thread.objects.get(pk=made.json()["id"]).workspace == second
+    assert api.post("/api/threads?workspace=nope", {}, format="json").status_code == 404
+    both = api.post("/api/threads?workspace=second", {"workspace": workspace.slug}, format="json")
+    assert both.status_code == 400 and "different" in both.json()["workspace"][0]
