@@ -33,9 +33,10 @@ def load_workbook(data: bytes, *, filename: str, max_uncompressed: int) -> Loade
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError) as exc:
         raise IngestError(f"Could not read Excel file: {exc or 'corrupt workbook'}") from None
     units = []
+    remaining = MAX_CELLS
     try:
         for number, sheet in enumerate(book.worksheets, start=1):
-            lines = _lines(sheet)
+            lines, remaining = _lines(sheet, remaining)
             text = "\n".join(lines)
             heading = [Heading(0, 1, sheet.title)]
             sections = sections_from_headings(heading, len(text)) if text else []
@@ -53,18 +54,19 @@ def load_workbook(data: bytes, *, filename: str, max_uncompressed: int) -> Loade
     )
 
 
-def _lines(sheet: Any) -> list[str]:
+def _lines(sheet: Any, remaining: int) -> tuple[list[str], int]:
+    """The sheet's rows, and how many cells the workbook may still read."""
     # The declared used range can reach XFD1048576 for one stray cell, and openpyxl pads
     # every row to it: read the cells the sheet holds, and bound them.
     sheet.reset_dimensions()
-    lines, cells = [], 0
+    lines = []
     for values in sheet.iter_rows(values_only=True):
-        cells += len(values)
-        if cells > MAX_CELLS:
+        remaining -= len(values)
+        if remaining < 0:
             raise IngestError(f"Excel file has more than {MAX_CELLS:,} cells; it cannot be read")
         if line := row_line([_cell(v) for v in values]):
             lines.append(line)
-    return lines
+    return lines, remaining
 
 
 def _cell(value: Any) -> str:

@@ -960,6 +960,14 @@ def test_a_stray_far_cell_or_a_page_nested_thousands_deep_is_read_or_refused_at_
     wide.save(buffer)
     with pytest.raises(IngestError, match="more than 2,000,000 cells"):
         load_bytes(buffer.getvalue(), filename="wide.xlsx")
+    two = openpyxl.Workbook()  # 1.12 million cells a sheet: the bound is the workbook's
+    for sheet in (two.active, two.create_sheet("B")):
+        for row in range(1, 71):
+            sheet.cell(row, 16_000, "far")
+    buffer = io.BytesIO()
+    two.save(buffer)
+    with pytest.raises(IngestError, match="more than 2,000,000 cells"):
+        load_bytes(buffer.getvalue(), filename="two.xlsx")
     deep = b"<html><body>" + b"<div>" * 20_000 + b"text" + b"</div>" * 20_000 + b"</body></html>"
     with pytest.raises(IngestError, match="nested more than 256 elements deep"):
         load_bytes(deep, filename="deep.html")
