@@ -471,6 +471,8 @@ class Grounder:
                 # What a row is about is its first cell ("Ines Valcourt | Finish … | 7 …").
                 if unit.row and not brought & analyze(cells(unit.text)[0]).stems:
                     continue  # another record's values: the claim does not name its row
+                if checks.values_given(plan.features, unit.features):
+                    continue  # another record: "12 engineers" where the claim has 30
                 gain = sum(weights[term] for term in brought) / total
                 # A multi-word name counts once: "Chevrolet Aveo" alone does not tie its
                 # sentence to the claim.
@@ -490,6 +492,13 @@ class Grounder:
         values = {n.value for n in plan.features.numbers} - {
             n.value for i in chosen for n in plan.units[i].features.numbers
         }
+        # Unless the span gives its own value of that thing: "12 engineers" is what it says
+        # of Lisbon, though the next sentence has Porto's 30.
+        given = frozenset().union(
+            *(checks.values_given(plan.features, plan.units[i].features) for i in chosen)
+        )
+        values -= given
+        wanted -= {term for term in wanted if term.isdigit() and float(term) in given}
         for index in sorted(chosen):
             for neighbour in (index - 1, index + 1):
                 if not (wanted or values) or neighbour in chosen or not (
@@ -497,7 +506,7 @@ class Grounder:
                 ):
                     continue
                 unit = plan.units[neighbour]
-                if unit.row:
+                if unit.row or checks.values_given(plan.features, unit.features):
                     continue  # another row's date is not this row's ("7 | 14 February")
                 told = values & {n.value for n in unit.features.numbers}
                 if unit.passage == plan.units[index].passage and (
@@ -515,7 +524,7 @@ class Grounder:
             for index, unit in enumerate(plan.units):
                 if index not in chosen and not unit.row and (
                     unit.passage == plan.units[best].passage and term in unit.features.stems
-                ):
+                ) and not checks.values_given(plan.features, unit.features):
                     chosen.append(index)
                     wanted -= unit.features.stems
                     break

@@ -14,7 +14,13 @@ from .examples import example_issues
 from .issue import Issue
 from .names import entity_issues, owner_issues, slot_issues
 from .negation import negation_issues
-from .numbers import counted_issues, month_issues, number_issues, placed_issues
+from .numbers import (
+    counted_issues,
+    month_issues,
+    number_issues,
+    placed_issues,
+    values_given,
+)
 from .opposites import contrast_issues, direction_issues, opposite_issues, ratio_issues
 from .roles import attribution_issues, parallel_issues, role_issues
 
@@ -39,4 +45,5 @@ __all__ = [
     "ratio_issues",
     "role_issues",
     "slot_issues",
+    "values_given",
 ]

@@ -279,6 +279,34 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
     return issues
 
 
+def values_given(
+    claim: Features, span: Features, *, reach: int = 4, shared: int = 2
+) -> frozenset[float]:
+    """The claim's numbers whose slot the span fills with another value: "30 engineers"
+    against "The Lisbon office opens with 12 engineers". The same slot is the same counted
+    word with ``shared`` more words around it in common ("900 km on carts to safety" is
+    another journey than "moved about 200 km west"); the claim's own other numbers and a
+    name's number ("Apollo 1") fill none. A span that says this needs no neighbour holding
+    the claim's value: it holds it of something else."""
+    given = set()
+    for number in claim.numbers:
+        counted = _counted_word(claim.text, number)
+        if counted is None:
+            continue
+        around = _surroundings(claim.text, number, reach) - {counted}
+        slot = [n for n in span.numbers
+                if _counted_word(span.text, n) == counted and not _of_a_name(span.text, n)]
+        if any(_same_number(number, n) for n in slot):
+            continue
+        if any(
+            len(around & _surroundings(span.text, n, reach)) >= shared
+            and not any(n.value == other.value for other in claim.numbers)
+            for n in slot
+        ):
+            given.add(number.value)
+    return frozenset(given)
+
+
 _A_SINGLE: Final = re.compile(r"\b(?:a|one) single\b", re.IGNORECASE)
 _AFTER_NUMBER: Final = re.compile(r"[ -]([A-Za-z][\w'’-]*)")
 
