@@ -195,14 +195,42 @@ def page_sections(page_texts: list[str], entries: list[OutlineEntry]) -> list[li
     return result
 
 
+# A heading's own line may number it: "2.1 Methods", "IV. Results", "A Appendix".
+_NUMBERING = r"(?:(?:\d+|[IVXLC]+|[A-Z])(?:\.\d+)*\.?[ \t]+)?"
+
+
 def _find_title(text: str, title: str, start: int) -> int:
-    """Where `title` starts in `text` at or after `start` (any spacing, any case), else start."""
+    """Where `title` starts in `text` at or after `start`, else start.
+
+    A heading is a line of its own: a line that is the title (numbered or not) is taken
+    first, then a line opening with it, each in the title's case before any case; only
+    then the title's words anywhere, so that "the introduction of" mid-sentence or a
+    running header "Acme report · Introduction" above it does not start the section.
+    """
     words = title.split()
     if not words:
         return start
-    pattern = r"\s+".join(re.escape(w) for w in words)
-    match = re.compile(pattern, re.IGNORECASE).search(text, start)
-    return match.start() if match else start
+    spaced = r"[ \t]+".join(re.escape(w) for w in words)
+    anywhere = r"\s+".join(re.escape(w) for w in words)
+    tiers = (
+        (rf"^[ \t]*{_NUMBERING}({spaced})[ \t]*$", re.MULTILINE),
+        (rf"^[ \t]*{_NUMBERING}({spaced})", re.MULTILINE),
+        (rf"^[ \t]*{_NUMBERING}({spaced})[ \t]*$", re.MULTILINE | re.IGNORECASE),
+        (rf"^[ \t]*{_NUMBERING}({spaced})", re.MULTILINE | re.IGNORECASE),
+        (rf"({anywhere})", 0),
+        (rf"({anywhere})", re.IGNORECASE),
+    )
+    for pattern, flags in tiers:
+        match = re.compile(pattern, flags).search(text, start)
+        if match:
+            return _line_start(text, match.start(1))
+    return start
+
+
+def _line_start(text: str, offset: int) -> int:
+    """The start of the line holding `offset` when only its numbering precedes it there."""
+    line = text.rfind("\n", 0, offset) + 1
+    return line if re.fullmatch(rf"[ \t]*{_NUMBERING}", text[line:offset]) else offset
 
 
 def page_labels(reader: PdfReader) -> list[str] | None:

@@ -277,6 +277,32 @@ def test_pdf_chunks_get_outline_headings_and_printed_page_labels():
     assert label({"page": 3}) == "page 3"  # no /PageLabels: the physical page
 
 
+def test_a_bookmark_starts_its_section_at_its_heading_line_not_at_its_words_elsewhere():
+    """The title's words first stand in a running header and mid-sentence in lower case."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1)
+    pdf.bookmarkPage("gauges")
+    pdf.addOutlineEntry("Tide gauges", "gauges", level=0)
+    pdf.bookmarkPage("calibration", fit="XYZ", top=750)
+    pdf.addOutlineEntry("Calibration", "calibration", level=1)
+    pdf.setFont("Helvetica", 11)
+    for i, line in enumerate([
+        "Harbour Operations Manual - Calibration", "Tide gauges",
+        "The gauges need calibration before the season and record every six minutes.",
+        "2.1 Calibration", "Each gauge is calibrated against the tide staff every March.",
+    ]):
+        pdf.drawString(60, 800 - 18 * i, line)
+    pdf.showPage()
+    pdf.save()
+    loaded, chunks = _chunks(buffer.getvalue(), "manual.pdf")
+    paths = {c.text.split("\n")[0]: c.locator["heading_path"] for c in chunks}
+    assert paths["2.1 Calibration"] == ["Tide gauges", "Calibration"]
+    (gauges,) = [c for c in chunks if "six minutes" in c.text]
+    assert gauges.locator["heading_path"] == ["Tide gauges"]
+    assert "calibrated against" not in gauges.text
+    assert all(passage_at(loaded.text, c.locator) == c.text for c in chunks)
+
+
 def headed_pdf(*, body: float = 10.5, heading: float = 14, title: float = 20) -> bytes:
     """No bookmarks: a title and two sections whose headings are only set in larger type."""
     buffer = io.BytesIO()
