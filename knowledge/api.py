@@ -9,6 +9,7 @@ from rest_framework import generics
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from knowledge import selectors
@@ -39,7 +40,9 @@ class SearchView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("q", str, required=True),
-            OpenApiParameter("limit", int),
+            OpenApiParameter("limit", int, description="hits on a page (1-100, default 10)"),
+            OpenApiParameter("page_size", int, description="the same as limit"),
+            OpenApiParameter("page", int, description="which page of hits (default 1)"),
             WORKSPACE_PARAMETER,
             OpenApiParameter("document_ids", str, description="comma-separated ids"),
             OpenApiParameter("folder_ids", str, description="comma-separated ids"),
@@ -58,15 +61,23 @@ class SearchView(APIView):
         data = params.validated_data
         workspace = selectors.workspace_for(user=request.user, slug=data.get("workspace"))
         scope = Scope(tuple(data.get("document_ids", ())), tuple(data.get("folder_ids", ())))
+        page, size = data["page"], data["page_size"]
         try:
-            result = search(query=data["q"], workspace=workspace, scope=scope, limit=data["limit"])
+            result = search(
+                query=data["q"], workspace=workspace, scope=scope, limit=size,
+                offset=(page - 1) * size,
+            )
         except ScopeError as exc:
             # Foreign ids look exactly like missing ones: no probing other workspaces.
             raise NotFound(str(exc)) from exc
+        here = request.build_absolute_uri()
+        full = len(result.hits) == size and page * size < SearchQuerySerializer.MAX_DEPTH
         return Response(
             {
                 "query": result.query,
                 "results": HitSerializer(result.hits, many=True).data,
+                "next": replace_query_param(here, "page", page + 1) if full else None,
+                "previous": replace_query_param(here, "page", page - 1) if page > 1 else None,
                 "metadata": result.metadata,
             }
         )

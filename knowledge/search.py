@@ -119,10 +119,12 @@ def search(
     workspace: Workspace,
     scope: Scope | None = None,
     limit: int = 10,
+    offset: int = 0,
     per_document: int | None = None,
     legs: tuple[str, ...] = ("dense", "keyword"),
 ) -> SearchResult:
-    """Chunk-level hits for `query` in `workspace`, best first.
+    """Chunk-level hits for `query` in `workspace`, best first: `limit` of them after the
+    `offset` best (a page: ranks do not depend on either).
 
     At most SEARCH_MAX_PER_SECTION hits of one section, or with `per_document` at most
     that many of one document. `legs` exists for measurement (bench/retrieval.py
@@ -135,7 +137,7 @@ def search(
     # The same pool whatever the page size: a hit's rank must not depend on `limit`
     # (with a pool growing with it, --limit 10 and --limit 50 disagreed at rank 9:
     # hits past the smaller pool added fused score to some candidates only).
-    pool = max(settings.SEARCH_POOL, limit)
+    pool = max(settings.SEARCH_POOL, offset + limit)
 
     related = (
         graph.related_entities(workspace=workspace, query=query, limit=settings.GRAPH_NEIGHBOURS)
@@ -175,9 +177,9 @@ def search(
     if per_document is None:
         ordered = cap_per_group(
             candidates, _sections(candidates, document_of), settings.SEARCH_MAX_PER_SECTION
-        )[:limit]
+        )[: offset + limit]
     else:
-        ordered = cap_per_group(candidates, document_of, per_document)[:limit]
+        ordered = cap_per_group(candidates, document_of, per_document)[: offset + limit]
     dense_info = {row[0]: (rank, 1 - row[2]) for rank, row in enumerate(dense, start=1)}
     keyword_info = {row[0]: (rank, row[2]) for rank, row in enumerate(keyword, start=1)}
     scores = dict(fused)
@@ -186,7 +188,7 @@ def search(
     for pk, after in zip(reversed(ordered[:-1]), reversed(ordered[1:]), strict=True):
         scores[pk] = max(scores[pk], scores[after])
     hits = []
-    for row in _fetch_hits(ordered):
+    for row in _fetch_hits(ordered[offset:]):
         pk = row[0]
         dense_rank, dense_score = dense_info.get(pk, (None, None))
         keyword_rank, keyword_score = keyword_info.get(pk, (None, None))

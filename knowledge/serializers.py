@@ -44,11 +44,32 @@ class ChunkSerializer(serializers.ModelSerializer):
 
 
 class SearchQuerySerializer(serializers.Serializer):
+    """`limit` hits, or pages of `page_size` (the other lists' names): `page` 2 of 10 is
+    hits 11 to 20. Ranked search goes MAX_DEPTH hits deep."""
+
+    MAX_DEPTH = 200
+
     q = serializers.CharField(max_length=2000, trim_whitespace=True)
-    limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+    limit = serializers.IntegerField(min_value=1, max_value=100, required=False)
+    page_size = serializers.IntegerField(min_value=1, max_value=100, required=False)
+    page = serializers.IntegerField(min_value=1, default=1)
     workspace = serializers.SlugField(required=False)
     document_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
     folder_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+
+    def validate(self, data: dict) -> dict:
+        limit, size = data.get("limit"), data.get("page_size")
+        if limit is not None and size is not None and limit != size:
+            raise serializers.ValidationError(
+                {"page_size": "limit and page_size name one number; give one of them"}
+            )
+        data["page_size"] = size or limit or 10
+        if data["page"] * data["page_size"] > self.MAX_DEPTH:
+            raise serializers.ValidationError(
+                {"page": f"search returns its {self.MAX_DEPTH} best hits at most; page "
+                         f"{data['page']} of {data['page_size']} goes past them"}
+            )
+        return data
 
 
 class HitSerializer(serializers.Serializer):
@@ -75,6 +96,8 @@ class SearchResponseSerializer(serializers.Serializer):
 
     query = serializers.CharField()
     results = HitSerializer(many=True)
+    next = serializers.URLField(allow_null=True, help_text="the next page, when this one is full")
+    previous = serializers.URLField(allow_null=True)
     metadata = serializers.DictField(help_text="timings and the retrieval legs used")
 class WorkspaceSerializer(serializers.ModelSerializer):
     """A workspace the user belongs to; its owner may PATCH `name` and `retrieval_mode`."""

@@ -98,7 +98,7 @@ def search_knowledge_base(
             query=data["q"],
             workspace=ws,
             scope=Scope(tuple(data["document_ids"]), tuple(data["folder_ids"])),
-            limit=data["limit"],
+            limit=data["page_size"],
         )
     except ScopeError as exc:
         raise Refused(str(exc)) from exc

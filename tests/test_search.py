@@ -181,6 +181,25 @@ def test_search_api_with_token_auth_and_scope_errors(corpus, workspace, user):
     assert client.get("/api/search", {"q": "x", "limit": "lots"}).status_code == 400
 
 
+def test_search_pages_like_the_other_lists(corpus, user):
+    client = APIClient()
+    client.force_authenticate(user)
+    query = "When is the launch?"
+    first = client.get("/api/search", {"q": query, "limit": 4}).json()
+    one = client.get("/api/search", {"q": query, "page_size": 2}).json()
+    two = client.get(one["next"]).json()
+    assert [h["chunk_id"] for h in one["results"] + two["results"]] == [
+        h["chunk_id"] for h in first["results"]
+    ]
+    assert one["previous"] is None and "page=2" in one["next"] and "page=1" in two["previous"]
+    last = client.get("/api/search", {"q": query, "page_size": 100, "page": 2}).json()
+    assert last["results"] == [] and last["next"] is None
+    both = client.get("/api/search", {"q": query, "limit": 3, "page_size": 5})
+    assert both.status_code == 400 and "page_size" in both.json()
+    deep = client.get("/api/search", {"q": query, "page_size": 50, "page": 5})
+    assert deep.status_code == 400 and "200 best hits" in deep.json()["page"][0]
+
+
 def test_documents_api_lists_details_and_chunks(corpus, user):
     client = APIClient()
     client.force_authenticate(user)
