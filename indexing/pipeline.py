@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError as DBInterfaceError
 from django.db import OperationalError, transaction
@@ -186,6 +187,12 @@ def index_document(
         return mark_failed(document_id=document_id, message=str(exc))
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
         raise  # retried, or deleted meanwhile: the task has nothing left to do
+    except SoftTimeLimitExceeded:
+        return mark_failed(
+            document_id=document_id,
+            message=f"Indexing took longer than {settings.INGEST_TASK_TIME_LIMIT} seconds and "
+            "was stopped (INGEST_TASK_TIME_LIMIT); the file may be too large or malformed",
+        )
     except Exception as exc:  # a loader bug must not take the batch down with it
         logger.exception("Indexing document %s failed", document_id)
         return mark_failed(

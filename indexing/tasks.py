@@ -10,7 +10,11 @@ from knowledge import vector_index
 from knowledge.models import Document
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(
+    bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
+    soft_time_limit=settings.INGEST_TASK_TIME_LIMIT,
+    time_limit=settings.INGEST_TASK_TIME_LIMIT + 60,
+)
 def index_document_task(self, document_id: int, force: bool = False) -> str:
     try:
         workspace_id = Document.objects.values_list("workspace_id", flat=True).get(pk=document_id)

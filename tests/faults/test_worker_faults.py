@@ -116,3 +116,45 @@ def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
         assert document.status == Document.Status.FAILED, name
         assert needle in document.last_error.lower(), (name, document.last_error)
         assert document.chunks.count() == 0
+
+
+def test_a_document_past_the_time_limit_fails_and_the_worker_takes_the_next(
+    workspace, tmp_path, fake
+):
+    """INGEST_TASK_TIME_LIMIT on the deployed (prefork) worker: an embedding endpoint that
+    does not answer for one document holds its task past the limit; the task is stopped,
+    the document FAILED saying why, and it does not come back."""
+    from tests.conftest import Fake
+
+    def embeddings(body):
+        if any("stalls" in text for text in body["input"]):
+            time.sleep(30)
+        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
+                         for i, _ in enumerate(body["input"])]}
+
+    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a-slow.md").write_text("# Slow\n\nThis note stalls the embedding endpoint.\n")
+    (corpus / "b-good.md").write_text("# Good\n\nThe ferry leaves at nine.\n")
+    env = worker_env(
+        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
+        EMBEDDING_MODEL="stalling", INGEST_TASK_TIME_LIMIT="3",
+    )
+    worker = start_worker(env, pool="prefork")
+    began = time.monotonic()
+    try:
+        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug)
+        assert result.returncode == 1 and "1 indexed, 1 failed" in result.stdout, result.stderr
+        assert time.monotonic() - began < 25, "the slow document was stopped, not waited for"
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    slow = Document.objects.get(workspace=workspace, metadata__path="a-slow.md")
+    assert slow.status == Document.Status.FAILED
+    assert "longer than 3 seconds" in slow.last_error and slow.chunks.count() == 0
+    good = Document.objects.get(workspace=workspace, metadata__path="b-good.md")
+    assert good.status == Document.Status.INDEXED
+    stalls = [b for p, b in Fake.requests if "stalls" in str(b.get("input"))]
+    assert len(stalls) == 1, "the stopped document is not run again"
