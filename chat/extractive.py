@@ -544,6 +544,7 @@ def compose_answer(
     if best < floor:
         return NOTHING_FOUND
     best = ranked[0].score
+    record = _record_named(question, ranked[0])
     chosen: list[Candidate] = []
     for candidate in ranked:
         # Keep sentences close to the best one; weak ones dilute the answer.
@@ -552,6 +553,8 @@ def compose_answer(
         if chosen and is_table_row(candidate.text) and (
             candidate.score < best * tuning.row_keep_ratio
         ):
+            continue
+        if chosen and _another_record(question, record, ranked[0], candidate):
             continue
         if candidate.text not in {c.text for c in chosen}:
             chosen.append(candidate)
@@ -563,6 +566,49 @@ def compose_answer(
     precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
     return _quote(chosen, "[{}]")
+
+
+def _record_named(question: str, best: Candidate) -> frozenset[str]:
+    """The question's names the best sentence gives its answer of ("the Team plan")."""
+    return _names(question, analyze(question)) & analyze(best.text).stems
+
+
+_TOKEN: Final = re.compile(r"[^\W_]+|[^\w\s]")
+
+
+def _beside(text: str, names: frozenset[str]) -> set[str]:
+    """The tokens right after each name in the text, and the words right before it that
+    are not stop words: what says which role it plays ("Team plan", "Team:")."""
+    tokens = [t.lower() for t in _TOKEN.findall(text)]
+    found = set()
+    for i, token in enumerate(tokens):
+        if stem(token) in names:
+            if i + 1 < len(tokens) and stem(tokens[i + 1]) not in names:
+                found.add(tokens[i + 1])
+            if i and tokens[i - 1] not in STOP_WORDS and stem(tokens[i - 1]) not in names:
+                found.add(tokens[i - 1])
+    return found
+
+
+def _another_record(
+    question: str, record: frozenset[str], best: Candidate, candidate: Candidate
+) -> bool:
+    """Whether a sentence gives what is asked of another thing than the best one does:
+    "How much does the Team plan cost?" is not answered by "The Starter plan costs €9"
+    too (another name where the best sentence has Team, and money), though it shares
+    "plan" and "costs"; "The meeting … starts at 15:00 UTC" after "Tidewatch launch
+    planning meeting, Tuesday 14 January" names nothing in the place of Tidewatch."""
+    if not record or record & analyze(candidate.text).stems:
+        return False
+    if not any(shape.looks.search(candidate.text) for shape in ANSWER_SHAPES
+               if shape.asks.search(question)):
+        return False
+    asked = analyze(question).stems
+    others = frozenset(
+        stem(token) for entity in analyze(candidate.text).entities for token in entity.tokens
+        if not {stem(t) for t in entity.tokens} & asked
+    )
+    return bool(others) and bool(_beside(best.text, record) & _beside(candidate.text, others))
 
 
 def _quote(chosen: Sequence[Candidate], marker: str) -> str:

@@ -396,3 +396,19 @@ def test_a_price_is_read_under_its_column_and_only_the_row_asked_about_is_quoted
     assert compose_answer("How much does Widget model 38 cost?", passages, titles=titles) == (
         "| SKU-0038 | Widget model 38 | 29.00 | Lyon | [2]"
     )
+
+
+def test_a_price_asked_of_one_plan_is_not_followed_by_another_plans(checker):
+    question = "How much does the Team plan cost?"
+    prose = [(1, "The Starter plan costs €9 per month and includes three users. The Team "
+                 "plan is billed per seat at €15 per user per month, with a minimum of five "
+                 "seats. Enterprise pricing is available on request.")]
+    assert compose_answer(question, prose, grounder=checker) == (
+        "The Team plan is billed per seat at €15 per user per month, with a minimum of "
+        "five seats. [1]"
+    )
+    listed = [(1, "Plans\n\n- Starter: $12 per month, one user.\n"
+                  "- Team: $49 per month, up to ten users.\n- Enterprise: contact sales.")]
+    assert compose_answer(question, listed, grounder=checker) == (
+        "- Team: $49 per month, up to ten users. [1]"
+    )
