@@ -147,22 +147,25 @@ def resolve(*, thread: Thread, n: int) -> CitationEntry | None:
 
 
 def freshness(entry: CitationEntry) -> str:
-    """'current', 'changed' (the source now says something else) or 'missing'.
+    """'current', 'changed' (the document now says something else there: it was edited
+    and re-indexed) or 'missing' (the document was deleted).
 
     Entries from entries() and resolve() carry the chunk's current hash; others
     cost a query.
     """
     if entry.source_type != CitationEntry.SourceType.KB_CHUNK:
         return "current"
-    if entry.chunk_id is None:
+    if entry.document_id is None:
         return "missing"
+    if entry.chunk_id is None:
+        return "changed"  # re-indexing replaced the chunk: its text changed
     if hasattr(entry, "current_content_hash"):
         found = entry.current_content_hash
     else:
         current = Chunk.objects.filter(pk=entry.chunk_id).values_list("content_hash", flat=True)
         found = current.first()
     if found is None:
-        return "missing"
+        return "changed"
     return "current" if found == entry.content_hash else "changed"
 
 

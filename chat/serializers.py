@@ -39,7 +39,8 @@ class CitationSerializer(serializers.Serializer):
     label = serializers.CharField(help_text="the locator for people, e.g. 'page 4'")
     text = serializers.CharField(help_text="the passage exactly as the model was shown it")
     status = serializers.CharField(
-        help_text="'current', 'changed' (the source now says something else) or 'missing'"
+        help_text="'current', 'changed' (the document was edited: it now says something "
+        "else there) or 'missing' (the document was deleted)"
     )
 
 

@@ -473,7 +473,7 @@ def test_changed_source_is_flagged_and_shows_what_was_cited(stale_citation, page
     panel = page.locator("#citation-panel")
     expect(panel.locator("#citation-title")).to_have_text(XSS_TITLE)
     expect(panel.locator("#citation-status")).to_be_visible()
-    expect(panel.locator("#citation-status")).to_contain_text("changed since it was cited")
+    expect(panel.locator("#citation-status")).to_contain_text("edited since it was cited")
     expect(panel.locator(".passage")).to_contain_text("every April")
     expect(panel.locator("mark").first).to_be_visible()
     page.locator("#citation-close").click()

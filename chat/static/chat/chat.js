@@ -918,9 +918,10 @@
 
     if (citation.status === "changed" || citation.status === "missing") {
       ui.panelStatus.textContent = citation.status === "missing"
-        ? "This source has changed since it was cited: the passage is no longer in it. " +
+        ? "This document has been deleted since it was cited. " +
           "Shown below is the text as it was cited."
-        : "This source has changed since it was cited. Shown below is the text as it was cited.";
+        : "This document has been edited since it was cited: the passage may no longer " +
+          "say this. Shown below is the text as it was cited.";
       ui.panelStatus.hidden = false;
     } else {
       ui.panelStatus.hidden = true;
