@@ -110,6 +110,18 @@ def test_a_count_is_not_read_as_the_day_of_a_date_and_a_day_not_as_a_count() -> 
     assert [i.reason for i in changed] == ["the passage says 14, not 12"]
 
 
+def test_a_number_the_passage_gives_of_another_thing_is_not_support(grounder) -> None:
+    offices = ("The Lisbon office opens with 12 engineers. "
+               "The Porto office opens with 30 engineers.")
+    right = grounder.check_claim("The Lisbon office opens with 12 engineers.", [offices])
+    assert (right.verdict, right.spans) == ("supported", ((0, 42),))
+    for claim in ("The Lisbon office opens with 30 engineers.",
+                  "The Porto office opens with 12 engineers."):
+        wrong = grounder.check_claim(claim, [offices])
+        assert wrong.verdict == "unsupported", (claim, wrong)
+        assert len(wrong.spans) == 1, "the other office's sentence is not joined to it"
+
+
 def test_a_number_the_passage_never_mentions_is_flagged(grounder) -> None:
     support = grounder.check_claim(
         "The Denver Broncos defeated the Carolina Panthers before 71,000 fans.", [PASSAGE]
