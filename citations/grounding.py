@@ -455,6 +455,9 @@ class Grounder:
         total = sum(weights.values()) or 1.0
         chosen = [best]
         covered = set(plan.units[best].features.stems)
+        # Each sentence's values of the claim's numbers given of something else ("12
+        # engineers" where the claim has 30): such a sentence is another record.
+        given_by = [checks.values_given(plan.features, u.features) for u in plan.units]
         same_name = {
             stem(token): entity.text for entity in plan.features.entities
             for token in entity.tokens
@@ -471,7 +474,7 @@ class Grounder:
                 # What a row is about is its first cell ("Ines Valcourt | Finish … | 7 …").
                 if unit.row and not brought & analyze(cells(unit.text)[0]).stems:
                     continue  # another record's values: the claim does not name its row
-                if checks.values_given(plan.features, unit.features):
+                if given_by[index]:
                     continue  # another record: "12 engineers" where the claim has 30
                 gain = sum(weights[term] for term in brought) / total
                 # A multi-word name counts once: "Chevrolet Aveo" alone does not tie its
@@ -494,9 +497,7 @@ class Grounder:
         }
         # Unless the span gives its own value of that thing: "12 engineers" is what it says
         # of Lisbon, though the next sentence has Porto's 30.
-        given = frozenset().union(
-            *(checks.values_given(plan.features, plan.units[i].features) for i in chosen)
-        )
+        given = frozenset().union(*(given_by[i] for i in chosen))
         values -= given
         wanted -= {term for term in wanted if term.isdigit() and float(term) in given}
         for index in sorted(chosen):
@@ -506,7 +507,7 @@ class Grounder:
                 ):
                     continue
                 unit = plan.units[neighbour]
-                if unit.row or checks.values_given(plan.features, unit.features):
+                if unit.row or given_by[neighbour]:
                     continue  # another row's date is not this row's ("7 | 14 February")
                 told = values & {n.value for n in unit.features.numbers}
                 if unit.passage == plan.units[index].passage and (
@@ -524,7 +525,7 @@ class Grounder:
             for index, unit in enumerate(plan.units):
                 if index not in chosen and not unit.row and (
                     unit.passage == plan.units[best].passage and term in unit.features.stems
-                ) and not checks.values_given(plan.features, unit.features):
+                ) and not given_by[index]:
                     chosen.append(index)
                     wanted -= unit.features.stems
                     break
