@@ -27,10 +27,12 @@ class _Atom:
     start: int
     end: int
     cost: int
+    code: bool = False  # a line of a fenced code block: chunks start and end on its lines
 
 
 _PARAGRAPH_BREAK_RE = re.compile(r"\n[^\S\n]*\n")
 _MARKDOWN_HEADING_RE = re.compile(r"#{1,6}[ \t]+\S")
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 # Terminal punctuation, closing quotes/brackets, whitespace, then something
 # that looks like the start of a sentence (capital, digit or opening quote).
 _SENTENCE_END_RE = re.compile(
@@ -247,25 +249,92 @@ def _is_heading(text: str, span: tuple[int, int], first_in_headed_section: bool)
     return first_in_headed_section and chunk.count("\n") <= 1
 
 
+def fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """[start, end) of each fenced code block (``` or ~~~) in text[start:end].
+
+    A fence closes at a line of the same character at least as long with nothing after
+    it; an unclosed one runs to the end, as CommonMark has it.
+    """
+    blocks = []
+    cursor = start
+    while (opening := _FENCE_RE.search(text, cursor, end)) is not None:
+        fence = opening.group(1)
+        closing = re.compile(rf"^ {{0,3}}{fence[0]}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        line_end = text.find("\n", opening.end(), end)
+        found = closing.search(text, line_end, end) if line_end != -1 else None
+        block_end = found.end() if found else end
+        blocks.append((opening.start(1), block_end))
+        cursor = block_end
+    return blocks
+
+
+def _blocks(text: str, start: int, end: int) -> list[tuple[int, int, bool]]:
+    """Paragraphs, with each fenced code block one (start, end, is_code) however many
+    blank lines it holds: code is split at its lines, never inside one."""
+    fences = fenced_blocks(text, start, end)
+    if not fences:
+        return [(s, e, False) for s, e in paragraph_spans(text, start, end)]
+    out: list[tuple[int, int, bool]] = []
+    cursor = start
+    for fence_start, fence_end in fences:
+        out.extend((s, e, False) for s, e in paragraph_spans(text, cursor, fence_start))
+        out.append((fence_start, fence_end, True))
+        cursor = fence_end
+    out.extend((s, e, False) for s, e in paragraph_spans(text, cursor, end))
+    return out
+
+
 def _section_atoms(text: str, section: Section, max_tokens: int) -> list[_Atom]:
-    """Paragraphs that fit, else their sentences that fit, else word pieces."""
-    paragraphs = paragraph_spans(text, section.start, section.end)
+    """Paragraphs that fit, else their sentences (a code block's lines) that fit, else
+    word pieces."""
+    paragraphs = _blocks(text, section.start, section.end)
     atoms: list[_Atom] = []
     heading_start: int | None = None  # start of headings waiting for body text
     heading_end = 0
-    for index, paragraph in enumerate(paragraphs):
+    for index, (start, end, code) in enumerate(paragraphs):
         is_last = index == len(paragraphs) - 1
-        if not is_last and _is_heading(text, paragraph, index == 0 and bool(section.heading_path)):
+        first_in_headed = index == 0 and bool(section.heading_path)
+        if not is_last and not code and _is_heading(text, (start, end), first_in_headed):
             if heading_start is None:
-                heading_start = paragraph[0]
-            heading_end = paragraph[1]
+                heading_start = start
+            heading_end = end
             continue
-        start, end = paragraph
         glue_end = None
         if heading_start is not None:
             start, glue_end = heading_start, heading_end
             heading_start = None
-        atoms.extend(_paragraph_atoms(text, start, end, glue_end, max_tokens))
+        if code:
+            atoms.extend(_code_atoms(text, start, end, glue_end, max_tokens))
+        else:
+            atoms.extend(_paragraph_atoms(text, start, end, glue_end, max_tokens))
+    return atoms
+
+
+def _code_atoms(
+    text: str, start: int, end: int, glue_end: int | None, max_tokens: int
+) -> list[_Atom]:
+    """A code block whole if it fits, else its lines (the headings glued in front ride
+    with the first line). Like every prose chunk, one starts past its first line's
+    indentation."""
+    cost = count_tokens(text[start:end])
+    if cost <= max_tokens:
+        return [_Atom(start, end, cost, code=True)]
+    atoms: list[_Atom] = []
+    line_start = start
+    for line in text[start:end].split("\n"):
+        line_end = line_start + len(line)
+        if line.strip():
+            first = glue_end is not None and not atoms
+            atom_start = start if first else line_start + len(line) - len(line.lstrip())
+            line_cost = count_tokens(text[atom_start:line_end])
+            if line_cost <= max_tokens:
+                atoms.append(_Atom(atom_start, line_end, line_cost, code=True))
+            else:
+                atoms.extend(
+                    _Atom(s, e, c, code=True)
+                    for s, e, c in split_by_tokens(text, atom_start, line_end, max_tokens)
+                )
+        line_start = line_end + 1
     return atoms
 
 
@@ -309,7 +378,9 @@ def _pack(text: str, atoms: list[_Atom], budget: ChunkBudget) -> list[tuple[int,
             target = min(budget.overlap_tokens, max_tokens - first.cost)
             if target > 0:
                 previous_start, previous_end = chunks[-1]
-                overlap = _overlap_start(text, previous_start, previous_end, target)
+                overlap = _overlap_start(
+                    text, previous_start, previous_end, target, lines_only=first.code
+                )
                 if overlap is not None:
                     start, cost = overlap[0], overlap[1] + first.cost
         index += 1
@@ -325,12 +396,15 @@ def _pack(text: str, atoms: list[_Atom], budget: ChunkBudget) -> list[tuple[int,
     return chunks
 
 
-def _overlap_start(text: str, start: int, end: int, target: int) -> tuple[int, int] | None:
+def _overlap_start(
+    text: str, start: int, end: int, target: int, *, lines_only: bool = False
+) -> tuple[int, int] | None:
     """(offset, cost) where the overlap copied from chunk text[start:end] begins.
 
     The overlap is the longest tail worth at most `target` tokens, moved
     forward to the first sentence start inside it, else to the first word
-    start. It never covers the whole previous chunk.
+    start; in code, to the first line's start. It never
+    covers the whole previous chunk.
     """
     # Tokenizing only a generous tail keeps this linear in the overlap size;
     # fall back to the whole chunk when the tail is unusually dense.
@@ -342,6 +416,12 @@ def _overlap_start(text: str, start: int, end: int, target: int) -> tuple[int, i
     if not suffix_cost:
         return None
     window_start = min(suffix_cost)
+    if lines_only:
+        for offset in sorted(suffix_cost):
+            line_start = text.rfind("\n", start, offset) + 1
+            if line_start > start and not text[line_start:offset].strip():
+                return offset, suffix_cost[offset]
+        return None
     for boundary in _boundaries(text, tail_start, end):
         if boundary >= window_start and boundary in suffix_cost:
             return boundary, suffix_cost[boundary]

@@ -116,11 +116,7 @@ def _sniff(data: bytes) -> str | None:
 def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str:
     """One of the format constants above, or IngestError for what we cannot read."""
     if by_name := _format_by_name(filename):
-        textual = (TEXT, MARKDOWN, HTML, DELIMITED)
-        if by_name in textual and data.startswith((b"%PDF-", b"PK\x03\x04")):
-            # A PDF or Word file saved under a text name ("report.txt"): what it is wins.
-            return _sniff(data) or by_name
-        return by_name
+        return _checked_against_content(by_name, data, filename)
     ext = _extension(filename)
     if ext in UNSUPPORTED_EXTENSIONS:
         raise _unsupported(ext)
@@ -138,6 +134,29 @@ def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str
     if sniffed is None:
         raise _unsupported(ext or base_mime or "unknown binary")
     return sniffed
+
+
+_CONTAINERS = {PDF: "a PDF", DOCX: "a Word file", PPTX: "a PowerPoint file", XLSX: "an Excel file"}
+
+
+def _checked_against_content(by_name: str, data: bytes, filename: str) -> str:
+    """The format a file's name gives, unless its bytes are plainly something else.
+
+    A PDF or Office file under another name ("report.txt", a .docx saved as .pptx) is read
+    as what it is. Text under a PDF or Office name is refused saying what it holds: it is
+    as often an HTML error page saved by a download as a file that was only misnamed, and
+    the reader of that format would fail with a message about a corrupt file.
+    """
+    if not data or not (data.startswith((b"%PDF-", b"PK\x03\x04")) or by_name in _CONTAINERS):
+        return by_name
+    sniffed = _sniff(data)
+    if sniffed in _CONTAINERS or sniffed is None or by_name not in _CONTAINERS:
+        return sniffed or by_name  # unreadable bytes get the named format's own error
+    holds = "an HTML page" if sniffed == HTML else "plain text"
+    raise IngestError(
+        f"'{PurePosixPath(filename).name}' is named as {_CONTAINERS[by_name]} but holds "
+        f"{holds}; rename it to what it is (.html, .md or .txt) to index it"
+    )
 
 
 def load_code(data: bytes, *, filename: str) -> LoadedDocument:

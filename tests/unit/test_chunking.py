@@ -858,3 +858,27 @@ def test_a_chunk_starting_inside_a_table_names_the_tables_header_row() -> None:
         RawUnit(text="a | b\n1 | 2\n\n" + "Words here. " * 200, locator={}, kind=KIND_PROSE),
         ChunkBudget(max_tokens=60),
     )[-1].locator
+
+
+def test_a_fenced_code_block_is_cut_between_its_lines_and_kept_whole_across_blank_lines() -> None:
+    lines = [f"    total_{n} = measure(station={n}, window='tide'). Then(report)"
+             for n in range(40)]
+    text = (
+        "# Gauges\n\nHow the readings are taken.\n\n```python\ndef read():\n"
+        + "\n".join(lines[:20]) + "\n\n    # second pass\n" + "\n".join(lines[20:])
+        + "\n```\n\nThe readings are kept for a year."
+    )
+    section = Section(0, len(text), ("Gauges",))
+    unit = RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=[section])
+    budget = ChunkBudget(max_tokens=80, overlap_tokens=20)
+    pieces = chunk_unit(unit, budget)
+    check_invariants(unit, budget, pieces)
+    assert len(pieces) > 4
+    code_start, code_end = text.index("def read"), text.index("\n```\n") + 4
+    for piece in pieces:
+        start, end = piece.locator["char_start"], piece.locator["char_end"]
+        if code_start < start < code_end:
+            before = text[:start].rsplit("\n", 1)[1]
+            assert not before.strip(), f"starts mid-line: {piece.text!r}"
+        if code_start < end < code_end:
+            assert text[end] == "\n", f"ends mid-line: {piece.text!r}"

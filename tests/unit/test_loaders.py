@@ -173,6 +173,30 @@ def test_a_pdf_or_word_file_under_a_text_name_is_read_as_what_it_is() -> None:
     assert load_bytes(make_docx(), filename="notes.md").source_type == SourceType.OFFICE
 
 
+def test_an_office_file_under_another_office_name_is_read_as_what_it_is() -> None:
+    loaded = load_bytes(make_docx(), filename="manual.pptx")
+    assert loaded.source_type == SourceType.OFFICE
+    assert "Run the installer and accept the licence to continue." in loaded.text
+    assert load_bytes(make_pdf(["Renamed report"]), filename="report.docx").source_type == (
+        SourceType.PDF
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "holds"),
+    [
+        (b"# Notes\n\nThe ferry leaves at nine.\n", "notes.pdf", "named as a PDF but holds plain"),
+        (b"<!doctype html><title>Sign in</title>", "report.pdf", "holds an HTML page"),
+        (b"Quarterly numbers\n", "numbers.xlsx", "is named as an Excel file"),
+    ],
+)
+def test_text_under_a_pdf_or_office_name_is_refused_saying_what_it_holds(
+    data: bytes, name: str, holds: str
+) -> None:
+    with pytest.raises(IngestError, match=holds):
+        load_bytes(data, filename=name)
+
+
 # ---------------------------------------------------------------- markdown
 
 MARKDOWN = b"""Some preamble.
