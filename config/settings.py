@@ -416,8 +416,9 @@ URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 URL_FETCH_ALLOW_PRIVATE = env.bool("URL_FETCH_ALLOW_PRIVATE", default=False)
 INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
 # An indexing task still running after this many seconds is stopped and its document
-# FAILED, saying so; a task that does not stop is killed a minute later, and neither comes
-# back: a document that hangs a loader must not hold the worker again after each restart.
+# FAILED, saying so; a task that does not stop is killed a minute later (its document
+# FAILED the same way), and neither comes back: a document that hangs a loader must not
+# hold the worker again after each restart.
 INGEST_TASK_TIME_LIMIT = env.int("INGEST_TASK_TIME_LIMIT", default=3600)
 # Server folders the admin (and any API) may ingest by path; none by default. A
 # root holding the project folder, VERITY_HOME or MEDIA_ROOT is ignored.

@@ -188,11 +188,7 @@ def index_document(
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
         raise  # retried, or deleted meanwhile: the task has nothing left to do
     except SoftTimeLimitExceeded:
-        return mark_failed(
-            document_id=document_id,
-            message=f"Indexing took longer than {settings.INGEST_TASK_TIME_LIMIT} seconds and "
-            "was stopped (INGEST_TASK_TIME_LIMIT); the file may be too large or malformed",
-        )
+        return mark_stopped(document_id=document_id)
     except Exception as exc:  # a loader bug must not take the batch down with it
         logger.exception("Indexing document %s failed", document_id)
         return mark_failed(
@@ -218,6 +214,15 @@ def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     # what users could already find and cite.
     _update(document_id, status=Document.Status.FAILED, progress=0, last_error=message[:4000])
     return IndexOutcome(document_id, Document.Status.FAILED, error=message)
+
+
+def mark_stopped(*, document_id: int) -> IndexOutcome:
+    """FAILED for running past INGEST_TASK_TIME_LIMIT (asked to stop, or killed)."""
+    return mark_failed(
+        document_id=document_id,
+        message=f"Indexing took longer than {settings.INGEST_TASK_TIME_LIMIT} seconds and "
+        "was stopped (INGEST_TASK_TIME_LIMIT); the file may be too large or malformed",
+    )
 
 
 def _update(document_id: int, **fields) -> None:

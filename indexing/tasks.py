@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+from celery import Task, shared_task
+from celery.exceptions import TimeLimitExceeded
 from django.conf import settings
 
 from indexing import pipeline
@@ -10,10 +11,27 @@ from knowledge import vector_index
 from knowledge.models import Document
 
 
+class _IndexingTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        # A task stuck where the soft limit cannot reach it (inside C code, or already
+        # stopping) is killed at the hard one. Celery then calls this in the worker's
+        # main process and acknowledges the message: without it the document would sit
+        # INDEXING until someone ran `requeue`.
+        if isinstance(exc, TimeLimitExceeded):
+            document_id = kwargs.get("document_id", args[0] if args else None)
+            if document_id is not None:
+                pipeline.mark_stopped(document_id=document_id)
+
+
+# The hard limit follows the soft one by a minute (by the soft limit itself when that is
+# shorter), time for a stopped task to record why.
+_GRACE = min(60, settings.INGEST_TASK_TIME_LIMIT)
+
+
 @shared_task(
-    bind=True, acks_late=True, reject_on_worker_lost=True, ignore_result=True,
-    soft_time_limit=settings.INGEST_TASK_TIME_LIMIT,
-    time_limit=settings.INGEST_TASK_TIME_LIMIT + 60,
+    bind=True, base=_IndexingTask, acks_late=True, reject_on_worker_lost=True,
+    ignore_result=True, soft_time_limit=settings.INGEST_TASK_TIME_LIMIT,
+    time_limit=settings.INGEST_TASK_TIME_LIMIT + _GRACE,
 )
 def index_document_task(self, document_id: int, force: bool = False) -> str:
     try:

@@ -6,6 +6,7 @@ import os
 import random
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +159,45 @@ def test_a_document_past_the_time_limit_fails_and_the_worker_takes_the_next(
     assert good.status == Document.Status.INDEXED
     stalls = [b for p, b in Fake.requests if "stalls" in str(b.get("input"))]
     assert len(stalls) == 1, "the stopped document is not run again"
+
+
+def test_a_task_that_does_not_stop_at_the_time_limit_is_killed_and_its_document_failed(
+    workspace, tmp_path, fake
+):
+    """Past the soft limit the task is asked to stop; one that cannot (here its process is
+    frozen by SIGSTOP, as one stuck inside C code or swapped out does not answer) is killed
+    at the hard limit, and the worker's main process records its document FAILED rather
+    than leave it INDEXING until someone runs `requeue`."""
+    from tests.conftest import Fake
+
+    worker = None
+
+    def embeddings(body):
+        if any("freezes" in text for text in body["input"]):
+            for child in Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split():
+                os.kill(int(child), signal.SIGSTOP)
+        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
+                         for i, _ in enumerate(body["input"])]}
+
+    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a-frozen.md").write_text("# Frozen\n\nThis note freezes the worker process.\n")
+    (corpus / "b-good.md").write_text("# Good\n\nThe ferry leaves at nine.\n")
+    env = worker_env(
+        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
+        EMBEDDING_MODEL="freezing", INGEST_TASK_TIME_LIMIT="3",
+    )
+    worker = start_worker(env, pool="prefork")
+    try:
+        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug, timeout=90)
+        assert result.returncode == 1 and "1 indexed, 1 failed" in result.stdout, result.stderr
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    frozen = Document.objects.get(workspace=workspace, metadata__path="a-frozen.md")
+    assert frozen.status == Document.Status.FAILED
+    assert "longer than 3 seconds" in frozen.last_error and frozen.chunks.count() == 0
+    good = Document.objects.get(workspace=workspace, metadata__path="b-good.md")
+    assert good.status == Document.Status.INDEXED
