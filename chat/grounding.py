@@ -57,12 +57,17 @@ class TooMuchWork(ValueError):
 
 
 def _within_budget(answer: str, passages: Mapping[int, str]) -> None:
-    needed, limit = characters_read(answer, passages), settings.GROUNDING_CHECK_MAX_CHARS
+    read, limit = characters_read(answer, passages), settings.GROUNDING_CHECK_MAX_CHARS
+    needed = sum(read.values())
     if needed > limit:
+        most = max(read, key=read.__getitem__)
         raise TooMuchWork(
-            f"Checking this answer would read {needed:,} characters of passages (each cited "
-            f"passage once for every sentence citing it); the limit is {limit:,}. Send fewer "
-            "sentences or shorter passages in each request."
+            f"Checking this answer would read {needed:,} characters of passage text; the "
+            f"limit is {limit:,}. Every sentence that cites a passage reads all of it (twice "
+            "when the sentence cites more than one), so a passage cited by five sentences "
+            f"counts five times: the most read here is [{most}], {len(passages[most]):,} "
+            f"characters read as {read[most]:,}. Check the answer in parts, or send shorter "
+            "passages."
         )
 
 

@@ -139,16 +139,17 @@ def is_claim(sentence: Sentence) -> bool:
     return len(features.terms) >= 2 or bool(features.numbers and features.terms)
 
 
-def characters_read(answer: str, passages: Mapping[int, str]) -> int:
-    """How much passage text ``Grounder.check_answer`` reads for this answer: each cited
-    passage once for every claim sentence citing it, and again when a sentence cites several
-    (they are also read together). What a check costs grows with it (a request's budget)."""
-    total = 0
+def characters_read(answer: str, passages: Mapping[int, str]) -> dict[int, int]:
+    """How much of each passage ``Grounder.check_answer`` reads for this answer: all of it
+    once for every claim sentence citing it, and again when a sentence cites several (they
+    are also read together). What a check costs grows with the sum (a request's budget)."""
+    read: dict[int, int] = {}
     for sentence in split_answer(answer):
-        lengths = [len(passages[n]) for n in sentence.citations if n in passages]
-        if lengths and is_claim(sentence):
-            total += sum(lengths) * (2 if len(lengths) > 1 else 1)
-    return total
+        cited = [n for n in dict.fromkeys(sentence.citations) if n in passages]
+        if cited and is_claim(sentence):
+            for n in cited:
+                read[n] = read.get(n, 0) + len(passages[n]) * (2 if len(cited) > 1 else 1)
+    return read
 
 
 @dataclass

@@ -346,7 +346,8 @@ GROUNDING = env("GROUNDING", default="on").lower() in ("on", "true", "1", "yes")
 GROUNDING_SUPPORTED = env.float("GROUNDING_SUPPORTED", default=0.62)
 GROUNDING_PARTIAL = env.float("GROUNDING_PARTIAL", default=0.45)
 # POST /api/grounding/check and MCP's check_answer refuse an answer whose check would read
-# more passage text than this (each cited passage once per sentence citing it): a check of
+# more passage text than this (each cited passage once per sentence citing it, twice when
+# the sentence cites several): a check of
 # passages not seen before reads about 25,000 characters a second on 2 cores.
 GROUNDING_CHECK_MAX_CHARS = env.int("GROUNDING_CHECK_MAX_CHARS", default=150_000)
 # Optional: an entailment (NLI) cross-encoder exported to ONNX, its tokenizer.json beside

@@ -131,6 +131,10 @@ def test_check_endpoint_refuses_more_reading_than_its_budget(api, settings):
                             {"answer": text, "passages": [passage, passage]}, format="json")
         assert response.status_code == 413, response.content
         assert "the limit is 1,000" in response.json()["detail"]
+    three_times = {"answer": "It opens at nine [1]. It opens on weekdays [1]. It opens early [1].",
+                   "passages": [passage]}
+    detail = api.post("/api/grounding/check", three_times, format="json").json()["detail"]
+    assert "the most read here is [1], 470 characters read as 1,410" in detail
 
 
 def test_check_endpoint_rechecks_a_stored_message_of_the_user_only(llm, harbour, api, staff):
