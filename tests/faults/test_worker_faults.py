@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import random
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from knowledge.models import Document
+from tests.conftest import REPO_ROOT
 from tests.test_ingest import zip_bomb_docx
 from tests.workers import manage, start_worker, worker_env
 
@@ -201,3 +204,63 @@ def test_a_task_that_does_not_stop_at_the_time_limit_is_killed_and_its_document_
     assert "longer than 3 seconds" in frozen.last_error and frozen.chunks.count() == 0
     good = Document.objects.get(workspace=workspace, metadata__path="b-good.md")
     assert good.status == Document.Status.INDEXED
+
+
+def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_comes_back(
+    workspace, tmp_path, fake
+):
+    """Ctrl-C while the worker of `manage.py serve` is indexing: serve exits within its
+    stop timeout without a traceback, leaving no worker process behind, and the document
+    it was indexing is indexed when a worker next starts."""
+    from tests.conftest import Fake
+
+    stall = {"seconds": 120.0}
+
+    def embeddings(body):
+        time.sleep(stall["seconds"])
+        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
+                         for i, _ in enumerate(body["input"])]}
+
+    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    env = worker_env(
+        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
+        EMBEDDING_MODEL="slow", INGEST_REQUEUE_AFTER_SECONDS="0",
+    )
+    port = 20000 + os.getpid() % 10000
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--workers", "1"],
+            cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+            start_new_session=True,  # a terminal of its own, for Ctrl-C
+        )
+    try:
+        manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
+               "--no-wait")
+        wait_for(lambda: Fake.requests, 60, "the worker to start indexing")
+        worker_group = {int(p) for p in Path(f"/proc/{serve.pid}/task/{serve.pid}/children")
+                        .read_text().split()}
+        os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C in its terminal sends
+        serve.wait(timeout=40)
+    finally:
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+    output = log.read_text()
+    assert "Traceback" not in output, output[-3000:]
+    assert "Stopping the worker" in output
+    time.sleep(1)
+    alive = [pid for pid in worker_group if Path(f"/proc/{pid}").exists()
+             and "celery" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert not alive, "the worker is stopped with serve"
+    document = Document.objects.get(workspace=workspace)
+    assert document.status != Document.Status.INDEXED
+    stall["seconds"] = 0
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: Document.objects.get(pk=document.pk).status in FINAL, 60,
+                 "the document to be indexed again")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert Document.objects.get(pk=document.pk).status == Document.Status.INDEXED

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 
@@ -48,6 +51,11 @@ class _Gunicorn(BaseApplication):
         return get_internal_wsgi_application()
 
 
+# On stop, the worker may finish the document in hand this long; then it is stopped at
+# once, and the document is indexed again when a worker next starts (config.celery).
+WORKER_STOP_SECONDS = 10
+
+
 def bind_address(addrport: str) -> str:
     """runserver's forms: '8000' or 'host:port'."""
     return f"127.0.0.1:{addrport}" if addrport.isdigit() else addrport
@@ -70,10 +78,12 @@ class Command(BaseCommand):
         worker = None
         if not options["no_worker"]:
             self.stdout.write(f"Starting a Celery worker on {settings.CELERY_BROKER_URL}")
+            # A session of its own: Ctrl-C in the terminal reaches the web server, and
+            # the worker is stopped below, with the process it runs tasks in.
             worker = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "config", "worker",
                  "--loglevel", "INFO", "--concurrency", "1"],
-                cwd=settings.BASE_DIR,
+                cwd=settings.BASE_DIR, start_new_session=True,
             )
         server = _Gunicorn({
             **GUNICORN_OPTIONS,
@@ -85,5 +95,24 @@ class Command(BaseCommand):
             server.run()  # until SIGINT/SIGTERM; exits with SystemExit
         finally:
             if worker is not None:
-                worker.terminate()
-                worker.wait(timeout=30)
+                self._stop(worker)
+
+    def _stop(self, worker: subprocess.Popen) -> None:
+        """Warm shutdown for WORKER_STOP_SECONDS (or until Ctrl-C again), then cold."""
+        if worker.poll() is not None:
+            return
+        self.stdout.write(
+            f"Stopping the worker: it may finish the document in hand for "
+            f"{WORKER_STOP_SECONDS} s (Ctrl-C to stop it now; an unfinished document is "
+            "indexed again when a worker next starts)"
+        )
+        for stop, wait in ((signal.SIGTERM, WORKER_STOP_SECONDS), (signal.SIGQUIT, 5)):
+            try:
+                worker.send_signal(stop)  # the worker stops the process it runs tasks in
+                worker.wait(timeout=wait)
+                return
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
