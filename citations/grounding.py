@@ -38,12 +38,29 @@ import numpy as np
 from . import checks
 from .claims import Features, analyze, rarity, stem
 from .rows import cells, is_table_row, table_header
-from .sentences import Sentence, split_answer, split_passage
+from .sentences import Sentence, cited_clauses, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
 Verdict = Literal["supported", "partial", "unsupported"]
 SentenceVerdict = Literal["supported", "partial", "unsupported", "uncited", "not_a_claim"]
 _ORDER: Final = {"unsupported": 0, "partial": 1, "supported": 2}
+
+
+def _strength(support: Support) -> tuple[int, float]:
+    return _ORDER[support.verdict], support.score
+
+
+def _sentence_verdict(supports: Mapping[int | None, Support], *, by_clause: bool) -> Verdict:
+    """A sentence's verdict from its citations' (keyed by number) and, when it cites several,
+    theirs read together (keyed None). Split into clauses each citing its own passage, it is
+    also supported when every clause is by its own."""
+    together = supports.get(None)
+    alone = [support for number, support in supports.items() if number is not None]
+    if together is None:
+        return alone[0].verdict
+    if by_clause:
+        return max(together, min(alone, key=_strength), key=_strength).verdict
+    return together.verdict
 
 
 @dataclass(frozen=True)
@@ -255,14 +272,21 @@ class Grounder:
         sentences = split_answer(answer)
         claim_flags = [is_claim(s) for s in sentences]
         keys: list[tuple[int, int | None]] = []  # (sentence index, number|None) of each job
+        split_by_clause: set[int] = set()
         jobs: list[_Job] = []
         for index, (sentence, claim) in enumerate(zip(sentences, claim_flags, strict=True)):
             cited = [n for n in sentence.citations if n in passages]
             if not claim or not cited:
                 continue
+            # A number cited after a clause answers for that clause, not for the clauses
+            # other passages back ("leaves at nine [1], the bus at ten [2]").
+            clauses = cited_clauses(answer, sentence) if len(cited) > 1 else {}
+            if clauses:
+                split_by_clause.add(index)
             for number in cited:
                 keys.append((index, number))
-                jobs.append(_Job(sentence.text, {number: passages[number]}, False, titles))
+                claim_text = clauses.get(number, sentence.text)
+                jobs.append(_Job(claim_text, {number: passages[number]}, False, titles))
             if len(cited) > 1:
                 # Facts combined from several cited passages support the sentence together.
                 keys.append((index, None))
@@ -282,10 +306,7 @@ class Grounder:
             elif not supports:
                 verdict = "uncited"
             else:
-                overall = supports.get(None) or max(
-                    cited_supports.values(), key=lambda s: (_ORDER[s.verdict], s.score)
-                )
-                verdict = overall.verdict
+                verdict = _sentence_verdict(supports, by_clause=index in split_by_clause)
             if claim_flags[index]:
                 claims_total += 1
                 claims_supported += verdict == "supported"

@@ -47,6 +47,7 @@ _EMPHASIS: Final = re.compile(
 # Used with .match(text, pos): anchored at pos (a "^" would only match at 0).
 _LEADING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+")
 _TRAILING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+\s*$")
+_MARKER_GROUP: Final = re.compile(r"\[citation:\d+\](?:\s*\[citation:\d+\])*")
 _SPACES: Final = re.compile(r"\s+")
 
 
@@ -84,6 +85,36 @@ def split_answer(answer: str) -> list[Sentence]:
             if text or numbers:
                 sentences.append(Sentence(start, end, text, numbers, block.kind))
     return sentences
+
+
+# A clause shorter than this ("Both [1] and [2] say …") claims nothing of its own.
+_MIN_CLAUSE_WORDS: Final = 3
+
+
+def cited_clauses(answer: str, sentence: Sentence) -> dict[int, str]:
+    """Each number's own clause, when a sentence cites passages at different places:
+    "The ferry leaves at nine [1], and the bus at ten [2]." gives 1 the words before its
+    marker and 2 those between the markers (words after the last marker join the last
+    clause). {} when the markers stand together, or a clause is too short to say anything
+    alone: then every number answers for the whole sentence."""
+    raw = answer[sentence.char_start : sentence.char_end]
+    if CITATION.search("".join(m.group() for m in _INLINE_CODE.finditer(raw))):
+        return {}  # a marker quoted in code would shift the clauses
+    groups = list(_MARKER_GROUP.finditer(raw))
+    if len(groups) < 2:
+        return {}
+    clauses: dict[int, list[str]] = {}
+    cursor = 0
+    for index, group in enumerate(groups):
+        last = index == len(groups) - 1
+        text = raw[cursor : group.start()].rstrip() + (raw[group.end() :] if last else "")
+        words = plain_text(text).lstrip(",;:\u2013\u2014- ")
+        if len(words.split()) < _MIN_CLAUSE_WORDS:
+            return {}
+        for number in dict.fromkeys(int(n) for n in CITATION.findall(group.group())):
+            clauses.setdefault(number, []).append(words)
+        cursor = group.end()
+    return {number: " ".join(words) for number, words in clauses.items()}
 
 
 def split_passage(text: str) -> list[tuple[int, int]]:

@@ -41,6 +41,15 @@ _NAV_CLASSES = frozenset(
     wy-breadcrumbs rst-breadcrumbs-buttons footer site-footer site-header skip-link skiplink
     navbar nav-links prev-next-area md-header md-footer""".split()
 )
+# Page furniture that is not navigation, by a word of its class or id: cookie and consent
+# banners, share and follow bars, newsletter boxes. Only a short block goes (a cookie
+# notice is a sentence or two); a container whose class merely mentions "social" stays.
+_FURNITURE_WORDS = frozenset(
+    """cookie cookies consent gdpr cmp share sharing sharebar social newsletter subscribe
+    subscription popup""".split()
+)
+_FURNITURE_MAX_CHARS = 600
+_NAME_WORDS = re.compile(r"[a-z]+")
 # A block of links and nothing else, this short, is a navigation bar.
 _LINK_BAR_MAX_CHARS = 120
 _LINK_BAR_SEPARATORS = re.compile(r"[\s|·•»«›‹<>/:()\[\]\-–—]+")
@@ -220,6 +229,9 @@ def _strip_boilerplate(root: Tag) -> None:
     for tag in root.find_all(_is_navigation):
         if not tag.decomposed:
             tag.decompose()
+    for tag in root.find_all(_is_furniture):
+        if not tag.decomposed:
+            tag.decompose()
     for tag in root.find_all(("div", "p", "ul", "ol", "table")):
         if not tag.decomposed and _is_link_bar(tag):
             tag.decompose()
@@ -236,6 +248,14 @@ def _is_navigation(tag: Tag) -> bool:
     if _NAV_CLASSES.intersection(c.lower() for c in classes):
         return True
     return "breadcrumb" in str(attrs.get("aria-label", "")).lower()
+
+
+def _is_furniture(tag: Tag) -> bool:
+    attrs = tag.attrs or {}
+    names = " ".join([*(attrs.get("class") or []), str(attrs.get("id") or "")]).lower()
+    if not _FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names)):
+        return False
+    return len(_collapse(tag.get_text(" "))) <= _FURNITURE_MAX_CHARS
 
 
 def _is_link_bar(tag: Tag) -> bool:

@@ -138,10 +138,11 @@ def load_office(
         # [""] skips language detection: we do not use it, and langdetect is random.
         "languages": [""],
     }
-    if ext == ".pptx":
-        kwargs["include_slide_notes"] = True  # speaker notes are content users search for
     try:
         elements = partition(**kwargs)
+        # Speaker notes are content users search for; unstructured puts them before the
+        # slide's title, so they are read here and put after the slide's own text.
+        notes = _speaker_notes(data) if ext == ".pptx" else None
     except IngestError:
         raise
     except Exception as exc:  # python-docx/pptx raise KeyError, ValueError, lxml errors...
@@ -149,11 +150,24 @@ def load_office(
         raise IngestError(f"Could not read {kind} file: {reason[:200]}") from None
 
     doc = elements_to_document(
-        elements, filename=filename, mime=OFFICE_MIMES[ext], slides=ext == ".pptx"
+        elements, filename=filename, mime=OFFICE_MIMES[ext], slides=notes
     )
     if core_title:
         doc.title = core_title
     return doc
+
+
+def _speaker_notes(data: bytes) -> dict[int, str]:
+    """Each slide's speaker notes by slide number (slides without notes left out)."""
+    import pptx
+
+    notes = {}
+    for number, slide in enumerate(pptx.Presentation(io.BytesIO(data)).slides, start=1):
+        frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None
+        text = normalize_newlines(frame.text).replace("\x0b", "\n").strip() if frame else ""
+        if text:
+            notes[number] = text
+    return notes
 
 
 def _core_title(archive: zipfile.ZipFile) -> str | None:
@@ -180,24 +194,29 @@ def _element_text(element: Any) -> str:
     return normalize_newlines(text).replace("\x00", "").strip()
 
 
+# A Word file's page headers and footers ("Acme · Confidential", "Page 3"): left in, they
+# would be a passage of their own that says nothing, like a PDF's running lines.
+_PAGE_FURNITURE = frozenset({"Header", "Footer", "PageNumber"})
+
+
 def elements_to_document(
-    elements: list[Any], *, filename: str, mime: str, slides: bool = False
+    elements: list[Any], *, filename: str, mime: str, slides: dict[int, str] | None = None
 ) -> LoadedDocument:
     """Join element texts by blank lines; headings become sections.
 
     Documents: "Title" elements start sections, nested by category_depth.
-    Slides (`slides=True`): see _slides_document.
+    Slides (`slides` holds each slide's speaker notes by number): see _slides_document.
     Body lines that unstructured merely guesses to be titles are not used:
     with our blank spaCy pipeline that guess fires for most short lines.
     """
-    if slides:
-        return _slides_document(elements, filename=filename, mime=mime)
+    if slides is not None:
+        return _slides_document(elements, notes=slides, filename=filename, mime=mime)
     parts: list[str] = []
     headings: list[Heading] = []
     length = 0
     for element in elements:
         text = _element_text(element)
-        if not text:
+        if not text or getattr(element, "category", None) in _PAGE_FURNITURE:
             continue
         if parts:
             parts.append("\n\n")
@@ -220,10 +239,12 @@ def elements_to_document(
     )
 
 
-def _slides_document(elements: list[Any], *, filename: str, mime: str) -> LoadedDocument:
+def _slides_document(
+    elements: list[Any], *, notes: dict[int, str], filename: str, mime: str
+) -> LoadedDocument:
     """One unit a slide, located by its number ({"slide": 3}, cited as "slide 3"), its
-    section named by its title shape (else "Slide 3"); speaker notes, emitted before the
-    title, stay in their slide. A deck's first slide title is its title."""
+    section named by its title shape (else "Slide 3"), its speaker notes after its own
+    text. A deck's first slide title is its title."""
     slides: dict[Any, tuple[list[str], list[str]]] = {}  # page -> (texts, titles)
     for element in elements:
         text = _element_text(element)
@@ -235,21 +256,23 @@ def _slides_document(elements: list[Any], *, filename: str, mime: str) -> Loaded
         depth = getattr(getattr(element, "metadata", None), "category_depth", None) or 0
         if getattr(element, "category", None) == "Title" and depth == 0:
             titles.append(" ".join(text.split()))
-    if not slides:
+    if not slides and not notes:
         raise IngestError("No text could be extracted from this document")
     if not all(isinstance(page, int) and page > 0 for page in slides):
         slides = {number: found for number, found in enumerate(slides.values(), start=1)}
     units = []
     # A slide without text stays as an empty unit: the n-th unit is slide n, as a PDF's
     # n-th unit is page n (locators.unit_text).
-    for slide in range(1, max(slides) + 1):
+    for slide in range(1, max(*slides, *notes, 1) + 1):
         texts, titles = slides.get(slide, ([], []))
+        if slide in notes:
+            texts = [*texts, f"Speaker notes:\n{notes[slide]}"]
         text = "\n\n".join(texts)
         name = titles[0] if titles else f"Slide {slide}"
         sections = sections_from_headings([Heading(0, 1, name)], len(text)) if text else []
         units.append(RawUnit(text=text, locator={"slide": slide}, kind=KIND_PROSE,
                              sections=sections))
-    first = next(iter(slides.values()))[1]
+    first = next(iter(slides.values()), ([], []))[1]
     return LoadedDocument(
         title=first[0] if first else title_from_filename(filename),
         mime=mime,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 
@@ -10,6 +11,7 @@ from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 from wordfreq import zipf_frequency
 
+from citations.rows import is_table_row
 from indexing.loaders.ocr import (
     OCR_AUTO,
     OcrEngine,
@@ -85,29 +87,65 @@ def _join_hyphenated(match: re.Match[str]) -> str:
 # passages that hold the answer, so they are dropped before chunking.
 _EDGE_LINES = 3
 _DIGITS = re.compile(r"\d+")
+# A line at the edge of this share of the pages (of one side's, for books whose left and
+# right pages differ) is running.
+_RUNNING_SHARE = 0.6
+# A chapter's own header runs over its pages only: on this many pages with at most one
+# page between each, a line is running too.
+_RUNNING_STREAK = 3
 
 
 def _line_signature(line: str) -> str:
     return _DIGITS.sub("#", " ".join(line.split()).lower())
 
 
+def _edge_rows(lines: list[str]) -> set[int]:
+    body = [i for i, line in enumerate(lines) if line.strip()]
+    return set(body[:_EDGE_LINES] + body[-_EDGE_LINES:])
+
+
+def _running_signatures(pages: dict[int, list[str]]) -> set[str]:
+    """Signatures of the lines at the edges of many of these pages (lines by page number);
+    a table's header row repeated above each page of the table stays (its rows are read
+    under it)."""
+    where: dict[str, list[int]] = {}
+    for number, lines in pages.items():
+        for signature in {
+            _line_signature(lines[i]) for i in _edge_rows(lines) if not is_table_row(lines[i])
+        }:
+            where.setdefault(signature, []).append(number)
+    sides = [set(pages), {n for n in pages if n % 2}, {n for n in pages if not n % 2}]
+    running = set()
+    for signature, found in where.items():
+        shared = any(
+            len(side) >= 2 and count >= 2 and count >= _RUNNING_SHARE * len(side)
+            for side in sides
+            if (count := len(side.intersection(found)))
+        )
+        if signature and (shared or _streak(found) >= _RUNNING_STREAK):
+            running.add(signature)
+    return running
+
+
+def _streak(pages: list[int]) -> int:
+    """The longest run of these (ascending) page numbers with gaps of at most one page."""
+    longest = current = 1
+    for before, after in itertools.pairwise(pages):
+        current = current + 1 if after - before <= 2 else 1
+        longest = max(longest, current)
+    return longest
+
+
 def _drop_running_lines(units: list[RawUnit]) -> None:
     pages = [u for u in units if u.text.strip()]
-    if len(pages) < 3:
+    if len(pages) < 2:
         return
-    seen: dict[str, int] = {}
-    for unit in pages:
-        lines = [line for line in unit.text.split("\n") if line.strip()]
-        edges = {_line_signature(line) for line in lines[:_EDGE_LINES] + lines[-_EDGE_LINES:]}
-        for signature in edges:
-            seen[signature] = seen.get(signature, 0) + 1
-    running = {sig for sig, count in seen.items() if count >= 0.6 * len(pages) and sig}
+    running = _running_signatures({u.locator["page"]: u.text.split("\n") for u in pages})
     if not running:
         return
     for unit in pages:
         lines = unit.text.split("\n")
-        body = [i for i, line in enumerate(lines) if line.strip()]
-        edge = set(body[:_EDGE_LINES] + body[-_EDGE_LINES:])
+        edge = _edge_rows(lines)
         unit.text = "\n".join(
             line for i, line in enumerate(lines)
             if not (i in edge and _line_signature(line) in running)

@@ -987,6 +987,24 @@ def test_a_sentence_citing_two_passages_may_combine_their_facts(grounder) -> Non
     assert sentence.support[1].verdict != "supported"  # each alone says only half
 
 
+def test_a_passage_cited_after_a_clause_answers_for_that_clause_only(grounder) -> None:
+    answer = (
+        "The Broncos defeated the Carolina Panthers 24–10 [citation:1], and the stadium cost "
+        "$1.3 billion to build [citation:2]."
+    )
+    result = grounder.check_answer(answer, {1: PASSAGE, 2: SECOND})
+    (sentence,) = result.sentences
+    assert sentence.verdict == "supported"
+    assert {n: s.verdict for n, s in sentence.support.items()} == {
+        1: "supported", 2: "supported"
+    }
+    # A clause its own passage does not back is still caught.
+    wrong = answer.replace("24–10", "31–10")
+    (sentence,) = grounder.check_answer(wrong, {1: PASSAGE, 2: SECOND}).sentences
+    assert sentence.support[1].verdict == "unsupported" and sentence.verdict == "unsupported"
+    assert sentence.support[2].verdict == "supported"
+
+
 def test_texts_are_embedded_once_per_batch_and_then_served_from_the_cache() -> None:
     embedder = BagOfWords()
     grounder = Grounder(embedder)

@@ -6,7 +6,7 @@ import pytest
 
 from citations.grounding import is_claim
 from citations.rows import is_table_row
-from citations.sentences import Sentence, plain_text, split_answer, split_passage
+from citations.sentences import Sentence, cited_clauses, plain_text, split_answer, split_passage
 
 
 def _units(answer: str) -> list[tuple[str, str, tuple[int, ...], str]]:
@@ -237,3 +237,19 @@ def test_a_paragraph_that_puts_its_markers_first_cites_the_sentence_each_opens()
     # closes the sentence before it.
     mixed = "[citation:1] The launch is on March 10 [citation:1]. [citation:2] It moved."
     assert [cited for _, _, cited, _ in _units(mixed)] == [(1, 2), ()]
+
+
+@pytest.mark.parametrize(
+    ("answer", "clauses"),
+    [
+        ("The ferry leaves at nine [citation:1], and the bus at ten [citation:2].",
+         {1: "The ferry leaves at nine", 2: "and the bus at ten."}),
+        ("The ferry leaves at nine and the bus at ten [citation:1][citation:2].", {}),
+        ("Both [citation:1] and [citation:2] say the ferry leaves at nine.", {}),
+        ("It opens at six [citation:1], closes at ten [citation:2] on most days.",
+         {1: "It opens at six", 2: "closes at ten on most days."}),
+    ],
+)
+def test_a_sentence_citing_after_each_clause_gives_each_number_its_clause(answer, clauses):
+    (sentence,) = split_answer(answer)
+    assert cited_clauses(answer, sentence) == clauses

@@ -375,7 +375,10 @@ HTML = b"""<!doctype html>
   <h2>Care</h2>
   <p>Keep it dry.<br>Oil monthly.</p>
   <form><input name="q"><p>Search form text</p></form>
+  <div class="share-bar">Share this page: <a href="#">Mastodon</a> <a href="#">Email</a></div>
 </main>
+<div id="cookie-notice" class="cc-window">We use cookies to improve your visit.
+  <a href="/privacy">Learn more</a></div>
 <aside>Related ads</aside>
 <footer>Copyright ACME</footer>
 <script>document.write("late script")</script>
@@ -391,6 +394,7 @@ def test_html_readable_text_and_sections() -> None:
     for gone in [
         "tracking", "color: red", "banner", "Home", "breadcrumbs", "secret hidden",
         "decorative", "Search form", "Related ads", "Copyright", "late script",
+        "Share this", "cookies",
     ]:  # fmt: skip
         assert gone not in text
     assert "Widget Manual\n\nThe widget spins quickly.\n\nAssembly" in text
@@ -407,6 +411,12 @@ def test_html_readable_text_and_sections() -> None:
     ]
     assert sections[("Widget Manual", "Assembly", "Tools")].startswith("Tools\n\nTool | Size")
     assert sections[("Widget Manual", "Care")] == "Care\n\nKeep it dry.\nOil monthly."
+
+
+def test_a_page_wrapped_in_a_social_layout_keeps_its_text() -> None:
+    body = "<p>The tide gauge at the pier is read every morning at six.</p>" * 20
+    page = f"<html><body><div class='social-layout'><h1>Gauges</h1>{body}</div></body></html>"
+    assert "read every morning" in load_bytes(page.encode(), filename="g.html").text
 
 
 def test_html_title_falls_back_to_h1_then_filename() -> None:
@@ -495,12 +505,28 @@ def test_pptx_one_section_per_slide() -> None:
     assert list(sections) == [("Quarterly Review",), ("Next Steps",)]
     assert "Revenue grew quickly" in sections[("Quarterly Review",)]
     assert "Hire two engineers" in sections[("Next Steps",)]
-    assert "Mention the hiring budget" in sections[("Next Steps",)]  # speaker notes
+    # Speaker notes come after the slide's own text, the title first.
+    assert sections[("Next Steps",)] == (
+        "Next Steps\n\nHire two engineers\n\nSpeaker notes:\nMention the hiring budget"
+    )
     # Each slide is cited by its number.
     assert [u.locator for u in doc.units] == [{"slide": 1}, {"slide": 2}]
     assert "Hire two engineers" in doc.units[1].text and "Revenue" not in doc.units[1].text
     assert locators.label({"slide": 2, "char_start": 0}) == "slide 2"
     assert locators.unit_text(doc.text, {"slide": 2}) == doc.units[1].text
+
+
+def test_a_word_files_page_headers_and_footers_are_not_indexed() -> None:
+    import docx
+
+    document = docx.Document(io.BytesIO(make_docx()))
+    document.sections[0].header.paragraphs[0].text = "Acme Corp - Confidential"
+    document.sections[0].footer.paragraphs[0].text = "Internal use only"
+    buf = io.BytesIO()
+    document.save(buf)
+    text = load_bytes(buf.getvalue(), filename="manual.docx").text
+    assert text.startswith("Installation") and "Start the program from the menu." in text
+    assert "Confidential" not in text and "Internal use" not in text
 
 
 def test_unstructured_never_loads_a_spacy_model() -> None:
@@ -848,6 +874,35 @@ def test_pdf_running_headers_and_footers_are_dropped():
     texts = [u.text for u in document.units]
     assert all("confidential" not in t and "of 4" not in t for t in texts)
     assert "the harbour floods" in texts[2]
+
+
+def test_pdf_running_lines_of_a_two_page_letter_and_of_a_books_two_sides_are_dropped():
+    from reportlab.pdfgen import canvas
+
+    stations = ["Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel",
+                "India", "Juliet", "Kilo", "Lima"]
+
+    def pdf(headers: list[str]) -> bytes:
+        buffer = io.BytesIO()
+        pdf = canvas.Canvas(buffer)
+        for page, (header, station) in enumerate(zip(headers, stations, strict=False), 1):
+            pdf.drawString(72, 800, header)
+            pdf.drawString(72, 700, f"{station} station reads high.")
+            pdf.drawString(72, 40, f"{page}")
+            pdf.showPage()
+        pdf.save()
+        return buffer.getvalue()
+
+    letter = load_bytes(pdf(["Acme Corp - internal memo"] * 2), filename="memo.pdf")
+    assert [u.text for u in letter.units] == ["Alpha station reads high.",
+                                              "Bravo station reads high."]
+    # Right-hand pages carry the book's title; left-hand ones the chapter's, which changes.
+    headers = [
+        "Tidewatch Handbook" if page % 2 else "Setup" if page <= 6 else "Operation"
+        for page in range(1, 13)
+    ]
+    book = load_bytes(pdf(headers), filename="handbook.pdf")
+    assert [u.text for u in book.units] == [f"{s} station reads high." for s in stations]
 
 
 def test_pdf_words_broken_at_a_line_end_are_joined() -> None:
