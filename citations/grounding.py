@@ -419,8 +419,10 @@ class Grounder:
         chosen = self._extend(plan, best)
         # What the span says, its rows read under their header (not part of the span shown).
         read = sorted([*chosen, *self._headers(plan, chosen)])
+        span_features = analyze(" ".join(plan.units[i].text for i in read))
         stems = frozenset().union(*(plan.units[i].features.stems for i in read))
-        lexical = _lexical(plan.features, stems)
+        lexical = _lexical(plan.features, stems | checks.converted_terms(plan.features,
+                                                                         span_features))
         semantic = cosine[best]
         if len(chosen) > 1 and all(i in vectors for i in chosen):
             joined = sum(vectors[i] for i in chosen)
@@ -428,7 +430,6 @@ class Grounder:
         score = max(0.0, min(1.0, self._score(lexical, semantic)))
 
         units = [plan.units[i] for i in chosen]
-        span_features = analyze(" ".join(plan.units[i].text for i in read))
         passage_key = units[0].passage
         passage_features = analyze(plan.passages[passage_key])
         subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
@@ -445,7 +446,8 @@ class Grounder:
             + checks.direction_issues(plan.features, span_features)
             + checks.association_issues(plan.features, span_features, min_votes=4, margin=2)
             + (checks.role_issues(plan.features, span_features)
-               or checks.role_issues(plan.features, passage_features, verbs_only=True))
+               or checks.role_issues(plan.features, passage_features, verbs_only=True)
+               or checks.inversion_issues(plan.features, span_features))
             + checks.attribution_issues(plan.features, span_features)
             + checks.parallel_issues(plan.features, span_features)
             + checks.entity_issues(plan.features, span_features, passage_features, subject)

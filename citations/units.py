@@ -33,7 +33,8 @@ _VOLUME: Final = {"litres": 0.001, "gallons": 0.003785412, "cubic metres": 1.0}
 _SPEED: Final = {"km/h": 1 / 3.6, "mph": 0.44704, "knots": 0.514444, "m/s": 1.0}
 _TIME: Final = {
     "seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0, "weeks": 604800.0,
-    "months": 2629800.0, "years": 31557600.0,
+    "months": 2629800.0, "years": 31557600.0, "fortnights": 1209600.0,
+    "decades": 315576000.0, "centuries": 3155760000.0,
 }
 _AREA: Final = {"hectares": 1e4, "acres": 4046.8564224}
 
@@ -57,7 +58,9 @@ _WORDS: Final = {
     "second": "seconds", "seconds": "seconds", "minute": "minutes", "minutes": "minutes",
     "hour": "hours", "hours": "hours", "day": "days", "days": "days", "week": "weeks",
     "weeks": "weeks", "month": "months", "months": "months", "year": "years",
-    "years": "years", "hectare": "hectares", "hectares": "hectares", "acre": "acres",
+    "years": "years", "fortnight": "fortnights", "fortnights": "fortnights",
+    "decade": "decades", "decades": "decades", "century": "centuries", "centuries": "centuries",
+    "hectare": "hectares", "hectares": "hectares", "acre": "acres",
     "acres": "acres",
     "degrees celsius": "°C", "degrees centigrade": "°C", "degrees fahrenheit": "°F",
 }

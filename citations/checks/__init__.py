@@ -15,6 +15,7 @@ from .issue import Issue
 from .names import entity_issues, owner_issues, slot_issues
 from .negation import negation_issues
 from .numbers import (
+    converted_terms,
     counted_issues,
     month_issues,
     number_issues,
@@ -22,7 +23,7 @@ from .numbers import (
     values_given,
 )
 from .opposites import contrast_issues, direction_issues, opposite_issues, ratio_issues
-from .roles import attribution_issues, parallel_issues, role_issues
+from .roles import attribution_issues, inversion_issues, parallel_issues, role_issues
 
 __all__ = [
     "Issue",
@@ -30,11 +31,13 @@ __all__ = [
     "attribution_issues",
     "comparison_issues",
     "contrast_issues",
+    "converted_terms",
     "counted_issues",
     "cue_issues",
     "direction_issues",
     "entity_issues",
     "example_issues",
+    "inversion_issues",
     "month_issues",
     "negation_issues",
     "number_issues",

@@ -17,6 +17,7 @@ from citations.claims import (
     WORD,
     Features,
     Number,
+    analyze,
     stem,
 )
 
@@ -67,6 +68,10 @@ def number_issues(
             continue  # "half of the four" for "of the four …, two"
         if _counts_its_list(claim.text, number):
             continue  # "two Nobel laureates, Yoichiro Nambu and James Cronin"
+        if unit is not None and (quantity := _rival_quantity(number, unit, claim, span)):
+            issues.append(Issue(f"the passage says {quantity}, not {number.text} {unit.name}",
+                                True))
+            continue
         slack = 1 if number.approximate else 0
         if number.kind == "number" and any(
             abs(abs(a - b) - number.value) <= slack for a in years for b in years
@@ -110,6 +115,22 @@ def _share_of_counts(share: Number, span: Features) -> bool:
         and "." not in span.text[min(part.end, whole.end) : max(part.start, whole.start)]
         for part in counts for whole in counts
     )
+
+
+def converted_terms(claim: Features, span: Features) -> frozenset[str]:
+    """The claim's terms for amounts the span gives in another unit: "three decades" (3,
+    decad) where it says "30 years" is there, only written otherwise."""
+    terms: set[str] = set()
+    for number in claim.numbers:
+        unit = _unit(claim.text, number)
+        if unit is not None and any(
+            (other_unit := _unit(span.text, other)) is not None and other_unit != unit
+            and units.same_quantity(number.value, unit, other.value, other_unit)
+            for other in span.numbers
+        ):
+            written = units.AFTER_NUMBER.match(claim.text, number.end)
+            terms.update(analyze(claim.text[number.start : written.end()]).terms)
+    return frozenset(terms)
 
 
 def _unit(text: str, number: Number) -> units.Unit | None:
@@ -197,6 +218,26 @@ def _significant_digits(text: str) -> int:
     if "." in digits:
         return len(digits.replace(".", "").lstrip("0"))
     return len(digits.rstrip("0")) or 1
+
+
+def _rival_quantity(
+    number: Number, unit: units.Unit, claim: Features, span: Features
+) -> str | None:
+    """ "14 days" when the claim says "three weeks" where the span says it: the span's one
+    amount of the same dimension (time, length …), else the one of those written beside the
+    claim's words ("every three weeks" for "reports … every 14 days", not "took 30 years")."""
+    found = [
+        (other, other_unit) for other in span.numbers
+        if (other_unit := _unit(span.text, other)) is not None
+        and other_unit.dimension == unit.dimension
+    ]
+    if len(found) > 1:
+        near = _surroundings(claim.text, number, 3)
+        found = [(o, u) for o, u in found if near & _surroundings(span.text, o, 3)]
+    if len(found) != 1:
+        return None
+    other, other_unit = found[0]
+    return f"{other.text} {other_unit.name}"
 
 
 def _rival(

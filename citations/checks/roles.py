@@ -483,3 +483,41 @@ def _segments(text: str) -> list[set[str]]:
             continue
         segments.setdefault((token.clause, extra), set()).add(token.stem)
     return [s for s in segments.values() if s]
+
+
+# Words that say the relation reads both ways round, or compares like with like.
+_BOTH_WAYS: Final = _SYMMETRIC | frozenset("as and or nor".split())
+_INVERSION_REACH: Final = 8
+
+
+def inversion_issues(claim: Features, span: Features) -> list[Issue]:
+    """Two words swapped round the very same words: "The museum lies east of the station"
+    where the span says "The station lies east of the museum", "exports exceeded imports"
+    for "imports exceeded exports". Works on any words, common nouns too (role_issues reads
+    only names and rare words); the words between must be the span's own, so a converse
+    ("before" for "after") or a passive ("were exceeded by") is no inversion."""
+    at: dict[str, list[int]] = {}
+    for index, word_stem in enumerate(span.word_stems):
+        at.setdefault(word_stem, []).append(index)
+    words, stems = claim.words, claim.word_stems
+    # Not an adverb: "freely moving objects" is "objects moving freely".
+    content = [
+        i for i, w in enumerate(words)
+        if w not in STOP_WORDS and w.isalpha() and not w.endswith("ly")
+    ]
+    for a, i in enumerate(content):
+        for j in content[a + 1 :]:
+            if j - i > _INVERSION_REACH:
+                break
+            between = stems[i + 1 : j]
+            if stems[i] == stems[j] or not any(w not in STOP_WORDS for w in words[i + 1 : j]) or (
+                _BOTH_WAYS.intersection(words[i + 1 : j])
+            ):
+                continue
+            if len(at.get(stems[i], ())) != 1 or len(at.get(stems[j], ())) != 1:
+                continue
+            first, second = at[stems[j]][0], at[stems[i]][0]
+            if first < second and span.word_stems[first + 1 : second] == between:
+                return [Issue(f'the passage has "{words[i]}" and "{words[j]}" the other '
+                              "way round", True)]
+    return []

@@ -1680,3 +1680,44 @@ def test_a_chunk_that_starts_inside_a_table_has_no_header_to_read_rows_under(gro
     cut = grounder.check_claim(claim, [table])
     assert under_header.spans == ((led.index("Desmond"), len(led)),)
     assert under_header.score > cut.score
+
+
+@pytest.mark.parametrize(
+    ("claim", "passage"),
+    [
+        ("The museum lies east of the station.", "The station lies east of the museum."),
+        ("Exports exceeded imports in 2020.", "Imports exceeded exports in 2020."),
+        ("The bridge was built before the tunnel.", "The tunnel was built before the bridge."),
+    ],
+)
+def test_two_things_swapped_round_the_same_words_are_an_inversion(grounder, claim, passage):
+    support = grounder.check_claim(claim, [passage])
+    assert support.verdict == "unsupported" and "the other way round" in support.reason
+
+
+@pytest.mark.parametrize(
+    ("claim", "passage"),
+    [
+        ("Imports were exceeded by exports in 2020.", "Exports exceeded imports in 2020."),
+        ("The tunnel was built after the bridge.", "The bridge was built before the tunnel."),
+        ("Freely moving objects follow straight lines.", "Objects moving freely follow straight "
+         "lines."),
+        ("The museum borders the station.", "The station borders the museum."),
+    ],
+)
+def test_a_passive_a_converse_or_a_symmetric_relation_is_no_inversion(grounder, claim, passage):
+    assert "the other way round" not in grounder.check_claim(claim, [passage]).reason
+
+
+def test_an_amount_in_other_units_is_the_same_amount_and_a_different_one_is_named() -> None:
+    passage = ("The harbour office sends its tide reports to the port authority every 14 days, "
+               "and the survey of the channel took 30 years.")
+    grounder = Grounder(BagOfWords())
+    assert grounder.check_claim("The survey of the channel took three decades.",
+                                [passage]).verdict == "supported"
+    wrong = grounder.check_claim(
+        "The harbour office sends its tide reports to the port authority every three weeks.",
+        [passage],
+    )
+    assert wrong.verdict == "unsupported"
+    assert wrong.reason == "the passage says 14 days, not three weeks"
