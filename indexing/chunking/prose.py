@@ -403,8 +403,8 @@ def _overlap_start(
 
     The overlap is the longest tail worth at most `target` tokens, moved
     forward to the first sentence start inside it, else to the first word
-    start; in code, to the first line's start. It never
-    covers the whole previous chunk.
+    start; in code, to the first line's start. It never covers the whole
+    previous chunk.
     """
     # Tokenizing only a generous tail keeps this linear in the overlap size;
     # fall back to the whole chunk when the tail is unusually dense.

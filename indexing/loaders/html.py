@@ -252,7 +252,9 @@ def _is_navigation(tag: Tag) -> bool:
 
 def _is_furniture(tag: Tag) -> bool:
     attrs = tag.attrs or {}
-    names = " ".join([*(attrs.get("class") or []), str(attrs.get("id") or "")]).lower()
+    classes = attrs.get("class") or []
+    names = " ".join([classes if isinstance(classes, str) else " ".join(classes),
+                      str(attrs.get("id") or "")]).lower()
     if not _FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names)):
         return False
     return len(_collapse(tag.get_text(" "))) <= _FURNITURE_MAX_CHARS
