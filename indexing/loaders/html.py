@@ -45,9 +45,11 @@ _NAV_CLASSES = frozenset(
 # banners, share and follow bars, newsletter boxes. Only a short block goes (a cookie
 # notice is a sentence or two); a container whose class merely mentions "social" stays.
 _FURNITURE_WORDS = frozenset(
-    """cookie cookies consent gdpr cmp share sharing sharebar social newsletter subscribe
-    subscription popup""".split()
+    """cmp share sharing sharebar social addthis addtoany newsletter subscribe subscription
+    popup""".split()
 )
+# Inside any name: "CybotCookiebotDialog", "onetrust-consent-sdk".
+_FURNITURE_PARTS = ("cookie", "consent", "gdpr")
 _FURNITURE_MAX_CHARS = 600
 _NAME_WORDS = re.compile(r"[a-z]+")
 # A block of links and nothing else, this short, is a navigation bar.
@@ -255,7 +257,9 @@ def _is_furniture(tag: Tag) -> bool:
     classes = attrs.get("class") or []
     names = " ".join([classes if isinstance(classes, str) else " ".join(classes),
                       str(attrs.get("id") or "")]).lower()
-    if not _FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names)):
+    if not _FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names)) and not any(
+        part in names for part in _FURNITURE_PARTS
+    ):
         return False
     return len(_collapse(tag.get_text(" "))) <= _FURNITURE_MAX_CHARS
 

@@ -377,7 +377,7 @@ HTML = b"""<!doctype html>
   <form><input name="q"><p>Search form text</p></form>
   <div class="share-bar">Share this page: <a href="#">Mastodon</a> <a href="#">Email</a></div>
 </main>
-<div id="cookie-notice" class="cc-window">We use cookies to improve your visit.
+<div id="CybotCookiebotDialog">We use cookies to improve your visit.
   <a href="/privacy">Learn more</a></div>
 <aside>Related ads</aside>
 <footer>Copyright ACME</footer>
