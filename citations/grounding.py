@@ -279,21 +279,25 @@ class Grounder:
             if not claim or not cited:
                 continue
             # A number cited after a clause answers for that clause, not for the clauses
-            # other passages back ("leaves at nine [1], the bus at ten [2]").
+            # other passages back ("leaves at nine [1], the bus at ten [2]"): it gets the
+            # better of its clause's check and the whole sentence's ("According to the
+            # handbook [1], …" says nothing alone).
             clauses = cited_clauses(answer, sentence) if len(cited) > 1 else {}
             if clauses:
                 split_by_clause.add(index)
             for number in cited:
-                keys.append((index, number))
-                claim_text = clauses.get(number, sentence.text)
-                jobs.append(_Job(claim_text, {number: passages[number]}, False, titles))
+                for claim_text in {sentence.text, clauses.get(number, sentence.text)}:
+                    keys.append((index, number))
+                    jobs.append(_Job(claim_text, {number: passages[number]}, False, titles))
             if len(cited) > 1:
                 # Facts combined from several cited passages support the sentence together.
                 keys.append((index, None))
                 jobs.append(_Job(sentence.text, {n: passages[n] for n in cited}, True, titles))
         per_sentence: dict[int, dict[int | None, Support]] = {}
         for (index, number), support in zip(keys, self._supports(jobs), strict=True):
-            per_sentence.setdefault(index, {})[number] = support
+            known = per_sentence.setdefault(index, {}).get(number)
+            if known is None or _strength(support) > _strength(known):
+                per_sentence[index][number] = support
 
         results: list[SentenceGrounding] = []
         by_citation: dict[int, Support] = {}

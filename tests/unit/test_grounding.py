@@ -1003,6 +1003,13 @@ def test_a_passage_cited_after_a_clause_answers_for_that_clause_only(grounder) -
     (sentence,) = grounder.check_answer(wrong, {1: PASSAGE, 2: SECOND}).sentences
     assert sentence.support[1].verdict == "unsupported" and sentence.verdict == "unsupported"
     assert sentence.support[2].verdict == "supported"
+    # A clause that says nothing alone is read in its sentence.
+    sourced = ("According to the official game report [citation:1], the Denver Broncos "
+               "defeated the Carolina Panthers 24–10 [citation:2].")
+    (sentence,) = grounder.check_answer(sourced, {1: PASSAGE, 2: PASSAGE}).sentences
+    assert {n: s.verdict for n, s in sentence.support.items()} == {
+        1: "supported", 2: "supported"
+    }
 
 
 def test_texts_are_embedded_once_per_batch_and_then_served_from_the_cache() -> None:
