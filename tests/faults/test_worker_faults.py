@@ -122,6 +122,47 @@ def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
         assert document.chunks.count() == 0
 
 
+def one_stuck_one_good(workspace, tmp_path, fake, stick) -> tuple[Document, Document]:
+    """Ingest two notes on a prefork worker with INGEST_TASK_TIME_LIMIT=3 whose embedding
+    endpoint calls ``stick(worker)`` for the first ("a-stuck.md"); both end final, the
+    command says "1 indexed, 1 failed" and the worker lives on. Returns (stuck, good)."""
+    from tests.conftest import Fake
+
+    worker = None
+
+    def embeddings(body):
+        if any("stuck" in text for text in body["input"]):
+            stick(worker)
+        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
+                         for i, _ in enumerate(body["input"])]}
+
+    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a-stuck.md").write_text("# Stuck\n\nThis note gets the worker stuck.\n")
+    (corpus / "b-good.md").write_text("# Good\n\nThe ferry leaves at nine.\n")
+    env = worker_env(
+        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
+        EMBEDDING_MODEL="stuck", INGEST_TASK_TIME_LIMIT="3",
+    )
+    worker = start_worker(env, pool="prefork")
+    began = time.monotonic()
+    try:
+        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug, timeout=90)
+        assert result.returncode == 1 and "1 indexed, 1 failed" in result.stdout, result.stderr
+        assert time.monotonic() - began < 25, "the stuck document was stopped, not waited for"
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    stuck = Document.objects.get(workspace=workspace, metadata__path="a-stuck.md")
+    assert stuck.status == Document.Status.FAILED
+    assert "longer than 3 seconds" in stuck.last_error and stuck.chunks.count() == 0
+    good = Document.objects.get(workspace=workspace, metadata__path="b-good.md")
+    assert good.status == Document.Status.INDEXED
+    return stuck, good
+
+
 def test_a_document_past_the_time_limit_fails_and_the_worker_takes_the_next(
     workspace, tmp_path, fake
 ):
@@ -130,37 +171,8 @@ def test_a_document_past_the_time_limit_fails_and_the_worker_takes_the_next(
     the document FAILED saying why, and it does not come back."""
     from tests.conftest import Fake
 
-    def embeddings(body):
-        if any("stalls" in text for text in body["input"]):
-            time.sleep(30)
-        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
-                         for i, _ in enumerate(body["input"])]}
-
-    Fake.responses = {"/v1/embeddings": (200, embeddings)}
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "a-slow.md").write_text("# Slow\n\nThis note stalls the embedding endpoint.\n")
-    (corpus / "b-good.md").write_text("# Good\n\nThe ferry leaves at nine.\n")
-    env = worker_env(
-        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
-        EMBEDDING_MODEL="stalling", INGEST_TASK_TIME_LIMIT="3",
-    )
-    worker = start_worker(env, pool="prefork")
-    began = time.monotonic()
-    try:
-        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug)
-        assert result.returncode == 1 and "1 indexed, 1 failed" in result.stdout, result.stderr
-        assert time.monotonic() - began < 25, "the slow document was stopped, not waited for"
-        assert worker.poll() is None
-    finally:
-        worker.terminate()
-        worker.wait(timeout=60)
-    slow = Document.objects.get(workspace=workspace, metadata__path="a-slow.md")
-    assert slow.status == Document.Status.FAILED
-    assert "longer than 3 seconds" in slow.last_error and slow.chunks.count() == 0
-    good = Document.objects.get(workspace=workspace, metadata__path="b-good.md")
-    assert good.status == Document.Status.INDEXED
-    stalls = [b for p, b in Fake.requests if "stalls" in str(b.get("input"))]
+    one_stuck_one_good(workspace, tmp_path, fake, lambda worker: time.sleep(30))
+    stalls = [b for p, b in Fake.requests if "stuck" in str(b.get("input"))]
     assert len(stalls) == 1, "the stopped document is not run again"
 
 
@@ -171,39 +183,12 @@ def test_a_task_that_does_not_stop_at_the_time_limit_is_killed_and_its_document_
     frozen by SIGSTOP, as one stuck inside C code or swapped out does not answer) is killed
     at the hard limit, and the worker's main process records its document FAILED rather
     than leave it INDEXING until someone runs `requeue`."""
-    from tests.conftest import Fake
 
-    worker = None
+    def freeze(worker):
+        for child in Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split():
+            os.kill(int(child), signal.SIGSTOP)
 
-    def embeddings(body):
-        if any("freezes" in text for text in body["input"]):
-            for child in Path(f"/proc/{worker.pid}/task/{worker.pid}/children").read_text().split():
-                os.kill(int(child), signal.SIGSTOP)
-        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
-                         for i, _ in enumerate(body["input"])]}
-
-    Fake.responses = {"/v1/embeddings": (200, embeddings)}
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    (corpus / "a-frozen.md").write_text("# Frozen\n\nThis note freezes the worker process.\n")
-    (corpus / "b-good.md").write_text("# Good\n\nThe ferry leaves at nine.\n")
-    env = worker_env(
-        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
-        EMBEDDING_MODEL="freezing", INGEST_TASK_TIME_LIMIT="3",
-    )
-    worker = start_worker(env, pool="prefork")
-    try:
-        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug, timeout=90)
-        assert result.returncode == 1 and "1 indexed, 1 failed" in result.stdout, result.stderr
-        assert worker.poll() is None
-    finally:
-        worker.terminate()
-        worker.wait(timeout=60)
-    frozen = Document.objects.get(workspace=workspace, metadata__path="a-frozen.md")
-    assert frozen.status == Document.Status.FAILED
-    assert "longer than 3 seconds" in frozen.last_error and frozen.chunks.count() == 0
-    good = Document.objects.get(workspace=workspace, metadata__path="b-good.md")
-    assert good.status == Document.Status.INDEXED
+    one_stuck_one_good(workspace, tmp_path, fake, freeze)
 
 
 def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_comes_back(
