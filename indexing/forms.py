@@ -54,7 +54,7 @@ class AddSourcesForm(forms.Form):
             )
         # Refused up front, as the API does: nothing is saved for a batch holding one.
         problems = [f"{f.name}: {problem}" for f in files
-                    if (problem := sources.upload_problem(f.name, f.size or 0))]
+                    if (problem := sources.upload_problem(f))]
         if problems:
             raise forms.ValidationError(problems)
         return files

@@ -62,7 +62,7 @@ class AddSourcesSerializer(AddUrlSerializer):
         problems = [
             f"{name}: {problem}"
             for name, upload in zip(names, files, strict=True)
-            if (problem := sources.upload_problem(name, upload.size or 0))
+            if (problem := sources.upload_problem(upload))
         ]
         duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:

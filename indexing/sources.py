@@ -25,6 +25,7 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from indexing.loaders import (
     is_known_filename,
+    refusal_for_content,
     refusal_for_filename,
     source_type_for,
     walk_repository,
@@ -32,6 +33,7 @@ from indexing.loaders import (
 from indexing.loaders.assets import is_site_asset
 from indexing.loaders.html import page_blocks, repeated_blocks
 from indexing.loaders.repo import read_head
+from indexing.loaders.text import SNIFF_BYTES
 from indexing.loaders.web import check_url
 from indexing.pipeline import REPEATED_BLOCKS_KEY, too_large
 from indexing.types import IngestError
@@ -303,7 +305,7 @@ def add_upload(
         source_type=source_type_for(name),
         mime=upload.content_type or "",
     )
-    problem = upload_problem(name, upload.size or 0)
+    problem = upload_problem(upload)
     if problem:
         # Recorded, not raised: the user sees which file of a batch was refused and why.
         document.status, document.last_error = Document.Status.FAILED, problem
@@ -315,15 +317,21 @@ def add_upload(
     return document
 
 
-def upload_problem(name: str, size: int) -> str:
-    """Why `add_upload` refuses this file (empty, size, type), '' when it is accepted.
+def upload_problem(upload: UploadedFile) -> str:
+    """Why `add_upload` refuses this file (empty, size, type, text under a PDF or Office
+    name), '' when it is accepted.
 
     `add_upload` records it on a FAILED document; the API and the admin ask first and
     refuse the whole request, saving nothing.
     """
+    name, size = Path(upload.name or "upload").name, upload.size or 0
     if not size:
         return "The file is empty"
-    return too_large(size) or refusal_for_filename(Path(name or "upload").name)
+    if problem := too_large(size) or refusal_for_filename(name):
+        return problem
+    head = upload.read(SNIFF_BYTES)
+    upload.seek(0)
+    return refusal_for_content(name, head)
 
 
 def url_problem(url: str) -> str:

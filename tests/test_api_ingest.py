@@ -133,6 +133,7 @@ def test_more_files_than_django_parses_is_a_json_400_too(api, media):
         ([("virus.exe", b"MZ\x90\x00")], "virus.exe: Unsupported file type '.exe'"),
         ([("photo.png", b"\x89PNG\r\n")], "photo.png: Unsupported file type '.png'"),
         ([("empty.txt", b"")], "empty.txt: The file is empty"),
+        ([("notes.pdf", TIDES)], "notes.pdf: This file is named as a PDF but holds plain"),
         ([("a.txt", PIER), ("a.txt", TIDES)], "Several files are named a.txt"),
     ],
 )

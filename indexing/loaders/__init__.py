@@ -7,6 +7,7 @@ from indexing.loaders.detect import (
     detect_format,
     is_known_filename,
     load_bytes,
+    refusal_for_content,
     refusal_for_filename,
     source_type_for,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "load_bytes",
     "load_fetched",
     "load_url",
+    "refusal_for_content",
     "refusal_for_filename",
     "source_type_for",
     "walk_repository",

@@ -116,7 +116,7 @@ def _sniff(data: bytes) -> str | None:
 def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str:
     """One of the format constants above, or IngestError for what we cannot read."""
     if by_name := _format_by_name(filename):
-        return _checked_against_content(by_name, data, filename)
+        return _checked_against_content(by_name, data)
     ext = _extension(filename)
     if ext in UNSUPPORTED_EXTENSIONS:
         raise _unsupported(ext)
@@ -139,7 +139,7 @@ def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str
 _CONTAINERS = {PDF: "a PDF", DOCX: "a Word file", PPTX: "a PowerPoint file", XLSX: "an Excel file"}
 
 
-def _checked_against_content(by_name: str, data: bytes, filename: str) -> str:
+def _checked_against_content(by_name: str, data: bytes) -> str:
     """The format a file's name gives, unless its bytes are plainly something else.
 
     A PDF or Office file under another name ("report.txt", a .docx saved as .pptx) is read
@@ -154,8 +154,8 @@ def _checked_against_content(by_name: str, data: bytes, filename: str) -> str:
         return sniffed or by_name  # unreadable bytes get the named format's own error
     holds = "an HTML page" if sniffed == HTML else "plain text"
     raise IngestError(
-        f"'{PurePosixPath(filename).name}' is named as {_CONTAINERS[by_name]} but holds "
-        f"{holds}; rename it to what it is (.html, .md or .txt) to index it"
+        f"This file is named as {_CONTAINERS[by_name]} but holds {holds}; rename it to "
+        "what it is (.html, .md or .txt) to index it"
     )
 
 
@@ -241,6 +241,19 @@ def source_type_for(filename: str) -> str:
 def is_known_filename(filename: str) -> bool:
     """Whether a file of this name is worth picking up when walking a directory."""
     return _format_by_name(filename) is not None
+
+
+def refusal_for_content(filename: str, head: bytes) -> str:
+    """Why a file of this name that opens with ``head`` will never be indexed ('' when it
+    may be): text under a PDF or Office name. An upload is refused with it at once."""
+    by_name = _format_by_name(filename)
+    if by_name is None or head.startswith(b"PK\x03\x04"):  # a zip is judged whole
+        return ""
+    try:
+        _checked_against_content(by_name, head)
+    except IngestError as exc:
+        return str(exc)
+    return ""
 
 
 def refusal_for_filename(filename: str) -> str:
