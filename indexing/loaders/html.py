@@ -42,8 +42,9 @@ _NAV_CLASSES = frozenset(
     navbar nav-links prev-next-area md-header md-footer""".split()
 )
 # Page furniture that is not navigation, by a word of its class or id: cookie and consent
-# banners, share and follow bars, newsletter boxes. Only a short block goes (a cookie
-# notice is a sentence or two); a container whose class merely mentions "social" stays.
+# banners, share and follow bars, newsletter boxes; and dialogs (a sign-up pop-up). Only a
+# short block goes (a cookie notice is a sentence or two); a container whose class merely
+# mentions "social" stays.
 _FURNITURE_WORDS = frozenset(
     """cmp share sharing sharebar social addthis addtoany newsletter subscribe subscription
     popup""".split()
@@ -257,7 +258,8 @@ def _is_furniture(tag: Tag) -> bool:
     classes = attrs.get("class") or []
     names = " ".join([classes if isinstance(classes, str) else " ".join(classes),
                       str(attrs.get("id") or "")]).lower()
-    if not _FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names)) and not any(
+    dialog = tag.name == "dialog" or attrs.get("role") in ("dialog", "alertdialog")
+    if not dialog and not _FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names)) and not any(
         part in names for part in _FURNITURE_PARTS
     ):
         return False
