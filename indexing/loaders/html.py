@@ -259,9 +259,10 @@ def _is_furniture(tag: Tag) -> bool:
     names = " ".join([classes if isinstance(classes, str) else " ".join(classes),
                       str(attrs.get("id") or "")]).lower()
     dialog = tag.name == "dialog" or attrs.get("role") in ("dialog", "alertdialog")
-    if not dialog and not _FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names)) and not any(
+    named = bool(_FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names))) or any(
         part in names for part in _FURNITURE_PARTS
-    ):
+    )
+    if not (dialog or named):
         return False
     return len(_collapse(tag.get_text(" "))) <= _FURNITURE_MAX_CHARS
 
