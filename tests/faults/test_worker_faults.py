@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -212,7 +213,9 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
         tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
         EMBEDDING_MODEL="slow", INGEST_REQUEUE_AFTER_SECONDS="0",
     )
-    port = 20000 + os.getpid() % 10000
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     log = tmp_path / "serve.log"
     with log.open("wb") as output:
         serve = subprocess.Popen(
