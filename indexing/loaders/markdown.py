@@ -255,9 +255,57 @@ def _end_before(text: str, position: int) -> int:
     return position
 
 
+_COMMENT_START_RE = re.compile(r" {0,3}<!--")
+
+
+def blank_comments(text: str, *, start: int = 0) -> str:
+    """`text` with each HTML comment that opens a line outside fenced code ("<!-- TODO:
+    check these figures -->", "<!-- toc -->") turned into spaces, its line breaks kept.
+
+    A comment is the author's note, not what the page says: left in, it is indexed and
+    cited. Blanked in place, every offset still points into the uploaded file. A comment
+    inside a line (often quoted in inline code) is left as written.
+    """
+    out: list[str] = []
+    fence: str | None = None
+    cursor, offset = 0, start
+    lines = text[start:].split("\n")
+    index = 0
+    while index < len(lines):
+        bare = lines[index]
+        line_start = offset
+        offset += len(bare) + 1
+        index += 1
+        m = _FENCE_RE.match(bare)
+        if fence is not None:
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                if not bare[m.end() :].strip():
+                    fence = None
+            continue
+        if m and not (m.group(1)[0] == "`" and "`" in bare[m.end() :]):
+            fence = m.group(1)
+            continue
+        opening = _COMMENT_START_RE.match(bare)
+        if opening is None:
+            continue
+        comment_start = line_start + opening.end() - 4
+        close = text.find("-->", comment_start + 4)
+        comment_end = len(text) if close == -1 else close + 3
+        out.append(text[cursor:comment_start])
+        out.append(re.sub(r"[^\n]", " ", text[comment_start:comment_end]))
+        cursor = comment_end
+        # Go on from the line the comment ends on.
+        while offset <= comment_end and index < len(lines):
+            offset += len(lines[index]) + 1
+            index += 1
+    out.append(text[cursor:])
+    return "".join(out)
+
+
 def markdown_document(text: str, *, title_fallback: str) -> LoadedDocument:
     """A document from already decoded, newline-normalized markdown source."""
     front_end, fm_title = _front_matter(text)
+    text = blank_comments(text, start=front_end)
     headings = find_headings(text, start=front_end)
     first = headings[0].start if headings else len(text)
     sections = with_definitions(

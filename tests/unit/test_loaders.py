@@ -332,6 +332,22 @@ def test_markdown_sections_and_title() -> None:
         assert a.end == b.start
 
 
+def test_markdown_comments_are_blanked_in_place_and_code_keeps_its_own() -> None:
+    source = (
+        "---\ntitle: Tides\n---\n# Tides\n\n<!-- toc -->\n\n"
+        "<!--\n# Draft heading\nTODO: check these figures\n-->\n"
+        "Spring tides follow the full moon. Quote `<!-- more -->` to cut the excerpt.\n\n"
+        "```html\n<!-- kept: it is the example -->\n```\n"
+    )
+    doc = load_bytes(source.encode(), filename="tides.md")
+    text = doc.units[0].text
+    assert len(text) == len(source) and text.count("\n") == source.count("\n")
+    assert "toc" not in text and "TODO" not in text and "Draft heading" not in text
+    assert text.startswith("---\ntitle: Tides\n---\n# Tides")
+    assert "`<!-- more -->`" in text and "<!-- kept: it is the example -->" in text
+    assert [s.heading_path for s in doc.units[0].sections if s.heading_path] == [("Tides",)]
+
+
 def test_markdown_title_from_front_matter_then_filename() -> None:
     doc = load_bytes(b'---\ntitle: "From Front Matter"\n---\n# Heading\n', filename="x.md")
     assert doc.title == "From Front Matter"
