@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from citations.rows import CELL_SEPARATOR, cells, is_table_row, reads_as_header
+from indexing.loaders.markdown import fenced_blocks
 from indexing.types import ChunkPiece, RawUnit, Section
 
 from .tokens import count_tokens, split_by_tokens, token_spans
@@ -32,7 +33,6 @@ class _Atom:
 
 _PARAGRAPH_BREAK_RE = re.compile(r"\n[^\S\n]*\n")
 _MARKDOWN_HEADING_RE = re.compile(r"#{1,6}[ \t]+\S")
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 # Terminal punctuation, closing quotes/brackets, whitespace, then something
 # that looks like the start of a sentence (capital, digit or opening quote).
 _SENTENCE_END_RE = re.compile(
@@ -247,25 +247,6 @@ def _is_heading(text: str, span: tuple[int, int], first_in_headed_section: bool)
     # Section.start points at the heading (any loader, e.g. HTML), which may be
     # one line or two with a setext underline.
     return first_in_headed_section and chunk.count("\n") <= 1
-
-
-def fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """[start, end) of each fenced code block (``` or ~~~) in text[start:end].
-
-    A fence closes at a line of the same character at least as long with nothing after
-    it; an unclosed one runs to the end, as CommonMark has it.
-    """
-    blocks = []
-    cursor = start
-    while (opening := _FENCE_RE.search(text, cursor, end)) is not None:
-        fence = opening.group(1)
-        closing = re.compile(rf"^ {{0,3}}{fence[0]}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
-        line_end = text.find("\n", opening.end(), end)
-        found = closing.search(text, line_end, end) if line_end != -1 else None
-        block_end = found.end() if found else end
-        blocks.append((opening.start(1), block_end))
-        cursor = block_end
-    return blocks
 
 
 def _blocks(text: str, start: int, end: int) -> list[tuple[int, int, bool]]:

@@ -13,7 +13,7 @@ from indexing.loaders.text import decode_text, title_from_filename
 from indexing.types import KIND_PROSE, LoadedDocument, RawUnit, Section
 from knowledge.source_types import SourceType
 
-_FENCE_RE = re.compile(r" {0,3}(`{3,}|~{3,})")
+_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
 _SETEXT_RE = re.compile(r" {0,3}(=+|-+)[ \t]*\Z")
 # Lines that end a paragraph, so a following "---" is a rule, not a setext
 # underline: "- foo\n---" is a list and a rule.
@@ -255,7 +255,26 @@ def _end_before(text: str, position: int) -> int:
     return position
 
 
-_COMMENT_START_RE = re.compile(r" {0,3}<!--")
+_COMMENT_RE = re.compile(r"^ {0,3}(<!--.*?(?:-->|\Z))", re.MULTILINE | re.DOTALL)
+
+
+def fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """[start, end) of each fenced code block (``` or ~~~) in text[start:end].
+
+    A fence closes at a line of the same character at least as long with nothing after
+    it; an unclosed one runs to the end, as CommonMark has it.
+    """
+    blocks = []
+    cursor = start
+    while (opening := _FENCE_RE.search(text, cursor, end)) is not None:
+        fence = opening.group(1)
+        closing = re.compile(rf"^ {{0,3}}{fence[0]}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        line_end = text.find("\n", opening.end(), end)
+        found = closing.search(text, line_end, end) if line_end != -1 else None
+        block_end = found.end() if found else end
+        blocks.append((opening.start(1), block_end))
+        cursor = block_end
+    return blocks
 
 
 def blank_comments(text: str, *, start: int = 0) -> str:
@@ -266,38 +285,14 @@ def blank_comments(text: str, *, start: int = 0) -> str:
     cited. Blanked in place, every offset still points into the uploaded file. A comment
     inside a line (often quoted in inline code) is left as written.
     """
+    fences = fenced_blocks(text, start, len(text))
     out: list[str] = []
-    fence: str | None = None
-    cursor, offset = 0, start
-    lines = text[start:].split("\n")
-    index = 0
-    while index < len(lines):
-        bare = lines[index]
-        line_start = offset
-        offset += len(bare) + 1
-        index += 1
-        m = _FENCE_RE.match(bare)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                if not bare[m.end() :].strip():
-                    fence = None
+    cursor = 0
+    for comment in _COMMENT_RE.finditer(text, start):
+        if any(s <= comment.start(1) < e for s, e in fences):
             continue
-        if m and not (m.group(1)[0] == "`" and "`" in bare[m.end() :]):
-            fence = m.group(1)
-            continue
-        opening = _COMMENT_START_RE.match(bare)
-        if opening is None:
-            continue
-        comment_start = line_start + opening.end() - 4
-        close = text.find("-->", comment_start + 4)
-        comment_end = len(text) if close == -1 else close + 3
-        out.append(text[cursor:comment_start])
-        out.append(re.sub(r"[^\n]", " ", text[comment_start:comment_end]))
-        cursor = comment_end
-        # Go on from the line the comment ends on.
-        while offset <= comment_end and index < len(lines):
-            offset += len(lines[index]) + 1
-            index += 1
+        out += [text[cursor : comment.start(1)], re.sub(r"[^\n]", " ", comment.group(1))]
+        cursor = comment.end()
     out.append(text[cursor:])
     return "".join(out)
 
