@@ -54,11 +54,7 @@ def number_issues(
             & _surroundings(subject.text, other, 1) for other in named
         ):
             continue
-        if unit is not None and any(
-            (other_unit := _unit(span.text, other)) is not None
-            and units.same_quantity(number.value, unit, other.value, other_unit)
-            for other in span.numbers
-        ):
+        if unit is not None and _amount_given(number, unit, span):
             continue  # "about 55 metres" for "180 feet": the passage's figure converted
         if number.kind == "ordinal" and number.value == 1 and (
             CUE_SYNONYMS["first"] | {"first"}
@@ -123,14 +119,19 @@ def converted_terms(claim: Features, span: Features) -> frozenset[str]:
     terms: set[str] = set()
     for number in claim.numbers:
         unit = _unit(claim.text, number)
-        if unit is not None and any(
-            (other_unit := _unit(span.text, other)) is not None and other_unit != unit
-            and units.same_quantity(number.value, unit, other.value, other_unit)
-            for other in span.numbers
-        ):
+        if unit is not None and _amount_given(number, unit, span):
             written = units.AFTER_NUMBER.match(claim.text, number.end)
             terms.update(analyze(claim.text[number.start : written.end()]).terms)
     return frozenset(terms)
+
+
+def _amount_given(number: Number, unit: units.Unit, span: Features) -> bool:
+    """Whether the span gives the claim's amount, in this unit or another."""
+    return any(
+        (other_unit := _unit(span.text, other)) is not None
+        and units.same_quantity(number.value, unit, other.value, other_unit)
+        for other in span.numbers
+    )
 
 
 def _unit(text: str, number: Number) -> units.Unit | None:
