@@ -243,21 +243,23 @@ def _strip_boilerplate(root: Tag) -> None:
             tag.decompose()
 
 
-def _is_navigation(tag: Tag) -> bool:
-    attrs = tag.attrs or {}
-    classes = attrs.get("class") or []
+def _classes(tag: Tag) -> list[str]:
+    """A tag's classes, lowercased (a parser may give them as one string)."""
+    classes = (tag.attrs or {}).get("class") or []
     if isinstance(classes, str):
         classes = classes.split()
-    if _NAV_CLASSES.intersection(c.lower() for c in classes):
+    return [c.lower() for c in classes]
+
+
+def _is_navigation(tag: Tag) -> bool:
+    if _NAV_CLASSES.intersection(_classes(tag)):
         return True
-    return "breadcrumb" in str(attrs.get("aria-label", "")).lower()
+    return "breadcrumb" in str((tag.attrs or {}).get("aria-label", "")).lower()
 
 
 def _is_furniture(tag: Tag) -> bool:
     attrs = tag.attrs or {}
-    classes = attrs.get("class") or []
-    names = " ".join([classes if isinstance(classes, str) else " ".join(classes),
-                      str(attrs.get("id") or "")]).lower()
+    names = " ".join([*_classes(tag), str(attrs.get("id") or "").lower()])
     dialog = tag.name == "dialog" or attrs.get("role") in ("dialog", "alertdialog")
     named = bool(_FURNITURE_WORDS.intersection(_NAME_WORDS.findall(names))) or any(
         part in names for part in _FURNITURE_PARTS
