@@ -46,7 +46,9 @@ class RequeueLostTasks(bootsteps.StartStopStep):
     the broker no longer holds (lost in the restart: see indexing.queued).
 
     Only documents unfinished for INGEST_LOST_AFTER_SECONDS: one registered a moment
-    ago may not have been published yet.
+    ago may not have been published yet. The message lost is most often the one taken
+    as the broker died, of a document registered moments before, so the check runs
+    again once every document unfinished at the reconnect has waited that long.
     """
 
     requires = {"celery.worker.consumer.tasks:Tasks"}
@@ -54,11 +56,27 @@ class RequeueLostTasks(bootsteps.StartStopStep):
     def __init__(self, parent, **kwargs) -> None:
         super().__init__(parent, **kwargs)
         self.connected_before = False
+        self.second_look = None
 
     def start(self, c) -> None:
         reconnected, self.connected_before = self.connected_before, True
         if not reconnected or c.connection.transport.driver_type != "redis":
             return  # at start, requeue_stranded_documents has swept
+        from django.conf import settings
+
+        self.requeue_lost(c)
+        self.second_look = c.timer.call_after(
+            settings.INGEST_LOST_AFTER_SECONDS, self.requeue_lost, (c,)
+        )
+
+    def stop(self, c) -> None:
+        if self.second_look is not None:
+            c.timer.cancel(self.second_look)
+            self.second_look = None
+
+    shutdown = stop
+
+    def requeue_lost(self, c) -> None:
         from django.conf import settings
         from django.db import connections
 
@@ -67,11 +85,13 @@ class RequeueLostTasks(bootsteps.StartStopStep):
         from indexing.tasks import index_document_task
 
         try:
-            held = queued_document_ids(
-                c.connection.default_channel,
-                [settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_BULK_QUEUE],
-                index_document_task.name,
-            )
+            # A connection of its own: the consumer's may be waiting on a BRPOP.
+            with c.app.connection_for_read() as conn:
+                held = queued_document_ids(
+                    conn.default_channel,
+                    [settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_BULK_QUEUE],
+                    index_document_task.name,
+                )
             count = requeue_unfinished(
                 older_than=timedelta(seconds=settings.INGEST_LOST_AFTER_SECONDS),
                 on_broker=held,

@@ -186,7 +186,8 @@ BROKER_CHECK_RETRIES = env.int("BROKER_CHECK_RETRIES", default=2)
 BROKER_CHECK_TIMEOUT = env.float("BROKER_CHECK_TIMEOUT", default=1.0)
 INGEST_REQUEUE_AFTER_SECONDS = env.int("INGEST_REQUEUE_AFTER_SECONDS", default=300)
 # A worker reconnecting to a Redis broker re-sends documents unfinished for this
-# long whose task the broker no longer holds (config.celery.RequeueLostTasks).
+# long whose task the broker no longer holds, at the reconnect and again this long
+# after it (config.celery.RequeueLostTasks).
 INGEST_LOST_AFTER_SECONDS = env.int("INGEST_LOST_AFTER_SECONDS", default=60)
 
 # --- Auth, i18n, static --------------------------------------------------------

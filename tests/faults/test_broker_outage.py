@@ -305,7 +305,10 @@ def test_a_worker_reconnecting_sends_again_a_document_whose_task_the_broker_lost
 ):
     for name in ("first", "lost", "fresh"):
         (tmp_path / f"{name}.md").write_text(f"# {name}\n\nThe {name} buoy is yellow.\n")
-    worker = start_worker(env_for(tmp_path, broker, web_celery))
+    wait = 15  # INGEST_LOST_AFTER_SECONDS
+    worker = start_worker(
+        env_for(tmp_path, broker, web_celery) | {"INGEST_LOST_AFTER_SECONDS": str(wait)}
+    )
     try:
         with transaction.atomic():
             first = sources.add_path(workspace=workspace, path=tmp_path / "first.md")
@@ -318,20 +321,26 @@ def test_a_worker_reconnecting_sends_again_a_document_whose_task_the_broker_lost
         Document.objects.filter(pk=lost.pk).update(
             updated_at=timezone.now() - timedelta(minutes=2)
         )
-        # Registered a moment ago: its publish may still be on the way.
+        # Registered a moment ago: its publish may still be on the way, so it is
+        # left alone until it has waited as long; then it too is sent.
         fresh = sources.add_path(workspace=workspace, path=tmp_path / "fresh.md")
+        registered = timezone.now()
         broker.stop()
         time.sleep(1)
         broker.start()
         wait_for(lambda: Document.objects.get(pk=lost.pk).status in FINAL, 60,
                  "the reconnected worker to send the lost document again")
+        wait_for(lambda: Document.objects.get(pk=fresh.pk).status in FINAL, 90,
+                 "the worker to send the document lost young once it had waited")
         time.sleep(1)
         assert_nothing_on_the_broker(broker, web_celery)
     finally:
         worker.terminate()
         worker.wait(timeout=60)
     assert Document.objects.get(pk=lost.pk).status == Document.Status.INDEXED
-    assert Document.objects.get(pk=fresh.pk).status == Document.Status.PENDING
+    fresh.refresh_from_db()
+    assert fresh.status == Document.Status.INDEXED, fresh.last_error
+    assert (fresh.updated_at - registered).total_seconds() >= wait, "not sent before its wait"
 
 
 def test_the_same_document_indexed_twice_at_once_has_its_chunks_once(workspace, tmp_path):
