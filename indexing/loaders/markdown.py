@@ -288,11 +288,15 @@ def blank_comments(text: str, *, start: int = 0) -> str:
     fences = fenced_blocks(text, start, len(text))
     out: list[str] = []
     cursor = 0
-    for comment in _COMMENT_RE.finditer(text, start):
-        if any(s <= comment.start(1) < e for s, e in fences):
+    while (comment := _COMMENT_RE.search(text, start)) is not None:
+        # "<!--" in a fence is code; the search goes on after the fence, not after
+        # wherever that code's "-->" (or the end of the file) happens to be.
+        fence_end = next((e for s, e in fences if s <= comment.start(1) < e), None)
+        if fence_end is not None:
+            start = fence_end
             continue
         out += [text[cursor : comment.start(1)], re.sub(r"[^\n]", " ", comment.group(1))]
-        cursor = comment.end()
+        cursor = start = comment.end()
     out.append(text[cursor:])
     return "".join(out)
 

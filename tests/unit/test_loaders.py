@@ -348,6 +348,17 @@ def test_markdown_comments_are_blanked_in_place_and_code_keeps_its_own() -> None
     assert [s.heading_path for s in doc.units[0].sections if s.heading_path] == [("Tides",)]
 
 
+def test_an_unclosed_comment_opener_in_code_does_not_hide_the_comments_after_it() -> None:
+    source = (
+        "# Build\n\n```html\n<!-- the template starts here\n```\n\n"
+        "<!-- TODO: confirm the flags -->\nRun make with two jobs.\n\n```\n<!-- x -->\n```\n"
+    )
+    text = load_bytes(source.encode(), filename="build.md").units[0].text
+    assert len(text) == len(source)
+    assert "<!-- the template starts here" in text and "<!-- x -->" in text
+    assert "TODO" not in text and "Run make with two jobs." in text
+
+
 def test_markdown_title_from_front_matter_then_filename() -> None:
     doc = load_bytes(b'---\ntitle: "From Front Matter"\n---\n# Heading\n', filename="x.md")
     assert doc.title == "From Front Matter"
