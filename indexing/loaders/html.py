@@ -46,9 +46,11 @@ _NAV_CLASSES = frozenset(
 # short block goes (a cookie notice is a sentence or two); a container whose class merely
 # mentions "social" stays.
 _FURNITURE_WORDS = frozenset(
-    """cmp share sharing sharebar social addthis addtoany newsletter subscribe subscription
-    popup""".split()
+    """cmp share sharing sharebar social addthis addtoany newsletter subscribe popup""".split()
 )
+# Never furniture, whatever their class or id: the page itself and its sections (a
+# privacy policy's <section id="cookies">, a heading's id, WordPress's body classes).
+_NEVER_FURNITURE = frozenset("html body main article section h1 h2 h3 h4 h5 h6".split())
 # Inside any name: "CybotCookiebotDialog", "onetrust-consent-sdk".
 _FURNITURE_PARTS = ("cookie", "consent", "gdpr")
 _FURNITURE_MAX_CHARS = 600
@@ -258,6 +260,8 @@ def _is_navigation(tag: Tag) -> bool:
 
 
 def _is_furniture(tag: Tag) -> bool:
+    if tag.name in _NEVER_FURNITURE or "section" in _classes(tag):  # Sphinx's div.section
+        return False
     attrs = tag.attrs or {}
     names = " ".join([*_classes(tag), str(attrs.get("id") or "").lower()])
     dialog = tag.name == "dialog" or attrs.get("role") in ("dialog", "alertdialog")

@@ -413,6 +413,21 @@ HTML = b"""<!doctype html>
 </body></html>"""
 
 
+def test_html_sections_named_after_cookies_or_plans_are_content_not_banners() -> None:
+    page = b"""<html><body class="page-template-default cookies-not-set"><main>
+<h1>Privacy policy</h1><p>This policy covers the Acme app.</p>
+<section id="cookies"><h2>Cookies</h2><p>We set one session cookie for 30 days.</p></section>
+<div class="section" id="gdpr-rights"><h2>Your rights</h2><p>We answer within a month.</p></div>
+<h2 id="sharing">Sharing</h2><p>We never sell your data.</p>
+<div class="subscription-plans"><h2>Plans</h2><p>The Pro plan costs 12 euros a month.</p></div>
+<div class="cookie-banner">We use cookies. <a href="/ok">Accept</a></div>
+</main></body></html>"""
+    text = load_bytes(page, filename="privacy.html").text
+    for kept in ("session cookie for 30 days", "within a month", "never sell", "12 euros"):
+        assert kept in text
+    assert "Accept" not in text
+
+
 def test_html_readable_text_and_sections() -> None:
     doc = load_bytes(HTML, filename="manual.html")
     assert doc.source_type == SourceType.HTML
