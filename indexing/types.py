@@ -47,6 +47,8 @@ class RawUnit:
     kind: str = KIND_PROSE
     sections: list[Section] = field(default_factory=list)
     language: str | None = None  # tree-sitter language name for code units
+    # Markdown: ``` and ~~~ lines fence code blocks (in plain text or RST they are rules).
+    code_fences: bool = False
 
 
 @dataclass

@@ -55,7 +55,7 @@ def chunk_prose(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     tables = _tables(text)
     for section in _join_bare_headings(text, _normalize_sections(unit.sections, len(text))):
         heading_path = list(section.heading_path)
-        for start, end in _chunk_section(text, section, budget):
+        for start, end in _chunk_section(text, section, budget, fenced=unit.code_fences):
             chunk_text = text[start:end]
             locator = {
                 **unit.locator,
@@ -157,8 +157,10 @@ def _bare_heading(text: str, section: Section) -> bool:
     return name is not None and " ".join(line.split()) == " ".join(name.split())
 
 
-def _chunk_section(text: str, section: Section, budget: ChunkBudget) -> list[tuple[int, int]]:
-    atoms = _section_atoms(text, section, budget.max_tokens)
+def _chunk_section(
+    text: str, section: Section, budget: ChunkBudget, *, fenced: bool
+) -> list[tuple[int, int]]:
+    atoms = _section_atoms(text, section, budget.max_tokens, fenced=fenced)
     return _pack(text, atoms, budget)
 
 
@@ -249,10 +251,11 @@ def _is_heading(text: str, span: tuple[int, int], first_in_headed_section: bool)
     return first_in_headed_section and chunk.count("\n") <= 1
 
 
-def _blocks(text: str, start: int, end: int) -> list[tuple[int, int, bool]]:
-    """Paragraphs, with each fenced code block one (start, end, is_code) however many
-    blank lines it holds: code is split at its lines, never inside one."""
-    fences = fenced_blocks(text, start, end)
+def _blocks(text: str, start: int, end: int, *, fenced: bool) -> list[tuple[int, int, bool]]:
+    """Paragraphs, with each fenced code block (if the text has them: Markdown) one
+    (start, end, is_code) however many blank lines it holds: code is split at its lines,
+    never inside one."""
+    fences = fenced_blocks(text, start, end) if fenced else []
     if not fences:
         return [(s, e, False) for s, e in paragraph_spans(text, start, end)]
     out: list[tuple[int, int, bool]] = []
@@ -265,10 +268,12 @@ def _blocks(text: str, start: int, end: int) -> list[tuple[int, int, bool]]:
     return out
 
 
-def _section_atoms(text: str, section: Section, max_tokens: int) -> list[_Atom]:
+def _section_atoms(
+    text: str, section: Section, max_tokens: int, *, fenced: bool
+) -> list[_Atom]:
     """Paragraphs that fit, else their sentences (a code block's lines) that fit, else
     word pieces."""
-    paragraphs = _blocks(text, section.start, section.end)
+    paragraphs = _blocks(text, section.start, section.end, fenced=fenced)
     atoms: list[_Atom] = []
     heading_start: int | None = None  # start of headings waiting for body text
     heading_end = 0

@@ -255,21 +255,27 @@ def _end_before(text: str, position: int) -> int:
     return position
 
 
-_COMMENT_RE = re.compile(r"^ {0,3}(<!--.*?(?:-->|\Z))", re.MULTILINE | re.DOTALL)
+_COMMENT_OPEN_RE = re.compile(r"^ {0,3}<!--", re.MULTILINE)
 
 
 def fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """[start, end) of each fenced code block (``` or ~~~) in text[start:end].
 
     A fence closes at a line of the same character at least as long with nothing after
-    it; an unclosed one runs to the end, as CommonMark has it.
+    it; an unclosed one runs to the end, as CommonMark has it. A backtick run with a
+    backtick after it on its line ("```make``` builds it") is inline code, not a fence.
     """
     blocks = []
     cursor = start
     while (opening := _FENCE_RE.search(text, cursor, end)) is not None:
         fence = opening.group(1)
-        closing = re.compile(rf"^ {{0,3}}{fence[0]}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
         line_end = text.find("\n", opening.end(), end)
+        if fence[0] == "`" and "`" in text[opening.end() : end if line_end == -1 else line_end]:
+            if line_end == -1:
+                break
+            cursor = line_end
+            continue
+        closing = re.compile(rf"^ {{0,3}}{fence[0]}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
         found = closing.search(text, line_end, end) if line_end != -1 else None
         block_end = found.end() if found else end
         blocks.append((opening.start(1), block_end))
@@ -283,20 +289,24 @@ def blank_comments(text: str, *, start: int = 0) -> str:
 
     A comment is the author's note, not what the page says: left in, it is indexed and
     cited. Blanked in place, every offset still points into the uploaded file. A comment
-    inside a line (often quoted in inline code) is left as written.
+    inside a line (often quoted in inline code) is left as written. One pass over the
+    comments and the fences together: a file of thousands of each takes linear time.
     """
-    fences = fenced_blocks(text, start, len(text))
+    fences = iter(fenced_blocks(text, start, len(text)))
+    fence = next(fences, None)
     out: list[str] = []
-    cursor = 0
-    while (comment := _COMMENT_RE.search(text, start)) is not None:
-        # "<!--" in a fence is code; the search goes on after the fence, not after
-        # wherever that code's "-->" (or the end of the file) happens to be.
-        fence_end = next((e for s, e in fences if s <= comment.start(1) < e), None)
-        if fence_end is not None:
-            start = fence_end
+    cursor, position = 0, start
+    while (opening := _COMMENT_OPEN_RE.search(text, position)) is not None:
+        begin = opening.end() - len("<!--")
+        while fence is not None and fence[1] <= begin:
+            fence = next(fences, None)
+        if fence is not None and fence[0] <= begin:
+            position = fence[1]  # "<!--" in code is code, whatever follows it
             continue
-        out += [text[cursor : comment.start(1)], re.sub(r"[^\n]", " ", comment.group(1))]
-        cursor = start = comment.end()
+        close = text.find("-->", opening.end())
+        finish = len(text) if close == -1 else close + len("-->")
+        out += [text[cursor:begin], re.sub(r"[^\n]", " ", text[begin:finish])]
+        cursor = position = finish
     out.append(text[cursor:])
     return "".join(out)
 
@@ -316,7 +326,8 @@ def markdown_document(text: str, *, title_fallback: str) -> LoadedDocument:
         title=fm_title or h1 or title_fallback,
         mime="text/markdown",
         source_type=SourceType.MARKDOWN,
-        units=[RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections)],
+        units=[RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections,
+                       code_fences=True)],
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import textwrap
 import time
 
 import pytest
@@ -869,7 +870,8 @@ def test_a_fenced_code_block_is_cut_between_its_lines_and_kept_whole_across_blan
         + "\n```\n\nThe readings are kept for a year."
     )
     section = Section(0, len(text), ("Gauges",))
-    unit = RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=[section])
+    unit = RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=[section],
+                   code_fences=True)
     budget = ChunkBudget(max_tokens=80, overlap_tokens=20)
     pieces = chunk_unit(unit, budget)
     check_invariants(unit, budget, pieces)
@@ -882,3 +884,17 @@ def test_a_fenced_code_block_is_cut_between_its_lines_and_kept_whole_across_blan
             assert not before.strip(), f"starts mid-line: {piece.text!r}"
         if code_start < end < code_end:
             assert text[end] == "\n", f"ends mid-line: {piece.text!r}"
+
+
+def test_tildes_under_a_plain_text_heading_are_a_rule_not_a_code_fence() -> None:
+    paragraph = ("The cooling loop is inspected every spring. Operators record the flow rate "
+                 "and the inlet temperature in the log book. ") * 6
+    wrapped = textwrap.fill(paragraph.strip(), width=72)  # as plain text files are written
+    text = "Pumps\n~~~~~\n\n" + "\n\n".join([wrapped] * 3)
+    unit = RawUnit(text=text, locator={}, kind=KIND_PROSE)  # a .txt or .rst file
+    budget = ChunkBudget()
+    pieces = chunk_unit(unit, budget)
+    check_invariants(unit, budget, pieces)
+    assert all(piece.text.endswith("book.") for piece in pieces), [
+        piece.text[-40:] for piece in pieces
+    ]

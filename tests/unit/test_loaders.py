@@ -359,6 +359,24 @@ def test_an_unclosed_comment_opener_in_code_does_not_hide_the_comments_after_it(
     assert "TODO" not in text and "Run make with two jobs." in text
 
 
+def test_inline_triple_backticks_open_no_fence_that_would_keep_comments() -> None:
+    source = "# Setup\n\n```make``` builds everything.\n\n<!-- TODO: ask Bob -->\nRun it.\n"
+    text = load_bytes(source.encode(), filename="setup.md").units[0].text
+    assert "TODO" not in text and "```make``` builds everything." in text
+
+
+def test_thousands_of_fences_and_comments_are_blanked_in_linear_time() -> None:
+    small = ("```\n<!-- x\n```\n\n" + "```\ncode\n```\n<!-- note -->\n") * 500
+    large = small * 16  # ~0.5 MB
+    timings = []
+    for source in (small, large):
+        started = time.perf_counter()
+        text = load_bytes(source.encode(), filename="many.md").units[0].text
+        timings.append(time.perf_counter() - started)
+        assert "note" not in text and text.count("<!-- x") == source.count("<!-- x")
+    assert timings[1] < 40 * timings[0] + 0.5, timings  # 16x the input, not 256x the time
+
+
 def test_markdown_title_from_front_matter_then_filename() -> None:
     doc = load_bytes(b'---\ntitle: "From Front Matter"\n---\n# Heading\n', filename="x.md")
     assert doc.title == "From Front Matter"
