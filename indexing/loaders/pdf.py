@@ -108,12 +108,11 @@ def _running_signatures(pages: dict[int, list[str]]) -> set[str]:
     """Signatures of the lines at the edges of many of these pages (lines by page number);
     a table's header row repeated above each page of the table stays (its rows are read
     under it)."""
-    where: dict[str, list[int]] = {}
+    where: dict[str, dict[int, str]] = {}
     for number, lines in pages.items():
-        for signature in {
-            _line_signature(lines[i]) for i in _edge_rows(lines) if not is_table_row(lines[i])
-        }:
-            where.setdefault(signature, []).append(number)
+        for i in sorted(_edge_rows(lines)):
+            if not is_table_row(lines[i]):
+                where.setdefault(_line_signature(lines[i]), {}).setdefault(number, lines[i])
     sides = [set(pages), {n for n in pages if n % 2}, {n for n in pages if not n % 2}]
     running = set()
     for signature, found in where.items():
@@ -122,9 +121,40 @@ def _running_signatures(pages: dict[int, list[str]]) -> set[str]:
             for side in sides
             if (count := len(side.intersection(found)))
         )
-        if signature and (shared or _streak(found) >= _RUNNING_STREAK):
+        if (
+            signature
+            and (shared or _streak(sorted(found)) >= _RUNNING_STREAK)
+            and _numbers_follow_the_page(found)
+        ):
             running.add(signature)
     return running
+
+
+def _numbers_follow_the_page(found: dict[int, str]) -> bool:
+    """Whether each number of these lines (one a page, alike but for their digits) is
+    the same on every page or counts with the pages, as a page number does ("Page 3 of
+    40"), for most pages: a subtotal on both pages of an invoice, or "Example 4.1",
+    "4.2", "4.3" heading three pages, is the page's own text."""
+    pages = sorted(found)
+    rows = [[(int(m.group()), _alone(found[p], m)) for m in _DIGITS.finditer(found[p])]
+            for p in pages]
+    for column in zip(*rows, strict=True):
+        values = [value for value, _ in column]
+        if len(set(values)) == 1:
+            continue
+        if not all(alone for _, alone in column):
+            return False
+        steps = list(itertools.pairwise(zip(pages, values, strict=True)))
+        counting = sum(v2 - v1 == p2 - p1 for (p1, v1), (p2, v2) in steps)
+        if 2 * counting < len(steps):
+            return False
+    return True
+
+
+def _alone(line: str, number: re.Match[str]) -> bool:
+    """Not part of a longer figure: "4.1", "1,200", "2-3"."""
+    before, after = line[: number.start()], line[number.end() :]
+    return not re.search(r"\d[.,\-]\Z", before) and not re.match(r"[.,\-]\d", after)
 
 
 def _streak(pages: list[int]) -> int:

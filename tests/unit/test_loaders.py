@@ -966,6 +966,22 @@ def test_pdf_running_lines_of_a_two_page_letter_and_of_a_books_two_sides_are_dro
     assert [u.text for u in book.units] == [f"{s} station reads high." for s in stations]
 
 
+def test_pdf_lines_alike_but_for_their_figures_are_the_pages_own_text() -> None:
+    invoice = load_bytes(make_multiline_pdf([
+        "Invoice 2024-117\nConsulting in March\nSubtotal: 4200 EUR",
+        "Travel expenses\nHotel and rail\nSubtotal: 950 EUR",
+    ]), filename="invoice.pdf")
+    assert ["4200 EUR" in invoice.units[0].text, "950 EUR" in invoice.units[1].text] == [
+        True, True]
+    examples = load_bytes(make_multiline_pdf([
+        f"Example 4.{n}\nThe lever {verb} under load.\nPage {n + 11}"
+        for n, verb in enumerate(["bends", "holds", "slips"], start=1)
+    ]), filename="examples.pdf")
+    assert [u.text.split("\n")[0] for u in examples.units] == [
+        "Example 4.1", "Example 4.2", "Example 4.3"]
+    assert not any("Page" in u.text for u in examples.units)  # the page number still goes
+
+
 def test_pdf_words_broken_at_a_line_end_are_joined() -> None:
     pages = ["The docu-\nment is well-\nknown: start R with --no-\nsite-file, a con-\nstituent."]
     doc = load_bytes(make_multiline_pdf(pages), filename="hyphens.pdf")
