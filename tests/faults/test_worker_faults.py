@@ -195,8 +195,8 @@ def test_a_task_that_does_not_stop_at_the_time_limit_is_killed_and_its_document_
 def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_comes_back(
     workspace, tmp_path, fake
 ):
-    """Ctrl-C while the worker of `manage.py serve` is indexing: serve exits within its
-    stop timeout without a traceback, leaving no worker process behind, and the document
+    """Ctrl-C while the worker of `manage.py serve` is indexing, and again while it stops:
+    serve exits at once without a traceback, leaving no worker process behind, and the document
     it was indexing is indexed when a worker next starts."""
     from tests.conftest import Fake
 
@@ -230,7 +230,12 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
         worker_group = {int(p) for p in Path(f"/proc/{serve.pid}/task/{serve.pid}/children")
                         .read_text().split()}
         os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C in its terminal sends
+        wait_for(lambda: "Stopping the worker" in log.read_text(), 30, "serve to stop")
+        # "Ctrl-C to stop it now": the warm stop is cut short, not waited out (10 s).
+        os.killpg(serve.pid, signal.SIGINT)
+        second = time.monotonic()
         serve.wait(timeout=40)
+        assert time.monotonic() - second < 7, "the second Ctrl-C stops the worker at once"
     finally:
         if serve.poll() is None:
             os.killpg(serve.pid, signal.SIGKILL)

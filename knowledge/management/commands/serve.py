@@ -106,6 +106,8 @@ class Command(BaseCommand):
             f"{WORKER_STOP_SECONDS} s (Ctrl-C to stop it now; an unfinished document is "
             "indexed again when a worker next starts)"
         )
+        # Gunicorn's handler still holds SIGINT, queueing it for an arbiter that has stopped.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         for stop, wait in ((signal.SIGTERM, WORKER_STOP_SECONDS), (signal.SIGQUIT, 5)):
             try:
                 worker.send_signal(stop)  # the worker stops the process it runs tasks in
