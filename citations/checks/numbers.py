@@ -64,15 +64,15 @@ def number_issues(
             continue  # "half of the four" for "of the four …, two"
         if _counts_its_list(claim.text, number):
             continue  # "two Nobel laureates, Yoichiro Nambu and James Cronin"
-        if unit is not None and (quantity := _rival_quantity(number, unit, claim, span)):
-            issues.append(Issue(f"the passage says {quantity}, not {number.text} {unit.name}",
-                                True))
-            continue
         slack = 1 if number.approximate else 0
         if number.kind == "number" and any(
             abs(abs(a - b) - number.value) <= slack for a in years for b in years
         ):
             continue  # "four years later" for 1851 and 1855
+        if unit is not None and (quantity := _rival_quantity(number, unit, claim, span)):
+            issues.append(Issue(f"the passage says {quantity}, not {number.text} {unit.name}",
+                                True))
+            continue
         rival = _rival(number, span.numbers, claim, span)
         if rival is not None:
             issues.append(Issue(f"the passage says {rival.text}, not {number.text}", True))

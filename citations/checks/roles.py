@@ -44,7 +44,8 @@ _SYMMETRIC: Final = frozenset(
     partnership partners merged merger joint relation relations war wars fought fight fighting
     battle battles rival rivals rivalry tied tie contact connected connects connecting linked
     link links joined join joins collaborated also including include includes included
-    respectively each other""".split()
+    respectively each other differ differs differed differing different distinct parallel
+    perpendicular independent alongside equivalent identical opposite""".split()
 )
 
 

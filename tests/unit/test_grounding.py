@@ -1710,6 +1710,11 @@ def test_two_things_swapped_round_the_same_words_are_an_inversion(grounder, clai
         ("Freely moving objects follow straight lines.", "Objects moving freely follow straight "
          "lines."),
         ("The museum borders the station.", "The station borders the museum."),
+        ("Portuguese differs from Spanish in its vowels.",
+         "Spanish differs from Portuguese in its vowels."),
+        ("The street runs parallel to the canal.", "The canal runs parallel to the street."),
+        ("The vaccine was tested alongside the placebo.",
+         "The placebo was tested alongside the vaccine."),
     ],
 )
 def test_a_passive_a_converse_or_a_symmetric_relation_is_no_inversion(grounder, claim, passage):
@@ -1728,3 +1733,8 @@ def test_an_amount_in_other_units_is_the_same_amount_and_a_different_one_is_name
     )
     assert wrong.verdict == "unsupported"
     assert wrong.reason == "the passage says 14 days, not three weeks"
+    # A span of years the passage gives as two dates is not a rival to the days it names.
+    war = ("The war began in 1914. It ended in 1918, after armistice talks that lasted "
+           "10 days.")
+    span_of_years = grounder.check_claim("The war ended four years after it began.", [war])
+    assert span_of_years.verdict != "unsupported" and "10 days" not in span_of_years.reason
