@@ -232,7 +232,7 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence
         result = search(query=query, workspace=thread.workspace, scope=scope, limit=limit)
     except ScopeError as exc:
         raise ToolError(str(exc)) from exc
-    hits = with_continuations(hits=result.hits, count=settings.CHAT_CONTINUED_HITS)
+    hits = with_continuations(hits=result.hits, count=settings.CHAT_CONTINUED_HITS, query=query)
     evidence = _evidence(group_hits(hits), "excerpt", _related_note(result.metadata))
     evidence.search_metadata = {"query": query, "hits": len(result.hits), **result.metadata}
     return evidence

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchQuery
 from django.db import connection, transaction
 from django.db.models import Q
 
@@ -205,10 +206,11 @@ def search(
     return SearchResult(query, hits, metadata)
 
 
-def with_continuations(*, hits: list[Hit], count: int) -> list[Hit]:
+def with_continuations(*, hits: list[Hit], count: int, query: str) -> list[Hit]:
     """The hits, and after them the chunk that continues each of the best `count` in its
     section, when the hits lack it: a chunk rarely ends where its subject does ("… we
-    agreed to push the launch to March 10" is the chunk after "2. Launch date")."""
+    agreed to push the launch to March 10" is the chunk after "2. Launch date"). Never one
+    holding what the `query` (the hits' own) excludes."""
     have = {(hit.document_id, hit.ordinal) for hit in hits}
     wanted = {
         (hit.document_id, hit.ordinal + 1): hit for hit in hits[:count]
@@ -216,14 +218,17 @@ def with_continuations(*, hits: list[Hit], count: int) -> list[Hit]:
     }
     if not wanted:
         return hits
-    query = Q()
+    wanted_chunks = Q()
     for document_id, ordinal in wanted:
-        query |= Q(document_id=document_id, ordinal=ordinal)
+        wanted_chunks |= Q(document_id=document_id, ordinal=ordinal)
+    chunks = Chunk.objects.filter(wanted_chunks)
+    if excluded := _exclusions(query)[1]:
+        chunks = chunks.exclude(search_vector=SearchQuery(
+            excluded, config=TEXT_SEARCH_CONFIG, search_type="websearch"
+        ))
     found = {
         (chunk.document_id, chunk.ordinal): chunk
-        for chunk in Chunk.objects.filter(query).only(
-            "id", "document_id", "ordinal", "text", "locator"
-        )
+        for chunk in chunks.only("id", "document_id", "ordinal", "text", "locator")
     }
     # In the order of the hits they continue; same document, so within any scope searched.
     return hits + [
@@ -378,17 +383,22 @@ def _by_distance(rows: list[tuple[int, int, float]]) -> list[tuple[int, int, flo
 _OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
 
 
-# "-word" or -"a phrase": what a websearch query excludes.
-_EXCLUDED = re.compile(r'(?:^|(?<=\s))-([^\W\d_][\w\'-]*|"[^"]*")')
+# What websearch_to_tsquery negates: "-" after a space, then a word up to the next space
+# ("-example.com" is PostgreSQL's one host word, not "example") or a quoted phrase, one
+# left open running to the end of the query.
+_EXCLUDED = re.compile(r'(?:^|(?<=\s))-+("[^"]*(?:"|\Z)|[^\s"]+)')
 
 
 def _exclusions(query: str) -> tuple[str, str]:
     """The query as the dense leg embeds it (without what it excludes: "incident
     -postmortem" must not pull postmortems closer), and what it excludes as one websearch
-    query ("postmortem OR \"root cause\""), or ""."""
+    query ("postmortem OR \"root cause\""), or "": the very terms the keyword leg's
+    websearch query negates, and none when that leg reads the query as plain words."""
+    if not _OPERATORS.search(query):
+        return query, ""
     excluded = [m.group(1) for m in _EXCLUDED.finditer(query)]
-    asked = " ".join(_EXCLUDED.sub(" ", query).split()) or query
-    return asked, " OR ".join(excluded)
+    asked = " ".join(_EXCLUDED.sub(" ", query).split())
+    return asked or query.lstrip("-"), " OR ".join(excluded)
 
 
 # Dense hits that hold a word the query excludes: the keyword leg never returns them.

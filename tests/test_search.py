@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from indexing import pipeline, sources
 from knowledge.models import Document, Folder, Workspace
-from knowledge.search import Scope, ScopeError, search
+from knowledge.search import Scope, ScopeError, search, with_continuations
 from tests.conftest import SAMPLE_CORPUS
 
 pytestmark = pytest.mark.django_db
@@ -81,6 +81,29 @@ def test_an_excluded_word_keeps_its_passages_out_of_both_legs(corpus, workspace)
     for query in (f"{question} -discovery", f'{question} -"hours of discovery"'):
         hits = search(query=query, workspace=workspace, limit=10).hits
         assert hits and not [h for h in hits if "discovery" in h.text], query
+
+
+def test_an_exclusion_is_read_as_postgresql_reads_it_in_both_legs(corpus, workspace):
+    question = "how quickly must a security incident be reported"
+    for query, word in (
+        (f"{question} -security@harborlights.example", "security@harborlights.example"),
+        (f'{question} -"hours of discovery', "hours of discovery"),  # a quote left open
+    ):
+        hits = search(query=query, workspace=workspace, limit=10).hits
+        assert hits and not [h for h in hits if word in h.text], query
+
+
+def test_the_chunk_continuing_a_hit_is_not_added_when_it_holds_what_is_excluded(
+    corpus, workspace
+):
+    asked = "plan of record was to launch on Monday 24 February"
+    (top,) = search(query=asked, workspace=workspace, limit=1).hits
+    (continued,) = with_continuations(hits=[top], count=1, query=asked)[1:]
+    assert "March 10" in continued.text and "March 10" not in top.text
+    query = f"{asked} -March"
+    hits = search(query=query, workspace=workspace, limit=1).hits
+    assert [h.chunk_id for h in hits] == [top.chunk_id]
+    assert with_continuations(hits=hits, count=1, query=query) == hits
 
 
 def test_scope_confines_results(corpus, workspace):
