@@ -61,7 +61,9 @@ def _lines(sheet: Any, remaining: int) -> tuple[list[str], int]:
     sheet.reset_dimensions()
     lines = []
     for values in sheet.iter_rows(values_only=True):
-        remaining -= len(values)
+        # A row the file skips to comes after one empty row for each row skipped: those
+        # count too, or a row numbered in the billions takes hours of nothing.
+        remaining -= max(len(values), 1)
         if remaining < 0:
             raise IngestError(f"Excel file has more than {MAX_CELLS:,} cells; it cannot be read")
         if line := row_line([_cell(v) for v in values]):

@@ -1098,6 +1098,26 @@ def test_docx_table_rows_are_kept_on_one_line() -> None:
             "Desmond | Cut the branch.") in text
 
 
+def _row_numbered(row: int) -> bytes:
+    """A workbook whose second row the file numbers `row` (Excel stops at 1,048,576)."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"], book.active["A2"] = "Item", "x"
+    buffer = io.BytesIO()
+    book.save(buffer)
+    source = zipfile.ZipFile(buffer)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                data = data.replace(b'<row r="2"', f'<row r="{row}"'.encode())
+                data = data.replace(b'r="A2"', f'r="A{row}"'.encode())
+            archive.writestr(info.filename, data)
+    return out.getvalue()
+
+
 def test_a_stray_far_cell_or_a_page_nested_thousands_deep_is_read_or_refused_at_once() -> None:
     import openpyxl
 
@@ -1124,6 +1144,8 @@ def test_a_stray_far_cell_or_a_page_nested_thousands_deep_is_read_or_refused_at_
     two.save(buffer)
     with pytest.raises(IngestError, match="more than 2,000,000 cells"):
         load_bytes(buffer.getvalue(), filename="two.xlsx")
+    with pytest.raises(IngestError, match="more than 2,000,000 cells"):
+        load_bytes(_row_numbered(100_000_000), filename="far-row.xlsx")
     deep = b"<html><body>" + b"<div>" * 20_000 + b"text" + b"</div>" * 20_000 + b"</body></html>"
     with pytest.raises(IngestError, match="nested more than 256 elements deep"):
         load_bytes(deep, filename="deep.html")
