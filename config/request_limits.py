@@ -8,11 +8,16 @@ Two guards:
 - `BoundedUploadHandler` (first in FILE_UPLOAD_HANDLERS) stops reading an
   uploaded file as soon as it passes INGEST_MAX_FILE_BYTES, instead of storing
   it whole and checking its size afterwards.
+
+And `NulCharacterMiddleware` refuses an address holding a NUL character (%00) with a
+400: PostgreSQL text cannot hold one, so a query parameter compared with a column
+(?workspace=a%00b) was a 500. Bodies need no such guard: DRF's fields refuse NUL.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import unquote_plus
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -67,6 +72,16 @@ class RequestSizeMiddleware:
                 413,
                 f"The request body is {_size(int(declared))}; the limit is {_size(limit)}.",
             )
+        return self.get_response(request)
+
+
+class NulCharacterMiddleware:
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if "\x00" in request.path or "\x00" in unquote_plus(request.META.get("QUERY_STRING", "")):
+            return refusal(request, 400, "The address holds a NUL character (%00); remove it.")
         return self.get_response(request)
 
 

@@ -79,6 +79,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: refuses an over-limit body from its Content-Length before anything reads it.
     "config.request_limits.RequestSizeMiddleware",
+    "config.request_limits.NulCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -113,6 +113,18 @@ def test_a_malformed_content_length_is_a_400(api):
     assert response.json() == {"detail": "Invalid Content-Length: '12abc'"}
 
 
+def test_a_nul_character_in_the_address_is_a_400_not_a_500(api):
+    for response in (
+        api.get("/api/threads?workspace=a%00b"),
+        api.post("/api/threads?workspace=a%00b", {"title": "Q"}, format="json"),
+    ):
+        assert response.status_code == 400
+        assert response.json() == {
+            "detail": "The address holds a NUL character (%00); remove it."
+        }
+    assert not Thread.objects.exists()
+
+
 def test_an_uploaded_file_over_the_limit_on_a_page_is_a_413_with_its_name(client, settings):
     # The admin's forms are parsed (by the CSRF check) before any view: the limit applies.
     settings.INGEST_MAX_FILE_BYTES = 100
