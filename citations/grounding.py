@@ -527,7 +527,7 @@ class Grounder:
         # of Lisbon, though the next sentence has Porto's 30.
         given = frozenset().union(*(given_by[i] for i in chosen))
         values -= given
-        wanted -= {term for term in wanted if term.isdigit() and float(term) in given}
+        wanted -= {term for term in wanted if term.isdecimal() and float(term) in given}
         for index in sorted(chosen):
             for neighbour in (index - 1, index + 1):
                 if not (wanted or values) or neighbour in chosen or not (

@@ -1738,3 +1738,12 @@ def test_an_amount_in_other_units_is_the_same_amount_and_a_different_one_is_name
            "10 days.")
     span_of_years = grounder.check_claim("The war ended four years after it began.", [war])
     assert span_of_years.verdict != "unsupported" and "10 days" not in span_of_years.reason
+
+
+@pytest.mark.parametrize("mark", ["²", "①", "¹²"])
+def test_a_superscript_or_circled_digit_is_read_without_failing(mark) -> None:
+    passage = "The Lisbon office opens with 12 engineers. The Porto office opens with 30 engineers."
+    result = Grounder(BagOfWords()).check_claim(
+        f"The Lisbon office opens with 12 engineers {mark}.", [passage]
+    )
+    assert result.verdict == "supported"
