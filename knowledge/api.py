@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -71,7 +72,7 @@ class SearchView(APIView):
             # Foreign ids look exactly like missing ones: no probing other workspaces.
             raise NotFound(str(exc)) from exc
         here = request.build_absolute_uri()
-        full = len(result.hits) == size and page * size < SearchQuerySerializer.MAX_DEPTH
+        full = len(result.hits) == size and page * size < settings.SEARCH_POOL
         return Response(
             {
                 "query": result.query,

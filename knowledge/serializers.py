@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -45,9 +46,8 @@ class ChunkSerializer(serializers.ModelSerializer):
 
 class SearchQuerySerializer(serializers.Serializer):
     """`limit` hits, or pages of `page_size` (the other lists' names): `page` 2 of 10 is
-    hits 11 to 20. Ranked search goes MAX_DEPTH hits deep."""
-
-    MAX_DEPTH = 200
+    hits 11 to 20. Pages go as deep as each leg's candidate pool (SEARCH_POOL): one pool
+    for every page, so no hit is on two pages or on none."""
 
     q = serializers.CharField(max_length=2000, trim_whitespace=True)
     limit = serializers.IntegerField(min_value=1, max_value=100, required=False)
@@ -64,9 +64,9 @@ class SearchQuerySerializer(serializers.Serializer):
                 {"page_size": "limit and page_size name one number; give one of them"}
             )
         data["page_size"] = size or limit or 10
-        if data["page"] * data["page_size"] > self.MAX_DEPTH:
+        if data["page"] * data["page_size"] > max(settings.SEARCH_POOL, data["page_size"]):
             raise serializers.ValidationError(
-                {"page": f"search returns its {self.MAX_DEPTH} best hits at most; page "
+                {"page": f"search returns its {settings.SEARCH_POOL} best hits at most; page "
                          f"{data['page']} of {data['page_size']} goes past them"}
             )
         return data
