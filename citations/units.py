@@ -126,7 +126,8 @@ def same_quantity(value: float, unit: Unit, other_value: float, other: Unit) -> 
 
 # Money: a symbol before the number, or a currency's name or code around it. "$" is any
 # dollar (US, Canadian…), as "dollars" is; "pounds" alone may be a weight and is left out.
-_SYMBOLS: Final = {"$": "dollars", "€": "euros", "£": "pounds sterling", "¥": "yen"}
+# "¥" writes both the yen and the yuan.
+_SYMBOLS: Final = {"$": "dollars", "€": "euros", "£": "pounds sterling", "¥": "yen or yuan"}
 _CURRENCY_WORDS: Final = {
     **{w: "euros" for w in ("euro", "euros", "eur")},
     **{w: "dollars" for w in ("dollar", "dollars", "usd", "us dollars", "u.s. dollars")},
@@ -142,6 +143,10 @@ _CURRENCY_AFTER: Final = re.compile(
     rf"(?![\w])"
 )
 _CODE_BEFORE: Final = re.compile(rf"(?<![\w])(?P<name>(?i:{_CURRENCY}))[ \u00a0]?$")
+
+
+def same_currency(one: str, other: str) -> bool:
+    return one == other or {one, other} in ({"yen or yuan", "yen"}, {"yen or yuan", "yuan"})
 
 
 def currency(text: str, start: int, end: int, written: str) -> str | None:

@@ -166,7 +166,7 @@ def _other_currency(number: Number, money: str, span: Features) -> str | None:
         (other, other_money) for other in span.numbers if _same_number(number, other)
         and (other_money := _currency(span.text, other)) is not None
     ]
-    if not found or any(other_money == money for _, other_money in found):
+    if not found or any(units.same_currency(other_money, money) for _, other_money in found):
         return None
     other, other_money = found[0]
     return f"{other.text.lstrip('$€£¥')} {other_money}"

@@ -733,6 +733,14 @@ def test_an_amount_in_another_currency_is_contradicted() -> None:
     for same in ("The paint cost €3,200.", "The lamp cost 900 euros.", "Wire cost 50 dollars.",
                  "The paint cost 3,200."):
         assert number_issues(analyze(same), paint, paint) == [], same
+    # "¥" writes the yen and the yuan alike.
+    for passage in ("A metro day ticket costs 500 yuan.", "A metro day ticket costs 500 yen."):
+        ticket = analyze(passage)
+        assert number_issues(analyze("The ticket costs ¥500."), ticket, ticket) == [], passage
+    ticket = analyze("A metro day ticket costs ¥500.")
+    assert number_issues(analyze("The ticket costs 500 yuan."), ticket, ticket) == []
+    assert [i.reason for i in number_issues(analyze("The ticket costs $500."), ticket, ticket)
+            ] == ["the passage says 500 yen or yuan, not 500 dollars"]
 
 
 def test_units_numbers_of_model_names_and_one_of_the_most() -> None:
