@@ -203,9 +203,11 @@ def _find_title(text: str, title: str, start: int) -> int:
     """Where `title` starts in `text` at or after `start`, else start.
 
     A heading is a line of its own: a line that is the title (numbered or not) is taken
-    first, then a line opening with it, each in the title's case before any case; only
-    then the title's words anywhere, so that "the introduction of" mid-sentence or a
-    running header "Acme report · Introduction" above it does not start the section.
+    first, in the title's case before any case ("3 RESULTS" for the bookmark "Results"
+    before a line of prose opening "Results from the second site…"), then a line opening
+    with it, likewise; only then the title's words anywhere, so that "the introduction
+    of" mid-sentence or a running header "Acme report · Introduction" above it does not
+    start the section.
     """
     words = title.split()
     if not words:
@@ -214,8 +216,8 @@ def _find_title(text: str, title: str, start: int) -> int:
     anywhere = r"\s+".join(re.escape(w) for w in words)
     tiers = (
         (rf"^[ \t]*{_NUMBERING}({spaced})[ \t]*$", re.MULTILINE),
-        (rf"^[ \t]*{_NUMBERING}({spaced})", re.MULTILINE),
         (rf"^[ \t]*{_NUMBERING}({spaced})[ \t]*$", re.MULTILINE | re.IGNORECASE),
+        (rf"^[ \t]*{_NUMBERING}({spaced})", re.MULTILINE),
         (rf"^[ \t]*{_NUMBERING}({spaced})", re.MULTILINE | re.IGNORECASE),
         (rf"({anywhere})", 0),
         (rf"({anywhere})", re.IGNORECASE),

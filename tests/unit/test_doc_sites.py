@@ -12,7 +12,7 @@ from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.loaders import load_bytes
 from indexing.loaders.html import page_blocks, repeated_blocks
 from indexing.loaders.markdown import find_definitions
-from indexing.loaders.pdf_structure import is_contents_page
+from indexing.loaders.pdf_structure import OutlineEntry, is_contents_page, page_sections
 from indexing.types import KIND_PDF_CONTENTS
 from knowledge.locators import label, passage_at
 
@@ -301,6 +301,15 @@ def test_a_bookmark_starts_its_section_at_its_heading_line_not_at_its_words_else
     assert gauges.locator["heading_path"] == ["Tide gauges"]
     assert "calibrated against" not in gauges.text
     assert all(passage_at(loaded.text, c.locator) == c.text for c in chunks)
+
+
+def test_a_bookmark_starts_at_its_heading_in_capitals_before_prose_opening_with_its_word():
+    page = ("2 METHODS\nWe recruited 40 patients at two sites.\n3 RESULTS\n"
+            "Mean blood pressure fell by 9 mmHg.\nResults from the second site were similar.\n")
+    entries = [OutlineEntry(0, 1, "Methods"), OutlineEntry(0, 1, "Results")]
+    starts = {s.heading_path: page[s.start : s.end] for s in page_sections([page], entries)[0]}
+    assert starts[("Results",)].startswith("3 RESULTS\nMean blood pressure fell by 9 mmHg.")
+    assert "9 mmHg" not in starts[("Methods",)]
 
 
 def headed_pdf(*, body: float = 10.5, heading: float = 14, title: float = 20) -> bytes:
