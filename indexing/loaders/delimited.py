@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterable
 
-from citations.rows import CELL_SEPARATOR
+from citations.rows import CELL_SEPARATOR, reads_as_header
 from indexing.loaders.text import decode_text, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
@@ -29,7 +30,7 @@ def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
         records = list(csv.reader(io.StringIO(text), dialect))
     except csv.Error as exc:
         raise IngestError(f"Not a readable CSV file: {exc}") from None
-    lines = [row for record in records if (row := row_line(record))]
+    lines = table_lines(row_line(record) for record in records)
     if not lines:
         raise IngestError("File is empty")
     return LoadedDocument(
@@ -45,6 +46,23 @@ def _sniffed(text: str) -> type[csv.Dialect] | csv.Dialect:
         return csv.Sniffer().sniff(text[:_SNIFF_CHARS], delimiters=_DELIMITERS)
     except csv.Error:  # one column, or too irregular to tell: commas
         return csv.excel
+
+
+def table_lines(rows: Iterable[str]) -> list[str]:
+    """The rows that are not empty, as lines, with a blank line where a row that reads as
+    a header follows empty ones: a second table below a gap is read under its own header
+    row, not the first one's. A gap before a row of figures is a spacer, and dropped."""
+    lines: list[str] = []
+    gap = False
+    for row in rows:
+        if not row:
+            gap = bool(lines)
+            continue
+        if gap and reads_as_header(row):
+            lines.append("")
+        lines.append(row)
+        gap = False
+    return lines
 
 
 def row_line(record: list[str]) -> str:

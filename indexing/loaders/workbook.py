@@ -15,7 +15,7 @@ from typing import Any
 
 import openpyxl
 
-from indexing.loaders.delimited import row_line
+from indexing.loaders.delimited import row_line, table_lines
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office import check_zip
 from indexing.loaders.text import title_from_filename
@@ -59,16 +59,15 @@ def _lines(sheet: Any, remaining: int) -> tuple[list[str], int]:
     # The declared used range can reach XFD1048576 for one stray cell, and openpyxl pads
     # every row to it: read the cells the sheet holds, and bound them.
     sheet.reset_dimensions()
-    lines = []
+    rows: list[str] = []
     for values in sheet.iter_rows(values_only=True):
         # A row the file skips to comes after one empty row for each row skipped: those
         # count too, or a row numbered in the billions takes hours of nothing.
         remaining -= max(len(values), 1)
         if remaining < 0:
             raise IngestError(f"Excel file has more than {MAX_CELLS:,} cells; it cannot be read")
-        if line := row_line([_cell(v) for v in values]):
-            lines.append(line)
-    return lines, remaining
+        rows.append(row_line([_cell(v) for v in values]))
+    return table_lines(rows), remaining
 
 
 def _cell(value: Any) -> str:

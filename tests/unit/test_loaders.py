@@ -259,6 +259,20 @@ def test_a_csv_file_is_a_table_a_row_a_line() -> None:
         load_bytes(b",,\n,,\n", filename="blank.csv")
 
 
+def test_a_second_table_below_a_gap_is_read_under_its_own_header() -> None:
+    from indexing.chunking import ChunkBudget, chunk_unit
+
+    products = "".join(f"Gadget {n},{n}.50,Porto\n" for n in range(40))
+    people = "".join(f"Person {n},Engineer,Lisbon\n" for n in range(40))
+    data = f"Product,Price (EUR),Warehouse\n{products},,\nEmployee,Role,Office\n{people}"
+    (unit,) = load_bytes(data.encode(), filename="sheet.csv").units
+    assert "| Gadget 39 | 39.50 | Porto |\n\n| Employee | Role | Office |" in unit.text
+    headers = {piece.text.split("\n")[-1].split(" | ")[1]: piece.locator.get("table_header")
+               for piece in chunk_unit(unit, ChunkBudget(max_tokens=60, overlap_tokens=0))}
+    assert headers["Engineer"] == "Employee | Role | Office"
+    assert headers["39.50"] == "Product | Price (EUR) | Warehouse"
+
+
 def make_workbook(sheets: dict[str, list[list]]) -> bytes:
     import openpyxl
 
@@ -1128,7 +1142,7 @@ def test_a_stray_far_cell_or_a_page_nested_thousands_deep_is_read_or_refused_at_
     book.save(buffer)
     began = time.perf_counter()
     (unit,) = load_bytes(buffer.getvalue(), filename="sparse.xlsx").units
-    assert unit.text.startswith("| Name |\n|  |") and unit.text.endswith("| stray |")
+    assert unit.text.startswith("| Name |\n\n|  |") and unit.text.endswith("| stray |")
     wide = openpyxl.Workbook()
     for row in range(1, 200):
         wide.active.cell(row, 16_000, "far")
