@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from citations.claims import STEMMER, STOP_WORDS, Features, stem, zipf_frequency
+from citations.claims import STEMMER, STOP_WORDS, Features, analyze, stem, zipf_frequency
 
 from .issue import Issue
 from .negation import NOT_WITHOUT, negative_prefix
@@ -106,10 +106,30 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
             and j not in span_denied
             and not (word in _ORDER_WORDS and _order_reversed(claim, position, span, j))
         ]
+        said = [w for w in said if _about_the_claim(w, claim_stems - {word_stem}, span.text)]
         if said:
             issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
             break
     return issues
+
+
+# Where a passage turns from one thing to the next: "open Monday to Friday and closed at
+# weekends", "runs from May to September; in winter the crossing is closed".
+_CLAUSE_BREAK: Final = re.compile(
+    r"[;:]|\b(?:and|but|while|whereas|although|though|yet)\b", re.IGNORECASE
+)
+
+
+def _about_the_claim(word: str, claim_stems: set[str], text: str) -> bool:
+    """Whether a clause of the passage holding the opposite `word` shares another content
+    word with the claim. A timetable states both sides ("open Monday to Friday and closed
+    at weekends"): "weekends" there says nothing against "The office is open on weekdays"."""
+    for clause in _CLAUSE_BREAK.split(text):
+        features = analyze(clause)
+        shared = {st for st in features.stems & claim_stems if not st[:1].isdigit()}
+        if word in features.words and shared:  # a figure alone ("8" of 8:10 and 8:15) is not
+            return True
+    return False
 
 
 _ORDER_WORDS: Final = frozenset("before after earlier later".split())

@@ -721,6 +721,19 @@ def test_a_timetable_said_the_other_way_round_is_an_opposite() -> None:
     assert opposite_issues(analyze("The ferry runs on weekdays in winter."), span) == []
 
 
+@pytest.mark.parametrize(("claim", "passage"), [
+    ("The office is open on weekdays.", "The office is open Monday to Friday and closed at "
+     "weekends."),
+    ("The ferry runs in summer.", "The ferry runs from May to September; in winter the "
+     "crossing is closed."),
+    ("Ferries continue to sail during a yellow warning.", "During a yellow warning ferries "
+     "keep sailing; only night crossings are cancelled."),
+    ("The bus arrives at 8:10.", "The bus reaches the station at 8:10 and departs at 8:15."),
+])
+def test_a_passage_stating_both_sides_of_a_schedule_has_no_opposite(claim, passage) -> None:
+    assert opposite_issues(analyze(claim), analyze(passage)) == []
+
+
 def test_an_amount_in_another_currency_is_contradicted() -> None:
     paint = analyze("The paint alone cost 3,200 euros; the lamp cost EUR 900 and $50 of wire.")
     for claim, reason in (
