@@ -85,6 +85,12 @@ SCALES: Final = {
     "hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12,
     "dozen": 12,
 }
+# Chinese and Japanese write the scale right after the digits: "2.5亿元" is 250 million
+# yuan, "1400万" 14 million.
+CJK_SCALES: Final = {
+    "百万": 1e6, "千万": 1e7, "百": 1e2, "千": 1e3, "万": 1e4, "萬": 1e4, "亿": 1e8, "億": 1e8,
+    "兆": 1e12,
+}
 _PERCENT_SIGN: Final = r"%|percent\b|per cent\b"
 _NUMBER: Final = re.compile(
     # not the number of a model's name: "J-2", "F-16", "COVID-19"
@@ -94,7 +100,8 @@ _NUMBER: Final = re.compile(
     r"|\d+(?:\.\d+)?)"
     rf"(?P<suffix>st|nd|rd|th|s)?(?![\d_]|{_LETTER})"
     rf"(?:\s?(?P<percent>{_PERCENT_SIGN}))?"
-    r"(?:[\s-]?(?P<scale>hundred|thousand|million|billion|trillion)s?\b)?",
+    r"(?:[\s-]?(?P<scale>hundred|thousand|million|billion|trillion)s?\b"
+    r"|(?P<cjk_scale>百万|千万|[百千万萬亿億兆]))?",
     re.IGNORECASE,
 )
 _WORD_NUMBER: Final = re.compile(
@@ -598,6 +605,9 @@ def numbers(text: str) -> list[Number]:
         scale = (match.group("scale") or "").lower()
         if scale:
             value *= SCALES[scale]
+        elif cjk_scale := match.group("cjk_scale"):
+            value *= CJK_SCALES[cjk_scale]
+            scale = cjk_scale
         if match.group("percent"):
             kind = "percent"
         elif suffix in ("st", "nd", "rd", "th"):

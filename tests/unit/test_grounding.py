@@ -707,6 +707,13 @@ def test_chinese_and_japanese_claims_are_read_character_by_character() -> None:
         "the passage says 12, not 15"
     ]
     assert number_issues(analyze("灯塔建于1889年"), passage, passage) == []
+    # The scale follows the digits: 2.5亿 is 250 million, 2.5万 is 25,000.
+    assert [n.value for n in analyze("预算为2.5亿元，人口1400万").numbers] == [2.5e8, 1.4e7]
+    budget = analyze("该项目的预算为2.5万元，由市政府拨款。")
+    assert [i.reason for i in number_issues(analyze("预算为2.5亿元"), budget, budget)] == [
+        "the passage says 2.5万, not 2.5亿"
+    ]
+    assert number_issues(analyze("预算为2.5万元"), budget, budget) == []
 
 
 def test_a_timetable_said_the_other_way_round_is_an_opposite() -> None:
