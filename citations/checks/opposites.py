@@ -106,28 +106,43 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
             and j not in span_denied
             and not (word in _ORDER_WORDS and _order_reversed(claim, position, span, j))
         ]
-        said = [w for w in said if _about_the_claim(w, claim_stems - {word_stem}, span.text)]
+        said = [w for w in said if _against_the_claim(w, word_stem, claim, span.text)]
         if said:
             issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
             break
     return issues
 
 
-# Where a passage turns from one thing to the next: "open Monday to Friday and closed at
-# weekends", "runs from May to September; in winter the crossing is closed".
-_CLAUSE_BREAK: Final = re.compile(
-    r"[;:]|\b(?:and|but|while|whereas|although|though|yet)\b", re.IGNORECASE
-)
+# Where a passage turns to another thing: "runs from May to September; in winter the
+# crossing is closed", "… keep sailing, but night crossings are cancelled".
+_TURN: Final = re.compile(r"[;:]|\b(?:but|while|whereas|although|though|yet)\b", re.IGNORECASE)
+_AND: Final = re.compile(r"\band\b", re.IGNORECASE)
 
 
-def _about_the_claim(word: str, claim_stems: set[str], text: str) -> bool:
-    """Whether a clause of the passage holding the opposite `word` shares another content
-    word with the claim. A timetable states both sides ("open Monday to Friday and closed
-    at weekends"): "weekends" there says nothing against "The office is open on weekdays"."""
-    for clause in _CLAUSE_BREAK.split(text):
-        features = analyze(clause)
-        shared = {st for st in features.stems & claim_stems if not st[:1].isdigit()}
-        if word in features.words and shared:  # a figure alone ("8" of 8:10 and 8:15) is not
+def _against_the_claim(word: str, word_stem: str, claim: Features, text: str) -> bool:
+    """Whether the passage's opposite `word` (of the claim's `word_stem`) speaks of what the
+    claim does. A timetable states both sides: not when its part of the passage shares no
+    other word with the claim ("in winter the crossing is closed" against "The ferry runs
+    in summer"), nor when, joined by "and", it says the other side with a second opposite
+    ("open Monday to Friday and closed at weekends") or of another time ("arrives at 8:10
+    and departs at 8:15")."""
+    others = set(claim.word_stems) - {word_stem}
+    for clause in _TURN.split(text):
+        said = analyze(clause)
+        if word not in said.words or not {
+            st for st in said.stems & others if not st[:1].isdigit()  # "8" of 8:10 and 8:15
+        }:
+            continue
+        parts = [analyze(p) for p in _AND.split(clause)]
+        part = next(p for p in parts if word in p.words)
+        if not any(other.stems & others for other in parts if other is not part):
+            return True  # no other part says what the claim does
+        second_opposite = any(_OPPOSITE_STEMS.get(st, set()) & part.stems for st in others)
+        values = {n.value for n in claim.numbers}
+        another_time = bool(values and part.numbers) and values.isdisjoint(
+            n.value for n in part.numbers
+        ) and values <= {n.value for n in said.numbers}
+        if not (second_opposite or another_time):
             return True
     return False
 

@@ -741,6 +741,12 @@ def test_a_passage_stating_both_sides_of_a_schedule_has_no_opposite(claim, passa
     assert opposite_issues(analyze(claim), analyze(passage)) == []
 
 
+def test_an_opposite_in_a_part_joined_by_and_still_counts() -> None:
+    span = analyze("The museum opened in 1900 and lies west of the station.")
+    (issue,) = opposite_issues(analyze("The museum lies east of the station."), span)
+    assert issue.reason == 'the passage says "west", not "east"'
+
+
 def test_an_amount_in_another_currency_is_contradicted() -> None:
     paint = analyze("The paint alone cost 3,200 euros; the lamp cost EUR 900 and $50 of wire.")
     for claim, reason in (
