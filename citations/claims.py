@@ -88,8 +88,8 @@ SCALES: Final = {
 # Chinese and Japanese write the scale right after the digits: "2.5亿元" is 250 million
 # yuan, "1400万" 14 million.
 CJK_SCALES: Final = {
-    "百万": 1e6, "千万": 1e7, "百": 1e2, "千": 1e3, "万": 1e4, "萬": 1e4, "亿": 1e8, "億": 1e8,
-    "兆": 1e12,
+    "万亿": 1e12, "萬億": 1e12, "百万": 1e6, "千万": 1e7, "百": 1e2, "千": 1e3, "万": 1e4,
+    "萬": 1e4, "亿": 1e8, "億": 1e8,
 }
 _PERCENT_SIGN: Final = r"%|percent\b|per cent\b"
 _NUMBER: Final = re.compile(
@@ -101,7 +101,8 @@ _NUMBER: Final = re.compile(
     rf"(?P<suffix>st|nd|rd|th|s)?(?![\d_]|{_LETTER})"
     rf"(?:\s?(?P<percent>{_PERCENT_SIGN}))?"
     r"(?:[\s-]?(?P<scale>hundred|thousand|million|billion|trillion)s?\b"
-    r"|(?P<cjk_scale>百万|千万|[百千万萬亿億兆]))?",
+    # Not a unit's prefix: 千米 is a kilometre, 千克 a kilogram (兆, mega or 10^12, is left).
+    r"|(?P<cjk_scale>万亿|萬億|百万|千万|[百千万萬亿億])(?![米克瓦赫焦卡伏帕升秒字位]))?",
     re.IGNORECASE,
 )
 _WORD_NUMBER: Final = re.compile(

@@ -65,10 +65,10 @@ def number_issues(
         if _counts_its_list(claim.text, number):
             continue  # "two Nobel laureates, Yoichiro Nambu and James Cronin"
         slack = 1 if number.approximate else 0
-        if number.kind == "number" and any(
+        if number.kind == "number" and (unit is None or unit.dimension == "time") and any(
             abs(abs(a - b) - number.value) <= slack for a in years for b in years
         ):
-            continue  # "four years later" for 1851 and 1855
+            continue  # "four years later" for 1851 and 1855 (not "4 km" for 2014 and 2018)
         if unit is not None and (quantity := _rival_quantity(number, unit, claim, span)):
             issues.append(Issue(f"the passage says {quantity}, not {number.text} {unit.name}",
                                 True))

@@ -115,7 +115,7 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
 
 # Where a passage turns to another thing: "runs from May to September; in winter the
 # crossing is closed", "… keep sailing, but night crossings are cancelled".
-_TURN: Final = re.compile(r"[;:]|\b(?:but|while|whereas|although|though|yet)\b", re.IGNORECASE)
+_TURN: Final = re.compile(r";|\b(?:but|while|whereas|although|though|yet)\b", re.IGNORECASE)
 _AND: Final = re.compile(r"\band\b", re.IGNORECASE)
 
 

@@ -714,6 +714,9 @@ def test_chinese_and_japanese_claims_are_read_character_by_character() -> None:
         "the passage says 2.5万, not 2.5亿"
     ]
     assert number_issues(analyze("预算为2.5万元"), budget, budget) == []
+    # A unit's prefix is no scale: 3千米 is 3 kilometres; 万亿 is 10^12.
+    amounts = analyze("全长3千米，重5千克，预算126万亿元").numbers
+    assert [n.value for n in amounts] == [3, 5, 1.26e14]
 
 
 def test_a_timetable_said_the_other_way_round_is_an_opposite() -> None:
@@ -745,6 +748,9 @@ def test_an_opposite_in_a_part_joined_by_and_still_counts() -> None:
     span = analyze("The museum opened in 1900 and lies west of the station.")
     (issue,) = opposite_issues(analyze("The museum lies east of the station."), span)
     assert issue.reason == 'the passage says "west", not "east"'
+    (issue,) = opposite_issues(analyze("The bridge is open to traffic."),
+                               analyze("Status of the bridge to traffic: closed."))
+    assert issue.reason == 'the passage says "closed", not "open"'
 
 
 def test_an_amount_in_another_currency_is_contradicted() -> None:
@@ -1772,6 +1778,9 @@ def test_an_amount_in_other_units_is_the_same_amount_and_a_different_one_is_name
            "10 days.")
     span_of_years = grounder.check_claim("The war ended four years after it began.", [war])
     assert span_of_years.verdict != "unsupported" and "10 days" not in span_of_years.reason
+    route = analyze("Opened in 2014 and extended in 2018, the route now runs 7 km.")
+    assert [i.reason for i in number_issues(analyze("The route is 4 km long."), route, route)
+            ] == ["the passage says 7 kilometres, not 4 kilometres"]  # a length, not years
 
 
 @pytest.mark.parametrize("mark", ["²", "①", "¹²"])
