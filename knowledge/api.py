@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -63,16 +62,17 @@ class SearchView(APIView):
         workspace = selectors.workspace_for(user=request.user, slug=data.get("workspace"))
         scope = Scope(tuple(data.get("document_ids", ())), tuple(data.get("folder_ids", ())))
         page, size = data["page"], data["page_size"]
+        offset, depth = (page - 1) * size, SearchQuerySerializer.depth(size)
         try:
             result = search(
-                query=data["q"], workspace=workspace, scope=scope, limit=size,
-                offset=(page - 1) * size,
+                query=data["q"], workspace=workspace, scope=scope,
+                limit=min(size, depth - offset), offset=offset,  # never past the one ranking
             )
         except ScopeError as exc:
             # Foreign ids look exactly like missing ones: no probing other workspaces.
             raise NotFound(str(exc)) from exc
         here = request.build_absolute_uri()
-        full = len(result.hits) == size and page * size < settings.SEARCH_POOL
+        full = len(result.hits) == size and page * size < depth
         return Response(
             {
                 "query": result.query,

@@ -385,8 +385,9 @@ _OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
 
 # What websearch_to_tsquery negates: "-" after a space, then a word up to the next space
 # ("-example.com" is PostgreSQL's one host word, not "example") or a quoted phrase, one
-# left open running to the end of the query.
-_EXCLUDED = re.compile(r'(?:^|(?<=\s))-+("[^"]*(?:"|\Z)|[^\s"]+)')
+# left open running to the end of the query. A phrase is matched whole, so that the "-m"
+# of "python -m pip" in quotes is no exclusion.
+_EXCLUDED = re.compile(r'(?:^|(?<=\s))(?P<minus>-+)?(?P<term>"[^"]*(?:"|\Z)|(?(minus)[^\s"]+))')
 
 
 def _exclusions(query: str) -> tuple[str, str]:
@@ -396,9 +397,14 @@ def _exclusions(query: str) -> tuple[str, str]:
     websearch query negates, and none when that leg reads the query as plain words."""
     if not _OPERATORS.search(query):
         return query, ""
-    excluded = [m.group(1) for m in _EXCLUDED.finditer(query)]
-    asked = " ".join(_EXCLUDED.sub(" ", query).split())
-    return asked or query.lstrip("-"), " OR ".join(excluded)
+    excluded = [m for m in _EXCLUDED.finditer(query) if m.group("minus") and m.group("term")]
+    kept, cursor = [], 0
+    for match in excluded:
+        kept.append(query[cursor : match.start()])
+        cursor = match.end()
+    asked = " ".join("".join([*kept, query[cursor:]]).split())
+    # Nothing left but exclusions: nothing to embed closer, so the query as written.
+    return asked or query, " OR ".join(m.group("term") for m in excluded)
 
 
 # Dense hits that hold a word the query excludes: the keyword leg never returns them.

@@ -57,6 +57,11 @@ class SearchQuerySerializer(serializers.Serializer):
     document_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
     folder_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
 
+    @staticmethod
+    def depth(page_size: int) -> int:
+        """How many hits deep the pages of this size go (the last one may be short)."""
+        return max(settings.SEARCH_POOL, page_size)
+
     def validate(self, data: dict) -> dict:
         limit, size = data.get("limit"), data.get("page_size")
         if limit is not None and size is not None and limit != size:
@@ -64,10 +69,10 @@ class SearchQuerySerializer(serializers.Serializer):
                 {"page_size": "limit and page_size name one number; give one of them"}
             )
         data["page_size"] = size or limit or 10
-        if data["page"] * data["page_size"] > max(settings.SEARCH_POOL, data["page_size"]):
+        if (data["page"] - 1) * data["page_size"] >= self.depth(data["page_size"]):
             raise serializers.ValidationError(
                 {"page": f"search returns its {settings.SEARCH_POOL} best hits at most; page "
-                         f"{data['page']} of {data['page_size']} goes past them"}
+                         f"{data['page']} of {data['page_size']} starts past them"}
             )
         return data
 

@@ -212,3 +212,12 @@ def test_negative_numbers_are_not_exclusions(documents, workspace):
 
     assert not _OPERATORS.search("E2f-1, -2, -3 regulate the harbour")
     assert _OPERATORS.search("harbour -ferries")
+
+
+def test_what_a_query_excludes_is_what_postgresql_negates():
+    from knowledge.search import _exclusions
+
+    assert _exclusions("deploy -example.com") == ("deploy", "example.com")  # one host word
+    assert _exclusions('incident -"root cause') == ("incident", '"root cause')  # left open
+    assert _exclusions('"python -m pip" -venv') == ('"python -m pip"', "venv")  # in a phrase
+    assert _exclusions("E2f-1, -2, -3") == ("E2f-1, -2, -3", "")  # plain words: no negation

@@ -236,6 +236,12 @@ def test_search_pages_are_cut_from_one_ranking_as_deep_as_the_pool(corpus, user,
     assert pages[-1]["next"] is None
     past = client.get("/api/search", {"q": query, "page_size": 2, "page": 4})
     assert past.status_code == 400 and "6 best hits" in past.json()["page"][0]
+    # A page size the pool is no multiple of: the last page is short, and then no next.
+    fours = [client.get("/api/search", {"q": query, "page_size": 4, "page": n}).json()
+             for n in (1, 2)]
+    assert [h["chunk_id"] for page in fours for h in page["results"]] == [
+        h["chunk_id"] for h in whole]
+    assert fours[0]["next"] and fours[1]["next"] is None
 
 
 def test_documents_api_lists_details_and_chunks(corpus, user):
