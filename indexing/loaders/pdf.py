@@ -93,6 +93,8 @@ _RUNNING_SHARE = 0.6
 # A chapter's own header runs over its pages only: on this many pages with at most one
 # page between each, a line is running too.
 _RUNNING_STREAK = 3
+# A number joined to another ("3-1", "2.10") counts as a page number on this many pages.
+_JOINED_PAGES = 5
 
 
 def _line_signature(line: str) -> str:
@@ -121,20 +123,22 @@ def _running_signatures(pages: dict[int, list[str]]) -> set[str]:
             for side in sides
             if (count := len(side.intersection(found)))
         )
-        if (
-            signature
-            and (shared or _streak(sorted(found)) >= _RUNNING_STREAK)
-            and _numbers_follow_the_page(found)
+        if signature and (
+            shared and _numbers_follow_the_page(found, streak=False)
+            or _streak(sorted(found)) >= _RUNNING_STREAK
+            and _numbers_follow_the_page(found, streak=True)
         ):
             running.add(signature)
     return running
 
 
-def _numbers_follow_the_page(found: dict[int, str]) -> bool:
-    """Whether each number of these lines (one a page, alike but for their digits) is
-    the same on every page or counts with the pages, as a page number does ("Page 3 of
-    40"), for most pages: a subtotal on both pages of an invoice, or "Example 4.1",
-    "4.2", "4.3" heading three pages, is the page's own text."""
+def _numbers_follow_the_page(found: dict[int, str], *, streak: bool) -> bool:
+    """Whether each number of these lines (one a page, alike but for their digits) reads
+    as a running line's: over most pages the same, or counting with the pages, as a page
+    number does ("Page 3 of 40", "3-1 … 3-5, 4-1", "Chapter 1" then "Chapter 2"). A
+    subtotal on both pages of an invoice is the page's own text, and so, over a streak or
+    a few pages, is a number joined to another ("Example 4.1", "4.2", "4.3" heading three
+    pages)."""
     pages = sorted(found)
     rows = [[(int(m.group()), _alone(found[p], m)) for m in _DIGITS.finditer(found[p])]
             for p in pages]
@@ -142,11 +146,12 @@ def _numbers_follow_the_page(found: dict[int, str]) -> bool:
         values = [value for value, _ in column]
         if len(set(values)) == 1:
             continue
-        if not all(alone for _, alone in column):
-            return False
         steps = list(itertools.pairwise(zip(pages, values, strict=True)))
         counting = sum(v2 - v1 == p2 - p1 for (p1, v1), (p2, v2) in steps)
-        if 2 * counting < len(steps):
+        same = sum(v2 == v1 for (_, v1), (_, v2) in steps)
+        if not all(alone for _, alone in column) and (streak or len(pages) < _JOINED_PAGES):
+            return False
+        if 2 * max(counting, 0 if streak else same) < len(steps):
             return False
     return True
 

@@ -994,6 +994,14 @@ def test_pdf_lines_alike_but_for_their_figures_are_the_pages_own_text() -> None:
     assert [u.text.split("\n")[0] for u in examples.units] == [
         "Example 4.1", "Example 4.2", "Example 4.3"]
     assert not any("Page" in u.text for u in examples.units)  # the page number still goes
+    # Numbered by chapter: "3-1" … "3-3", "4-1" …, and a header whose chapter changes.
+    guide = load_bytes(make_multiline_pdf([
+        f"Acme Guide Chapter {3 + n // 3}\nThe valve {verb} at noon.\nInstallation {3 + n // 3}-"
+        f"{n % 3 + 1}" for n, verb in enumerate(["opens", "shuts", "drips", "leaks", "holds",
+                                                 "turns"])
+    ]), filename="guide.pdf")
+    assert [u.text for u in guide.units][:2] == ["The valve opens at noon.",
+                                                 "The valve shuts at noon."]
 
 
 def test_pdf_words_broken_at_a_line_end_are_joined() -> None:
