@@ -50,16 +50,21 @@ def _sniffed(text: str) -> type[csv.Dialect] | csv.Dialect:
 
 def table_lines(rows: Iterable[str]) -> list[str]:
     """The rows that are not empty, as lines, with a blank line where a row that reads as
-    a header follows empty ones: a second table below a gap is read under its own header
-    row, not the first one's. A gap before a row of figures is a spacer, and dropped."""
+    a header follows empty ones below rows that do not: a second table below a gap is read
+    under its own header row, not the first one's. Any other gap is a spacer, and dropped
+    (in a table of words alone, a row after a gap may be data that reads like a header)."""
     lines: list[str] = []
-    gap = False
+    gap = figures_above = False
     for row in rows:
         if not row:
             gap = bool(lines)
             continue
-        if gap and reads_as_header(row):
+        header = reads_as_header(row)
+        if gap and header and figures_above:
             lines.append("")
+            figures_above = False
+        elif lines and lines[-1]:  # a row under the table's first
+            figures_above = figures_above or not header
         lines.append(row)
         gap = False
     return lines

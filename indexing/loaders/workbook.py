@@ -23,6 +23,8 @@ from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
 MAX_CELLS = 2_000_000  # a workbook's cells, empty ones between filled ones counted
+MAX_ROWS = 1_048_576  # a sheet's, as in Excel
+MAX_ROWS_READ = 4 * MAX_ROWS  # a workbook's, empty ones counted: about 2 s of reading
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
@@ -33,10 +35,10 @@ def load_workbook(data: bytes, *, filename: str, max_uncompressed: int) -> Loade
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError) as exc:
         raise IngestError(f"Could not read Excel file: {exc or 'corrupt workbook'}") from None
     units = []
-    remaining = MAX_CELLS
+    budget = {"cells": MAX_CELLS, "rows": MAX_ROWS_READ}
     try:
         for number, sheet in enumerate(book.worksheets, start=1):
-            lines, remaining = _lines(sheet, remaining)
+            lines = _lines(sheet, budget)
             text = "\n".join(lines)
             heading = [Heading(0, 1, sheet.title)]
             sections = sections_from_headings(heading, len(text)) if text else []
@@ -54,20 +56,27 @@ def load_workbook(data: bytes, *, filename: str, max_uncompressed: int) -> Loade
     )
 
 
-def _lines(sheet: Any, remaining: int) -> tuple[list[str], int]:
-    """The sheet's rows, and how many cells the workbook may still read."""
+def _lines(sheet: Any, budget: dict[str, int]) -> list[str]:
+    """The sheet's rows, spending the workbook's `budget` of cells and rows."""
     # The declared used range can reach XFD1048576 for one stray cell, and openpyxl pads
-    # every row to it: read the cells the sheet holds, and bound them.
+    # every row to it: read the cells the sheet holds, and bound them. A row the file
+    # skips to comes after one empty row for each row skipped: a row numbered in the
+    # billions would take hours of nothing, so rows are bounded too.
     sheet.reset_dimensions()
     rows: list[str] = []
-    for values in sheet.iter_rows(values_only=True):
-        # A row the file skips to comes after one empty row for each row skipped: those
-        # count too, or a row numbered in the billions takes hours of nothing.
-        remaining -= max(len(values), 1)
-        if remaining < 0:
+    for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+        budget["rows"] -= 1
+        if number > MAX_ROWS:
+            raise IngestError(f"Excel sheet {sheet.title!r} has rows past row {MAX_ROWS:,}, "
+                              "the last Excel has; it cannot be read")
+        if budget["rows"] < 0:
+            raise IngestError(f"Excel file has more than {MAX_ROWS_READ:,} rows; "
+                              "it cannot be read")
+        budget["cells"] -= len(values)
+        if budget["cells"] < 0:
             raise IngestError(f"Excel file has more than {MAX_CELLS:,} cells; it cannot be read")
         rows.append(row_line([_cell(v) for v in values]))
-    return table_lines(rows), remaining
+    return table_lines(rows)
 
 
 def _cell(value: Any) -> str:
