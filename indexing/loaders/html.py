@@ -48,9 +48,10 @@ _NAV_CLASSES = frozenset(
 _FURNITURE_WORDS = frozenset(
     """cmp share sharing sharebar social addthis addtoany newsletter subscribe popup""".split()
 )
-# Never furniture, whatever their class or id: the page itself and its sections (a
-# privacy policy's <section id="cookies">, a heading's id, WordPress's body classes).
-_NEVER_FURNITURE = frozenset("html body main article section h1 h2 h3 h4 h5 h6".split())
+# Never furniture, whatever their class or id: the page itself, its headings, and its
+# sections under a heading of their own (a privacy policy's <section id="cookies"><h2>,
+# WordPress's body classes); a <section id="cookie-notice"> without one may still go.
+_NEVER_FURNITURE = frozenset("html body main article h1 h2 h3 h4 h5 h6".split())
 # Inside any name: "CybotCookiebotDialog", "onetrust-consent-sdk".
 _FURNITURE_PARTS = ("cookie", "consent", "gdpr")
 _FURNITURE_MAX_CHARS = 600
@@ -260,8 +261,10 @@ def _is_navigation(tag: Tag) -> bool:
 
 
 def _is_furniture(tag: Tag) -> bool:
-    if tag.name in _NEVER_FURNITURE or "section" in _classes(tag):  # Sphinx's div.section
+    if tag.name in _NEVER_FURNITURE:
         return False
+    if (tag.name == "section" or "section" in _classes(tag)) and tag.find(tuple(_HEADINGS)):
+        return False  # div.section: Sphinx's
     attrs = tag.attrs or {}
     names = " ".join([*_classes(tag), str(attrs.get("id") or "").lower()])
     dialog = tag.name == "dialog" or attrs.get("role") in ("dialog", "alertdialog")

@@ -458,11 +458,12 @@ def test_html_sections_named_after_cookies_or_plans_are_content_not_banners() ->
 <h2 id="sharing">Sharing</h2><p>We never sell your data.</p>
 <div class="subscription-plans"><h2>Plans</h2><p>The Pro plan costs 12 euros a month.</p></div>
 <div class="cookie-banner">We use cookies. <a href="/ok">Accept</a></div>
+<section id="cookie-notice">Cookies help us. <a href="/fine">Fine</a></section>
 </main></body></html>"""
     text = load_bytes(page, filename="privacy.html").text
     for kept in ("session cookie for 30 days", "within a month", "never sell", "12 euros"):
         assert kept in text
-    assert "Accept" not in text
+    assert "Accept" not in text and "Cookies help us" not in text
 
 
 def test_html_readable_text_and_sections() -> None:
