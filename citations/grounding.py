@@ -286,7 +286,9 @@ class Grounder:
             if clauses:
                 split_by_clause.add(index)
             for number in cited:
-                for claim_text in {sentence.text, clauses.get(number, sentence.text)}:
+                # The clause first: a tie keeps its reason (a set's order changes each run).
+                for claim_text in dict.fromkeys((clauses.get(number, sentence.text),
+                                                 sentence.text)):
                     keys.append((index, number))
                     jobs.append(_Job(claim_text, {number: passages[number]}, False, titles))
             if len(cited) > 1:
