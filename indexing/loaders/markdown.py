@@ -7,6 +7,7 @@ the uploaded file, and code blocks or tables survive verbatim.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from indexing.loaders.text import decode_text, title_from_filename
@@ -90,25 +91,10 @@ def _front_matter(text: str) -> tuple[int, str | None]:
 def find_headings(text: str, *, start: int = 0) -> list[Heading]:
     """ATX and setext headings outside fenced code blocks, in document order."""
     headings: list[Heading] = []
-    fence: str | None = None  # the opening fence run while inside a code block
     para_start: int | None = None  # offset of the current paragraph's first line
     para_lines: list[str] = []
-    offset = start
-    # split("\n"), not splitlines(): the latter also breaks on \f, \x1c, \u2028...
-    for bare in text[start:].split("\n"):
-        line_start, offset = offset, offset + len(bare) + 1
-        if fence is not None:
-            m = _FENCE_RE.match(bare)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                if not bare[m.end() :].strip():
-                    fence = None
-            continue
-        m = _FENCE_RE.match(bare)
-        if m and not (m.group(1)[0] == "`" and "`" in bare[m.end() :]):
-            fence = m.group(1)
-            para_start, para_lines = None, []
-            continue
-        if not bare.strip():
+    for line_start, bare, fence in _lines(text, start):
+        if fence is not None or not bare.strip():
             para_start, para_lines = None, []
             continue
         atx = _atx_heading(bare)
@@ -133,6 +119,24 @@ def find_headings(text: str, *, start: int = 0) -> list[Heading]:
             para_start = line_start
         para_lines.append(bare)
     return headings
+
+
+def _lines(text: str, start: int) -> Iterator[tuple[int, str, str | None]]:
+    """(offset, line, fence) for each line of text[start:]: fence is "open" on a fenced
+    code block's first line, "in" on its other lines, None outside code.
+    """
+    blocks = iter(fenced_blocks(text, start, len(text)))
+    block = next(blocks, None)
+    offset = start
+    # split("\n"), not splitlines(): the latter also breaks on \f, \x1c, \u2028...
+    for bare in text[start:].split("\n"):
+        line_start, offset = offset, offset + len(bare) + 1
+        while block is not None and block[1] <= line_start:
+            block = next(blocks, None)
+        if block is None or offset <= block[0]:
+            yield line_start, bare, None
+        else:
+            yield line_start, bare, "open" if line_start <= block[0] else "in"
 
 
 def sections_from_headings(
@@ -196,20 +200,13 @@ def find_definitions(text: str, *, start: int = 0) -> list[Definition]:
     """
     definitions: list[Definition] = []
     entry: tuple[int, str] | None = None  # (start, term) of the open entry
-    fence: str | None = None
     previous: tuple[int, str] | None = None  # the line before, outside code
     previous_blank = True
-    offset = start
-    for bare in text[start:].split("\n"):
-        line_start, offset = offset, offset + len(bare) + 1
-        fence_match = _FENCE_RE.match(bare)
-        if fence is not None:
-            if fence_match and fence_match.group(1)[0] == fence[0] and (
-                len(fence_match.group(1)) >= len(fence) and not bare[fence_match.end() :].strip()
-            ):
-                fence = None
+    for line_start, bare, fence in _lines(text, start):
+        if fence == "in":
             previous, previous_blank = None, False
             continue
+        # A fence's first line is read as a line of text: after a blank line it ends an entry.
         blank = not bare.strip()
         if _DEFINITION_LINE_RE.match(bare) and previous is not None and _is_term(previous[1]):
             if entry is None or entry[0] != previous[0]:
@@ -227,9 +224,6 @@ def find_definitions(text: str, *, start: int = 0) -> list[Definition]:
         ):
             definitions.append(Definition(entry[0], _end_before(text, line_start), entry[1]))
             entry = None
-        info = bare[fence_match.end() :] if fence_match else ""
-        if fence_match and not (fence_match.group(1)[0] == "`" and "`" in info):
-            fence = fence_match.group(1)
         previous, previous_blank = (line_start, bare), blank
     if entry is not None:
         definitions.append(Definition(entry[0], _end_before(text, len(text)), entry[1]))
