@@ -434,13 +434,25 @@ _CLAUSE_END: Final = re.compile(r"[,;:]|[.!?](?=\s+[A-Z\"“(])")
 
 def _surroundings(text: str, number: Number, reach: int) -> set[str]:
     """Stems of the content words within ``reach`` words of a number, in its clause."""
-    start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, number.start)), default=0)
-    end_match = _CLAUSE_END.search(text, number.end)
-    end = end_match.start() if end_match else len(text)
-    before = WORD.findall(text[start : number.start])[-reach:]
-    after = WORD.findall(text[number.end : end])[:reach]
+    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text, 0, number.start))]
+    ends = [m.start() for m in islice(_CLAUSE_END.finditer(text, number.end), 2)]
+    ends += [len(text)] * (2 - len(ends))
+    found = _content_stems(text[bounds[-1] : number.start], reach, last=True)
+    found |= _content_stems(text[number.end : ends[0]], reach)
+    if not found:
+        # A number set off by commas ("… in the AFC Championship Game, 20–18, by
+        # intercepting …") is about the clauses either side of it.
+        found = _content_stems(text[bounds[-2] if len(bounds) > 1 else 0 : number.start],
+                               reach, last=True)
+        found |= _content_stems(text[number.end : ends[1]], reach)
+    return found
+
+
+def _content_stems(text: str, reach: int, *, last: bool = False) -> set[str]:
+    """Stems of the content words among the first (or ``last``) ``reach`` words."""
+    words = WORD.findall(text)
     return {
-        stem(w.lower()) for w in (*before, *after)
+        stem(w.lower()) for w in (words[-reach:] if last else words[:reach])
         if w.lower() not in STOP_WORDS and not w[:1].isdigit()
     }
 

@@ -107,6 +107,8 @@ def opposite_issues(claim: Features, span: Features) -> list[Issue]:
             and not (word in _ORDER_WORDS and _order_reversed(claim, position, span, j))
         ]
         said = [w for w in said if _against_the_claim(w, word_stem, claim, span.text)]
+        if said and _reworded_in_place(claim, position, span, opposites):
+            continue
         if said:
             issues.append(Issue(f'the passage says "{said[0]}", not "{word}"', True))
             break
@@ -145,6 +147,24 @@ def _against_the_claim(word: str, word_stem: str, claim: Features, text: str) ->
         if not (second_opposite or another_time):
             return True
     return False
+
+
+def _reworded_in_place(
+    claim: Features, position: int, span: Features, opposites: set[str]
+) -> bool:
+    """Whether the passage puts a word on the claim word's side, one with the same opposite,
+    beside what the claim word is said of: "Rising crime … drove down applications"
+    against "applications declined as a result of increasing crime"."""
+    same_side = {st for st, others in _OPPOSITE_STEMS.items() if others & opposites}
+    beside = {
+        claim.word_stems[k] for k in (position - 1, position + 1)
+        if 0 <= k < len(claim.words) and claim.words[k] not in STOP_WORDS
+    }
+    return any(
+        st in same_side and beside & {span.word_stems[j] for j in (k - 1, k + 1)
+                                      if 0 <= j < len(span.words)}
+        for k, st in enumerate(span.word_stems)
+    )
 
 
 _ORDER_WORDS: Final = frozenset("before after earlier later".split())

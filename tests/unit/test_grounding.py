@@ -1790,3 +1790,22 @@ def test_a_superscript_or_circled_digit_is_read_without_failing(mark) -> None:
         f"The Lisbon office opens with 12 engineers {mark}.", [passage]
     )
     assert result.verdict == "supported"
+
+
+def test_a_number_set_off_by_commas_is_read_with_the_clauses_beside_it() -> None:
+    game = analyze("They then beat the New England Patriots in the AFC Championship Game, "
+                   "20–18, by intercepting a pass on New England's 2-point conversion attempt.")
+    assert placed_issues(analyze("Denver edged New England 20–18 in the AFC Championship "
+                                 "Game."), game) == []
+    assert [i.reason for i in placed_issues(analyze(
+        "Denver went for a 20-point conversion attempt against New England."
+    ), game)] == ["the passage says 2, not 20, of this"]
+
+
+def test_an_opposite_is_no_contradiction_where_the_passage_rewords_the_claim_word() -> None:
+    span = analyze("In the early 1950s, student applications declined as a result of "
+                   "increasing crime and poverty in the Hyde Park neighborhood.")
+    assert opposite_issues(analyze("Rising crime and poverty in Hyde Park drove down student "
+                                   "applications in the early 1950s."), span) == []
+    (issue,) = opposite_issues(analyze("Student applications rose in the early 1950s."), span)
+    assert issue.reason == 'the passage says "declined", not "rose"'
