@@ -174,10 +174,12 @@ def index_document(
         embedded_as = [
             embedding_text(title=loaded.title, locator=p.locator, text=p.text) for p in pieces
         ]
-        embed_hashes = [content_hash(text) for text in embedded_as]
+        embedder = embedder or get_embedder()
+        # The model is part of what a vector was made from: under another model no
+        # stored vector is reused.
+        embed_hashes = [content_hash(f"{embedder.model_id}\n{text}") for text in embedded_as]
         vectors, embedded = _embed_pieces(
-            document, dict(zip(embed_hashes, embedded_as, strict=True)),
-            embedder or get_embedder(),
+            document, dict(zip(embed_hashes, embedded_as, strict=True)), embedder
         )
         _swap_chunks(
             document_id, pieces, embed_hashes, vectors, loaded,
@@ -240,14 +242,14 @@ def _embed_pieces(
             "embed_hash", "embedding"
         )
     }
-    todo = [text for h, text in wanted.items() if h not in vectors]
+    todo = [(h, text) for h, text in wanted.items() if h not in vectors]
     embedded = 0
     size = settings.INGEST_EMBED_BATCH
     for start in range(0, len(todo), size):
         batch = todo[start : start + size]
-        fresh, calls = embed_with_cache(embedder, batch)
+        fresh, calls = embed_with_cache(embedder, [text for _h, text in batch])
         embedded += calls
-        vectors.update(fresh)
+        vectors.update((h, fresh[content_hash(text)]) for h, text in batch)  # keyed by text
         # Per batch, so a long PDF shows its chunks going by rather than sitting at 0.
         _update(
             document.pk,
@@ -255,6 +257,14 @@ def _embed_pieces(
             chunks_embedded=embedded,
         )
     return vectors, embedded
+
+
+def _row_for(matches: list[Chunk], locator: dict) -> Chunk:
+    """The row a piece keeps among rows of the same text: the one at the same place, else
+    the first in order, so two copies of one text ("def __str__", a repeated notice)
+    never trade rows, and their citations places."""
+    at = next((i for i, chunk in enumerate(matches) if chunk.locator == locator), 0)
+    return matches.pop(at)
 
 
 @transaction.atomic
@@ -270,7 +280,9 @@ def _swap_chunks(
 ) -> None:
     document = Document.objects.select_for_update().get(pk=document_id)
     reusable: dict[str, list[Chunk]] = defaultdict(list)
-    for chunk in document.chunks.only("id", "content_hash", "embed_hash", "ordinal", "locator"):
+    for chunk in document.chunks.only(
+        "id", "content_hash", "embed_hash", "ordinal", "locator"
+    ).order_by("ordinal"):
         reusable[chunk.content_hash].append(chunk)
 
     moved: list[Chunk] = []
@@ -281,7 +293,7 @@ def _swap_chunks(
         if matches:
             # The same text keeps its row (and the citations pointing at it); a new
             # heading above it is a new embedding.
-            chunk = matches.pop()
+            chunk = _row_for(matches, piece.locator)
             if chunk.embed_hash != embed_hash:
                 chunk.embed_hash, chunk.embedding = embed_hash, vectors[embed_hash]
                 re_embedded.append(chunk)

@@ -24,20 +24,30 @@ from django.conf import settings
 _INDEXING = Path(__file__).resolve().parent
 # Everything between a source's bytes and its chunks' text, locators and embedded text
 # (how a table row is written, which the loaders and the chunker share, is in citations).
-_CODE = ("loaders/*.py", "chunking/*.py", "pdf_boxes.py", "types.py", "../citations/rows.py")
+# (the headings the embedded text is given are read from locators by knowledge/locators.py).
+_CODE = (
+    "loaders/*.py", "chunking/*.py", "pdf_boxes.py", "types.py", "../citations/rows.py",
+    "../knowledge/locators.py",
+)
 _PARSERS = (
-    "beautifulsoup4", "pypdf", "pypdfium2", "tree-sitter", "unstructured", "wordfreq",
+    "beautifulsoup4", "lxml", "openpyxl", "pypdf", "pypdfium2", "python-docx", "python-pptx",
+    "spacy", "tree-sitter", "tree-sitter-go", "tree-sitter-java", "tree-sitter-javascript",
+    "tree-sitter-python", "tree-sitter-typescript", "unstructured", "wordfreq",
 )
 
 
 def indexer_signature() -> str:
-    """sha256 of the indexing code, its parsers' versions and the chunk budget."""
-    return _signature(settings.CHUNK_MAX_TOKENS, settings.CHUNK_OVERLAP_TOKENS)
+    """sha256 of the indexing code, its parsers' versions, the chunk budget and the
+    embedding model."""
+    model = (settings.EMBEDDING_BACKEND, settings.EMBEDDING_MODEL,
+             "" if settings.EMBEDDING_BACKEND == "local" else settings.EMBEDDING_BASE_URL)
+    return _signature(settings.CHUNK_MAX_TOKENS, settings.CHUNK_OVERLAP_TOKENS, model)
 
 
 @cache
-def _signature(max_tokens: int, overlap_tokens: int) -> str:
+def _signature(max_tokens: int, overlap_tokens: int, model: tuple[str, str, str]) -> str:
     digest = hashlib.sha256(f"chunks {max_tokens}/{overlap_tokens}\n".encode())
+    digest.update(f"embedded by {model}\n".encode())
     for path in sorted(p for pattern in _CODE for p in _INDEXING.glob(pattern)):
         digest.update(f"{path.relative_to(_INDEXING)}\n".encode())
         digest.update(path.read_bytes())

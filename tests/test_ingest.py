@@ -238,6 +238,39 @@ def test_a_chunk_is_embedded_under_its_headings_and_a_renamed_one_re_embeds_it(
     assert list(renamed.embedding) != list(chunk.embedding)
 
 
+def test_two_chunks_of_the_same_text_keep_their_rows_on_re_index(
+    workspace, counting_embedder, tmp_path
+):
+    # Two classes, each over the chunk budget, end with the same method: a citation of
+    # Alpha.__str__ must not move to Beta.__str__ when the unchanged file is re-indexed.
+    def cls(name: str) -> str:
+        body = "".join(
+            f"        {name.lower()}_{i} = compute_something(argument_{i}, other_{i})\n"
+            for i in range(30)
+        )
+        return f"class {name}:\n    def run(self):\n{body}\n    def __str__(self):\n" \
+            "        return self.name\n"
+    path = tmp_path / "models.py"
+    path.write_text(f"{cls('Alpha')}\n\n{cls('Beta')}")
+    document = ingest_path(workspace, path, counting_embedder)
+    rows = dict(document.chunks.filter(text__contains="__str__").values_list(
+        "pk", "locator__symbol"))
+    assert sorted(rows.values()) == ["Alpha.__str__", "Beta.__str__"]
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder, force=True)
+    assert dict(document.chunks.filter(text__contains="__str__").values_list(
+        "pk", "locator__symbol")) == rows
+
+
+def test_a_new_embedding_model_re_embeds_every_chunk(workspace, counting_embedder, tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("Tide gauges in the north harbour report every minute.")
+    document = ingest_path(workspace, path, counting_embedder)
+    other = type(counting_embedder)(counting_embedder.inner)
+    other.model_id = "another-model"  # the same vectors, told apart by name only
+    pipeline.index_document(document_id=document.pk, embedder=other, force=True)
+    assert len(other.embedded) == document.chunk_count == 1
+
+
 def test_a_workbook_is_indexed_sheet_by_sheet_with_exact_locators(
     workspace, counting_embedder, tmp_path
 ):
