@@ -100,6 +100,15 @@ def parse_source(
     source: SourceBytes, mime: str | None = None, *, dropped_blocks: Iterable[str] = ()
 ) -> LoadedDocument:
     """The loaded document; `dropped_blocks` are the site's repeated blocks (HTML only)."""
+    loaded = _load(source, mime, dropped_blocks)
+    # A NUL past the head a loader sniffs (a log cut short by a crash) cannot be stored
+    # in PostgreSQL; U+FFFD takes its place one for one, so every offset stays true.
+    for unit in loaded.units:
+        unit.text = unit.text.replace("\x00", "\ufffd")
+    return loaded
+
+
+def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) -> LoadedDocument:
     if source.resource is not None:
         return load_fetched(
             source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES

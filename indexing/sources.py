@@ -277,10 +277,11 @@ def _upsert(
         document.last_error = ""
         document.unchanged, document.chunks_embedded = False, 0
         metadata = extra.pop("metadata")
-        # What the document learnt about itself stays; what the folder says is current.
-        document.metadata = {**metadata, **document.metadata}
-        if REPEATED_BLOCKS_KEY in metadata:
-            document.metadata[REPEATED_BLOCKS_KEY] = metadata[REPEATED_BLOCKS_KEY]
+        # What this registration says is current ("path" and "repo_root" from the root
+        # it was added under now, the folder's repeated blocks); what the document learnt
+        # about itself stays, its title too.
+        learnt_title = document.metadata.get("source_title", metadata["source_title"])
+        document.metadata = {**document.metadata, **metadata, "source_title": learnt_title}
         for key, value in extra.items():
             setattr(document, key, value)
         document.save()

@@ -394,6 +394,33 @@ def test_repository_ingestion_skips_vendored_and_binary_files(
     assert chunk.locator["line_start"] == 3
 
 
+def test_a_repository_added_again_from_its_parent_cites_paths_from_the_new_root(
+    workspace, counting_embedder, tmp_path
+):
+    (tmp_path / "repo" / "sub" / "pkg").mkdir(parents=True)
+    (tmp_path / "repo" / "sub" / "pkg" / "mod.py").write_text("def tide():\n    return 1\n")
+    (document,) = sources.add_repository(workspace=workspace, root=tmp_path / "repo" / "sub")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    (again,) = sources.add_repository(workspace=workspace, root=tmp_path / "repo")
+    assert again.pk == document.pk
+    pipeline.index_document(document_id=again.pk, embedder=counting_embedder, force=True)
+    again.refresh_from_db()
+    assert again.metadata["path"] == "sub/pkg/mod.py"
+    assert again.metadata["repo_root"] == str(tmp_path / "repo")
+    assert {c.locator["path"] for c in again.chunks.all()} == {"sub/pkg/mod.py"}
+
+
+def test_a_nul_past_the_sniffed_head_is_indexed_as_a_replacement_character(
+    workspace, counting_embedder, tmp_path
+):
+    path = tmp_path / "app.log"
+    path.write_bytes(b"harbour gauge started\n" * 600 + b"\x00\x00\x00crash\n")
+    document = ingest_path(workspace, path, counting_embedder)
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.text.endswith("\ufffd\ufffd\ufffdcrash\n")
+    assert_locators_exact(document)
+
+
 def test_changed_files_are_reported_stale_then_reindexed(workspace, counting_embedder, tmp_path):
     path = tmp_path / "a.md"
     path.write_text("# A\n\nFirst version.\n")

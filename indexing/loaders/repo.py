@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from indexing.loaders.assets import SCRIPT_EXTENSIONS, is_generated_code
-from indexing.loaders.text import SNIFF_BYTES
+from indexing.loaders.text import SNIFF_BYTES, has_unicode_bom
 
 # Languages with a tree-sitter grammar installed: these get syntax-aware chunks.
 TREE_SITTER_LANGUAGES: dict[str, str] = {
@@ -149,7 +149,7 @@ def read_head(path: Path) -> bytes | None:
 def _is_skipped_content(rel: str, path: Path) -> bool:
     """Binary (or unreadable) files, and scripts or styles that are minified or bundled."""
     head = read_head(path)
-    if head is None or b"\x00" in head:
+    if head is None or b"\x00" in head and not has_unicode_bom(head):
         return True
     if _suffix(rel) in SCRIPT_EXTENSIONS | {".css"}:
         return is_generated_code(rel, head.decode("utf-8", errors="replace"))

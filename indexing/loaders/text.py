@@ -96,6 +96,11 @@ def decode_text(data: bytes, *, what: str = "File") -> str:
     return text
 
 
+def has_unicode_bom(head: bytes) -> bool:
+    """Whether bytes open with a UTF-8/16/32 byte order mark (UTF-16 text is full of NULs)."""
+    return head.startswith(tuple(bom for bom, _encoding in _BOMS))
+
+
 def load_text(data: bytes, *, filename: str) -> LoadedDocument:
     text = decode_text(data)
     return LoadedDocument(

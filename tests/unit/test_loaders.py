@@ -722,6 +722,7 @@ def test_walk_repository(tmp_path: Path) -> None:
     write("static/app.js.map", "{}\n")
     write("logo.png", b"\x89PNG\r\n")
     write("binary.py", b"x = 1\x00\x00\x00")
+    write("docs/windows.txt", "\ufeffRun deploy.ps1 as admin.\n".encode("utf-16-le"))
     write("huge.py", "x = 1\n" * 2000)
     write("empty.py", "")
     write("generated/skip.py", "x = 1\n")
@@ -736,6 +737,7 @@ def test_walk_repository(tmp_path: Path) -> None:
         ("cmd/main.go", "go"),
         ("config.yaml", None),
         ("docs/guide.rst", None),
+        ("docs/windows.txt", None),  # UTF-16 with a byte order mark: text
         ("notes.txt", None),
         ("src/app.py", "python"),
         ("src/lib.rs", None),
