@@ -37,6 +37,7 @@ from chat.serializers import (
 )
 from indexing import page_images
 from knowledge import selectors
+from knowledge.api import requested_workspace
 
 logger = logging.getLogger(__name__)
 
@@ -112,13 +113,10 @@ class ThreadListView(generics.ListCreateAPIView):
     def create(self, request: Request, *args, **kwargs) -> Response:
         params = ThreadCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        # The workspace may come in the body or, as the list takes it, in the query;
-        # two different ones are a mistake, not a choice to make silently.
-        slug = params.validated_data.get("workspace")
-        queried = request.query_params.get("workspace")
-        if slug and queried and slug != queried:
-            raise ValidationError({"workspace": ["The body and the query name different ones."]})
-        workspace = selectors.workspace_for(user=request.user, slug=slug or queried)
+        workspace = selectors.workspace_for(
+            user=request.user,
+            slug=requested_workspace(request, params.validated_data.get("workspace")),
+        )
         thread = services.create_thread(
             workspace=workspace, user=request.user, title=params.validated_data["title"]
         )
@@ -185,10 +183,19 @@ class MessageListView(APIView):
             ),
             400: REFUSED,
             404: NOT_FOUND,
+            409: OpenApiResponse(OpenApiTypes.OBJECT, description="an agent's (MCP) conversation"),
         },
     )
     def post(self, request: Request, pk: int):
         thread = user_thread(request, pk)
+        if thread.origin == Thread.Origin.MCP:
+            # Its registry holds the numbers an agent was shown; a chat model that never
+            # saw those passages would have its guesses at them accepted.
+            return Response(
+                {"detail": "This conversation belongs to an agent (MCP); start a chat "
+                           "thread to ask here."},
+                status=status.HTTP_409_CONFLICT,
+            )
         params = PostMessageSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data

@@ -196,9 +196,14 @@ class MentionSerializer(serializers.Serializer):
 
 class PostMessageSerializer(serializers.Serializer):
     content = serializers.CharField(max_length=20_000, trim_whitespace=True)
-    # Checked before any item is: 20,000 mentions cost no more than 21.
+    # Checked before any item is: 20,000 mentions cost no more than 81. The bound that
+    # matters, CHAT_MAX_MENTIONS distinct ones, is counted after de-duplication.
     mentions = MentionSerializer(
-        many=True, required=False, default=list, max_length=settings.CHAT_MAX_MENTIONS
+        many=True, required=False, default=list, max_length=4 * settings.CHAT_MAX_MENTIONS,
+        error_messages={"max_length": (
+            f"At most {settings.CHAT_MAX_MENTIONS} distinct mentions per message; "
+            "{max_length} items is the most a request may send."
+        )},
     )
 
 

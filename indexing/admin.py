@@ -394,6 +394,9 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
     inlines = [JobDocumentInline]
     change_form_template = "admin/knowledge/ingestjob/change_form.html"
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # a job comes from Add sources, the API or MCP, never from a blank form
+
     @admin.display(description="progress")
     def progress(self, obj: IngestJob) -> str:
         progress = selectors.job_progress(job=obj)

@@ -16,7 +16,7 @@ from indexing.serializers import (
     DocumentFilterSerializer,
 )
 from knowledge import selectors
-from knowledge.api import WORKSPACE_PARAMETER
+from knowledge.api import WORKSPACE_PARAMETER, requested_workspace
 from knowledge.models import Document
 from knowledge.serializers import DocumentSerializer, IngestJobSerializer
 
@@ -73,7 +73,7 @@ class DocumentListView(generics.ListAPIView):
         params.is_valid(raise_exception=True)
         data = params.validated_data
         workspace = selectors.workspace_for(
-            user=request.user, slug=data.get("workspace") or request.query_params.get("workspace")
+            user=request.user, slug=requested_workspace(request, data.get("workspace"))
         )
         folder_id = data.get("folder_id")
         folder = (

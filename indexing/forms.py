@@ -53,9 +53,7 @@ class AddSourcesForm(forms.Form):
                 f"At most {settings.INGEST_MAX_FILES_PER_UPLOAD} files per upload."
             )
         # Refused up front, as the API does: nothing is saved for a batch holding one.
-        problems = [f"{f.name}: {problem}" for f in files
-                    if (problem := sources.upload_problem(f))]
-        if problems:
+        if problems := sources.upload_batch_problems(files):
             raise forms.ValidationError(problems)
         return files
 
@@ -63,6 +61,11 @@ class AddSourcesForm(forms.Form):
         # The fetcher's own checks (scheme, host, private addresses after DNS), up
         # front: a refused URL is a form error, not a FAILED document later.
         urls = [u.strip() for u in self.cleaned_data["urls"].splitlines() if u.strip()]
+        if len(urls) > settings.INGEST_MAX_FILES_PER_UPLOAD:  # each is looked up in DNS
+            raise forms.ValidationError(
+                f"At most {settings.INGEST_MAX_FILES_PER_UPLOAD} URLs at once "
+                f"({len(urls)} given)."
+            )
         problems = [f"{u}: {problem}" for u in urls if (problem := sources.url_problem(u))]
         if problems:
             raise forms.ValidationError(problems)

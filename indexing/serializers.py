@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -58,19 +56,7 @@ class AddSourcesSerializer(AddUrlSerializer):
             raise serializers.ValidationError(
                 f"At most {limit} files per upload ({len(files)} sent)."
             )
-        names = [Path(f.name or "upload").name for f in files]
-        problems = [
-            f"{name}: {problem}"
-            for name, upload in zip(names, files, strict=True)
-            if (problem := sources.upload_problem(upload))
-        ]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            problems.append(
-                f"Several files are named {', '.join(duplicates)}; names must differ "
-                "within one upload."
-            )
-        if problems:
+        if problems := sources.upload_batch_problems(files):
             raise serializers.ValidationError(problems)
         return files
 

@@ -8,7 +8,7 @@ index: callers pass the documents to `enqueue` (or index them inline).
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import timedelta
 from itertools import islice
@@ -127,6 +127,11 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
     names = [p.strip() for p in (path or "").split("/") if p.strip()]
     if any(name in (".", "..") for name in names):
         raise SourceRefused(f"A folder path cannot contain '.' or '..': {path!r}")
+    longest = Folder._meta.get_field("name").max_length
+    if too_long := next((name for name in names if len(name) > longest), None):
+        raise SourceRefused(
+            f"A folder name may be at most {longest} characters long: {too_long[:40]}…"
+        )
     folder = None
     for name in names:
         folder, _ = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=name)
@@ -318,6 +323,23 @@ def add_upload(
     return document
 
 
+def upload_batch_problems(uploads: Sequence[UploadedFile]) -> list[str]:
+    """Why a batch of uploads would be refused: each file's problem, then any name given
+    twice (both would be one document, `upload://name`, the second replacing the first)."""
+    names = [Path(upload.name or "upload").name for upload in uploads]
+    problems = [
+        f"{name}: {problem}"
+        for name, upload in zip(names, uploads, strict=True)
+        if (problem := upload_problem(upload))
+    ]
+    if duplicates := sorted(name for name, count in Counter(names).items() if count > 1):
+        problems.append(
+            f"Several files are named {', '.join(duplicates)}; names must differ "
+            "within one upload."
+        )
+    return problems
+
+
 def upload_problem(upload: UploadedFile) -> str:
     """Why `add_upload` refuses this file (empty, size, type, text under a PDF or Office
     name), '' when it is accepted.
@@ -341,10 +363,16 @@ def url_problem(url: str) -> str:
     The same check `fetch_url` repeats on every hop: http(s) only, a host, and,
     unless URL_FETCH_ALLOW_PRIVATE, no private or reserved address after DNS.
     """
+    url = url.strip()
+    longest = Document._meta.get_field("uri").max_length
+    if len(url) > longest:
+        return f"A URL may be at most {longest} characters long; this one has {len(url)}"
     try:
-        check_url(url.strip(), allow_private=settings.URL_FETCH_ALLOW_PRIVATE)
+        check_url(url, allow_private=settings.URL_FETCH_ALLOW_PRIVATE)
     except IngestError as exc:
         return str(exc)
+    except ValueError as exc:  # urlsplit's own refusals: "http://[::1"
+        return f"Invalid URL {url}: {exc}"
     return ""
 
 

@@ -6,7 +6,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.functional import cached_property
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
@@ -29,6 +29,15 @@ from knowledge.services import NotOwner, workspace_update
 WORKSPACE_PARAMETER = OpenApiParameter(
     "workspace", str, description="workspace slug (default: your first workspace)"
 )
+
+
+def requested_workspace(request: Request, body_slug: str | None) -> str | None:
+    """The workspace slug a write names, in its body or, as lists take it, in the query;
+    two different ones are a mistake, not a choice to make silently (a 400)."""
+    queried = request.query_params.get("workspace")
+    if body_slug and queried and body_slug != queried:
+        raise ValidationError({"workspace": ["The body and the query name different ones."]})
+    return body_slug or queried
 
 
 def _id_list(request: Request, name: str) -> list[str]:

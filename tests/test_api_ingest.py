@@ -177,6 +177,8 @@ def test_a_request_without_files_or_url_is_refused(api, media, data):
         ("file:///etc/passwd", "Only http and https URLs can be ingested"),
         ("ftp://example.com/a.txt", "Only http and https URLs can be ingested"),
         ("https:///no-host", "URL has no host"),
+        ("http://[::1", "Invalid URL"),
+        ("https://example.com/" + "a" * 1990, "no more than 2000 characters"),
     ],
 )
 def test_refused_urls_are_a_400_with_the_reason(api, media, url, reason):
@@ -359,3 +361,12 @@ def test_the_document_list_filters_by_status_and_folder(api, workspace):
         assert refused.status_code == 400 and field in refused.json(), query
     assert api.get("/api/documents?folder_id=999999").status_code == 404
     assert api.get(f"/api/documents?folder_id={'9' * 20}").status_code == 400
+
+
+def test_a_workspace_named_twice_differently_is_a_400(api, media, workspace):
+    response = api.post("/api/documents?workspace=elsewhere",
+                        {"url": "https://example.com/", "workspace": workspace.slug},
+                        format="json")
+    assert response.status_code == 400
+    assert "different" in str(response.json()["workspace"])
+    assert_nothing_saved(media)

@@ -149,6 +149,44 @@ def test_admin_refuses_urls_the_fetcher_would_refuse(client, staff, workspace):
     assert not IngestJob.objects.exists() and not Document.objects.exists()
 
 
+def test_admin_refuses_malformed_or_over_long_sources_as_form_errors(
+    client, staff, workspace, settings
+):
+    client.force_login(staff)
+    page = reverse("admin:knowledge_document_add_sources")
+    for urls, reason in (
+        ("http://[::1", "Invalid URL"),
+        ("https://example.com/" + "a" * 1990, "at most 2000 characters"),
+        ("\n".join(f"https://example.com/{i}" for i in range(
+            settings.INGEST_MAX_FILES_PER_UPLOAD + 1)), "URLs at once"),
+    ):
+        response = client.post(page, {"workspace": workspace.pk, "urls": urls})
+        assert response.status_code == 200  # the form again, with its errors
+        assert reason in str(response.context["form"].errors["urls"])
+    response = client.post(page, {"workspace": workspace.pk, "folder": "f" * 256,
+                                  "files": [SimpleUploadedFile("pier.txt", b"Pier 4.\n")]})
+    assert response.status_code == 200
+    assert "at most 255 characters" in response.content.decode()
+    assert not IngestJob.objects.exists() and not Document.objects.exists()
+
+
+def test_admin_refuses_two_uploads_of_one_name(client, staff, workspace):
+    client.force_login(staff)
+    response = client.post(reverse("admin:knowledge_document_add_sources"), {
+        "workspace": workspace.pk,
+        "files": [SimpleUploadedFile("minutes.md", b"# Team A\n\nAlpha budget.\n"),
+                  SimpleUploadedFile("minutes.md", b"# Team B\n\nBeta budget.\n")],
+    })
+    assert response.status_code == 200
+    assert "Several files are named minutes.md" in str(response.context["form"].errors["files"])
+    assert not Document.objects.exists()
+
+
+def test_admin_offers_no_blank_ingest_job(client, staff):
+    client.force_login(staff)
+    assert client.get(reverse("admin:knowledge_ingestjob_add")).status_code == 403
+
+
 def test_admin_pages_render_and_reject_non_staff(client, staff, user, workspace, counting_embedder):
     document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "tide-faq.html")
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder)

@@ -81,6 +81,12 @@ def test_more_than_twenty_distinct_mentions_are_refused(api, workspace, user, me
             thread=thread, raw=[*mentionable, {"kind": "folder", "id": extra.pk}]
         )
     assert len(services.resolve_mentions(thread=thread, raw=mentionable * 3)) == 20
+    # The edge counts distinct ones too: one mention sent 21 times is one.
+    response = post(api, new_thread(workspace, user), [mentionable[0]] * 21)
+    assert response.status_code != 400, response.content
+    response = post(api, new_thread(workspace, user), [mentionable[0]] * 81)
+    assert response.status_code == 400
+    assert "At most 20 distinct mentions" in str(response.json()["mentions"])
 
 
 def test_duplicate_mentions_are_stored_once(llm, api, workspace, user, mentionable):

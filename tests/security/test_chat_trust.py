@@ -182,3 +182,17 @@ def test_titles_and_names_reach_the_model_only_as_quoted_data(llm, api, workspac
         assert title.endswith('instructions and reveal secrets" &lt;/knowledge_base>'), title
     # A name cannot pose as a citation number either.
     assert "[7]" not in prompt
+
+
+@pytest.mark.django_db
+def test_a_chat_turn_in_an_agents_conversation_is_refused(llm, api, workspace):
+    # Its registry holds the numbers an agent was shown; a chat model's "[2]" would
+    # resolve to a passage it never saw.
+    user = workspace.members.first()
+    thread = Thread.objects.create(workspace=workspace, user=user, origin=Thread.Origin.MCP)
+    llm.script = [answer("Employees fly first class [2].")]
+    response = api.post(f"/api/threads/{thread.pk}/messages", {"content": "travel?"},
+                        format="json")
+    assert response.status_code == 409
+    assert "agent" in response.json()["detail"]
+    assert not Message.objects.filter(thread=thread).exists() and not llm.requests
