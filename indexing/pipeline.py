@@ -111,7 +111,8 @@ def parse_source(
 def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) -> LoadedDocument:
     if source.resource is not None:
         return load_fetched(
-            source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES
+            source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES,
+            max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
         )
     return load_bytes(
         source.data,

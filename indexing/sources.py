@@ -371,8 +371,6 @@ def url_problem(url: str) -> str:
         check_url(url, allow_private=settings.URL_FETCH_ALLOW_PRIVATE)
     except IngestError as exc:
         return str(exc)
-    except ValueError as exc:  # urlsplit's own refusals: "http://[::1"
-        return f"Invalid URL {url}: {exc}"
     return ""
 
 

@@ -6,7 +6,8 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Callable, Iterable
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
@@ -14,10 +15,11 @@ from urllib.parse import unquote, urljoin, urlsplit
 import httpcore
 import httpx
 
-from indexing.loaders.detect import load_bytes
+from indexing.loaders.detect import load_bytes, source_type_for
 from indexing.loaders.html import html_to_document
 from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
+from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.text import decode_text, normalize_newlines
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -28,6 +30,13 @@ DEFAULT_TIMEOUT = 20.0
 DEFAULT_MAX_REDIRECTS = 5
 USER_AGENT = "VerityBot/0.1 (+knowledge-base indexer)"
 _REDIRECT_STATUSES = {301, 302, 303, 307, 308}
+# We decode bodies ourselves (bounded), so we offer only what we can decode.
+ACCEPT_ENCODING = "gzip, deflate"
+# The most a compressed body is inflated by at once: how far past `max_bytes`
+# a compression bomb gets before the size check stops it.
+_INFLATE_STEP = 64 * 1024
+# A text/plain download whose name says Markdown or source code is loaded as that.
+_FORMATS_BY_NAME_FOR_PLAIN_TEXT = frozenset({SourceType.MARKDOWN, SourceType.CODE})
 # The well-known NAT64 prefix embeds an IPv4 address the gateway will reach.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
@@ -91,7 +100,10 @@ def check_url(
     The host is resolved once, here; `fetch_url` connects only to the addresses
     returned, so a DNS answer that changes afterwards (rebinding) changes nothing.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # "http://[::1", from a user or a redirect's Location
+        raise IngestError(f"Invalid URL {url}: {exc}") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise IngestError("Only http and https URLs can be ingested")
     host = parts.hostname
@@ -123,17 +135,71 @@ def check_url(
     return Destination(host=name, port=port, addresses=addresses)
 
 
+def _time_left(
+    deadline: float, timeout: float | None, error: type[httpcore.TimeoutException]
+) -> float:
+    """`timeout` (None: unbounded) cut to what is left before `deadline`; `error` once
+    nothing is left."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise error("the fetch's time limit was reached")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection none of whose reads, writes or TLS handshakes outlasts the deadline.
+
+    A per-read timeout alone does not bound a fetch: a server sending its
+    headers one byte at a time beats it on every read, and httpx parses the
+    headers inside httpcore, where no code of ours runs between reads.
+    """
+
+    def __init__(self, stream: httpcore.NetworkStream, deadline: float) -> None:
+        self._stream = stream
+        self._deadline = deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(
+            max_bytes, _time_left(self._deadline, timeout, httpcore.ReadTimeout)
+        )
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, _time_left(self._deadline, timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        # The socket's timeout bounds the whole handshake, not each read of it.
+        bounded = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(
+            self._stream.start_tls(ssl_context, server_hostname, bounded), self._deadline
+        )
+
+    def get_extra_info(self, info: str) -> object:
+        return self._stream.get_extra_info(info)
+
+
 class _PinnedNetwork(httpcore.NetworkBackend):
     """Opens TCP connections only to the addresses `check_url` approved for that host.
 
     httpcore still knows the URL's host, so the Host header, the TLS server name
     (SNI) and certificate verification are for the host name, not the address.
     A host that was not checked is never connected to.
+
+    Every connection ends by `deadline` (a `time.monotonic()` value): see
+    `_DeadlineStream`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, deadline: float) -> None:
         self._system = httpcore.SyncBackend()
         self._pins: dict[tuple[str, int], tuple[str, ...]] = {}
+        self._deadline = deadline
 
     def pin(self, destination: Destination) -> None:
         self._pins[(destination.host, destination.port)] = destination.addresses
@@ -151,12 +217,15 @@ class _PinnedNetwork(httpcore.NetworkBackend):
             raise httpcore.ConnectError(f"{host}:{port} was not checked before connecting")
         failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
         for address in addresses:
+            bounded = _time_left(self._deadline, timeout, httpcore.ConnectTimeout)
             try:
-                return self._system.connect_tcp(
-                    address, port, timeout, local_address, socket_options
+                stream = self._system.connect_tcp(
+                    address, port, bounded, local_address, socket_options
                 )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 failure = exc
+            else:
+                return _DeadlineStream(stream, self._deadline)
         assert failure is not None  # check_url never pins an empty list
         raise failure
 
@@ -198,11 +267,17 @@ def fetch_url(
     exactly the checked addresses: no second lookup a hostile DNS server could
     answer differently (DNS rebinding). `verify` is the TLS trust (default: certifi).
 
-    `timeout` applies to each network operation and, loosely, to the whole
-    fetch (checked between body chunks), so a slow drip cannot hold a worker.
+    `timeout` bounds the whole fetch, every hop included: each connect, read
+    and write waits at most for what is left of it, so a slow drip (of headers
+    or of a body that decodes to nothing) cannot hold a worker. Only the DNS
+    lookups (`resolve`) are outside it.
+
+    The body is decoded here, not by httpx (gzip or deflate, one encoding at
+    most), a bounded step at a time: `max_bytes` limits what is kept, however
+    much the server compressed.
     """
     deadline = time.monotonic() + timeout
-    network = _PinnedNetwork()
+    network = _PinnedNetwork(deadline)
     # trust_env=False: a proxy from the environment would resolve and connect
     # on our behalf, making the address check meaningless.
     with httpx.Client(
@@ -210,10 +285,12 @@ def fetch_url(
         follow_redirects=False,
         timeout=httpx.Timeout(timeout),
         trust_env=False,
-        headers={"User-Agent": USER_AGENT, "Accept": "*/*"},
+        headers={"User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING},
     ) as client:
         current = url
         for _hop in range(max_redirects + 1):
+            if time.monotonic() >= deadline:
+                raise IngestError(f"Timed out fetching {current}")
             network.pin(check_url(current, allow_private=allow_private, resolve=resolve))
             try:
                 result = _get_once(client, current, max_bytes=max_bytes, deadline=deadline)
@@ -246,26 +323,128 @@ def _get_once(
             raise IngestError(f"{url} returned HTTP {status}")
         if not 200 <= status < 300:
             raise IngestError(f"{url} returned unexpected HTTP {status}")
-        too_big = IngestError(f"{url} is larger than the {_mb(max_bytes)} MB limit")
         declared = response.headers.get("content-length", "")
         if declared.strip().isdigit() and int(declared) > max_bytes:
-            raise too_big
-        chunks: list[bytes] = []
-        received = 0
-        # iter_bytes undoes Content-Encoding, so the limit is on what we keep.
-        # (One compressed chunk can still inflate ~1000x before we see it.)
-        for chunk in response.iter_bytes():
-            received += len(chunk)
-            if received > max_bytes:
-                raise too_big
-            chunks.append(chunk)
-            if time.monotonic() > deadline:
-                raise IngestError(f"Timed out fetching {url}")
+            raise _too_big(url, max_bytes)
+        decoder = _body_decoder(url, response.headers.get("content-encoding", ""))
+        data = _read_body(response, decoder, url=url, max_bytes=max_bytes, deadline=deadline)
         return FetchedResource(
             url=str(response.url),
             content_type=response.headers.get("content-type", ""),
-            data=b"".join(chunks),
+            data=data,
         )
+
+
+def _too_big(url: str, max_bytes: int) -> IngestError:
+    return IngestError(f"{url} is larger than the {_mb(max_bytes)} MB limit")
+
+
+def _read_body(
+    response: httpx.Response,
+    decoder: _Identity | _Inflater,
+    *,
+    url: str,
+    max_bytes: int,
+    deadline: float,
+) -> bytes:
+    """The decoded body, refused once past `max_bytes` (raw or decoded) or the deadline."""
+    chunks: list[bytes] = []
+    raw_received = decoded = 0
+    # iter_raw, not iter_bytes: httpx would inflate a whole raw chunk through
+    # every listed encoding before we could count a byte of it.
+    for raw in response.iter_raw():
+        if time.monotonic() > deadline:
+            raise IngestError(f"Timed out fetching {url}")
+        # Also bounds a body that decodes to (almost) nothing, e.g. empty deflate blocks.
+        raw_received += len(raw)
+        if raw_received > max_bytes:
+            raise _too_big(url, max_bytes)
+        for piece in decoder.decode(raw):
+            decoded += len(piece)
+            if decoded > max_bytes:
+                raise _too_big(url, max_bytes)
+            chunks.append(piece)
+    return b"".join(chunks)
+
+
+class _Identity:
+    """A body sent as is."""
+
+    def decode(self, raw: bytes) -> Iterator[bytes]:
+        if raw:
+            yield raw
+
+
+class _Inflater:
+    """A gzip or deflate body, inflated at most `_INFLATE_STEP` bytes at a time.
+
+    The caller counts each step, so a compression bomb is stopped a step past
+    the size limit instead of after it expanded whole.
+    """
+
+    def __init__(self, url: str, coding: str) -> None:
+        self._url = url
+        self._coding = coding
+        self._head = b""  # deflate: bytes held until its first two say which kind it is
+        self._inflater = (
+            None if coding == "deflate" else zlib.decompressobj(16 + zlib.MAX_WBITS)  # gzip
+        )
+
+    def decode(self, raw: bytes) -> Iterator[bytes]:
+        if self._inflater is None:
+            self._head += raw
+            if len(self._head) < 2:
+                return
+            raw, self._head = self._head, b""
+            # "deflate" is zlib-wrapped by the standard, raw by some servers; browsers
+            # accept both, telling them apart by the zlib header.
+            wbits = zlib.MAX_WBITS if _has_zlib_header(raw) else -zlib.MAX_WBITS
+            self._inflater = zlib.decompressobj(wbits)
+        inflater = self._inflater
+        pending = raw
+        while not inflater.eof:  # bytes after the end of the stream are ignored, as httpx does
+            try:
+                piece = inflater.decompress(pending, _INFLATE_STEP)
+            except zlib.error as exc:
+                raise IngestError(
+                    f"Could not fetch {self._url}: its {self._coding} body is corrupt ({exc})"
+                ) from None
+            if piece:
+                yield piece
+            pending = inflater.unconsumed_tail
+            # A full step may leave output inside zlib even with no input left.
+            if not pending and len(piece) < _INFLATE_STEP:
+                break
+
+
+def _has_zlib_header(head: bytes) -> bool:
+    """Whether a deflate body opens with a zlib header (RFC 1950), not raw deflate."""
+    cmf, flg = head[0], head[1]
+    return cmf & 0x0F == 8 and cmf >> 4 <= 7 and ((cmf << 8) | flg) % 31 == 0
+
+
+def _body_decoder(url: str, content_encoding: str) -> _Identity | _Inflater:
+    """The decoder for a Content-Encoding header; IngestError for one we do not decode.
+
+    Stacked encodings ("gzip, gzip") are refused: nothing legitimate sends them,
+    and each layer multiplies what a few hundred bytes can expand to.
+    """
+    codings = [c.strip().lower() for c in content_encoding.split(",")]
+    codings = [c for c in codings if c and c != "identity"]
+    if not codings:
+        return _Identity()
+    if len(codings) > 1:
+        raise IngestError(
+            f"Refusing {url}: it is sent with several content encodings "
+            f"({content_encoding.strip()}); only one of gzip or deflate is accepted"
+        )
+    coding = "gzip" if codings[0] == "x-gzip" else codings[0]
+    if coding in ("gzip", "deflate"):
+        return _Inflater(url, coding)
+    raise IngestError(
+        f"Refusing {url}: it is sent with content encoding {coding!r}, which cannot be "
+        "decoded here (only gzip and deflate)"
+    )
 
 
 def _split_content_type(content_type: str) -> tuple[str, str | None]:
@@ -298,13 +477,48 @@ def _decode_web_text(data: bytes, charset: str | None) -> str:
     return decode_text(data, what="Page")
 
 
+def _is_markdown_or_code_name(filename: str) -> bool:
+    """Whether `load_bytes` reads a file of this name as Markdown or source code."""
+    return source_type_for(filename) in _FORMATS_BY_NAME_FOR_PLAIN_TEXT
+
+
+def _load_as_download(
+    data: bytes,
+    *,
+    url: str,
+    mime: str | None,
+    ocr: str | OcrEngine | None,
+    ocr_max_pages: int | None,
+    max_uncompressed: int,
+) -> LoadedDocument:
+    """What uploading `data` under the URL's file name gives, every unit located by the URL.
+
+    The upload limits apply: OCR pages, and what an Office file (a zip) expands to.
+    """
+    doc = load_bytes(
+        data,
+        filename=_url_filename(url),
+        mime=mime,
+        max_uncompressed=max_uncompressed,
+        ocr=ocr,
+        ocr_max_pages=ocr_max_pages,
+    )
+    for unit in doc.units:
+        unit.locator["url"] = url
+    return doc
+
+
 def load_fetched(
     resource: FetchedResource,
     *,
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
+    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
 ) -> LoadedDocument:
-    """Parse a fetched resource by its Content-Type (falling back to the URL's extension)."""
+    """Parse a fetched resource by its Content-Type (falling back to the URL's extension).
+
+    `ocr`, `ocr_max_pages` and `max_uncompressed` are `load_bytes`'s upload limits.
+    """
     url = resource.url
     ctype, charset = _split_content_type(resource.content_type)
     data = resource.data
@@ -324,6 +538,15 @@ def load_fetched(
         doc.source_type = SourceType.WEB
         for unit in doc.units:
             unit.locator["url"] = url
+    elif ctype == "text/plain" and _is_markdown_or_code_name(_url_filename(url)):
+        # A raw README.md or pool.py (raw.githubusercontent.com serves both as
+        # text/plain) keeps its headings or symbols, as the same file uploaded does.
+        # The declared charset is honoured, so the loader gets UTF-8.
+        text = _decode_web_text(data, charset)
+        doc = _load_as_download(
+            text.encode("utf-8"), url=url, mime=ctype, ocr=ocr,
+            ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
+        )  # fmt: skip
     elif ctype == "text/plain":
         text = _decode_web_text(data, charset)
         doc = LoadedDocument(
@@ -334,9 +557,10 @@ def load_fetched(
         )
     else:
         # application/octet-stream, a .docx, source code...: treat it as a download.
-        doc = load_bytes(data, filename=_url_filename(url), mime=ctype or None, ocr=ocr)
-        for unit in doc.units:
-            unit.locator["url"] = url
+        doc = _load_as_download(
+            data, url=url, mime=ctype or None, ocr=ocr,
+            ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
+        )  # fmt: skip
     doc.metadata.update(meta)
     return doc
 
@@ -348,6 +572,9 @@ def load_url(
     max_bytes: int = DEFAULT_MAX_BYTES,
     timeout: float = DEFAULT_TIMEOUT,
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
+    ocr: str | OcrEngine | None = OCR_AUTO,
+    ocr_max_pages: int | None = None,
+    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
 ) -> LoadedDocument:
     resource = fetch_url(
         url,
@@ -356,4 +583,6 @@ def load_url(
         timeout=timeout,
         max_redirects=max_redirects,
     )
-    return load_fetched(resource)
+    return load_fetched(
+        resource, ocr=ocr, ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed
+    )
