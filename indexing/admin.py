@@ -13,11 +13,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from indexing import freshness, sources
+from indexing import sources
 from indexing.forms import AddSourcesForm
 from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.services import workspace_create, workspace_delete
+
+# The admin's freshness check fetches web pages inside its request: a few at a time.
+FRESHNESS_PAGES_AT_ONCE = 10
 
 STATUS_COLORS = {
     Document.Status.PENDING: "#777",
@@ -285,7 +288,25 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         description="Check selected sources for changes (mark STALE)", permissions=["change"]
     )
     def check_freshness(self, request: HttpRequest, queryset) -> None:
-        report = freshness.mark_stale(documents=queryset)
+        pages = queryset.filter(uri__regex=r"^https?://").count()
+        if pages > FRESHNESS_PAGES_AT_ONCE:
+            # Each page is fetched now, inside this request (up to URL_FETCH_TIMEOUT).
+            self.message_user(
+                request,
+                f"Select at most {FRESHNESS_PAGES_AT_ONCE} web sources at a time ({pages} "
+                "selected), or run `manage.py stale`.",
+                messages.ERROR,
+            )
+            return
+        report, refused = sources.check_freshness(documents=queryset)
+        if refused:
+            titles = ", ".join(d.title for d in queryset if d.pk in refused)
+            self.message_user(
+                request,
+                f"Not re-read: {titles}. They were read from outside INGEST_SERVER_ROOTS, "
+                "where only an operator's `manage.py stale` reads.",
+                messages.ERROR,
+            )
         self.message_user(
             request,
             f"{len(report.stale)} stale ({len(report.outdated)} indexed by older indexing "

@@ -89,8 +89,11 @@ def read_source(document: Document) -> SourceBytes:
         path = Path(unquote(urlparse(uri).path))
         if not path.is_file():
             raise IngestError(f"File {path} no longer exists")
-        with path.open("rb") as handle:
-            data = _read_limited(handle, path.stat().st_size)
+        try:
+            with path.open("rb") as handle:
+                data = _read_limited(handle, path.stat().st_size)
+        except OSError as exc:  # unreadable now (permissions, a vanished mount)
+            raise IngestError(f"File {path} cannot be read: {exc.strerror or exc}") from None
         # Code keeps its repository-relative path: that is what a citation shows.
         return SourceBytes(data, document.metadata.get("path") or path.name)
     raise IngestError(f"Don't know how to read source {uri!r}")

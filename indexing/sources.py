@@ -23,6 +23,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
+from indexing import freshness
 from indexing.loaders import (
     is_known_filename,
     refusal_for_content,
@@ -119,6 +120,19 @@ def reindex(
         document.save(update_fields=["status", "progress", "unchanged", "chunks_embedded"])
     enqueue(queued, force=True)
     return len(queued), refused
+
+
+def check_freshness(
+    *, documents: QuerySet[Document], confined: bool = True
+) -> tuple[freshness.FreshnessReport, dict[int, str]]:
+    """`freshness.mark_stale` over `documents`: (its report, {refused document's pk: why}).
+
+    `confined` (the admin and MCP), as for `reindex`: a file:// source outside
+    INGEST_SERVER_ROOTS is not read, and its document is left as it is.
+    """
+    files = documents.filter(uri__startswith="file://") if confined else documents.none()
+    refused = {d.pk: problem for d in files if (problem := file_uri_problem(d.uri))}
+    return freshness.mark_stale(documents=documents.exclude(pk__in=refused)), refused
 
 
 def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:

@@ -14,7 +14,7 @@ from typing import Any
 from django.http import Http404
 
 from chat import grounding, passages
-from indexing import freshness, sources
+from indexing import sources
 from knowledge import selectors
 from knowledge.models import Document, Workspace
 from knowledge.search import Scope, ScopeError, search
@@ -274,14 +274,14 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
     if not check:
         marked = documents.filter(status=Document.Status.STALE)
         return {"stale": [summary(d) for d in marked], "checked": False}
-    files = documents.filter(uri__startswith="file://")
-    refused = {d.pk: problem for d in files if (problem := sources.file_uri_problem(d.uri))}
-    report = freshness.mark_stale(documents=documents.exclude(pk__in=refused))
+    report, refused = sources.check_freshness(documents=documents)
     return {
         "checked": True,
         "stale": [summary(d) for d in report.stale],
         "outdated": len(report.outdated),  # of the stale: indexed by older indexing code
         "unchanged": len(report.fresh),
         "unreachable": [{**summary(d), "error": error} for d, error in report.unreachable],
-        "not_checked": [{**summary(d), "error": refused[d.pk]} for d in files if d.pk in refused],
+        "not_checked": [
+            {**summary(d), "error": refused[d.pk]} for d in documents.filter(pk__in=refused)
+        ],
     }

@@ -13,6 +13,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from indexing import pipeline, sources
+from indexing.signature import indexer_signature
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.search import search
 from tests.conftest import REPO_ROOT
@@ -256,6 +257,31 @@ def test_reindex_of_a_file_outside_the_roots_reads_nothing_and_leaves_it_as_it_w
     inside.refresh_from_db()
     assert inside.status == Document.Status.INDEXED, inside.last_error
     assert inside.chunks.exists()
+
+
+def test_freshness_check_reads_no_file_outside_the_roots_and_few_pages_at_once(
+    editor, workspace
+):
+    outside = Document.objects.create(
+        workspace=workspace, uri="file:///etc/passwd", source_type="text", title="passwd",
+        status=Document.Status.INDEXED, indexed_by=indexer_signature(),
+    )
+    page = editor.post(reverse("admin:knowledge_document_changelist"),
+                       {"action": "check_freshness", "_selected_action": [outside.pk]},
+                       follow=True).content.decode()
+    assert "Not re-read: passwd." in page and "INGEST_SERVER_ROOTS" in page
+    outside.refresh_from_db()
+    assert outside.status == Document.Status.INDEXED  # read, its hash would differ: STALE
+
+    # Each web page is fetched inside the request: only a few at a time.
+    pages = [Document.objects.create(workspace=workspace, uri=f"https://example.com/{i}",
+                                     source_type="web", status=Document.Status.INDEXED)
+             for i in range(11)]
+    page = editor.post(reverse("admin:knowledge_document_changelist"),
+                       {"action": "check_freshness",
+                        "_selected_action": [d.pk for d in pages]},
+                       follow=True).content.decode()
+    assert "Select at most 10 web sources at a time (11 selected)" in page
 
 
 # --- item 4: the workspace of a document or folder is fixed after creation
