@@ -381,9 +381,20 @@ def _words_after(text: str, position: int, count: int) -> set[str]:
     return set(islice(found, count)) - STOP_WORDS
 
 
+# A number that is not the last of a list of numbers: "25.4 and 26.7 hours", "3, 5 or 7 days".
+_LISTED_NEXT: Final = re.compile(r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)\d+(?:[.,]\d+)*")
+
+
 def _counted_word(text: str, number: Number) -> str | None:
-    """The stem of the content word right after a number ("1979 model year": "model")."""
-    match = _AFTER_NUMBER.match(text, number.end)
+    """The stem of the content word right after a number ("1979 model year": "model"), or
+    after the list it opens ("25.4 and 26.7 hours": "hour")."""
+    end = number.end
+    for _ in range(8):  # a list of a few numbers, not a table row of them
+        listed = _LISTED_NEXT.match(text, end)
+        if listed is None:
+            break
+        end = listed.end()
+    match = _AFTER_NUMBER.match(text, end)
     if match is None:
         return None
     word = match.group(1).lower().replace("’", "'")

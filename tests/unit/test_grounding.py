@@ -1809,3 +1809,14 @@ def test_an_opposite_is_no_contradiction_where_the_passage_rewords_the_claim_wor
                                    "applications in the early 1950s."), span) == []
     (issue,) = opposite_issues(analyze("Student applications rose in the early 1950s."), span)
     assert issue.reason == 'the passage says "declined", not "rose"'
+
+
+def test_a_list_of_numbers_shares_the_word_after_its_last() -> None:
+    span = analyze("Dexamethasone generated circadian gene expression with mean periods of 25.4 "
+                   "and 26.7 hours in undifferentiated and adipocyte-differentiated ASCs, "
+                   "respectively.")
+    assert counted_issues(analyze("The mean period was 25.4 hours in undifferentiated ASCs."),
+                          span) == []
+    assert [i.reason for i in counted_issues(
+        analyze("The mean period was 27.7 hours in undifferentiated ASCs."), span
+    )] == ["the passage says 25.4, not 27.7, of this"]
