@@ -64,6 +64,8 @@ def number_issues(
             continue  # "half of the four" for "of the four …, two"
         if _counts_its_list(claim.text, number):
             continue  # "two Nobel laureates, Yoichiro Nambu and James Cronin"
+        if _dimensions_given(claim.text, number, span.text):
+            continue  # "three-dimensional reconstruction" for "3D reconstruction"
         slack = 1 if number.approximate else 0
         if number.kind == "number" and (unit is None or unit.dimension == "time") and any(
             abs(abs(a - b) - number.value) <= slack for a in years for b in years
@@ -88,6 +90,13 @@ _NAME: Final = r"[A-Z][\w.'’-]*(?:\s+(?:[A-Z][\w.'’-]*|de|van|von|of|the))*"
 _LIST_AFTER_COUNT: Final = re.compile(
     rf"\s+(?:[\w-]+\s+){{0,4}}?[\w-]+\s*[,:(—–]\s*({_NAME}(?:\s*,\s*{_NAME})*,?\s+and\s+{_NAME})"
 )
+
+
+def _dimensions_given(claim_text: str, number: Number, span_text: str) -> bool:
+    """Whether "N-dimensional" in the claim is the span's "ND" or "N-D"."""
+    return claim_text.startswith("-dimensional", number.end) and number.value.is_integer() and (
+        re.search(rf"\b{int(number.value)}-?D\b", span_text) is not None
+    )
 
 
 def _counts_its_list(text: str, number: Number) -> bool:

@@ -1820,3 +1820,11 @@ def test_a_list_of_numbers_shares_the_word_after_its_last() -> None:
     assert [i.reason for i in counted_issues(
         analyze("The mean period was 27.7 hours in undifferentiated ASCs."), span
     )] == ["the passage says 25.4, not 27.7, of this"]
+
+
+def test_n_dimensional_is_the_passages_nd() -> None:
+    span = analyze("Instrumental to this discovery were 3D reconstruction studies of the tuft.")
+    assert number_issues(analyze("Three-dimensional reconstruction of the tuft was used."),
+                         span, span) == []
+    assert number_issues(analyze("Two-dimensional reconstruction of the tuft was used."),
+                         span, span) != []
