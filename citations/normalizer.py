@@ -36,11 +36,16 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    NBSP, ZWSP and U+3000 count as spaces.
 6. Untouched: fenced code (``` or ~~~, any indent, closed by the same character at
    least as long; a backtick fence's info string holds no backtick; unclosed runs
-   to the end); inline code spans (N backticks closed by the next run of exactly N
-   on the same line; without one the run is literal); ``\\[1\\]``; Markdown links
-   and images, brackets inside the destination included; reference definitions
-   ``[1]: …`` (line start, indent up to 3); footnotes ``[^1]``; task boxes; a
-   bracket glued to a snake_case identifier (``my_list[2]``, ``my_list[2][3]``).
+   to the end); indented code (a line four columns past the margin, or past its
+   list item's content, after a blank line or another such line); inline code spans
+   (N backticks closed by the next run of exactly N on the same line, never by a
+   longer one; without one the run is literal; `code_spans` is the rule for every
+   reader); ``\\[1\\]``; Markdown links and images, brackets inside the destination
+   included; reference definitions ``[1]: …`` (line start, indent up to 3);
+   footnotes ``[^1]``; task boxes; a bracket glued to a name of code: one with an
+   underscore or a dotted one, maybe already indexed (``my_list[2][3]``,
+   ``sys.argv[1]``), or any name indexed by a bracket that was no citation
+   (``matrix[0][1]``). A plain word keeps a glued citation (``the notes[1]``).
    A ``citation:`` group wins over the escape, snake_case, image and reference
    rules: only the server mints wire tokens.
 7. Citations written as links: ``[1](https://…)`` and ``[[1]](https://…)``
@@ -119,8 +124,16 @@ _TICKS_OR_NEWLINE_RE: Final = re.compile(r"`+|\n")
 _TICK_OR_NEWLINE_RE: Final = re.compile(r"[`\n]")
 _DEST_TEXT_RE: Final = re.compile(rf"[^()\n\r{BLANKS}]+")
 _FENCE_BLANKS_RE: Final = re.compile(r"[ \t]+")
-# An identifier with an underscore, then any bracketed indexes: my_list[2][3].
-_SNAKE_TAIL_RE: Final = re.compile(r"\w*_\w*(?:\[[^\[\]\n]*\])*\Z")
+# What a bracket glued to the line so far indexes when that is code, not a citation.
+# The renderer leaves an index glued to a name in a passage as it is, so the model
+# may quote it: a name with an underscore (my_list[2]), a dotted name (sys.argv[1],
+# not "March.[1]" or "v1.2[1]"), either with indexes already (my_list[2][3]), or any
+# name already indexed by a bracket that was no citation (matrix[0][1],
+# data["key"][1]). A plain word keeps a glued citation: models write "the notes[1]"
+# and "notes[1][2]", and nothing tells those from "rows[1]" or "matrix[1][2]".
+_INDEX = r"\[[^\[\]\n]*\]"
+_CODE_NAME = r"\w*_\w*|(?<![\w.])[^\W\d]\w*(?:\.[^\W\d]\w*)+"
+_CODE_NAME_TAIL_RE: Final = re.compile(rf"(?:{_CODE_NAME})(?:{_INDEX})*\Z|\w(?:{_INDEX})+\Z")
 _TAIL_KEEP: Final = 64
 
 
@@ -450,6 +463,10 @@ class _Writer:
         self.line_visible = False  # this output line has something besides blanks
         self.line_deleted = False  # a cluster was deleted while it had nothing
         self.tail = ""  # the end of this output line, for context rules
+        self.head = ""  # the start of this output line, to tell a list item
+        # What the last line was, for indented code: "blank", "code", "item" or "text".
+        self.last_line = "text"
+        self.list_column = 0  # where the content of the list item we are in starts
 
     def gap(self, next_char: str, quote_closes: bool = False) -> str:
         """What the held blanks become if `next_char` is written next."""
@@ -499,10 +516,12 @@ class _Writer:
         newline = run.rfind("\n")
         if newline == -1:
             self.tail = (self.tail + run)[-_TAIL_KEEP:]
+            self.head = (self.head + run)[:_TAIL_KEEP]
             self.line_visible = self.line_visible or bool(run.strip(BLANKS))
         else:
             rest = run[newline + 1 :]
             self.tail = rest[-_TAIL_KEEP:]
+            self.head = rest[:_TAIL_KEEP]
             self.line_visible = bool(rest.strip(BLANKS))
             self.line_deleted = False
 
@@ -514,15 +533,40 @@ class _Writer:
                 self.line_deleted = True
         self.blanks = ""
 
-    def newline(self, newline: str) -> None:
+    def newline(self, newline: str, code: bool = False) -> None:
+        self._classify_line(code)
         if not self.line_visible and self.line_deleted:
             pass  # the line held nothing but deleted clusters: it goes, newline too
         elif self.drop is not None:
             self.parts.append(newline)
         else:
             self.parts.append(self.blanks + newline)
-        self.blanks, self.drop, self.tail = "", None, ""
+        self.blanks, self.drop, self.tail, self.head = "", None, "", ""
         self.line_visible = self.line_deleted = False
+
+    def _classify_line(self, code: bool) -> None:
+        """Remember what this line was: the next one may be indented code."""
+        if code:
+            self.last_line = "code"
+        elif not self.line_visible:
+            # A line that held only deleted clusters goes: it is no blank line.
+            self.last_line = "text" if self.line_deleted else "blank"
+        elif item := _LIST_ITEM_RE.match(self.head):
+            self.last_line, self.list_column = "item", _width(item.group())
+        else:
+            if self.last_line == "blank" and _width(_indent(self.head)) < self.list_column:
+                self.list_column = 0  # a paragraph left of the item after a blank: the list ended
+            self.last_line = "text"
+
+    def indented_code(self) -> bool:
+        """Whether a line whose first visible character comes now is indented code: four
+        columns past its list item's content (or the margin), after a blank line or a
+        line of indented code. The indentation is all that is held, so nothing waits."""
+        if self.line_visible or self.line_deleted or self.drop is not None:
+            return False
+        if self.last_line not in ("blank", "code"):
+            return False
+        return self.indent_width() >= self.list_column + 4
 
     def finish(self) -> None:
         if self.drop is None and (self.line_visible or not self.line_deleted):
@@ -539,6 +583,8 @@ class _Writer:
         if run:
             self.parts.append(run)
             self.tail = (self.tail + run)[-_TAIL_KEEP:]
+            if len(self.head) < _TAIL_KEEP:
+                self.head = (self.head + run)[:_TAIL_KEEP]
 
 
 @dataclass
@@ -549,10 +595,33 @@ class _Cluster:
     gap: str = ""  # blanks and separators since the last group
 
 
+class _KnownRuns:
+    """The lengths measured of the last few runs, by stream position.
+
+    A stream holds at most an opening run and the candidate closer it waits on, so two
+    entries are enough; an older one is only ever measured again from its start.
+    """
+
+    _SIZE: Final = 2
+
+    def __init__(self) -> None:
+        self._lengths: dict[int, int] = {}
+
+    def length(self, at: int) -> int:
+        return self._lengths.get(at, 0)
+
+    def note(self, at: int, length: int) -> None:
+        self._lengths.pop(at, None)
+        self._lengths[at] = length
+        while len(self._lengths) > self._SIZE:
+            del self._lengths[next(iter(self._lengths))]
+
+
 class _Mode(Enum):
     TEXT = "text"
     DESTINATION = "link destination"
     FENCE = "fence"
+    INDENTED = "indented code line"
 
 
 class _FenceLine(Enum):
@@ -588,6 +657,10 @@ class StreamNormalizer:
         self._fence_line = _FenceLine.CONTENT
         # A held backtick run: how far its search for a closer has got.
         self._tick_resume = 0
+        # Runs of backticks or tildes measured so far, by stream position: a held run
+        # and the candidate closer a held span waits on are read on from there, not
+        # from their start, or streaming a long run would cost quadratic time.
+        self._known_runs = _KnownRuns()
         # Per scan: backtick run length -> start of the last such run up to line_end.
         self._tick_index: tuple[int, dict[int, int]] | None = None
 
@@ -640,9 +713,14 @@ class StreamNormalizer:
             return self._step_fence(buf, pos, final)
         if self._mode is _Mode.DESTINATION:
             return self._step_destination(buf, pos)
+        if self._mode is _Mode.INDENTED:
+            return self._step_indented(buf, pos)
         if self._cluster is not None:
             return self._step_cluster(buf, pos, final)
         ch = buf[pos]
+        if ch not in BLANKS and ch not in "\r\n" and self._w.indented_code():
+            self._mode = _Mode.INDENTED
+            return self._step_indented(buf, pos)
         if ch in "`~" and not self._w.line_visible:
             return self._line_start_run(buf, pos, final)
         if ch == "`":
@@ -716,8 +794,8 @@ class StreamNormalizer:
         if not isinstance(group, _Group) or group.prefixed:
             return group
         if not continuing and not paren and self._w.glued(buf[pos]):
-            if _SNAKE_TAIL_RE.search(self._w.tail):
-                return None  # my_list[2] is code
+            if _CODE_NAME_TAIL_RE.search(self._w.tail):
+                return None  # my_list[2], sys.argv[1] and matrix[0][1] are code
             if group.link and self._w.tail.endswith("!"):
                 return None  # ![1](https://…) is an image
         at_line_start = not paren and not self._w.line_visible
@@ -821,7 +899,7 @@ class StreamNormalizer:
     # -- code -------------------------------------------------------------------
 
     def _line_start_run(self, buf: str, pos: int, final: bool) -> int | None:
-        end = _run_end(buf, pos, final)
+        end = self._run_end(buf, pos, final)
         if end is None:
             return None
         run = buf[pos:end]
@@ -834,7 +912,7 @@ class StreamNormalizer:
         return end
 
     def _backticks(self, buf: str, pos: int, final: bool, fence_possible: bool) -> int | None:
-        end = _run_end(buf, pos, final)
+        end = self._run_end(buf, pos, final)
         if end is None:
             return None
         size = end - pos
@@ -869,6 +947,14 @@ class StreamNormalizer:
         # The index is only complete when this search saw the whole rest of the line.
         complete = start == end
         lengths: dict[int, int] = {}
+        if not complete and start < len(buf) and buf[start] == "`":
+            # The candidate closer that reached the end of the last input.
+            run_end = self._measure_run(buf, start)
+            if run_end == len(buf) and not final:
+                return NEED
+            if run_end - start == size:
+                return run_end
+            start = run_end
         for match in _TICKS_OR_NEWLINE_RE.finditer(buf, start):
             if match.group() == "\n":
                 if complete:
@@ -876,6 +962,7 @@ class StreamNormalizer:
                 return None
             if match.end() == len(buf) and not final:
                 self._tick_resume = match.start() - pos
+                self._known_runs.note(self._base + match.start(), match.end() - match.start())
                 return NEED
             if len(match.group()) == size:
                 return match.end()
@@ -886,6 +973,19 @@ class StreamNormalizer:
         if complete:
             self._tick_index = (len(buf), lengths)
         return None
+
+    def _run_end(self, buf: str, pos: int, final: bool) -> int | None:
+        """End of the run of buf[pos]'s character (` or ~), or None while it may still grow."""
+        end = self._measure_run(buf, pos)
+        return None if end == len(buf) and not final else end
+
+    def _measure_run(self, buf: str, pos: int) -> int:
+        """End of the run of buf[pos]'s character, read on from what is known of it."""
+        known = self._known_runs.length(self._base + pos)
+        # A match from its last known character is sure to include that character.
+        end = _RUNS[buf[pos]].match(buf, pos + max(known - 1, 0)).end()
+        self._known_runs.note(self._base + pos, end - pos)
+        return end
 
     def _open_fence(self, run: str) -> None:
         self._w.raw(run)
@@ -911,7 +1011,7 @@ class StreamNormalizer:
             return pos + len(run)
         if ch != self._fence_char:
             return self._fence_content(buf, pos)
-        end = _run_end(buf, pos, final)
+        end = self._run_end(buf, pos, final)
         if end is None:
             return None
         self._w.raw(buf[pos:end])
@@ -937,6 +1037,17 @@ class StreamNormalizer:
         self._fence_line = _FenceLine.CONTENT if newline == -1 else _FenceLine.START
         return end
 
+    def _step_indented(self, buf: str, pos: int) -> int:
+        # An indented code line is verbatim up to its line break.
+        if buf[pos] == "\n":
+            self._w.newline("\n", code=True)
+            self._mode = _Mode.TEXT
+            return pos + 1
+        newline = buf.find("\n", pos)
+        end = len(buf) if newline == -1 else newline
+        self._w.raw(buf[pos:end])
+        return end
+
     def _step_destination(self, buf: str, pos: int) -> int:
         # A link's destination is the model's URL: verbatim, brackets and all.
         ch = buf[pos]
@@ -958,28 +1069,147 @@ class StreamNormalizer:
 
 
 _RUNS: Final = {ch: re.compile(f"{re.escape(ch)}+") for ch in "`~"}
+# A list item's marker and the blanks after it (at least one, or the line's end).
+_LIST_ITEM_RE: Final = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|\Z)")
 
 
-def _run_end(buf: str, pos: int, final: bool) -> int | None:
-    """End of the run of buf[pos]'s character (` or ~), or None while it may still grow."""
-    end = _RUNS[buf[pos]].match(buf, pos).end()
-    return None if end == len(buf) and not final else end
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
-# What plain_markers rewrites, and the code it leaves alone: a fenced block (to
-# its closing fence or the end), an inline code span (closed on its own line),
-# or a canonical marker.
-_CODE_OR_MARKER: Final = re.compile(
-    r"(?ms)^[ \t]*(?P<fence>`{3,}|~{3,}).*?(?:^[ \t]*(?P=fence)[ \t]*$|\Z)"
-    r"|(?P<ticks>`+)[^\n]+?(?P=ticks)"
-    r"|\[citation:(?P<n>[0-9]+)\]"
-)
+def _width(blanks_and_marker: str) -> int:
+    """Columns taken, a tab counting four."""
+    return sum(4 if ch == "\t" else 1 for ch in blanks_and_marker)
+
+
+# -- code spans, for every reader ----------------------------------------------------
+
+# One code-span rule (CommonMark) for the normalizer, split_answer and plain_markers:
+# outside code a backslash escapes the punctuation after it, so "\`" opens nothing;
+# a run of N backticks opens a span that the next run of exactly N closes (a longer
+# run such as ``` does not close `); without such a run the opening run is text.
+# Inside a span a backslash is literal, so "`a\`" is a span.
+_TICK_RUN_RE: Final = re.compile(r"`+")
+
+
+def code_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) of each inline code span in text[start:end], its backticks included.
+
+    The range is read as one paragraph: the normalizer passes a line, split_answer
+    a block. Linear: each run is visited once and each closer looked up once.
+    """
+    end = len(text) if end is None else end
+    runs = [(m.start(), m.end()) for m in _TICK_RUN_RE.finditer(text, start, end)]
+    later = _RunsByLength(runs)
+    spans: list[tuple[int, int]] = []
+    i = 0
+    while i < len(runs):
+        run_start, run_end = runs[i]
+        if _escaped(text, start, run_start):
+            run_start += 1  # "\``": the first backtick is text, a run of one opens
+        length = run_end - run_start
+        closer = later.next_of_length(length, after=i) if length else None
+        if closer is None:
+            i += 1
+            continue
+        spans.append((run_start, runs[closer][1]))
+        i = closer + 1
+    return spans
+
+
+class _RunsByLength:
+    """The backtick runs of one paragraph, findable by length in increasing order."""
+
+    def __init__(self, runs: list[tuple[int, int]]) -> None:
+        self._indexes: dict[int, list[int]] = {}
+        for index, (run_start, run_end) in enumerate(runs):
+            self._indexes.setdefault(run_end - run_start, []).append(index)
+        self._cursor: dict[int, int] = {}
+
+    def next_of_length(self, length: int, after: int) -> int | None:
+        """Index of the first run of exactly `length` after run `after`.
+
+        Callers ask with `after` never decreasing, so each cursor only moves on.
+        """
+        indexes = self._indexes.get(length, [])
+        cursor = self._cursor.get(length, 0)
+        while cursor < len(indexes) and indexes[cursor] <= after:
+            cursor += 1
+        self._cursor[length] = cursor
+        return indexes[cursor] if cursor < len(indexes) else None
+
+
+def _escaped(text: str, start: int, pos: int) -> bool:
+    """Whether text[pos] follows an odd number of backslashes (no further back than start)."""
+    i = pos
+    while i > start and text[i - 1] == "\\":
+        i -= 1
+    return (pos - i) % 2 == 1
+
+
+# A fence as the normalizer opens it: at line start after blanks, three or more
+# backticks (no backtick after them on the line) or tildes.
+_FENCE_OPEN_RE: Final = re.compile(rf"[{BLANKS}\r]*(`{{3,}}|~{{3,}})")
+_CITATION_TOKEN_RE: Final = re.compile(r"\[citation:([0-9]+)\]")
+
+
+def _code_ranges(text: str) -> list[tuple[int, int]]:
+    """Fenced blocks and inline code spans of normalized text, read as the normalizer
+    reads them: line by line, a fence closed by a run of its character at least as
+    long on a line of its own, an unclosed fence running to the end."""
+    ranges: list[tuple[int, int]] = []
+    fence: str | None = None  # the opening run of the fence we are in
+    pos = 0
+    while pos <= len(text):
+        newline = text.find("\n", pos)
+        end = len(text) if newline == -1 else newline
+        if fence is not None:
+            ranges.append((pos, end))
+            if _closes_fence(text[pos:end], fence):
+                fence = None
+        elif (opening := _opening_fence(text, pos, end)) is not None:
+            ranges.append((pos, end))
+            fence = opening
+        else:
+            ranges.extend(code_spans(text, pos, end))
+        if newline == -1:
+            break
+        pos = newline + 1
+    return ranges
+
+
+def _opening_fence(text: str, pos: int, end: int) -> str | None:
+    match = _FENCE_OPEN_RE.match(text, pos, end)
+    if match is None:
+        return None
+    run = match.group(1)
+    if run[0] == "`" and "`" in text[match.end() : end]:
+        return None  # a backtick fence's info string holds no backtick
+    return run
+
+
+def _closes_fence(line: str, fence: str) -> bool:
+    body = line.lstrip(" \t")
+    run = len(body) - len(body.lstrip(fence[0]))
+    return run >= len(fence) and not body[run:].strip(" \t\r")
 
 
 def plain_markers(text: str) -> str:
     """Normalized text for people: each ``[citation:n]`` written as ``[n]``.
 
     Where the chat page shows a pill, a terminal shows the bare number; code keeps
-    whatever it quotes.
+    whatever it quotes. Code is read as the normalizer reads it, so every token it
+    minted is shown bare and every one the model quoted in code stays as written.
     """
-    return _CODE_OR_MARKER.sub(lambda m: f"[{m['n']}]" if m["n"] else m[0], text)
+    pieces: list[str] = []
+    cursor = 0
+    for start, end in _code_ranges(text):
+        pieces.append(_bare_markers(text[cursor:start]))
+        pieces.append(text[start:end])
+        cursor = end
+    pieces.append(_bare_markers(text[cursor:]))
+    return "".join(pieces)
+
+
+def _bare_markers(text: str) -> str:
+    return _CITATION_TOKEN_RE.sub(r"[\1]", text)

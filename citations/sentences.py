@@ -19,12 +19,14 @@ and char_end); each sentence's range includes its own citation markers.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
 
 import sentencex
 
+from .normalizer import code_spans
 from .rows import is_table_row
 
 Kind = Literal["sentence", "heading", "list_item", "table_row"]
@@ -38,7 +40,6 @@ _QUOTE: Final = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _RULE: Final = re.compile(r"^[ \t]*(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _TABLE_ROW: Final = re.compile(r"^[ \t]*\|")
 _TABLE_SEPARATOR: Final = re.compile(r"^[ \t|:\-]+$")
-_INLINE_CODE: Final = re.compile(r"(`+)(.+?)\1", re.DOTALL)
 _LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 # Underscores emphasize only at word edges (CommonMark): Z_DEFAULT_COMPRESSION keeps them.
 _EMPHASIS: Final = re.compile(
@@ -79,7 +80,7 @@ def split_answer(answer: str) -> list[Sentence]:
         for start, end in pieces:
             raw = answer[start:end]
             # A marker inside code is quoted text, not a citation (the normalizer leaves it).
-            markers = CITATION.findall(_INLINE_CODE.sub("", raw))
+            markers = CITATION.findall(_without_code(raw))
             numbers = tuple(dict.fromkeys(int(n) for n in markers))
             text = plain_text(raw)
             if text or numbers:
@@ -98,7 +99,7 @@ def cited_clauses(answer: str, sentence: Sentence) -> dict[int, str]:
     clause). {} when the markers stand together, or a clause is too short to say anything
     alone: then every number answers for the whole sentence."""
     raw = answer[sentence.char_start : sentence.char_end]
-    if CITATION.search("".join(m.group() for m in _INLINE_CODE.finditer(raw))):
+    if any(CITATION.search(raw, start, end) for start, end in code_spans(raw)):
         return {}  # a marker quoted in code would shift the clauses
     groups = list(_MARKER_GROUP.finditer(raw))
     if len(groups) < 2:
@@ -140,12 +141,30 @@ def split_passage(text: str) -> list[tuple[int, int]]:
 def plain_text(markdown: str) -> str:
     """Text of one unit as a reader reads it: no markers, no emphasis, links as their text."""
     text = _MARKER_WITH_SPACE.sub("", markdown)
-    text = _INLINE_CODE.sub(lambda m: m.group(2), text)
+    text = _replace_code(text, lambda ticks, content: content)
     text = _LINK.sub(lambda m: m.group(1), text)
     text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
     text = _HEADING.sub("", _LIST_ITEM.sub("", _QUOTE.sub("", text)))
     text = text.replace("|", " ")
     return _SPACES.sub(" ", text).strip()
+
+
+def _replace_code(text: str, replacement: Callable[[str, str], str]) -> str:
+    """`text` with each inline code span (the normalizer's rule, across the lines of one
+    block as on the page) replaced by replacement(backticks, content)."""
+    pieces: list[str] = []
+    cursor = 0
+    for start, end in code_spans(text):
+        span = text[start:end]
+        ticks = span[: len(span) - len(span.lstrip("`"))]
+        pieces += [text[cursor:start], replacement(ticks, span[len(ticks) : -len(ticks)])]
+        cursor = end
+    pieces.append(text[cursor:])
+    return "".join(pieces)
+
+
+def _without_code(text: str) -> str:
+    return _replace_code(text, lambda ticks, content: "")
 
 
 def _blocks(text: str) -> list[_Block]:
@@ -204,15 +223,34 @@ def _quoted_row(line: str) -> bool:
     not prose that holds a bar ("It runs at 1 | 2 speeds. [citation:1] Then …"): a row
     carries its citations at its end only."""
     body = _TRAILING_MARKERS.sub("", line)
-    return is_table_row(_INLINE_CODE.sub("", body)) and not CITATION.search(body)
+    return is_table_row(_without_code(body)) and not CITATION.search(body)
 
 
 def _sentence_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    # Inline code is masked so a dot in `os.path` never ends a sentence; the mask keeps
-    # lengths, so offsets found in it are offsets in the text.
-    masked = _INLINE_CODE.sub(lambda m: m.group(1) + "x" * len(m.group(2)) + m.group(1),
-                              text[start:end])
-    return _trimmed_segments_of(masked, start)
+    return _trimmed_segments_of(_masked_code(text[start:end]), start)
+
+
+def _masked_code(chunk: str) -> str:
+    """`chunk` as the sentence splitter should see it, of the same length (so offsets
+    found in it are offsets in the text): a code span's content masked, so a dot in
+    `os.path` never ends a sentence, and a backtick that opens no span masked too, since
+    sentencex pairs backticks like quotes and would not end a sentence between "the `
+    key." and a later "```"."""
+    pieces: list[str] = []
+    cursor = 0
+    for start, end in code_spans(chunk):
+        span = chunk[start:end]
+        ticks = span[: len(span) - len(span.lstrip("`"))]
+        pieces += [
+            chunk[cursor:start].replace("`", _TICK_MASK),
+            ticks + "x" * (len(span) - 2 * len(ticks)) + ticks,
+        ]
+        cursor = end
+    pieces.append(chunk[cursor:].replace("`", _TICK_MASK))
+    return "".join(pieces)
+
+
+_TICK_MASK: Final = "x"
 
 
 def _trimmed_segments(text: str, start: int, end: int) -> list[tuple[int, int]]:
