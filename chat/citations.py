@@ -62,7 +62,11 @@ def _register_new(thread: Thread, units: Sequence[SourceUnit], keys: list[str]) 
     # Read again under the lock: a concurrent batch may have registered some keys.
     numbering = Numbering(by_key=_known_numbers(thread, keys), next_n=registry.next_n)
     numbers, new = numbering.register(keys)
-    by_key = {u.source_key: u for u in units}
+    # One number, one text: when units share a key (one address found by two searches,
+    # each with its query's snippet) the first is registered, as it is numbered first.
+    by_key: dict[str, SourceUnit] = {}
+    for unit in units:
+        by_key.setdefault(unit.source_key, unit)
     CitationEntry.objects.bulk_create(
         [_entry(registry.pk, numbers[key], by_key[key]) for key in new]
     )

@@ -35,7 +35,14 @@ from chat.providers import (
     TurnContext,
     get_provider,
 )
-from chat.tools import Evidence, ToolError, gather, tool_specs, web_search_config
+from chat.tools import (
+    Evidence,
+    ToolError,
+    gather,
+    holds_nul,
+    tool_specs,
+    web_search_config,
+)
 from citations.normalizer import StreamNormalizer
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -223,15 +230,37 @@ class Turn:
     llm_seconds: float = 0.0
     # What the model may call; none in the injection retrieval mode.
     tools: list[dict[str, Any]] = field(default_factory=tool_specs)
-    # Text written before a round's tool calls ends a paragraph: the next round's
-    # text starts a new one instead of running on ("Let me look.The launch…").
-    paragraph_break: bool = False
+    # A paragraph break ended the text before a round's tool calls: the next round's
+    # text starts after it, its leading blanks dropped.
+    after_break: bool = False
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
-        if self.paragraph_break and delta:
-            delta, self.paragraph_break = "\n\n" + delta.lstrip(), False
-        out = self.normalizer.feed(delta)
+        # PostgreSQL text cannot hold NUL: storing the answer would fail.
+        delta = delta.replace("\x00", "")
+        if self.after_break:
+            delta = delta.lstrip()
+            if not delta:
+                return
+            self.after_break = False
+        self._shown(self.normalizer.feed(delta))
+
+    def end_paragraph(self) -> None:
+        """Text written before a round's tool calls ends a paragraph ("Let me look." and
+        the next round's "The launch…" do not run on), and is settled now.
+
+        The normalizer holds a trailing "[3]" back until the next character (a "("
+        would make it a link). Settled later, it would be judged against the numbers
+        this round's calls issue, though the model wrote it before they existed.
+        """
+        self._shown(self.normalizer.feed("\n\n"))
+        self.after_break = True
+
+    def finish(self) -> None:
+        """Whatever the normalizer still holds, decided as the answer's end."""
+        self._shown(self.normalizer.finish())
+
+    def _shown(self, out: str) -> None:
         if out:
             self.shown.append(out)
             self.emit("token", {"text": out})
@@ -311,7 +340,7 @@ def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
                       {"query": turn.context.question, "scope": turn.context.scope})]
     calls += [ToolCall(f"injected_chat_{m.id}", "read_chat", {"thread_id": m.id})
               for m in mentions if m.kind == "chat"]
-    evidence = [message["content"] for message in _run_calls(turn, calls)]
+    evidence = [message["content"] for message in _run_calls(turn, calls, _names(turn.tools))]
     question = turn.messages[-1]
     question["content"] = "\n\n".join([*evidence, question["content"]])
     turn.tools = []
@@ -331,12 +360,20 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
             reply = _call_model(turn, tools, stream)
             if not reply.tool_calls:
                 break
+            if not tools:
+                # Calls nobody offered (the last round, the injection mode) are not run:
+                # what the model wrote is its answer.
+                _log_not_run(turn, reply.tool_calls)
+                break
+            if reply.text.strip():
+                turn.end_paragraph()  # before the calls issue new numbers
             turn.messages.append(_assistant_tool_message(reply))
-            turn.messages.extend(_run_calls(turn, reply.tool_calls))
-        tail = turn.normalizer.finish()
-        if tail:
-            turn.shown.append(tail)
-            turn.emit("token", {"text": tail})
+            turn.messages.extend(_run_calls(turn, reply.tool_calls, _names(tools)))
+        turn.finish()
+        if not "".join(turn.shown).strip():
+            # Stored as a failure like any other reply without an answer, never as a
+            # complete empty one.
+            raise ProviderError(f"The language model ({turn.provider.name}) wrote no answer.")
         return _close(turn)
     except ProviderError as exc:
         return _close_with_error(turn, exc)
@@ -367,55 +404,99 @@ def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
         turn.messages, tools, context=turn.context, on_text=turn.show if stream else None
     )
     turn.llm_seconds += time.perf_counter() - started
-    turn.written.append(reply.text)
+    turn.written.append(reply.text.replace("\x00", ""))
     if not stream and reply.text:
         turn.show(reply.text)
-    if reply.text.strip() and reply.tool_calls:
-        turn.paragraph_break = True
     turn.usage.append(reply.usage)
     return reply
 
 
-def _run_calls(turn: Turn, calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+def _names(tools: list[dict[str, Any]]) -> list[str]:
+    """The names of the tools offered."""
+    return [spec["function"]["name"] for spec in tools]
+
+
+def _run_calls(
+    turn: Turn, calls: Sequence[ToolCall], offered: Sequence[str]
+) -> list[dict[str, Any]]:
     """Run one round's tool calls; their passages' numbers become citable.
 
     The calls gather at once (at most CHAT_PARALLEL_TOOLS, each on its own
     database connection), then their passages are registered together in the
     calls' order: the numbers are those the calls would get one after another.
+    At most CHAT_MAX_TOOL_CALLS_PER_ROUND run; the others, and calls of tools not
+    `offered`, get an error as their result.
     """
-    for call in calls:
+    limit = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND
+    for call in calls[:limit]:
         label = progress_label(call.name, call.arguments)
         turn.emit("progress", {"stage": call.name, "label": label})
-    found = _gather_all(turn.thread, calls)
+    found = _gather_all(turn.thread, calls[:limit], offered)
+    found += [
+        ToolError(f"Too many tool calls in one round; at most {limit}.") for _ in calls[limit:]
+    ]
     staged = [f.units for f in found if isinstance(f, Evidence)]
     numbers = citations.merge(thread=turn.thread, staged=staged)
+    texts = _registered_web_texts(turn.thread, staged)
     tool_messages = []
     for call, result in zip(calls, found, strict=True):
         if isinstance(result, ToolError):
             content, error = f"Error: {result}", str(result)
         else:
-            outcome = result.outcome(numbers)
+            outcome = result.outcome(numbers, texts)
             content, error = outcome.content, ""
             turn.issued |= outcome.numbers
             if outcome.search_metadata:
                 turn.search_metadata.append(outcome.search_metadata)
-        turn.tool_log.append(
-            {
-                "id": call.id,
-                "name": call.name,
-                "arguments": call.arguments,
-                "result": content,
-                "error": error,
-            }
-        )
+        _log_call(turn, call, content, error)
         tool_messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
     return tool_messages
 
 
-def _gather_all(thread: Thread, calls: Sequence[ToolCall]) -> list[Evidence | ToolError]:
+def _registered_web_texts(
+    thread: Thread, staged: Sequence[Sequence[citations.SourceUnit]]
+) -> dict[str, str]:
+    """The text each web result of the round is registered with.
+
+    A snippet depends on the query: two searches of one round finding one address
+    bring two texts for its one number. Every call shows the registered one, the
+    text the answer is grounded against. Other units' keys name their text.
+    """
+    keys = [unit.source_key for batch in staged for unit in batch
+            if unit.source_type == "web_result"]
+    return citations.registered_texts(thread=thread, keys=keys) if keys else {}
+
+
+def _log_call(turn: Turn, call: ToolCall, result: str, error: str) -> None:
+    turn.tool_log.append(
+        {"id": call.id, "name": call.name, "arguments": _loggable(call.arguments),
+         "result": result, "error": error}
+    )
+
+
+def _loggable(arguments: str | dict[str, Any]) -> str | dict[str, Any]:
+    """The arguments as the log can store them: PostgreSQL refuses NUL in text and
+    jsonb, so U+FFFD takes its place (the call itself was refused for it)."""
+    if isinstance(arguments, str):
+        return arguments.replace("\x00", "\ufffd")
+    if holds_nul(arguments):
+        return json.loads(json.dumps(arguments).replace("\\u0000", "\\ufffd"))
+    return arguments
+
+
+def _log_not_run(turn: Turn, calls: Sequence[ToolCall]) -> None:
+    """Calls of a round that offered no tools: logged (the answer shows what the model
+    asked for), never run."""
+    for call in calls:
+        _log_call(turn, call, "", "not run: no tools were offered in this round")
+
+
+def _gather_all(
+    thread: Thread, calls: Sequence[ToolCall], offered: Sequence[str]
+) -> list[Evidence | ToolError]:
     def one(call: ToolCall) -> Evidence | ToolError:
         try:
-            return gather(thread, call.name, call.arguments)
+            return gather(thread, call.name, call.arguments, offered)
         except ToolError as exc:
             return exc
 

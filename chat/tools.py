@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -41,12 +41,17 @@ class Evidence:
     """
 
     units: list[citations.SourceUnit]
-    render: Callable[[dict[str, int]], str]  # numbers by source key -> what the model sees
+    # (numbers by source key, registered texts by source key) -> what the model sees
+    render: Callable[[dict[str, int], dict[str, str]], str]
     search_metadata: dict[str, Any] = field(default_factory=dict)
 
-    def outcome(self, numbers: dict[str, int]) -> ToolOutcome:
+    def outcome(
+        self, numbers: dict[str, int], texts: dict[str, str] | None = None
+    ) -> ToolOutcome:
+        """Rendered with the numbers the round's units got and, where given, the text
+        each number was registered with (one number, one text: see search_web)."""
         shown = frozenset(numbers[u.source_key] for u in self.units)
-        return ToolOutcome(self.render(numbers), shown, self.search_metadata)
+        return ToolOutcome(self.render(numbers, texts or {}), shown, self.search_metadata)
 
 
 @dataclass
@@ -190,7 +195,8 @@ def _evidence(
         for _, chunk_id, text, locator in rows
     ]
 
-    def render(numbers: dict[str, int]) -> str:
+    def render(numbers: dict[str, int], texts: dict[str, str]) -> str:
+        # A chunk's key names its text: the registered text is the same.
         rendered = []
         for document, rows in groups:
             passages = [
@@ -226,7 +232,8 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence
             tuple(int(i) for i in raw_scope.get("folder_ids") or ()),
         )
         limit = max(1, min(int(arguments.get("limit") or settings.CHAT_SEARCH_LIMIT), 20))
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, OverflowError, AttributeError) as exc:
+        # OverflowError: JSON's 1e999 is float("inf"), which int() refuses.
         raise ToolError(f"Invalid arguments: {exc}") from exc
     try:
         result = search(query=query, workspace=thread.workspace, scope=scope, limit=limit)
@@ -270,7 +277,7 @@ def group_hits(hits: list[Hit]) -> list[tuple[Document, list[tuple[int, int, str
 def read_document(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     try:
         document_id = int(arguments.get("document_id"))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ToolError("read_document needs an integer 'document_id'.") from exc
     document = Document.objects.filter(pk=document_id, workspace=thread.workspace).first()
     if document is None:
@@ -298,7 +305,7 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     wrong would come back "supported" by its own words."""
     try:
         other_id = int(arguments.get("thread_id"))
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise ToolError("read_chat needs an integer 'thread_id'.") from exc
     other = Thread.objects.filter(
         pk=other_id, workspace=thread.workspace, user=thread.user
@@ -324,7 +331,7 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> Evidence:
         answers.setdefault(question, []).append(m.resolved_content or m.content)
     cited = citations.cited_sources(thread=other, answers=[a for t in answers.values() for a in t])
 
-    def render(numbers: dict[str, int]) -> str:
+    def render(numbers: dict[str, int], texts: dict[str, str]) -> str:
         renumbered = {old: numbers[unit.source_key] for old, unit in cited.items()}
         passages = [
             Passage(numbers[u.source_key], "\n".join([
@@ -397,10 +404,13 @@ def search_web(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     )
     units = [_web_unit(r, fetched_at, known.get(web_result_key(r.url))) for r in results]
 
-    def render(numbers: dict[str, int]) -> str:
+    def render(numbers: dict[str, int], texts: dict[str, str]) -> str:
+        # Another call of the same round may have registered this address first, with
+        # its own query's snippet: show the text the number stands for.
         documents = [
             EvidenceDocument(
-                r.title, r.url, "excerpt", [Passage(numbers[u.source_key], u.text)]
+                r.title, r.url, "excerpt",
+                [Passage(numbers[u.source_key], texts.get(u.source_key, u.text))],
             )
             for r, u in zip(results, units, strict=True)
         ]
@@ -446,22 +456,55 @@ TOOLS: dict[str, Callable[[Thread, dict[str, Any]], Evidence]] = {
 
 
 def parse_arguments(raw: str | dict | None) -> dict[str, Any]:
-    if isinstance(raw, dict):
-        return raw
-    try:
-        parsed = json.loads(raw or "{}")
-    except json.JSONDecodeError as exc:
-        raise ToolError(f"Arguments are not valid JSON: {exc.msg}") from exc
-    except RecursionError as exc:  # a model (or an attacker's prompt) nesting thousands deep
-        raise ToolError("Arguments are nested too deeply.") from exc
+    """The call's arguments as an object (some servers send one, most a JSON string)."""
+    parsed: Any = raw
+    if not isinstance(raw, dict):
+        try:
+            parsed = json.loads(raw or "{}")
+        except json.JSONDecodeError as exc:
+            raise ToolError(f"Arguments are not valid JSON: {exc.msg}") from exc
+        except RecursionError as exc:  # a model (or an attacker's prompt) nesting deep
+            raise ToolError("Arguments are nested too deeply.") from exc
     if not isinstance(parsed, dict):
         raise ToolError("Arguments must be a JSON object.")
+    if holds_nul(parsed):
+        # PostgreSQL text cannot hold it: the search would fail with a DataError.
+        raise ToolError("Arguments must not contain NUL characters (\\u0000).")
     return parsed
 
 
-def gather(thread: Thread, name: str, raw_arguments: str | dict | None) -> Evidence:
-    """Run a tool's reads: what it found, not yet numbered (ToolError for bad calls)."""
-    offered = [spec["function"]["name"] for spec in tool_specs()]
+def holds_nul(value: Any) -> bool:
+    """Whether a NUL character is in any string of `value` (keys too), at any depth.
+
+    A loop, not recursion: arguments a provider passed as an object may nest deep.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return False
+
+
+def gather(
+    thread: Thread,
+    name: str,
+    raw_arguments: str | dict | None,
+    offered: Sequence[str] | None = None,
+) -> Evidence:
+    """Run a tool's reads: what it found, not yet numbered (ToolError for bad calls).
+
+    `offered`: the tools this turn offered the model (default: every configured one);
+    a call of any other is refused.
+    """
+    if offered is None:
+        offered = [spec["function"]["name"] for spec in tool_specs()]
     tool = TOOLS.get(name) if name in offered else None
     if tool is None:
         raise ToolError(f"Unknown tool {name!r}; use one of {', '.join(offered)}.")

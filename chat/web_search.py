@@ -117,11 +117,21 @@ def parse(provider: str, payload: Any) -> list[WebResult]:
         if not isinstance(item, dict):
             continue
         url = str(item.get("url") or "").strip()
-        if urlsplit(url).scheme not in ("http", "https"):
+        if not _is_web_address(url):
             continue
         title = _plain(item.get("title")) or url
         results.append(WebResult(url, title, _plain(item.get(text_field))))
     return results
+
+
+def _is_web_address(url: str) -> bool:
+    """An http(s) URL whose host can be read: urlsplit refuses some the web sends
+    ("http://[broken" is a ValueError), and the result's domain is its label."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        return False
 
 
 def _plain(value: Any) -> str:

@@ -340,6 +340,9 @@ CHAT_READ_MAX_CHUNKS = env.int("CHAT_READ_MAX_CHUNKS", default=60)
 # Tool calls of one model round run at once, up to this many (each on its own
 # database connection); 1 runs them one after another.
 CHAT_PARALLEL_TOOLS = env.int("CHAT_PARALLEL_TOOLS", default=4)
+# Tool calls one model round may make; the calls past it are answered with an error
+# the model reads (a model asking for 100 searches a round is looping, or was told to).
+CHAT_MAX_TOOL_CALLS_PER_ROUND = env.int("CHAT_MAX_TOOL_CALLS_PER_ROUND", default=8)
 CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=20)
 # Every answer's cited sentences are checked against their passages (chat/grounding.py).
 GROUNDING = env("GROUNDING", default="on").lower() in ("on", "true", "1", "yes")

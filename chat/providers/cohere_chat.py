@@ -38,11 +38,18 @@ class CohereChatProvider:
         text = "".join(
             getattr(item, "text", "") or "" for item in (message.content or [])
         )
-        calls = [
-            ToolCall(c.id or f"call_{i}", c.function.name, c.function.arguments or "{}")
-            for i, c in enumerate(message.tool_calls or [])
-        ]
+        calls = [_tool_call(item, i) for i, item in enumerate(message.tool_calls or [])]
         if on_text is not None and text:
             on_text(text)
         usage = response.usage.model_dump() if getattr(response, "usage", None) else {}
         return Reply(text, calls, usage)
+
+
+def _tool_call(item: Any, position: int) -> ToolCall:
+    """A tool call of Cohere's reply; one without a function's name is a malformed reply."""
+    function = getattr(item, "function", None)
+    name = getattr(function, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ProviderError(f"Cohere chat sent a tool call without a function: {item!r:.200}")
+    arguments = getattr(function, "arguments", None) or "{}"
+    return ToolCall(getattr(item, "id", None) or f"call_{position}", name, arguments)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -63,46 +64,49 @@ class OpenAICompatibleProvider:
         body: dict[str, Any] = {"model": self._model, "messages": messages}
         if tools:
             body["tools"] = tools
-        try:
-            if on_text is None:
-                response = self._client.post("/chat/completions", json=body)
-                self._raise_for_status(response)
-                return self._reply_from_json(response.text, on_text=None)
+        if on_text is not None:
             body["stream"] = True
             # OpenAI, vLLM, Ollama and Anthropic then add usage in a last chunk;
             # servers that do not know the option ignore it.
             body["stream_options"] = {"include_usage": True}
+        # httpx's timeout is per read: a server sending a byte (or an SSE ": ping")
+        # now and then would hold the turn forever. The whole call has LLM_TIMEOUT.
+        deadline = _Deadline(time.monotonic() + self._timeout, self._too_slow)
+        try:
+            # Streamed either way, so the deadline is checked as the body arrives.
             with self._client.stream("POST", "/chat/completions", json=body) as response:
                 if response.status_code >= 400:
-                    response.read()
-                    self._raise_for_status(response)
-                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    self._raise_for_status(response, deadline.text(response))
+                if on_text is None or (
+                    "text/event-stream" not in response.headers.get("content-type", "")
+                ):
                     # Some servers answer a streamed request with one JSON body.
-                    return self._reply_from_json(response.read().decode(), on_text=on_text)
-                return _StreamParser(self.server, on_text).parse(response.iter_lines())
+                    return self._reply_from_json(deadline.text(response), on_text=on_text)
+                return _StreamParser(self.server, on_text).parse(deadline.lines(response))
         except httpx.TimeoutException as exc:
-            raise ProviderError(
-                f"The language model at {self.server} did not answer within "
-                f"{self._timeout:g} s."
-            ) from exc
+            raise self._too_slow() from exc
         except httpx.HTTPError as exc:
             raise ProviderError(
                 f"Could not reach the language model at {self.server}: {exc}"
             ) from exc
 
-    def _raise_for_status(self, response: httpx.Response) -> None:
-        if response.status_code >= 400:
-            raise ProviderError(
-                f"The language model at {self.server} returned HTTP {response.status_code}: "
-                f"{error_excerpt(response.text)}"
-            )
+    def _too_slow(self) -> ProviderError:
+        return ProviderError(
+            f"The language model at {self.server} did not answer within {self._timeout:g} s."
+        )
+
+    def _raise_for_status(self, response: httpx.Response, text: str) -> None:
+        raise ProviderError(
+            f"The language model at {self.server} returned HTTP {response.status_code}: "
+            f"{error_excerpt(text)}"
+        )
 
     def _reply_from_json(
         self, text: str, *, on_text: Callable[[str], None] | None
     ) -> Reply:
         try:
             payload = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested thousands deep
             payload = None
         if not isinstance(payload, dict):
             raise _malformed(self.server, "not a JSON object", text)
@@ -125,6 +129,31 @@ class OpenAICompatibleProvider:
         return Reply(
             answer, [c.build() for c in calls], usage if isinstance(usage, dict) else {}
         )
+
+
+@dataclass
+class _Deadline:
+    """The body of a response, read while the call's time lasts."""
+
+    at: float  # time.monotonic()
+    expired: Callable[[], ProviderError]
+
+    def check(self) -> None:
+        if time.monotonic() > self.at:
+            raise self.expired()
+
+    def text(self, response: httpx.Response) -> str:
+        """The whole body; bytes that are not UTF-8 are replaced, not fatal."""
+        chunks = []
+        for chunk in response.iter_bytes():
+            self.check()
+            chunks.append(chunk)
+        return b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
+
+    def lines(self, response: httpx.Response) -> Iterator[str]:
+        for line in response.iter_lines():
+            self.check()
+            yield line
 
 
 # --- Content --------------------------------------------------------------------
@@ -324,7 +353,7 @@ class _StreamParser:
                 return
             try:
                 event = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested thousands deep
                 raise _malformed(self._server, "an event that is not JSON", value) from None
             if not isinstance(event, dict):
                 raise _malformed(self._server, "an event that is not an object", value)
@@ -335,7 +364,10 @@ class _StreamParser:
     def _take(self, event: dict[str, Any]) -> None:
         if isinstance(event.get("usage"), dict):
             self._usage = event["usage"]
-        for choice in event.get("choices") or []:
+        choices = event.get("choices") or []
+        if not isinstance(choices, list):
+            raise _malformed(self._server, "choices is not a list", json.dumps(event))
+        for choice in choices:
             try:
                 delta = choice.get("delta") or choice.get("message") or {}
                 text = content_text(delta.get("content"))
@@ -363,7 +395,7 @@ def _is_error(payload: dict[str, Any]) -> bool:
 def _json_or_text(value: str) -> Any:
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         return value
 
 
