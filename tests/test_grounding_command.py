@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from io import StringIO
 
@@ -76,7 +77,7 @@ def test_bad_lines_get_an_error_line_and_a_failing_exit_but_the_rest_is_checked(
     ])
     assert error == "5 of 6 lines were not valid input"
     assert rows[:5] == [
-        {"id": None, "error": "line 1: not JSON (Expecting value at column 1)"},
+        {"id": None, "error": "line 1: not JSON (Expecting value: column 1)"},
         {"id": None, "error": 'line 2: expected an object {"id", "claim", "passages"}'},
         {"id": 1, "error": 'line 3: "claim" must be a non-empty string'},
         {"id": 2, "error": 'line 4: "passages" must be a list of strings'},
@@ -102,3 +103,17 @@ def test_the_real_embedder_accepts_a_paraphrase_and_still_catches_a_wrong_detail
         "Denver won its fourth Super Bowl title by beating Carolina 24–10.", [PASSAGE]
     )
     assert (wrong.verdict, wrong.reason) == ("unsupported", "the passage says third, not fourth")
+
+
+def test_a_line_separator_inside_a_string_does_not_end_the_line(tmp_path) -> None:
+    # json.dumps(ensure_ascii=False) writes U+2028, U+2029 and U+0085 as they are; PDF and
+    # web text hold them.
+    line = json.dumps({"id": "sep", "claim": "The Broncos beat the Panthers 24–10.",
+                       "passages": [PASSAGE.replace(". ", ".\u2028", 1) + "\u2029\x85"]},
+                      ensure_ascii=False)
+    path = tmp_path / "claims.jsonl"
+    path.write_text(line + "\r\n", encoding="utf-8")
+    out = io.StringIO()
+    call_command("grounding_check", str(path), stdout=out)
+    (row,) = [json.loads(line) for line in out.getvalue().split("\n") if line]
+    assert (row["id"], row["verdict"]) == ("sep", "supported")

@@ -75,14 +75,17 @@ def _read_lines(path: str) -> list[tuple[int, str]]:
                 text = handle.read()
     except (OSError, UnicodeDecodeError) as error:
         raise CommandError(f"cannot read {path}: {error}") from error
-    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    # JSON lines end at "\n" alone: str.splitlines() would also break inside a string
+    # at U+2028, U+2029 or U+0085, which json.dumps(ensure_ascii=False) writes as is.
+    lines = (line.removesuffix("\r") for line in text.split("\n"))
+    return [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
 
 
 def _parse(line: str) -> tuple[Any, str, list[str]]:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON ({error.msg} at column {error.colno})") from error
+        raise ValueError(f"not JSON ({error.msg}: column {error.colno})") from error
     if not isinstance(data, dict):
         raise ValueError('expected an object {"id", "claim", "passages"}')
     if "id" not in data:
