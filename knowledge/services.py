@@ -12,7 +12,9 @@ from knowledge.models import Document, Workspace
 def workspace_create(
     *, slug: str, owner, name: str = "", retrieval_mode: str = Workspace.RetrievalMode.TOOL
 ) -> Workspace:
-    """A workspace owned by `owner`, who is also its first member."""
+    """A workspace owned by `owner`, who is also its first member; a slug the API could not
+    name it by (spaces, over 100 characters) raises django's ValidationError."""
+    Workspace._meta.get_field("slug").run_validators(slug)
     workspace = Workspace.objects.create(
         name=name or slug, slug=slug, owner=owner, retrieval_mode=retrieval_mode
     )

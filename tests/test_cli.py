@@ -81,3 +81,15 @@ def test_ingest_refuses_a_folder_path_that_climbs(workspace, tmp_path):
                      inline=True, stdout=io.StringIO())
     assert not Folder.objects.filter(workspace=workspace).exists()
     assert not Document.objects.filter(workspace=workspace).exists()
+
+
+def test_ask_refuses_to_continue_an_agents_conversation(workspace, settings):
+    from chat.models import Message, Thread
+
+    settings.LLM_PROVIDER = "extractive"
+    user = workspace.members.first()
+    agents = Thread.objects.create(workspace=workspace, user=user, origin=Thread.Origin.MCP)
+    with pytest.raises(CommandError, match="belongs to an agent"):
+        call_command("ask", QUESTION, workspace=workspace.slug, user=user.username,
+                     thread=agents.pk, stdout=io.StringIO())
+    assert not Message.objects.filter(thread=agents).exists()

@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from indexing import pipeline, sources
 from knowledge import selectors
-from knowledge.models import Document, IngestJob
+from knowledge.models import Document, IngestJob, Workspace
 from tests.conftest import SAMPLE_CORPUS
 
 pytestmark = pytest.mark.django_db
@@ -231,3 +231,11 @@ def test_ingest_command_refuses_a_private_url_before_registering_it(workspace):
     with pytest.raises(CommandError, match="127.0.0.1"):
         call_command("ingest", "http://127.0.0.1/admin", workspace=workspace.slug, inline=True)
     assert not Document.objects.exists() and not IngestJob.objects.exists()
+
+
+@pytest.mark.parametrize(("slug", "reason"), [("Bad Slug!", "valid"), ("w" * 101, "100")])
+def test_ingest_command_refuses_to_create_a_workspace_the_api_cannot_name(staff, slug, reason):
+    with pytest.raises(CommandError, match=reason):
+        call_command("ingest", str(SAMPLE_CORPUS / "handbook.md"), workspace=slug, create=True,
+                     inline=True)
+    assert not Workspace.objects.filter(slug=slug).exists() and not Document.objects.exists()

@@ -55,6 +55,9 @@ class Command(BaseCommand):
         )
         if thread is None:
             raise CommandError(f"No conversation {options['thread']} for {user}")
+        if thread.origin == Thread.Origin.MCP:  # as the API's 409: see MessageListView.post
+            raise CommandError(f"Conversation {thread.pk} belongs to an agent (MCP); "
+                               "ask without --thread to start one of your own")
         mentions = [{"kind": "document", "id": i} for i in options["document"]]
         mentions += [{"kind": "folder", "id": i} for i in options["folder"]]
 

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
@@ -155,7 +156,11 @@ class Command(BaseCommand):
                 f"Workspace '{slug}' does not exist; pass --owner USERNAME "
                 "(or create a superuser first) to create it"
             )
-        return workspace_create(slug=slug, owner=user)
+        try:
+            return workspace_create(slug=slug, owner=user)
+        except ValidationError as exc:
+            raise CommandError(f"Cannot create workspace '{slug[:100]}': {' '.join(exc.messages)}"
+                               ) from None
 
     def _wait(
         self, job: IngestJob, total: int, worker_timeout: float, reported: set[int]
