@@ -2,7 +2,8 @@
 
 Rendered pages are cached on disk under PDF_PAGE_CACHE_DIR, keyed by the hash of
 the source bytes, the page and the scale: a re-indexed document with new bytes
-gets new images, and nothing has to be invalidated. The cache holds at most
+gets new images, and nothing has to be invalidated. A web PDF's bytes are kept there
+too, so a page request never downloads it again. The cache holds at most
 PDF_PAGE_CACHE_MAX_BYTES: a hit refreshes an image's modification time, and each
 new image evicts the least recently used ones past the bound.
 """
@@ -40,12 +41,32 @@ def _cache_path(content_hash: str, page: int, scale: float) -> Path:
     return Path(settings.PDF_PAGE_CACHE_DIR) / f"{content_hash}-p{page}-x{scale:g}.png"
 
 
+def _kept_source_path(content_hash: str) -> Path:
+    return Path(settings.PDF_PAGE_CACHE_DIR) / f"{content_hash}.pdf"
+
+
 def _source_bytes(document: Document) -> tuple[bytes, str]:
+    """The PDF as it was indexed. A web PDF is fetched once and kept in the cache (a
+    page request must not download it again); a source changed since indexing is
+    refused: its pages would not hold the passage boxes drawn on them."""
+    if document.content_hash and (kept := _read_cached_file(
+        _kept_source_path(document.content_hash)
+    )):
+        return kept, document.content_hash
     try:
         data = read_source(document).data
     except IngestError as exc:
         raise PageUnavailable(f"The source of this document cannot be read: {exc}") from None
-    return data, hashlib.sha256(data).hexdigest()
+    digest = hashlib.sha256(data).hexdigest()
+    if document.content_hash and digest != document.content_hash:
+        raise PageUnavailable(
+            "The source has changed since it was indexed; re-index it to see its pages"
+        )
+    if document.uri.startswith(("http://", "https://")):
+        target = _kept_source_path(digest)
+        _write_atomically(target, data)
+        _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=target)
+    return data, digest
 
 
 def page_png(*, document: Document, page: int, scale: float) -> bytes:
@@ -56,9 +77,9 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
         raise ValueError(f"scale must be one of {', '.join(f'{s:g}' for s in SCALES)}")
     if document.content_hash and (cached := _read_cached(document.content_hash, page, scale)):
         return cached
+    if not 1 <= page <= document.metadata.get("page_count", page):
+        raise PageUnavailable(f"This document has no page {page}")  # nothing to read for
     data, digest = _source_bytes(document)
-    # Keyed by what was read: a file edited since indexing never poisons the
-    # entry of the indexed version.
     if cached := _read_cached(digest, page, scale):
         return cached
     try:
@@ -72,7 +93,10 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
 
 
 def _read_cached(content_hash: str, page: int, scale: float) -> bytes | None:
-    path = _cache_path(content_hash, page, scale)
+    return _read_cached_file(_cache_path(content_hash, page, scale))
+
+
+def _read_cached_file(path: Path) -> bytes | None:
     try:
         data = path.read_bytes()
         os.utime(path)  # recently used: evicted last
@@ -82,9 +106,10 @@ def _read_cached(content_hash: str, page: int, scale: float) -> bytes | None:
 
 
 def _evict_past(max_bytes: int, *, keep: Path) -> None:
-    """Delete the least recently used images until the cache holds at most `max_bytes`."""
+    """Delete the least recently used images and kept PDFs until the cache holds at most
+    `max_bytes`."""
     entries = []
-    for path in keep.parent.glob("*.png"):
+    for path in (*keep.parent.glob("*.png"), *keep.parent.glob("*.pdf")):
         try:
             stat = path.stat()
         except FileNotFoundError:

@@ -251,3 +251,66 @@ def test_the_page_cache_stays_within_its_bound_evicting_the_least_recently_used(
     assert total <= settings.PDF_PAGE_CACHE_MAX_BYTES
     # An evicted page is rendered again on request.
     assert api.get(f"{base}/2?scale=1").content.startswith(PNG_SIGNATURE)
+
+
+def test_a_pdf_edited_since_indexing_shows_no_page_of_the_new_file(
+    workspace, user, counting_embedder, page_cache, tmp_path
+):
+    path = tmp_path / "notes.pdf"
+    path.write_bytes(PDF.read_bytes())
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, chunk_with(document, "Total launch budget"))
+    api = APIClient()
+    api.force_authenticate(user)
+    base = f"/api/threads/{thread.pk}/citations/{n}/pages"
+    assert api.get(f"{base}/1?scale=1").status_code == 200
+    path.write_bytes(PDF.read_bytes() + b"\n% edited\n")  # not yet re-indexed
+    assert api.get(f"{base}/1?scale=1").status_code == 200  # rendered before the edit
+    assert api.get(f"{base}/2?scale=1.5").status_code == 404
+
+
+def test_a_web_pdf_is_downloaded_once_for_all_its_pages(
+    workspace, user, counting_embedder, page_cache, settings
+):
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    fetches = []
+
+    class Serve(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            fetches.append(self.path)
+            body = PDF.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/pdf")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Serve)
+    Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings.URL_FETCH_ALLOW_PRIVATE = True
+        document = sources.add_url(workspace=workspace,
+                                   url=f"http://127.0.0.1:{server.server_port}/notes.pdf")
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        document = Document.objects.get(pk=document.pk)
+        assert document.status == Document.Status.INDEXED, document.last_error
+        thread = services.create_thread(workspace=workspace, user=user)
+        n = cite(thread, chunk_with(document, "Total launch budget"))
+        api = APIClient()
+        api.force_authenticate(user)
+        base = f"/api/threads/{thread.pk}/citations/{n}/pages"
+        indexed = len(fetches)
+        for page, scale in ((1, 1), (2, 1), (2, 2), (4, 3)):
+            assert api.get(f"{base}/{page}?scale={scale}").status_code == 200
+        assert api.get(f"{base}/9?scale=1").status_code == 404
+        assert len(fetches) == indexed + 1
+    finally:
+        server.shutdown()
