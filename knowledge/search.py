@@ -131,10 +131,13 @@ def search(
     that many of one document. `legs` exists for measurement (bench/retrieval.py
     compares each leg alone).
     """
-    query = query.strip()
+    # Any Unicode space (a pasted NBSP) as the space PostgreSQL's parser splits on, so
+    # both legs read "-word" alike; and a bounded query (the API's own bound), so a
+    # chat message of 20,000 characters costs no more than one of 2,000.
+    query = " ".join(query.split())[:MAX_QUERY_CHARS]
+    documents = resolve_scope(workspace, scope)
     if not re.search(r"[^\W_]", query):
         return SearchResult(query, [])  # "!!!???" asks for nothing: no nearest chunks
-    documents = resolve_scope(workspace, scope)
     # The same pool whatever the page size: a hit's rank must not depend on `limit`
     # (with a pool growing with it, --limit 10 and --limit 50 disagreed at rank 9:
     # hits past the smaller pool added fused score to some candidates only).
@@ -146,12 +149,19 @@ def search(
         else []
     )
     asked, excluded = _exclusions(query)
+    phrases = _phrases(asked)
     with transaction.atomic(), connection.cursor() as cursor:
         dense = _dense_leg(cursor, asked, workspace, documents, pool) if "dense" in legs else []
         if excluded:
             dense = _without_matches(cursor, dense, excluded)
+        if phrases:
+            dense = _with_matches(cursor, dense, phrases)
+        # A query of exclusions alone ("-postmortem") asks for no word: every chunk
+        # without them would be a keyword candidate.
+        only_exclusions = bool(excluded) and asked == query
         keyword = (
-            _keyword_leg(cursor, query, workspace, documents, pool) if "keyword" in legs else []
+            _keyword_leg(cursor, query, workspace, documents, pool)
+            if "keyword" in legs and not only_exclusions else []
         )
         expanded = (
             _keyword_leg(cursor, _expanded(query, related), workspace, documents, pool)
@@ -300,7 +310,8 @@ def _fetch_hits(ordered: list[int]) -> list[tuple]:
         row[0]: row
         for row in Chunk.objects.filter(pk__in=ordered).values_list(*_HIT_FIELDS)
     }
-    return [rows[pk] for pk in ordered]
+    # A chunk re-indexed or deleted since the legs read it is left out, not a KeyError.
+    return [rows[pk] for pk in ordered if pk in rows]
 
 
 def _rerank(
@@ -309,6 +320,7 @@ def _rerank(
     """Reorder the head of the fused list; on failure keep the fused order and say so."""
     head, tail = candidates[: settings.RERANK_CANDIDATES], candidates[settings.RERANK_CANDIDATES :]
     texts = dict(Chunk.objects.filter(pk__in=head).values_list("pk", "text"))
+    head = [pk for pk in head if pk in texts]  # gone since the legs read it
     try:
         ranked = reranker.rerank(query, [texts[pk] for pk in head])
     except RerankError as exc:
@@ -378,9 +390,12 @@ def _by_distance(rows: list[tuple[int, int, float]]) -> list[tuple[int, int, flo
     return sorted(rows, key=lambda row: (row[2], row[0]))
 
 
+# The longest query searched (the API refuses a longer one; other callers are cut).
+MAX_QUERY_CHARS: Final = 2000
+
 # websearch_to_tsquery syntax: quoted phrases, OR, -exclusion.
 # "-2" in "E2f-1, -2, -3" is a number, not an exclusion: only "-word" excludes.
-_OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\W\d_]')
+_OPERATORS = re.compile(r'"|\bOR\b|(?:^|\s)-[^\w\s]*[^\W\d_]')  # "-(postmortem)" too
 
 
 # What websearch_to_tsquery negates: "-" after a space, then a word up to the next space
@@ -407,6 +422,19 @@ def _exclusions(query: str) -> tuple[str, str]:
     return asked or query, " OR ".join(m.group("term") for m in excluded)
 
 
+# A quoted phrase the query asks for, as websearch_to_tsquery reads one: after a space
+# (or the start) and no "-"; one left open runs to the end.
+_PHRASE = re.compile(r'(?:^|(?<=\s))"(?P<phrase>[^"]*)(?:"|\Z)')
+
+
+def _phrases(asked: str) -> str:
+    """The phrases `asked` quotes, as one websearch query that requires them all
+    ('"tide tables" "pier 4"'), or "": a meaning-only hit without them is no answer to a
+    query that quotes them, as in web search."""
+    phrases = [m.group("phrase").strip() for m in _PHRASE.finditer(asked)]
+    return " ".join(f'"{phrase}"' for phrase in phrases if re.search(r"[^\W_]", phrase))
+
+
 # Dense hits that hold a word the query excludes: the keyword leg never returns them.
 _MATCHING_EXCLUSIONS = """
     SELECT c.id FROM knowledge_chunk c
@@ -421,6 +449,22 @@ def _without_matches(cursor, rows: list, excluded: str) -> list:
     })
     dropped = {pk for (pk,) in cursor.fetchall()}
     return [row for row in rows if row[0] not in dropped]
+
+
+# Dense hits that hold the phrases the query quotes.
+_MATCHING_PHRASES = """
+    SELECT c.id FROM knowledge_chunk c
+    WHERE c.id = ANY(%(ids)s)
+      AND c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(phrases)s)
+"""
+
+
+def _with_matches(cursor, rows: list, phrases: str) -> list:
+    cursor.execute(_MATCHING_PHRASES, {
+        "ids": [row[0] for row in rows], "config": TEXT_SEARCH_CONFIG, "phrases": phrases,
+    })
+    kept = {pk for (pk,) in cursor.fetchall()}
+    return [row for row in rows if row[0] in kept]
 
 
 def _bm25(w: str, tf: str, dl: str) -> str:

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from knowledge import locators, selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
+from knowledge.search import MAX_QUERY_CHARS
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -49,7 +50,7 @@ class SearchQuerySerializer(serializers.Serializer):
     hits 11 to 20. Pages go as deep as each leg's candidate pool (SEARCH_POOL): one pool
     for every page, so no hit is on two pages or on none."""
 
-    q = serializers.CharField(max_length=2000, trim_whitespace=True)
+    q = serializers.CharField(max_length=MAX_QUERY_CHARS, trim_whitespace=True)
     limit = serializers.IntegerField(min_value=1, max_value=100, required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=100, required=False)
     page = serializers.IntegerField(min_value=1, default=1)

@@ -88,6 +88,8 @@ def test_an_exclusion_is_read_as_postgresql_reads_it_in_both_legs(corpus, worksp
     for query, word in (
         (f"{question} -security@harborlights.example", "security@harborlights.example"),
         (f'{question} -"hours of discovery', "hours of discovery"),  # a quote left open
+        (f"{question}\u00a0-discovery", "discovery"),  # a pasted no-break space
+        (f"{question} -(discovery)", "discovery"),
     ):
         hits = search(query=query, workspace=workspace, limit=10).hits
         assert hits and not [h for h in hits if word in h.text], query
@@ -313,3 +315,41 @@ def test_the_replaced_per_document_setting_is_refused_with_its_new_name(tmp_path
     )  # fmt: skip
     assert result.returncode != 0
     assert "replaced by SEARCH_MAX_PER_SECTION" in result.stderr
+
+
+def test_a_quoted_phrase_is_in_every_hit(corpus, workspace):
+    for query, phrase in (('"tide tables"', "tide tables"),
+                          ('when are "on-call shifts" handed over', "on-call shift")):
+        hits = search(query=query, workspace=workspace, limit=10).hits
+        assert hits, query
+        assert all(phrase in " ".join(h.text.lower().split()) for h in hits), query
+
+
+def test_a_query_of_exclusions_alone_scans_no_keyword_candidates(corpus, workspace):
+    result = search(query="-discovery", workspace=workspace, limit=5)
+    assert result.metadata["keyword_candidates"] == 0
+    assert not [h for h in result.hits if "discovery" in h.text]
+
+
+def test_a_long_query_is_cut_to_the_apis_bound(corpus, workspace):
+    result = search(query="tide gauge " * 1000, workspace=workspace, limit=5)
+    assert len(result.query) <= 2000 and result.hits
+
+
+def test_a_query_asking_for_nothing_still_checks_its_scope(corpus, workspace):
+    with pytest.raises(ScopeError):
+        search(query="!!!", workspace=workspace, scope=Scope(document_ids=(10**9,)))
+
+
+def test_a_chunk_gone_since_the_legs_read_it_is_left_out(corpus):
+    from knowledge.search import _fetch_hits
+
+    chunk = corpus["handbook.md"].chunks.first()
+    assert [row[0] for row in _fetch_hits([chunk.pk, 10**9])] == [chunk.pk]
+
+
+def test_the_search_command_refuses_a_limit_out_of_range(workspace):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--limit"):
+        call_command("search", "tide", workspace=workspace.slug, limit=-3)

@@ -25,6 +25,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options) -> None:
+        if not 1 <= options["limit"] <= 1000:
+            raise CommandError("--limit must be between 1 and 1000")
         if not options["query"].strip():
             raise CommandError(
                 'The query is empty: search for something, e.g. manage.py search "…"'
