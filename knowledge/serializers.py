@@ -45,6 +45,9 @@ class ChunkSerializer(serializers.ModelSerializer):
         return locators.label(obj.locator)
 
 
+MAX_SCOPE_IDS = 500
+
+
 class SearchQuerySerializer(serializers.Serializer):
     """`limit` hits, or pages of `page_size` (the other lists' names): `page` 2 of 10 is
     hits 11 to 20. Pages go as deep as each leg's candidate pool (SEARCH_POOL): one pool
@@ -55,8 +58,15 @@ class SearchQuerySerializer(serializers.Serializer):
     page_size = serializers.IntegerField(min_value=1, max_value=100, required=False)
     page = serializers.IntegerField(min_value=1, default=1)
     workspace = serializers.SlugField(required=False)
-    document_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
-    folder_ids = serializers.ListField(child=serializers.IntegerField(), required=False)
+    # Ids PostgreSQL can hold, and a scope a person could pick (an agent sent 100,000).
+    document_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
+        max_length=MAX_SCOPE_IDS,
+    )
+    folder_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
+        max_length=MAX_SCOPE_IDS,
+    )
 
     @staticmethod
     def depth(page_size: int) -> int:

@@ -8,6 +8,7 @@ re-checks the token and runs as its user, confined to that user's workspaces.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,8 @@ from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 
 from mcp_server import tools
 from mcp_server.auth import InvalidToken, user_for_token
+
+logger = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Verity is the user's knowledge base. search_knowledge_base finds passages, each with "
@@ -64,6 +67,13 @@ def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict], **argu
         raise ToolError(f"Not authenticated: {exc}") from exc
     except tools.Refused as exc:
         raise ToolError(str(exc)) from exc
+    except Exception as exc:
+        # The SDK would answer "Error executing tool …" alone: say it is ours, log why.
+        logger.exception("MCP tool %s failed", operation.__name__)
+        raise ToolError(
+            f"Internal error ({type(exc).__name__}) in {operation.__name__}; the server's "
+            "log has the details"
+        ) from exc
     finally:
         close_old_connections()
 

@@ -57,9 +57,14 @@ _ARGUMENTS = {"q": "query"}
 
 
 def _window(offset: int, limit: int, maximum: int) -> tuple[int, int]:
-    if offset < 0 or not 1 <= limit <= maximum:
-        raise Refused(f"offset must be >= 0 and limit between 1 and {maximum}")
+    if not 0 <= offset <= MAX_OFFSET or not 1 <= limit <= maximum:
+        raise Refused(
+            f"offset must be between 0 and {MAX_OFFSET:,} and limit between 1 and {maximum}"
+        )
     return offset, offset + limit
+
+
+MAX_OFFSET = 10**9  # past any document's chunks; a bigger one overflowed PostgreSQL's bigint
 
 
 def _conversation(user, ws: Workspace, conversation_id: int | None, title: str):
@@ -210,11 +215,16 @@ def ingest(
     return IngestJobSerializer(job, context={"workspace": ws}).data
 
 
+MAX_REINDEX_IDS = 1000
+
+
 def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str, Any]:
     """The admin's *Re-index selected*: queue the documents for a forced re-index."""
     ws = _workspace(user, workspace)
     if not document_ids:
         raise Refused("Pass the ids of the documents to re-index.")
+    if len(document_ids) > MAX_REINDEX_IDS or not all(0 < pk < 2**63 for pk in document_ids):
+        raise Refused(f"Pass at most {MAX_REINDEX_IDS:,} document ids, each a positive id.")
     found = set(
         selectors.documents_in(workspace=ws)
         .filter(pk__in=document_ids)

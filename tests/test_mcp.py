@@ -65,9 +65,20 @@ def test_stdio_tools_search_read_and_list(site):
                                 offset=1, limit=1)
             sources_ = await call(client, "list_sources")
             bad_limit = await call(client, "search_knowledge_base", query="x", limit=0)
-            return listed, search, scoped, read, window, sources_, bad_limit
+            bounds = [
+                await call(client, "read_document", document_id=document.pk, offset=2**63),
+                await call(client, "list_sources", offset=2**63),
+                await call(client, "search_knowledge_base", query="mooring",
+                           scope={"document_ids": list(range(1, 502))}),
+                await call(client, "reindex", document_ids=[2**63]),
+                await call(client, "ingest", url="http://[::1"),
+            ]
+            return listed, search, scoped, read, window, sources_, bad_limit, bounds
 
-    listed, search, scoped, read, window, listing, bad_limit = run(session)
+    listed, search, scoped, read, window, listing, bad_limit, bounds = run(session)
+    # Out-of-range input is refused by name, never an internal error.
+    for ok, reason in bounds:
+        assert not ok and "Internal error" not in reason and "executing" not in reason, reason
     assert listed == TOOLS
     ok, body = search
     assert ok and body["workspace"] == "harbour"
