@@ -8,6 +8,7 @@ import queue
 import threading
 from collections.abc import Iterator
 
+from django.conf import settings
 from django.db import connection
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -244,7 +245,16 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
     def body() -> Iterator[bytes]:
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
-        while (item := events.get()) is not done:
+        while True:
+            try:
+                item = events.get(timeout=settings.CHAT_SSE_KEEPALIVE_SECONDS)
+            except queue.Empty:
+                # A comment line: a proxy that cuts an idle stream sees it move while the
+                # model thinks or a tool runs; clients ignore it.
+                yield b": keep-alive\n\n"
+                continue
+            if item is done:
+                return
             event, data = item
             yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 

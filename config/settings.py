@@ -343,6 +343,8 @@ CHAT_PARALLEL_TOOLS = env.int("CHAT_PARALLEL_TOOLS", default=4)
 # Tool calls one model round may make; the calls past it are answered with an error
 # the model reads (a model asking for 100 searches a round is looping, or was told to).
 CHAT_MAX_TOOL_CALLS_PER_ROUND = env.int("CHAT_MAX_TOOL_CALLS_PER_ROUND", default=8)
+# A stream with nothing to say for this long sends an SSE comment, so proxies keep it open.
+CHAT_SSE_KEEPALIVE_SECONDS = env.float("CHAT_SSE_KEEPALIVE_SECONDS", default=15.0)
 CHAT_HISTORY_MESSAGES = env.int("CHAT_HISTORY_MESSAGES", default=20)
 # Every answer's cited sentences are checked against their passages (chat/grounding.py).
 GROUNDING = env("GROUNDING", default="on").lower() in ("on", "true", "1", "yes")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -592,3 +593,20 @@ def test_a_conversation_is_started_in_the_workspace_the_query_names(api, user, w
     assert api.post("/api/threads?workspace=nope", {}, format="json").status_code == 404
     both = api.post("/api/threads?workspace=second", {"workspace": workspace.slug}, format="json")
     assert both.status_code == 400 and "different" in both.json()["workspace"][0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_quiet_stream_sends_keep_alive_comments(llm, workspace, api, settings):
+    settings.CHAT_SSE_KEEPALIVE_SECONDS = 0.2
+
+    def thinking(request: dict) -> dict:
+        time.sleep(1.0)  # the model thinks; nothing to stream yet
+        return answer("Noted.")
+
+    llm.script = [thinking]
+    thread_id = new_thread(api)
+    response = api.post(f"/api/threads/{thread_id}/messages", {"content": "Hi"},
+                        format="json", HTTP_ACCEPT="text/event-stream")
+    raw = b"".join(response.streaming_content).decode()
+    assert raw.count("\n\n: keep-alive\n\n") >= 2  # between events, as comment lines
+    assert "event: done" in raw
