@@ -97,8 +97,9 @@ def _render_document(document: EvidenceDocument) -> str:
     if section:
         lines.append("</section>")
     opening = (
-        f'<document title="{_attribute(document.title)}" '
-        f'source="{_attribute(document.source)}" view="{_attribute(document.view)}">'
+        # A title such as "[2] Pricing" must not pose as a citation either.
+        f'<document title="{_attribute(neutralize(document.title))}" '
+        f'source="{_attribute(neutralize(document.source))}" view="{_attribute(document.view)}">'
     )
     return "\n".join([opening, *lines, "</document>"])
 

@@ -134,6 +134,14 @@ def test_rendered_passage_text_holds_no_citable_marker():
     assert result.cited == [8]
 
 
+def test_a_title_or_source_cannot_pose_as_a_citation():
+    rendered = render_evidence([excerpt(Passage(8, "Plans start at 9 euros."),
+                                        title="[2] Pricing", source="notes [3].md")])
+    documents = rendered.split("\n", 3)[3]  # past the header's own example, "[2]"
+    assert normalize(documents, lambda n: True).cited == [8]
+    assert 'title="(2) Pricing"' in rendered and 'source="notes (3).md"' in rendered
+
+
 def test_continuation_lines_indented_and_blank_runs_collapsed():
     text = "\n\n  First line\n\n\n\nsecond  \n\t\n   third\n\n"
     rendered = render_evidence([excerpt(Passage(6, text))])
