@@ -150,12 +150,22 @@ def _mentions(entity: Entity, text: Features) -> bool:
     tokens = [t for t in entity.tokens if t not in NAME_LINKS and t not in STOP_WORDS]
     if not tokens or re.search(rf"(?<!\w){re.escape(entity.text)}(?!\w)", text.text):
         return True  # written alike ("D&B", which the word reader splits)
+    if len(tokens) >= 2 and _abbreviated(tokens, text.text):
+        return True  # "the LEM contractor" for "the Lunar Excursion Module"
     found = [_token_found(t, text, acronym=t in entity.acronyms) for t in tokens]
     # "P&O" is rarer than any word it is read as
     rarest = min(range(len(tokens)), key=lambda i: (
         zipf_frequency(tokens[i], "en") if tokens[i].isalpha() else 0.0, i
     ))
     return found[rarest] and sum(found) * 2 >= len(found)
+
+
+def _abbreviated(tokens: Sequence[str], text: str) -> bool:
+    """Whether `text` writes the name of these words by its initials, in capitals."""
+    initials = "".join(t[0] for t in tokens if t[:1].isalpha()).upper()
+    return len(initials) == len(tokens) and re.search(
+        rf"(?<![\w.]){initials}s?(?![\w.])", text
+    ) is not None
 
 
 # What a compound says of the name before it: "Kit-positive", "ERα-deficient".

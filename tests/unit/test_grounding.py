@@ -1828,3 +1828,11 @@ def test_n_dimensional_is_the_passages_nd() -> None:
                          span, span) == []
     assert number_issues(analyze("Two-dimensional reconstruction of the tuft was used."),
                          span, span) != []
+
+
+def test_a_name_written_by_its_initials_is_mentioned() -> None:
+    span = analyze("NASA announced the selection of Grumman as the LEM contractor in 1962.")
+    claim = analyze("NASA chose Grumman to build the Lunar Excursion Module.")
+    assert entity_issues(claim, span, span) == []
+    other = analyze("NASA chose Grumman to build the Lunar Roving Vehicle.")
+    assert entity_issues(other, span, span) != []
