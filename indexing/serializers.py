@@ -68,12 +68,17 @@ class AddSourcesSerializer(AddUrlSerializer):
         return data
 
 
+TITLE_QUERY_MAX_LENGTH = 200  # ?q= of the document list
+
 
 class DocumentFilterSerializer(serializers.Serializer):
     """The document list's filters (query parameters)."""
 
     status = serializers.ChoiceField(choices=Document.Status.values, required=False)
     folder_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+    # Bounded: every title of the workspace is scanned for it. (NUL, which PostgreSQL
+    # cannot hold, never gets here: refused with the address, and by CharField.)
+    q = serializers.CharField(max_length=TITLE_QUERY_MAX_LENGTH, required=False, allow_blank=True)
 
     def to_internal_value(self, data):
         data = {key: value for key, value in data.items() if value != ""}  # ?folder_id=

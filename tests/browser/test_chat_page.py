@@ -905,3 +905,108 @@ def test_pdf_citation_opens_the_page_with_the_cited_lines_highlighted(pdf_thread
     foreign = f"/api/threads/{pdf_thread['foreign']}/citations/{pdf_thread['foreign_n']}"
     assert page.request.get(f"{foreign}/pages/1?scale=2").status == 404
     assert page.request.get(foreign).status == 404
+
+
+# --- Offsets past astral characters, and the @ picker on a large workspace ---------------
+
+# Emoji and mathematical letters are one character to the server (Python) but two UTF-16
+# code units to JavaScript: each one before a sentence once shifted the page's marks.
+LIGHTHOUSE_DOCUMENT = """# Lighthouse log
+
+The keeper 🧑‍✈️ writes 😀 in 𝑥 the 🐚 log 🌊 every 🌙 night. The lighthouse lamp is cleaned \
+every Tuesday morning by the keeper. Visitors may climb the tower on Sundays.
+"""
+LIGHTHOUSE_ANSWER = (
+    "The keeper 😀😀😀😀😀 writes 𝑥𝑥𝑥𝑥𝑥 in the 🐚🐚🐚🐚🐚 log 🌊🌊🌊🌊🌊 every night [{n}]. "
+    "The lighthouse lamp is cleaned every Tuesday morning by the keeper [{n}]. "
+    "The lighthouse shop 🍦 sells ice cream every afternoon [{n}]. "
+    "The keeper's 🐈 cat sleeps on the stairs."
+)
+
+
+@pytest.fixture
+def lighthouse(corpus, workspace, counting_embedder, tmp_path) -> Document:
+    path = tmp_path / "lighthouse.md"
+    path.write_text(LIGHTHOUSE_DOCUMENT)
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    return document
+
+
+def test_offsets_after_emoji_flag_underline_and_highlight_the_right_text(
+    lighthouse, llm, page: Page
+):
+    def final(request: dict) -> dict:
+        text = LIGHTHOUSE_ANSWER.format(n=passage_number(request, "lighthouse lamp is cleaned"))
+        return answer(text, chunks=in_chunks(text, 9))
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "lighthouse lamp keeper"}), final]
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "What happens at the lighthouse?")
+    thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
+    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    (cited,) = stored["citations"]
+    sentences = stored["grounding"]["sentences"]
+    uses = [s["support"].get(str(cited["n"])) for s in sentences]
+    assert [u and u["verdict"] for u in uses] == [
+        "supported", "supported", "unsupported", None
+    ], sentences
+    text = stored["resolved_content"]
+    uncited = text[sentences[3]["char_start"] : sentences[3]["char_end"]].strip()
+    assert uncited == "The keeper's 🐈 cat sleeps on the stairs."
+
+    def check(reply) -> None:
+        # Each pill takes the verdict of its own sentence: only the ice cream one is flagged.
+        pills = reply.locator(f'.citation-pill[data-n="{cited["n"]}"]')
+        expect(pills).to_have_count(3)
+        expect(pills.nth(0)).not_to_have_class(re.compile("support-"))
+        expect(pills.nth(1)).not_to_have_class(re.compile("support-"))
+        expect(pills.nth(2)).to_have_class(re.compile(r"\bsupport-unsupported\b"))
+        # The uncited claim is underlined exactly, emoji and all.
+        expect(reply.locator(".uncited-claim")).to_have_text(uncited)
+        # Each supported pill highlights exactly its own supporting sentence in the passage.
+        panel = page.locator("#citation-panel")
+        for index in (0, 1):
+            pills.nth(index).click()
+            marks = panel.locator("mark.support-span")
+            spans = merged(uses[index]["spans"])
+            expect(marks).to_have_text([cited["text"][start:end] for start, end in spans])
+        expect(marks).to_have_text(
+            ["The lighthouse lamp is cleaned every Tuesday morning by the keeper."]
+        )
+        page.locator("#citation-close").click()
+
+    check(reply)
+    page.reload()  # the stored answer renders the same
+    check(page.locator(".message.role-assistant").last)
+
+
+@pytest.fixture
+def many_documents(corpus, workspace) -> Document:
+    """Over 1,000 documents; the one to mention sorts after all of them."""
+    Document.objects.bulk_create(
+        Document(workspace=workspace, uri=f"upload://report-{i}.md", title=f"Report {i:04d}")
+        for i in range(1_050)
+    )
+    return Document.objects.create(
+        workspace=workspace, uri="upload://zebra.md", title="Zebra crossing survey"
+    )
+
+
+def test_mention_picker_finds_documents_past_the_first_thousand(many_documents, page: Page):
+    page.goto("/")
+    new_chat(page)
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/documents" in r.url else None)
+    picker = page.locator("#mention-picker")
+    page.locator("#composer-input").click()
+    page.keyboard.type("@zebra")
+    expect(picker.locator(".picker-option")).to_have_count(1)
+    expect(picker.locator(".picker-option.active")).to_have_text("docZebra crossing survey")
+    page.keyboard.press("Enter")
+    expect(page.locator("#composer-input")).to_have_value("@Zebra crossing survey ")
+    expect(page.locator("#mention-chips .mention-chip")).to_contain_text("Zebra crossing survey")
+    # The server filters by title as the user types: a page, not the whole workspace.
+    assert any("q=zebra" in url for url in asked), asked
+    assert len(asked) < 5, asked

@@ -40,9 +40,10 @@
     moreThreads: null, // the API's link to older conversations
     citations: new Map(), // n -> citation JSON, for the current thread
     pendingMentions: [], // [{kind, id, label}]
-    candidates: null, // [{kind, id, label}] once loaded
+    folders: null, // Promise of the workspace's folders as [{kind, id, label}], once asked
+    documentMatches: new Map(), // query -> Promise of matching documents, while the picker is open
     workspace: null, // the chosen workspace's slug (null: the server's default, the first)
-    picker: { open: false, start: 0, items: [], active: 0 },
+    picker: { open: false, start: 0, query: "", items: [], active: 0 },
     busy: false,
     loading: Promise.resolve(), // the thread being loaded into the message list
     panelRequest: 0,
@@ -208,8 +209,9 @@
     const fallback = (known && known.support) || null;
     const sentences = (view && view.grounding && view.grounding.sentences) || [];
     const marker = [...String(view ? view.text : "").matchAll(CITATION_TOKEN)][k];
+    const toUnits = marker && sentences.length ? answerIndexer(view) : null;
     const sentence = marker && sentences.find(
-      (s) => s.char_start <= marker.index && marker.index < s.char_end,
+      (s) => toUnits(s.char_start) <= marker.index && marker.index < toUnits(s.char_end),
     );
     const own = sentence && sentence.support && sentence.support[String(n)];
     if (!own) return fallback;
@@ -271,8 +273,9 @@
     const atoms = [];
     collectAtoms(root, atoms);
     const map = alignToAtoms(view.text, atoms);
+    const toUnits = answerIndexer(view);
     const ranges = uncited
-      .map((s) => [map[clamp(s.char_start, view.text.length)], map[clamp(s.char_end, view.text.length)]])
+      .map((s) => [map[toUnits(s.char_start)], map[toUnits(s.char_end)]])
       .filter(([start, end]) => end > start)
       .sort((a, b) => b[0] - a[0]);
     // Last range first, last node first: splitting a text node keeps the nodes
@@ -286,6 +289,29 @@
 
   function clamp(value, max) {
     return Math.max(0, Math.min(max, Number(value) || 0));
+  }
+
+  /* The server's offsets (char_start, char_end, spans) count code points, as Python
+   * strings do; a JavaScript string indexes UTF-16 code units, where a character past
+   * U+FFFF (😀, 𝑥) takes two. Returns a function from a code-point offset into `text`
+   * to the UTF-16 index of the same place, clamped to the text: one O(n) pass, then
+   * O(1) a lookup. */
+  function codeUnitIndexer(text) {
+    const units = [0]; // units[k]: the UTF-16 index of the k-th code point
+    for (const ch of String(text)) units.push(units[units.length - 1] + ch.length);
+    return (offset) => units[clamp(offset, units.length - 1)];
+  }
+
+  function codePointLength(text) {
+    return Array.from(String(text)).length; // iterating a string walks code points
+  }
+
+  /* The indexer of an answer's text, built once per text (every pill asks for it). */
+  function answerIndexer(view) {
+    if (!view.indexer || view.indexer.text !== view.text) {
+      view.indexer = { text: view.text, toUnits: codeUnitIndexer(view.text) };
+    }
+    return view.indexer.toUnits;
   }
 
   function collectAtoms(node, atoms) {
@@ -365,7 +391,7 @@
   function assistantView(bubble, body) {
     const view = {
       bubble, body, text: "", citations: new Map(), grounding: null, final: false,
-      timer: null, renderedAt: 0,
+      timer: null, renderedAt: 0, indexer: null,
     };
     views.set(bubble, view);
     return view;
@@ -622,7 +648,8 @@
   async function switchWorkspace(slug) {
     state.workspace = slug;
     localStorage.setItem("verity.workspace", slug);
-    state.candidates = null;
+    state.folders = null;
+    state.documentMatches.clear();
     state.pendingMentions = [];
     renderPendingMentions();
     state.threads = [];
@@ -939,8 +966,10 @@
 
     // An unsupported claim has no supporting sentence: its best guess (often a heading)
     // would mark text that does not say it.
+    // Spans stay in the server's code points: the PDF view compares them with
+    // bbox_chars (code points too); the text view converts them where it slices.
     const spans = verdict === "unsupported" ? []
-      : supportSpans(support, (citation.text || "").length);
+      : supportSpans(support, codePointLength(citation.text || ""));
     const pdf = citation.pdf;
     if (pdf && Number.isInteger(pdf.page) && pdf.page > 0) {
       renderPageView(citation, spans, threadId);
@@ -956,7 +985,8 @@
     }
   }
 
-  /* The supporting sentences' [start, end) in the passage, sorted, merged, in range. */
+  /* The supporting sentences' [start, end) in the passage (code points), sorted, merged,
+   * in range. */
   function supportSpans(support, length) {
     const raw = (support && Array.isArray(support.spans) ? support.spans : [])
       .filter((s) => Array.isArray(s) && s.length === 2)
@@ -978,6 +1008,7 @@
     // unwrapLines keeps lengths, so support offsets still index the tidied text.
     const tidy = isCode ? (text) => text : unwrapLines;
     const text = tidy(citation.text || "");
+    const toUnits = codeUnitIndexer(text);
     const passage = el("div", { className: isCode ? "passage is-code" : "passage" });
     if (context.before && context.before.trim()) {
       passage.append(document.createTextNode(`…${tidy(context.before)}`));
@@ -986,15 +1017,16 @@
     if (spans.length) {
       // The cited chunk stays visible; only the sentences that support the claim are marked.
       const chunk = el("span", { className: "cited-chunk" });
-      let at = 0;
-      for (const [start, end] of spans) {
-        if (start > at) chunk.append(document.createTextNode(text.slice(at, start)));
+      let done = 0; // UTF-16 index: how much of the text is in the chunk so far
+      for (const [from, to] of spans) {
+        const [start, end] = [toUnits(from), toUnits(to)];
+        if (start > done) chunk.append(document.createTextNode(text.slice(done, start)));
         const mark = el("mark", { className: "support-span", text: text.slice(start, end) });
         first = first || mark;
         chunk.append(mark);
-        at = end;
+        done = end;
       }
-      if (at < text.length) chunk.append(document.createTextNode(text.slice(at)));
+      if (done < text.length) chunk.append(document.createTextNode(text.slice(done)));
       passage.append(chunk);
     } else {
       first = el("mark", { text });
@@ -1161,27 +1193,39 @@
 
   // --- @ mentions ------------------------------------------------------------------
 
-  async function fetchAllDocuments() {
-    const documents = [];
-    let url = inWorkspace("/api/documents");
-    for (let page = 0; url && page < 20; page++) {
-      const body = await api(url);
-      documents.push(...((body && body.results) || []));
-      const next = body && body.next ? new URL(body.next, location.href) : null;
-      url = next ? next.pathname + next.search : null; // same origin, whatever host DRF saw
-    }
-    return documents;
+  // A workspace may hold more documents than the page could load, so the server
+  // filters them by title as the user types; folders are few and loaded once.
+  const MENTION_DEBOUNCE_MS = 150;
+  const MENTION_PAGE_SIZE = 50; // documents asked per query: the best MENTION_SHOWN are shown
+  const MENTION_SHOWN = 8;
+  let pickerTimer = null;
+  let pickerGeneration = 0; // bumped when the picker closes: updates begun before it are dropped
+
+  function documentCandidate(d) {
+    return { kind: "document", id: d.id, label: d.title || d.uri || `Document ${d.id}` };
   }
 
-  async function loadCandidates() {
-    const [documents, folders] = await Promise.all([
-      fetchAllDocuments(),
-      api(inWorkspace("/api/folders")).then((body) => (Array.isArray(body) ? body : body.results || [])),
-    ]);
-    state.candidates = [
-      ...documents.map((d) => ({ kind: "document", id: d.id, label: d.title || d.uri || `Document ${d.id}` })),
-      ...folders.map((f) => ({ kind: "folder", id: f.id, label: f.path || f.name })),
-    ];
+  /* The documents whose title contains `query` (all, for ""): the server's first page,
+   * asked once per query while the picker is open. A failure lists none. */
+  function matchingDocuments(query) {
+    if (!state.documentMatches.has(query)) {
+      const params = new URLSearchParams({ page_size: String(MENTION_PAGE_SIZE) });
+      if (query) params.set("q", query);
+      state.documentMatches.set(query, api(inWorkspace(`/api/documents?${params}`))
+        .then((body) => ((body && body.results) || []).map(documentCandidate))
+        .catch(() => []));
+    }
+    return state.documentMatches.get(query);
+  }
+
+  function workspaceFolders() {
+    if (state.folders === null) {
+      state.folders = api(inWorkspace("/api/folders"))
+        .then((body) => (Array.isArray(body) ? body : (body && body.results) || []))
+        .then((folders) => folders.map((f) => ({ kind: "folder", id: f.id, label: f.path || f.name })))
+        .catch(() => []);
+    }
+    return state.folders;
   }
 
   /* The "@query" being typed just before the caret, if any. */
@@ -1194,30 +1238,59 @@
     return { start: caret - match[2].length - 1, query: match[2] };
   }
 
+  function normalizedQuery(found) {
+    return found.query.toLowerCase().trim();
+  }
+
+  /* Whether the listed options are those of the "@query" now typed (a debounced or
+   * loading update may be on its way). */
+  function pickerIsCurrent() {
+    const found = mentionQuery();
+    return Boolean(found) && found.start === state.picker.start &&
+      normalizedQuery(found) === state.picker.query;
+  }
+
+  /* A space typed after a query none of the open list's options match: the user moved
+   * on (closed at once, so that Enter sends rather than waits for the server). */
+  function endsUnmatchedMention(found) {
+    if (!state.picker.open || !/\s/.test(found.query)) return false;
+    const query = normalizedQuery(found);
+    return !state.picker.items.some((item) => item.label.toLowerCase().includes(query));
+  }
+
+  /* Typing: the picker closes at once when no mention is being typed, and asks the
+   * server only once the typing pauses. */
+  function schedulePicker() {
+    clearTimeout(pickerTimer);
+    const found = mentionQuery();
+    if (!found || endsUnmatchedMention(found)) return closePicker();
+    pickerTimer = setTimeout(() => {
+      pickerTimer = null;
+      updatePicker();
+    }, MENTION_DEBOUNCE_MS);
+  }
+
   async function updatePicker() {
     const found = mentionQuery();
     if (!found) return closePicker();
-    if (state.candidates === null) {
-      try {
-        await loadCandidates();
-      } catch (_) {
-        state.candidates = [];
-      }
-    }
+    const generation = pickerGeneration;
+    const query = normalizedQuery(found);
+    const [documents, folders] = await Promise.all([matchingDocuments(query), workspaceFolders()]);
+    if (generation !== pickerGeneration) return; // closed meanwhile (Escape, blur, a choice)
     const again = mentionQuery(); // the text may have moved on while loading
     if (!again) return closePicker();
-    const query = again.query.toLowerCase().trim();
-    const items = state.candidates
-      .filter((c) => !query || c.label.toLowerCase().includes(query))
+    // Typed on meanwhile: the update for the new text shows it (a late answer must not).
+    if (normalizedQuery(again) !== query) return schedulePicker();
+    const items = [...documents, ...folders.filter((f) => !query || f.label.toLowerCase().includes(query))]
       .sort((a, b) => {
         const pa = a.label.toLowerCase().startsWith(query) ? 0 : 1;
         const pb = b.label.toLowerCase().startsWith(query) ? 0 : 1;
         return pa - pb || a.label.localeCompare(b.label);
       })
-      .slice(0, 8);
+      .slice(0, MENTION_SHOWN);
     // A space after a query that matches nothing means the user moved on.
     if (!items.length && /\s/.test(again.query)) return closePicker();
-    state.picker = { open: true, start: again.start, items, active: 0 };
+    state.picker = { open: true, start: again.start, query, items, active: 0 };
     renderPicker();
   }
 
@@ -1247,8 +1320,13 @@
   }
 
   function closePicker() {
+    clearTimeout(pickerTimer);
+    pickerTimer = null;
+    pickerGeneration++;
     state.picker.open = false;
     ui.picker.hidden = true;
+    // The next mention asks again: documents may have been added or renamed meanwhile.
+    state.documentMatches.clear();
   }
 
   function choose(index) {
@@ -1282,10 +1360,13 @@
 
   // --- Wiring ----------------------------------------------------------------------
 
-  ui.input.addEventListener("input", () => { updatePicker(); });
+  ui.input.addEventListener("input", schedulePicker);
   ui.input.addEventListener("click", () => { updatePicker(); });
   ui.input.addEventListener("blur", () => setTimeout(closePicker, 150));
   ui.input.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && pickerTimer !== null && !state.picker.open) {
+      closePicker(); // the list about to open for what was just typed: it stays closed
+    }
     if (state.picker.open) {
       const count = state.picker.items.length;
       if (event.key === "ArrowDown" && count) {
@@ -1300,7 +1381,9 @@
       }
       if ((event.key === "Enter" || event.key === "Tab") && count) {
         event.preventDefault();
-        return choose(state.picker.active);
+        // Options still of an earlier query would insert a document not asked for; the
+        // key is swallowed (not sent as the question) until the list catches up.
+        return pickerIsCurrent() ? choose(state.picker.active) : undefined;
       }
       if (event.key === "Escape") {
         event.preventDefault();
