@@ -43,9 +43,9 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    reader); ``\\[1\\]``; Markdown links and images, brackets inside the destination
    included; reference definitions ``[1]: …`` (line start, indent up to 3);
    footnotes ``[^1]``; task boxes; a bracket glued to a name of code: one with an
-   underscore or a dotted one, maybe already indexed (``my_list[2][3]``,
-   ``sys.argv[1]``), or any name indexed by a bracket that was no citation
-   (``matrix[0][1]``). A plain word keeps a glued citation (``the notes[1]``).
+   underscore, maybe already indexed (``my_list[2][3]``), or any name indexed by a
+   bracket that was no citation (``matrix[0][1]``). A plain or dotted word keeps a
+   glued citation (``the notes[1]``, ``Node.js[1]``, ``sys.argv[1]`` alike).
    A ``citation:`` group wins over the escape, snake_case, image and reference
    rules: only the server mints wire tokens.
 7. Citations written as links: ``[1](https://…)`` and ``[[1]](https://…)``
@@ -126,14 +126,13 @@ _DEST_TEXT_RE: Final = re.compile(rf"[^()\n\r{BLANKS}]+")
 _FENCE_BLANKS_RE: Final = re.compile(r"[ \t]+")
 # What a bracket glued to the line so far indexes when that is code, not a citation.
 # The renderer leaves an index glued to a name in a passage as it is, so the model
-# may quote it: a name with an underscore (my_list[2]), a dotted name (sys.argv[1],
-# not "March.[1]" or "v1.2[1]"), either with indexes already (my_list[2][3]), or any
-# name already indexed by a bracket that was no citation (matrix[0][1],
-# data["key"][1]). A plain word keeps a glued citation: models write "the notes[1]"
-# and "notes[1][2]", and nothing tells those from "rows[1]" or "matrix[1][2]".
+# may quote it: a name with an underscore (my_list[2]), maybe with indexes already
+# (my_list[2][3]), or any name already indexed by a bracket that was no citation
+# (matrix[0][1], data["key"][1]). A plain or dotted word keeps a glued citation:
+# models write "the notes[1]", "Node.js[1]" and "reuters.com[3]", and nothing tells
+# those from "rows[1]" or "sys.argv[1]".
 _INDEX = r"\[[^\[\]\n]*\]"
-_CODE_NAME = r"\w*_\w*|(?<![\w.])[^\W\d]\w*(?:\.[^\W\d]\w*)+"
-_CODE_NAME_TAIL_RE: Final = re.compile(rf"(?:{_CODE_NAME})(?:{_INDEX})*\Z|\w(?:{_INDEX})+\Z")
+_CODE_NAME_TAIL_RE: Final = re.compile(rf"\w*_\w*(?:{_INDEX})*\Z|\w(?:{_INDEX})+\Z")
 _TAIL_KEEP: Final = 64
 
 
@@ -795,7 +794,7 @@ class StreamNormalizer:
             return group
         if not continuing and not paren and self._w.glued(buf[pos]):
             if _CODE_NAME_TAIL_RE.search(self._w.tail):
-                return None  # my_list[2], sys.argv[1] and matrix[0][1] are code
+                return None  # my_list[2] and matrix[0][1] are code
             if group.link and self._w.tail.endswith("!"):
                 return None  # ![1](https://…) is an image
         at_line_start = not paren and not self._w.line_visible

@@ -128,11 +128,14 @@ def test_plain_markers_converts_every_citation_the_normalizer_minted(pieces):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Read sys.argv[1] first.", "Read sys.argv[1] first."),
-        ("self.rows[2][3]", "self.rows[2][3]"),
+        ("self.my_rows[2][3]", "self.my_rows[2][3]"),
         ("matrix[0][1] and matrix[i][2]", "matrix[0][1] and matrix[i][2]"),
         ('data["key"][1]', 'data["key"][1]'),
-        ("os.environ[2] then [3]", "os.environ[2] then [citation:3]"),
+        ("os.my_environ[2] then [3]", "os.my_environ[2] then [citation:3]"),
+        # A dotted word is a name as often as code: a product, a file, a web source.
+        ("The app runs on Node.js[1].", "The app runs on Node.js[citation:1]."),
+        ("Per reuters.com[3], it closed.", "Per reuters.com[citation:3], it closed."),
+        ("Steps are in README.md[2].", "Steps are in README.md[citation:2]."),
         # Citations glued to words, numbers and sentence ends stay citations.
         ("according to the notes[1].", "according to the notes[citation:1]."),
         ("It launched in 2024[1].", "It launched in 2024[citation:1]."),
