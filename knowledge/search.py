@@ -151,17 +151,20 @@ def search(
     asked, excluded = _exclusions(query)
     phrases = _phrases(asked)
     with transaction.atomic(), connection.cursor() as cursor:
-        dense = _dense_leg(cursor, asked, workspace, documents, pool) if "dense" in legs else []
+        # Nothing left but exclusions: nothing to embed closer, so the query as written.
+        dense = (
+            _dense_leg(cursor, asked or query, workspace, documents, pool)
+            if "dense" in legs else []
+        )
         if excluded:
             dense = _without_matches(cursor, dense, excluded)
         if phrases:
             dense = _with_matches(cursor, dense, phrases)
-        # A query of exclusions alone ("-postmortem") asks for no word: every chunk
-        # without them would be a keyword candidate.
-        only_exclusions = bool(excluded) and asked == query
+        # A query asking for no word beside its exclusions ("-postmortem", "the
+        # -postmortem") has no keyword leg: every chunk without them would be a candidate.
         keyword = (
             _keyword_leg(cursor, query, workspace, documents, pool)
-            if "keyword" in legs and not only_exclusions else []
+            if "keyword" in legs and not (excluded and _no_lexeme(cursor, asked)) else []
         )
         expanded = (
             _keyword_leg(cursor, _expanded(query, related), workspace, documents, pool)
@@ -418,8 +421,7 @@ def _exclusions(query: str) -> tuple[str, str]:
         kept.append(query[cursor : match.start()])
         cursor = match.end()
     asked = " ".join("".join([*kept, query[cursor:]]).split())
-    # Nothing left but exclusions: nothing to embed closer, so the query as written.
-    return asked or query, " OR ".join(m.group("term") for m in excluded)
+    return asked, " OR ".join(m.group("term") for m in excluded)
 
 
 # A quoted phrase the query asks for, as websearch_to_tsquery reads one: after a space
@@ -431,6 +433,8 @@ def _phrases(asked: str) -> str:
     """The phrases `asked` quotes, as one websearch query that requires them all
     ('"tide tables" "pier 4"'), or "": a meaning-only hit without them is no answer to a
     query that quotes them, as in web search."""
+    if re.search(r"\bOR\b", asked):
+        return ""  # '"tide tables" OR "pier 4"' needs either: the keyword leg has both
     phrases = [m.group("phrase").strip() for m in _PHRASE.finditer(asked)]
     return " ".join(f'"{phrase}"' for phrase in phrases if re.search(r"[^\W_]", phrase))
 
@@ -451,12 +455,21 @@ def _without_matches(cursor, rows: list, excluded: str) -> list:
     return [row for row in rows if row[0] not in dropped]
 
 
-# Dense hits that hold the phrases the query quotes.
+# Dense hits that hold the phrases the query quotes; a phrase of stop words alone ("as
+# is") is no query at all and requires nothing.
 _MATCHING_PHRASES = """
-    SELECT c.id FROM knowledge_chunk c
-    WHERE c.id = ANY(%(ids)s)
-      AND c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(phrases)s)
+    SELECT c.id FROM knowledge_chunk c,
+         websearch_to_tsquery(%(config)s::regconfig, %(phrases)s) AS q
+    WHERE c.id = ANY(%(ids)s) AND (numnode(q) = 0 OR c.search_vector @@ q)
 """
+
+# How many lexemes and operators a websearch query holds: none for stop words alone.
+_QUERY_SIZE = "SELECT numnode(websearch_to_tsquery(%(config)s::regconfig, %(query)s))"
+
+
+def _no_lexeme(cursor, query: str) -> bool:
+    cursor.execute(_QUERY_SIZE, {"config": TEXT_SEARCH_CONFIG, "query": query})
+    return cursor.fetchone()[0] == 0
 
 
 def _with_matches(cursor, rows: list, phrases: str) -> list:

@@ -325,10 +325,17 @@ def test_a_quoted_phrase_is_in_every_hit(corpus, workspace):
         assert all(phrase in " ".join(h.text.lower().split()) for h in hits), query
 
 
+def test_phrases_joined_by_or_or_made_of_stop_words_require_nothing_more(corpus, workspace):
+    either = search(query='"tide tables" OR "on-call shifts"', workspace=workspace, limit=10)
+    assert either.metadata["dense_candidates"] > 0
+    assert search(query='"as it is"', workspace=workspace, limit=5).hits
+
+
 def test_a_query_of_exclusions_alone_scans_no_keyword_candidates(corpus, workspace):
-    result = search(query="-discovery", workspace=workspace, limit=5)
-    assert result.metadata["keyword_candidates"] == 0
-    assert not [h for h in result.hits if "discovery" in h.text]
+    for query in ("-discovery", "the -discovery", "-discovery ?"):
+        result = search(query=query, workspace=workspace, limit=5)
+        assert result.metadata["keyword_candidates"] == 0, query
+        assert not [h for h in result.hits if "discovery" in h.text], query
 
 
 def test_a_long_query_is_cut_to_the_apis_bound(corpus, workspace):
