@@ -340,7 +340,10 @@ def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
                       {"query": turn.context.question, "scope": turn.context.scope})]
     calls += [ToolCall(f"injected_chat_{m.id}", "read_chat", {"thread_id": m.id})
               for m in mentions if m.kind == "chat"]
-    evidence = [message["content"] for message in _run_calls(turn, calls, _names(turn.tools))]
+    # The server's own calls, one for each mention the user made: none is cut by the cap
+    # on the model's calls.
+    evidence = [message["content"]
+                for message in _run_calls(turn, calls, _names(turn.tools), capped=False)]
     question = turn.messages[-1]
     question["content"] = "\n\n".join([*evidence, question["content"]])
     turn.tools = []
@@ -417,7 +420,7 @@ def _names(tools: list[dict[str, Any]]) -> list[str]:
 
 
 def _run_calls(
-    turn: Turn, calls: Sequence[ToolCall], offered: Sequence[str]
+    turn: Turn, calls: Sequence[ToolCall], offered: Sequence[str], *, capped: bool = True
 ) -> list[dict[str, Any]]:
     """Run one round's tool calls; their passages' numbers become citable.
 
@@ -427,7 +430,7 @@ def _run_calls(
     At most CHAT_MAX_TOOL_CALLS_PER_ROUND run; the others, and calls of tools not
     `offered`, get an error as their result.
     """
-    limit = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND
+    limit = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND if capped else len(calls)
     for call in calls[:limit]:
         label = progress_label(call.name, call.arguments)
         turn.emit("progress", {"stage": call.name, "label": label})

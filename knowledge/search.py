@@ -27,6 +27,12 @@ from knowledge.rerankers import Reranker, RerankError, get_reranker
 HNSW_MAX_EF_SEARCH = 1000  # pgvector's limit
 
 
+# The longest query searched (the API refuses a longer one; other callers are cut).
+MAX_QUERY_CHARS: Final = 2000
+# A scope a person could pick: an agent or a model may send 100,000 ids.
+MAX_SCOPE_IDS: Final = 500
+
+
 class ScopeError(ValueError):
     """A scope names documents or folders that are not in the workspace."""
 
@@ -76,6 +82,12 @@ def resolve_scope(workspace: Workspace, scope: Scope | None) -> list[int] | None
     """
     if not scope:
         return None
+    ids = (*scope.document_ids, *scope.folder_ids)
+    if len(scope.document_ids) > MAX_SCOPE_IDS or len(scope.folder_ids) > MAX_SCOPE_IDS:
+        raise ScopeError(f"A scope names at most {MAX_SCOPE_IDS} documents and "
+                         f"{MAX_SCOPE_IDS} folders")
+    if not all(0 < i < 2**63 for i in ids):
+        raise ScopeError("A scope's ids are positive whole numbers")
     # Only the queries the scope needs: a search scoped to a folder or to documents
     # runs one or two of them, not three.
     documents = set(
@@ -93,7 +105,8 @@ def resolve_scope(workspace: Workspace, scope: Scope | None) -> list[int] | None
     unknown = [f"document {i}" for i in scope.document_ids if i not in documents]
     unknown += [f"folder {i}" for i in scope.folder_ids if i not in folders]
     if unknown:
-        raise ScopeError("Not found in this workspace: " + ", ".join(unknown))
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        raise ScopeError("Not found in this workspace: " + ", ".join(unknown[:10]) + more)
     if not scope.folder_ids:
         return sorted(documents)
     expanded = selectors.with_subfolders(parents=folders, folder_ids=scope.folder_ids)
@@ -392,9 +405,6 @@ def _by_distance(rows: list[tuple[int, int, float]]) -> list[tuple[int, int, flo
     # Equal distances (repeated text) in id order: the index returns them in any order.
     return sorted(rows, key=lambda row: (row[2], row[0]))
 
-
-# The longest query searched (the API refuses a longer one; other callers are cut).
-MAX_QUERY_CHARS: Final = 2000
 
 # websearch_to_tsquery syntax: quoted phrases, OR, -exclusion.
 # "-2" in "E2f-1, -2, -3" is a number, not an exclusion: only "-word" excludes.

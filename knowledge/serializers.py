@@ -10,7 +10,7 @@ from rest_framework import serializers
 
 from knowledge import locators, selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
-from knowledge.search import MAX_QUERY_CHARS
+from knowledge.search import MAX_QUERY_CHARS, MAX_SCOPE_IDS
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -43,9 +43,6 @@ class ChunkSerializer(serializers.ModelSerializer):
 
     def get_label(self, obj: Chunk) -> str:
         return locators.label(obj.locator)
-
-
-MAX_SCOPE_IDS = 500
 
 
 class SearchQuerySerializer(serializers.Serializer):

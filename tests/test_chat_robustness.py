@@ -243,6 +243,31 @@ def test_the_injection_mode_runs_no_tool_the_model_asks_for(llm, corpus, api, wo
     assert message.resolved_content == "The launch moved to March 10 [citation:1]."
 
 
+def test_the_injection_mode_reads_every_chat_mentioned_past_the_cap(
+    llm, corpus, api, workspace, settings
+):
+    settings.CHAT_MAX_TOOL_CALLS_PER_ROUND = 1  # the cap is on the model's calls only
+    settings.CHAT_PARALLEL_TOOLS = 1  # on this test's connection, which sees its threads
+    Workspace.objects.filter(pk=workspace.pk).update(
+        retrieval_mode=Workspace.RetrievalMode.INJECTION
+    )
+    chats = [new_thread(api) for _ in range(2)]
+    for chat in chats:
+        Message.objects.create(thread_id=chat, seq=1, role=Message.Role.USER,
+                               content="Budget is 900 euros.")
+    llm.script = [answer("Noted.")]
+    thread_id = new_thread(api)
+    response = api.post(f"/api/threads/{thread_id}/messages", {
+        "content": "When is the launch?",
+        "mentions": [{"kind": "chat", "id": chat} for chat in chats],
+    }, format="json")
+    assert response.status_code == 201, response.content
+    logged = stored_answer(thread_id).tool_calls
+    assert [call["name"] for call in logged] == ["search_knowledge_base", "read_chat",
+                                                 "read_chat"]
+    assert not [call["error"] for call in logged if call["error"]]
+
+
 # --- 7. At most CHAT_MAX_TOOL_CALLS_PER_ROUND calls a round --------------------------
 
 

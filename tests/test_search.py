@@ -360,3 +360,14 @@ def test_the_search_command_refuses_a_limit_out_of_range(workspace):
 
     with pytest.raises(CommandError, match="--limit"):
         call_command("search", "tide", workspace=workspace.slug, limit=-3)
+
+
+def test_a_scope_is_bounded_and_its_refusal_short(corpus, workspace):
+    with pytest.raises(ScopeError, match="at most 500"):
+        search(query="tide", workspace=workspace, scope=Scope(document_ids=tuple(range(1, 502))))
+    with pytest.raises(ScopeError, match="positive"):
+        search(query="tide", workspace=workspace, scope=Scope(document_ids=(2**63,)))
+    with pytest.raises(ScopeError) as refused:
+        search(query="tide", workspace=workspace,
+               scope=Scope(document_ids=tuple(range(10**6, 10**6 + 400))))
+    assert len(str(refused.value)) < 300 and "and 390 more" in str(refused.value)
