@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -105,10 +107,31 @@ def parse_source(
     """The loaded document; `dropped_blocks` are the site's repeated blocks (HTML only)."""
     loaded = _load(source, mime, dropped_blocks)
     # A NUL past the head a loader sniffs (a log cut short by a crash) cannot be stored
-    # in PostgreSQL; U+FFFD takes its place one for one, so every offset stays true.
+    # in PostgreSQL, in text or in JSON; U+FFFD takes its place one for one, so every
+    # offset stays true. Headings and titles read from the text may hold one too.
+    loaded.title = without_nul(loaded.title)
+    loaded.metadata = without_nul(loaded.metadata)
     for unit in loaded.units:
-        unit.text = unit.text.replace("\x00", "\ufffd")
+        unit.text = without_nul(unit.text)
+        unit.locator = without_nul(unit.locator)
+        unit.sections = without_nul(unit.sections)
     return loaded
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with each NUL in its strings (in lists, dicts and dataclasses) as U+FFFD."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(without_nul(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{
+            f.name: without_nul(getattr(value, f.name)) for f in dataclasses.fields(value)
+            if f.init
+        })
+    return value
 
 
 def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) -> LoadedDocument:
@@ -272,12 +295,19 @@ def _embed_pieces(
     return vectors, embedded
 
 
-def _row_for(matches: list[Chunk], locator: dict) -> Chunk:
-    """The row a piece keeps among rows of the same text: the one at the same place, else
-    the first in order, so two copies of one text ("def __str__", a repeated notice)
-    never trade rows, and their citations places."""
-    at = next((i for i, chunk in enumerate(matches) if chunk.locator == locator), 0)
-    return matches.pop(at)
+def _row_for(matches: list[Chunk], ordinal: int, locator: dict) -> Chunk:
+    """The row a piece keeps among rows of the same text, so that two copies of one text
+    ("def __str__" in two classes, a repeated notice) never trade rows, and with them
+    their citations: the row at the same place; else the one of the same symbol or
+    section (an edit above moved it); else the nearest in order."""
+    def closeness(chunk: Chunk) -> tuple[bool, bool, int]:
+        return (
+            chunk.locator != locator,
+            any(chunk.locator.get(k) != locator.get(k) for k in ("symbol", "heading_path")),
+            abs(chunk.ordinal - ordinal),
+        )
+    best = min(range(len(matches)), key=lambda i: closeness(matches[i]))
+    return matches.pop(best)
 
 
 @transaction.atomic
@@ -306,7 +336,7 @@ def _swap_chunks(
         if matches:
             # The same text keeps its row (and the citations pointing at it); a new
             # heading above it is a new embedding.
-            chunk = _row_for(matches, piece.locator)
+            chunk = _row_for(matches, ordinal, piece.locator)
             if chunk.embed_hash != embed_hash:
                 chunk.embed_hash, chunk.embedding = embed_hash, vectors[embed_hash]
                 re_embedded.append(chunk)

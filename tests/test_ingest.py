@@ -259,6 +259,12 @@ def test_two_chunks_of_the_same_text_keep_their_rows_on_re_index(
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder, force=True)
     assert dict(document.chunks.filter(text__contains="__str__").values_list(
         "pk", "locator__symbol")) == rows
+    # Alpha's copy deleted: Beta's keeps its own row (moved up), Alpha's row goes.
+    path.write_text(f"{cls('Alpha').split('    def __str__')[0]}\n\n{cls('Beta')}")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    beta = {pk for pk, symbol in rows.items() if symbol == "Beta.__str__"}
+    assert dict(document.chunks.filter(text__contains="__str__").values_list(
+        "pk", "locator__symbol")) == dict.fromkeys(beta, "Beta.__str__")
 
 
 def test_a_new_embedding_model_re_embeds_every_chunk(workspace, counting_embedder, tmp_path):
@@ -419,6 +425,13 @@ def test_a_nul_past_the_sniffed_head_is_indexed_as_a_replacement_character(
     assert document.status == Document.Status.INDEXED, document.last_error
     assert document.text.endswith("\ufffd\ufffd\ufffdcrash\n")
     assert_locators_exact(document)
+    # A heading holding one past the head: it reaches the locators (JSON) too.
+    notes = tmp_path / "crash.md"
+    notes.write_bytes(b"# Crash notes\n\n" + b"The gauge restarted.\n" * 500
+                      + b"\n## Sec\x00tion two\n\nIt came back.\n")
+    document = ingest_path(workspace, notes, counting_embedder)
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.chunks.filter(locator__heading_path__contains=["Sec\ufffdtion two"]).exists()
 
 
 def test_changed_files_are_reported_stale_then_reindexed(workspace, counting_embedder, tmp_path):
