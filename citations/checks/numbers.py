@@ -93,9 +93,15 @@ _LIST_AFTER_COUNT: Final = re.compile(
 
 
 def _dimensions_given(claim_text: str, number: Number, span_text: str) -> bool:
-    """Whether "N-dimensional" in the claim is the span's "ND" or "N-D"."""
-    return claim_text.startswith("-dimensional", number.end) and number.value.is_integer() and (
-        re.search(rf"\b{int(number.value)}-?D\b", span_text) is not None
+    """Whether "N-dimensional" in the claim is the span's "ND" or "N-D" of the same thing
+    ("three-dimensional reconstruction" for "3D reconstruction", not for "3D printer")."""
+    if not claim_text.startswith("-dimensional", number.end) or not number.value.is_integer():
+        return False
+    after = WORD.search(claim_text, number.end + len("-dimensional"))
+    thing = stem(after.group().lower()) if after else ""
+    return any(
+        not thing or stem(m.group(1).lower()) == thing
+        for m in re.finditer(rf"\b{int(number.value)}-?D\b\s*(\w*)", span_text)
     )
 
 
@@ -390,18 +396,17 @@ def _words_after(text: str, position: int, count: int) -> set[str]:
     return set(islice(found, count)) - STOP_WORDS
 
 
-# A number that is not the last of a list of numbers: "25.4 and 26.7 hours", "3, 5 or 7 days".
-_LISTED_NEXT: Final = re.compile(r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+)\d+(?:[.,]\d+)*")
+# The rest of a list of numbers that a number opens, ended by "and" or "or": "25.4 and
+# 26.7 hours", "3, 5 or 7 days"; not "In 2020, 40 schools" (no "and": an opening phrase).
+_FIGURE = r"\d+(?:[.,]\d+)*"
+_LIST_REST: Final = re.compile(rf"(?:\s*,\s*{_FIGURE}){{0,6}},?\s+(?:and|or)\s+{_FIGURE}")
 
 
 def _counted_word(text: str, number: Number) -> str | None:
     """The stem of the content word right after a number ("1979 model year": "model"), or
-    after the list it opens ("25.4 and 26.7 hours": "hour")."""
+    after the list it opens ("25.4 and 26.7 hours": "hour"); a year opens no list."""
     end = number.end
-    for _ in range(8):  # a list of a few numbers, not a table row of them
-        listed = _LISTED_NEXT.match(text, end)
-        if listed is None:
-            break
+    if number.kind != "year" and (listed := _LIST_REST.match(text, end)):
         end = listed.end()
     match = _AFTER_NUMBER.match(text, end)
     if match is None:

@@ -1836,3 +1836,19 @@ def test_a_name_written_by_its_initials_is_mentioned() -> None:
     assert entity_issues(claim, span, span) == []
     other = analyze("NASA chose Grumman to build the Lunar Roving Vehicle.")
     assert entity_issues(other, span, span) != []
+
+
+def test_an_opening_year_or_a_bare_comma_makes_no_list() -> None:
+    for claim, span in (
+        ("In 2020, 40 new schools opened.", "40 new schools opened in 2020."),
+        ("By 2015, 300 employees worked at the plant.", "300 employees worked there by 2015."),
+    ):
+        assert counted_issues(analyze(claim), analyze(span)) == [], claim
+    days = analyze("Ferries leave every 3, 5 or 7 days.")
+    assert counted_issues(analyze("Ferries leave every 5 days."), days) == []
+
+
+def test_n_dimensional_is_the_nd_of_the_same_thing() -> None:
+    span = analyze("The lab has 3D images, unlike the 2D printer.")
+    assert number_issues(analyze("The scanner produces two-dimensional images."), span, span)
+    assert number_issues(analyze("The lab has three-dimensional images."), span, span) == []
