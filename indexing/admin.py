@@ -19,9 +19,6 @@ from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.services import workspace_create, workspace_delete
 
-# The admin's freshness check fetches web pages inside its request: a few at a time.
-FRESHNESS_PAGES_AT_ONCE = 10
-
 STATUS_COLORS = {
     Document.Status.PENDING: "#777",
     Document.Status.INDEXING: "#2a6ebb",
@@ -288,17 +285,11 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         description="Check selected sources for changes (mark STALE)", permissions=["change"]
     )
     def check_freshness(self, request: HttpRequest, queryset) -> None:
-        pages = queryset.filter(uri__regex=r"^https?://").count()
-        if pages > FRESHNESS_PAGES_AT_ONCE:
-            # Each page is fetched now, inside this request (up to URL_FETCH_TIMEOUT).
-            self.message_user(
-                request,
-                f"Select at most {FRESHNESS_PAGES_AT_ONCE} web sources at a time ({pages} "
-                "selected), or run `manage.py stale`.",
-                messages.ERROR,
-            )
+        try:
+            report, refused = sources.check_freshness(documents=queryset)
+        except sources.SourceRefused as exc:
+            self.message_user(request, str(exc), messages.ERROR)
             return
-        report, refused = sources.check_freshness(documents=queryset)
         if refused:
             titles = ", ".join(d.title for d in queryset if d.pk in refused)
             self.message_user(

@@ -122,14 +122,26 @@ def reindex(
     return len(queued), refused
 
 
+# Web pages one request may re-fetch to check them (each up to URL_FETCH_TIMEOUT).
+FRESHNESS_PAGES_AT_ONCE = 10
+
+
 def check_freshness(
     *, documents: QuerySet[Document], confined: bool = True
 ) -> tuple[freshness.FreshnessReport, dict[int, str]]:
     """`freshness.mark_stale` over `documents`: (its report, {refused document's pk: why}).
 
     `confined` (the admin and MCP), as for `reindex`: a file:// source outside
-    INGEST_SERVER_ROOTS is not read, and its document is left as it is.
+    INGEST_SERVER_ROOTS is not read, and its document is left as it is; and at most
+    FRESHNESS_PAGES_AT_ONCE web pages are fetched (SourceRefused past that: the check
+    runs inside a request), where `manage.py stale` reads any number.
     """
+    pages = documents.filter(uri__regex=r"^https?://").count() if confined else 0
+    if pages > FRESHNESS_PAGES_AT_ONCE:
+        raise SourceRefused(
+            f"Checking {pages} web sources would fetch each now; check at most "
+            f"{FRESHNESS_PAGES_AT_ONCE} at a time, or run `manage.py stale`."
+        )
     files = documents.filter(uri__startswith="file://") if confined else documents.none()
     refused = {d.pk: problem for d in files if (problem := file_uri_problem(d.uri))}
     return freshness.mark_stale(documents=documents.exclude(pk__in=refused)), refused

@@ -284,7 +284,10 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
     if not check:
         marked = documents.filter(status=Document.Status.STALE)
         return {"stale": [summary(d) for d in marked], "checked": False}
-    report, refused = sources.check_freshness(documents=documents)
+    try:
+        report, refused = sources.check_freshness(documents=documents)
+    except sources.SourceRefused as exc:
+        raise Refused(str(exc)) from exc
     return {
         "checked": True,
         "stale": [summary(d) for d in report.stale],

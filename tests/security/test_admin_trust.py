@@ -281,7 +281,7 @@ def test_freshness_check_reads_no_file_outside_the_roots_and_few_pages_at_once(
                        {"action": "check_freshness",
                         "_selected_action": [d.pk for d in pages]},
                        follow=True).content.decode()
-    assert "Select at most 10 web sources at a time (11 selected)" in page
+    assert "Checking 11 web sources would fetch each now; check at most 10" in page
 
 
 # --- item 4: the workspace of a document or folder is fixed after creation
