@@ -364,6 +364,7 @@ def _read_body(
             if decoded > max_bytes:
                 raise _too_big(url, max_bytes)
             chunks.append(piece)
+    decoder.finish()
     return b"".join(chunks)
 
 
@@ -373,6 +374,9 @@ class _Identity:
     def decode(self, raw: bytes) -> Iterator[bytes]:
         if raw:
             yield raw
+
+    def finish(self) -> None:
+        pass
 
 
 class _Inflater:
@@ -415,6 +419,13 @@ class _Inflater:
             # A full step may leave output inside zlib even with no input left.
             if not pending and len(piece) < _INFLATE_STEP:
                 break
+
+
+    def finish(self) -> None:
+        """A body cut short (the connection closed mid-stream) is no page to index."""
+        if self._inflater is None or not self._inflater.eof:
+            raise IngestError(f"Could not fetch {self._url}: its {self._coding} body ends "
+                              "before its compressed stream does (cut short)")
 
 
 def _has_zlib_header(head: bytes) -> bool:

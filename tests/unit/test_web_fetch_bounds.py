@@ -219,6 +219,14 @@ def test_a_corrupt_compressed_body_is_refused() -> None:
             fetch_url(f"{server}/page.txt", allow_private=True, timeout=10)
 
 
+def test_a_compressed_body_cut_short_is_refused() -> None:
+    page = "".join(f"<p>Tide table row {i}: high water at {i % 12}:00.</p>" for i in range(2000))
+    cut = gzip.compress(page.encode())[:2000]  # the connection closed mid-stream
+    with serve(respond_with(cut, "Content-Encoding: gzip")) as server:
+        with pytest.raises(IngestError, match="cut short"):
+            fetch_url(f"{server}/tides.html", allow_private=True, timeout=10)
+
+
 # ------------------------------------------------------------ 3. upload limits on downloads
 
 
