@@ -272,14 +272,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     def reindex(self, request: HttpRequest, queryset) -> None:
         queued, refused = sources.reindex(documents=queryset)
         self.message_user(request, f"Queued {queued} documents for re-indexing.")
-        if refused:
-            titles = ", ".join(d.title for d in queryset if d.pk in refused)
-            self.message_user(
-                request,
-                f"Not re-read, left as they were: {titles}. They were read from outside "
-                "INGEST_SERVER_ROOTS, where only an operator's `manage.py ingest PATH` reads.",
-                messages.ERROR,
-            )
+        self._report_not_read(request, queryset, refused, "`manage.py ingest PATH`")
 
     @admin.action(
         description="Check selected sources for changes (mark STALE)", permissions=["change"]
@@ -290,20 +283,25 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         except sources.SourceRefused as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return
-        if refused:
-            titles = ", ".join(d.title for d in queryset if d.pk in refused)
-            self.message_user(
-                request,
-                f"Not re-read: {titles}. They were read from outside INGEST_SERVER_ROOTS, "
-                "where only an operator's `manage.py stale` reads.",
-                messages.ERROR,
-            )
+        self._report_not_read(request, queryset, refused, "`manage.py stale`")
         self.message_user(
             request,
             f"{len(report.stale)} stale ({len(report.outdated)} indexed by older indexing "
             f"code), {len(report.fresh)} unchanged, {len(report.unreachable)} unreachable.",
             messages.WARNING if report.unreachable else messages.INFO,
         )
+
+    def _report_not_read(
+        self, request: HttpRequest, queryset, refused: dict[int, str], command: str
+    ) -> None:
+        if refused:
+            titles = ", ".join(d.title for d in queryset if d.pk in refused)
+            self.message_user(
+                request,
+                f"Not re-read, left as they were: {titles}. They were read from outside "
+                f"INGEST_SERVER_ROOTS, where only an operator's {command} reads.",
+                messages.ERROR,
+            )
 
     def changelist_view(self, request: HttpRequest, extra_context=None):
         allowed = self.has_add_sources_permission(request)

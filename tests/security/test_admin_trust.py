@@ -269,7 +269,7 @@ def test_freshness_check_reads_no_file_outside_the_roots_and_few_pages_at_once(
     page = editor.post(reverse("admin:knowledge_document_changelist"),
                        {"action": "check_freshness", "_selected_action": [outside.pk]},
                        follow=True).content.decode()
-    assert "Not re-read: passwd." in page and "INGEST_SERVER_ROOTS" in page
+    assert "Not re-read, left as they were: passwd." in page and "INGEST_SERVER_ROOTS" in page
     outside.refresh_from_db()
     assert outside.status == Document.Status.INDEXED  # read, its hash would differ: STALE
 
