@@ -243,6 +243,8 @@ def _locate_on_pages(source: SourceBytes, loaded: LoadedDocument, pieces: list[C
     """
     try:
         attach_boxes(source.data, units=loaded.units, pieces=pieces)
+    except SoftTimeLimitExceeded:
+        raise  # the task's time limit, to be reported as such
     except Exception as exc:
         logger.warning("No page boxes for %s: %s: %s", source.filename, type(exc).__name__, exc)
 

@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Protocol
 
+# billiard, not celery: the pure core stays free of the framework (the same class).
+from billiard.exceptions import SoftTimeLimitExceeded
+
 if TYPE_CHECKING:
     from PIL.Image import Image
 
@@ -135,6 +138,19 @@ def image_pages(data: bytes, pages: list[int]) -> list[int]:
         pdf.close()
 
 
+# The most pixels a page is drawn with for OCR: an A4 page at 300 dpi is 8.7 million; a
+# page the size PDF allows at most (200 inches square) would be 3.6 billion.
+MAX_RENDER_PIXELS = 40_000_000
+
+
+def _render_scale(size: tuple[float, float]) -> float:
+    """RENDER_DPI, or less for a page so large it would pass MAX_RENDER_PIXELS."""
+    width, height = size  # points
+    # A hair under the bound: pdfium rounds each side up to a whole pixel.
+    fitting = 0.999 * (MAX_RENDER_PIXELS / max(width * height, 1.0)) ** 0.5
+    return min(RENDER_DPI / 72, fitting)
+
+
 def recognize_pages(data: bytes, pages: list[int], engine: OcrEngine) -> OcrOutcome:
     """OCR each of `pages` (1-based); one failing page does not stop the others."""
     import time
@@ -148,8 +164,11 @@ def recognize_pages(data: bytes, pages: list[int], engine: OcrEngine) -> OcrOutc
         for number in pages:
             page = pdf[number - 1]
             try:
-                image = page.render(scale=RENDER_DPI / 72, grayscale=True).to_pil()
+                image = page.render(scale=_render_scale(page.get_size()),
+                                    grayscale=True).to_pil()
                 outcome.texts[number] = engine.recognize(image)
+            except SoftTimeLimitExceeded:
+                raise  # the worker's time limit stops the whole file, not one page
             except Exception as exc:  # a timeout or a tesseract crash on one page
                 logger.warning("OCR failed on page %s: %s", number, exc)
                 outcome.failed[number] = str(exc).strip() or type(exc).__name__

@@ -27,6 +27,9 @@ from functools import cache
 from typing import Any
 from xml.etree import ElementTree
 
+# billiard, not celery: the pure core stays free of the framework (the same class).
+from billiard.exceptions import SoftTimeLimitExceeded
+
 from indexing.loaders.html import table_text
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.text import normalize_newlines, title_from_filename
@@ -143,8 +146,8 @@ def load_office(
         # Speaker notes are content users search for; unstructured puts them before the
         # slide's title, so they are read here and put after the slide's own text.
         notes = _speaker_notes(data) if ext == ".pptx" else None
-    except IngestError:
-        raise
+    except (IngestError, SoftTimeLimitExceeded):
+        raise  # the worker's time limit is no fault of the file
     except Exception as exc:  # python-docx/pptx raise KeyError, ValueError, lxml errors...
         reason = str(exc).strip() or type(exc).__name__
         raise IngestError(f"Could not read {kind} file: {reason[:200]}") from None

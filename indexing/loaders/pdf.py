@@ -7,6 +7,8 @@ import itertools
 import logging
 import re
 
+# billiard, not celery: the pure core stays free of the framework (the same class).
+from billiard.exceptions import SoftTimeLimitExceeded
 from pypdf import PdfReader
 from pypdf.errors import DependencyError, FileNotDecryptedError, PyPdfError
 from wordfreq import zipf_frequency
@@ -314,6 +316,8 @@ def load_pdf(
         try:
             text = page.extract_text(visitor_text=collector) or ""
             text = _clean_page_text(join_table_rows(text, collector.runs))
+        except SoftTimeLimitExceeded:
+            raise  # the worker's time limit stops the whole file, not one page
         except Exception as exc:  # one bad content stream must not lose the other pages
             logger.warning("Text extraction failed on page %s of %s: %s", number, filename, exc)
             failed_pages.append(number)

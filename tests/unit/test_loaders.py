@@ -1187,3 +1187,35 @@ def test_a_stray_far_cell_or_a_page_nested_thousands_deep_is_read_or_refused_at_
     with pytest.raises(IngestError, match="nested more than 256 elements deep"):
         load_bytes(deep, filename="deep.html")
     assert time.perf_counter() - began < 30  # each took minutes to hours before
+
+
+def test_the_workers_time_limit_inside_a_word_file_is_not_called_unreadable() -> None:
+    # Celery's soft time limit arrives as an exception raised wherever the parser is;
+    # the loader's catch-all must let it through to be reported as the time limit.
+    import signal
+
+    import docx
+    from billiard.exceptions import SoftTimeLimitExceeded
+
+    document = docx.Document()
+    for i in range(4000):
+        document.add_paragraph(f"Gauge {i} reads the harbour's water level every minute.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+
+    def time_is_up(signum, frame):
+        raise SoftTimeLimitExceeded()
+
+    small = docx.Document()
+    small.add_paragraph("Warm.")
+    warm = io.BytesIO()
+    small.save(warm)
+    load_bytes(warm.getvalue(), filename="warm.docx")  # imports done: the limit hits the parse
+    previous = signal.signal(signal.SIGALRM, time_is_up)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(SoftTimeLimitExceeded):
+            load_bytes(buffer.getvalue(), filename="gauges.docx")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

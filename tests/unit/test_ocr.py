@@ -218,3 +218,48 @@ def test_ocr_mode_is_checked() -> None:
 def test_page_ranges() -> None:
     assert page_ranges([4]) == "page 4"
     assert page_ranges([5, 2, 3, 7, 8, 9]) == "pages 2-3, 5, 7-9"
+
+
+def _image_page_pdf(width: int, height: int) -> bytes:
+    """One page of `width` x `height` points holding one grey 100 x 100 image, no text."""
+    import zlib
+
+    image = zlib.compress(bytes([200]) * 100 * 100)
+    draw = b"q %d 0 0 %d 0 0 cm /Im1 Do Q" % (width, height)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %d %d] /Resources << /XObject "
+        b"<< /Im1 4 0 R >> >> /Contents 5 0 R >>" % (width, height),
+        b"<< /Type /XObject /Subtype /Image /Width 100 /Height 100 /ColorSpace /DeviceGray "
+        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n" % len(image)
+        + image + b"\nendstream",
+        b"<< /Length %d >>\nstream\n" % len(draw) + draw + b"\nendstream",
+    ]
+    out, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_a_huge_page_is_drawn_within_the_pixel_bound() -> None:
+    seen = []
+
+    class Engine:
+        name = "stub 1.0"
+
+        def recognize(self, image) -> str:
+            seen.append(image.size)
+            return "Recognized"
+
+    load_pdf(_image_page_pdf(14400, 14400), filename="poster.pdf", ocr=Engine())
+    load_pdf(_image_page_pdf(595, 842), filename="a4.pdf", ocr=Engine())
+    (poster, a4) = seen
+    assert poster[0] * poster[1] <= 40_000_000  # 3.6 billion pixels at 300 dpi
+    assert abs(a4[0] - 595 * 300 / 72) < 1  # an ordinary page keeps 300 dpi
