@@ -423,6 +423,10 @@ URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.
 URL_FETCH_ALLOW_PRIVATE = env.bool("URL_FETCH_ALLOW_PRIVATE", default=False)
 INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
+# A document whose worker was killed mid-task this many times (its message delivered
+# again each time) is FAILED instead of tried again: a file that runs every worker out
+# of memory must not loop for good.
+INGEST_MAX_WORKER_LOSSES = env.int("INGEST_MAX_WORKER_LOSSES", default=2)
 # An indexing task still running after this many seconds is stopped and its document
 # FAILED, saying so; a task that does not stop is killed a minute later (its document
 # FAILED the same way), and neither comes back: a document that hangs a loader must not

@@ -256,6 +256,32 @@ def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     return IndexOutcome(document_id, Document.Status.FAILED, error=message)
 
 
+# How many times a document's indexing task has started since it last ended normally.
+TASK_STARTS_KEY = "task_starts"
+
+
+@transaction.atomic
+def note_task_start(*, document_id: int, retries: int) -> int:
+    """Count a start of the document's indexing task; how many earlier starts never ended
+    (the worker was killed mid-task, as for memory, and the message was delivered again),
+    the task's own retries aside."""
+    document = Document.objects.select_for_update().only("metadata").get(pk=document_id)
+    starts = document.metadata.get(TASK_STARTS_KEY, 0) + 1
+    Document.objects.filter(pk=document_id).update(
+        metadata={**document.metadata, TASK_STARTS_KEY: starts}
+    )
+    return starts - retries - 1
+
+
+@transaction.atomic
+def note_task_end(*, document_id: int) -> None:
+    """The task ended (indexed, failed or deleted): nothing of it was lost."""
+    document = Document.objects.select_for_update().only("metadata").filter(pk=document_id).first()
+    if document is not None and TASK_STARTS_KEY in document.metadata:
+        metadata = {k: v for k, v in document.metadata.items() if k != TASK_STARTS_KEY}
+        Document.objects.filter(pk=document_id).update(metadata=metadata)
+
+
 def mark_stopped(*, document_id: int) -> IndexOutcome:
     """FAILED for running past INGEST_TASK_TIME_LIMIT (asked to stop, or killed)."""
     return mark_failed(

@@ -21,6 +21,7 @@ class _IndexingTask(Task):
             document_id = kwargs.get("document_id", args[0] if args else None)
             if document_id is not None:
                 pipeline.mark_stopped(document_id=document_id)
+                pipeline.note_task_end(document_id=document_id)
 
 
 # The hard limit follows the soft one by a minute (by the soft limit itself when that is
@@ -35,20 +36,37 @@ _GRACE = min(60, settings.INGEST_TASK_TIME_LIMIT)
 )
 def index_document_task(self, document_id: int, force: bool = False) -> str:
     try:
-        workspace_id = Document.objects.values_list("workspace_id", flat=True).get(pk=document_id)
-        before = vector_index.chunk_count(workspace_id)
-        outcome = pipeline.index_document(document_id=document_id, force=force)
-        if outcome.embedded:
-            _index_workspace_when_large(workspace_id, before)
-        return outcome.status
+        # A worker killed mid-task (out of memory, most often) has its message delivered
+        # again at once (reject_on_worker_lost): a file that kills every worker would
+        # loop for good and stall the queue behind it.
+        lost = pipeline.note_task_start(document_id=document_id, retries=self.request.retries)
+        if lost >= settings.INGEST_MAX_WORKER_LOSSES:
+            status = pipeline.mark_failed(document_id=document_id, message=(
+                f"The worker indexing this document stopped before finishing {lost} times "
+                "(killed, perhaps for lack of memory: the file may be too large to index "
+                "here); it is not tried again until it is re-indexed"
+            )).status
+        else:
+            workspace_id = Document.objects.values_list("workspace_id", flat=True).get(
+                pk=document_id
+            )
+            before = vector_index.chunk_count(workspace_id)
+            outcome = pipeline.index_document(document_id=document_id, force=force)
+            if outcome.embedded:
+                _index_workspace_when_large(workspace_id, before)
+            status = outcome.status
+        pipeline.note_task_end(document_id=document_id)
+        return status
     except Document.DoesNotExist:
         return "DELETED"  # removed while queued: nothing to do
     except pipeline.TRANSIENT_ERRORS as exc:
         if self.request.retries >= settings.INGEST_TASK_MAX_RETRIES:
             attempts = self.request.retries + 1
-            return pipeline.mark_failed(
+            status = pipeline.mark_failed(
                 document_id=document_id, message=f"Gave up after {attempts} attempts: {exc}"
             ).status
+            pipeline.note_task_end(document_id=document_id)
+            return status
         # 2, 4, 8 … seconds, capped: a database restart or an API blip passes.
         raise self.retry(
             exc=exc,

@@ -451,3 +451,29 @@ def test_changed_files_are_reported_stale_then_reindexed(workspace, counting_emb
     a.refresh_from_db()
     assert a.status == Document.Status.INDEXED
     assert a.chunks.filter(text__contains="Second version").exists()
+
+
+def test_a_document_whose_worker_was_killed_twice_fails_instead_of_looping(workspace, tmp_path):
+    from indexing.tasks import index_document_task
+
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nThe gauge at pier 4 reads every ten minutes.\n")
+    document = sources.add_path(workspace=workspace, path=path)
+    # What a worker killed mid-task leaves: a start that never ended; its message comes
+    # again at once. Once is tried again...
+    pipeline.note_task_start(document_id=document.pk, retries=0)
+    index_document_task.delay(document.pk)  # eager: runs here
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    # ... twice is FAILED, saying why, and the queue moves on.
+    for _ in range(2):
+        pipeline.note_task_start(document_id=document.pk, retries=0)
+    index_document_task.delay(document.pk, force=True)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert "stopped before finishing 2 times" in document.last_error
+    assert pipeline.TASK_STARTS_KEY not in document.metadata
+    # Re-indexed by a person, it is tried again.
+    index_document_task.delay(document.pk, force=True)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED
