@@ -43,9 +43,23 @@ def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
 
 def _sniffed(text: str) -> type[csv.Dialect] | csv.Dialect:
     try:
-        return csv.Sniffer().sniff(text[:_SNIFF_CHARS], delimiters=_DELIMITERS)
+        dialect = csv.Sniffer().sniff(text[:_SNIFF_CHARS], delimiters=_DELIMITERS)
     except csv.Error:  # one column, or too irregular to tell: commas
         return csv.excel
+    if dialect.quotechar != '"' and _quoted_line_breaks(text[:_SNIFF_CHARS], dialect):
+        # A cell opening with an apostrophe ("'00123", "'Round Midnight") is no quote:
+        # read as one, it swallowed the line breaks after it and fused records.
+        dialect.quotechar = '"'
+    return dialect
+
+
+def _quoted_line_breaks(sample: str, dialect: csv.Dialect) -> bool:
+    """Whether a cell read with `dialect` holds a line break (the last record may be cut)."""
+    try:
+        records = list(csv.reader(io.StringIO(sample), dialect))[:-1]
+    except csv.Error:
+        return True
+    return any("\n" in cell for record in records for cell in record)
 
 
 def table_lines(rows: Iterable[str]) -> list[str]:

@@ -1219,3 +1219,14 @@ def test_the_workers_time_limit_inside_a_word_file_is_not_called_unreadable() ->
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_csv_cell_opening_with_an_apostrophe_fuses_no_records() -> None:
+    data = b"code,desc\n'00123,first code\n'00456,second code\nX1,'quoted text'\n"
+    assert load_bytes(data, filename="codes.csv").units[0].text.splitlines() == [
+        "| code | desc |", "| '00123 | first code |", "| '00456 | second code |",
+        "| X1 | 'quoted text' |",
+    ]
+    # Apostrophes that do quote cells holding the delimiter still do.
+    quoted = b"name,note\nA,'hello, world'\nB,'x, y'\n"
+    assert "| A | hello, world |" in load_bytes(quoted, filename="notes.csv").units[0].text
