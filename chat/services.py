@@ -44,6 +44,7 @@ from chat.tools import (
     web_search_config,
 )
 from citations.normalizer import StreamNormalizer
+from indexing.types import without_nul
 from knowledge import selectors
 from knowledge.models import Document, Workspace
 
@@ -480,11 +481,7 @@ def _log_call(turn: Turn, call: ToolCall, result: str, error: str) -> None:
 def _loggable(arguments: str | dict[str, Any]) -> str | dict[str, Any]:
     """The arguments as the log can store them: PostgreSQL refuses NUL in text and
     jsonb, so U+FFFD takes its place (the call itself was refused for it)."""
-    if isinstance(arguments, str):
-        return arguments.replace("\x00", "\ufffd")
-    if holds_nul(arguments):
-        return json.loads(json.dumps(arguments).replace("\\u0000", "\\ufffd"))
-    return arguments
+    return without_nul(arguments) if holds_nul(arguments) else arguments
 
 
 def _log_not_run(turn: Turn, calls: Sequence[ToolCall]) -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlparse
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -25,7 +23,7 @@ from indexing.embedding_cache import embed_with_cache
 from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
-from indexing.types import ChunkPiece, IngestError, LoadedDocument, content_hash
+from indexing.types import ChunkPiece, IngestError, LoadedDocument, content_hash, without_nul
 from knowledge import graph
 from knowledge.models import Chunk, Document
 from knowledge.source_types import SourceType
@@ -117,21 +115,6 @@ def parse_source(
         unit.sections = without_nul(unit.sections)
     return loaded
 
-
-def without_nul(value: Any) -> Any:
-    """`value` with each NUL in its strings (in lists, dicts and dataclasses) as U+FFFD."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {without_nul(k): without_nul(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(without_nul(v) for v in value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{
-            f.name: without_nul(getattr(value, f.name)) for f in dataclasses.fields(value)
-            if f.init
-        })
-    return value
 
 
 def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) -> LoadedDocument:

@@ -5,6 +5,7 @@ No Django imports here: loaders and chunkers are pure and unit-testable.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,3 +79,19 @@ class ChunkPiece:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def without_nul(value: Any) -> Any:
+    """`value` with each NUL in its strings (in lists, dicts and dataclasses) as U+FFFD."""
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {without_nul(k): without_nul(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(without_nul(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{
+            f.name: without_nul(getattr(value, f.name)) for f in dataclasses.fields(value)
+            if f.init
+        })
+    return value
