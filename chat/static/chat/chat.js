@@ -544,7 +544,11 @@
 
   async function loadThreads(next) {
     // `next` (the API's link to the following page) appends; without it the list restarts.
+    const workspace = state.workspace;
     const page = await api(next || inWorkspace("/api/threads?origin=chat"));
+    // Another workspace was picked while this list loaded (just after the page opened):
+    // its own list is on the way, and this one must not land over it.
+    if (state.workspace !== workspace) return;
     const results = (page && page.results) || [];
     state.threads = next ? [...state.threads, ...results] : results;
     const more = page && page.next ? new URL(page.next, location.href) : null;
