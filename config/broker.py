@@ -12,6 +12,14 @@ into a sorted cache that it works through before listing again. A message is
 written under a temporary name and renamed into place, so a reader never sees
 half of one; it is taken by an atomic rename, so two workers never both get it.
 
+A taken message stays on disk, renamed for the consumer that took it, until that
+consumer acknowledges it: kombu's own deletes it on take, so a worker killed
+mid-task (SIGKILL, a crash, a container stop past its grace period) lost its
+tasks and left their documents INDEXING. Each consumer holds an flock on a file
+of its own while it lives; the kernel drops it when the process dies, and any
+consumer listing the folder then puts that consumer's messages back in line, in
+their old place, as Redis does after its visibility timeout.
+
 Registered as the `verityfs://` URL scheme (settings use it when CELERY_BROKER_URL
 is unset); everything else (exchanges in `control_folder`, the transport options)
 is kombu's.
@@ -19,16 +27,18 @@ is kombu's.
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import shutil
 import time
 import uuid
 from collections import deque
+from contextlib import suppress
 from queue import Empty
 
 from kombu.exceptions import ChannelError
-from kombu.transport import TRANSPORT_ALIASES, filesystem
+from kombu.transport import TRANSPORT_ALIASES, filesystem, virtual
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
 
@@ -57,13 +67,51 @@ def queue_of(name: str) -> str | None:
     return name.partition(".")[2][: -len(_SUFFIX)] or None
 
 
+# A taken message is ".{name}.taken-{owner}"; the owner's lock is ".owner-{owner}.lock".
+_TAKEN = ".taken-"
+
+
+def _taken_name(name: str, owner: str) -> str:
+    return f".{name}{_TAKEN}{owner}"
+
+
+def _untaken(name: str) -> tuple[str, str] | None:
+    """(message name, owner) of a taken message's file, else None."""
+    if not name.startswith(".") or _TAKEN not in name:
+        return None
+    message, _, owner = name[1:].rpartition(_TAKEN)
+    return (message, owner) if queue_of(message) and owner else None
+
+
+def _lock_name(owner: str) -> str:
+    return f".owner-{owner}.lock"
+
+
+class QoS(virtual.QoS):
+    """kombu's, telling the channel when a taken message is done with."""
+
+    def ack(self, delivery_tag) -> None:
+        super().ack(delivery_tag)
+        self.channel.settle(delivery_tag)
+
+    def reject(self, delivery_tag, requeue=False) -> None:
+        super().reject(delivery_tag, requeue=requeue)  # requeued: written anew first
+        self.channel.settle(delivery_tag)
+
+
 class Channel(filesystem.Channel):
+    QoS = QoS
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         # Messages per queue from the last listing, oldest first.
         self._pending: dict[str, deque[str]] = {}
         self._listed_at = float("-inf")
         self.listings = 0  # how often the folder was listed (tests and debugging)
+        self._owner = uuid.uuid4().hex
+        self._lock_fd: int | None = None  # taken on the first message taken
+        self._taken: dict[str, str] = {}  # delivery tag -> name of a message taken
+        self._no_ack_queues: set[str] = set()
 
     def _put(self, queue, payload, **kwargs) -> None:
         final = os.path.join(self.data_folder_out, message_name(queue))
@@ -81,10 +129,60 @@ class Channel(filesystem.Channel):
             self._list()
             pending = self._pending.get(queue)
         while pending:
-            payload = self._take(pending.popleft())
+            name = pending.popleft()
+            payload = self._take(name)
             if payload is not None:
-                return loads(bytes_to_str(payload))
+                message = loads(bytes_to_str(payload))
+                self._taken[message["properties"]["delivery_tag"]] = name
+                if queue in self._no_ack_queues:  # nothing will acknowledge it
+                    self.settle(message["properties"]["delivery_tag"])
+                return message
         raise Empty()
+
+    def basic_consume(self, queue, no_ack, *args, **kwargs):
+        if no_ack:
+            self._no_ack_queues.add(queue)
+        return super().basic_consume(queue, no_ack, *args, **kwargs)
+
+    def basic_get(self, queue, no_ack=False, **kwargs):
+        message = super().basic_get(queue, no_ack=no_ack, **kwargs)
+        if message is not None and no_ack:
+            self.settle(message.delivery_tag)
+        return message
+
+    def _restore(self, message) -> None:
+        # Put back (a reject, or the unacknowledged at shutdown): the copy written
+        # anew replaces the taken one.
+        super()._restore(message)
+        self.settle(message.delivery_tag)
+
+    def settle(self, delivery_tag) -> None:
+        """The message is acknowledged, rejected or put back: its taken copy goes."""
+        name = self._taken.pop(delivery_tag, None)
+        if name is None:
+            return
+        path = self._path(_taken_name(name, self._owner))
+        try:
+            if self.store_processed:
+                shutil.move(path, os.path.join(self.processed_folder, name))
+            else:
+                os.remove(path)
+        except FileNotFoundError:
+            pass  # put back by another consumer that took this one for dead
+        except OSError as exc:
+            raise ChannelError(f"Cannot remove {path!r} from the queue") from exc
+
+    def close(self) -> None:
+        super().close()  # puts back what it took and did not finish
+        if self._lock_fd is not None:
+            # What could not be put back is another consumer's to restore now.
+            with suppress(FileNotFoundError):
+                os.remove(self._path(_lock_name(self._owner)))
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.data_folder_in, name)
 
     def _may_list(self) -> bool:
         # The worker asks every queue in turn: an empty queue beside a full one would
@@ -97,16 +195,64 @@ class Channel(filesystem.Channel):
         self._listed_at = time.monotonic()
         self.listings += 1
         pending: dict[str, deque[str]] = {}
-        for name in sorted(os.listdir(self.data_folder_in)):
+        names = os.listdir(self.data_folder_in)
+        for name in sorted([*names, *self._put_back_from_the_dead(names)]):
             queue = queue_of(name)
             if queue is not None:
                 pending.setdefault(queue, deque()).append(name)
         self._pending = pending
 
+    def _put_back_from_the_dead(self, names: list[str]) -> list[str]:
+        """Return to the queue the messages of consumers that died holding them.
+
+        A consumer's lock that can be taken is one no living process holds; its
+        file is removed only after its messages are back, so one that is gone
+        means a consumer before us found it dead too.
+        """
+        by_owner: dict[str, list[str]] = {}
+        for name in names:
+            if (taken := _untaken(name)) and taken[1] != self._owner:
+                by_owner.setdefault(taken[1], []).append(taken[0])
+        restored: list[str] = []
+        for owner, messages in by_owner.items():
+            if not self._owner_is_dead(owner):
+                continue
+            for message in messages:
+                try:
+                    os.rename(self._path(_taken_name(message, owner)), self._path(message))
+                except FileNotFoundError:
+                    continue  # another consumer put it back first
+                restored.append(message)
+            with suppress(FileNotFoundError):
+                os.remove(self._path(_lock_name(owner)))
+        return restored
+
+    def _owner_is_dead(self, owner: str) -> bool:
+        try:
+            fd = os.open(self._path(_lock_name(owner)), os.O_RDWR)
+        except FileNotFoundError:
+            return True
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)  # our own lock, if we got it, goes with the descriptor
+        return True
+
+    def _hold_lock(self) -> None:
+        """Lock this consumer's file before it takes its first message: held while the
+        process lives, so its messages are not taken for a dead consumer's."""
+        if self._lock_fd is None:
+            fd = os.open(self._path(_lock_name(self._owner)), os.O_RDWR | os.O_CREAT, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._lock_fd = fd
+
     def _take(self, name: str) -> bytes | None:
         """The message's bytes, or None when another consumer took it first."""
-        source = os.path.join(self.data_folder_in, name)
-        claimed = os.path.join(self.data_folder_in, f".{name}.taken")
+        self._hold_lock()
+        source = self._path(name)
+        claimed = self._path(_taken_name(name, self._owner))
         try:
             os.rename(source, claimed)  # atomic: exactly one consumer wins
         except FileNotFoundError:
@@ -115,14 +261,9 @@ class Channel(filesystem.Channel):
             raise ChannelError(f"Cannot take {source!r} from the queue") from exc
         try:
             with open(claimed, "rb") as handle:
-                payload = handle.read()
-            if self.store_processed:
-                shutil.move(claimed, os.path.join(self.processed_folder, name))
-            else:
-                os.remove(claimed)
+                return handle.read()
         except OSError as exc:
             raise ChannelError(f"Cannot read {claimed!r} from the queue") from exc
-        return payload
 
     def _purge(self, queue):
         self._pending.pop(queue, None)

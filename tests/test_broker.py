@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,7 +13,7 @@ from kombu import Connection, Consumer, Exchange, Producer, Queue
 
 from config.broker import message_name, queue_of
 from knowledge.models import Document, Workspace
-from tests.conftest import SAMPLE_CORPUS
+from tests.conftest import REPO_ROOT, SAMPLE_CORPUS
 from tests.workers import manage, start_worker, worker_env
 
 
@@ -60,7 +63,8 @@ def test_three_thousand_messages_come_out_in_the_order_they_went_in(tmp_path):
         assert received == list(range(3000))
         # One listing served many messages (kombu's own lists once per message).
         assert channel.listings < 50
-        assert not list((tmp_path / "queue").iterdir())
+        left = [p.name for p in (tmp_path / "queue").iterdir()]
+        assert all(name.startswith(".owner-") for name in left), "acknowledged: gone"
 
 
 def test_a_small_queue_is_served_while_a_big_one_is_drained(tmp_path):
@@ -109,6 +113,79 @@ def test_a_taken_message_is_skipped_by_a_second_consumer(tmp_path):
             if message is not None:
                 got.append(message.payload["i"])
         assert sorted(got) == list(range(200)) and len(got) == 200
+
+
+# Another process, as a worker is: takes one message of a queue, prints it, then
+# acknowledges it when told to, or is killed holding it.
+_HOLDER = """
+import sys
+import time
+from kombu import Connection
+import config.broker
+folder, queue = sys.argv[1:]
+options = {"data_folder_in": folder + "/queue", "data_folder_out": folder + "/queue",
+           "control_folder": folder + "/control", "polling_interval": 0.01}
+with Connection("verityfs://", transport_options=options) as connection:
+    channel = connection.channel()
+    message, deadline = None, time.monotonic() + 30
+    while message is None and time.monotonic() < deadline:
+        message = channel.basic_get(queue)
+    print(message.payload["i"], flush=True)
+    if sys.stdin.readline().strip() == "ack":
+        message.ack()
+"""
+
+
+def _publish(folder: Path, queue: str, count: int) -> None:
+    # A name per test: kombu remembers the exchanges a process declared, in any folder.
+    exchange = Exchange(queue, type="direct")
+    with _connection(folder) as connection:
+        producer = Producer(connection.channel(), exchange=exchange, routing_key=queue)
+        Queue(queue, exchange, routing_key=queue)(producer.channel).declare()
+        for i in range(count):
+            producer.publish({"i": i})
+
+
+def _holder(folder: Path, queue: str) -> tuple[subprocess.Popen, int]:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(folder), queue], cwd=REPO_ROOT, text=True,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )
+    return holder, int(holder.stdout.readline())
+
+
+def _drain(folder: Path, queue: str, seconds: float) -> list[int]:
+    got: list[int] = []
+    with _connection(folder) as connection:
+        channel = connection.channel()
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if (message := channel.basic_get(queue, no_ack=True)) is not None:
+                got.append(message.payload["i"])
+    return got
+
+
+def test_a_message_taken_by_a_consumer_that_died_comes_back_in_its_place(tmp_path):
+    """A worker killed mid-task (SIGKILL, out of memory) loses nothing it had taken."""
+    _publish(tmp_path, "lost", 3)
+    holder, taken = _holder(tmp_path, "lost")
+    assert taken == 0
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    assert _drain(tmp_path, "lost", 1) == [0, 1, 2]
+
+
+def test_a_living_consumers_message_is_not_delivered_twice_and_goes_when_acknowledged(
+    tmp_path,
+):
+    _publish(tmp_path, "kept", 1)
+    holder, taken = _holder(tmp_path, "kept")
+    assert taken == 0
+    assert _drain(tmp_path, "kept", 1) == [], "held by a consumer that lives"
+    holder.communicate("ack\n", timeout=30)
+    assert holder.returncode == 0
+    assert _drain(tmp_path, "kept", 0.5) == []
+    assert list((tmp_path / "queue").iterdir()) == [], "nothing left behind"
 
 
 @pytest.mark.slow

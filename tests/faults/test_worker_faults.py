@@ -90,6 +90,50 @@ def test_sigkilled_worker_is_restarted_and_nothing_is_lost_or_doubled(workspace,
     assert_indexed_once(documents, 10)
 
 
+def test_a_worker_of_the_embedded_queue_killed_mid_task_loses_nothing(
+    workspace, tmp_path, fake
+):
+    """SIGKILL the worker of the embedded (filesystem) queue while it indexes, and start
+    another at once: the task it had taken is run again. Before, the message was gone
+    with the worker and the document stayed INDEXING until a worker started more than
+    INGEST_REQUEUE_AFTER_SECONDS after it was last touched."""
+    from tests.conftest import Fake
+
+    stall = {"seconds": 120.0}
+
+    def embeddings(body):
+        time.sleep(stall["seconds"])
+        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
+                         for i, _ in enumerate(body["input"])]}
+
+    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    env = worker_env(
+        tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(tmp_path / "home"),
+        EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1", EMBEDDING_MODEL="slow",
+    )
+    queued = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
+                    "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    document = Document.objects.get(workspace=workspace)
+    worker = start_worker(env)
+    try:
+        wait_for(lambda: Fake.requests, 60, "the worker to start indexing")
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        assert Document.objects.get(pk=document.pk).status == Document.Status.INDEXING
+        stall["seconds"] = 0
+        worker = start_worker(env)
+        wait_for(lambda: Document.objects.get(pk=document.pk).status in FINAL, 60,
+                 "the document to be indexed by the next worker")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.chunk_count == 1
+
+
 def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
     corpus = tmp_path / "bad"
     corpus.mkdir()
