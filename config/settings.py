@@ -393,6 +393,10 @@ INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
 # is named in the document's metadata["warnings"].
 OCR = env("OCR", default="auto").strip().lower()
 if OCR not in ("auto", "off"):
+# The XML of a Word file (word/document.xml, headers, footers...) in all: parsing it
+# takes up to ~100 bytes a byte, so 10 MiB peaks near 1 GB (indexing/loaders/office.py
+# DEFAULT_MAX_WORD_XML, bench/ingest_memory.py).
+INGEST_MAX_WORD_XML_BYTES = env.int("INGEST_MAX_WORD_XML_BYTES", default=10 * 1024 * 1024)
     raise ImproperlyConfigured(f"OCR must be auto or off, not {OCR!r}")
 # About 2 s a page holds a worker: a document's OCR stops after this many pages
 # (the rest are named in its warnings).

@@ -122,12 +122,14 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
         return load_fetched(
             source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES,
             max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
+            max_word_xml=settings.INGEST_MAX_WORD_XML_BYTES,
         )
     return load_bytes(
         source.data,
         filename=source.filename,
         mime=mime,
         max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
+        max_word_xml=settings.INGEST_MAX_WORD_XML_BYTES,
         dropped_blocks=frozenset(dropped_blocks),
         ocr=settings.OCR,
         ocr_max_pages=settings.OCR_MAX_PAGES,

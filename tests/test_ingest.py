@@ -317,6 +317,28 @@ BAD_INPUTS = {
 }
 
 
+def test_a_word_file_over_the_xml_setting_fails_and_names_it(
+    workspace, counting_embedder, tmp_path, settings
+):
+    import docx
+
+    word = docx.Document()
+    for i in range(200):
+        word.add_paragraph(f"Tide table entry {i}.")
+    word.save(tmp_path / "tides.docx")
+    document = sources.add_path(workspace=workspace, path=tmp_path / "tides.docx")
+
+    settings.INGEST_MAX_WORD_XML_BYTES = 100_000  # python-docx's template alone has 0.8 MB
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.FAILED
+    assert outcome.error.startswith("Word file is too large to parse")
+    assert "INGEST_MAX_WORD_XML_BYTES" in outcome.error
+
+    settings.INGEST_MAX_WORD_XML_BYTES = 10_000_000
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.INDEXED
+
+
 def test_bad_inputs_fail_with_clear_errors_and_do_not_stop_the_batch(
     workspace, counting_embedder, tmp_path, settings
 ):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from functools import lru_cache
 
 # One match per "segment" that we price independently. Identifiers are split
@@ -66,26 +67,68 @@ def segment_cost(segment: str) -> int:
     return _segment_cost(len(segment), segment[0].isdigit())
 
 
+# Longer texts are read a window of about this many characters at a time:
+# listing every segment of a long run without spaces (base64, minified data)
+# at once took about 120 bytes of memory per character.
+_WINDOW_CHARS = 1 << 16
+
+
 def count_tokens(text: str) -> int:
     """Estimated number of all-MiniLM-L6-v2 WordPiece tokens in `text`."""
+    if len(text) <= _WINDOW_CHARS:
+        return _count_window(text, 0, len(text))
+    return _count_range(text, 0, len(text))
+
+
+def _count_window(text: str, start: int, end: int) -> int:
     # Counting segment lengths runs in C; there are only a few distinct
     # lengths to price afterwards. This is the chunkers' hot path.
-    lengths = Counter(map(len, _SEGMENT_RE.findall(text)))
+    lengths = Counter(map(len, _SEGMENT_RE.findall(text, start, end)))
     total = sum(count * _segment_cost(length, False) for length, count in lengths.items())
-    for digits in _LONG_DIGITS_RE.findall(text):
+    for digits in _LONG_DIGITS_RE.findall(text, start, end):
         total += _segment_cost(len(digits), True) - _segment_cost(len(digits), False)
     return total
 
 
+def _count_range(text: str, start: int, end: int) -> int:
+    """count_tokens(text[start:end]) without copying it, in bounded memory."""
+    total = 0
+    while start < end:
+        stop = _window_end(text, start, end)
+        total += _count_window(text, start, stop)
+        start = stop
+    return total
+
+
+def _window_end(text: str, start: int, end: int) -> int:
+    """A segment boundary of text[start:end] about _WINDOW_CHARS past `start`, else `end`.
+
+    The segment regex never looks behind, and a scan started inside a segment
+    matches the rest of it; so the first match scanned from any offset ends
+    where the segment holding that offset ends (tests/unit/test_chunking_memory.py
+    checks this on adversarial text). Cutting there splits no segment, so by
+    additivity the windows' counts sum to the whole count.
+    """
+    if end - start <= _WINDOW_CHARS:
+        return end
+    match = _SEGMENT_RE.search(text, start + _WINDOW_CHARS, end)
+    return match.end() if match else end
+
+
 def token_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, int]]:
     """(start, end, cost) of every segment in text[start:end], in absolute offsets."""
-    stop = len(text) if end is None else end
-    spans = []
-    for match in _SEGMENT_RE.finditer(text, start, stop):
-        segment = match.group()
-        cost = 1 if len(segment) <= _DIGIT_FREE_CHARS else segment_cost(segment)
-        spans.append((match.start(), match.end(), cost))
-    return spans
+    return list(_iter_spans(text, start, len(text) if end is None else end))
+
+
+def _iter_spans(text: str, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+    # Lazy, and without copying segments: one segment may be megabytes long.
+    for match in _SEGMENT_RE.finditer(text, start, end):
+        seg_start, seg_end = match.span()
+        length = seg_end - seg_start
+        if length <= _DIGIT_FREE_CHARS:
+            yield seg_start, seg_end, 1
+        else:
+            yield seg_start, seg_end, _segment_cost(length, text[seg_start].isdigit())
 
 
 def max_chars_for(budget: int, is_digit: bool) -> int:
@@ -112,7 +155,7 @@ def split_by_tokens(text: str, start: int, end: int, max_tokens: int) -> list[tu
     piece_cost = 0
     for match in _WORD_RE.finditer(text, start, end):
         word_start, word_end = match.span()
-        word_cost = count_tokens(match.group())
+        word_cost = _count_range(text, word_start, word_end)
         if piece_start >= 0 and piece_cost + word_cost <= budget:
             piece_end = word_end
             piece_cost += word_cost
@@ -125,8 +168,7 @@ def split_by_tokens(text: str, start: int, end: int, max_tokens: int) -> list[tu
             continue
         # The word alone is over budget: pack its segments instead, keeping
         # the last partial piece open so the following words can join it.
-        segments = token_spans(text, word_start, word_end)
-        for seg_start, seg_end, seg_cost in _split_segments(text, segments, budget):
+        for seg_start, seg_end, seg_cost in _word_segments(text, word_start, word_end, budget):
             if piece_start >= 0 and piece_cost + seg_cost <= budget:
                 piece_end = seg_end
                 piece_cost += seg_cost
@@ -139,19 +181,21 @@ def split_by_tokens(text: str, start: int, end: int, max_tokens: int) -> list[tu
     return pieces
 
 
-def _split_segments(
-    text: str, segments: list[tuple[int, int, int]], budget: int
-) -> list[tuple[int, int, int]]:
-    """Segments of one over-budget word, with over-budget segments cut by chars."""
-    out: list[tuple[int, int, int]] = []
-    for seg_start, seg_end, seg_cost in segments:
+def _word_segments(
+    text: str, start: int, end: int, budget: int
+) -> Iterator[tuple[int, int, int]]:
+    """Segments of one over-budget word, with over-budget segments cut by chars.
+
+    Yielded one at a time: the word may be a run of megabytes without spaces,
+    whose segment list alone would take many times its size.
+    """
+    for seg_start, seg_end, seg_cost in _iter_spans(text, start, end):
         if seg_cost <= budget:
-            out.append((seg_start, seg_end, seg_cost))
+            yield seg_start, seg_end, seg_cost
             continue
         # Pieces of one segment must never share a chunk (their costs are not
         # additive once rejoined); full-size pieces guarantee that.
         step = max_chars_for(budget, text[seg_start].isdigit())
         for piece_start in range(seg_start, seg_end, step):
             piece_end = min(piece_start + step, seg_end)
-            out.append((piece_start, piece_end, count_tokens(text[piece_start:piece_end])))
-    return out
+            yield piece_start, piece_end, count_tokens(text[piece_start:piece_end])

@@ -49,6 +49,12 @@ MAX_COMPRESSION_RATIO = 100
 # only says "bomb" once the member is big enough to hurt.
 RATIO_CHECK_MIN_BYTES = 1024 * 1024
 MAX_MEMBERS = 10_000
+# Parsing a Word file takes up to ~100 bytes of memory per byte of its XML (a document
+# of one-word paragraphs: python-docx's and unstructured's objects for each of them),
+# ~6 for ordinary prose (bench/ingest_memory.py). 10 MiB of XML keeps the worst case
+# near 1 GB, where the total cap alone let it reach ~15 GB.
+DEFAULT_MAX_WORD_XML = 10 * 1024 * 1024
+_CONTENT_TYPES_NS = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
@@ -117,12 +123,60 @@ def check_zip(data: bytes, *, kind: str, max_uncompressed: int) -> None:
         )
 
 
+def check_word_xml(archive: zipfile.ZipFile, *, max_xml: int) -> None:
+    """Refuse a Word file whose XML parts expand to more than `max_xml` bytes in all.
+
+    A part counts as XML by the content type its [Content_Types].xml gives it, the
+    way python-docx picks the parts it parses: the main document may be stored
+    under any name, and headers, footers and comments are parsed beside it.
+    """
+    types = archive.getinfo("[Content_Types].xml")
+    if types.file_size > max_xml:
+        raise IngestError(_word_xml_error(types.file_size, types, max_xml))
+    try:
+        # The ZIP check bounds this read; expat refuses entity-expansion bombs.
+        root = ElementTree.fromstring(archive.read(types))
+    except (ElementTree.ParseError, zipfile.BadZipFile, ValueError, OSError):
+        raise IngestError("Could not read Word file: corrupt Office file") from None
+    defaults = {
+        node.get("Extension", "").lower(): node.get("ContentType", "")
+        for node in root.iter(f"{_CONTENT_TYPES_NS}Default")
+    }
+    overrides = {
+        node.get("PartName", "").lower(): node.get("ContentType", "")
+        for node in root.iter(f"{_CONTENT_TYPES_NS}Override")
+    }
+    total = 0
+    largest = types
+    for member in archive.infolist():
+        name = member.filename.lower()
+        content_type = overrides.get(f"/{name}") or defaults.get(name.rpartition(".")[2], "")
+        if member is types or content_type.lower().endswith("xml"):
+            total += member.file_size
+            largest = max(largest, member, key=lambda info: info.file_size)
+    if total > max_xml:
+        raise IngestError(_word_xml_error(total, largest, max_xml))
+
+
+def _word_xml_error(total: int, largest: zipfile.ZipInfo, max_xml: int) -> str:
+    return (
+        f"Word file is too large to parse: its XML expands to {total / 1e6:.1f} MB "
+        f"({largest.filename!r} {largest.file_size / 1e6:.1f} MB of it), over the "
+        f"{max_xml / 1e6:.1f} MB limit; the INGEST_MAX_WORD_XML_BYTES setting raises it"
+    )
+
+
 def _office_kind(ext: str) -> str:
     return {".docx": "Word", ".pptx": "PowerPoint"}[ext]
 
 
 def load_office(
-    data: bytes, *, filename: str, ext: str, max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+    data: bytes,
+    *,
+    filename: str,
+    ext: str,
+    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
+    max_word_xml: int = DEFAULT_MAX_WORD_XML,
 ) -> LoadedDocument:
     if ext not in _MAIN_PARTS:
         raise ValueError(f"not an Office extension: {ext}")
@@ -132,6 +186,8 @@ def load_office(
         names = set(archive.namelist())
         if "[Content_Types].xml" not in names or _MAIN_PARTS[ext] not in names:
             raise IngestError(f"Could not read {kind} file: corrupt Office file")
+        if ext == ".docx":
+            check_word_xml(archive, max_xml=max_word_xml)
         core_title = _core_title(archive) if "docProps/core.xml" in names else None
 
     partition = _partitioners()[ext]

@@ -19,7 +19,7 @@ from indexing.loaders.detect import load_bytes, source_type_for
 from indexing.loaders.html import html_to_document
 from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
-from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED
+from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED, DEFAULT_MAX_WORD_XML
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.text import decode_text, normalize_newlines
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -501,6 +501,7 @@ def _load_as_download(
     ocr: str | OcrEngine | None,
     ocr_max_pages: int | None,
     max_uncompressed: int,
+    max_word_xml: int,
 ) -> LoadedDocument:
     """What uploading `data` under the URL's file name gives, every unit located by the URL.
 
@@ -511,6 +512,7 @@ def _load_as_download(
         filename=_url_filename(url),
         mime=mime,
         max_uncompressed=max_uncompressed,
+        max_word_xml=max_word_xml,
         ocr=ocr,
         ocr_max_pages=ocr_max_pages,
     )
@@ -525,10 +527,12 @@ def load_fetched(
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
+    max_word_xml: int = DEFAULT_MAX_WORD_XML,
 ) -> LoadedDocument:
     """Parse a fetched resource by its Content-Type (falling back to the URL's extension).
 
-    `ocr`, `ocr_max_pages` and `max_uncompressed` are `load_bytes`'s upload limits.
+    `ocr`, `ocr_max_pages`, `max_uncompressed` and `max_word_xml` are `load_bytes`'s
+    upload limits.
     """
     url = resource.url
     ctype, charset = _split_content_type(resource.content_type)
@@ -557,6 +561,7 @@ def load_fetched(
         doc = _load_as_download(
             text.encode("utf-8"), url=url, mime=ctype, ocr=ocr,
             ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
+            max_word_xml=max_word_xml,
         )  # fmt: skip
     elif ctype == "text/plain":
         text = _decode_web_text(data, charset)
@@ -571,6 +576,7 @@ def load_fetched(
         doc = _load_as_download(
             data, url=url, mime=ctype or None, ocr=ocr,
             ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
+            max_word_xml=max_word_xml,
         )  # fmt: skip
     doc.metadata.update(meta)
     return doc
@@ -586,6 +592,7 @@ def load_url(
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
+    max_word_xml: int = DEFAULT_MAX_WORD_XML,
 ) -> LoadedDocument:
     resource = fetch_url(
         url,
@@ -595,5 +602,6 @@ def load_url(
         max_redirects=max_redirects,
     )
     return load_fetched(
-        resource, ocr=ocr, ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed
-    )
+        resource, ocr=ocr, ocr_max_pages=ocr_max_pages,
+        max_uncompressed=max_uncompressed, max_word_xml=max_word_xml,
+    )  # fmt: skip

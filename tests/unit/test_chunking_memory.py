@@ -1,0 +1,214 @@
+"""Inputs that once took memory out of proportion to their size: a long run without
+spaces in the chunker, a Word file of many tiny paragraphs in its loader.
+
+Pure tests: no Django, no database.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import random
+import time
+import tracemalloc
+import zipfile
+
+import docx
+import pytest
+
+from indexing.chunking import ChunkBudget, chunk_unit, count_tokens, tokens
+from indexing.chunking.tokens import max_chars_for, split_by_tokens, token_spans
+from indexing.loaders import load_bytes
+from indexing.loaders.office import load_office
+from indexing.types import KIND_PROSE, IngestError, RawUnit
+
+# --- the chunker --------------------------------------------------------------------
+
+
+def split_as_before(text: str, start: int, end: int, max_tokens: int) -> list[tuple[int, int, int]]:
+    """split_by_tokens as it was before it read long words lazily: the oracle."""
+    budget = max(max_tokens, 1)
+    pieces: list[tuple[int, int, int]] = []
+    piece_start, piece_end, piece_cost = -1, -1, 0
+    for match in tokens._WORD_RE.finditer(text, start, end):
+        word_start, word_end = match.span()
+        word_cost = count_tokens(match.group())
+        if piece_start >= 0 and piece_cost + word_cost <= budget:
+            piece_end, piece_cost = word_end, piece_cost + word_cost
+            continue
+        if piece_start >= 0:
+            pieces.append((piece_start, piece_end, piece_cost))
+            piece_start = -1
+        if word_cost <= budget:
+            piece_start, piece_end, piece_cost = word_start, word_end, word_cost
+            continue
+        segments = []
+        for seg_start, seg_end, seg_cost in token_spans(text, word_start, word_end):
+            if seg_cost <= budget:
+                segments.append((seg_start, seg_end, seg_cost))
+                continue
+            step = max_chars_for(budget, text[seg_start].isdigit())
+            for cut in range(seg_start, seg_end, step):
+                cut_end = min(cut + step, seg_end)
+                segments.append((cut, cut_end, count_tokens(text[cut:cut_end])))
+        for seg_start, seg_end, seg_cost in segments:
+            if piece_start >= 0 and piece_cost + seg_cost <= budget:
+                piece_end, piece_cost = seg_end, piece_cost + seg_cost
+                continue
+            if piece_start >= 0:
+                pieces.append((piece_start, piece_end, piece_cost))
+            piece_start, piece_end, piece_cost = seg_start, seg_end, seg_cost
+    if piece_start >= 0:
+        pieces.append((piece_start, piece_end, piece_cost))
+    return pieces
+
+
+def base64_run(chars: int, seed: int = 5) -> str:
+    return base64.b64encode(random.Random(seed).randbytes(chars * 3 // 4 + 3)).decode()[:chars]
+
+
+# Every kind of segment boundary the estimate draws: camelCase humps, acronyms in front
+# of words (HTTPServer), digit runs, accents, CJK, punctuation.
+ADVERSARIAL = "aAbBzZ09É é東_.-+/= \n"
+
+
+def adversarial_texts(count: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    texts = [base64_run(600, seed), "HTTPServer" * 40, "x" * 900, "1234567" * 90]
+    for _ in range(count):
+        spaces = rng.random() < 0.5  # half of them one run without spaces
+        alphabet = ADVERSARIAL if spaces else ADVERSARIAL.replace(" ", "").replace("\n", "")
+        texts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300))))
+    return texts
+
+
+def test_spaceless_runs_are_cut_into_the_same_pieces_as_before() -> None:
+    for text in adversarial_texts(300, seed=11):
+        for budget in (1, 2, 7, 40, 200):
+            assert split_by_tokens(text, 0, len(text), budget) == split_as_before(
+                text, 0, len(text), budget
+            )
+
+
+def test_windows_cut_between_segments_so_counts_and_pieces_do_not_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    texts = adversarial_texts(300, seed=12)
+    expected = [
+        (count_tokens(text), [split_as_before(text, 0, len(text), b) for b in (1, 5, 60)])
+        for text in texts
+    ]
+    # Windows a few characters wide put a cut next to every kind of segment.
+    for window in (1, 2, 3, 5, 8, 13):
+        monkeypatch.setattr(tokens, "_WINDOW_CHARS", window)
+        for text, (cost, pieces) in zip(texts, expected, strict=True):
+            assert count_tokens(text) == cost
+            assert [split_by_tokens(text, 0, len(text), b) for b in (1, 5, 60)] == pieces
+
+
+def test_a_long_run_without_spaces_is_cut_in_bounded_memory() -> None:
+    text = base64_run(300_000)
+    tracemalloc.start()
+    try:
+        pieces = split_by_tokens(text, 0, len(text), 200)
+        split_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        chunks = chunk_unit(
+            RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=[]), ChunkBudget()
+        )
+        chunk_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # Listing every segment at once took 110 bytes a character; the pieces and the
+    # chunks' own texts take about 2.5.
+    assert split_peak < 8 * len(text)
+    assert chunk_peak < 8 * len(text)
+    assert "".join(text[s:e] for s, e, _ in pieces) == text
+    assert all(count_tokens(text[s:e]) == cost <= 200 for s, e, cost in pieces)
+    assert all(chunk.token_count <= 200 for chunk in chunks)
+    assert chunks[0].locator["char_start"] == 0 and chunks[-1].locator["char_end"] == len(text)
+
+
+# --- the Word loader ----------------------------------------------------------------
+
+WORDS = "the quick brown fox jumps over a lazy dog while seven engineers review".split()
+
+
+def docx_with_paragraphs(
+    paragraphs: list[str], *, main_part: str = "word/document.xml"
+) -> bytes:
+    """A real Word file (python-docx's template) whose body is `paragraphs`, stored as
+    `main_part`; a main part stored elsewhere leaves an empty decoy document.xml."""
+    template = io.BytesIO()
+    docx.Document().save(template)
+    source = zipfile.ZipFile(template)
+    xml = source.read("word/document.xml").decode()
+    head, rest = xml.split("<w:body>", 1)
+    tail = "<w:sectPr" + rest.split("<w:sectPr", 1)[1]
+    body = "".join(f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>" for text in paragraphs)
+    document = f"{head}<w:body>{body}{tail}".encode()
+    renamed = main_part != "word/document.xml"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            part = source.read(info.filename)
+            if renamed:
+                # python-docx follows the package's relationships and content types,
+                # whatever the main part is called.
+                part = part.replace(b"/word/document.xml", f"/{main_part}".encode())
+                part = part.replace(b'"word/document.xml"', f'"{main_part}"'.encode())
+            if info.filename == "word/document.xml" and renamed:
+                folder, name = main_part.rsplit("/", 1)
+                archive.writestr(main_part, document)
+                archive.writestr(
+                    f"{folder}/_rels/{name}.rels",
+                    source.read("word/_rels/document.xml.rels"),
+                )
+                part = f"{head}<w:body>{tail}".encode()
+            elif info.filename == "word/document.xml":
+                part = document
+            archive.writestr(info.filename, part)
+    return out.getvalue()
+
+
+def tiny_paragraphs(xml_bytes: int, seed: int = 3) -> list[str]:
+    rng = random.Random(seed)
+    count = xml_bytes // len("<w:p><w:r><w:t>engineers</w:t></w:r></w:p>")
+    return [rng.choice(WORDS) for _ in range(count)]
+
+
+def test_a_word_file_with_more_xml_than_the_default_limit_is_refused_unparsed() -> None:
+    data = docx_with_paragraphs(tiny_paragraphs(11 * 1024 * 1024))
+    assert len(data) < 2_000_000  # random words: no zip bomb by its ratio
+    started = time.monotonic()
+    with pytest.raises(IngestError) as refused:
+        load_bytes(data, filename="many-paragraphs.docx")
+    # Parsed, it would take over a minute and ~0.8 GB; refused from the zip's directory.
+    assert time.monotonic() - started < 5
+    message = str(refused.value)
+    assert "'word/document.xml'" in message and "INGEST_MAX_WORD_XML_BYTES" in message
+    assert "over the 10.5 MB limit" in message
+
+
+def test_the_word_xml_limit_is_a_parameter_and_says_what_was_too_large() -> None:
+    # python-docx's template holds 0.8 MB of XML (styles), the body 0.7 MB more.
+    data = docx_with_paragraphs(["Run the installer and accept the licence."] * 10_000)
+    with pytest.raises(IngestError) as refused:
+        load_office(data, filename="manual.docx", ext=".docx", max_word_xml=1_000_000)
+    assert str(refused.value) == (
+        "Word file is too large to parse: its XML expands to 1.6 MB ('word/document.xml' "
+        "0.7 MB of it), over the 1.0 MB limit; the INGEST_MAX_WORD_XML_BYTES setting raises it"
+    )
+    loaded = load_office(data, filename="manual.docx", ext=".docx", max_word_xml=2_000_000)
+    assert loaded.text.startswith("Run the installer")
+
+
+def test_a_main_document_stored_under_another_name_counts_too() -> None:
+    small = docx_with_paragraphs(["Hidden body text."] * 50, main_part="word/body.bin")
+    # python-docx reads the body from where the package's relationships point...
+    assert load_office(small, filename="renamed.docx", ext=".docx").text.startswith("Hidden")
+    # ... so that is the part the limit counts, whatever word/document.xml holds.
+    data = docx_with_paragraphs(["Hidden body text."] * 12_000, main_part="word/body.bin")
+    assert zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").file_size < 2_000
+    with pytest.raises(IngestError, match=r"\('word/body\.bin' 0\.6 MB of it\)"):
+        load_office(data, filename="renamed.docx", ext=".docx", max_word_xml=1_000_000)
