@@ -31,11 +31,8 @@ from knowledge.source_types import SourceType
 logger = logging.getLogger(__name__)
 
 # Errors worth retrying: the input may be fine, the infrastructure was not.
-TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
-    EmbeddingError,
-    OperationalError,
-    DBInterfaceError,
-)
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, DBInterfaceError)
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (EmbeddingError, *DATABASE_ERRORS)
 # Document.metadata key: signatures of the blocks its folder's pages repeat
 # (navigation, footers), found when the folder was registered (sources.add_directory).
 REPEATED_BLOCKS_KEY = "repeated_blocks"

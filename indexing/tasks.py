@@ -33,6 +33,7 @@ _GRACE = min(60, settings.INGEST_TASK_TIME_LIMIT)
     bind=True, base=_IndexingTask, acks_late=True, reject_on_worker_lost=True,
     ignore_result=True, soft_time_limit=settings.INGEST_TASK_TIME_LIMIT,
     time_limit=settings.INGEST_TASK_TIME_LIMIT + _GRACE,
+    max_retries=None,  # counted below: INGEST_TASK_MAX_RETRIES, a database outage aside
 )
 def index_document_task(self, document_id: int, force: bool = False) -> str:
     try:
@@ -60,19 +61,25 @@ def index_document_task(self, document_id: int, force: bool = False) -> str:
     except Document.DoesNotExist:
         return "DELETED"  # removed while queued: nothing to do
     except pipeline.TRANSIENT_ERRORS as exc:
-        if self.request.retries >= settings.INGEST_TASK_MAX_RETRIES:
+        # A database outage is waited out however long it lasts: without the database
+        # not even the failure can be recorded, and a task given up would leave the
+        # document INDEXING (or PENDING) with no task to finish it. (Not when eager:
+        # retries then run inline, one inside the other, with no wait between them.)
+        waits_out = isinstance(exc, pipeline.DATABASE_ERRORS) and not self.request.is_eager
+        if self.request.retries >= settings.INGEST_TASK_MAX_RETRIES and not waits_out:
             attempts = self.request.retries + 1
-            status = pipeline.mark_failed(
-                document_id=document_id, message=f"Gave up after {attempts} attempts: {exc}"
-            ).status
-            pipeline.note_task_end(document_id=document_id)
-            return status
+            try:
+                status = pipeline.mark_failed(
+                    document_id=document_id, message=f"Gave up after {attempts} attempts: {exc}"
+                ).status
+                pipeline.note_task_end(document_id=document_id)
+                return status
+            except pipeline.DATABASE_ERRORS as outage:
+                if self.request.is_eager:
+                    raise
+                exc = outage
         # 2, 4, 8 … seconds, capped: a database restart or an API blip passes.
-        raise self.retry(
-            exc=exc,
-            countdown=min(2 ** (self.request.retries + 1), 300),
-            max_retries=settings.INGEST_TASK_MAX_RETRIES,
-        ) from exc
+        raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), 300)) from exc
 
 
 def _index_workspace_when_large(workspace_id: int, chunks_before: int) -> None:

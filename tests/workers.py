@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -106,3 +108,61 @@ class RedisServer:
             self.process.terminate()
             self.process.wait(timeout=30)
         self.process = None
+
+
+class DatabaseProxy:
+    """A TCP port on loopback that forwards to the test database, and can be taken down.
+
+    Down, nothing listens: a connection is refused, as when PostgreSQL is stopped.
+    Workers pointed at `url` see the outage; the test itself keeps its own connection.
+    """
+
+    def __init__(self) -> None:
+        db = connection.settings_dict
+        port = int(db["PORT"] or 5432)
+        if db["HOST"].startswith("/"):  # the embedded pgserver's socket directory
+            self.family, self.target = socket.AF_UNIX, f"{db['HOST']}/.s.PGSQL.{port}"
+        else:
+            self.family, self.target = socket.AF_INET, (db["HOST"] or "127.0.0.1", port)
+        credentials = f"{quote(db['USER'])}:{quote(db['PASSWORD'] or '')}"
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"postgres://{credentials}@127.0.0.1:{self.port}/{db['NAME']}"
+        self._listener: socket.socket | None = None
+
+    def up(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen()
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # taken down
+            server = socket.socket(self.family)
+            server.connect(self.target)
+            for source, sink in ((client, server), (server, client)):
+                threading.Thread(target=_pump, args=(source, sink), daemon=True).start()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while data := source.recv(65536):
+            sink.sendall(data)
+    except OSError:
+        pass
+    finally:
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)

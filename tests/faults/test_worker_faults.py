@@ -16,7 +16,7 @@ import pytest
 from knowledge.models import Document
 from tests.conftest import REPO_ROOT
 from tests.test_ingest import zip_bomb_docx
-from tests.workers import manage, start_worker, worker_env
+from tests.workers import DatabaseProxy, database_url, manage, start_worker, worker_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 FINAL = (Document.Status.INDEXED, Document.Status.FAILED)
@@ -132,6 +132,32 @@ def test_a_worker_of_the_embedded_queue_killed_mid_task_loses_nothing(
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED, document.last_error
     assert document.chunk_count == 1
+
+
+def test_a_database_outage_longer_than_the_retries_is_waited_out(workspace, tmp_path):
+    """The database goes away before the worker takes the task and comes back after the
+    task's retries (INGEST_TASK_MAX_RETRIES) would have run out: the document is indexed.
+    Before, the last retry's attempt to record the failure failed too, the task ended,
+    and the document stayed PENDING with nothing left to index it."""
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    database = DatabaseProxy()
+    env = worker_env(tmp_path, DATABASE_URL=database.url, INGEST_TASK_MAX_RETRIES="1")
+    queued = manage({**env, "DATABASE_URL": database_url()}, "ingest",
+                    str(tmp_path / "note.md"), "--workspace", workspace.slug, "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    worker = start_worker(env)
+    try:
+        # Tries at 0, 2 and 6 s: the third is past the one retry allowed.
+        time.sleep(9)
+        database.up()
+        wait_for(lambda: Document.objects.get(workspace=workspace).status in FINAL, 60,
+                 "the document to be indexed once the database is back")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        database.down()
+    document = Document.objects.get(workspace=workspace)
+    assert document.status == Document.Status.INDEXED, document.last_error
 
 
 def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
