@@ -431,6 +431,8 @@ INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
 # again each time) is FAILED instead of tried again: a file that runs every worker out
 # of memory must not loop for good.
 INGEST_MAX_WORKER_LOSSES = env.int("INGEST_MAX_WORKER_LOSSES", default=2)
+# Retries of an indexing task whose embedding API fails (2, 4, 8 … s apart); a database
+# outage is waited out however long it lasts.
 # An indexing task still running after this many seconds is stopped and its document
 # FAILED, saying so; a task that does not stop is killed a minute later (its document
 # FAILED the same way), and neither comes back: a document that hangs a loader must not
