@@ -171,7 +171,9 @@ def page_sections(page_texts: list[str], entries: list[OutlineEntry]) -> list[li
 
     A bookmark starts at its title when the title is found on its page, else at
     the top of the page; text before a page's first bookmark continues the
-    section the previous page ended in.
+    section the previous page ended in. Chapter labels printed just above the title
+    ("Chapter 2" over "Results") start its section with it: left to the section
+    before, a citation would point at a lone "Chapter 2" under the previous chapter.
     """
     by_page: dict[int, list[OutlineEntry]] = {}
     for entry in entries:
@@ -182,7 +184,7 @@ def page_sections(page_texts: list[str], entries: list[OutlineEntry]) -> list[li
         sections: list[Section] = []
         cursor = 0
         for entry in by_page.get(index, []):
-            offset = _find_title(text, entry.title, cursor)
+            offset = _labels_above(text, _find_title(text, entry.title, cursor), cursor)
             if offset > cursor:
                 sections.append(Section(cursor, offset, tuple(t for _, t in stack)))
             while stack and stack[-1][0] >= entry.level:
@@ -198,41 +200,92 @@ def page_sections(page_texts: list[str], entries: list[OutlineEntry]) -> list[li
 # A heading's own line may number it: "2.1 Methods", "IV. Results", "A Appendix".
 _NUMBERING = r"(?:(?:\d+|[IVXLC]+|[A-Z])(?:\.\d+)*\.?[ \t]+)?"
 
+# A book's chapter label: "Chapter 2", "CHAPTER II", "Part One", "Appendix A", "Section 3.1".
+# The label word is capitalized (case-sensitive even where a title is matched in any case),
+# so that prose wrapped to a line "chapter 2" is no label.
+_LABEL_WORDS = ("Chapter", "Part", "Appendix", "Annex", "Section", "Book", "Volume", "Unit",
+                "Lesson")  # fmt: skip
+_UNITS = ("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+          "fifteen sixteen seventeen eighteen nineteen").split()  # fmt: skip
+_TENS = "twenty thirty forty fifty sixty seventy eighty ninety".split()
+_KEYWORD = "|".join(w for word in _LABEL_WORDS for w in (word, word.upper()))
+_NUMBER_WORD = rf"(?i:(?:{'|'.join(_TENS)})(?:[- ](?:{'|'.join(_UNITS)}))?|{'|'.join(_UNITS)})"
+_ORDINAL = rf"(?:\d+(?:\.\d+)*|[IVXLCDM]+|[A-Z]|{_NUMBER_WORD})"
+
+
+def _label(gap: str) -> str:
+    """A label word and its number, `gap` between them: a label set in display type may put
+    its number on a line of its own ("CHAPTER" over a large "2"). The number is required:
+    a lone "Section" or "Volume" line is as likely a table's header."""
+    return rf"(?-i:(?:{_KEYWORD}){gap}{_ORDINAL}\b)"
+
+
+_LABEL = _label(r"[ \t]+")
+_STACKED_LABEL = _label(r"\s+")  # its number may stand on the next line
+# A heading line may open with its label: "Chapter 2: Results", "CHAPTER II - RESULTS".
+_PREFIX = rf"(?:{_LABEL}[ \t]*[.:—–-]?[ \t]+)?{_NUMBERING}"
+# Label lines, blank lines allowed between them, up to the heading's line.
+_LABELS_ABOVE = re.compile(rf"(?:^[ \t]*{_STACKED_LABEL}[ \t]*[.:]?[ \t]*\n\s*)+\Z", re.MULTILINE)
+_LABEL_REACH = 200  # characters above a heading that its labels may take
+# An outline title naming its label before the heading: "Chapter 2: Results".
+_LABELED_TITLE = re.compile(rf"{_LABEL}[ \t]*[.:—–-]?[ \t]+(\S.*)")
+_MID_SENTENCE = re.compile(r"[a-z,;]\s*\Z")  # text that a next line continues
+
+
+def _labels_above(text: str, offset: int, floor: int) -> int:
+    """Where the chapter label lines directly above the heading at `offset` start, else
+    offset; never before `floor` (the section before on this page keeps its own lines)."""
+    match = _LABELS_ABOVE.search(text, max(floor, offset - _LABEL_REACH), offset)
+    if match is None:
+        return offset
+    line_end = text.index("\n", match.start())
+    if text[match.start() : line_end].rstrip().endswith(".") and _MID_SENTENCE.search(
+        text, floor, match.start()
+    ):
+        # "…as described in\nSection 3." ends the last sentence of the section before.
+        return _labels_above(text, offset, line_end + 1)
+    return match.start()
+
 
 def _find_title(text: str, title: str, start: int) -> int:
     """Where `title` starts in `text` at or after `start`, else start.
 
-    A heading is a line of its own: a line that is the title (numbered or not) is taken
-    first, in the title's case before any case ("3 RESULTS" for the bookmark "Results"
-    before a line of prose opening "Results from the second site…"), then a line opening
-    with it, likewise; only then the title's words anywhere, so that "the introduction
-    of" mid-sentence or a running header "Acme report · Introduction" above it does not
-    start the section.
+    A heading is a line of its own: a line that is the title (numbered or labeled, or not)
+    is taken first, in the title's case before any case ("3 RESULTS" for the bookmark
+    "Results" before a line of prose opening "Results from the second site…"), then a line
+    opening with it, likewise; then, for a title naming its chapter ("Chapter 2: Results"),
+    its heading alone, as a book prints it under the label; only then the title's words
+    anywhere, so that "the introduction of" mid-sentence or a running header
+    "Acme report · Introduction" above it does not start the section.
     """
-    words = title.split()
-    if not words:
+    if not title.split():
         return start
-    spaced = r"[ \t]+".join(re.escape(w) for w in words)
-    anywhere = r"\s+".join(re.escape(w) for w in words)
-    tiers = (
-        (rf"^[ \t]*{_NUMBERING}({spaced})[ \t]*$", re.MULTILINE),
-        (rf"^[ \t]*{_NUMBERING}({spaced})[ \t]*$", re.MULTILINE | re.IGNORECASE),
-        (rf"^[ \t]*{_NUMBERING}({spaced})", re.MULTILINE),
-        (rf"^[ \t]*{_NUMBERING}({spaced})", re.MULTILINE | re.IGNORECASE),
-        (rf"({anywhere})", 0),
-        (rf"({anywhere})", re.IGNORECASE),
-    )
-    for pattern, flags in tiers:
-        match = re.compile(pattern, flags).search(text, start)
+    labeled = _LABELED_TITLE.fullmatch(title)
+    names = (title, labeled.group(1)) if labeled else (title,)
+    for pattern in [p for name in names for p in _line_patterns(name)] + _anywhere(title):
+        match = pattern.search(text, start)
         if match:
             return _line_start(text, match.start(1))
     return start
 
 
+def _line_patterns(title: str) -> list[re.Pattern[str]]:
+    """A line that is `title`, then a line opening with it: in its case, then in any case."""
+    spaced = r"[ \t]+".join(re.escape(w) for w in title.split())
+    whole, opening = rf"^[ \t]*{_PREFIX}({spaced})[ \t]*$", rf"^[ \t]*{_PREFIX}({spaced})"
+    return [re.compile(pattern, re.MULTILINE | case)
+            for pattern in (whole, opening) for case in (0, re.IGNORECASE)]  # fmt: skip
+
+
+def _anywhere(title: str) -> list[re.Pattern[str]]:
+    anywhere = r"\s+".join(re.escape(w) for w in title.split())
+    return [re.compile(rf"({anywhere})"), re.compile(rf"({anywhere})", re.IGNORECASE)]
+
+
 def _line_start(text: str, offset: int) -> int:
-    """The start of the line holding `offset` when only its numbering precedes it there."""
+    """The start of the line holding `offset` when only its label or numbering precedes it."""
     line = text.rfind("\n", 0, offset) + 1
-    return line if re.fullmatch(rf"[ \t]*{_NUMBERING}", text[line:offset]) else offset
+    return line if re.fullmatch(rf"[ \t]*{_PREFIX}", text[line:offset]) else offset
 
 
 def page_labels(reader: PdfReader) -> list[str] | None:
