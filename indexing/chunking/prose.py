@@ -152,9 +152,15 @@ def _bare_heading(text: str, section: Section) -> bool:
     line = text[paragraphs[0][0] : paragraphs[0][1]]
     if _MARKDOWN_HEADING_RE.match(line) and "\n" not in line:
         return True
-    # A loader's section starts at its heading: only the heading's own words are bare.
-    name = section.heading_path[-1] if section.heading_path else None
-    return name is not None and " ".join(line.split()) == " ".join(name.split())
+    # A loader's section starts at its heading: the heading's own words are bare, with
+    # at most a label or number printed before them ("2 RESULTS", "Chapter 2\nResults").
+    name = section.heading_path[-1].casefold().split() if section.heading_path else []
+    words = line.casefold().split()
+    extra = len(words) - len(name)
+    return bool(name) and 0 <= extra <= _HEADING_PREFIX_WORDS and words[extra:] == name
+
+
+_HEADING_PREFIX_WORDS = 2
 
 
 def _chunk_section(

@@ -238,6 +238,30 @@ def test_a_heading_only_section_joins_the_section_after_it() -> None:
     ]
 
 
+@pytest.mark.parametrize("heading", ["Results", "2 RESULTS", "Chapter 2\nResults"])
+def test_a_heading_only_section_with_its_number_or_label_joins_the_next(heading) -> None:
+    # A PDF outline's sections: the bookmark "Results" printed with its number or its
+    # chapter label above a subsection.
+    text = f"{heading}\n\nFirst trial\n\nMean pressure fell by 12 mmHg."
+    sub = text.index("First trial")
+    sections = [Section(0, sub, ("Results",)), Section(sub, len(text), ("Results", "First trial"))]
+    unit = RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections)
+    pieces = chunk_unit(unit, ChunkBudget())
+    check_invariants(unit, ChunkBudget(), pieces)
+    assert [(p.text, p.locator["heading_path"]) for p in pieces] == [
+        (text, ["Results", "First trial"]),
+    ]
+
+
+def test_a_sentence_that_ends_with_the_heading_is_no_bare_heading() -> None:
+    text = "We list all the Results\n\nFirst trial\n\nMean pressure fell."
+    sub = text.index("First trial")
+    sections = [Section(0, sub, ("Results",)), Section(sub, len(text), ("Results", "First trial"))]
+    unit = RawUnit(text=text, locator={}, kind=KIND_PROSE, sections=sections)
+    pieces = chunk_unit(unit, ChunkBudget())
+    assert [p.locator["heading_path"] for p in pieces][0] == ["Results"]
+
+
 def test_text_outside_sections_is_not_lost() -> None:
     text = "Preamble before any heading.\n\n# H\n\nBody."
     unit = RawUnit(
