@@ -388,15 +388,15 @@ INGEST_MAX_FILE_BYTES = env.int("INGEST_MAX_FILE_BYTES", default=50 * 1024 * 102
 INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
     "INGEST_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
+# The XML of a Word file (word/document.xml, headers, footers...) in all: parsing it
+# takes up to ~100 bytes a byte, so 10 MiB peaks near 1 GB (indexing/loaders/office.py
+# DEFAULT_MAX_WORD_XML, bench/ingest_memory.py).
+INGEST_MAX_WORD_XML_BYTES = env.int("INGEST_MAX_WORD_XML_BYTES", default=10 * 1024 * 1024)
 # Scanned PDF pages: "auto" OCRs them with Debian's tesseract when it is installed
 # (apt-get install tesseract-ocr), "off" never does; either way a page left unread
 # is named in the document's metadata["warnings"].
 OCR = env("OCR", default="auto").strip().lower()
 if OCR not in ("auto", "off"):
-# The XML of a Word file (word/document.xml, headers, footers...) in all: parsing it
-# takes up to ~100 bytes a byte, so 10 MiB peaks near 1 GB (indexing/loaders/office.py
-# DEFAULT_MAX_WORD_XML, bench/ingest_memory.py).
-INGEST_MAX_WORD_XML_BYTES = env.int("INGEST_MAX_WORD_XML_BYTES", default=10 * 1024 * 1024)
     raise ImproperlyConfigured(f"OCR must be auto or off, not {OCR!r}")
 # About 2 s a page holds a worker: a document's OCR stops after this many pages
 # (the rest are named in its warnings).
@@ -426,13 +426,13 @@ URL_FETCH_MAX_BYTES = env.int("URL_FETCH_MAX_BYTES", default=20 * 1024 * 1024)
 URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.
 URL_FETCH_ALLOW_PRIVATE = env.bool("URL_FETCH_ALLOW_PRIVATE", default=False)
+# Retries of an indexing task whose embedding API fails (2, 4, 8 … s apart); a database
+# outage is waited out however long it lasts.
 INGEST_TASK_MAX_RETRIES = env.int("INGEST_TASK_MAX_RETRIES", default=5)
 # A document whose worker was killed mid-task this many times (its message delivered
 # again each time) is FAILED instead of tried again: a file that runs every worker out
 # of memory must not loop for good.
 INGEST_MAX_WORKER_LOSSES = env.int("INGEST_MAX_WORKER_LOSSES", default=2)
-# Retries of an indexing task whose embedding API fails (2, 4, 8 … s apart); a database
-# outage is waited out however long it lasts.
 # An indexing task still running after this many seconds is stopped and its document
 # FAILED, saying so; a task that does not stop is killed a minute later (its document
 # FAILED the same way), and neither comes back: a document that hangs a loader must not
