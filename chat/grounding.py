@@ -46,10 +46,12 @@ def grounder() -> Grounder:
 
 
 def check_answer(
-    *, answer: str, passages: Mapping[int, str], titles: Mapping[int, str] | None = None
+    *, answer: str, passages: Mapping[int, str], titles: Mapping[int, str] | None = None,
+    max_pairs: int | None = None,
 ) -> AnswerGrounding:
-    """An answer with [citation:n] tokens against the passage each number stands for."""
-    return grounder().check_answer(answer, passages, titles=titles)
+    """An answer with [citation:n] tokens against the passage each number stands for
+    (at most `max_pairs` sentence–citation pairs of it: see Grounder.check_answer)."""
+    return grounder().check_answer(answer, passages, titles=titles, max_pairs=max_pairs)
 
 
 class TooMuchWork(ValueError):
@@ -106,7 +108,7 @@ def check_thread_answer(*, thread, answer: str) -> dict[str, Any]:
     cited = [citations.citation_json(entry)
              for entry in citations.entries(thread=thread, numbers=normalized.cited)]
     _within_budget(normalized.text, {c["n"]: c["text"] for c in cited})
-    grounded, grounding = _grounded(answer=normalized.text, citations=cited)
+    grounded, grounding = _grounded(answer=normalized.text, citations=cited, max_pairs=None)
     return {
         "answer": normalized.text,
         "dropped_citations": normalized.dropped,
@@ -120,20 +122,24 @@ def ground_citations(
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """The answer's citations, each with its `support`, and the message's `grounding`.
 
-    With GROUNDING off: the citations unchanged and None.
+    With GROUNDING off: the citations unchanged and None. A chat answer is checked without
+    being asked for, so it is not refused past a budget: its first
+    GROUNDING_CHAT_MAX_PAIRS sentence–citation pairs are checked, the rest `unchecked`.
     """
     if not settings.GROUNDING:
         return citations, None
-    return _grounded(answer=answer, citations=citations)
+    return _grounded(answer=answer, citations=citations,
+                     max_pairs=settings.GROUNDING_CHAT_MAX_PAIRS)
 
 
 def _grounded(
-    *, answer: str, citations: list[dict[str, Any]]
+    *, answer: str, citations: list[dict[str, Any]], max_pairs: int | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     result = check_answer(
         answer=answer,
         passages={c["n"]: c["text"] for c in citations},
         titles={c["n"]: c["document"]["title"] for c in citations if c["document"]["title"]},
+        max_pairs=max_pairs,
     )
     grounded = []
     for citation in citations:

@@ -82,7 +82,10 @@ class SpanSerializer(serializers.Serializer):
 class SupportSerializer(serializers.Serializer):
     """What the grounding check found for a claim against one cited passage."""
 
-    verdict = serializers.CharField(help_text="'supported', 'partial' or 'unsupported'")
+    verdict = serializers.CharField(
+        help_text="'supported', 'partial', 'unsupported', or 'unchecked' (a chat answer's "
+                  "sentence past GROUNDING_CHAT_MAX_PAIRS: not checked)"
+    )
     score = serializers.FloatField(help_text="0..1")
     reason = serializers.CharField(help_text="why, for people ('the passage says 12, not "
                                              "15'); empty when supported")
@@ -115,8 +118,9 @@ class GroundedSentenceSerializer(serializers.Serializer):
     char_end = serializers.IntegerField()
     citations = serializers.ListField(child=serializers.IntegerField())
     verdict = serializers.CharField(
-        help_text="'supported', 'partial', 'unsupported', 'uncited' (a claim citing nothing) "
-                  "or 'not_a_claim'"
+        help_text="'supported', 'partial', 'unsupported', 'unchecked' (a claim past the "
+                  "check's budget, GROUNDING_CHAT_MAX_PAIRS sentence–citation pairs), "
+                  "'uncited' (a claim citing nothing) or 'not_a_claim'"
     )
     support = serializers.DictField(
         child=SupportSerializer(), help_text="by cited number (as a string): this sentence's "
@@ -127,7 +131,8 @@ class GroundedSentenceSerializer(serializers.Serializer):
 class GroundingSerializer(serializers.Serializer):
     sentences = GroundedSentenceSerializer(many=True)
     coverage = serializers.FloatField(
-        allow_null=True, help_text="supported claim sentences / claim sentences (null: none)"
+        allow_null=True, help_text="supported claim sentences / claim sentences, unchecked "
+                                   "ones included (null: none)"
     )
 
 

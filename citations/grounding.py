@@ -20,7 +20,9 @@ For each claim and its cited passage(s):
 Entry points: ``Grounder.check_claim(claim, passages)`` (one claim, its passages; what
 ``manage.py grounding_check`` prints) and ``Grounder.check_answer(answer, passages)`` (an
 answer with ``[citation:n]`` markers against the passages by number: verdict per citation
-and per sentence, ``uncited`` claim sentences, coverage). Everything is deterministic.
+and per sentence, ``uncited`` claim sentences, coverage; with ``max_pairs`` only the first
+that many (sentence, cited passage) pairs, the claims past them ``unchecked``). Everything
+is deterministic.
 """
 
 from __future__ import annotations
@@ -41,9 +43,14 @@ from .rows import cells, is_table_row, table_header
 from .sentences import Sentence, cited_clauses, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
-Verdict = Literal["supported", "partial", "unsupported"]
-SentenceVerdict = Literal["supported", "partial", "unsupported", "uncited", "not_a_claim"]
-_ORDER: Final = {"unsupported": 0, "partial": 1, "supported": 2}
+# "unchecked": past check_answer's budget, nothing is known (never "supported").
+Verdict = Literal["supported", "partial", "unsupported", "unchecked"]
+SentenceVerdict = Literal[
+    "supported", "partial", "unsupported", "unchecked", "uncited", "not_a_claim"
+]
+# Weakest first. A number cited by a supported sentence and an unchecked one is not known
+# to be supported; one also cited by a partial sentence is known not to be.
+_ORDER: Final = {"unsupported": 0, "partial": 1, "unchecked": 2, "supported": 3}
 
 
 def _strength(support: Support) -> tuple[int, float]:
@@ -117,6 +124,15 @@ class AnswerGrounding:
             "coverage": self.coverage,
             "citations": {str(n): support_dict(s) for n, s in self.citations.items()},
         }
+
+
+def _unchecked(number: int, max_pairs: int) -> Support:
+    return Support(
+        "unchecked", 0.0,
+        f"the check of an answer stops after {max_pairs} sentence–citation pairs; "
+        "this sentence came after",
+        passage=number,
+    )
 
 
 def support_dict(support: Support) -> dict:
@@ -262,11 +278,20 @@ class Grounder:
         return self._supports(jobs)
 
     def check_answer(
-        self, answer: str, passages: Mapping[int, str], *, titles: Mapping[int, str] | None = None
+        self,
+        answer: str,
+        passages: Mapping[int, str],
+        *,
+        titles: Mapping[int, str] | None = None,
+        max_pairs: int | None = None,
     ) -> AnswerGrounding:
         """An answer with ``[citation:n]`` markers against the passage each number cites.
 
         ``titles`` optionally gives each number's document title (see ``check_claim``).
+        ``max_pairs`` bounds the work: a check costs about the same for each (claim
+        sentence, number it cites) pair, whatever the passage's length (its analysis is
+        cached), so claims are checked in order while their pairs fit; from the first that
+        does not, every cited claim is ``unchecked``, each of its numbers too.
         """
         titles = titles or {}
         sentences = split_answer(answer)
@@ -274,10 +299,21 @@ class Grounder:
         keys: list[tuple[int, int | None]] = []  # (sentence index, number|None) of each job
         split_by_clause: set[int] = set()
         jobs: list[_Job] = []
+        per_sentence: dict[int, dict[int | None, Support]] = {}
+        budget = max_pairs
         for index, (sentence, claim) in enumerate(zip(sentences, claim_flags, strict=True)):
             cited = [n for n in sentence.citations if n in passages]
             if not claim or not cited:
                 continue
+            if budget is not None:
+                numbers = dict.fromkeys(cited)
+                if len(numbers) > budget:
+                    # A prefix of the answer is checked, so what was checked is easy to
+                    # tell: no later sentence is, however few numbers it cites.
+                    budget = 0
+                    per_sentence[index] = {n: _unchecked(n, max_pairs) for n in numbers}
+                    continue
+                budget -= len(numbers)
             # A number cited after a clause answers for that clause, not for the clauses
             # other passages back ("leaves at nine [1], the bus at ten [2]"): it gets the
             # better of its clause's check and the whole sentence's ("According to the
@@ -295,7 +331,6 @@ class Grounder:
                 # Facts combined from several cited passages support the sentence together.
                 keys.append((index, None))
                 jobs.append(_Job(sentence.text, {n: passages[n] for n in cited}, True, titles))
-        per_sentence: dict[int, dict[int | None, Support]] = {}
         for (index, number), support in zip(keys, self._supports(jobs), strict=True):
             known = per_sentence.setdefault(index, {}).get(number)
             if known is None or _strength(support) > _strength(known):

@@ -229,3 +229,47 @@ def test_an_earlier_answer_read_with_read_chat_is_no_source(llm, harbour, api):
     assert citation["document"]["id"] == harbour.pk  # the document, not the earlier answer
     assert later["grounding"]["sentences"][0]["verdict"] == "unsupported"
     assert "18:00" in citation["support"]["reason"]
+
+
+# --- A chat answer's check has a budget ------------------------------------------------
+
+
+def test_claims_past_the_pairs_budget_are_reported_unchecked(llm, harbour, api, settings,
+                                                             workspace, capsys):
+    # Two (sentence, citation) pairs: the first two claims are checked, the third (which
+    # the passage contradicts) is not, so nothing may call it, or its [1], supported or not.
+    settings.GROUNDING_CHAT_MAX_PAIRS = 2
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy harbour"}),
+                  answer(ANSWER)]
+    message = ask(api).json()
+    grounding = message["grounding"]
+    assert verdicts(grounding) == ["supported", "supported", "unchecked", "uncited"]
+    assert grounding["coverage"] == pytest.approx(2 / 4)  # unchecked is not supported
+    third = grounding["sentences"][2]["support"]["1"]
+    assert third["verdict"] == "unchecked" and third["span"] is None
+    assert "stops after 2 sentence–citation pairs" in third["reason"]
+    # [1]'s weakest use is one nobody checked: not "supported".
+    (citation,) = message["citations"]
+    assert citation["support"]["verdict"] == "unchecked"
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
+    call_command("ask", "Tell me about the harbour", workspace=workspace.slug)
+    out = capsys.readouterr().out
+    assert "grounding> 4 sentences · 2 supported · 0 partial · 1 uncited · 1 unchecked" in out
+    assert "    unchecked: the check of an answer stops after 2" in out
+
+
+def test_a_long_answer_citing_every_passage_checks_only_its_budget(llm, corpus, api):
+    # The reviewer's answer: 200 claims citing 8 passages each took 4.4 s of server time
+    # to check. Within the default 200 pairs, its first 25 sentences are checked.
+    claims = " ".join(
+        f"The launch review for team {i} covers the handbook policy on remote work "
+        "[1][2][3][4][5][6][7][8]." for i in range(200)
+    )
+    llm.script = [tool_call("search_knowledge_base", {"query": "launch handbook remote work"}),
+                  answer(claims)]
+    message = ask(api).json()
+    found = verdicts(message["grounding"])
+    assert len(found) == 200 and len(message["citations"]) == 8
+    assert "unchecked" not in found[:25]
+    assert found[25:] == ["unchecked"] * 175

@@ -98,14 +98,18 @@ def _as_json(message: Message) -> dict:
 
 
 def grounding_line(grounding: dict) -> str:
-    """'grounding> 4 sentences · 3 supported · 1 partial · 0 uncited' (claim sentences only)."""
+    """'grounding> 4 sentences · 3 supported · 1 partial · 0 uncited' (claim sentences only;
+    those past the check's budget are counted as '· n unchecked')."""
     claims = [s["verdict"] for s in grounding["sentences"] if s["verdict"] != "not_a_claim"]
-    counts = {v: claims.count(v) for v in ("supported", "partial", "unsupported", "uncited")}
+    counts = {v: claims.count(v)
+              for v in ("supported", "partial", "unsupported", "uncited", "unchecked")}
     parts = [f"{len(claims)} sentences", f"{counts['supported']} supported",
              f"{counts['partial']} partial"]
     if counts["unsupported"]:
         parts.append(f"{counts['unsupported']} unsupported")
     parts.append(f"{counts['uncited']} uncited")
+    if counts["unchecked"]:
+        parts.append(f"{counts['unchecked']} unchecked")
     return "grounding> " + " · ".join(parts)
 
 

@@ -152,7 +152,10 @@
   const VERDICT_WORDS = {
     partial: "Partly supported",
     unsupported: "Not supported",
+    // Past the check's budget (a very long answer): not known to be supported.
+    unchecked: "Not checked",
   };
+  const VERDICT_ICONS = { partial: "?", unsupported: "!", unchecked: "–" };
   let tipCounter = 0;
   const pillSupports = new WeakMap(); // pill -> what the check found for its sentence
 
@@ -236,7 +239,7 @@
       // Shape and a symbol as well as colour: the flag must not depend on seeing colour.
       pill.classList.add(`support-${verdict}`);
       pill.append(el("span", {
-        className: "support-icon", "aria-hidden": "true", text: verdict === "partial" ? "?" : "!",
+        className: "support-icon", "aria-hidden": "true", text: VERDICT_ICONS[verdict],
       }));
       const id = `support-tip-${++tipCounter}`;
       const reason = support.reason ? `: ${support.reason}` : "";
@@ -409,9 +412,8 @@
     if (view.final) markUncited(fragment, view);
     labelCodeBlocks(fragment);
     view.body.replaceChildren(fragment);
-    view.bubble.classList.toggle(
-      "has-flags", Boolean(view.body.querySelector(".support-partial, .support-unsupported")),
-    );
+    const flagged = ".support-partial, .support-unsupported, .support-unchecked";
+    view.bubble.classList.toggle("has-flags", Boolean(view.body.querySelector(flagged)));
   }
 
   // While streaming, re-render at most every RENDER_INTERVAL_MS: parsing the whole
