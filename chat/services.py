@@ -374,9 +374,10 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
             turn.messages.append(_assistant_tool_message(reply))
             turn.messages.extend(_run_calls(turn, reply.tool_calls, _names(tools)))
         turn.finish()
-        if not "".join(turn.shown).strip():
-            # Stored as a failure like any other reply without an answer, never as a
-            # complete empty one.
+        # The last reply is the answer: what was written before a round's tool calls ("Let
+        # me search the handbook.") answers nothing. Without one, the turn is stored as a
+        # failure like any other reply without an answer, never as a complete one.
+        if not reply.text.strip() or not "".join(turn.shown).strip():
             raise ProviderError(f"The language model ({turn.provider.name}) wrote no answer.")
         return _close(turn)
     except ProviderError as exc:

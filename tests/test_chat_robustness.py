@@ -227,6 +227,17 @@ def test_a_tool_call_in_the_last_round_is_not_run(llm, corpus, api, settings):
     assert message.resolved_content.startswith("Sorry, the answer could not be completed")
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_preamble_before_the_searches_is_no_answer(llm, corpus, workspace, user, stream):
+    llm.script = [{"content": "Let me search the handbook.",
+                   **tool_call("search_knowledge_base", {"query": "launch"})},
+                  answer("")]
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="When is the launch?", stream=stream)
+    assert message.status == Message.Status.ERROR
+    assert "wrote no answer" in message.metadata["error"]
+
+
 def test_the_injection_mode_runs_no_tool_the_model_asks_for(llm, corpus, api, workspace):
     Workspace.objects.filter(pk=workspace.pk).update(
         retrieval_mode=Workspace.RetrievalMode.INJECTION
