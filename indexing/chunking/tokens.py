@@ -75,8 +75,6 @@ _WINDOW_CHARS = 1 << 16
 
 def count_tokens(text: str) -> int:
     """Estimated number of all-MiniLM-L6-v2 WordPiece tokens in `text`."""
-    if len(text) <= _WINDOW_CHARS:
-        return _count_window(text, 0, len(text))
     return _count_range(text, 0, len(text))
 
 

@@ -124,12 +124,18 @@ def check_zip(data: bytes, *, kind: str, max_uncompressed: int) -> None:
 
 
 def check_word_xml(archive: zipfile.ZipFile, *, max_xml: int) -> None:
-    """Refuse a Word file whose XML parts expand to more than `max_xml` bytes in all.
+    """Refuse a Word file whose parsed XML parts expand to more than `max_xml` bytes in all.
 
-    A part counts as XML by the content type its [Content_Types].xml gives it, the
-    way python-docx picks the parts it parses: the main document may be stored
-    under any name, and headers, footers and comments are parsed beside it.
+    A part counts by the content type its [Content_Types].xml gives it, the way
+    python-docx picks the parts it parses (the main document may be stored under any
+    name; headers, footers, comments, styles and numbering are parsed beside it, and
+    every part's relationships). Parts it keeps unparsed (images, SVG figures, charts,
+    glossaries, custom XML) do not count.
     """
+    from docx.opc.constants import CONTENT_TYPE
+    from docx.opc.part import PartFactory
+
+    parsed = {*PartFactory.part_type_for, CONTENT_TYPE.OPC_RELATIONSHIPS}
     types = archive.getinfo("[Content_Types].xml")
     if types.file_size > max_xml:
         raise IngestError(_word_xml_error(types.file_size, types, max_xml))
@@ -151,7 +157,7 @@ def check_word_xml(archive: zipfile.ZipFile, *, max_xml: int) -> None:
     for member in archive.infolist():
         name = member.filename.lower()
         content_type = overrides.get(f"/{name}") or defaults.get(name.rpartition(".")[2], "")
-        if member is types or content_type.lower().endswith("xml"):
+        if member is types or content_type.lower() in parsed:
             total += member.file_size
             largest = max(largest, member, key=lambda info: info.file_size)
     if total > max_xml:
