@@ -18,7 +18,9 @@ mid-task (SIGKILL, a crash, a container stop past its grace period) lost its
 tasks and left their documents INDEXING. Each consumer holds an flock on a file
 of its own while it lives; the kernel drops it when the process dies, and any
 consumer listing the folder then puts that consumer's messages back in line, in
-their old place, as Redis does after its visibility timeout.
+their old place, as Redis does after its visibility timeout. A message rejected
+or left unfinished by a consumer that stops is put back in its old place too.
+The folder must be on a local disk: flock is what tells a live consumer.
 
 Registered as the `verityfs://` URL scheme (settings use it when CELERY_BROKER_URL
 is unset); everything else (exchanges in `control_folder`, the transport options)
@@ -29,7 +31,9 @@ from __future__ import annotations
 
 import fcntl
 import itertools
+import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -41,6 +45,8 @@ from kombu.exceptions import ChannelError
 from kombu.transport import TRANSPORT_ALIASES, filesystem, virtual
 from kombu.utils.encoding import bytes_to_str, str_to_bytes
 from kombu.utils.json import dumps, loads
+
+logger = logging.getLogger(__name__)
 
 SCHEME = "verityfs"
 _SUFFIX = ".msg"
@@ -87,6 +93,9 @@ def _lock_name(owner: str) -> str:
     return f".owner-{owner}.lock"
 
 
+_LOCK_RE = re.compile(r"\.owner-(\w+)\.lock")
+
+
 class QoS(virtual.QoS):
     """kombu's, telling the channel when a taken message is done with."""
 
@@ -95,7 +104,7 @@ class QoS(virtual.QoS):
         self.channel.settle(delivery_tag)
 
     def reject(self, delivery_tag, requeue=False) -> None:
-        super().reject(delivery_tag, requeue=requeue)  # requeued: written anew first
+        super().reject(delivery_tag, requeue=requeue)  # requeued: put back, nothing to settle
         self.channel.settle(delivery_tag)
 
 
@@ -131,18 +140,37 @@ class Channel(filesystem.Channel):
         while pending:
             name = pending.popleft()
             payload = self._take(name)
-            if payload is not None:
+            if payload is None:
+                continue
+            try:
                 message = loads(bytes_to_str(payload))
-                self._taken[message["properties"]["delivery_tag"]] = name
-                if queue in self._no_ack_queues:  # nothing will acknowledge it
-                    self.settle(message["properties"]["delivery_tag"])
-                return message
+                tag = message["properties"]["delivery_tag"]
+            except (ValueError, KeyError, TypeError):
+                # Kept taken, it would stop every worker that takes it (an empty file
+                # a power cut left): set aside, for someone to look at.
+                self._set_aside(name)
+                continue
+            self._taken[tag] = name
+            if queue in self._no_ack_queues:  # nothing will acknowledge it
+                self.settle(tag)
+            return message
         raise Empty()
+
+    def _set_aside(self, name: str) -> None:
+        aside = self._path(f".{name}.unreadable")
+        os.replace(self._path(_taken_name(name, self._owner)), aside)
+        logger.error("An unreadable message was set aside from the queue: %s", aside)
 
     def basic_consume(self, queue, no_ack, *args, **kwargs):
         if no_ack:
             self._no_ack_queues.add(queue)
         return super().basic_consume(queue, no_ack, *args, **kwargs)
+
+    def basic_cancel(self, consumer_tag):
+        queue = self._tag_to_queue.get(consumer_tag)
+        super().basic_cancel(consumer_tag)
+        if queue not in self._active_queues:
+            self._no_ack_queues.discard(queue)
 
     def basic_get(self, queue, no_ack=False, **kwargs):
         message = super().basic_get(queue, no_ack=no_ack, **kwargs)
@@ -151,13 +179,17 @@ class Channel(filesystem.Channel):
         return message
 
     def _restore(self, message) -> None:
-        # Put back (a reject, or the unacknowledged at shutdown): the copy written
-        # anew replaces the taken one.
-        super()._restore(message)
-        self.settle(message.delivery_tag)
+        """Put a taken message back (a reject, or what a stopping consumer did not finish)
+        by renaming it back: in its old place, and never in line twice."""
+        name = self._taken.pop(message.delivery_tag, None)
+        if name is None:
+            return  # not taken here: already put back
+        with suppress(FileNotFoundError):  # put back by a consumer that took us for dead
+            os.rename(self._path(_taken_name(name, self._owner)), self._path(name))
+            self._pending.setdefault(queue_of(name), deque()).appendleft(name)
 
     def settle(self, delivery_tag) -> None:
-        """The message is acknowledged, rejected or put back: its taken copy goes."""
+        """The message is acknowledged or rejected: its taken copy goes."""
         name = self._taken.pop(delivery_tag, None)
         if name is None:
             return
@@ -211,8 +243,11 @@ class Channel(filesystem.Channel):
         """
         by_owner: dict[str, list[str]] = {}
         for name in names:
-            if (taken := _untaken(name)) and taken[1] != self._owner:
+            if taken := _untaken(name):
                 by_owner.setdefault(taken[1], []).append(taken[0])
+            elif lock := _LOCK_RE.fullmatch(name):
+                by_owner.setdefault(lock.group(1), [])  # its lock alone goes too
+        by_owner.pop(self._owner, None)
         restored: list[str] = []
         for owner, messages in by_owner.items():
             if not self._owner_is_dead(owner):
@@ -244,8 +279,11 @@ class Channel(filesystem.Channel):
         """Lock this consumer's file before it takes its first message: held while the
         process lives, so its messages are not taken for a dead consumer's."""
         if self._lock_fd is None:
-            fd = os.open(self._path(_lock_name(self._owner)), os.O_RDWR | os.O_CREAT, 0o600)
+            # Locked before it is in place: a lock file found unlocked is a dead owner's.
+            partial = self._path(f"{_lock_name(self._owner)}.part")
+            fd = os.open(partial, os.O_RDWR | os.O_CREAT, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.rename(partial, self._path(_lock_name(self._owner)))
             self._lock_fd = fd
 
     def _take(self, name: str) -> bytes | None:

@@ -133,6 +133,8 @@ with Connection("verityfs://", transport_options=options) as connection:
     print(message.payload["i"], flush=True)
     if sys.stdin.readline().strip() == "ack":
         message.ack()
+        print("acked", flush=True)
+        sys.stdin.readline()  # then waits, to be killed or told to stop
 """
 
 
@@ -182,10 +184,55 @@ def test_a_living_consumers_message_is_not_delivered_twice_and_goes_when_acknowl
     holder, taken = _holder(tmp_path, "kept")
     assert taken == 0
     assert _drain(tmp_path, "kept", 1) == [], "held by a consumer that lives"
-    holder.communicate("ack\n", timeout=30)
+    holder.communicate("ack\n\n", timeout=30)
     assert holder.returncode == 0
     assert _drain(tmp_path, "kept", 0.5) == []
     assert list((tmp_path / "queue").iterdir()) == [], "nothing left behind"
+
+
+def test_a_dead_consumers_lock_goes_when_it_held_nothing(tmp_path):
+    _publish(tmp_path, "idle", 1)
+    holder, _ = _holder(tmp_path, "idle")
+    holder.stdin.write("ack\n")
+    holder.stdin.flush()
+    assert holder.stdout.readline().strip() == "acked"
+    holder.send_signal(signal.SIGKILL)
+    holder.wait(timeout=30)
+    assert [p.name for p in (tmp_path / "queue").iterdir()][0].startswith(".owner-")
+    assert _drain(tmp_path, "idle", 0.5) == []
+    assert list((tmp_path / "queue").iterdir()) == []
+
+
+def test_a_rejected_message_goes_back_in_its_place_once(tmp_path):
+    _publish(tmp_path, "again", 3)
+    with _connection(tmp_path) as connection:
+        channel = connection.channel()
+        first = None
+        while first is None:
+            first = channel.basic_get("again")
+        assert first.payload["i"] == 0
+        first.reject(requeue=True)
+        got = []
+        while len(got) < 3:
+            if (message := channel.basic_get("again")) is not None:
+                got.append(message.payload["i"])
+                message.ack()
+        assert got == [0, 1, 2]
+        assert channel.basic_get("again") is None
+    assert list((tmp_path / "queue").iterdir()) == []
+
+
+def test_an_unreadable_message_is_set_aside_not_delivered(tmp_path, caplog):
+    """An empty file (a power cut after the rename, before the data reached the disk)
+    stopped every worker that took it."""
+    (tmp_path / "queue").mkdir(parents=True)
+    (tmp_path / "queue" / f"{'0' * 20}-0000000001-000000000000_x.broken.msg").write_bytes(b"")
+    _publish(tmp_path, "broken", 1)
+    assert _drain(tmp_path, "broken", 0.5) == [0]
+    assert [p.name for p in (tmp_path / "queue").iterdir()] == [
+        f".{'0' * 20}-0000000001-000000000000_x.broken.msg.unreadable"
+    ]
+    assert "unreadable message was set aside" in caplog.text
 
 
 @pytest.mark.slow
