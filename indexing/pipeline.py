@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlparse
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import InterfaceError as DBInterfaceError
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from embeddings import Embedder, EmbeddingError, get_embedder
@@ -229,6 +229,16 @@ def _locate_on_pages(source: SourceBytes, loaded: LoadedDocument, pieces: list[C
         raise  # the task's time limit, to be reported as such
     except Exception as exc:
         logger.warning("No page boxes for %s: %s: %s", source.filename, type(exc).__name__, exc)
+
+
+def database_reachable() -> bool:
+    """Whether a new connection to the database answers: an outage, not a refused query."""
+    try:
+        connection.close()
+        connection.ensure_connection()
+    except DATABASE_ERRORS:
+        return False
+    return True
 
 
 def mark_failed(*, document_id: int, message: str) -> IndexOutcome:

@@ -63,21 +63,17 @@ def index_document_task(self, document_id: int, force: bool = False) -> str:
     except pipeline.TRANSIENT_ERRORS as exc:
         # A database outage is waited out however long it lasts: without the database
         # not even the failure can be recorded, and a task given up would leave the
-        # document INDEXING (or PENDING) with no task to finish it. (Not when eager:
-        # retries then run inline, one inside the other, with no wait between them.)
-        waits_out = isinstance(exc, pipeline.DATABASE_ERRORS) and not self.request.is_eager
-        if self.request.retries >= settings.INGEST_TASK_MAX_RETRIES and not waits_out:
+        # document PENDING or INDEXING with no task to finish it. Anything else (an
+        # embedding API that keeps failing, a query the database refuses) gives up; so
+        # does an eager run, whose retries run inline with no wait between them.
+        out_of_tries = self.request.retries >= settings.INGEST_TASK_MAX_RETRIES
+        if out_of_tries and (self.request.is_eager or pipeline.database_reachable()):
             attempts = self.request.retries + 1
-            try:
-                status = pipeline.mark_failed(
-                    document_id=document_id, message=f"Gave up after {attempts} attempts: {exc}"
-                ).status
-                pipeline.note_task_end(document_id=document_id)
-                return status
-            except pipeline.DATABASE_ERRORS as outage:
-                if self.request.is_eager:
-                    raise
-                exc = outage
+            status = pipeline.mark_failed(
+                document_id=document_id, message=f"Gave up after {attempts} attempts: {exc}"
+            ).status
+            pipeline.note_task_end(document_id=document_id)
+            return status
         # 2, 4, 8 … seconds, capped: a database restart or an API blip passes.
         raise self.retry(exc=exc, countdown=min(2 ** (self.request.retries + 1), 300)) from exc
 

@@ -38,6 +38,27 @@ def test_database_outage_is_a_clear_503(user, staff, client):
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_outage_is_told_from_a_query_the_database_refused():
+    """What decides whether an indexing task waits the database out or gives up."""
+    from django.db import OperationalError
+
+    with pytest.raises(OperationalError), connection.cursor() as cursor:
+        cursor.execute("SET statement_timeout = 1")
+        cursor.execute("SELECT pg_sleep(1)")  # canceled: an OperationalError, no outage
+    assert pipeline.database_reachable()
+    db = connection.settings_dict
+    saved = {**db, "OPTIONS": dict(db.get("OPTIONS", {}))}
+    db.update(HOST="127.0.0.1", PORT="1", OPTIONS={"connect_timeout": 2})
+    try:
+        assert not pipeline.database_reachable()
+    finally:
+        connection.close()
+        db.clear()
+        db.update(saved)
+    assert pipeline.database_reachable()
+
+
+@pytest.mark.django_db(transaction=True)
 def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_embedder,
                                                       settings):
     settings.LLM_PROVIDER = "extractive"
