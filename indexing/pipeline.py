@@ -248,21 +248,25 @@ def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     return IndexOutcome(document_id, Document.Status.FAILED, error=message)
 
 
-# How many times a document's indexing task has started since it last ended normally.
+# How many times the document's indexing task message (which retry of it) has started
+# since the task last ended normally: {"retry": n, "starts": n}.
 TASK_STARTS_KEY = "task_starts"
 
 
 @transaction.atomic
 def note_task_start(*, document_id: int, retries: int) -> int:
-    """Count a start of the document's indexing task; how many earlier starts never ended
-    (the worker was killed mid-task, as for memory, and the message was delivered again),
-    the task's own retries aside."""
+    """Count a start of the document's indexing task; how many earlier starts of the same
+    message never ended (the worker was killed mid-task, as for memory, and the message
+    was delivered again). A retry is a message of its own: counting per retry, retries
+    that failed before they could count (the database down) do not hide a later loss."""
     document = Document.objects.select_for_update().only("metadata").get(pk=document_id)
-    starts = document.metadata.get(TASK_STARTS_KEY, 0) + 1
+    seen = document.metadata.get(TASK_STARTS_KEY)
+    same = isinstance(seen, dict) and seen.get("retry") == retries
+    starts = seen["starts"] + 1 if same else 1
     Document.objects.filter(pk=document_id).update(
-        metadata={**document.metadata, TASK_STARTS_KEY: starts}
+        metadata={**document.metadata, TASK_STARTS_KEY: {"retry": retries, "starts": starts}}
     )
-    return starts - retries - 1
+    return starts - 1
 
 
 @transaction.atomic

@@ -475,6 +475,18 @@ def test_changed_files_are_reported_stale_then_reindexed(workspace, counting_emb
     assert a.chunks.filter(text__contains="Second version").exists()
 
 
+def test_a_lost_worker_counts_however_many_retries_came_before(workspace, tmp_path):
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nThe gauge at pier 4 reads every ten minutes.\n")
+    document = sources.add_path(workspace=workspace, path=path)
+    assert pipeline.note_task_start(document_id=document.pk, retries=0) == 0
+    # Retries 1-39 failed before they could count a start (the database was down); the
+    # 40th started, and its worker was killed: its message, delivered again, is a loss.
+    assert pipeline.note_task_start(document_id=document.pk, retries=40) == 0
+    assert pipeline.note_task_start(document_id=document.pk, retries=40) == 1
+    assert pipeline.note_task_start(document_id=document.pk, retries=41) == 0
+
+
 def test_a_document_whose_worker_was_killed_twice_fails_instead_of_looping(workspace, tmp_path):
     from indexing.tasks import index_document_task
 
