@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from knowledge.models import Document
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, Fake
 from tests.test_ingest import zip_bomb_docx
 from tests.workers import DatabaseProxy, database_url, manage, start_worker, worker_env
 
@@ -41,6 +41,19 @@ def write_corpus(directory, documents: int, paragraphs: int) -> None:
             for p in range(paragraphs)
         )
         (directory / f"doc{d:02}.md").write_text(f"# Document {d}\n\n{body}\n")
+
+
+def stalling_embeddings() -> dict[str, float]:
+    """The `fake` server's embeddings answer after stall["seconds"] (120 until changed)."""
+    stall = {"seconds": 120.0}
+
+    def embeddings(body):
+        time.sleep(stall["seconds"])
+        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
+                         for i, _ in enumerate(body["input"])]}
+
+    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    return stall
 
 
 def assert_consistent(document: Document) -> None:
@@ -97,16 +110,7 @@ def test_a_worker_of_the_embedded_queue_killed_mid_task_loses_nothing(
     another at once: the task it had taken is run again. Before, the message was gone
     with the worker and the document stayed INDEXING until a worker started more than
     INGEST_REQUEUE_AFTER_SECONDS after it was last touched."""
-    from tests.conftest import Fake
-
-    stall = {"seconds": 120.0}
-
-    def embeddings(body):
-        time.sleep(stall["seconds"])
-        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
-                         for i, _ in enumerate(body["input"])]}
-
-    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    stall = stalling_embeddings()
     (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
     env = worker_env(
         tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(tmp_path / "home"),
@@ -268,16 +272,7 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
     """Ctrl-C while the worker of `manage.py serve` is indexing, and again while it stops:
     serve exits at once without a traceback, leaving no worker process behind, and the document
     it was indexing is indexed when a worker next starts."""
-    from tests.conftest import Fake
-
-    stall = {"seconds": 120.0}
-
-    def embeddings(body):
-        time.sleep(stall["seconds"])
-        return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
-                         for i, _ in enumerate(body["input"])]}
-
-    Fake.responses = {"/v1/embeddings": (200, embeddings)}
+    stall = stalling_embeddings()
     (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
     env = worker_env(
         tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
