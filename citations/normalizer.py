@@ -31,24 +31,19 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    CJK ``。，；：！？）】」』、`` included) follows or the line ends; between two words
    one space stays (none if the cluster touched both words, unless joining them
    would merge backtick or tilde runs or make ``](`` a link; none right after an
-   opening parenthesis, bracket or quote it touched; after a list marker or a
-   heading's ``#`` opening the line the blank stays, ``- [9].`` -> ``- .``); at line
-   start the indentation stays; a line that held nothing else disappears with its
-   newline (and is no line for what follows: after a blank line, the next line four
-   columns in is indented code).
+   opening parenthesis, bracket or quote it touched); at line start the
+   indentation stays; a line that held nothing else disappears with its newline.
    NBSP, ZWSP and U+3000 count as spaces.
 6. Untouched: fenced code (``` or ~~~, any indent, closed by the same character at
    least as long; a backtick fence's info string holds no backtick; unclosed runs
    to the end); indented code (a line four columns past the margin, or past its
    list item's content, after a blank line or another such line); inline code spans
-   (N backticks closed by the next run of exactly N, never by a longer one, on its
-   line or a later line of its paragraph: CommonMark's single line breaks, never a
-   blank line or a line starting another block, see `_continues`; without one the
-   run is literal; `code_spans` is the rule for every reader); ``\\[1\\]``;
-   Markdown links and images, brackets inside the destination included; reference
-   definitions ``[1]: …`` (line start, indent up to 3); footnotes ``[^1]``; task
-   boxes; a bracket glued to a name of code: one with an underscore, maybe
-   already indexed (``my_list[2][3]``), or any name indexed by a
+   (N backticks closed by the next run of exactly N on the same line, never by a
+   longer one; without one the run is literal; `code_spans` is the rule for every
+   reader); ``\\[1\\]``; Markdown links and images, brackets inside the destination
+   included; reference definitions ``[1]: …`` (line start, indent up to 3);
+   footnotes ``[^1]``; task boxes; a bracket glued to a name of code: one with an
+   underscore, maybe already indexed (``my_list[2][3]``), or any name indexed by a
    bracket that was no citation (``matrix[0][1]``). A plain or dotted word keeps a
    glued citation (``the notes[1]``, ``Node.js[1]``, ``sys.argv[1]`` alike).
    A ``citation:`` group wins over the escape, snake_case, image and reference
@@ -60,9 +55,8 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
 8. Streaming: the result never depends on where the stream was cut. Held back is
    only what a later character can change: an open bracket, trailing blanks,
    separators after a citation, a ``(`` before a group, a backtick run until its
-   paragraph shows whether it closes (a line at a time), a line-start backtick or
-   tilde run. At the end whatever is held is decided as if the text ends there
-   (``Cut off [1`` stays).
+   line shows whether it closes, a line-start backtick or tilde run. At the end
+   whatever is held is decided as if the text ends there (``Cut off [1`` stays).
 
 Normalizing the output again with the same issued numbers changes nothing (for
 brackets nested at most MAX_NESTING deep; deeper ones are plain text).
@@ -481,9 +475,7 @@ class _Writer:
         if drop.at_line_start:
             return drop.before
         if next_char in _CLOSING or (next_char in _QUOTES and quote_closes):
-            # Not the blank after a list marker or a heading's #s opening the line: "- ."
-            # is still a list item ("-." would be text a code span could run on into).
-            return drop.before if _BLOCK_MARKER_RE.fullmatch(self.head) else ""
+            return ""
         if not drop.before and self.tail[-1:] in _OPENING:
             return ""
         if drop.before or self.blanks or _hazard(self.tail[-1:], next_char):
@@ -556,10 +548,8 @@ class _Writer:
         if code:
             self.last_line = "code"
         elif not self.line_visible:
-            # A line that held only deleted clusters goes: it is no blank line, and the
-            # line before it is the one before the next.
-            if not self.line_deleted:
-                self.last_line = "blank"
+            # A line that held only deleted clusters goes: it is no blank line.
+            self.last_line = "text" if self.line_deleted else "blank"
         elif item := _LIST_ITEM_RE.match(self.head):
             self.last_line, self.list_column = "item", _width(item.group())
         else:
@@ -665,13 +655,13 @@ class StreamNormalizer:
         self._fence_len = 0
         self._fence_line = _FenceLine.CONTENT
         # A held backtick run: how far its search for a closer has got.
-        self._held = _HeldRun()
+        self._tick_resume = 0
         # Runs of backticks or tildes measured so far, by stream position: a held run
         # and the candidate closer a held span waits on are read on from there, not
         # from their start, or streaming a long run would cost quadratic time.
         self._known_runs = _KnownRuns()
-        # Per scan: what the last search for a closer that found none saw.
-        self._tick_index: _TickIndex | None = None
+        # Per scan: backtick run length -> start of the last such run up to line_end.
+        self._tick_index: tuple[int, dict[int, int]] | None = None
 
     @property
     def cited(self) -> list[int]:
@@ -925,42 +915,35 @@ class StreamNormalizer:
         if end is None:
             return None
         size = end - pos
-        held = self._held
-        if fence_possible and not held.not_a_fence:
+        if fence_possible:
             # A backtick fence's info string holds no backtick.
-            stop = _TICK_OR_NEWLINE_RE.search(buf, max(end, pos + held.resume))
+            stop = _TICK_OR_NEWLINE_RE.search(buf, max(end, pos + self._tick_resume))
             if stop is None and not final:
-                held.resume = len(buf) - pos
+                self._tick_resume = len(buf) - pos
                 return None
             if stop is None or buf[stop.start()] == "\n":
-                self._held = _HeldRun()
+                self._tick_resume = 0
                 self._open_fence(buf[pos:end])
                 return end
-            # Decided once: the search for a closer may later stop at a line break.
-            held.not_a_fence = True
         closer = self._find_closer(buf, pos, end, size, final)
         if closer is NEED:
             return None
-        self._held = _HeldRun()
+        self._tick_resume = 0
         if closer is None:
-            self._w.text(buf[pos:end])  # no closer in its paragraph: the run is text
+            self._w.text(buf[pos:end])  # no closer on this line: the run is text
             return end
-        self._write_span(buf[pos:closer])
+        self._w.text(buf[pos:closer])
         return closer
 
     def _find_closer(
         self, buf: str, pos: int, end: int, size: int, final: bool
     ) -> int | None | _Need:
-        """End of the run of exactly `size` backticks closing the span opened at pos, on
-        its line or a later line of its paragraph (`_continues`)."""
-        # Its line so far as written, as plain_markers reads it in the output.
-        reach = _span_reach((self._w.head + self._w.gap("`")[:_TAIL_KEEP])[:_TAIL_KEEP])
+        """End of the run of exactly `size` backticks closing the span opened at pos."""
         index = self._tick_index
-        if index is not None and index.rules_out(pos, size, reach):
-            return None
-        held = self._held
-        start = max(end, pos + held.resume)
-        # The index is only complete when this search saw the whole rest of the paragraph.
+        if index is not None and pos < index[0] and index[1].get(size, -1) <= pos:
+            return None  # this line has no such run after pos
+        start = max(end, pos + self._tick_resume)
+        # The index is only complete when this search saw the whole rest of the line.
         complete = start == end
         lengths: dict[int, int] = {}
         if not complete and start < len(buf) and buf[start] == "`":
@@ -971,57 +954,24 @@ class StreamNormalizer:
             if run_end - start == size:
                 return run_end
             start = run_end
-        i = start
-        while (match := _TICKS_OR_NEWLINE_RE.search(buf, i)) is not None:
+        for match in _TICKS_OR_NEWLINE_RE.finditer(buf, start):
             if match.group() == "\n":
-                crosses = self._crosses(buf, pos, match.end(), reach, final)
-                if crosses is NEED:
-                    held.resume = match.start() - pos
-                    return NEED
-                if not crosses:
-                    if complete:
-                        self._tick_index = _TickIndex(match.start(), lengths, reach)
-                    return None
-            elif match.end() == len(buf) and not final:
-                held.resume = match.start() - pos
+                if complete:
+                    self._tick_index = (match.start(), lengths)
+                return None
+            if match.end() == len(buf) and not final:
+                self._tick_resume = match.start() - pos
                 self._known_runs.note(self._base + match.start(), match.end() - match.start())
                 return NEED
-            elif len(match.group()) == size:
+            if len(match.group()) == size:
                 return match.end()
-            else:
-                lengths[len(match.group())] = match.start()
-            i = match.end()
+            lengths[len(match.group())] = match.start()
         if not final:
-            held.resume = len(buf) - pos
+            self._tick_resume = len(buf) - pos
             return NEED
         if complete:
-            self._tick_index = _TickIndex(len(buf), lengths, reach)
+            self._tick_index = (len(buf), lengths)
         return None
-
-    def _crosses(
-        self, buf: str, pos: int, line_start: int, reach: int | None, final: bool
-    ) -> bool | _Need:
-        """Whether the span opened at pos goes on into the line starting at line_start."""
-        if reach is None:
-            return False
-        # On from where the last look stopped: a long line arriving in small pieces is
-        # read once.
-        held = self._held
-        newline = buf.find("\n", max(line_start, pos + held.line_resume))
-        if newline == -1 and not final:
-            held.line_resume = len(buf) - pos
-            return NEED
-        held.line_resume = 0
-        return _continues(buf[line_start : len(buf) if newline == -1 else newline], reach)
-
-    def _write_span(self, span: str) -> None:
-        """A code span, verbatim; each line it crosses is a line of its paragraph."""
-        pieces = _LINE_BREAK_RE.split(span)
-        self._w.text(pieces[0])
-        for newline, line in zip(pieces[1::2], pieces[2::2], strict=True):
-            self._w.newline(newline)
-            if line:
-                self._w.raw(line)
 
     def _run_end(self, buf: str, pos: int, final: bool) -> int | None:
         """End of the run of buf[pos]'s character (` or ~), or None while it may still grow."""
@@ -1118,37 +1068,8 @@ class StreamNormalizer:
 
 
 _RUNS: Final = {ch: re.compile(f"{re.escape(ch)}+") for ch in "`~"}
-_LINE_BREAK_RE: Final = re.compile(r"(\r?\n)")
-
-
-@dataclass
-class _HeldRun:
-    """How far the look at a held backtick run has got, so a stream reads on from there."""
-
-    resume: int = 0  # where its search for a closer goes on (from the run's start)
-    line_resume: int = 0  # where the search for the end of the line it waits on goes on
-    not_a_fence: bool = False  # a backtick later on its line: it opens no fence
-
-
-@dataclass(frozen=True)
-class _TickIndex:
-    """What a search for a closer that found none saw: where its paragraph ends, and the
-    start of the last backtick run of each length in it. A later run of that paragraph
-    (read with the same reach) is closed only by a run it lists after it, so its search
-    is skipped when there is none: linear, however many runs find no closer."""
-
-    end: int
-    last: dict[int, int]
-    reach: int | None
-
-    def rules_out(self, pos: int, size: int, reach: int | None) -> bool:
-        return reach == self.reach and pos < self.end and self.last.get(size, -1) <= pos
-
-
 # A list item's marker and the blanks after it (at least one, or the line's end).
 _LIST_ITEM_RE: Final = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|\Z)")
-# A line so far that is only the marker of a list item or a heading (in block quotes).
-_BLOCK_MARKER_RE: Final = re.compile(r"(?:[ \t]*>[ \t]?)*[ \t]*(?:[-*+]|\d{1,9}[.)]|#{1,6})")
 
 
 def _indent(line: str) -> str:
@@ -1173,9 +1094,8 @@ _TICK_RUN_RE: Final = re.compile(r"`+")
 def code_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
     """(start, end) of each inline code span in text[start:end], its backticks included.
 
-    The range is read as one paragraph (split_answer passes a block; the stream and
-    plain_markers find where a paragraph ends with `_continues`). Linear: each run is
-    visited once and each closer looked up once.
+    The range is read as one paragraph: the normalizer passes a line, split_answer
+    a block. Linear: each run is visited once and each closer looked up once.
     """
     end = len(text) if end is None else end
     runs = [(m.start(), m.end()) for m in _TICK_RUN_RE.finditer(text, start, end)]
@@ -1226,78 +1146,17 @@ def _escaped(text: str, start: int, pos: int) -> bool:
     return (pos - i) % 2 == 1
 
 
-# -- how far a code span runs -----------------------------------------------------------
-
-# A code span crosses single line breaks inside its paragraph (CommonMark, and markdown-it
-# on the chat page), never a blank line or the start of another block.
-_QUOTE_MARKER_RE: Final = re.compile(r" {0,3}>[ \t]?")
-_CONTAINER_MARKER_RE: Final = re.compile(r" {0,3}>[ \t]?|[ \t]*(?:[-+*]|\d{1,9}[.)])[ \t]+")
-# A block of one line: a span opened in a heading or a table row ends with its line.
-_ONE_LINE_BLOCK_RE: Final = re.compile(r" {0,3}#{1,6}[ \t]|[ \t]*\|")
-# A line that starts another block, after the quote markers of the span's paragraph.
-# A list item counts at any depth and with any number, as split_answer reads lists
-# (CommonMark: at most 3 columns past its list's, and a first item numbered 1), and
-# with nothing in it: a line whose only citation was dropped still ends the paragraph.
-_BLOCK_START_RE: Final = re.compile(
-    r"[ \t]*\Z"  # a blank line
-    r"|[ \t]*(?:[-+*]|\d{1,9}[.)])(?:[ \t]|\Z)"  # a list item
-    r"|[ \t]*\|"  # a table row
-    r"| {0,3}(?:"
-    r"#{1,6}(?:[ \t]|\Z)"  # a heading
-    r"|>"  # a block quote (in the paragraph's, one more)
-    r"|~{3,}|`{3,}[^`]*\Z"  # a fence
-    r"|(?:=+|-+)[ \t]*\Z"  # a setext heading's underline
-    r"|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})\Z"  # a thematic break
-    r")"
-)
-
-
-
-def _span_reach(prefix: str) -> int | None:
-    """How far a code span opened after `prefix` (its line so far) may run: None when
-    not past its line, else over the lines continuing its paragraph, which is inside
-    this many block quotes (and maybe list items: "- # Title" is a heading too)."""
-    depth, pos = 0, 0
-    while (marker := _CONTAINER_MARKER_RE.match(prefix, pos)) is not None:
-        depth, pos = depth + marker.group().lstrip(" \t").startswith(">"), marker.end()
-    return None if _ONE_LINE_BLOCK_RE.match(prefix, pos) else depth
-
-
-def _continues(line: str, reach: int) -> bool:
-    """Whether `line` (no line break) continues a paragraph inside `reach` block quotes.
-
-    The normalizer reads the model's line, plain_markers the line it wrote: a deletion
-    never makes a line that ends a paragraph one that continues it (`_Writer.gap`).
-    """
-    line = line.removesuffix("\r")
-    pos = 0
-    for _ in range(reach):
-        marker = _QUOTE_MARKER_RE.match(line, pos)
-        if marker is None:
-            break  # a lazy line: without its markers it still continues the paragraph
-        pos = marker.end()
-    return _BLOCK_START_RE.match(line, pos) is None
-
-
-# -- what plain_markers reads as code ---------------------------------------------------
-
 # A fence as the normalizer opens it: at line start after blanks, three or more
 # backticks (no backtick after them on the line) or tildes.
 _FENCE_OPEN_RE: Final = re.compile(rf"[{BLANKS}\r]*(`{{3,}}|~{{3,}})")
-_LEADING_BLANKS_RE: Final = re.compile(f"[{BLANKS}\r]*")
-_RUN_OR_DESTINATION_RE: Final = re.compile(r"`+|\]\(")
-_DESTINATION_STOP_RE: Final = re.compile(rf"[(){BLANKS}\r]")
 _CITATION_TOKEN_RE: Final = re.compile(r"\[citation:([0-9]+)\]")
 
 
 def _code_ranges(text: str) -> list[tuple[int, int]]:
     """Fenced blocks and inline code spans of normalized text, read as the normalizer
     reads them: line by line, a fence closed by a run of its character at least as
-    long on a line of its own, an unclosed fence running to the end, a code span on
-    into the lines of its paragraph, none opened in an indented code line."""
+    long on a line of its own, an unclosed fence running to the end."""
     ranges: list[tuple[int, int]] = []
-    spans = _SpanReader(text)
-    lines = _LineKinds()
     fence: str | None = None  # the opening run of the fence we are in
     pos = 0
     while pos <= len(text):
@@ -1307,122 +1166,15 @@ def _code_ranges(text: str) -> list[tuple[int, int]]:
             ranges.append((pos, end))
             if _closes_fence(text[pos:end], fence):
                 fence = None
-        elif lines.indented_code(text[pos:end]):
-            # Copied as it is by the normalizer: no span (or fence) opens in it. Its tokens
-            # are still shown bare: where a deletion changed the lines before, the output
-            # may read as code where the normalizer minted.
-            lines.note(text[pos:end], code=True)
         elif (opening := _opening_fence(text, pos, end)) is not None:
             ranges.append((pos, end))
             fence = opening
         else:
-            lines.note(text[pos:end])
-            last = spans.read_line(pos, end, ranges)
-            if last != end:  # a span ran on into a later line: read on after it
-                lines.note(text[text.rfind("\n", 0, last) + 1 : last])
-                end = last
-        if end == len(text):
+            ranges.extend(code_spans(text, pos, end))
+        if newline == -1:
             break
-        pos = end + 1
+        pos = newline + 1
     return ranges
-
-
-class _LineKinds:
-    """What the normalizer's writer remembers of the lines before one: enough to tell an
-    indented code line (`_Writer.indented_code`), read in the output."""
-
-    def __init__(self) -> None:
-        self._writer = _Writer()
-
-    def indented_code(self, line: str) -> bool:
-        writer = self._writer
-        indent = _LEADING_BLANKS_RE.match(line).group()
-        if len(indent) == len(line):
-            return False  # a blank line
-        writer.blanks = indent
-        return writer.indented_code()
-
-    def note(self, line: str, code: bool = False) -> None:
-        writer = self._writer
-        body = line.rstrip(BLANKS + "\r")
-        writer.blanks = ""
-        if body:
-            writer.raw(body)
-        writer.newline("\n", code=code)
-        writer.take()
-
-
-class _SpanReader:
-    """The code spans of a whole text, found as the stream finds them (without waiting)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._index: _TickIndex | None = None
-
-    def read_line(self, line_start: int, line_end: int, ranges: list[tuple[int, int]]) -> int:
-        """Adds the spans opened on the line at line_start (and on the lines they run
-        into) to ranges; returns the end of the last line read."""
-        text, pos = self.text, line_start
-        while (run := _RUN_OR_DESTINATION_RE.search(text, pos, line_end)) is not None:
-            if run.group() == "](":
-                # The stream copies a link's destination (_step_destination): a backtick
-                # in it opens nothing.
-                pos = _destination_end(text, run.end(), line_end)
-                continue
-            start, end = run.span()
-            if _escaped(text, pos, start):
-                start += 1  # "\``": the first backtick is text, the rest opens
-            closer = None
-            if start < end:
-                reach = _span_reach(text[line_start : min(start, line_start + _TAIL_KEEP)])
-                closer = self._closer(start, end, reach)
-            if closer is None:
-                pos = end
-                continue
-            ranges.append((start, closer))
-            if closer > line_end:  # read on in the line it ended on
-                line_start = text.rfind("\n", 0, closer) + 1
-                newline = text.find("\n", closer)
-                line_end = len(text) if newline == -1 else newline
-            pos = closer
-        return line_end
-
-    def _closer(self, start: int, end: int, reach: int | None) -> int | None:
-        size, text = end - start, self.text
-        if self._index is not None and self._index.rules_out(start, size, reach):
-            return None
-        lengths: dict[int, int] = {}
-        i = end
-        while (match := _TICKS_OR_NEWLINE_RE.search(text, i)) is not None:
-            if match.group() == "\n":
-                newline = text.find("\n", match.end())
-                line = text[match.end() : len(text) if newline == -1 else newline]
-                if reach is None or not _continues(line, reach):
-                    self._index = _TickIndex(match.start(), lengths, reach)
-                    return None
-            elif len(match.group()) == size:
-                return match.end()
-            else:
-                lengths[len(match.group())] = match.start()
-            i = match.end()
-        self._index = _TickIndex(len(text), lengths, reach)
-        return None
-
-
-def _destination_end(text: str, pos: int, end: int) -> int:
-    """Where the stream's link destination opened before text[pos] ends."""
-    depth = 0
-    for match in _DESTINATION_STOP_RE.finditer(text, pos, end):
-        ch = match.group()
-        if ch == "(":
-            depth += 1
-        elif ch != ")":
-            return match.start()  # a blank or a line break
-        elif depth:
-            depth -= 1
-        else:
-            return match.end()
-    return end
 
 
 def _opening_fence(text: str, pos: int, end: int) -> str | None:
