@@ -357,11 +357,16 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
     more is stored.
     """
     turn.emit = emit or turn.emit
+    # What the model wrote once a round's tools had run: its answer. What it wrote before
+    # ("Let me search the handbook.") answers nothing.
+    after_tools: list[str] | None = None
     try:
         for round_ in range(settings.CHAT_MAX_TOOL_ROUNDS + 1):
             # The last round offers no tools: the model has to answer.
             tools = turn.tools if round_ < settings.CHAT_MAX_TOOL_ROUNDS else []
             reply = _call_model(turn, tools, stream)
+            if after_tools is not None:
+                after_tools.append(reply.text)
             if not reply.tool_calls:
                 break
             if not tools:
@@ -373,11 +378,12 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
                 turn.end_paragraph()  # before the calls issue new numbers
             turn.messages.append(_assistant_tool_message(reply))
             turn.messages.extend(_run_calls(turn, reply.tool_calls, _names(tools)))
+            after_tools = after_tools if after_tools is not None else []
         turn.finish()
-        # The last reply is the answer: what was written before a round's tool calls ("Let
-        # me search the handbook.") answers nothing. Without one, the turn is stored as a
-        # failure like any other reply without an answer, never as a complete one.
-        if not reply.text.strip() or not "".join(turn.shown).strip():
+        answer = reply.text if after_tools is None else "".join(after_tools)
+        if not answer.strip() or not "".join(turn.shown).strip():
+            # Stored as a failure like any other reply without an answer, never as a
+            # complete one.
             raise ProviderError(f"The language model ({turn.provider.name}) wrote no answer.")
         return _close(turn)
     except ProviderError as exc:

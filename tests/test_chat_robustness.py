@@ -238,6 +238,17 @@ def test_a_preamble_before_the_searches_is_no_answer(llm, corpus, workspace, use
     assert "wrote no answer" in message.metadata["error"]
 
 
+def test_an_answer_written_beside_a_later_search_is_an_answer(llm, corpus, workspace, user):
+    llm.script = [tool_call("search_knowledge_base", {"query": "launch"}, "call_1"),
+                  {"content": "The launch moved to March 10 [1].",
+                   **tool_call("search_knowledge_base", {"query": "budget"}, "call_2")},
+                  answer("")]
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="When is the launch?")
+    assert message.status == Message.Status.COMPLETE
+    assert message.resolved_content.strip() == "The launch moved to March 10 [citation:1]."
+
+
 def test_the_injection_mode_runs_no_tool_the_model_asks_for(llm, corpus, api, workspace):
     Workspace.objects.filter(pk=workspace.pk).update(
         retrieval_mode=Workspace.RetrievalMode.INJECTION
@@ -251,7 +262,7 @@ def test_the_injection_mode_runs_no_tool_the_model_asks_for(llm, corpus, api, wo
     assert [call["name"] for call in message.tool_calls if not call["error"]] == [
         "search_knowledge_base"  # the injected search
     ]
-    assert message.resolved_content == "The launch moved to March 10 [citation:1]."
+    assert message.resolved_content.strip() == "The launch moved to March 10 [citation:1]."
 
 
 def test_the_injection_mode_reads_every_chat_mentioned_past_the_cap(
