@@ -223,12 +223,15 @@ def _label(gap: str) -> str:
 _LABEL = _label(r"[ \t]+")
 _STACKED_LABEL = _label(r"\s+")  # its number may stand on the next line
 # A heading line may open with its label: "Chapter 2: Results", "CHAPTER II - RESULTS".
-_PREFIX = rf"(?:{_LABEL}[ \t]*[.:—–-]?[ \t]+)?{_NUMBERING}"
+_SEPARATOR = r"(?:[ \t]*[.:—–-])?[ \t]+"  # one way to match: no quadratic backtracking
+_PREFIX = rf"(?:{_LABEL}{_SEPARATOR})?{_NUMBERING}"
 # Label lines, blank lines allowed between them, up to the heading's line.
-_LABELS_ABOVE = re.compile(rf"(?:^[ \t]*{_STACKED_LABEL}[ \t]*[.:]?[ \t]*\n\s*)+\Z", re.MULTILINE)
+_LABELS_ABOVE = re.compile(
+    rf"(?:^[ \t]*{_STACKED_LABEL}[ \t]*(?:[.:][ \t]*)?\n\s*)+\Z", re.MULTILINE
+)
 _LABEL_REACH = 200  # characters above a heading that its labels may take
 # An outline title naming its label before the heading: "Chapter 2: Results".
-_LABELED_TITLE = re.compile(rf"{_LABEL}[ \t]*[.:—–-]?[ \t]+(\S.*)")
+_LABELED_TITLE = re.compile(rf"{_LABEL}{_SEPARATOR}(\S.*)")
 _MID_SENTENCE = re.compile(r"[a-z,;]\s*\Z")  # text that a next line continues
 
 
@@ -238,12 +241,10 @@ def _labels_above(text: str, offset: int, floor: int) -> int:
     match = _LABELS_ABOVE.search(text, max(floor, offset - _LABEL_REACH), offset)
     if match is None:
         return offset
-    line_end = text.index("\n", match.start())
-    if text[match.start() : line_end].rstrip().endswith(".") and _MID_SENTENCE.search(
-        text, floor, match.start()
-    ):
-        # "…as described in\nSection 3." ends the last sentence of the section before.
-        return _labels_above(text, offset, line_end + 1)
+    if _MID_SENTENCE.search(text, floor, match.start()):
+        # "…as described in\nSection 3." or "…listed in\nAppendix A": the line ends the
+        # last sentence of the section before; the lines after it may still be labels.
+        return _labels_above(text, offset, text.index("\n", match.start()) + 1)
     return match.start()
 
 

@@ -6,6 +6,7 @@ Left to the section before, a label is cited as a one-line passage of the previo
 from __future__ import annotations
 
 import io
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -14,6 +15,7 @@ from reportlab.pdfgen import canvas
 
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.loaders.pdf import load_pdf
+from indexing.loaders.pdf_structure import OutlineEntry, page_sections
 from indexing.pdf_boxes import attach_boxes
 from indexing.types import ChunkPiece, LoadedDocument
 from knowledge.locators import passage_at
@@ -124,3 +126,21 @@ def test_an_outline_title_naming_its_chapter_is_found_under_the_printed_label():
     _, chunks = chunks_of(data)
     assert under(chunks, "Chapter 1: Methods") == ["\n".join(["Chapter 1", "Methods", *METHODS])]
     assert under(chunks, "Chapter 2: Results") == ["\n".join(["Chapter 2", "Results", *RESULTS])]
+
+
+def test_a_label_line_that_ends_a_sentence_stays_without_its_period() -> None:
+    text = "Methods\nThe forms are listed in\nAppendix A\nResults\nIt worked.\n"
+    entries = [OutlineEntry(0, 1, "Methods"), OutlineEntry(0, 1, "Results")]
+    [(methods, results)] = page_sections([text], entries)
+    assert text[methods.start : methods.end].endswith("listed in\nAppendix A\n")
+    assert text[results.start : results.end].startswith("Results")
+
+
+def test_blanks_after_a_label_are_read_in_linear_time() -> None:
+    # A crafted page: two blank runs side by side in the pattern backtracked quadratically
+    # (30,000 blanks took two minutes a bookmark).
+    text = "Methods\nWe did things.\nChapter 2" + " " * 30_000 + "\nResults\nIt worked.\n"
+    entries = [OutlineEntry(0, 1, "Methods"), OutlineEntry(0, 1, "Results")]
+    started = time.perf_counter()
+    page_sections([text], entries)
+    assert time.perf_counter() - started < 2
