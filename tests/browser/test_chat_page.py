@@ -754,6 +754,24 @@ def test_each_pill_shows_what_its_own_sentence_found(llm, page: Page):
     expect(panel.locator("#citation-support")).to_contain_text(wrong["reason"])
 
 
+def test_a_pill_in_a_sentence_that_claims_nothing_is_not_flagged(llm, page: Page):
+    """A heading's pill is not flagged for the number's wrong use in another sentence."""
+    def final(request: dict) -> dict:
+        n = passage_number(request, "Pelican mooring buoy")
+        return answer(f"## The Pelican buoy [{n}]\n\n"
+                      f"The Pelican mooring buoy is repainted every October by the "
+                      f"harbour crew [{n}].")
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican mooring buoy"}), final]
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "When is the Pelican buoy repainted?")
+    pills = reply.locator(".citation-pill")
+    expect(pills).to_have_count(2)
+    expect(pills.last).to_have_class(re.compile(r"\bsupport-unsupported\b"))
+    expect(pills.first).not_to_have_class(re.compile("support-"))
+
+
 @pytest.fixture
 def pdf_thread(corpus, workspace, user, counting_embedder) -> dict:
     """Stored answers citing the sample PDF: the budget passage, and a passage whose

@@ -217,7 +217,9 @@
       (s) => toUnits(s.char_start) <= marker.index && marker.index < toUnits(s.char_end),
     );
     const own = sentence && sentence.support && sentence.support[String(n)];
-    if (!own) return fallback;
+    // A sentence that makes no claim (a heading, a question) flags nothing: the weakest
+    // use is another sentence's. Its pill still opens the passage where that use points.
+    if (!own) return sentence && fallback ? { ...fallback, verdict: null } : fallback;
     return sentence.verdict === "supported" ? { ...own, verdict: "supported" } : own;
   }
 
