@@ -475,7 +475,9 @@ class _Writer:
         if drop.at_line_start:
             return drop.before
         if next_char in _CLOSING or (next_char in _QUOTES and quote_closes):
-            return ""
+            # Not the blank after a list marker or a heading's #s opening the line: "- ."
+            # is still a list item, "-." is text.
+            return drop.before if _BLOCK_MARKER_RE.fullmatch(self.head) else ""
         if not drop.before and self.tail[-1:] in _OPENING:
             return ""
         if drop.before or self.blanks or _hazard(self.tail[-1:], next_char):
@@ -1070,6 +1072,8 @@ class StreamNormalizer:
 _RUNS: Final = {ch: re.compile(f"{re.escape(ch)}+") for ch in "`~"}
 # A list item's marker and the blanks after it (at least one, or the line's end).
 _LIST_ITEM_RE: Final = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|\Z)")
+# A line so far that is only the marker of a list item or a heading (in block quotes).
+_BLOCK_MARKER_RE: Final = re.compile(r"(?:[ \t]*>[ \t]?)*[ \t]*(?:[-*+]|\d{1,9}[.)]|#{1,6})")
 
 
 def _indent(line: str) -> str:

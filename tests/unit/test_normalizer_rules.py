@@ -543,3 +543,18 @@ def test_adversarial_input_scales_linearly(text):
 
     small, large = cpu_seconds(text), cpu_seconds(text * 4)
     assert large < 8 * max(small, 0.01)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("- [9].\n- two [1].", "- .\n- two [citation:1]."),
+        ("# [9]: Title", "# : Title"),
+        ("1. [9], then", "1. , then"),
+        ("> - [9].", "> - ."),
+        ("a [9]. b", "a. b"),  # mid-line, the blank before a dropped number still goes
+    ],
+)
+def test_a_dropped_number_keeps_the_blank_after_a_list_or_heading_marker(text, expected):
+    # "-." and "#:" would be text: the list item or heading would be lost on the page.
+    check(text, expected)
