@@ -550,8 +550,10 @@ class _Writer:
         if code:
             self.last_line = "code"
         elif not self.line_visible:
-            # A line that held only deleted clusters goes: it is no blank line.
-            self.last_line = "text" if self.line_deleted else "blank"
+            # A line that held only deleted clusters goes: it is no blank line, and the
+            # line before it is the one before the next.
+            if not self.line_deleted:
+                self.last_line = "blank"
         elif item := _LIST_ITEM_RE.match(self.head):
             self.last_line, self.list_column = "item", _width(item.group())
         else:

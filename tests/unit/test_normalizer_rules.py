@@ -558,3 +558,16 @@ def test_adversarial_input_scales_linearly(text):
 def test_a_dropped_number_keeps_the_blank_after_a_list_or_heading_marker(text, expected):
     # "-." and "#:" would be text: the list item or heading would be lost on the page.
     check(text, expected)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # After a blank line, a line four columns in is indented code on the page.
+        ("x\n\n[9]\n    y [1]", "x\n\n    y [1]"),
+        # After a paragraph line it continues the paragraph: a citation.
+        ("x\n[9]\n    y [1]", "x\n    y [citation:1]"),
+    ],
+)
+def test_a_line_emptied_by_a_dropped_number_changes_nothing_after_it(text, expected):
+    check(text, expected)
