@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from citations.normalizer import StreamNormalizer, normalize, plain_markers
 from citations.sentences import plain_text, split_answer
+from tests.unit.normalizer_streams import streamed
 
 ISSUED = frozenset({1, 2, 3, 12})
 
@@ -26,9 +27,7 @@ def issued(n: int) -> bool:
 
 
 def stream(chunks: list[str]) -> tuple[str, list[int], list[int]]:
-    normalizer = StreamNormalizer(issued)
-    out = "".join(normalizer.feed(chunk) for chunk in chunks) + normalizer.finish()
-    return out, normalizer.cited, normalizer.dropped
+    return streamed(chunks, issued)
 
 
 def check(text: str, expected: str) -> None:

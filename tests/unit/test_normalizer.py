@@ -11,6 +11,7 @@ from citations.normalizer import (
     parse_marker_content,
     plain_markers,
 )
+from tests.unit.normalizer_streams import streamed
 
 ISSUED = frozenset({1, 2, 3, 4, 5, 12, 999_999})
 
@@ -24,9 +25,7 @@ def norm(text: str) -> str:
 
 
 def stream(chunks: list[str]) -> tuple[str, list[int], list[int]]:
-    normalizer = StreamNormalizer(issued)
-    out = "".join(normalizer.feed(chunk) for chunk in chunks) + normalizer.finish()
-    return out, normalizer.cited, normalizer.dropped
+    return streamed(chunks, issued)
 
 
 def as_tuple(result: Normalized) -> tuple[str, list[int], list[int]]:

@@ -8,7 +8,8 @@ again (with the same issued numbers) changes nothing.
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from citations.normalizer import StreamNormalizer, normalize
+from citations.normalizer import normalize
+from tests.unit.normalizer_streams import streamed
 
 ISSUED = frozenset({1, 2, 3, 12, 1234})
 
@@ -69,9 +70,7 @@ def issued(n: int) -> bool:
 
 
 def stream(chunks: list[str]) -> tuple[str, list[int], list[int]]:
-    normalizer = StreamNormalizer(issued)
-    out = "".join(normalizer.feed(chunk) for chunk in chunks) + normalizer.finish()
-    return out, normalizer.cited, normalizer.dropped
+    return streamed(chunks, issued)
 
 
 def pieces(text: str, cuts: list[int]) -> list[str]:

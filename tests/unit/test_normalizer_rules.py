@@ -14,6 +14,7 @@ from citations.normalizer import (
     StreamNormalizer,
     normalize,
 )
+from tests.unit.normalizer_streams import streamed
 
 ISSUED = frozenset({1, 2, 3, 4, 5, 12, 1234})
 
@@ -23,9 +24,7 @@ def issued(n: int) -> bool:
 
 
 def stream(chunks: list[str]) -> tuple[str, list[int], list[int]]:
-    normalizer = StreamNormalizer(issued)
-    out = "".join(normalizer.feed(chunk) for chunk in chunks) + normalizer.finish()
-    return out, normalizer.cited, normalizer.dropped
+    return streamed(chunks, issued)
 
 
 def check(text: str, expected: str, cited: list[int] | None = None, dropped=None) -> None:
