@@ -23,6 +23,7 @@ from indexing.embedding_cache import embed_with_cache
 from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
+from indexing.time_limit import soft_time_limit_kept
 from indexing.types import ChunkPiece, IngestError, LoadedDocument, content_hash, without_nul
 from knowledge import graph
 from knowledge.models import Chunk, Document
@@ -176,29 +177,31 @@ def index_document(
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
             )
-        loaded = parse_source(
-            source,
-            document.mime or None,
-            dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
-        )
-        pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
-        if not pieces and not loaded.metadata.get("warnings"):
-            # A scan indexed without OCR has no text but is not broken: its
-            # warnings say why, and it is indexed (empty) rather than FAILED.
-            raise IngestError("The document has no text to index")
-        if loaded.source_type == SourceType.PDF:
-            _locate_on_pages(source, loaded, pieces)
-        _update(document_id, progress=10)
-        embedded_as = [
-            embedding_text(title=loaded.title, locator=p.locator, text=p.text) for p in pieces
-        ]
-        embedder = embedder or get_embedder()
-        # The model is part of what a vector was made from: under another model no
-        # stored vector is reused.
-        embed_hashes = [content_hash(f"{embedder.model_id}\n{text}") for text in embedded_as]
-        vectors, embedded = _embed_pieces(
-            document, dict(zip(embed_hashes, embedded_as, strict=True)), embedder
-        )
+        # Libraries that catch every exception must not swallow the time limit.
+        with soft_time_limit_kept():
+            loaded = parse_source(
+                source,
+                document.mime or None,
+                dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
+            )
+            pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
+            if not pieces and not loaded.metadata.get("warnings"):
+                # A scan indexed without OCR has no text but is not broken: its
+                # warnings say why, and it is indexed (empty) rather than FAILED.
+                raise IngestError("The document has no text to index")
+            if loaded.source_type == SourceType.PDF:
+                _locate_on_pages(source, loaded, pieces)
+            _update(document_id, progress=10)
+            embedded_as = [
+                embedding_text(title=loaded.title, locator=p.locator, text=p.text) for p in pieces
+            ]
+            embedder = embedder or get_embedder()
+            # The model is part of what a vector was made from: under another model no
+            # stored vector is reused.
+            embed_hashes = [content_hash(f"{embedder.model_id}\n{text}") for text in embedded_as]
+            vectors, embedded = _embed_pieces(
+                document, dict(zip(embed_hashes, embedded_as, strict=True)), embedder
+            )
         _swap_chunks(
             document_id, pieces, embed_hashes, vectors, loaded,
             indexed_as=(source_hash, signature), embedded=embedded,

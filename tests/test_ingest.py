@@ -339,6 +339,43 @@ def test_a_word_file_over_the_xml_setting_fails_and_names_it(
     assert outcome.status == Document.Status.INDEXED
 
 
+def test_a_time_limit_a_library_swallows_still_stops_the_document(
+    workspace, local_embedder, tmp_path
+):
+    """The prefork worker's soft limit (SIGUSR1) arrives in code that catches every
+    exception, as unstructured's Word list numbering does: the document is still FAILED
+    as stopped at the time limit, and no chunks are written."""
+    import os
+    import signal
+    import time
+
+    from billiard.pool import soft_timeout_sighandler
+
+    class SwallowingEmbedder:
+        model_id, dimensions = local_embedder.model_id, local_embedder.dimensions
+
+        def embed_documents(self, texts):
+            try:
+                os.kill(os.getpid(), signal.SIGUSR1)
+                time.sleep(5)
+            except Exception:  # noqa: BLE001 - the library under test does this
+                pass
+            return local_embedder.embed_documents(texts)
+
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    document = sources.add_path(workspace=workspace, path=tmp_path / "note.md")
+    previous = signal.signal(signal.SIGUSR1, soft_timeout_sighandler)
+    try:
+        outcome = pipeline.index_document(
+            document_id=document.pk, embedder=SwallowingEmbedder()
+        )
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert outcome.status == Document.Status.FAILED
+    assert "INGEST_TASK_TIME_LIMIT" in outcome.error
+    assert Chunk.objects.filter(document=document).count() == 0
+
+
 def test_bad_inputs_fail_with_clear_errors_and_do_not_stop_the_batch(
     workspace, counting_embedder, tmp_path, settings
 ):
