@@ -24,8 +24,9 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
 3. Rewrite: each issued number becomes ``[citation:n]`` in ASCII digits; a list
    keeps the model's order; inside a cluster a number appears once.
 4. Clusters: groups that touch or are separated only by blanks and separators
-   form one cluster. Between two kept groups the model's separator stays; the
-   separators next to a dropped group go with it.
+   form one cluster; so does a parenthesised cluster between them that keeps
+   nothing (``[1] ([9]) [1]`` is ``[1] [9] [1]``). Between two kept groups the
+   model's separator stays; the separators next to a dropped group go with it.
 5. Clean deletion of a cluster that keeps nothing: parentheses that held only it
    go too; the blanks before it go when closing punctuation (closing quotes and
    CJK ``。，；：！？）】」』、`` included) follows or the line ends; between two words
@@ -268,7 +269,7 @@ class _Matcher:
                 break
             if ch in "\n`" or depth >= MAX_NESTING or not _viable("".join(pieces)):
                 return None
-            unit = self._unit(j, depth + 1)
+            unit = self.unit(j, depth + 1)
             if unit is NEED:
                 return NEED
             if unit is None or unit.end > limit:
@@ -381,7 +382,7 @@ class _Matcher:
                 return None  # a blank, line break or backtick: not a link
             i = stop.end()
 
-    def _unit(self, pos: int, depth: int) -> _Unit | _Need | None:
+    def unit(self, pos: int, depth: int) -> _Unit | _Need | None:
         """A nested cluster at buf[pos], or "(" + cluster + ")" when it keeps nothing."""
         buf = self.buf
         if buf[pos] != "(":
@@ -820,7 +821,7 @@ class StreamNormalizer:
             self._w.text(buf[pos])
             return pos + 1
         self._cluster = _Cluster(paren=None)
-        self._commit(group)
+        self._commit(group.numbers)
         return group.end
 
     def _parenthesis(self, buf: str, pos: int, final: bool) -> int | None:
@@ -838,7 +839,7 @@ class StreamNormalizer:
                 return None
             if group is not None:
                 self._cluster = _Cluster(paren=buf[pos + 1 : j])
-                self._commit(group)
+                self._commit(group.numbers)
                 return group.end
         self._w.text("(")
         return pos + 1
@@ -855,14 +856,23 @@ class StreamNormalizer:
             if group is NEED:
                 return None
             if group is not None:
-                self._commit(group)
+                self._commit(group.numbers)
                 return group.end
+        if ch == "(":
+            # "([9])" between groups is one of them: deleted, it would leave the groups
+            # on either side touching, and a second reading would merge them.
+            unit = self._match.unit(pos, depth=0)
+            if unit is NEED:
+                return None
+            if unit is not None:
+                self._commit(unit.numbers)
+                return unit.end
         return self._end_cluster(buf, pos)
 
-    def _commit(self, group: _Group) -> None:
+    def _commit(self, numbers: tuple[int, ...]) -> None:
         cluster = self._cluster
         kept: list[int] = []
-        for n in group.numbers:
+        for n in numbers:
             if n in cluster.seen:
                 continue
             cluster.seen.add(n)

@@ -62,6 +62,8 @@ JOINS = [
     "[1](https://x)(https://x)",  # the token would take the second URL
     "my[9]_list[2]",
     "[9][1]: x",
+    "[1] ([9]) [1]",  # the groups either side would touch and merge
+    "[1], ([9]), [2]",
 ]
 
 

@@ -221,6 +221,12 @@ def test_wire_form(text, expected):
     ("claim [1], and more", "claim [citation:1], and more"),
     ("[1][1] [1, 1] [1-2]", "[citation:1] [citation:2]"),  # once per cluster
     ("[1] and [1]", "[citation:1] and [citation:1]"),  # two clusters
+    # A parenthesised group that keeps nothing is one of the cluster's groups.
+    ("a [1] ([9]) [1] b", "a [citation:1] b"),
+    ("a [1], ([9]), [2] b", "a [citation:1], [citation:2] b"),
+    ("a [9] ([8]) b", "a b"),
+    ("a [1] ([2]) [1] b", "a [citation:1] ([citation:2]) [citation:1] b"),
+    ("a [1] ([9] see) [1] b", "a [citation:1] (see) [citation:1] b"),
 )
 def test_adjacent(text, expected):
     check(text, expected)
