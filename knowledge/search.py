@@ -513,43 +513,40 @@ def _position(term: str, forward: str) -> str:
 
 
 # Unscoped (and for websearch syntax), the keyword leg is one ranking template
-# around one of two candidate queries; a plain scoped query has its own one-pass
+# around one of three candidate queries; a plain scoped query has its own one-pass
 # query (_KEYWORD_IN_SCOPE). Each candidate query yields (id, partial, rare): the
 # chunks to score, the part of their score already summed while choosing them, and
 # whether that part holds a term of at most `rare` chunks. All read the CTEs q, s
 # and t.
 
-# Quotes, OR or -word: websearch semantics, matched through the GIN index.
-_CANDIDATES_WEBSEARCH = """
-    SELECT c.id, 0::float8 AS partial, false AS rare FROM knowledge_chunk c
-    WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
-      AND c.workspace_id = %(workspace)s {in_scope}
-"""
-
-# Unscoped: a term of at most `depth` chunks contributes all of them, scored exactly
-# from the rows its GIN lookup visits anyway, and that sum is kept; a commoner term
-# contributes its `depth` best head rows (chunks repeating it), its impact standing
-# in for its score while choosing, and the ranking scores it exactly. A query of
-# common terms only also takes up to `depth` chunks of its rarest term, so a common
-# word alone still finds something.
-_CANDIDATES_TERM_LISTS = f"""
-    SELECT p.id, coalesce(sum(p.w) FILTER (WHERE p.exact), 0) AS partial,
-           bool_or(p.rare) AS rare
-    FROM (
+# What the terms of CTE {terms} propose, as (id, exact, rare, w): a term of at most
+# `depth` chunks all of them, scored exactly from the rows its GIN lookup visits
+# anyway; a commoner term its `depth` best head rows (chunks repeating it), its
+# impact standing in for its score while choosing (the ranking scores it exactly).
+_TERM_POSTINGS = f"""
         SELECT f.chunk_id AS id, true AS exact, t.df <= %(rare)s AS rare,
                {_bm25("t.w", f"f.tfs[{_position('t.id', 'f')}]", "f.dl")} AS w
-        FROM t CROSS JOIN s CROSS JOIN LATERAL (
+        FROM {{terms}} t CROSS JOIN s CROSS JOIN LATERAL (
             SELECT chunk_id, dl, term_ids, tfs FROM knowledge_chunkterms
             WHERE term_ids @> ARRAY[t.id]
         ) f
         WHERE t.df <= %(depth)s
         UNION ALL
         SELECT h.chunk_id, false, false, t.w * h.impact
-        FROM t CROSS JOIN LATERAL (
+        FROM {{terms}} t CROSS JOIN LATERAL (
             SELECT chunk_id, impact FROM knowledge_termhead
             WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
         ) h
         WHERE t.df > %(depth)s
+"""
+
+# Unscoped, a plain query: its terms' postings, and when all its terms are common
+# up to `depth` chunks of its rarest term too, so a common word alone still finds
+# something; the best `rescore` by their sum, the exact part kept.
+_CANDIDATES_TERM_LISTS = f"""
+    SELECT p.id, coalesce(sum(p.w) FILTER (WHERE p.exact), 0) AS partial,
+           bool_or(p.rare) AS rare
+    FROM ({_TERM_POSTINGS.format(terms="t")}
         UNION ALL
         (SELECT f.chunk_id, false, false, 0 FROM knowledge_chunkterms f
          WHERE NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s) AND EXISTS (SELECT FROM t)
@@ -558,6 +555,67 @@ _CANDIDATES_TERM_LISTS = f"""
     ) p
     GROUP BY p.id
     ORDER BY sum(p.w) DESC, p.id LIMIT %(rescore)s
+"""
+
+# The terms a query in websearch syntax asks for (its own less those it excludes) and
+# their chunk counts: whether it may score every chunk it matches.
+_ASKED_TERMS = """
+    SELECT id, df FROM knowledge_termstat
+    WHERE workspace_id = %(workspace)s AND df > 0
+      AND term IN (SELECT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(asked)s)))
+"""
+
+# Quotes, OR or -word: every chunk matching the websearch query (its phrases in
+# order, its excluded terms absent), up to `most`. In a scope, which bounds them
+# (`most` NULL: no limit); or when no asked term is common: each match then holds a
+# rare one, so there are no more than their chunk counts' sum (`most`, which also
+# bounds "a OR -b", matching chunks without them), a plain query's postings.
+_CANDIDATES_WEBSEARCH_ALL = """
+    SELECT c.id, 0::float8 AS partial, false AS rare FROM knowledge_chunk c
+    WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
+      AND c.workspace_id = %(workspace)s {in_scope}
+    LIMIT %(most)s
+"""
+
+# Unscoped, quotes, OR or -word asking for a common term: at most 2 x `rescore` + 1
+# matches, however many there are. Scoring every match of two common words ORed took
+# 23 ms p50, 217 ms p95 in 40,000 chunks and 153 / 551 ms in 100,000; this 11 / 18
+# and 13 / 21 ms (bench/search_websearch.py).
+# - first: up to `rescore` + 1 matches, in the GIN index's order. No more than
+#   `rescore` is every match (a phrase, a long AND), all scored: the exact top-k.
+#   `matches` is planned as the whole match (a LIMIT there tempts the planner into
+#   a sequential scan, which a rare phrase of common words runs to the end) and is
+#   read lazily, only as far as first asks. A phrase of common words in few chunks
+#   still rechecks every chunk holding its words: the index has no positions.
+# - listed, when there are more: the best `rescore` chunks the asked terms propose,
+#   by their sum as for a plain query, those that match. The best BM25 scores are
+#   there, among the chunks repeating a common word; first's matches still fill the
+#   page when they are few (a phrase whose chunks repeat no word). OFFSET 0 keeps
+#   the check to these chunks, one by one: joined, the planner hashed every match.
+# Each candidate is scored from scratch (partial 0): first's have no partial score.
+_CANDIDATES_WEBSEARCH = f"""
+    WITH matches AS MATERIALIZED (
+        SELECT c.id FROM knowledge_chunk c
+        WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
+          AND c.workspace_id = %(workspace)s
+    ), first AS MATERIALIZED (
+        SELECT id FROM matches LIMIT %(rescore)s + 1
+    ), asked AS MATERIALIZED (
+        SELECT * FROM t WHERE t.id = ANY(%(asked)s)
+    ), listed AS MATERIALIZED (
+        SELECT l.id FROM (
+            SELECT p.id FROM ({_TERM_POSTINGS.format(terms="asked")}) p
+            GROUP BY p.id ORDER BY sum(p.w) DESC, p.id LIMIT %(rescore)s
+        ) l CROSS JOIN LATERAL (
+            SELECT FROM knowledge_chunk c WHERE c.id = l.id
+              AND c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
+            OFFSET 0
+        ) c
+        WHERE (SELECT count(*) FROM first) > %(rescore)s
+    )
+    SELECT id, 0::float8 AS partial, false AS rare FROM first
+    UNION
+    SELECT id, 0::float8, false FROM listed
 """
 
 # q: the query's lexemes; s: the workspace's N and average chunk length; t: each
@@ -623,10 +681,11 @@ def _keyword_leg(
     """BM25 (k1, b from settings) from the ChunkTerms forward index, IDF from TermStat.
 
     PostgreSQL's ts_rank_cd has no IDF; this scores like Lucene's BM25 instead.
-    A plain query ranks chunks containing any of its terms; the cost is bounded
-    by the query, not by how many chunks contain a common word. Every returned
-    score is exact BM25. Each row says whether the chunk holds a query term of at
-    most SEARCH_RARE_TERM_MAX_DF chunks.
+    A plain query ranks chunks containing any of its terms, one in websearch
+    syntax the chunks matching it; unscoped, the cost is bounded by the query, not
+    by how many chunks contain a common word. Every returned score is exact BM25.
+    Each row says whether the chunk holds a query term of at most
+    SEARCH_RARE_TERM_MAX_DF chunks.
     """
     values = {
         "config": TEXT_SEARCH_CONFIG, "query": query, "workspace": workspace.pk,
@@ -634,9 +693,20 @@ def _keyword_leg(
         "depth": settings.BM25_TERM_DEPTH, "probe_above": -1,
         "rare": settings.SEARCH_RARE_TERM_MAX_DF,
     }
-    if _OPERATORS.search(query):
-        in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
-        candidates = _CANDIDATES_WEBSEARCH.format(in_scope=in_scope)
+    websearch = bool(_OPERATORS.search(query))
+    if websearch and documents is not None:
+        in_scope = "AND c.document_id = ANY(%(documents)s)"
+        candidates = _CANDIDATES_WEBSEARCH_ALL.format(in_scope=in_scope)
+        values["most"] = None
+    elif websearch:
+        cursor.execute(_ASKED_TERMS, values | {"asked": _exclusions(query)[0]})
+        asked = cursor.fetchall()
+        if all(df <= settings.BM25_TERM_DEPTH for _, df in asked):
+            candidates = _CANDIDATES_WEBSEARCH_ALL.format(in_scope="")
+            values["most"] = sum(df for _, df in asked)
+        else:
+            candidates = _CANDIDATES_WEBSEARCH
+            values |= {"rescore": 4 * pool, "asked": [pk for pk, _ in asked]}
     elif documents is not None:
         cursor.execute(_KEYWORD_IN_SCOPE, values)
         return cursor.fetchall()
