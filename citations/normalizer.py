@@ -464,9 +464,7 @@ class _Writer:
         self.line_deleted = False  # a cluster was deleted while it had nothing
         self.tail = ""  # the end of this output line, for context rules
         self.head = ""  # the start of this output line, to tell a list item
-        # What the last line was, for indented code: "blank", "code", "item" or "text".
-        self.last_line = "text"
-        self.list_column = 0  # where the content of the list item we are in starts
+        self.lines = _Lines()
 
     def gap(self, next_char: str, quote_closes: bool = False) -> str:
         """What the held blanks become if `next_char` is written next."""
@@ -547,30 +545,17 @@ class _Writer:
         self.line_visible = self.line_deleted = False
 
     def _classify_line(self, code: bool) -> None:
-        """Remember what this line was: the next one may be indented code."""
-        if code:
-            self.last_line = "code"
-        elif not self.line_visible:
-            # A line that held only deleted clusters goes: it is no blank line, and the
-            # line before it is the one before the next.
-            if not self.line_deleted:
-                self.last_line = "blank"
-        elif item := _LIST_ITEM_RE.match(self.head):
-            self.last_line, self.list_column = "item", _width(item.group())
-        else:
-            if self.last_line == "blank" and _width(_indent(self.head)) < self.list_column:
-                self.list_column = 0  # a paragraph left of the item after a blank: the list ended
-            self.last_line = "text"
+        # A line that held only deleted clusters goes: it is no blank line, and the line
+        # before it is the one before the next.
+        if code or self.line_visible or not self.line_deleted:
+            self.lines.ended(self.head, visible=self.line_visible, code=code)
 
     def indented_code(self) -> bool:
-        """Whether a line whose first visible character comes now is indented code: four
-        columns past its list item's content (or the margin), after a blank line or a
-        line of indented code. The indentation is all that is held, so nothing waits."""
+        """Whether a line whose first visible character comes now is indented code.
+        The indentation is all that is held, so nothing waits."""
         if self.line_visible or self.line_deleted or self.drop is not None:
             return False
-        if self.last_line not in ("blank", "code"):
-            return False
-        return self.indent_width() >= self.list_column + 4
+        return self.lines.indented_code(self.indent_width())
 
     def finish(self) -> None:
         if self.drop is None and (self.line_visible or not self.line_deleted):
@@ -589,6 +574,33 @@ class _Writer:
             self.tail = (self.tail + run)[-_TAIL_KEEP:]
             if len(self.head) < _TAIL_KEEP:
                 self.head = (self.head + run)[:_TAIL_KEEP]
+
+
+class _Lines:
+    """What the last line was, for indented code; one rule for the normalizer's output
+    and for plain_markers reading it."""
+
+    def __init__(self) -> None:
+        self.last = "text"  # "blank", "code", "item" or "text"
+        self.list_column = 0  # where the content of the list item we are in starts
+
+    def ended(self, head: str, *, visible: bool, code: bool) -> None:
+        """A line ended: `head` is its start, `code` whether it was indented code."""
+        if code:
+            self.last = "code"
+        elif not visible:
+            self.last = "blank"
+        elif item := _LIST_ITEM_RE.match(head):
+            self.last, self.list_column = "item", _width(item.group())
+        else:
+            if self.last == "blank" and _width(_indent(head)) < self.list_column:
+                self.list_column = 0  # a paragraph left of the item after a blank: the list ended
+            self.last = "text"
+
+    def indented_code(self, indent_width: int) -> bool:
+        """Whether a line indented this wide is code: four columns past its list item's
+        content (or the margin), after a blank line or a line of indented code."""
+        return self.last in ("blank", "code") and indent_width >= self.list_column + 4
 
 
 @dataclass
@@ -1166,27 +1178,39 @@ def _escaped(text: str, start: int, pos: int) -> bool:
 # backticks (no backtick after them on the line) or tildes.
 _FENCE_OPEN_RE: Final = re.compile(rf"[{BLANKS}\r]*(`{{3,}}|~{{3,}})")
 _CITATION_TOKEN_RE: Final = re.compile(r"\[citation:([0-9]+)\]")
+# The blanks before a line's first visible character (a lone carriage return is one).
+_LINE_INDENT_RE: Final = re.compile(f"[{BLANKS}\r]*")
 
 
 def _code_ranges(text: str) -> list[tuple[int, int]]:
-    """Fenced blocks and inline code spans of normalized text, read as the normalizer
-    reads them: line by line, a fence closed by a run of its character at least as
-    long on a line of its own, an unclosed fence running to the end."""
+    """Code blocks and inline code spans of normalized text, read as the normalizer
+    reads them: line by line, indented code before a fence, a fence closed by a run
+    of its character at least as long on a line of its own, an unclosed fence
+    running to the end."""
     ranges: list[tuple[int, int]] = []
     fence: str | None = None  # the opening run of the fence we are in
+    lines = _Lines()  # fence lines leave it as it was, as in the normalizer
     pos = 0
     while pos <= len(text):
         newline = text.find("\n", pos)
         end = len(text) if newline == -1 else newline
+        # Without the blanks that end it, as the normalizer's writer holds them.
+        line = text[pos:end].rstrip(BLANKS + "\r")
+        indent = _LINE_INDENT_RE.match(text, pos, end).group()
+        visible = bool(line)
         if fence is not None:
             ranges.append((pos, end))
             if _closes_fence(text[pos:end], fence):
                 fence = None
+        elif visible and lines.indented_code(_width(indent)):
+            ranges.append((pos, end))
+            lines.ended(line[:_TAIL_KEEP], visible=True, code=True)
         elif (opening := _opening_fence(text, pos, end)) is not None:
             ranges.append((pos, end))
             fence = opening
         else:
             ranges.extend(code_spans(text, pos, end))
+            lines.ended(line[:_TAIL_KEEP], visible=visible, code=False)
         if newline == -1:
             break
         pos = newline + 1

@@ -102,6 +102,12 @@ def test_plain_text_keeps_a_backtick_that_opens_nothing():
         ("```js`\n[citation:1]", "```js`\n[1]"),
         # A span does not cross lines in the normalizer, so what it minted is shown bare.
         ("a `b\n[citation:1]` c", "a `b\n[1]` c"),
+        # Four columns in after a blank line is indented code, fence characters and all:
+        # no fence opens, and a token quoted in the code stays as written.
+        ("\n    ```\n[citation:1]", "\n    ```\n[1]"),
+        ("text\n\n    [citation:1]\n\n[citation:2]", "text\n\n    [citation:1]\n\n[2]"),
+        # Inside a list item four columns past the margin are not past its content.
+        ("- a\n\n    ```\n[citation:1]", "- a\n\n    ```\n[citation:1]"),
     ],
 )
 def test_plain_markers_reads_code_as_the_normalizer_does(text, expected):
