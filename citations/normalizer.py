@@ -31,9 +31,10 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    go too; the blanks before it go when closing punctuation (closing quotes and
    CJK ``。，；：！？）】」』、`` included) follows or the line ends; between two words
    one space stays (none if the cluster touched both words, unless joining them
-   would merge backtick or tilde runs or make ``](`` a link; none right after an
-   opening parenthesis, bracket or quote it touched); at line start the
-   indentation stays; a line that held nothing else disappears with its newline.
+   would merge backtick or tilde runs, make ``](`` a link or a backslash escape
+   what follows; none right after an opening parenthesis, bracket or quote it
+   touched); at line start the indentation stays; a line that held nothing else
+   disappears with its newline.
    NBSP, ZWSP and U+3000 count as spaces.
 6. Untouched: fenced code (``` or ~~~, any indent, closed by the same character at
    least as long; a backtick fence's info string holds no backtick; unclosed runs
@@ -443,8 +444,13 @@ def _viable(content: str) -> bool:
 
 
 def _hazard(before: str, after: str) -> bool:
-    """Whether joining these two characters would change how the text reads."""
-    return (before == after and before in "`~") or (before == "]" and after == "(")
+    """Whether joining these two characters would change how the text reads: merged
+    backtick or tilde runs, a link, or an escape ("\\[citation:9]`a`" is no "\\`a`")."""
+    return (
+        (before == after and before in "`~")
+        or (before == "]" and after == "(")
+        or (before == "\\" and after in _ESCAPABLE)
+    )
 
 
 @dataclass
@@ -671,8 +677,10 @@ class StreamNormalizer:
         self._fence_char = ""
         self._fence_len = 0
         self._fence_line = _FenceLine.CONTENT
-        # A held backtick run: how far its search for a closer has got.
+        # A held backtick run: how far its search for a closer has got, and (at line
+        # start) its search for a backtick after it, which makes it no fence (-1: found).
         self._tick_resume = 0
+        self._info_resume = 0
         # Runs of backticks or tildes measured so far, by stream position: a held run
         # and the candidate closer a held span waits on are read on from there, not
         # from their start, or streaming a long run would cost quadratic time.
@@ -941,20 +949,21 @@ class StreamNormalizer:
         if end is None:
             return None
         size = end - pos
-        if fence_possible:
+        if fence_possible and self._info_resume >= 0:
             # A backtick fence's info string holds no backtick.
-            stop = _TICK_OR_NEWLINE_RE.search(buf, max(end, pos + self._tick_resume))
+            stop = _TICK_OR_NEWLINE_RE.search(buf, max(end, pos + self._info_resume))
             if stop is None and not final:
-                self._tick_resume = len(buf) - pos
+                self._info_resume = len(buf) - pos
                 return None
             if stop is None or buf[stop.start()] == "\n":
-                self._tick_resume = 0
+                self._info_resume = 0
                 self._open_fence(buf[pos:end])
                 return end
+            self._info_resume = -1  # the closer's search, below, starts from the run
         closer = self._find_closer(buf, pos, end, size, final)
         if closer is NEED:
             return None
-        self._tick_resume = 0
+        self._tick_resume = self._info_resume = 0
         if closer is None:
             self._w.text(buf[pos:end])  # no closer on this line: the run is text
             return end

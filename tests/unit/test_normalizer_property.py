@@ -64,6 +64,8 @@ JOINS = [
     "[9][1]: x",
     "[1] ([9]) [1]",  # the groups either side would touch and merge
     "[1], ([9]), [2]",
+    "\\[citation:9]`[1]`",  # the backslash would escape the backtick
+    "```x`[1]\n",  # no fence: streamed, the search for a backtick once lost it
 ]
 
 

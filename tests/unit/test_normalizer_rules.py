@@ -282,10 +282,11 @@ def test_clean_drops(text, expected):
     ("  [9] indented", "  indented"),
     ("- [9] item", "- item"),
     ("a  b\t\tc  \n  d   ", "a  b\t\tc  \n  d   "),  # untouched without a deletion
-    # Joining would merge backtick or tilde runs, or make a link: a space stays.
+    # Joining would merge backtick or tilde runs, make a link or an escape: a space stays.
     ("``[9]`", "`` `"),
     ("x~[9]~", "x~ ~"),
     ("a][citation:9](b)", "a] (b)"),
+    ("\\[citation:9]`[1]`", "\\ `[1]`"),
 )
 def test_spacing(text, expected):
     check(text, expected)
