@@ -8,6 +8,7 @@ word lists here are the vocabulary both sides read with.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -25,7 +26,19 @@ STOP_WORDS: Final = frozenset(
     should must may might shall upon via per among amongst within around whereas whether
     yet thereby therein one ones s 's""".split()
 )
-STEMMER: Final = snowballstemmer.stemmer("english")
+# A snowball stemmer keeps the word it works on in itself: shared by two threads (two
+# chat requests) it returns wrong stems, which stem() then caches, or raises. One a thread.
+_THREAD_STEMMERS = threading.local()
+
+
+def snowball(word: str) -> str:
+    """The English Snowball stem of `word`, with this thread's stemmer."""
+    stemmer = getattr(_THREAD_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _THREAD_STEMMERS.english = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)
+
+
 # A number (commas dropped later) or a word with inner apostrophes, dots or hyphens.
 # Chinese and Japanese write no spaces between words: each of their characters is a word
 # of its own (as search engines index them), and a number inside their text is a number.
@@ -113,9 +126,7 @@ _WORD_NUMBER: Final = re.compile(
     re.IGNORECASE,
 )
 
-COUNTRY_STEMS: Final = frozenset(
-    STEMMER.stemWord(name) for name in ("america", "britain")
-)
+COUNTRY_STEMS: Final = frozenset(snowball(name) for name in ("america", "britain"))
 # A sentence-initial capital says nothing about a name; these open sentences all the time.
 _SENTENCE_STARTERS: Final = frozenset(
     """however overall although though during after before many most some several today
@@ -549,7 +560,7 @@ def stem(word: str) -> str:
         return str(_SMALL_NUMBERS[word])  # "three days" and "3 days" share a term
     word = IRREGULAR.get(word, word)
     word = _DEMONYMS.get(word, word)
-    return STEMMER.stemWord(word)
+    return snowball(word)
 
 
 @lru_cache(maxsize=65536)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from citations.claims import STEMMER, STOP_WORDS, Features, analyze, stem, zipf_frequency
+from citations.claims import STOP_WORDS, Features, analyze, snowball, stem, zipf_frequency
 
 from .issue import Issue
 from .negation import NOT_WITHOUT, negative_prefix
@@ -66,8 +66,8 @@ _NOT_NEGATED: Final = frozenset(
 )
 _OPPOSITE_STEMS: Final = {}
 for _a, _b in _OPPOSITES:
-    _OPPOSITE_STEMS.setdefault(STEMMER.stemWord(_a), set()).add(STEMMER.stemWord(_b))
-    _OPPOSITE_STEMS.setdefault(STEMMER.stemWord(_b), set()).add(STEMMER.stemWord(_a))
+    _OPPOSITE_STEMS.setdefault(snowball(_a), set()).add(snowball(_b))
+    _OPPOSITE_STEMS.setdefault(snowball(_b), set()).add(snowball(_a))
 
 
 def opposite_issues(claim: Features, span: Features) -> list[Issue]:

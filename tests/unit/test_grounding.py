@@ -1852,3 +1852,43 @@ def test_n_dimensional_is_the_nd_of_the_same_thing() -> None:
     span = analyze("The lab has 3D images, unlike the 2D printer.")
     assert number_issues(analyze("The scanner produces two-dimensional images."), span, span)
     assert number_issues(analyze("The lab has three-dimensional images."), span, span) == []
+
+
+def test_threads_stemming_at_once_get_the_stems_one_thread_gets() -> None:
+    # Two chat requests ground their answers at once: a stemmer shared between threads
+    # returned wrong stems (then cached) or raised IndexError.
+    import random
+    import sys
+    import threading
+
+    from citations.claims import snowball
+
+    rng = random.Random(1)
+    words = [
+        "".join(rng.choice("abcdefghilmnoprstuy") for _ in range(rng.randint(4, 12))) + end
+        for end in ("ing", "ed", "ies", "ational", "fulness", "ly", "s", "eed")
+        for _ in range(500)
+    ]
+    expected = [snowball(word) for word in words]
+    got: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def work(slot: int) -> None:
+        try:
+            for i in range(slot, len(words), 8):
+                got[i] = snowball(words[i])
+        except Exception as exc:  # noqa: BLE001 - counted below
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, as a loaded server does
+    try:
+        threads = [threading.Thread(target=work, args=(slot,)) for slot in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors
+    assert [got[i] for i in range(len(words))] == expected
