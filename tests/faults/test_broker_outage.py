@@ -315,6 +315,10 @@ def test_a_worker_reconnecting_sends_again_a_document_whose_task_the_broker_lost
             sources.enqueue([first])
         wait_for(lambda: Document.objects.get(pk=first.pk).status in FINAL, 120,
                  "the worker to index the first document")
+        # Its status is saved before its message is acknowledged (acks_late): a broker
+        # stopped in between keeps the message unacked for good (asserted empty below).
+        wait_for(lambda: redis.Redis.from_url(broker.url).hlen("unacked") == 0, 30,
+                 "the first document's message to be acknowledged")
         # Taken off the queue as the broker died, before it was recorded as
         # unacked: registered a while ago, no message anywhere.
         lost = sources.add_path(workspace=workspace, path=tmp_path / "lost.md")

@@ -204,9 +204,11 @@ def one_stuck_one_good(workspace, tmp_path, fake, stick) -> tuple[Document, Docu
     from tests.conftest import Fake
 
     worker = None
+    stuck_at: list[float] = []
 
     def embeddings(body):
         if any("stuck" in text for text in body["input"]):
+            stuck_at.append(time.monotonic())
             stick(worker)
         return {"data": [{"index": i, "embedding": [1.0] + [0.0] * 383}
                          for i, _ in enumerate(body["input"])]}
@@ -221,11 +223,14 @@ def one_stuck_one_good(workspace, tmp_path, fake, stick) -> tuple[Document, Docu
         EMBEDDING_MODEL="stuck", INGEST_TASK_TIME_LIMIT="3",
     )
     worker = start_worker(env, pool="prefork")
-    began = time.monotonic()
     try:
-        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug, timeout=90)
+        result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug, timeout=150)
         assert result.returncode == 1 and "1 indexed, 1 failed" in result.stdout, result.stderr
-        assert time.monotonic() - began < 25, "the stuck document was stopped, not waited for"
+        # Timed from when the task got stuck, not from the start of the worker and the
+        # command (their start-up is most of the time on a loaded 2-core machine): the
+        # limits are 3 s (soft) and 6 s (hard); the stall is 120 s, or for good.
+        stopped_after = time.monotonic() - stuck_at[0]
+        assert stopped_after < 60, "the stuck document was stopped, not waited for"
         assert worker.poll() is None
     finally:
         worker.terminate()
@@ -246,7 +251,7 @@ def test_a_document_past_the_time_limit_fails_and_the_worker_takes_the_next(
     the document FAILED saying why, and it does not come back."""
     from tests.conftest import Fake
 
-    one_stuck_one_good(workspace, tmp_path, fake, lambda worker: time.sleep(30))
+    one_stuck_one_good(workspace, tmp_path, fake, lambda worker: time.sleep(120))
     stalls = [b for p, b in Fake.requests if "stuck" in str(b.get("input"))]
     assert len(stalls) == 1, "the stopped document is not run again"
 
