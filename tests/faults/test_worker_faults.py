@@ -305,7 +305,8 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
         os.killpg(serve.pid, signal.SIGINT)
         second = time.monotonic()
         serve.wait(timeout=40)
-        assert time.monotonic() - second < 7, "the second Ctrl-C stops the worker at once"
+        # serve waits up to 5 s for the worker before killing it; the warm stop takes 10.
+        assert time.monotonic() - second < 9, "the second Ctrl-C stops the worker at once"
     finally:
         if serve.poll() is None:
             os.killpg(serve.pid, signal.SIGKILL)
