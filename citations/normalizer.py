@@ -43,20 +43,23 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    (N backticks closed by the next run of exactly N on the same line, never by a
    longer one; without one the run is literal; `code_spans` is the rule for every
    reader); ``\\[1\\]``; Markdown links and images, brackets inside the destination
-   included; reference definitions ``[1]: …`` (line start, indent up to 3);
-   footnotes ``[^1]``; task boxes; a bracket glued to a name of code: one with an
-   underscore, maybe already indexed (``my_list[2][3]``), or any name indexed by a
-   bracket that was no citation (``matrix[0][1]``). A plain or dotted word keeps a
-   glued citation (``the notes[1]``, ``Node.js[1]``, ``sys.argv[1]`` alike).
-   A ``citation:`` group wins over the escape, snake_case, image and reference
-   rules: only the server mints wire tokens.
+   included (in one that a ``)`` does not close before a blank or line break, which
+   makes no link, a backtick run may open a code span); reference definitions
+   ``[1]: …`` (line start, indent up to 3); footnotes ``[^1]``; task boxes; a bracket
+   glued to a name of code: one with an underscore, maybe already indexed
+   (``my_list[2][3]``), or any name indexed by a bracket that was no citation
+   (``matrix[0][1]``). A plain or dotted word keeps a glued citation
+   (``the notes[1]``, ``Node.js[1]``, ``sys.argv[1]`` alike). A ``citation:`` group
+   wins over the escape, snake_case, image and reference rules: only the server
+   mints wire tokens.
 7. Citations written as links: ``[1](https://…)`` and ``[[1]](https://…)``
    (destination ``http(s)://``, ``www.``, ``/`` or ``#``) are one citation and the
    model's URL is discarded; an unissued one is deleted whole. Any other
    destination makes an ordinary link, left alone.
 8. Streaming: the result never depends on where the stream was cut. Held back is
    only what a later character can change: an open bracket, trailing blanks,
-   separators after a citation, a ``(`` before a group, a backtick run until its
+   separators after a citation, a ``(`` before a group or after a ``]`` (until
+   its destination shows whether it makes a link), a backtick run until its
    line shows whether it closes, a line-start backtick or tilde run. At the end
    whatever is held is decided as if the text ends there (``Cut off [1`` stays).
 
@@ -71,7 +74,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Final
@@ -125,6 +128,8 @@ _PLAIN_RE: Final = re.compile(rf"[^{re.escape(OPENERS)}`\\\r\n(]+")
 _TICKS_OR_NEWLINE_RE: Final = re.compile(r"`+|\n")
 _TICK_OR_NEWLINE_RE: Final = re.compile(r"[`\n]")
 _DEST_TEXT_RE: Final = re.compile(rf"[^()\n\r{BLANKS}]+")
+_DEST_WORD_RE: Final = re.compile(rf"[^()\n\r`{BLANKS}]+")
+_DEST_END_RE: Final = re.compile(rf"[()\n\r{BLANKS}]")
 _FENCE_BLANKS_RE: Final = re.compile(r"[ \t]+")
 # What a bracket glued to the line so far indexes when that is code, not a citation.
 # The renderer leaves an index glued to a name in a passage as it is, so the model
@@ -674,6 +679,7 @@ class StreamNormalizer:
         self._memo: dict[int, _Group | _Need | None] = {}
         self._base = 0  # stream position of self._pending[0]
         self._dest_depth = 0
+        self._dest_closes = True  # whether the destination being read makes a link
         self._fence_char = ""
         self._fence_len = 0
         self._fence_line = _FenceLine.CONTENT
@@ -846,9 +852,13 @@ class StreamNormalizer:
 
     def _parenthesis(self, buf: str, pos: int, final: bool) -> int | None:
         if self._w.tail.endswith("]") and self._w.glued("("):
+            closes = _destination_closes(buf, pos + 1, final)
+            if closes is None:
+                return None
             self._w.text("(")
             self._mode = _Mode.DESTINATION
             self._dest_depth = 0
+            self._dest_closes = closes
             return pos + 1
         j = _BLANK_RUN_RE.match(buf, pos + 1).end()
         if j == len(buf) and not final:
@@ -1091,15 +1101,36 @@ class StreamNormalizer:
             if self._dest_depth == 0:
                 self._mode = _Mode.TEXT
             self._dest_depth -= 1
-        elif ch in BLANKS or ch in "\r\n":
-            self._mode = _Mode.TEXT  # the destination ended; what follows is text
+        elif ch in BLANKS or ch in "\r\n" or (ch == "`" and not self._dest_closes):
+            # The destination ended; what follows is text. In one that makes no link
+            # (a blank comes before its ")") a backtick run may open a code span.
+            self._mode = _Mode.TEXT
             return pos
         else:
-            run = _DEST_TEXT_RE.match(buf, pos).group()
+            run = (_DEST_TEXT_RE if self._dest_closes else _DEST_WORD_RE).match(buf, pos).group()
             self._w.text(run)
             return pos + len(run)
         self._w.text(ch)
         return pos + 1
+
+
+def _destination_closes(buf: str, start: int, final: bool) -> bool | None:
+    """Whether the link destination opening at buf[start] ends a link: a ")" closes it
+    before any blank or line break, its parentheses balanced (CommonMark). Otherwise the
+    "(" is text, and a backtick run after it may open a code span. None: not yet known."""
+    limit = min(start + MAX_LINK_DESTINATION, len(buf))
+    depth, i = 0, start
+    while True:
+        stop = _DEST_END_RE.search(buf, i, limit)
+        if stop is None:
+            return None if limit == len(buf) and not final else False
+        ch = stop.group()
+        if ch == ")" and not depth:
+            return True
+        if ch not in "()":
+            return False
+        depth += 1 if ch == "(" else -1
+        i = stop.end()
 
 
 _RUNS: Final = {ch: re.compile(f"{re.escape(ch)}+") for ch in "`~"}
@@ -1193,10 +1224,26 @@ _LINE_INDENT_RE: Final = re.compile(f"[{BLANKS}\r]*")
 
 def _code_ranges(text: str) -> list[tuple[int, int]]:
     """Code blocks and inline code spans of normalized text, read as the normalizer
-    reads them: line by line, indented code before a fence, a fence closed by a run
-    of its character at least as long on a line of its own, an unclosed fence
-    running to the end."""
+    reads them."""
     ranges: list[tuple[int, int]] = []
+    for pos, end, block in _read_lines(text):
+        if block:
+            ranges.append((pos, end))
+        else:
+            ranges.extend(code_spans(text, pos, end))
+    return ranges
+
+
+def code_block_lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each line of normalized text that is fenced or indented code
+    (fences included), read as the normalizer reads them."""
+    return [(pos, end) for pos, end, block in _read_lines(text) if block]
+
+
+def _read_lines(text: str) -> Iterator[tuple[int, int, bool]]:
+    """(start, end, whether it is a code block's) of each line: indented code before a
+    fence, a fence closed by a run of its character at least as long on a line of its
+    own, an unclosed fence running to the end."""
     fence: str | None = None  # the opening run of the fence we are in
     lines = _Lines()  # fence lines leave it as it was, as in the normalizer
     pos = 0
@@ -1208,22 +1255,21 @@ def _code_ranges(text: str) -> list[tuple[int, int]]:
         indent = _LINE_INDENT_RE.match(text, pos, end).group()
         visible = bool(line)
         if fence is not None:
-            ranges.append((pos, end))
+            yield pos, end, True
             if _closes_fence(text[pos:end], fence):
                 fence = None
         elif visible and lines.indented_code(_width(indent)):
-            ranges.append((pos, end))
+            yield pos, end, True
             lines.ended(line[:_TAIL_KEEP], visible=True, code=True)
         elif (opening := _opening_fence(text, pos, end)) is not None:
-            ranges.append((pos, end))
+            yield pos, end, True
             fence = opening
         else:
-            ranges.extend(code_spans(text, pos, end))
+            yield pos, end, False
             lines.ended(line[:_TAIL_KEEP], visible=visible, code=False)
         if newline == -1:
             break
         pos = newline + 1
-    return ranges
 
 
 def _opening_fence(text: str, pos: int, end: int) -> str | None:

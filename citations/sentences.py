@@ -3,7 +3,8 @@
 An answer is Markdown that carries ``[citation:n]`` markers (the normalizer's output). Its
 units are chosen the way a reader sees them:
 
-* fenced code blocks are never claims and produce nothing;
+* code blocks (fenced or indented, as the normalizer reads them) are never claims and
+  produce nothing;
 * a heading is one unit of its own (``kind="heading"``; never a claim);
 * a list item and a table row are units: a sentence never runs from one item into the next,
   though one item may hold several sentences;
@@ -26,14 +27,13 @@ from typing import Final, Literal
 
 import sentencex
 
-from .normalizer import code_spans
+from .normalizer import code_block_lines, code_spans
 from .rows import is_table_row
 
 Kind = Literal["sentence", "heading", "list_item", "table_row"]
 
 CITATION: Final = re.compile(r"\[citation:(\d+)\]")
 _MARKER_WITH_SPACE: Final = re.compile(r"[ \t]*\[citation:\d+\]")
-_FENCE: Final = re.compile(r"^[ \t]*(```+|~~~+)")
 _HEADING: Final = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
 _LIST_ITEM: Final = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _QUOTE: Final = re.compile(r"^[ \t]*(?:>[ \t]?)+")
@@ -168,11 +168,11 @@ def _without_code(text: str) -> str:
 
 
 def _blocks(text: str) -> list[_Block]:
-    """Paragraphs, headings, list items and table rows, with fenced code left out."""
+    """Paragraphs, headings, list items and table rows, with code blocks left out."""
     blocks: list[_Block] = []
-    fence: str | None = None
     current: list[int] | None = None  # [start, end] of the paragraph or item being built
     current_kind: Kind = "sentence"
+    quoted = False  # whether the block being built is in a block quote
 
     def close() -> None:
         nonlocal current
@@ -180,24 +180,27 @@ def _blocks(text: str) -> list[_Block]:
             blocks.append(_Block(current[0], current[1], current_kind))
             current = None
 
+    # Code blocks as the normalizer read them: a marker it left as written in code is
+    # no citation here either, and code is never a claim.
+    code = code_block_lines(text)
+    next_code = 0
     offset = 0
     for line in text.splitlines(keepends=True):
         start, end = offset, offset + len(line.rstrip("\r\n"))
         offset += len(line)
         body = line.rstrip("\r\n")
-        opening = _FENCE.match(body)
-        if fence is not None:
-            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
-                fence = None
-            continue
-        if opening:
+        while next_code < len(code) and code[next_code][1] < start:
+            next_code += 1
+        if next_code < len(code) and code[next_code][0] <= start:
             close()
-            fence = opening.group(1)
             continue
         if not body.strip() or _RULE.match(body):
             close()
             continue
         quote = _QUOTE.match(body)
+        if quote and not quoted:
+            close()  # a block quote interrupts a paragraph; unquoted lines after one are lazy
+        quoted = bool(quote) or (quoted and current is not None)
         content_start = start + (quote.end() if quote else 0)
         content = text[content_start:end]
         if heading := _HEADING.match(content):

@@ -196,3 +196,64 @@ def _streamed_cpu_seconds(text: str) -> float:
 def test_a_streamed_run_of_backticks_or_tildes_scales_linearly(text):
     small, large = _streamed_cpu_seconds(text), _streamed_cpu_seconds(text * 4)
     assert large < 8 * max(small, 0.01)
+
+
+# -- a "(" after a "]" that makes no link is text ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # A blank before any ")": no link destination, so the backticks open a code span.
+        ("Run it [2](```x [3] y```", "Run it [citation:2](```x [3] y```"),
+        ("See [a](x `[1] y`) and [2].", "See [a](x `[1] y`) and [citation:2]."),
+        # A destination that makes a link keeps its backticks: the span opens after it.
+        ("[x](`a) `[1]` and [2]", "[x](`a) `[1]` and [citation:2]"),
+        # Deleting a group inside must not turn the parenthesis into a link's destination.
+        ("[a]([9] #)", "[a]([9] #)"),
+        ("[a]([9] /x) [1]", "[a]([9] /x) [citation:1]"),
+    ],
+)
+def test_a_parenthesis_after_a_bracket_is_a_destination_only_when_it_makes_a_link(
+    text, expected
+):
+    check(text, expected)
+
+
+# -- split_answer reads code blocks as the normalizer does ---------------------------------
+
+
+def _cited(answer: str) -> set[int]:
+    return {n for sentence in split_answer(answer) for n in sentence.citations}
+
+
+def test_a_fence_with_an_info_string_does_not_close_a_fence_in_split_answer():
+    answer = "```\ncode [citation:1]\n```py\nstill code [citation:2]\n```\nAfter [citation:3]."
+    assert _cited(answer) == {3}
+    assert [s.text for s in split_answer(answer)] == ["After."]
+
+
+def test_indented_code_is_no_claim_in_split_answer():
+    answer = "Set it:\n\n    value = data(x). Done [citation:1]\n\nThen [citation:2]."
+    assert [s.text for s in split_answer(answer)] == ["Set it:", "Then."]
+
+
+def test_a_block_quote_starts_a_block_so_no_code_span_pairs_across_it():
+    text = "Run `make [1]\n> it` now."
+    answer = normalize(text, issued).text
+    assert answer == "Run `make [citation:1]\n> it` now."
+    assert _cited(answer) == {1}
+
+
+# Fences, indented code and quotes, no inline backtick (a code span across lines is the
+# one reading left apart: the normalizer reads spans line by line).
+_BLOCK_PIECES = ["x", " y.", " ", "\n", "\n\n", "[1]", "[2]", "[9]", "\n```\n", "\n```py\n",
+                 "\n~~~\n", "\n````\n", "    ", "\t", "\n> ", "- ", "# ", "| a | b |"]
+
+
+@settings(max_examples=400, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(st.sampled_from(_BLOCK_PIECES), max_size=30))
+def test_split_answer_finds_every_citation_the_normalizer_minted(pieces):
+    normalized = normalize("".join(pieces), issued)
+    assert _cited(normalized.text) == set(normalized.cited)
