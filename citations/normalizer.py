@@ -128,7 +128,7 @@ _PLAIN_RE: Final = re.compile(rf"[^{re.escape(OPENERS)}`\\\r\n(]+")
 _TICKS_OR_NEWLINE_RE: Final = re.compile(r"`+|\n")
 _TICK_OR_NEWLINE_RE: Final = re.compile(r"[`\n]")
 _DEST_TEXT_RE: Final = re.compile(rf"[^()\n\r{BLANKS}]+")
-_DEST_WORD_RE: Final = re.compile(rf"[^()\n\r`{BLANKS}]+")
+_DEST_WORD_RE: Final = re.compile(rf"[^()\n\r`\\{BLANKS}]+")
 _DEST_END_RE: Final = re.compile(rf"[()\n\r{BLANKS}]")
 _FENCE_BLANKS_RE: Final = re.compile(r"[ \t]+")
 # What a bracket glued to the line so far indexes when that is code, not a citation.
@@ -975,7 +975,10 @@ class StreamNormalizer:
             return None
         self._tick_resume = self._info_resume = 0
         if closer is None:
-            self._w.text(buf[pos:end])  # no closer on this line: the run is text
+            # No closer on this line: the run is text, and escaped, so that no reader
+            # pairs it with a run on a later line of the paragraph (CommonMark would, and
+            # a citation minted between them would show as code on the page).
+            self._w.text("\\`" * size)
             return end
         self._w.text(buf[pos:closer])
         return closer
@@ -1101,9 +1104,10 @@ class StreamNormalizer:
             if self._dest_depth == 0:
                 self._mode = _Mode.TEXT
             self._dest_depth -= 1
-        elif ch in BLANKS or ch in "\r\n" or (ch == "`" and not self._dest_closes):
+        elif ch in BLANKS or ch in "\r\n" or (ch in "`\\" and not self._dest_closes):
             # The destination ended; what follows is text. In one that makes no link
-            # (a blank comes before its ")") a backtick run may open a code span.
+            # (a blank comes before its ")") a backtick run may open a code span, and a
+            # backslash escape what follows.
             self._mode = _Mode.TEXT
             return pos
         else:
@@ -1306,4 +1310,14 @@ def plain_markers(text: str) -> str:
 
 
 def _bare_markers(text: str) -> str:
-    return _CITATION_TOKEN_RE.sub(r"[\1]", text)
+    return unescaped_backticks(_CITATION_TOKEN_RE.sub(r"[\1]", text))
+
+
+# A backslash before a backtick that is not itself escaped.
+_ESCAPED_TICK_RE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\\`")
+
+
+def unescaped_backticks(text: str) -> str:
+    """Text outside code with each escaped backtick as a reader sees it: the normalizer
+    escapes every run that opens no code span on its line."""
+    return _ESCAPED_TICK_RE.sub(r"\1`", text)

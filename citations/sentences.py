@@ -27,7 +27,7 @@ from typing import Final, Literal
 
 import sentencex
 
-from .normalizer import code_block_lines, code_spans
+from .normalizer import code_block_lines, code_spans, unescaped_backticks
 from .rows import is_table_row
 
 Kind = Literal["sentence", "heading", "list_item", "table_row"]
@@ -145,7 +145,7 @@ def plain_text(markdown: str) -> str:
     text = _LINK.sub(lambda m: m.group(1), text)
     text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
     text = _HEADING.sub("", _LIST_ITEM.sub("", _QUOTE.sub("", text)))
-    text = text.replace("|", " ")
+    text = unescaped_backticks(text).replace("|", " ")
     return _SPACES.sub(" ", text).strip()
 
 

@@ -66,7 +66,8 @@ def test_a_single_backtick_is_not_closed_by_a_longer_run_in_plain_markers():
 
 def test_the_normalizer_already_mints_both_citations_of_the_review_answer():
     model = TICK3.replace("[citation:1]", "[1]").replace("[citation:2]", "[2]")
-    assert normalize(model, issued).text == TICK3
+    # The runs that open no span are escaped, so that no reader pairs them later.
+    assert normalize(model, issued).text == TICK3.replace("`", "\\`")
 
 
 @pytest.mark.parametrize(
@@ -94,7 +95,9 @@ def test_plain_text_keeps_a_backtick_that_opens_nothing():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("Press \\` key [citation:1] and `x` [citation:2].", "Press \\` key [1] and `x` [2]."),
+        # An escaped backtick shows as the page shows it (the normalizer escapes the runs
+        # that open nothing).
+        ("Press \\` key [citation:1] and `x` [citation:2].", "Press ` key [1] and `x` [2]."),
         ("``a`b`` [citation:1] `` [citation:2]", "``a`b`` [1] `` [2]"),
         # A fence is closed by a longer fence, as the normalizer closes it.
         ("```\n[citation:1]\n````\nthen [citation:2]", "```\n[citation:1]\n````\nthen [2]"),
@@ -239,10 +242,18 @@ def test_indented_code_is_no_claim_in_split_answer():
 
 
 def test_a_block_quote_starts_a_block_so_no_code_span_pairs_across_it():
-    text = "Run `make [1]\n> it` now."
-    answer = normalize(text, issued).text
-    assert answer == "Run `make [citation:1]\n> it` now."
+    assert _cited("Run `make [citation:1]\n> it` now.") == {1}
+    assert _cited("Run `make [citation:1]\nit` now.") == set()  # a code span
+
+
+def test_a_backtick_run_that_opens_no_span_on_its_line_is_escaped():
+    """A model's stray backtick: CommonMark pairs it with one on a later line of the
+    paragraph, where the page would show the citation minted between them as code."""
+    answer = normalize("The ` key [1].\nAlso `x`.", issued).text
+    assert answer == "The \\` key [citation:1].\nAlso `x`."
     assert _cited(answer) == {1}
+    assert plain_markers(answer) == "The ` key [1].\nAlso `x`."
+    assert [s.text for s in split_answer(answer)] == ["The ` key.", "Also x."]
 
 
 # Fences, indented code and quotes, no inline backtick (a code span across lines is the

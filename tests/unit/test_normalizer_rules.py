@@ -283,7 +283,7 @@ def test_clean_drops(text, expected):
     ("- [9] item", "- item"),
     ("a  b\t\tc  \n  d   ", "a  b\t\tc  \n  d   "),  # untouched without a deletion
     # Joining would merge backtick or tilde runs, make a link or an escape: a space stays.
-    ("``[9]`", "`` `"),
+    ("``[9]`", "\\`\\`\\`"),  # runs that open nothing are escaped: no merging
     ("x~[9]~", "x~ ~"),
     ("a][citation:9](b)", "a] (b)"),
     ("\\[citation:9]`[1]`", "\\ `[1]`"),
@@ -313,7 +313,7 @@ def test_lines_emptied_by_a_deletion_disappear(text, expected):
     ("[9]\r\nnext", "next"),
     ("a [1]\r\n[2]\r\n", "a [citation:1]\r\n[citation:2]\r\n"),
     ("```\r\n[1]\r\n```\r\n[1]", "```\r\n[1]\r\n```\r\n[citation:1]"),
-    ("`a\r\n[1]`", "`a\r\n[citation:1]`"),
+    ("`a\r\n[1]`", "\\`a\r\n[citation:1]\\`"),
     ("a\rb [9]", "a\rb"),
 )
 def test_crlf(text, expected):
@@ -327,11 +327,13 @@ def test_crlf(text, expected):
     ("`[1]`", "`[1]`"),
     ("``a ` [1]``", "``a ` [1]``"),
     ("Run `x[1]` [1].", "Run `x[1]` [citation:1]."),
-    ("Press the ` key and see [1].", "Press the ` key and see [citation:1]."),
-    ("a `b\n[1]` c", "a `b\n[citation:1]` c"),  # a span closes on its own line only
-    ("``a`[1]`", "``a`[1]`"),
+    ("Press the ` key and see [1].", "Press the \\` key and see [citation:1]."),
+    # A span closes on its own line only; a run that opens none is escaped, so that no
+    # reader pairs it across the line break.
+    ("a `b\n[1]` c", "a \\`b\n[citation:1]\\` c"),
+    ("``a`[1]`", "\\`\\`a`[1]`"),
     ("```inline [1]```", "```inline [1]```"),
-    ("\\`[1]`", "\\`[citation:1]`"),
+    ("\\`[1]`", "\\`[citation:1]\\`"),
     ("`` ` [9] ``", "`` ` [9] ``"),
 )
 def test_inline_code(text, expected):
@@ -350,7 +352,7 @@ def test_inline_code(text, expected):
     ("~~~\n[1]\n```\n[1]\n~~~\n[1]", "~~~\n[1]\n```\n[1]\n~~~\n[citation:1]"),
     ("```\n[1]\n``` [2]\n[2]", "```\n[1]\n``` [2]\n[2]"),  # not a closing line
     ("```\n[1]", "```\n[1]"),  # unclosed: runs to the end
-    ("```js`\n[1]", "```js`\n[citation:1]"),  # an info string with a backtick: no fence
+    ("```js`\n[1]", "\\`\\`\\`js\\`\n[citation:1]"),  # an info string with a backtick: no fence
     ("~~ [1]", "~~ [citation:1]"),
     ("[9]```\n[1]\n```", "```\n[1]\n```"),  # still at line start after the deletion
 )
@@ -431,7 +433,7 @@ def test_citation_links(text, expected):
     ("Cut off [citation:", "Cut off [citation:"),
     ("Cut off [1, 2", "Cut off [1, 2"),
     ("[1](https://x", "[citation:1](https://x"),
-    ("a `b", "a `b"),
+    ("a `b", "a \\`b"),
     ("```", "```"),
     ("a (", "a ("),
     ("a [1],", "a [citation:1],"),
@@ -490,7 +492,7 @@ def test_held_back_only_what_a_later_character_can_change():
     # A "(" before a group waits for the group and the ")".
     assert feeds("claim (", "[9]", ")", ".") == ["claim", "", "", ".", ""]
     # A backtick run waits for its line; a line-start run for its fence.
-    assert feeds("a `b", " [1]", "\n") == ["a", "", " `b [citation:1]\n", ""]
+    assert feeds("a `b", " [1]", "\n") == ["a", "", " \\`b [citation:1]\n", ""]
     assert feeds("a `b", " [1]`") == ["a", "", " `b [1]`"]
     assert feeds("```", "py\n", "[1]\n") == ["", "```py\n", "[1]\n", ""]
     assert feeds("~~", "~\n[1]") == ["", "~~~\n[1]", ""]
