@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from indexing import sources
 from indexing.forms import AddSourcesForm
@@ -222,7 +222,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     actions = ["reindex", "check_freshness"]
     readonly_fields = [
         "status", "progress", "last_error", "chunk_count", "latest_run", "content_hash",
-        "indexed_by", "mime", "created_at", "updated_at", "last_indexed_at", "job", "chunks_link",
+        "indexed_by", "mime", "created_at", "updated_at", "last_indexed_at", "ingest_jobs",
+        "chunks_link",
     ]
     # Pipeline outputs, shown together as "latest_run".
     exclude = ["text", "unchanged", "chunks_embedded"]
@@ -261,6 +262,15 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     @admin.display(description="error")
     def short_error(self, obj: Document) -> str:
         return obj.last_error[:120]
+
+    @admin.display(description="ingest jobs")
+    def ingest_jobs(self, obj: Document) -> str:
+        links = [
+            format_html('<a href="{}">{}</a>',
+                        reverse("admin:knowledge_ingestjob_change", args=[job.pk]), job)
+            for job in obj.jobs.order_by("pk")
+        ]
+        return format_html_join(", ", "{}", ((link,) for link in links)) or "-"
 
     @admin.display(description="chunks")
     def chunks_link(self, obj: Document) -> str:
@@ -378,23 +388,48 @@ def latest_run(document: Document) -> str:
 
 
 class JobDocumentInline(admin.TabularInline):
-    model = Document
-    fields = ["title", "source_type", "state", "progress", "chunk_count", "latest", "last_error"]
+    model = IngestJob.documents.through
+    fields = ["document_link", "source_type", "state", "progress", "chunk_count", "latest",
+              "last_error"]
     readonly_fields = fields
     extra = 0
     can_delete = False
-    show_change_link = True
+    verbose_name, verbose_name_plural = "document", "documents"
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
 
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).select_related("document").order_by("document")
+
+    @admin.display(description="document")
+    def document_link(self, obj) -> str:
+        url = reverse("admin:knowledge_document_change", args=[obj.document_id])
+        return format_html('<a href="{}">{}</a>', url, obj.document)
+
+    @admin.display(description="type")
+    def source_type(self, obj) -> str:
+        return obj.document.get_source_type_display()
+
     @admin.display(description="status")
-    def state(self, obj: Document) -> str:
-        return status_text(obj)
+    def state(self, obj) -> str:
+        return status_text(obj.document)
+
+    @admin.display(description="progress")
+    def progress(self, obj) -> int:
+        return obj.document.progress
+
+    @admin.display(description="chunks")
+    def chunk_count(self, obj) -> int:
+        return obj.document.chunk_count
 
     @admin.display(description="latest indexing")
-    def latest(self, obj: Document) -> str:
-        return latest_run(obj)
+    def latest(self, obj) -> str:
+        return latest_run(obj.document)
+
+    @admin.display(description="last error")
+    def last_error(self, obj) -> str:
+        return obj.document.last_error
 
 
 @admin.register(IngestJob)

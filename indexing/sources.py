@@ -299,10 +299,11 @@ def _upsert(
             workspace=workspace,
             folder=folder,
             uri=uri,
-            defaults={"title": title, "source_type": source_type, "job": job, **extra},
+            defaults={"title": title, "source_type": source_type, **extra},
         )
+    if job is not None:
+        job.documents.add(document)
     if not created:
-        document.job = job or document.job
         document.status = Document.Status.PENDING
         document.progress = 0
         document.last_error = ""

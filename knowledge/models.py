@@ -77,6 +77,9 @@ class IngestJob(models.Model):
     )
     description = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Every document the job registered. A later job registering one of them again
+    # shares it: a client polling this job still sees what became of its documents.
+    documents = models.ManyToManyField("Document", related_name="jobs", blank=True)
 
     def __str__(self) -> str:
         return f"Job {self.pk}: {self.description}"
@@ -96,9 +99,6 @@ class Document(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="documents")
     folder = models.ForeignKey(
         Folder, on_delete=models.CASCADE, null=True, blank=True, related_name="documents"
-    )
-    job = models.ForeignKey(
-        IngestJob, on_delete=models.SET_NULL, null=True, blank=True, related_name="documents"
     )
     source_type = models.CharField(max_length=20, choices=source_types.CHOICES)
     # Where the content comes from: an http(s) URL, file:///abs/path, or

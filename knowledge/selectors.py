@@ -174,7 +174,9 @@ class JobProgress:
 def job_progress(*, job: IngestJob) -> JobProgress:
     """The one definition of a job's progress: the admin, the API and `ingest` use it."""
     rows = (
-        Document.objects.filter(job=job)
+        # Not job.documents: prefetched, it keeps the prefetch's order_by("pk"), which
+        # would group the counts by document.
+        Document.objects.filter(jobs=job)
         .values_list("status")
         .annotate(
             # Named unlike the fields: an annotation would shadow `unchanged` in the filters.

@@ -228,6 +228,23 @@ def test_jobs_of_another_workspace_or_missing_are_404(api, user):
         assert "secret" not in response.content.decode()
 
 
+def test_a_job_keeps_its_documents_when_a_later_job_registers_them_again(
+    api, django_capture_on_commit_callbacks
+):
+    """A client polling the first job's URL still sees what became of its documents."""
+    with django_capture_on_commit_callbacks(execute=True):
+        first = upload(api, ("tides.md", TIDES), ("pier.txt", PIER)).json()
+    with django_capture_on_commit_callbacks(execute=True):
+        second = upload(api, ("tides.md", TIDES)).json()
+    assert second["documents"][0]["id"] in {d["id"] for d in first["documents"]}
+    polled = api.get(first["url"]).json()
+    assert polled["total"] == 2 and polled["status"] == "done"
+    assert {d["uri"] for d in polled["documents"]} == {"upload://tides.md", "upload://pier.txt"}
+    assert polled["counts"]["INDEXED"] == 2
+    polled = api.get(second["url"]).json()
+    assert polled["total"] == 1 and polled["unchanged"] == 1
+
+
 def test_a_trailing_slash_is_a_404_that_names_the_path(api):
     response = api.get("/api/documents/")
     assert response.status_code == 404

@@ -260,6 +260,9 @@ def test_queued_documents_read_waiting_in_queue(client, staff, workspace, tmp_pa
     page = client.get(reverse("admin:knowledge_ingestjob_change", args=[job.pk]))
     assert b"0/1 done, 0 failed" in page.content
     assert page.content.count(b"waiting in queue") >= 2  # the job and its document
+    document = page.context["inline_admin_formsets"][0].formset.queryset.get().document
+    page = client.get(reverse("admin:knowledge_document_change", args=[document.pk]))
+    assert reverse("admin:knowledge_ingestjob_change", args=[job.pk]).encode() in page.content
 
 
 # ---------------------------------------------------------------- commands

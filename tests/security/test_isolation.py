@@ -47,8 +47,7 @@ def world(tmp_path, counting_embedder):
         web_result_key("https://x"), "web_result", SECRET, {}, {})])
     our_thread = services.create_thread(workspace=ours, user=alice, title="ours")
     their_job = IngestJob.objects.create(workspace=theirs, created_by=mallory, description=SECRET)
-    docs["theirs"].job = their_job
-    docs["theirs"].save(update_fields=["job"])
+    their_job.documents.add(docs["theirs"])
     client = APIClient()
     client.force_authenticate(alice)
     return {"alice": alice, "client": client, "ours": ours, "theirs": theirs,
