@@ -454,8 +454,12 @@ class Grounder:
         claim_vector = all_vectors[plan.claim]
         vectors = {i: all_vectors[plan.units[i].text] for i in plan.candidates}
         cosine = {i: float(claim_vector @ vectors[i]) for i in plan.candidates}
+        # Scores cap (a sentence saying all of it scores 1.0): between two such, the one
+        # closer in meaning is the span shown, the table row quoted rather than the prose
+        # that says it again.
         best = max(
-            plan.candidates, key=lambda i: (self._score(plan.lexical[i], cosine[i]), -i)
+            plan.candidates,
+            key=lambda i: (self._score(plan.lexical[i], cosine[i]), cosine[i], -i),
         )
         chosen = self._extend(plan, best)
         # What the span says, its rows read under their header (not part of the span shown).

@@ -117,3 +117,22 @@ def test_a_line_separator_inside_a_string_does_not_end_the_line(tmp_path) -> Non
     call_command("grounding_check", str(path), stdout=out)
     (row,) = [json.loads(line) for line in out.getvalue().split("\n") if line]
     assert (row["id"], row["verdict"]) == ("sep", "supported")
+
+
+def test_of_two_sentences_that_say_all_of_a_claim_the_closer_one_is_the_span(tmp_path) -> None:
+    """Both score the most a sentence can (all its words, close in meaning): the table row
+    quoted is the span shown, not the prose before it that says it too."""
+    budget = (
+        "3. Budget\nMarisol presented the launch budget. The total approved launch budget is "
+        "€18,500, taken from the\nfiscal Q3 marketing line.\nItem | Owner | Amount\n"
+        "Contingency | Marisol | €2,000\nTotal launch budget | €18,500"
+    )
+    rows, error = _run(tmp_path, [
+        json.dumps({"id": claim, "claim": claim, "passages": [budget]}, ensure_ascii=False)
+        for claim in ("Total launch budget | €18,500.",
+                      "The total approved launch budget is €18,500.")
+    ])
+    assert error is None
+    assert [row["verdict"] for row in rows] == ["supported", "supported"]
+    assert budget[slice(*rows[0]["span"])] == "Total launch budget | €18,500"
+    assert budget[slice(*rows[1]["span"])].startswith("The total approved launch budget")
