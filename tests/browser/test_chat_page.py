@@ -772,6 +772,85 @@ def test_a_pill_in_a_sentence_that_claims_nothing_is_not_flagged(llm, page: Page
     expect(pills.first).not_to_have_class(re.compile("support-"))
 
 
+LAUNCH_DOCUMENTS = {
+    "launch-budget.md": "# Launch budget\n\nMarisol presented the launch budget. The board "
+                        "approved the travel costs for the regional sales team.\n",
+    "launch-venue.md": "# Launch venue\n\nThe launch takes place in the harbour hall, which "
+                       "seats two hundred guests and has a small stage.\n",
+    "launch-date.md": "# Launch date\n\nThe launch is on March 10, the Monday after the "
+                      "spring regatta.\n",
+}
+
+
+@pytest.fixture
+def launch_notes(corpus, workspace, counting_embedder, tmp_path) -> None:
+    for name, text in LAUNCH_DOCUMENTS.items():
+        path = tmp_path / name
+        path.write_text(text)
+        document = sources.add_path(workspace=workspace, path=path)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+
+
+def test_a_pill_shows_its_own_verdict_in_a_sentence_another_passage_supports(
+    launch_notes, llm, page: Page
+):
+    """'The launch is on March 10 [budget][venue][date].': the date passage supports the
+    sentence, so it is supported; the other two pills are flagged by their own check, say
+    why, and highlight no sentence of their passage as support."""
+    def final(request: dict) -> dict:
+        numbers = [passage_number(request, words) for words in (
+            "Marisol presented the launch budget", "harbour hall", "March 10")]
+        return answer("The launch is on March 10 " + "".join(f"[{n}]" for n in numbers) + ".")
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "launch budget venue date"}),
+                  final]
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "When is the launch?")
+    thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
+    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    (sentence,) = stored["grounding"]["sentences"]
+    assert sentence["verdict"] == "supported", sentence
+    budget, venue, date = sentence["citations"]
+    own = {n: sentence["support"][str(n)] for n in (budget, venue, date)}
+    assert own[date]["verdict"] == "supported", own
+    flagged = [n for n in (budget, venue) if own[n]["verdict"] != "supported"]
+    assert own[budget]["verdict"] == "unsupported" and own[budget]["reason"], own
+
+    def check(reply) -> None:
+        pill = {n: reply.locator(f'.citation-pill[data-n="{n}"]') for n in own}
+        expect(pill[date]).not_to_have_class(re.compile("support-"))
+        for n in flagged:
+            verdict = own[n]["verdict"]
+            expect(pill[n]).to_have_class(re.compile(rf"\bsupport-{verdict}\b"))
+            expect(pill[n].locator(".support-icon")).to_have_text(
+                "?" if verdict == "partial" else "!")
+            tip = pill[n].locator(".support-tip")
+            expect(tip).to_contain_text(own[n]["reason"])
+            expect(tip).to_contain_text("the sentence's sources together support it")
+            expect(pill[n]).to_have_attribute("aria-describedby", tip.get_attribute("id"))
+            pill[n].hover()
+            expect(tip).to_be_visible()
+            page.mouse.move(0, 0)
+        # Opening the unsupported pill shows its passage and why, with no sentence of it
+        # marked as support ("Marisol presented the launch budget." does not say March 10).
+        panel = page.locator("#citation-panel")
+        pill[budget].click()
+        expect(panel.locator("#citation-support")).to_contain_text(own[budget]["reason"])
+        expect(panel.locator("#citation-body")).to_contain_text("Marisol presented")
+        expect(panel.locator("mark.support-span")).to_have_count(0)
+        # The supporting one still highlights exactly its sentence.
+        pill[date].click()
+        expect(panel.locator("#citation-support")).to_be_hidden()
+        expect(panel.locator("mark.support-span")).to_have_text(
+            ["The launch is on March 10, the Monday after the spring regatta."])
+        page.locator("#citation-close").click()
+
+    check(reply)
+    page.reload()  # the stored answer renders the same
+    check(page.locator(".message.role-assistant").last)
+
+
 @pytest.fixture
 def pdf_thread(corpus, workspace, user, counting_embedder) -> dict:
     """Stored answers citing the sample PDF: the budget passage, and a passage whose

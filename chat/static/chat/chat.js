@@ -157,7 +157,7 @@
   };
   const VERDICT_ICONS = { partial: "?", unsupported: "!", unchecked: "–" };
   let tipCounter = 0;
-  const pillSupports = new WeakMap(); // pill -> what the check found for its sentence
+  const pillSupports = new WeakMap(); // pill -> what the check found for its own use
 
   /* The sanitized DOM of a Markdown answer, placeholders where its pills go. */
   function markdownFragment(text) {
@@ -203,10 +203,13 @@
     return (view && view.citations.get(n)) || state.citations.get(n);
   }
 
-  /* What the check found for the answer's k-th marker (number n): n's support in the
-   * sentence that marker belongs to, unflagged when that sentence is supported as a whole
-   * (facts of several passages combined); before the check, or for an answer stored
-   * without it, n's weakest use in the answer. */
+  /* What the check found for the answer's k-th marker (number n): n's own support in the
+   * sentence that marker belongs to; before the check, or for an answer stored without it,
+   * n's weakest use in the answer. A pill is flagged by its own passage even when the
+   * sentence is supported (by another passage it cites, or by its passages together):
+   * taking the sentence's verdict would show a passage that does not say the claim as
+   * supporting it, and open it on a sentence that does not. The note says the sentence
+   * itself stands. */
   function pillSupport(view, n, k) {
     const known = citationFor(view, n);
     const fallback = (known && known.support) || null;
@@ -220,7 +223,17 @@
     // A sentence that makes no claim (a heading, a question) flags nothing: the weakest
     // use is another sentence's. Its pill still opens the passage where that use points.
     if (!own) return sentence && fallback ? { ...fallback, verdict: null } : fallback;
-    return sentence.verdict === "supported" ? { ...own, verdict: "supported" } : own;
+    if (sentence.verdict === "supported" && own.verdict !== "supported") {
+      return { ...own, note: "the sentence's sources together support it" };
+    }
+    return own;
+  }
+
+  /* "Not supported: the passage does not mention 10 (the sentence's sources …)". */
+  function supportText(support) {
+    const reason = support.reason ? `: ${support.reason}` : "";
+    const note = support.note ? ` (${support.note})` : "";
+    return `${VERDICT_WORDS[support.verdict]}${reason}${note}`;
   }
 
   function citationPill(n, k, view) {
@@ -244,9 +257,8 @@
         className: "support-icon", "aria-hidden": "true", text: VERDICT_ICONS[verdict],
       }));
       const id = `support-tip-${++tipCounter}`;
-      const reason = support.reason ? `: ${support.reason}` : "";
       pill.append(el("span", {
-        id, role: "tooltip", className: "support-tip", text: `${VERDICT_WORDS[verdict]}${reason}`,
+        id, role: "tooltip", className: "support-tip", text: supportText(support),
       }));
       pill.setAttribute("aria-describedby", id);
     }
@@ -908,8 +920,8 @@
       other.classList.remove("selected");
     }
     if (pill) pill.classList.add("selected");
-    // What the grounding check found for this pill's sentence (the API's registry entry
-    // is per thread; support is per message and sentence).
+    // What the grounding check found for this pill's own use of its passage (the API's
+    // registry entry is per thread; support is per message, sentence and number).
     const support = (pill && pillSupports.get(pill)) || null;
 
     closePageView();
@@ -964,8 +976,7 @@
 
     const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
     if (verdict) {
-      ui.panelSupport.textContent =
-        `${VERDICT_WORDS[verdict]}${support.reason ? `: ${support.reason}` : ""}`;
+      ui.panelSupport.textContent = supportText(support);
       ui.panelSupport.className = `panel-note panel-support support-${verdict}`;
       ui.panelSupport.hidden = false;
     } else {
