@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -849,6 +851,64 @@ def test_a_pill_shows_its_own_verdict_in_a_sentence_another_passage_supports(
     check(reply)
     page.reload()  # the stored answer renders the same
     check(page.locator(".message.role-assistant").last)
+
+
+def test_an_answer_reloaded_while_streaming_appears_once_it_is_finished(
+    llm, page: Page, settings
+):
+    """Reloaded mid-answer, the page shows it pending, then (without another reload) the
+    finished answer with its pill; and stops asking once it has it."""
+    settings.LLM_TIMEOUT = 60.0  # the model below takes its time
+    writing = threading.Event()
+    release = threading.Event()
+
+    def slow(request: dict) -> dict:
+        n = passage_number(request, "Pelican mooring buoy")
+        writing.set()
+        release.wait(45)
+        return answer(f"The Pelican mooring buoy is repainted every April by the harbour "
+                      f"crew [{n}].")
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican mooring buoy"}), slow]
+    page.goto("/")
+    new_chat(page)
+    try:
+        page.locator("#composer-input").fill("When is the Pelican buoy repainted?")
+        page.locator("#send").click()
+        expect(page.locator(".status-line")).to_be_visible()
+        deadline = time.monotonic() + 30
+        while not writing.is_set():  # the model is writing the answer: reload now
+            assert time.monotonic() < deadline, "the model was never asked for the answer"
+            page.wait_for_timeout(100)
+        thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
+        page.reload()
+        reply = page.locator(".message.role-assistant").last
+        expect(reply).to_have_class(re.compile(r"\bis-pending\b"))
+        expect(reply).to_contain_text("This answer is not finished yet.")
+        page.wait_for_timeout(1500)  # a poll or two while it is still being written
+        expect(reply).to_contain_text("This answer is not finished yet.")
+    finally:
+        release.set()
+
+    # No reload: the page notices the answer is finished and shows it, pill and all.
+    expect(reply).not_to_have_class(re.compile(r"\bis-pending\b"), timeout=15_000)
+    expect(reply.locator(".bubble-body")).to_contain_text("repainted every April")
+    pill = reply.locator(".citation-pill")
+    expect(pill).to_have_count(1)
+    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    assert stored["status"] == "complete", stored
+    assert reply.get_attribute("data-id") == str(stored["id"])
+    expect(pill).to_have_attribute("data-n", str(stored["citations"][0]["n"]))
+    pill.click()
+    panel = page.locator("#citation-panel")
+    expect(panel.locator("mark.support-span").first).to_contain_text(
+        "The Pelican mooring buoy is repainted every April")
+
+    # Finished, it is asked for no more.
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/messages" in r.url else None)
+    page.wait_for_timeout(4000)
+    assert asked == [], asked
 
 
 @pytest.fixture

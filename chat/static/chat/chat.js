@@ -46,6 +46,7 @@
     picker: { open: false, start: 0, query: "", items: [], active: 0 },
     busy: false,
     loading: Promise.resolve(), // the thread being loaded into the message list
+    shown: 0, // bumped each time the message list is given another conversation (or none)
     panelRequest: 0,
     pageView: null, // the open PDF page view, if any
   };
@@ -519,6 +520,50 @@
     return bubble;
   }
 
+  /* Answers another tab's turn (or this tab before a reload) is still writing: the
+   * thread's messages are asked for again, after 1 s and then less often (at most every
+   * 5 s), until each is complete or failed; then it is shown in full, with its pills.
+   * Asking stops when the conversation is left or reloaded into the list (that load
+   * watches its own) and when the thread is gone. A turn a stopped server left pending
+   * becomes an error on the server's side after a while, so this ends too. */
+  const POLL_FIRST_MS = 1000;
+  const POLL_MAX_MS = 5000;
+
+  function watchPending(threadId, bubbles) {
+    const shown = state.shown;
+    const watched = new Set(bubbles);
+    const current = () => state.threadId === threadId && state.shown === shown;
+    let wait = POLL_FIRST_MS;
+    const poll = async () => {
+      if (!current()) return;
+      let messages = null;
+      try {
+        const response = await api(`/api/threads/${threadId}/messages`, { raw: true });
+        if (response.status === 404) return; // deleted meanwhile
+        if (response.ok) messages = await response.json();
+      } catch (_) {
+        // Offline for a moment: ask again later.
+      }
+      if (!current()) return;
+      const byId = new Map((Array.isArray(messages) ? messages : []).map((m) => [String(m.id), m]));
+      for (const bubble of [...watched]) {
+        const message = messages ? byId.get(bubble.dataset.id) : undefined;
+        if (messages && !message) watched.delete(bubble); // no longer in the thread
+        if (!message || message.status === "pending") continue;
+        watched.delete(bubble);
+        const { scrollHeight, scrollTop, clientHeight } = ui.messages;
+        const atEnd = scrollHeight - scrollTop - clientHeight < 40;
+        rememberCitations(message.citations);
+        bubble.replaceWith(renderMessage(message));
+        if (atEnd) scrollToEnd();
+      }
+      if (!watched.size) return;
+      wait = Math.min(POLL_MAX_MS, Math.round(wait * 1.5));
+      setTimeout(poll, wait);
+    };
+    setTimeout(poll, wait);
+  }
+
   function clearMessages(note) {
     ui.messages.replaceChildren();
     if (note) ui.messages.append(el("p", { className: "empty-state", text: note }));
@@ -694,6 +739,7 @@
 
   async function loadThread(id) {
     state.threadId = id;
+    state.shown++;
     state.citations = new Map();
     closePanel();
     renderThreads();
@@ -704,8 +750,14 @@
       if (state.threadId !== id) return;
       for (const message of messages) rememberCitations(message.citations);
       clearMessages(messages.length ? "" : "Ask a question about your documents.");
-      for (const message of messages) ui.messages.append(renderMessage(message));
+      const pending = [];
+      for (const message of messages) {
+        const bubble = renderMessage(message);
+        if (message.role === "assistant" && message.status === "pending") pending.push(bubble);
+        ui.messages.append(bubble);
+      }
       scrollToEnd();
+      if (pending.length) watchPending(id, pending);
     } catch (error) {
       clearMessages(`Could not load this conversation: ${error.message}`);
     }
@@ -717,6 +769,7 @@
     // The conversation is created with its first question (send): a "New chat" left
     // unused leaves nothing behind in the list.
     state.threadId = null;
+    state.shown++;
     state.citations = new Map();
     state.loading = Promise.resolve();
     closePanel();
