@@ -23,9 +23,10 @@ GUNICORN_OPTIONS = {
     # An idle keep-alive connection (or one that sends nothing) is closed after this.
     "keepalive": 5,
     # Request line and headers are bounded before Django sees them; bodies are bounded
-    # by config/request_limits.py. The line at gunicorn's maximum: a search of 2,000
-    # characters of Latin script (the API's own limit, a JSON 400 past it) fits even
-    # percent-encoded, where the default 4,094 cut some off with an HTML 414.
+    # by config/request_limits.py. The line at gunicorn's maximum (0 would be unbounded):
+    # a search of 2,000 ASCII characters (the API's own limit, a JSON 400 past it) fits
+    # percent-encoded, where the default 4,094 cut some off with an HTML 414; accented
+    # letters take 6 bytes encoded and CJK 9, so ~1,300 and ~900 of those fit.
     "limit_request_line": 8190,
     "limit_request_fields": 100,
     "limit_request_field_size": 8190,
