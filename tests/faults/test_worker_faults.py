@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import random
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
+from rest_framework.authtoken.models import Token
 
 from knowledge.models import Document
 from tests.conftest import REPO_ROOT, Fake
+from tests.scripted_llm import ScriptedLLM, answer
 from tests.test_ingest import zip_bomb_docx
 from tests.workers import DatabaseProxy, database_url, manage, start_worker, worker_env
 
@@ -328,3 +334,69 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
         worker.terminate()
         worker.wait(timeout=60)
     assert Document.objects.get(pk=document.pk).status == Document.Status.INDEXED
+
+
+def test_ctrl_c_on_serve_while_an_answer_streams_stops_the_web_server_at_once(
+    workspace, user, tmp_path
+):
+    """Ctrl-C is gunicorn's quick stop: a web process streaming an answer (the model is
+    slow) exits at once, not after the 30 s a graceful stop gives running requests, and
+    is neither killed nor aborted (torch's threads, at interpreter exit, called abort)."""
+    release = threading.Event()
+    llm = ScriptedLLM()
+    llm.script = [lambda request: (release.wait(120), answer("The ferry leaves at nine."))[1]]
+    env = worker_env(tmp_path, LLM_PROVIDER="openai", LLM_BASE_URL=llm.base_url,
+                     LLM_MODEL="scripted", LLM_API_KEY="k")
+    headers = {"Authorization": f"Token {Token.objects.create(user=user).key}",
+               "Content-Type": "application/json"}
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--no-worker",
+             "--workers", "1"],
+            cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+            start_new_session=True,  # a terminal of its own, for Ctrl-C
+        )
+
+    def post(path: str, body: dict, **extra: str):
+        request = urllib.request.Request(f"{base}{path}", data=json.dumps(body).encode(),
+                                         headers={**headers, **extra}, method="POST")
+        return urllib.request.urlopen(request, timeout=150)
+
+    def listening() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        except OSError:
+            return False
+        return True
+
+    def ask(thread_id: int) -> None:
+        # The server goes mid-answer: a reset, or a chunked body cut off.
+        with contextlib.suppress(Exception), post(
+            f"/api/threads/{thread_id}/messages", {"content": "When does the ferry leave?"},
+            Accept="text/event-stream",
+        ) as response:
+            response.read()  # until the server goes
+
+    try:
+        wait_for(listening, 90, "serve to listen")
+        with post("/api/threads", {"workspace": workspace.slug}) as response:
+            thread_id = json.load(response)["id"]
+        threading.Thread(target=ask, args=(thread_id,), daemon=True).start()
+        wait_for(lambda: llm.requests, 60, "the model to be asked")
+        os.killpg(serve.pid, signal.SIGINT)  # what Ctrl-C in its terminal sends
+        stopped = time.monotonic()
+        serve.wait(timeout=60)
+        assert time.monotonic() - stopped < 10, "Ctrl-C does not wait for the answer"
+    finally:
+        release.set()
+        if serve.poll() is None:
+            os.killpg(serve.pid, signal.SIGKILL)
+        llm.close()
+    output = log.read_text()
+    for sign in ("SIGKILL", "SIGABRT", "terminate called", "Traceback"):
+        assert sign not in output, output[-3000:]
