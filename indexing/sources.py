@@ -7,7 +7,9 @@ index: callers pass the documents to `enqueue` (or index them inline).
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from datetime import timedelta
@@ -71,8 +73,9 @@ def check_server_path(path: Path) -> Path:
     It must lie inside one of INGEST_SERVER_ROOTS (none by default: no server
     paths at all) and never inside VERITY_HOME or MEDIA_ROOT. The operator's
     own `manage.py ingest PATH` does not ask: they already have the shell.
+    A symlink loop or a NUL character is refused by name, never a crash.
     """
-    resolved = path.resolve()
+    resolved = _followed(path)
     roots = server_roots()
     private = [Path(settings.VERITY_HOME).resolve(), Path(settings.MEDIA_ROOT).resolve()]
     inside = [root for root in roots if resolved.is_relative_to(root)]
@@ -82,7 +85,34 @@ def check_server_path(path: Path) -> Path:
             f"{path} is outside the server folders sources may be read from "
             f"(INGEST_SERVER_ROOTS: {allowed})"
         )
+    # Only now: outside the roots, whether a path loops is none of the caller's business.
+    _refuse_loop(path, resolved)
     return resolved
+
+
+def resolve_path(path: Path) -> Path:
+    """`path` with its symlinks followed, as `Path.resolve()`; SourceRefused where that
+    would crash (a symlink loop, a NUL character)."""
+    resolved = _followed(path)
+    _refuse_loop(path, resolved)
+    return resolved
+
+
+def _followed(path: Path) -> Path:
+    # os.path.realpath (not Path.resolve, which raises RuntimeError on Python 3.11 and
+    # OSError from 3.13) leaves a looping link unresolved, so the roots can be checked
+    # before the loop is named.
+    if "\0" in str(path):
+        raise SourceRefused(f"{str(path)!r} contains a NUL character")
+    return Path(os.path.realpath(path))
+
+
+def _refuse_loop(path: Path, resolved: Path) -> None:
+    try:
+        resolved.stat()
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise SourceRefused(f"{path} is a symlink loop") from None
 
 
 def file_uri_problem(uri: str) -> str:
@@ -678,10 +708,11 @@ def register_operator_sources(
 
 def gone_under(*, workspace: Workspace, directories: Iterable[Path]) -> list[Document]:
     """The workspace's documents read from a file under one of `directories` that is no
-    longer there (deleted or moved): their passages answer until they are deleted."""
+    longer there (deleted or moved): their passages answer until they are deleted.
+    SourceRefused for a directory that is a symlink loop or holds a NUL character."""
     gone: list[Document] = []
     for directory in directories:
-        prefix = directory.resolve().as_uri().rstrip("/") + "/"
+        prefix = resolve_path(directory).as_uri().rstrip("/") + "/"
         read_there = Document.objects.filter(workspace=workspace, uri__startswith=prefix)
         gone += [d for d in read_there.only("pk", "uri", "title").order_by("uri")
                  if not Path(unquote(urlparse(d.uri).path)).exists()]

@@ -93,3 +93,20 @@ def test_ask_refuses_to_continue_an_agents_conversation(workspace, settings):
         call_command("ask", QUESTION, workspace=workspace.slug, user=user.username,
                      thread=agents.pk, stdout=io.StringIO())
     assert not Message.objects.filter(thread=agents).exists()
+
+
+@pytest.mark.parametrize("prune", [False, True])
+def test_ingest_refuses_a_symlink_loop_by_name(workspace, tmp_path, prune):
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    loop = tmp_path / "loop1"
+    with pytest.raises(CommandError, match=f"^{re.escape(str(loop))} is a symlink loop$"):
+        call_command("ingest", str(loop), workspace=workspace.slug, inline=True, prune=prune,
+                     stdout=io.StringIO())
+    assert not Document.objects.filter(workspace=workspace).exists()
+
+
+def test_ingest_refuses_a_nul_character_by_name(workspace):
+    with pytest.raises(CommandError, match="contains a NUL character"):
+        call_command("ingest", "/x/\0y", workspace=workspace.slug, inline=True,
+                     stdout=io.StringIO())

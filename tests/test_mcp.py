@@ -168,6 +168,8 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     (root / "new.md").write_text("# Fuel\n\nThe fuel dock opens at six.\n")
     outside = root.parent / "outside.md"
     outside.write_text("# Not yours\n")
+    (root / "loop1").symlink_to("loop2")
+    (root / "loop2").symlink_to("loop1")
 
     async def session():
         async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
@@ -178,6 +180,8 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
                 "outside": await call(client, "ingest", path=str(outside)),
                 "escape": await call(client, "ingest", path=str(root / ".." / "outside.md")),
                 "missing": await call(client, "ingest", path=str(root / "nope.md")),
+                "loop": await call(client, "ingest", path=str(root / "loop1")),
+                "nul": await call(client, "ingest", path="/x/\u0000y"),
                 "private": await call(client, "ingest", url="http://127.0.0.1:9/page"),
                 "neither": await call(client, "ingest"),
                 "changed": (site["path"].write_text(HANDBOOK + "\nNew rule.\n"),
@@ -200,6 +204,8 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
         ok, text = results[refused]
         assert not ok and "outside the server folders" in text and "INGEST_SERVER_ROOTS" in text
     assert results["missing"] == (False, f"No such file or folder: {root / 'nope.md'}")
+    assert results["loop"] == (False, f"{root / 'loop1'} is a symlink loop")
+    assert results["nul"] == (False, "'/x/\\x00y' contains a NUL character")
     ok, text = results["private"]
     assert not ok and "private" in text.lower()
     assert results["neither"][0] is False

@@ -128,6 +128,21 @@ def test_one_file_on_the_server_is_added_and_a_missing_one_is_named(
     assert document.uri == (allowed_root / "tidewatch" / "README.md").resolve().as_uri()
 
 
+def test_a_symlink_loop_is_refused_by_name_not_a_500(clerk, workspace, allowed_root, tmp_path):
+    (allowed_root / "loop1").symlink_to("loop2")
+    (allowed_root / "loop2").symlink_to("loop1")
+    (tmp_path / "away1").symlink_to("away2")
+    (tmp_path / "away2").symlink_to("away1")
+    for path in (allowed_root / "loop1", allowed_root / "loop1" / "deeper.md"):
+        status, page = add_repository(clerk, workspace, path)
+        assert status == 200 and f"{path} is a symlink loop" in page, path
+    # Outside the roots the loop is not named: the path is just refused.
+    status, page = add_repository(clerk, workspace, tmp_path / "away1")
+    assert status == 200 and "outside the server folders" in page
+    assert "symlink loop" not in page
+    assert_nothing_saved()
+
+
 @pytest.mark.parametrize("which", ["project", "project-parent", "verity-home", "media-root"])
 def test_a_root_holding_our_own_files_is_ignored(clerk, workspace, settings, which):
     """An operator who configures a root around the project or VERITY_HOME exposes nothing."""
