@@ -1,4 +1,5 @@
-"""Corpus curation for staff: add sources, watch progress, re-index, browse chunks."""
+"""Corpus curation for staff: add sources, watch progress, re-index, browse chunks; and
+each staff member's own API token."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from rest_framework.authtoken.admin import TokenAdmin
+from rest_framework.authtoken.models import TokenProxy
 
 from indexing import sources
 from indexing.forms import AddSourcesForm
@@ -483,3 +487,25 @@ class ChunkAdmin(MemberScoped, admin.ModelAdmin):
     @admin.display(description="text")
     def preview(self, obj: Chunk) -> str:
         return obj.text[:140]
+
+
+# DRF's own TokenAdmin lists every key and makes one for any user: a key signs in to
+# the API and MCP as its user, a superuser's included. Registered by
+# rest_framework.authtoken, listed before this app in INSTALLED_APPS.
+admin.site.unregister(TokenProxy)
+
+
+@admin.register(TokenProxy)
+class OwnTokenAdmin(TokenAdmin):
+    """Staff see, create and delete only their own token; superusers run every user's."""
+
+    def get_queryset(self, request: HttpRequest):
+        tokens = super().get_queryset(request)
+        if request.user.is_superuser:
+            return tokens
+        return tokens.filter(user=request.user)
+
+    def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
+        if db_field.name == "user" and not request.user.is_superuser:
+            kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from rest_framework.authtoken.models import Token
 
 from indexing import pipeline, sources
 from knowledge import selectors
@@ -246,3 +248,43 @@ def test_a_delete_confirmation_counts_what_goes_instead_of_listing_it(
         assert line in page, line
     page = summary("document", documents[2].pk)
     assert f"Chunks: {chunks[2]}" in page and "Documents: 1" in page and "Folders: " not in page
+
+
+def test_staff_see_make_and_delete_only_their_own_api_token(client, django_user_model):
+    """A key signs in to the API and MCP as its user: staff never see or make another's."""
+    root = django_user_model.objects.create_superuser("root", password="pw")
+    bob = django_user_model.objects.create_user("bob", password="pw")
+    clerk = django_user_model.objects.create_user("clerk", password="pw", is_staff=True)
+    clerk.user_permissions.set(Permission.objects.filter(content_type__model="tokenproxy"))
+    assert clerk.user_permissions.count() == 4 and not clerk.is_superuser
+    roots, bobs = Token.objects.create(user=root), Token.objects.create(user=bob)
+    client.force_login(clerk)
+
+    listing = client.get(reverse("admin:authtoken_tokenproxy_changelist"))
+    assert listing.status_code == 200
+    assert roots.key not in listing.content.decode() and bobs.key not in listing.content.decode()
+    for other in (root, bob):
+        change = client.get(reverse("admin:authtoken_tokenproxy_change", args=[other.pk]))
+        assert change.status_code == 302 and change["Location"] == reverse("admin:index")
+        client.post(reverse("admin:authtoken_tokenproxy_delete", args=[other.pk]),
+                    {"post": "yes"})
+    assert Token.objects.filter(pk__in=[roots.pk, bobs.pk]).count() == 2
+
+    add = reverse("admin:authtoken_tokenproxy_add")
+    form = client.get(add).content.decode()
+    assert "clerk" in form and "root" not in form and "bob" not in form
+    refused = client.post(add, {"user": root.pk})
+    assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
+    assert Token.objects.filter(user=root).get() == roots  # no second key for root either
+    assert client.post(add, {"user": clerk.pk}).status_code == 302
+    mine = Token.objects.get(user=clerk)
+    assert mine.key in client.get(reverse("admin:authtoken_tokenproxy_changelist")).content.decode()
+    client.post(reverse("admin:authtoken_tokenproxy_delete", args=[clerk.pk]), {"post": "yes"})
+    assert not Token.objects.filter(user=clerk).exists()
+
+    # A superuser still runs every user's token.
+    client.force_login(root)
+    page = client.get(reverse("admin:authtoken_tokenproxy_changelist")).content.decode()
+    assert roots.key in page and bobs.key in page
+    assert client.post(add, {"user": clerk.pk}).status_code == 302
+    assert Token.objects.filter(user=clerk).exists()
