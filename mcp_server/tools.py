@@ -8,6 +8,7 @@ user's workspaces is "not found", exactly like a missing id.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,27 @@ def _workspace(user, slug: str | None) -> Workspace:
 
 
 def _errors(errors: dict[str, Any]) -> str:
+    """A serializer's errors as one line: "limit: Ensure ...; document_ids[0]: Ensure ..."."""
     # Named as the tool's arguments are, not as the API's query parameters ("q").
-    return "; ".join(f"{_ARGUMENTS.get(field, field)}: {' '.join(map(str, problems))}"
-                     for field, problems in errors.items())
+    return "; ".join(
+        f"{where}: {' '.join(problems)}"
+        for field, nested in errors.items()
+        for where, problems in _flat(_ARGUMENTS.get(field, field), nested)
+    )
+
+
+def _flat(where: str, errors: Any) -> Iterator[tuple[str, list[str]]]:
+    # A list field's errors come keyed by the bad item's index ({0: [...]}), a nested
+    # serializer's by field, a many=True one's as a list with {} for each valid item.
+    if isinstance(errors, dict):
+        for key, nested in errors.items():
+            yield from _flat(f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}",
+                             nested)
+    elif isinstance(errors, list) and any(isinstance(e, dict | list) for e in errors):
+        for index, nested in enumerate(errors):
+            yield from _flat(f"{where}[{index}]", nested)
+    elif errors:
+        yield where, [str(e) for e in (errors if isinstance(errors, list) else [errors])]
 
 
 _ARGUMENTS = {"q": "query"}

@@ -65,6 +65,8 @@ def test_stdio_tools_search_read_and_list(site):
                                 offset=1, limit=1)
             sources_ = await call(client, "list_sources")
             bad_limit = await call(client, "search_knowledge_base", query="x", limit=0)
+            bad_id = await call(client, "search_knowledge_base", query="x",
+                                scope={"document_ids": [document.pk, -1]})
             bounds = [
                 await call(client, "read_document", document_id=document.pk, offset=2**63),
                 await call(client, "list_sources", offset=2**63),
@@ -73,9 +75,9 @@ def test_stdio_tools_search_read_and_list(site):
                 await call(client, "reindex", document_ids=[2**63]),
                 await call(client, "ingest", url="http://[::1"),
             ]
-            return listed, search, scoped, read, window, sources_, bad_limit, bounds
+            return listed, search, scoped, read, window, sources_, bad_limit, bad_id, bounds
 
-    listed, search, scoped, read, window, listing, bad_limit, bounds = run(session)
+    listed, search, scoped, read, window, listing, bad_limit, bad_id, bounds = run(session)
     # Out-of-range input is refused by name, never an internal error.
     for ok, reason in bounds:
         assert not ok and "Internal error" not in reason and "executing" not in reason, reason
@@ -102,6 +104,10 @@ def test_stdio_tools_search_read_and_list(site):
     assert [f["path"] for f in body["folders"]] == ["guides"]
     # The REST API's own validation and wording.
     assert bad_limit == (False, "limit: Ensure this value is greater than or equal to 1.")
+    # A list's bad item is named by its place, with the API's message for it.
+    assert bad_id == (
+        False, "document_ids[1]: Ensure this value is greater than or equal to 1."
+    )
 
 
 def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_them(site):
