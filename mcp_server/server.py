@@ -20,6 +20,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
+from pydantic import ConfigDict
 from starlette.applications import Starlette
 from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 
@@ -48,6 +49,13 @@ TokenOf = Callable[[Context], str]
 
 class SearchScope(TypedDict, total=False):
     """Restrict a search to these documents and folders (subfolders included)."""
+
+    # The schema tells clients no other key is taken; the keys are let through here so
+    # that tools.search_knowledge_base refuses a misspelt one by name (pydantic's own
+    # refusal is a multi-line report), instead of dropping it and searching everywhere.
+    __pydantic_config__ = ConfigDict(
+        extra="allow", json_schema_extra={"additionalProperties": False}
+    )
 
     document_ids: list[int]
     folder_ids: list[int]
@@ -99,7 +107,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         text, locator and label (e.g. "p. 4" or "lines 10-42"). Numbers live in a
         conversation: without conversation_id a new one starts; pass the returned one
         to keep a passage's number across calls. A scope naming a document or folder
-        outside the workspace is an error, never silently widened. limit: 1-100.
+        outside the workspace, or a key other than document_ids and folder_ids, is an
+        error, never silently widened. limit: 1-100.
         """
         return _run(token_of, ctx, tools.search_knowledge_base, query=query, scope=scope,
                     limit=limit, workspace=workspace, conversation_id=conversation_id)

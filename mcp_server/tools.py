@@ -95,6 +95,9 @@ def _conversation(user, ws: Workspace, conversation_id: int | None, title: str):
         raise Refused(str(exc)) from exc
 
 
+SCOPE_KEYS = ("document_ids", "folder_ids")
+
+
 def search_knowledge_base(
     user,
     *,
@@ -108,6 +111,13 @@ def search_knowledge_base(
     numbered [n] in the conversation (a new one unless `conversation_id` is given)."""
     ws = _workspace(user, workspace)
     scope = scope or {}
+    if unknown := [key for key in scope if key not in SCOPE_KEYS]:
+        # Dropping a misspelt key ("document_id") would search the whole workspace.
+        raise Refused(
+            f"scope: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(repr(key[:100]) for key in unknown[:5])} "
+            f"(expected {', '.join(SCOPE_KEYS)})"
+        )
     params = SearchQuerySerializer(data={
         "q": query,
         "limit": limit,

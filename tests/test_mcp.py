@@ -110,6 +110,31 @@ def test_stdio_tools_search_read_and_list(site):
     )
 
 
+def test_a_misspelt_scope_key_is_refused_never_searches_everywhere(site):
+    document = site["document"]
+
+    async def session():
+        async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            return tools["search_knowledge_base"].input_schema, [
+                await call(client, "search_knowledge_base", query="mooring",
+                           scope={"document_id": [document.pk]}),
+                await call(client, "search_knowledge_base", query="mooring",
+                           scope={"document_ids": [document.pk], "folders": [1], "x": []}),
+            ]
+
+    schema, (misspelt, two) = run(session)
+    # The schema a client reads says so too.
+    scope = next(s for s in schema["properties"]["scope"]["anyOf"] if "$ref" in s)
+    assert schema["$defs"][scope["$ref"].rsplit("/", 1)[1]]["additionalProperties"] is False
+    assert misspelt == (
+        False, "scope: unknown key 'document_id' (expected document_ids, folder_ids)"
+    )
+    assert two == (
+        False, "scope: unknown keys 'folders', 'x' (expected document_ids, folder_ids)"
+    )
+
+
 def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_them(site):
     document = site["document"]
 
