@@ -110,3 +110,15 @@ def test_ingest_refuses_a_nul_character_by_name(workspace):
     with pytest.raises(CommandError, match="contains a NUL character"):
         call_command("ingest", "/x/\0y", workspace=workspace.slug, inline=True,
                      stdout=io.StringIO())
+
+
+@pytest.mark.parametrize("seconds", ["-5", "0", "soon"])
+def test_ingest_refuses_a_worker_timeout_that_is_not_a_positive_number(
+    workspace, tmp_path, seconds
+):
+    (tmp_path / "a.md").write_text("# A\n\nThe slipway closes at 18:00.\n")
+    with pytest.raises(CommandError, match=r"argument --worker-timeout: (must be a positive"
+                                           r" number of seconds|not a number of seconds)"):
+        call_command("ingest", str(tmp_path), "--worker-timeout", seconds,
+                     workspace=workspace.slug, stdout=io.StringIO())
+    assert not Document.objects.filter(workspace=workspace).exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import math
 import time
 from pathlib import Path
 
@@ -15,6 +17,17 @@ from indexing import pipeline, sources
 from knowledge import selectors
 from knowledge.models import Document, IngestJob, Workspace
 from knowledge.services import workspace_create
+
+
+def positive_seconds(value: str) -> float:
+    """A --worker-timeout: zero or less gave up before any worker could start."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {value}")
+    return seconds
 
 
 class Command(BaseCommand):
@@ -51,7 +64,7 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--worker-timeout",
-            type=float,
+            type=positive_seconds,
             default=30.0,
             help="give up when no worker has taken a document for this many seconds",
         )
