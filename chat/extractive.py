@@ -55,31 +55,40 @@ MONTHS: Final = (
 )
 # A number or an amount, in digits or in words ("thousands of years", "twice the thrust",
 # "after a year"), not a digit of a name ("sqlite3"), and not "none": Python's None is no count.
-NUMBER: Final = (
-    r"(?:(?<![A-Za-z_])\d|\b(?i:zero|one|two|three|four|five|six|seven|eight|nine|ten|"
+_NUMBER_WORDS: Final = (
+    r"\b(?i:zero|one|two|three|four|five|six|seven|eight|nine|ten|"
     r"eleven|twelve|(?:thir|four|fif|six|seven|eigh|nine)teen|(?:twen|thir|for|fif|six|seven|"
     r"eigh|nine)ty|(?:hundred|thousand|million|billion|dozen)s?|twice|half|few|several|"
-    r"an? (?:century|decade|year|month|week|day|hour|minute|second))\b)"
+    r"an? (?:century|decade|year|month|week|day|hour|minute|second))\b"
 )
+NUMBER: Final = rf"(?:(?<![A-Za-z_])\d|{_NUMBER_WORDS})"
 # A value in documentation: a number or a CONSTANT.
 VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
 # A number of a unit ("within 4 cm", "half a metre", "12%"), not a version ("CC BY 4.0").
+# A figure is looked for at its last digit ("1,000.5 km" has "5 km"; "x5 km" is a name's
+# digit): read from each of its digits, a run of figures was quadratic.
 MEASURE: Final = (
-    rf"{NUMBER}[\d.,]*(?:(?:\s+an?)?{units.AFTER_NUMBER.pattern}|\s?(?:%|percent\b))"
+    rf"(?:(?<![A-Za-z_])\d[.,]*|{_NUMBER_WORDS}[\d.,]*)(?:(?:\s+an?)?{units.AFTER_NUMBER.pattern}|\s?(?:%|percent\b))"
 )
 # An amount of money: a currency sign or code by a number, or a number of a currency, or
-# a number under a column of prices (rows.read_under: "Unit price (EUR): 37.46").
+# a number under a column of prices (rows.read_under: "Unit price (EUR): 37.46"). A number
+# of a currency is looked for at its last digit ("1,200 euros" has "0 euros"): read from
+# each of its digits, a run of figures was quadratic.
 MONEY: Final = (
     r"\b(?i:price|cost|fee|amount)s?\b[^:;]{0,20}: \d|"
-    r"[$€£¥₹]\)?:?\s?\d|\b(?:EUR|USD|GBP|CHF|JPY|US\$)\)?:?\s?\d|\d(?:[\d,.]*\d)?\s?(?:(?i:hundred|"
+    r"[$€£¥₹]\)?:?\s?\d|\b(?:EUR|USD|GBP|CHF|JPY|US\$)\)?:?\s?\d|"
+    r"\d\s?(?:(?i:hundred|"
     r"thousand|million|billion|trillion|[mbk]n?)\s)?(?i:dollars?|euros?|pounds?|yen|yuan|"
     r"francs?|marks?|lira|lire|rupees?|pesos?|roubles?|rubles?|crowns?|kronor|shillings?|"
     r"EUR|USD|GBP|CHF)\b"
 )
 # A question asking how much money: "how much did it cost", "what was the budget".
+# Each "…, then on the same line …" is read from the line's start and its first "how
+# much" ((?>…) keeps it): tried from every "how much" of a long question, it was
+# quadratic (test_extractive.py: a 20,000-character question).
 MONEY_ASKED: Final = re.compile(
-    r"\bhow much\b.*\b(?:money|costs?|spen[dt]|pa(?:y|id)|charged?|earn(?:ed)?|raised?|"
-    r"worth|fund(?:ed|ing)?|donated?|budget(?:ed)?|set aside)\b|"
+    r"(?m:^)(?>.*?\bhow much\b).*\b(?:money|costs?|spen[dt]|pa(?:y|id)|charged?|"
+    r"earn(?:ed)?|raised?|worth|fund(?:ed|ing)?|donated?|budget(?:ed)?|set aside)\b|"
     r"^\s*(?:what|how much) (?:is|was|were|are|will be)\b(?:\s+\w+){0,4} (?:budget|cost|"
     r"price|fee|salary|revenue|endowment)s?\b",
     re.I,
@@ -91,7 +100,8 @@ EXCEPTION: Final = re.compile(r"\b[A-Z]\w*(?:Error|Exception|Expired|Warning|Exi
 _UNSET: Final = r"(?:pass|giv|set|chang|specif|configur|choos|provid|touch)"
 DEFAULT_ASKED: Final = re.compile(
     rf"\bdefault|\bout of the box\b|\bif (?:i|you|we) (?:do(?:n'?t| not)|never) {_UNSET}|"
-    rf"\bunless (?:told|{_UNSET}[a-z]*)\b|\bwithout {_UNSET}[a-z]*\b|\bleave\b.*\balone\b",
+    rf"\bunless (?:told|{_UNSET}[a-z]*)\b|\bwithout {_UNSET}[a-z]*\b|"
+    r"(?m:^)(?>.*?\bleave\b).*\balone\b",
     re.I,
 )
 
@@ -130,9 +140,11 @@ ANSWER_SHAPES: Final = [
           re.compile(rf"\b(?i:defaults?)\b[^.;]{{0,40}}?(?:{VALUE}|[`'\"(])|"
                      rf"{VALUE}[^.;]{{0,20}}?\b(?i:by default)\b"),
           precise=True, required=False),
-    # "raise" asks for an exception in a question about code (not "raise the money").
-    Shape(re.compile(r"\bexceptions?\b|(?=.*(?:[A-Za-z_]\.[A-Za-z]|\w_\w|\w\(\)))"
-                     r".*\braise[sd]?\b", re.I),
+    # "raise" asks for an exception in a question about code (not "raise the money"):
+    # a line that names code and says "raise", each looked for once from the line's start
+    # (a lookahead tried at every position of a long question was quadratic).
+    Shape(re.compile(r"\bexceptions?\b|(?m:^)(?=.*(?:[A-Za-z_]\.[A-Za-z]|\w_\w|\w\(\)))"
+                     r"(?=.*\braise[sd]?\b)", re.I),
           EXCEPTION, precise=True, required=True),
     Shape(re.compile(r"\berrors?\b", re.I), EXCEPTION, precise=True, required=False),
 ]

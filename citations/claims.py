@@ -594,9 +594,27 @@ _APPROXIMATELY: Final = re.compile(
 _PART_OF_CENTURY: Final = re.compile(r"\b(half|quarter)[\s-]century\b", re.IGNORECASE)
 
 
+# "a third", "at first" before a word: looked for in the whitespace before it and the
+# word before that, not in all the text before it (quadratic in a long answer).
+_COUNT_BEFORE: Final = re.compile(r"\b(?:a|one|two)\s+\Z", re.IGNORECASE)
+_AT_BEFORE: Final = re.compile(r"\bat\s+\Z", re.IGNORECASE)
+_OF_ALL: Final = re.compile(r"\s+of\s+all\b", re.IGNORECASE)
+
+
+def _after_word(pattern: re.Pattern[str], text: str, start: int, longest: int) -> bool:
+    """Whether the text before `start` ends with `pattern` (a word of at most `longest`
+    letters and the whitespace after it)."""
+    word_end = start
+    while word_end and text[word_end - 1].isspace():
+        word_end -= 1
+    return bool(pattern.search(text, max(0, word_end - longest), start))
+
+
 def numbers(text: str) -> list[Number]:
     found: list[Number] = []
-    taken: list[tuple[int, int]] = []
+    # The characters a number already found covers: a bytearray, not a list of spans each
+    # match would be checked against (quadratic in a long answer full of figures).
+    taken = bytearray(len(text) + 1)
     for match in _CLOCK.finditer(text):
         hours = int(match.group("h"))
         minutes = int(match.group("m") or match.group("m2") or 0)
@@ -607,9 +625,9 @@ def numbers(text: str) -> list[Number]:
             hours = 0
         found.append(Number(float(hours * 60 + minutes), match.group().strip(), "time",
                             match.start(), match.end()))
-        taken.append((match.start(), match.end()))
+        taken[match.start():match.end()] = b"\x01" * (match.end() - match.start())
     for match in _NUMBER.finditer(text):
-        if any(s <= match.start() < e for s, e in taken):
+        if taken[match.start()]:
             continue
         digits = match.group("digits")
         value = float(re.sub(r"[,\s]", "", digits))
@@ -638,30 +656,30 @@ def numbers(text: str) -> list[Number]:
         approximate = bool(_APPROXIMATELY.search(text[max(0, match.start() - 16):match.start()]))
         found.append(Number(value, match.group().strip(), kind, match.start(), match.end(),
                             bool(scale), approximate))
-        taken.append((match.start(), match.end()))
+        taken[match.start():match.end()] = b"\x01" * (match.end() - match.start())
     for match in _PART_OF_CENTURY.finditer(text):
         years = 50.0 if match.group(1).lower() == "half" else 25.0
         found.append(Number(years, match.group(), "number", match.start(), match.end(),
                             approximate=True))
-        taken.append((match.start(), match.end()))
+        taken[match.start():match.end()] = b"\x01" * (match.end() - match.start())
     for match in _FRACTION.finditer(text):
-        if any(s <= match.start() < e for s, e in taken):
+        if taken[match.start()]:
             continue
         count = (match.group("count") or "").lower()
         numerator = 1 if count in ("a", "one", "") else _SMALL_NUMBERS.get(count, 1)
         denominator = _FRACTIONS[(match.group("part") or "half").lower().rstrip("s")]
         found.append(Number(numerator / denominator, match.group().strip(), "fraction",
                             match.start(), match.end()))
-        taken.append((match.start(), match.end()))
+        taken[match.start():match.end()] = b"\x01" * (match.end() - match.start())
     for match in _WORD_NUMBER.finditer(text):
-        if any(s <= match.start() < e for s, e in taken):
+        if taken[match.start()]:
             continue
         word = match.group("word").lower()
-        if word == "third" and re.search(r"\b(?:a|one|two)\s+$", text[: match.start()].lower()):
+        if word == "third" and _after_word(_COUNT_BEFORE, text, match.start(), 3):
             continue
         if word == "first" and (
-            re.search(r"\bat\s+$", text[: match.start()], re.IGNORECASE)
-            or re.match(r"\s+of\s+all\b", text[match.end() :], re.IGNORECASE)
+            _after_word(_AT_BEFORE, text, match.start(), 2)
+            or _OF_ALL.match(text, match.end())
             or _adverb_first(_words_around(text, match.start(), match.end()), 1)
         ):
             continue  # "at first", "first of all", "were first deformed": no rank

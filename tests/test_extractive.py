@@ -7,6 +7,8 @@ piece it names.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from chat.extractive import (
@@ -412,3 +414,44 @@ def test_a_price_asked_of_one_plan_is_not_followed_by_another_plans(checker):
     assert compose_answer(question, listed, grounder=checker) == (
         "- Team: $49 per month, up to ten users. [1]"
     )
+
+
+# -- a long question or sentence is read in linear time ------------------------------------
+
+HARBOUR = [(1, "The harbour wall was raised in 1998 after the storm. It cost 2 million euros.")]
+WORDS = ("the harbour wall was raised after the storm and the council met to plan how the "
+         "town would leave the old quay alone").split()
+
+
+def _long_question(size: int) -> str:
+    """Ordinary words on one line, naming no code: every question shape (a "raise" about
+    code, "leave … alone", money…) is looked for through all of it."""
+    words = (WORDS[i * 7 % len(WORDS)] for i in range(size))
+    return " ".join(words)[:size]
+
+
+def _answer_cpu_seconds(question: str, passages: list[tuple[int, str]]) -> float:
+    timings = []
+    for _ in range(2):
+        started = time.process_time()
+        rank_sentences(question, passages)
+        compose_answer(question, passages)
+        timings.append(time.process_time() - started)
+    return min(timings)
+
+
+@pytest.mark.parametrize(
+    ("question", "passages"),
+    [
+        # A question as long as a chat message may be: the exception shape's lookahead,
+        # tried at every position, took 26 s on 20,000 characters.
+        (_long_question, lambda size: HARBOUR),
+        # A passage's run of figures is looked through for a measure and an amount of money.
+        (lambda size: "How accurate is it and how much money did it cost?",
+         lambda size: [(1, "Readings: " + ("1,0" * size)[:size] + " euros.")]),
+    ],
+)
+def test_a_long_question_or_run_of_figures_is_answered_in_linear_time(question, passages):
+    small = _answer_cpu_seconds(question(5_000), passages(5_000))
+    large = _answer_cpu_seconds(question(20_000), passages(20_000))
+    assert large < 8 * max(small, 0.05) and large < 2
