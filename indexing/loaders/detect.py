@@ -145,6 +145,15 @@ def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str
 _CONTAINERS = {PDF: "a PDF", DOCX: "a Word file", PPTX: "a PowerPoint file", XLSX: "an Excel file"}
 
 
+def container_format(data: bytes) -> str | None:
+    """PDF or an Office format when the bytes plainly say so (they open as one), whatever
+    the file's name or the type a server declared for it says; else None."""
+    if not data.startswith((b"%PDF-", b"PK\x03\x04")):
+        return None
+    sniffed = _sniff(data)
+    return sniffed if sniffed in _CONTAINERS else None
+
+
 def _checked_against_content(by_name: str, data: bytes) -> str:
     """The format a file's name gives, unless its bytes are plainly something else.
 
@@ -153,10 +162,12 @@ def _checked_against_content(by_name: str, data: bytes) -> str:
     as often an HTML error page saved by a download as a file that was only misnamed, and
     the reader of that format would fail with a message about a corrupt file.
     """
-    if not data or not (data.startswith((b"%PDF-", b"PK\x03\x04")) or by_name in _CONTAINERS):
+    if contained := container_format(data):
+        return contained
+    if not data or by_name not in _CONTAINERS:
         return by_name
     sniffed = _sniff(data)
-    if sniffed in _CONTAINERS or sniffed is None or by_name not in _CONTAINERS:
+    if sniffed in _CONTAINERS or sniffed is None:
         return sniffed or by_name  # unreadable bytes get the named format's own error
     holds = "an HTML page" if sniffed == HTML else "plain text"
     raise IngestError(

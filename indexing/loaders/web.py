@@ -15,7 +15,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import httpcore
 import httpx
 
-from indexing.loaders.detect import load_bytes, source_type_for
+from indexing.loaders.detect import PDF, container_format, load_bytes, source_type_for
 from indexing.loaders.html import html_to_document
 from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
@@ -529,7 +529,9 @@ def load_fetched(
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
     max_word_xml: int = DEFAULT_MAX_WORD_XML,
 ) -> LoadedDocument:
-    """Parse a fetched resource by its Content-Type (falling back to the URL's extension).
+    """Parse a fetched resource by its Content-Type (falling back to the URL's extension),
+    unless its bytes plainly say PDF or Office: then it is read as that, as an upload
+    under another name is (a PDF served as text/html is not indexed as its source).
 
     `ocr`, `ocr_max_pages`, `max_uncompressed` and `max_word_xml` are `load_bytes`'s
     upload limits.
@@ -540,6 +542,9 @@ def load_fetched(
     if not data:
         raise IngestError("File is empty")
     meta = {"url": url, "content_type": resource.content_type}
+    if contained := container_format(data):
+        # What the server declared is wrong: PDF as itself, Office as a download.
+        ctype = "application/pdf" if contained == PDF else ""
     if ctype in ("text/html", "application/xhtml+xml"):
         doc = html_to_document(data, base_locator={"url": url}, title_fallback=url, charset=charset)
         doc.source_type = SourceType.WEB

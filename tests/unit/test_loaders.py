@@ -813,6 +813,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, b"late", {"Content-Type": "text/plain"})
         elif path == "/doc.pdf":
             self._send(200, make_pdf(["Web PDF page"]), {"Content-Type": "application/pdf"})
+        elif path in ("/pdf-as-html", "/pdf-as-text.txt"):
+            # A server that declares a PDF as a page or as text: the bytes say PDF.
+            ctype = "text/html" if path == "/pdf-as-html" else "text/plain"
+            self._send(200, make_pdf(["Misdeclared PDF page"]), {"Content-Type": ctype})
+        elif path == "/docx-as-html":
+            self._send(200, make_docx(), {"Content-Type": "text/html; charset=utf-8"})
         elif path == "/notes.txt":
             self._send(200, "café\r\n".encode("latin-1"),
                        {"Content-Type": "text/plain; charset=ISO-8859-1"})  # fmt: skip
@@ -928,6 +934,21 @@ def test_load_url_pdf_text_and_markdown(server: str) -> None:
     md = load_url(f"{server}/readme.md", allow_private=True)
     assert md.source_type == SourceType.WEB and md.title == "Read Me"
     assert md.units[0].sections[0].heading_path == ("Read Me",)
+
+
+@pytest.mark.parametrize("path", ["/pdf-as-html", "/pdf-as-text.txt"])
+def test_a_pdf_served_as_a_page_or_as_text_is_read_as_a_pdf(server: str, path: str) -> None:
+    doc = load_url(f"{server}{path}", allow_private=True)
+    assert doc.source_type == SourceType.PDF
+    assert doc.units[0].locator == {"page": 1, "url": f"{server}{path}"}
+    assert "Misdeclared PDF page" in doc.text and "%PDF" not in doc.text
+    assert doc.metadata["content_type"].startswith("text/")  # what the server said
+
+
+def test_a_word_file_served_as_a_page_is_read_as_a_word_file(server: str) -> None:
+    doc = load_url(f"{server}/docx-as-html", allow_private=True)
+    assert doc.source_type == SourceType.OFFICE
+    assert "Run the installer and accept the licence to continue." in doc.text
 
 
 def test_load_fetched_falls_back_to_extension() -> None:
