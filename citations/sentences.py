@@ -33,21 +33,24 @@ from .rows import is_table_row
 Kind = Literal["sentence", "heading", "list_item", "table_row"]
 
 CITATION: Final = re.compile(r"\[citation:(\d+)\]")
-_MARKER_WITH_SPACE: Final = re.compile(r"[ \t]*\[citation:\d+\]")
+# From a run of blanks' start only (tried inside the run, it was quadratic).
+_MARKER_WITH_SPACE: Final = re.compile(r"(?<![ \t])[ \t]*\[citation:\d+\]")
 _HEADING: Final = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
 _LIST_ITEM: Final = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+")
 _QUOTE: Final = re.compile(r"^[ \t]*(?:>[ \t]?)+")
 _RULE: Final = re.compile(r"^[ \t]*(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$")
 _TABLE_ROW: Final = re.compile(r"^[ \t]*\|")
 _TABLE_SEPARATOR: Final = re.compile(r"^[ \t|:\-]+$")
-_LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+# Link text without brackets and a bounded destination: tried from every "[" of a run of
+# them, an unbounded one was quadratic.
+_LINK: Final = re.compile(r"!?\[([^\]\[]*)\]\([^)]{0,2048}\)")
 # Underscores emphasize only at word edges (CommonMark): Z_DEFAULT_COMPRESSION keeps them.
 _EMPHASIS: Final = re.compile(
     r"(\*\*|\*|~~)(?=\S)(.+?)(?<=\S)\1|(?<!\w)(__|_)(?=\S)(.+?)(?<=\S)\3(?!\w)"
 )
 # Used with .match(text, pos): anchored at pos (a "^" would only match at 0).
 _LEADING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+")
-_TRAILING_MARKERS: Final = re.compile(r"(?:\s*\[citation:\d+\])+\s*$")
+_TRAILING_MARKERS: Final = re.compile(r"(?<!\s)(?:\s*\[citation:\d+\])+\s*$")
 _MARKER_GROUP: Final = re.compile(r"\[citation:\d+\](?:\s*\[citation:\d+\])*")
 _SPACES: Final = re.compile(r"\s+")
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+from citations.claims import analyze
 from citations.grounding import is_claim
 from citations.rows import is_table_row
 from citations.sentences import Sentence, cited_clauses, plain_text, split_answer, split_passage
@@ -253,3 +256,26 @@ def test_a_paragraph_that_puts_its_markers_first_cites_the_sentence_each_opens()
 def test_a_sentence_citing_after_each_clause_gives_each_number_its_clause(answer, clauses):
     (sentence,) = split_answer(answer)
     assert cited_clauses(answer, sentence) == clauses
+
+
+def _cpu_seconds(function, text: str) -> float:
+    timings = []
+    for _ in range(3):
+        started = time.process_time()
+        function(text)
+        timings.append(time.process_time() - started)
+    return min(timings)
+
+
+@pytest.mark.parametrize(
+    ("function", "piece", "tail"),
+    [
+        (split_answer, " ", "x [citation:1]"),  # a marker's blanks
+        (split_answer, "[", ""),  # link text
+        (analyze, "- ", ""),  # where a name's sentence starts
+    ],
+)
+def test_a_long_run_of_one_character_is_read_in_linear_time(function, piece, tail) -> None:
+    small = _cpu_seconds(function, piece * 4_000 + tail)
+    large = _cpu_seconds(function, piece * 16_000 + tail)
+    assert large < 8 * max(small, 0.01)
