@@ -758,14 +758,8 @@ _FULL_MONTHS.update({3: "march", 5: "may", 6: "june", 7: "july"})
 _CAPITALIZED: Final = re.compile(r"[A-Z][\w'’.&-]*|[A-Z]")
 
 
-def _after_sentence_end(text: str, start: int) -> bool:
-    """Whether what comes before `start`, its blanks aside, ends a sentence or opens a
-    quote or bracket. Read back from `start`: a search of all the text before each word
-    was quadratic in a long answer."""
-    end = start
-    while end and text[end - 1].isspace():
-        end -= 1
-    return end > 0 and text[end - 1] in '.!?:;"“('
+# What ends a sentence or opens a quote or bracket, before a word and its blanks.
+_SENTENCE_END_BEFORE: Final = re.compile(r"[.!?:;\"“(]\s*\Z")
 
 
 def entities(text: str) -> list[Entity]:
@@ -785,7 +779,8 @@ def entities(text: str) -> list[Entity]:
         run.clear()
 
     for index, (token, start, _end) in enumerate(tokens):
-        sentence_start = index == 0 or _after_sentence_end(text, start)
+        # Read back from the word: a search of all the text before it was quadratic.
+        sentence_start = index == 0 or _after_word(_SENTENCE_END_BEFORE, text, start, 1)
         if index and text[tokens[index - 1][2] : start].strip():
             close()  # a comma or bracket ends a name: "the MAC, Harvard's gym"
         lowered = token.lower().strip(".'’")
