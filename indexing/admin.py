@@ -269,12 +269,11 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
 
     @admin.display(description="ingest jobs")
     def ingest_jobs(self, obj: Document) -> str:
-        links = [
-            format_html('<a href="{}">{}</a>',
-                        reverse("admin:knowledge_ingestjob_change", args=[job.pk]), job)
-            for job in obj.jobs.order_by("pk")
-        ]
-        return format_html_join(", ", "{}", ((link,) for link in links)) or "-"
+        return format_html_join(
+            ", ", '<a href="{}">{}</a>',
+            ((reverse("admin:knowledge_ingestjob_change", args=[job.pk]), job)
+             for job in obj.jobs.order_by("pk")),
+        ) or "-"
 
     @admin.display(description="chunks")
     def chunks_link(self, obj: Document) -> str:
