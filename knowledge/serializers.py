@@ -105,11 +105,15 @@ class HitSerializer(serializers.Serializer):
 
 
 class SearchResponseSerializer(serializers.Serializer):
-    """GET /api/search: the hits, best first, and how they were found."""
+    """/api/search (GET, or POST with the same parameters as JSON): the hits, best first,
+    and how they were found."""
 
     query = serializers.CharField()
     results = HitSerializer(many=True)
-    next = serializers.URLField(allow_null=True, help_text="the next page, when this one is full")
+    next = serializers.URLField(
+        allow_null=True,
+        help_text="the next page, when this one is full (after a POST: POST the same body to it)",
+    )
     previous = serializers.URLField(allow_null=True)
     metadata = serializers.DictField(help_text="timings and the retrieval legs used")
 class WorkspaceSerializer(serializers.ModelSerializer):

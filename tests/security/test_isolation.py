@@ -70,6 +70,14 @@ def attacks(w):
             "get", "/api/search", {"q": "vault", "folder_ids": str(their_doc.folder_id)}),
         "search in a foreign workspace by slug": (
             "get", "/api/search", {"q": "vault", "workspace": "theirs"}),
+        "search by POST scoped to a foreign document": (
+            "post", "/api/search", {"q": "vault", "document_ids": [their_doc.pk]}),
+        "search by POST scoped to a foreign folder": (
+            "post", "/api/search", {"q": "vault", "folder_ids": [their_doc.folder_id]}),
+        "search by POST in a foreign workspace by slug": (
+            "post", "/api/search", {"q": "vault", "workspace": "theirs"}),
+        "search by POST in a foreign workspace named in the address": (
+            "post", "/api/search?workspace=theirs", {"q": "vault"}),
         "list documents of a foreign workspace": (
             "get", "/api/documents", {"workspace": "theirs"}),
         "read a foreign document": ("get", f"/api/documents/{their_doc.pk}", None),
@@ -115,7 +123,10 @@ def attacks(w):
 
 ATTACK_NAMES = [
     "search scoped to a foreign document", "search scoped to a foreign folder",
-    "search in a foreign workspace by slug", "list documents of a foreign workspace",
+    "search in a foreign workspace by slug", "search by POST scoped to a foreign document",
+    "search by POST scoped to a foreign folder", "search by POST in a foreign workspace by slug",
+    "search by POST in a foreign workspace named in the address",
+    "list documents of a foreign workspace",
     "read a foreign document", "read a foreign document's chunks", "list foreign folders",
     "open a foreign thread", "list a foreign thread's messages", "post into a foreign thread",
     "resolve a foreign thread's citation", "resolve another thread's number in our thread",
@@ -180,6 +191,16 @@ def test_documents_and_threads_lists_hold_only_our_own(world):
 def test_anonymous_requests_are_refused(world, url):
     response = APIClient().get(url)
     assert response.status_code in (401, 403)
+    assert_no_leak(response)
+
+
+def test_search_by_post_is_signed_in_and_never_returns_foreign_chunks(world):
+    anonymous = APIClient().post("/api/search", {"q": "vault backup key"}, format="json")
+    assert anonymous.status_code in (401, 403), anonymous.status_code
+    assert_no_leak(anonymous)
+    response = world["client"].post("/api/search", {"q": "vault backup key pier"}, format="json")
+    assert response.status_code == 200
+    assert {r["document_id"] for r in response.json()["results"]} == {world["my_doc"].pk}
     assert_no_leak(response)
 
 

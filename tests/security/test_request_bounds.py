@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -204,3 +206,36 @@ def test_served_a_body_without_content_length_is_411(served, token):
     assert status == 411, body[:300]
     assert json.loads(body) == {"detail": "Send the request body with a Content-Length."}
     assert seconds < 5 and not Thread.objects.exists()
+
+
+@pytest.mark.slow
+def test_served_a_long_cjk_query_is_a_414_by_get_and_searched_by_post(
+    served, token, local_embedder, settings
+):
+    # The served process embeds the query: it is given the model the tests exported
+    # rather than exporting its own (tens of seconds).
+    local_embedder.embed_query("warm")
+    models = Path(served.home) / "models"
+    models.mkdir(exist_ok=True)
+    for exported in (settings.VERITY_HOME / "models").glob("*.onnx"):
+        if not (models / exported.name).exists():
+            (models / exported.name).symlink_to(exported)
+    auth = f"Authorization: Token {token}"
+    at_the_bound = "潮" * 2000  # the most `q` holds: 18,000 bytes percent-encoded
+    over_the_bound = "潮" * 3000
+    for query in (at_the_bound, over_the_bound):
+        line = f"GET /api/search?{urlencode({'q': query})} HTTP/1.1"
+        status, body, _ = answered(served, f"{line}\r\nHost: 127.0.0.1\r\n{auth}\r\n\r\n".encode())
+        assert status == 414, (status, body[:200])  # gunicorn's own page: Django never saw it
+        assert b"<title>URI Too Long</title>" in body, body[:200]
+    headers = {"Content-Type": "application/json", "Authorization": f"Token {token}"}
+    for query, expected in ((at_the_bound, 200), (over_the_bound, 400)):
+        payload = json.dumps({"q": query, "workspace": "acme"}, ensure_ascii=False).encode()
+        raw = raw_post("/api/search", {**headers, "Content-Length": str(len(payload))}, payload)
+        status, body, _ = answered(served, raw)
+        assert status == expected, (status, body[:300])
+        answer = json.loads(body)
+        if expected == 200:
+            assert answer["query"] == query and answer["results"] == []  # an empty workspace
+        else:  # the API's own bound, as GET says it to a query that fits the line
+            assert answer == {"q": ["Ensure this field has no more than 2000 characters."]}

@@ -26,7 +26,8 @@ GUNICORN_OPTIONS = {
     # by config/request_limits.py. The line at gunicorn's maximum (0 would be unbounded):
     # a search of 2,000 ASCII characters (the API's own limit, a JSON 400 past it) fits
     # percent-encoded, where the default 4,094 cut some off with an HTML 414; accented
-    # letters take 6 bytes encoded and CJK 9, so ~1,300 and ~900 of those fit.
+    # letters take 6 bytes encoded and CJK 9, so ~1,300 and ~900 of those fit (a longer
+    # query goes as POST /api/search, in a JSON body bounded by DATA_UPLOAD_MAX_MEMORY_SIZE).
     "limit_request_line": 8190,
     "limit_request_fields": 100,
     "limit_request_field_size": 8190,

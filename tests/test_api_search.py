@@ -1,0 +1,121 @@
+"""POST /api/search: the search GET asks, its parameters in a JSON body, for a query
+longer than a request line holds (the server takes 8,190 bytes of it: about 900 CJK
+characters percent-encoded). Same serializer, bounds and answer as GET."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import pytest
+
+from knowledge.search import MAX_QUERY_CHARS
+
+pytestmark = pytest.mark.django_db
+
+REQUEST_LINE_BYTES = 8190  # gunicorn's limit_request_line in knowledge/.../serve.py
+
+# A question about the tide FAQ followed by Chinese text up to the API's bound.
+HEAD = "when do high tides happen at the tide stations "
+LONG_CJK = HEAD + "潮汐预测" * ((MAX_QUERY_CHARS - len(HEAD)) // 4)
+
+
+def post(api, body, path: str = "/api/search"):
+    return api.post(path, body, format="json")
+
+
+def test_a_long_cjk_query_is_searched_by_post(api, corpus):
+    assert len(LONG_CJK) <= MAX_QUERY_CHARS and len(LONG_CJK) - len(HEAD) > 1900
+    # As GET it would not reach the app through gunicorn: the line alone is too long.
+    assert len(f"GET /api/search?{urlencode({'q': LONG_CJK})} HTTP/1.1") > REQUEST_LINE_BYTES
+    response = post(api, {"q": LONG_CJK, "limit": 5})
+    assert response.status_code == 200, response.content[:300]
+    body = response.json()
+    assert set(body) == {"query", "results", "next", "previous", "metadata"}
+    assert body["query"] == LONG_CJK
+    assert body["results"] and len(body["results"]) <= 5
+    tide_faq = corpus["tide-faq.html"].pk
+    assert tide_faq in {hit["document_id"] for hit in body["results"]}
+
+
+def test_post_answers_exactly_as_get(api, corpus):
+    pdf = corpus["q3-launch-notes.pdf"]
+    asked = {"q": "When is the launch?", "limit": 3}
+    got = api.get("/api/search", asked).json()
+    posted = post(api, asked).json()
+    assert [h["chunk_id"] for h in posted["results"]] == [h["chunk_id"] for h in got["results"]]
+    assert posted["results"][0].keys() == got["results"][0].keys()
+    assert posted["query"] == got["query"] and posted["metadata"].keys() == got["metadata"].keys()
+    # Scopes are JSON arrays of ids; the workspace may be named in the body.
+    scoped = post(api, {"q": "launch", "document_ids": [pdf.pk], "workspace": "acme"}).json()
+    assert {hit["document_id"] for hit in scoped["results"]} == {pdf.pk}
+    folder = post(api, {"q": "launch", "folder_ids": [999999]})
+    assert folder.status_code == 404 and "999999" in folder.json()["detail"]
+
+
+def test_post_pages_follow_their_links_with_the_same_body(api, corpus):
+    query = "When is the launch?"
+    first = api.get("/api/search", {"q": query, "limit": 4}).json()["results"]
+    body = {"q": query, "page_size": 2}
+    one = post(api, body).json()
+    assert one["previous"] is None and "page=2" in one["next"]
+    # The link names the page; the same body posted to it (its own page, if any, yields).
+    two = api.post(one["next"], {**body, "page": 1}, format="json").json()
+    assert "page=1" in two["previous"]
+    assert [h["chunk_id"] for h in one["results"] + two["results"]] == [
+        h["chunk_id"] for h in first
+    ]
+    assert post(api, {**body, "page": 2}).json()["results"] == two["results"]
+    deep = post(api, {"q": query, "page_size": 50, "page": 3})
+    assert deep.status_code == 400 and "100 best hits" in deep.json()["page"][0]
+
+
+@pytest.mark.parametrize(
+    ("raw", "content_type", "status", "says"),
+    [
+        ('{"q": "tides",', "application/json", 400, "JSON parse error"),
+        ('["tides"]', "application/json", 400, "must be a JSON object"),
+        ('"tides"', "application/json", 400, "must be a JSON object"),
+        ("null", "application/json", 400, "must be a JSON object"),
+        ("{}", "application/json", 400, "This field is required"),
+        ('{"q": ""}', "application/json", 400, "may not be blank"),
+        ('{"q": "tides", "limit": "lots"}', "application/json", 400, "valid integer"),
+        ('{"q": "tides", "limit": 0}', "application/json", 400, "greater than or equal to 1"),
+        ('{"q": "tides", "document_ids": "1,2"}', "application/json", 400, "list of items"),
+        ('{"q": "tides", "document_id": [1]}', "application/json", 400,
+         "Unknown keys: document_id"),
+        ('{"q": "tides", "limit": 3, "page_size": 5}', "application/json", 400, "give one"),
+        ("q=tides", "application/x-www-form-urlencoded", 415, "Unsupported media type"),
+        ("--B--\r\n", "multipart/form-data; boundary=B", 415, "Unsupported media type"),
+    ],
+)
+def test_a_malformed_body_is_a_4xx_with_a_message(api, workspace, raw, content_type, status,
+                                                  says):
+    response = api.post("/api/search", raw, content_type=content_type)
+    assert response.status_code == status, response.content[:300]
+    assert response["Content-Type"] == "application/json"
+    assert says in response.content.decode()
+
+
+def test_a_workspace_named_twice_differently_is_a_400(api, workspace):
+    response = post(api, {"q": "tides", "workspace": "acme"}, "/api/search?workspace=other")
+    assert response.status_code == 400 and "workspace" in response.json()
+
+
+def test_post_keeps_the_bounds_get_has(api, workspace, settings):
+    # q: the same 2,000 characters, refused with the same message either way.
+    too_long = "潮" * (MAX_QUERY_CHARS + 1)
+    by_get = api.get("/api/search", {"q": too_long})
+    by_post = post(api, {"q": too_long})
+    assert by_get.status_code == by_post.status_code == 400
+    assert by_post.json() == by_get.json() == {
+        "q": [f"Ensure this field has no more than {MAX_QUERY_CHARS} characters."]
+    }
+    assert post(api, {"q": "潮" * MAX_QUERY_CHARS}).status_code == 200
+    # Scopes: the same 500 ids at most.
+    ids = post(api, {"q": "tides", "document_ids": list(range(1, 502))})
+    assert ids.status_code == 400 and "document_ids" in ids.json()
+    # The body: the API's JSON bound, refused from its Content-Length before it is read.
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    big = post(api, {"q": "潮" * 900})
+    assert big.status_code == 413
+    assert big.json() == {"detail": "The request body is 2.7 kB; the limit is 1.0 kB."}
