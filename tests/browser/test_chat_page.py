@@ -774,6 +774,55 @@ def test_a_pill_in_a_sentence_that_claims_nothing_is_not_flagged(llm, page: Page
     expect(pills.first).not_to_have_class(re.compile("support-"))
 
 
+def test_a_pill_in_a_sentence_that_claims_nothing_opens_its_passage_unmarked(
+    llm, page: Page
+):
+    """A heading's pill opens its passage as cited: the heading was not checked, so no
+    sentence of the passage is marked as supporting it, least of all the one the number's
+    weakest use (another sentence, unsupported) was checked against."""
+    def final(request: dict) -> dict:
+        n = passage_number(request, "Pelican mooring buoy")
+        return answer(f"## The Pelican buoy [{n}]\n\n"
+                      f"The Pelican mooring buoy is repainted every October by the "
+                      f"harbour crew [{n}].")
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican mooring buoy"}), final]
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "When is the Pelican buoy repainted?")
+    thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
+    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    (cited,) = stored["citations"]
+    heading, claim = stored["grounding"]["sentences"]
+    assert (heading["verdict"], heading["support"]) == ("not_a_claim", {}), heading
+    wrong = claim["support"][str(cited["n"])]
+    assert wrong["verdict"] == "unsupported", wrong
+    # The weakest use's best guess is a sentence of the passage: what must not be borrowed.
+    assert cited["support"]["spans"], cited["support"]
+
+    def check(reply) -> None:
+        pills = reply.locator(f'.citation-pill[data-n="{cited["n"]}"]')
+        expect(pills).to_have_count(2)
+        panel = page.locator("#citation-panel")
+        pills.first.click()
+        expect(panel.locator("#citation-body")).to_contain_text("Pelican mooring buoy")
+        expect(panel.locator("#citation-support")).to_be_hidden()
+        expect(panel.locator("mark.support-span")).to_have_count(0)
+        # The passage is shown as cited, whole, as for a citation never checked.
+        expect(panel.locator("#citation-body mark")).to_have_count(1)
+        expect(panel.locator("#citation-body mark")).to_contain_text(
+            "The Pelican mooring buoy is repainted every April")
+        # The claim's own pill still says why, with nothing marked either.
+        pills.last.click()
+        expect(panel.locator("#citation-support")).to_contain_text(wrong["reason"])
+        expect(panel.locator("mark.support-span")).to_have_count(0)
+        page.locator("#citation-close").click()
+
+    check(reply)
+    page.reload()  # the stored answer opens the same
+    check(page.locator(".message.role-assistant").last)
+
+
 LAUNCH_DOCUMENTS = {
     "launch-budget.md": "# Launch budget\n\nMarisol presented the launch budget. The board "
                         "approved the travel costs for the regional sales team.\n",

@@ -221,9 +221,13 @@
       (s) => toUnits(s.char_start) <= marker.index && marker.index < toUnits(s.char_end),
     );
     const own = sentence && sentence.support && sentence.support[String(n)];
-    // A sentence that makes no claim (a heading, a question) flags nothing: the weakest
-    // use is another sentence's. Its pill still opens the passage where that use points.
-    if (!own) return sentence && fallback ? { ...fallback, verdict: null } : fallback;
+    // A sentence that makes no claim (a heading, a question, only code) was not checked:
+    // its pill flags nothing and opens the passage as cited, with no sentence marked. The
+    // number's weakest use is another sentence's, and its spans (an unsupported use's best
+    // guess, often) would show text as backing what this sentence never said. The check
+    // reads no span for a sentence it did not check, so none is guessed here.
+    if (!sentence) return fallback;
+    if (!own) return null;
     if (sentence.verdict === "supported" && own.verdict !== "supported") {
       return { ...own, note: "the sentence's sources together support it" };
     }
