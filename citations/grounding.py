@@ -40,7 +40,7 @@ import numpy as np
 from . import checks
 from .claims import Features, analyze, rarity, stem
 from .rows import cells, is_table_row, table_header
-from .sentences import Sentence, cited_clauses, split_answer, split_passage
+from .sentences import Clause, Sentence, cited_clauses, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
 # "unchecked": past check_answer's budget, nothing is known (never "supported").
@@ -160,8 +160,9 @@ _NOT_A_CLAIM: Final = re.compile(
 
 
 def is_claim(sentence: Sentence) -> bool:
-    """Whether a sentence asserts something a passage could support."""
-    text = sentence.text.strip()
+    """Whether a sentence asserts something a passage could support: read without its
+    inline code, which is quoted, never claimed ("`x[6]` [1]" says nothing of 6)."""
+    text = sentence.claim.strip()
     if sentence.kind == "heading" or not text or text.endswith("?"):
         return False
     if _NOT_A_CLAIM.search(text):
@@ -200,17 +201,29 @@ class _Unit:
 
 @dataclass(frozen=True)
 class _Job:
-    """A claim to check against passages (by key), with each passage's subject."""
+    """A claim to check against passages (by key), with each passage's subject.
+
+    ``claim`` is what the embedder (and an entailment model) reads; ``prose`` the words the
+    overlap and the hard checks read: an answer's sentence without its inline code, whose
+    numbers and names are quoted, not words (the 6 of `x[6]` is no figure). ``code`` is
+    what it quotes, which the passage must show as written. A plain-text claim is all
+    prose."""
 
     claim: str
     passages: Mapping[int, str]
     cross_passage: bool
     subjects: Mapping[int, str]
+    prose: str | None = None  # None: the claim itself
+    code: tuple[str, ...] = ()
+
+    @property
+    def words(self) -> str:
+        return self.claim if self.prose is None else self.prose
 
     @property
     def key(self) -> tuple:
         # A verdict reads only the subjects of the passages it is judged against.
-        return (self.claim, self.cross_passage,
+        return (self.claim, self.words, self.code, self.cross_passage,
                 tuple((k, text, self.subjects.get(k)) for k, text in self.passages.items()))
 
 
@@ -224,6 +237,7 @@ class _Plan:
     candidates: list[int]  # indexes into units, embedded
     cross_passage: bool
     subjects: dict[int, str]
+    code: tuple[str, ...]
 
 
 class EntailmentModel(Protocol):
@@ -321,16 +335,18 @@ class Grounder:
             clauses = cited_clauses(answer, sentence) if len(cited) > 1 else {}
             if clauses:
                 split_by_clause.add(index)
+            whole = Clause(sentence.text, sentence.claim, sentence.code)
             for number in cited:
                 # The clause first: a tie keeps its reason (a set's order changes each run).
-                for claim_text in dict.fromkeys((clauses.get(number, sentence.text),
-                                                 sentence.text)):
+                for claim in dict.fromkeys((clauses.get(number, whole), whole)):
                     keys.append((index, number))
-                    jobs.append(_Job(claim_text, {number: passages[number]}, False, titles))
+                    jobs.append(_Job(claim.text, {number: passages[number]}, False, titles,
+                                     claim.prose, claim.code))
             if len(cited) > 1:
                 # Facts combined from several cited passages support the sentence together.
                 keys.append((index, None))
-                jobs.append(_Job(sentence.text, {n: passages[n] for n in cited}, True, titles))
+                jobs.append(_Job(sentence.text, {n: passages[n] for n in cited}, True, titles,
+                                 sentence.claim, sentence.code))
         for (index, number), support in zip(keys, self._supports(jobs), strict=True):
             known = per_sentence.setdefault(index, {}).get(number)
             if known is None or _strength(support) > _strength(known):
@@ -376,7 +392,7 @@ class Grounder:
         fresh = {key: job for key, job in zip(keys, jobs, strict=True) if known[key] is None}
         plans = {
             key: self._plan(job.claim, job.passages, cross_passage=job.cross_passage,
-                            subjects=job.subjects)
+                            subjects=job.subjects, words=job.words, code=job.code)
             for key, job in fresh.items()
         }
         vectors = self._embed(list(plans.values()))
@@ -420,9 +436,12 @@ class Grounder:
 
     def _plan(
         self, claim: str, passages: dict[int, str], *, cross_passage: bool,
-        subjects: Mapping[int, str] | None = None,
+        subjects: Mapping[int, str] | None = None, words: str | None = None,
+        code: tuple[str, ...] = (),
     ) -> _Plan:
-        features = analyze(claim)
+        # The embedder reads the claim as written (a name of code says what it is about);
+        # the words weighed and checked are its prose (see _Job).
+        features = analyze(claim if words is None else words)
         units = [
             _Unit(key, start, end, text[start:end], analyze(text[start:end]),
                   is_table_row(text[start:end]))
@@ -441,7 +460,7 @@ class Grounder:
             own.sort(key=lambda i: (-lexical[i], i))
             candidates.extend(own[: self.thresholds.candidates])
         return _Plan(claim, features, units, passages, lexical, sorted(candidates), cross_passage,
-                     dict(subjects or {}))
+                     dict(subjects or {}), code)
 
     def _embed(self, plans: Sequence[_Plan]) -> dict[str, np.ndarray]:
         texts = [p.claim for p in plans if p.candidates]
@@ -503,6 +522,10 @@ class Grounder:
             + checks.example_issues(plan.features, passage_features)
             + checks.owner_issues(plan.features, span_features)
             + checks.cue_issues(plan.features, span_features, self._context(plan, chosen))
+            # Code is quoted as written: sentences joined from several passages may quote
+            # code from any of them.
+            + checks.code_issues(plan.code, list(plan.passages.values()) if plan.cross_passage
+                                 else [plan.passages[passage_key]])
         )
         verdict, reason, score = self._verdict(score, issues)
         own = [u for u in units if u.passage == passage_key]

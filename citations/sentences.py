@@ -12,6 +12,10 @@ units are chosen the way a reader sees them:
 * a citation belongs to the sentence it ends: ``... March 10 [citation:3].`` and
   ``... March 10. [citation:3]`` both cite 3 for that sentence only, so a citation at the end
   of a paragraph covers the sentence it ends, not the whole paragraph.
+* inline code is quoted, not read as words: a sentence's ``prose`` is its text without
+  the content of its code spans, what the word checks read (the 6 of ``x[6]`` is no
+  figure); its ``code`` is what it quotes, which the passage must show as written. A
+  sentence that is only code has no prose and makes no claim.
 
 Offsets are Python string indices into the text given (what the API reports as char_start
 and char_end); each sentence's range includes its own citation markers.
@@ -23,7 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import sentencex
 
@@ -59,9 +63,18 @@ _SPACES: Final = re.compile(r"\s+")
 class Sentence:
     char_start: int
     char_end: int
-    text: str  # the words read as a claim: Markdown and citation markers removed
+    text: str  # as a reader reads it: Markdown and citation markers removed
     citations: tuple[int, ...]
     kind: Kind = "sentence"
+    # The words read as a claim: `text` without inline code's content (None: all of
+    # `text`). A name of code a sentence mentions is quoted, not asserted: the number in
+    # `x[6]` is no figure the passage must give, `Readings.Last` no name it must mention.
+    prose: str | None = None
+    code: tuple[str, ...] = ()  # its inline code spans' content, as quoted
+
+    @property
+    def claim(self) -> str:
+        return self.text if self.prose is None else self.prose
 
 
 @dataclass(frozen=True)
@@ -87,7 +100,8 @@ def split_answer(answer: str) -> list[Sentence]:
             numbers = tuple(dict.fromkeys(int(n) for n in markers))
             text = plain_text(raw)
             if text or numbers:
-                sentences.append(Sentence(start, end, text, numbers, block.kind))
+                sentences.append(Sentence(start, end, text, numbers, block.kind,
+                                          plain_text(raw, code=False), inline_code(raw)))
     return sentences
 
 
@@ -95,30 +109,43 @@ def split_answer(answer: str) -> list[Sentence]:
 _MIN_CLAUSE_WORDS: Final = 3
 
 
-def cited_clauses(answer: str, sentence: Sentence) -> dict[int, str]:
+class Clause(NamedTuple):
+    text: str  # as read (what the embedder compares)
+    prose: str  # without inline code's content (what the checks read: see Sentence.prose)
+    code: tuple[str, ...]  # what it quotes as code (see Sentence.code)
+
+
+def cited_clauses(answer: str, sentence: Sentence) -> dict[int, Clause]:
     """Each number's own clause, when a sentence cites passages at different places:
     "The ferry leaves at nine [1], and the bus at ten [2]." gives 1 the words before its
     marker and 2 those between the markers (words after the last marker join the last
     clause). {} when the markers stand together, or a clause is too short to say anything
-    alone: then every number answers for the whole sentence."""
+    alone (code counts for nothing: "`f()` [1]" claims nothing): then every number answers
+    for the whole sentence."""
     raw = answer[sentence.char_start : sentence.char_end]
     if any(CITATION.search(raw, start, end) for start, end in code_spans(raw)):
         return {}  # a marker quoted in code would shift the clauses
     groups = list(_MARKER_GROUP.finditer(raw))
     if len(groups) < 2:
         return {}
-    clauses: dict[int, list[str]] = {}
+    clauses: dict[int, list[Clause]] = {}
     cursor = 0
     for index, group in enumerate(groups):
         last = index == len(groups) - 1
         text = raw[cursor : group.start()].rstrip() + (raw[group.end() :] if last else "")
-        words = plain_text(text).lstrip(",;:\u2013\u2014- ")
-        if len(words.split()) < _MIN_CLAUSE_WORDS:
+        punctuation = ",;:\u2013\u2014- "
+        clause = Clause(plain_text(text).lstrip(punctuation),
+                        plain_text(text, code=False).lstrip(punctuation), inline_code(text))
+        if len(clause.prose.split()) < _MIN_CLAUSE_WORDS:
             return {}
         for number in dict.fromkeys(int(n) for n in CITATION.findall(group.group())):
-            clauses.setdefault(number, []).append(words)
+            clauses.setdefault(number, []).append(clause)
         cursor = group.end()
-    return {number: " ".join(words) for number, words in clauses.items()}
+    return {
+        number: Clause(" ".join(c.text for c in parts), " ".join(c.prose for c in parts),
+                       tuple(code for c in parts for code in c.code))
+        for number, parts in clauses.items()
+    }
 
 
 def split_passage(text: str) -> list[tuple[int, int]]:
@@ -141,10 +168,13 @@ def split_passage(text: str) -> list[tuple[int, int]]:
     return _merge_wrapped_lines(text, spans, rows)
 
 
-def plain_text(markdown: str) -> str:
-    """Text of one unit as a reader reads it: no markers, no emphasis, links as their text."""
+def plain_text(markdown: str, *, code: bool = True) -> str:
+    """Text of one unit as a reader reads it: no markers, no emphasis, links as their text.
+    With ``code=False`` the content of inline code spans is left out too (the prose)."""
     text = _MARKER_WITH_SPACE.sub("", markdown)
-    text = _replace_code(text, lambda ticks, content: content)
+    # Left out, code leaves a space: the words either side stay two words.
+    text = _replace_code(text, (lambda ticks, content: content) if code else (
+        lambda ticks, content: " "))
     text = _LINK.sub(lambda m: m.group(1), text)
     text = _EMPHASIS.sub(lambda m: m.group(2) or m.group(4), text)
     text = _HEADING.sub("", _LIST_ITEM.sub("", _QUOTE.sub("", text)))
@@ -164,6 +194,14 @@ def _replace_code(text: str, replacement: Callable[[str, str], str]) -> str:
         cursor = end
     pieces.append(text[cursor:])
     return "".join(pieces)
+
+
+def inline_code(markdown: str) -> tuple[str, ...]:
+    """The content of each inline code span, in order (blank ones left out)."""
+    quoted: list[str] = []
+    _replace_code(_MARKER_WITH_SPACE.sub("", markdown),
+                  lambda ticks, content: quoted.append(content.strip()) or "")
+    return tuple(q for q in quoted if q)
 
 
 def _without_code(text: str) -> str:

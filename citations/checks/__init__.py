@@ -8,6 +8,7 @@ added "not", a reason or superlative nobody stated, or the doer and receiver swa
 """
 
 from .association import association_issues
+from .code import code_issues
 from .comparisons import comparison_issues
 from .cues import cue_issues
 from .examples import example_issues
@@ -29,6 +30,7 @@ __all__ = [
     "Issue",
     "association_issues",
     "attribution_issues",
+    "code_issues",
     "comparison_issues",
     "contrast_issues",
     "converted_terms",

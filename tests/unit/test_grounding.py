@@ -1052,6 +1052,30 @@ def test_a_passage_cited_after_a_clause_answers_for_that_clause_only(grounder) -
     }
 
 
+def test_inline_code_is_quoted_as_written_not_read_as_words(grounder) -> None:
+    """A number or name inside `code` is no figure or name read among the words: the passage
+    must show the code itself, as written. The prose around it is checked as ever, and a
+    sentence that is only code is no claim."""
+    passage = (PASSAGE + " The final score is stored in `scores[6]` of the `Game.Final` "
+               "record.")
+    answer = ("The Denver Broncos defeated the Carolina Panthers 24–10, stored in "
+              "`scores[6]` [citation:1]. Peyton Manning did not throw a touchdown pass in "
+              "`Game.Final` [citation:1]. `scores[6]` [citation:1]")
+    first, named, code = grounder.check_answer(answer, {1: passage}).sentences
+    assert (first.verdict, first.support[1].reason) == ("supported", "")
+    assert (named.verdict, named.support[1].reason) == ("supported", "")
+    assert (code.verdict, code.support) == ("not_a_claim", {})
+    # Code the passage does not show is named, not read as a missing 7 or name.
+    invented = answer.replace("scores[6]", "scores[7]", 1).replace("Game.Final", "game.final")
+    first, named, _ = grounder.check_answer(invented, {1: passage}).sentences
+    assert (first.verdict, first.support[1].reason) == (
+        "partial", "the passage does not show `scores[7]`")
+    assert named.support[1].reason == "the passage does not show `game.final`"
+    # The prose is judged as ever: a wrong score beside code is caught.
+    wrong = answer.replace("24–10", "31–10")
+    assert grounder.check_answer(wrong, {1: passage}).sentences[0].verdict == "unsupported"
+
+
 def test_texts_are_embedded_once_per_batch_and_then_served_from_the_cache() -> None:
     embedder = BagOfWords()
     grounder = Grounder(embedder)

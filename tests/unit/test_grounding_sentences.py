@@ -255,7 +255,31 @@ def test_a_paragraph_that_puts_its_markers_first_cites_the_sentence_each_opens()
 )
 def test_a_sentence_citing_after_each_clause_gives_each_number_its_clause(answer, clauses):
     (sentence,) = split_answer(answer)
-    assert cited_clauses(answer, sentence) == clauses
+    assert {n: c.text for n, c in cited_clauses(answer, sentence).items()} == clauses
+
+
+def test_inline_code_is_read_as_written_but_claims_nothing() -> None:
+    answer = ("The last reading is kept in `x[6]` [citation:1]. `x[6]` [citation:1]\n\n"
+              "`Readings.last(2024)`")
+    first, code, uncited = split_answer(answer)
+    # The reader's text keeps the code; the words read as the claim leave it out.
+    assert (first.text, first.claim) == ("The last reading is kept in x[6].",
+                                         "The last reading is kept in .")
+    assert analyze(first.claim).numbers == ()
+    assert first.code == ("x[6]",)
+    assert is_claim(first)
+    # Code alone, cited or not, claims nothing: it is neither checked nor "uncited".
+    assert (code.text, code.claim, code.citations) == ("x[6]", "", (1,))
+    assert not is_claim(code) and not is_claim(uncited)
+    # A clause that is only code says nothing alone: the sentence is read whole.
+    clauses = "In `x[6]` [citation:1], the board met in 2019 [citation:2]."
+    assert cited_clauses(clauses, split_answer(clauses)[0]) == {}
+    both = "The reading is kept in `x[6]` [citation:1], and the board met in `y` [citation:2]."
+    found = cited_clauses(both, split_answer(both)[0])
+    assert found == {
+        1: ("The reading is kept in x[6]", "The reading is kept in", ("x[6]",)),
+        2: ("and the board met in y.", "and the board met in .", ("y",)),
+    }
 
 
 def _cpu_seconds(function, text: str) -> float:
