@@ -36,7 +36,13 @@ class DeleteSummarized:
     """Django's delete confirmation lists every row a delete takes with it, read one by
     one: tens of thousands of chunks for a corpus. It is shown their counts instead. What
     a folder, a document or a workspace holds goes with it: no permission on chunks,
-    documents or conversations is asked for besides the delete permission on it."""
+    documents or conversations is asked for besides the delete permission on it.
+
+    That permission is still asked of each selected row, as Django's own collector asks
+    it (`has_delete_permission(request, obj)`): the bulk action only checks it without a
+    row, and a row the user may not delete (a workspace they do not own) would otherwise
+    go with the others. Such rows are the confirmation's "not permitted" list, which
+    offers no button, and a forged `post=yes` is refused by Django with a 403."""
 
     deleted_with_key = ""  # the keyword of selectors.deleted_with these rows go by
 
@@ -46,7 +52,15 @@ class DeleteSummarized:
         ids = [obj.pk for obj in objs]
         counts = Counter({str(self.model._meta.verbose_name_plural): len(ids)})
         counts.update(selectors.deleted_with(**{self.deleted_with_key: ids}))
-        return listed, dict(counts), set(), []
+        refused = {
+            self.delete_refusal(obj) for obj in objs
+            if not self.has_delete_permission(request, obj)
+        }
+        return listed, dict(counts), refused, []
+
+    def delete_refusal(self, obj) -> str:
+        """How the confirmation names a selected row the user may not delete."""
+        return f"{self.model._meta.verbose_name} “{obj}”"
 
 
 class MemberScoped:
@@ -107,6 +121,8 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
     deleted_with_key = "workspace_ids"
 
     # Like the API: a member uses a workspace, its owner changes it (superusers run all).
+    # Without a row (the change list, its actions) this only says some workspace may be
+    # theirs: each selected row is asked again (DeleteSummarized, delete_queryset).
     def _owns(self, request, obj: Workspace | None) -> bool:
         return request.user.is_superuser or obj is None or obj.owner_id == request.user.pk
 
@@ -140,8 +156,19 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
     def delete_model(self, request, obj: Workspace) -> None:
         workspace_delete(workspace=obj)
 
+    def delete_refusal(self, obj: Workspace) -> str:
+        return f"workspace “{obj}” (only its owner, {obj.owner}, deletes it)"
+
     def delete_queryset(self, request, queryset) -> None:
-        for workspace in queryset:
+        workspaces = list(queryset.select_related("owner"))
+        # The confirmation already refused these; checked again here so that no other
+        # path into a bulk delete takes a workspace its owner did not delete.
+        if refused := [w for w in workspaces if not self._owns(request, w)]:
+            raise PermissionDenied(
+                "Only its owner deletes a workspace: "
+                + ", ".join(self.delete_refusal(w) for w in refused)
+            )
+        for workspace in workspaces:
             workspace_delete(workspace=workspace)
 
 

@@ -288,3 +288,47 @@ def test_staff_see_make_and_delete_only_their_own_api_token(client, django_user_
     assert roots.key in page and bobs.key in page
     assert client.post(add, {"user": clerk.pk}).status_code == 302
     assert Token.objects.filter(user=clerk).exists()
+
+
+def test_a_member_cannot_bulk_delete_a_workspace_they_do_not_own(client, workspace, user):
+    """The change list's "Delete selected" asked the delete permission without a row, which
+    any member passes: a member who is no owner deleted the owner's workspace with it."""
+    member = staff_with("view_workspace", "add_workspace", "delete_workspace")
+    mine = Workspace.objects.create(name="Mine", slug="mine", owner=member)
+    mine.members.add(member)
+    client.force_login(member)
+    changelist = reverse("admin:knowledge_workspace_changelist")
+    both = {"action": "delete_selected", "_selected_action": [workspace.pk, mine.pk]}
+
+    assert client.post(changelist, {**both, "post": "yes"}).status_code == 403
+    assert Workspace.objects.filter(pk__in=[workspace.pk, mine.pk]).count() == 2
+    page = client.post(changelist, both)
+    assert page.status_code == 200
+    text = page.content.decode()
+    # Django's own "not permitted" list names it and why; no confirm button is offered.
+    assert "permission" in text and "only its owner, alice, deletes it" in text
+    assert "workspace “Mine”" not in text
+    assert 'name="post"' not in text
+
+    # Their own workspace still goes the same way.
+    done = client.post(changelist, {"action": "delete_selected",
+                                    "_selected_action": [mine.pk], "post": "yes"})
+    assert done.status_code == 302
+    assert not Workspace.objects.filter(pk=mine.pk).exists()
+    assert Workspace.objects.filter(pk=workspace.pk).exists()
+
+
+def test_a_bulk_delete_reaching_delete_queryset_refuses_a_workspace_not_owned(
+    rf, workspace
+):
+    from django.contrib import admin as django_admin
+    from django.core.exceptions import PermissionDenied
+
+    member = staff_with("view_workspace", "delete_workspace")
+    request = rf.post("/")
+    request.user = member
+    workspace_admin = django_admin.site._registry[Workspace]
+    with pytest.raises(PermissionDenied, match="only its owner"):
+        workspace_admin.delete_queryset(request, Workspace.objects.filter(pk=workspace.pk))
+    assert Workspace.objects.filter(pk=workspace.pk).exists()
+
