@@ -132,6 +132,18 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None) -> bool:
         return super().has_delete_permission(request, obj) and self._owns(request, obj)
 
+    def get_form(self, request: HttpRequest, obj: Workspace | None = None, **kwargs):
+        # The members box offers the accounts the user already works with, not the
+        # instance's every user (other tenants' people, superusers): see
+        # selectors.member_choices. Like OwnTokenAdmin's user field, the choices are
+        # also what the form accepts, so an account id outside them is refused.
+        form = super().get_form(request, obj, **kwargs)
+        if "members" in form.base_fields:
+            form.base_fields["members"].queryset = selectors.member_choices(
+                user=request.user, workspace=obj
+            )
+        return form
+
     def get_readonly_fields(self, request, obj=None):
         # Ownership is handed over by a superuser; staff own what they create.
         owner = [] if request.user.is_superuser else ["owner"]

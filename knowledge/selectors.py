@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.http import Http404
 
@@ -13,6 +14,29 @@ from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 
 def workspaces_for(*, user) -> QuerySet[Workspace]:
     return Workspace.objects.filter(members=user).order_by("pk")
+
+
+def member_choices(*, user, workspace: Workspace | None = None) -> QuerySet:
+    """The accounts `user` may see and choose as a workspace's members.
+
+    Accounts are the instance's, shared by every tenant: a staff member choosing
+    members must not be shown the whole user list (each tenant's people, the
+    superusers) nor add a stranger by id. They are offered themselves and the people
+    they already share a workspace with, plus `workspace`'s own members, so that
+    editing it never drops one they could not have chosen. Seeing every account is
+    Django's `auth.view_user` permission, what the admin's Users page asks: a
+    superuser grants it to whoever adds people from outside (superusers have it).
+    """
+    users = get_user_model().objects.order_by("username")
+    if user.has_perm("auth.view_user"):
+        return users
+    shared = Workspace.members.through.objects.filter(
+        workspace__in=workspaces_for(user=user)
+    ).values("user_id")
+    allowed = Q(pk=user.pk) | Q(pk__in=shared)
+    if workspace is not None:
+        allowed |= Q(pk__in=workspace.members.values("pk"))
+    return users.filter(allowed)
 
 
 def workspace_for(*, user, slug: str | None = None) -> Workspace:

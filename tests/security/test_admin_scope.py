@@ -332,3 +332,42 @@ def test_a_bulk_delete_reaching_delete_queryset_refuses_a_workspace_not_owned(
         workspace_admin.delete_queryset(request, Workspace.objects.filter(pk=workspace.pk))
     assert Workspace.objects.filter(pk=workspace.pk).exists()
 
+
+def test_staff_choose_members_among_the_people_they_work_with(client, django_user_model):
+    """The members box offered every account of the instance (other tenants' people,
+    superusers) and took any of their ids."""
+    owner = staff_with("view_workspace", "add_workspace", "change_workspace",
+                       username="olive", member=False)
+    colleague = django_user_model.objects.create_user("carol", password="pw")
+    stranger = django_user_model.objects.create_user("mallory", password="pw")
+    django_user_model.objects.create_superuser("root", password="pw")
+    team = Workspace.objects.create(name="Team", slug="team", owner=owner)
+    team.members.add(owner, colleague)
+    elsewhere = Workspace.objects.create(name="Elsewhere", slug="elsewhere", owner=stranger)
+    elsewhere.members.add(stranger)
+    client.force_login(owner)
+    change = reverse("admin:knowledge_workspace_change", args=[team.pk])
+
+    def offered(url: str) -> set[str]:
+        form = client.get(url).context["adminform"].form
+        return {user.username for user in form.fields["members"].queryset}
+
+    assert offered(change) == {"olive", "carol"}
+    assert offered(reverse("admin:knowledge_workspace_add")) == {"olive", "carol"}
+    fields = {"name": "Team", "slug": "team", "retrieval_mode": "tool"}
+    refused = client.post(change, {**fields, "members": [owner.pk, stranger.pk]})
+    assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
+    assert set(team.members.all()) == {owner, colleague}
+    # Existing members stay offered and kept, one removed is removed.
+    assert client.post(change, {**fields, "members": [owner.pk, colleague.pk]}).status_code == 302
+    assert set(team.members.all()) == {owner, colleague}
+    assert client.post(change, {**fields, "members": [owner.pk]}).status_code == 302
+    assert set(team.members.all()) == {owner}
+
+    # Seeing every account is Django's own permission for it, which a superuser grants.
+    owner.user_permissions.add(Permission.objects.get(codename="view_user"))
+    owner = django_user_model.objects.get(pk=owner.pk)  # the permission cache is per object
+    client.force_login(owner)
+    assert offered(change) == {"olive", "carol", "mallory", "root"}
+    assert client.post(change, {**fields, "members": [owner.pk, stranger.pk]}).status_code == 302
+    assert set(team.members.all()) == {owner, stranger}
