@@ -394,7 +394,10 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
 
     def _register_sources(self, request: HttpRequest, data: dict) -> IngestJob | None:
         try:
-            on_server = sources.server_source(Path(data["path"])) if data["path"] else {}
+            on_server = (
+                sources.server_source(Path(data["path"]), user=request.user)
+                if data["path"] else {}
+            )
             job, documents = sources.register_job(
                 workspace=data["workspace"],
                 uploads=data["files"],

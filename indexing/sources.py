@@ -194,10 +194,27 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
     return folder
 
 
-def server_source(path: Path) -> dict[str, Any]:
-    """What register_job reads at a server path: a directory as a code repository, a file
-    as one source. SourceRefused outside INGEST_SERVER_ROOTS (before saying whether the
-    path exists) or when nothing is there."""
+def may_add_server_paths(user) -> bool:
+    """Whether `user` may add a file or folder on the server by its path.
+
+    INGEST_SERVER_ROOTS are the operator's folders, offered to the admin's *Add
+    sources*: staff allowed to add documents. A workspace member who is not (the REST
+    API offers uploads and URLs only) must not read the server's files through another
+    edge (MCP) into their workspace.
+    """
+    return user.is_active and user.is_staff and user.has_perm("knowledge.add_document")
+
+
+def server_source(path: Path, *, user) -> dict[str, Any]:
+    """What register_job reads at a server path for `user`: a directory as a code
+    repository, a file as one source. SourceRefused when the user may not add server
+    paths (may_add_server_paths), outside INGEST_SERVER_ROOTS (both before saying
+    whether the path exists) or when nothing is there."""
+    if not may_add_server_paths(user):
+        raise SourceRefused(
+            "Adding a file or folder on the server is for staff allowed to add documents "
+            "(as the admin's Add sources is); add a URL instead, or ask an administrator."
+        )
     resolved = check_server_path(path)
     if resolved.is_dir():
         return {"repository": resolved}

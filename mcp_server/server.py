@@ -155,7 +155,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     ) -> dict[str, Any]:
         """Add a web page (url) or a file or folder on the server (path) to the workspace.
 
-        Server paths must lie under the operator's INGEST_SERVER_ROOTS; a folder is
+        A path is for staff accounts allowed to add documents (as the admin's Add
+        sources) and must lie under the operator's INGEST_SERVER_ROOTS; a folder is
         added as a code repository. Indexing runs in the background: the job lists
         its documents and their status; list_sources shows them as they finish.
         """

@@ -207,6 +207,8 @@ def ingest(
 ) -> dict[str, Any]:
     """POST /api/documents for a URL, or the admin's server path (under INGEST_SERVER_ROOTS).
 
+    A URL is any member's, as in the API; a path is only for staff allowed to add
+    documents, as the admin's *Add sources* (sources.may_add_server_paths).
     A directory is added as a code repository, like the admin's *Add sources*.
     Indexing runs on the workers: poll list_sources (or GET the job's url).
     """
@@ -225,7 +227,7 @@ def ingest(
         source: dict[str, Any] = {"urls": [url.strip()]}
     else:
         try:
-            source = sources.server_source(Path(path))
+            source = sources.server_source(Path(path), user=user)
         except sources.SourceRefused as exc:
             raise Refused(str(exc)) from exc
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from mcp import MCPError
 from rest_framework.authtoken.models import Token
 
@@ -196,6 +197,12 @@ def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_the
 
 def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     root, document = site["root"], site["document"]
+    # Server paths are for staff allowed to add documents, as in the admin
+    # (tests/security/test_mcp_isolation.py: anyone else is refused).
+    alice = site["user"]
+    alice.is_staff = True
+    alice.save(update_fields=["is_staff"])
+    alice.user_permissions.add(Permission.objects.get(codename="add_document"))
     (root / "new.md").write_text("# Fuel\n\nThe fuel dock opens at six.\n")
     outside = root.parent / "outside.md"
     outside.write_text("# Not yours\n")

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import anyio.to_thread
 import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import connection
 from rest_framework.authtoken.models import Token
 
 from chat.models import CitationEntry
 from knowledge.models import Document, IngestJob
+from knowledge.services import workspace_create
 from tests import mcp_clients
-from tests.mcp_clients import call, run
+from tests.mcp_clients import HttpServer, call, run
 from tests.security import test_isolation
 from tests.security.test_isolation import SECRET
 from tests.workers import worker_env
@@ -146,3 +149,56 @@ def test_a_token_revoked_mid_session_is_refused(world, tmp_path):
     before, after = run(session)
     assert before[0] is True
     assert after == (False, "Not authenticated: Invalid token.")
+
+
+def test_only_staff_allowed_to_add_documents_ingest_a_server_path(tmp_path):
+    """A plain member's token ingested a file of the operator's INGEST_SERVER_ROOTS through
+    MCP, which the API never offers them and the admin keeps for staff who may add
+    documents."""
+    root = tmp_path / "srv"
+    root.mkdir()
+    (root / "ops.md").write_text("# Operations\n\nThe backup key is kept in rack 9.\n")
+    users = get_user_model().objects
+    workspace = workspace_create(slug="wa", owner=users.create_user("olive"), name="WA")
+    add_document = Permission.objects.get(codename="add_document")
+    member = users.create_user("member")
+    staff = users.create_user("staff", is_staff=True)  # may not add documents
+    viewer = users.create_user("viewer")  # may add documents, but is no staff
+    viewer.user_permissions.add(add_document)
+    curator = users.create_user("curator", is_staff=True)
+    curator.user_permissions.add(add_document)
+    tokens = {}
+    for user in (member, staff, viewer, curator):
+        workspace.members.add(user)
+        tokens[user.username] = Token.objects.create(user=user).key
+    server = HttpServer(worker_env(tmp_path, INGEST_SERVER_ROOTS=str(root)),
+                        tmp_path / "mcp-http.log")
+    try:
+        async def session():
+            answers = {}
+            for name, token in tokens.items():
+                async with mcp_clients.http(server.url, token) as client:
+                    answers[name] = await call(
+                        client, "ingest", path=str(root / "ops.md"), workspace="wa"
+                    )
+                    if name == "member":  # refused before the path is looked at
+                        answers["probe"] = await call(
+                            client, "ingest", path="/etc/passwd", workspace="wa"
+                        )
+            return answers
+
+        answers = run(session)
+    finally:
+        server.stop()
+    refusal = (
+        "Adding a file or folder on the server is for staff allowed to add documents (as "
+        "the admin's Add sources is); add a URL instead, or ask an administrator."
+    )
+    for name in ("member", "staff", "viewer", "probe"):
+        assert answers[name] == (False, refusal), name
+    ok, job = answers["curator"]
+    assert ok and job["total"] == 1, job
+    assert IngestJob.objects.get().created_by == curator
+    assert list(Document.objects.values_list("uri", flat=True)) == [
+        (root / "ops.md").resolve().as_uri()
+    ]
