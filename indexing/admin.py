@@ -521,6 +521,12 @@ class ChunkAdmin(MemberScoped, admin.ModelAdmin):
     def has_change_permission(self, request, obj=None) -> bool:
         return False
 
+    # A chunk is what indexing made of its document: deleting one alone would leave the
+    # keyword statistics counting it and the document "indexed" with a hole in it. Its
+    # document is deleted or re-indexed instead.
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
     @admin.display(description="locator")
     def locator_label(self, obj: Chunk) -> str:
         return ", ".join(f"{k}={v}" for k, v in obj.locator.items() if v not in (None, [], ""))

@@ -371,3 +371,17 @@ def test_staff_choose_members_among_the_people_they_work_with(client, django_use
     assert offered(change) == {"olive", "carol", "mallory", "root"}
     assert client.post(change, {**fields, "members": [owner.pk, stranger.pk]}).status_code == 302
     assert set(team.members.all()) == {owner, stranger}
+
+
+def test_chunks_are_not_deleted_one_by_one_even_with_the_permission(client, workspace, theirs):
+    """A chunk is its document's indexing: removing one alone would leave the keyword
+    statistics counting it and its document "indexed" with a hole."""
+    user = staff_with("view_chunk", "delete_chunk", member=False)
+    theirs.workspace.members.add(user)
+    client.force_login(user)
+    chunk = theirs.chunks.first()
+    page = client.get(reverse("admin:knowledge_chunk_delete", args=[chunk.pk]))
+    assert page.status_code == 403
+    client.post(reverse("admin:knowledge_chunk_changelist"),
+                {"action": "delete_selected", "_selected_action": [chunk.pk], "post": "yes"})
+    assert theirs.chunks.filter(pk=chunk.pk).exists()
