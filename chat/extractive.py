@@ -160,6 +160,20 @@ LABEL: Final = re.compile(r"^([\w.\-]+(?:\([^\n]*?\))?(?: \([\w ]+\))?): ", re.M
 CODE_LABEL: Final = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 NOT_LABELS: Final = frozenset("note notes warning tip example examples important caution "
                               "hint see default".split())
+# Three plain words in a row: prose, even inside code (a docstring, an error message).
+_PROSE_RUN: Final = re.compile(r"\b[A-Za-z][a-z']*(?: [A-Za-z][a-z']*){2}\b")
+# What a line of code has and a sentence has not: a statement keyword opening it, an
+# assignment or an arrow, an empty call, a quoted name in a list or a mapping ('"M2",'),
+# or an end that goes on to the next line (",", ":", an open bracket, "\").
+_CODE_SYNTAX: Final = re.compile(
+    r"^\s*(?:@\w|(?:async\s+)?def\s|class\s|import\s|from\s+\S+\s+import\b|return\b)|"
+    r"\s(?:=|==|\+=|-=|->|:=)\s|\w\(\)|[,:(\[{\\]\s*$|[\"'][\w.]+[\"']\s*[,:]"
+)
+# A code comment after a statement ("  # principal lunar semidiurnal") is not its prose.
+_TRAILING_COMMENT: Final = re.compile(r"\s#\s.*$")
+# Only names, quotes and brackets: an entry of a list of names ('"M2_PERIOD_HOURS",'), a
+# decorator, an import. One character class: no nested repeat to backtrack through.
+_NAMES_ONLY: Final = re.compile(r"[\w.\s\"'`@,:()\[\]{}]*")
 
 
 @dataclass(frozen=True)
@@ -204,6 +218,7 @@ class Candidate:
     # The question as it reads in the sentence's document: without the names that
     # document is about ("When is the launch?" in notes all about tidewatch 2.0).
     asked: str = ""
+    code: bool = False  # a line of code, not a sentence of prose
 
 
 @dataclass(frozen=True)
@@ -357,6 +372,21 @@ def _labels(text: str) -> list[tuple[int, str]]:
     return sorted(labels)
 
 
+def _code_line(text: str) -> bool:
+    """Whether a unit is a line of code rather than a sentence: code's syntax and no three
+    plain words in a row (a docstring or an error message is prose, a table row is not code)."""
+    if is_table_row(text):
+        return False
+    code = _TRAILING_COMMENT.sub("", text)
+    return bool(_CODE_SYNTAX.search(code)) and not _PROSE_RUN.search(code)
+
+
+def _names_only(text: str) -> bool:
+    """A line of code that states nothing: names in quotes or brackets ('"M2_PERIOD_HOURS",'
+    of an ``__all__`` list, "@property", "import csv"). It answers no question."""
+    return _code_line(text) and _NAMES_ONLY.fullmatch(text) is not None
+
+
 def _units(
     passages: Sequence[tuple[int, str]], spans: Mapping[int, list[tuple[int, int]]]
 ) -> list[_Unit]:
@@ -450,6 +480,8 @@ def rank_sentences(
             continue  # the title or a heading ("2. Launch date"): it names a topic
         if is_header(lines[unit.number], unit.index):
             continue  # a table's header ("Owner | Action | Due") names its columns
+        if _names_only(unit.text):
+            continue  # an entry of a list of names says nothing about them
         around_it = (unit.index - 1, unit.index + 1)
         looks = unit.text
         if is_table_row(unit.text):
@@ -498,7 +530,7 @@ def rank_sentences(
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
-                                unit.lead, asked[document]))
+                                unit.lead, asked[document], _code_line(unit.text)))
     return sorted(ranked, key=lambda c: -c.score)
 
 
@@ -568,6 +600,8 @@ def compose_answer(
             continue
         if chosen and _another_record(question, record, ranked[0], candidate):
             continue
+        if candidate.code and not ranked[0].code:
+            continue  # an answer in prose is not followed by lines of code it does not need
         if candidate.text not in {c.text for c in chosen}:
             chosen.append(candidate)
     if grounder is not None:

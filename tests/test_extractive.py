@@ -455,3 +455,23 @@ def test_a_long_question_or_run_of_figures_is_answered_in_linear_time(question, 
     small = _answer_cpu_seconds(question(5_000), passages(5_000))
     large = _answer_cpu_seconds(question(20_000), passages(20_000))
     assert large < 8 * max(small, 0.05) and large < 2
+
+
+# -- the audit of the sample corpus's answers -------------------------------------------
+
+
+def test_lines_of_code_are_not_quoted_beside_an_answer_in_prose(checker):
+    question = "What is the period of the M2 constituent?"
+    passages = [
+        (1, "The principal lunar constituent, M2, has a period of 12.4206012 hours."),
+        (2, '__all__ = [\n    "M2_PERIOD_HOURS",\n    "Constituent",\n]\n\n'
+            "M2_PERIOD_HOURS = 12.4206012"),
+        (3, 'STANDARD_SPEEDS = {\n    "M2": 360.0 / M2_PERIOD_HOURS,  # principal lunar\n}'),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer == ("The principal lunar constituent, M2, has a period of 12.4206012 "
+                      "hours. [1]")
+    # Alone, code answers with what it states, never with an entry of a list of names.
+    ranked = [c.text for c in rank_sentences(question, passages[1:])]
+    assert "M2_PERIOD_HOURS = 12.4206012" in ranked
+    assert '"M2_PERIOD_HOURS",' not in ranked
