@@ -219,6 +219,9 @@ class Candidate:
     # document is about ("When is the launch?" in notes all about tidewatch 2.0).
     asked: str = ""
     code: bool = False  # a line of code, not a sentence of prose
+    # The passages after its own that it runs on into: a sentence a chunk's end cut,
+    # completed from the chunk continuing it, cites both.
+    also: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -230,6 +233,7 @@ class _Unit:
     fragment: bool  # the passage starts inside this sentence (a chunk's overlap)
     subject: str  # the label of the definition it belongs to, if any
     lead: str  # the label, if any, and the paragraph's text before the sentence
+    also: tuple[int, ...] = ()  # the passage it runs on into (Candidate.also)
 
 
 def parse_evidence(rendered: str) -> list[tuple[int, str]]:
@@ -387,23 +391,89 @@ def _names_only(text: str) -> bool:
     return _code_line(text) and _NAMES_ONLY.fullmatch(text) is not None
 
 
+# Characters a passage's end and the next one's start must share to be read as
+# neighbouring chunks of one text (chunks overlap by CHUNK_OVERLAP_TOKENS).
+_OVERLAP_MIN: Final = 20
+
+
+def _overlap(text: str, following: str) -> int:
+    """How many characters of `text`'s end `following` starts with (neighbouring chunks
+    overlap), or 0. Looked for where `text`'s last characters occur in `following`, at
+    most a few times: a run of one repeated phrase is no reason to read it all again."""
+    probe = text[-_OVERLAP_MIN:]
+    if len(probe) < _OVERLAP_MIN:
+        return 0
+    at = following.find(probe)
+    for _ in range(3):
+        if at < 0:
+            return 0
+        if text.endswith(following[: at + _OVERLAP_MIN]):
+            return at + _OVERLAP_MIN
+        at = following.find(probe, at + 1)
+    return 0
+
+
+def _cut_at_end(text: str, start: int, end: int) -> bool:
+    """Whether the passage's end cuts its last sentence: it runs to the end without the
+    stop that closes a sentence (a row, a line of code or a title line has none of its own,
+    but is whole)."""
+    sentence = text[start:end]
+    return (
+        end >= len(text.rstrip())
+        and sentence.rstrip().rstrip("\"')]”’")[-1:] not in (".", "!", "?")
+        and not is_table_row(sentence)
+        and not _code_line(sentence)
+    )
+
+
+def _completed(text: str, start: int, following: str) -> str | None:
+    """The sentence at `start` that the end of `text` cuts, run on into `following` where
+    that passage continues the text; "" when `following` holds it whole from its start (quote
+    it there), None when it does not continue the text."""
+    shared = _overlap(text, following)
+    if not shared:
+        return None
+    if len(text) - shared <= start:
+        return ""
+    joined = text[start:] + following[shared:]
+    spans = split_passage(joined)
+    if not spans or spans[0][1] <= len(text) - start:
+        return None  # the next passage does not finish it either
+    return joined[spans[0][0] : spans[0][1]]
+
+
 def _units(
     passages: Sequence[tuple[int, str]], spans: Mapping[int, list[tuple[int, int]]]
 ) -> list[_Unit]:
     """Each passage's sentences (`spans`: where they are, in order) that could answer."""
     units = []
-    for number, text in passages:
+    for position, (number, text) in enumerate(passages):
         labels = _labels(text)
         for index, (start, end) in enumerate(spans[number]):
             sentence = text[start:end]
             if sentence.lstrip().startswith("#"):
                 continue  # a Markdown heading names a topic; it answers nothing
+            also: tuple[int, ...] = ()
+            if (
+                index == len(spans[number]) - 1
+                and position + 1 < len(passages)
+                and _cut_at_end(text, start, end)
+            ):
+                # A chunk's end cut it: the next passage shown, when it is the chunk after
+                # (they overlap), holds the rest. Quoted cut, the sentence says less than
+                # its author wrote ("… dominates the tide at most").
+                following_number, following = passages[position + 1]
+                whole = _completed(text, start, following)
+                if whole == "":
+                    continue  # the next chunk holds it whole: quote it there
+                if whole:
+                    sentence, also = whole, (following_number,)
             fragment = index == 0 and text[:1].islower()
             subject = next((label for at, label in reversed(labels) if at <= start), "")
             before = text[text.rfind("\n\n", 0, start) + 1 : start].strip()
             lead = before if before.startswith(subject) else f"{subject} {before}"
             units.append(_Unit(number, index, sentence, analyze(sentence), fragment, subject,
-                               lead.strip()))
+                               lead.strip(), also))
     return units
 
 
@@ -530,7 +600,7 @@ def rank_sentences(
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
-                                unit.lead, asked[document], _code_line(unit.text)))
+                                unit.lead, asked[document], _code_line(unit.text), unit.also))
     return sorted(ranked, key=lambda c: -c.score)
 
 
@@ -669,7 +739,8 @@ def _quote(chosen: Sequence[Candidate], marker: str) -> str:
             closed = previous.rstrip("\"')]”’")[-1:] in ".!?"
             rows = is_table_row(previous) or is_table_row(text)
             parts.append(" " if closed and not rows else "\n\n")
-        parts += [text, f" {marker.format(candidate.number)}"]
+        numbers = (candidate.number, *candidate.also)
+        parts += [text, " " + "".join(marker.format(n) for n in numbers)]
         previous = text
     return "".join(parts)
 

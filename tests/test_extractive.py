@@ -460,6 +460,26 @@ def test_a_long_question_or_run_of_figures_is_answered_in_linear_time(question, 
 # -- the audit of the sample corpus's answers -------------------------------------------
 
 
+def test_a_sentence_cut_by_the_end_of_its_chunk_is_completed_from_the_chunk_after_it(checker):
+    # Chunks overlap: passage 2 starts inside the sentence passage 1's end cuts.
+    question = "What is the period of the M2 constituent?"
+    passages = [
+        (1, "The tide is modelled as a sum of cosine waves.\n\nThe principal lunar "
+            "constituent, M2, has a period of 12.4206012\nhours (a speed of 28.9841042 "
+            "degrees per hour) and dominates the tide at most"),
+        (2, "hours (a speed of 28.9841042 degrees per hour) and dominates the tide at most\n"
+            "ports. This module does not apply nodal corrections."),
+    ]
+    answer = compose_answer(question, passages, grounder=checker)
+    assert answer.startswith(
+        "The principal lunar constituent, M2, has a period of 12.4206012 hours (a speed of "
+        "28.9841042 degrees per hour) and dominates the tide at most ports. [1][2]"
+    )
+    # A passage that does not continue the text completes nothing.
+    other = [passages[0], (2, "ports. This module does not apply nodal corrections.")]
+    assert "at most [1]" in compose_answer(question, other, grounder=checker)
+
+
 def test_lines_of_code_are_not_quoted_beside_an_answer_in_prose(checker):
     question = "What is the period of the M2 constituent?"
     passages = [
