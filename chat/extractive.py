@@ -53,6 +53,24 @@ MONTHS: Final = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
 )
+# A date or a time: a month's name ("March 10"; capitalised, so the verbs "may" and "march"
+# are none), a clock time, a year from 1000 to 2099 or its decade ("the 1990s"), an era's
+# year ("44 BC"), a century, a weekday, "tomorrow", "at noon", a season of a year, a
+# quarter ("Q3"), a time ago. Not "today": "Today we are fourteen people" says no date.
+DATE: Final = (
+    rf"\b(?:{MONTHS.title()})\b|"
+    r"\b\d{1,2}:\d{2}\b|\b\d{1,2}\s?(?i:[ap]\.?m)\b|\b(?:1\d|20)\d\d(?:'?s)?\b|"
+    r"\b\d{1,4}\s?(?:BCE?|AD|CE)\b|\bA\.?D\.? ?\d|"
+    r"(?i:\b(?:\d{1,2}(?:st|nd|rd|th)|first|second|third|fourth|fifth|sixth|seventh|eighth|"
+    r"ninth|tenth|eleventh|twelfth|(?:thir|four|fif|six|seven|eigh|nine)teenth|twentieth|"
+    r"twenty-first)[ -]centur(?:y|ies)\b|"
+    r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)days?\b|"
+    r"\b(?:tomorrow|yesterday|tonight|noon|midnight|ago)\b|"
+    r"\b(?:spring|summer|autumn|winter) of\b|\bin (?:the )?(?:spring|summer|autumn|winter)\b)|"
+    r"\bQ[1-4]\b"
+)
+# Words that name what a "when" question asks for, not what it is about.
+_DATE_NOUNS: Final = frozenset({"date", "time", "day", "year"})
 # A number or an amount, in digits or in words ("thousands of years", "twice the thrust",
 # "after a year"), not a digit of a name ("sqlite3"), and not "none": Python's None is no count.
 _NUMBER_WORDS: Final = (
@@ -106,6 +124,12 @@ DEFAULT_ASKED: Final = re.compile(
 )
 
 
+_AUXILIARY: Final = (
+    r"(?:is|was|are|were|do|does|did|will|would|can|could|should|shall|has|have|had|must|"
+    r"may|might)"
+)
+
+
 @dataclass(frozen=True)
 class Shape:
     """What an answer to a kind of question looks like ("how many": a number)."""
@@ -115,13 +139,22 @@ class Shape:
     precise: bool  # the look names the answer itself (a value beside "default")
     # An answer must have the look: a count is not answered by a sentence without a number.
     required: bool
+    # An answer whose best sentence has the look goes on only with sentences that have it
+    # too: "When is the launch?" answered with a date is not followed by undated sentences
+    # sharing its words. Not required: "When does immunodeficiency occur?" is answered by
+    # a condition, "when the immune system is less active than normal".
+    preferred: bool = False
 
 
+WHEN: Final = Shape(
+    re.compile(rf"^\s*when(?:'s|\s+{_AUXILIARY})\b|\b(?:and|by|until|till|since|from) when\b|"
+               r"\bwhat (?:time|day|date|year)\b", re.I),
+    re.compile(DATE), precise=False, required=False, preferred=True,
+)
 ANSWER_SHAPES: Final = [
-    Shape(re.compile(r"^\s*when\b|\bwhat (?:time|day|date|year)\b", re.I),
-          re.compile(rf"\b(?:{MONTHS})\b|\b\d{{1,2}}:\d{{2}}\b|\b(?:1[5-9]|20)\d\d\b|"
-                     r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day", re.I),
-          precise=False, required=False),
+    # "When" asking for a time: "When is …", "… and by when?"; not a clause of
+    # another question ("When the rock is re-melted, what is formed?").
+    WHEN,
     Shape(re.compile(r"\bhow (?:many|long|quickly|fast|often|frequently|far|old|big|large|"
                      r"small|wide|high|deep|tall|heavy)\b", re.I),
           re.compile(NUMBER), precise=False, required=True),
@@ -493,6 +526,10 @@ def rank_sentences(
     wanted = set(analyze(question).terms)
     if DEFAULT_ASKED.search(question):
         wanted.add(stem("default"))  # "out of the box", "if I don't pass one"
+    if WHEN.asks.search(question) and wanted - _DATE_NOUNS:
+        # "When is the launch date?" asks when the launch is: the answer states a date, it
+        # does not say "date" ("All dates are in 2025" is no answer).
+        wanted -= _DATE_NOUNS
     spans = {number: split_passage(text) for number, text in passages}
     lines = {number: [text[a:b] for a, b in spans[number]] for number, text in passages}
     units = _units(passages, spans)
@@ -659,6 +696,7 @@ def compose_answer(
         return NOTHING_FOUND
     best = ranked[0].score
     record = _record_named(question, ranked[0])
+    preferred = [s.looks for s in ANSWER_SHAPES if s.preferred and s.asks.search(question)]
     chosen: list[Candidate] = []
     for candidate in ranked:
         # Keep sentences close to the best one; weak ones dilute the answer.
@@ -672,6 +710,9 @@ def compose_answer(
             continue
         if candidate.code and not ranked[0].code:
             continue  # an answer in prose is not followed by lines of code it does not need
+        if any(looks.search(ranked[0].text) and not looks.search(candidate.text)
+               for looks in preferred):
+            continue  # a date answers "when": undated sentences sharing its words do not
         if candidate.text not in {c.text for c in chosen}:
             chosen.append(candidate)
     if grounder is not None:

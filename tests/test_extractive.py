@@ -13,6 +13,7 @@ import pytest
 
 from chat.extractive import (
     NOTHING_FOUND,
+    WHEN,
     compose_answer,
     parse_evidence,
     parse_titles,
@@ -368,12 +369,12 @@ def test_a_row_about_another_setting_is_not_taken_for_the_one_asked_about():
 
 def test_a_row_is_quoted_as_a_paragraph_of_its_own_and_a_header_never(checker):
     question = "When is the comparison report due, and who owns it?"
-    notes = ("Each action item has a single owner and a due date.\n"
+    notes = ("Each action item agreed in January has a single owner and a due date.\n"
              "Owner | Action | Due\n"
              "Ines | Publish the comparison report | 7 February")
     answer = compose_answer(question, [(1, notes)], grounder=checker)
     assert answer == ("Ines | Publish the comparison report | 7 February [1]\n\n"
-                      "Each action item has a single owner and a due date. [1]")
+                      "Each action item agreed in January has a single owner and a due date. [1]")
     units = split_answer(answer.replace("[1]", "[citation:1]"))
     assert [u.kind for u in units] == ["table_row", "sentence"]
     # Asked about the items in general, the header's words are the question's: still no
@@ -458,6 +459,34 @@ def test_a_long_question_or_run_of_figures_is_answered_in_linear_time(question, 
 
 
 # -- the audit of the sample corpus's answers -------------------------------------------
+
+
+def test_a_when_question_is_answered_only_by_a_sentence_stating_a_date(checker):
+    # The agenda and the rule share "launch date" with the question; neither says when.
+    question = "When is the launch date?"
+    notes = [
+        (1, "Agenda: where the release stands; the launch date; the launch budget."),
+        (2, "If you cannot meet a due date, say so in the launch channel as soon as you "
+            "know. All dates are in 2025."),
+        (3, "After some discussion we agreed to push the launch to March 10."),
+    ]
+    answer = compose_answer(question, notes, grounder=checker)
+    assert answer.startswith("After some discussion we agreed to push the launch to March 10. [3]")
+    assert "Agenda" not in answer and "due date" not in answer
+
+
+def test_a_date_is_read_in_its_many_forms_and_when_asks_for_one():
+    for dated in ("built in the 1990s", "in the 12th century", "around 300 BC",
+                  "on a Tuesday, at 3 pm", "on 7 February", "in 1066", "two years ago"):
+        assert WHEN.looks.search(dated), dated
+    # The verb "may" and the modal "march" are no months; a count is no year.
+    for undated in ("it may be built", "they march on", "1,200 soldiers", "version 2.0"):
+        assert not WHEN.looks.search(undated), undated
+    for asking in ("When is the launch?", "When's the launch?", "Who has to finish it, and "
+                   "by when?", "What year did it open?"):
+        assert WHEN.asks.search(asking), asking
+    # A clause of another question asks for no time.
+    assert not WHEN.asks.search("When the rock is re-melted, what is formed?")
 
 
 def test_a_sentence_cut_by_the_end_of_its_chunk_is_completed_from_the_chunk_after_it(checker):
