@@ -10,21 +10,26 @@ sentences, chosen in three steps:
    (a chunk continuing a definition rarely names its term) or that only say which thing
    the question asks about and that its document is about ("the tidewatch 2.0 launch"
    in notes about tidewatch 2.0), for having the
-   shape of the answer (a date for "when"; for "how many", "how much did it cost",
-   "how accurate" or "what does f() raise" the shape is required: a number, an amount
-   of money, a measure, an exception), and penalties for boilerplate
+   shape of the answer (a date for "when", a date after "by" or "due" for "by when";
+   for "how many", "how much did it cost", "how accurate" or "what does f() raise" the
+   shape is required: a number, an amount of money, a measure, an exception; each shape
+   of a question asking two things counts), and penalties for boilerplate
    repeated across passages, run-on blocks, fragments cut by a chunk's edge and
-   passages that do not name the module or setting the question names;
+   passages that do not name the module or setting the question names. A sentence the
+   passage's end cuts is completed from the next passage when that one continues it
+   (chunks overlap) and cites both; an entry of a list of names in code is no sentence;
 2. the best few are embedded with the grounding engine's embedder (its cache is
    shared, so the check in step 3 and the message's own grounding reuse the
-   vectors; a short sentence is embedded after what leads up to it) and their
+   vectors; a short sentence is embedded after what leads up to it, a sentence under
+   a heading that asks a question, an FAQ's, after that question) and their
    cosine with the question, read without those names its document is about
    ("When is the launch?"), is added: it sees paraphrase;
 3. a sentence about another identifier than the one the question names is never
    chosen (asking about ``max_connections`` is not answered by ``wal_buffers``;
    a sentence of a definition is about the term its label names), and the
    composed answer is checked by the grounding engine: only sentences it calls
-   supported are emitted. Nothing left: "not found".
+   supported are emitted. A prose answer is not followed by lines of code, a dated
+   answer to "when" not by undated sentences. Nothing left: "not found".
 """
 
 from __future__ import annotations
@@ -155,6 +160,13 @@ ANSWER_SHAPES: Final = [
     # "When" asking for a time: "When is …", "… and by when?"; not a clause of
     # another question ("When the rock is re-melted, what is formed?").
     WHEN,
+    # A deadline ("by when", "when is it due") is a date a deadline's word leads up to:
+    # "by 7 February", "Due: 7 February" of a row read under its header; not 2019 in
+    # "founded in 2019". "Due to" is a cause.
+    Shape(re.compile(r"\bby when\b|\bdeadlines?\b|\bdue\b(?! to\b)", re.I),
+          re.compile(rf"\b(?i:by|due|deadline|before|until|till|no later than)\b"
+                     rf"[^.;|]{{0,25}}?(?:{DATE})"),
+          precise=True, required=False),
     Shape(re.compile(r"\bhow (?:many|long|quickly|fast|often|frequently|far|old|big|large|"
                      r"small|wide|high|deep|tall|heavy)\b", re.I),
           re.compile(NUMBER), precise=False, required=True),
@@ -255,6 +267,9 @@ class Candidate:
     # The passages after its own that it runs on into: a sentence a chunk's end cut,
     # completed from the chunk continuing it, cites both.
     also: tuple[int, ...] = ()
+    # The question its section's heading asks (an FAQ's "How accurate are the
+    # predictions?"): what the sentence answers, though it need not repeat it.
+    heading: str = ""
 
 
 @dataclass(frozen=True)
@@ -622,11 +637,14 @@ def rank_sentences(
             + tuning.neighbour_weight * share(around - have)
             + tuning.title_weight * share(in_title - have)
         )
-        score += max(
-            (tuning.precise_shape_bonus if shape.precise else tuning.shape_bonus
-             for shape in shapes if shape.looks.search(looks)),
-            default=0.0,
-        )
+        # A question asking two things ("Who …, and by when?") is answered best by a
+        # sentence holding both: each look found counts, once however many shapes share it.
+        found: dict[str, float] = {}
+        for shape in shapes:
+            if shape.looks.search(looks):
+                bonus = tuning.precise_shape_bonus if shape.precise else tuning.shape_bonus
+                found[shape.looks.pattern] = max(found.get(shape.looks.pattern, 0.0), bonus)
+        score += sum(found.values())
         if repeats[_normalized(unit.text)] > 1 and len(unit.text.split()) <= 12:
             score *= 0.3  # a header, footer or navigation line several documents repeat
         if len(unit.text.split()) > 60:
@@ -637,7 +655,8 @@ def rank_sentences(
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
-                                unit.lead, asked[document], _code_line(unit.text), unit.also))
+                                unit.lead, asked[document], _code_line(unit.text), unit.also,
+                                _asked_by_heading((titles or {}).get(unit.number, ""))))
     return sorted(ranked, key=lambda c: -c.score)
 
 
@@ -661,15 +680,24 @@ def _with_meaning(
     return sorted(rescored, key=lambda c: -c.score), whole_best
 
 
+def _asked_by_heading(title: str) -> str:
+    """The innermost heading of a passage's title when it is a question (an FAQ's)."""
+    heading = title.rsplit(" › ", 1)[-1].strip()
+    return heading if heading.endswith("?") and " › " in title else ""
+
+
 def _meaning_text(candidate: Candidate, tuning: Tuning) -> str:
     """What is embedded for a sentence: its first words, or, for a short one, what leads up
     to it and itself. "The default is five minutes (5min)." means something only after
-    "checkpoint_timeout (integer): Maximum time between automatic WAL checkpoints. …"."""
+    "checkpoint_timeout (integer): Maximum time between automatic WAL checkpoints. …".
+    Under a heading that asks a question, the sentence is read as its answer: "For harmonic
+    stations, predictions are within 4 cm RMS of observed water levels" answers "How close
+    are the forecasts to what is measured?" as "How accurate are the predictions?" does."""
     words = candidate.text.split()
     # Only a sentence of prose: a short line of code or output means what it says.
     if len(words) < tuning.short_words and candidate.text.rstrip()[-1:] in ".!?":
         words = [*candidate.lead.split(), *words][-tuning.embedded_words :]
-    return " ".join(words[: tuning.embedded_words])
+    return " ".join([*candidate.heading.split(), *words[: tuning.embedded_words]])
 
 
 def compose_answer(

@@ -489,6 +489,18 @@ def test_a_date_is_read_in_its_many_forms_and_when_asks_for_one():
     assert not WHEN.asks.search("When the rock is re-melted, what is formed?")
 
 
+def test_who_and_by_when_is_answered_by_the_row_with_its_due_date(checker):
+    question = "Who has to finish checking the new tide tables, and by when?"
+    founders = (1, "Marisol Quenby and Tobias Achterberg founded Harbor Lights in 2019, after "
+                   "several years of maintaining tide tables for a harbour authority.")
+    actions = (2, "Action items:\nOwner | Action | Due\n"
+                  "Tobias Achterberg | Set up the two ARM CI runners. | 24 January\n"
+                  "Ines Valcourt | Finish validating the new constituent tables against the "
+                  "reference stations. | 7 February")
+    answer = compose_answer(question, [founders, actions], grounder=checker)
+    assert answer.startswith("Ines Valcourt | Finish validating the new constituent tables")
+
+
 def test_a_sentence_cut_by_the_end_of_its_chunk_is_completed_from_the_chunk_after_it(checker):
     # Chunks overlap: passage 2 starts inside the sentence passage 1's end cuts.
     question = "What is the period of the M2 constituent?"
@@ -524,3 +536,23 @@ def test_lines_of_code_are_not_quoted_beside_an_answer_in_prose(checker):
     ranked = [c.text for c in rank_sentences(question, passages[1:])]
     assert "M2_PERIOD_HOURS = 12.4206012" in ranked
     assert '"M2_PERIOD_HOURS",' not in ranked
+
+
+def test_a_question_heading_is_read_as_what_its_section_answers(checker):
+    # An FAQ: the answer does not repeat its question, and shares few words with a
+    # paraphrase of it.
+    rendered = render_evidence([
+        EvidenceDocument("tidewatch FAQ", "tide-faq.html", "excerpt", [
+            Passage(1, "For harmonic stations, predictions are within 4 cm RMS of observed "
+                       "water levels in calm weather, and the times of high and low water "
+                       "are typically within 6 minutes.",
+                    section="FAQ › Accuracy › How accurate are the predictions?"),
+            Passage(2, "The bundled station data covers 1,200 stations, each within a few "
+                       "metres of the gauge that measured it.",
+                    section="FAQ › Coverage › Which stations are included?"),
+        ]),
+    ])
+    question = "How close are tidewatch's forecasts to the water levels people actually measure?"
+    answer = compose_answer(question, parse_evidence(rendered), titles=parse_titles(rendered),
+                            grounder=checker)
+    assert answer.startswith("For harmonic stations, predictions are within 4 cm RMS")
