@@ -267,6 +267,10 @@ COHERE_BASE_URL = env("COHERE_BASE_URL", default="")
 # Measured by bench/chunking_sweep.py; see ChunkBudget in indexing/chunking.
 CHUNK_MAX_TOKENS = env.int("CHUNK_MAX_TOKENS", default=200)
 CHUNK_OVERLAP_TOKENS = env.int("CHUNK_OVERLAP_TOKENS", default=40)
+# Code over this many bytes is chunked by line windows (path and lines, no symbols), not
+# parsed by tree-sitter, whose tree takes ~200 bytes a byte: an 8 MB upload took 1.7 GB.
+# As large as the largest repository file read (INGEST_MAX_REPO_FILE_BYTES).
+CHUNK_CODE_PARSE_MAX_BYTES = env.int("CHUNK_CODE_PARSE_MAX_BYTES", default=1_000_000)
 
 # --- Retrieval -------------------------------------------------------------------
 # convex: SEARCH_DENSE_WEIGHT x normalized cosine + the rest x normalized BM25;

@@ -51,7 +51,9 @@ class IndexOutcome:
 
 def chunk_budget() -> ChunkBudget:
     return ChunkBudget(
-        max_tokens=settings.CHUNK_MAX_TOKENS, overlap_tokens=settings.CHUNK_OVERLAP_TOKENS
+        max_tokens=settings.CHUNK_MAX_TOKENS,
+        overlap_tokens=settings.CHUNK_OVERLAP_TOKENS,
+        code_parse_max_bytes=settings.CHUNK_CODE_PARSE_MAX_BYTES,
     )
 
 

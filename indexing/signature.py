@@ -37,16 +37,21 @@ _PARSERS = (
 
 
 def indexer_signature() -> str:
-    """sha256 of the indexing code, its parsers' versions, the chunk budget and the
-    embedding model."""
+    """sha256 of the indexing code, its parsers' versions, the chunk budget (with the
+    size of code parsed for symbols) and the embedding model."""
     model = (settings.EMBEDDING_BACKEND, settings.EMBEDDING_MODEL,
              "" if settings.EMBEDDING_BACKEND == "local" else settings.EMBEDDING_BASE_URL)
-    return _signature(settings.CHUNK_MAX_TOKENS, settings.CHUNK_OVERLAP_TOKENS, model)
+    return _signature(settings.CHUNK_MAX_TOKENS, settings.CHUNK_OVERLAP_TOKENS,
+                      settings.CHUNK_CODE_PARSE_MAX_BYTES, model)
 
 
 @cache
-def _signature(max_tokens: int, overlap_tokens: int, model: tuple[str, str, str]) -> str:
+def _signature(
+    max_tokens: int, overlap_tokens: int, code_parse_max_bytes: int, model: tuple[str, str, str]
+) -> str:
     digest = hashlib.sha256(f"chunks {max_tokens}/{overlap_tokens}\n".encode())
+    # A code file on either side of a new bound is chunked another way (symbols or none).
+    digest.update(f"code parsed up to {code_parse_max_bytes} bytes\n".encode())
     digest.update(f"embedded by {model}\n".encode())
     for path in sorted(p for pattern in _CODE for p in _INDEXING.glob(pattern)):
         digest.update(f"{path.relative_to(_INDEXING)}\n".encode())

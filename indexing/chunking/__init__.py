@@ -37,12 +37,19 @@ class ChunkBudget:
 
     max_tokens: int = 200
     overlap_tokens: int = 40
+    # Code over this many bytes (UTF-8) is cut into line windows without tree-sitter: its
+    # parse tree takes ~200 bytes of memory a byte (an 8 MB one-line JS file: 1.7 GB), and
+    # uploads and fetched pages may be 50 and 20 MB. 1 MB matches INGEST_MAX_REPO_FILE_BYTES,
+    # the largest file a repository ingest reads (code.py, CHUNK_CODE_PARSE_MAX_BYTES).
+    code_parse_max_bytes: int = 1_000_000
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
         if self.overlap_tokens < 0:
             raise ValueError("overlap_tokens must not be negative")
+        if self.code_parse_max_bytes < 0:
+            raise ValueError("code_parse_max_bytes must not be negative")
 
 
 def chunk_unit(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:

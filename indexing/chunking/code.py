@@ -5,6 +5,10 @@ and decorators glued above them); module-level statements in between are
 packed together; classes over budget are split into a header chunk and one
 chunk per method. All chunks are whole lines, addressed by tree-sitter rows,
 which count "\\n" exactly like `windows.Lines`.
+
+Code too large to parse cheaply (over `ChunkBudget.code_parse_max_bytes`) or with
+lines no one wrote by hand (minified bundles, embedded data) is left to the line-window
+fallback before tree-sitter sees it: see `parse_refusal`.
 """
 
 from __future__ import annotations
@@ -406,6 +410,28 @@ class _CodeChunker:
             self.spans.append((span, symbol))
 
 
+# A line longer than this was generated, not written (minified code, inlined data): such
+# a file's definitions share a line, so tree-sitter could name no symbol anyway (`_fold`),
+# and its parse would cost time and memory for nothing.
+MAX_PARSED_LINE_CHARS = 10_000
+
+
+def parse_refusal(text: str, encoded_size: int, budget: ChunkBudget) -> str | None:
+    """Why `text` is chunked by line windows rather than parsed, or None to parse it."""
+    if encoded_size > budget.code_parse_max_bytes:
+        # tree-sitter's tree takes ~200 bytes a byte of source (1 MB: ~210 MB, 8 MB: 1.7 GB)
+        return "size"
+    # A C-speed scan for the first "\n" after each position: a line of more than
+    # MAX_PARSED_LINE_CHARS characters is a window of them without one.
+    start = 0
+    while start < len(text):
+        newline = text.find("\n", start, start + MAX_PARSED_LINE_CHARS + 1)
+        if newline < 0:
+            return "long line" if len(text) - start > MAX_PARSED_LINE_CHARS else None
+        start = newline + 1
+    return None
+
+
 def chunk_code(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece] | None:
     """Chunks for a supported language, or None when the windows fallback must run."""
     language = normalize_language(unit.language)
@@ -413,8 +439,11 @@ def chunk_code(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece] | None:
         return None
     if not unit.text.strip():
         return []
+    source = unit.text.encode("utf-8")
+    if parse_refusal(unit.text, len(source), budget) is not None:
+        return None
     try:
-        tree = _parser(language).parse(unit.text.encode("utf-8"))
+        tree = _parser(language).parse(source)
     except Exception:  # noqa: BLE001 - any grammar/parser failure means "use windows"
         return None
     lines = Lines(unit.text)

@@ -823,6 +823,73 @@ def test_unknown_language_uses_line_windows(language: str | None) -> None:
     assert [(p.locator["line_start"], p.locator["line_end"]) for p in whole] == [(1, 13)]
 
 
+def _count_parsers(monkeypatch) -> list[str]:
+    """The languages tree-sitter parsers are asked for from now on (chunk_code turns any
+    parser failure into the windows fallback, so a raising fake would prove nothing)."""
+    from indexing.chunking import code
+
+    asked: list[str] = []
+
+    def parser(language: str) -> object:
+        asked.append(language)
+        raise RuntimeError("no parser in this test")
+
+    monkeypatch.setattr(code, "_parser", parser)
+    return asked
+
+
+def test_code_over_the_parse_bound_is_cut_into_line_windows_unparsed(monkeypatch) -> None:
+    """tree-sitter's tree takes ~200 bytes a byte: an 8 MB one-line upload peaked at 1.9 GB.
+    Past `code_parse_max_bytes` the file is still indexed, by lines, without symbols."""
+    from indexing.chunking.windows import chunk_windows
+
+    unit = code_unit(PYTHON_SRC, "python")
+    size = len(PYTHON_SRC.encode())
+    parsed = chunk_unit(unit, ChunkBudget(max_tokens=60, code_parse_max_bytes=size))
+    assert "Store.save" in by_symbol(parsed)  # at the bound: parsed
+    budget = ChunkBudget(max_tokens=60, code_parse_max_bytes=size - 1)
+    asked = _count_parsers(monkeypatch)
+    pieces = chunk_unit(unit, budget)
+    assert asked == []
+    assert pieces == chunk_windows(unit, budget)
+    check_invariants(unit, budget, pieces)
+    assert covered_non_space(unit, pieces)
+    assert {p.locator["symbol"] for p in pieces} == {None}
+    assert all(p.locator["path"] == "src/file.python" for p in pieces)
+    assert pieces[-1].locator["line_end"] == len(PYTHON_SRC.splitlines())
+    with pytest.raises(ValueError):
+        ChunkBudget(code_parse_max_bytes=-1)
+
+
+def test_code_with_a_generated_length_line_is_cut_into_line_windows_unparsed(
+    monkeypatch,
+) -> None:
+    """Minified code or inlined data: no hand-written line is 10,000 characters long."""
+    from indexing.chunking import code
+
+    budget = ChunkBudget(max_tokens=60, overlap_tokens=10)
+    limit = 10_000
+    assert code.MAX_PARSED_LINE_CHARS == limit
+    for line, language in (("x=1;" * (limit // 4), "javascript"),
+                           ('"' + "ab" * (limit // 2) + '"', "python")):
+        assert len(line) >= limit
+        # A line of `limit` characters is parsed, with its file's symbols ...
+        parsed = code_unit(f"{PYTHON_SRC}\nBLOB = {line[: limit - 7]}\n", "python")
+        assert max(map(len, parsed.text.split("\n"))) == limit
+        assert "Store.save" in by_symbol(chunk_unit(parsed, budget))
+        # ... one character more, first, last or in between, and nothing is.
+        with monkeypatch.context() as patched:
+            asked = _count_parsers(patched)
+            for text in (f"{line}X\n{PYTHON_SRC}", f"{PYTHON_SRC}\n{line}X",
+                         f"{PYTHON_SRC}\n{line}X\n{PYTHON_SRC}"):
+                unit = code_unit(text, language)
+                pieces = chunk_unit(unit, budget)
+                check_invariants(unit, budget, pieces)
+                assert covered_non_space(unit, pieces)
+                assert {p.locator["symbol"] for p in pieces} == {None}
+            assert asked == []
+
+
 def test_windows_fallback_for_unknown_kind_has_heading_path() -> None:
     unit = RawUnit(text="line one\nline two\n", locator={}, kind="something-else")
     [piece] = chunk_unit(unit, ChunkBudget())
