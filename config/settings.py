@@ -401,6 +401,12 @@ INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
 # takes up to ~100 bytes a byte, so 10 MiB peaks near 1 GB (indexing/loaders/office.py
 # DEFAULT_MAX_WORD_XML, bench/ingest_memory.py).
 INGEST_MAX_WORD_XML_BYTES = env.int("INGEST_MAX_WORD_XML_BYTES", default=10 * 1024 * 1024)
+# The XML of a PowerPoint file (slides, layouts, masters, notes...) in all, alike: a slide
+# of short paragraphs took ~100 bytes a byte (DEFAULT_MAX_POWERPOINT_XML); unbounded, a
+# 1.55 MB upload of them took 1.9 GB.
+INGEST_MAX_POWERPOINT_XML_BYTES = env.int(
+    "INGEST_MAX_POWERPOINT_XML_BYTES", default=10 * 1024 * 1024
+)
 # Scanned PDF pages: "auto" OCRs them with Debian's tesseract when it is installed
 # (apt-get install tesseract-ocr), "off" never does; either way a page left unread
 # is named in the document's metadata["warnings"].

@@ -123,6 +123,7 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
             source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES,
             max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
             max_word_xml=settings.INGEST_MAX_WORD_XML_BYTES,
+            max_powerpoint_xml=settings.INGEST_MAX_POWERPOINT_XML_BYTES,
         )
     return load_bytes(
         source.data,
@@ -130,6 +131,7 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
         mime=mime,
         max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
         max_word_xml=settings.INGEST_MAX_WORD_XML_BYTES,
+        max_powerpoint_xml=settings.INGEST_MAX_POWERPOINT_XML_BYTES,
         dropped_blocks=frozenset(dropped_blocks),
         ocr=settings.OCR,
         ocr_max_pages=settings.OCR_MAX_PAGES,

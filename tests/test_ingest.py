@@ -339,6 +339,31 @@ def test_a_word_file_over_the_xml_setting_fails_and_names_it(
     assert outcome.status == Document.Status.INDEXED
 
 
+def test_a_powerpoint_file_over_the_xml_setting_fails_and_names_it(
+    workspace, counting_embedder, tmp_path, settings
+):
+    import pptx
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Tide tables"
+    slide.placeholders[1].text = "\n".join(f"High water {i}." for i in range(200))
+    deck.save(tmp_path / "tides.pptx")
+    document = sources.add_path(workspace=workspace, path=tmp_path / "tides.pptx")
+
+    settings.INGEST_MAX_POWERPOINT_XML_BYTES = 50_000  # python-pptx's template has 0.08 MB
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.FAILED
+    assert outcome.error.startswith("PowerPoint file is too large to parse")
+    assert "INGEST_MAX_POWERPOINT_XML_BYTES" in outcome.error
+    document.refresh_from_db()
+    assert document.last_error == outcome.error
+
+    settings.INGEST_MAX_POWERPOINT_XML_BYTES = 10_000_000
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.INDEXED
+
+
 def test_a_time_limit_a_library_swallows_still_stops_the_document(
     workspace, local_embedder, tmp_path
 ):

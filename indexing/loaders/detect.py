@@ -11,6 +11,7 @@ from indexing.loaders.html import load_html
 from indexing.loaders.markdown import load_markdown
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office import (
+    DEFAULT_MAX_POWERPOINT_XML,
     DEFAULT_MAX_UNCOMPRESSED,
     DEFAULT_MAX_WORD_XML,
     DOCX_MIME,
@@ -196,6 +197,7 @@ def load_bytes(
     mime: str | None = None,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
     max_word_xml: int = DEFAULT_MAX_WORD_XML,
+    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
     dropped_blocks: frozenset[str] = frozenset(),
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
@@ -203,7 +205,7 @@ def load_bytes(
     """Parse an uploaded or stored file. Raises IngestError for input we cannot index.
 
     `max_uncompressed` bounds what an Office file (a zip) may expand to, and
-    `max_word_xml` the XML of a Word file;
+    `max_word_xml` and `max_powerpoint_xml` the XML of a Word or PowerPoint file;
     `dropped_blocks` are an HTML site's repeated blocks (html.repeated_blocks);
     `ocr` reads a PDF's scanned pages ("auto", "off" or an engine: loaders.ocr),
     at most `ocr_max_pages` of them.
@@ -221,6 +223,7 @@ def load_bytes(
         return load_office(
             data, filename=filename, ext=fmt,
             max_uncompressed=max_uncompressed, max_word_xml=max_word_xml,
+            max_powerpoint_xml=max_powerpoint_xml,
         )  # fmt: skip
     if fmt == XLSX:
         return load_workbook(data, filename=filename, max_uncompressed=max_uncompressed)

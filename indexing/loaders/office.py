@@ -54,6 +54,10 @@ MAX_MEMBERS = 10_000
 # ~6 for ordinary prose (bench/ingest_memory.py). 10 MiB of XML keeps the worst case
 # near 1 GB, where the total cap alone let it reach ~15 GB.
 DEFAULT_MAX_WORD_XML = 10 * 1024 * 1024
+# PowerPoint alike: python-pptx's tree and unstructured's element for each paragraph took
+# ~100 bytes a byte of slide XML (a slide of 4-letter paragraphs: 1.2 MB of XML, 120 MB);
+# unbounded, a 1.55 MB upload of them took 1.9 GB and 309 s.
+DEFAULT_MAX_POWERPOINT_XML = 10 * 1024 * 1024
 _CONTENT_TYPES_NS = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -73,6 +77,10 @@ def _blank_english_pipeline() -> Any:
     return nlp
 
 
+def _never(text: str, *args: object, **kwargs: object) -> bool:
+    return False
+
+
 @cache
 def _partitioners() -> dict[str, Callable[..., list[Any]]]:
     """Import unstructured lazily (it costs seconds) and make it offline-safe first."""
@@ -88,8 +96,20 @@ def _partitioners() -> dict[str, Callable[..., list[Any]]]:
         tokenize._load_spacy_model = _blank_english_pipeline
         tokenize._get_nlp.cache_clear()
 
+        from unstructured.partition import pptx as unstructured_pptx
         from unstructured.partition.docx import partition_docx
         from unstructured.partition.pptx import partition_pptx
+
+        # A slide's body paragraph is classified as narrative text or title by running
+        # spaCy over it: two thirds of the time of a deck of short paragraphs (100,000 of
+        # them, 3.7 MB of XML: 65 s of CPU, 20 s without), and every new word stays in
+        # spaCy's vocabulary for the life of the worker. _slides_document reads only the
+        # title shape's Title (depth 0), never a body paragraph's guessed category (a
+        # Title of depth 1 and more, NarrativeText, Text), so the guess is skipped: every
+        # body paragraph is Text. Bound in the pptx module only: Word headings still come
+        # from the classifier.
+        unstructured_pptx.is_possible_narrative_text = _never
+        unstructured_pptx.is_possible_title = _never
 
     return {".docx": partition_docx, ".pptx": partition_pptx}
 
@@ -136,14 +156,43 @@ def check_word_xml(archive: zipfile.ZipFile, *, max_xml: int) -> None:
     from docx.opc.part import PartFactory
 
     parsed = {*PartFactory.part_type_for, CONTENT_TYPE.OPC_RELATIONSHIPS}
+    _check_parsed_xml(archive, parsed=parsed, max_xml=max_xml, kind="Word",
+                      setting="INGEST_MAX_WORD_XML_BYTES")
+
+
+def check_powerpoint_xml(archive: zipfile.ZipFile, *, max_xml: int) -> None:
+    """Refuse a PowerPoint file whose parsed XML parts expand to more than `max_xml` bytes.
+
+    As check_word_xml, by python-pptx's parts: those it loads as XML (the presentation,
+    slides, layouts, masters, notes, charts, core properties) and every relationships
+    part; images and media are kept as blobs and do not count.
+    """
+    import pptx  # noqa: F401 - registers python-pptx's part classes with its PartFactory
+    from pptx.opc.constants import CONTENT_TYPE
+    from pptx.opc.package import PartFactory, XmlPart
+
+    parsed = {content_type for content_type, part in PartFactory.part_type_for.items()
+              if issubclass(part, XmlPart)}
+    parsed.add(CONTENT_TYPE.OPC_RELATIONSHIPS)
+    _check_parsed_xml(archive, parsed=parsed, max_xml=max_xml, kind="PowerPoint",
+                      setting="INGEST_MAX_POWERPOINT_XML_BYTES")
+
+
+def _check_parsed_xml(
+    archive: zipfile.ZipFile, *, parsed: set[str], max_xml: int, kind: str, setting: str
+) -> None:
+    """Refuse the file when the parts of the `parsed` content types (and
+    [Content_Types].xml) hold more than `max_xml` bytes in all, naming `setting`."""
+    # Content types are case-insensitive (python-pptx's name slideLayout, slideMaster...).
+    parsed = {content_type.lower() for content_type in parsed}
     types = archive.getinfo("[Content_Types].xml")
     if types.file_size > max_xml:
-        raise IngestError(_word_xml_error(types.file_size, types, max_xml))
+        raise IngestError(_xml_error(kind, setting, types.file_size, types, max_xml))
     try:
         # The ZIP check bounds this read; expat refuses entity-expansion bombs.
         root = ElementTree.fromstring(archive.read(types))
     except (ElementTree.ParseError, zipfile.BadZipFile, ValueError, OSError):
-        raise IngestError("Could not read Word file: corrupt Office file") from None
+        raise IngestError(f"Could not read {kind} file: corrupt Office file") from None
     defaults = {
         node.get("Extension", "").lower(): node.get("ContentType", "")
         for node in root.iter(f"{_CONTENT_TYPES_NS}Default")
@@ -161,14 +210,14 @@ def check_word_xml(archive: zipfile.ZipFile, *, max_xml: int) -> None:
             total += member.file_size
             largest = max(largest, member, key=lambda info: info.file_size)
     if total > max_xml:
-        raise IngestError(_word_xml_error(total, largest, max_xml))
+        raise IngestError(_xml_error(kind, setting, total, largest, max_xml))
 
 
-def _word_xml_error(total: int, largest: zipfile.ZipInfo, max_xml: int) -> str:
+def _xml_error(kind: str, setting: str, total: int, largest: zipfile.ZipInfo, max_xml: int) -> str:
     return (
-        f"Word file is too large to parse: its XML expands to {total / 1e6:.1f} MB "
+        f"{kind} file is too large to parse: its XML expands to {total / 1e6:.1f} MB "
         f"({largest.filename!r} {largest.file_size / 1e6:.1f} MB of it), over the "
-        f"{max_xml / 1e6:.1f} MB limit; the INGEST_MAX_WORD_XML_BYTES setting raises it"
+        f"{max_xml / 1e6:.1f} MB limit; the {setting} setting raises it"
     )
 
 
@@ -183,7 +232,10 @@ def load_office(
     ext: str,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
     max_word_xml: int = DEFAULT_MAX_WORD_XML,
+    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
 ) -> LoadedDocument:
+    """A Word or PowerPoint file's text. `max_uncompressed` bounds what the zip expands
+    to; `max_word_xml` and `max_powerpoint_xml` the XML its parsers build trees of."""
     if ext not in _MAIN_PARTS:
         raise ValueError(f"not an Office extension: {ext}")
     kind = _office_kind(ext)
@@ -194,6 +246,8 @@ def load_office(
             raise IngestError(f"Could not read {kind} file: corrupt Office file")
         if ext == ".docx":
             check_word_xml(archive, max_xml=max_word_xml)
+        elif ext == ".pptx":
+            check_powerpoint_xml(archive, max_xml=max_powerpoint_xml)
         core_title = _core_title(archive) if "docProps/core.xml" in names else None
 
     partition = _partitioners()[ext]

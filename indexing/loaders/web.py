@@ -19,7 +19,11 @@ from indexing.loaders.detect import PDF, container_format, load_bytes, source_ty
 from indexing.loaders.html import html_to_document
 from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
-from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED, DEFAULT_MAX_WORD_XML
+from indexing.loaders.office import (
+    DEFAULT_MAX_POWERPOINT_XML,
+    DEFAULT_MAX_UNCOMPRESSED,
+    DEFAULT_MAX_WORD_XML,
+)
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.text import decode_text, normalize_newlines
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -502,6 +506,7 @@ def _load_as_download(
     ocr_max_pages: int | None,
     max_uncompressed: int,
     max_word_xml: int,
+    max_powerpoint_xml: int,
 ) -> LoadedDocument:
     """What uploading `data` under the URL's file name gives, every unit located by the URL.
 
@@ -513,6 +518,7 @@ def _load_as_download(
         mime=mime,
         max_uncompressed=max_uncompressed,
         max_word_xml=max_word_xml,
+        max_powerpoint_xml=max_powerpoint_xml,
         ocr=ocr,
         ocr_max_pages=ocr_max_pages,
     )
@@ -528,12 +534,14 @@ def load_fetched(
     ocr_max_pages: int | None = None,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
     max_word_xml: int = DEFAULT_MAX_WORD_XML,
+    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
 ) -> LoadedDocument:
     """Parse a fetched resource by its Content-Type (falling back to the URL's extension),
     unless its bytes plainly say PDF or Office: then it is read as that, as an upload
     under another name is (a PDF served as text/html is not indexed as its source).
 
-    `ocr`, `ocr_max_pages`, `max_uncompressed` and `max_word_xml` are `load_bytes`'s
+    `ocr`, `ocr_max_pages`, `max_uncompressed`, `max_word_xml` and `max_powerpoint_xml`
+    are `load_bytes`'s
     upload limits.
     """
     url = resource.url
@@ -566,7 +574,7 @@ def load_fetched(
         doc = _load_as_download(
             text.encode("utf-8"), url=url, mime=ctype, ocr=ocr,
             ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
-            max_word_xml=max_word_xml,
+            max_word_xml=max_word_xml, max_powerpoint_xml=max_powerpoint_xml,
         )  # fmt: skip
     elif ctype == "text/plain":
         text = _decode_web_text(data, charset)
@@ -581,7 +589,7 @@ def load_fetched(
         doc = _load_as_download(
             data, url=url, mime=ctype or None, ocr=ocr,
             ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
-            max_word_xml=max_word_xml,
+            max_word_xml=max_word_xml, max_powerpoint_xml=max_powerpoint_xml,
         )  # fmt: skip
     doc.metadata.update(meta)
     return doc
@@ -598,6 +606,7 @@ def load_url(
     ocr_max_pages: int | None = None,
     max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
     max_word_xml: int = DEFAULT_MAX_WORD_XML,
+    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
 ) -> LoadedDocument:
     resource = fetch_url(
         url,
@@ -609,4 +618,5 @@ def load_url(
     return load_fetched(
         resource, ocr=ocr, ocr_max_pages=ocr_max_pages,
         max_uncompressed=max_uncompressed, max_word_xml=max_word_xml,
+        max_powerpoint_xml=max_powerpoint_xml,
     )  # fmt: skip

@@ -233,3 +233,58 @@ def test_a_main_document_stored_under_another_name_counts_too() -> None:
     assert zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").file_size < 2_000
     with pytest.raises(IngestError, match=r"\('word/body\.bin' 0\.6 MB of it\)"):
         load_office(data, filename="renamed.docx", ext=".docx", max_word_xml=800_000)
+
+
+# --- PowerPoint ---------------------------------------------------------------------------
+
+
+def pptx_with_paragraphs(texts: list[str]) -> bytes:
+    """A one-slide deck (python-pptx's template: 0.08 MB of XML) whose body holds `texts`,
+    a paragraph each."""
+    import pptx
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Tide tables"
+    slide.placeholders[1].text = "\n".join(texts)
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    return buffer.getvalue()
+
+
+def test_a_powerpoint_file_over_its_xml_limit_is_refused_unparsed_naming_the_setting() -> None:
+    """A slide of 4-letter paragraphs took ~100 bytes of memory a byte of its XML, and
+    nothing bounded that XML but the 200 MiB the zip may expand to: a 1.55 MB upload took
+    1.9 GB and 309 s."""
+    rng = random.Random(5)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+             for _ in range(5_000)]
+    data = pptx_with_paragraphs(words)
+    with pytest.raises(IngestError) as refused:
+        load_office(data, filename="tides.pptx", ext=".pptx", max_powerpoint_xml=200_000)
+    assert str(refused.value) == (
+        "PowerPoint file is too large to parse: its XML expands to 0.3 MB "
+        "('ppt/slides/slide1.xml' 0.2 MB of it), over the 0.2 MB limit; "
+        "the INGEST_MAX_POWERPOINT_XML_BYTES setting raises it"
+    )
+    # The same limit through load_bytes, as an upload or a download reaches it.
+    with pytest.raises(IngestError, match="INGEST_MAX_POWERPOINT_XML_BYTES"):
+        load_bytes(data, filename="tides.pptx", max_powerpoint_xml=200_000)
+    loaded = load_office(data, filename="tides.pptx", ext=".pptx", max_powerpoint_xml=400_000)
+    assert loaded.units[0].text.split("\n\n")[1:] == words
+    # The Word limit is the Word file's own: it does not bound a deck.
+    assert load_office(data, filename="tides.pptx", ext=".pptx", max_word_xml=100).units
+
+
+def test_a_slides_paragraphs_are_not_run_through_spacy() -> None:
+    """unstructured guessed each body paragraph's category with spaCy (over half of a deck's
+    parsing time), and spaCy kept every new word for the worker's life; only the title
+    shape's Title is used."""
+    from unstructured.nlp import tokenize
+
+    word = "zqvxkjwy"
+    loaded = load_bytes(pptx_with_paragraphs(["Intro", f"{word} {word}ly done"] * 3),
+                        filename="deck.pptx")
+    assert f"{word} {word}ly done" in loaded.units[0].text
+    assert loaded.units[0].sections[0].heading_path == ("Tide tables",)
+    assert word not in tokenize._get_nlp().vocab.strings
