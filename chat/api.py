@@ -140,7 +140,12 @@ class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
         )
 
 
-class MessageListView(APIView):
+class MessageListView(generics.GenericAPIView):
+    # The project's pages (50, ?page=N, ?page_size= 1-200): a long conversation is never
+    # one response. Oldest first, so a page keeps its messages as the thread grows (messages
+    # are only ever appended); ?page=last is the newest, where a chat client starts.
+    serializer_class = MessageSerializer
+
     def get_renderers(self):
         # Only a POST (a turn) can stream; the list of messages is JSON.
         if self.request is not None and self.request.method == "POST":
@@ -155,15 +160,27 @@ class MessageListView(APIView):
         return super().handle_exception(exc)
 
     @extend_schema(
-        summary="The conversation's messages, oldest first",
+        summary="The conversation's messages, oldest first, in pages",
+        description=(
+            "Pages of 50 (`?page_size=` 1-200), oldest first: page N keeps its messages as "
+            "the conversation grows. `?page=last` is the newest page (where a chat view "
+            "starts); follow `previous` for older messages, `next` for newer."
+        ),
+        parameters=[OpenApiParameter(
+            "page", str, description="a page number from 1, or 'last' for the newest",
+        )],
         responses={(200, "application/json"): MessageSerializer(many=True), 404: NOT_FOUND},
     )
     def get(self, request: Request, pk: int) -> Response:
         thread = user_thread(request, pk)
-        services.close_abandoned_answers(thread=thread)
-        messages = thread.messages.order_by("seq")
-        sources = citations.current_sources(thread=thread)
-        return Response(MessageSerializer(messages, many=True, context={"sources": sources}).data)
+        page = self.paginate_queryset(services.thread_messages(thread=thread))
+        # Only the numbers this page cites: a long thread's registry is not read whole
+        # for every page.
+        sources = citations.current_sources(
+            thread=thread, numbers={c.get("n") for m in page for c in m.citations or []}
+        )
+        serializer = MessageSerializer(page, many=True, context={"sources": sources})
+        return self.get_paginated_response(serializer.data)
 
     @extend_schema(
         summary="Ask: runs one turn and stores the answer",

@@ -6,7 +6,7 @@ stores them. An entry never changes its number and is never deleted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,12 +183,17 @@ class Now:
     label: str
 
 
-def current_sources(*, thread: Thread) -> dict[int, Now]:
-    """n -> what citation_json() would report now, for each number the thread issued
-    (one query)."""
+def current_sources(
+    *, thread: Thread, numbers: Collection[int] | None = None
+) -> dict[int, Now]:
+    """n -> what citation_json() would report now, for each number the thread issued, or
+    only those of `numbers` (a page of messages cites a few of a long thread's); one query."""
+    entries = _with_current_hash(thread)
+    if numbers is not None:
+        entries = entries.filter(n__in=[n for n in numbers if isinstance(n, int)])
     return {
         e.n: Now(freshness(e), e.document_id, e.locator, e.display.get("label", ""))
-        for e in map(_as_now, _with_current_hash(thread))
+        for e in map(_as_now, entries)
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 from django.utils import timezone
 
 from chat import citations
@@ -166,6 +166,13 @@ def close_abandoned_answers(*, thread: Thread) -> None:
     thread.messages.filter(
         status=Message.Status.PENDING, created_at__lt=timezone.now() - timedelta(seconds=longest)
     ).update(**_failure("the server stopped before it was finished"))
+
+
+def thread_messages(*, thread: Thread) -> QuerySet[Message]:
+    """The conversation's messages oldest first, answers a stopped server left pending
+    closed first (so no reader waits on them)."""
+    close_abandoned_answers(thread=thread)
+    return thread.messages.order_by("seq")
 
 
 def _failure(error: str, **metadata: Any) -> dict[str, Any]:

@@ -406,7 +406,7 @@ def test_a_passage_moved_by_a_reindex_is_shown_where_it_is_now(
     assert text[:start].endswith(shown["context"]["before"])
     assert text[end:].startswith(shown["context"]["after"])
 
-    listed = api.get(f"/api/threads/{thread.pk}/messages").json()
+    listed = api.get(f"/api/threads/{thread.pk}/messages").json()["results"]
     stored = next(c for c in listed[-1]["citations"] if c["n"] == cited["n"])
     assert stored["locator"] == moved.locator
     span = stored["support"]["document_span"]
@@ -417,7 +417,7 @@ def test_the_message_list_reports_a_deleted_source_as_missing(slipway, api):
     _, document, thread, _ = slipway
 
     def cited() -> list[dict]:
-        listed = api.get(f"/api/threads/{thread.pk}/messages").json()
+        listed = api.get(f"/api/threads/{thread.pk}/messages").json()["results"]
         return [c for m in listed for c in m["citations"] or []]
 
     assert [(c["status"], c["document"]["id"]) for c in cited()] == [("current", document.pk)]
@@ -460,7 +460,7 @@ def test_an_answer_a_stopped_server_left_pending_becomes_an_error(workspace, use
             {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
         ])
         Message.objects.filter(pk=answer.pk).update(created_at=timezone.now() - age)
-    listed = api.get(f"/api/threads/{thread.pk}/messages").json()
+    listed = api.get(f"/api/threads/{thread.pk}/messages").json()["results"]
     assert [m["status"] for m in listed] == ["complete", "error", "complete", "pending"]
     assert listed[1]["resolved_content"] == (
         "Sorry, the answer could not be completed: the server stopped before it was finished"
@@ -610,3 +610,28 @@ def test_a_quiet_stream_sends_keep_alive_comments(llm, workspace, api, settings)
     raw = b"".join(response.streaming_content).decode()
     assert raw.count("\n\n: keep-alive\n\n") >= 2  # between events, as comment lines
     assert "event: done" in raw
+
+
+def test_a_long_conversation_is_listed_in_pages_oldest_first(workspace, user, api):
+    thread = services.create_thread(workspace=workspace, user=user)
+    services._append_all(thread, [
+        {"role": Message.Role.USER if i % 2 else Message.Role.ASSISTANT, "content": f"m{i}"}
+        for i in range(1, 211)
+    ])
+    url = f"/api/threads/{thread.pk}/messages"
+
+    first = api.get(url).json()
+    assert first["count"] == 210 and first["previous"] is None
+    assert [m["content"] for m in first["results"]] == [f"m{i}" for i in range(1, 51)]
+    assert first["next"].endswith(f"{url}?page=2")
+
+    small = api.get(url, {"page_size": 10, "page": 3}).json()
+    assert [m["content"] for m in small["results"]] == [f"m{i}" for i in range(21, 31)]
+
+    # Where a chat view starts: the newest page, with the way back to older ones.
+    last = api.get(url, {"page": "last"}).json()
+    assert [m["content"] for m in last["results"]] == [f"m{i}" for i in range(201, 211)]
+    assert last["next"] is None and last["previous"].endswith(f"{url}?page=4")
+
+    assert len(api.get(url, {"page_size": 1000}).json()["results"]) == 200  # at most 200
+    assert api.get(url, {"page": 9}).status_code == 404

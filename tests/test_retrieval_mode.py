@@ -91,7 +91,7 @@ def test_injection_mode_gives_the_passages_first_and_no_tools(
     (search,) = Message.objects.get(pk=message["id"]).tool_calls
     assert search["name"] == "search_knowledge_base" and search["arguments"]["query"] == QUESTION
     assert message["metadata"]["searches"][0]["hits"] > 0
-    stored = api.get(f"/api/threads/{thread_id}/messages").json()
+    stored = api.get(f"/api/threads/{thread_id}/messages").json()["results"]
     assert stored[0]["content"] == QUESTION
 
 

@@ -364,6 +364,56 @@ def test_on_a_phone_the_conversation_takes_the_width_and_the_list_is_a_drawer(
 
 
 @pytest.fixture
+def long_thread(corpus, workspace, user) -> int:
+    """120 messages: 59 questions and answers, a question, and its answer a stopped server
+    left pending, which the server calls an error a few seconds after the page opens."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    thread = services.create_thread(workspace=workspace, user=user, title="Long")
+    services._append_all(thread, [
+        {"role": Message.Role.USER if i % 2 else Message.Role.ASSISTANT,
+         "content": f"Message {i}."}
+        for i in range(1, 120)
+    ])
+    (pending,) = services._append_all(
+        thread, [{"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING}]
+    )
+    longest = (settings.LLM_TIMEOUT * (settings.CHAT_MAX_TOOL_ROUNDS + 1)
+               + services.ABANDONED_MARGIN_SECONDS)
+    Message.objects.filter(pk=pending.pk).update(
+        created_at=timezone.now() - timedelta(seconds=longest - 10)
+    )
+    return thread.pk
+
+
+def test_a_long_conversation_opens_on_its_newest_page_and_loads_earlier_ones(
+    long_thread, page: Page
+):
+    asked: list[str] = []
+    page.on("request", lambda r: asked.append(r.url) if "/messages" in r.url else None)
+    page.goto(f"/#thread-{long_thread}")
+    bubbles = page.locator("#messages .message")
+    expect(bubbles).to_have_count(20)  # the newest page of 50: messages 101 to 120
+    expect(bubbles.first).to_have_text(re.compile("Message 101\\."))
+    expect(bubbles.last).to_have_class(re.compile(r"\bis-pending\b"))
+    # Its page is asked for again until the answer is settled, however long the thread.
+    expect(bubbles.last).to_have_class(re.compile(r"\bis-error\b"), timeout=30_000)
+    expect(bubbles.last).to_contain_text("the server stopped before it was finished")
+    assert all("page=" in url for url in asked), asked
+
+    earlier = page.get_by_role("button", name="Show earlier messages")
+    earlier.click()
+    expect(bubbles).to_have_count(70)
+    expect(bubbles.first).to_have_text(re.compile("Message 51\\."))
+    earlier.click()
+    expect(bubbles).to_have_count(120)
+    expect(bubbles.first).to_have_text(re.compile("Message 1\\."))
+    expect(earlier).to_have_count(0)
+
+
+@pytest.fixture
 def two_workspaces(corpus, workspace, user, tmp_path, counting_embedder) -> None:
     from knowledge.models import Workspace
 
@@ -639,7 +689,7 @@ def test_grounding_flags_unsupported_pills_and_uncited_claims(llm, page: Page):
         reply = ask(page, "Tell me about the harbour.")
     assert "event: grounding" in streamed.value.text()
     thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
-    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    stored = page.request.get(f"/api/threads/{thread_id}/messages?page=last").json()["results"][-1]
     by_n = {c["n"]: c for c in stored["citations"]}
     pelican = next(c for c in stored["citations"] if "Pelican" in c["text"])
     incident = next(c for c in stored["citations"] if "4 hours" in c["text"])
@@ -727,7 +777,7 @@ def test_each_pill_shows_what_its_own_sentence_found(llm, page: Page):
     new_chat(page)
     reply = ask(page, "When is the Pelican buoy repainted?")
     thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
-    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    stored = page.request.get(f"/api/threads/{thread_id}/messages?page=last").json()["results"][-1]
     (cited,) = stored["citations"]
     right, wrong = [s["support"][str(cited["n"])] for s in stored["grounding"]["sentences"][:2]]
     assert (right["verdict"], wrong["verdict"]) == ("supported", "unsupported")
@@ -859,7 +909,7 @@ def test_a_pill_shows_its_own_verdict_in_a_sentence_another_passage_supports(
     new_chat(page)
     reply = ask(page, "When is the launch?")
     thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
-    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    stored = page.request.get(f"/api/threads/{thread_id}/messages?page=last").json()["results"][-1]
     (sentence,) = stored["grounding"]["sentences"]
     assert sentence["verdict"] == "supported", sentence
     budget, venue, date = sentence["citations"]
@@ -944,7 +994,7 @@ def test_an_answer_reloaded_while_streaming_appears_once_it_is_finished(
     expect(reply.locator(".bubble-body")).to_contain_text("repainted every April")
     pill = reply.locator(".citation-pill")
     expect(pill).to_have_count(1)
-    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    stored = page.request.get(f"/api/threads/{thread_id}/messages?page=last").json()["results"][-1]
     assert stored["status"] == "complete", stored
     assert reply.get_attribute("data-id") == str(stored["id"])
     expect(pill).to_have_attribute("data-n", str(stored["citations"][0]["n"]))
@@ -1151,7 +1201,7 @@ def test_offsets_after_emoji_flag_underline_and_highlight_the_right_text(
     new_chat(page)
     reply = ask(page, "What happens at the lighthouse?")
     thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
-    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    stored = page.request.get(f"/api/threads/{thread_id}/messages?page=last").json()["results"][-1]
     (cited,) = stored["citations"]
     sentences = stored["grounding"]["sentences"]
     uses = [s["support"].get(str(cited["n"])) for s in sentences]

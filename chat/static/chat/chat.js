@@ -456,9 +456,11 @@
     renderAssistant(view);
   }
 
-  function rememberCitations(list) {
+  function rememberCitations(list, older) {
+    // `older`: an earlier page loaded after the newer ones, whose entries stay.
     for (const citation of list || []) {
-      if (citation && Number.isInteger(citation.n)) state.citations.set(citation.n, citation);
+      if (!citation || !Number.isInteger(citation.n)) continue;
+      if (!(older && state.citations.has(citation.n))) state.citations.set(citation.n, citation);
     }
   }
 
@@ -533,7 +535,10 @@
   const POLL_FIRST_MS = 1000;
   const POLL_MAX_MS = 5000;
 
-  function watchPending(threadId, bubbles) {
+  function watchPending(threadId, pagePath, bubbles) {
+    // `pagePath`: the page (by number) the bubbles were loaded from. Pages are counted
+    // from the oldest message and messages are only appended, so it still holds them
+    // however many turns were added since.
     const shown = state.shown;
     const watched = new Set(bubbles);
     const current = () => state.threadId === threadId && state.shown === shown;
@@ -542,14 +547,14 @@
       if (!current()) return;
       let messages = null;
       try {
-        const response = await api(`/api/threads/${threadId}/messages`, { raw: true });
+        const response = await api(pagePath, { raw: true });
         if (response.status === 404) return; // deleted meanwhile
-        if (response.ok) messages = await response.json();
+        if (response.ok) messages = ((await response.json()) || {}).results || [];
       } catch (_) {
         // Offline for a moment: ask again later.
       }
       if (!current()) return;
-      const byId = new Map((Array.isArray(messages) ? messages : []).map((m) => [String(m.id), m]));
+      const byId = new Map((messages || []).map((m) => [String(m.id), m]));
       for (const bubble of [...watched]) {
         const message = messages ? byId.get(bubble.dataset.id) : undefined;
         if (messages && !message) watched.delete(bubble); // no longer in the thread
@@ -750,22 +755,81 @@
     history.replaceState(null, "", `#thread-${id}`);
     clearMessages("Loading…");
     try {
-      const messages = await api(`/api/threads/${id}/messages`);
-      if (state.threadId !== id) return;
-      for (const message of messages) rememberCitations(message.citations);
-      clearMessages(messages.length ? "" : "Ask a question about your documents.");
-      const pending = [];
-      for (const message of messages) {
-        const bubble = renderMessage(message);
-        if (message.role === "assistant" && message.status === "pending") pending.push(bubble);
-        ui.messages.append(bubble);
+      const shown = state.shown;
+      const pages = [await messagePage(id, "last")];
+      // A newest page just begun (a message or two) would show little: the one before
+      // it comes too.
+      if (pages[0].results.length < MESSAGE_PAGE_MIN_SHOWN && pages[0].previous) {
+        if (state.threadId !== id || state.shown !== shown) return;
+        pages.unshift(await messagePage(id, pages[0].number - 1));
       }
+      if (state.threadId !== id || state.shown !== shown) return;
+      for (const page of pages) {
+        for (const message of page.results) rememberCitations(message.citations);
+      }
+      clearMessages(pages[0].count ? "" : "Ask a question about your documents.");
+      for (const page of pages) ui.messages.append(...renderPage(id, page));
+      showEarlier(id, pages[0]);
       scrollToEnd();
-      if (pending.length) watchPending(id, pending);
     } catch (error) {
       clearMessages(`Could not load this conversation: ${error.message}`);
     }
     ui.input.focus();
+  }
+
+  /* A conversation's messages come in pages, oldest first (so a page keeps its messages
+   * as the conversation grows); it opens on the newest page, and "Show earlier messages"
+   * loads the page before, as often as asked: a long conversation is never one response. */
+  const MESSAGE_PAGE_SIZE = 50;
+  const MESSAGE_PAGE_MIN_SHOWN = 10;
+
+  async function messagePage(threadId, number) {
+    const path = (n) => `/api/threads/${threadId}/messages?page=${n}&page_size=${MESSAGE_PAGE_SIZE}`;
+    const page = (await api(path(number))) || {};
+    const count = page.count || 0;
+    // "last" is named by its number from here on (what watchPending asks again).
+    const resolved = number === "last" ? Math.max(1, Math.ceil(count / MESSAGE_PAGE_SIZE)) : number;
+    return {
+      number: resolved, path: path(resolved), count,
+      results: page.results || [], previous: Boolean(page.previous),
+    };
+  }
+
+  function renderPage(threadId, page) {
+    const bubbles = [];
+    const pending = [];
+    for (const message of page.results) {
+      const bubble = renderMessage(message);
+      if (message.role === "assistant" && message.status === "pending") pending.push(bubble);
+      bubbles.push(bubble);
+    }
+    if (pending.length) watchPending(threadId, page.path, pending);
+    return bubbles;
+  }
+
+  function showEarlier(threadId, page) {
+    if (!page.previous) return;
+    const shown = state.shown;
+    const button = el("button", { type: "button", className: "messages-earlier", text: "Show earlier messages" });
+    button.addEventListener("click", async () => {
+      button.disabled = true;
+      try {
+        const earlier = await messagePage(threadId, page.number - 1);
+        if (state.threadId !== threadId || state.shown !== shown) return;
+        for (const message of [...earlier.results].reverse()) {
+          rememberCitations(message.citations, true); // the newest use of a number stays
+        }
+        // Kept where the reader was: the page goes above what they were reading.
+        const fromEnd = ui.messages.scrollHeight - ui.messages.scrollTop;
+        button.replaceWith(...renderPage(threadId, earlier));
+        showEarlier(threadId, earlier);
+        ui.messages.scrollTop = ui.messages.scrollHeight - fromEnd;
+      } catch (error) {
+        button.disabled = false;
+        button.textContent = `Could not load earlier messages (${error.message}); try again`;
+      }
+    });
+    ui.messages.prepend(button);
   }
 
   function blankChat() {
