@@ -148,8 +148,9 @@ else:
         "socket_timeout": 10,
     }
 CELERY_TASK_DEFAULT_QUEUE = env("CELERY_QUEUE", default="verity")
-# Big batches go to a queue of their own; a worker takes from both in turn
-# (kombu rotates the queues it polls), so an upload waits for one bulk task at most.
+# Big batches and big files go to a queue of their own (indexing.sources.queues_for); a
+# worker taking both takes from them in turn (kombu rotates the queues it polls), and
+# `manage.py serve` (like docker-compose.yml) keeps one worker for the default queue only.
 CELERY_BULK_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-bulk"
 CELERY_TASK_QUEUES = [Queue(CELERY_TASK_DEFAULT_QUEUE), Queue(CELERY_BULK_QUEUE)]
 CELERY_TASK_IGNORE_RESULT = True
@@ -462,6 +463,10 @@ INGEST_MAX_FILES_PER_JOB = env.int("INGEST_MAX_FILES_PER_JOB", default=5000)
 # A batch of more documents than this is queued on the bulk queue, which workers
 # serve in turn with the interactive one: one big job cannot starve an upload.
 INGEST_BULK_BATCH = env.int("INGEST_BULK_BATCH", default=20)
+# A document whose source (an upload, a server file) is larger than this is queued on the
+# bulk queue too, whatever its batch: a 4 MB HTML page holds a worker for seconds, and an
+# account's big uploads must not hold up another's small ones.
+INGEST_BULK_BYTES = env.int("INGEST_BULK_BYTES", default=1024 * 1024)
 # Texts per embedding call while indexing; the document's progress (and its
 # chunks embedded so far) is saved after each.
 INGEST_EMBED_BATCH = env.int("INGEST_EMBED_BATCH", default=256)

@@ -284,11 +284,15 @@ def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
 
 
 def _send(ids: list[int], force: bool) -> None:
+    """Publish each document's task: on the bulk queue when the batch is big or its source
+    is (INGEST_BULK_BATCH, INGEST_BULK_BYTES), else on the default queue, so that a small
+    upload is never in line behind big ones (a 4 MB page parses for seconds); workers
+    take from both in turn, and one serves the default queue only (README: Ingesting)."""
     from indexing.tasks import index_document_task
 
-    bulk = len(ids) > settings.INGEST_BULK_BATCH
-    queue = settings.CELERY_BULK_QUEUE if bulk else settings.CELERY_TASK_DEFAULT_QUEUE
+    queues = queues_for(ids=ids)
     for position, pk in enumerate(ids):
+        queue = queues[pk]
         try:
             index_document_task.apply_async((pk,), {"force": force}, queue=queue)
         except KombuOperationalError as exc:
@@ -297,6 +301,31 @@ def _send(ids: list[int], force: bool) -> None:
                 "starts or `manage.py requeue` runs", exc, len(ids) - position,
             )
             return
+
+
+def queues_for(*, ids: Sequence[int]) -> dict[int, str]:
+    """The queue each document of a batch is sent to: the bulk queue for all of a batch
+    of more than INGEST_BULK_BATCH, and for a source larger than INGEST_BULK_BYTES (a web
+    page's size is not known before it is fetched: it counts as small); else the default."""
+    bulk, default = settings.CELERY_BULK_QUEUE, settings.CELERY_TASK_DEFAULT_QUEUE
+    if len(ids) > settings.INGEST_BULK_BATCH:
+        return dict.fromkeys(ids, bulk)
+    documents = Document.objects.filter(pk__in=ids).only("pk", "uri", "source_file")
+    big = {d.pk for d in documents if source_bytes(document=d) > settings.INGEST_BULK_BYTES}
+    return {pk: bulk if pk in big else default for pk in ids}
+
+
+def source_bytes(*, document: Document) -> int:
+    """The size of a document's stored upload or server file now; 0 when unknown (a web
+    page, a file gone: its task fails at once)."""
+    try:
+        if document.source_file:
+            return document.source_file.size
+        if document.uri.startswith("file://"):
+            return Path(unquote(urlparse(document.uri).path)).stat().st_size
+    except OSError:
+        pass
+    return 0
 
 
 def requeue_unfinished(*, older_than: timedelta, on_broker: Collection[int] = ()) -> int:

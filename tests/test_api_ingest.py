@@ -387,3 +387,21 @@ def test_a_workspace_named_twice_differently_is_a_400(api, media, workspace):
     assert response.status_code == 400
     assert "different" in str(response.json()["workspace"])
     assert_nothing_saved(media)
+
+
+def test_a_large_upload_is_queued_for_the_bulk_workers_and_a_small_one_is_not(
+    api, settings, django_capture_on_commit_callbacks
+):
+    # Two files of one upload (a batch far under INGEST_BULK_BATCH): the large one must not
+    # keep the next small upload, another account's, waiting behind it.
+    page = b"<html><body>" + b"<p>x</p>" * 140_000 + b"</body></html>"  # 1.1 MB
+    assert len(page) > settings.INGEST_BULK_BYTES == 1024 * 1024
+    with django_capture_on_commit_callbacks(execute=False):
+        response = upload(api, ("big.html", page), ("pier.txt", PIER))
+    assert response.status_code == 202, response.content
+    ids = {d["uri"]: d["id"] for d in response.json()["documents"]}
+    queues = sources.queues_for(ids=list(ids.values()))
+    assert queues == {
+        ids["upload://big.html"]: settings.CELERY_BULK_QUEUE,
+        ids["upload://pier.txt"]: settings.CELERY_TASK_DEFAULT_QUEUE,
+    }

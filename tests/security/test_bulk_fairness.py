@@ -86,3 +86,33 @@ def test_an_upload_in_another_workspace_is_indexed_while_a_bulk_job_runs(
         worker.terminate()
         worker.wait(timeout=60)
         broker.delete(queue, f"{queue}-bulk")
+
+
+def test_a_large_file_is_sent_to_the_bulk_queue_through_the_broker(workspace, user, tmp_path):
+    """Issue: four 4 MB pages from one account held up another's one-line upload for 134 s.
+    One large file is a batch of one, yet goes to the bulk queue: the interactive worker
+    (`manage.py serve`, docker-compose) never takes it."""
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    big = tmp_path / "big.html"
+    big.write_bytes(b"<html><body>" + b"<p>x</p>" * 140_000 + b"</body></html>")  # 1.1 MB
+    small = tmp_path / "note.txt"
+    small.write_text("The pilot boat sails at six.\n")
+    env = worker_env(tmp_path)
+    queue = env["CELERY_QUEUE"]
+    broker = redis.Redis.from_url(REDIS_URL)
+    try:
+        for path, slug in ((big, workspace.slug), (small, other.slug)):
+            result = manage(env, "ingest", str(path), "--workspace", slug, "--no-wait")
+            assert result.returncode == 0, result.stderr
+        assert (broker.llen(f"{queue}-bulk"), broker.llen(queue)) == (1, 1)
+    finally:
+        broker.delete(queue, f"{queue}-bulk")
+
+
+def test_serve_keeps_a_worker_for_the_default_queue_and_one_drains_the_bulk_queue(settings):
+    from knowledge.management.commands.serve import worker_queues
+
+    default, bulk = settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_BULK_QUEUE
+    queues = worker_queues()
+    assert [default] in queues.values(), "a worker that never takes a big job"
+    assert {bulk, default} in [set(q) for q in queues.values()], "the bulk queue is drained"

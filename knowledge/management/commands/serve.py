@@ -1,4 +1,4 @@
-"""Serve the web app with gunicorn and a Celery worker beside it: the way to run Verity."""
+"""Serve the web app with gunicorn and Celery workers beside it: the way to run Verity."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
@@ -66,6 +67,15 @@ class _Gunicorn(BaseApplication):
         return get_internal_wsgi_application()
 
 
+def worker_queues() -> dict[str, list[str]]:
+    """The workers serve starts, by name, and the queues each takes from: one only ever
+    takes small jobs (the default queue), so an upload never waits for a big one (a bulk
+    batch, a large file: indexing.sources._send); the other takes the bulk queue and,
+    between its tasks, the default one too."""
+    default, bulk = settings.CELERY_TASK_DEFAULT_QUEUE, settings.CELERY_BULK_QUEUE
+    return {"interactive": [default], "bulk": [bulk, default]}
+
+
 # On stop, the worker may finish the document in hand this long; then it is stopped at
 # once, and the document is indexed again when a worker next starts (config.celery).
 WORKER_STOP_SECONDS = 10
@@ -77,29 +87,34 @@ def bind_address(addrport: str) -> str:
 
 
 class Command(BaseCommand):
-    help = "Run the web server (gunicorn) and, unless --no-worker, an ingestion worker process."
+    help = "Run the web server (gunicorn) and, unless --no-worker, the ingestion workers."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
         parser.add_argument(
             "--no-worker",
             action="store_true",
-            help="don't start a worker (one runs elsewhere on CELERY_BROKER_URL)",
+            help="don't start workers (they run elsewhere on CELERY_BROKER_URL)",
         )
         parser.add_argument("--workers", type=int, default=2, help="web server processes")
         parser.add_argument("--threads", type=int, default=16, help="threads per process")
 
     def handle(self, *args, **options) -> None:
-        worker = None
+        workers: list[subprocess.Popen] = []
         if not options["no_worker"]:
-            self.stdout.write(f"Starting a Celery worker on {settings.CELERY_BROKER_URL}")
-            # A session of its own: Ctrl-C in the terminal reaches the web server, and
-            # the worker is stopped below, with the process it runs tasks in.
-            worker = subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "config", "worker",
-                 "--loglevel", "INFO", "--concurrency", "1"],
-                cwd=settings.BASE_DIR, start_new_session=True,
-            )
+            for name, queues in worker_queues().items():
+                self.stdout.write(
+                    f"Starting the {name} worker ({', '.join(queues)}) on "
+                    f"{settings.CELERY_BROKER_URL}"
+                )
+                # A session of its own: Ctrl-C in the terminal reaches the web server, and
+                # the worker is stopped below, with the process it runs tasks in.
+                workers.append(subprocess.Popen(
+                    [sys.executable, "-m", "celery", "-A", "config", "worker",
+                     "--loglevel", "INFO", "--concurrency", "1", "--hostname", f"{name}@%h",
+                     "--queues", ",".join(queues)],
+                    cwd=settings.BASE_DIR, start_new_session=True,
+                ))
         server = _Gunicorn({
             **GUNICORN_OPTIONS,
             "bind": [bind_address(options["addrport"])],
@@ -109,27 +124,32 @@ class Command(BaseCommand):
         try:
             server.run()  # until SIGINT/SIGTERM; exits with SystemExit
         finally:
-            if worker is not None:
-                self._stop(worker)
+            self._stop([w for w in workers if w.poll() is None])
 
-    def _stop(self, worker: subprocess.Popen) -> None:
-        """Warm shutdown for WORKER_STOP_SECONDS (or until Ctrl-C again), then cold."""
-        if worker.poll() is not None:
+    def _stop(self, workers: list[subprocess.Popen]) -> None:
+        """Warm shutdown for WORKER_STOP_SECONDS (or until Ctrl-C again), then cold; all
+        workers at once, so stopping two takes no longer than one."""
+        if not workers:
             return
         self.stdout.write(
-            f"Stopping the worker: it may finish the document in hand for "
-            f"{WORKER_STOP_SECONDS} s (Ctrl-C to stop it now; an unfinished document is "
+            f"Stopping the workers: they may finish the documents in hand for "
+            f"{WORKER_STOP_SECONDS} s (Ctrl-C to stop them now; an unfinished document is "
             "indexed again when a worker next starts)"
         )
         # Gunicorn's handler still holds SIGINT, queueing it for an arbiter that has stopped.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         for stop, wait in ((signal.SIGTERM, WORKER_STOP_SECONDS), (signal.SIGQUIT, 5)):
             try:
-                worker.send_signal(stop)  # the worker stops the process it runs tasks in
-                worker.wait(timeout=wait)
+                for worker in workers:
+                    if worker.poll() is None:
+                        worker.send_signal(stop)  # it stops the process it runs tasks in
+                deadline = time.monotonic() + wait
+                for worker in workers:
+                    worker.wait(timeout=max(0.0, deadline - time.monotonic()))
                 return
             except (subprocess.TimeoutExpired, KeyboardInterrupt):
                 continue
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(worker.pid, signal.SIGKILL)
-        worker.wait()
+        for worker in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
