@@ -806,30 +806,12 @@ def test_each_pill_shows_what_its_own_sentence_found(llm, page: Page):
     expect(panel.locator("#citation-support")).to_contain_text(wrong["reason"])
 
 
-def test_a_pill_in_a_sentence_that_claims_nothing_is_not_flagged(llm, page: Page):
-    """A heading's pill is not flagged for the number's wrong use in another sentence."""
-    def final(request: dict) -> dict:
-        n = passage_number(request, "Pelican mooring buoy")
-        return answer(f"## The Pelican buoy [{n}]\n\n"
-                      f"The Pelican mooring buoy is repainted every October by the "
-                      f"harbour crew [{n}].")
-
-    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican mooring buoy"}), final]
-    page.goto("/")
-    new_chat(page)
-    reply = ask(page, "When is the Pelican buoy repainted?")
-    pills = reply.locator(".citation-pill")
-    expect(pills).to_have_count(2)
-    expect(pills.last).to_have_class(re.compile(r"\bsupport-unsupported\b"))
-    expect(pills.first).not_to_have_class(re.compile("support-"))
-
-
-def test_a_pill_in_a_sentence_that_claims_nothing_opens_its_passage_unmarked(
+def test_a_pill_in_a_sentence_that_claims_nothing_is_not_flagged_and_opens_unmarked(
     llm, page: Page
 ):
-    """A heading's pill opens its passage as cited: the heading was not checked, so no
-    sentence of the passage is marked as supporting it, least of all the one the number's
-    weakest use (another sentence, unsupported) was checked against."""
+    """A heading's pill is not flagged for the number's wrong use in another sentence, and
+    opens its passage as cited: the heading was not checked, so no sentence of the passage
+    is marked as supporting it, least of all the one that wrong use was checked against."""
     def final(request: dict) -> dict:
         n = passage_number(request, "Pelican mooring buoy")
         return answer(f"## The Pelican buoy [{n}]\n\n"
@@ -841,7 +823,7 @@ def test_a_pill_in_a_sentence_that_claims_nothing_opens_its_passage_unmarked(
     new_chat(page)
     reply = ask(page, "When is the Pelican buoy repainted?")
     thread_id = int(page.evaluate("location.hash").removeprefix("#thread-"))
-    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()[-1]
+    stored = page.request.get(f"/api/threads/{thread_id}/messages").json()["results"][-1]
     (cited,) = stored["citations"]
     heading, claim = stored["grounding"]["sentences"]
     assert (heading["verdict"], heading["support"]) == ("not_a_claim", {}), heading
@@ -853,6 +835,8 @@ def test_a_pill_in_a_sentence_that_claims_nothing_opens_its_passage_unmarked(
     def check(reply) -> None:
         pills = reply.locator(f'.citation-pill[data-n="{cited["n"]}"]')
         expect(pills).to_have_count(2)
+        expect(pills.last).to_have_class(re.compile(r"\bsupport-unsupported\b"))
+        expect(pills.first).not_to_have_class(re.compile("support-"))
         panel = page.locator("#citation-panel")
         pills.first.click()
         expect(panel.locator("#citation-body")).to_contain_text("Pelican mooring buoy")
