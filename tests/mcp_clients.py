@@ -22,6 +22,7 @@ from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import REPO_ROOT
+from tests.ports import free_port
 
 TIMEOUT = 120.0  # the first search in a process loads the embedder
 
@@ -71,9 +72,7 @@ class HttpServer:
     """`manage.py mcp --http PORT` on loopback, for the length of a test."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = log
         with log.open("w") as stderr:  # a file: a full pipe would block the server

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
 from chat import web_search
@@ -12,6 +10,7 @@ from chat.tools import tool_specs
 from citations.registry import web_result_key
 from knowledge.models import Workspace
 from tests.conftest import Fake
+from tests.ports import free_port
 from tests.scripted_llm import answer, tool_call
 
 SNIPPET = (
@@ -251,9 +250,7 @@ def test_a_failing_provider_is_a_tool_error_and_the_turn_goes_on(
     assert message["resolved_content"] == "The web is down."
 
     # A provider nobody listens on: the same.
-    with socket.socket() as unused:
-        unused.bind(("127.0.0.1", 0))
-        settings.WEB_SEARCH_URL = f"http://127.0.0.1:{unused.getsockname()[1]}"
+    settings.WEB_SEARCH_URL = f"http://127.0.0.1:{free_port()}"
     llm.script = [tool_call("search_web", {"query": "pelican"}), answer("Still down.")]
     _, response = ask(api)
     assert response.status_code == 201

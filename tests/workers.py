@@ -18,6 +18,7 @@ import redis
 from django.db import connection
 
 from tests.conftest import REPO_ROOT
+from tests.ports import free_port
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
@@ -77,9 +78,7 @@ class RedisServer:
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.process: subprocess.Popen | None = None
 
     @property
@@ -125,9 +124,7 @@ class DatabaseProxy:
         else:
             self.family, self.target = socket.AF_INET, (db["HOST"] or "127.0.0.1", port)
         credentials = f"{quote(db['USER'])}:{quote(db['PASSWORD'] or '')}"
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.url = f"postgres://{credentials}@127.0.0.1:{self.port}/{db['NAME']}"
         self._listener: socket.socket | None = None
 

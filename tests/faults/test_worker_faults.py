@@ -20,6 +20,7 @@ from rest_framework.authtoken.models import Token
 
 from knowledge.models import Document
 from tests.conftest import REPO_ROOT, Fake
+from tests.ports import free_port
 from tests.scripted_llm import ScriptedLLM, answer
 from tests.test_ingest import zip_bomb_docx
 from tests.workers import DatabaseProxy, database_url, manage, start_worker, worker_env
@@ -289,9 +290,7 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
         tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
         EMBEDDING_MODEL="slow", INGEST_REQUEUE_AFTER_SECONDS="0",
     )
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     log = tmp_path / "serve.log"
     with log.open("wb") as output:
         serve = subprocess.Popen(
@@ -349,9 +348,7 @@ def test_ctrl_c_on_serve_while_an_answer_streams_stops_the_web_server_at_once(
                      LLM_MODEL="scripted", LLM_API_KEY="k")
     headers = {"Authorization": f"Token {Token.objects.create(user=user).key}",
                "Content-Type": "application/json"}
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
     with log.open("wb") as output:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.conftest import REPO_ROOT
+from tests.ports import free_port
 
 
 @dataclass
@@ -52,12 +53,6 @@ def _read_response(sock: socket.socket, *, deadline: float) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def served(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Served]:
     """A real server on the test database, started as `make run` does (one per session)."""
@@ -66,7 +61,7 @@ def served(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[Ser
     with django_db_blocker.unblock():
         url = database_url()
     home = tmp_path_factory.mktemp("served-home")
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DEBUG", "SECRET_KEY")}
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings",
