@@ -12,7 +12,7 @@ ordinary-prose baseline measured in the same run.
   spaceless case with indexing/chunking/tokens.py as it was at REV (read by `git show`).
 - docx: load_office on a Word file whose word/document.xml is --docx-mb bytes of
   paragraphs of ~90 words, against one word a paragraph. The parse is python-docx's and
-  unstructured's; what bounds it is the Word XML cap (office.DEFAULT_MAX_WORD_XML, 10 MiB,
+  unstructured's; what bounds it is the Word XML cap (office_limits.DEFAULT_MAX_WORD_XML, 10 MiB,
   INGEST_MAX_WORD_XML_BYTES), which this bench raises for the measurement, then checks on
   a file just over it. The peak a capped file can reach is projected from the measured
   bytes per byte; before the cap only the 200 MiB of INGEST_MAX_UNCOMPRESSED_BYTES bounded
@@ -162,7 +162,8 @@ def run_case(case: str, size: int, old_tokens: str | None) -> dict:
         peak, seconds = _measure(lambda: chunk_unit(unit, ChunkBudget()))
         return {"input": len(text.encode()), "peak": peak, "seconds": seconds}
 
-    from indexing.loaders.office import DEFAULT_MAX_WORD_XML, load_office
+    from indexing.loaders.office import load_office
+    from indexing.loaders.office_limits import DEFAULT_MAX_WORD_XML, OfficeLimits
     from indexing.types import IngestError
 
     warm, _ = docx_bytes(2_000, 5)
@@ -181,7 +182,8 @@ def run_case(case: str, size: int, old_tokens: str | None) -> dict:
         return {"input": xml_size, "peak": peak, "seconds": seconds}
     data, xml_size = docx_bytes(size, 90 if case == "docx-prose" else 1)
     peak, seconds = _measure(
-        lambda: load_office(data, filename="x.docx", ext=".docx", max_word_xml=10 * xml_size)
+        lambda: load_office(data, filename="x.docx", ext=".docx",
+                            limits=OfficeLimits(max_word_xml=10 * xml_size))
     )
     return {"input": xml_size, "peak": peak, "seconds": seconds, "cap": DEFAULT_MAX_WORD_XML}
 

@@ -20,7 +20,7 @@ from embeddings import Embedder, EmbeddingError, get_embedder
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.chunking.context import embedding_text
 from indexing.embedding_cache import embed_with_cache
-from indexing.loaders import FetchedResource, fetch_url, load_bytes, load_fetched
+from indexing.loaders import FetchedResource, OfficeLimits, fetch_url, load_bytes, load_fetched
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
 from indexing.time_limit import soft_time_limit_kept
@@ -54,6 +54,15 @@ def chunk_budget() -> ChunkBudget:
         max_tokens=settings.CHUNK_MAX_TOKENS,
         overlap_tokens=settings.CHUNK_OVERLAP_TOKENS,
         code_parse_max_bytes=settings.CHUNK_CODE_PARSE_MAX_BYTES,
+    )
+
+
+def office_limits() -> OfficeLimits:
+    """The settings' bounds on what an Office file may expand to and make its parser build."""
+    return OfficeLimits(
+        max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
+        max_word_xml=settings.INGEST_MAX_WORD_XML_BYTES,
+        max_powerpoint_xml=settings.INGEST_MAX_POWERPOINT_XML_BYTES,
     )
 
 
@@ -121,17 +130,13 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
     if source.resource is not None:
         return load_fetched(
             source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES,
-            max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
-            max_word_xml=settings.INGEST_MAX_WORD_XML_BYTES,
-            max_powerpoint_xml=settings.INGEST_MAX_POWERPOINT_XML_BYTES,
+            office_limits=office_limits(),
         )
     return load_bytes(
         source.data,
         filename=source.filename,
         mime=mime,
-        max_uncompressed=settings.INGEST_MAX_UNCOMPRESSED_BYTES,
-        max_word_xml=settings.INGEST_MAX_WORD_XML_BYTES,
-        max_powerpoint_xml=settings.INGEST_MAX_POWERPOINT_XML_BYTES,
+        office_limits=office_limits(),
         dropped_blocks=frozenset(dropped_blocks),
         ocr=settings.OCR,
         ocr_max_pages=settings.OCR_MAX_PAGES,

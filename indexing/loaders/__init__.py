@@ -12,13 +12,14 @@ from indexing.loaders.detect import (
     source_type_for,
 )
 from indexing.loaders.html import html_to_document
-from indexing.loaders.office import DEFAULT_MAX_UNCOMPRESSED
+from indexing.loaders.office_limits import DEFAULT_MAX_UNCOMPRESSED, OfficeLimits
 from indexing.loaders.repo import RepoFile, detect_language, is_code_path, walk_repository
 from indexing.loaders.web import FetchedResource, fetch_url, load_fetched, load_url
 
 __all__ = [
     "DEFAULT_MAX_UNCOMPRESSED",
     "FetchedResource",
+    "OfficeLimits",
     "RepoFile",
     "detect_format",
     "detect_language",

@@ -10,14 +10,8 @@ from indexing.loaders.delimited import load_delimited
 from indexing.loaders.html import load_html
 from indexing.loaders.markdown import load_markdown
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
-from indexing.loaders.office import (
-    DEFAULT_MAX_POWERPOINT_XML,
-    DEFAULT_MAX_UNCOMPRESSED,
-    DEFAULT_MAX_WORD_XML,
-    DOCX_MIME,
-    PPTX_MIME,
-    load_office,
-)
+from indexing.loaders.office import DOCX_MIME, PPTX_MIME, load_office
+from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.repo import detect_language, is_code_path
 from indexing.loaders.text import SNIFF_BYTES, decode_text, load_text, looks_binary
@@ -195,17 +189,15 @@ def load_bytes(
     *,
     filename: str,
     mime: str | None = None,
-    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
-    max_word_xml: int = DEFAULT_MAX_WORD_XML,
-    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
+    office_limits: OfficeLimits = DEFAULT_OFFICE_LIMITS,
     dropped_blocks: frozenset[str] = frozenset(),
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
 ) -> LoadedDocument:
     """Parse an uploaded or stored file. Raises IngestError for input we cannot index.
 
-    `max_uncompressed` bounds what an Office file (a zip) may expand to, and
-    `max_word_xml` and `max_powerpoint_xml` the XML of a Word or PowerPoint file;
+    `office_limits` bound what a Word, PowerPoint or Excel file (a zip) may expand to
+    and make its parser build;
     `dropped_blocks` are an HTML site's repeated blocks (html.repeated_blocks);
     `ocr` reads a PDF's scanned pages ("auto", "off" or an engine: loaders.ocr),
     at most `ocr_max_pages` of them.
@@ -220,13 +212,9 @@ def load_bytes(
     if fmt == MARKDOWN:
         return load_markdown(data, filename=filename)
     if fmt in (DOCX, PPTX):
-        return load_office(
-            data, filename=filename, ext=fmt,
-            max_uncompressed=max_uncompressed, max_word_xml=max_word_xml,
-            max_powerpoint_xml=max_powerpoint_xml,
-        )  # fmt: skip
+        return load_office(data, filename=filename, ext=fmt, limits=office_limits)
     if fmt == XLSX:
-        return load_workbook(data, filename=filename, max_uncompressed=max_uncompressed)
+        return load_workbook(data, filename=filename, limits=office_limits)
     if fmt == CODE:
         return load_code(data, filename=filename)
     if fmt == DELIMITED:

@@ -32,6 +32,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 
 from indexing.loaders.html import table_text
 from indexing.loaders.markdown import Heading, sections_from_headings
+from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.text import normalize_newlines, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
@@ -43,21 +44,11 @@ os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("SCARF_NO_ANALYTICS", "true")
 os.environ.setdefault("UNSTRUCTURED_DISABLE_NOTICE", "1")
 
-DEFAULT_MAX_UNCOMPRESSED = 200_000_000
 MAX_COMPRESSION_RATIO = 100
 # Small XML parts (styles, empty tables) legitimately compress >100x; a ratio
 # only says "bomb" once the member is big enough to hurt.
 RATIO_CHECK_MIN_BYTES = 1024 * 1024
 MAX_MEMBERS = 10_000
-# Parsing a Word file takes up to ~100 bytes of memory per byte of its XML (a document
-# of one-word paragraphs: python-docx's and unstructured's objects for each of them),
-# ~6 for ordinary prose (bench/ingest_memory.py). 10 MiB of XML keeps the worst case
-# near 1 GB, where the total cap alone let it reach ~15 GB.
-DEFAULT_MAX_WORD_XML = 10 * 1024 * 1024
-# PowerPoint alike: python-pptx's tree and unstructured's element for each paragraph took
-# ~100 bytes a byte of slide XML (a slide of 4-letter paragraphs: 1.2 MB of XML, 120 MB);
-# unbounded, a 1.55 MB upload of them took 1.9 GB and 309 s.
-DEFAULT_MAX_POWERPOINT_XML = 10 * 1024 * 1024
 _CONTENT_TYPES_NS = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -226,28 +217,22 @@ def _office_kind(ext: str) -> str:
 
 
 def load_office(
-    data: bytes,
-    *,
-    filename: str,
-    ext: str,
-    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
-    max_word_xml: int = DEFAULT_MAX_WORD_XML,
-    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
+    data: bytes, *, filename: str, ext: str, limits: OfficeLimits = DEFAULT_OFFICE_LIMITS
 ) -> LoadedDocument:
-    """A Word or PowerPoint file's text. `max_uncompressed` bounds what the zip expands
-    to; `max_word_xml` and `max_powerpoint_xml` the XML its parsers build trees of."""
+    """A Word or PowerPoint file's text. `limits` bound what the zip expands to and the
+    XML its parsers build trees of (the Word or the PowerPoint bound, by `ext`)."""
     if ext not in _MAIN_PARTS:
         raise ValueError(f"not an Office extension: {ext}")
     kind = _office_kind(ext)
-    check_zip(data, kind=kind, max_uncompressed=max_uncompressed)
+    check_zip(data, kind=kind, max_uncompressed=limits.max_uncompressed)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         names = set(archive.namelist())
         if "[Content_Types].xml" not in names or _MAIN_PARTS[ext] not in names:
             raise IngestError(f"Could not read {kind} file: corrupt Office file")
         if ext == ".docx":
-            check_word_xml(archive, max_xml=max_word_xml)
+            check_word_xml(archive, max_xml=limits.max_word_xml)
         elif ext == ".pptx":
-            check_powerpoint_xml(archive, max_xml=max_powerpoint_xml)
+            check_powerpoint_xml(archive, max_xml=limits.max_powerpoint_xml)
         core_title = _core_title(archive) if "docProps/core.xml" in names else None
 
     partition = _partitioners()[ext]

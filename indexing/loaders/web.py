@@ -19,11 +19,7 @@ from indexing.loaders.detect import PDF, container_format, load_bytes, source_ty
 from indexing.loaders.html import html_to_document
 from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
-from indexing.loaders.office import (
-    DEFAULT_MAX_POWERPOINT_XML,
-    DEFAULT_MAX_UNCOMPRESSED,
-    DEFAULT_MAX_WORD_XML,
-)
+from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.text import decode_text, normalize_newlines
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -504,21 +500,18 @@ def _load_as_download(
     mime: str | None,
     ocr: str | OcrEngine | None,
     ocr_max_pages: int | None,
-    max_uncompressed: int,
-    max_word_xml: int,
-    max_powerpoint_xml: int,
+    office_limits: OfficeLimits,
 ) -> LoadedDocument:
     """What uploading `data` under the URL's file name gives, every unit located by the URL.
 
-    The upload limits apply: OCR pages, and what an Office file (a zip) expands to.
+    The upload limits apply: OCR pages, and what an Office file (a zip) may expand to and
+    make its parser build.
     """
     doc = load_bytes(
         data,
         filename=_url_filename(url),
         mime=mime,
-        max_uncompressed=max_uncompressed,
-        max_word_xml=max_word_xml,
-        max_powerpoint_xml=max_powerpoint_xml,
+        office_limits=office_limits,
         ocr=ocr,
         ocr_max_pages=ocr_max_pages,
     )
@@ -532,17 +525,14 @@ def load_fetched(
     *,
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
-    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
-    max_word_xml: int = DEFAULT_MAX_WORD_XML,
-    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
+    office_limits: OfficeLimits = DEFAULT_OFFICE_LIMITS,
 ) -> LoadedDocument:
     """Parse a fetched resource by its Content-Type (falling back to the URL's extension),
     unless its bytes plainly say PDF or Office: then it is read as that, as an upload
     under another name is (a PDF served as text/html is not indexed as its source).
 
-    `ocr`, `ocr_max_pages`, `max_uncompressed`, `max_word_xml` and `max_powerpoint_xml`
-    are `load_bytes`'s
-    upload limits.
+    `ocr`, `ocr_max_pages` and `office_limits` are the upload limits, as `load_bytes`
+    takes them.
     """
     url = resource.url
     ctype, charset = _split_content_type(resource.content_type)
@@ -573,8 +563,7 @@ def load_fetched(
         text = _decode_web_text(data, charset)
         doc = _load_as_download(
             text.encode("utf-8"), url=url, mime=ctype, ocr=ocr,
-            ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
-            max_word_xml=max_word_xml, max_powerpoint_xml=max_powerpoint_xml,
+            ocr_max_pages=ocr_max_pages, office_limits=office_limits,
         )  # fmt: skip
     elif ctype == "text/plain":
         text = _decode_web_text(data, charset)
@@ -588,8 +577,7 @@ def load_fetched(
         # application/octet-stream, a .docx, source code...: treat it as a download.
         doc = _load_as_download(
             data, url=url, mime=ctype or None, ocr=ocr,
-            ocr_max_pages=ocr_max_pages, max_uncompressed=max_uncompressed,
-            max_word_xml=max_word_xml, max_powerpoint_xml=max_powerpoint_xml,
+            ocr_max_pages=ocr_max_pages, office_limits=office_limits,
         )  # fmt: skip
     doc.metadata.update(meta)
     return doc
@@ -604,9 +592,7 @@ def load_url(
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
-    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED,
-    max_word_xml: int = DEFAULT_MAX_WORD_XML,
-    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML,
+    office_limits: OfficeLimits = DEFAULT_OFFICE_LIMITS,
 ) -> LoadedDocument:
     resource = fetch_url(
         url,
@@ -616,7 +602,5 @@ def load_url(
         max_redirects=max_redirects,
     )
     return load_fetched(
-        resource, ocr=ocr, ocr_max_pages=ocr_max_pages,
-        max_uncompressed=max_uncompressed, max_word_xml=max_word_xml,
-        max_powerpoint_xml=max_powerpoint_xml,
-    )  # fmt: skip
+        resource, ocr=ocr, ocr_max_pages=ocr_max_pages, office_limits=office_limits
+    )

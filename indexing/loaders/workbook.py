@@ -20,21 +20,23 @@ from openpyxl.xml.constants import SHARED_STRINGS, SHEET_MAIN_NS
 from indexing.loaders.delimited import row_line, table_lines
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office import check_zip
+from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.text import title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
-MAX_CELLS = 2_000_000  # a workbook's cells, empty ones between filled ones counted
 MAX_ROWS = 1_048_576  # a sheet's, as in Excel
 MAX_ROWS_READ = 4 * MAX_ROWS  # a workbook's, empty ones counted: about 2 s of reading
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
 def load_workbook(
-    data: bytes, *, filename: str, max_uncompressed: int, max_cells: int = MAX_CELLS
+    data: bytes, *, filename: str, limits: OfficeLimits = DEFAULT_OFFICE_LIMITS
 ) -> LoadedDocument:
-    """One unit a sheet; at most `max_cells` cells read in all, and as many shared strings."""
-    check_zip(data, kind="Excel", max_uncompressed=max_uncompressed)
+    """One unit a sheet; at most `limits.max_cells` cells read in all, and as many shared
+    strings; the zip expanding to at most `limits.max_uncompressed`."""
+    check_zip(data, kind="Excel", max_uncompressed=limits.max_uncompressed)
+    max_cells = limits.max_cells
     try:
         reader = _BoundedReader(io.BytesIO(data), max_strings=max_cells)
         reader.read()

@@ -19,7 +19,7 @@ import pytest
 
 from indexing.chunking import ChunkBudget, chunk_unit, count_tokens, tokens
 from indexing.chunking.tokens import max_chars_for, split_by_tokens, token_spans
-from indexing.loaders import load_bytes
+from indexing.loaders import OfficeLimits, load_bytes
 from indexing.loaders.office import load_office
 from indexing.types import KIND_PROSE, IngestError, RawUnit
 
@@ -195,12 +195,14 @@ def test_the_word_xml_limit_is_a_parameter_and_says_what_was_too_large() -> None
     # python-docx's template holds 0.4 MB of XML it parses (styles), the body 0.7 MB more.
     data = docx_with_paragraphs(["Run the installer and accept the licence."] * 10_000)
     with pytest.raises(IngestError) as refused:
-        load_office(data, filename="manual.docx", ext=".docx", max_word_xml=1_000_000)
+        load_office(data, filename="manual.docx", ext=".docx",
+                    limits=OfficeLimits(max_word_xml=1_000_000))
     assert str(refused.value) == (
         "Word file is too large to parse: its XML expands to 1.1 MB ('word/document.xml' "
         "0.7 MB of it), over the 1.0 MB limit; the INGEST_MAX_WORD_XML_BYTES setting raises it"
     )
-    loaded = load_office(data, filename="manual.docx", ext=".docx", max_word_xml=2_000_000)
+    loaded = load_office(data, filename="manual.docx", ext=".docx",
+                         limits=OfficeLimits(max_word_xml=2_000_000))
     assert loaded.text.startswith("Run the installer")
 
 
@@ -221,7 +223,7 @@ def test_xml_parts_python_docx_does_not_parse_do_not_count() -> None:
         archive.writestr("word/media/figure1.svg", figure)
     assert len(figure) > 3_000_000
     loaded = load_office(out.getvalue(), filename="figures.docx", ext=".docx",
-                         max_word_xml=2_000_000)
+                         limits=OfficeLimits(max_word_xml=2_000_000))
     assert loaded.text.startswith("A figure follows.")
 
 
@@ -233,7 +235,8 @@ def test_a_main_document_stored_under_another_name_counts_too() -> None:
     data = docx_with_paragraphs(["Hidden body text."] * 12_000, main_part="word/body.bin")
     assert zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").file_size < 2_000
     with pytest.raises(IngestError, match=r"\('word/body\.bin' 0\.6 MB of it\)"):
-        load_office(data, filename="renamed.docx", ext=".docx", max_word_xml=800_000)
+        load_office(data, filename="renamed.docx", ext=".docx",
+                    limits=OfficeLimits(max_word_xml=800_000))
 
 
 # --- PowerPoint ---------------------------------------------------------------------------
@@ -262,7 +265,8 @@ def test_a_powerpoint_file_over_its_xml_limit_is_refused_unparsed_naming_the_set
              for _ in range(5_000)]
     data = pptx_with_paragraphs(words)
     with pytest.raises(IngestError) as refused:
-        load_office(data, filename="tides.pptx", ext=".pptx", max_powerpoint_xml=200_000)
+        load_office(data, filename="tides.pptx", ext=".pptx",
+                    limits=OfficeLimits(max_powerpoint_xml=200_000))
     assert str(refused.value) == (
         "PowerPoint file is too large to parse: its XML expands to 0.3 MB "
         "('ppt/slides/slide1.xml' 0.2 MB of it), over the 0.2 MB limit; "
@@ -270,11 +274,14 @@ def test_a_powerpoint_file_over_its_xml_limit_is_refused_unparsed_naming_the_set
     )
     # The same limit through load_bytes, as an upload or a download reaches it.
     with pytest.raises(IngestError, match="INGEST_MAX_POWERPOINT_XML_BYTES"):
-        load_bytes(data, filename="tides.pptx", max_powerpoint_xml=200_000)
-    loaded = load_office(data, filename="tides.pptx", ext=".pptx", max_powerpoint_xml=400_000)
+        load_bytes(data, filename="tides.pptx",
+                   office_limits=OfficeLimits(max_powerpoint_xml=200_000))
+    loaded = load_office(data, filename="tides.pptx", ext=".pptx",
+                         limits=OfficeLimits(max_powerpoint_xml=400_000))
     assert loaded.units[0].text.split("\n\n")[1:] == words
     # The Word limit is the Word file's own: it does not bound a deck.
-    assert load_office(data, filename="tides.pptx", ext=".pptx", max_word_xml=100).units
+    assert load_office(data, filename="tides.pptx", ext=".pptx",
+                       limits=OfficeLimits(max_word_xml=100)).units
 
 
 def test_a_slides_paragraphs_are_not_run_through_spacy() -> None:
@@ -338,10 +345,10 @@ def test_an_excel_files_shared_strings_spend_the_cell_budget() -> None:
     from indexing.loaders.workbook import load_workbook
 
     data = xlsx_with_shared_strings(1_000)
-    loaded = load_workbook(data, filename="tides.xlsx", max_uncompressed=10**8, max_cells=1_002)
+    loaded = load_workbook(data, filename="tides.xlsx", limits=OfficeLimits(max_cells=1_002))
     assert loaded.units[0].text == "| Tide | high water |"  # runs joined, phonetics left out
     with pytest.raises(IngestError) as refused:
-        load_workbook(data, filename="tides.xlsx", max_uncompressed=10**8, max_cells=1_001)
+        load_workbook(data, filename="tides.xlsx", limits=OfficeLimits(max_cells=1_001))
     assert str(refused.value) == (
         "Excel file has more than 1,001 shared strings (the cells it may hold); "
         "it cannot be read"

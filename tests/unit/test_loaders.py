@@ -15,6 +15,7 @@ import pytest
 
 from indexing.loaders import (
     FetchedResource,
+    OfficeLimits,
     RepoFile,
     detect_language,
     fetch_url,
@@ -639,7 +640,8 @@ def test_zip_bomb_docx_is_refused(zip_bomb_docx: bytes) -> None:
     assert time.monotonic() - started < 1  # refused from the directory, nothing inflated
     # The ratio check alone catches a smaller bomb under the size limit.
     with pytest.raises(IngestError, match="zip bomb"):
-        load_bytes(zip_bomb_docx, filename="bomb.docx", max_uncompressed=10**12)
+        load_bytes(zip_bomb_docx, filename="bomb.docx",
+                   office_limits=OfficeLimits(max_uncompressed=10**12))
 
 
 @pytest.mark.parametrize(

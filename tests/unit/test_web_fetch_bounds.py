@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from indexing.loaders import OfficeLimits
 from indexing.loaders.web import FetchedResource, fetch_url, load_fetched
 from indexing.types import KIND_CODE, IngestError
 from knowledge.source_types import SourceType
@@ -249,7 +250,7 @@ def test_an_office_download_is_held_to_the_uncompressed_limit() -> None:
     with zipfile.ZipFile(io.BytesIO(resource.data)) as archive:
         assert sum(member.file_size for member in archive.infolist()) > 10_000
     with pytest.raises(IngestError, match="zip bomb"):
-        load_fetched(resource, max_uncompressed=10_000)
+        load_fetched(resource, office_limits=OfficeLimits(max_uncompressed=10_000))
 
 
 def _scanned_pdf(pages: int) -> bytes:

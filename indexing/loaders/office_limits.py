@@ -1,0 +1,40 @@
+"""`OfficeLimits`: what a Word, PowerPoint or Excel file may make its parsers build.
+
+One value, made once by the caller that reads the settings (indexing.pipeline), and
+handed down through load_fetched and load_bytes to the loader of the file's format, so
+a new bound is a field here, not a keyword threaded through every function on the way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_MAX_UNCOMPRESSED = 200_000_000
+# Parsing a Word file takes up to ~100 bytes of memory per byte of its XML (a document
+# of one-word paragraphs: python-docx's and unstructured's objects for each of them),
+# ~6 for ordinary prose (bench/ingest_memory.py). 10 MiB of XML keeps the worst case
+# near 1 GB, where the total cap alone let it reach ~15 GB.
+DEFAULT_MAX_WORD_XML = 10 * 1024 * 1024
+# PowerPoint alike: python-pptx's tree and unstructured's element for each paragraph took
+# ~100 bytes a byte of slide XML (a slide of 4-letter paragraphs: 1.2 MB of XML, 120 MB);
+# unbounded, a 1.55 MB upload of them took 1.9 GB and 309 s.
+DEFAULT_MAX_POWERPOINT_XML = 10 * 1024 * 1024
+MAX_CELLS = 2_000_000  # a workbook's cells, empty ones between filled ones counted
+
+
+@dataclass(frozen=True)
+class OfficeLimits:
+    """The bounds an Office file is held to. The defaults serve callers without settings
+    (tests, bench/); the service passes its settings' values (pipeline.office_limits)."""
+
+    # What the zip may expand to in all (INGEST_MAX_UNCOMPRESSED_BYTES).
+    max_uncompressed: int = DEFAULT_MAX_UNCOMPRESSED
+    # The XML parts python-docx parses, in all (INGEST_MAX_WORD_XML_BYTES).
+    max_word_xml: int = DEFAULT_MAX_WORD_XML
+    # The XML parts python-pptx parses, in all (INGEST_MAX_POWERPOINT_XML_BYTES).
+    max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML
+    # An Excel workbook's cells, and as many shared strings (no setting).
+    max_cells: int = MAX_CELLS
+
+
+DEFAULT_OFFICE_LIMITS = OfficeLimits()  # one instance, shared by the loaders' signatures
