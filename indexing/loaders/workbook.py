@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import sys
 import zipfile
 from typing import IO, Any
 from xml.etree import ElementTree
@@ -22,11 +23,13 @@ from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office import check_zip
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.text import title_from_filename
+from indexing.loaders.workbook_scan import TagCount, count_tags
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
 MAX_ROWS = 1_048_576  # a sheet's, as in Excel
 MAX_ROWS_READ = 4 * MAX_ROWS  # a workbook's, empty ones counted: about 2 s of reading
+MAX_COLUMNS = 16_384  # a row's, as in Excel (A to XFD)
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
@@ -38,7 +41,7 @@ def load_workbook(
     check_zip(data, kind="Excel", max_uncompressed=limits.max_uncompressed)
     max_cells = limits.max_cells
     try:
-        reader = _BoundedReader(io.BytesIO(data), max_strings=max_cells)
+        reader = _BoundedReader(io.BytesIO(data), max_cells=max_cells)
         reader.read()
         book = reader.wb
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError) as exc:
@@ -79,12 +82,10 @@ def _lines(sheet: Any, budget: dict[str, int]) -> list[str]:
             raise IngestError(f"Excel sheet {sheet.title!r} has rows past row {MAX_ROWS:,}, "
                               "the last Excel has; it cannot be read")
         if budget["rows"] < 0:
-            raise IngestError(f"Excel file has more than {MAX_ROWS_READ:,} rows; "
-                              "it cannot be read")
+            raise IngestError(_too_many_rows())
         budget["cells"] -= len(values)
         if budget["cells"] < 0:
-            raise IngestError(f"Excel file has more than {budget['max_cells']:,} cells; "
-                              "it cannot be read")
+            raise IngestError(_too_many_cells(budget["max_cells"]))
         rows.append(row_line([_cell(v) for v in values]))
     return table_lines(rows)
 
@@ -99,17 +100,60 @@ class _BoundedReader(ExcelReader):
     strings table, which openpyxl reads whole before any sheet: every string a workbook
     holds, whether a cell uses it or not, so the cell budget never saw them. A million
     4-letter strings (a 3.5 MB file) took 30 s and 280 MB: openpyxl builds an object a
-    string and keeps every parsed <si> element attached to the tree."""
+    string and keeps every parsed <si> element attached to the tree.
 
-    def __init__(self, source: IO[bytes], *, max_strings: int) -> None:
+    Before anything is parsed, the sheets' rows and cells and the table's strings are
+    counted (workbook_scan): a workbook the bounds would refuse is refused then, not
+    after its parse spent them. The bounds applied while reading stay, should the count
+    be fooled (a namespace prefix longer than it looks for)."""
+
+    def __init__(self, source: IO[bytes], *, max_cells: int) -> None:
         super().__init__(source, read_only=True, data_only=True)
-        self.max_strings = max_strings
+        self.max_cells = max_cells
 
     def read_strings(self) -> None:
+        """Put off to read_worksheets: the sheets' cells are counted before the table is
+        read, which is where the table's strings get counted too."""
+
+    def read_worksheets(self) -> None:
+        self._refuse_by_count()
         part = self.package.find(SHARED_STRINGS)
         if part is not None:
             with self.archive.open(part.PartName[1:]) as source:
-                self.shared_strings = _shared_strings(source, self.max_strings)
+                self.shared_strings = _shared_strings(source, self.max_cells)
+        super().read_worksheets()
+
+    def _refuse_by_count(self) -> None:
+        """IngestError if the sheets openpyxl will read hold more rows or cells than the
+        budget, a row wider than Excel's, or the table more strings than the budget."""
+        unlimited = sys.maxsize  # for the counts that bound nothing in the part read
+        counted: dict[str, TagCount] = {}  # a part listed twice is read twice, counted once
+        rows = cells = 0
+        for sheet, rel in self.parser.find_sheets():
+            if rel.target not in self.valid_files or "chartsheet" in rel.Type:
+                continue  # as read_worksheets: a chartsheet holds no cells
+            if rel.target not in counted:
+                most = TagCount(rows=MAX_ROWS_READ - rows, cells=self.max_cells - cells,
+                                widest=MAX_COLUMNS, strings=unlimited)
+                with self.archive.open(rel.target) as source:
+                    counted[rel.target] = count_tags(source, most=most)
+            found = counted[rel.target]
+            if found.widest > MAX_COLUMNS:
+                raise IngestError(f"Excel sheet {sheet.name!r} has a row of more than "
+                                  f"{MAX_COLUMNS:,} cells, the columns Excel has; "
+                                  "it cannot be read")
+            rows, cells = rows + found.rows, cells + found.cells
+            if rows > MAX_ROWS_READ:
+                raise IngestError(_too_many_rows())
+            if cells > self.max_cells:
+                raise IngestError(_too_many_cells(self.max_cells))
+        part = self.package.find(SHARED_STRINGS)
+        if part is not None:
+            most = TagCount(rows=unlimited, cells=unlimited, widest=unlimited,
+                            strings=self.max_cells)
+            with self.archive.open(part.PartName[1:]) as source:
+                if count_tags(source, most=most).strings > self.max_cells:
+                    raise IngestError(_too_many_strings(self.max_cells))
 
 
 def _shared_strings(source: IO[bytes], limit: int) -> list[str]:
@@ -125,8 +169,7 @@ def _shared_strings(source: IO[bytes], limit: int) -> list[str]:
                 root = node
             elif event == "end" and node.tag == _SI:
                 if len(strings) == limit:
-                    raise IngestError(f"Excel file has more than {limit:,} shared strings "
-                                      f"(the cells it may hold); it cannot be read")
+                    raise IngestError(_too_many_strings(limit))
                 parts = [child.text or "" for child in node if child.tag == _T]
                 for run in node:
                     if run.tag == _R:
@@ -136,6 +179,19 @@ def _shared_strings(source: IO[bytes], limit: int) -> list[str]:
     except ElementTree.ParseError:
         raise IngestError("Could not read Excel file: corrupt shared strings") from None
     return strings
+
+
+def _too_many_rows() -> str:
+    return f"Excel file has more than {MAX_ROWS_READ:,} rows; it cannot be read"
+
+
+def _too_many_cells(limit: int) -> str:
+    return f"Excel file has more than {limit:,} cells; it cannot be read"
+
+
+def _too_many_strings(limit: int) -> str:
+    return (f"Excel file has more than {limit:,} shared strings (the cells it may hold); "
+            "it cannot be read")
 
 
 def _cell(value: Any) -> str:

@@ -353,3 +353,106 @@ def test_an_excel_files_shared_strings_spend_the_cell_budget() -> None:
         "Excel file has more than 1,001 shared strings (the cells it may hold); "
         "it cannot be read"
     )
+
+
+def xlsx_with_sheet_data(rows: str) -> bytes:
+    """A one-sheet workbook (openpyxl's) whose <sheetData> holds `rows`, XML as given."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = 1
+    buffer = io.BytesIO()
+    book.save(buffer)
+    source = zipfile.ZipFile(buffer)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            part = source.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                head, rest = part.split(b"<sheetData>", 1)
+                part = head + b"<sheetData>" + rows.encode() + rest[rest.index(b"</sheetData>"):]
+            archive.writestr(info.filename, part)
+    return out.getvalue()
+
+
+def numeric_rows(count: int, width: int) -> str:
+    return "".join(
+        f'<row r="{row}">' + "".join(f"<c><v>{row * width + n}</v></c>" for n in range(width))
+        + "</row>"
+        for row in range(1, count + 1)
+    )
+
+
+def _unparsed(*args: object, **kwargs: object) -> None:
+    raise AssertionError("parsed before the workbook was refused")
+
+
+@pytest.mark.parametrize("case", ["cells", "strings", "cells before strings", "rows"])
+def test_a_workbook_over_its_bounds_is_refused_before_openpyxl_parses_it(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its sheets' and shared strings table's start tags are counted first: openpyxl
+    parsing up to the bound before refusing took 2.1 million cells 9 s of CPU, as many
+    shared strings 6 s and 235 MB (bench/xlsx_refusal.py)."""
+    from openpyxl.worksheet._reader import WorkSheetParser
+
+    from indexing.loaders import workbook
+
+    data, limits, refusal = {
+        "cells": (xlsx_with_sheet_data(numeric_rows(143, 7)), OfficeLimits(max_cells=1_000),
+                  "Excel file has more than 1,000 cells; it cannot be read"),
+        "strings": (xlsx_with_shared_strings(1_000), OfficeLimits(max_cells=1_001),
+                    "Excel file has more than 1,001 shared strings (the cells it may hold); "
+                    "it cannot be read"),
+        "cells before strings": (xlsx_with_shared_strings(10), OfficeLimits(max_cells=1),
+                                 "Excel file has more than 1 cells; it cannot be read"),
+        "rows": (xlsx_with_sheet_data(numeric_rows(1_001, 1)), OfficeLimits(),
+                 "Excel file has more than 1,000 rows; it cannot be read"),
+    }[case]
+    # Within the bounds, the same files are read.
+    ample = OfficeLimits(max_cells=limits.max_cells + 1_000)
+    assert workbook.load_workbook(data, filename="ok.xlsx", limits=ample).units[0].text
+    monkeypatch.setattr(workbook, "MAX_ROWS_READ", 1_000)  # a workbook's rows, not 4 million
+    monkeypatch.setattr(WorkSheetParser, "parse_row", _unparsed)
+    monkeypatch.setattr(workbook, "_shared_strings", _unparsed)
+    with pytest.raises(IngestError) as refused:
+        workbook.load_workbook(data, filename="over.xlsx", limits=limits)
+    assert str(refused.value) == refusal
+
+
+def test_a_row_wider_than_excels_columns_is_refused_before_it_is_parsed() -> None:
+    """openpyxl parses a row whole before yielding it, so the cell budget saw a row only
+    once it was built: a row of a million cells (a 3.9 MB file) took 624 MB, and one of
+    as many as the budget allows would take about 1.3 GB. No Excel row has more than
+    16,384 cells (A to XFD)."""
+    from indexing.loaders.workbook import load_workbook
+
+    widest = load_workbook(xlsx_with_sheet_data(numeric_rows(1, 16_384)), filename="w.xlsx")
+    assert widest.units[0].text.count("|") == 16_385
+    with pytest.raises(IngestError) as refused:
+        load_workbook(xlsx_with_sheet_data(numeric_rows(1, 16_385)), filename="wider.xlsx")
+    assert str(refused.value) == (
+        "Excel sheet 'Sheet' has a row of more than 16,384 cells, the columns Excel has; "
+        "it cannot be read"
+    )
+
+
+def test_tags_are_counted_under_any_prefix_and_across_the_blocks_they_are_read_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from indexing.loaders import workbook_scan
+    from indexing.loaders.workbook_scan import TagCount, count_tags
+
+    sheet = (b'<x:worksheet xmlns:x="urn:main"><x:cols><x:col min="1"/></x:cols><x:sheetData>'
+             b'<x:row r="1"><x:c r="A1"><x:v>1</x:v></x:c><x:c/><x:c\n t="s"><x:v>0</x:v></x:c>'
+             b'</x:row><x:row/><row><c><v>2</v></c></row></x:sheetData><x:rowBreaks/>'
+             b'<conditionalFormatting><cfRule type="x"/></conditionalFormatting></x:worksheet>')
+    table = b'<sst><si><t>a</t></si><si/><si><r><t>b</t></r><rPh><t>c</t></rPh></si></sst>'
+    unbounded = TagCount(rows=99, cells=99, widest=99, strings=99)
+    for block in (1, 2, 3, 5, 8, 13, 40, 1 << 20):
+        monkeypatch.setattr(workbook_scan, "_BLOCK", block)
+        assert count_tags(io.BytesIO(sheet), most=unbounded) == TagCount(3, 4, 3, 0), block
+        assert count_tags(io.BytesIO(table), most=unbounded) == TagCount(0, 0, 0, 3), block
+    # Reading stops at the end of the block where a count passed its bound.
+    monkeypatch.setattr(workbook_scan, "_BLOCK", 8)
+    assert count_tags(io.BytesIO(sheet), most=TagCount(99, 1, 99, 99)) == TagCount(1, 2, 2, 0)
