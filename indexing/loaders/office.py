@@ -22,9 +22,10 @@ import io
 import os
 import threading
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import IO, Any
 from xml.etree import ElementTree
 
 # billiard, not celery: the pure core stays free of the framework (the same class).
@@ -73,7 +74,7 @@ def _never(text: str, *args: object, **kwargs: object) -> bool:
 
 
 @cache
-def _partitioners() -> dict[str, Callable[..., list[Any]]]:
+def _partitioners() -> dict[str, Callable[..., Iterable[Any]]]:
     """Import unstructured lazily (it costs seconds) and make it offline-safe first."""
     with _patch_lock:
         from unstructured.nlp import tokenize
@@ -89,7 +90,14 @@ def _partitioners() -> dict[str, Callable[..., list[Any]]]:
 
         from unstructured.partition import pptx as unstructured_pptx
         from unstructured.partition.docx import partition_docx
-        from unstructured.partition.pptx import partition_pptx
+
+        if not all(hasattr(unstructured_pptx, name)
+                   for name in ("_PptxPartitioner", "PptxPartitionerOptions")):
+            raise RuntimeError(
+                "unstructured.partition.pptx no longer has _PptxPartitioner/"
+                "PptxPartitionerOptions; update indexing/loaders/office.py for this "
+                "unstructured version"
+            )
 
         # A slide's body paragraph is classified as narrative text or title by running
         # spaCy over it: two thirds of the time of a deck of short paragraphs (100,000 of
@@ -102,7 +110,28 @@ def _partitioners() -> dict[str, Callable[..., list[Any]]]:
         unstructured_pptx.is_possible_narrative_text = _never
         unstructured_pptx.is_possible_title = _never
 
-    return {".docx": partition_docx, ".pptx": partition_pptx}
+    return {".docx": partition_docx, ".pptx": _slide_elements}
+
+
+def _slide_elements(file: IO[bytes]) -> Iterator[Any]:
+    """partition_pptx's elements, each made as it is read and dropped after.
+
+    partition_pptx lists them all, then its decorators copy every element and its
+    metadata and hash each for an id and a parent we never read: a slide of 100,000
+    4-letter paragraphs (3.7 MB of XML) took load_office 330 MB, 89 bytes a byte of XML;
+    read as they are made, 82 MB (bench/pptx_memory.py; the rest is mostly python-pptx's
+    tree). This is partition_pptx's own partitioner, with its defaults but for page
+    breaks (none) and speaker notes (read by _speaker_notes): the same elements, text,
+    categories, depths and slide numbers.
+    """
+    from unstructured.partition.pptx import PptxPartitionerOptions, _PptxPartitioner
+    from unstructured.partition.utils.constants import PartitionStrategy
+
+    options = PptxPartitionerOptions(
+        file=file, file_path=None, include_page_breaks=False, include_slide_notes=False,
+        infer_table_structure=True, strategy=PartitionStrategy.FAST,
+    )
+    return _PptxPartitioner.iter_presentation_elements(options)
 
 
 def check_zip(data: bytes, *, kind: str, max_uncompressed: int) -> None:
@@ -236,22 +265,18 @@ def load_office(
         core_title = _core_title(archive) if "docProps/core.xml" in names else None
 
     partition = _partitioners()[ext]
-    kwargs: dict[str, Any] = {
-        "file": io.BytesIO(data),
-        "include_page_breaks": False,
-        # [""] skips language detection: we do not use it, and langdetect is random.
-        "languages": [""],
-    }
-    try:
-        elements = partition(**kwargs)
-        # Speaker notes are content users search for; unstructured puts them before the
-        # slide's title, so they are read here and put after the slide's own text.
-        notes = _speaker_notes(data) if ext == ".pptx" else None
-    except (IngestError, SoftTimeLimitExceeded):
-        raise  # the worker's time limit is no fault of the file
-    except Exception as exc:  # python-docx/pptx raise KeyError, ValueError, lxml errors...
-        reason = str(exc).strip() or type(exc).__name__
-        raise IngestError(f"Could not read {kind} file: {reason[:200]}") from None
+    elements: Iterable[Any]
+    notes: dict[int, str] | None = None
+    with _file_faults(kind):
+        if ext == ".pptx":
+            # Speaker notes are content users search for; unstructured puts them before the
+            # slide's title, so they are read here and put after the slide's own text.
+            notes = _speaker_notes(data)
+            elements = _as_read(partition(io.BytesIO(data)), kind=kind)
+        else:
+            # [""] skips language detection: we do not use it, and langdetect is random.
+            elements = partition(file=io.BytesIO(data), include_page_breaks=False,
+                                 languages=[""])
 
     doc = elements_to_document(
         elements, filename=filename, mime=OFFICE_MIMES[ext], slides=notes
@@ -259,6 +284,24 @@ def load_office(
     if core_title:
         doc.title = core_title
     return doc
+
+
+@contextmanager
+def _file_faults(kind: str) -> Iterator[None]:
+    """What a parser raises inside is the file's fault: IngestError, saying so."""
+    try:
+        yield
+    except (IngestError, SoftTimeLimitExceeded):
+        raise  # the worker's time limit is no fault of the file
+    except Exception as exc:  # python-docx/pptx raise KeyError, ValueError, lxml errors...
+        reason = str(exc).strip() or type(exc).__name__
+        raise IngestError(f"Could not read {kind} file: {reason[:200]}") from None
+
+
+def _as_read(elements: Iterator[Any], *, kind: str) -> Iterator[Any]:
+    """`elements`, made as they are read: the parser's faults on the way are the file's."""
+    with _file_faults(kind):
+        yield from elements
 
 
 def _speaker_notes(data: bytes) -> dict[int, str]:
