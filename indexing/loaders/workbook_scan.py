@@ -35,14 +35,14 @@ class TagCount:
     widest: int = 0  # the most cells one row holds
     strings: int = 0
 
-    def passes(self, most: TagCount) -> bool:
+    def exceeds(self, most: TagCount) -> bool:
         return (self.rows > most.rows or self.cells > most.cells
                 or self.widest > most.widest or self.strings > most.strings)
 
 
 def count_tags(source: IO[bytes], *, most: TagCount) -> TagCount:
     """The part's rows, cells (and its widest row's) and shared strings by their start
-    tags. Reading stops at the first block after which a count passes its `most`: the
+    tags. Reading stops at the first block after which a count exceeds its `most`: the
     counts are then only that far, enough for the caller to refuse the file."""
     rows = cells = widest = strings = 0
     width = 0  # cells since the last row tag: that row may go on in the next block
@@ -58,7 +58,7 @@ def count_tags(source: IO[bytes], *, most: TagCount) -> TagCount:
             else:
                 strings += 1
         widest = max(widest, width)
-        if TagCount(rows, cells, widest, strings).passes(most):
+        if TagCount(rows, cells, widest, strings).exceeds(most):
             break
     return TagCount(rows, cells, widest, strings)
 
