@@ -44,6 +44,7 @@ from typing import Final
 
 from citations import units
 from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_frequency
+from citations.contiguity import overlap
 from citations.grounding import Grounder
 from citations.rows import TABLE_COLUMNS, is_header, is_table_row, read_under, table_header
 from citations.sentences import split_passage
@@ -439,28 +440,6 @@ def _names_only(text: str) -> bool:
     return _code_line(text) and _NAMES_ONLY.fullmatch(text) is not None
 
 
-# Characters a passage's end and the next one's start must share to be read as
-# neighbouring chunks of one text (chunks overlap by CHUNK_OVERLAP_TOKENS).
-_OVERLAP_MIN: Final = 20
-
-
-def _overlap(text: str, following: str) -> int:
-    """How many characters of `text`'s end `following` starts with (neighbouring chunks
-    overlap), or 0. Looked for where `text`'s last characters occur in `following`, at
-    most a few times: a run of one repeated phrase is no reason to read it all again."""
-    probe = text[-_OVERLAP_MIN:]
-    if len(probe) < _OVERLAP_MIN:
-        return 0
-    at = following.find(probe)
-    for _ in range(3):
-        if at < 0:
-            return 0
-        if text.endswith(following[: at + _OVERLAP_MIN]):
-            return at + _OVERLAP_MIN
-        at = following.find(probe, at + 1)
-    return 0
-
-
 def _cut_at_end(text: str, start: int, end: int) -> bool:
     """Whether the passage's end cuts its last sentence: it runs to the end without the
     stop that closes a sentence (a row, a line of code or a title line has none of its own,
@@ -478,7 +457,7 @@ def _completed(text: str, start: int, following: str) -> str | None:
     """The sentence at `start` that the end of `text` cuts, run on into `following` where
     that passage continues the text; "" when `following` holds it whole from its start (quote
     it there), None when it does not continue the text."""
-    shared = _overlap(text, following)
+    shared = overlap(text, following)
     if not shared:
         return None
     if len(text) - shared <= start:

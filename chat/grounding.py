@@ -13,6 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from chat import citations
+from citations.contiguity import Place
 from citations.grounding import (
     AnswerGrounding,
     Grounder,
@@ -47,26 +48,32 @@ def grounder() -> Grounder:
 
 def check_answer(
     *, answer: str, passages: Mapping[int, str], titles: Mapping[int, str] | None = None,
-    max_pairs: int | None = None,
+    max_pairs: int | None = None, places: Mapping[int, Place] | None = None,
 ) -> AnswerGrounding:
     """An answer with [citation:n] tokens against the passage each number stands for
-    (at most `max_pairs` sentence–citation pairs of it: see Grounder.check_answer)."""
-    return grounder().check_answer(answer, passages, titles=titles, max_pairs=max_pairs)
+    (at most `max_pairs` sentence–citation pairs of it; `places`: where each lies, see
+    Grounder.check_answer)."""
+    return grounder().check_answer(answer, passages, titles=titles, max_pairs=max_pairs,
+                                   places=places)
 
 
 class TooMuchWork(ValueError):
     """A check would read more passage text than GROUNDING_CHECK_MAX_CHARS allows."""
 
 
-def _within_budget(answer: str, passages: Mapping[int, str]) -> None:
-    read, limit = characters_read(answer, passages), settings.GROUNDING_CHECK_MAX_CHARS
+def _within_budget(
+    answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
+) -> None:
+    read, limit = characters_read(answer, passages, places), settings.GROUNDING_CHECK_MAX_CHARS
     needed = sum(read.values())
     if needed > limit:
         most = max(read, key=read.__getitem__)
         raise TooMuchWork(
             f"Checking this answer would read {needed:,} characters of passage text; the "
             f"limit is {limit:,}. Every sentence that cites a passage reads all of it (twice "
-            "when the sentence cites more than one), so a passage cited by five sentences "
+            "when the sentence cites more than one, three times when it cites pieces of one "
+            "text, overlapping chunks, and another passage), so a passage cited by five "
+            "sentences "
             f"counts five times: the most read here is [{most}], {len(passages[most]):,} "
             f"characters read as {read[most]:,}. Check the answer in parts, or send shorter "
             "passages."
@@ -107,7 +114,7 @@ def check_thread_answer(*, thread, answer: str) -> dict[str, Any]:
     normalized = normalize(answer, issued.__contains__)
     cited = [citations.citation_json(entry)
              for entry in citations.entries(thread=thread, numbers=normalized.cited)]
-    _within_budget(normalized.text, {c["n"]: c["text"] for c in cited})
+    _within_budget(normalized.text, {c["n"]: c["text"] for c in cited}, _places(cited))
     grounded, grounding = _grounded(answer=normalized.text, citations=cited, max_pairs=None)
     return {
         "answer": normalized.text,
@@ -140,6 +147,10 @@ def _grounded(
         passages={c["n"]: c["text"] for c in citations},
         titles={c["n"]: c["document"]["title"] for c in citations if c["document"]["title"]},
         max_pairs=max_pairs,
+        # Where each passage lies says which are contiguous pieces of one document (chunks
+        # overlap), as no text can: a web result or an earlier turn has no place, and is
+        # joined to none.
+        places=_places(citations),
     )
     grounded = []
     for citation in citations:
@@ -148,6 +159,23 @@ def _grounded(
     grounding = result.to_dict()
     grounding.pop("citations")  # each citation carries its own support
     return grounded, grounding
+
+
+def _places(citations: list[dict[str, Any]]) -> dict[int, Place]:
+    return {c["n"]: place for c in citations if (place := _place(c)) is not None}
+
+
+def _place(citation: dict[str, Any]) -> Place | None:
+    """Where a knowledge-base passage lies: the text its locator's offsets index (its
+    document's, or a PDF page's, a slide's, a sheet's) and those offsets."""
+    locator, document = citation["locator"], citation["document"]["id"]
+    start, end = locator.get("char_start"), locator.get("char_end")
+    if citation["source_type"] != "kb_chunk" or document is None or not (
+        isinstance(start, int) and isinstance(end, int)
+    ):
+        return None
+    unit = tuple(locator.get(key) for key in ("page", "slide", "sheet"))
+    return Place((document, unit), start, end)
 
 
 def _support(support, locator: dict[str, Any]) -> dict[str, Any] | None:

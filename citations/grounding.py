@@ -39,6 +39,7 @@ import numpy as np
 
 from . import checks
 from .claims import Features, analyze, rarity, stem
+from .contiguity import Joined, Place, contiguous
 from .rows import cells, is_table_row, table_header
 from .sentences import Clause, Sentence, cited_clauses, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
@@ -135,6 +136,17 @@ def _unchecked(number: int, max_pairs: int) -> Support:
     )
 
 
+def _local(support: Support, joined: Joined, number: int) -> Support | None:
+    """A verdict on passages read joined, as passage ``number``'s own: its span the part
+    of the supporting sentences in that passage; None when none of them is, since it then
+    did not support the claim (its own check says what it does)."""
+    spans = joined.local(number, support.spans)
+    if not spans:
+        return None
+    span = (min(a for a, _ in spans), max(b for _, b in spans))
+    return replace(support, passage=number, span=span, spans=spans)
+
+
 def support_dict(support: Support) -> dict:
     data = asdict(support)
     data["span"] = (
@@ -173,16 +185,25 @@ def is_claim(sentence: Sentence) -> bool:
     return len(features.terms) >= 2 or bool(features.numbers and features.terms)
 
 
-def characters_read(answer: str, passages: Mapping[int, str]) -> dict[int, int]:
+def characters_read(
+    answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
+) -> dict[int, int]:
     """How much of each passage ``Grounder.check_answer`` reads for this answer: all of it
     once for every claim sentence citing it, and again when a sentence cites several (they
-    are also read together). What a check costs grows with the sum (a request's budget)."""
+    are also read together), and once more when those are contiguous pieces of one text
+    beside others (read joined on their own too: ``places`` as for check_answer). What a
+    check costs grows with the sum (a request's budget)."""
     read: dict[int, int] = {}
     for sentence in split_answer(answer):
         cited = [n for n in dict.fromkeys(sentence.citations) if n in passages]
         if cited and is_claim(sentence):
+            times = dict.fromkeys(cited, 2 if len(cited) > 1 else 1)
+            groups = contiguous(cited, passages, places) if len(cited) > 1 else []
+            for group in groups if len(groups) > 1 else ():
+                for n in group.offsets if len(group.offsets) > 1 else ():
+                    times[n] += 1
             for n in cited:
-                read[n] = read.get(n, 0) + len(passages[n]) * (2 if len(cited) > 1 else 1)
+                read[n] = read.get(n, 0) + len(passages[n]) * times[n]
     return read
 
 
@@ -298,10 +319,16 @@ class Grounder:
         *,
         titles: Mapping[int, str] | None = None,
         max_pairs: int | None = None,
+        places: Mapping[int, Place] | None = None,
     ) -> AnswerGrounding:
         """An answer with ``[citation:n]`` markers against the passage each number cites.
 
         ``titles`` optionally gives each number's document title (see ``check_claim``).
+        ``places`` optionally says where each number's passage lies in its document
+        (``citations.contiguity``; None: read from the texts): a sentence citing
+        contiguous pieces of one text (overlapping chunks) is also judged against them
+        joined, and each of them touched by what supports it there gets that verdict, with
+        its own part of the span.
         ``max_pairs`` bounds the work: a check costs about the same for each (claim
         sentence, number it cites) pair, whatever the passage's length (its analysis is
         cached), so claims are checked in order while their pairs fit; from the first that
@@ -310,7 +337,8 @@ class Grounder:
         titles = titles or {}
         sentences = split_answer(answer)
         claim_flags = [is_claim(s) for s in sentences]
-        keys: list[tuple[int, int | None]] = []  # (sentence index, number|None) of each job
+        # (sentence index, number | None: all it cites | Joined: contiguous ones) of each job
+        keys: list[tuple[int, int | Joined | None]] = []
         split_by_clause: set[int] = set()
         jobs: list[_Job] = []
         per_sentence: dict[int, dict[int | None, Support]] = {}
@@ -343,14 +371,30 @@ class Grounder:
                     jobs.append(_Job(claim.text, {number: passages[number]}, False, titles,
                                      claim.prose, claim.code))
             if len(cited) > 1:
+                # Pieces of one text that overlapping chunks cut apart are read as that text:
+                # a sentence one's end cuts is whole only there (the offline answerer
+                # completes it from the next chunk and cites both). Each is credited only
+                # with the part of the span that lies in it (below).
+                groups = contiguous(cited, passages, places)
+                for group in groups:
+                    if len(group.offsets) > 1:
+                        keys.append((index, group))
+                        jobs.append(_Job(sentence.text, {group.key: group.text}, False, titles,
+                                         sentence.claim, sentence.code))
                 # Facts combined from several cited passages support the sentence together.
                 keys.append((index, None))
-                jobs.append(_Job(sentence.text, {n: passages[n] for n in cited}, True, titles,
-                                 sentence.claim, sentence.code))
-        for (index, number), support in zip(keys, self._supports(jobs), strict=True):
-            known = per_sentence.setdefault(index, {}).get(number)
-            if known is None or _strength(support) > _strength(known):
-                per_sentence[index][number] = support
+                jobs.append(_Job(sentence.text, {g.key: g.text for g in groups},
+                                 len(groups) > 1, titles, sentence.claim, sentence.code))
+        for (index, target), support in zip(keys, self._supports(jobs), strict=True):
+            found = per_sentence.setdefault(index, {})
+            if isinstance(target, Joined):
+                uses = {n: _local(support, target, n) for n in target.offsets}
+            else:
+                uses = {target: support}
+            for number, use in uses.items():
+                known = found.get(number)
+                if use is not None and (known is None or _strength(use) > _strength(known)):
+                    found[number] = use
 
         results: list[SentenceGrounding] = []
         by_citation: dict[int, Support] = {}

@@ -273,3 +273,57 @@ def test_a_long_answer_citing_every_passage_checks_only_its_budget(llm, corpus, 
     assert len(found) == 200 and len(message["citations"]) == 8
     assert "unchecked" not in found[:25]
     assert found[25:] == ["unchecked"] * 175
+
+
+# --- A sentence cut by a chunk's end cites the chunk that finishes it -------------------
+
+BUOY = (
+    "The harbour office opens at nine on weekdays.\n\n"
+    "The Pelican mooring buoy, which marks the northern edge of the outer channel and carries "
+    "a green light flashing every four seconds, is repainted every April by the harbour crew "
+    "before the sailing season begins.\n\nStorm warnings are issued by the coast guard."
+)
+
+
+def test_an_offline_answer_across_two_overlapping_chunks_is_supported_by_both(
+    workspace, counting_embedder, tmp_path, api, settings
+):
+    # Small chunks: the buoy's sentence is cut after "by the harbour", and the next chunk,
+    # overlapping it, starts at "repainted every April …". The offline answerer quotes it
+    # whole and cites both; each pill is checked against the two read as the one text they
+    # are, and shows its own part of the sentence.
+    settings.LLM_PROVIDER = "extractive"
+    settings.CHUNK_MAX_TOKENS, settings.CHUNK_OVERLAP_TOKENS = 40, 8
+    path = tmp_path / "buoy.md"
+    path.write_text(BUOY)
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+
+    thread = api.post("/api/threads", {"title": ""}, format="json").json()["id"]
+    message = api.post(f"/api/threads/{thread}/messages",
+                       {"content": "When is the Pelican mooring buoy repainted?"},
+                       format="json").json()
+    first, second = message["citations"]
+    assert first["text"].endswith("by the harbour")
+    assert second["text"].startswith("repainted every April by the harbour crew")
+    assert message["resolved_content"].startswith(
+        "The Pelican mooring buoy, which marks the northern edge of the outer channel and "
+        "carries a green light flashing every four seconds, is repainted every April by the "
+        f"harbour crew before the sailing season begins. [citation:{first['n']}]"
+        f"[citation:{second['n']}]"
+    )
+    sentence = message["grounding"]["sentences"][0]
+    assert sentence["verdict"] == "supported"
+    assert {n: s["verdict"] for n, s in sentence["support"].items()} == {
+        str(first["n"]): "supported", str(second["n"]): "supported"
+    }
+    for citation, part in ((first, "The Pelican mooring buoy, which marks"),
+                           (second, "repainted every April by the harbour crew before")):
+        support = citation["support"]
+        assert support["verdict"] == "supported"
+        span = support["document_span"]
+        assert BUOY[span["char_start"]:span["char_end"]].startswith(part)
+    assert BUOY[first["support"]["document_span"]["char_end"] - 14:
+                first["support"]["document_span"]["char_end"]] == "by the harbour"
+    assert BUOY[:second["support"]["document_span"]["char_end"]].endswith(
+        "the sailing season begins.")

@@ -11,6 +11,7 @@ import hashlib
 import math
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -35,7 +36,8 @@ from citations.checks import (
     slot_issues,
 )
 from citations.claims import analyze, entities, numbers
-from citations.grounding import Grounder, Thresholds
+from citations.contiguity import Place
+from citations.grounding import Grounder, Thresholds, characters_read
 
 PASSAGE = (
     "Super Bowl 50 was an American football game to determine the champion of the NFL for "
@@ -1025,6 +1027,84 @@ def test_a_sentence_citing_two_passages_may_combine_their_facts(grounder) -> Non
     (sentence,) = result.sentences
     assert sentence.verdict == "supported"
     assert sentence.support[1].verdict != "supported"  # each alone says only half
+
+
+# Two overlapping chunks of one text: the first one's end cuts the M2 sentence, whose
+# rest ("ports.") only the second one holds.
+M2_DOCUMENT = (
+    "The tide is modelled as a sum of cosine waves.\n\nThe principal lunar constituent, M2, "
+    "has a period of 12.4206012\nhours (a speed of 28.9841042 degrees per hour) and dominates "
+    "the tide at most\nports. This module does not apply nodal corrections."
+)
+M2_CUT_AT = M2_DOCUMENT.index("\nports.")
+M2_NEXT_AT = M2_DOCUMENT.index("hours (a speed")
+M2_CHUNKS = {1: M2_DOCUMENT[:M2_CUT_AT], 2: M2_DOCUMENT[M2_NEXT_AT:]}
+M2_PLACES = {1: Place("predict.py", 0, M2_CUT_AT),
+             2: Place("predict.py", M2_NEXT_AT, len(M2_DOCUMENT))}
+M2_CUT = (
+    "The principal lunar constituent, M2, has a period of 12.4206012 hours (a speed of "
+    "28.9841042 degrees per hour) and dominates the tide at most ports. "
+    "[citation:1][citation:2]"
+)
+
+
+def test_a_sentence_citing_the_two_chunks_it_runs_across_is_supported_by_each(
+    grounder,
+) -> None:
+    for known in (M2_PLACES, None):  # by where the chunks lie, or by their texts alone
+        (sentence,) = grounder.check_answer(M2_CUT, M2_CHUNKS, places=known).sentences
+        assert sentence.verdict == "supported"
+        assert {n: s.verdict for n, s in sentence.support.items()} == {
+            1: "supported", 2: "supported"
+        }
+        # Each pill shows its own part of the sentence, in its own passage's offsets.
+        first, second = sentence.support[1], sentence.support[2]
+        assert M2_CHUNKS[1][slice(*first.span)].startswith("The principal lunar")
+        assert M2_CHUNKS[1][slice(*first.span)].endswith("at most")
+        assert M2_CHUNKS[2][slice(*second.span)] == (
+            "hours (a speed of 28.9841042 degrees per hour) and dominates the tide at most\n"
+            "ports."
+        )
+    # Read alone (no place says they are one text), the second chunk lacks the period.
+    (sentence,) = grounder.check_answer(M2_CUT, M2_CHUNKS, places={}).sentences
+    assert sentence.support[2].verdict == "partial"
+
+
+def test_only_passages_the_text_runs_on_across_are_read_joined(grounder) -> None:
+    # The supporting sentence lies in the first chunk only: the second, though it continues
+    # the text, does not say it, and keeps its own verdict.
+    opening = "The tide is modelled as a sum of cosine waves. [citation:1][citation:2]"
+    (sentence,) = grounder.check_answer(opening, M2_CHUNKS).sentences
+    assert sentence.support[1].verdict == "supported"
+    assert sentence.support[2].verdict != "supported"
+    # Pieces of one document with text between them, of two documents, or whose texts do
+    # not agree where their places overlap (one cited from an older version) are not one
+    # text: the second is judged alone.
+    rest = M2_CUT_AT + 1  # "ports. This module …", after the line break
+    apart = {1: M2_CHUNKS[1], 2: M2_DOCUMENT[rest:]}
+    unrelated = {
+        "gap": (apart, {1: M2_PLACES[1], 2: Place("predict.py", rest, len(M2_DOCUMENT))}),
+        "documents": (M2_CHUNKS, {1: M2_PLACES[1], 2: replace(M2_PLACES[2], source="tide.md")}),
+        "versions": ({1: M2_CHUNKS[1], 2: M2_CHUNKS[2].replace("at most", "in most")},
+                     M2_PLACES),
+        "texts": (apart, None),
+    }
+    for name, (passages, places) in unrelated.items():
+        (sentence,) = grounder.check_answer(M2_CUT, passages, places=places).sentences
+        assert sentence.support[2].verdict != "supported", name
+
+
+def test_pieces_of_one_text_cited_beside_another_passage_count_three_readings() -> None:
+    # Read alone, together with the others, and joined on their own: a request's budget
+    # counts every reading.
+    passages = {**M2_CHUNKS, 3: SECOND}
+    answer = M2_CUT.replace("[citation:2]", "[citation:2][citation:3]")
+    read = characters_read(answer, passages)
+    assert read == {1: 3 * len(M2_CHUNKS[1]), 2: 3 * len(M2_CHUNKS[2]), 3: 2 * len(SECOND)}
+    assert characters_read(M2_CUT, M2_CHUNKS) == {n: 2 * len(t) for n, t in M2_CHUNKS.items()}
+    assert characters_read(answer, passages, places={}) == {
+        n: 2 * len(t) for n, t in passages.items()
+    }
 
 
 def test_a_passage_cited_after_a_clause_answers_for_that_clause_only(grounder) -> None:
