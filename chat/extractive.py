@@ -13,8 +13,9 @@ sentences, chosen in three steps:
    shape of the answer (a date for "when", a date after "by" or "due" for "by when";
    for "how many", "how much did it cost", "how accurate" or "what does f() raise" the
    shape is required: a number, an amount of money, a measure, an exception; each shape
-   of a question asking two things counts), and penalties for boilerplate
-   repeated across passages, run-on blocks, fragments cut by a chunk's edge and
+   of a question asking two things counts; a value that names the answer itself, a
+   default's or a bound on an error for "how accurate", counts more), and penalties for
+   boilerplate repeated across passages, run-on blocks, fragments cut by a chunk's edge and
    passages that do not name the module or setting the question names. A sentence the
    passage's end cuts is completed from the next passage when that one continues it
    (chunks overlap) and cites both; an entry of a list of names in code is no sentence;
@@ -94,6 +95,21 @@ VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
 MEASURE: Final = (
     rf"(?:(?<![A-Za-z_])\d[.,]*|{_NUMBER_WORDS}[\d.,]*)(?:(?:\s+an?)?{units.AFTER_NUMBER.pattern}|\s?(?:%|percent\b))"
 )
+# How far off something is: a measure given as a bound or an error ("within 4 cm", "± 2
+# mm", "accurate to 1 m", "errors of around 11 cm", "4 cm RMS"), what "how close" or "how
+# accurate" asks for; not any measure ("raise water levels by half a metre": a change).
+# A cue reaches its measure within 25 characters ("errors of around 11 cm"): unbounded, a
+# long run of figures would be read again after every cue.
+_OFF_BY: Final = (
+    r"(?:\b(?i:within|accurate to|precise to|off by|errors?|deviations?|uncertaint(?:y|ies)"
+    r"|margins? of error|tolerances?|accuracy|precision)\b|±|\+/-|\b(?i:plus or minus)\b)"
+)
+_MEASURE_AGAIN: Final = re.sub(r"\(\?P<\w+>", "(?:", MEASURE)  # a group's name is once a pattern
+TOLERANCE: Final = (
+    rf"{_OFF_BY}[^;:]{{0,25}}?{MEASURE}|"
+    rf"{_MEASURE_AGAIN}\s+(?i:RMS\b|root mean square|(?:(?:mean|average|typical|standard) )?"
+    r"(?:errors?|accuracy|precision|deviation|uncertainty|tolerance)\b)"
+)
 # An amount of money: a currency sign or code by a number, or a number of a currency, or
 # a number under a column of prices (rows.read_under: "Unit price (EUR): 37.46"). A number
 # of a currency is looked for at its last digit ("1,200 euros" has "0 euros"): read from
@@ -152,6 +168,8 @@ class Shape:
     preferred: bool = False
 
 
+HOW_CLOSE: Final = re.compile(r"\bhow (?:close|accurate|accurately|precise|precisely)\b",
+                             re.I)
 WHEN: Final = Shape(
     re.compile(rf"^\s*when(?:'s|\s+{_AUXILIARY})\b|\b(?:and|by|until|till|since|from) when\b|"
                r"\bwhat (?:time|day|date|year)\b", re.I),
@@ -173,8 +191,10 @@ ANSWER_SHAPES: Final = [
           re.compile(NUMBER), precise=False, required=True),
     # How close or accurate: a number of a unit ("within 4 cm", "half a metre"), not a
     # version ("CC BY 4.0").
-    Shape(re.compile(r"\bhow (?:close|accurate|accurately|precise|precisely)\b", re.I),
-          re.compile(MEASURE), precise=False, required=True),
+    Shape(HOW_CLOSE, re.compile(MEASURE), precise=False, required=True),
+    # … and a measure of how far off it is names the answer itself: "within 4 cm RMS of
+    # observed water levels" answers it, "raise water levels by half a metre" does not.
+    Shape(HOW_CLOSE, re.compile(TOLERANCE), precise=True, required=False),
     # Money asked for is answered with an amount of it ("$1.2 billion", "6 million Lira").
     Shape(MONEY_ASKED, re.compile(MONEY), precise=False, required=True),
     # "How much literature…": "voluminous" is an amount too.

@@ -7,12 +7,14 @@ piece it names.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
 
 from chat.extractive import (
     NOTHING_FOUND,
+    TOLERANCE,
     WHEN,
     compose_answer,
     parse_evidence,
@@ -556,3 +558,36 @@ def test_a_question_heading_is_read_as_what_its_section_answers(checker):
     answer = compose_answer(question, parse_evidence(rendered), titles=parse_titles(rendered),
                             grounder=checker)
     assert answer.startswith("For harmonic stations, predictions are within 4 cm RMS")
+
+
+def test_how_close_is_answered_first_by_how_far_off_it_is_not_by_another_measure(checker):
+    # Both state a measure of water levels; only one says how far the forecasts are off.
+    # The surge shares more of the question's words and means as much to the embedder.
+    rendered = render_evidence([
+        EvidenceDocument("tidewatch FAQ", "tide-faq.html", "excerpt", [
+            Passage(1, "Tide predictions describe the astronomical tide only. Wind, air "
+                       "pressure and river flow add a weather-driven surge that no harmonic "
+                       "model can forecast. A strong onshore gale with low pressure can raise "
+                       "water levels by half a metre or more above the prediction.",
+                    section="FAQ › Accuracy › Why don't predictions match what I see at the "
+                            "harbour?"),
+            Passage(2, "For harmonic stations, predictions are within 4 cm RMS of observed "
+                       "water levels in calm weather, and the times of high and low water "
+                       "are typically within 6 minutes. Subordinate stations are less "
+                       "precise: expect errors of around 11 cm RMS.",
+                    section="FAQ › Accuracy › How accurate are the predictions?"),
+        ]),
+    ])
+    question = "How close are tidewatch's forecasts to the water levels people actually measure?"
+    answer = compose_answer(question, parse_evidence(rendered), titles=parse_titles(rendered),
+                            grounder=checker)
+    first, second, *_ = split_answer(answer)
+    assert first.text.startswith("For harmonic stations, predictions are within 4 cm RMS")
+    assert second.text.startswith("Subordinate stations are less precise: expect errors of")
+    # What tells them apart: a bound ("within", "±", "accurate to") or an error ("RMS").
+    for bound in ("The gauge is accurate to 2 mm.", "Readings agree to within 0.5 m.",
+                  "Clocks drift by ±3 seconds a day.", "It shows a 12 cm RMS error.",
+                  "Its error is at most 1,000.5 km."):
+        assert re.search(TOLERANCE, bound), bound
+    for other in ("Surges raise water levels by half a metre.", "The gauge weighs 2 kg."):
+        assert not re.search(TOLERANCE, other), other
