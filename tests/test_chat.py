@@ -635,3 +635,27 @@ def test_a_long_conversation_is_listed_in_pages_oldest_first(workspace, user, ap
 
     assert len(api.get(url, {"page_size": 1000}).json()["results"]) == 200  # at most 200
     assert api.get(url, {"page": 9}).status_code == 404
+
+
+def test_offline_answers_to_the_sample_questions_leave_out_weak_third_sentences(
+    corpus, workspace, user, settings
+):
+    # Each answer's first two sentences say it; a third as weak as these only dilutes it.
+    settings.LLM_PROVIDER = "extractive"
+    answers = {
+        question: services.post_message(
+            thread=services.create_thread(workspace=workspace, user=user), text=question
+        ).resolved_content
+        for question in ("When do on-call shifts hand over?",
+                         "How quickly must a security incident be reported?",
+                         "Am I allowed to ship tidewatch inside a commercial, closed-source "
+                         "product?")
+    }
+    on_call, incident, licence = answers.values()
+    assert on_call.startswith("On-call shifts last 7 days and hand over on Tuesdays at 10:00")
+    assert "paged between 22:00 and 07:00" not in on_call
+    assert on_call.count("[citation:") == 2
+    assert incident.startswith("Security incidents must be reported within 4 hours")
+    assert "Examples include" not in incident
+    # A third sentence nearly as good as the best is evidence: the code's licence.
+    assert "Apache License 2.0" in licence
