@@ -18,23 +18,27 @@ ordinary-prose baseline measured in the same run.
   bytes per byte; before the cap only the 200 MiB of INGEST_MAX_UNCOMPRESSED_BYTES bounded
   it (8 MB of one-word paragraphs, measured alone, took 615 MB and 81 s).
 
-Measured on 2 cores (Python 3.11, unstructured 0.27), `--before 3881d22` (the commit
-before the fix), 46 s in all:
+Measured on 2 cores shared with other work (Python 3.11, unstructured 0.27), at the
+commit that reads a Word file's elements one at a time (office._word_elements),
+`--before 3881d22` (the commit before the chunker's fix), 80 s in all:
 
     case                                    input     peak+ bytes/byte x baseline      time
-    chunk prose (baseline)                 8.0 MB     13 MB        1.6        1.0     2.6 s
-    chunk spaceless run                    8.0 MB     19 MB        2.4        1.5     5.3 s
-    chunk spaceless run, before 3881d22    8.0 MB    923 MB      115.4       71.2     6.6 s
-    docx ~90-word paragraphs (baseline)    2.0 MB     11 MB        5.6        1.0     2.0 s
-    docx one-word paragraphs               2.0 MB    145 MB       72.5       12.8    14.2 s
+    chunk prose (baseline)                 8.0 MB     12 MB        1.5        1.0     3.5 s
+    chunk spaceless run                    8.0 MB     19 MB        2.4        1.6     6.5 s
+    chunk spaceless run, before 3881d22    8.0 MB    923 MB      115.4       77.4     9.7 s
+    docx ~90-word paragraphs (baseline)    2.0 MB      3 MB        1.3        1.0     3.5 s
+    docx one-word paragraphs               2.0 MB     24 MB       12.0        9.2    31.0 s
     docx over the cap, refused            11.0 MB      0 MB        0.0        0.0     0.0 s
 
-    one-word paragraphs at the 10.5 MB cap: ~761 MB projected (~15,211 MB at the
+    one-word paragraphs at the 10.5 MB cap: ~126 MB projected (~2,514 MB at the
     209.7 MB total cap that bounded them before)
 
-The worst Word shape found, one letter a paragraph, took 98 bytes a byte (1 MB of
-document.xml; past 1 MiB such XML compresses over 100x and check_zip calls it a bomb):
-~1 GB at the cap.
+While partition_docx listed and copied every element (to commit b1cd95c) the docx rows
+were 11 MB (5.6 bytes a byte) and 145 MB (72.5), and one letter a paragraph, the worst
+shape then, 94 bytes a byte (1 MB of document.xml; 9 now). The worst shape now is a
+paragraph of one word new to spaCy's vocabulary, which keeps every word unstructured's
+classifier shows it: ~30 bytes a byte, ~320 MB at the cap (bench/docx_memory.py, which
+measures two checkouts' Word loaders side by side).
 """
 
 from __future__ import annotations

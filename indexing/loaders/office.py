@@ -88,16 +88,18 @@ def _partitioners() -> dict[str, Callable[..., Iterable[Any]]]:
         tokenize._load_spacy_model = _blank_english_pipeline
         tokenize._get_nlp.cache_clear()
 
+        from unstructured.partition import docx as unstructured_docx
         from unstructured.partition import pptx as unstructured_pptx
-        from unstructured.partition.docx import partition_docx
 
-        if not all(hasattr(unstructured_pptx, name)
-                   for name in ("_PptxPartitioner", "PptxPartitionerOptions")):
-            raise RuntimeError(
-                "unstructured.partition.pptx no longer has _PptxPartitioner/"
-                "PptxPartitionerOptions; update indexing/loaders/office.py for this "
-                "unstructured version"
-            )
+        for module, names in (
+            (unstructured_docx, ("_DocxPartitioner", "DocxPartitionerOptions")),
+            (unstructured_pptx, ("_PptxPartitioner", "PptxPartitionerOptions")),
+        ):
+            if not all(hasattr(module, name) for name in names):
+                raise RuntimeError(
+                    f"{module.__name__} no longer has {'/'.join(names)}; update "
+                    "indexing/loaders/office.py for this unstructured version"
+                )
 
         # A slide's body paragraph is classified as narrative text or title by running
         # spaCy over it: two thirds of the time of a deck of short paragraphs (100,000 of
@@ -110,7 +112,29 @@ def _partitioners() -> dict[str, Callable[..., Iterable[Any]]]:
         unstructured_pptx.is_possible_narrative_text = _never
         unstructured_pptx.is_possible_title = _never
 
-    return {".docx": partition_docx, ".pptx": _slide_elements}
+    return {".docx": _word_elements, ".pptx": _slide_elements}
+
+
+def _word_elements(file: IO[bytes]) -> Iterator[Any]:
+    """partition_docx's elements, each made as it is read and dropped after.
+
+    partition_docx lists them all, then its decorators copy every element and its
+    metadata and hash each for an id and a parent we never read: a body of 100,000
+    4-letter paragraphs (3.7 MB of XML) took load_office 320 MB, 86 bytes a byte of XML;
+    read as they are made, 110 MB (bench/docx_memory.py; the rest is mostly python-docx's
+    tree and the words spaCy keeps). This is partition_docx's own partitioner, with its
+    defaults but for page breaks (none): the same elements, text, categories and depths,
+    page headers and footers still among them (elements_to_document leaves them out).
+    Language detection, which languages=[""] turned off in partition_docx's decorators,
+    is not in it at all.
+    """
+    from unstructured.partition.docx import DocxPartitionerOptions, _DocxPartitioner
+
+    options = DocxPartitionerOptions.load(
+        file=file, file_path=None, include_page_breaks=False, infer_table_structure=True,
+        starting_page_number=1, strategy=None,
+    )
+    return _DocxPartitioner.iter_document_elements(options)
 
 
 def _slide_elements(file: IO[bytes]) -> Iterator[Any]:
@@ -272,11 +296,7 @@ def load_office(
             # Speaker notes are content users search for; unstructured puts them before the
             # slide's title, so they are read here and put after the slide's own text.
             notes = _speaker_notes(data)
-            elements = _as_read(partition(io.BytesIO(data)), kind=kind)
-        else:
-            # [""] skips language detection: we do not use it, and langdetect is random.
-            elements = partition(file=io.BytesIO(data), include_page_breaks=False,
-                                 languages=[""])
+        elements = _as_read(partition(io.BytesIO(data)), kind=kind)
 
     doc = elements_to_document(
         elements, filename=filename, mime=OFFICE_MIMES[ext], slides=notes
@@ -347,7 +367,7 @@ _PAGE_FURNITURE = frozenset({"Header", "Footer", "PageNumber"})
 
 
 def elements_to_document(
-    elements: list[Any], *, filename: str, mime: str, slides: dict[int, str] | None = None
+    elements: Iterable[Any], *, filename: str, mime: str, slides: dict[int, str] | None = None
 ) -> LoadedDocument:
     """Join element texts by blank lines; headings become sections.
 
@@ -387,7 +407,7 @@ def elements_to_document(
 
 
 def _slides_document(
-    elements: list[Any], *, notes: dict[int, str], filename: str, mime: str
+    elements: Iterable[Any], *, notes: dict[int, str], filename: str, mime: str
 ) -> LoadedDocument:
     """One unit a slide, located by its number ({"slide": 3}, cited as "slide 3"), its
     section named by its title shape (else "Slide 3"), its speaker notes after its own

@@ -13,6 +13,7 @@ import random
 import time
 import tracemalloc
 import zipfile
+from collections.abc import Callable
 
 import docx
 import pytest
@@ -184,7 +185,8 @@ def test_a_word_file_with_more_xml_than_the_default_limit_is_refused_unparsed() 
     started = time.monotonic()
     with pytest.raises(IngestError) as refused:
         load_bytes(data, filename="many-paragraphs.docx")
-    # Parsed, it would take over a minute and ~0.8 GB; refused from the zip's directory.
+    # Parsed, it would take over a minute and ~0.15 GB (~0.8 GB before office._word_elements);
+    # refused from the zip's directory.
     assert time.monotonic() - started < 5
     message = str(refused.value)
     assert "'word/document.xml'" in message and "INGEST_MAX_WORD_XML_BYTES" in message
@@ -237,6 +239,61 @@ def test_a_main_document_stored_under_another_name_counts_too() -> None:
     with pytest.raises(IngestError, match=r"\('word/body\.bin' 0\.6 MB of it\)"):
         load_office(data, filename="renamed.docx", ext=".docx",
                     limits=OfficeLimits(max_word_xml=800_000))
+
+
+def _with_document_xml(data: bytes, mangle: Callable[[bytes], bytes]) -> bytes:
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            part = source.read(info.filename)
+            archive.writestr(info.filename,
+                             mangle(part) if info.filename == "word/document.xml" else part)
+    return out.getvalue()
+
+
+def test_a_word_files_elements_are_made_as_they_are_read_not_all_held_at_once() -> None:
+    """partition_docx listed every paragraph's element, then copied each with its metadata
+    and hashed it for ids never read: 85 bytes of Python objects a byte of document.xml
+    (bench/docx_memory.py: 86 bytes of RSS a byte, 320 MB for 3.7 MB of XML; now 30)."""
+    rng = random.Random(5)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+             for _ in range(5_000)]
+    # The first paragraph a heading: the sections still come from the elements' categories.
+    heading = b'<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Tide tables'
+    data = _with_document_xml(
+        docx_with_paragraphs(["Tide tables", *words]),
+        lambda xml: xml.replace(b"<w:p><w:r><w:t>Tide tables", heading, 1),
+    )
+    xml = zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").file_size
+    load_office(data, filename="warm.docx", ext=".docx")  # imports, caches
+    tracemalloc.start()
+    try:
+        loaded = load_office(data, filename="tides.docx", ext=".docx")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 30 * xml  # 13 a byte now
+    assert loaded.units[0].text.split("\n\n") == ["Tide tables", *words]
+    assert [section.heading_path for section in loaded.units[0].sections] == [("Tide tables",)]
+
+
+def test_a_word_file_python_docx_cannot_read_fails_as_unreadable() -> None:
+    """python-docx fails on opening a body that is not XML, and, the elements being made as
+    they are read, on a paragraph it cannot read past where the loader called the
+    partitioner: both the file's fault, not ours."""
+    data = docx_with_paragraphs(["High water at noon.", "Low water at six."])
+    cut = _with_document_xml(data, lambda xml: xml[: len(xml) // 2])
+    with pytest.raises(IngestError, match=r"^Could not read Word file: \S"):
+        load_office(cut, filename="tides.docx", ext=".docx")
+    # A list level that is not a number, on the second paragraph.
+    level = b'<w:p><w:pPr><w:numPr><w:ilvl w:val="x"/><w:numId w:val="1"/></w:numPr></w:pPr>'
+    bad_level = _with_document_xml(
+        data, lambda xml: xml.replace(b"<w:p><w:r><w:t>Low", level + b"<w:r><w:t>Low")
+    )
+    with pytest.raises(IngestError) as refused:
+        load_office(bad_level, filename="tides.docx", ext=".docx")
+    assert str(refused.value) == "Could not read Word file: could not convert string to float: 'x'"
 
 
 # --- PowerPoint ---------------------------------------------------------------------------

@@ -1,0 +1,156 @@
+"""Peak memory and CPU of `load_office` on a Word file, against the size of its XML.
+
+    .venv/bin/python bench/docx_memory.py [--paragraphs 20000 100000] [--repo DIR] [--before DIR]
+
+A document whose body holds N paragraphs of one random 4-letter word, the worst shape
+found (each paragraph is a tree of python-docx's and an element of unstructured's, and
+random letters keep the XML under check_zip's compression ratio), and one of N
+paragraphs of ~15 words, the ordinary case. Each is loaded in a fresh process, after a
+warm-up (imports, a small document), with the kernel's peak-RSS mark reset
+(/proc/self/clear_refs): "peak+" is how far the peak rose above the RSS it started from,
+per byte of word/document.xml; CPU is the process's. `sha256` is of the loaded document
+(title, and each unit's text, locator and sections). `--repo DIR` loads with another
+checkout's loader (`git archive REV indexing knowledge | tar -x -C DIR`); `--before DIR`
+loads each document with both, the row of DIR's loader after the other's, with how
+many times its peak and CPU were (x) and whether the text extracted is the same.
+
+Measured on 2 cores shared with other work, `--before` commit b1cd95c's loader (which
+listed partition_docx's elements), 7 minutes in all:
+
+    document                                  XML    peak+ bytes/byte     CPU
+    20,000 4-letter paragraphs             0.74MB     23MB         31   10.0s
+      before                               0.74MB     59MB         79   11.5s  x2.5 peak
+    20,000 15-word paragraphs              2.48MB     19MB          8   10.8s
+      before                               2.48MB     52MB         21   11.4s  x2.7 peak
+    100,000 4-letter paragraphs            3.70MB    110MB         30   52.9s
+      before                               3.70MB    320MB         86   54.4s  x2.9 peak
+    100,000 15-word paragraphs            12.40MB     90MB          7   51.8s
+      before                              12.40MB    288MB         23   48.7s  x3.2 peak
+
+the same sha256 each time. Of the ~30 bytes a byte left for 4-letter paragraphs, more
+than half is spaCy's vocabulary: unstructured's classifier (is_possible_narrative_text)
+runs each paragraph through it and every new word stays (13 bytes a byte, 20,000
+paragraphs, with the classifier stubbed out; one letter a paragraph, no new words, 9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import hashlib
+import io
+import json
+import random
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+WORDS = ("tide moon harbour pilot ebb flood chart buoy quay anchor vessel current "
+         "north south beacon").split()
+
+
+def document(paragraphs: int, *, words: int) -> bytes:
+    """python-docx's template, a heading, then the paragraphs as Word writes them."""
+    import docx
+
+    rng = random.Random(5)
+    if words == 1:
+        texts = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
+                 for _ in range(paragraphs)]
+    else:
+        texts = [" ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
+                 for _ in range(paragraphs)]
+    word = docx.Document()
+    word.add_heading("Tide tables", level=1)
+    template = io.BytesIO()
+    word.save(template)
+    source = zipfile.ZipFile(template)
+    # python-docx's add_paragraph walks the body for each: the XML is written directly.
+    head, tail = source.read("word/document.xml").decode().split("<w:sectPr", 1)
+    body = "".join(f"<w:p><w:r><w:t>{text}</w:t></w:r></w:p>" for text in texts)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info in source.infolist():
+            part = source.read(info.filename)
+            if info.filename == "word/document.xml":
+                part = f"{head}{body}<w:sectPr{tail}".encode()
+            archive.writestr(info.filename, part)
+    return out.getvalue()
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def run(paragraphs: int, words: int, repo: Path) -> dict:
+    sys.path.insert(0, str(repo))
+    from indexing.loaders.office import load_office
+    from indexing.loaders.office_limits import OfficeLimits
+
+    data = document(paragraphs, words=words)
+    xml = zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").file_size
+    load_office(document(20, words=words), filename="warm.docx", ext=".docx")
+    # The cap is raised: what is measured is the parse it lets through.
+    limits = OfficeLimits(max_word_xml=10**10)
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as clear:
+        clear.write("5")  # resets VmHWM, the peak RSS, to the current RSS
+    before, started = _status("VmRSS"), time.process_time()
+    loaded = load_office(data, filename="tides.docx", ext=".docx", limits=limits)
+    seconds, peak = time.process_time() - started, _status("VmHWM") - before
+    payload = {"title": loaded.title, "units": [
+        {"text": unit.text, "locator": unit.locator,
+         "sections": [dataclasses.astuple(section) for section in unit.sections]}
+        for unit in loaded.units]}
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return {"xml": xml, "peak": peak, "seconds": seconds, "sha256": digest}
+
+
+def _child(paragraphs: int, words: int, repo: Path) -> dict:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child", str(paragraphs), str(words), "--repo", str(repo)],
+        capture_output=True, text=True, check=True, cwd=REPO,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _row(label: str, result: dict) -> str:
+    return (f"{label:<36}{result['xml'] / 1e6:7.2f}MB{result['peak'] / 1e6:7.0f}MB"
+            f"{result['peak'] / result['xml']:11.0f}{result['seconds']:7.1f}s  "
+            f"{result['sha256'][:16]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--paragraphs", type=int, nargs="+", default=[20_000, 100_000])
+    parser.add_argument("--repo", type=Path, default=REPO)
+    parser.add_argument("--before", type=Path, help="another checkout to measure beside")
+    parser.add_argument("--child", nargs=2, type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run(*args.child, args.repo)))
+        return
+    print(f"{'document':<36}{'XML':>9}{'peak+':>9}{'bytes/byte':>11}{'CPU':>8}  sha256")
+    for paragraphs in args.paragraphs:
+        for words, label in ((1, "4-letter paragraphs"), (15, "15-word paragraphs")):
+            label = f"{paragraphs:,} {label}"
+            result = _child(paragraphs, words, args.repo)
+            print(_row(label, result), flush=True)
+            if args.before:
+                old = _child(paragraphs, words, args.before)
+                same = "same text" if old["sha256"] == result["sha256"] else "TEXT DIFFERS"
+                print(f"{_row('  ' + str(args.before), old)}  x{old['peak'] / result['peak']:.1f}"
+                      f" peak, x{old['seconds'] / result['seconds']:.1f} CPU, {same}",
+                      flush=True)
+
+
+if __name__ == "__main__":
+    main()
