@@ -541,10 +541,14 @@ class Grounder:
         passage_key = units[0].passage
         passage_features = analyze(plan.passages[passage_key])
         subject = analyze(plan.subjects[passage_key]) if plan.subjects.get(passage_key) else None
+        figures = checks.too_many_figures(plan.features, span_features, passage_features)
         issues = (
-            checks.number_issues(plan.features, span_features, passage_features, subject)
-            + checks.counted_issues(plan.features, span_features)
-            + checks.placed_issues(plan.features, span_features)
+            (
+                [figures] if figures is not None else
+                checks.number_issues(plan.features, span_features, passage_features, subject)
+                + checks.counted_issues(plan.features, span_features)
+                + checks.placed_issues(plan.features, span_features)
+            )
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)
             + checks.negation_issues(plan.features, span_features, passage_features)

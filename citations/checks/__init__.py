@@ -21,6 +21,7 @@ from .numbers import (
     month_issues,
     number_issues,
     placed_issues,
+    too_many_figures,
     values_given,
 )
 from .opposites import contrast_issues, direction_issues, opposite_issues, ratio_issues
@@ -47,6 +48,7 @@ __all__ = [
     "owner_issues",
     "parallel_issues",
     "placed_issues",
+    "too_many_figures",
     "ratio_issues",
     "role_issues",
     "slot_issues",

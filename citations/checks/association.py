@@ -17,6 +17,9 @@ from citations.claims import (
 
 from .issue import Issue
 
+# Far more names, figures and rare terms than a sentence of prose holds.
+MAX_ANCHORS: Final = 40
+
 
 def association_issues(
     claim: Features, span: Features, *, min_votes: int = 2, margin: int = 3
@@ -51,7 +54,9 @@ def association_issues(
         claim_positions.setdefault(word_stem, []).append(index)
     against: list[tuple[str, str, str]] = []
     agree = 0
-    names = sorted(anchors, key=anchors.get)
+    # The first anchors only: every pair of them is weighed for every shared word, so a
+    # sentence of hundreds of names or figures would cost their count cubed.
+    names = sorted(anchors, key=anchors.get)[:MAX_ANCHORS]
     # Each word's distance to each anchor, on each side, measured once for every pair.
     in_claim = {w: {n: _nearest(claim_positions[w], claim_positions[n]) for n in names}
                 for w in words}

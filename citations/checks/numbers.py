@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from itertools import islice
 from typing import Final
 
@@ -23,6 +26,22 @@ from citations.claims import (
 
 from .issue import Issue
 
+# A claim's numbers are each compared with every number of the span (and of the passage,
+# for one the span lacks): far more pairs than a sentence and its passage give (10 figures
+# against a table of 300), far fewer than a sentence of hundreds of them would cost.
+MAX_FIGURE_PAIRS: Final = 5_000
+
+
+def too_many_figures(claim: Features, span: Features, passage: Features) -> Issue | None:
+    """An issue when the claim holds too many figures to compare with the passage's one by
+    one (the number checks are then not made): a sentence of figures is not supported
+    unchecked."""
+    pairs = len(claim.numbers) * (len(span.numbers) + len(passage.numbers))
+    if pairs <= MAX_FIGURE_PAIRS:
+        return None
+    return Issue(f"the sentence holds too many figures ({len(claim.numbers):,}) to check "
+                 "against this passage", False)
+
 
 def number_issues(
     claim: Features, span: Features, passage: Features, subject: Features | None = None
@@ -31,6 +50,7 @@ def number_issues(
     one: "Super Bowl 50"."""
     issues: list[Issue] = []
     years = [n.value for n in span.numbers if n.kind == "year"]
+    claim_values = frozenset(n.value for n in claim.numbers)
     named = subject.numbers if subject is not None else ()
     for number in claim.numbers:
         money = _currency(claim.text, number)
@@ -75,7 +95,7 @@ def number_issues(
             issues.append(Issue(f"the passage says {quantity}, not {number.text} {unit.name}",
                                 True))
             continue
-        rival = _rival(number, span.numbers, claim, span)
+        rival = _rival(number, claim, span, claim_values)
         if rival is not None:
             issues.append(Issue(f"the passage says {rival.text}, not {number.text}", True))
         elif any(_same_number(number, other) for other in passage.numbers):
@@ -257,17 +277,16 @@ def _rival_quantity(
 
 
 def _rival(
-    number: Number, candidates: Sequence[Number], claim: Features, span: Features
+    number: Number, claim: Features, span: Features, claim_values: frozenset[float]
 ) -> Number | None:
-    """The passage's number that the claim's number seems to replace, if any: one of its
-    kind, and a day of a month only for a day ("two action items" replaces no "28 February")."""
+    """The span's number that the claim's number seems to replace, if any: one of its
+    kind, and a day of a month only for a day ("two action items" replaces no "28 February").
+    A value the claim itself says elsewhere (``claim_values``) is no rival."""
     day = _day_of_month(claim.text, number)
     same_kind = [
-        c for c in candidates if _kind_family(c.kind) == _kind_family(number.kind)
-        and _day_of_month(span.text, c) == day
+        c for c in span.numbers if _kind_family(c.kind) == _kind_family(number.kind)
+        and _day_of_month(span.text, c) == day and c.value not in claim_values
     ]
-    # A claim number the claim itself already matches elsewhere is no rival.
-    same_kind = [c for c in same_kind if not any(c.value == n.value for n in claim.numbers)]
     if len(same_kind) == 1:
         return same_kind[0]
     return None
@@ -307,9 +326,10 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
     issues: list[Issue] = []
     singles = [Number(1.0, m.group(), "number", m.start(), m.end())
                for m in _A_SINGLE.finditer(span.text)]  # "a single J-2 engine"
+    facts = _span_facts(span, span.numbers)
     for number in claim.numbers:
         name = _of_a_name(claim.text, number)
-        named = [n for n in span.numbers if _of_a_name(span.text, n) == name] if name else []
+        named = [f.number for f in facts if f.name == name] if name else []
         if named and not any(_same_number(number, n) for n in named):
             issues.append(Issue(f"the passage says {name} {named[0].text}, not {name} "
                                 f"{number.text}", True))  # "Apollo 3" for "Apollo 1"
@@ -317,19 +337,19 @@ def counted_issues(claim: Features, span: Features) -> list[Issue]:
         counted = _counted_word(claim.text, number)
         if counted is None:
             continue
-        before = [
-            n for n in (*span.numbers, *singles)
+        before = [f.number for f in facts if f.counted == counted and not f.name] + [
+            n for n in singles
             if _counted_word(span.text, n) == counted and not _of_a_name(span.text, n)
         ]
         # A span ordinal counting nothing leaves its word out: "the third quarter …, but
         # early in the fourth,".
         bare = [
-            n for n in span.numbers
-            if n.kind == number.kind == "ordinal" and _counted_word(span.text, n) is None
+            f.number for f in facts
+            if f.number.kind == number.kind == "ordinal" and f.counted is None
         ]
-        if before and not any(_same_number(number, n) for n in before + _elided(
-            claim.text, number, span
-        ) + bare):
+        after = _words_after(claim.text, number.end, 4)
+        elided = [f.number for f in facts if after & f.next_words]
+        if before and not any(_same_number(number, n) for n in before + elided + bare):
             issues.append(Issue(
                 f"the passage says {before[0].text}, not {number.text}, of this", True
             ))
@@ -346,18 +366,21 @@ def values_given(
     name's number ("Apollo 1") fill none. A span that says this needs no neighbour holding
     the claim's value: it holds it of something else."""
     given = set()
+    values = {n.value for n in claim.numbers}
+    if len(claim.numbers) * len(span.numbers) > MAX_FIGURE_PAIRS:
+        return frozenset()  # too many to compare: too_many_figures flags the claim
+    facts = _span_facts(span, span.numbers)
     for number in claim.numbers:
         counted = _counted_word(claim.text, number)
         if counted is None:
             continue
         around = _surroundings(claim.text, number, reach) - {counted}
-        slot = [n for n in span.numbers
-                if _counted_word(span.text, n) == counted and not _of_a_name(span.text, n)]
+        slot = [f.number for f in facts if f.counted == counted and not f.name]
         if any(_same_number(number, n) for n in slot):
             continue
         if any(
             len(around & _surroundings(span.text, n, reach)) >= shared
-            and not any(n.value == other.value for other in claim.numbers)
+            and n.value not in values
             for n in slot
         ):
             given.add(number.value)
@@ -381,12 +404,26 @@ def _of_a_name(text: str, number: Number) -> str | None:
     return match.group(1)
 
 
-def _elided(claim_text: str, number: Number, span: Features) -> list[Number]:
-    """Numbers of the span whose counted word is left out but whose next words the claim
-    puts after its number: "70,000 people in Merv and 190,000 in Nishapur" says "190,000
-    people in Nishapur"."""
-    after = _words_after(claim_text, number.end, 4)
-    return [n for n in span.numbers if after & _words_after(span.text, n.end, 2)]
+@dataclass(frozen=True)
+class _Facts:
+    """What the checks ask of each of a span's numbers, asked once, not for each claim
+    number again (a sentence of hundreds of figures made that cubic)."""
+
+    number: Number
+    name: str | None  # the name it belongs to ("Apollo 1"): _of_a_name
+    counted: str | None  # the word it counts: _counted_word
+    # Its next two content words: a claim number followed by them is this one with its
+    # counted word left out ("70,000 people in Merv and 190,000 in Nishapur" says "190,000
+    # people in Nishapur").
+    next_words: set[str]
+
+
+def _span_facts(span: Features, numbers: Sequence[Number]) -> list[_Facts]:
+    return [
+        _Facts(n, _of_a_name(span.text, n), _counted_word(span.text, n),
+               _words_after(span.text, n.end, 2))
+        for n in numbers
+    ]
 
 
 def _words_after(text: str, position: int, count: int) -> set[str]:
@@ -402,6 +439,7 @@ _FIGURE = r"\d+(?:[.,]\d+)*"
 _LIST_REST: Final = re.compile(rf"(?:\s*,\s*{_FIGURE}){{0,6}},?\s+(?:and|or)\s+{_FIGURE}")
 
 
+@lru_cache(maxsize=4096)  # a claim's, asked again for each sentence of the passage
 def _counted_word(text: str, number: Number) -> str | None:
     """The stem of the content word right after a number ("1979 model year": "model"), or
     after the list it opens ("25.4 and 26.7 hours": "hour"); a year opens no list."""
@@ -432,15 +470,13 @@ def placed_issues(
     number's surroundings share ``votes`` more of them than the claim's own number's do,
     the passage says that number of this. A number whose counted words agree ("190,000
     people in Nishapur" for "190,000 in Nishapur") is in place."""
+    # The span's numbers no number of the claim matches: each may be another's rival.
+    unmatched = [n for n in span.numbers if not any(_same_number(c, n) for c in claim.numbers)]
     for number in claim.numbers:
         if number.kind in ("ordinal", "time"):
             continue
         own = [n for n in span.numbers if _same_number(number, n)]
-        rivals = [
-            n for n in span.numbers
-            if _kind_family(n.kind) == _kind_family(number.kind)
-            and not any(_same_number(c, n) for c in claim.numbers)
-        ]
+        rivals = [n for n in unmatched if _kind_family(n.kind) == _kind_family(number.kind)]
         around = _surroundings(claim.text, number, reach)
         if not own or not rivals or len(around) < votes:
             continue
@@ -454,23 +490,44 @@ def placed_issues(
     return []
 
 
-_CLAUSE_END: Final = re.compile(r"[,;:]|[.!?](?=\s+[A-Z\"“(])")
+# A clause ends at a comma, semicolon or colon, or at a sentence's end before a capital
+# (the group: where that capital is).
+_CLAUSE_END: Final = re.compile(r"[,;:]|[.!?](?=\s+([A-Z\"“(]))")
+# The characters a number's surroundings are read from, either side: room for far more
+# than ``reach`` words, so a clause of thousands of words costs no more than a short one.
+_NEAR: Final = 400
 
 
-def _surroundings(text: str, number: Number, reach: int) -> set[str]:
+@lru_cache(maxsize=256)
+def _clause_marks(text: str) -> tuple[tuple[int, ...], ...]:
+    """Each clause end of ``text`` as (the last character it needs: itself or the capital
+    after it, its start, its end), found once a text: each of its numbers then finds its
+    clause by bisection, where a scan from the text's start made a long one quadratic."""
+    matches = list(_CLAUSE_END.finditer(text))
+    needs = tuple(m.start(1) if m.group(1) is not None else m.start() for m in matches)
+    return needs, tuple(m.start() for m in matches), tuple(m.end() for m in matches)
+
+
+@lru_cache(maxsize=4096)  # a claim's, asked again for each sentence of the passage
+def _surroundings(text: str, number: Number, reach: int) -> frozenset[str]:
     """Stems of the content words within ``reach`` words of a number, in its clause."""
-    bounds = [0, *(m.end() for m in _CLAUSE_END.finditer(text, 0, number.start))]
-    ends = [m.start() for m in islice(_CLAUSE_END.finditer(text, number.end), 2)]
-    ends += [len(text)] * (2 - len(ends))
-    found = _content_stems(text[bounds[-1] : number.start], reach, last=True)
-    found |= _content_stems(text[number.end : ends[0]], reach)
+    needs, starts, ends_at = _clause_marks(text)
+    # The clause ends before the number: all they need lies before it.
+    before = bisect_left(needs, number.start)
+    bounds = [0, *ends_at[max(0, before - 2) : before]]
+    after = bisect_left(starts, number.end)
+    ends = [*starts[after : after + 2], len(text), len(text)]
+    found = _content_stems(text[max(bounds[-1], number.start - _NEAR) : number.start], reach,
+                           last=True)
+    found |= _content_stems(text[number.end : min(ends[0], number.end + _NEAR)], reach)
     if not found:
         # A number set off by commas ("… in the AFC Championship Game, 20–18, by
         # intercepting …") is about the clauses either side of it.
-        found = _content_stems(text[bounds[-2] if len(bounds) > 1 else 0 : number.start],
+        start = bounds[-2] if len(bounds) > 1 else 0
+        found = _content_stems(text[max(start, number.start - _NEAR) : number.start],
                                reach, last=True)
-        found |= _content_stems(text[number.end : ends[1]], reach)
-    return found
+        found |= _content_stems(text[number.end : min(ends[1], number.end + _NEAR)], reach)
+    return frozenset(found)
 
 
 def _content_stems(text: str, reach: int, *, last: bool = False) -> set[str]:
