@@ -159,6 +159,13 @@ class MessageSerializer(serializers.ModelSerializer):
         help_text="'complete', 'error', or 'pending': an answer still being written (its "
                   "place is kept right after its question, however turns overlap)",
     )
+    metadata = serializers.DictField(
+        read_only=True,
+        help_text="about the answer: provider, rounds, usage, searches, latency_ms; "
+                  "`truncated: true` when the model's reply was cut (CHAT_MAX_ANSWER_CHARS, "
+                  "LLM_MAX_RESPONSE_BYTES, or the model's token limit); `error` for an "
+                  "answer that could not be completed",
+    )
 
     class Meta:
         model = Message

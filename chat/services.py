@@ -241,6 +241,9 @@ class Turn:
     # A paragraph break ended the text before a round's tool calls: the next round's
     # text starts after it, its leading blanks dropped.
     after_break: bool = False
+    # A reply was cut (CHAT_MAX_ANSWER_CHARS, LLM_MAX_RESPONSE_BYTES or the model's token
+    # limit): the stored answer says so in metadata.truncated.
+    truncated: bool = False
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
@@ -283,6 +286,7 @@ class Turn:
             "searches": self.search_metadata,
             "latency_ms": round(total * 1000, 1),
             "server_ms": round((total - self.llm_seconds) * 1000, 1),
+            **({"truncated": True} if self.truncated else {}),
         }
 
 
@@ -372,6 +376,7 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
             # The last round offers no tools: the model has to answer.
             tools = turn.tools if round_ < settings.CHAT_MAX_TOOL_ROUNDS else []
             reply = _call_model(turn, tools, stream)
+            refused = _bound_arguments(reply)
             if after_tools is not None:
                 after_tools.append(reply.text)
             if not reply.tool_calls:
@@ -384,7 +389,9 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
             if reply.text.strip():
                 turn.end_paragraph()  # before the calls issue new numbers
             turn.messages.append(_assistant_tool_message(reply))
-            turn.messages.extend(_run_calls(turn, reply.tool_calls, _names(tools)))
+            turn.messages.extend(
+                _run_calls(turn, reply.tool_calls, _names(tools), refused=refused)
+            )
             after_tools = after_tools if after_tools is not None else []
         turn.finish()
         answer = reply.text if after_tools is None else "".join(after_tools)
@@ -426,7 +433,42 @@ def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
     if not stream and reply.text:
         turn.show(reply.text)
     turn.usage.append(reply.usage)
+    turn.truncated |= reply.truncated
     return reply
+
+
+def _bound_arguments(reply: Reply) -> dict[int, ToolError]:
+    """The reply's calls whose arguments are longer than CHAT_MAX_TOOL_ARGUMENT_CHARS, by
+    position, with the error the model reads for each.
+
+    Their arguments are replaced by a short note (what the log keeps and the model
+    re-reads in its history); such a call is never run.
+    """
+    limit = settings.CHAT_MAX_TOOL_ARGUMENT_CHARS
+    refused: dict[int, ToolError] = {}
+    for i, call in enumerate(reply.tool_calls):
+        size = _size(call.arguments)
+        if size <= limit:
+            continue
+        head = call.arguments if isinstance(call.arguments, str) else "(a JSON object)"
+        note = {"refused_arguments": f"{head[:200]}…", "characters": size}
+        reply.tool_calls[i] = ToolCall(call.id, call.name, json.dumps(note, ensure_ascii=False))
+        refused[i] = ToolError(
+            f"The arguments are {size:,} characters long; at most {limit:,} are read. "
+            f"Call {call.name} again with shorter arguments."
+        )
+    return refused
+
+
+def _size(arguments: str | dict[str, Any]) -> int:
+    """The characters of a call's arguments as JSON (an object nested past what json can
+    write counts as too long)."""
+    if isinstance(arguments, str):
+        return len(arguments)
+    try:
+        return len(json.dumps(arguments, ensure_ascii=False))
+    except (RecursionError, TypeError, ValueError):
+        return settings.CHAT_MAX_TOOL_ARGUMENT_CHARS + 1
 
 
 def _names(tools: list[dict[str, Any]]) -> list[str]:
@@ -435,7 +477,12 @@ def _names(tools: list[dict[str, Any]]) -> list[str]:
 
 
 def _run_calls(
-    turn: Turn, calls: Sequence[ToolCall], offered: Sequence[str], *, capped: bool = True
+    turn: Turn,
+    calls: Sequence[ToolCall],
+    offered: Sequence[str],
+    *,
+    capped: bool = True,
+    refused: dict[int, ToolError] | None = None,
 ) -> list[dict[str, Any]]:
     """Run one round's tool calls; their passages' numbers become citable.
 
@@ -443,13 +490,18 @@ def _run_calls(
     database connection), then their passages are registered together in the
     calls' order: the numbers are those the calls would get one after another.
     At most CHAT_MAX_TOOL_CALLS_PER_ROUND run; the others, and calls of tools not
-    `offered`, get an error as their result.
+    `offered`, and those `refused` (by position), get an error as their result.
     """
     limit = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND if capped else len(calls)
-    for call in calls[:limit]:
+    refused = refused or {}
+    runnable = [call for i, call in enumerate(calls[:limit]) if i not in refused]
+    for call in runnable:
         label = progress_label(call.name, call.arguments)
         turn.emit("progress", {"stage": call.name, "label": label})
-    found = _gather_all(turn.thread, calls[:limit], offered)
+    gathered = iter(_gather_all(turn.thread, runnable, offered))
+    found: list[Evidence | ToolError] = [
+        refused[i] if i in refused else next(gathered) for i in range(len(calls[:limit]))
+    ]
     found += [
         ToolError(f"Too many tool calls in one round; at most {limit}.") for _ in calls[limit:]
     ]
@@ -547,7 +599,7 @@ def _close(turn: Turn) -> Message:
     turn.emit("citations", cited)
     if grounding is not None:
         turn.emit("grounding", grounding)
-    turn.emit("done", {"message_id": message.pk})
+    turn.emit("done", {"message_id": message.pk, "truncated": turn.truncated})
     return message
 
 

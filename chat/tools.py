@@ -24,7 +24,14 @@ from citations.rows import TABLE_COLUMNS
 from citations.sentences import CITATION
 from knowledge import locators
 from knowledge.models import Chunk, Document
-from knowledge.search import Hit, Scope, ScopeError, search, with_continuations
+from knowledge.search import (
+    MAX_QUERY_CHARS,
+    Hit,
+    Scope,
+    ScopeError,
+    search,
+    with_continuations,
+)
 
 
 class ToolError(Exception):
@@ -241,7 +248,10 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence
         raise ToolError(str(exc)) from exc
     hits = with_continuations(hits=result.hits, count=settings.CHAT_CONTINUED_HITS, query=query)
     evidence = _evidence(group_hits(hits), "excerpt", _related_note(result.metadata))
-    evidence.search_metadata = {"query": query, "hits": len(result.hits), **result.metadata}
+    # The query as far as it was read: a model's 2 MB one is not kept whole.
+    evidence.search_metadata = {
+        "query": query[:MAX_QUERY_CHARS], "hits": len(result.hits), **result.metadata
+    }
     return evidence
 
 
@@ -418,7 +428,9 @@ def search_web(thread: Thread, arguments: dict[str, Any]) -> Evidence:
             documents, header=WEB_HEADER, empty_message="The web search found nothing."
         )
 
-    metadata = {"query": query, "web_results": len(units), "provider": config.provider}
+    metadata = {
+        "query": query[:MAX_QUERY_CHARS], "web_results": len(units), "provider": config.provider
+    }
     return Evidence(units, render, metadata)
 
 

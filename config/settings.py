@@ -336,6 +336,20 @@ LLM_BASE_URL = env("LLM_BASE_URL", default="https://api.openai.com/v1")
 LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
 LLM_API_KEY = env("LLM_API_KEY", default="")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
+# An answer is cut (and marked `metadata.truncated`) at this many characters a model call;
+# the stream is no longer read past it. Long real answers (a document's summary, a
+# 20-step procedure) run 3,000-12,000 characters.
+CHAT_MAX_ANSWER_CHARS = env.int("CHAT_MAX_ANSWER_CHARS", default=32_000)
+# Sent as max_tokens (max_completion_tokens to api.openai.com; Cohere's max_tokens): about
+# 4 characters a token. 0 sends none (a model whose output limit is lower refuses a larger
+# value: set its own).
+LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=CHAT_MAX_ANSWER_CHARS // 4)
+# The most bytes of one model response read (JSON body or stream, reasoning and envelopes
+# included): a streamed reply stops there, a JSON body past it is an error.
+LLM_MAX_RESPONSE_BYTES = env.int("LLM_MAX_RESPONSE_BYTES", default=8_000_000)
+# A tool call's arguments longer than this are refused (an error the model reads) and
+# stored cut to it: a search reads 2,000 characters of query, a scope 500 ids of each kind.
+CHAT_MAX_TOOL_ARGUMENT_CHARS = env.int("CHAT_MAX_TOOL_ARGUMENT_CHARS", default=10_000)
 CHAT_MAX_TOOL_ROUNDS = env.int("CHAT_MAX_TOOL_ROUNDS", default=4)
 CHAT_SEARCH_LIMIT = env.int("CHAT_SEARCH_LIMIT", default=8)
 # The chat's search tool also shows the chunk after each of its best this many hits, when

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -21,8 +21,9 @@ def tool_call(name: str, arguments: dict[str, Any] | str, call_id: str = "call_1
                             "function": {"name": name, "arguments": args}}]}
 
 
-def answer(text: str, chunks: list[str] | None = None) -> dict:
-    """A final answer; `chunks` says how to split it when streamed."""
+def answer(text: str, chunks: Iterable[str] | None = None) -> dict:
+    """A final answer; `chunks` says how to split it when streamed (an iterator may be
+    endless: the stream goes on until the client hangs up)."""
     return {"content": text, "chunks": chunks}
 
 
@@ -45,6 +46,7 @@ class ScriptedLLM:
         self.script: list[Step] = []
         self.requests: list[dict[str, Any]] = []
         self.status = 200
+        self.hung_up = 0  # streams the client closed before their end
         handler = self._handler()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -88,25 +90,30 @@ class ScriptedLLM:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                deltas: list[dict[str, Any]] = []
+                deltas: Iterable[dict[str, Any]]
                 if step.get("tool_calls"):
+                    listed: list[dict[str, Any]] = []
                     if step.get("content"):  # text the model writes before its calls
-                        deltas.append({"content": step["content"]})
+                        listed.append({"content": step["content"]})
                     for i, call in enumerate(step["tool_calls"]):
                         args = call["function"]["arguments"]
                         half = len(args) // 2
-                        deltas.append({"tool_calls": [{"index": i, "id": call["id"],
+                        listed.append({"tool_calls": [{"index": i, "id": call["id"],
                                        "function": {"name": call["function"]["name"],
                                                     "arguments": args[:half]}}]})
-                        deltas.append({"tool_calls": [{"index": i,
+                        listed.append({"tool_calls": [{"index": i,
                                        "function": {"arguments": args[half:]}}]})
+                    deltas = listed
                 else:
-                    for piece in step.get("chunks") or [step.get("content") or ""]:
-                        deltas.append({"content": piece})
-                for delta in deltas:
-                    event = {"choices": [{"index": 0, "delta": delta}]}
-                    self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
+                    deltas = ({"content": piece}
+                              for piece in step.get("chunks") or [step.get("content") or ""])
+                try:
+                    for delta in deltas:
+                        event = {"choices": [{"index": 0, "delta": delta}]}
+                        self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+                    self.wfile.write(b"data: [DONE]\n\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    llm.hung_up += 1  # the client stopped reading
 
             def _replay(self, recording: dict[str, Any], *, stream: bool) -> None:
                 if not stream:

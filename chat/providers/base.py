@@ -23,6 +23,27 @@ class Reply:
     text: str
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)
+    # The text was cut: at OutputLimits.answer_chars or .response_bytes, or the model
+    # stopped at its token limit (finish_reason "length").
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    """How much of a model's output is read (CHAT_MAX_ANSWER_CHARS, LLM_MAX_TOKENS,
+    LLM_MAX_RESPONSE_BYTES)."""
+
+    answer_chars: int = 32_000
+    max_tokens: int = 8_000  # asked of the model; 0: not sent
+    response_bytes: int = 8_000_000
+
+    def cut(self, text: str) -> str:
+        """`text` cut to `answer_chars`, at the last blank before it when one is near."""
+        if len(text) <= self.answer_chars:
+            return text
+        head = text[: self.answer_chars + 1]  # a blank right after the limit ends a word
+        blank = max(head.rfind(" "), head.rfind("\n"))
+        return head[:blank].rstrip() if blank > self.answer_chars * 0.9 else head[:-1]
 
 
 @dataclass

@@ -1,16 +1,27 @@
-"""Cohere chat (v2 API, through its SDK) with tool calls."""
+"""Cohere chat (v2 API, through its SDK) with tool calls.
+
+Bounded like the OpenAI-compatible provider: `max_tokens` is asked for and the text cut
+at OutputLimits.answer_chars (the SDK reads the whole body: LLM_MAX_RESPONSE_BYTES does
+not apply).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from .base import ProviderError, Reply, ToolCall, TurnContext
+from .base import OutputLimits, ProviderError, Reply, ToolCall, TurnContext
 
 
 class CohereChatProvider:
     def __init__(
-        self, *, api_key: str, model: str, base_url: str | None, timeout: float
+        self,
+        *,
+        api_key: str,
+        model: str,
+        base_url: str | None,
+        timeout: float,
+        limits: OutputLimits = OutputLimits(),  # noqa: B008 (frozen: shared safely)
     ) -> None:
         import cohere
 
@@ -18,6 +29,7 @@ class CohereChatProvider:
             api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0
         )
         self._model = model
+        self._limits = limits
         self.name = f"cohere:{model}"
 
     def complete(
@@ -28,21 +40,24 @@ class CohereChatProvider:
         context: TurnContext,
         on_text: Callable[[str], None] | None = None,
     ) -> Reply:
+        bound = {"max_tokens": self._limits.max_tokens} if self._limits.max_tokens else {}
         try:
             response = self._client.chat(
-                model=self._model, messages=messages, tools=tools or None
+                model=self._model, messages=messages, tools=tools or None, **bound
             )
         except Exception as exc:  # the SDK raises many types; all mean "no answer"
             raise ProviderError(f"Cohere chat failed: {type(exc).__name__}: {exc}") from exc
         message = response.message
-        text = "".join(
+        whole = "".join(
             getattr(item, "text", "") or "" for item in (message.content or [])
         )
+        text = self._limits.cut(whole)
         calls = [_tool_call(item, i) for i, item in enumerate(message.tool_calls or [])]
         if on_text is not None and text:
             on_text(text)
         usage = response.usage.model_dump() if getattr(response, "usage", None) else {}
-        return Reply(text, calls, usage)
+        truncated = text != whole or getattr(response, "finish_reason", None) == "MAX_TOKENS"
+        return Reply(text, calls, usage, truncated=truncated)
 
 
 def _tool_call(item: Any, position: int) -> ToolCall:

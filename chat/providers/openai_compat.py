@@ -19,11 +19,17 @@ What this module accepts beyond the reference shape, and why:
 * a JSON body where a stream was asked for; errors as an HTTP status, as a
   `data: {"error": ...}` event, or as llama.cpp's `error: {...}` SSE line.
 
+What is read is bounded (OutputLimits): `max_tokens` is asked for, the answer text is
+cut at `answer_chars` (a stream is not read further) and at most `response_bytes` of
+a response are read; a reply cut so, or that stopped at its token limit
+(finish_reason "length"), is `truncated`.
+
 Every error names the server (the base URL's host) and quotes what it sent.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import re
 import time
@@ -35,19 +41,28 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import ProviderError, Reply, ToolCall, TurnContext
+from .base import OutputLimits, ProviderError, Reply, ToolCall, TurnContext
 
 EXCERPT_CHARS = 200
 
 
 class OpenAICompatibleProvider:
-    def __init__(self, *, base_url: str, model: str, api_key: str = "", timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        timeout: float,
+        limits: OutputLimits = OutputLimits(),  # noqa: B008 (frozen: shared safely)
+    ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"), headers=headers, timeout=timeout
         )
         self._model = model
         self._timeout = timeout
+        self._limits = limits
         # Named in every error: with several servers configured over time, "the
         # language model failed" does not say which one to look at.
         self.server = urlsplit(base_url).netloc or base_url
@@ -64,6 +79,11 @@ class OpenAICompatibleProvider:
         body: dict[str, Any] = {"model": self._model, "messages": messages}
         if tools:
             body["tools"] = tools
+        if self._limits.max_tokens:
+            # OpenAI's own API deprecated max_tokens (its reasoning models refuse it);
+            # vLLM, Ollama, llama.cpp, LM Studio and Mistral read max_tokens.
+            name = "max_completion_tokens" if self.server == "api.openai.com" else "max_tokens"
+            body[name] = self._limits.max_tokens
         if on_text is not None:
             body["stream"] = True
             # OpenAI, vLLM, Ollama and Anthropic then add usage in a last chunk;
@@ -71,7 +91,9 @@ class OpenAICompatibleProvider:
             body["stream_options"] = {"include_usage": True}
         # httpx's timeout is per read: a server sending a byte (or an SSE ": ping")
         # now and then would hold the turn forever. The whole call has LLM_TIMEOUT.
-        deadline = _Deadline(time.monotonic() + self._timeout, self._too_slow)
+        deadline = _Deadline(
+            time.monotonic() + self._timeout, self._too_slow, self._limits.response_bytes
+        )
         try:
             # Streamed either way, so the deadline is checked as the body arrives.
             with self._client.stream("POST", "/chat/completions", json=body) as response:
@@ -82,7 +104,8 @@ class OpenAICompatibleProvider:
                 ):
                     # Some servers answer a streamed request with one JSON body.
                     return self._reply_from_json(deadline.text(response), on_text=on_text)
-                return _StreamParser(self.server, on_text).parse(deadline.lines(response))
+                parser = _StreamParser(self.server, on_text, self._limits.answer_chars)
+                return parser.parse(deadline.lines(response), lambda: deadline.overflowed)
         except httpx.TimeoutException as exc:
             raise self._too_slow() from exc
         except httpx.HTTPError as exc:
@@ -119,41 +142,73 @@ class OpenAICompatibleProvider:
         if not isinstance(message, dict):
             raise _malformed(self.server, "no message", text)
         try:
-            answer = strip_think(content_text(message.get("content")))
+            whole = strip_think(content_text(message.get("content")))
             calls = [_ToolCallBuilder.whole(item) for item in _tool_call_items(message)]
         except (TypeError, AttributeError) as exc:
             raise _malformed(self.server, str(exc), text) from exc
+        answer = self._limits.cut(whole)
         if on_text is not None and answer:
             on_text(answer)
         usage = payload.get("usage")
         return Reply(
-            answer, [c.build() for c in calls], usage if isinstance(usage, dict) else {}
+            answer, [c.build() for c in calls], usage if isinstance(usage, dict) else {},
+            truncated=answer != whole or choices[0].get("finish_reason") == "length",
         )
 
 
 @dataclass
 class _Deadline:
-    """The body of a response, read while the call's time lasts."""
+    """The body of a response, read while the call's time lasts, up to `max_bytes`."""
 
     at: float  # time.monotonic()
     expired: Callable[[], ProviderError]
+    max_bytes: int
+    read: int = 0
+    overflowed: bool = False  # the body went on past max_bytes: not read
 
     def check(self) -> None:
         if time.monotonic() > self.at:
             raise self.expired()
 
-    def text(self, response: httpx.Response) -> str:
-        """The whole body; bytes that are not UTF-8 are replaced, not fatal."""
-        chunks = []
+    def _chunks(self, response: httpx.Response) -> Iterator[bytes]:
         for chunk in response.iter_bytes():
             self.check()
-            chunks.append(chunk)
-        return b"".join(chunks).decode(response.encoding or "utf-8", errors="replace")
+            room = self.max_bytes - self.read
+            self.read += len(chunk)
+            if len(chunk) > room:
+                self.overflowed = True
+                if room:
+                    yield chunk[:room]
+                return
+            yield chunk
+
+    def text(self, response: httpx.Response) -> str:
+        """The whole body; bytes that are not UTF-8 are replaced, not fatal. A body
+        longer than max_bytes is an error: a JSON document cut short cannot be read."""
+        body = b"".join(self._chunks(response))
+        if self.overflowed:
+            raise ProviderError(
+                f"The language model sent a response of more than {self.max_bytes:,} bytes "
+                "(LLM_MAX_RESPONSE_BYTES); it was not read."
+            )
+        return body.decode(response.encoding or "utf-8", errors="replace")
 
     def lines(self, response: httpx.Response) -> Iterator[str]:
-        for line in response.iter_lines():
-            self.check()
-            yield line
+        """The body's lines (a line past max_bytes is not whole: not yielded)."""
+        decoder = codecs.getincrementaldecoder(response.encoding or "utf-8")(errors="replace")
+        pending: list[str] = []
+        for chunk in self._chunks(response):
+            *ended, rest = decoder.decode(chunk).split("\n")
+            if ended:
+                ended[0] = "".join(pending) + ended[0]
+                pending = []
+                for line in ended:
+                    yield line.removesuffix("\r")
+            pending.append(rest)
+        if not self.overflowed:
+            last = "".join(pending) + decoder.decode(b"", final=True)
+            if last:
+                yield last.removesuffix("\r")
 
 
 # --- Content --------------------------------------------------------------------
@@ -326,20 +381,32 @@ class _StreamedCalls:
 
 
 class _StreamParser:
-    def __init__(self, server: str, on_text: Callable[[str], None]) -> None:
+    def __init__(self, server: str, on_text: Callable[[str], None], max_chars: int) -> None:
         self._server = server
         self._on_text = on_text
         self._think = ThinkFilter()
         self._text: list[str] = []
+        self._chars = 0
+        self._max_chars = max_chars
+        self._cut = False  # the text reached max_chars
+        self._at_token_limit = False  # finish_reason "length"
         self._calls = _StreamedCalls()
         self._usage: dict[str, Any] = {}
 
-    def parse(self, lines: Iterator[str]) -> Reply:
+    def parse(self, lines: Iterator[str], overflowed: Callable[[], bool]) -> Reply:
+        """The reply the lines hold; `overflowed()`: whether the response went on past
+        its byte bound (the text read so far is the reply, truncated)."""
         for event in self._events(lines):
             self._take(event)
-        self._show(self._think.finish())
+            if self._cut:
+                break  # the answer is as long as it may be: the rest is not read
+        if not self._cut:
+            self._show(self._think.finish())
         calls = [c.build() for c in self._calls.calls]
-        return Reply("".join(self._text), calls, self._usage)
+        return Reply(
+            "".join(self._text), calls, self._usage,
+            truncated=self._cut or self._at_token_limit or overflowed(),
+        )
 
     def _events(self, lines: Iterator[str]) -> Iterator[dict[str, Any]]:
         for line in lines:
@@ -376,9 +443,20 @@ class _StreamParser:
             except (TypeError, AttributeError) as exc:
                 raise _malformed(self._server, str(exc), json.dumps(event)) from exc
             self._show(self._think.feed(text))
+            if isinstance(choice, dict) and choice.get("finish_reason") == "length":
+                self._at_token_limit = True  # the model stopped at max_tokens
 
     def _show(self, text: str) -> None:
+        if self._chars + len(text) > self._max_chars:
+            # What was shown stays: this piece ends at its last blank within the limit (a
+            # token's leading one: the word before it is whole), or at the limit.
+            room = self._max_chars - self._chars
+            head = text[: room + 1]
+            blank = max(head.rfind(" "), head.rfind("\n"))
+            text = head[:blank].rstrip() if blank >= 0 and room - blank < 1000 else head[:room]
+            self._cut = True
         if text:
+            self._chars += len(text)
             self._text.append(text)
             self._on_text(text)
 

@@ -431,6 +431,10 @@
     if (view.final) markUncited(fragment, view);
     labelCodeBlocks(fragment);
     view.body.replaceChildren(fragment);
+    if (view.final && view.truncated) {
+      // metadata.truncated: the reply was longer than the server reads (CHAT_MAX_ANSWER_CHARS).
+      view.body.append(el("p", { className: "muted answer-cut", text: "(The answer was cut here: it was longer than this server keeps.)" }));
+    }
     const flagged = ".support-partial, .support-unsupported, .support-unchecked";
     view.bubble.classList.toggle("has-flags", Boolean(view.body.querySelector(flagged)));
   }
@@ -510,6 +514,7 @@
         view.text = text;
         setViewCitations(view, message.citations);
         view.grounding = message.grounding || null;
+        view.truncated = Boolean(message.metadata && message.metadata.truncated);
         view.final = true;
         renderAssistant(view);
       }
@@ -1011,6 +1016,7 @@
       } else if (event === "done") {
         if (data && data.message_id) bubble.dataset.id = String(data.message_id);
         finish();
+        view.truncated = Boolean(data && data.truncated);
         view.final = true;
         renderNow(view);
         if (!view.text.trim()) body.append(el("p", { className: "muted", text: "(no answer)" }));
