@@ -58,6 +58,9 @@ class Message(models.Model):
     tool_calls = models.JSONField(default=list, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A pending answer's turn was last seen working (a model call or a tool round begun,
+    # grounding begun): an answer is abandoned when this, not its age, is too old.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["thread_id", "seq"]

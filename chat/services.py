@@ -20,6 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Max, QuerySet
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from chat import citations
@@ -144,27 +145,48 @@ def _append_all(
 
 
 def _complete(answer: Message, **fields: Any) -> Message:
-    """Fill in the answer `open_turn` reserved; Thread.DoesNotExist when the thread (and so
-    the answer) was deleted meanwhile: nothing is stored."""
+    """Fill in the answer `open_turn` reserved, if it is still pending; Thread.DoesNotExist
+    when the thread (and so the answer) was deleted meanwhile: nothing is stored.
+
+    An answer already closed (close_abandoned_answers judged its turn stopped) stays as
+    it was listed, an error: it is returned as stored, never turned complete later.
+    """
     with transaction.atomic():
         if not Thread.objects.filter(pk=answer.thread_id).update(updated_at=timezone.now()):
             raise Thread.DoesNotExist(f"Conversation {answer.thread_id} was deleted")
-        Message.objects.filter(pk=answer.pk).update(**fields)
+        written = Message.objects.filter(
+            pk=answer.pk, status=Message.Status.PENDING
+        ).update(**fields)
+    if not written:
+        answer.refresh_from_db()
+        return answer
     for name, value in fields.items():
         setattr(answer, name, value)
     return answer
 
 
-# Beyond the longest a turn can take (every model call within LLM_TIMEOUT), for its tools.
+def _heartbeat(answer: Message) -> None:
+    """The turn writing `answer` is still working (see close_abandoned_answers)."""
+    Message.objects.filter(pk=answer.pk, status=Message.Status.PENDING).update(
+        heartbeat_at=timezone.now()
+    )
+
+
+# Beyond the longest step of a turn between two heartbeats (a model call, within
+# LLM_TIMEOUT): a round of tools, or the grounding check.
 ABANDONED_MARGIN_SECONDS = 120
 
 
 def close_abandoned_answers(*, thread: Thread) -> None:
     """Answers a stopped server left pending become errors, once no turn could still be
-    writing them: a turn makes at most CHAT_MAX_TOOL_ROUNDS + 1 model calls."""
-    longest = settings.LLM_TIMEOUT * (settings.CHAT_MAX_TOOL_ROUNDS + 1) + ABANDONED_MARGIN_SECONDS
-    thread.messages.filter(
-        status=Message.Status.PENDING, created_at__lt=timezone.now() - timedelta(seconds=longest)
+    writing them: their turn's last heartbeat (its start, each model call and tool round,
+    the grounding check) is older than LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS. A turn
+    however long stays pending while it makes progress."""
+    stale = timezone.now() - timedelta(
+        seconds=settings.LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS
+    )
+    thread.messages.alias(last_seen=Coalesce("heartbeat_at", "created_at")).filter(
+        status=Message.Status.PENDING, last_seen__lt=stale
     ).update(**_failure("the server stopped before it was finished"))
 
 
@@ -423,6 +445,7 @@ def post_message(
 
 
 def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
+    _heartbeat(turn.answer)
     turn.emit("progress", {"stage": "thinking", "label": "Thinking…"})
     started = time.perf_counter()
     reply = turn.provider.complete(
@@ -492,6 +515,7 @@ def _run_calls(
     At most CHAT_MAX_TOOL_CALLS_PER_ROUND run; the others, and calls of tools not
     `offered`, and those `refused` (by position), get an error as their result.
     """
+    _heartbeat(turn.answer)
     limit = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND if capped else len(calls)
     refused = refused or {}
     runnable = [call for i, call in enumerate(calls[:limit]) if i not in refused]
@@ -581,6 +605,7 @@ def _gather_all(
 
 
 def _close(turn: Turn) -> Message:
+    _heartbeat(turn.answer)  # grounding may take a while
     entries = citations.entries(thread=turn.thread, numbers=turn.normalizer.cited)
     answer = "".join(turn.shown)
     cited, grounding = ground_citations(
@@ -596,6 +621,9 @@ def _close(turn: Turn) -> Message:
         tool_calls=turn.tool_log,
         metadata=turn.metadata(),
     )
+    if message.status != Message.Status.COMPLETE:  # closed meanwhile as abandoned
+        turn.emit("error", {"message": message.resolved_content, "message_id": message.pk})
+        return message
     turn.emit("citations", cited)
     if grounding is not None:
         turn.emit("grounding", grounding)

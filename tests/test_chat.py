@@ -467,6 +467,72 @@ def test_an_answer_a_stopped_server_left_pending_becomes_an_error(workspace, use
     )
 
 
+def _listed_mid_turn(thread, *, stalled_for):
+    """An emit that, when the turn's second model call begins, makes the turn look an hour
+    old (its last heartbeat `stalled_for` ago) and lists the thread as a reader would."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    seen: list[str] = []
+
+    def emit(event, data):
+        if event == "progress" and data["stage"] == "thinking" and seen == ["first"]:
+            now = timezone.now()
+            backdated = {"created_at": now - timedelta(hours=1)}
+            if stalled_for is not None:
+                backdated["heartbeat_at"] = now - stalled_for
+            Message.objects.filter(thread=thread, role="assistant").update(**backdated)
+            listed = services.thread_messages(thread=thread)
+            seen.append(listed.get(role="assistant").status)
+        elif event == "progress" and data["stage"] == "thinking":
+            seen.append("first")
+
+    return seen, emit
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_turn_still_working_is_not_closed_however_long_it_runs(
+    llm, corpus, workspace, user, stream
+):
+    llm.script = [tool_call("search_knowledge_base", {"query": "launch date"}),
+                  answer("The launch moved to March 10 [1].")]
+    thread = services.create_thread(workspace=workspace, user=user)
+    seen, emit = _listed_mid_turn(thread, stalled_for=None)
+    message = services.post_message(thread=thread, text="When?", emit=emit, stream=stream)
+    # An hour after it began, but its last step began a moment ago: still pending.
+    assert seen == ["first", "pending"]
+    assert message.status == Message.Status.COMPLETE
+    assert Message.objects.get(pk=message.pk).status == Message.Status.COMPLETE
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_closed_as_abandoned_is_never_completed_later(
+    llm, corpus, workspace, user, stream
+):
+    from datetime import timedelta
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "launch date"}),
+                  answer("The launch moved to March 10 [1].")]
+    thread = services.create_thread(workspace=workspace, user=user)
+    seen, emit = _listed_mid_turn(thread, stalled_for=timedelta(minutes=10))
+    events: list[str] = []
+
+    def recording(event, data):
+        events.append(event)
+        emit(event, data)
+
+    message = services.post_message(thread=thread, text="When?", emit=recording, stream=stream)
+    assert seen == ["first", "error"]  # no heartbeat for 10 minutes: judged stopped
+    # The turn did go on; what readers were shown stays.
+    stored = Message.objects.get(pk=message.pk)
+    assert (message.status, stored.status) == (Message.Status.ERROR, Message.Status.ERROR)
+    assert stored.resolved_content == (
+        "Sorry, the answer could not be completed: the server stopped before it was finished"
+    )
+    assert events[-1] == "error" and "done" not in events
+
+
 def test_a_conversation_is_renamed_in_place(workspace, user, api):
     older = services.create_thread(workspace=workspace, user=user, title="Old")
     newer = services.create_thread(workspace=workspace, user=user, title="New")
