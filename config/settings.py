@@ -340,10 +340,12 @@ LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 # the stream is no longer read past it. Long real answers (a document's summary, a
 # 20-step procedure) run 3,000-12,000 characters.
 CHAT_MAX_ANSWER_CHARS = env.int("CHAT_MAX_ANSWER_CHARS", default=32_000)
-# Sent as max_tokens (max_completion_tokens to api.openai.com; Cohere's max_tokens): about
-# 4 characters a token. 0 sends none (a model whose output limit is lower refuses a larger
-# value: set its own).
-LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=CHAT_MAX_ANSWER_CHARS // 4)
+# Sent as max_tokens (max_completion_tokens to api.openai.com; Cohere's max_tokens), when
+# set. None by default: a server refuses a request whose prompt and max_tokens pass its
+# context (vLLM with an 8k model), and a reasoning model spends it on thinking first; the
+# answer is bounded here anyway (CHAT_MAX_ANSWER_CHARS, LLM_MAX_RESPONSE_BYTES). Set it
+# (about CHAT_MAX_ANSWER_CHARS / 4) to stop generation at the server too.
+LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=0)
 # The most bytes of one model response read (JSON body or stream, reasoning and envelopes
 # included): a streamed reply stops there, a JSON body past it is an error.
 LLM_MAX_RESPONSE_BYTES = env.int("LLM_MAX_RESPONSE_BYTES", default=8_000_000)

@@ -34,16 +34,21 @@ class OutputLimits:
     LLM_MAX_RESPONSE_BYTES)."""
 
     answer_chars: int = 32_000
-    max_tokens: int = 8_000  # asked of the model; 0: not sent
+    max_tokens: int = 0  # asked of the model; 0: not sent
     response_bytes: int = 8_000_000
 
     def cut(self, text: str) -> str:
-        """`text` cut to `answer_chars`, at the last blank before it when one is near."""
-        if len(text) <= self.answer_chars:
-            return text
-        head = text[: self.answer_chars + 1]  # a blank right after the limit ends a word
-        blank = max(head.rfind(" "), head.rfind("\n"))
-        return head[:blank].rstrip() if blank > self.answer_chars * 0.9 else head[:-1]
+        return cut_at_word(text, self.answer_chars)
+
+
+def cut_at_word(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, at the last blank before it when one is near
+    (within the last 1,000: a word so long is no word)."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit + 1]  # a blank right after the limit ends a word
+    blank = max(head.rfind(" "), head.rfind("\n"))
+    return head[:blank].rstrip() if blank >= 0 and limit - blank < 1000 else head[:limit]
 
 
 @dataclass

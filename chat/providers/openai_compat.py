@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from .base import OutputLimits, ProviderError, Reply, ToolCall, TurnContext
+from .base import OutputLimits, ProviderError, Reply, ToolCall, TurnContext, cut_at_word
 
 EXCERPT_CHARS = 200
 
@@ -448,12 +448,8 @@ class _StreamParser:
 
     def _show(self, text: str) -> None:
         if self._chars + len(text) > self._max_chars:
-            # What was shown stays: this piece ends at its last blank within the limit (a
-            # token's leading one: the word before it is whole), or at the limit.
-            room = self._max_chars - self._chars
-            head = text[: room + 1]
-            blank = max(head.rfind(" "), head.rfind("\n"))
-            text = head[:blank].rstrip() if blank >= 0 and room - blank < 1000 else head[:room]
+            # What was shown stays: this piece ends at a word within the limit.
+            text = cut_at_word(text, self._max_chars - self._chars)
             self._cut = True
         if text:
             self._chars += len(text)
