@@ -380,8 +380,9 @@ def long_thread(corpus, workspace, user) -> int:
     (pending,) = services._append_all(
         thread, [{"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING}]
     )
-    longest = (settings.LLM_TIMEOUT * (settings.CHAT_MAX_TOOL_ROUNDS + 1)
-               + services.ABANDONED_MARGIN_SECONDS)
+    # No heartbeat since it was created, which close_abandoned_answers reads as stopped
+    # once this is past.
+    longest = settings.LLM_TIMEOUT + services.ABANDONED_MARGIN_SECONDS
     Message.objects.filter(pk=pending.pk).update(
         created_at=timezone.now() - timedelta(seconds=longest - 10)
     )
