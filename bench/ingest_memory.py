@@ -37,7 +37,7 @@ While partition_docx listed and copied every element (to commit b1cd95c) the doc
 were 11 MB (5.6 bytes a byte) and 145 MB (72.5), and one letter a paragraph, the worst
 shape then, 94 bytes a byte (1 MB of document.xml; 9 now). The worst shape now is a
 paragraph of one word new to spaCy's vocabulary, which keeps every word unstructured's
-classifier shows it: ~30 bytes a byte, ~320 MB at the cap (bench/docx_memory.py, which
+classifier shows it: ~30 bytes a byte, ~320 MB at the cap (bench/office_memory.py, which
 measures two checkouts' Word loaders side by side).
 """
 

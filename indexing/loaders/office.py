@@ -121,7 +121,7 @@ def _word_elements(file: IO[bytes]) -> Iterator[Any]:
     partition_docx lists them all, then its decorators copy every element and its
     metadata and hash each for an id and a parent we never read: a body of 100,000
     4-letter paragraphs (3.7 MB of XML) took load_office 320 MB, 86 bytes a byte of XML;
-    read as they are made, 110 MB (bench/docx_memory.py; the rest is mostly python-docx's
+    read as they are made, 110 MB (bench/office_memory.py; the rest is mostly python-docx's
     tree and the words spaCy keeps). This is partition_docx's own partitioner, with its
     defaults but for page breaks (none): the same elements, text, categories and depths,
     page headers and footers still among them (elements_to_document leaves them out).
@@ -143,7 +143,7 @@ def _slide_elements(file: IO[bytes]) -> Iterator[Any]:
     partition_pptx lists them all, then its decorators copy every element and its
     metadata and hash each for an id and a parent we never read: a slide of 100,000
     4-letter paragraphs (3.7 MB of XML) took load_office 330 MB, 89 bytes a byte of XML;
-    read as they are made, 82 MB (bench/pptx_memory.py; the rest is mostly python-pptx's
+    read as they are made, 82 MB (bench/office_memory.py; the rest is mostly python-pptx's
     tree). This is partition_pptx's own partitioner, with its defaults but for page
     breaks (none) and speaker notes (read by _speaker_notes): the same elements, text,
     categories, depths and slide numbers.

@@ -15,12 +15,12 @@ DEFAULT_MAX_UNCOMPRESSED = 200_000_000
 # ~6 for ordinary prose (bench/ingest_memory.py): 10 MiB of XML kept the worst case near
 # 1 GB, where the total cap alone let it reach ~15 GB. Read one element at a time
 # (office._word_elements) it is ~30 at worst (paragraphs of one word new to spaCy's
-# vocabulary) and ~7 for prose (bench/docx_memory.py): 10 MiB peaks near 320 MB.
+# vocabulary) and ~7 for prose (bench/office_memory.py): 10 MiB peaks near 320 MB.
 DEFAULT_MAX_WORD_XML = 10 * 1024 * 1024
 # PowerPoint alike: python-pptx's tree and unstructured's element for each paragraph took
 # ~100 bytes a byte of slide XML (a slide of 4-letter paragraphs: 1.2 MB of XML, 120 MB);
 # unbounded, a 1.55 MB upload of them took 1.9 GB and 309 s. Read one element at a time
-# (office._slide_elements) it is ~22 (bench/pptx_memory.py): 10 MiB peaks near 230 MB.
+# (office._slide_elements) it is ~22 (bench/office_memory.py): 10 MiB peaks near 230 MB.
 DEFAULT_MAX_POWERPOINT_XML = 10 * 1024 * 1024
 MAX_CELLS = 2_000_000  # a workbook's cells, empty ones between filled ones counted
 

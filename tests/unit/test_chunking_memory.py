@@ -255,7 +255,7 @@ def _with_document_xml(data: bytes, mangle: Callable[[bytes], bytes]) -> bytes:
 def test_a_word_files_elements_are_made_as_they_are_read_not_all_held_at_once() -> None:
     """partition_docx listed every paragraph's element, then copied each with its metadata
     and hashed it for ids never read: 85 bytes of Python objects a byte of document.xml
-    (bench/docx_memory.py: 86 bytes of RSS a byte, 320 MB for 3.7 MB of XML; now 30)."""
+    (bench/office_memory.py: 86 bytes of RSS a byte, 320 MB for 3.7 MB of XML; now 30)."""
     rng = random.Random(5)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
              for _ in range(5_000)]
@@ -344,7 +344,7 @@ def test_a_powerpoint_file_over_its_xml_limit_is_refused_unparsed_naming_the_set
 def test_a_decks_elements_are_made_as_they_are_read_not_all_held_at_once() -> None:
     """partition_pptx listed every paragraph's element, then copied each with its metadata
     and hashed it for ids never read: 81 bytes of Python objects a byte of slide XML
-    (bench/pptx_memory.py: 89 bytes of RSS a byte, 330 MB for 3.7 MB of XML; now 22)."""
+    (bench/office_memory.py: 89 bytes of RSS a byte, 330 MB for 3.7 MB of XML; now 22)."""
     rng = random.Random(5)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
              for _ in range(5_000)]
