@@ -35,10 +35,10 @@ commit that reads a Word file's elements one at a time (office._word_elements),
 
 While partition_docx listed and copied every element (to commit b1cd95c) the docx rows
 were 11 MB (5.6 bytes a byte) and 145 MB (72.5), and one letter a paragraph, the worst
-shape then, 94 bytes a byte (1 MB of document.xml; 9 now). The worst shape now is a
-paragraph of one word new to spaCy's vocabulary, which keeps every word unstructured's
-classifier shows it: ~30 bytes a byte, ~320 MB at the cap (bench/office_memory.py, which
-measures two checkouts' Word loaders side by side).
+shape then, 94 bytes a byte (1 MB of document.xml; 9 now). A paragraph of one word new to
+spaCy's vocabulary, which kept every word unstructured's classifier showed it, took ~30
+bytes a byte until the classifier was skipped for Word too: ~13 now, ~140 MB at the cap
+(bench/office_memory.py, which measures two checkouts' Word loaders side by side).
 """
 
 from __future__ import annotations

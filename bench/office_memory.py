@@ -31,9 +31,11 @@ listed partition_docx's elements), 7 minutes in all:
       before                              12.40MB    288MB         23   48.7s  x3.2 peak
 
 the same sha256 each time. Of the ~30 bytes a byte left for 4-letter paragraphs, more
-than half is spaCy's vocabulary: unstructured's classifier (is_possible_narrative_text)
-runs each paragraph through it and every new word stays (13 bytes a byte, 20,000
-paragraphs, with the classifier stubbed out; one letter a paragraph, no new words, 9).
+than half was spaCy's vocabulary: unstructured's classifier (is_possible_narrative_text)
+ran each paragraph through it and every new word stayed. With the classifier skipped
+(office._partitioners), `--before` the loader that ran it: 20,000 4-letter paragraphs
+10 MB (13 bytes a byte), 5.8 s, before 24 MB (32), 9.2 s; 15-word 15 MB (6), 7.0 s,
+before 19 MB (8), 9.5 s; the same sha256.
 
 PowerPoint, measured alike against commit 9e06f52's loader (which listed partition_pptx's
 elements): 100,000 4-letter paragraphs (3.7 MB of XML) 82 MB, 22 bytes a byte, 6.6 s,

@@ -415,8 +415,9 @@ INGEST_MAX_UNCOMPRESSED_BYTES = env.int(
     "INGEST_MAX_UNCOMPRESSED_BYTES", default=200 * 1024 * 1024
 )
 # The XML of a Word file (word/document.xml, headers, footers...) in all: parsing it
-# took up to ~100 bytes a byte, ~30 since its elements are read one at a time, so 10 MiB
-# peaks near 320 MB (indexing/loaders/office_limits.py DEFAULT_MAX_WORD_XML,
+# took up to ~100 bytes a byte, ~13 since its elements are read one at a time and spaCy
+# reads none of them, so 10 MiB peaks near 140 MB (indexing/loaders/office_limits.py
+# DEFAULT_MAX_WORD_XML,
 # bench/office_memory.py).
 INGEST_MAX_WORD_XML_BYTES = env.int("INGEST_MAX_WORD_XML_BYTES", default=10 * 1024 * 1024)
 # The XML of a PowerPoint file (slides, layouts, masters, notes...) in all, alike: a slide

@@ -14,8 +14,8 @@ DEFAULT_MAX_UNCOMPRESSED = 200_000_000
 # of one-word paragraphs: python-docx's and unstructured's objects for each of them),
 # ~6 for ordinary prose (bench/ingest_memory.py): 10 MiB of XML kept the worst case near
 # 1 GB, where the total cap alone let it reach ~15 GB. Read one element at a time
-# (office._word_elements) it is ~30 at worst (paragraphs of one word new to spaCy's
-# vocabulary) and ~7 for prose (bench/office_memory.py): 10 MiB peaks near 320 MB.
+# (office._word_elements), spaCy reading none of them, it is ~13 at worst and ~6 for
+# prose (bench/office_memory.py): 10 MiB peaks near 140 MB.
 DEFAULT_MAX_WORD_XML = 10 * 1024 * 1024
 # PowerPoint alike: python-pptx's tree and unstructured's element for each paragraph took
 # ~100 bytes a byte of slide XML (a slide of 4-letter paragraphs: 1.2 MB of XML, 120 MB);

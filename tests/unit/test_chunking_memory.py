@@ -255,7 +255,7 @@ def _with_document_xml(data: bytes, mangle: Callable[[bytes], bytes]) -> bytes:
 def test_a_word_files_elements_are_made_as_they_are_read_not_all_held_at_once() -> None:
     """partition_docx listed every paragraph's element, then copied each with its metadata
     and hashed it for ids never read: 85 bytes of Python objects a byte of document.xml
-    (bench/office_memory.py: 86 bytes of RSS a byte, 320 MB for 3.7 MB of XML; now 30)."""
+    (bench/office_memory.py: 86 bytes of RSS a byte, 320 MB for 3.7 MB of XML; now 13)."""
     rng = random.Random(5)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(4))
              for _ in range(5_000)]
@@ -401,6 +401,25 @@ def test_a_slides_paragraphs_are_not_run_through_spacy() -> None:
                         filename="deck.pptx")
     assert f"{word} {word}ly done" in loaded.units[0].text
     assert loaded.units[0].sections[0].heading_path == ("Tide tables",)
+    assert word not in tokenize._get_nlp().vocab.strings
+
+
+def test_a_word_files_paragraphs_are_not_run_through_spacy() -> None:
+    """unstructured told a Word paragraph's NarrativeText from Text with spaCy, which kept
+    every new word for the worker's life (over half of a document's memory); headings come
+    from paragraph styles."""
+    from unstructured.nlp import tokenize
+
+    word = "zqvxkjwq"
+    document = docx.Document()
+    document.add_heading("Tide tables", level=1)
+    for _ in range(3):
+        document.add_paragraph(f"The {word} gauge reads the harbour twice a day, as agreed.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    loaded = load_bytes(buffer.getvalue(), filename="tides.docx")
+    assert f"The {word} gauge reads" in loaded.units[0].text
+    assert loaded.units[0].sections[-1].heading_path == ("Tide tables",)
     assert word not in tokenize._get_nlp().vocab.strings
 
 
