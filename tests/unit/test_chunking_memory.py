@@ -241,14 +241,14 @@ def test_a_main_document_stored_under_another_name_counts_too() -> None:
                     limits=OfficeLimits(max_word_xml=800_000))
 
 
-def _with_document_xml(data: bytes, mangle: Callable[[bytes], bytes]) -> bytes:
+def _with_part(data: bytes, name: str, mangle: Callable[[bytes], bytes]) -> bytes:
+    """An Office file (a zip) with its part `name` rewritten by `mangle`."""
     source = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         for info in source.infolist():
             part = source.read(info.filename)
-            archive.writestr(info.filename,
-                             mangle(part) if info.filename == "word/document.xml" else part)
+            archive.writestr(info.filename, mangle(part) if info.filename == name else part)
     return out.getvalue()
 
 
@@ -261,8 +261,8 @@ def test_a_word_files_elements_are_made_as_they_are_read_not_all_held_at_once() 
              for _ in range(5_000)]
     # The first paragraph a heading: the sections still come from the elements' categories.
     heading = b'<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Tide tables'
-    data = _with_document_xml(
-        docx_with_paragraphs(["Tide tables", *words]),
+    data = _with_part(
+        docx_with_paragraphs(["Tide tables", *words]), "word/document.xml",
         lambda xml: xml.replace(b"<w:p><w:r><w:t>Tide tables", heading, 1),
     )
     xml = zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").file_size
@@ -283,13 +283,14 @@ def test_a_word_file_python_docx_cannot_read_fails_as_unreadable() -> None:
     they are read, on a paragraph it cannot read past where the loader called the
     partitioner: both the file's fault, not ours."""
     data = docx_with_paragraphs(["High water at noon.", "Low water at six."])
-    cut = _with_document_xml(data, lambda xml: xml[: len(xml) // 2])
+    cut = _with_part(data, "word/document.xml", lambda xml: xml[: len(xml) // 2])
     with pytest.raises(IngestError, match=r"^Could not read Word file: \S"):
         load_office(cut, filename="tides.docx", ext=".docx")
     # A list level that is not a number, on the second paragraph.
     level = b'<w:p><w:pPr><w:numPr><w:ilvl w:val="x"/><w:numId w:val="1"/></w:numPr></w:pPr>'
-    bad_level = _with_document_xml(
-        data, lambda xml: xml.replace(b"<w:p><w:r><w:t>Low", level + b"<w:r><w:t>Low")
+    bad_level = _with_part(
+        data, "word/document.xml",
+        lambda xml: xml.replace(b"<w:p><w:r><w:t>Low", level + b"<w:r><w:t>Low"),
     )
     with pytest.raises(IngestError) as refused:
         load_office(bad_level, filename="tides.docx", ext=".docx")
@@ -375,16 +376,10 @@ def test_a_shape_python_pptx_cannot_read_fails_the_deck_as_unreadable() -> None:
     slide.placeholders[1].left = Emu(914_400)
     buffer = io.BytesIO()
     deck.save(buffer)
-    source = zipfile.ZipFile(buffer)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for info in source.infolist():
-            part = source.read(info.filename)
-            if info.filename == "ppt/slides/slide1.xml":
-                part = part.replace(b'x="914400"', b'x="far"')
-            archive.writestr(info.filename, part)
+    data = _with_part(buffer.getvalue(), "ppt/slides/slide1.xml",
+                      lambda xml: xml.replace(b'x="914400"', b'x="far"'))
     with pytest.raises(IngestError) as refused:
-        load_office(out.getvalue(), filename="tides.pptx", ext=".pptx")
+        load_office(data, filename="tides.pptx", ext=".pptx")
     assert str(refused.value) == (
         "Could not read PowerPoint file: invalid literal for int() with base 10: 'far'"
     )
@@ -488,16 +483,12 @@ def xlsx_with_sheet_data(rows: str) -> bytes:
     book.active["A1"] = 1
     buffer = io.BytesIO()
     book.save(buffer)
-    source = zipfile.ZipFile(buffer)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for info in source.infolist():
-            part = source.read(info.filename)
-            if info.filename == "xl/worksheets/sheet1.xml":
-                head, rest = part.split(b"<sheetData>", 1)
-                part = head + b"<sheetData>" + rows.encode() + rest[rest.index(b"</sheetData>"):]
-            archive.writestr(info.filename, part)
-    return out.getvalue()
+
+    def with_rows(xml: bytes) -> bytes:
+        head, rest = xml.split(b"<sheetData>", 1)
+        return head + b"<sheetData>" + rows.encode() + rest[rest.index(b"</sheetData>"):]
+
+    return _with_part(buffer.getvalue(), "xl/worksheets/sheet1.xml", with_rows)
 
 
 def numeric_rows(count: int, width: int) -> str:
