@@ -22,7 +22,7 @@ from indexing.chunking import ChunkBudget, chunk_unit, count_tokens, tokens
 from indexing.chunking.tokens import max_chars_for, split_by_tokens, token_spans
 from indexing.loaders import OfficeLimits, load_bytes
 from indexing.loaders.office import load_office
-from indexing.types import KIND_PROSE, IngestError, RawUnit
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 
 # --- the chunker --------------------------------------------------------------------
 
@@ -252,6 +252,18 @@ def _with_part(data: bytes, name: str, mangle: Callable[[bytes], bytes]) -> byte
     return out.getvalue()
 
 
+def _loaded_and_peak(data: bytes, *, ext: str) -> tuple[LoadedDocument, int]:
+    """load_office's document, and the most bytes of Python objects it held at once (after
+    a first load for the imports and caches)."""
+    load_office(data, filename=f"warm{ext}", ext=ext)
+    tracemalloc.start()
+    try:
+        loaded = load_office(data, filename=f"tides{ext}", ext=ext)
+        return loaded, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_word_files_elements_are_made_as_they_are_read_not_all_held_at_once() -> None:
     """partition_docx listed every paragraph's element, then copied each with its metadata
     and hashed it for ids never read: 85 bytes of Python objects a byte of document.xml
@@ -266,13 +278,7 @@ def test_a_word_files_elements_are_made_as_they_are_read_not_all_held_at_once() 
         lambda xml: xml.replace(b"<w:p><w:r><w:t>Tide tables", heading, 1),
     )
     xml = zipfile.ZipFile(io.BytesIO(data)).getinfo("word/document.xml").file_size
-    load_office(data, filename="warm.docx", ext=".docx")  # imports, caches
-    tracemalloc.start()
-    try:
-        loaded = load_office(data, filename="tides.docx", ext=".docx")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    loaded, peak = _loaded_and_peak(data, ext=".docx")
     assert peak < 30 * xml  # 13 a byte now
     assert loaded.units[0].text.split("\n\n") == ["Tide tables", *words]
     assert [section.heading_path for section in loaded.units[0].sections] == [("Tide tables",)]
@@ -351,13 +357,7 @@ def test_a_decks_elements_are_made_as_they_are_read_not_all_held_at_once() -> No
              for _ in range(5_000)]
     data = pptx_with_paragraphs(words)
     xml = zipfile.ZipFile(io.BytesIO(data)).getinfo("ppt/slides/slide1.xml").file_size
-    load_office(data, filename="warm.pptx", ext=".pptx")  # imports, caches
-    tracemalloc.start()
-    try:
-        loaded = load_office(data, filename="tides.pptx", ext=".pptx")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    loaded, peak = _loaded_and_peak(data, ext=".pptx")
     assert peak < 20 * xml  # 7 a byte now
     assert loaded.units[0].text.split("\n\n")[1:] == words
     assert loaded.units[0].sections[0].heading_path == ("Tide tables",)
