@@ -745,8 +745,13 @@
     ui.threadsToggle.setAttribute("aria-expanded", String(open));
   }
 
+  // A conversation the user picked: on a phone, the drawer it was picked from closes.
   function selectThread(id) {
     showThreadList(false);
+    return showThread(id);
+  }
+
+  function showThread(id) {
     state.loading = loadThread(id);
     return state.loading;
   }
@@ -1580,8 +1585,9 @@
     }
     const wanted = /^#thread-(\d+)$/.exec(location.hash);
     const id = wanted ? Number(wanted[1]) : null;
-    if (id !== null && state.threads.some((t) => t.id === id)) await selectThread(id);
-    else if (state.threads.length) await selectThread(state.threads[0].id);
+    // Opened for the user, not by them: a drawer they opened meanwhile stays open.
+    if (id !== null && state.threads.some((t) => t.id === id)) await showThread(id);
+    else if (state.threads.length) await showThread(state.threads[0].id);
   }
 
   start();
