@@ -34,6 +34,7 @@ from chat.providers import (
     Reply,
     ToolCall,
     TurnContext,
+    cut_at_word,
     get_provider,
 )
 from chat.tools import (
@@ -266,17 +267,27 @@ class Turn:
     # A reply was cut (CHAT_MAX_ANSWER_CHARS, LLM_MAX_RESPONSE_BYTES or the model's token
     # limit): the stored answer says so in metadata.truncated.
     truncated: bool = False
+    # What the answer may still show. CHAT_MAX_ANSWER_CHARS bounds the whole turn: each
+    # model call is bounded too, but a turn makes up to CHAT_MAX_TOOL_ROUNDS + 1 of them.
+    room: int = field(default_factory=lambda: settings.CHAT_MAX_ANSWER_CHARS)
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
         # PostgreSQL text cannot hold NUL: storing the answer would fail.
-        delta = delta.replace("\x00", "")
+        delta = self._within_room(delta.replace("\x00", ""))
         if self.after_break:
             delta = delta.lstrip()
             if not delta:
                 return
             self.after_break = False
         self._shown(self.normalizer.feed(delta))
+
+    def _within_room(self, delta: str) -> str:
+        if len(delta) > self.room:
+            delta, self.room, self.truncated = cut_at_word(delta, self.room), 0, True
+        else:
+            self.room -= len(delta)
+        return delta
 
     def end_paragraph(self) -> None:
         """Text written before a round's tool calls ends a paragraph ("Let me look." and
@@ -614,7 +625,10 @@ def _close(turn: Turn) -> Message:
     message = _complete(
         turn.answer,
         status=Message.Status.COMPLETE,
-        content="\n\n".join(text for text in turn.written if text.strip()),
+        content=cut_at_word(
+            "\n\n".join(text for text in turn.written if text.strip()),
+            settings.CHAT_MAX_ANSWER_CHARS,
+        ),
         resolved_content=answer,
         citations=cited,
         grounding=grounding,

@@ -336,9 +336,10 @@ LLM_BASE_URL = env("LLM_BASE_URL", default="https://api.openai.com/v1")
 LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
 LLM_API_KEY = env("LLM_API_KEY", default="")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
-# An answer is cut (and marked `metadata.truncated`) at this many characters a model call;
-# the stream is no longer read past it. Long real answers (a document's summary, a
-# 20-step procedure) run 3,000-12,000 characters.
+# An answer is cut (and marked `metadata.truncated`) at this many characters: the text of
+# a whole turn (all its model calls) and of each call, whose stream is not read past it.
+# Long real answers (a document's summary, a 20-step procedure) run 3,000-12,000
+# characters.
 CHAT_MAX_ANSWER_CHARS = env.int("CHAT_MAX_ANSWER_CHARS", default=32_000)
 # Sent as max_tokens (max_completion_tokens to api.openai.com; Cohere's max_tokens), when
 # set. None by default: a server refuses a request whose prompt and max_tokens pass its

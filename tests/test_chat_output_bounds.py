@@ -159,3 +159,22 @@ def test_cohere_is_asked_for_max_tokens_and_its_text_cut(fake):
                               context=TurnContext("When?"))
     assert Fake.requests[0][1]["max_tokens"] == 25
     assert len(reply.text) <= 100 and reply.truncated
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_answer_limit_bounds_the_whole_turn_not_each_model_call(
+    llm, corpus, workspace, user, settings, stream
+):
+    settings.CHAT_MAX_ANSWER_CHARS = 1_000
+    settings.CHAT_MAX_TOOL_ROUNDS = 4
+    # Each call writes 900 characters (under the limit) before asking for a search.
+    rounds = [{**tool_call("search_knowledge_base", {"query": f"launch {i}"},
+                           call_id=f"call_{i}"), "content": SENTENCE * 30}
+              for i in range(4)]
+    llm.script = [*rounds, answer(SENTENCE * 30, chunks=[SENTENCE] * 30)]
+    message = ask(workspace, user, stream=stream)
+    assert message.status == Message.Status.COMPLETE, message.resolved_content
+    assert len(llm.requests) == 5  # every round ran: the model was not cut off early
+    stored = Message.objects.get(pk=message.pk)
+    assert len(stored.resolved_content) <= 1_000 and len(stored.content) <= 1_000
+    assert stored.metadata["truncated"] is True

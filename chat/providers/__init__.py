@@ -6,11 +6,19 @@ import functools
 
 from django.conf import settings
 
-from .base import LLMProvider, OutputLimits, ProviderError, Reply, ToolCall, TurnContext
+from .base import (
+    LLMProvider,
+    OutputLimits,
+    ProviderError,
+    Reply,
+    ToolCall,
+    TurnContext,
+    cut_at_word,
+)
 
 __all__ = [
     "LLMProvider", "OutputLimits", "ProviderError", "Reply", "ToolCall", "TurnContext",
-    "get_provider", "output_limits",
+    "cut_at_word", "get_provider", "output_limits",
 ]
 
 
