@@ -178,3 +178,64 @@ def test_the_answer_limit_bounds_the_whole_turn_not_each_model_call(
     stored = Message.objects.get(pk=message.pk)
     assert len(stored.resolved_content) <= 1_000 and len(stored.content) <= 1_000
     assert stored.metadata["truncated"] is True
+
+
+def _cohere(base_url: str, *, timeout: float = 5, response_bytes: int = 8_000_000):
+    from chat.providers.base import OutputLimits
+    from chat.providers.cohere_chat import CohereChatProvider
+
+    return CohereChatProvider(
+        api_key="k", model="command-r", base_url=base_url, timeout=timeout,
+        limits=OutputLimits(response_bytes=response_bytes),
+    )
+
+
+def test_a_cohere_body_past_the_byte_bound_is_an_error_not_read(fake):
+    from chat.providers.base import ProviderError, TurnContext
+
+    Fake.responses = {"/v2/chat": (200, {
+        "id": "c1", "finish_reason": "COMPLETE",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": SENTENCE * 5_000}]},
+    })}
+    with pytest.raises(ProviderError, match=r"longer than 100,000 bytes"):
+        _cohere(fake, response_bytes=100_000).complete(
+            [{"role": "user", "content": "When?"}], [], context=TurnContext("When?")
+        )
+
+
+def test_a_cohere_server_sending_a_byte_now_and_then_is_cut_at_the_timeout():
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from chat.providers.base import ProviderError, TurnContext
+
+    class Trickle(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server API)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            try:
+                for _ in range(200):  # each read comes well within httpx's timeout
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProviderError, match=r"within 1 s"):
+            _cohere(f"http://127.0.0.1:{server.server_port}", timeout=1).complete(
+                [{"role": "user", "content": "When?"}], [], context=TurnContext("When?")
+            )
+    finally:
+        server.shutdown()
+    assert time.monotonic() - started < 5

@@ -1,8 +1,8 @@
 """Cohere chat (v2 API, through its SDK) with tool calls.
 
-Bounded like the OpenAI-compatible provider: `max_tokens` is asked for and the text cut
-at OutputLimits.answer_chars (the SDK reads the whole body: LLM_MAX_RESPONSE_BYTES does
-not apply).
+Bounded like the OpenAI-compatible provider: `max_tokens` is asked for, the text cut at
+OutputLimits.answer_chars, and the SDK's HTTP client reads a response within LLM_TIMEOUT
+and LLM_MAX_RESPONSE_BYTES.
 """
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import httpx
+
 from .base import OutputLimits, ProviderError, Reply, ToolCall, TurnContext
+from .bounded_transport import BoundedTransport
 
 
 class CohereChatProvider:
@@ -25,8 +28,10 @@ class CohereChatProvider:
     ) -> None:
         import cohere
 
+        bounded = BoundedTransport(seconds=timeout, max_bytes=limits.response_bytes)
         self._client = cohere.ClientV2(
-            api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0
+            api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0,
+            httpx_client=httpx.Client(transport=bounded, timeout=timeout),
         )
         self._model = model
         self._limits = limits
