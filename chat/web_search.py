@@ -15,12 +15,16 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from outbound import BoundedTransport
+
 PROVIDERS = ("searxng", "brave", "tavily")
 DEFAULT_URLS = {
     "brave": "https://api.search.brave.com/res/v1/web/search",
     "tavily": "https://api.tavily.com/search",
 }
 _TAGS = re.compile(r"<[^>]+>")
+# A page of results with snippets takes tens of kilobytes.
+MAX_RESPONSE_BYTES = 5_000_000
 
 
 class WebSearchError(Exception):
@@ -65,7 +69,10 @@ def config_from(
 def search(config: WebSearchConfig, query: str, *, limit: int) -> list[WebResult]:
     """At most `limit` results for `query`, in the provider's order, one per URL."""
     try:
-        with httpx.Client(timeout=config.timeout, follow_redirects=False) as client:
+        transport = BoundedTransport(seconds=config.timeout, max_bytes=MAX_RESPONSE_BYTES)
+        with httpx.Client(
+            transport=transport, timeout=config.timeout, follow_redirects=False
+        ) as client:
             response = _request(client, config, query, limit)
     except httpx.HTTPError as exc:
         raise WebSearchError(f"{config.provider} is unreachable: {type(exc).__name__}") from exc

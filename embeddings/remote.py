@@ -7,7 +7,23 @@ from collections.abc import Sequence
 
 import httpx
 
+from outbound import BoundedTransport
+
 from .base import EmbeddingError
+
+
+def _bounded_client(
+    *, timeout: float, batch_size: int, dimensions: int,
+    base_url: str = "", headers: dict[str, str] | None = None,
+) -> httpx.Client:
+    """A client reading a batch's response within `timeout` and the bytes such a
+    response takes: a float in JSON is at most about 25 characters, and Cohere echoes
+    the texts back."""
+    max_bytes = batch_size * (dimensions * 32 + 64_000)
+    transport = BoundedTransport(seconds=timeout, max_bytes=max_bytes)
+    return httpx.Client(
+        transport=transport, timeout=timeout, base_url=base_url, headers=headers
+    )
 
 
 def _normalized(vector: Sequence[float]) -> list[float]:
@@ -29,7 +45,10 @@ class CohereEmbedder:
         import cohere
 
         self._client = cohere.ClientV2(
-            api_key=api_key, base_url=base_url or None, timeout=timeout
+            api_key=api_key, base_url=base_url or None, timeout=timeout,
+            httpx_client=_bounded_client(
+                timeout=timeout, batch_size=batch_size, dimensions=dimensions
+            ),
         )
         self._model = model
         self._batch_size = batch_size
@@ -73,8 +92,9 @@ class OpenAICompatibleEmbedder:
         batch_size: int = 64,
     ) -> None:
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout
+        self._client = _bounded_client(
+            timeout=timeout, batch_size=batch_size, dimensions=dimensions,
+            base_url=base_url.rstrip("/"), headers=headers,
         )
         self._model = model
         self._batch_size = batch_size

@@ -12,8 +12,9 @@ from typing import Any
 
 import httpx
 
+from outbound import BoundedTransport
+
 from .base import OutputLimits, ProviderError, Reply, ToolCall, TurnContext
-from .bounded_transport import BoundedTransport
 
 
 class CohereChatProvider:

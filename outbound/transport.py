@@ -1,9 +1,9 @@
 """An httpx transport whose responses are read within a time and a byte budget.
 
-For an SDK that reads the whole body itself (Cohere's): httpx's timeout is per read, so
-a server sending a byte now and then would hold a turn forever, and nothing else bounds
-how much of a body is read. The OpenAI-compatible provider reads its body itself and
-checks the same two bounds as it goes.
+httpx's timeout is per read: a server sending a byte now and then would hold a chat turn
+or an ingest job forever, and nothing else bounds how much of a body is read. Given to
+an SDK that reads the whole body itself (Cohere's) as much as to our own clients. (The
+OpenAI-compatible chat provider reads its stream itself and checks both as it goes.)
 """
 
 from __future__ import annotations
