@@ -672,6 +672,27 @@ def test_markdown_answer_renders_lists_tables_and_code_and_stays_inert(llm, page
     assert page.evaluate("typeof window.__xss") == "undefined"
 
 
+def test_an_answer_cut_at_the_server_limit_says_so_streamed_and_reloaded(
+    llm, page: Page, settings
+):
+    settings.CHAT_MAX_ANSWER_CHARS = 400
+    sentence = "The Pelican mooring buoy is repainted every April by the harbour crew. "
+    llm.script = [answer(sentence * 40, chunks=[sentence] * 40)]
+    page.goto("/")
+    new_chat(page)
+    note = "(The answer was cut here: it was longer than this server keeps.)"
+    reply = ask(page, "When is the Pelican buoy repainted?")
+    body = reply.locator(".bubble-body")
+    expect(body.locator(".answer-cut")).to_have_text(note)
+    assert len(body.inner_text()) < 400 + len(note) + 10
+    page.reload()
+    stored = page.locator(".message.role-assistant .bubble-body").last
+    expect(stored.locator(".answer-cut")).to_have_text(note)
+    # A whole answer carries no note.
+    llm.script = [answer(sentence)]
+    expect(ask(page, "And who repaints it?").locator(".answer-cut")).to_have_count(0)
+
+
 def merged(spans: list[list[int]]) -> list[list[int]]:
     """Spans that touch or overlap are one highlight."""
     out: list[list[int]] = []
