@@ -29,6 +29,7 @@ from typing import Any
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from indexing.loaders.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
 from indexing.types import ChunkPiece, RawUnit
 
 # pdfium is not thread-safe: one call into it at a time per process.
@@ -172,9 +173,15 @@ def _open(data: bytes) -> pdfium.PdfDocument:
         raise PdfPageError(f"Could not open PDF: {exc}") from None
 
 
-def _page(document: pdfium.PdfDocument, number: int) -> pdfium.PdfPage:
+def _page(document: pdfium.PdfDocument, number: int, data: bytes) -> pdfium.PdfPage:
     if not 1 <= number <= len(document):
         raise PdfPageError(f"The PDF has no page {number} (it has {len(document)})")
+    # Checked before pdfium loads the page: loading it parses every form it draws.
+    if overdrawn_pages(data, [number]):
+        raise PdfPageError(
+            f"Page {number} is not drawn: it draws forms more than {MAX_FORM_DRAWS:,} times "
+            "(or they cannot be counted)"
+        )
     return document[number - 1]
 
 
@@ -189,14 +196,15 @@ def passage_boxes(data: bytes, requests: Iterable[PassageRequest]) -> list[Passa
     """Boxes for each passage on its page (None where it could not be found)."""
     requests = list(requests)
     results: list[PassageBoxes | None] = [None] * len(requests)
+    by_page: dict[int, list[int]] = {}
+    for i, request in enumerate(requests):
+        by_page.setdefault(request.page, []).append(i)
+    overdrawn = overdrawn_pages(data, by_page)
     with _PDFIUM:
         document = _open(data)
         try:
-            by_page: dict[int, list[int]] = {}
-            for i, request in enumerate(requests):
-                by_page.setdefault(request.page, []).append(i)
             for number, indexes in by_page.items():
-                if not 1 <= number <= len(document):
+                if not 1 <= number <= len(document) or number in overdrawn:
                     continue
                 text_page = _TextPage(document[number - 1])
                 for i in indexes:
@@ -214,7 +222,7 @@ def render_png(data: bytes, *, page: int, scale: float) -> bytes:
     with _PDFIUM:
         document = _open(data)
         try:
-            pdf_page = _page(document, page)
+            pdf_page = _page(document, page, data)
             width, height = pdf_page.get_size()
             cap = math.sqrt(MAX_PIXELS / max(1.0, width * height))
             bitmap = pdf_page.render(scale=min(scale, cap))

@@ -24,6 +24,7 @@ from indexing.loaders.ocr import (
     resolve_engine,
     why_unavailable,
 )
+from indexing.loaders.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
 from indexing.loaders.pdf_structure import (
     RunCollector,
     TextRun,
@@ -339,6 +340,12 @@ def load_pdf(
         raise IngestError("PDF has no extractable text (no text layer and no scanned images)")
 
     metadata: dict[str, object] = {"page_count": len(pages), **ocr_metadata}
+    if overdrawn := sorted(overdrawn_pages(data, range(1, len(pages) + 1))):
+        draw = "draws" if len(overdrawn) == 1 else "draw"
+        metadata["warnings"] = [*ocr_metadata.get("warnings", ()), (  # type: ignore[misc]
+            f"{page_ranges(overdrawn)} {draw} forms more than {MAX_FORM_DRAWS:,} times: "
+            "their passages are not highlighted on the page, which is neither drawn nor OCR'd"
+        )]
     if failed_pages:
         metadata["unreadable_pages"] = failed_pages
     if contents := _mark_contents_pages(units):
