@@ -86,6 +86,31 @@ def test_bad_lines_get_an_error_line_and_a_failing_exit_but_the_rest_is_checked(
     assert rows[5]["id"] == 3 and rows[5]["verdict"] == "supported"
 
 
+def test_lines_that_broke_the_whole_run_get_an_error_line_of_their_own(tmp_path) -> None:
+    # Too deep for the JSON parser's recursion, a lone surrogate the tokenizer refuses
+    # (failing the whole batch), one UTF-8 stdout cannot write: each failed every line.
+    path = tmp_path / "claims.jsonl"
+    path.write_text("\n".join([
+        "[" * 100_000,
+        json.dumps({"id": 1, "claim": "The Broncos \ud800 won.", "passages": [PASSAGE]}),
+        json.dumps({"id": 2, "claim": "The Broncos won.", "passages": ["\udfff", PASSAGE]}),
+        json.dumps({"id": "a\ud800", "claim": "The Broncos won.", "passages": [PASSAGE]}),
+        json.dumps({"id": 3, "claim": "The Broncos beat the Panthers.", "passages": [PASSAGE]}),
+    ]) + "\n", encoding="utf-8")
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # strict, like the real stdout
+    with pytest.raises(CommandError, match="^4 of 5 lines were not valid input$"):
+        call_command("grounding_check", str(path), stdout=out)
+    out.flush()
+    rows = [json.loads(line) for line in out.buffer.getvalue().decode("utf-8").splitlines()]
+    assert rows[:4] == [
+        {"id": None, "error": "line 1: not JSON (nested too deeply)"},
+        {"id": 1, "error": 'line 2: "claim": Surrogate characters are not allowed: U+D800.'},
+        {"id": 2, "error": 'line 3: "passages": Surrogate characters are not allowed: U+DFFF.'},
+        {"id": None, "error": 'line 4: "id": Surrogate characters are not allowed: U+D800.'},
+    ]
+    assert (rows[4]["id"], rows[4]["verdict"]) == (3, "supported")
+
+
 def test_a_missing_file_is_a_clear_error(tmp_path) -> None:
     with pytest.raises(CommandError, match="cannot read"):
         call_command("grounding_check", str(tmp_path / "absent.jsonl"), stdout=StringIO())

@@ -18,6 +18,8 @@ import sys
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rest_framework.exceptions import ValidationError
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from citations.grounding import Grounder
 from citations.normalizer import normalize
@@ -82,32 +84,60 @@ def _read_lines(path: str) -> list[tuple[int, str]]:
 
 
 def _parse(line: str) -> tuple[Any, str, list[str]]:
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"not JSON ({error.msg}: column {error.colno})") from error
+    data = _load(line)
     if not isinstance(data, dict):
         raise ValueError('expected an object {"id", "claim", "passages"}')
-    if "id" not in data:
-        raise ValueError('missing "id"')
-    if not isinstance(data["id"], str | int) or isinstance(data["id"], bool):
-        raise ValueError('"id" must be a string or an integer')
+    line_id = _valid_id(data)
     claim = data.get("claim")
     if not isinstance(claim, str) or not claim.strip():
         raise ValueError('"claim" must be a non-empty string')
+    _refuse_surrogates("claim", claim)
     passages = data.get("passages")
     if not isinstance(passages, list) or not all(isinstance(p, str) for p in passages):
         raise ValueError('"passages" must be a list of strings')
+    for passage in passages:
+        _refuse_surrogates("passages", passage)
     # Another system's claim often keeps its citation marker ("… is blue [1]."): the marker
     # says where the claim comes from, it claims nothing.
-    return data["id"], normalize(claim, lambda _n: False).text, passages
+    return line_id, normalize(claim, lambda _n: False).text, passages
+
+
+def _load(line: str) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not JSON ({error.msg}: column {error.colno})") from error
+    except RecursionError as error:  # "[[[[…": deeper than the parser's recursion limit
+        raise ValueError("not JSON (nested too deeply)") from error
+
+
+def _valid_id(data: dict) -> str | int:
+    if "id" not in data:
+        raise ValueError('missing "id"')
+    value = data["id"]
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        raise ValueError('"id" must be a string or an integer')
+    if isinstance(value, str):
+        _refuse_surrogates("id", value)  # the id is echoed, and stdout cannot encode one
+    return value
+
+
+_NO_SURROGATES = ProhibitSurrogateCharactersValidator()
+
+
+def _refuse_surrogates(field: str, text: str) -> None:
+    """A lone surrogate ("\\ud800" in JSON) is not text: the tokenizer and UTF-8 output
+    both fail on it, and would take every other line down with it."""
+    try:
+        _NO_SURROGATES(text)
+    except ValidationError as error:
+        raise ValueError(f'"{field}": {error.detail[0]}') from None
 
 
 def _id_of(line: str) -> Any:
     """The id of a line rejected for another reason, so its error line can be matched up."""
     try:
-        data = json.loads(line)
-    except json.JSONDecodeError:
+        data = _load(line)
+        return _valid_id(data) if isinstance(data, dict) else None
+    except ValueError:
         return None
-    value = data.get("id") if isinstance(data, dict) else None
-    return value if isinstance(value, str | int) and not isinstance(value, bool) else None
