@@ -39,6 +39,9 @@ urlpatterns = [
     ),
     path("api/folders", knowledge_api.FolderListView.as_view(), name="api-folders"),
     path("api/jobs/<int:pk>", knowledge_api.JobDetailView.as_view(), name="api-job"),
+    path(
+        "api/jobs/<int:pk>/cancel", indexing_api.JobCancelView.as_view(), name="api-job-cancel"
+    ),
     path("api/threads", chat_api.ThreadListView.as_view(), name="api-threads"),
     path("api/threads/<int:pk>", chat_api.ThreadDetailView.as_view(), name="api-thread"),
     path(

@@ -479,10 +479,30 @@ class JobDocumentInline(admin.TabularInline):
 
 @admin.register(IngestJob)
 class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
-    list_display = ["pk", "workspace", "description", "created_by", "created_at", "progress"]
-    readonly_fields = ["workspace", "created_by", "description", "created_at", "progress"]
+    list_display = [
+        "pk", "workspace", "description", "created_by", "created_at", "cancelled_at", "progress"
+    ]
+    readonly_fields = [
+        "workspace", "created_by", "description", "created_at", "cancelled_at", "progress"
+    ]
     inlines = [JobDocumentInline]
     change_form_template = "admin/knowledge/ingestjob/change_form.html"
+    actions = ["cancel"]
+
+    def has_cancel_permission(self, request: HttpRequest) -> bool:
+        # It changes documents (their status), as re-indexing them does.
+        return request.user.has_perm("knowledge.change_document")
+
+    @admin.action(
+        description="Cancel selected jobs (documents still waiting in queue are not indexed)",
+        permissions=["cancel"],
+    )
+    def cancel(self, request: HttpRequest, queryset) -> None:
+        cancelled = sum(sources.cancel_job(job=job) for job in queryset)
+        self.message_user(
+            request,
+            f"Cancelled {cancelled} documents waiting in queue; any being indexed will finish.",
+        )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a job comes from Add sources, the API or MCP, never from a blank form

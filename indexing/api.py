@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import generics, status
@@ -121,3 +122,30 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
 
     def perform_destroy(self, instance: Document) -> None:
         sources.delete_document(document=instance)
+
+
+@extend_schema(
+    summary="Cancel an ingest job: documents not yet taken by a worker are not indexed",
+    parameters=[WORKSPACE_PARAMETER],
+    request=None,
+    responses={
+        200: IngestJobSerializer,
+        404: OpenApiResponse(OpenApiTypes.OBJECT, description="unknown workspace or job"),
+    },
+)
+class JobCancelView(generics.GenericAPIView):
+    """POST cancels the job: its documents still waiting in queue end FAILED with a note,
+    those being indexed finish. Cancelling again changes nothing. Any member of the
+    workspace may, as any member may add and delete its documents."""
+
+    serializer_class = IngestJobSerializer
+
+    def post(self, request: Request, pk: int) -> Response:
+        # Named in the query, as in the job's own `url`.
+        workspace = selectors.workspace_for(
+            user=request.user, slug=request.query_params.get("workspace")
+        )
+        jobs = selectors.jobs_in(workspace=workspace)
+        sources.cancel_job(job=get_object_or_404(jobs, pk=pk))
+        job = jobs.get(pk=pk)  # read again: the documents' new statuses
+        return Response(IngestJobSerializer(job, context={"workspace": workspace}).data)

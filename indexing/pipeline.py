@@ -253,6 +253,13 @@ def database_reachable() -> bool:
     return True
 
 
+def failed_since_queued(*, document_id: int) -> bool:
+    """The document failed after its task was queued: its job was cancelled (or another
+    task of it failed). No FAILED document is ever queued: re-indexing one sets it
+    PENDING first, and a retry or a redelivered task finds it INDEXING."""
+    return Document.objects.filter(pk=document_id, status=Document.Status.FAILED).exists()
+
+
 def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     # Chunks of an earlier good version stay: a broken upload must not erase
     # what users could already find and cite.
@@ -260,25 +267,33 @@ def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     return IndexOutcome(document_id, Document.Status.FAILED, error=message)
 
 
-# How many times the document's indexing task message (which retry of it) has started
-# since the task last ended normally: {"retry": n, "starts": n}.
+# How many times each of the document's indexing task messages (which retry of it) has
+# started since the task last ended normally: {"<task id>/<retry>": n, …}.
 TASK_STARTS_KEY = "task_starts"
+# Messages remembered: one document has its own, a retry's and one re-sent by `requeue`.
+_MESSAGES_KEPT = 8
 
 
 @transaction.atomic
-def note_task_start(*, document_id: int, retries: int) -> int:
-    """Count a start of the document's indexing task; how many earlier starts of the same
-    message never ended (the worker was killed mid-task, as for memory, and the message
-    was delivered again). A retry is a message of its own: counting per retry, retries
-    that failed before they could count (the database down) do not hide a later loss."""
+def note_task_start(*, document_id: int, message: str) -> int:
+    """Count a start of the document's indexing task message `message` (its task id and
+    retry number); how many earlier starts of it never ended (the worker was killed
+    mid-task, as for memory, and the message was delivered again).
+
+    A retry is a message of its own: retries that failed before they could count (the
+    database down) do not hide a later loss. So is another message for the same
+    document (re-sent while the first was held by a worker that was then stopped): two
+    of them starting once each are no loss.
+    """
     document = Document.objects.select_for_update().only("metadata").get(pk=document_id)
     seen = document.metadata.get(TASK_STARTS_KEY)
-    same = isinstance(seen, dict) and seen.get("retry") == retries
-    starts = seen["starts"] + 1 if same else 1
+    starts = {k: v for k, v in seen.items() if isinstance(v, int)} if isinstance(seen, dict) else {}
+    starts[message] = starts.pop(message, 0) + 1  # moved last: the most recent are kept
+    kept = dict(list(starts.items())[-_MESSAGES_KEPT:])
     Document.objects.filter(pk=document_id).update(
-        metadata={**document.metadata, TASK_STARTS_KEY: {"retry": retries, "starts": starts}}
+        metadata={**document.metadata, TASK_STARTS_KEY: kept}
     )
-    return starts - 1
+    return kept[message] - 1
 
 
 @transaction.atomic

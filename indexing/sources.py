@@ -343,6 +343,31 @@ def requeue_unfinished(*, older_than: timedelta, on_broker: Collection[int] = ()
     return len(ids)
 
 
+@transaction.atomic
+def cancel_job(*, job: IngestJob) -> int:
+    """Cancel `job`: its documents no worker has taken yet fail with a note saying so (their
+    queued tasks then do nothing); those being indexed finish. How many were cancelled.
+
+    A document a later job registered again is that job's to index, and is left waiting.
+    Nothing is deleted: an earlier indexed version of a document still answers, and
+    re-indexing a cancelled one queues it again.
+    """
+    IngestJob.objects.filter(pk=job.pk, cancelled_at=None).update(cancelled_at=timezone.now())
+    wanted_later = IngestJob.objects.filter(pk__gt=job.pk, cancelled_at=None)
+    waiting = Document.objects.filter(jobs=job, status=Document.Status.PENDING).exclude(
+        jobs__in=wanted_later
+    )
+    # PENDING checked again on the row itself: a worker may take one meanwhile.
+    still_waiting = Document.objects.filter(
+        pk__in=waiting.values("pk"), status=Document.Status.PENDING
+    )
+    return still_waiting.update(
+        status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
+        last_error=f"Cancelled with ingest job {job.pk} before a worker took it; "
+        "re-index it to index it",
+    )
+
+
 def _upsert(
     workspace: Workspace,
     *,

@@ -37,10 +37,14 @@ _GRACE = min(60, settings.INGEST_TASK_TIME_LIMIT)
 )
 def index_document_task(self, document_id: int, force: bool = False) -> str:
     try:
+        if pipeline.failed_since_queued(document_id=document_id):
+            return Document.Status.FAILED  # its job was cancelled: nothing to do
         # A worker killed mid-task (out of memory, most often) has its message delivered
         # again at once (reject_on_worker_lost): a file that kills every worker would
         # loop for good and stall the queue behind it.
-        lost = pipeline.note_task_start(document_id=document_id, retries=self.request.retries)
+        lost = pipeline.note_task_start(
+            document_id=document_id, message=f"{self.request.id}/{self.request.retries}"
+        )
         if lost >= settings.INGEST_MAX_WORKER_LOSSES:
             status = pipeline.mark_failed(document_id=document_id, message=(
                 f"The worker indexing this document stopped before finishing {lost} times "

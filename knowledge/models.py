@@ -80,6 +80,9 @@ class IngestJob(models.Model):
     # Every document the job registered. A later job registering one of them again
     # shares it: a client polling this job still sees what became of its documents.
     documents = models.ManyToManyField("Document", related_name="jobs", blank=True)
+    # Cancelled (indexing.sources.cancel_job): its documents no worker had taken failed
+    # with a note; those being indexed then finished.
+    cancelled_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"Job {self.pk}: {self.description}"

@@ -181,8 +181,11 @@ class IngestJobSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = IngestJob
-        fields = ["id", "url", "description", "created_at", "status", "total", "counts",
-                  "unchanged", "chunks", "chunks_embedded", "summary", "documents"]
+        fields = ["id", "url", "description", "created_at", "cancelled_at", "status", "total",
+                  "counts", "unchanged", "chunks", "chunks_embedded", "summary", "documents"]
+        extra_kwargs = {"cancelled_at": {
+            "help_text": "when it was cancelled (POST its url + /cancel), else null"
+        }}
 
     def get_url(self, obj: IngestJob) -> str:
         return api_url("api-job", obj.pk, self.context.get("workspace"))

@@ -43,6 +43,10 @@ INSTRUCTIONS = (
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Ingesting fetches the web; re-checking sources re-reads them (and marks them STALE).
 ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
+# Cancelling a job fails the documents it has not indexed yet; doing it again changes nothing.
+STOPS = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 TokenOf = Callable[[Context], str]
 
@@ -162,6 +166,14 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         """
         return _run(token_of, ctx, tools.ingest,
                     url=url, path=path, folder_id=folder_id, workspace=workspace)
+
+    @server.tool(annotations=STOPS)
+    def cancel_job(
+        job_id: int, ctx: Context, workspace: str | None = None
+    ) -> dict[str, Any]:
+        """Cancel an ingest job (the id ingest returned): its documents still waiting in
+        queue are not indexed (FAILED, with a note); those being indexed finish."""
+        return _run(token_of, ctx, tools.cancel_job, job_id=job_id, workspace=workspace)
 
     @server.tool(annotations=ADDS)
     def reindex(

@@ -246,6 +246,18 @@ def ingest(
     return IngestJobSerializer(job, context={"workspace": ws}).data
 
 
+def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
+    """POST /api/jobs/{id}/cancel: the job's documents still waiting in queue are not
+    indexed; those being indexed finish."""
+    ws = _workspace(user, workspace)
+    jobs = selectors.jobs_in(workspace=ws)
+    job = jobs.filter(pk=job_id).first() if 0 < job_id < 2**63 else None
+    if job is None:
+        raise Refused(f"No ingest job {job_id} in this workspace")
+    sources.cancel_job(job=job)
+    return IngestJobSerializer(jobs.get(pk=job_id), context={"workspace": ws}).data
+
+
 MAX_REINDEX_IDS = 1000
 
 

@@ -541,15 +541,29 @@ def test_a_lost_worker_counts_however_many_retries_came_before(workspace, tmp_pa
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n\nThe gauge at pier 4 reads every ten minutes.\n")
     document = sources.add_path(workspace=workspace, path=path)
-    assert pipeline.note_task_start(document_id=document.pk, retries=0) == 0
+    assert pipeline.note_task_start(document_id=document.pk, message="a/0") == 0
     # Retries 1-39 failed before they could count a start (the database was down); the
     # 40th started, and its worker was killed: its message, delivered again, is a loss.
-    assert pipeline.note_task_start(document_id=document.pk, retries=40) == 0
-    assert pipeline.note_task_start(document_id=document.pk, retries=40) == 1
-    assert pipeline.note_task_start(document_id=document.pk, retries=41) == 0
+    assert pipeline.note_task_start(document_id=document.pk, message="a/40") == 0
+    assert pipeline.note_task_start(document_id=document.pk, message="a/40") == 1
+    assert pipeline.note_task_start(document_id=document.pk, message="a/41") == 0
 
 
-def test_a_document_whose_worker_was_killed_twice_fails_instead_of_looping(workspace, tmp_path):
+def test_another_message_for_the_same_document_is_no_lost_start(workspace, tmp_path):
+    """`requeue` re-sends a document whose message a stopped worker held: both messages
+    start on the next worker, each once more; neither was lost twice."""
+    path = tmp_path / "notes.md"
+    path.write_text("# Notes\n\nThe gauge at pier 4 reads every ten minutes.\n")
+    document = sources.add_path(workspace=workspace, path=path)
+    assert pipeline.note_task_start(document_id=document.pk, message="a/0") == 0
+    assert pipeline.note_task_start(document_id=document.pk, message="b/0") == 0
+    assert pipeline.note_task_start(document_id=document.pk, message="a/0") == 1
+    assert pipeline.note_task_start(document_id=document.pk, message="b/0") == 1
+
+
+def test_a_document_whose_worker_was_killed_twice_fails_instead_of_looping(
+    workspace, tmp_path, django_capture_on_commit_callbacks
+):
     from indexing.tasks import index_document_task
 
     path = tmp_path / "notes.md"
@@ -557,19 +571,24 @@ def test_a_document_whose_worker_was_killed_twice_fails_instead_of_looping(works
     document = sources.add_path(workspace=workspace, path=path)
     # What a worker killed mid-task leaves: a start that never ended; its message comes
     # again at once. Once is tried again...
-    pipeline.note_task_start(document_id=document.pk, retries=0)
-    index_document_task.delay(document.pk)  # eager: runs here
+    pipeline.note_task_start(document_id=document.pk, message="lost-task/0")
+    index_document_task.apply(args=(document.pk,), task_id="lost-task")  # eager: runs here
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED, document.last_error
     # ... twice is FAILED, saying why, and the queue moves on.
     for _ in range(2):
-        pipeline.note_task_start(document_id=document.pk, retries=0)
-    index_document_task.delay(document.pk, force=True)
+        pipeline.note_task_start(document_id=document.pk, message="lost-task/0")
+    index_document_task.apply(args=(document.pk,), kwargs={"force": True}, task_id="lost-task")
     document.refresh_from_db()
     assert document.status == Document.Status.FAILED
     assert "stopped before finishing 2 times" in document.last_error
     assert pipeline.TASK_STARTS_KEY not in document.metadata
-    # Re-indexed by a person, it is tried again.
+    # Its message, delivered once more, does nothing; re-indexed by a person, it is
+    # tried again.
     index_document_task.delay(document.pk, force=True)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    with django_capture_on_commit_callbacks(execute=True):
+        sources.reindex(documents=Document.objects.filter(pk=document.pk), confined=False)
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED

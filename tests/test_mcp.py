@@ -17,8 +17,8 @@ from tests.workers import worker_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-TOOLS = {"search_knowledge_base", "read_document", "check_answer", "ingest", "reindex",
-         "list_sources", "stale"}
+TOOLS = {"search_knowledge_base", "read_document", "check_answer", "ingest", "cancel_job",
+         "reindex", "list_sources", "stale"}
 HANDBOOK = """# Harbour handbook
 
 ## Tides
@@ -74,6 +74,7 @@ def test_stdio_tools_search_read_and_list(site):
                 await call(client, "search_knowledge_base", query="mooring",
                            scope={"document_ids": list(range(1, 502))}),
                 await call(client, "reindex", document_ids=[2**63]),
+                await call(client, "cancel_job", job_id=2**63),
                 await call(client, "ingest", url="http://[::1"),
             ]
             return listed, search, scoped, read, window, sources_, bad_limit, bad_id, bounds
@@ -211,7 +212,7 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
 
     async def session():
         async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
-            return {
+            results = {
                 "unchanged": await call(client, "stale"),
                 "file": await call(client, "ingest", path=str(root / "new.md"),
                                    folder_id=document.folder_id),
@@ -227,6 +228,11 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
                 "marked": await call(client, "stale", check=False),
                 "reindex": await call(client, "reindex", document_ids=[document.pk]),
             }
+            # No worker runs: the file's job waits in queue until it is cancelled.
+            job_id = results["file"][1]["id"]
+            results["cancel"] = await call(client, "cancel_job", job_id=job_id)
+            results["cancel_missing"] = await call(client, "cancel_job", job_id=job_id + 1)
+            return results
 
     results = run(session)
     assert results["unchanged"] == (True, {"checked": True, "stale": [], "outdated": 0,
@@ -257,6 +263,10 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     assert ok and body["queued"] == 1 and body["refused"] == 0
     assert body["documents"] == [{"id": document.pk, "status": "PENDING", "last_error": ""}]
     assert Document.objects.get(pk=document.pk).status == Document.Status.PENDING
+    ok, body = results["cancel"]
+    assert ok and body["cancelled_at"] and body["counts"]["FAILED"] == 1, body
+    assert body["documents"][0]["last_error"].startswith(f"Cancelled with ingest job {job['id']}")
+    assert results["cancel_missing"] == (False, f"No ingest job {job['id'] + 1} in this workspace")
 
 
 def test_stdio_token_from_the_environment_and_a_bad_token_refused(site, tmp_path):

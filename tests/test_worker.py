@@ -85,3 +85,37 @@ def test_a_worker_process_past_its_memory_bound_is_replaced_and_work_goes_on(
     assert len(before) == len(after) == 1 and before != after, (before, after)
     statuses = set(Document.objects.filter(workspace=workspace).values_list("status", flat=True))
     assert statuses == {Document.Status.INDEXED}
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_job_s_queued_tasks_do_nothing_on_a_real_worker(workspace, tmp_path):
+    env = worker_env(tmp_path)
+    corpus, later = tmp_path / "corpus", tmp_path / "later"
+    corpus.mkdir()
+    later.mkdir()
+    for name in ("handbook.md", "tide-faq.html"):
+        (corpus / name).write_bytes((SAMPLE_CORPUS / name).read_bytes())
+    (later / "notes.md").write_text("# Notes\n\nThe ferry leaves at nine.\n")
+
+    # Queued on Redis while no worker runs, then cancelled.
+    queued = manage(env, "ingest", str(corpus), "--workspace", workspace.slug, "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    job = int(queued.stdout.split("Job ", 1)[1].split(":", 1)[0])
+    cancelled = manage(env, "cancel_job", str(job))
+    assert cancelled.stdout.strip() == f"Job {job}: cancelled 2 documents waiting in queue"
+
+    worker = start_worker(env)
+    try:
+        # A job queued after the cancelled one's tasks: once it is done, they were taken.
+        result = manage(env, "ingest", str(later), "--workspace", workspace.slug)
+        assert result.returncode == 0, result.stderr
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    documents = {d.title: d for d in Document.objects.filter(workspace=workspace)}
+    assert documents["Notes"].status == Document.Status.INDEXED
+    for name in ("handbook.md", "tide-faq.html"):
+        document = next(d for d in documents.values() if d.uri.endswith(name))
+        assert document.status == Document.Status.FAILED and document.chunk_count == 0
+        assert document.last_error.startswith(f"Cancelled with ingest job {job}")

@@ -332,7 +332,8 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
     finally:
         worker.terminate()
         worker.wait(timeout=60)
-    assert Document.objects.get(pk=document.pk).status == Document.Status.INDEXED
+    final = Document.objects.get(pk=document.pk)
+    assert final.status == Document.Status.INDEXED, final.last_error
 
 
 def test_ctrl_c_on_serve_while_an_answer_streams_stops_the_web_server_at_once(

@@ -122,7 +122,13 @@ class Command(BaseCommand):
                             pipeline.mark_failed(document_id=document.pk, message=str(exc))
                     self._report_failures(job, reported)
         elif not options["no_wait"]:
-            self._wait(job, len(documents), options["worker_timeout"], reported)
+            try:
+                self._wait(job, len(documents), options["worker_timeout"], reported)
+            except KeyboardInterrupt:
+                raise CommandError(
+                    f"Interrupted: the workers go on with job {job.pk}; `manage.py cancel_job "
+                    f"{job.pk}` stops its documents still waiting in queue"
+                ) from None
         else:
             return
         if failed := self._summary(job, time.monotonic() - started):

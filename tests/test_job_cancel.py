@@ -1,0 +1,132 @@
+"""Cancelling an ingest job: documents no worker has taken are not indexed (they fail with
+a note, and their queued tasks do nothing); those being indexed, or registered again by a
+later job, are left alone; nothing is lost. Through the API, the admin and `cancel_job`."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from indexing import sources
+from knowledge.models import Document, IngestJob, Workspace
+
+pytestmark = pytest.mark.django_db
+
+TIDES = ("tides.md", b"# Tides\n\nSpring tides follow the full and the new moon.\n")
+PIER = ("pier.txt", b"The pier opens at dawn and the ferry leaves at nine.")
+
+
+@pytest.fixture
+def api(user, workspace, settings, tmp_path) -> APIClient:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def upload(api: APIClient, *files: tuple[str, bytes]) -> dict:
+    data = {"files": [SimpleUploadedFile(name, body) for name, body in files]}
+    response = api.post("/api/documents", data, format="multipart")
+    assert response.status_code == 202, response.content
+    return response.json()
+
+
+def test_cancel_stops_the_waiting_documents_and_their_queued_tasks_do_nothing(
+    api, django_capture_on_commit_callbacks
+):
+    # The tasks are held back, as if every worker were busy.
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        job = upload(api, TIDES, PIER)
+    assert job["counts"]["PENDING"] == 2 and job["cancelled_at"] is None
+
+    response = api.post(f"/api/jobs/{job['id']}/cancel")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["cancelled_at"] and body["status"] == "done"
+    assert body["counts"]["FAILED"] == 2 and body["counts"]["PENDING"] == 0
+    assert all(d["last_error"].startswith(f"Cancelled with ingest job {job['id']}")
+               for d in body["documents"])
+
+    for send in queued:  # the workers get to the tasks at last
+        send()
+    assert set(Document.objects.values_list("status", flat=True)) == {Document.Status.FAILED}
+    assert not any(Document.objects.values_list("chunk_count", flat=True))
+
+    # Cancelling again changes nothing; re-indexing a cancelled document indexes it.
+    assert api.post(f"/api/jobs/{job['id']}/cancel").json()["cancelled_at"] == body["cancelled_at"]
+    with django_capture_on_commit_callbacks(execute=True):
+        sources.reindex(documents=Document.objects.all())
+    assert set(Document.objects.values_list("status", flat=True)) == {Document.Status.INDEXED}
+
+
+def test_documents_being_indexed_or_wanted_by_a_later_job_are_left(
+    api, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        first = upload(api, TIDES, PIER)
+        later = upload(api, TIDES)  # registers tides.md again
+    tides, pier = (Document.objects.get(uri=f"upload://{name}") for name in ("tides.md",
+                                                                            "pier.txt"))
+    Document.objects.filter(pk=pier.pk).update(status=Document.Status.INDEXING)
+
+    assert sources.cancel_job(job=IngestJob.objects.get(pk=first["id"])) == 0
+    tides.refresh_from_db()
+    pier.refresh_from_db()
+    assert tides.status == Document.Status.PENDING and pier.status == Document.Status.INDEXING
+    # The later job's own cancel does stop it.
+    assert sources.cancel_job(job=IngestJob.objects.get(pk=later["id"])) == 1
+    tides.refresh_from_db()
+    assert tides.status == Document.Status.FAILED
+
+
+def test_a_job_of_another_workspace_is_a_404_and_is_not_cancelled(
+    api, django_capture_on_commit_callbacks
+):
+    stranger = get_user_model().objects.create_user("mallory")
+    theirs = Workspace.objects.create(name="Theirs", slug="theirs", owner=stranger)
+    job = IngestJob.objects.create(workspace=theirs, description="their upload")
+    document = Document.objects.create(workspace=theirs, source_type="text", uri="upload://x")
+    job.documents.add(document)
+    for url in (f"/api/jobs/{job.pk}/cancel", f"/api/jobs/{job.pk}/cancel?workspace=theirs",
+                f"/api/jobs/{job.pk + 1}/cancel"):
+        assert api.post(url).status_code == 404
+    assert api.get(f"/api/jobs/{job.pk}/cancel").status_code == 405
+    assert APIClient().post(f"/api/jobs/{job.pk}/cancel").status_code == 401
+    job.refresh_from_db()
+    document.refresh_from_db()
+    assert job.cancelled_at is None and document.status == Document.Status.PENDING
+
+
+def test_the_admin_action_and_the_command_cancel(
+    client, staff, api, django_capture_on_commit_callbacks, capsys
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        by_admin = upload(api, TIDES)
+        by_command = upload(api, PIER)
+    client.force_login(staff)
+    response = client.post(
+        reverse("admin:knowledge_ingestjob_changelist"),
+        {"action": "cancel", "_selected_action": [by_admin["id"]]},
+        follow=True,
+    )
+    assert "Cancelled 1 documents waiting in queue" in response.content.decode()
+    assert IngestJob.objects.get(pk=by_admin["id"]).cancelled_at is not None
+
+    call_command("cancel_job", str(by_command["id"]))
+    assert f"Job {by_command['id']}: cancelled 1 documents" in capsys.readouterr().out
+    assert not Document.objects.filter(status=Document.Status.PENDING).exists()
+    with pytest.raises(CommandError, match="No such ingest job: 999"):
+        call_command("cancel_job", "999")
+
+
+def test_the_schema_documents_the_cancel(api):
+    response = api.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+    cancel = response.json()["paths"]["/api/jobs/{id}/cancel"]["post"]
+    assert {"200", "404"} <= set(cancel["responses"])
+    job = response.json()["components"]["schemas"]["IngestJob"]["properties"]
+    assert "when it was cancelled" in job["cancelled_at"]["description"]
