@@ -6,6 +6,7 @@ pieces. Dispatch is on the unit kind (and language for code).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from indexing.types import (
@@ -42,6 +43,11 @@ class ChunkBudget:
     # uploads and fetched pages may be 50 and 20 MB. 1 MB matches INGEST_MAX_REPO_FILE_BYTES,
     # the largest file a repository ingest reads (code.py, CHUNK_CODE_PARSE_MAX_BYTES).
     code_parse_max_bytes: int = 1_000_000
+    # A chunk longer than this is cut further, at blanks. Blanks cost no token: 200 tokens
+    # of words spread over megabytes of spaces (or of indentation) would be one passage of
+    # megabytes, shown to the model and in every search hit. Real 200-token chunks run
+    # 600-3,000 characters (deeply indented code).
+    max_chars: int = 8_000
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:
@@ -56,6 +62,10 @@ def chunk_unit(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     """Split one unit into chunks whose texts are exact slices of unit.text."""
     if not unit.text.strip() or unit.kind == KIND_PDF_CONTENTS:
         return []
+    return _within_chars(unit.text, _chunks(unit, budget), budget.max_chars)
+
+
+def _chunks(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     if unit.kind in (KIND_PROSE, KIND_PDF_PAGE):
         return chunk_prose(unit, budget)
     if unit.kind == KIND_CODE:
@@ -63,6 +73,37 @@ def chunk_unit(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
         if pieces is not None:
             return pieces
     return chunk_windows(unit, budget)
+
+
+_NOT_BLANK = re.compile(r"\S")
+
+
+def _within_chars(text: str, pieces: list[ChunkPiece], max_chars: int) -> list[ChunkPiece]:
+    """`pieces`, each longer than `max_chars` cut at blanks into pieces no longer; the
+    blanks between them are left out."""
+    out: list[ChunkPiece] = []
+    for piece in pieces:
+        if len(piece.text) <= max_chars:
+            out.append(piece)
+            continue
+        start, end = piece.locator["char_start"], piece.locator["char_end"]
+        line, counted_to = piece.locator.get("line_start"), start
+        while found := _NOT_BLANK.search(text, start, end):
+            start = found.start()
+            stop = min(end, start + max_chars)
+            if stop < end and not text[stop].isspace():  # would cut a word: cut before it
+                blank = max(text.rfind(c, start, stop) for c in " \t\n\r\f\v")
+                stop = blank if blank > start else stop
+            stop = start + len(text[start:stop].rstrip())
+            locator = {**piece.locator, "char_start": start, "char_end": stop}
+            if line is not None:  # line spans of line-based chunkers follow the cut
+                line += text.count("\n", counted_to, start)
+                locator["line_start"] = line
+                locator["line_end"] = line + text.count("\n", start, stop)
+                counted_to = start
+            out.append(ChunkPiece(text[start:stop], locator, count_tokens(text[start:stop])))
+            start = stop
+    return out
 
 
 # Imported last: the submodules refer back to ChunkBudget for type hints only.

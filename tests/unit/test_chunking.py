@@ -989,3 +989,32 @@ def test_tildes_under_a_plain_text_heading_are_a_rule_not_a_code_fence() -> None
     assert all(piece.text.endswith("book.") for piece in pieces), [
         piece.text[-40:] for piece in pieces
     ]
+
+
+@pytest.mark.parametrize("kind", [KIND_PROSE, KIND_CODE, "other"])
+def test_blanks_never_make_a_passage_longer_than_max_chars(kind):
+    """Blanks cost no token: words spread over thousands of spaces, or lines indented
+    thousands deep, were one passage of megabytes."""
+    words = [f"word{i}" for i in range(60)]
+    spread = (" " * 9_000).join(words) + "\n" + "\n".join(
+        " " * 3_000 + f"call({i})" for i in range(20)
+    )
+    unit = RawUnit(text=spread, locator={"path": "spread.py"}, kind=kind)
+    pieces = chunk_unit(unit, ChunkBudget())
+    assert pieces and all(len(p.text) <= 8_000 for p in pieces)
+    for piece in pieces:
+        start, end = piece.locator["char_start"], piece.locator["char_end"]
+        assert piece.text == spread[start:end] and piece.text == piece.text.strip()
+        if "line_start" in piece.locator:
+            assert piece.locator["line_start"] == spread.count("\n", 0, start) + 1
+            assert piece.locator["line_end"] == spread.count("\n", 0, end) + 1
+    found = " ".join(p.text for p in pieces).split()
+    assert [w for w in found if w.startswith("word")] == words  # nothing lost, in order
+    assert sum(w.startswith("call(") for w in found) == 20
+
+
+def test_a_long_word_past_max_chars_is_cut_inside_it():
+    unit = RawUnit(text="a" * 20_000, locator={}, kind=KIND_PROSE)
+    pieces = chunk_unit(unit, ChunkBudget(max_chars=8_000))
+    assert "".join(p.text for p in pieces) == unit.text
+    assert max(len(p.text) for p in pieces) <= 8_000
