@@ -427,6 +427,9 @@ INGEST_MAX_WORD_XML_BYTES = env.int("INGEST_MAX_WORD_XML_BYTES", default=10 * 10
 INGEST_MAX_POWERPOINT_XML_BYTES = env.int(
     "INGEST_MAX_POWERPOINT_XML_BYTES", default=10 * 1024 * 1024
 )
+# An HTML page (uploaded or fetched) past this is refused before it is parsed: the parser
+# builds 115-145 bytes of memory a byte (indexing/loaders/html.py DEFAULT_MAX_HTML_BYTES).
+INGEST_MAX_HTML_BYTES = env.int("INGEST_MAX_HTML_BYTES", default=5 * 1024 * 1024)
 # Scanned PDF pages: "auto" OCRs them with Debian's tesseract when it is installed
 # (apt-get install tesseract-ocr), "off" never does; either way a page left unread
 # is named in the document's metadata["warnings"].

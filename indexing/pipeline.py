@@ -130,7 +130,7 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
     if source.resource is not None:
         return load_fetched(
             source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES,
-            office_limits=office_limits(),
+            office_limits=office_limits(), max_html_bytes=settings.INGEST_MAX_HTML_BYTES,
         )
     return load_bytes(
         source.data,
@@ -140,6 +140,7 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
         dropped_blocks=frozenset(dropped_blocks),
         ocr=settings.OCR,
         ocr_max_pages=settings.OCR_MAX_PAGES,
+        max_html_bytes=settings.INGEST_MAX_HTML_BYTES,
     )
 
 

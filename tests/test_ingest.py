@@ -339,6 +339,24 @@ def test_a_word_file_over_the_xml_setting_fails_and_names_it(
     assert outcome.status == Document.Status.INDEXED
 
 
+def test_an_html_page_over_the_setting_fails_unparsed_and_names_it(
+    workspace, counting_embedder, tmp_path, settings
+):
+    page = tmp_path / "tides.html"
+    page.write_text("<html><body>" + "<p>The tide turns at noon.</p>" * 1_000 + "</body></html>")
+    document = sources.add_path(workspace=workspace, path=page)
+
+    settings.INGEST_MAX_HTML_BYTES = 20_000  # the page has 30 kB
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.FAILED
+    assert outcome.error == ("The HTML page is 30,026 bytes; pages of more than 20,000 bytes "
+                             "are not parsed (INGEST_MAX_HTML_BYTES)")
+
+    settings.INGEST_MAX_HTML_BYTES = 100_000
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.INDEXED
+
+
 def test_a_powerpoint_file_over_the_xml_setting_fails_and_names_it(
     workspace, counting_embedder, tmp_path, settings
 ):

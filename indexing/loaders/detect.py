@@ -7,7 +7,7 @@ import zipfile
 from pathlib import PurePosixPath
 
 from indexing.loaders.delimited import load_delimited
-from indexing.loaders.html import load_html
+from indexing.loaders.html import DEFAULT_MAX_HTML_BYTES, load_html
 from indexing.loaders.markdown import load_markdown
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office import DOCX_MIME, PPTX_MIME, load_office
@@ -193,11 +193,12 @@ def load_bytes(
     dropped_blocks: frozenset[str] = frozenset(),
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
+    max_html_bytes: int = DEFAULT_MAX_HTML_BYTES,
 ) -> LoadedDocument:
     """Parse an uploaded or stored file. Raises IngestError for input we cannot index.
 
     `office_limits` bound what a Word, PowerPoint or Excel file (a zip) may expand to
-    and make its parser build;
+    and make its parser build; `max_html_bytes`, an HTML page parsed;
     `dropped_blocks` are an HTML site's repeated blocks (html.repeated_blocks);
     `ocr` reads a PDF's scanned pages ("auto", "off" or an engine: loaders.ocr),
     at most `ocr_max_pages` of them.
@@ -208,7 +209,9 @@ def load_bytes(
     if fmt == PDF:
         return load_pdf(data, filename=filename, ocr=ocr, ocr_max_pages=ocr_max_pages)
     if fmt == HTML:
-        return load_html(data, filename=filename, dropped_blocks=dropped_blocks)
+        return load_html(
+            data, filename=filename, dropped_blocks=dropped_blocks, max_bytes=max_html_bytes
+        )
     if fmt == MARKDOWN:
         return load_markdown(data, filename=filename)
     if fmt in (DOCX, PPTX):

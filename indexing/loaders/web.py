@@ -16,7 +16,7 @@ import httpcore
 import httpx
 
 from indexing.loaders.detect import PDF, container_format, load_bytes, source_type_for
-from indexing.loaders.html import html_to_document
+from indexing.loaders.html import DEFAULT_MAX_HTML_BYTES, html_to_document
 from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
@@ -526,13 +526,14 @@ def load_fetched(
     ocr: str | OcrEngine | None = OCR_AUTO,
     ocr_max_pages: int | None = None,
     office_limits: OfficeLimits = DEFAULT_OFFICE_LIMITS,
+    max_html_bytes: int = DEFAULT_MAX_HTML_BYTES,
 ) -> LoadedDocument:
     """Parse a fetched resource by its Content-Type (falling back to the URL's extension),
     unless its bytes plainly say PDF or Office: then it is read as that, as an upload
     under another name is (a PDF served as text/html is not indexed as its source).
 
-    `ocr`, `ocr_max_pages` and `office_limits` are the upload limits, as `load_bytes`
-    takes them.
+    `ocr`, `ocr_max_pages`, `office_limits` and `max_html_bytes` are the upload limits, as
+    `load_bytes` takes them.
     """
     url = resource.url
     ctype, charset = _split_content_type(resource.content_type)
@@ -544,7 +545,8 @@ def load_fetched(
         # What the server declared is wrong: PDF as itself, Office as a download.
         ctype = "application/pdf" if contained == PDF else ""
     if ctype in ("text/html", "application/xhtml+xml"):
-        doc = html_to_document(data, base_locator={"url": url}, title_fallback=url, charset=charset)
+        doc = html_to_document(data, base_locator={"url": url}, title_fallback=url,
+                               charset=charset, max_bytes=max_html_bytes)
         doc.source_type = SourceType.WEB
     elif ctype == "application/pdf":
         doc = load_pdf(data, filename=_url_filename(url), ocr=ocr, ocr_max_pages=ocr_max_pages)

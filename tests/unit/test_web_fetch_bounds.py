@@ -346,3 +346,11 @@ def test_other_text_plain_stays_web_prose() -> None:
     doc = load_fetched(_fetched(url, "text/plain", b"# not a heading here\n"))
     assert doc.source_type == SourceType.WEB
     assert doc.units[0].sections == [] and doc.units[0].locator == {"url": url}
+
+
+def test_a_fetched_html_page_past_its_bound_is_refused_before_it_is_parsed() -> None:
+    page = b"<html><body>" + b"<p>The tide turns at noon.</p>" * 1_000 + b"</body></html>"
+    fetched = _fetched("https://example.com/tides", "text/html; charset=utf-8", page)
+    with pytest.raises(IngestError, match=r"30,026 bytes; .* 20,000 bytes .*INGEST_MAX_HTML"):
+        load_fetched(fetched, max_html_bytes=20_000)
+    assert "The tide turns at noon." in load_fetched(fetched, max_html_bytes=31_000).text
