@@ -688,8 +688,9 @@ def repeated_blocks_by_directory(paths: Iterable[Path]) -> dict[Path, list[str]]
 
 
 def _read_small(path: Path) -> bytes | None:
+    """An HTML page's bytes, unless it is past what is parsed (INGEST_MAX_HTML_BYTES)."""
     try:
-        if too_large(path.stat().st_size):
+        if path.stat().st_size > settings.INGEST_MAX_HTML_BYTES:
             return None
         return path.read_bytes()
     except OSError:
