@@ -555,10 +555,15 @@ def test_changed_files_are_reported_stale_then_reindexed(workspace, counting_emb
     assert a.chunks.filter(text__contains="Second version").exists()
 
 
-def test_a_lost_worker_counts_however_many_retries_came_before(workspace, tmp_path):
+@pytest.fixture
+def document(workspace, tmp_path) -> Document:
+    """A small Markdown file, registered and not indexed."""
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n\nThe gauge at pier 4 reads every ten minutes.\n")
-    document = sources.add_path(workspace=workspace, path=path)
+    return sources.add_path(workspace=workspace, path=path)
+
+
+def test_a_lost_worker_counts_however_many_retries_came_before(document):
     assert pipeline.note_task_start(document_id=document.pk, message="a/0") == 0
     # Retries 1-39 failed before they could count a start (the database was down); the
     # 40th started, and its worker was killed: its message, delivered again, is a loss.
@@ -567,12 +572,9 @@ def test_a_lost_worker_counts_however_many_retries_came_before(workspace, tmp_pa
     assert pipeline.note_task_start(document_id=document.pk, message="a/41") == 0
 
 
-def test_another_message_for_the_same_document_is_no_lost_start(workspace, tmp_path):
+def test_another_message_for_the_same_document_is_no_lost_start(document):
     """`requeue` re-sends a document whose message a stopped worker held: both messages
     start on the next worker, each once more; neither was lost twice."""
-    path = tmp_path / "notes.md"
-    path.write_text("# Notes\n\nThe gauge at pier 4 reads every ten minutes.\n")
-    document = sources.add_path(workspace=workspace, path=path)
     assert pipeline.note_task_start(document_id=document.pk, message="a/0") == 0
     assert pipeline.note_task_start(document_id=document.pk, message="b/0") == 0
     assert pipeline.note_task_start(document_id=document.pk, message="a/0") == 1
@@ -580,13 +582,10 @@ def test_another_message_for_the_same_document_is_no_lost_start(workspace, tmp_p
 
 
 def test_a_document_whose_worker_was_killed_twice_fails_instead_of_looping(
-    workspace, tmp_path, django_capture_on_commit_callbacks
+    document, django_capture_on_commit_callbacks
 ):
     from indexing.tasks import index_document_task
 
-    path = tmp_path / "notes.md"
-    path.write_text("# Notes\n\nThe gauge at pier 4 reads every ten minutes.\n")
-    document = sources.add_path(workspace=workspace, path=path)
     # What a worker killed mid-task leaves: a start that never ended; its message comes
     # again at once. Once is tried again...
     pipeline.note_task_start(document_id=document.pk, message="lost-task/0")
