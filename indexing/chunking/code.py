@@ -329,6 +329,9 @@ def _fold(item: _Item, last_row: int, code: bool) -> _Item:
 
 
 _WORDY_RE = re.compile(r"\w")
+# Real code nests definitions a handful deep; generated code nesting thousands deep would
+# overflow the stack if walked, so members past this depth stay in their parent's windows.
+MAX_NESTING = 50
 
 
 class _CodeChunker:
@@ -344,7 +347,7 @@ class _CodeChunker:
         self.overlap_tokens = budget.overlap_tokens
         self.spans: list[tuple[Span, str | None]] = []
 
-    def container(self, items: list[_Item], other_symbol: str | None) -> None:
+    def container(self, items: list[_Item], other_symbol: str | None, depth: int = 0) -> None:
         """Definitions one by one, the statements between them packed together."""
         others: list[_Item] = []
         for item in items:
@@ -353,22 +356,27 @@ class _CodeChunker:
                 continue
             self.pack(others, other_symbol)
             others = []
-            self.definition(item)
+            self.definition(item, depth)
         self.pack(others, other_symbol)
 
-    def definition(self, item: _Item) -> None:
+    def definition(self, item: _Item, depth: int) -> None:
         lines = self.lines
         if lines.cost(item.first_row, item.last_row) <= self.max_tokens:
             self.emit(item.first_row, item.last_row, item.symbol)
             return
         definition = item.definition
-        if definition is not None and definition.body is not None and item.symbol:
+        if (
+            definition is not None
+            and definition.body is not None
+            and item.symbol
+            and depth < MAX_NESTING
+        ):
             floor = definition.node.start_point.row + 1
             members = _items(_members(definition.body), self.define, f"{item.symbol}.", floor)
             methods = [m for m in members if m.definition is not None]
             if methods:
                 self.windows(item.first_row, methods[0].first_row - 1, item.symbol)
-                self.container(members[members.index(methods[0]) :], item.symbol)
+                self.container(members[members.index(methods[0]) :], item.symbol, depth + 1)
                 # Whatever follows the last member: usually just a closing brace.
                 tail_start = members[-1].last_row + 1
                 self.pack([_Item(tail_start, item.last_row)], item.symbol)
@@ -405,9 +413,19 @@ class _CodeChunker:
             self.add(span, symbol)
 
     def add(self, span: Span, symbol: str | None) -> None:
-        # A stray "}" or ";" between members carries nothing worth retrieving.
-        if _WORDY_RE.search(self.lines.text, span.start, span.end):
-            self.spans.append((span, symbol))
+        # A stray "}" or ";" between members is nothing to retrieve on its own, so it joins
+        # the chunk before it when that fits; otherwise it stays a chunk of its own, as
+        # dropping it would leave files of mostly punctuation (nested brackets) unindexed.
+        if self.spans and not _WORDY_RE.search(self.lines.text, span.start, span.end):
+            previous, previous_symbol = self.spans[-1]
+            if (
+                previous.end <= span.start
+                and self.lines.cost(previous.first_row, span.last_row) <= self.max_tokens
+            ):
+                joined = Span(previous.start, span.end, previous.first_row, span.last_row)
+                self.spans[-1] = (joined, previous_symbol)
+                return
+        self.spans.append((span, symbol))
 
 
 # A line longer than this was generated, not written (minified code, inlined data): such

@@ -918,6 +918,27 @@ def test_code_invariants_for_all_languages(max_tokens: int, overlap_tokens: int)
             pieces = chunk_unit(unit, budget)
             assert pieces, language
             check_invariants(unit, budget, pieces)
+            assert covered_non_space(unit, pieces), language
+
+
+@pytest.mark.parametrize(
+    ("language", "source"),
+    [
+        ("python", "x = " + "(\n" * 2_000 + "1" + ")\n" * 2_000),
+        ("go", "package main\n\nvar x = " + "(\n" * 2_000 + "1" + ")\n" * 2_000),
+        ("java", "class A {\n" * 2_000 + "int x;\n" + "}\n" * 2_000),
+    ],
+    ids=["python-brackets", "go-brackets", "java-nested-classes"],
+)
+def test_code_of_nested_punctuation_is_indexed_whole(language: str, source: str) -> None:
+    """Lines without a word ("(", "}") were dropped as stray punctuation, so a file made
+    of nested brackets was indexed as its first and last lines; nesting thousands of
+    classes deep overflowed the stack."""
+    unit = code_unit(source, language)
+    budget = ChunkBudget()
+    pieces = chunk_unit(unit, budget)
+    check_invariants(unit, budget, pieces)
+    assert covered_non_space(unit, pieces)
 
 
 def test_code_module_level_statements_are_packed() -> None:
