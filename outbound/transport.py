@@ -49,8 +49,7 @@ class _BoundedStream(httpx.SyncByteStream):
             read += len(chunk)
             if read > self._max_bytes:
                 raise httpx.ReadError(
-                    f"the response is longer than {self._max_bytes:,} bytes "
-                    "(LLM_MAX_RESPONSE_BYTES); it was not read",
+                    f"the response is longer than {self._max_bytes:,} bytes; it was not read",
                     request=self._request,
                 )
             if time.monotonic() > self._at:
