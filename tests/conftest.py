@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl
@@ -98,13 +99,22 @@ class Fake(BaseHTTPRequestHandler):
         pass
 
 
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """`handler` served on a loopback port in a thread; its base URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
 @pytest.fixture
 def fake() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Fake)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
     Fake.responses, Fake.requests, Fake.headers_seen = {}, [], []
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serving(Fake) as url:
+        yield url
 
 
 @pytest.fixture

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -14,6 +13,7 @@ from rest_framework.test import APIClient
 
 from indexing import pipeline, sources
 from knowledge.models import Chunk, CorpusStat, Document, IngestJob, TermStat, Workspace
+from tests.conftest import serving
 
 pytestmark = pytest.mark.django_db
 
@@ -349,10 +349,8 @@ class Page(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def site() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serving(Page) as url:
+        yield url
 
 
 def test_the_document_list_filters_by_status_and_folder(api, workspace):

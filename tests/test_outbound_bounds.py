@@ -5,10 +5,9 @@ or a body far longer than any real one, fails the call instead of holding it."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -18,7 +17,7 @@ from chat.providers.cohere_chat import CohereChatProvider
 from embeddings.base import EmbeddingError
 from embeddings.remote import CohereEmbedder, OpenAICompatibleEmbedder
 from knowledge.rerankers import CohereReranker, RerankError
-from tests.conftest import Fake
+from tests.conftest import Fake, serving
 
 
 class Trickle(BaseHTTPRequestHandler):
@@ -51,10 +50,8 @@ class Trickle(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def trickle() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with serving(Trickle) as url:
+        yield url
 
 
 def _chat(url: str) -> None:
