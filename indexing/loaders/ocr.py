@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING, Protocol
 # billiard, not celery: the pure core stays free of the framework (the same class).
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from indexing.loaders.pdf_forms import overdrawn_pages
-
 if TYPE_CHECKING:
     from PIL.Image import Image
 
@@ -114,16 +112,11 @@ class OcrOutcome:
 def image_pages(data: bytes, pages: list[int]) -> list[int]:
     """Those of `pages` (1-based) that draw an image: only those can be scans.
 
-    A blank page or one of vector drawings has nothing for OCR to read. A page drawing
-    forms past MAX_FORM_DRAWS is not looked at (nor read): pdfium would expand them all.
+    A blank page or one of vector drawings has nothing for OCR to read. The caller leaves
+    out pages drawing forms past MAX_FORM_DRAWS (pdf_forms): pdfium would expand them all.
     """
     import pypdfium2 as pdfium
     import pypdfium2.raw as pdfium_c
-
-    overdrawn = overdrawn_pages(data, pages)
-    pages = [n for n in pages if n not in overdrawn]
-    if not pages:
-        return []
 
     try:
         pdf = pdfium.PdfDocument(data)

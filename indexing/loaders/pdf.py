@@ -226,6 +226,7 @@ def _read_scanned_pages(
     ocr: str | OcrEngine | None,
     max_pages: int | None,
     filename: str,
+    overdrawn: set[int],
 ) -> dict[str, object]:
     """OCR the pages that draw an image but carry (next to) no text; metadata saying so.
 
@@ -235,7 +236,9 @@ def _read_scanned_pages(
     `max_pages` pages are read (a page holds a worker for seconds); the rest are
     named in a warning.
     """
-    sparse = [i for i, unit in enumerate(units, start=1) if is_sparse(unit.text)]
+    # A page drawing forms past MAX_FORM_DRAWS is never given to pdfium, to look at or read.
+    sparse = [i for i, unit in enumerate(units, start=1)
+              if is_sparse(unit.text) and i not in overdrawn]
     scanned = image_pages(data, sparse) if sparse else []
     if not scanned:
         return {}
@@ -327,8 +330,9 @@ def load_pdf(
         # Blank pages stay as units so that page numbers keep matching the file.
         units.append(RawUnit(text=text, locator={"page": number}, kind=KIND_PDF_PAGE))
 
+    overdrawn = overdrawn_pages(data, range(1, len(pages) + 1))
     ocr_metadata = _read_scanned_pages(
-        data, units, ocr=ocr, max_pages=ocr_max_pages, filename=filename
+        data, units, ocr=ocr, max_pages=ocr_max_pages, filename=filename, overdrawn=overdrawn
     )
     _drop_running_lines(units)
     # Scanned pages left unread are not an error: the warning says why they are empty.
@@ -340,10 +344,10 @@ def load_pdf(
         raise IngestError("PDF has no extractable text (no text layer and no scanned images)")
 
     metadata: dict[str, object] = {"page_count": len(pages), **ocr_metadata}
-    if overdrawn := sorted(overdrawn_pages(data, range(1, len(pages) + 1))):
+    if overdrawn:
         draw = "draws" if len(overdrawn) == 1 else "draw"
         metadata["warnings"] = [*ocr_metadata.get("warnings", ()), (  # type: ignore[misc]
-            f"{page_ranges(overdrawn)} {draw} forms more than {MAX_FORM_DRAWS:,} times: "
+            f"{page_ranges(sorted(overdrawn))} {draw} forms more than {MAX_FORM_DRAWS:,} times: "
             "their passages are not highlighted on the page, which is neither drawn nor OCR'd"
         )]
     if failed_pages:
