@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from outbound import BoundedTransport
+from outbound import bounded_client
 
 PROVIDERS = ("searxng", "brave", "tavily")
 DEFAULT_URLS = {
@@ -69,10 +69,7 @@ def config_from(
 def search(config: WebSearchConfig, query: str, *, limit: int) -> list[WebResult]:
     """At most `limit` results for `query`, in the provider's order, one per URL."""
     try:
-        transport = BoundedTransport(seconds=config.timeout, max_bytes=MAX_RESPONSE_BYTES)
-        with httpx.Client(
-            transport=transport, timeout=config.timeout, follow_redirects=False
-        ) as client:
+        with bounded_client(seconds=config.timeout, max_bytes=MAX_RESPONSE_BYTES) as client:
             response = _request(client, config, query, limit)
     except httpx.HTTPError as exc:
         raise WebSearchError(f"{config.provider} is unreachable: {type(exc).__name__}") from exc

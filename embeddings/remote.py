@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import httpx
 
-from outbound import BoundedTransport
+from outbound import bounded_client
 
 from .base import EmbeddingError
 
@@ -20,9 +20,8 @@ def _bounded_client(
     response takes: a float in JSON is at most about 25 characters, and Cohere echoes
     the texts back."""
     max_bytes = batch_size * (dimensions * 32 + 64_000)
-    transport = BoundedTransport(seconds=timeout, max_bytes=max_bytes)
-    return httpx.Client(
-        transport=transport, timeout=timeout, base_url=base_url, headers=headers
+    return bounded_client(
+        seconds=timeout, max_bytes=max_bytes, base_url=base_url, headers=headers
     )
 
 

@@ -6,10 +6,9 @@ import functools
 from collections.abc import Sequence
 from typing import Protocol
 
-import httpx
 from django.conf import settings
 
-from outbound import BoundedTransport
+from outbound import bounded_client
 
 # A ranking of a search's few dozen passages takes a few kilobytes.
 MAX_RESPONSE_BYTES = 1_000_000
@@ -35,10 +34,9 @@ class CohereReranker:
 
         # No SDK retries: a slow reranker must not hold the answer hostage; the
         # fused order is a fine answer on its own.
-        bounded = BoundedTransport(seconds=timeout, max_bytes=MAX_RESPONSE_BYTES)
         self._client = cohere.ClientV2(
             api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0,
-            httpx_client=httpx.Client(transport=bounded, timeout=timeout),
+            httpx_client=bounded_client(seconds=timeout, max_bytes=MAX_RESPONSE_BYTES),
         )
         self._model = model
         self.name = f"cohere:{model}"

@@ -14,6 +14,18 @@ from collections.abc import Iterator
 import httpx
 
 
+def bounded_client(
+    *, seconds: float, max_bytes: int, base_url: str = "",
+    headers: dict[str, str] | None = None,
+) -> httpx.Client:
+    """An httpx client (no redirects followed) whose responses are read within `seconds`
+    of each request and `max_bytes`; `seconds` is each read's timeout too."""
+    return httpx.Client(
+        transport=BoundedTransport(seconds=seconds, max_bytes=max_bytes),
+        timeout=seconds, base_url=base_url, headers=headers,
+    )
+
+
 class BoundedTransport(httpx.BaseTransport):
     def __init__(self, *, seconds: float, max_bytes: int) -> None:
         self._inner = httpx.HTTPTransport()

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import httpx
-
-from outbound import BoundedTransport
+from outbound import bounded_client
 
 from .base import OutputLimits, ProviderError, Reply, ToolCall, TurnContext
 
@@ -29,10 +27,9 @@ class CohereChatProvider:
     ) -> None:
         import cohere
 
-        bounded = BoundedTransport(seconds=timeout, max_bytes=limits.response_bytes)
         self._client = cohere.ClientV2(
             api_key=api_key, base_url=base_url or None, timeout=timeout, max_retries=0,
-            httpx_client=httpx.Client(transport=bounded, timeout=timeout),
+            httpx_client=bounded_client(seconds=timeout, max_bytes=limits.response_bytes),
         )
         self._model = model
         self._limits = limits
