@@ -1,6 +1,7 @@
 """Peak memory of the two ingest steps whose memory grew far faster than their input.
 
-    .venv/bin/python bench/ingest_memory.py [--chunk-mb 8] [--docx-mb 2] [--before REV]
+    .venv/bin/python bench/ingest_memory.py [--chunk-mb 8] [--docx-mb 2] [--csv-mb 8]
+        [--before REV] [--csv-before REV]
 
 Each case runs in a fresh process: it builds its input, warms up (imports, a small run),
 resets the kernel's peak-RSS mark (/proc/self/clear_refs) and reports how far the peak
@@ -17,6 +18,10 @@ ordinary-prose baseline measured in the same run.
   a file just over it. The peak a capped file can reach is projected from the measured
   bytes per byte; before the cap only the 200 MiB of INGEST_MAX_UNCOMPRESSED_BYTES bounded
   it (8 MB of one-word paragraphs, measured alone, took 615 MB and 81 s).
+- csv: load_delimited on --csv-mb of 8-column rows of short words, against load_text on
+  the same bytes (the baseline), and on one record of as many bytes (a row of short
+  cells), which is refused once it passes delimited.MAX_RECORD_CHARS. `--csv-before REV`
+  also runs both with indexing/loaders/delimited.py as it was at REV.
 
 Measured on 2 cores shared with other work (Python 3.11, unstructured 0.27), at the
 commit that reads a Word file's elements one at a time (office._word_elements),
@@ -144,19 +149,55 @@ def docx_bytes(xml_bytes: int, words_per_paragraph: int, seed: int = 1) -> tuple
 # --- cases (in the child) -----------------------------------------------------------------
 
 
-def _use_old_tokens(path: str) -> None:
-    """Make `indexing.chunking.tokens` the module in `path` before the chunkers import it."""
-    module = types.ModuleType("indexing.chunking.tokens")
+def _use_old_module(name: str, path: str) -> None:
+    """Make module `name` the one in `path` before anything imports it."""
+    module = types.ModuleType(name)
     module.__file__ = path
     exec(compile(Path(path).read_text(), path, "exec"), module.__dict__)  # noqa: S102
-    sys.modules["indexing.chunking.tokens"] = module
+    sys.modules[name] = module
 
 
-def run_case(case: str, size: int, old_tokens: str | None) -> dict:
+def csv_rows(size: int, seed: int = 1) -> bytes:
+    rng = random.Random(seed)
+    rows, total = [], 0
+    while total < size:
+        rows.append(",".join(rng.choice(WORDS) for _ in range(8)) + "\n")
+        total += len(rows[-1])
+    return "".join(rows).encode()
+
+
+def csv_record(size: int, seed: int = 1) -> bytes:
+    return csv_rows(size, seed).replace(b"\n", b",")
+
+
+def run_csv_case(case: str, size: int) -> dict:
+    from indexing.loaders.delimited import load_delimited
+    from indexing.loaders.text import load_text
+    from indexing.types import IngestError
+
+    load_delimited(csv_rows(5000), filename="warm.csv")
+    data = csv_record(size) if case == "csv-record" else csv_rows(size)
+    load = load_text if case == "csv-text" else load_delimited
+
+    def work() -> None:
+        try:
+            load(data, filename="x.csv")
+        except IngestError:
+            pass
+
+    peak, seconds = _measure(work)
+    return {"input": len(data), "peak": peak, "seconds": seconds}
+
+
+def run_case(case: str, size: int, old_module: str | None) -> dict:
     sys.path.insert(0, str(REPO))
+    if case.startswith("csv"):
+        if old_module:
+            _use_old_module("indexing.loaders.delimited", old_module)
+        return run_csv_case(case, size)
     if case.startswith("chunk"):
-        if old_tokens:
-            _use_old_tokens(old_tokens)
+        if old_module:
+            _use_old_module("indexing.chunking.tokens", old_module)
         from indexing.chunking import ChunkBudget, chunk_unit
         from indexing.types import KIND_PROSE, RawUnit
 
@@ -195,12 +236,26 @@ def run_case(case: str, size: int, old_tokens: str | None) -> dict:
 # --- driving (in the parent) ----------------------------------------------------------------
 
 
-def _child(case: str, size: int, old_tokens: str | None = None) -> dict:
+def _child(case: str, size: int, old_module: str | None = None) -> dict:
     command = [sys.executable, __file__, "--case", case, "--size", str(size)]
-    if old_tokens:
-        command += ["--old-tokens", old_tokens]
+    if old_module:
+        command += ["--old-module", old_module]
     done = subprocess.run(command, capture_output=True, text=True, check=True, cwd=REPO)
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _child_before(revision: str, path: str, case: str, size: int) -> dict:
+    """`case` with the module at `path` as it was at `revision`."""
+    old = subprocess.run(
+        ["git", "show", f"{revision}:{path}"], capture_output=True, text=True, check=True,
+        cwd=REPO,
+    ).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
+        handle.write(old)
+    try:
+        return _child(case, size, handle.name)
+    finally:
+        Path(handle.name).unlink()
 
 
 def _row(label: str, result: dict, baseline: dict) -> str:
@@ -216,13 +271,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunk-mb", type=float, default=8)
     parser.add_argument("--docx-mb", type=float, default=2)
+    parser.add_argument("--csv-mb", type=float, default=8)
     parser.add_argument("--before", help="git revision whose tokens.py to measure too")
+    parser.add_argument("--csv-before", help="git revision whose delimited.py to measure too")
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--old-tokens", help=argparse.SUPPRESS)
+    parser.add_argument("--old-module", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.case:
-        print(json.dumps(run_case(args.case, args.size, args.old_tokens)))
+        print(json.dumps(run_case(args.case, args.size, args.old_module)))
         return
 
     started = time.perf_counter()
@@ -233,14 +290,8 @@ def main() -> None:
     print(_row("chunk prose (baseline)", prose, prose), flush=True)
     print(_row("chunk spaceless run", _child("chunk-spaceless", chunk_size), prose), flush=True)
     if args.before:
-        old = subprocess.run(
-            ["git", "show", f"{args.before}:indexing/chunking/tokens.py"],
-            capture_output=True, text=True, check=True, cwd=REPO,
-        ).stdout
-        with tempfile.NamedTemporaryFile("w", suffix="_tokens.py", delete=False) as handle:
-            handle.write(old)
-        before = _child("chunk-spaceless", chunk_size, handle.name)
-        Path(handle.name).unlink()
+        before = _child_before(args.before, "indexing/chunking/tokens.py", "chunk-spaceless",
+                              chunk_size)
         print(_row(f"chunk spaceless run, before {args.before}", before, prose), flush=True)
 
     docx_prose = _child("docx-prose", docx_size)
@@ -257,6 +308,17 @@ def main() -> None:
         f"(~{per_byte * total_cap / MB:,.0f} MB at the {total_cap / MB:.1f} MB total cap "
         "that bounded them before)"
     )
+
+    print()
+    csv_size = int(args.csv_mb * MB)
+    text = _child("csv-text", csv_size)
+    print(_row("csv rows as text (baseline)", text, text), flush=True)
+    print(_row("csv rows", _child("csv-rows", csv_size), text), flush=True)
+    print(_row("csv one record, refused", _child("csv-record", csv_size), text), flush=True)
+    if args.csv_before:
+        for case, label in ("csv-rows", "csv rows"), ("csv-record", "csv one record"):
+            old = _child_before(args.csv_before, "indexing/loaders/delimited.py", case, csv_size)
+            print(_row(f"{label}, before {args.csv_before}", old, text), flush=True)
     print(f"({time.perf_counter() - started:.0f} s in all)")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from citations.rows import CELL_SEPARATOR, reads_as_header
 from indexing.loaders.text import decode_text, title_from_filename
@@ -20,6 +20,10 @@ from knowledge.source_types import SourceType
 _SNIFF_CHARS = 16_384
 _DELIMITERS = ",;\t|"
 # The csv module's own cap (128 KiB a field) stays: a bigger field is no table cell.
+# A record is read whole before its cells can be counted, each cell a string of ~50
+# bytes: a 25 MB row of short cells took 1.2 GB. Past this many characters (lines of
+# it counted as the reader takes them) the file is no table a reader could follow.
+MAX_RECORD_CHARS = 1024 * 1024
 
 
 def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
@@ -27,10 +31,10 @@ def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
     tab = filename.lower().endswith((".tsv", ".tab"))
     dialect: type[csv.Dialect] | csv.Dialect = csv.excel_tab if tab else _sniffed(text)
     try:
-        records = list(csv.reader(io.StringIO(text), dialect))
+        # One record at a time: a list of every record's cells took 25 bytes a byte.
+        lines = table_lines(row_line(record) for record in _records(text, dialect))
     except csv.Error as exc:
         raise IngestError(f"Not a readable CSV file: {exc}") from None
-    lines = table_lines(row_line(record) for record in records)
     if not lines:
         raise IngestError("File is empty")
     return LoadedDocument(
@@ -39,6 +43,43 @@ def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
         source_type=SourceType.FILE,
         units=[RawUnit(text="\n".join(lines), locator={}, kind=KIND_PROSE)],
     )
+
+
+def _records(text: str, dialect: type[csv.Dialect] | csv.Dialect) -> Iterator[list[str]]:
+    lines = _RecordLines(text)
+    for record in csv.reader(lines, dialect):
+        yield record
+        lines.record_chars = 0
+
+
+class _RecordLines:
+    """The text's lines for csv.reader, refusing one before the reader takes it when the
+    record it belongs to would pass MAX_RECORD_CHARS (a quoted cell spans lines)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._start = 0
+        self._number = 0
+        self.record_chars = 0
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        if self._start >= len(self._text):
+            raise StopIteration
+        end = self._text.find("\n", self._start) + 1 or len(self._text)
+        line = self._text[self._start:end]
+        self._start = end
+        self._number += 1
+        self.record_chars += len(line)
+        if self.record_chars > MAX_RECORD_CHARS:
+            raise IngestError(
+                f"The CSV record reaching line {self._number} is longer than {MAX_RECORD_CHARS:,} "
+                "characters, too long to read as a table row; save the file as text (.txt) "
+                "to index it as text"
+            )
+        return line
 
 
 def _sniffed(text: str) -> type[csv.Dialect] | csv.Dialect:

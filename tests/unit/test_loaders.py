@@ -260,6 +260,21 @@ def test_a_csv_file_is_a_table_a_row_a_line() -> None:
         load_bytes(b",,\n,,\n", filename="blank.csv")
 
 
+def test_a_csv_record_too_long_for_a_table_row_fails_before_its_cells_are_built() -> None:
+    from indexing.loaders.delimited import MAX_RECORD_CHARS
+
+    cells = MAX_RECORD_CHARS // 2
+    with pytest.raises(IngestError, match="record reaching line 2 is longer than 1,048,576"):
+        load_bytes(b"a,b\n" + b"x," * cells + b"y\n", filename="wide.csv")
+    # A quoted cell holding line breaks spans lines: the record is counted across them.
+    spanning = b'a,"x\n' + b'y",b,"x\n' * (MAX_RECORD_CHARS // 7) + b'y"\n'
+    with pytest.raises(IngestError, match="longer than 1,048,576 characters"):
+        load_bytes(spanning, filename="spanning.csv")
+    # The bound is a record's: as many bytes in rows of their own read as usual.
+    rows = load_bytes(b"a,b\n" + b"x,y\n" * cells, filename="tall.csv").units[0].text
+    assert rows.count("\n") == cells
+
+
 def test_a_second_table_below_a_gap_is_read_under_its_own_header() -> None:
     from indexing.chunking import ChunkBudget, chunk_unit
 
