@@ -489,6 +489,10 @@ INGEST_BULK_BATCH = env.int("INGEST_BULK_BATCH", default=20)
 # bulk queue too, whatever its batch: a 4 MB HTML page holds a worker for seconds, and an
 # account's big uploads must not hold up another's small ones.
 INGEST_BULK_BYTES = env.int("INGEST_BULK_BYTES", default=1024 * 1024)
+# A document that turns out to make more chunks than this once parsed (a CSV of short
+# rows is small in bytes and big in work: 1 MB of it, 2,300 chunks to embed) is handed
+# from the default queue to the bulk one before it is embedded.
+INGEST_BULK_CHUNKS = env.int("INGEST_BULK_CHUNKS", default=500)
 # Texts per embedding call while indexing; the document's progress (and its
 # chunks embedded so far) is saved after each.
 INGEST_EMBED_BATCH = env.int("INGEST_EMBED_BATCH", default=256)

@@ -47,6 +47,8 @@ class IndexOutcome:
     embedded: int = 0  # texts the embedding backend was asked for
     unchanged_source: bool = False
     error: str = ""
+    # Left PENDING for the bulk queue: too much work for an interactive task.
+    handed_off: bool = False
 
 
 def chunk_budget() -> ChunkBudget:
@@ -158,13 +160,19 @@ def _read_limited(handle, size: int) -> bytes:
 
 def index_document(
     *,
-    document_id: int, embedder: Embedder | None = None, force: bool = False
+    document_id: int, embedder: Embedder | None = None, force: bool = False,
+    interactive: bool = False,
 ) -> IndexOutcome:
     """Bring one document's chunks in line with its source.
 
     Safe to run twice or concurrently for one document: the final swap runs under
     a row lock and diffs against whatever chunks exist at that moment. Raises only
     TRANSIENT_ERRORS (for the caller to retry); bad input ends as FAILED.
+
+    `interactive` (a task from the default queue): a source found larger than
+    INGEST_BULK_BYTES once read (a web page), or more than INGEST_BULK_CHUNKS chunks
+    once parsed, is not indexed but handed back PENDING for the bulk queue, so that
+    what waits behind it on the default queue waits for small work only.
     """
     document = Document.objects.get(pk=document_id)
     # content_hash is only ever set by a successful index: a source that still
@@ -187,6 +195,8 @@ def index_document(
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
             )
+        if interactive and len(source.data) > settings.INGEST_BULK_BYTES:
+            return _hand_off(document_id)
         # Libraries that catch every exception must not swallow the time limit.
         with soft_time_limit_kept():
             loaded = parse_source(
@@ -195,6 +205,8 @@ def index_document(
                 dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
             )
             pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
+            if interactive and len(pieces) > settings.INGEST_BULK_CHUNKS:
+                return _hand_off(document_id)
             if not pieces and not loaded.metadata.get("warnings"):
                 # A scan indexed without OCR has no text but is not broken: its
                 # warnings say why, and it is indexed (empty) rather than FAILED.
@@ -229,6 +241,11 @@ def index_document(
             message=f"Internal error while indexing: {type(exc).__name__}: {exc}",
         )
     return IndexOutcome(document_id, Document.Status.INDEXED, len(pieces), embedded)
+
+
+def _hand_off(document_id: int) -> IndexOutcome:
+    _update(document_id, status=Document.Status.PENDING, progress=0)
+    return IndexOutcome(document_id, Document.Status.PENDING, handed_off=True)
 
 
 def _locate_on_pages(source: SourceBytes, loaded: LoadedDocument, pieces: list[ChunkPiece]) -> None:

@@ -284,35 +284,74 @@ def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
 
 
 def _send(ids: list[int], force: bool) -> None:
-    """Publish each document's task: on the bulk queue when the batch is big or its source
-    is (INGEST_BULK_BATCH, INGEST_BULK_BYTES), else on the default queue, so that a small
+    """Publish each document's task on the queue `queues_for` picks, so that a small
     upload is never in line behind big ones (a 4 MB page parses for seconds); workers
     take from both in turn, and one serves the default queue only (README: Ingesting)."""
-    from indexing.tasks import index_document_task
-
     queues = queues_for(ids=ids)
+    for queue in set(queues.values()):
+        Document.objects.filter(pk__in=[pk for pk in ids if queues[pk] == queue]).update(
+            queued_on=queue
+        )
     for position, pk in enumerate(ids):
-        queue = queues[pk]
-        try:
-            index_document_task.apply_async((pk,), {"force": force}, queue=queue)
-        except KombuOperationalError as exc:
+        if not _publish(pk, force=force, queue=queues[pk]):
             logger.warning(
-                "Broker unavailable (%s); %d documents stay PENDING until a worker "
-                "starts or `manage.py requeue` runs", exc, len(ids) - position,
+                "Broker unavailable; %d documents stay PENDING until a worker "
+                "starts or `manage.py requeue` runs", len(ids) - position,
             )
             return
 
 
+def _publish(pk: int, *, force: bool, queue: str) -> bool:
+    """Send one document's task; False when the broker refused it."""
+    from indexing.tasks import index_document_task
+
+    # A task from the default queue hands a document that turns out to be big work to
+    # the bulk queue (indexing.pipeline.index_document).
+    interactive = queue == settings.CELERY_TASK_DEFAULT_QUEUE
+    try:
+        index_document_task.apply_async(
+            (pk,), {"force": force, "interactive": interactive}, queue=queue
+        )
+    except KombuOperationalError as exc:
+        logger.warning("Broker unavailable: %s", exc)
+        return False
+    return True
+
+
+def send_to_bulk(*, document_id: int, force: bool) -> None:
+    """Queue a document handed off by an interactive task for the bulk workers; one the
+    broker refuses stays PENDING, for `requeue` or the next worker to start."""
+    bulk = settings.CELERY_BULK_QUEUE
+    Document.objects.filter(pk=document_id).update(queued_on=bulk)
+    _publish(document_id, force=force, queue=bulk)
+
+
 def queues_for(*, ids: Sequence[int]) -> dict[int, str]:
     """The queue each document of a batch is sent to: the bulk queue for all of a batch
-    of more than INGEST_BULK_BATCH, and for a source larger than INGEST_BULK_BYTES (a web
-    page's size is not known before it is fetched: it counts as small); else the default."""
+    of more than INGEST_BULK_BATCH, for a source larger than INGEST_BULK_BYTES (a web
+    page's size is not known before it is fetched: it counts as small), and for those
+    past INGEST_BULK_BATCH documents of one workspace waiting on the default queue, others
+    sent before them counted; else the default queue."""
     bulk, default = settings.CELERY_BULK_QUEUE, settings.CELERY_TASK_DEFAULT_QUEUE
     if len(ids) > settings.INGEST_BULK_BATCH:
         return dict.fromkeys(ids, bulk)
-    documents = Document.objects.filter(pk__in=ids).only("pk", "uri", "source_file")
-    big = {d.pk for d in documents if source_bytes(document=d) > settings.INGEST_BULK_BYTES}
-    return {pk: bulk if pk in big else default for pk in ids}
+    documents = Document.objects.only("pk", "workspace", "uri", "source_file").in_bulk(ids)
+    waiting = selectors.waiting_on_queue(
+        queue=default, workspace_ids={d.workspace_id for d in documents.values()}, exclude=ids
+    )
+    queues = {}
+    for pk in ids:
+        document = documents.get(pk)  # None: deleted meanwhile, its task has nothing to do
+        if document is None:
+            queues[pk] = default
+        elif source_bytes(document=document) > settings.INGEST_BULK_BYTES:
+            queues[pk] = bulk
+        elif waiting[document.workspace_id] >= settings.INGEST_BULK_BATCH:
+            queues[pk] = bulk
+        else:
+            waiting[document.workspace_id] += 1
+            queues[pk] = default
+    return queues
 
 
 def source_bytes(*, document: Document) -> int:

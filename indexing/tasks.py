@@ -6,7 +6,7 @@ from celery import Task, shared_task
 from celery.exceptions import TimeLimitExceeded
 from django.conf import settings
 
-from indexing import pipeline
+from indexing import pipeline, sources
 from knowledge import vector_index
 from knowledge.models import Document
 
@@ -35,7 +35,9 @@ _GRACE = min(60, settings.INGEST_TASK_TIME_LIMIT)
     time_limit=settings.INGEST_TASK_TIME_LIMIT + _GRACE,
     max_retries=None,  # counted below: INGEST_TASK_MAX_RETRIES, a database outage aside
 )
-def index_document_task(self, document_id: int, force: bool = False) -> str:
+def index_document_task(
+    self, document_id: int, force: bool = False, interactive: bool = False
+) -> str:
     try:
         if pipeline.failed_since_queued(document_id=document_id):
             return Document.Status.FAILED  # its job was cancelled: nothing to do
@@ -56,7 +58,11 @@ def index_document_task(self, document_id: int, force: bool = False) -> str:
                 pk=document_id
             )
             before = vector_index.chunk_count(workspace_id)
-            outcome = pipeline.index_document(document_id=document_id, force=force)
+            outcome = pipeline.index_document(
+                document_id=document_id, force=force, interactive=interactive
+            )
+            if outcome.handed_off:
+                sources.send_to_bulk(document_id=document_id, force=force)
             if outcome.embedded:
                 _index_workspace_when_large(workspace_id, before)
             status = outcome.status

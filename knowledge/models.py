@@ -119,6 +119,12 @@ class Document(models.Model):
         max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
     )
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done")
+    # Where its indexing task was last sent: a workspace's documents waiting on the
+    # interactive queue are bounded (indexing.sources.queues_for).
+    queued_on = models.CharField(
+        max_length=200, blank=True, default="", db_default="",
+        help_text="The Celery queue its indexing task was last sent to",
+    )
     last_error = models.TextField(blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
     # What the latest indexing did: found the source unchanged (nothing to do), or

@@ -231,3 +231,21 @@ def jobs_in(*, workspace: Workspace) -> QuerySet[IngestJob]:
     return IngestJob.objects.filter(workspace=workspace).prefetch_related(
         Prefetch("documents", queryset=documents)
     )
+
+
+def waiting_on_queue(
+    *, queue: str, workspace_ids: Iterable[int], exclude: Iterable[int] = ()
+) -> dict[int, int]:
+    """How many documents of each workspace wait (PENDING) for a task sent to `queue`,
+    those in `exclude` aside; every workspace asked for is in the answer."""
+    workspace_ids = set(workspace_ids)
+    waiting = (
+        Document.objects.filter(
+            workspace_id__in=workspace_ids, status=Document.Status.PENDING, queued_on=queue
+        )
+        .exclude(pk__in=list(exclude))
+        .values("workspace_id")
+        .annotate(count=Count("pk"))
+    )
+    counts = {row["workspace_id"]: row["count"] for row in waiting}
+    return {workspace_id: counts.get(workspace_id, 0) for workspace_id in workspace_ids}

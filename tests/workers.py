@@ -51,13 +51,17 @@ def worker_env(tmp_path, redis_url: str = REDIS_URL, **extra: str) -> dict[str, 
 
 
 def start_worker(
-    env: dict[str, str], *, pool: str = "solo", name: str | None = None
+    env: dict[str, str], *, pool: str = "solo", name: str | None = None,
+    queues: list[str] | None = None,
 ) -> subprocess.Popen:
-    """A worker process; pool "prefork" runs tasks in one child process, as deployed."""
+    """A worker process; pool "prefork" runs tasks in one child process, as deployed.
+    It takes both queues in turn unless `queues` names those it takes."""
     pool_args = ["--pool", pool] + (["--concurrency", "1"] if pool == "prefork" else [])
     name_args = ["--hostname", name] if name else []
+    queue_args = ["--queues", ",".join(queues)] if queues else []
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", *pool_args, *name_args,
+         *queue_args,
          "--loglevel", "WARNING", "--without-heartbeat", "--without-gossip", "--without-mingle"],
         cwd=REPO_ROOT, env=env,
     )

@@ -109,6 +109,45 @@ def test_a_large_file_is_sent_to_the_bulk_queue_through_the_broker(workspace, us
         broker.delete(queue, f"{queue}-bulk")
 
 
+def test_the_interactive_worker_hands_a_file_big_in_work_to_the_bulk_queue(
+    workspace, user, tmp_path
+):
+    """Audit #4: a CSV of short rows is small in bytes and big in work (1 MB of it, 2,300
+    chunks); queued as small, it is parsed on the default queue and handed to the bulk
+    one before it is embedded, and another workspace's upload is indexed meanwhile."""
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    stock = tmp_path / "stock.csv"
+    stock.write_text("".join(f"Gadget {n},{n}.50,Porto,aisle {n % 7}\n" for n in range(300)))
+    small = tmp_path / "rota.md"
+    small.write_text("# Rota\n\nThe pilot boat sails at six.\n")
+    env = worker_env(tmp_path, INGEST_BULK_CHUNKS="3")
+    queue = env["CELERY_QUEUE"]
+    broker = redis.Redis.from_url(REDIS_URL)
+    result = manage(env, "ingest", str(stock), "--workspace", workspace.slug, "--no-wait")
+    assert result.returncode == 0, result.stderr
+    big = Document.objects.get(workspace=workspace)
+    assert (big.queued_on, broker.llen(queue), broker.llen(f"{queue}-bulk")) == (queue, 1, 0)
+    worker = start_worker(env, queues=[queue])  # the interactive worker alone
+    try:
+        wait_for(lambda: broker.llen(f"{queue}-bulk") == 1, 120, "the hand-off to the bulk queue")
+        big.refresh_from_db()
+        assert (big.status, big.queued_on, big.chunk_count) == (
+            Document.Status.PENDING, f"{queue}-bulk", 0
+        )
+
+        result = manage(env, "ingest", str(small), "--workspace", other.slug, "--no-wait")
+        assert result.returncode == 0, result.stderr
+        wait_for(
+            lambda: Document.objects.get(workspace=other).status == Document.Status.INDEXED,
+            120, "the small upload",
+        )
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        broker.delete(queue, f"{queue}-bulk")
+
+
 def test_serve_keeps_a_worker_for_the_default_queue_and_one_drains_the_bulk_queue(settings):
     from knowledge.management.commands.serve import worker_queues
 
