@@ -493,6 +493,10 @@ INGEST_BULK_BYTES = env.int("INGEST_BULK_BYTES", default=1024 * 1024)
 # rows is small in bytes and big in work: 1 MB of it, 2,300 chunks to embed) is handed
 # from the default queue to the bulk one before it is embedded.
 INGEST_BULK_CHUNKS = env.int("INGEST_BULK_CHUNKS", default=500)
+# Documents of one workspace waiting on the bulk queue at a time; the rest are held and
+# sent as these are taken, so that workspaces' jobs take turns instead of one job of
+# thousands of files holding up every job sent after it.
+INGEST_BULK_WINDOW = env.int("INGEST_BULK_WINDOW", default=4)
 # Texts per embedding call while indexing; the document's progress (and its
 # chunks embedded so far) is saved after each.
 INGEST_EMBED_BATCH = env.int("INGEST_EMBED_BATCH", default=256)

@@ -269,7 +269,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         "ingest_jobs", "chunks_link",
     ]
     # Pipeline outputs, shown together as "latest_run".
-    exclude = ["text", "unchanged", "chunks_embedded"]
+    exclude = ["text", "unchanged", "chunks_embedded", "queued_force"]
     change_list_template = "admin/knowledge/document/change_list.html"
 
     def has_add_permission(self, request) -> bool:

@@ -241,11 +241,11 @@ def check_broker() -> None:
     and read timeout, retried a couple of times: a blip passes, an outage answers
     quickly. Nothing to check when tasks run inline (eager mode).
     """
+    if _tasks_run_inline():
+        return
     from indexing.tasks import index_document_task
 
     app = index_document_task.app
-    if app.conf.task_always_eager:
-        return
     timeout = settings.BROKER_CHECK_TIMEOUT
     connection = app.connection_for_write(
         connect_timeout=timeout,
@@ -283,20 +283,27 @@ def enqueue(documents: Iterable[Document], *, force: bool = False) -> None:
     transaction.on_commit(lambda: _send(ids, force))
 
 
-def _send(ids: list[int], force: bool) -> None:
+# The queue of a PENDING document held back until its workspace's turn on the bulk queue
+# (never a queue's name: those are CELERY_QUEUE and CELERY_QUEUE-bulk).
+HELD = "(held)"
+
+
+def _send(ids: list[int], force: bool, *, bulk_only: bool = False) -> None:
     """Publish each document's task on the queue `queues_for` picks, so that a small
     upload is never in line behind big ones (a 4 MB page parses for seconds); workers
-    take from both in turn, and one serves the default queue only (README: Ingesting)."""
-    queues = queues_for(ids=ids)
+    take from both in turn, and one serves the default queue only (README: Ingesting).
+    A held document is sent later, by `send_held`."""
+    queues = queues_for(ids=ids, bulk_only=bulk_only)
     for queue in set(queues.values()):
         Document.objects.filter(pk__in=[pk for pk in ids if queues[pk] == queue]).update(
-            queued_on=queue
+            queued_on=queue, queued_force=force
         )
-    for position, pk in enumerate(ids):
+    sent = [pk for pk in ids if queues[pk] != HELD]
+    for position, pk in enumerate(sent):
         if not _publish(pk, force=force, queue=queues[pk]):
             logger.warning(
                 "Broker unavailable; %d documents stay PENDING until a worker "
-                "starts or `manage.py requeue` runs", len(ids) - position,
+                "starts or `manage.py requeue` runs", len(sent) - position,
             )
             return
 
@@ -319,39 +326,103 @@ def _publish(pk: int, *, force: bool, queue: str) -> bool:
 
 
 def send_to_bulk(*, document_id: int, force: bool) -> None:
-    """Queue a document handed off by an interactive task for the bulk workers; one the
-    broker refuses stays PENDING, for `requeue` or the next worker to start."""
+    """Queue a document handed off by an interactive task for the bulk workers (held if
+    its workspace has its share waiting there); one the broker refuses stays PENDING, for
+    `requeue` or the next worker to start."""
+    _send([document_id], force, bulk_only=True)
+
+
+def send_held(*, workspace_id: int, taken: int | None = None) -> int:
+    """Send the workspace's held documents that now fit in its share of the bulk queue
+    (INGEST_BULK_WINDOW), in the order they were registered; how many were sent.
+
+    Called as each indexing task starts (`taken`, its document, no longer waits) and when
+    waiting documents are deleted. A worker starting sends any left (requeue_unfinished).
+    """
     bulk = settings.CELERY_BULK_QUEUE
-    Document.objects.filter(pk=document_id).update(queued_on=bulk)
-    _publish(document_id, force=force, queue=bulk)
+    with transaction.atomic():
+        waiting = selectors.waiting_on_queue(
+            queue=bulk, workspace_ids=[workspace_id], exclude=[taken] if taken else []
+        )[workspace_id]
+        room = settings.INGEST_BULK_WINDOW - waiting
+        if room <= 0:
+            return 0
+        # Skipped when locked: two tasks starting at once send different ones. INDEXING:
+        # one whose task was lost, sent again by requeue_unfinished.
+        unfinished = [Document.Status.PENDING, Document.Status.INDEXING]
+        held = list(
+            Document.objects.select_for_update(skip_locked=True)
+            .filter(workspace_id=workspace_id, status__in=unfinished, queued_on=HELD)
+            .order_by("pk")
+            .values_list("pk", "queued_force")[:room]
+        )
+        if not held:
+            return 0
+        Document.objects.filter(pk__in=[pk for pk, _force in held]).update(queued_on=bulk)
+        transaction.on_commit(
+            lambda: [_publish(pk, force=force, queue=bulk) for pk, force in held]
+        )
+    return len(held)
 
 
-def queues_for(*, ids: Sequence[int]) -> dict[int, str]:
+def queues_for(*, ids: Sequence[int], bulk_only: bool = False) -> dict[int, str]:
     """The queue each document of a batch is sent to: the bulk queue for all of a batch
     of more than INGEST_BULK_BATCH, for a source larger than INGEST_BULK_BYTES (a web
     page's size is not known before it is fetched: it counts as small), and for those
     past INGEST_BULK_BATCH documents of one workspace waiting on the default queue, others
-    sent before them counted; else the default queue."""
-    bulk, default = settings.CELERY_BULK_QUEUE, settings.CELERY_TASK_DEFAULT_QUEUE
-    if len(ids) > settings.INGEST_BULK_BATCH:
-        return dict.fromkeys(ids, bulk)
-    documents = Document.objects.only("pk", "workspace", "uri", "source_file").in_bulk(ids)
+    sent before them counted; else the default queue.
+
+    Of one workspace's documents for the bulk queue, those past INGEST_BULK_WINDOW waiting
+    there are HELD, so that another workspace's job waits for at most that many of each
+    workspace ahead of it, not for all of a big job sent before it (tasks run inline:
+    none). `bulk_only`: documents an interactive task found too big."""
+    bulk = settings.CELERY_BULK_QUEUE
+    workspaces = dict(Document.objects.filter(pk__in=ids).values_list("pk", "workspace_id"))
+    if bulk_only or len(ids) > settings.INGEST_BULK_BATCH:
+        queues = dict.fromkeys(ids, bulk)
+    else:
+        queues = _by_size_and_backlog(ids, workspaces)
+    if _tasks_run_inline():
+        return queues
     waiting = selectors.waiting_on_queue(
-        queue=default, workspace_ids={d.workspace_id for d in documents.values()}, exclude=ids
+        queue=bulk, workspace_ids=set(workspaces.values()), exclude=ids
+    )
+    for pk in ids:
+        workspace_id = workspaces.get(pk)  # None: deleted meanwhile, its task does nothing
+        if queues[pk] != bulk or workspace_id is None:
+            continue
+        if waiting[workspace_id] >= settings.INGEST_BULK_WINDOW:
+            queues[pk] = HELD
+        else:
+            waiting[workspace_id] += 1
+    return queues
+
+
+def _by_size_and_backlog(ids: Sequence[int], workspaces: dict[int, int]) -> dict[int, str]:
+    bulk, default = settings.CELERY_BULK_QUEUE, settings.CELERY_TASK_DEFAULT_QUEUE
+    documents = Document.objects.only("pk", "uri", "source_file").in_bulk(ids)
+    waiting = selectors.waiting_on_queue(
+        queue=default, workspace_ids=set(workspaces.values()), exclude=ids
     )
     queues = {}
     for pk in ids:
-        document = documents.get(pk)  # None: deleted meanwhile, its task has nothing to do
+        document = documents.get(pk)
         if document is None:
             queues[pk] = default
         elif source_bytes(document=document) > settings.INGEST_BULK_BYTES:
             queues[pk] = bulk
-        elif waiting[document.workspace_id] >= settings.INGEST_BULK_BATCH:
+        elif waiting[workspaces[pk]] >= settings.INGEST_BULK_BATCH:
             queues[pk] = bulk
         else:
-            waiting[document.workspace_id] += 1
+            waiting[workspaces[pk]] += 1
             queues[pk] = default
     return queues
+
+
+def _tasks_run_inline() -> bool:
+    from indexing.tasks import index_document_task
+
+    return bool(index_document_task.app.conf.task_always_eager)
 
 
 def source_bytes(*, document: Document) -> int:
@@ -596,6 +667,7 @@ def delete_folder(*, folder: Folder) -> None:
     subtree = selectors.with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
     Document.objects.filter(folder_id__in=subtree).only("pk", "source_file").delete()
     folder.delete()
+    _send_held_after_delete(folder.workspace_id)
 
 
 @transaction.atomic
@@ -613,6 +685,13 @@ def delete_document(*, document: Document) -> None:
     if locked is None:
         return
     locked.delete()
+    _send_held_after_delete(document.workspace_id)
+
+
+def _send_held_after_delete(workspace_id: int) -> None:
+    # The tasks of deleted documents that waited on the bulk queue find nothing, and
+    # cannot tell whose turn it is then.
+    transaction.on_commit(lambda: send_held(workspace_id=workspace_id))
 
 
 @transaction.atomic

@@ -39,6 +39,10 @@ def index_document_task(
     self, document_id: int, force: bool = False, interactive: bool = False
 ) -> str:
     try:
+        workspace_id = Document.objects.values_list("workspace_id", flat=True).get(
+            pk=document_id
+        )
+        sources.send_held(workspace_id=workspace_id, taken=document_id)
         if pipeline.failed_since_queued(document_id=document_id):
             return Document.Status.FAILED  # its job was cancelled: nothing to do
         # A worker killed mid-task (out of memory, most often) has its message delivered
@@ -54,9 +58,6 @@ def index_document_task(
                 "here); it is not tried again until it is re-indexed"
             )).status
         else:
-            workspace_id = Document.objects.values_list("workspace_id", flat=True).get(
-                pk=document_id
-            )
             before = vector_index.chunk_count(workspace_id)
             outcome = pipeline.index_document(
                 document_id=document_id, force=force, interactive=interactive

@@ -119,11 +119,15 @@ class Document(models.Model):
         max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True
     )
     progress = models.PositiveSmallIntegerField(default=0, help_text="Percent done")
-    # Where its indexing task was last sent: a workspace's documents waiting on the
-    # interactive queue are bounded (indexing.sources.queues_for).
+    # Where its indexing task was last sent; "(held)" while a PENDING document waits for
+    # its workspace's turn on the bulk queue (indexing.sources.queues_for, send_held).
     queued_on = models.CharField(
         max_length=200, blank=True, default="", db_default="",
         help_text="The Celery queue its indexing task was last sent to",
+    )
+    queued_force = models.BooleanField(
+        default=False, db_default=False,
+        help_text="Held for the bulk queue, to be re-indexed even if unchanged",
     )
     last_error = models.TextField(blank=True)
     chunk_count = models.PositiveIntegerField(default=0)

@@ -8,6 +8,7 @@ import time
 import pytest
 import redis
 
+from indexing import sources
 from knowledge.models import Document, Workspace
 from tests.workers import REDIS_URL, manage, start_worker, worker_env
 
@@ -44,7 +45,7 @@ def statuses(workspace: Workspace) -> dict[str, int]:
 
 
 def test_an_upload_in_another_workspace_is_indexed_while_a_bulk_job_runs(
-    workspace, user, tmp_path
+    workspace, user, tmp_path, settings
 ):
     other = Workspace.objects.create(name="Other", slug="other", owner=user)
     write_bulk_corpus(tmp_path / "bulk")
@@ -58,7 +59,9 @@ def test_an_upload_in_another_workspace_is_indexed_while_a_bulk_job_runs(
     assert result.returncode == 0, result.stderr
     assert Document.objects.filter(workspace=workspace).count() == BULK_DOCUMENTS
     broker = redis.Redis.from_url(REDIS_URL)
-    assert broker.llen(f"{queue}-bulk") == BULK_DOCUMENTS, "a big job goes to the bulk queue"
+    # A big job goes to the bulk queue, its workspace's share at a time: the rest is held.
+    assert broker.llen(f"{queue}-bulk") == settings.INGEST_BULK_WINDOW == 4
+    assert Document.objects.filter(queued_on=sources.HELD).count() == BULK_DOCUMENTS - 4
 
     worker = start_worker(env)
     try:
@@ -107,6 +110,74 @@ def test_a_large_file_is_sent_to_the_bulk_queue_through_the_broker(workspace, us
         assert (broker.llen(f"{queue}-bulk"), broker.llen(queue)) == (1, 1)
     finally:
         broker.delete(queue, f"{queue}-bulk")
+
+
+def test_two_workspaces_bulk_jobs_take_turns_on_the_bulk_queue(workspace, user, tmp_path):
+    """Audit #4: on the bulk queue, a job sent after another workspace's big one waited for
+    all of it. Each workspace has a few documents waiting there at a time (the others are
+    held and sent as those are taken), so the jobs take turns."""
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    write_bulk_corpus(tmp_path / "bulk")
+    (tmp_path / "second").mkdir()
+    for n in range(25):  # past INGEST_BULK_BATCH: the bulk queue too
+        (tmp_path / "second" / f"rota{n:02}.md").write_text(
+            f"# Rota {n}\n\nThe pilot boat sails at {n} past six.\n"
+        )
+    env = worker_env(tmp_path)
+    queue = env["CELERY_QUEUE"]
+    broker = redis.Redis.from_url(REDIS_URL)
+    for path, space in ((tmp_path / "bulk", workspace), (tmp_path / "second", other)):
+        result = manage(env, "ingest", str(path), "--workspace", space.slug, "--no-wait")
+        assert result.returncode == 0, result.stderr
+    assert (broker.llen(queue), broker.llen(f"{queue}-bulk")) == (0, 8)
+
+    worker = start_worker(env)
+    try:
+        wait_for(
+            lambda: statuses(other).get(Document.Status.INDEXED, 0) == 25, 240,
+            "the second workspace's job",
+        )
+        first_then = statuses(workspace)
+        print("first job when the second was indexed:", first_then)
+        # The jobs took turns, four documents each: most of the first is still to do.
+        assert first_then.get(Document.Status.INDEXED, 0) <= 40, first_then
+        wait_for(
+            lambda: statuses(workspace).get(Document.Status.INDEXED, 0) == BULK_DOCUMENTS,
+            240, "the first job, held documents included",
+        )
+        assert not Document.objects.filter(queued_on=sources.HELD).exists()
+        assert worker.poll() is None
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+        broker.delete(queue, f"{queue}-bulk")
+
+
+def test_deleting_the_documents_waiting_on_the_bulk_queue_sends_the_held_ones(
+    workspace, tmp_path
+):
+    """The tasks of deleted documents find nothing and cannot tell whose turn it is: the
+    delete sends the workspace's held documents itself (here they run inline, as tests'
+    tasks do)."""
+    (tmp_path / "logs").mkdir()
+    for n in range(7):
+        (tmp_path / "logs" / f"log{n}.md").write_text(f"# Log {n}\n\nHigh water at {n}.\n")
+    env = worker_env(tmp_path, INGEST_BULK_BATCH="2")
+    queue = env["CELERY_QUEUE"]
+    broker = redis.Redis.from_url(REDIS_URL)
+    try:
+        result = manage(env, "ingest", str(tmp_path / "logs"), "--workspace", workspace.slug,
+                        "--no-wait")
+        assert result.returncode == 0, result.stderr
+        waiting = Document.objects.filter(workspace=workspace, queued_on=f"{queue}-bulk")
+        assert (waiting.count(), broker.llen(f"{queue}-bulk")) == (4, 4)
+        for document in waiting:
+            sources.delete_document(document=document)
+    finally:
+        broker.delete(queue, f"{queue}-bulk")
+    assert list(Document.objects.values_list("status", flat=True)) == [
+        Document.Status.INDEXED
+    ] * 3
 
 
 def test_the_interactive_worker_hands_a_file_big_in_work_to_the_bulk_queue(
