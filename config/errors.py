@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from config.request_limits import UploadTooLarge, refusal
-from indexing.sources import BrokerUnavailable
+from indexing.sources import BrokerUnavailable, QuotaExceeded
 
 logger = logging.getLogger(__name__)
 UNAVAILABLE = "The database is unavailable right now; please try again in a few seconds."
@@ -40,6 +40,8 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
     if message is not None:
         set_rollback()
         return Response({"detail": message}, status=503, headers={"Retry-After": RETRY_AFTER})
+    if isinstance(exc, QuotaExceeded):
+        return Response({"detail": str(exc)}, status=400)
     if isinstance(exc, UploadTooLarge):
         # Stopped mid-stream while parsing: reported like the other per-file refusals.
         return Response({"files": [str(exc)]}, status=400)

@@ -442,6 +442,10 @@ OCR_MAX_PAGES = env.int("OCR_MAX_PAGES", default=200)
 if OCR_MAX_PAGES < 1:
     raise ImproperlyConfigured("OCR_MAX_PAGES must be at least 1 (OCR=off turns OCR off)")
 INGEST_MAX_FILES_PER_UPLOAD = env.int("INGEST_MAX_FILES_PER_UPLOAD", default=100)
+# What one workspace may hold: adding sources past either is refused, nothing saved
+# (`manage.py ingest`, the operator's, is not bounded by them).
+WORKSPACE_MAX_DOCUMENTS = env.int("WORKSPACE_MAX_DOCUMENTS", default=100_000)
+WORKSPACE_MAX_UPLOAD_BYTES = env.int("WORKSPACE_MAX_UPLOAD_BYTES", default=10 * 1024**3)
 # One multipart request in all (files and form fields), refused from its declared
 # Content-Length before it is read (config/request_limits.py): by default room for
 # four files at the per-file limit, plus 1 MiB of multipart framing.

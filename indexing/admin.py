@@ -264,9 +264,9 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     search_fields = ["title", "uri"]
     actions = ["reindex", "check_freshness"]
     readonly_fields = [
-        "status", "progress", "queued_on", "last_error", "chunk_count", "latest_run",
-        "content_hash", "indexed_by", "mime", "created_at", "updated_at", "last_indexed_at",
-        "ingest_jobs", "chunks_link",
+        "status", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
+        "latest_run", "content_hash", "indexed_by", "mime", "created_at", "updated_at",
+        "last_indexed_at", "ingest_jobs", "chunks_link",
     ]
     # Pipeline outputs, shown together as "latest_run".
     exclude = ["text", "unchanged", "chunks_embedded", "queued_force"]

@@ -68,7 +68,10 @@ class DocumentListView(generics.ListAPIView):
         },
         responses={
             202: IngestJobSerializer,
-            400: OpenApiResponse(OpenApiTypes.OBJECT, description="refused input, nothing saved"),
+            400: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="refused input, or more than the workspace may hold; nothing saved",
+            ),
             404: OpenApiResponse(OpenApiTypes.OBJECT, description="unknown workspace or folder"),
             503: OpenApiResponse(
                 OpenApiTypes.OBJECT,

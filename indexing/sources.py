@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import QuerySet
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
@@ -557,6 +558,7 @@ def add_upload(
         return document
     # A new name (the old file exists); django_cleanup deletes the old file once this is
     # committed: rolled back (a broker outage), the row keeps it.
+    document.stored_bytes = upload.size or 0
     document.source_file.save(name, upload, save=True)
     return document
 
@@ -637,7 +639,14 @@ def register_job(
         repository = check_server_path(repository)
     files = [check_server_path(path) for path in files]
     check_broker()
+    uploads, urls = list(uploads), list(urls)
     with transaction.atomic():
+        # One registration at a time per workspace: two cannot both pass the quota.
+        Workspace.objects.select_for_update().only("pk").get(pk=workspace.pk)
+        check_quota(
+            workspace=workspace, new_documents=len(uploads) + len(urls) + len(files),
+            new_bytes=sum(upload.size or 0 for upload in uploads),
+        )
         if folder_path:
             folder = folder_for_path(workspace=workspace, path=folder_path)
         job = IngestJob.objects.create(
@@ -654,8 +663,40 @@ def register_job(
             documents += add_repository(
                 workspace=workspace, root=repository, folder=folder, job=job
             )
+            check_quota(workspace=workspace)  # a tree's files are counted once registered
         enqueue(documents)
     return job, documents
+
+
+class QuotaExceeded(SourceRefused):
+    """Adding the sources would take the workspace past what it may hold."""
+
+
+def check_quota(*, workspace: Workspace, new_documents: int = 0, new_bytes: int = 0) -> None:
+    """QuotaExceeded when the workspace would hold more than WORKSPACE_MAX_DOCUMENTS
+    documents or WORKSPACE_MAX_UPLOAD_BYTES of stored uploads with these added. Each
+    source counts as new (one that replaces a document counts again until it is added):
+    checked before any file is written, a refusal leaves nothing behind."""
+    usage = selectors.workspace_usage(workspace_id=workspace.pk)
+    most_documents = settings.WORKSPACE_MAX_DOCUMENTS
+    if usage.documents + new_documents > most_documents:
+        raise QuotaExceeded(
+            f"The workspace holds {usage.documents:,} documents; adding {new_documents:,} "
+            f"would pass its limit of {most_documents:,} (WORKSPACE_MAX_DOCUMENTS). "
+            "Delete documents it no longer needs, or ask the operator to raise the limit."
+        )
+    most_bytes = settings.WORKSPACE_MAX_UPLOAD_BYTES
+    if usage.stored_bytes + new_bytes > most_bytes:
+        raise QuotaExceeded(
+            f"The workspace stores {_size(usage.stored_bytes)} of uploads; adding "
+            f"{_size(new_bytes)} would pass its limit of {_size(most_bytes)} "
+            "(WORKSPACE_MAX_UPLOAD_BYTES). Delete uploads it no longer needs, or ask the "
+            "operator to raise the limit."
+        )
+
+
+def _size(count: int) -> str:
+    return filesizeformat(count).replace("\xa0", " ")
 
 
 @transaction.atomic

@@ -108,6 +108,10 @@ class Document(models.Model):
     # upload://name for a file kept in `source_file`.
     uri = models.CharField(max_length=2000)
     source_file = models.FileField(upload_to="uploads/%Y/%m/", blank=True)
+    # Counted against WORKSPACE_MAX_UPLOAD_BYTES (indexing.sources.check_quota).
+    stored_bytes = models.PositiveBigIntegerField(
+        default=0, db_default=0, help_text="Size of its stored upload"
+    )
     title = models.CharField(max_length=500, blank=True)
     mime = models.CharField(max_length=200, blank=True)
     # sha256 of the raw source bytes last indexed: an unchanged source short-circuits.

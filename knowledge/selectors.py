@@ -249,3 +249,18 @@ def waiting_on_queue(
     )
     counts = {row["workspace_id"]: row["count"] for row in waiting}
     return {workspace_id: counts.get(workspace_id, 0) for workspace_id in workspace_ids}
+
+
+@dataclass(frozen=True)
+class Usage:
+    documents: int
+    stored_bytes: int
+
+
+def workspace_usage(*, workspace_id: int) -> Usage:
+    """What a workspace holds, counted against WORKSPACE_MAX_DOCUMENTS and
+    WORKSPACE_MAX_UPLOAD_BYTES."""
+    totals = Document.objects.filter(workspace_id=workspace_id).aggregate(
+        documents=Count("pk"), stored_bytes=Sum("stored_bytes")
+    )
+    return Usage(totals["documents"], totals["stored_bytes"] or 0)
