@@ -25,6 +25,7 @@ from knowledge.serializers import (
     IngestJobSerializer,
     SearchQuerySerializer,
     SearchResponseSerializer,
+    WorkspaceDetailSerializer,
     WorkspaceSerializer,
 )
 from knowledge.services import NotOwner, workspace_update
@@ -212,14 +213,15 @@ class WorkspaceListView(generics.ListAPIView):
 
 
 class WorkspaceDetailView(APIView):
-    """One of your workspaces; its owner may PATCH `name` and `retrieval_mode`."""
+    """One of your workspaces, with what it holds against what it may hold; its owner may
+    PATCH `name` and `retrieval_mode`."""
 
-    @extend_schema(responses=WorkspaceSerializer)
+    @extend_schema(responses=WorkspaceDetailSerializer)
     def get(self, request: Request, slug: str) -> Response:
         workspace = selectors.workspace_for(user=request.user, slug=slug)
-        return Response(WorkspaceSerializer(workspace, context={"request": request}).data)
+        return Response(WorkspaceDetailSerializer(workspace, context={"request": request}).data)
 
-    @extend_schema(request=WorkspaceSerializer, responses=WorkspaceSerializer)
+    @extend_schema(request=WorkspaceSerializer, responses=WorkspaceDetailSerializer)
     def patch(self, request: Request, slug: str) -> Response:
         workspace = selectors.workspace_for(user=request.user, slug=slug)
         params = WorkspaceSerializer(workspace, data=request.data, partial=True)
@@ -230,4 +232,4 @@ class WorkspaceDetailView(APIView):
             )
         except NotOwner as exc:
             raise PermissionDenied(str(exc)) from exc
-        return Response(WorkspaceSerializer(workspace, context={"request": request}).data)
+        return Response(WorkspaceDetailSerializer(workspace, context={"request": request}).data)

@@ -132,6 +132,32 @@ class WorkspaceSerializer(serializers.ModelSerializer):
         return request is not None and obj.owner_id == request.user.pk
 
 
+class UsageSerializer(serializers.Serializer):
+    documents = serializers.IntegerField()
+    max_documents = serializers.IntegerField(help_text="WORKSPACE_MAX_DOCUMENTS")
+    stored_bytes = serializers.IntegerField(help_text="bytes of stored uploads")
+    max_stored_bytes = serializers.IntegerField(help_text="WORKSPACE_MAX_UPLOAD_BYTES")
+
+
+class WorkspaceDetailSerializer(WorkspaceSerializer):
+    """A workspace with what it holds against what it may hold (adding more is a 400)."""
+
+    usage = serializers.SerializerMethodField()
+
+    class Meta(WorkspaceSerializer.Meta):
+        fields = [*WorkspaceSerializer.Meta.fields, "usage"]
+
+    @extend_schema_field(UsageSerializer)
+    def get_usage(self, obj: Workspace) -> dict:
+        usage = selectors.workspace_usage(workspace_id=obj.pk)
+        return {
+            "documents": usage.documents,
+            "max_documents": settings.WORKSPACE_MAX_DOCUMENTS,
+            "stored_bytes": usage.stored_bytes,
+            "max_stored_bytes": settings.WORKSPACE_MAX_UPLOAD_BYTES,
+        }
+
+
 class FolderSerializer(serializers.ModelSerializer):
     path = serializers.CharField(read_only=True)
 

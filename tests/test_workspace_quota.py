@@ -66,6 +66,10 @@ def test_uploads_past_the_workspace_s_bytes_are_refused_and_nothing_is_saved(
     assert response.status_code == 202, response.content
     assert Document.objects.filter(workspace=other).count() == 1
 
+    usage = api.get("/api/workspaces/acme").json()["usage"]
+    assert usage == {"documents": 2, "max_documents": 100_000,
+                     "stored_bytes": 2 * len(NOTE), "max_stored_bytes": 1200}
+
     # Deleting an upload makes room again.
     first = Document.objects.get(workspace=workspace, uri="upload://a.txt")
     assert api.delete(f"/api/documents/{first.pk}?workspace=acme").status_code == 204
