@@ -707,8 +707,9 @@ def delete_folder(*, folder: Folder) -> None:
     parents = Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
     subtree = selectors.with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
     Document.objects.filter(folder_id__in=subtree).only("pk", "source_file").delete()
+    workspace_id = folder.workspace_id
     folder.delete()
-    _send_held_after_delete(folder.workspace_id)
+    _send_held_after_delete(workspace_id)
 
 
 @transaction.atomic
@@ -721,12 +722,14 @@ def delete_document(*, document: Document) -> None:
     a task still queued for it finds nothing and stops.
     """
     locked = (
-        Document.objects.select_for_update().only("pk", "source_file").filter(pk=document.pk)
+        Document.objects.select_for_update()
+        .only("pk", "workspace", "source_file")
+        .filter(pk=document.pk)
     ).first()
     if locked is None:
         return
     locked.delete()
-    _send_held_after_delete(document.workspace_id)
+    _send_held_after_delete(locked.workspace_id)
 
 
 def _send_held_after_delete(workspace_id: int) -> None:
