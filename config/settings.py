@@ -209,6 +209,14 @@ MEDIA_URL = "media/"
 # PNGs of PDF pages shown in the citation panel, rendered once per content hash, page and scale.
 PDF_PAGE_CACHE_DIR = Path(env("PDF_PAGE_CACHE_DIR", default=str(VERITY_HOME / "page-cache")))
 PDF_PAGE_CACHE_MAX_BYTES = env.int("PDF_PAGE_CACHE_MAX_BYTES", default=512 * 1024 * 1024)
+# pdfium draws a page, or looks for passages on pages, in a child process stopped past
+# these (indexing.pdf_sandbox): a few kilobytes of PDF can draw for hours or take
+# gigabytes. A web process runs at most PDF_RENDERS_AT_ONCE such children at a time.
+PDF_RENDER_SECONDS = env.float("PDF_RENDER_SECONDS", default=15.0)
+PDF_RENDER_MAX_MEMORY = env.int("PDF_RENDER_MAX_MEMORY", default=1024 * 1024 * 1024)
+PDF_RENDERS_AT_ONCE = env.int("PDF_RENDERS_AT_ONCE", default=2)
+# The same at indexing, for all of a document's passages at once.
+INGEST_PDF_BOXES_SECONDS = env.float("INGEST_PDF_BOXES_SECONDS", default=600.0)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "/"
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from django.conf import settings
 
-from indexing.pdf_boxes import PassageBoxes, PassageRequest, PdfPageError, passage_boxes, render_png
+from indexing import pdf_sandbox
+from indexing.pdf_boxes import PassageBoxes, PassageRequest, PdfPageError
 from indexing.pipeline import read_source
 from indexing.types import IngestError
 from knowledge.locators import unit_text
@@ -39,6 +40,18 @@ def is_pdf(document: Document) -> bool:
 
 def _cache_path(content_hash: str, page: int, scale: float) -> Path:
     return Path(settings.PDF_PAGE_CACHE_DIR) / f"{content_hash}-p{page}-x{scale:g}.png"
+
+
+def _failure_path(content_hash: str, page: int, scale: float) -> Path:
+    """Why a page could not be drawn within the limits: not tried again while kept."""
+    return _cache_path(content_hash, page, scale).with_suffix(".err")
+
+
+def render_limits() -> pdf_sandbox.Limits:
+    return pdf_sandbox.Limits(
+        seconds=settings.PDF_RENDER_SECONDS, memory_bytes=settings.PDF_RENDER_MAX_MEMORY,
+        at_once=settings.PDF_RENDERS_AT_ONCE,
+    )
 
 
 def _kept_source_path(content_hash: str) -> Path:
@@ -82,8 +95,16 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
     data, digest = _source_bytes(document)
     if cached := _read_cached(digest, page, scale):
         return cached
+    if failed := _read_cached_file(_failure_path(digest, page, scale)):
+        raise PageUnavailable(failed.decode())
     try:
-        png = render_png(data, page=page, scale=scale)
+        png = pdf_sandbox.render_png(data, page=page, scale=scale, limits=render_limits())
+    except pdf_sandbox.PdfTooCostly as exc:
+        # A page this costly is as costly the next time: not drawn again for each request.
+        target = _failure_path(digest, page, scale)
+        _write_atomically(target, str(exc).encode())
+        _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=target)
+        raise PageUnavailable(str(exc)) from None
     except PdfPageError as exc:
         raise PageUnavailable(str(exc)) from None
     target = _cache_path(digest, page, scale)
@@ -109,7 +130,8 @@ def _evict_past(max_bytes: int, *, keep: Path) -> None:
     """Delete the least recently used images and kept PDFs until the cache holds at most
     `max_bytes`."""
     entries = []
-    for path in (*keep.parent.glob("*.png"), *keep.parent.glob("*.pdf")):
+    for path in (*keep.parent.glob("*.png"), *keep.parent.glob("*.pdf"),
+                 *keep.parent.glob("*.err")):
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -146,6 +168,7 @@ def passage_boxes_on_request(
         data, _ = _source_bytes(document)
         unit = unit_text(document.text or "", locator)
         hint = locator.get("char_start", 0) / len(unit) if unit else 0.0
-        return passage_boxes(data, [PassageRequest(locator["page"], text, hint)])[0]
+        request = PassageRequest(locator["page"], text, hint)
+        return pdf_sandbox.passage_boxes(data, [request], limits=render_limits())[0]
     except (PageUnavailable, PdfPageError):
         return None

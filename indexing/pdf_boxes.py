@@ -22,14 +22,14 @@ import io
 import math
 import threading
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from indexing.loaders.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
+from indexing.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
 from indexing.types import ChunkPiece, RawUnit
 
 # pdfium is not thread-safe: one call into it at a time per process.
@@ -39,8 +39,9 @@ _PDFIUM = threading.Lock()
 MIN_MATCHED_SHARE = 0.6
 # Aligned runs shorter than this are coincidences, not the passage.
 MIN_RUN = 4
-# A rendered page never exceeds this many pixels, whatever the scale asked for.
-MAX_PIXELS = 24_000_000
+# A rendered page never exceeds this many pixels, whatever the scale asked for: an A3
+# page at the largest scale (3) is 9 million; a page of noise this size is a 36 MB PNG.
+MAX_PIXELS = 12_000_000
 
 
 class PdfPageError(Exception):
@@ -243,11 +244,16 @@ def page_count(data: bytes) -> int:
             document.close()
 
 
-def attach_boxes(data: bytes, *, units: Sequence[RawUnit], pieces: Sequence[ChunkPiece]) -> int:
-    """Add `bbox` and `bbox_chars` to the locator of each PDF-page piece found on its page.
+def attach_boxes(
+    data: bytes, *, units: Sequence[RawUnit], pieces: Sequence[ChunkPiece],
+    find: Callable[[bytes, list[PassageRequest]], list[PassageBoxes | None]] = passage_boxes,
+) -> int:
+    """Add `bbox` and `bbox_chars` to the locator of each PDF-page piece: its boxes on its
+    page, none ([]) where it was not found there, so a citation of it never looks again.
 
     `units` are the loader's RawUnits (page n is units[n - 1]); `pieces` the
-    ChunkPieces cut from them. Returns how many pieces got boxes.
+    ChunkPieces cut from them; `find` looks for them (pdf_sandbox.passage_boxes, bounded).
+    Returns how many pieces got boxes.
     """
     located = [p for p in pieces if "page" in p.locator and "char_start" in p.locator]
     requests = []
@@ -257,8 +263,7 @@ def attach_boxes(data: bytes, *, units: Sequence[RawUnit], pieces: Sequence[Chun
         hint = piece.locator["char_start"] / unit_length if unit_length else 0.0
         requests.append(PassageRequest(page=page, passage=piece.text, hint=hint))
     found = 0
-    for piece, boxes in zip(located, passage_boxes(data, requests), strict=True):
-        if boxes is not None:
-            piece.locator.update(boxes.as_locator())
-            found += 1
+    for piece, boxes in zip(located, find(data, requests), strict=True):
+        piece.locator.update((boxes or PassageBoxes([], [])).as_locator())
+        found += boxes is not None
     return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections import defaultdict
@@ -17,6 +18,7 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from embeddings import Embedder, EmbeddingError, get_embedder
+from indexing import pdf_sandbox
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.chunking.context import embedding_text
 from indexing.embedding_cache import embed_with_cache
@@ -251,10 +253,17 @@ def _hand_off(document_id: int) -> IndexOutcome:
 def _locate_on_pages(source: SourceBytes, loaded: LoadedDocument, pieces: list[ChunkPiece]) -> None:
     """Character boxes of each PDF chunk on its page, for highlighting it on the rendered page.
 
-    Best effort: a PDF pdfium cannot read still indexes, its citations show text.
+    Best effort: a PDF pdfium cannot read, or not within the limits, still indexes; its
+    citations show text.
     """
+    limits = pdf_sandbox.Limits(
+        seconds=settings.INGEST_PDF_BOXES_SECONDS, memory_bytes=settings.PDF_RENDER_MAX_MEMORY,
+    )
     try:
-        attach_boxes(source.data, units=loaded.units, pieces=pieces)
+        attach_boxes(
+            source.data, units=loaded.units, pieces=pieces,
+            find=functools.partial(pdf_sandbox.passage_boxes, limits=limits),
+        )
     except SoftTimeLimitExceeded:
         raise  # the task's time limit, to be reported as such
     except Exception as exc:

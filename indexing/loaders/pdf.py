@@ -24,7 +24,6 @@ from indexing.loaders.ocr import (
     resolve_engine,
     why_unavailable,
 )
-from indexing.loaders.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
 from indexing.loaders.pdf_structure import (
     RunCollector,
     TextRun,
@@ -36,6 +35,7 @@ from indexing.loaders.pdf_structure import (
 )
 from indexing.loaders.pdf_tables import join_table_rows
 from indexing.loaders.text import normalize_newlines, title_from_filename
+from indexing.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
 from indexing.types import (
     KIND_PDF_CONTENTS,
     KIND_PDF_PAGE,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from indexing.loaders.pdf import load_pdf
-from indexing.loaders.pdf_forms import overdrawn_pages
 from indexing.pdf_boxes import PassageRequest, PdfPageError, passage_boxes, render_png
+from indexing.pdf_forms import overdrawn_pages
 
 TEXT = "Bombastic launch notes say the tide is high."
 TEXT_2 = "The harbour gate closes two hours before low tide."

@@ -1,0 +1,175 @@
+"""pdfium runs in a child process under a deadline and a memory bound (audit: a 9 KB PDF
+drew a page for 50 s under the one lock every page picture waits for, and 3 KB of forms
+nested through a pattern, Type3 glyphs or an annotation took a web process to 5 GB, for
+good)."""
+
+from __future__ import annotations
+
+import resource
+import time
+
+import pytest
+from rest_framework.test import APIClient
+
+from chat import services
+from indexing import pdf_sandbox, pipeline, sources
+from indexing.pdf_boxes import PassageRequest
+from knowledge.models import Document
+from tests.conftest import SAMPLE_CORPUS
+from tests.test_citation_pages import cite
+
+LINE = b"BT /F1 11 Tf 72 720 Td (The Halvorsen relay station opened in 1987.) Tj ET\n"
+MIB = 2**20
+
+
+def pdf(objects: dict[int, bytes | tuple[bytes, bytes]], content: bytes, resources: bytes) -> bytes:
+    """One page drawing `content` with `resources`; `objects` numbered from 6 (a stream is
+    (dictionary entries, data))."""
+    objects = {
+        1: b"<< /Type /Catalog /Pages 2 0 R >>",
+        2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        3: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+           b"/Resources << " + (resources if b"/Font" in resources else
+                                b"/Font << /F1 5 0 R >> " + resources) + b" >> >>",
+        4: (b"", content),
+        5: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        **objects,
+    }
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number in range(1, len(objects) + 1):
+        offsets.append(len(out))
+        body = objects[number]
+        if isinstance(body, tuple):
+            entries, data = body
+            body = (b"<< " + entries + b" /Length %d >>\nstream\n" % len(data) + data
+                    + b"\nendstream")
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1, xref)
+    return bytes(out)
+
+
+def slow_shading_pdf(operators: int = 200, paints: int = 10) -> bytes:
+    """The page painted `paints` times with a shading whose colour is a calculator
+    function of `operators` steps, worked out for every pixel."""
+    steps = b" ".join([b"dup mul 0.5 add sin"] * operators)
+    function = (b"/FunctionType 4 /Domain [0 1 0 1] /Range [0 1 0 1 0 1]",
+                b"{ " + steps + b" exch " + steps + b" add dup dup }")
+    shading = (b"<< /ShadingType 1 /ColorSpace /DeviceRGB /Domain [0 1 0 1] "
+               b"/Matrix [612 0 0 792 0 0] /Function 6 0 R >>")
+    return pdf({6: function, 7: shading}, LINE + b"/Sh0 sh\n" * paints,
+               b"/Shading << /Sh0 7 0 R >>")
+
+
+def nested_forms(fan: int = 20, levels: int = 6) -> dict[int, bytes | tuple[bytes, bytes]]:
+    """Form 20 draws form 21 `fan` times, and so on `levels` deep: fan^levels drawings.
+    Numbers 6 to 19 are left for what draws form 20."""
+    objects: dict[int, bytes | tuple[bytes, bytes]] = {n: b"null" for n in range(6, 20)}
+    form = b"/Type /XObject /Subtype /Form /BBox [0 0 612 792]"
+    for number in range(20, 20 + levels - 1):
+        objects[number] = (form + b" /Resources << /XObject << /X %d 0 R >> >>" % (number + 1),
+                           b" ".join([b"q /X Do Q"] * fan))
+    objects[20 + levels - 1] = (form, b"0 0 1 1 re f")
+    return objects
+
+
+def pattern_bomb_pdf() -> bytes:
+    """The forms drawn by a tiling pattern, not by the page's content: not counted as
+    its forms are (pdf_forms)."""
+    objects = nested_forms()
+    objects[6] = (b"/PatternType 1 /PaintType 1 /TilingType 1 /BBox [0 0 612 792] /XStep 612 "
+                  b"/YStep 792 /Resources << /XObject << /X 20 0 R >> >>", b"/X Do")
+    return pdf(objects, LINE + b"/Pattern cs /P0 scn 0 0 612 792 re f\n",
+               b"/Pattern << /P0 6 0 R >>")
+
+
+def type3_bomb_pdf() -> bytes:
+    """The forms drawn by the glyph of a Type3 font: loaded for the page's text too."""
+    objects = nested_forms()
+    objects[6] = (b"", b"1000 0 0 0 1000 1000 d1 /X Do")
+    objects[7] = (b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] "
+                  b"/FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /a 6 0 R >> "
+                  b"/Encoding << /Type /Encoding /Differences [97 /a] >> /FirstChar 97 "
+                  b"/LastChar 97 /Widths [1000] /Resources << /XObject << /X 20 0 R >> >> >>")
+    return pdf(objects, LINE + b"BT /F3 12 Tf 72 600 Td (a) Tj ET\n",
+               b"/Font << /F1 5 0 R /F3 7 0 R >>")
+
+
+FAST = pdf_sandbox.Limits(seconds=2, memory_bytes=512 * MIB)
+
+
+def test_a_page_drawing_too_long_is_stopped_at_the_deadline():
+    started = time.monotonic()
+    with pytest.raises(pdf_sandbox.PdfTooCostly, match="Page 1 took longer than 2 s"):
+        pdf_sandbox.render_png(slow_shading_pdf(), page=1, scale=1.0, limits=FAST)
+    assert time.monotonic() - started < 5
+
+
+def test_a_page_needing_too_much_memory_fails_in_its_child_not_in_the_caller():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for bomb in pattern_bomb_pdf(), type3_bomb_pdf():
+        with pytest.raises(pdf_sandbox.PdfTooCostly, match="needed more than 512 MiB"):
+            pdf_sandbox.render_png(bomb, page=1, scale=1.0, limits=FAST)
+    with pytest.raises(pdf_sandbox.PdfTooCostly, match="needed more than 512 MiB"):
+        pdf_sandbox.passage_boxes(type3_bomb_pdf(), [PassageRequest(1, "relay")], limits=FAST)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mib < 100, grown_mib
+
+
+def test_pages_and_boxes_within_the_limits_are_as_drawn_in_process():
+    from indexing.pdf_boxes import passage_boxes, render_png
+
+    data = (SAMPLE_CORPUS / "q3-launch-notes.pdf").read_bytes()
+    assert pdf_sandbox.render_png(data, page=1, scale=1.5, limits=FAST) == render_png(
+        data, page=1, scale=1.5
+    )
+    asked = [PassageRequest(1, "launch"), PassageRequest(1, "no such words anywhere here")]
+    assert pdf_sandbox.passage_boxes(data, asked, limits=FAST) == passage_boxes(data, asked)
+
+
+@pytest.mark.django_db
+def test_a_costly_page_is_a_404_saying_why_and_is_not_drawn_again(
+    workspace, user, counting_embedder, settings, tmp_path
+):
+    settings.PDF_PAGE_CACHE_DIR = tmp_path / "page-cache"
+    settings.PDF_RENDER_SECONDS = 2
+    path = tmp_path / "relay.pdf"
+    path.write_bytes(slow_shading_pdf())
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, document.chunks.first())
+    api = APIClient()
+    api.force_authenticate(user)
+    url = f"/api/threads/{thread.pk}/citations/{n}/pages/1"
+
+    refused = api.get(url)
+    assert refused.status_code == 404
+    assert refused.json()["detail"] == "Page 1 took longer than 2 s to draw, and was stopped"
+    # Asked again, the page is not drawn again: no child could start now, yet the answer
+    # is the same.
+    settings.PDF_RENDERS_AT_ONCE, settings.PDF_RENDER_SECONDS = 0, 0.1
+    assert api.get(url).json() == refused.json()
+
+
+@pytest.mark.django_db
+def test_indexing_a_pdf_too_costly_to_box_keeps_its_text_and_its_memory(
+    workspace, counting_embedder, settings, tmp_path
+):
+    settings.PDF_RENDER_MAX_MEMORY = 512 * MIB
+    path = tmp_path / "glyphs.pdf"
+    path.write_bytes(type3_bomb_pdf())
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    chunk = document.chunks.get()
+    assert "Halvorsen relay station" in chunk.text
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 100
