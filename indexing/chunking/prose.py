@@ -17,6 +17,7 @@ from citations.rows import CELL_SEPARATOR, cells, is_table_row, reads_as_header
 from indexing.loaders.markdown import fenced_blocks
 from indexing.types import ChunkPiece, RawUnit, Section
 
+from .headings import bounded_heading_path
 from .tokens import count_tokens, split_by_tokens, token_spans
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ def chunk_prose(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     pieces: list[ChunkPiece] = []
     tables = _tables(text)
     for section in _join_bare_headings(text, _normalize_sections(unit.sections, len(text))):
-        heading_path = list(section.heading_path)
+        heading_path = bounded_heading_path(section.heading_path)
         for start, end in _chunk_section(text, section, budget, fenced=unit.code_fences):
             chunk_text = text[start:end]
             locator = {

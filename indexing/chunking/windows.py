@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from indexing.types import KIND_CODE, ChunkPiece, RawUnit, Section
 
+from .headings import bounded_heading_path
 from .tokens import count_tokens, split_by_tokens
 
 if TYPE_CHECKING:
@@ -180,10 +181,10 @@ def make_piece(unit: RawUnit, span: Span, extra: dict[str, Any]) -> ChunkPiece:
 
 
 def _heading_path_at(sections: list[Section], offset: int) -> list[str]:
-    path: list[str] = []
+    path: tuple[str, ...] = ()
     for section in sections:
         if section.start > offset:
             break
         if offset < section.end:
-            path = list(section.heading_path)
-    return path
+            path = section.heading_path
+    return bounded_heading_path(path)
