@@ -58,23 +58,37 @@ def _kept_source_path(content_hash: str) -> Path:
     return Path(settings.PDF_PAGE_CACHE_DIR) / f"{content_hash}.pdf"
 
 
+def _changed_marker_path(content_hash: str) -> Path:
+    return Path(settings.PDF_PAGE_CACHE_DIR) / f"{content_hash}.changed"
+
+
+CHANGED = "The source has changed since it was indexed; re-index it to see its pages"
+
+
 def _source_bytes(document: Document) -> tuple[bytes, str]:
     """The PDF as it was indexed. A web PDF is fetched once and kept in the cache (a
     page request must not download it again); a source changed since indexing is
-    refused: its pages would not hold the passage boxes drawn on them."""
+    refused: its pages would not hold the passage boxes drawn on them. That is
+    remembered too: each request for its pages downloaded it again (19 MB each)."""
     if document.content_hash and (kept := _read_cached_file(
         _kept_source_path(document.content_hash)
     )):
         return kept, document.content_hash
+    if document.content_hash and _read_cached_file(
+        _changed_marker_path(document.content_hash)
+    ) is not None:
+        raise PageUnavailable(CHANGED)
     try:
         data = read_source(document).data
     except IngestError as exc:
         raise PageUnavailable(f"The source of this document cannot be read: {exc}") from None
     digest = hashlib.sha256(data).hexdigest()
     if document.content_hash and digest != document.content_hash:
-        raise PageUnavailable(
-            "The source has changed since it was indexed; re-index it to see its pages"
-        )
+        if document.uri.startswith(("http://", "https://")):
+            marker = _changed_marker_path(document.content_hash)
+            _write_atomically(marker, b"")
+            _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=marker)
+        raise PageUnavailable(CHANGED)
     if document.uri.startswith(("http://", "https://")):
         target = _kept_source_path(digest)
         _write_atomically(target, data)
@@ -131,7 +145,7 @@ def _evict_past(max_bytes: int, *, keep: Path) -> None:
     `max_bytes`."""
     entries = []
     for path in (*keep.parent.glob("*.png"), *keep.parent.glob("*.pdf"),
-                 *keep.parent.glob("*.err")):
+                 *keep.parent.glob("*.err"), *keep.parent.glob("*.changed")):
         try:
             stat = path.stat()
         except FileNotFoundError:

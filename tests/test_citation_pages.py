@@ -314,3 +314,47 @@ def test_a_web_pdf_is_downloaded_once_for_all_its_pages(
         assert len(fetches) == indexed + 1
     finally:
         server.shutdown()
+
+
+def test_a_changed_web_pdf_is_downloaded_once_to_find_it_changed(
+    workspace, user, counting_embedder, page_cache, settings
+):
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    fetches, served = [], [PDF.read_bytes()]
+
+    class Serve(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            fetches.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/pdf")
+            self.send_header("Content-Length", str(len(served[0])))
+            self.end_headers()
+            self.wfile.write(served[0])
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Serve)
+    Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings.URL_FETCH_ALLOW_PRIVATE = True
+        document = sources.add_url(workspace=workspace,
+                                   url=f"http://127.0.0.1:{server.server_port}/notes.pdf")
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        document = Document.objects.get(pk=document.pk)
+        thread = services.create_thread(workspace=workspace, user=user)
+        n = cite(thread, chunk_with(document, "Total launch budget"))
+        api = APIClient()
+        api.force_authenticate(user)
+        base = f"/api/threads/{thread.pk}/citations/{n}/pages"
+        indexed = len(fetches)
+        served[0] = PDF.read_bytes() + b"\n% edited\n"  # not yet re-indexed
+        for page in (1, 1, 2):
+            refused = api.get(f"{base}/{page}?scale=1")
+            assert refused.status_code == 404
+            assert "changed since it was indexed" in refused.json()["detail"]
+        assert len(fetches) == indexed + 1
+    finally:
+        server.shutdown()
