@@ -26,8 +26,8 @@ _INDEXING = Path(__file__).resolve().parent
 # (how a table row is written, which the loaders and the chunker share, is in citations).
 # (the headings the embedded text is given are read from locators by knowledge/locators.py).
 _CODE = (
-    "loaders/*.py", "chunking/*.py", "pdf_boxes.py", "types.py", "../citations/rows.py",
-    "../knowledge/locators.py",
+    "loaders/*.py", "chunking/*.py", "pdf_boxes.py", "pdf_forms.py", "types.py",
+    "../citations/rows.py", "../knowledge/locators.py",
 )
 _PARSERS = (
     "beautifulsoup4", "lxml", "openpyxl", "pypdf", "pypdfium2", "python-docx", "python-pptx",

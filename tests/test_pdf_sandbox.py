@@ -16,41 +16,11 @@ from indexing import pdf_sandbox, pipeline, sources
 from indexing.pdf_boxes import PassageRequest
 from knowledge.models import Document
 from tests.conftest import SAMPLE_CORPUS
+from tests.pdf_files import pdf
 from tests.test_citation_pages import cite
 
 LINE = b"BT /F1 11 Tf 72 720 Td (The Halvorsen relay station opened in 1987.) Tj ET\n"
 MIB = 2**20
-
-
-def pdf(objects: dict[int, bytes | tuple[bytes, bytes]], content: bytes, resources: bytes) -> bytes:
-    """One page drawing `content` with `resources`; `objects` numbered from 6 (a stream is
-    (dictionary entries, data))."""
-    objects = {
-        1: b"<< /Type /Catalog /Pages 2 0 R >>",
-        2: b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        3: b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-           b"/Resources << " + (resources if b"/Font" in resources else
-                                b"/Font << /F1 5 0 R >> " + resources) + b" >> >>",
-        4: (b"", content),
-        5: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-        **objects,
-    }
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number in range(1, len(objects) + 1):
-        offsets.append(len(out))
-        body = objects[number]
-        if isinstance(body, tuple):
-            entries, data = body
-            body = (b"<< " + entries + b" /Length %d >>\nstream\n" % len(data) + data
-                    + b"\nendstream")
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
-    return bytes(out)
 
 
 def slow_shading_pdf(operators: int = 200, paints: int = 10) -> bytes:
