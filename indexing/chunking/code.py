@@ -23,6 +23,7 @@ from tree_sitter import Language, Node, Parser
 
 from indexing.types import ChunkPiece, RawUnit
 
+from .headings import bounded_symbol
 from .windows import Lines, Span, line_windows, make_piece
 
 if TYPE_CHECKING:
@@ -468,4 +469,7 @@ def chunk_code(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece] | None:
     define = _DEFINITIONS[language]
     chunker = _CodeChunker(lines, define, budget)
     chunker.container(_items(tree.root_node.named_children, define, "", 0), None)
-    return [make_piece(unit, span, {"symbol": symbol}) for span, symbol in chunker.spans]
+    return [
+        make_piece(unit, span, {"symbol": bounded_symbol(symbol)})
+        for span, symbol in chunker.spans
+    ]

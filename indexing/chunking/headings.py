@@ -62,3 +62,11 @@ def _shortened(heading: str) -> str:
 
 def _chars(parts: list[str]) -> int:
     return sum(len(part) for part in parts)
+
+
+def bounded_symbol(symbol: str | None) -> str | None:
+    """A code chunk's symbol ("Outer.Inner.method") in MAX_HEADING_CHARS characters: past
+    it, the innermost names, after an ELLIPSIS (names nest 50 deep, each up to a line)."""
+    if symbol is None or len(symbol) <= MAX_HEADING_CHARS:
+        return symbol
+    return ELLIPSIS + symbol[len(symbol) - MAX_HEADING_CHARS + len(ELLIPSIS):]

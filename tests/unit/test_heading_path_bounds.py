@@ -128,3 +128,19 @@ def test_a_normal_heading_path_is_unchanged() -> None:
     eight = [f"Level {n} " + "x" * 60 for n in range(8)]  # deepest and longest kept whole
     assert bounded_heading_path(eight) == eight
     assert bounded_heading_path([]) == []
+
+
+def test_a_code_chunk_s_symbol_keeps_its_innermost_names_in_200_characters():
+    from indexing.chunking import ChunkBudget, chunk_unit
+    from indexing.types import KIND_CODE, RawUnit
+
+    name = "Outer" + "x" * 5000
+    methods = "".join(f"    def method_{i}(self):\n        return {i}\n\n" for i in range(60))
+    unit = RawUnit(text=f"class {name}:\n{methods}", locator={"path": "big.py"},
+                   kind=KIND_CODE, language="python")
+    symbols = [piece.locator["symbol"] for piece in chunk_unit(unit, ChunkBudget())]
+    assert len(symbols) > 1
+    assert all(len(symbol) <= 200 for symbol in symbols if symbol)
+    assert any(symbol.startswith("\u2026") and symbol.endswith(".method_59")
+               for symbol in symbols if symbol)
+
