@@ -16,15 +16,22 @@ def pdf(objects: dict[int, bytes | tuple[bytes, bytes]], content: bytes, resourc
         5: b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         **objects,
     }
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
+    bodies = []
     for number in range(1, len(objects) + 1):
-        offsets.append(len(out))
         body = objects[number]
         if isinstance(body, tuple):
             entries, data = body
             body = (b"<< " + entries + b" /Length %d >>\nstream\n" % len(data) + data
                     + b"\nendstream")
+        bodies.append(body)
+    return pdf_bytes(bodies)
+
+
+def pdf_bytes(objects: list[bytes]) -> bytes:
+    """A PDF of these objects, numbered from 1 (the first is the catalog), with its xref."""
+    out, offsets = bytearray(b"%PDF-1.7\n"), []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
         out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)

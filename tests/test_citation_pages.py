@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+from http.server import BaseHTTPRequestHandler
 
 import pypdfium2 as pdfium
 import pytest
@@ -14,7 +15,7 @@ from rest_framework.test import APIClient
 from chat import citations, services
 from indexing import pipeline, sources
 from knowledge.models import Chunk, Document
-from tests.conftest import SAMPLE_CORPUS
+from tests.conftest import SAMPLE_CORPUS, serving
 
 pytestmark = pytest.mark.django_db
 
@@ -272,89 +273,56 @@ def test_a_pdf_edited_since_indexing_shows_no_page_of_the_new_file(
     assert api.get(f"{base}/2?scale=1.5").status_code == 404
 
 
-def test_a_web_pdf_is_downloaded_once_for_all_its_pages(
-    workspace, user, counting_embedder, page_cache, settings
-):
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from threading import Thread
+class PdfSite(BaseHTTPRequestHandler):
+    """Serves `served[0]` at any path, recording each fetch."""
 
-    fetches = []
+    fetches: list[str] = []
+    served: list[bytes] = []
 
-    class Serve(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            fetches.append(self.path)
-            body = PDF.read_bytes()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/pdf")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def do_GET(self):  # noqa: N802
+        PdfSite.fetches.append(self.path)
+        body = PdfSite.served[0]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/pdf")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
-        def log_message(self, *args):
-            pass
+    def log_message(self, *args):
+        pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Serve)
-    Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        settings.URL_FETCH_ALLOW_PRIVATE = True
-        document = sources.add_url(workspace=workspace,
-                                   url=f"http://127.0.0.1:{server.server_port}/notes.pdf")
+
+@pytest.fixture
+def web_pdf(workspace, user, counting_embedder, page_cache, settings):
+    """The sample PDF indexed from a loopback site: (pages URL of a citation of it, the
+    site's fetches, what it serves)."""
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    PdfSite.fetches, PdfSite.served = [], [PDF.read_bytes()]
+    with serving(PdfSite) as url:
+        document = sources.add_url(workspace=workspace, url=f"{url}/notes.pdf")
         pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
         document = Document.objects.get(pk=document.pk)
         assert document.status == Document.Status.INDEXED, document.last_error
         thread = services.create_thread(workspace=workspace, user=user)
         n = cite(thread, chunk_with(document, "Total launch budget"))
-        api = APIClient()
-        api.force_authenticate(user)
-        base = f"/api/threads/{thread.pk}/citations/{n}/pages"
-        indexed = len(fetches)
-        for page, scale in ((1, 1), (2, 1), (2, 2), (4, 3)):
-            assert api.get(f"{base}/{page}?scale={scale}").status_code == 200
-        assert api.get(f"{base}/9?scale=1").status_code == 404
-        assert len(fetches) == indexed + 1
-    finally:
-        server.shutdown()
+        yield f"/api/threads/{thread.pk}/citations/{n}/pages", PdfSite.fetches, PdfSite.served
 
 
-def test_a_changed_web_pdf_is_downloaded_once_to_find_it_changed(
-    workspace, user, counting_embedder, page_cache, settings
-):
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from threading import Thread
+def test_a_web_pdf_is_downloaded_once_for_all_its_pages(web_pdf, api):
+    base, fetches, _served = web_pdf
+    indexed = len(fetches)
+    for page, scale in ((1, 1), (2, 1), (2, 2), (4, 3)):
+        assert api.get(f"{base}/{page}?scale={scale}").status_code == 200
+    assert api.get(f"{base}/9?scale=1").status_code == 404
+    assert len(fetches) == indexed + 1
 
-    fetches, served = [], [PDF.read_bytes()]
 
-    class Serve(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
-            fetches.append(self.path)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/pdf")
-            self.send_header("Content-Length", str(len(served[0])))
-            self.end_headers()
-            self.wfile.write(served[0])
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Serve)
-    Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        settings.URL_FETCH_ALLOW_PRIVATE = True
-        document = sources.add_url(workspace=workspace,
-                                   url=f"http://127.0.0.1:{server.server_port}/notes.pdf")
-        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-        document = Document.objects.get(pk=document.pk)
-        thread = services.create_thread(workspace=workspace, user=user)
-        n = cite(thread, chunk_with(document, "Total launch budget"))
-        api = APIClient()
-        api.force_authenticate(user)
-        base = f"/api/threads/{thread.pk}/citations/{n}/pages"
-        indexed = len(fetches)
-        served[0] = PDF.read_bytes() + b"\n% edited\n"  # not yet re-indexed
-        for page in (1, 1, 2):
-            refused = api.get(f"{base}/{page}?scale=1")
-            assert refused.status_code == 404
-            assert "changed since it was indexed" in refused.json()["detail"]
-        assert len(fetches) == indexed + 1
-    finally:
-        server.shutdown()
+def test_a_changed_web_pdf_is_downloaded_once_to_find_it_changed(web_pdf, api):
+    base, fetches, served = web_pdf
+    indexed = len(fetches)
+    served[0] = PDF.read_bytes() + b"\n% edited\n"  # not yet re-indexed
+    for page in (1, 1, 2):
+        refused = api.get(f"{base}/{page}?scale=1")
+        assert refused.status_code == 404
+        assert "changed since it was indexed" in refused.json()["detail"]
+    assert len(fetches) == indexed + 1

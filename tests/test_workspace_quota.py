@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from indexing import sources
@@ -22,13 +21,6 @@ NOTE = b"The pier opens at dawn and the ferry leaves at nine.\n" * 10  # 530 byt
 def media(settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path / "media"
     return settings.MEDIA_ROOT
-
-
-@pytest.fixture
-def api(user, workspace, media) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
-    return client
 
 
 def upload(client: APIClient, *names: str):
@@ -76,7 +68,7 @@ def test_uploads_past_the_workspace_s_bytes_are_refused_and_nothing_is_saved(
     assert upload(api, "c.txt").status_code == 202
 
 
-def test_sources_past_the_workspace_s_documents_are_refused(api, settings):
+def test_sources_past_the_workspace_s_documents_are_refused(api, workspace, media, settings):
     settings.WORKSPACE_MAX_DOCUMENTS = 2
     assert upload(api, "a.txt").status_code == 202
     refused = upload(api, "b.txt", "c.txt")

@@ -21,6 +21,7 @@ from indexing.loaders import load_bytes
 from indexing.loaders.ocr import page_ranges, resolve_engine
 from indexing.loaders.pdf import load_pdf
 from indexing.types import PAGE_SEPARATOR, IngestError
+from tests.pdf_files import pdf_bytes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -236,16 +237,7 @@ def _image_page_pdf(width: int, height: int) -> bytes:
         + image + b"\nendstream",
         b"<< /Length %d >>\nstream\n" % len(draw) + draw + b"\nendstream",
     ]
-    out, offsets = bytearray(b"%PDF-1.7\n"), []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1, xref)
-    return bytes(out)
+    return pdf_bytes(objects)
 
 
 def test_a_huge_page_is_drawn_within_the_pixel_bound() -> None:
