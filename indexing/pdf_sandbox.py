@@ -60,7 +60,7 @@ def _slot(at_once: int) -> threading.BoundedSemaphore:
 
 def render_png(data: bytes, *, page: int, scale: float, limits: Limits) -> bytes:
     """pdf_boxes.render_png in a child, within `limits`."""
-    return _run(["render", str(page), repr(scale)], data, limits, what=f"Page {page}")
+    return _run(["render", str(page), repr(scale)], data, limits, what=f"Drawing page {page}")
 
 
 def passage_boxes(
@@ -68,7 +68,7 @@ def passage_boxes(
 ) -> list[PassageBoxes | None]:
     """pdf_boxes.passage_boxes in a child, within `limits`."""
     header = json.dumps([[r.page, r.passage, r.hint] for r in requests]).encode()
-    out = _run(["boxes"], header + b"\n" + data, limits, what="Finding the passages")
+    out = _run(["boxes"], header + b"\n" + data, limits, what="Finding passages on their pages")
     return [PassageBoxes(found["boxes"], found["chars"]) if found else None
             for found in json.loads(out)]
 
@@ -76,7 +76,7 @@ def passage_boxes(
 def _run(arguments: list[str], payload: bytes, limits: Limits, *, what: str) -> bytes:
     slot = _slot(limits.at_once)
     if not slot.acquire(timeout=limits.seconds):
-        raise PdfBusy(f"{what} could not be drawn: the server is busy drawing others")
+        raise PdfBusy(f"{what} did not start: the server is busy with other PDFs; try again")
     try:
         done = subprocess.run(
             [sys.executable, "-m", "indexing.pdf_sandbox", str(limits.memory_bytes),
@@ -84,9 +84,8 @@ def _run(arguments: list[str], payload: bytes, limits: Limits, *, what: str) -> 
             input=payload, capture_output=True, timeout=limits.seconds, check=False, cwd=_ROOT,
         )
     except subprocess.TimeoutExpired:  # the child is killed
-        raise PdfTooCostly(
-            f"{what} took longer than {limits.seconds:g} s to draw, and was stopped"
-        ) from None
+        stopped = f"{what} took longer than {limits.seconds:g} s and was stopped"
+        raise PdfTooCostly(stopped) from None
     finally:
         slot.release()
     if done.returncode == 0:
@@ -97,12 +96,10 @@ def _run(arguments: list[str], payload: bytes, limits: Limits, *, what: str) -> 
     # pdfium aborts when an allocation fails.
     if done.returncode in (_OUT_OF_MEMORY, -signal.SIGABRT):
         raise PdfTooCostly(
-            f"{what} needed more than {limits.memory_bytes / 2**20:,.0f} MiB to draw, "
-            "and was stopped"
+            f"{what} needed more than {limits.memory_bytes / 2**20:,.0f} MiB and was stopped"
         )
     # Killed by a signal (the CPU bound: SIGXCPU), or crashed inside pdfium.
-    raise PdfTooCostly(f"{what} could not be drawn (the drawing process ended with "
-                       f"status {done.returncode})")
+    raise PdfTooCostly(f"{what} failed: its process ended with status {done.returncode}")
 
 
 def _child(arguments: list[str]) -> int:
