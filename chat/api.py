@@ -326,7 +326,11 @@ class CitationPageView(APIView):
             (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="the page"),
             400: OpenApiResponse(OpenApiTypes.OBJECT, description="a scale not offered"),
             404: OpenApiResponse(
-                OpenApiTypes.OBJECT, description="no such thread, citation, PDF or page"
+                OpenApiTypes.OBJECT,
+                description="no such thread, citation, PDF or page, or a page too costly to draw",
+            ),
+            503: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="other pages are being drawn; see Retry-After"
             ),
         },
     )
@@ -340,6 +344,8 @@ class CitationPageView(APIView):
             )
         except citation_pages.NotFound as exc:
             raise Http404(str(exc)) from exc
+        except citation_pages.Busy as exc:
+            return Response({"detail": str(exc)}, status=503, headers={"Retry-After": "5"})
         response = HttpResponse(png, content_type="image/png")
         # Short: the URL stays the same when the document is re-indexed.
         response["Cache-Control"] = "private, max-age=300"

@@ -19,6 +19,10 @@ class NotFound(Exception):
     """No such citation, document or page (the message says which)."""
 
 
+class Busy(Exception):
+    """The page is not drawn now: others are being drawn (a 503, to be asked again)."""
+
+
 def _document(*, thread: Thread, entry: CitationEntry) -> Document | None:
     if entry.document_id is None:
         return None
@@ -60,3 +64,5 @@ def page_image(*, thread: Thread, n: int, page: int, scale: float) -> bytes:
         return page_images.page_png(document=document, page=page, scale=scale)
     except page_images.PageUnavailable as exc:
         raise NotFound(str(exc)) from None
+    except page_images.PagesBusy as exc:
+        raise Busy(str(exc)) from None

@@ -34,6 +34,10 @@ class PageUnavailable(Exception):
     """No image for this page: not a PDF, no such page, or the source is gone."""
 
 
+class PagesBusy(Exception):
+    """The page could be drawn, but not now: other pages are being drawn."""
+
+
 def is_pdf(document: Document) -> bool:
     return document.source_type == SourceType.PDF
 
@@ -113,6 +117,8 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
         raise PageUnavailable(failed.decode())
     try:
         png = pdf_sandbox.render_png(data, page=page, scale=scale, limits=render_limits())
+    except pdf_sandbox.PdfBusy as exc:
+        raise PagesBusy(str(exc)) from None
     except pdf_sandbox.PdfTooCostly as exc:
         # A page this costly is as costly the next time: not drawn again for each request.
         target = _failure_path(digest, page, scale)
