@@ -229,15 +229,19 @@ def passage_boxes(data: bytes, requests: Iterable[PassageRequest]) -> list[Passa
     return results
 
 
-def render_png(data: bytes, *, page: int, scale: float) -> bytes:
-    """One page as a PNG at `scale` (1 = 72 dpi), capped at MAX_PIXELS."""
+def render_png(
+    data: bytes, *, page: int, scale: float, grayscale: bool = False,
+    max_pixels: int = MAX_PIXELS,
+) -> bytes:
+    """One page as a PNG at `scale` (1 = 72 dpi), capped at `max_pixels`."""
     with _PDFIUM:
         document = _open(data)
         try:
             pdf_page = _page(document, page, data)
             width, height = pdf_page.get_size()
-            cap = math.sqrt(MAX_PIXELS / max(1.0, width * height))
-            bitmap = pdf_page.render(scale=min(scale, cap))
+            # A hair under the bound: pdfium rounds each side up to a whole pixel.
+            cap = 0.999 * math.sqrt(max_pixels / max(1.0, width * height))
+            bitmap = pdf_page.render(scale=min(scale, cap), grayscale=grayscale)
             image = bitmap.to_pil()
         finally:
             document.close()

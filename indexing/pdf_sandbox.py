@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexing.pdf_boxes import PassageBoxes, PassageRequest, PdfPageError
+from indexing.pdf_boxes import MAX_PIXELS, PassageBoxes, PassageRequest, PdfPageError
 
 # A child starts in ~0.2 s and holds ~230 MB of address space before it reads the PDF.
 _ROOT = Path(__file__).resolve().parent.parent
@@ -58,9 +58,13 @@ def _slot(at_once: int) -> threading.BoundedSemaphore:
         return _slots.setdefault(at_once, threading.BoundedSemaphore(at_once))
 
 
-def render_png(data: bytes, *, page: int, scale: float, limits: Limits) -> bytes:
+def render_png(
+    data: bytes, *, page: int, scale: float, limits: Limits, grayscale: bool = False,
+    max_pixels: int = MAX_PIXELS,
+) -> bytes:
     """pdf_boxes.render_png in a child, within `limits`."""
-    return _run(["render", str(page), repr(scale)], data, limits, what=f"Drawing page {page}")
+    arguments = ["render", str(page), repr(scale), str(int(grayscale)), str(max_pixels)]
+    return _run(arguments, data, limits, what=f"Drawing page {page}")
 
 
 def passage_boxes(
@@ -114,8 +118,11 @@ def _child(arguments: list[str]) -> int:
     stdin = sys.stdin.buffer
     try:
         if command == "render":
-            page, scale = int(rest[0]), float(rest[1])
-            sys.stdout.buffer.write(pdf_boxes.render_png(stdin.read(), page=page, scale=scale))
+            page, scale, grayscale, max_pixels = rest
+            sys.stdout.buffer.write(pdf_boxes.render_png(
+                stdin.read(), page=int(page), scale=float(scale), grayscale=grayscale == "1",
+                max_pixels=int(max_pixels),
+            ))
         else:
             asked = json.loads(stdin.readline())
             wanted = [PassageRequest(page, text, hint) for page, text, hint in asked]

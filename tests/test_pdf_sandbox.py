@@ -16,57 +16,10 @@ from indexing import pdf_sandbox, pipeline, sources
 from indexing.pdf_boxes import PassageRequest
 from knowledge.models import Document
 from tests.conftest import SAMPLE_CORPUS
-from tests.pdf_files import pdf
+from tests.pdf_files import pattern_bomb_pdf, slow_shading_pdf, type3_bomb_pdf
 from tests.test_citation_pages import cite
 
-LINE = b"BT /F1 11 Tf 72 720 Td (The Halvorsen relay station opened in 1987.) Tj ET\n"
 MIB = 2**20
-
-
-def slow_shading_pdf(operators: int = 200, paints: int = 10) -> bytes:
-    """The page painted `paints` times with a shading whose colour is a calculator
-    function of `operators` steps, worked out for every pixel."""
-    steps = b" ".join([b"dup mul 0.5 add sin"] * operators)
-    function = (b"/FunctionType 4 /Domain [0 1 0 1] /Range [0 1 0 1 0 1]",
-                b"{ " + steps + b" exch " + steps + b" add dup dup }")
-    shading = (b"<< /ShadingType 1 /ColorSpace /DeviceRGB /Domain [0 1 0 1] "
-               b"/Matrix [612 0 0 792 0 0] /Function 6 0 R >>")
-    return pdf({6: function, 7: shading}, LINE + b"/Sh0 sh\n" * paints,
-               b"/Shading << /Sh0 7 0 R >>")
-
-
-def nested_forms(fan: int = 20, levels: int = 6) -> dict[int, bytes | tuple[bytes, bytes]]:
-    """Form 20 draws form 21 `fan` times, and so on `levels` deep: fan^levels drawings.
-    Numbers 6 to 19 are left for what draws form 20."""
-    objects: dict[int, bytes | tuple[bytes, bytes]] = {n: b"null" for n in range(6, 20)}
-    form = b"/Type /XObject /Subtype /Form /BBox [0 0 612 792]"
-    for number in range(20, 20 + levels - 1):
-        objects[number] = (form + b" /Resources << /XObject << /X %d 0 R >> >>" % (number + 1),
-                           b" ".join([b"q /X Do Q"] * fan))
-    objects[20 + levels - 1] = (form, b"0 0 1 1 re f")
-    return objects
-
-
-def pattern_bomb_pdf() -> bytes:
-    """The forms drawn by a tiling pattern, not by the page's content: not counted as
-    its forms are (pdf_forms)."""
-    objects = nested_forms()
-    objects[6] = (b"/PatternType 1 /PaintType 1 /TilingType 1 /BBox [0 0 612 792] /XStep 612 "
-                  b"/YStep 792 /Resources << /XObject << /X 20 0 R >> >>", b"/X Do")
-    return pdf(objects, LINE + b"/Pattern cs /P0 scn 0 0 612 792 re f\n",
-               b"/Pattern << /P0 6 0 R >>")
-
-
-def type3_bomb_pdf() -> bytes:
-    """The forms drawn by the glyph of a Type3 font: loaded for the page's text too."""
-    objects = nested_forms()
-    objects[6] = (b"", b"1000 0 0 0 1000 1000 d1 /X Do")
-    objects[7] = (b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 1000 1000] "
-                  b"/FontMatrix [0.001 0 0 0.001 0 0] /CharProcs << /a 6 0 R >> "
-                  b"/Encoding << /Type /Encoding /Differences [97 /a] >> /FirstChar 97 "
-                  b"/LastChar 97 /Widths [1000] /Resources << /XObject << /X 20 0 R >> >> >>")
-    return pdf(objects, LINE + b"BT /F3 12 Tf 72 600 Td (a) Tj ET\n",
-               b"/Font << /F1 5 0 R /F3 7 0 R >>")
 
 
 FAST = pdf_sandbox.Limits(seconds=2, memory_bytes=512 * MIB)

@@ -7,6 +7,7 @@ can run the no-OCR path on a machine where tesseract is installed.
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 import shutil
@@ -16,6 +17,8 @@ from typing import TYPE_CHECKING, Protocol
 
 # billiard, not celery: the pure core stays free of the framework (the same class).
 from billiard.exceptions import SoftTimeLimitExceeded
+
+from indexing.pdf_sandbox import Limits, render_png
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -144,38 +147,31 @@ def image_pages(data: bytes, pages: list[int]) -> list[int]:
 MAX_RENDER_PIXELS = 40_000_000
 
 
-def _render_scale(size: tuple[float, float]) -> float:
-    """RENDER_DPI, or less for a page so large it would pass MAX_RENDER_PIXELS."""
-    width, height = size  # points
-    # A hair under the bound: pdfium rounds each side up to a whole pixel.
-    fitting = 0.999 * (MAX_RENDER_PIXELS / max(width * height, 1.0)) ** 0.5
-    return min(RENDER_DPI / 72, fitting)
+# Each page is drawn by pdfium in a child process stopped past these (pdf_sandbox): a
+# pattern or Type3 glyphs drawing nested forms, which the form count does not see, took
+# 4.9 GB from 3 KB; a calculator shading drew for minutes.
+RENDER_LIMITS = Limits(seconds=120, memory_bytes=1024 * 1024 * 1024, at_once=1)
 
 
 def recognize_pages(data: bytes, pages: list[int], engine: OcrEngine) -> OcrOutcome:
     """OCR each of `pages` (1-based); one failing page does not stop the others."""
     import time
 
-    import pypdfium2 as pdfium
+    import PIL.Image
 
     outcome = OcrOutcome()
     started = time.monotonic()
-    pdf = pdfium.PdfDocument(data)
-    try:
-        for number in pages:
-            page = pdf[number - 1]
-            try:
-                image = page.render(scale=_render_scale(page.get_size()),
-                                    grayscale=True).to_pil()
-                outcome.texts[number] = engine.recognize(image)
-            except SoftTimeLimitExceeded:
-                raise  # the worker's time limit stops the whole file, not one page
-            except Exception as exc:  # a timeout or a tesseract crash on one page
-                logger.warning("OCR failed on page %s: %s", number, exc)
-                outcome.failed[number] = str(exc).strip() or type(exc).__name__
-            finally:
-                page.close()
-    finally:
-        pdf.close()
+    for number in pages:
+        try:
+            png = render_png(
+                data, page=number, scale=RENDER_DPI / 72, grayscale=True,
+                max_pixels=MAX_RENDER_PIXELS, limits=RENDER_LIMITS,
+            )
+            outcome.texts[number] = engine.recognize(PIL.Image.open(io.BytesIO(png)))
+        except SoftTimeLimitExceeded:
+            raise  # the worker's time limit stops the whole file, not one page
+        except Exception as exc:  # too costly to draw, a timeout or a tesseract crash
+            logger.warning("OCR failed on page %s: %s", number, exc)
+            outcome.failed[number] = str(exc).strip() or type(exc).__name__
     outcome.seconds = time.monotonic() - started
     return outcome

@@ -255,3 +255,19 @@ def test_a_huge_page_is_drawn_within_the_pixel_bound() -> None:
     (poster, a4) = seen
     assert poster[0] * poster[1] <= 40_000_000  # 3.6 billion pixels at 300 dpi
     assert abs(a4[0] - 595 * 300 / 72) < 1  # an ordinary page keeps 300 dpi
+
+
+@needs_tesseract
+def test_a_scanned_page_too_costly_to_draw_fails_alone_in_its_own_process() -> None:
+    """A pattern drawing nested forms (the form count sees only the page's own content):
+    3 KB that pdfium drew with 4.9 GB. Drawn for OCR in a child process, it fails there."""
+    import resource
+
+    from tests.pdf_files import scanned_pattern_bomb_pdf
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    doc = load_pdf(scanned_pattern_bomb_pdf(), filename="scan.pdf", ocr="auto")
+    assert doc.metadata["warnings"] == [
+        "OCR failed on page 1: Drawing page 1 needed more than 1,024 MiB and was stopped"
+    ]
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 100
