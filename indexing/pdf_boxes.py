@@ -39,10 +39,11 @@ _PDFIUM = threading.Lock()
 MIN_MATCHED_SHARE = 0.6
 # Aligned runs shorter than this are coincidences, not the passage.
 MIN_RUN = 4
-# Aligning costs the passage's length times the page text's: on a page of 600,000
-# characters (each line drawn three times over, for a bold look) one passage took 0.6 s,
-# 120 s for a 226 KB file. A passage is aligned with the page text around where it is
-# expected, this many times its length, and never less than a dense page's whole text.
+# Aligning costs the passage's length times the page text's: on a page of 90,000
+# characters drawn three times over (a bold look; pypdf reads each line thrice, pdfium
+# once) each passage took 0.6 s, 120 s for a 226 KB file. A passage is aligned with the
+# page text around where it is expected, this many times its length, and never less than
+# a dense page's whole text.
 ALIGN_WINDOW_FACTOR = 4
 MIN_ALIGN_WINDOW = 20_000
 # A rendered page never exceeds this many pixels, whatever the scale asked for: an A3
