@@ -89,14 +89,10 @@ def _source_bytes(document: Document) -> tuple[bytes, str]:
     digest = hashlib.sha256(data).hexdigest()
     if document.content_hash and digest != document.content_hash:
         if document.uri.startswith(("http://", "https://")):
-            marker = _changed_marker_path(document.content_hash)
-            _write_atomically(marker, b"")
-            _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=marker)
+            _store(_changed_marker_path(document.content_hash), b"")
         raise PageUnavailable(CHANGED)
     if document.uri.startswith(("http://", "https://")):
-        target = _kept_source_path(digest)
-        _write_atomically(target, data)
-        _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=target)
+        _store(_kept_source_path(digest), data)
     return data, digest
 
 
@@ -121,15 +117,11 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
         raise PagesBusy(str(exc)) from None
     except pdf_sandbox.PdfTooCostly as exc:
         # A page this costly is as costly the next time: not drawn again for each request.
-        target = _failure_path(digest, page, scale)
-        _write_atomically(target, str(exc).encode())
-        _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=target)
+        _store(_failure_path(digest, page, scale), str(exc).encode())
         raise PageUnavailable(str(exc)) from None
     except PdfPageError as exc:
         raise PageUnavailable(str(exc)) from None
-    target = _cache_path(digest, page, scale)
-    _write_atomically(target, png)
-    _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=target)
+    _store(_cache_path(digest, page, scale), png)
     return png
 
 
@@ -146,12 +138,16 @@ def _read_cached_file(path: Path) -> bytes | None:
     return data
 
 
+# What the cache holds (not the ".part" files being written): page images, kept web PDFs,
+# why a page was not drawn, a web PDF found changed.
+_CACHED_SUFFIXES = (".png", ".pdf", ".err", ".changed")
+
+
 def _evict_past(max_bytes: int, *, keep: Path) -> None:
     """Delete the least recently used images and kept PDFs until the cache holds at most
     `max_bytes`."""
     entries = []
-    for path in (*keep.parent.glob("*.png"), *keep.parent.glob("*.pdf"),
-                 *keep.parent.glob("*.err"), *keep.parent.glob("*.changed")):
+    for path in (p for p in keep.parent.iterdir() if p.suffix in _CACHED_SUFFIXES):
         try:
             stat = path.stat()
         except FileNotFoundError:
@@ -164,6 +160,12 @@ def _evict_past(max_bytes: int, *, keep: Path) -> None:
         if path != keep:
             path.unlink(missing_ok=True)
             total -= size
+
+
+def _store(target: Path, data: bytes) -> None:
+    """Keep `data` in the cache, within PDF_PAGE_CACHE_MAX_BYTES."""
+    _write_atomically(target, data)
+    _evict_past(settings.PDF_PAGE_CACHE_MAX_BYTES, keep=target)
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
