@@ -377,47 +377,37 @@ def queues_for(*, ids: Sequence[int], bulk_only: bool = False) -> dict[int, str]
     there are HELD, so that another workspace's job waits for at most that many of each
     workspace ahead of it, not for all of a big job sent before it (tasks run inline:
     none). `bulk_only`: documents an interactive task found too big."""
-    bulk = settings.CELERY_BULK_QUEUE
+    bulk, default = settings.CELERY_BULK_QUEUE, settings.CELERY_TASK_DEFAULT_QUEUE
     workspaces = dict(Document.objects.filter(pk__in=ids).values_list("pk", "workspace_id"))
     if bulk_only or len(ids) > settings.INGEST_BULK_BATCH:
         queues = dict.fromkeys(ids, bulk)
     else:
-        queues = _by_size_and_backlog(ids, workspaces)
-    if _tasks_run_inline():
-        return queues
+        documents = Document.objects.filter(pk__in=ids).only("pk", "uri", "source_file")
+        big = {d.pk for d in documents if source_bytes(document=d) > settings.INGEST_BULK_BYTES}
+        queues = {pk: bulk if pk in big else default for pk in ids}
+        _share(queues, workspaces, queue=default, most=settings.INGEST_BULK_BATCH, past=bulk)
+    if not _tasks_run_inline():
+        _share(queues, workspaces, queue=bulk, most=settings.INGEST_BULK_WINDOW, past=HELD)
+    return queues
+
+
+def _share(
+    queues: dict[int, str], workspaces: dict[int, int], *, queue: str, most: int, past: str
+) -> None:
+    """Of each workspace's documents `queues` sends to `queue`, those past `most` waiting
+    there (others sent before them counted) go to `past` instead. A document deleted
+    meanwhile (no workspace) stays: its task does nothing."""
     waiting = selectors.waiting_on_queue(
-        queue=bulk, workspace_ids=set(workspaces.values()), exclude=ids
+        queue=queue, workspace_ids=set(workspaces.values()), exclude=list(queues)
     )
-    for pk in ids:
-        workspace_id = workspaces.get(pk)  # None: deleted meanwhile, its task does nothing
-        if queues[pk] != bulk or workspace_id is None:
+    for pk, sent_to in queues.items():
+        workspace_id = workspaces.get(pk)
+        if sent_to != queue or workspace_id is None:
             continue
-        if waiting[workspace_id] >= settings.INGEST_BULK_WINDOW:
-            queues[pk] = HELD
+        if waiting[workspace_id] >= most:
+            queues[pk] = past
         else:
             waiting[workspace_id] += 1
-    return queues
-
-
-def _by_size_and_backlog(ids: Sequence[int], workspaces: dict[int, int]) -> dict[int, str]:
-    bulk, default = settings.CELERY_BULK_QUEUE, settings.CELERY_TASK_DEFAULT_QUEUE
-    documents = Document.objects.only("pk", "uri", "source_file").in_bulk(ids)
-    waiting = selectors.waiting_on_queue(
-        queue=default, workspace_ids=set(workspaces.values()), exclude=ids
-    )
-    queues = {}
-    for pk in ids:
-        document = documents.get(pk)
-        if document is None:
-            queues[pk] = default
-        elif source_bytes(document=document) > settings.INGEST_BULK_BYTES:
-            queues[pk] = bulk
-        elif waiting[workspaces[pk]] >= settings.INGEST_BULK_BATCH:
-            queues[pk] = bulk
-        else:
-            waiting[workspaces[pk]] += 1
-            queues[pk] = default
-    return queues
 
 
 def _tasks_run_inline() -> bool:
@@ -707,9 +697,8 @@ def delete_folder(*, folder: Folder) -> None:
     parents = Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
     subtree = selectors.with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
     Document.objects.filter(folder_id__in=subtree).only("pk", "source_file").delete()
-    workspace_id = folder.workspace_id
     folder.delete()
-    _send_held_after_delete(workspace_id)
+    _send_held_after_delete(folder.workspace_id)
 
 
 @transaction.atomic
