@@ -230,6 +230,31 @@ def passage_boxes(data: bytes, requests: Iterable[PassageRequest]) -> list[Passa
     return results
 
 
+def image_pages(data: bytes, pages: Iterable[int]) -> list[int]:
+    """Those of `pages` (1-based) that draw an image: only those can be scans.
+
+    A blank page or one of vector drawings has nothing for OCR to read. The caller leaves
+    out pages drawing forms past MAX_FORM_DRAWS: loading a page parses every form it draws.
+    """
+    found = []
+    with _PDFIUM:
+        document = _open(data)
+        try:
+            # pypdf and pdfium may count a damaged file's pages differently.
+            for number in (n for n in pages if 1 <= n <= len(document)):
+                page = document[number - 1]
+                try:
+                    # get_objects descends into form XObjects, where scanners often put
+                    # the image.
+                    if next(page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,)), None):
+                        found.append(number)
+                finally:
+                    page.close()
+        finally:
+            document.close()
+    return found
+
+
 def render_png(
     data: bytes, *, page: int, scale: float, grayscale: bool = False,
     max_pixels: int = MAX_PIXELS,

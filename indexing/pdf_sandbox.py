@@ -4,8 +4,9 @@ A few kilobytes of PDF can keep pdfium drawing for hours (a shading whose colour
 long calculator function, painted again and again: 9 KB drew for 50 s) or take
 gigabytes (forms nested through patterns, Type3 glyphs or annotations: 3 KB took
 4.9 GB). That happens in C code, where neither a lock's holder nor a time limit can be
-interrupted, and a web process never gives the memory back. So each page picture and
-each search for passage boxes runs in a child process of its own: killed at its
+interrupted, and a web process never gives the memory back. So each page picture, each
+search for passage boxes and each look for scanned pages runs in a child process of its
+own: killed at its
 deadline, its allocations failing past its memory bound, nothing of it left in the
 caller. The child reads the request from stdin and writes bytes (a PNG, or JSON): the
 caller never unpickles what a child handling hostile input wrote.
@@ -77,6 +78,13 @@ def passage_boxes(
             for found in json.loads(out)]
 
 
+def image_pages(data: bytes, pages: list[int], *, limits: Limits) -> list[int]:
+    """pdf_boxes.image_pages in a child, within `limits`."""
+    out = _run(["images"], json.dumps(pages).encode() + b"\n" + data, limits,
+               what="Looking for scanned pages")
+    return json.loads(out)
+
+
 def _run(arguments: list[str], payload: bytes, limits: Limits, *, what: str) -> bytes:
     slot = _slot(limits.at_once)
     if not slot.acquire(timeout=limits.seconds):
@@ -123,6 +131,9 @@ def _child(arguments: list[str]) -> int:
                 stdin.read(), page=int(page), scale=float(scale), grayscale=grayscale == "1",
                 max_pixels=int(max_pixels),
             ))
+        elif command == "images":
+            pages = json.loads(stdin.readline())
+            sys.stdout.buffer.write(json.dumps(pdf_boxes.image_pages(stdin.read(), pages)).encode())
         else:
             asked = json.loads(stdin.readline())
             wanted = [PassageRequest(page, text, hint) for page, text, hint in asked]

@@ -106,3 +106,13 @@ def scanned_pattern_bomb_pdf() -> bytes:
                   zlib.compress(bytes([200]) * 100 * 100))
     return pdf(objects, b"q 612 0 0 792 0 0 cm /Im1 Do Q /Pattern cs /P0 scn 0 0 612 792 re f\n",
                b"/XObject << /Im1 8 0 R >> /Pattern << /P0 6 0 R >>")
+
+
+def inline_image_bomb_pdf(side: int = 40_000) -> bytes:
+    """A page with no text whose inline image inflates to side² bytes (1.6 GB from 1.5 MB):
+    pdfium decodes it when it loads the page, before anything is drawn."""
+    import zlib
+
+    image = zlib.compress(bytes(side * side), 9)
+    return pdf({}, b"q 612 0 0 792 0 0 cm BI /W %d /H %d /CS /G /BPC 8 /F /Fl ID " % (side, side)
+               + image + b" EI Q\n", b"")

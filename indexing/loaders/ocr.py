@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 from billiard.exceptions import SoftTimeLimitExceeded
 
 from indexing.pdf_sandbox import Limits, render_png
+from indexing.pdf_sandbox import image_pages as sandboxed_image_pages
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -112,45 +113,24 @@ class OcrOutcome:
     seconds: float = 0.0
 
 
-def image_pages(data: bytes, pages: list[int]) -> list[int]:
-    """Those of `pages` (1-based) that draw an image: only those can be scans.
-
-    A blank page or one of vector drawings has nothing for OCR to read. The caller leaves
-    out pages drawing forms past MAX_FORM_DRAWS (pdf_forms): pdfium would expand them all.
-    """
-    import pypdfium2 as pdfium
-    import pypdfium2.raw as pdfium_c
-
-    try:
-        pdf = pdfium.PdfDocument(data)
-    except pdfium.PdfiumError as exc:
-        logger.warning("pdfium cannot open the PDF to look for scanned pages: %s", exc)
-        return []
-    try:
-        found = []
-        # pypdf and pdfium may count a damaged file's pages differently.
-        for number in (n for n in pages if n <= len(pdf)):
-            page = pdf[number - 1]
-            try:
-                # get_objects descends into form XObjects, where scanners often put the image.
-                if next(page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,)), None):
-                    found.append(number)
-            finally:
-                page.close()
-        return found
-    finally:
-        pdf.close()
-
-
 # The most pixels a page is drawn with for OCR: an A4 page at 300 dpi is 8.7 million; a
 # page the size PDF allows at most (200 inches square) would be 3.6 billion.
 MAX_RENDER_PIXELS = 40_000_000
 
 
-# Each page is drawn by pdfium in a child process stopped past these (pdf_sandbox): a
-# pattern or Type3 glyphs drawing nested forms, which the form count does not see, took
-# 4.9 GB from 3 KB; a calculator shading drew for minutes.
+# Pages are looked at, and each drawn, by pdfium in a child process stopped past these
+# (pdf_sandbox): a pattern or Type3 glyphs drawing nested forms, which the form count
+# does not see, took 4.9 GB from 3 KB; a calculator shading drew for minutes.
 RENDER_LIMITS = Limits(seconds=120, memory_bytes=1024 * 1024 * 1024, at_once=1)
+
+
+def image_pages(data: bytes, pages: list[int]) -> list[int]:
+    """Those of `pages` (1-based) that draw an image, looked at by pdfium in a child
+    (`RENDER_LIMITS`): loading a page parses its content, forms included.
+
+    Raises PdfPageError when pdfium cannot open the file or the look is stopped.
+    """
+    return sandboxed_image_pages(data, pages, limits=RENDER_LIMITS)
 
 
 def recognize_pages(data: bytes, pages: list[int], engine: OcrEngine) -> OcrOutcome:

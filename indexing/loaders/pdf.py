@@ -35,6 +35,7 @@ from indexing.loaders.pdf_structure import (
 )
 from indexing.loaders.pdf_tables import join_table_rows
 from indexing.loaders.text import normalize_newlines, title_from_filename
+from indexing.pdf_boxes import PdfPageError
 from indexing.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
 from indexing.types import (
     KIND_PDF_CONTENTS,
@@ -239,7 +240,15 @@ def _read_scanned_pages(
     # A page drawing forms past MAX_FORM_DRAWS is never given to pdfium, to look at or read.
     sparse = [i for i, unit in enumerate(units, start=1)
               if is_sparse(unit.text) and i not in overdrawn]
-    scanned = image_pages(data, sparse) if sparse else []
+    try:
+        scanned = image_pages(data, sparse) if sparse else []
+    except PdfPageError as exc:
+        logger.warning("%s: could not look for scanned pages: %s", filename, exc)
+        little = "has" if len(sparse) == 1 else "have"
+        return {"warnings": [
+            f"{page_ranges(sparse)} {little} next to no text and could not be looked at "
+            f"for a scan: {_short(exc)}"
+        ]}
     if not scanned:
         return {}
     engine = resolve_engine(ocr)

@@ -271,3 +271,19 @@ def test_a_scanned_page_too_costly_to_draw_fails_alone_in_its_own_process() -> N
         "OCR failed on page 1: Drawing page 1 needed more than 1,024 MiB and was stopped"
     ]
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 100
+
+
+def test_a_page_too_costly_to_load_is_looked_at_for_a_scan_in_its_own_process() -> None:
+    """pdfium decodes an inline image when it loads the page, so looking for scanned pages
+    took a worker to 2.6 GB on a 1.5 MB file; the look now fails alone in a child."""
+    import resource
+
+    from tests.pdf_files import inline_image_bomb_pdf
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    doc = load_pdf(inline_image_bomb_pdf(), filename="scan.pdf", ocr="off")
+    assert doc.metadata["warnings"] == [
+        "page 1 has next to no text and could not be looked at for a scan: Looking for "
+        "scanned pages needed more than 1,024 MiB and was stopped"
+    ]
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024 < 100
