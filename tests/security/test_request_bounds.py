@@ -66,6 +66,27 @@ def test_nested_values_inside_an_object_are_refused_too(api, thread):
     assert "nested deeper than" in response.json()["detail"]
 
 
+def test_a_lone_surrogate_in_a_json_body_is_a_400(api, thread):
+    """JSON may escape half a character; echoed in a validation error, it made DRF's
+    renderer fail (a 500 on search, workspace and mention errors: an outside audit's)."""
+    thread_messages = f"/api/threads/{thread['id']}/messages"
+    for path, body, method in (
+        ("/api/search", '{"q": "x", "\\ud800": 1}', "post"),
+        ("/api/workspaces/acme", '{"retrieval_mode": "\\ud800"}', "patch"),
+        (thread_messages, '{"content": "Hi", "mentions": [{"kind": "\\udc00", "id": 1}]}',
+         "post"),
+        (thread_messages, '{"content": "launch \\ud83d"}', "post"),
+    ):
+        response = getattr(api, method)(path, body, content_type="application/json")
+        assert response.status_code == 400, (path, response.content)
+        assert "lone UTF-16 surrogate" in response.json()["detail"]
+    assert not Message.objects.exists()
+    # A pair escaped in JSON is one whole character.
+    response = api.post("/api/threads", '{"title": "\\ud83d\\ude80", "workspace": "acme"}',
+                        content_type="application/json")
+    assert response.status_code == 201 and response.json()["title"] == "\U0001f680"
+
+
 def test_ordinary_json_still_parses(api, thread):
     response = api.post("/api/threads", {"title": "Moon", "workspace": "acme"}, format="json")
     assert response.status_code == 201 and response.json()["title"] == "Moon"
