@@ -207,15 +207,15 @@ def _failure(error: str, **metadata: Any) -> dict[str, Any]:
     }
 
 
-def _history(thread: Thread, before_seq: int) -> list[dict[str, Any]]:
-    """The last complete messages before `before_seq`, oldest first: what the model re-reads."""
+def _history(thread: Thread, before_seq: int) -> tuple[list[dict[str, Any]], set[int]]:
+    """The last complete messages before `before_seq`, oldest first: what the model re-reads;
+    and the numbers those answers cite, the only passages of earlier turns it sees."""
     recent = thread.messages.filter(
         seq__lt=before_seq, status=Message.Status.COMPLETE
     ).order_by("-seq")[: settings.CHAT_HISTORY_MESSAGES]
-    return [
-        {"role": role, "content": content}
-        for role, content in reversed(recent.values_list("role", "content"))
-    ]
+    rows = list(reversed(recent.values_list("role", "content", "citations")))
+    cited = {c["n"] for role, _, cited in rows if role == Message.Role.ASSISTANT for c in cited}
+    return [{"role": role, "content": content} for role, content, _ in rows], cited
 
 
 def progress_label(name: str, arguments: Any) -> str:
@@ -247,8 +247,9 @@ class Turn:
     provider: LLMProvider
     messages: list[dict[str, Any]]
     context: TurnContext
-    # Numbers the model may cite: those issued before this turn (its history holds
-    # them), then those its own tool calls return.
+    # Numbers the model may cite: those its history's answers cite, then those its own
+    # tool calls return. Not every number the thread issued: the history holds no
+    # passages, and a turn running beside this one registers its own.
     issued: set[int]
     normalizer: StreamNormalizer
     started: float
@@ -340,6 +341,7 @@ def open_turn(
          "mentions": [m.__dict__ for m in resolved]},
         {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
     ], title=text[:80])
+    history, issued = _history(thread, user_message.seq)
     messages: list[dict[str, Any]] = [
         {
             "role": "system",
@@ -347,7 +349,7 @@ def open_turn(
                 thread.workspace, resolved, web_search=web_search_config() is not None
             ),
         },
-        *_history(thread, user_message.seq),
+        *history,
         {"role": "user", "content": text},
     ]
     scope = {
@@ -355,7 +357,6 @@ def open_turn(
         "folder_ids": [m.id for m in resolved if m.kind == "folder"],
     }
     earlier = [m["content"] for m in messages if m["role"] == "user"][:-1]
-    issued = citations.issued_numbers(thread=thread)
     turn = Turn(
         thread=thread,
         answer=answer,

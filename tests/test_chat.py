@@ -129,6 +129,24 @@ def test_numbers_are_stable_across_turns_and_reads(llm, corpus, api):
     assert sum(m["role"] == "system" for m in history) == 1
 
 
+def test_a_later_turn_cites_only_what_its_history_shows(llm, corpus, api):
+    """The model re-reads earlier questions and answers, not the passages: a number an
+    earlier turn issued but never cited is a guess (an outside audit's)."""
+    llm.script = [
+        tool_call("search_knowledge_base", {"query": "launch date"}),
+        answer("March 10 [1]."),
+        answer("As said, March 10 [1]; and see [2]."),
+    ]
+    thread_id = new_thread(api)
+    api.post(f"/api/threads/{thread_id}/messages", {"content": "When?"}, format="json")
+    assert CitationEntry.objects.filter(registry__thread=thread_id, n=2).exists()
+    second = api.post(f"/api/threads/{thread_id}/messages", {"content": "Sure?"},
+                      format="json").json()
+    assert second["resolved_content"] == "As said, March 10 [citation:1]; and see."
+    assert [c["n"] for c in second["citations"]] == [1]
+    assert second["metadata"]["dropped_citations"] == [2]
+
+
 def test_a_refused_turn_is_a_json_error_even_when_a_stream_was_asked_for(workspace, api, staff):
     thread_id = new_thread(api)
     for client, body, code in ((api, {"content": ""}, 400),
