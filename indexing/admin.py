@@ -517,7 +517,7 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        job = self.get_queryset(request).filter(pk=object_id).first()
+        job = self.get_object(request, object_id)  # None for "abc", as Django's own view
         running = job is not None and not selectors.job_progress(job=job).finished
         return super().change_view(
             request, object_id, form_url, {**(extra_context or {}), "refresh": running}

@@ -356,7 +356,13 @@ def test_workspace_argument_chooses_among_the_users_workspaces(site):
             return (await call(client, "list_sources", workspace="second"),
                     await call(client, "list_sources"))
 
+    async def nul():
+        async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
+            return await call(client, "list_sources", workspace="har\x00bour")
+
     chosen, default = run(session)
     assert chosen == (True, {"workspace": second.slug, "total": 0, "offset": 0,
                              "documents": [], "folders": []})
     assert default[1]["workspace"] == "harbour", "the user's first workspace"
+    # PostgreSQL refused to look for it: "Internal error (DataError)" (an outside audit's).
+    assert run(nul) == (False, "No workspace 'har\\x00bour'")

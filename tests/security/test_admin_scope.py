@@ -76,6 +76,13 @@ def test_staff_see_and_act_only_in_their_own_workspaces(curator, workspace, thei
     assert not Document.objects.filter(uri="upload://planted.md").exists()
 
 
+def test_an_address_naming_no_job_is_the_admins_not_found_not_a_500(curator):
+    # The job page looked the id up itself, without Django's handling of a bad one.
+    for object_id in ("abc", "-1", "99999999999999999999"):
+        page = curator.get(f"/admin/knowledge/ingestjob/{object_id}/change/")
+        assert page.status_code == 302 and page["Location"] == reverse("admin:index")
+
+
 def test_a_folder_cannot_be_put_inside_itself_and_paths_survive_a_cycle(curator, workspace):
     a = sources.folder_for_path(workspace=workspace, path="a")
     b = sources.folder_for_path(workspace=workspace, path="a/b")
