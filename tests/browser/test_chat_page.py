@@ -359,6 +359,29 @@ def test_on_a_phone_a_drawer_opened_while_the_page_loads_stays_open(
     expect(page.locator("#sidebar")).to_be_visible()
 
 
+def test_a_new_chat_chosen_while_the_page_loads_is_not_replaced_by_the_newest(
+    conversations, page: Page
+):
+    """The page opened the newest conversation once its list had loaded, over a New chat
+    the user had chosen meanwhile: their next question went there (an outside audit's)."""
+    held = []
+    listing = re.compile(r"/api/threads\?")
+    page.route(listing, lambda route: held.append(route))
+    page.goto("/")
+    while not held:
+        page.wait_for_timeout(50)
+    page.get_by_role("button", name="New chat").click()
+    page.unroute(listing)
+    for route in held:
+        route.continue_()
+    expect(page.locator("#thread-list .thread")).to_have_count(50)  # the list has loaded
+    page.wait_for_timeout(300)
+    expect(page.locator("#messages .empty-state")).to_have_text(
+        "Ask a question about your documents."
+    )
+    assert "#thread-" not in page.url
+
+
 def test_on_a_phone_the_conversation_takes_the_width_and_the_list_is_a_drawer(
     conversations, page: Page
 ):

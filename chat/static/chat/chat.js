@@ -1576,6 +1576,8 @@
 
   async function start() {
     renderPendingMentions();
+    // A conversation the user opens (or a New chat) before the list has loaded wins.
+    const shown = state.shown;
     try {
       await loadWorkspaces();
       await loadThreads();
@@ -1583,6 +1585,7 @@
       clearMessages(`Could not load conversations: ${error.message}`);
       return;
     }
+    if (state.shown !== shown) return;
     const wanted = /^#thread-(\d+)$/.exec(location.hash);
     const id = wanted ? Number(wanted[1]) : null;
     // Opened for the user, not by them: a drawer they opened meanwhile stays open.
