@@ -41,12 +41,11 @@ from chat.tools import (
     Evidence,
     ToolError,
     gather,
-    holds_nul,
     tool_specs,
     web_search_config,
 )
 from citations.normalizer import StreamNormalizer
-from indexing.types import without_nul
+from indexing.types import holds_unstorable, storable
 from knowledge import selectors
 from knowledge.models import Document, Workspace
 
@@ -218,13 +217,28 @@ def _history(thread: Thread, before_seq: int) -> tuple[list[dict[str, Any]], set
     return [{"role": role, "content": content} for role, content, _ in rows], cited
 
 
+def model_text(text: str) -> str:
+    """What a model wrote, as PostgreSQL can store it: without NUL, whole characters."""
+    return whole_characters(text.replace("\x00", ""))
+
+
+def whole_characters(text: str) -> str:
+    """Each surrogate pair as the character it halves (a stream may split one across
+    deltas, each escaped in JSON), a lone surrogate as U+FFFD."""
+    if not holds_unstorable(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 def progress_label(name: str, arguments: Any) -> str:
-    args = arguments if isinstance(arguments, dict) else {}
+    args = arguments
     if isinstance(arguments, str):
         try:
             args = json.loads(arguments)
         except json.JSONDecodeError:
             args = {}
+    if not isinstance(args, dict):  # "[1, 2]" is JSON too: the call's own error says so
+        args = {}
     if name == "search_knowledge_base":
         return f"Searching the knowledge base for “{args.get('query', '')}”"
     if name == "read_document":
@@ -271,11 +285,16 @@ class Turn:
     # What the answer may still show. CHAT_MAX_ANSWER_CHARS bounds the whole turn: each
     # model call is bounded too, but a turn makes up to CHAT_MAX_TOOL_ROUNDS + 1 of them.
     room: int = field(default_factory=lambda: settings.CHAT_MAX_ANSWER_CHARS)
+    # The first half of a surrogate pair that ended a delta: the next one completes it.
+    half: str = ""
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
-        # PostgreSQL text cannot hold NUL: storing the answer would fail.
-        delta = self._within_room(delta.replace("\x00", ""))
+        # A character past U+FFFF may come in halves, one a delta (JSON escapes each).
+        delta, self.half = self.half + delta, ""
+        if delta[-1:] and "\ud800" <= delta[-1] <= "\udbff":
+            delta, self.half = delta[:-1], delta[-1]
+        delta = self._within_room(model_text(delta))
         if self.after_break:
             delta = delta.lstrip()
             if not delta:
@@ -303,6 +322,9 @@ class Turn:
 
     def finish(self) -> None:
         """Whatever the normalizer still holds, decided as the answer's end."""
+        if self.half:
+            self.half = ""
+            self._shown(self.normalizer.feed("\ufffd"))
         self._shown(self.normalizer.finish())
 
     def _shown(self, out: str) -> None:
@@ -464,7 +486,11 @@ def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
         turn.messages, tools, context=turn.context, on_text=turn.show if stream else None
     )
     turn.llm_seconds += time.perf_counter() - started
-    turn.written.append(reply.text.replace("\x00", ""))
+    turn.written.append(model_text(reply.text))
+    reply.tool_calls = [
+        ToolCall(c.id, c.name, whole_characters(c.arguments))
+        if isinstance(c.arguments, str) else c for c in reply.tool_calls
+    ]
     if not stream and reply.text:
         turn.show(reply.text)
     turn.usage.append(reply.usage)
@@ -583,7 +609,7 @@ def _log_call(turn: Turn, call: ToolCall, result: str, error: str) -> None:
 def _loggable(arguments: str | dict[str, Any]) -> str | dict[str, Any]:
     """The arguments as the log can store them: PostgreSQL refuses NUL in text and
     jsonb, so U+FFFD takes its place (the call itself was refused for it)."""
-    return without_nul(arguments) if holds_nul(arguments) else arguments
+    return storable(arguments) if holds_unstorable(arguments) else arguments
 
 
 def _log_not_run(turn: Turn, calls: Sequence[ToolCall]) -> None:

@@ -22,6 +22,7 @@ from citations.renderer import (
 )
 from citations.rows import TABLE_COLUMNS
 from citations.sentences import CITATION
+from indexing.types import holds_unstorable
 from knowledge import locators
 from knowledge.models import Chunk, Document
 from knowledge.search import (
@@ -479,29 +480,13 @@ def parse_arguments(raw: str | dict | None) -> dict[str, Any]:
             raise ToolError("Arguments are nested too deeply.") from exc
     if not isinstance(parsed, dict):
         raise ToolError("Arguments must be a JSON object.")
-    if holds_nul(parsed):
-        # PostgreSQL text cannot hold it: the search would fail with a DataError.
-        raise ToolError("Arguments must not contain NUL characters (\\u0000).")
+    if holds_unstorable(parsed):
+        # PostgreSQL text cannot hold them: the search would fail with a DataError.
+        raise ToolError(
+            "Arguments must not contain NUL characters (\\u0000) or half a character "
+            "(a lone surrogate, \\ud800-\\udfff)."
+        )
     return parsed
-
-
-def holds_nul(value: Any) -> bool:
-    """Whether a NUL character is in any string of `value` (keys too), at any depth.
-
-    A loop, not recursion: arguments a provider passed as an object may nest deep.
-    """
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list | tuple):
-            pending.extend(item)
-    return False
 
 
 def gather(

@@ -9,7 +9,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -26,7 +25,14 @@ from indexing.loaders import FetchedResource, OfficeLimits, fetch_url, load_byte
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
 from indexing.time_limit import soft_time_limit_kept
-from indexing.types import ChunkPiece, IngestError, LoadedDocument, content_hash, without_nul
+from indexing.types import (
+    ChunkPiece,
+    IngestError,
+    LoadedDocument,
+    content_hash,
+    file_path,
+    storable,
+)
 from knowledge import graph
 from knowledge.models import Chunk, Document
 from knowledge.source_types import SourceType
@@ -99,7 +105,7 @@ def read_source(document: Document) -> SourceBytes:
             data, uri.removeprefix("upload://") or Path(document.source_file.name).name
         )
     if uri.startswith("file://"):
-        path = Path(unquote(urlparse(uri).path))
+        path = file_path(uri)
         if not path.is_file():
             raise IngestError(f"File {path} no longer exists")
         try:
@@ -120,12 +126,12 @@ def parse_source(
     # A NUL past the head a loader sniffs (a log cut short by a crash) cannot be stored
     # in PostgreSQL, in text or in JSON; U+FFFD takes its place one for one, so every
     # offset stays true. Headings and titles read from the text may hold one too.
-    loaded.title = without_nul(loaded.title)
-    loaded.metadata = without_nul(loaded.metadata)
+    loaded.title = storable(loaded.title)
+    loaded.metadata = storable(loaded.metadata)
     for unit in loaded.units:
-        unit.text = without_nul(unit.text)
-        unit.locator = without_nul(unit.locator)
-        unit.sections = without_nul(unit.sections)
+        unit.text = storable(unit.text)
+        unit.locator = storable(unit.locator)
+        unit.sections = storable(unit.sections)
     return loaded
 
 
@@ -290,7 +296,8 @@ def failed_since_queued(*, document_id: int) -> bool:
 def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     # Chunks of an earlier good version stay: a broken upload must not erase
     # what users could already find and cite.
-    _update(document_id, status=Document.Status.FAILED, progress=0, last_error=message[:4000])
+    _update(document_id, status=Document.Status.FAILED, progress=0,
+            last_error=storable(message[:4000]))
     return IndexOutcome(document_id, Document.Status.FAILED, error=message)
 
 

@@ -16,7 +16,7 @@ from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -40,7 +40,7 @@ from indexing.loaders.repo import read_head
 from indexing.loaders.text import SNIFF_BYTES
 from indexing.loaders.web import check_url
 from indexing.pipeline import REPEATED_BLOCKS_KEY, too_large
-from indexing.types import IngestError
+from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
 from knowledge.models import Document, Folder, IngestJob, Workspace
 from knowledge.source_types import SourceType
@@ -121,7 +121,7 @@ def file_uri_problem(uri: str) -> str:
     if not uri.startswith("file://"):
         return ""
     try:
-        check_server_path(Path(unquote(urlparse(uri).path)))
+        check_server_path(file_path(uri))
     except SourceRefused as exc:
         return str(exc)
     return ""
@@ -423,7 +423,7 @@ def source_bytes(*, document: Document) -> int:
         if document.source_file:
             return document.source_file.size
         if document.uri.startswith("file://"):
-            return Path(unquote(urlparse(document.uri).path)).stat().st_size
+            return file_path(document.uri).stat().st_size
     except OSError:
         pass
     return 0
@@ -737,14 +737,16 @@ def add_path(
     metadata: dict | None = None,
 ) -> Document:
     path = path.resolve()
+    # A name that is not UTF-8 is shown with U+FFFD (its URI keeps its bytes).
+    metadata = storable(metadata or {})
     document = _upsert(
         workspace,
         uri=path.as_uri(),
         folder=folder,
         job=job,
-        title=(metadata or {}).get("path") or path.name,
+        title=metadata.get("path") or storable(path.name),
         source_type=source_type_for(path.name),
-        metadata=metadata or {},
+        metadata=metadata,
     )
     return document
 
@@ -938,7 +940,7 @@ def gone_under(*, workspace: Workspace, directories: Iterable[Path]) -> list[Doc
         prefix = resolve_path(directory).as_uri().rstrip("/") + "/"
         read_there = Document.objects.filter(workspace=workspace, uri__startswith=prefix)
         gone += [d for d in read_there.only("pk", "uri", "title").order_by("uri")
-                 if not Path(unquote(urlparse(d.uri).path)).exists()]
+                 if not file_path(d.uri).exists()]
     return gone
 
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from knowledge.locators import PAGE_SEPARATOR
 
@@ -81,17 +84,46 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def without_nul(value: Any) -> Any:
-    """`value` with each NUL in its strings (in lists, dicts and dataclasses) as U+FFFD."""
+def file_path(uri: str) -> Path:
+    """The server file a file:// URI names. A name that is not UTF-8 (Path.as_uri quotes
+    its bytes) comes back as the same bytes, not with U+FFFD where they were."""
+    return Path(unquote(urlsplit(uri).path, errors="surrogateescape"))
+
+
+# What PostgreSQL text cannot hold: NUL, and UTF-16 surrogates (JSON may escape half a
+# character; a file name that is not UTF-8 decodes its bytes to them).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(value: Any) -> Any:
+    """`value` with its strings (in lists, dicts and dataclasses) made storable: each NUL
+    and each surrogate as U+FFFD, one for one, so every offset into them stays true."""
     if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
+        return _UNSTORABLE.sub("\ufffd", value)
     if isinstance(value, dict):
-        return {without_nul(k): without_nul(v) for k, v in value.items()}
+        return {storable(k): storable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return type(value)(without_nul(v) for v in value)
+        return type(value)(storable(v) for v in value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.replace(value, **{
-            f.name: without_nul(getattr(value, f.name)) for f in dataclasses.fields(value)
+            f.name: storable(getattr(value, f.name)) for f in dataclasses.fields(value)
             if f.init
         })
     return value
+
+
+def holds_unstorable(value: Any) -> bool:
+    """Whether a NUL or a surrogate is in any string of `value` (keys too), at any depth.
+    A loop, not recursion: arguments a model passed as an object may nest deep."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _UNSTORABLE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list | tuple):
+            pending.extend(item)
+    return False

@@ -126,6 +126,40 @@ def test_a_nul_in_a_tool_argument_is_a_tool_error(llm, corpus, api):
     assert llm.requests[1]["messages"][-1]["content"].startswith("Error:")
 
 
+@pytest.mark.parametrize("arguments", ["[1, 2]", "null", '"launch"', "5"])
+def test_arguments_that_are_json_but_no_object_are_a_tool_error(llm, corpus, api, arguments):
+    """The progress label read them as an object first: a 500 (an outside audit's)."""
+    llm.script = [tool_call("search_knowledge_base", arguments), answer("I could not search.")]
+    thread_id, response = post(api)
+    assert response.status_code == 201, response.content
+    (call,) = stored_answer(thread_id).tool_calls
+    assert call["error"] == "Arguments must be a JSON object."
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_half_characters_from_the_model_are_mended_not_a_failure(
+    llm, corpus, workspace, user, stream, settings
+):
+    """JSON escapes each half of a character past U+FFFF: a stream may send the halves in
+    two deltas, and a model may write half of one. Neither can be stored as it came."""
+    settings.CHAT_PARALLEL_TOOLS = 1  # on this test's connection, which sees its corpus
+    llm.script = [
+        calls(("search_knowledge_base", {"query": "launch date"}),
+              ("search_knowledge_base", {"query": "launch \ud83d"})),
+        answer("Launch \ud83d\ude80 on March 10 [1]. Odd \udc00 half.",
+               chunks=["Launch \ud83d", "\ude80 on March 10 [1]. Odd \udc00", " half."]),
+    ]
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="When?", stream=stream)
+    assert message.status == Message.Status.COMPLETE, message.resolved_content
+    launch = "Launch \U0001f680 on March 10"
+    assert message.resolved_content == f"{launch} [citation:1]. Odd \ufffd half."
+    assert message.content == f"{launch} [1]. Odd \ufffd half."
+    searched, refused = message.tool_calls
+    assert searched["error"] == ""
+    assert "half a character" in refused["error"]  # the model reads it, as for a NUL
+
+
 def test_an_infinite_number_argument_is_a_tool_error(llm, corpus, api):
     llm.script = [tool_call("search_knowledge_base", '{"query": "launch", "limit": 1e999}'),
                   answer("I could not search.")]

@@ -132,6 +132,29 @@ def test_unchanged_source_short_circuits(workspace, counting_embedder, tmp_path)
     assert len(counting_embedder.embedded) == first
 
 
+def test_a_file_whose_name_is_not_utf8_is_read_and_named_with_a_replacement(
+    workspace, counting_embedder, tmp_path
+):
+    """Its name decodes to surrogates, which PostgreSQL refused: one such name stopped a
+    whole folder's ingest. The URI keeps its bytes, so it is read (and re-read) by them."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "plain.md").write_text("# Plain\n\nA plain name.\n")
+    with open(bytes(folder) + b"/caf\xe9 hours.txt", "wb") as handle:
+        handle.write(b"The cafe opens at nine.\n")
+    documents = sources.add_directory(workspace=workspace, root=folder)
+    named = {d.metadata["path"]: d for d in documents}
+    assert set(named) == {"plain.md", "caf\ufffd hours.txt"}
+    odd = named["caf\ufffd hours.txt"]
+    assert odd.uri.endswith("/caf%E9%20hours.txt")
+    for _ in range(2):  # indexed, then checked again from its file
+        pipeline.index_document(document_id=odd.pk, embedder=counting_embedder, force=True)
+        odd.refresh_from_db()
+        assert odd.status == Document.Status.INDEXED, odd.last_error
+    assert odd.chunks.get().text == "The cafe opens at nine."
+    assert odd.title == "caf\ufffd hours"
+
+
 def test_a_file_added_again_is_the_same_document_wherever_it_was_added(
     workspace, counting_embedder, tmp_path
 ):
