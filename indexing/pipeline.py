@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -106,16 +107,28 @@ def read_source(document: Document) -> SourceBytes:
         )
     if uri.startswith("file://"):
         path = file_path(uri)
+        # Added with its symlinks resolved (a folder's walk takes none): a link met now
+        # was put there since, and may lead to anything the worker can read.
+        if (target := os.path.realpath(path)) != str(path):
+            raise IngestError(
+                f"{path} is now reached through a symbolic link (to {target}); "
+                "a source is read only where it was added"
+            )
         if not path.is_file():
             raise IngestError(f"File {path} no longer exists")
         try:
-            with path.open("rb") as handle:
-                data = _read_limited(handle, path.stat().st_size)
+            # O_NOFOLLOW: nor if a link replaces the file between that look and this read.
+            with open(path, "rb", opener=_no_link) as handle:
+                data = _read_limited(handle, os.fstat(handle.fileno()).st_size)
         except OSError as exc:  # unreadable now (permissions, a vanished mount)
             raise IngestError(f"File {path} cannot be read: {exc.strerror or exc}") from None
         # Code keeps its repository-relative path: that is what a citation shows.
         return SourceBytes(data, document.metadata.get("path") or path.name)
     raise IngestError(f"Don't know how to read source {uri!r}")
+
+
+def _no_link(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)
 
 
 def parse_source(

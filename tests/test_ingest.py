@@ -155,6 +155,37 @@ def test_a_file_whose_name_is_not_utf8_is_read_and_named_with_a_replacement(
     assert odd.title == "caf\ufffd hours"
 
 
+@pytest.mark.parametrize("swapped", ["file", "folder"])
+def test_a_source_a_symlink_replaced_is_not_read_through_it(
+    workspace, counting_embedder, tmp_path, swapped
+):
+    """A folder's walk takes no symlink, but re-indexing opened the path as it found it:
+    a file (or a folder on its path) swapped for a link to a secret was indexed and
+    citable (an outside audit's)."""
+    secret = tmp_path / "outside" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("TOP SECRET token=abc123\n")
+    repo = tmp_path / "repo"
+    (repo / "docs").mkdir(parents=True)
+    notes = repo / "docs" / "notes.txt"
+    notes.write_text("The harbour opens at six.\n")
+    document = ingest_path(workspace, notes, counting_embedder)
+    assert document.status == Document.Status.INDEXED
+    if swapped == "file":
+        notes.unlink()
+        notes.symlink_to(secret)
+    else:
+        (repo / "docs").rename(repo / "moved")
+        (repo / "docs").symlink_to(secret.parent)
+        (secret.parent / "notes.txt").write_text("TOP SECRET token=abc123\n")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder, force=True)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert "is now reached through a symbolic link" in document.last_error
+    assert not Chunk.objects.filter(text__contains="SECRET").exists()
+    assert document.chunks.get().text == "The harbour opens at six."  # the old version stays
+
+
 def test_a_file_added_again_is_the_same_document_wherever_it_was_added(
     workspace, counting_embedder, tmp_path
 ):
