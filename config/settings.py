@@ -505,6 +505,10 @@ INGEST_BULK_BYTES = env.int("INGEST_BULK_BYTES", default=1024 * 1024)
 # rows is small in bytes and big in work: 1 MB of it, 2,300 chunks to embed) is handed
 # from the default queue to the bulk one before it is embedded.
 INGEST_BULK_CHUNKS = env.int("INGEST_BULK_CHUNKS", default=500)
+# The most chunks one document may make: indexing holds each (its text, locator and
+# float32 vector: ~5 KB) until all replace the old ones at once. 100,000 is ~43 MB of a
+# CSV of short rows (2,300 chunks a MB) or 1 MB of one-line headings: ~500 MB.
+INGEST_MAX_CHUNKS_PER_DOCUMENT = env.int("INGEST_MAX_CHUNKS_PER_DOCUMENT", default=100_000)
 # Documents of one workspace waiting on the bulk queue at a time; the rest are held and
 # sent as these are taken, so that workspaces' jobs take turns instead of one job of
 # thousands of files holding up every job sent after it.

@@ -21,7 +21,7 @@ from embeddings import Embedder, EmbeddingError, get_embedder
 from indexing import pdf_sandbox
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.chunking.context import embedding_text
-from indexing.embedding_cache import embed_with_cache
+from indexing.embedding_cache import Vector, as_vector, embed_with_cache
 from indexing.loaders import FetchedResource, OfficeLimits, fetch_url, load_bytes, load_fetched
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
@@ -225,7 +225,7 @@ def index_document(
                 document.mime or None,
                 dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
             )
-            pieces = [p for unit in loaded.units for p in chunk_unit(unit, chunk_budget())]
+            pieces = _chunks(loaded)
             if interactive and len(pieces) > settings.INGEST_BULK_CHUNKS:
                 return _hand_off(document_id)
             if not pieces and not loaded.metadata.get("warnings"):
@@ -267,6 +267,24 @@ def index_document(
 def _hand_off(document_id: int) -> IndexOutcome:
     _update(document_id, status=Document.Status.PENDING, progress=0)
     return IndexOutcome(document_id, Document.Status.PENDING, handed_off=True)
+
+
+def _chunks(loaded: LoadedDocument) -> list[ChunkPiece]:
+    """The document's chunks, refused as soon as they pass INGEST_MAX_CHUNKS_PER_DOCUMENT:
+    each is held, with its vector, until they replace the old ones together (~5 KB a
+    chunk), and short sections make many from few bytes (1 MB of one-line headings is
+    100,000 chunks)."""
+    limit = settings.INGEST_MAX_CHUNKS_PER_DOCUMENT
+    budget = chunk_budget()
+    pieces: list[ChunkPiece] = []
+    for unit in loaded.units:
+        pieces += chunk_unit(unit, budget)
+        if len(pieces) > limit:
+            raise IngestError(
+                f"The document makes more than {limit:,} chunks "
+                "(INGEST_MAX_CHUNKS_PER_DOCUMENT): split it into smaller files"
+            )
+    return pieces
 
 
 def _locate_on_pages(source: SourceBytes, loaded: LoadedDocument, pieces: list[ChunkPiece]) -> None:
@@ -367,11 +385,11 @@ def _update(document_id: int, **fields) -> None:
 
 def _embed_pieces(
     document: Document, wanted: dict[str, str], embedder: Embedder
-) -> tuple[dict[str, list[float]], int]:
+) -> tuple[dict[str, Vector], int]:
     """Vectors for every text, keyed like `wanted` by embed hash; only text unseen by this
     document and the cache is embedded."""
-    vectors: dict[str, list[float]] = {
-        h: list(v)
+    vectors: dict[str, Vector] = {
+        h: as_vector(v)
         for h, v in document.chunks.filter(embed_hash__in=list(wanted)).values_list(
             "embed_hash", "embedding"
         )
@@ -413,7 +431,7 @@ def _swap_chunks(
     document_id: int,
     pieces: list[ChunkPiece],
     embed_hashes: list[str],
-    vectors: dict[str, list[float]],
+    vectors: dict[str, Vector],
     loaded: LoadedDocument,
     *,
     indexed_as: tuple[str, str],  # the source's hash, the indexer's signature

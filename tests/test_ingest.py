@@ -186,6 +186,27 @@ def test_a_source_a_symlink_replaced_is_not_read_through_it(
     assert document.chunks.get().text == "The harbour opens at six."  # the old version stays
 
 
+def test_a_document_making_more_chunks_than_the_bound_fails_saying_so(
+    workspace, counting_embedder, tmp_path, settings
+):
+    """Short sections make many chunks from few bytes (1 MB of one-line headings made
+    100,000 and took a worker to 2.4 GB: an outside audit's); each is held until the swap."""
+    settings.INGEST_MAX_CHUNKS_PER_DOCUMENT = 40
+    path = tmp_path / "headings.md"
+    path.write_text("".join(f"# Heading {i}\n\nLine {i}.\n\n" for i in range(40)))
+    document = ingest_path(workspace, path, counting_embedder)
+    assert document.status == Document.Status.INDEXED and document.chunk_count == 40
+    path.write_text("".join(f"# Heading {i}\n\nLine {i}.\n\n" for i in range(41)))
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert document.last_error == (
+        "The document makes more than 40 chunks (INGEST_MAX_CHUNKS_PER_DOCUMENT): "
+        "split it into smaller files"
+    )
+    assert document.chunks.count() == 40  # the indexed version keeps answering
+
+
 def test_a_file_added_again_is_the_same_document_wherever_it_was_added(
     workspace, counting_embedder, tmp_path
 ):
