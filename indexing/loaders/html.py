@@ -25,7 +25,7 @@ from indexing.loaders.markdown import (
     sections_from_headings,
     with_definitions,
 )
-from indexing.loaders.text import SNIFF_BYTES, title_from_filename
+from indexing.loaders.text import SNIFF_BYTES, is_blank, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
@@ -562,7 +562,7 @@ def html_to_document(
             metadata["canonical_url"] = urljoin(base_url, href) if base_url else href
 
     text = "".join(out.parts)
-    if not text.strip():
+    if is_blank(text):
         raise IngestError("HTML page has no readable text")
 
     if not title:

@@ -34,7 +34,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from indexing.loaders.html import table_text
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
-from indexing.loaders.text import normalize_newlines, title_from_filename
+from indexing.loaders.text import is_blank, normalize_newlines, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
@@ -400,7 +400,7 @@ def elements_to_document(
         parts.append(text)
         length += len(text)
     text = "".join(parts)
-    if not text.strip():
+    if is_blank(text):
         raise IngestError("No text could be extracted from this document")
     return LoadedDocument(
         title=title_from_filename(filename),

@@ -7,6 +7,8 @@ so that one set of rules decides what counts as text.
 from __future__ import annotations
 
 import codecs
+import re
+import unicodedata
 from pathlib import PurePosixPath
 
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -27,6 +29,26 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 _ALLOWED_CONTROLS = frozenset("\t\n\r\f\v")
 _ALLOWED_CONTROL_BYTES = frozenset(b"\t\n\r\f\v")
+# What shows nothing: spaces (NBSP, U+3000), line and paragraph separators, format
+# characters (zero-width space U+200B, U+FEFF, joiners, bidi marks, soft hyphen) and controls.
+_INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
+# A character that may show: not whitespace, nor one of the common invisible ones (these
+# are skipped by the regex; the rest are looked up one by one).
+_MAY_SHOW = re.compile(
+    r"[^\s\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: only whitespace, format characters (U+200B, U+FEFF,
+    bidi marks) and controls. `str.strip` keeps the format characters, and a passage of
+    them would be indexed and cited though it reads as blank."""
+    position = 0
+    while found := _MAY_SHOW.search(text, position):  # in text, as a rule, the first character
+        if unicodedata.category(found.group()) not in _INVISIBLE_CATEGORIES:
+            return False
+        position = found.end()
+    return True
 
 
 def title_from_filename(filename: str) -> str:
@@ -91,7 +113,7 @@ def decode_text(data: bytes, *, what: str = "File") -> str:
     if encoding != "utf-8" and _looks_binary_text(text[:SNIFF_BYTES]):
         raise IngestError(f"{what} looks like binary data, not text")
     text = normalize_newlines(text)
-    if not text.strip():
+    if is_blank(text):
         raise IngestError("File is empty")
     return text
 

@@ -21,7 +21,7 @@ from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.pdf import load_pdf
-from indexing.loaders.text import decode_text, normalize_newlines
+from indexing.loaders.text import decode_text, is_blank, normalize_newlines
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
@@ -482,7 +482,7 @@ def _decode_web_text(data: bytes, charset: str | None) -> str:
         except (LookupError, UnicodeDecodeError):
             pass
         else:
-            if not text.strip():
+            if is_blank(text):
                 raise IngestError("File is empty")
             return text
     return decode_text(data, what="Page")
