@@ -182,6 +182,7 @@ def _drop_running_lines(units: list[RawUnit]) -> None:
     running = _running_signatures({u.locator["page"]: u.text.split("\n") for u in pages})
     if not running:
         return
+    running -= _lines_that_are_the_pages(pages, running)
     for unit in pages:
         lines = unit.text.split("\n")
         edge = _edge_rows(lines)
@@ -189,6 +190,31 @@ def _drop_running_lines(units: list[RawUnit]) -> None:
             line for i, line in enumerate(lines)
             if not (i in edge and _line_signature(line) in running)
         ).strip("\n")
+
+
+def _lines_that_are_the_pages(pages: list[RawUnit], running: set[str]) -> set[str]:
+    """The running signatures that are the pages' text, not their header or footer: those
+    whose lines are all that is left of more than half of the pages they run over (beside
+    other running lines only).
+
+    A running header or footer frames a page's text: on most of its pages something is left
+    once it goes, and it goes as well from the few blank pages that carry it alone (a bare
+    "Page 7 of 40" is no passage). Lines that are their pages by themselves, alike but for a
+    number counting with the pages ("Step 3 of the procedure: …", one line a slide), are
+    what the document says: dropped, they would leave those pages, often the whole document,
+    with no text. Decided a signature at a time, not a page at a time, so that such a line
+    stays on its one page with body text too, and a real footer goes from blank pages. A
+    document whose every page would be left empty keeps all its lines: each signature on
+    it stands alone on all of its pages."""
+    bare: dict[str, list[bool]] = {}  # each signature's pages: whether it stands alone there
+    for unit in pages:
+        lines = unit.text.split("\n")
+        removed = {i: signature for i in _edge_rows(lines)
+                   if (signature := _line_signature(lines[i])) in running}
+        alone = all(i in removed or not line.strip() for i, line in enumerate(lines))
+        for signature in set(removed.values()):
+            bare.setdefault(signature, []).append(alone)
+    return {signature for signature, found in bare.items() if 2 * sum(found) > len(found)}
 
 
 def _mark_contents_pages(units: list[RawUnit]) -> list[int]:

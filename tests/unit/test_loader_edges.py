@@ -1,14 +1,18 @@
-"""Loader edges: text that shows nothing."""
+"""Loader edges: text that shows nothing, PDF pages made only of lines alike but for their
+numbers."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
+from reportlab.pdfgen import canvas
 
+from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.loaders import load_bytes
 from indexing.loaders.web import FetchedResource, load_fetched
-from indexing.types import IngestError
+from indexing.types import IngestError, LoadedDocument
+from knowledge.locators import passage_at
 
 # Zero-width space, BOM, no-break space, ideographic space; then separators, joiners,
 # a bidi override, a soft hyphen and a control.
@@ -50,3 +54,53 @@ def test_a_page_or_document_of_only_invisible_characters_has_no_text() -> None:
     document.save(buffer)
     with pytest.raises(IngestError, match="No text could be extracted"):
         load_bytes(buffer.getvalue(), filename="blank.docx")
+
+
+# ---------------------------------------------------------------- PDF lines that are the pages
+
+
+def pdf_of(pages: list[list[tuple[int, str]]]) -> bytes:
+    """Each page's lines as (height, text)."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, invariant=1)
+    for lines in pages:
+        for y, text in lines:
+            pdf.drawString(72, y, text)
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def assert_locators_exact(document: LoadedDocument) -> None:
+    budget = ChunkBudget(max_tokens=40, overlap_tokens=0)
+    pieces = [piece for unit in document.units for piece in chunk_unit(unit, budget)]
+    assert pieces
+    for piece in pieces:
+        assert passage_at(document.text, piece.locator) == piece.text
+
+
+def test_pdf_pages_of_one_line_counting_with_the_pages_keep_their_lines() -> None:
+    steps = [f"Step {n} of the procedure: do thing {n}." for n in range(1, 4)]
+    document = load_bytes(pdf_of([[(720, step)] for step in steps]), filename="steps.pdf")
+    assert [unit.text for unit in document.units] == steps
+    assert_locators_exact(document)
+    # A real running header and footer still go, from a blank page that carries them too.
+    pages = [[(800, "Acme Corp confidential - quarterly review"),
+              (700, f"Body of page {n}: the harbour {verb}."), (40, f"Page {n} of 5")]
+             for n, verb in enumerate(["opens", "closes", "floods", "dries"], start=1)]
+    pages.append([(800, "Acme Corp confidential - quarterly review"), (40, "Page 5 of 5")])
+    review = load_bytes(pdf_of(pages), filename="review.pdf")
+    assert [unit.text for unit in review.units] == [
+        "Body of page 1: the harbour opens.", "Body of page 2: the harbour closes.",
+        "Body of page 3: the harbour floods.", "Body of page 4: the harbour dries.", ""]
+
+
+def test_a_long_pdf_of_one_numbered_line_a_page_is_indexed() -> None:
+    lines = [f"Page {n} unique marker PG{n:04d} lorem ipsum." for n in range(1, 301)]
+    document = load_bytes(pdf_of([[(720, line)] for line in lines]), filename="markers.pdf")
+    assert [unit.text for unit in document.units] == lines
+    # A title page before them changes nothing: the numbered lines are still the pages'.
+    titled = load_bytes(pdf_of([[(720, "Marker report")], *([(720, line)] for line in lines)]),
+                        filename="titled.pdf")
+    assert [unit.text for unit in titled.units] == ["Marker report", *lines]
+    assert_locators_exact(titled)
