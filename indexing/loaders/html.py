@@ -471,6 +471,31 @@ def _decode(html: str | bytes, charset: str | None) -> str | bytes:
         return html
 
 
+# A DOCTYPE's internal subset, <!DOCTYPE html [<!ENTITY x "y">]>: an HTML parser ends the
+# DOCTYPE at its first ">" and reads the rest of the subset ("]>", an entity's value) as
+# the page's text. The subset is cut out before parsing, unread: its entities are never
+# expanded (nor a file they name read), and a reference to one stays the literal "&x;",
+# as a browser shows an entity HTML does not define. Possessive, and a comment left open
+# ends the search: one pass over the markup at most.
+_DOCTYPE_SUBSET = re.compile(
+    r"""\A\ufeff?(?:\s|<\?[^>]*+>|<!--.*?-->)*+<!DOCTYPE\b[^\[>]*+"""
+    r"""(\[(?:[^\]"'<]++|"[^"]*+"|'[^']*+'|<!--.*?-->|<(?!!--))*+\]\s*+)>""",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _without_internal_subset(markup: str | bytes) -> str | bytes:
+    """The markup with its DOCTYPE's internal subset (brackets and all) cut out."""
+    # Bytes left for BeautifulSoup to sniff are read as Latin-1 here, which maps each byte
+    # to one character and back: the DOCTYPE of any ASCII-compatible encoding is found.
+    text = markup.decode("latin-1") if isinstance(markup, bytes) else markup
+    found = _DOCTYPE_SUBSET.match(text)
+    if found is None:
+        return markup
+    text = text[: found.start(1)] + text[found.end(1) :]
+    return text.encode("latin-1") if isinstance(markup, bytes) else text
+
+
 def block_signature(text: str) -> str:
     """A block's identity across pages: case, spacing and numbers do not count."""
     normalized = _DIGITS_RE.sub("#", " ".join(text.lower().split()))
@@ -506,7 +531,7 @@ def page_blocks(html: str | bytes, *, charset: str | None = None) -> list[str]:
 def _render_page(
     html: str | bytes, *, charset: str | None, dropped: frozenset[str]
 ) -> tuple[BeautifulSoup, _Builder]:
-    soup = BeautifulSoup(_decode(html, charset), "lxml")
+    soup = BeautifulSoup(_without_internal_subset(_decode(html, charset)), "lxml")
     head = soup.head
     if head is not None:
         head.extract()  # kept for the title and canonical link; never readable content

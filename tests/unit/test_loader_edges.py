@@ -1,5 +1,5 @@
 """Loader edges: text that shows nothing, PDF pages made only of lines alike but for their
-numbers."""
+numbers, an HTML DOCTYPE's internal subset."""
 
 from __future__ import annotations
 
@@ -104,3 +104,25 @@ def test_a_long_pdf_of_one_numbered_line_a_page_is_indexed() -> None:
                         filename="titled.pdf")
     assert [unit.text for unit in titled.units] == ["Marker report", *lines]
     assert_locators_exact(titled)
+
+
+# ---------------------------------------------------------------- HTML internal DTD subset
+
+
+@pytest.mark.parametrize("prolog", [
+    "",
+    '<?xml version="1.0" encoding="utf-8"?>\n<!-- generated -->\n',
+])
+def test_an_html_doctypes_internal_subset_is_not_text(prolog: str) -> None:
+    page = (prolog + '<!DOCTYPE html [<!ENTITY x "expanded value"> <!-- ]> -->\n'
+            '<!ENTITY secret SYSTEM "file:///etc/hostname">]>\n'
+            '<html xmlns="http://www.w3.org/1999/xhtml"><body><p>Hello &x; world &secret;</p>'
+            '</body></html>')
+    for filename in ("page.html", "page.xhtml"):
+        (unit,) = load_bytes(page.encode(), filename=filename).units
+        # Entities are never expanded: a reference stays as the literal text it is.
+        assert unit.text == "Hello &x; world &secret;"
+    # Bytes that are not UTF-8, left for the parser to sniff, lose the subset too.
+    latin = page.replace("Hello", "Caf\u00e9").encode("latin-1")
+    (unit,) = load_bytes(latin, filename="page.html").units
+    assert "]>" not in unit.text and "world &secret;" in unit.text
