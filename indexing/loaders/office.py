@@ -301,7 +301,7 @@ def load_office(
             # Speaker notes are content users search for; unstructured puts them before the
             # slide's title, so they are read here and put after the slide's own text.
             notes = _speaker_notes(data)
-        elements = _as_read(partition(io.BytesIO(data)), kind=kind)
+        elements = as_read(partition(io.BytesIO(data)), kind=kind)
 
     doc = elements_to_document(
         elements, filename=filename, mime=OFFICE_MIMES[ext], slides=notes
@@ -323,7 +323,7 @@ def _file_faults(kind: str) -> Iterator[None]:
         raise IngestError(f"Could not read {kind} file: {reason[:200]}") from None
 
 
-def _as_read(elements: Iterator[Any], *, kind: str) -> Iterator[Any]:
+def as_read(elements: Iterator[Any], *, kind: str) -> Iterator[Any]:
     """`elements`, made as they are read: the parser's faults on the way are the file's."""
     with _file_faults(kind):
         yield from elements

@@ -20,7 +20,7 @@ from openpyxl.xml.constants import SHARED_STRINGS, SHEET_MAIN_NS
 
 from indexing.loaders.delimited import row_line, table_lines
 from indexing.loaders.markdown import Heading, sections_from_headings
-from indexing.loaders.office import check_zip
+from indexing.loaders.office import as_read, check_zip
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.text import title_from_filename
 from indexing.loaders.workbook_scan import TagCount, count_tags
@@ -44,7 +44,8 @@ def load_workbook(
         reader = _BoundedReader(io.BytesIO(data), max_cells=max_cells)
         reader.read()
         book = reader.wb
-    except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError) as exc:
+    except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError,
+            ElementTree.ParseError) as exc:  # a sheet's XML is parsed for its <dimension>
         raise IngestError(f"Could not read Excel file: {exc or 'corrupt workbook'}") from None
     units = []
     budget = {"cells": max_cells, "rows": MAX_ROWS_READ, "max_cells": max_cells}
@@ -76,7 +77,9 @@ def _lines(sheet: Any, budget: dict[str, int]) -> list[str]:
     # billions would take hours of nothing, so rows are bounded too.
     sheet.reset_dimensions()
     rows: list[str] = []
-    for number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+    # Malformed XML (or a cell naming a string the table lacks) is met as rows are parsed.
+    parsed = as_read(sheet.iter_rows(values_only=True), kind="Excel")
+    for number, values in enumerate(parsed, start=1):
         budget["rows"] -= 1
         if number > MAX_ROWS:
             raise IngestError(f"Excel sheet {sheet.title!r} has rows past row {MAX_ROWS:,}, "
