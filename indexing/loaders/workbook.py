@@ -2,7 +2,8 @@
 
 A sheet is located like a slide ({"sheet": 2}, cited as its name, "sheet Prices"), its
 rows written as the CSV loader writes them ("| Gizmo | 12.50 | Lyon |"), so a chunk
-starting far down a sheet carries its header row (chunking.prose). Formulas are read as
+starting far down a sheet carries its header row (chunking.prose); a column no row of the
+sheet has a value in is left out of every row. Formulas are read as
 the values Excel last computed (a workbook no spreadsheet program has saved has none).
 """
 
@@ -12,12 +13,14 @@ import datetime as dt
 import io
 import sys
 import zipfile
+from itertools import compress, count
 from typing import IO, Any
 from xml.etree import ElementTree
 
 from openpyxl.reader.excel import ExcelReader
 from openpyxl.xml.constants import SHARED_STRINGS, SHEET_MAIN_NS
 
+from citations.rows import CELL_SEPARATOR
 from indexing.loaders.delimited import row_line, table_lines
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office import as_read, check_zip
@@ -70,13 +73,15 @@ def load_workbook(
 
 
 def _lines(sheet: Any, budget: dict[str, int]) -> list[str]:
-    """The sheet's rows, spending the workbook's `budget` of cells and rows."""
+    """The sheet's rows, spending the workbook's `budget` of cells and rows; a column no
+    row has a value in is left out."""
     # The declared used range can reach XFD1048576 for one stray cell, and openpyxl pads
     # every row to it: read the cells the sheet holds, and bound them. A row the file
     # skips to comes after one empty row for each row skipped: a row numbered in the
     # billions would take hours of nothing, so rows are bounded too.
     sheet.reset_dimensions()
     rows: list[str] = []
+    filled: set[int] = set()  # the columns a row has a value in, 0 for A
     # Malformed XML (or a cell naming a string the table lacks) is met as rows are parsed.
     parsed = as_read(sheet.iter_rows(values_only=True), kind="Excel")
     for number, values in enumerate(parsed, start=1):
@@ -86,11 +91,39 @@ def _lines(sheet: Any, budget: dict[str, int]) -> list[str]:
                               "the last Excel has; it cannot be read")
         if budget["rows"] < 0:
             raise IngestError(_too_many_rows())
+        # openpyxl still pads a row from column A to its own last cell: those count.
         budget["cells"] -= len(values)
         if budget["cells"] < 0:
             raise IngestError(_too_many_cells(budget["max_cells"]))
-        rows.append(row_line([_cell(v) for v in values]))
-    return table_lines(rows)
+        line = row_line([_cell(v) for v in values])
+        if line:
+            filled.update(compress(count(), _row_cells(line)))
+        rows.append(line)
+    return table_lines(_without_empty_columns(rows, filled))
+
+
+def _without_empty_columns(rows: list[str], filled: set[int]) -> list[str]:
+    """`rows`, rewritten in place without the columns `filled` lacks: a stray cell in
+    column XFD padded every row with 16,383 empty cells ("|  |  | …", 49 KB a row). Every
+    row loses the same columns, so a row stays aligned with the header row.
+
+    The rows are kept written, not as cells (a string object each: 2 million short
+    numbers took 150 MB, written as rows 30 MB), and taken apart again only when a column
+    is to go, in the one pass over the sheet: the padding they held meanwhile is bounded
+    by the cell budget (3 characters an empty cell, 6 MB at most)."""
+    if len(filled) == max(filled, default=-1) + 1:
+        return rows  # no column to leave out
+    for index, row in enumerate(rows):
+        if row:
+            kept = compress(_row_cells(row), map(filled.__contains__, count()))
+            rows[index] = row_line(list(kept))
+    return rows
+
+
+def _row_cells(line: str) -> list[str]:
+    """The cells of a row `row_line` wrote: exactly them, as a cell holds no bar (row_line
+    writes one as "¦") and no blank at either end."""
+    return line[2:-2].split(CELL_SEPARATOR)
 
 
 _SI = f"{{{SHEET_MAIN_NS}}}si"

@@ -1,4 +1,5 @@
-"""Excel workbooks: a sheet's broken XML is the file's fault (indexing.loaders.workbook)."""
+"""Excel workbooks: a stray far cell pads no row, and a sheet's broken XML is the file's
+fault (indexing.loaders.workbook)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
+from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.loaders import load_bytes
-from indexing.types import IngestError
+from indexing.types import IngestError, LoadedDocument
+from knowledge import locators
+from tests.unit.test_loaders import make_workbook
 
 SHEET = "xl/worksheets/sheet1.xml"
 
@@ -36,6 +40,57 @@ def with_part(data: bytes, name: str, mangle: Callable[[bytes], bytes]) -> bytes
             part = source.read(info.filename)
             archive.writestr(info.filename, mangle(part) if info.filename == name else part)
     return out.getvalue()
+
+
+def assert_chunks_cite_their_text(loaded: LoadedDocument) -> None:
+    """Every chunk's locator finds the chunk's text in the document's."""
+    for unit in loaded.units:
+        for piece in chunk_unit(unit, ChunkBudget()):
+            locator = {**unit.locator, **piece.locator}
+            assert locators.passage_at(loaded.text, locator) == piece.text
+
+
+def test_a_stray_cell_in_column_xfd_pads_no_row() -> None:
+    """openpyxl pads a row from column A to its last cell: one value in XFD made every
+    row 16,384 cells, ~49 KB of "|  |  | …" (a 6 KB file: 9,840 chunks, 9,600 of them
+    bars alone)."""
+    data = workbook_of([(f"A{row}", f"item {row}") for row in range(1, 121)]
+                       + [(f"XFD{row}", row) for row in range(1, 121)])
+    loaded = load_bytes(data, filename="stray.xlsx")
+    assert loaded.units[0].text == "\n".join(f"| item {row} | {row} |" for row in range(1, 121))
+    pieces = chunk_unit(loaded.units[0], ChunkBudget())
+    assert len(pieces) < 10
+    assert all(piece.text.replace("|", "").strip() for piece in pieces)
+    assert_chunks_cite_their_text(loaded)
+
+
+def test_a_stray_cell_at_xfd1048576_pads_nothing() -> None:
+    """As the README says: neither the rows down to it nor the columns across."""
+    loaded = load_bytes(workbook_of([("A1", "x"), ("XFD1048576", "far")]),
+                        filename="corner.xlsx")
+    assert loaded.units[0].text == "| x |\n|  | far |"
+    assert_chunks_cite_their_text(loaded)
+
+
+def test_a_column_empty_in_every_row_of_a_sheet_is_left_out_and_rows_stay_aligned() -> None:
+    """A column no row of the sheet has a value in (blanks are none) is left out of
+    every row, so each cell stays under its header; one a row uses stays, empty in the
+    others. Each sheet is its own table."""
+    data = make_workbook({
+        "Prices": [["Item", None, "Price", "Note", "  "],
+                   ["Gizmo", None, 12.5, None],
+                   [None, None, None, None],
+                   ["Widget", " \t ", 3, "new", None, None, None, "spare"]],
+        "Stock": [[None, "Item", None, "Count"], [None, "Bolt", None, 40]],
+    })
+    loaded = load_bytes(data, filename="catalogue.xlsx")
+    assert [unit.text for unit in loaded.units] == [
+        "| Item | Price | Note |\n| Gizmo | 12.5 |\n| Widget | 3 | new | spare |",
+        "| Item | Count |\n| Bolt | 40 |",
+    ]
+    locator = {**loaded.units[0].locator, "char_start": 41, "char_end": 69}
+    assert locators.passage_at(loaded.text, locator) == "| Widget | 3 | new | spare |"
+    assert_chunks_cite_their_text(loaded)
 
 
 def _rows(count: int) -> bytes:
