@@ -45,7 +45,11 @@ def load_workbook(
     max_cells = limits.max_cells
     try:
         reader = _BoundedReader(io.BytesIO(data), max_cells=max_cells)
-        reader.read()
+        try:
+            reader.read()
+        except BaseException:  # a refusal too: openpyxl leaves its archive open
+            reader.archive.close()
+            raise
         book = reader.wb
     except (zipfile.BadZipFile, KeyError, ValueError, OSError, TypeError,
             ElementTree.ParseError) as exc:  # a sheet's XML is parsed for its <dimension>

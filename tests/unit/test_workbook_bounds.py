@@ -33,9 +33,11 @@ def workbook_of(cells: list[tuple[str, object]]) -> bytes:
 
 def with_part(data: bytes, name: str, mangle: Callable[[bytes], bytes]) -> bytes:
     """An Office file (a zip) with its part `name` rewritten by `mangle`."""
-    source = zipfile.ZipFile(io.BytesIO(data))
     out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+    # Closed here: one left to the collector may be closed inside another test's signal
+    # handler (the worker's time limit, test_loaders), its exception then unraisable.
+    with (zipfile.ZipFile(io.BytesIO(data)) as source,
+          zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive):
         for info in source.infolist():
             part = source.read(info.filename)
             archive.writestr(info.filename, mangle(part) if info.filename == name else part)
@@ -128,3 +130,33 @@ def test_a_sheets_broken_xml_is_the_files_fault(fault: str, place: str) -> None:
     broken = with_part(whole, SHEET, _FAULTS[fault])
     with pytest.raises(IngestError, match=r"^Could not read Excel file: \S"):
         load_bytes(broken, filename="broken.xlsx")
+
+
+@pytest.mark.parametrize("case", ["broken XML", "over the cell bound"])
+def test_a_workbook_refused_while_it_is_opened_leaves_no_archive_open(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """openpyxl leaves its archive open when opening the workbook fails: collected later,
+    it was closed inside whatever ran then (in a test, the worker's time-limit handler,
+    whose exception was then unraisable)."""
+    from indexing.loaders.office_limits import OfficeLimits
+    from indexing.loaders.workbook import load_workbook
+
+    opened: list[zipfile.ZipFile] = []
+    init = zipfile.ZipFile.__init__
+
+    def noted(self: zipfile.ZipFile, *args: object, **kwargs: object) -> None:
+        init(self, *args, **kwargs)  # type: ignore[arg-type]
+        opened.append(self)
+
+    data, limits = {
+        "broken XML": (with_part(workbook_of([("A1", "Tides")]), SHEET,
+                                 lambda xml: _FAULTS["a cut in half"](
+                                     _PLACES["no dimension"](xml))), OfficeLimits()),
+        "over the cell bound": (workbook_of([("A1", "Tides"), ("B1", 3)]),
+                                OfficeLimits(max_cells=1)),
+    }[case]
+    monkeypatch.setattr(zipfile.ZipFile, "__init__", noted)
+    with pytest.raises(IngestError):
+        load_workbook(data, filename="refused.xlsx", limits=limits)
+    assert opened and all(archive.fp is None for archive in opened)
