@@ -7,7 +7,6 @@ so that one set of rules decides what counts as text.
 from __future__ import annotations
 
 import codecs
-import re
 import unicodedata
 from pathlib import PurePosixPath
 
@@ -32,23 +31,14 @@ _ALLOWED_CONTROL_BYTES = frozenset(b"\t\n\r\f\v")
 # What shows nothing: spaces (NBSP, U+3000), line and paragraph separators, format
 # characters (zero-width space U+200B, U+FEFF, joiners, bidi marks, soft hyphen) and controls.
 _INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
-# A character that may show: not whitespace, nor one of the common invisible ones (these
-# are skipped by the regex; the rest are looked up one by one).
-_MAY_SHOW = re.compile(
-    r"[^\s\x00-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
-)
 
 
 def is_blank(text: str) -> bool:
     """Whether `text` shows nothing: only whitespace, format characters (U+200B, U+FEFF,
     bidi marks) and controls. `str.strip` keeps the format characters, and a passage of
     them would be indexed and cited though it reads as blank."""
-    position = 0
-    while found := _MAY_SHOW.search(text, position):  # in text, as a rule, the first character
-        if unicodedata.category(found.group()) not in _INVISIBLE_CATEGORIES:
-            return False
-        position = found.end()
-    return True
+    # Text shows something at once, as a rule: only a blank one is read to its end.
+    return all(unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in text.strip())
 
 
 def title_from_filename(filename: str) -> str:
