@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,19 @@ class ChunkPiece:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# What shows nothing: spaces (NBSP, U+3000), line and paragraph separators, format
+# characters (zero-width space U+200B, U+FEFF, joiners, bidi marks, soft hyphen) and controls.
+_INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: only whitespace, format characters (U+200B, U+FEFF,
+    bidi marks) and controls. `str.strip` keeps the format characters, and a passage of
+    them would be indexed and cited though it reads as blank."""
+    # Text shows something at once, as a rule: only a blank one is read to its end.
+    return all(unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in text.strip())
 
 
 def file_path(uri: str) -> Path:

@@ -16,6 +16,7 @@ from indexing.types import (
     KIND_PROSE,
     ChunkPiece,
     RawUnit,
+    is_blank,
 )
 
 from .tokens import count_tokens
@@ -60,9 +61,11 @@ class ChunkBudget:
 
 def chunk_unit(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     """Split one unit into chunks whose texts are exact slices of unit.text."""
-    if not unit.text.strip() or unit.kind == KIND_PDF_CONTENTS:
+    if is_blank(unit.text) or unit.kind == KIND_PDF_CONTENTS:
         return []
-    return _within_chars(unit.text, _chunks(unit, budget), budget.max_chars)
+    pieces = _within_chars(unit.text, _chunks(unit, budget), budget.max_chars)
+    # A run of zero-width spaces or BOMs between paragraphs is no passage to cite.
+    return [piece for piece in pieces if not is_blank(piece.text)]
 
 
 def _chunks(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:

@@ -25,8 +25,8 @@ from indexing.loaders.markdown import (
     sections_from_headings,
     with_definitions,
 )
-from indexing.loaders.text import SNIFF_BYTES, is_blank, title_from_filename
-from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from indexing.loaders.text import SNIFF_BYTES, title_from_filename
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
 _REMOVED_TAGS = (

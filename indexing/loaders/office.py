@@ -34,8 +34,8 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from indexing.loaders.html import table_text
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
-from indexing.loaders.text import is_blank, normalize_newlines, title_from_filename
-from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from indexing.loaders.text import normalize_newlines, title_from_filename
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
 # unstructured pings an analytics endpoint when it is imported unless one of

@@ -7,10 +7,9 @@ so that one set of rules decides what counts as text.
 from __future__ import annotations
 
 import codecs
-import unicodedata
 from pathlib import PurePosixPath
 
-from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
 SNIFF_BYTES = 8192
@@ -28,19 +27,6 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 _ALLOWED_CONTROLS = frozenset("\t\n\r\f\v")
 _ALLOWED_CONTROL_BYTES = frozenset(b"\t\n\r\f\v")
-# What shows nothing: spaces (NBSP, U+3000), line and paragraph separators, format
-# characters (zero-width space U+200B, U+FEFF, joiners, bidi marks, soft hyphen) and controls.
-_INVISIBLE_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cf", "Cc"})
-
-
-def is_blank(text: str) -> bool:
-    """Whether `text` shows nothing: only whitespace, format characters (U+200B, U+FEFF,
-    bidi marks) and controls. `str.strip` keeps the format characters, and a passage of
-    them would be indexed and cited though it reads as blank."""
-    # Text shows something at once, as a rule: only a blank one is read to its end.
-    return all(unicodedata.category(c) in _INVISIBLE_CATEGORIES for c in text.strip())
-
-
 def title_from_filename(filename: str) -> str:
     name = PurePosixPath(filename.replace("\\", "/")).name
     stem = PurePosixPath(name).stem if "." in name.lstrip(".") else name

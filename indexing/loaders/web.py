@@ -21,8 +21,8 @@ from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.pdf import load_pdf
-from indexing.loaders.text import decode_text, is_blank, normalize_newlines
-from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
+from indexing.loaders.text import decode_text, normalize_newlines
+from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
 DEFAULT_MAX_BYTES = 20_000_000
