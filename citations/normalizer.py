@@ -43,8 +43,10 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    (N backticks closed by the next run of exactly N on the same line, never by a
    longer one; without one the run is literal; `code_spans` is the rule for every
    reader); ``\\[1\\]``; Markdown links and images, brackets inside the destination
-   included (in one that a ``)`` does not close before a blank or line break, which
-   makes no link, a backtick run may open a code span); reference definitions
+   and its title included (``[a](/u "see [2]")``: a title in quotes or parentheses on
+   the destination's line; in a destination that a ``)`` does not close before a blank
+   or line break, nor after such a title, which makes no link, a backtick run may open
+   a code span); reference definitions
    ``[1]: …`` (line start, indent up to 3); footnotes ``[^1]``; task boxes; a bracket
    glued to a name of code: one with an underscore, maybe already indexed
    (``my_list[2][3]``), or any name indexed by a bracket that was no citation
@@ -1104,6 +1106,13 @@ class StreamNormalizer:
             if self._dest_depth == 0:
                 self._mode = _Mode.TEXT
             self._dest_depth -= 1
+        elif ch in " \t" and self._dest_closes and self._dest_depth == 0:
+            # A title after the destination ('[a](/u "see [2]")'): verbatim up to the ")"
+            # closing the link, found when the link was.
+            close = _title_close(buf, pos, len(buf), final=True)
+            assert close is not None and close is not False
+            self._w.text(buf[pos:close])
+            return close
         elif ch in BLANKS or ch in "\r\n" or (ch in "`\\" and not self._dest_closes):
             # The destination ended; what follows is text. In one that makes no link
             # (a blank comes before its ")") a backtick run may open a code span, and a
@@ -1120,8 +1129,9 @@ class StreamNormalizer:
 
 def _destination_closes(buf: str, start: int, final: bool) -> bool | None:
     """Whether the link destination opening at buf[start] ends a link: a ")" closes it
-    before any blank or line break, its parentheses balanced (CommonMark). Otherwise the
-    "(" is text, and a backtick run after it may open a code span. None: not yet known."""
+    before any blank or line break, its parentheses balanced (CommonMark), or after a
+    title on the same line. Otherwise the "(" is text, and a backtick run after it may
+    open a code span. None: not yet known."""
     limit = min(start + MAX_LINK_DESTINATION, len(buf))
     depth, i = 0, start
     while True:
@@ -1131,10 +1141,41 @@ def _destination_closes(buf: str, start: int, final: bool) -> bool | None:
         ch = stop.group()
         if ch == ")" and not depth:
             return True
+        if ch in " \t" and not depth:
+            close = _title_close(buf, stop.start(), limit, final)
+            return close if close is None else close is not False
         if ch not in "()":
             return False
         depth += 1 if ch == "(" else -1
         i = stop.end()
+
+
+_TITLE_CLOSERS: Final = {'"': '"', "'": "'", "(": ")"}
+
+
+def _title_close(buf: str, i: int, limit: int, final: bool) -> int | bool | None:
+    """Where the ")" ending a link stands when the blanks at buf[i] begin its title
+    ('[a](/u "Title")': in double or single quotes or in parentheses, on one line, then
+    blanks and the ")"); False when they begin none; None: not yet known."""
+    unknown = None if limit == len(buf) and not final else False
+    j = i
+    while j < limit and buf[j] in " \t":
+        j += 1
+    if j == limit:
+        return unknown
+    closer = _TITLE_CLOSERS.get(buf[j])
+    if closer is None:
+        return False
+    line_end = buf.find("\n", j + 1, limit)
+    end = buf.find(closer, j + 1, limit if line_end == -1 else line_end)
+    if end == -1:
+        return unknown if line_end == -1 else False
+    k = end + 1
+    while k < limit and buf[k] in " \t":
+        k += 1
+    if k == limit:
+        return unknown
+    return k if buf[k] == ")" else False
 
 
 _RUNS: Final = {ch: re.compile(f"{re.escape(ch)}+") for ch in "`~"}

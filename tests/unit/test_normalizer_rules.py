@@ -368,6 +368,14 @@ def test_fenced_code(text, expected):
     ("[1](page.html)", "[1](page.html)"),
     ("[see [1]](http://x)", "[see [citation:1]](http://x)"),
     ("[a](see [1])", "[a](see [citation:1])"),  # a blank ends the destination
+    # A title is the link's: the page shows it as a tooltip, where no pill can be (an
+    # outside audit's "Chart [3]" was counted and grounded, and shown nowhere).
+    ('![c](http://e.x/c.png "Chart [3]") [1]', '![c](http://e.x/c.png "Chart [3]") [citation:1]'),
+    ("[d](/d 'see [2]') [1]", "[d](/d 'see [2]') [citation:1]"),
+    ("[d](/d  (see [2])\t) [1]", "[d](/d  (see [2])\t) [citation:1]"),
+    ('[d](/d "open [2] and on', '[d](/d "open [citation:2] and on'),  # no title: text
+    ('[d](/d "t" x [2])', '[d](/d "t" x [citation:2])'),  # not closed after it: text
+    ('[d](/d "t\n[2]")', '[d](/d "t\n[citation:2]")'),  # a title on one line only
 )
 def test_links(text, expected):
     check(text, expected)
