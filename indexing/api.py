@@ -28,6 +28,7 @@ from knowledge.serializers import DocumentSerializer, IngestJobSerializer
     OpenApiParameter("status", str, enum=Document.Status.values,
                      description="only documents in this state, e.g. FAILED"),
     OpenApiParameter("folder_id", int, description="only documents directly in this folder"),
+    OpenApiParameter("job_id", int, description="only documents of this ingest job"),
     OpenApiParameter(
         "q", {"type": "string", "maxLength": TITLE_QUERY_MAX_LENGTH},
         description="only documents whose title contains this (case-insensitive)",
@@ -53,6 +54,10 @@ class DocumentListView(generics.ListAPIView):
         if folder := filters.validated_data.get("folder_id"):
             documents = documents.filter(
                 folder=selectors.folder_in(workspace=workspace, folder_id=folder)
+            )
+        if job := filters.validated_data.get("job_id"):
+            documents = documents.filter(
+                jobs=get_object_or_404(selectors.jobs_in(workspace=workspace), pk=job)
             )
         if title := filters.validated_data.get("q"):
             # The chat's @ picker asks this as the user types: it cannot load every title.

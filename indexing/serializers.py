@@ -76,6 +76,7 @@ class DocumentFilterSerializer(serializers.Serializer):
 
     status = serializers.ChoiceField(choices=Document.Status.values, required=False)
     folder_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+    job_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     # Bounded: every title of the workspace is scanned for it. (NUL, which PostgreSQL
     # cannot hold, never gets here: refused with the address, and by CharField.)
     q = serializers.CharField(max_length=TITLE_QUERY_MAX_LENGTH, required=False, allow_blank=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import Case, Count, Q, QuerySet, Sum, When
 from django.http import Http404
 
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
@@ -228,11 +228,21 @@ def job_progress(*, job: IngestJob) -> JobProgress:
 
 
 def jobs_in(*, workspace: Workspace) -> QuerySet[IngestJob]:
-    """Ingest jobs of the workspace, each with its documents (without their text)."""
-    documents = Document.objects.select_related("folder").defer("text").order_by("pk")
-    return IngestJob.objects.filter(workspace=workspace).prefetch_related(
-        Prefetch("documents", queryset=documents)
+    """Ingest jobs of the workspace."""
+    return IngestJob.objects.filter(workspace=workspace)
+
+
+def job_documents_first(*, job: IngestJob, limit: int) -> list[Document]:
+    """At most `limit` of the job's documents (without their text): the failed first, then
+    those being indexed and those waiting, then the indexed; each kind oldest first."""
+    first = Case(
+        *(When(status=status, then=rank) for rank, status in enumerate(
+            (Document.Status.FAILED, Document.Status.INDEXING, Document.Status.PENDING)
+        )),
+        default=3,
     )
+    documents = Document.objects.filter(jobs=job).select_related("folder").defer("text")
+    return list(documents.order_by(first, "pk")[:limit])
 
 
 def waiting_on_queue(

@@ -182,6 +182,10 @@ class JobDocumentSerializer(DocumentSerializer):
         return api_url("api-document", obj.pk, self.context.get("workspace"))
 
 
+# The documents a job's body lists; the rest are counted, and listed by the document list.
+JOB_DOCUMENTS_LISTED = 100
+
+
 class IngestJobSerializer(serializers.ModelSerializer):
     """An ingestion request and where each of its documents stands."""
 
@@ -203,7 +207,11 @@ class IngestJobSerializer(serializers.ModelSerializer):
     summary = serializers.SerializerMethodField(
         help_text="in words: '2 indexed, 0 failed, 2 of 46 chunks embedded, 1 waiting in queue'"
     )
-    documents = JobDocumentSerializer(many=True, read_only=True)
+    documents = serializers.SerializerMethodField(
+        help_text=f"at most {JOB_DOCUMENTS_LISTED}: the failed first, then those being indexed "
+        "and those waiting, then the indexed; `total` counts them all, and "
+        "GET /api/documents?job_id=ID lists every one"
+    )
 
     class Meta:
         model = IngestJob
@@ -244,3 +252,9 @@ class IngestJobSerializer(serializers.ModelSerializer):
 
     def get_summary(self, obj: IngestJob) -> str:
         return self._progress(obj).summary()
+
+    @extend_schema_field(JobDocumentSerializer(many=True))
+    def get_documents(self, obj: IngestJob) -> list[dict]:
+        # A folder's job holds up to 5,000 documents: listed whole, every poll was 3 MB.
+        documents = selectors.job_documents_first(job=obj, limit=JOB_DOCUMENTS_LISTED)
+        return JobDocumentSerializer(documents, many=True, context=self.context).data

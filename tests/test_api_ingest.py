@@ -12,6 +12,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from indexing import pipeline, sources
+from knowledge import serializers
 from knowledge.models import Chunk, CorpusStat, Document, IngestJob, TermStat, Workspace
 from tests.conftest import serving
 
@@ -243,6 +244,25 @@ def test_a_job_keeps_its_documents_when_a_later_job_registers_them_again(
     assert polled["counts"]["INDEXED"] == 2
     polled = api.get(second["url"]).json()
     assert polled["total"] == 1 and polled["unchanged"] == 1
+
+
+def test_a_job_lists_its_failed_documents_first_and_at_most_a_bound(
+    api, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A folder's job holds up to 5,000 documents: listed whole, each poll was 3 MB (an
+    outside audit's). The failures are what a client must see; the rest are counted."""
+    monkeypatch.setattr(serializers, "JOB_DOCUMENTS_LISTED", 2)
+    with django_capture_on_commit_callbacks(execute=True):
+        job = upload(api, ("tides.md", TIDES), ("pier.txt", PIER),
+                     ("blank.txt", "\u200b \n".encode())).json()
+    polled = api.get(job["url"]).json()
+    assert polled["total"] == 3
+    assert (polled["counts"]["INDEXED"], polled["counts"]["FAILED"]) == (2, 1)
+    assert [d["uri"] for d in polled["documents"]] == ["upload://blank.txt", "upload://tides.md"]
+    assert polled["documents"][0]["last_error"] == "File is empty"
+    listed = api.get("/api/documents", {"job_id": job["id"]}).json()
+    assert listed["count"] == 3
+    assert api.get("/api/documents", {"job_id": job["id"] + 1}).status_code == 404
 
 
 def test_a_trailing_slash_is_a_404_that_names_the_path(api):
