@@ -7,10 +7,10 @@ stores them. An entry never changes its number and is never deleted.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import F
 
 from chat.models import CitationEntry, CitationRegistry, Thread
@@ -48,7 +48,36 @@ def register(*, thread: Thread, units: Sequence[SourceUnit]) -> dict[str, int]:
     known = _known_numbers(thread, keys)
     if len(known) == len(keys):
         return {key: known[key] for key in keys}
+    for _retry in range(_REGISTER_ATTEMPTS - 1):
+        try:
+            return _register_new(thread, units, keys)
+        except (IntegrityError, OperationalError):
+            # A chunk the indexer replaced or deleted after it was found: its entry's
+            # reference fails when this commits, or the commit deadlocks with the
+            # indexer's. The passage is what the model was shown all the same: it is
+            # numbered, without the reference (a citation of it shows it as gone).
+            if transaction.get_connection().in_atomic_block:
+                raise  # an outer transaction is done for: its caller decides
+            units = _without_gone_references(units)
     return _register_new(thread, units, keys)
+
+
+_REGISTER_ATTEMPTS = 3
+
+
+def _without_gone_references(units: Sequence[SourceUnit]) -> list[SourceUnit]:
+    chunks = set(Chunk.objects.filter(pk__in=[u.chunk_id for u in units if u.chunk_id])
+                 .values_list("pk", flat=True))
+    documents = set(Document.objects.filter(pk__in=[u.document_id for u in units if u.document_id])
+                    .values_list("pk", flat=True))
+    return [
+        replace(
+            unit,
+            chunk_id=unit.chunk_id if unit.chunk_id in chunks else None,
+            document_id=unit.document_id if unit.document_id in documents else None,
+        )
+        for unit in units
+    ]
 
 
 def _known_numbers(thread: Thread, keys: list[str]) -> dict[str, int]:

@@ -147,6 +147,22 @@ def test_a_later_turn_cites_only_what_its_history_shows(llm, corpus, api):
     assert second["metadata"]["dropped_citations"] == [2]
 
 
+@pytest.mark.django_db(transaction=True)  # the reference is checked when the batch commits
+def test_a_passage_whose_chunk_went_meanwhile_is_numbered_without_it(workspace, user):
+    """A chunk re-indexed or deleted between a search and the numbering of its hits made
+    the commit fail: MCP's search answered "Internal error (IntegrityError)" (an outside
+    audit's). The model was shown the passage: it keeps a number, and cites it as gone."""
+    thread = services.create_thread(workspace=workspace, user=user)
+    gone = citations.SourceUnit(
+        "chunk:999999", "chunk", "The harbour opens at six.", {"char_start": 0}, {},
+        document_id=999998, chunk_id=999999,
+    )
+    assert citations.register(thread=thread, units=[gone]) == {"chunk:999999": 1}
+    entry = CitationEntry.objects.get(registry__thread=thread)
+    assert (entry.n, entry.chunk_id, entry.document_id) == (1, None, None)
+    assert entry.text == "The harbour opens at six."
+
+
 def test_a_refused_turn_is_a_json_error_even_when_a_stream_was_asked_for(workspace, api, staff):
     thread_id = new_thread(api)
     for client, body, code in ((api, {"content": ""}, 400),
