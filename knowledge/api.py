@@ -57,6 +57,10 @@ SEARCH_NOT_FOUND = OpenApiResponse(
 )
 
 
+# Parameters that may be repeated (?document_ids=1&document_ids=2) as well as comma-separated.
+_LISTS = frozenset({"document_ids", "folder_ids"})
+
+
 class SearchView(APIView):
     """One search, asked two ways: GET with the parameters in the address, or POST with
     the same parameters as a JSON object, for a query too long for a request line (the
@@ -82,6 +86,17 @@ class SearchView(APIView):
         responses={200: SearchResponseSerializer, 400: SEARCH_REFUSED, 404: SEARCH_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
+        given = request.query_params
+        known = SearchQuerySerializer().fields.keys() | {"format"}  # DRF's ?format=json
+        if unknown := sorted(str(key)[:100] for key in given.keys() - known):
+            # As the body's keys: a misspelt "document_id" would search the whole workspace.
+            raise ValidationError({"non_field_errors": [
+                f"Unknown parameters: {', '.join(unknown[:5])} (expected {', '.join(known)})."
+            ]})
+        if repeated := sorted(k for k in given if k not in _LISTS and len(given.getlist(k)) > 1):
+            raise ValidationError({"non_field_errors": [
+                f"Given more than once: {', '.join(repeated)}."
+            ]})
         return self._search(
             request,
             {

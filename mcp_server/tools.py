@@ -42,6 +42,9 @@ class Refused(ValueError):
 
 
 def _workspace(user, slug: str | None) -> Workspace:
+    if slug is not None and not slug.strip():
+        # As the API's 400: a blank is no name, and the default workspace was searched.
+        raise Refused("workspace: may not be blank (leave it out for your first workspace)")
     try:
         return selectors.workspace_for(user=user, slug=slug)
     except Http404 as exc:

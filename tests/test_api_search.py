@@ -52,6 +52,22 @@ def test_post_answers_exactly_as_get(api, corpus):
     assert folder.status_code == 404 and "999999" in folder.json()["detail"]
 
 
+def test_get_refuses_an_unknown_or_repeated_parameter_as_post_refuses_a_key(api, corpus):
+    """A misspelt ?document_id=4 searched the whole workspace (an outside audit's), and
+    ?q=a&q=b searched the last one."""
+    pdf = corpus["q3-launch-notes.pdf"]
+    misspelt = api.get("/api/search", {"q": "launch", "document_id": pdf.pk})
+    assert misspelt.status_code == 400
+    assert "Unknown parameters: document_id" in misspelt.json()["non_field_errors"][0]
+    repeated = api.get("/api/search?q=launch&q=budget")
+    assert repeated.status_code == 400
+    assert repeated.json()["non_field_errors"] == ["Given more than once: q."]
+    listed = api.get(f"/api/search?q=launch&document_ids={pdf.pk}&document_ids={pdf.pk}"
+                     "&format=json")
+    assert listed.status_code == 200
+    assert {hit["document_id"] for hit in listed.json()["results"]} == {pdf.pk}
+
+
 def test_post_pages_follow_their_links_with_the_same_body(api, corpus):
     query = "When is the launch?"
     first = api.get("/api/search", {"q": query, "limit": 4}).json()["results"]

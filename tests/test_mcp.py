@@ -358,11 +358,15 @@ def test_workspace_argument_chooses_among_the_users_workspaces(site):
 
     async def nul():
         async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
-            return await call(client, "list_sources", workspace="har\x00bour")
+            return (await call(client, "list_sources", workspace="har\x00bour"),
+                    await call(client, "list_sources", workspace=" "))
 
     chosen, default = run(session)
     assert chosen == (True, {"workspace": second.slug, "total": 0, "offset": 0,
                              "documents": [], "folders": []})
     assert default[1]["workspace"] == "harbour", "the user's first workspace"
     # PostgreSQL refused to look for it: "Internal error (DataError)" (an outside audit's).
-    assert run(nul) == (False, "No workspace 'har\\x00bour'")
+    assert run(nul) == (
+        (False, "No workspace 'har\\x00bour'"),
+        (False, "workspace: may not be blank (leave it out for your first workspace)"),
+    )
