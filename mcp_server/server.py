@@ -90,9 +90,25 @@ def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict], **argu
         close_old_connections()
 
 
+class StrictServer(MCPServer):
+    """Refuses a call naming an argument its tool does not take. The SDK drops such an
+    argument: a scope's document_ids given beside the query, not inside `scope`, searched
+    the whole workspace."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
+        taken = next((tool.input_schema.get("properties", {}) for tool in await self.list_tools()
+                      if tool.name == name), None)
+        if taken is not None and (unknown := sorted(set(arguments) - set(taken))):
+            raise ToolError(
+                f"Unknown arguments: {', '.join(unknown[:5])} ({name} takes "
+                f"{', '.join(taken)})"
+            )
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
                  token_verifier: DRFTokenVerifier | None = None) -> MCPServer:
-    server = MCPServer(
+    server = StrictServer(
         "verity", instructions=INSTRUCTIONS, auth=auth, token_verifier=token_verifier
     )
 

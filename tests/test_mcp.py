@@ -123,9 +123,12 @@ def test_a_misspelt_scope_key_is_refused_never_searches_everywhere(site):
                            scope={"document_id": [document.pk]}),
                 await call(client, "search_knowledge_base", query="mooring",
                            scope={"document_ids": [document.pk], "folders": [1], "x": []}),
+                # Beside the query, not in its scope: the SDK dropped it (an outside audit's).
+                await call(client, "search_knowledge_base", query="mooring",
+                           document_ids=[document.pk]),
             ]
 
-    schema, (misspelt, two) = run(session)
+    schema, (misspelt, two, outside) = run(session)
     # The schema a client reads says so too.
     scope = next(s for s in schema["properties"]["scope"]["anyOf"] if "$ref" in s)
     assert schema["$defs"][scope["$ref"].rsplit("/", 1)[1]]["additionalProperties"] is False
@@ -135,6 +138,8 @@ def test_a_misspelt_scope_key_is_refused_never_searches_everywhere(site):
     assert two == (
         False, "scope: unknown keys 'folders', 'x' (expected document_ids, folder_ids)"
     )
+    assert outside == (False, "Unknown arguments: document_ids (search_knowledge_base takes "
+                              "query, scope, limit, workspace, conversation_id)")
 
 
 def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_them(site):
