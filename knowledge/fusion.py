@@ -79,6 +79,20 @@ def rare_terms_first(
     return out
 
 
+def named_first(ranked: Sequence[Hashable], *tiers: Collection[Hashable]) -> list[Hashable]:
+    """`ranked` with the items of each tier ahead of all later tiers and the rest, each
+    group keeping its order: a chunk defining the function a query names, then one
+    holding the name as written, before chunks sharing only a stem or a meaning."""
+    out: list[Hashable] = []
+    placed: set[Hashable] = set()
+    for tier in (*tiers, ranked):
+        for item in ranked:
+            if item in tier and item not in placed:
+                placed.add(item)
+                out.append(item)
+    return out
+
+
 def cap_per_group(
     items: Sequence[Hashable], group_of: Mapping[Hashable, Hashable], cap: int
 ) -> list[Hashable]:

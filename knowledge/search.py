@@ -19,7 +19,7 @@ from django.db.models import Q
 
 from embeddings import get_embedder
 from knowledge import graph, selectors
-from knowledge.fusion import cap_per_group, convex, rare_terms_first, rrf
+from knowledge.fusion import cap_per_group, convex, named_first, rare_terms_first, rrf
 from knowledge.locators import headings
 from knowledge.models import TEXT_SEARCH_CONFIG, Chunk, Document, Folder, Workspace
 from knowledge.rerankers import Reranker, RerankError, get_reranker
@@ -190,6 +190,8 @@ def search(
         rare={row[0] for row in keyword if row[3]},
         lexical={row[0] for row in keyword},
     )
+    if names := _code_names(asked):
+        candidates = named_first(candidates, *_naming(candidates, names))
     document_of = {row[0]: row[1] for row in (*dense, *keyword, *expanded)}
     metadata: dict[str, Any] = {
         "dense_candidates": len(dense),
@@ -318,6 +320,37 @@ _HIT_FIELDS: Final = (
     "id", "document_id", "document__title", "document__uri", "document__source_type",
     "ordinal", "text", "locator", "document__metadata",
 )
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A name as code writes it: an underscore joining words, or camelCase humps
+# ("loadConstituents"); not "mRNA", "siRNA" or "pH", which prose writes so.
+_CODE_NAME = re.compile(r"\w*(?:_\w|[a-z][A-Z][a-z])\w*")
+
+
+def _code_names(query: str) -> set[str]:
+    """The words of a query that name code: written as code writes names ("height_at",
+    "loadConstituents"), or every word of a query of one or two ("Constituent"), which
+    asks for a thing by its name. The stemmed keyword leg reads "height_at" as "height"."""
+    words = _NAME.findall(query)
+    return {w for w in words if len(words) <= 2 or _CODE_NAME.fullmatch(w)}
+
+
+def _naming(candidates: list[int], names: set[str]) -> tuple[set[int], set[int]]:
+    """Of the candidates, those defining one of `names` (a code symbol ending in it:
+    "HarmonicPredictor.height_at"), and those holding verbatim a name with an underscore."""
+    chunks = Chunk.objects.filter(pk__in=candidates)
+    symbols = chunks.filter(locator__has_key="symbol").values_list("pk", "locator__symbol")
+    defining = {pk for pk, symbol in symbols
+                if isinstance(symbol, str) and symbol.rsplit(".", 1)[-1] in names}
+    # PostgreSQL's parser splits a name at its underscores; a camelCase one it keeps whole.
+    written = [n for n in names if "_" in n]
+    holding: set[int] = set()
+    if written:
+        # \m, \M: PostgreSQL's word edges (an underscore is a word's), case kept.
+        pattern = "|".join(rf"\m{name}\M" for name in sorted(written))
+        holding = set(chunks.filter(text__regex=pattern).values_list("pk", flat=True))
+    return defining, holding
 
 
 def _fetch_hits(ordered: list[int]) -> list[tuple]:

@@ -304,6 +304,25 @@ def test_an_exact_rare_term_is_not_beaten_by_a_meaning_only_match(
     assert ranked("zorblat in the pump") == [("minutes.txt", 1), ("motors.txt", None)]
 
 
+@pytest.mark.parametrize(("query", "defined_by"), [
+    ("Constituent", "Constituent"),
+    ("height_at", "HarmonicPredictor.height_at"),
+    ("_phase", "HarmonicPredictor._phase"),
+    ("where is low_tides defined", "HarmonicPredictor.low_tides"),
+])
+def test_a_name_of_code_asked_for_ranks_its_definition_first(corpus, workspace, query, defined_by):
+    """The stemmed keyword leg reads "height_at" as "height" and "Constituent" as every
+    "constituents": the class was 11th, behind handbook passages close in meaning (an
+    outside audit's)."""
+    first = search(query=query, workspace=workspace, limit=1).hits[0]
+    assert first.locator.get("symbol") == defined_by
+
+
+def test_a_name_written_as_code_puts_the_passages_holding_it_first(corpus, workspace):
+    hits = search(query="what does M2_PERIOD_HOURS hold", workspace=workspace, limit=3).hits
+    assert "M2_PERIOD_HOURS" in hits[0].text
+
+
 def test_the_replaced_per_document_setting_is_refused_with_its_new_name(tmp_path):
     # An operator's old SEARCH_MAX_PER_DOCUMENT would otherwise be ignored without a word.
     result = subprocess.run(
