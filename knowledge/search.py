@@ -322,7 +322,7 @@ _HIT_FIELDS: Final = (
 )
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = re.compile(r"[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*")  # not a blank to fill, "____"
 # A name as code writes it: an underscore joining words, or camelCase humps
 # ("loadConstituents"); not "mRNA", "siRNA" or "pH", which prose writes so.
 _CODE_NAME = re.compile(r"\w*(?:_\w|[a-z][A-Z][a-z])\w*")
