@@ -607,8 +607,8 @@ def _log_call(turn: Turn, call: ToolCall, result: str, error: str) -> None:
 
 
 def _loggable(arguments: str | dict[str, Any]) -> str | dict[str, Any]:
-    """The arguments as the log can store them: PostgreSQL refuses NUL in text and
-    jsonb, so U+FFFD takes its place (the call itself was refused for it)."""
+    """The arguments as the log can store them: PostgreSQL refuses NUL and surrogates in
+    text and jsonb, so U+FFFD takes their place (the call itself was refused for them)."""
     return storable(arguments) if holds_unstorable(arguments) else arguments
 
 

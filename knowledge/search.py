@@ -212,8 +212,8 @@ def search(
     dense_info = {row[0]: (rank, 1 - row[2]) for rank, row in enumerate(dense, start=1)}
     keyword_info = {row[0]: (rank, row[2]) for rank, row in enumerate(keyword, start=1)}
     scores = dict(fused)
-    # A hit the rare-term rule moved up takes the score of the hit it moved ahead
-    # of, so scores still read best first.
+    # A hit the rare-term or the code-name rule moved up takes the score of the hit it
+    # moved ahead of, so scores still read best first.
     for pk, after in zip(reversed(ordered[:-1]), reversed(ordered[1:]), strict=True):
         scores[pk] = max(scores[pk], scores[after])
     hits = []
