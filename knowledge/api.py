@@ -156,19 +156,21 @@ class SearchView(APIView):
         page, size = data["page"], data["page_size"]
         offset, depth = (page - 1) * size, SearchQuerySerializer.depth(size)
         try:
+            # One hit more than the page, never past the one ranking: whether a next
+            # page holds any (a full last page linked to an empty one).
             result = search(
                 query=data["q"], workspace=workspace, scope=scope,
-                limit=min(size, depth - offset), offset=offset,  # never past the one ranking
+                limit=min(size + 1, depth - offset), offset=offset,
             )
         except ScopeError as exc:
             # Foreign ids look exactly like missing ones: no probing other workspaces.
             raise NotFound(str(exc)) from exc
         here = request.build_absolute_uri()
-        full = len(result.hits) == size and page * size < depth
+        full = len(result.hits) > size
         return Response(
             {
                 "query": result.query,
-                "results": HitSerializer(result.hits, many=True).data,
+                "results": HitSerializer(result.hits[:size], many=True).data,
                 "next": replace_query_param(here, "page", page + 1) if full else None,
                 "previous": replace_query_param(here, "page", page - 1) if page > 1 else None,
                 "metadata": result.metadata,

@@ -246,6 +246,20 @@ def test_search_pages_are_cut_from_one_ranking_as_deep_as_the_pool(corpus, user,
     assert fours[0]["next"] and fours[1]["next"] is None
 
 
+def test_a_full_last_page_links_to_no_next(corpus, user):
+    """Fewer hits than the pool: a page ending with the last hit linked to an empty page
+    (an outside audit's: 69 hits, 23 a page, page 4 empty)."""
+    client = APIClient()
+    client.force_authenticate(user)
+    asked = {"q": '"release"', "document_ids": corpus["handbook.md"].pk}
+    total = len(client.get("/api/search", {**asked, "limit": 100}).json()["results"])
+    assert 2 <= total < 100
+    last = client.get("/api/search", {**asked, "page_size": total}).json()
+    assert len(last["results"]) == total and last["next"] is None
+    fewer = client.get("/api/search", {**asked, "page_size": total - 1}).json()
+    assert fewer["next"] is not None
+
+
 def test_documents_api_lists_details_and_chunks(corpus, user):
     client = APIClient()
     client.force_authenticate(user)
