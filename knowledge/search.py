@@ -476,8 +476,10 @@ def _phrases(asked: str) -> str:
     """The phrases `asked` quotes, as one websearch query that requires them all
     ('"tide tables" "pier 4"'), or "": a meaning-only hit without them is no answer to a
     query that quotes them, as in web search."""
-    if re.search(r"\bOR\b", asked):
-        return ""  # '"tide tables" OR "pier 4"' needs either: the keyword leg has both
+    if re.search(r"\bOR\b", _PHRASE.sub(" ", asked)):
+        # '"tide tables" OR "pier 4"' needs either: the keyword leg has both. An OR
+        # quoted ('"tide OR height"') is a word of its phrase.
+        return ""
     phrases = [m.group("phrase").strip() for m in _PHRASE.finditer(asked)]
     return " ".join(f'"{phrase}"' for phrase in phrases if re.search(r"[^\W_]", phrase))
 

@@ -362,6 +362,10 @@ def test_phrases_joined_by_or_or_made_of_stop_words_require_nothing_more(corpus,
     either = search(query='"tide tables" OR "on-call shifts"', workspace=workspace, limit=10)
     assert either.metadata["dense_candidates"] > 0
     assert search(query='"as it is"', workspace=workspace, limit=5).hits
+    # An OR inside the quotes is a word of the phrase, which no passage holds: it read as
+    # the operator and 69 meaning-only hits came back (an outside audit's).
+    for query in ('"tide OR height"', '"tide or height"'):
+        assert search(query=query, workspace=workspace, limit=10).hits == [], query
 
 
 def test_a_query_of_exclusions_alone_scans_no_keyword_candidates(corpus, workspace):
