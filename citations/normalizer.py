@@ -1143,7 +1143,7 @@ def _destination_closes(buf: str, start: int, final: bool) -> bool | None:
             return True
         if ch in " \t" and not depth:
             close = _title_close(buf, stop.start(), limit, final)
-            return close if close is None else close is not False
+            return None if close is None else close is not False  # an index: it closes
         if ch not in "()":
             return False
         depth += 1 if ch == "(" else -1
