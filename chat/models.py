@@ -108,6 +108,8 @@ class CitationEntry(models.Model):
     # was cited after its document is re-indexed or deleted.
     text = models.TextField()
     content_hash = models.CharField(max_length=64)
+    # The database nulls these too (migration 0006): an entry committed while the indexer
+    # deletes its chunk must not fail the indexer's commit.
     document = models.ForeignKey(
         Document, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
