@@ -22,6 +22,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict
 from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 
 from mcp_server import tools
@@ -258,8 +260,26 @@ def _bearer(ctx: Context) -> str:
     return access.token if access is not None else ""
 
 
+class PostOnly:
+    """Any method but POST on /mcp is a 405. Stateless with JSON responses, the server
+    has nothing to push on a GET's SSE stream, yet the SDK held every one open for good
+    (300 of them took 22 MB); DELETE ends a session, of which it keeps none."""
+
+    def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
+        self.app, self.path = app, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "POST":
+            response = PlainTextResponse("Method Not Allowed: this server takes POST only",
+                                         status_code=405, headers={"Allow": "POST"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def http_app(*, host: str, port: int) -> Starlette:
-    """The streamable HTTP app (endpoint /mcp); a request without a valid token gets 401.
+    """The streamable HTTP app (endpoint /mcp, POST only); a request without a valid
+    token gets 401.
 
     Stateless, JSON responses: each request stands alone, so any number of
     these processes can serve behind a load balancer.
@@ -272,6 +292,6 @@ def http_app(*, host: str, port: int) -> Starlette:
         resource_server_url=None,
     )
     server = build_server(_bearer, auth=auth, token_verifier=DRFTokenVerifier())
-    return server.streamable_http_app(
-        stateless_http=True, json_response=True, host=host
-    )
+    app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    app.add_middleware(PostOnly)  # outermost: a 405 whoever asks, before the token check
+    return app
