@@ -8,9 +8,10 @@ re-checks the token and runs as its user, confined to that user's workspaces.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
 from django.db import close_old_connections
@@ -20,7 +21,8 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import ConfigDict
+from pydantic import BeforeValidator, ConfigDict, ValidationError
+from pydantic_core import PydanticKnownError
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -53,6 +55,16 @@ STOPS = ToolAnnotations(
 TokenOf = Callable[[Context], str]
 
 
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):  # pydantic's lax mode reads true as 1 (a limit of 1)
+        raise PydanticKnownError("int_type")
+    return value
+
+
+# An integer argument: JSON's true or false is refused, as any other non-number.
+Int = Annotated[int, BeforeValidator(_no_bool)]
+
+
 class SearchScope(TypedDict, total=False):
     """Restrict a search to these documents and folders (subfolders included)."""
 
@@ -63,8 +75,8 @@ class SearchScope(TypedDict, total=False):
         extra="allow", json_schema_extra={"additionalProperties": False}
     )
 
-    document_ids: list[int]
-    folder_ids: list[int]
+    document_ids: list[Int]
+    folder_ids: list[Int]
 
 
 def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict], **arguments: Any):
@@ -105,7 +117,35 @@ class StrictServer(MCPServer):
                 f"Unknown arguments: {', '.join(unknown[:5])} ({name} takes "
                 f"{', '.join(taken)})"
             )
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):  # the arguments', not the tool's
+                raise ToolError(_invalid(exc.__cause__)) from exc.__cause__
+            raise
+
+
+# What an argument of each type takes, by the first word of pydantic's error type
+# (int_parsing, int_from_float, string_type, list_type, dict_type, bool_parsing, ...).
+_EXPECTED = {"int": "an integer", "string": "a string", "list": "a list",
+             "dict": "an object", "bool": "true or false"}
+
+
+def _invalid(error: ValidationError) -> str:
+    """pydantic's multi-line report as one line: "Invalid arguments: limit must be an
+    integer (got "abc"); query is required"."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
+                        for part in item["loc"]).lstrip(".")
+        if item["type"] == "missing":
+            problems.append(f"{where} is required")
+            continue
+        expected = _EXPECTED.get(item["type"].split("_")[0])
+        wrong = f"must be {expected}" if expected else item["msg"][:1].lower() + item["msg"][1:]
+        got = json.dumps(item["input"], ensure_ascii=False, default=str)
+        problems.append(f"{where} {wrong} (got {got if len(got) <= 40 else got[:39] + '…'})")
+    return f"Invalid arguments: {'; '.join(problems)}"
 
 
 def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
@@ -119,9 +159,9 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         query: str,
         ctx: Context,
         scope: SearchScope | None = None,
-        limit: int = 10,
+        limit: Int = 10,
         workspace: str | None = None,
-        conversation_id: int | None = None,
+        conversation_id: Int | None = None,
     ) -> dict[str, Any]:
         """Hybrid search (meaning and keywords) over the workspace's documents.
 
@@ -137,12 +177,12 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=READ_ONLY)
     def read_document(
-        document_id: int,
+        document_id: Int,
         ctx: Context,
-        offset: int = 0,
-        limit: int = 50,
+        offset: Int = 0,
+        limit: Int = 50,
         workspace: str | None = None,
-        conversation_id: int | None = None,
+        conversation_id: Int | None = None,
     ) -> dict[str, Any]:
         """A document's details and its passages in reading order, each with its number n
         (cite it as [n]; see search_knowledge_base for conversation_id) and locator.
@@ -155,7 +195,7 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=READ_ONLY)
     def check_answer(
-        conversation_id: int, answer: str, ctx: Context, workspace: str | None = None
+        conversation_id: Int, answer: str, ctx: Context, workspace: str | None = None
     ) -> dict[str, Any]:
         """Check an answer that cites this conversation's passages as [n].
 
@@ -172,7 +212,7 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         ctx: Context,
         url: str | None = None,
         path: str | None = None,
-        folder_id: int | None = None,
+        folder_id: Int | None = None,
         workspace: str | None = None,
     ) -> dict[str, Any]:
         """Add a web page (url) or a file or folder on the server (path) to the workspace.
@@ -187,7 +227,7 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=STOPS)
     def cancel_job(
-        job_id: int, ctx: Context, workspace: str | None = None
+        job_id: Int, ctx: Context, workspace: str | None = None
     ) -> dict[str, Any]:
         """Cancel an ingest job (the id ingest returned): its documents still waiting in
         queue are not indexed (FAILED, with a note); those being indexed finish."""
@@ -195,7 +235,7 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=ADDS)
     def reindex(
-        document_ids: list[int], ctx: Context, workspace: str | None = None
+        document_ids: list[Int], ctx: Context, workspace: str | None = None
     ) -> dict[str, Any]:
         """Re-read and re-index these documents in the background (e.g. the stale ones)."""
         return _run(token_of, ctx, tools.reindex, document_ids=document_ids, workspace=workspace)
@@ -204,8 +244,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     def list_sources(
         ctx: Context,
         status: str | None = None,
-        offset: int = 0,
-        limit: int = 100,
+        offset: Int = 0,
+        limit: Int = 100,
         workspace: str | None = None,
     ) -> dict[str, Any]:
         """The workspace's documents (id, title, source, status, chunk count) and folders.
