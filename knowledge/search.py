@@ -164,6 +164,12 @@ def search(
     asked, excluded = _exclusions(query)
     phrases = _phrases(asked)
     with transaction.atomic(), connection.cursor() as cursor:
+        if excluded and _all_excluded(cursor, asked, excluded):
+            # "tide -tide" asks for passages no passage can be: none, where the meaning
+            # leg alone answered with every passage near "tide" that lacks the word.
+            return SearchResult(
+                query, [], {"dense_candidates": 0, "keyword_candidates": 0, "reranker": None}
+            )
         # Nothing left but exclusions: nothing to embed closer, so the query as written.
         dense = (
             _dense_leg(cursor, asked or query, workspace, documents, pool)
@@ -482,6 +488,31 @@ def _phrases(asked: str) -> str:
         return ""
     phrases = [m.group("phrase").strip() for m in _PHRASE.finditer(asked)]
     return " ".join(f'"{phrase}"' for phrase in phrases if re.search(r"[^\W_]", phrase))
+
+
+# Whether every term the query asks for (a word, or a quoted phrase) holds a word or
+# phrase it excludes, as PostgreSQL reads both ("tide -tide", "tides -tide", '"tide
+# tables" -tide'): a passage holding the term is excluded. A term of stop words or
+# punctuation asks for nothing; with none asking anything, the query is one of
+# exclusions alone ("the -tide"), answered as such.
+_ALL_EXCLUDED = """
+    SELECT coalesce(bool_and(
+        to_tsvector(%(config)s::regconfig, t) @@ websearch_to_tsquery(%(config)s::regconfig,
+                                                                      %(excluded)s)
+    ), false)
+    FROM unnest(%(terms)s::text[]) AS t
+    WHERE to_tsvector(%(config)s::regconfig, t) <> ''::tsvector
+"""
+
+
+def _all_excluded(cursor, asked: str, excluded: str) -> bool:
+    # The terms as websearch_to_tsquery splits them; "OR" joins two, and is none.
+    words = [word for word in _PHRASE.sub(" ", asked).split() if word != "OR"]
+    terms = [m.group("phrase") for m in _PHRASE.finditer(asked)] + words
+    cursor.execute(_ALL_EXCLUDED, {
+        "config": TEXT_SEARCH_CONFIG, "excluded": excluded, "terms": terms,
+    })
+    return cursor.fetchone()[0]
 
 
 # Dense hits that hold a word the query excludes: the keyword leg never returns them.

@@ -116,3 +116,14 @@ def test_a_boolean_is_no_integer(site):  # noqa: F811
     ]
     (ok, search), (stale_ok, _) = served
     assert ok and len(search["results"]) == 2 and stale_ok
+
+
+def test_a_query_whose_every_word_is_excluded_finds_nothing(site):  # noqa: F811
+    async def session():
+        async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
+            return (await call(client, "search_knowledge_base", query="tide -tide"),
+                    await call(client, "search_knowledge_base", query="tide -damaged"))
+
+    (ok, nothing), (also_ok, found) = run(session)
+    assert ok and nothing["results"] == []
+    assert also_ok and "low tide" in found["results"][0]["text"]
