@@ -329,6 +329,11 @@ class CitationPageView(APIView):
                 OpenApiTypes.OBJECT,
                 description="no such thread, citation, PDF or page, or a page too costly to draw",
             ),
+            429: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="as many of your pages are being drawn as you may have; "
+                "see Retry-After",
+            ),
             503: OpenApiResponse(
                 OpenApiTypes.OBJECT, description="other pages are being drawn; see Retry-After"
             ),
@@ -345,7 +350,8 @@ class CitationPageView(APIView):
         except citation_pages.NotFound as exc:
             raise Http404(str(exc)) from exc
         except citation_pages.Busy as exc:
-            return Response({"detail": str(exc)}, status=503, headers={"Retry-After": "5"})
+            status = 429 if isinstance(exc, citation_pages.UserBusy) else 503
+            return Response({"detail": str(exc)}, status=status, headers={"Retry-After": "5"})
         response = HttpResponse(png, content_type="image/png")
         # Short: the URL stays the same when the document is re-indexed.
         response["Cache-Control"] = "private, max-age=300"

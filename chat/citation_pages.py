@@ -23,6 +23,10 @@ class Busy(Exception):
     """The page is not drawn now: others are being drawn (a 503, to be asked again)."""
 
 
+class UserBusy(Busy):
+    """The page is not drawn now: the user has as many being drawn as they may (a 429)."""
+
+
 def _document(*, thread: Thread, entry: CitationEntry) -> Document | None:
     if entry.document_id is None:
         return None
@@ -61,8 +65,12 @@ def page_image(*, thread: Thread, n: int, page: int, scale: float) -> bytes:
     if document is None:
         raise NotFound("The cited document no longer exists")
     try:
-        return page_images.page_png(document=document, page=page, scale=scale)
+        return page_images.page_png(
+            document=document, page=page, scale=scale, user_id=thread.user_id
+        )
     except page_images.PageUnavailable as exc:
         raise NotFound(str(exc)) from None
+    except page_images.UserPagesBusy as exc:
+        raise UserBusy(str(exc)) from None
     except page_images.PagesBusy as exc:
         raise Busy(str(exc)) from None

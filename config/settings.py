@@ -211,10 +211,13 @@ PDF_PAGE_CACHE_DIR = Path(env("PDF_PAGE_CACHE_DIR", default=str(VERITY_HOME / "p
 PDF_PAGE_CACHE_MAX_BYTES = env.int("PDF_PAGE_CACHE_MAX_BYTES", default=512 * 1024 * 1024)
 # pdfium draws a page, or looks for passages on pages, in a child process stopped past
 # these (indexing.pdf_sandbox): a few kilobytes of PDF can draw for hours or take
-# gigabytes. A web process runs at most PDF_RENDERS_AT_ONCE such children at a time.
+# gigabytes. A web process runs at most PDF_RENDERS_AT_ONCE such children at a time, and
+# draws at most PDF_RENDERS_PER_USER pages for one user at a time (so one user's page
+# views never hold every turn).
 PDF_RENDER_SECONDS = env.float("PDF_RENDER_SECONDS", default=15.0)
 PDF_RENDER_MAX_MEMORY = env.int("PDF_RENDER_MAX_MEMORY", default=1024 * 1024 * 1024)
 PDF_RENDERS_AT_ONCE = env.int("PDF_RENDERS_AT_ONCE", default=2)
+PDF_RENDERS_PER_USER = env.int("PDF_RENDERS_PER_USER", default=1)
 # The same at indexing, for all of a document's passages at once.
 INGEST_PDF_BOXES_SECONDS = env.float("INGEST_PDF_BOXES_SECONDS", default=600.0)
 LOGIN_URL = "login"

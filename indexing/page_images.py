@@ -13,6 +13,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +40,10 @@ class PageUnavailable(Exception):
 
 class PagesBusy(Exception):
     """The page could be drawn, but not now: other pages are being drawn."""
+
+
+class UserPagesBusy(PagesBusy):
+    """Not now: the user asking has PDF_RENDERS_PER_USER pages being drawn already."""
 
 
 def is_pdf(document: Document) -> bool:
@@ -96,8 +104,11 @@ def _source_bytes(document: Document) -> tuple[bytes, str]:
     return data, digest
 
 
-def page_png(*, document: Document, page: int, scale: float) -> bytes:
-    """Page `page` (1-based) of a PDF document as PNG bytes."""
+def page_png(
+    *, document: Document, page: int, scale: float, user_id: int | None = None
+) -> bytes:
+    """Page `page` (1-based) of a PDF document as PNG bytes; drawn for `user_id` (if given)
+    within their PDF_RENDERS_PER_USER."""
     if not is_pdf(document):
         raise PageUnavailable("This document is not a PDF")
     if scale not in SCALES:
@@ -112,7 +123,8 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
     if failed := _read_cached_file(_failure_path(digest, page, scale)):
         raise PageUnavailable(failed.decode())
     try:
-        png = pdf_sandbox.render_png(data, page=page, scale=scale, limits=render_limits())
+        with _user_turn(user_id, page=page):
+            png = pdf_sandbox.render_png(data, page=page, scale=scale, limits=render_limits())
     except pdf_sandbox.PdfBusy as exc:
         raise PagesBusy(str(exc)) from None
     except pdf_sandbox.PdfTooCostly as exc:
@@ -123,6 +135,39 @@ def page_png(*, document: Document, page: int, scale: float) -> bytes:
         raise PageUnavailable(str(exc)) from None
     _store(_cache_path(digest, page, scale), png)
     return png
+
+
+# Pages being drawn for each user by this process: one user's requests (a page view loads
+# the pages around the cited one at once) cannot take every one of PDF_RENDERS_AT_ONCE.
+_drawing: Counter[int] = Counter()
+_drawing_changed = threading.Condition()
+
+
+@contextmanager
+def _user_turn(user_id: int | None, *, page: int) -> Iterator[None]:
+    """Wait, as long as for a turn to draw (PDF_RENDER_SECONDS), until `user_id` has fewer
+    than PDF_RENDERS_PER_USER pages being drawn; UserPagesBusy if they still have not."""
+    if user_id is None:
+        yield
+        return
+    most = settings.PDF_RENDERS_PER_USER
+    with _drawing_changed:
+        if not _drawing_changed.wait_for(
+            lambda: _drawing[user_id] < most, timeout=settings.PDF_RENDER_SECONDS
+        ):
+            raise UserPagesBusy(
+                f"Drawing page {page} did not start: {_drawing[user_id]} pages you asked for "
+                f"are being drawn, and at most {most} are drawn for you at a time; try again"
+            )
+        _drawing[user_id] += 1
+    try:
+        yield
+    finally:
+        with _drawing_changed:
+            _drawing[user_id] -= 1
+            if not _drawing[user_id]:
+                del _drawing[user_id]
+            _drawing_changed.notify_all()
 
 
 def _read_cached(content_hash: str, page: int, scale: float) -> bytes | None:
