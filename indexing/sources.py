@@ -533,7 +533,7 @@ def add_upload(
     name = Path(upload.name or "upload").name
     document = _upsert(
         workspace,
-        uri=f"upload://{name}",
+        uri=_upload_uri(upload),
         folder=folder,
         job=job,
         title=name,
@@ -551,6 +551,11 @@ def add_upload(
     document.stored_bytes = upload.size or 0
     document.source_file.save(name, upload, save=True)
     return document
+
+
+def _upload_uri(upload: UploadedFile) -> str:
+    """An upload is known by its name (in its folder): a file of the same name replaces it."""
+    return f"upload://{Path(upload.name or 'upload').name}"
 
 
 def upload_batch_problems(uploads: Sequence[UploadedFile]) -> list[str]:
@@ -633,12 +638,20 @@ def register_job(
     with transaction.atomic():
         # One registration at a time per workspace: two cannot both pass the quota.
         Workspace.objects.select_for_update().only("pk").get(pk=workspace.pk)
-        check_quota(
-            workspace=workspace, new_documents=len(uploads) + len(urls) + len(files),
-            new_bytes=sum(upload.size or 0 for upload in uploads),
-        )
         if folder_path:
             folder = folder_for_path(workspace=workspace, path=folder_path)
+        # A source the workspace holds is replaced, not added: no new document, and an
+        # upload's bytes count by how much it grows.
+        held = selectors.held_sources(
+            workspace_id=workspace.pk, folder_id=folder.pk if folder else None,
+            upload_uris=[_upload_uri(upload) for upload in uploads],
+            other_uris=[url.strip() for url in urls] + [path.as_uri() for path in files],
+        )
+        check_quota(
+            workspace=workspace,
+            new_documents=len(uploads) + len(urls) + len(files) - held.documents,
+            new_bytes=sum(upload.size or 0 for upload in uploads) - held.stored_bytes,
+        )
         job = IngestJob.objects.create(
             workspace=workspace, created_by=created_by, description=description[:500]
         )
@@ -664,9 +677,9 @@ class QuotaExceeded(SourceRefused):
 
 def check_quota(*, workspace: Workspace, new_documents: int = 0, new_bytes: int = 0) -> None:
     """QuotaExceeded when the workspace would hold more than WORKSPACE_MAX_DOCUMENTS
-    documents or WORKSPACE_MAX_UPLOAD_BYTES of stored uploads with these added. Each
-    source counts as new (one that replaces a document counts again until it is added):
-    checked before any file is written, a refusal leaves nothing behind."""
+    documents or WORKSPACE_MAX_UPLOAD_BYTES of stored uploads with these added (what a
+    replacement adds: none, and its upload's growth): checked before any file is
+    written, a refusal leaves nothing behind."""
     usage = selectors.workspace_usage(workspace_id=workspace.pk)
     most_documents = settings.WORKSPACE_MAX_DOCUMENTS
     if usage.documents + new_documents > most_documents:

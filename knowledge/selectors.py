@@ -276,3 +276,20 @@ def workspace_usage(*, workspace_id: int) -> Usage:
         documents=Count("pk"), stored_bytes=Sum("stored_bytes")
     )
     return Usage(totals["documents"], totals["stored_bytes"] or 0)
+
+
+def held_sources(
+    *, workspace_id: int, folder_id: int | None, upload_uris: Iterable[str],
+    other_uris: Iterable[str],
+) -> Usage:
+    """What of a workspace sources at these URIs would replace rather than add (as
+    indexing.sources registers them: an upload is known by its name in its folder, any
+    other source anywhere in the workspace): those documents, and the uploads' bytes."""
+    uploads = Document.objects.filter(
+        workspace_id=workspace_id, folder_id=folder_id, uri__in=list(upload_uris)
+    ).aggregate(documents=Count("pk"), stored_bytes=Sum("stored_bytes"))
+    others = Document.objects.filter(workspace_id=workspace_id, uri__in=list(other_uris))
+    return Usage(
+        uploads["documents"] + others.values("uri").distinct().count(),
+        uploads["stored_bytes"] or 0,
+    )

@@ -59,3 +59,48 @@ def test_one_user_drawing_pages_does_not_hold_every_turn(
     again = alice.get(f"{urls[user.pk]}/2")
     assert again.status_code == 200 and again.content.startswith(PNG_SIGNATURE)
 
+
+NOTE = b"The pier opens at dawn and the ferry leaves at nine.\n" * 10  # 530 bytes
+
+
+def upload(client: APIClient, name: str, data: bytes = NOTE, **params):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    return client.post("/api/documents", {"files": [SimpleUploadedFile(name, data)], **params},
+                       format="multipart")
+
+
+def test_a_workspace_at_its_limits_may_replace_what_it_holds(api, workspace, settings, tmp_path):
+    """A file replacing an upload (its name, in its folder) or a URL added again is no
+    new document, and an upload counts by how much it grows."""
+    settings.MEDIA_ROOT = tmp_path / "media"
+    settings.URL_FETCH_ALLOW_PRIVATE = True  # nothing is fetched: on_commit never runs
+    settings.WORKSPACE_MAX_DOCUMENTS = 2
+    settings.WORKSPACE_MAX_UPLOAD_BYTES = len(NOTE) + 100
+    url = "http://127.0.0.1:9/tides"
+    assert upload(api, "a.txt").status_code == 202
+    assert api.post("/api/documents", {"url": url}, format="json").status_code == 202
+    first = Document.objects.get(uri="upload://a.txt")
+
+    changed = NOTE + b"The cafe shuts at six.\n" * 4  # 92 bytes more: within the 100 left
+    assert upload(api, "a.txt", changed).status_code == 202
+    assert api.post("/api/documents", {"url": url}, format="json").status_code == 202
+    assert Document.objects.get(uri="upload://a.txt").pk == first.pk
+    assert api.get("/api/workspaces/acme").json()["usage"] == {
+        "documents": 2, "max_documents": 2,
+        "stored_bytes": len(changed), "max_stored_bytes": len(NOTE) + 100,
+    }
+
+    # Growing past the bytes left is refused by its growth; a new name is a new document.
+    grown = upload(api, "a.txt", changed + b"x" * 9)
+    assert grown.status_code == 400
+    assert "adding 9 bytes would pass its limit of 630 bytes" in grown.json()["detail"]
+    refused = upload(api, "b.txt", b"short\n")
+    assert refused.status_code == 400
+    assert "holds 2 documents; adding 1 would pass its limit of 2" in refused.json()["detail"]
+    # So is the same name in another folder: a document of its own there.
+    folder = workspace.folders.create(name="archive")
+    elsewhere = upload(api, "a.txt", b"short\n", folder_id=folder.pk)
+    assert elsewhere.status_code == 400
+    assert "WORKSPACE_MAX_DOCUMENTS" in elsewhere.json()["detail"]
+    assert Document.objects.filter(workspace=workspace).count() == 2
