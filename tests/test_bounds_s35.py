@@ -104,3 +104,28 @@ def test_a_workspace_at_its_limits_may_replace_what_it_holds(api, workspace, set
     assert elsewhere.status_code == 400
     assert "WORKSPACE_MAX_DOCUMENTS" in elsewhere.json()["detail"]
     assert Document.objects.filter(workspace=workspace).count() == 2
+
+
+def indexed(workspace, embedder, path) -> Document:
+    document = sources.add_path(workspace=workspace, path=path)
+    pipeline.index_document(document_id=document.pk, embedder=embedder)
+    return Document.objects.get(pk=document.pk)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_utf16_page_s_internal_dtd_subset_is_no_text(
+    workspace, counting_embedder, tmp_path, encoding
+):
+    """Bytes with a byte order mark are decoded before the DOCTYPE's subset is looked for:
+    left to BeautifulSoup, the subset's "]>" led the page's text."""
+    page = ('<!DOCTYPE html [ <!ENTITY x "y"> ]>\n<html><head><meta charset="utf-16">'
+            "<title>Tide tables</title></head><body><p>High water at the pier is at noon, "
+            "&x; low water at six.</p></body></html>")
+    path = tmp_path / "tides.html"
+    bom = b"\xfe\xff" if encoding == "utf-16-be" else b""
+    path.write_bytes(bom + page.encode(encoding))
+    document = indexed(workspace, counting_embedder, path)
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.title == "Tide tables"
+    assert document.text == "High water at the pier is at noon, &x; low water at six."
+    assert [chunk.text for chunk in document.chunks.all()] == [document.text]

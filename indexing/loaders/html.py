@@ -6,6 +6,7 @@ offsets are computed while the text is built rather than searched for later.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import math
 import re
@@ -454,10 +455,21 @@ def _render(container: Tag, dropped: frozenset[str] = frozenset()) -> _Builder:
     return out
 
 
+_BYTE_ORDER_MARKS = (  # UTF-32's first: UTF-32LE's begins as UTF-16LE's does
+    ((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE), "utf-32"),
+    ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf-16"),
+)
+
+
 def _decode(html: str | bytes, charset: str | None) -> str | bytes:
     if isinstance(html, str):
         return html
-    if b"\x00" in html[:SNIFF_BYTES] and not html.startswith((b"\xff\xfe", b"\xfe\xff")):
+    # UTF-16 (or UTF-32) by its byte order mark, whatever charset is declared: decoded
+    # here, not left to BeautifulSoup, so its DOCTYPE's internal subset is found too.
+    for marks, encoding in _BYTE_ORDER_MARKS:
+        if html.startswith(marks):
+            return html.decode(encoding, errors="replace")
+    if b"\x00" in html[:SNIFF_BYTES]:
         raise IngestError("File looks like binary data, not text")
     if charset:
         try:
