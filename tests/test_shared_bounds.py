@@ -1,6 +1,6 @@
-"""Bounds that let one user or one file spend what was meant for all (real database):
-page images drawn per user, replacement uploads against the workspace quota, an Excel
-sheet's stray far cell against the cell budget, and a UTF-16 page's DOCTYPE subset."""
+"""Bounds shared by many, and what counts against them (real database): page images drawn
+per user, replacement uploads against the workspace quota; and a UTF-16 page's DOCTYPE
+subset, which no longer leads its text."""
 
 from __future__ import annotations
 
