@@ -91,6 +91,10 @@ def _sniffed(text: str) -> type[csv.Dialect] | csv.Dialect:
         # A cell opening with an apostrophe ("'00123", "'Round Midnight") is no quote:
         # read as one, it swallowed the line breaks after it and fused records.
         dialect.quotechar = '"'
+    # The sniffer guesses no doubled quotes when a quoted cell holds the delimiter too
+    # ("has ""quotes"" and, comma"), and the cell was cut in two. Doubled is how Excel and
+    # RFC 4180 write a quote in a cell; with no escape character there is no other way.
+    dialect.doublequote = True
     return dialect
 
 

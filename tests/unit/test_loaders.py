@@ -1272,3 +1272,14 @@ def test_a_csv_cell_opening_with_an_apostrophe_fuses_no_records() -> None:
     # Apostrophes that do quote cells holding the delimiter still do.
     quoted = b"name,note\nA,'hello, world'\nB,'x, y'\n"
     assert "| A | hello, world |" in load_bytes(quoted, filename="notes.csv").units[0].text
+
+
+def test_a_csv_cell_with_doubled_quotes_and_the_delimiter_stays_one_cell() -> None:
+    """csv.Sniffer guesses no doubled quotes when a quoted cell also holds the delimiter,
+    and the cell was cut in two: `has "quotes"" and | comma"`, its price under no column.
+    Doubled quotes are how Excel and RFC 4180 write a quote inside a quoted cell."""
+    data = b'Name,Note,Price\nGadget,"has ""quotes"" and, comma",2.75\nWidget,plain,3\n'
+    assert load_bytes(data, filename="table.csv").units[0].text.splitlines() == [
+        "| Name | Note | Price |", '| Gadget | has "quotes" and, comma | 2.75 |',
+        "| Widget | plain | 3 |",
+    ]
