@@ -143,8 +143,9 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
 )
 class JobCancelView(generics.GenericAPIView):
     """POST cancels the job: its documents still waiting in queue end FAILED with a note,
-    those being indexed finish. Cancelling again changes nothing. Any member of the
-    workspace may, as any member may add and delete its documents."""
+    those being indexed finish. Cancelling again, or a job already done, changes nothing
+    (`cancelled_at` stays as it was). Any member of the workspace may, as any member may
+    add and delete its documents."""
 
     serializer_class = IngestJobSerializer
 

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -451,9 +451,15 @@ def cancel_job(*, job: IngestJob) -> int:
 
     A document a later job registered again is that job's to index, and is left waiting.
     Nothing is deleted: an earlier indexed version of a document still answers, and
-    re-indexing a cancelled one queues it again.
+    re-indexing a cancelled one queues it again. A job already finished (none of its
+    documents waiting or being indexed) is left as it is, not marked cancelled.
     """
-    IngestJob.objects.filter(pk=job.pk, cancelled_at=None).update(cancelled_at=timezone.now())
+    unfinished = Document.objects.filter(
+        jobs=OuterRef("pk"), status__in=selectors.ACTIVE_STATUSES
+    )
+    IngestJob.objects.filter(pk=job.pk, cancelled_at=None).filter(Exists(unfinished)).update(
+        cancelled_at=timezone.now()
+    )
     wanted_later = IngestJob.objects.filter(pk__gt=job.pk, cancelled_at=None)
     waiting = Document.objects.filter(jobs=job, status=Document.Status.PENDING).exclude(
         jobs__in=wanted_later

@@ -84,6 +84,23 @@ def test_documents_being_indexed_or_wanted_by_a_later_job_are_left(
     assert tides.status == Document.Status.FAILED
 
 
+def test_cancelling_a_job_already_done_changes_nothing(api, workspace):
+    # It was stamped cancelled_at, as if cancelling had stopped something.
+    job = IngestJob.objects.create(workspace=workspace, description="done already")
+    job.documents.set([
+        Document.objects.create(workspace=workspace, uri=f"upload://{name}", status=status)
+        for name, status in (("a.md", Document.Status.INDEXED), ("b.md", Document.Status.FAILED))
+    ])
+    response = api.post(f"/api/jobs/{job.pk}/cancel")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "done" and body["cancelled_at"] is None
+    assert body["counts"]["INDEXED"] == 1 and body["counts"]["FAILED"] == 1
+    assert sources.cancel_job(job=job) == 0  # the admin's, MCP's and the command's too
+    job.refresh_from_db()
+    assert job.cancelled_at is None
+
+
 def test_a_job_of_another_workspace_is_a_404_and_is_not_cancelled(
     api, django_capture_on_commit_callbacks
 ):
