@@ -247,6 +247,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.schema.unauthorized_responses",  # 401 on every operation needing a user
+    ],
     # Two models have a `status` choice set: Document's keeps the name clients know.
     "ENUM_NAME_OVERRIDES": {
         "StatusEnum": "knowledge.models.Document.Status",

@@ -55,6 +55,14 @@ def test_every_endpoint_reading_a_workspace_documents_its_parameter():
         assert "workspace" in {p["name"] for p in get.get("parameters", [])}, path
 
 
+def test_every_operation_needing_a_user_declares_its_401():
+    # No operation declared the 401 an anonymous call gets; only the schema is public.
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            assert ("401" in operation["responses"]) == (path != "/api/schema"), (path, method)
+
+
 @pytest.fixture
 def small_workspace(user, workspace, counting_embedder, tmp_path, settings):
     """A document in a folder, a finished job, and a conversation that cites it.
