@@ -24,7 +24,8 @@ class AddUrlSerializer(serializers.Serializer):
         help_text="http(s) URL; refused (400) when it resolves to a private or reserved address",
     )
     folder_id = serializers.IntegerField(
-        required=False, allow_null=True, help_text="a folder of the workspace (GET /api/folders)"
+        required=False, allow_null=True, min_value=1, max_value=2**63 - 1,
+        help_text="a folder of the workspace (GET /api/folders)",
     )
     workspace = serializers.SlugField(
         required=False, help_text="workspace slug; default: the ?workspace= parameter, else yours"

@@ -1,9 +1,11 @@
 """The knowledge lists refuse what they cannot honour, as search does: a page or page size
-out of range is a 400 naming the parameter, never a silently wider answer."""
+out of range is a 400 naming the parameter, never a silently wider answer; an invalid id
+is a 400 on a POST as on a list."""
 
 from __future__ import annotations
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -57,3 +59,14 @@ def test_a_page_size_out_of_1_to_200_is_a_400_not_50_or_200_items(api, documents
     # 0, -5 and abc gave the default 50, 201 was cut to 200.
     assert set(refusal(api, f"/api/documents?page_size={size}")) == {"page_size"}
     assert api.get("/api/documents?page_size=200").status_code == 200
+
+
+def test_post_documents_refuses_an_invalid_folder_id_as_the_list_does(api, workspace):
+    # -1 was "404 No such folder" on the POST, a 400 on the list.
+    for folder_id in (-1, 0, 2**63):
+        upload = SimpleUploadedFile("tides.md", b"# Tides\n\nSpring tides.\n")
+        negative = api.post("/api/documents", {"files": [upload], "folder_id": folder_id},
+                            format="multipart")
+        assert negative.status_code == 400 and set(negative.json()) == {"folder_id"}, folder_id
+        assert set(refusal(api, f"/api/documents?folder_id={folder_id}")) == {"folder_id"}
+    assert not Document.objects.exists()
