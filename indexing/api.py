@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
@@ -18,23 +22,38 @@ from indexing.serializers import (
     DocumentFilterSerializer,
 )
 from knowledge import selectors
-from knowledge.api import WORKSPACE_PARAMETER, requested_workspace
+from knowledge.api import (
+    REFUSED,
+    WORKSPACE_PARAMETER,
+    KnownListParameters,
+    not_found,
+    query_workspace,
+    refuse_unknown_parameters,
+    requested_workspace,
+)
 from knowledge.models import Document
 from knowledge.serializers import DocumentSerializer, IngestJobSerializer
 
 
-@extend_schema(parameters=[
-    WORKSPACE_PARAMETER,
-    OpenApiParameter("status", str, enum=Document.Status.values,
-                     description="only documents in this state, e.g. FAILED"),
-    OpenApiParameter("folder_id", int, description="only documents directly in this folder"),
-    OpenApiParameter("job_id", int, description="only documents of this ingest job"),
-    OpenApiParameter(
-        "q", {"type": "string", "maxLength": TITLE_QUERY_MAX_LENGTH},
-        description="only documents whose title contains this (case-insensitive)",
-    ),
-])
-class DocumentListView(generics.ListAPIView):
+@extend_schema_view(get=extend_schema(
+    parameters=[
+        WORKSPACE_PARAMETER,
+        OpenApiParameter("status", str, enum=Document.Status.values,
+                         description="only documents in this state, e.g. FAILED"),
+        OpenApiParameter("folder_id", int, description="only documents directly in this folder"),
+        OpenApiParameter("job_id", int, description="only documents of this ingest job"),
+        OpenApiParameter(
+            "q", {"type": "string", "maxLength": TITLE_QUERY_MAX_LENGTH},
+            description="only documents whose title contains this (case-insensitive)",
+        ),
+    ],
+    responses={
+        200: DocumentSerializer(many=True),
+        400: REFUSED,
+        404: not_found("unknown workspace, folder or job"),
+    },
+))
+class DocumentListView(KnownListParameters, generics.ListAPIView):
     """List the workspace's documents; POST adds files or a URL to it.
 
     Any member of the workspace may add sources to it (the admin's *Add sources*
@@ -42,12 +61,12 @@ class DocumentListView(generics.ListAPIView):
     """
 
     serializer_class = DocumentSerializer
+    filters = ("status", "folder_id", "job_id", "q")
 
     def get_queryset(self):
-        params = self.request.query_params
-        workspace = selectors.workspace_for(user=self.request.user, slug=params.get("workspace"))
+        workspace = query_workspace(self.request)
         documents = selectors.documents_in(workspace=workspace)
-        filters = DocumentFilterSerializer(data=params)
+        filters = DocumentFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
         if state := filters.validated_data.get("status"):
             documents = documents.filter(status=state)
@@ -56,9 +75,7 @@ class DocumentListView(generics.ListAPIView):
                 folder=selectors.folder_in(workspace=workspace, folder_id=folder)
             )
         if job := filters.validated_data.get("job_id"):
-            documents = documents.filter(
-                jobs=get_object_or_404(selectors.jobs_in(workspace=workspace), pk=job)
-            )
+            documents = documents.filter(jobs=selectors.job_in(workspace=workspace, pk=job))
         if title := filters.validated_data.get("q"):
             # The chat's @ picker asks this as the user types: it cannot load every title.
             documents = documents.filter(title__icontains=title)
@@ -77,7 +94,7 @@ class DocumentListView(generics.ListAPIView):
                 OpenApiTypes.OBJECT,
                 description="refused input, or more than the workspace may hold; nothing saved",
             ),
-            404: OpenApiResponse(OpenApiTypes.OBJECT, description="unknown workspace or folder"),
+            404: not_found("unknown workspace or folder"),
             503: OpenApiResponse(
                 OpenApiTypes.OBJECT,
                 description="broker unavailable, nothing saved; see Retry-After",
@@ -85,6 +102,12 @@ class DocumentListView(generics.ListAPIView):
         },
     )
     def post(self, request: Request) -> Response:
+        # Only the workspace may be named in the address: a folder_id there would be
+        # ignored, the files added at the root.
+        refuse_unknown_parameters(
+            request.query_params, {"workspace", "format"},
+            hint=" A POST takes folder_id and url in its body (form fields, or JSON keys).",
+        )
         # Django's own request limits (file count, size) become 400s in config.errors.
         params = AddSourcesSerializer(data=request.data)
         params.is_valid(raise_exception=True)
@@ -116,17 +139,25 @@ class DocumentListView(generics.ListAPIView):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
 
+@extend_schema_view(
+    get=extend_schema(responses={
+        200: DocumentSerializer, 400: REFUSED, 404: not_found("unknown workspace or document"),
+    }),
+    delete=extend_schema(responses={
+        204: None, 400: REFUSED, 404: not_found("unknown workspace or document"),
+    }),
+)
 @extend_schema(parameters=[WORKSPACE_PARAMETER])
 class DocumentDetailView(generics.RetrieveDestroyAPIView):
     """A document of the workspace; DELETE removes it with its chunks (204)."""
 
     serializer_class = DocumentSerializer
 
-    def get_queryset(self):
-        workspace = selectors.workspace_for(
-            user=self.request.user, slug=self.request.GET.get("workspace")
-        )
-        return selectors.documents_in(workspace=workspace)
+    def get_object(self) -> Document:
+        workspace = query_workspace(self.request)
+        document = selectors.document_in(workspace=workspace, pk=self.kwargs["pk"])
+        self.check_object_permissions(self.request, document)
+        return document
 
     def perform_destroy(self, instance: Document) -> None:
         sources.delete_document(document=instance)
@@ -138,7 +169,8 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
     request=None,
     responses={
         200: IngestJobSerializer,
-        404: OpenApiResponse(OpenApiTypes.OBJECT, description="unknown workspace or job"),
+        400: REFUSED,
+        404: not_found("unknown workspace or job"),
     },
 )
 class JobCancelView(generics.GenericAPIView):
@@ -150,11 +182,7 @@ class JobCancelView(generics.GenericAPIView):
     serializer_class = IngestJobSerializer
 
     def post(self, request: Request, pk: int) -> Response:
-        # Named in the query, as in the job's own `url`.
-        workspace = selectors.workspace_for(
-            user=request.user, slug=request.query_params.get("workspace")
-        )
-        jobs = selectors.jobs_in(workspace=workspace)
-        sources.cancel_job(job=get_object_or_404(jobs, pk=pk))
-        job = jobs.get(pk=pk)  # read again: the documents' new statuses
+        workspace = query_workspace(request)  # named in the query, as in the job's `url`
+        sources.cancel_job(job=selectors.job_in(workspace=workspace, pk=pk))
+        job = selectors.job_in(workspace=workspace, pk=pk)  # read again: the new statuses
         return Response(IngestJobSerializer(job, context={"workspace": workspace}).data)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
+from collections.abc import Collection
+
+from django.http import QueryDict
 from django.utils.functional import cached_property
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import generics
+from rest_framework import generics, serializers
 from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
@@ -16,7 +18,7 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from knowledge import selectors
-from knowledge.models import Workspace
+from knowledge.models import IngestJob, Workspace
 from knowledge.search import Scope, ScopeError, search
 from knowledge.serializers import (
     ChunkSerializer,
@@ -35,10 +37,26 @@ WORKSPACE_PARAMETER = OpenApiParameter(
 )
 
 
+def query_workspace_slug(request: Request) -> str | None:
+    """The slug `?workspace=` names, None without the parameter. A blank or malformed one
+    is a 400, as on search: `?workspace=` is no way to ask for the default workspace."""
+    if "workspace" not in request.query_params:
+        return None
+    try:
+        return serializers.SlugField().run_validation(request.query_params["workspace"])
+    except ValidationError as exc:
+        raise ValidationError({"workspace": exc.detail}) from exc
+
+
+def query_workspace(request: Request) -> Workspace:
+    """The workspace `?workspace=` names, else the user's first (one not theirs is a 404)."""
+    return selectors.workspace_for(user=request.user, slug=query_workspace_slug(request))
+
+
 def requested_workspace(request: Request, body_slug: str | None) -> str | None:
     """The workspace slug a write names, in its body or, as lists take it, in the query;
     two different ones are a mistake, not a choice to make silently (a 400)."""
-    queried = request.query_params.get("workspace")
+    queried = query_workspace_slug(request)
     if body_slug and queried and body_slug != queried:
         raise ValidationError({"workspace": ["The body and the query name different ones."]})
     return body_slug or queried
@@ -49,16 +67,52 @@ def _id_list(request: Request, name: str) -> list[str]:
     return [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]
 
 
-SEARCH_REFUSED = OpenApiResponse(
-    OpenApiTypes.OBJECT, description="refused input: {field: [reasons]}"
-)
-SEARCH_NOT_FOUND = OpenApiResponse(
-    OpenApiTypes.OBJECT, description="a scope id or workspace that is not yours (or none)"
-)
+REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {field: [reasons]}")
+
+
+def not_found(what: str) -> OpenApiResponse:
+    """A 404 `{"detail": …}`: anything outside the user's workspaces is one, like a missing id."""
+    return OpenApiResponse(OpenApiTypes.OBJECT, description=what)
+
+
+SEARCH_NOT_FOUND = not_found("a scope id or workspace that is not yours (or none)")
 
 
 # Parameters that may be repeated (?document_ids=1&document_ids=2) as well as comma-separated.
 _LISTS = frozenset({"document_ids", "folder_ids"})
+
+
+def refuse_unknown_parameters(
+    given: QueryDict, known: Collection[str], *, repeatable: Collection[str] = (), hint: str = ""
+) -> None:
+    """A query parameter the endpoint does not take, or one given twice, is a 400 naming it:
+    ignored, a misspelt filter (?statuss=FAILED, ?document_id=3) would answer with everything,
+    and of two values one would be dropped silently."""
+    if unknown := sorted(str(key)[:100] for key in given.keys() - set(known)):
+        raise ValidationError({"non_field_errors": [
+            f"Unknown parameters: {', '.join(unknown[:5])} (expected {', '.join(sorted(known))})."
+            + hint
+        ]})
+    if repeated := sorted(k for k in given if k not in repeatable and len(given.getlist(k)) > 1):
+        raise ValidationError({"non_field_errors": [
+            f"Given more than once: {', '.join(repeated)}."
+        ]})
+
+
+# What every list takes besides its filters: its page, the workspace, DRF's ?format=json.
+LIST_PARAMETERS = frozenset({"page", "page_size", "workspace", "format"})
+
+
+class KnownListParameters:
+    """A list view's GET takes its `filters`, a page and the workspace, and nothing else:
+    anything more is refused as search refuses it (refuse_unknown_parameters)."""
+
+    filters: Collection[str] = ()
+
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        super().initial(request, *args, **kwargs)  # authenticated first: a stranger gets 401
+        if request.method in ("GET", "HEAD"):
+            refuse_unknown_parameters(request.query_params, LIST_PARAMETERS | set(self.filters))
 
 
 class SearchView(APIView):
@@ -83,20 +137,11 @@ class SearchView(APIView):
             OpenApiParameter("document_ids", str, description="comma-separated ids"),
             OpenApiParameter("folder_ids", str, description="comma-separated ids"),
         ],
-        responses={200: SearchResponseSerializer, 400: SEARCH_REFUSED, 404: SEARCH_NOT_FOUND},
+        responses={200: SearchResponseSerializer, 400: REFUSED, 404: SEARCH_NOT_FOUND},
     )
     def get(self, request: Request) -> Response:
-        given = request.query_params
         known = SearchQuerySerializer().fields.keys() | {"format"}  # DRF's ?format=json
-        if unknown := sorted(str(key)[:100] for key in given.keys() - known):
-            # As the body's keys: a misspelt "document_id" would search the whole workspace.
-            raise ValidationError({"non_field_errors": [
-                f"Unknown parameters: {', '.join(unknown[:5])} (expected {', '.join(known)})."
-            ]})
-        if repeated := sorted(k for k in given if k not in _LISTS and len(given.getlist(k)) > 1):
-            raise ValidationError({"non_field_errors": [
-                f"Given more than once: {', '.join(repeated)}."
-            ]})
+        refuse_unknown_parameters(request.query_params, known, repeatable=_LISTS)
         return self._search(
             request,
             {
@@ -123,7 +168,7 @@ class SearchView(APIView):
             ),
             WORKSPACE_PARAMETER,
         ],
-        responses={200: SearchResponseSerializer, 400: SEARCH_REFUSED, 404: SEARCH_NOT_FOUND},
+        responses={200: SearchResponseSerializer, 400: REFUSED, 404: SEARCH_NOT_FOUND},
     )
     def post(self, request: Request) -> Response:
         body = request.data
@@ -178,7 +223,9 @@ class SearchView(APIView):
         )
 
 
-@extend_schema(parameters=[WORKSPACE_PARAMETER])
+@extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
+    200: IngestJobSerializer, 400: REFUSED, 404: not_found("unknown workspace or job"),
+})
 class JobDetailView(generics.RetrieveAPIView):
     """An ingestion job and its documents' statuses: poll it until `status` is 'done'."""
 
@@ -186,36 +233,36 @@ class JobDetailView(generics.RetrieveAPIView):
 
     @cached_property
     def workspace(self) -> Workspace:
-        return selectors.workspace_for(
-            user=self.request.user, slug=self.request.GET.get("workspace")
-        )
+        return query_workspace(self.request)
 
-    def get_queryset(self):
-        return selectors.jobs_in(workspace=self.workspace)
+    def get_object(self) -> IngestJob:
+        job = selectors.job_in(workspace=self.workspace, pk=self.kwargs["pk"])
+        self.check_object_permissions(self.request, job)
+        return job
 
     def get_serializer_context(self) -> dict:
         return {**super().get_serializer_context(), "workspace": self.workspace}
 
 
-@extend_schema(parameters=[WORKSPACE_PARAMETER])
-class DocumentChunksView(generics.ListAPIView):
+@extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
+    200: ChunkSerializer(many=True), 400: REFUSED,
+    404: not_found("unknown workspace or document"),
+})
+class DocumentChunksView(KnownListParameters, generics.ListAPIView):
     serializer_class = ChunkSerializer
 
     def get_queryset(self):
-        workspace = selectors.workspace_for(
-            user=self.request.user, slug=self.request.GET.get("workspace")
-        )
-        document = get_object_or_404(
-            selectors.documents_in(workspace=workspace), pk=self.kwargs["pk"]
-        )
+        workspace = query_workspace(self.request)
+        document = selectors.document_in(workspace=workspace, pk=self.kwargs["pk"])
         return selectors.chunks_of(document=document)
 
 
 class FolderListView(APIView):
-    @extend_schema(parameters=[WORKSPACE_PARAMETER], responses=FolderSerializer(many=True))
+    @extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
+        200: FolderSerializer(many=True), 400: REFUSED, 404: not_found("unknown workspace"),
+    })
     def get(self, request: Request) -> Response:
-        workspace = selectors.workspace_for(user=request.user, slug=request.GET.get("workspace"))
-        folders = selectors.folders_in(workspace=workspace)
+        folders = selectors.folders_in(workspace=query_workspace(request))
         return Response(FolderSerializer(folders, many=True).data)
 
 
@@ -233,12 +280,19 @@ class WorkspaceDetailView(APIView):
     """One of your workspaces, with what it holds against what it may hold; its owner may
     PATCH `name` and `retrieval_mode`."""
 
-    @extend_schema(responses=WorkspaceDetailSerializer)
+    @extend_schema(responses={
+        200: WorkspaceDetailSerializer, 404: not_found("no workspace of yours by this slug"),
+    })
     def get(self, request: Request, slug: str) -> Response:
         workspace = selectors.workspace_for(user=request.user, slug=slug)
         return Response(WorkspaceDetailSerializer(workspace, context={"request": request}).data)
 
-    @extend_schema(request=WorkspaceSerializer, responses=WorkspaceDetailSerializer)
+    @extend_schema(request=WorkspaceSerializer, responses={
+        200: WorkspaceDetailSerializer,
+        400: REFUSED,
+        403: OpenApiResponse(OpenApiTypes.OBJECT, description="a member, not its owner"),
+        404: not_found("no workspace of yours by this slug"),
+    })
     def patch(self, request: Request, slug: str) -> Response:
         workspace = selectors.workspace_for(user=request.user, slug=slug)
         params = WorkspaceSerializer(workspace, data=request.data, partial=True)

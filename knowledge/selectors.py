@@ -62,6 +62,14 @@ def documents_in(*, workspace: Workspace) -> QuerySet[Document]:
     )
 
 
+def document_in(*, workspace: Workspace, pk: int) -> Document:
+    """A document of the workspace; any other id is a 404, like a missing one."""
+    document = documents_in(workspace=workspace).filter(pk=pk).first()
+    if document is None:
+        raise Http404("No such document")
+    return document
+
+
 def chunks_of(*, document: Document) -> QuerySet[Chunk]:
     return document.chunks.defer("embedding").order_by("ordinal")
 
@@ -230,6 +238,14 @@ def job_progress(*, job: IngestJob) -> JobProgress:
 def jobs_in(*, workspace: Workspace) -> QuerySet[IngestJob]:
     """Ingest jobs of the workspace."""
     return IngestJob.objects.filter(workspace=workspace)
+
+
+def job_in(*, workspace: Workspace, pk: int) -> IngestJob:
+    """An ingest job of the workspace; any other id is a 404, like a missing one."""
+    job = jobs_in(workspace=workspace).filter(pk=pk).first()
+    if job is None:
+        raise Http404("No such job")
+    return job
 
 
 def job_documents_first(*, job: IngestJob, limit: int) -> list[Document]:

@@ -1,6 +1,6 @@
-"""The knowledge lists refuse what they cannot honour, as search does: a page or page size
-out of range is a 400 naming the parameter, never a silently wider answer; an invalid id
-is a 400 on a POST as on a list."""
+"""The knowledge lists refuse what they cannot honour, as search does: an unknown or
+repeated parameter, a page or page size out of range, a blank workspace are 400s naming
+the parameter, never a silently wider answer; a missing object is a 404 in words."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from knowledge.models import Document
+from indexing import sources
+from knowledge.models import Document, IngestJob
 
 pytestmark = pytest.mark.django_db
 
@@ -39,6 +40,24 @@ def refusal(api: APIClient, url: str) -> dict:
     return response.json()
 
 
+def test_a_misspelt_or_repeated_list_parameter_is_refused_not_ignored(api, documents):
+    # ?statuss=FAILED listed all three documents, the FAILED one among them.
+    body = refusal(api, "/api/documents?statuss=FAILED")
+    assert body["non_field_errors"][0].startswith("Unknown parameters: statuss (expected ")
+    assert "status" in body["non_field_errors"][0]
+    assert refusal(api, "/api/documents?status=FAILED&status=INDEXED") == {
+        "non_field_errors": ["Given more than once: status."]
+    }
+    chunks = f"/api/documents/{documents[0].pk}/chunks"
+    assert "Unknown parameters: ordinal" in refusal(api, f"{chunks}?ordinal=2")[
+        "non_field_errors"][0]
+    # What each list does take still works.
+    listed = api.get("/api/documents", {"status": "failed", "page": 1, "page_size": 5,
+                                        "workspace": "acme", "format": "json"})
+    assert listed.status_code == 200 and listed.json()["count"] == 1
+    assert api.get(f"{chunks}?page=1&page_size=5&workspace=acme").status_code == 200
+
+
 @pytest.mark.parametrize("page", ["0", "-1", "abc", "", "1.5"])
 def test_a_page_that_is_no_positive_number_is_a_400_naming_page(api, documents, page):
     # It was 404 {"detail": "Invalid page."}, where search answers a field error.
@@ -59,6 +78,45 @@ def test_a_page_size_out_of_1_to_200_is_a_400_not_50_or_200_items(api, documents
     # 0, -5 and abc gave the default 50, 201 was cut to 200.
     assert set(refusal(api, f"/api/documents?page_size={size}")) == {"page_size"}
     assert api.get("/api/documents?page_size=200").status_code == 200
+
+
+def test_a_blank_workspace_is_a_400_not_the_default_workspace(api, documents):
+    # ?workspace= listed the user's first workspace; search already refused it.
+    for url in ("/api/documents", f"/api/documents/{documents[0].pk}",
+                f"/api/documents/{documents[0].pk}/chunks", "/api/folders"):
+        assert refusal(api, f"{url}?workspace=") == {"workspace": ["This field may not be blank."]}
+    assert refusal(api, "/api/search?q=tides&workspace=")["workspace"] == [
+        "This field may not be blank."
+    ]
+
+
+def test_missing_objects_are_named_in_words_not_by_their_model(api, workspace):
+    job = IngestJob.objects.create(workspace=workspace, description="other")
+    missing = {
+        "/api/documents/999999": "No such document",
+        "/api/documents/999999/chunks": "No such document",
+        "/api/jobs/999999": "No such job",
+        "/api/documents?job_id=999999": "No such job",
+        "/api/documents?folder_id=999999": "No such folder",
+    }
+    for url, detail in missing.items():
+        response = api.get(url)
+        assert (response.status_code, response.json()) == (404, {"detail": detail}), url
+    assert api.delete("/api/documents/999999").json() == {"detail": "No such document"}
+    assert api.post("/api/jobs/999999/cancel").json() == {"detail": "No such job"}
+    assert api.get(f"/api/jobs/{job.pk}").status_code == 200
+
+
+def test_post_documents_refuses_a_folder_id_in_the_query(api, workspace):
+    folder = sources.folder_for_path(workspace=workspace, path="harbour")
+    upload = {"files": [SimpleUploadedFile("tides.md", b"# Tides\n\nSpring tides.\n")]}
+    # It was a 202, the document added at the root, the folder ignored.
+    misplaced = api.post(f"/api/documents?folder_id={folder.pk}", upload, format="multipart")
+    assert misplaced.status_code == 400
+    message = misplaced.json()["non_field_errors"][0]
+    assert message.startswith("Unknown parameters: folder_id (expected format, workspace).")
+    assert "folder_id and url in its body" in message
+    assert not Document.objects.exists()
 
 
 def test_post_documents_refuses_an_invalid_folder_id_as_the_list_does(api, workspace):

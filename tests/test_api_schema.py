@@ -63,6 +63,31 @@ def test_every_operation_needing_a_user_declares_its_401():
             assert ("401" in operation["responses"]) == (path != "/api/schema"), (path, method)
 
 
+def test_the_knowledge_endpoints_declare_the_refusals_they_answer():
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    declared = {  # each was answered without being declared
+        ("/api/documents", "get"): {"200", "400", "404"},
+        ("/api/documents/{id}", "get"): {"200", "404"},
+        ("/api/documents/{id}", "delete"): {"204", "404"},
+        ("/api/documents/{id}/chunks", "get"): {"200", "400", "404"},
+        ("/api/jobs/{id}", "get"): {"200", "404"},
+        ("/api/workspaces/{slug}", "get"): {"200", "404"},
+        ("/api/workspaces/{slug}", "patch"): {"200", "400", "403", "404"},
+    }
+    for (path, method), statuses in declared.items():
+        responses = set(paths[path][method]["responses"])
+        assert statuses <= responses, (path, method, responses)
+    # The list's filters are the GET's; they declared the POST as taking them too, where
+    # ?folder_id= was ignored.
+    post = {p["name"] for p in paths["/api/documents"]["post"].get("parameters", [])}
+    assert post == {"workspace"}
+    get = {p["name"] for p in paths["/api/documents"]["get"]["parameters"]}
+    assert get == {"status", "folder_id", "job_id", "q", "page", "page_size", "workspace"}
+    page_size = next(p for p in paths["/api/documents"]["get"]["parameters"]
+                     if p["name"] == "page_size")
+    assert (page_size["schema"]["minimum"], page_size["schema"]["maximum"]) == (1, 200)
+
+
 @pytest.fixture
 def small_workspace(user, workspace, counting_embedder, tmp_path, settings):
     """A document in a folder, a finished job, and a conversation that cites it.
