@@ -239,9 +239,10 @@ class GroundingCheckSerializer(serializers.Serializer):
     message_id = serializers.IntegerField(required=False, help_text="an answer of yours")
 
     def validate(self, data: dict) -> dict:
-        if ("message_id" in data) == ("answer" in data):
+        # A message_id is checked alone: its answer and its conversation are stored.
+        if data.keys() != {"message_id"} and ("message_id" in data or "answer" not in data):
             raise serializers.ValidationError(
-                "Send either an answer with its passages or thread_id, or a message_id."
+                "Send either an answer with its passages or thread_id, or a message_id alone."
             )
         if "answer" in data and bool(data.get("passages")) == ("thread_id" in data):
             raise serializers.ValidationError(

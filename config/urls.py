@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, path, resolve
-from django.views.defaults import page_not_found
+from django.views.defaults import page_not_found, server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from chat import api as chat_api
@@ -86,3 +86,14 @@ def _routed(path_: str) -> bool:
 
 
 handler404 = not_found
+
+
+def server_failed(request: HttpRequest) -> HttpResponse:
+    """An uncaught error under /api/ is a JSON 500 like the API's other errors (clients
+    read `detail`); pages keep Django's HTML one. It is logged as usual."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Internal server error."}, status=500)
+    return server_error(request)
+
+
+handler500 = server_failed

@@ -1,0 +1,36 @@
+"""The chat API answers as its schema and README say: refusals are 400s naming the
+field, non-stream answers are JSON, and the client's Accept is followed."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat import services
+from chat.models import Message, Thread
+
+pytestmark = pytest.mark.django_db
+
+
+def answered(workspace, user) -> tuple[Thread, Message]:
+    """A conversation of `user` with one stored answer."""
+    thread = services.create_thread(workspace=workspace, user=user, title="Harbour")
+    message = Message.objects.create(
+        thread=thread, seq=1, role=Message.Role.ASSISTANT,
+        content="The office opens at six.", resolved_content="The office opens at six.",
+    )
+    return thread, message
+
+
+def test_a_message_id_is_checked_alone_anything_sent_with_it_is_a_400(workspace, user, api):
+    # {"message_id", "thread_id"} was a 500 (HTML): the view read the answer it lacked.
+    thread, message = answered(workspace, user)
+    for extra in ({"thread_id": thread.pk}, {"answer": "x [1]."}, {"passages": ["x"]}):
+        response = api.post("/api/grounding/check", {"message_id": message.pk, **extra},
+                            format="json")
+        assert response.status_code == 400, (extra, response.content)
+        assert response.json() == {"non_field_errors": [
+            "Send either an answer with its passages or thread_id, or a message_id alone."
+        ]}
+    response = api.post("/api/grounding/check", {"message_id": message.pk}, format="json")
+    assert response.status_code == 200
+    assert response.json()["message_id"] == message.pk
