@@ -53,6 +53,17 @@ class EventStreamRenderer(BaseRenderer):
         return json.dumps(data).encode()
 
 
+class JSONAnswers:
+    """Every Response of the view is JSON, labelled so, whatever Accept negotiated (a
+    stream, an image): only the stream or the image itself is another type."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response):
+            request.accepted_renderer = JSONRenderer()
+            request.accepted_media_type = JSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
 def user_thread(request: Request, pk: int) -> Thread:
     """A thread of this user in one of their workspaces; anything else is a 404."""
     return get_object_or_404(
@@ -140,7 +151,7 @@ class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
         )
 
 
-class MessageListView(generics.GenericAPIView):
+class MessageListView(JSONAnswers, generics.GenericAPIView):
     # The project's pages (50, ?page=N, ?page_size= 1-200): a long conversation is never
     # one response. Oldest first, so a page keeps its messages as the thread grows (messages
     # are only ever appended); ?page=last is the newest, where a chat client starts.
@@ -151,13 +162,6 @@ class MessageListView(generics.GenericAPIView):
         if self.request is not None and self.request.method == "POST":
             return [JSONRenderer(), EventStreamRenderer()]
         return [JSONRenderer()]
-
-    def handle_exception(self, exc: Exception) -> Response:
-        # A refused turn (400, 403, 404) started no stream: its error is JSON, labelled so,
-        # even when a stream was asked for.
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return super().handle_exception(exc)
 
     @extend_schema(
         summary="The conversation's messages, oldest first, in pages",

@@ -34,3 +34,15 @@ def test_a_message_id_is_checked_alone_anything_sent_with_it_is_a_400(workspace,
     response = api.post("/api/grounding/check", {"message_id": message.pk}, format="json")
     assert response.status_code == 200
     assert response.json()["message_id"] == message.pk
+
+
+def test_a_turn_refused_as_an_agents_conversation_is_json_when_a_stream_was_asked_for(
+    workspace, user, api
+):
+    # The 409 was labelled text/event-stream, its body JSON.
+    thread = services.create_thread(workspace=workspace, user=user, origin=Thread.Origin.MCP)
+    response = api.post(f"/api/threads/{thread.pk}/messages", {"content": "Hi"},
+                        format="json", HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 409
+    assert response["Content-Type"] == "application/json"
+    assert "agent (MCP)" in response.json()["detail"]
