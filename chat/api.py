@@ -53,6 +53,19 @@ class EventStreamRenderer(BaseRenderer):
         return json.dumps(data).encode()
 
 
+class PNGRenderer(BaseRenderer):
+    """Lets content negotiation accept `Accept: image/png` (or image/*): a page is sent as
+    it was drawn, never rendered from data."""
+
+    media_type = "image/png"
+    format = "png"
+    charset = None
+    render_style = "binary"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data
+
+
 class JSONAnswers:
     """Every Response of the view is JSON, labelled so, whatever Accept negotiated (a
     stream, an image): only the stream or the image itself is another type."""
@@ -317,8 +330,11 @@ class PageScaleSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-class CitationPageView(APIView):
+class CitationPageView(JSONAnswers, APIView):
     """A page of the PDF a citation points into, as PNG (neighbouring pages too)."""
+
+    # Accept: image/png, image/* and */* are answered; an error is JSON (JSONAnswers).
+    renderer_classes = [JSONRenderer, PNGRenderer]
 
     @extend_schema(
         parameters=[
@@ -328,17 +344,19 @@ class CitationPageView(APIView):
         ],
         responses={
             (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="the page"),
-            400: OpenApiResponse(OpenApiTypes.OBJECT, description="a scale not offered"),
-            404: OpenApiResponse(
+            (400, "application/json"): OpenApiResponse(
+                OpenApiTypes.OBJECT, description="a scale not offered"
+            ),
+            (404, "application/json"): OpenApiResponse(
                 OpenApiTypes.OBJECT,
                 description="no such thread, citation, PDF or page, or a page too costly to draw",
             ),
-            429: OpenApiResponse(
+            (429, "application/json"): OpenApiResponse(
                 OpenApiTypes.OBJECT,
                 description="as many of your pages are being drawn as you may have; "
                 "see Retry-After",
             ),
-            503: OpenApiResponse(
+            (503, "application/json"): OpenApiResponse(
                 OpenApiTypes.OBJECT, description="other pages are being drawn; see Retry-After"
             ),
         },

@@ -326,3 +326,24 @@ def test_a_changed_web_pdf_is_downloaded_once_to_find_it_changed(web_pdf, api):
         assert refused.status_code == 404
         assert "changed since it was indexed" in refused.json()["detail"]
     assert len(fetches) == indexed + 1
+
+
+def test_a_page_is_served_to_a_client_accepting_png_and_errors_stay_json(
+    documents, workspace, user, page_cache
+):
+    # Accept: image/png (what the schema promises) and image/* were 406.
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, pdf.chunks.order_by("ordinal").first())
+    api = APIClient()
+    api.force_authenticate(user)
+    base = f"/api/threads/{thread.pk}/citations/{n}/pages"
+    for accept in ("image/png", "image/*", "*/*", "image/webp, image/png;q=0.8, */*;q=0.5"):
+        response = api.get(f"{base}/1", HTTP_ACCEPT=accept)
+        assert response.status_code == 200, accept
+        assert response["Content-Type"] == "image/png"
+        assert response.content.startswith(PNG_SIGNATURE)
+    for url, status in ((f"{base}/5", 404), (f"{base}/1?scale=7", 400)):
+        response = api.get(url, HTTP_ACCEPT="image/png")
+        assert (response.status_code, response["Content-Type"]) == (status, "application/json")
+        assert response.json()
