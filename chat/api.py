@@ -238,10 +238,15 @@ class MessageListView(JSONAnswers, generics.GenericAPIView):
             turn = services.open_turn(
                 thread=thread, text=data["content"], mentions=data["mentions"]
             )
-        except services.TooManyMentions as exc:
+        except services.MentionsNotFound as exc:
+            # Each on its item, like the serializer's own errors: {"mentions": {"0": {...}}}.
+            missing = set(exc.missing)
+            raise ValidationError({"mentions": {
+                i: {"id": [f"No {m['kind']} {m['id']} in this workspace."]}
+                for i, m in enumerate(data["mentions"]) if (m["kind"], m["id"]) in missing
+            }}) from exc
+        except services.MentionError as exc:  # too many
             raise ValidationError({"mentions": [str(exc)]}) from exc
-        except services.MentionError as exc:
-            raise Http404(str(exc)) from exc
         # Accept: text/event-stream, or ?format=sse
         if request.accepted_renderer.media_type == EventStreamRenderer.media_type:
             return _event_stream(turn)

@@ -60,6 +60,14 @@ class TooManyMentions(MentionError):
     """More distinct mentions than CHAT_MAX_MENTIONS in one message."""
 
 
+class MentionsNotFound(MentionError):
+    """Mentions naming nothing in the thread's workspace: (kind, id) of each."""
+
+    def __init__(self, missing: list[tuple[str, int]]) -> None:
+        super().__init__("Not found: " + ", ".join(f"{kind} {pk}" for kind, pk in missing))
+        self.missing = missing
+
+
 def create_thread(
     *, workspace: Workspace, user, title: str = "", origin: str = Thread.Origin.CHAT
 ) -> Thread:
@@ -92,9 +100,9 @@ def resolve_mentions(*, thread: Thread, raw: Sequence[dict[str, Any]]) -> list[M
             f"At most {settings.CHAT_MAX_MENTIONS} mentions per message ({len(wanted)} sent)."
         )
     titles = _mention_titles(thread, wanted)
-    missing = [f"{kind} {pk}" for kind, pk in wanted if (kind, pk) not in titles]
+    missing = [key for key in wanted if key not in titles]
     if missing:
-        raise MentionError("Not found: " + ", ".join(missing))
+        raise MentionsNotFound(missing)
     return [Mention(kind, pk, titles[(kind, pk)]) for kind, pk in wanted]
 
 

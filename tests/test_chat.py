@@ -268,7 +268,7 @@ def test_mentions_are_scope_notes_that_reach_the_tool(llm, corpus, api, workspac
     response = api.post(f"/api/threads/{thread_id}/messages",
                         {"content": "hi", "mentions": [{"kind": "document", "id": foreign.pk}]},
                         format="json")
-    assert response.status_code == 404
+    assert response.status_code == 400
 
 
 def test_malformed_tool_calls_and_unknown_tools_are_reported_to_the_model(llm, corpus, api):

@@ -46,3 +46,27 @@ def test_a_turn_refused_as_an_agents_conversation_is_json_when_a_stream_was_aske
     assert response.status_code == 409
     assert response["Content-Type"] == "application/json"
     assert "agent (MCP)" in response.json()["detail"]
+
+
+def test_a_mention_of_nothing_in_the_workspace_is_a_400_on_its_item(workspace, user, api):
+    # It was a 404, which this endpoint documents as "no such conversation".
+    from django.contrib.auth import get_user_model
+
+    from knowledge.models import Document, Workspace
+
+    outsider = get_user_model().objects.create_user("mallory")
+    other = Workspace.objects.create(name="Other", slug="other", owner=outsider)
+    foreign = Document.objects.create(workspace=other, source_type="file", uri="x", title="X")
+    own = Document.objects.create(workspace=workspace, source_type="file", uri="y", title="Y")
+    thread = services.create_thread(workspace=workspace, user=user)
+    mentions = [{"kind": "document", "id": own.pk}, {"kind": "document", "id": foreign.pk},
+                {"kind": "folder", "id": -1}, {"kind": "chat", "id": 10**19}]
+    response = api.post(f"/api/threads/{thread.pk}/messages",
+                        {"content": "hi", "mentions": mentions}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"mentions": {
+        "1": {"id": [f"No document {foreign.pk} in this workspace."]},
+        "2": {"id": ["No folder -1 in this workspace."]},
+        "3": {"id": [f"No chat {10**19} in this workspace."]},
+    }}
+    assert not thread.messages.exists()
