@@ -21,6 +21,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -51,6 +52,21 @@ class EventStreamRenderer(BaseRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         return json.dumps(data).encode()
+
+
+class PreferredMediaType(DefaultContentNegotiation):
+    """The renderer of the type the client prefers, by q-value and then by order in Accept
+    (DRF's ranks by specificity alone: `text/event-stream, application/json` was JSON);
+    ?format= decides outright, whatever Accept says."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        if asked := format_suffix or request.query_params.get(self.settings.URL_FORMAT_OVERRIDE):
+            renderer = self.filter_renderers(renderers, asked)[0]  # an unknown format: 404
+            return renderer, renderer.media_type
+        preferred = request.get_preferred_type([r.media_type for r in renderers])
+        if preferred is None:
+            return super().select_renderer(request, renderers, format_suffix)  # a 406
+        return next((r, r.media_type) for r in renderers if r.media_type == preferred)
 
 
 class PNGRenderer(BaseRenderer):
@@ -169,6 +185,7 @@ class MessageListView(JSONAnswers, generics.GenericAPIView):
     # one response. Oldest first, so a page keeps its messages as the thread grows (messages
     # are only ever appended); ?page=last is the newest, where a chat client starts.
     serializer_class = MessageSerializer
+    content_negotiation_class = PreferredMediaType
 
     def get_renderers(self):
         # Only a POST (a turn) can stream; the list of messages is JSON.
@@ -247,7 +264,7 @@ class MessageListView(JSONAnswers, generics.GenericAPIView):
             }}) from exc
         except services.MentionError as exc:  # too many
             raise ValidationError({"mentions": [str(exc)]}) from exc
-        # Accept: text/event-stream, or ?format=sse
+        # Accept: text/event-stream preferred to application/json, or ?format=sse
         if request.accepted_renderer.media_type == EventStreamRenderer.media_type:
             return _event_stream(turn)
         try:

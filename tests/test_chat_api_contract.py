@@ -70,3 +70,30 @@ def test_a_mention_of_nothing_in_the_workspace_is_a_400_on_its_item(workspace, u
         "3": {"id": [f"No chat {10**19} in this workspace."]},
     }}
     assert not thread.messages.exists()
+
+
+@pytest.mark.parametrize(("accept", "query", "streams"), [
+    ("text/event-stream, application/json", "", True),
+    ("application/json;q=0.1, text/event-stream", "", True),
+    ("text/event-stream, */*", "", True),
+    ("application/json", "?format=sse", True),
+    ("text/event-stream", "?format=json", False),
+    ("application/json, text/event-stream", "", False),
+    ("text/event-stream;q=0.5, */*", "", False),
+    ("application/json", "", False),
+    (None, "", False),
+])
+def test_a_turn_streams_when_the_client_prefers_a_stream(
+    llm, workspace, user, api, accept, query, streams
+):
+    # DRF ranked Accept by specificity alone: the first two were JSON, the ?format=json
+    # one a 406.
+    thread = services.create_thread(workspace=workspace, user=user)
+    headers = {"HTTP_ACCEPT": accept} if accept else {}
+    response = api.post(f"/api/threads/{thread.pk}/messages{query}", {"content": "Hi"},
+                        format="json", **headers)
+    if streams:  # not read: its turn never starts
+        assert (response.status_code, response["Content-Type"]) == (200, "text/event-stream")
+    else:
+        assert (response.status_code, response["Content-Type"]) == (201, "application/json")
+        assert response.json()["role"] == "assistant"
