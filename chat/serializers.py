@@ -173,6 +173,17 @@ class MessageSerializer(serializers.ModelSerializer):
             "id", "seq", "role", "status", "content", "resolved_content", "citations", "grounding",
             "mentions", "metadata", "created_at",
         ]
+        # Clients show resolved_content; content is what the model reads back next turn.
+        extra_kwargs = {
+            "content": {"read_only": True, "help_text": (
+                "what was written: the question, or the model's own answer with its [n] "
+                "markers (empty when the answer failed); show resolved_content instead"
+            )},
+            "resolved_content": {"read_only": True, "help_text": (
+                "what to show: [n] rewritten to [citation:n], numbers never issued removed, "
+                "or why the answer failed; grounding's offsets index it"
+            )},
+        }
 
     def to_representation(self, instance: Message) -> dict:
         data = super().to_representation(instance)

@@ -97,3 +97,17 @@ def test_a_turn_streams_when_the_client_prefers_a_stream(
     else:
         assert (response.status_code, response["Content-Type"]) == (201, "application/json")
         assert response.json()["role"] == "assistant"
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    from drf_spectacular.generators import SchemaGenerator
+
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def test_clients_are_told_to_show_resolved_content(schema):
+    # A failed answer's content is "" (the model wrote nothing); resolved_content says why.
+    message = schema["components"]["schemas"]["Message"]
+    assert "show resolved_content" in message["properties"]["content"]["description"]
+    assert {"content", "resolved_content"} <= set(message["required"])
