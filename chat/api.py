@@ -31,6 +31,7 @@ from chat import citation_pages, citations, grounding, services
 from chat.models import Message, Thread
 from chat.serializers import (
     CitationDetailSerializer,
+    GroundingCheckResultSerializer,
     GroundingCheckSerializer,
     MessageSerializer,
     PostMessageSerializer,
@@ -164,6 +165,12 @@ class ThreadListView(generics.ListCreateAPIView):
         return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
 
 
+@extend_schema_view(
+    get=extend_schema(responses={200: ThreadSerializer, 404: NOT_FOUND}),
+    put=extend_schema(responses={200: ThreadSerializer, 400: REFUSED, 404: NOT_FOUND}),
+    patch=extend_schema(responses={200: ThreadSerializer, 400: REFUSED, 404: NOT_FOUND}),
+    delete=extend_schema(responses={204: None, 404: NOT_FOUND}),
+)
 class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
     """A conversation of yours: read it, rename it (PATCH {title}), delete it with its
     messages and citations."""
@@ -186,6 +193,12 @@ class MessageListView(JSONAnswers, generics.GenericAPIView):
     # are only ever appended); ?page=last is the newest, where a chat client starts.
     serializer_class = MessageSerializer
     content_negotiation_class = PreferredMediaType
+
+    def get_serializer_class(self):
+        # What a POST takes, as OPTIONS describes it: a question, not a Message.
+        if self.request is not None and self.request.method == "POST":
+            return PostMessageSerializer
+        return MessageSerializer
 
     def get_renderers(self):
         # Only a POST (a turn) can stream; the list of messages is JSON.
@@ -233,9 +246,11 @@ class MessageListView(JSONAnswers, generics.GenericAPIView):
             (200, "text/event-stream"): OpenApiResponse(
                 OpenApiTypes.STR, description="the turn as Server-Sent Events"
             ),
-            400: REFUSED,
-            404: NOT_FOUND,
-            409: OpenApiResponse(OpenApiTypes.OBJECT, description="an agent's (MCP) conversation"),
+            (400, "application/json"): REFUSED,
+            (404, "application/json"): NOT_FOUND,
+            (409, "application/json"): OpenApiResponse(
+                OpenApiTypes.OBJECT, description="an agent's (MCP) conversation"
+            ),
         },
     )
     def post(self, request: Request, pk: int):
@@ -408,7 +423,11 @@ class GroundingCheckView(APIView):
     @extend_schema(
         request=GroundingCheckSerializer,
         responses={
-            200: OpenApiTypes.OBJECT,
+            200: GroundingCheckResultSerializer,
+            400: REFUSED,
+            404: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="no such message or conversation of yours"
+            ),
             413: OpenApiResponse(
                 OpenApiTypes.OBJECT,
                 description="the check would read more passage text than "

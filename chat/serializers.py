@@ -153,9 +153,10 @@ class MessageSerializer(serializers.ModelSerializer):
 
     citations = CitationListField(read_only=True)
     grounding = GroundingField(read_only=True)
-    # A plain string in the schema: an enum named "status" would rename Document's.
-    status = serializers.CharField(
-        read_only=True,
+    # MessageStatusEnum in the schema (SPECTACULAR_SETTINGS' ENUM_NAME_OVERRIDES), so
+    # Document's keeps the name StatusEnum.
+    status = serializers.ChoiceField(
+        choices=Message.Status.choices, read_only=True,
         help_text="'complete', 'error', or 'pending': an answer still being written (its "
                   "place is kept right after its question, however turns overlap)",
     )
@@ -212,13 +213,22 @@ def _update_to_now(citation: dict, now: citations.Now) -> None:
         span["char_end"] += shift
 
 
+class TextField(serializers.CharField):
+    """A CharField that refuses a number or a boolean instead of reading it as text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class MentionSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["document", "folder", "chat"])
     id = serializers.IntegerField()
 
 
 class PostMessageSerializer(serializers.Serializer):
-    content = serializers.CharField(max_length=20_000, trim_whitespace=True)
+    content = TextField(max_length=20_000, trim_whitespace=True)
     # Checked before any item is: 20,000 mentions cost no more than 81. The bound that
     # matters, CHAT_MAX_MENTIONS distinct ones, is counted after de-duplication.
     mentions = MentionSerializer(
@@ -234,13 +244,13 @@ class GroundingCheckSerializer(serializers.Serializer):
     """An answer citing [n] plus its passages or the conversation that issued the numbers,
     or the id of a stored assistant message."""
 
-    answer = serializers.CharField(
+    answer = TextField(
         required=False, max_length=50_000, trim_whitespace=False,
         help_text="text citing passages as [1], [2] … (numbers index `passages` from 1, "
                   "or are the numbers conversation `thread_id` issued)",
     )
     passages = serializers.ListField(
-        child=serializers.CharField(max_length=20_000, trim_whitespace=False),
+        child=TextField(max_length=20_000, trim_whitespace=False),
         required=False, max_length=100,
         help_text="the passages; [1] cites the first",
     )
@@ -261,3 +271,28 @@ class GroundingCheckSerializer(serializers.Serializer):
                               "numbers it cites (not both)."]}
             )
         return data
+
+
+class CheckedCitationSerializer(serializers.Serializer):
+    n = serializers.IntegerField(help_text="the number the answer cites")
+    support = SupportSerializer(
+        allow_null=True, help_text="its weakest use in the answer (null: cited only by "
+                                   "sentences that make no claim)",
+    )
+
+
+class GroundingCheckResultSerializer(GroundingSerializer):
+    """What POST /api/grounding/check answers."""
+
+    message_id = serializers.IntegerField(required=False, help_text="with message_id only")
+    answer = serializers.CharField(help_text="the answer checked, its markers normalized "
+                                             "(sentences' offsets index it)")
+    dropped_citations = serializers.ListField(
+        child=serializers.IntegerField(), required=False,
+        help_text="numbers cited that no passage has (not with message_id: the stored "
+                  "answer's are in its metadata)",
+    )
+    citations = CheckedCitationSerializer(
+        many=True, help_text="each cited number; with thread_id, the conversation's "
+                             "citation (as a message's) with its support",
+    )

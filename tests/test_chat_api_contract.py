@@ -106,8 +106,49 @@ def schema() -> dict:
     return SchemaGenerator().get_schema(request=None, public=True)
 
 
+def test_the_schema_documents_what_the_chat_endpoints_answer(schema):
+    paths, components = schema["paths"], schema["components"]["schemas"]
+    statuses = {m: set(op["responses"]) for m, op in paths["/api/threads/{id}"].items()
+                if m != "parameters"}
+    assert statuses == {"get": {"200", "404"}, "put": {"200", "400", "404"},
+                        "patch": {"200", "400", "404"}, "delete": {"204", "404"}}
+    check = paths["/api/grounding/check"]["post"]["responses"]
+    assert set(check) == {"200", "400", "404", "413"}
+    result = check["200"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    assert set(components[result]["properties"]) == {
+        "message_id", "answer", "dropped_citations", "sentences", "coverage", "citations"
+    }
+    status = components["Message"]["properties"]["status"]["allOf"][0]["$ref"]
+    assert status.endswith("/MessageStatusEnum")
+    assert components["MessageStatusEnum"]["enum"] == ["pending", "complete", "error"]
+    # Only the turn itself streams: its refusals are JSON.
+    turn = paths["/api/threads/{id}/messages"]["post"]["responses"]
+    assert {s: list(r.get("content", {})) for s, r in turn.items()} == {
+        "201": ["application/json"], "502": ["application/json"],
+        "200": ["text/event-stream"], "400": ["application/json"],
+        "404": ["application/json"], "409": ["application/json"],
+    }
+
+
 def test_clients_are_told_to_show_resolved_content(schema):
     # A failed answer's content is "" (the model wrote nothing); resolved_content says why.
     message = schema["components"]["schemas"]["Message"]
     assert "show resolved_content" in message["properties"]["content"]["description"]
     assert {"content", "resolved_content"} <= set(message["required"])
+
+
+def test_options_describes_a_question_as_the_messages_post_body(workspace, user, api):
+    thread = services.create_thread(workspace=workspace, user=user)
+    actions = api.options(f"/api/threads/{thread.pk}/messages").json()["actions"]
+    assert set(actions["POST"]) == {"content", "mentions"}
+
+
+@pytest.mark.parametrize("content", [123, 1.5, True, ["Hi"], {"q": "Hi"}])
+def test_a_question_that_is_no_string_is_refused(workspace, user, api, content):
+    # {"content": 123} was asked as the question "123".
+    thread = services.create_thread(workspace=workspace, user=user)
+    response = api.post(f"/api/threads/{thread.pk}/messages", {"content": content},
+                        format="json")
+    assert response.status_code == 400
+    assert response.json() == {"content": ["Not a valid string."]}
+    assert not thread.messages.exists()
