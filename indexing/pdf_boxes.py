@@ -85,7 +85,14 @@ class _TextPage:
     """pdfium's characters of one page, folded for matching."""
 
     def __init__(self, page: pdfium.PdfPage):
-        self.page = page
+        self.to_unit = _Normalizer(page)
+        # pdfium orders the characters of a page turned by /Rotate as it is displayed;
+        # pypdf, which read the passages, in the frame the content is drawn in. Read with
+        # the page unturned, pdfium orders them as pypdf does: a page turned sideways
+        # read its lines bottom-up, and no passage of several lines was found on it.
+        # Only this in-memory copy of the page changes; character boxes are in the
+        # content's frame whatever the rotation.
+        page.set_rotation(0)
         self.textpage = page.get_textpage()
         chars = []
         for index in range(self.textpage.count_chars()):
@@ -129,7 +136,6 @@ class _TextPage:
 
     def boxes(self, pairs: Sequence[tuple[int, int]]) -> PassageBoxes:
         """Merge the matched characters' boxes into line boxes."""
-        to_unit = _Normalizer(self.page)
         lines: list[list[float]] = []  # [left, bottom, right, top, start, end] in PDF space
         for offset, index in pairs:
             left, bottom, right, top = self.textpage.get_charbox(index, loose=True)
@@ -143,7 +149,7 @@ class _TextPage:
             else:
                 lines.append([left, bottom, right, top, offset, offset + 1])
         return PassageBoxes(
-            boxes=[to_unit.box(line[:4]) for line in lines],
+            boxes=[self.to_unit.box(line[:4]) for line in lines],
             chars=[[int(line[4]), int(line[5])] for line in lines],
         )
 
