@@ -6,7 +6,9 @@ A chunk's text comes from pypdf's extraction (indexing/loaders/pdf.py), which
 can differ slightly from what pdfium reads off the same page (ligatures, spacing,
 reading order, dropped running headers). So a passage is found on pdfium's text
 page by searching its non-space characters, case- and ligature-folded, and, when
-that exact search fails, by aligning the two texts (difflib) and keeping the runs
+that exact search fails, line by line: each line of the passage is searched on its
+own (the two readings may order the lines differently), near the lines already
+found, exactly or by aligning it with the page text (difflib) and keeping the runs
 that agree. Too little agreement gives no boxes rather than a wrong highlight.
 
 Boxes are line boxes normalized to the page as displayed: [x0, y0, x1, y1] in
@@ -17,6 +19,7 @@ supporting sentence) can be highlighted with the boxes that overlap it.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import io
 import math
@@ -39,6 +42,9 @@ _PDFIUM = threading.Lock()
 MIN_MATCHED_SHARE = 0.6
 # Aligned runs shorter than this are coincidences, not the passage.
 MIN_RUN = 4
+# Runs of a line are in one place when the page has at most this many characters more
+# between two of them than the passage has (a letter read differently, a footnote mark).
+MAX_SKIP = 8
 # Aligning costs the passage's length times the page text's: on a page of 90,000
 # characters drawn three times over (a bold look; pypdf reads each line thrice, pdfium
 # once) each passage took 0.6 s, 120 s for a 226 KB file. A passage is aligned with the
@@ -64,16 +70,21 @@ class PassageBoxes:
         return {"bbox": self.boxes, "bbox_chars": self.chars}
 
 
-def _fold(text: str) -> list[tuple[str, int]]:
-    """(folded char, offset in text) for each character but spaces and cell separators.
+# Not compared: a table row's cell separator, which the loader writes (pdf_tables) and
+# the page does not draw, and the hyphen of a word broken at a line end, which pdfium
+# reads as \x02 with no line break ("pro\x02vide") where the loader joined the word
+# ("pro-\nvide" -> "provide\n"); a soft hyphen (U+00AD) likewise.
+_UNCOMPARED = frozenset("|\x02\u00ad")
 
-    NFKC splits ligatures ('ﬁ' -> 'fi'); both halves keep the ligature's offset. The
-    loader writes a table row's cells on one line with "|" between them (pdf_tables),
-    which the page does not draw.
+
+def _fold(text: str) -> list[tuple[str, int]]:
+    """(folded char, offset in text) for each character but spaces and _UNCOMPARED.
+
+    NFKC splits ligatures ('ﬁ' -> 'fi'); both halves keep the ligature's offset.
     """
     folded: list[tuple[str, int]] = []
     for offset, char in enumerate(text):
-        if char.isspace() or char == "|":
+        if char.isspace() or char in _UNCOMPARED:
             continue
         for part in unicodedata.normalize("NFKC", char).casefold():
             if not part.isspace():
@@ -98,8 +109,11 @@ class _TextPage:
         for index in range(self.textpage.count_chars()):
             code = pdfium_c.FPDFText_GetUnicode(self.textpage.raw, index)
             chars.append(chr(code) if 0 < code < 0x110000 else " ")
-        self.folded = _fold("".join(chars))
+        text = "".join(chars)
+        self.folded = _fold(text)
         self.key = "".join(c for c, _ in self.folded)
+        # Where in key each of pdfium's lines starts.
+        self.line_starts = [start for start, _ in _line_spans(text, self.folded)]
 
     def match(self, passage: str, hint: float = 0.0) -> list[tuple[int, int]]:
         """(offset in passage, pdfium char index) pairs for the passage's characters.
@@ -111,28 +125,128 @@ class _TextPage:
         key = "".join(c for c, _ in wanted)
         if not key or not self.key:
             return []
+        expected = hint * max(0, len(self.key) - len(key))
+        starts = self._occurrences(key)
+        if starts:
+            start = min(starts, key=lambda s: abs(s - expected))
+            return [(wanted[i][1], self.folded[start + i][1]) for i in range(len(key))]
+        pairs = self._match_lines(key, _line_spans(passage, wanted), expected)
+        if len(pairs) < MIN_MATCHED_SHARE * len(key):
+            return []
+        return [(wanted[i][1], self.folded[j][1]) for i, j in pairs]
+
+    def _occurrences(self, key: str) -> list[int]:
         starts = []
         found = self.key.find(key)
         while found != -1:
             starts.append(found)
             found = self.key.find(key, found + 1)
-        if starts:
-            expected = hint * max(0, len(self.key) - len(key))
-            start = min(starts, key=lambda s: abs(s - expected))
-            return [(wanted[i][1], self.folded[start + i][1]) for i in range(len(key))]
-        window = max(ALIGN_WINDOW_FACTOR * len(key), MIN_ALIGN_WINDOW)
-        expected = round(hint * max(0, len(self.key) - len(key)))
-        first = max(0, min(expected - (window - len(key)) // 2, len(self.key) - window))
-        matcher = difflib.SequenceMatcher(
-            None, key, self.key[first:first + window], autojunk=False
-        )
-        pairs = [
-            (wanted[block.a + i][1], self.folded[first + block.b + i][1])
-            for block in matcher.get_matching_blocks()
-            if block.size >= MIN_RUN
-            for i in range(block.size)
-        ]
-        return pairs if len(pairs) >= MIN_MATCHED_SHARE * len(key) else []
+        return starts
+
+    def _match_lines(
+        self, key: str, lines: list[tuple[int, int]], expected: float
+    ) -> list[tuple[int, int]]:
+        """(index in key, index in self.key) pairs of the passage's lines, each line found
+        on its own: exactly, or aligned with the page text.
+
+        The passage is found around its longest line that is once on the page (or where
+        it is expected, when none is), within ALIGN_WINDOW_FACTOR times its length; its
+        other lines outwards from that one, each nearest the line found next to it: after
+        it in the passage, preferably after it on the page too, but not necessarily.
+        """
+        occurrences = [self._occurrences(key[a:b]) for a, b in lines]
+        once = [n for n, (a, b) in enumerate(lines)
+                if len(occurrences[n]) == 1 and b - a >= MIN_RUN]
+        found: dict[int, list[tuple[int, int]]] = {}
+        reach = ALIGN_WINDOW_FACTOR * len(key)
+        if once:
+            main = max(once, key=lambda n: lines[n][1] - lines[n][0])
+            a, b = lines[main]
+            at = occurrences[main][0]
+            found[main] = [(a + i, at + i) for i in range(b - a)]
+            region = (at - reach, at + b - a + reach)
+            order = [*range(main + 1, len(lines)), *range(main - 1, -1, -1)]
+        else:
+            main = -1
+            window = max(reach, MIN_ALIGN_WINDOW)
+            first = max(0, min(round(expected) - (window - len(key)) // 2, len(self.key) - window))
+            region = (first, first + window)
+            order = list(range(len(lines)))
+        for n in order:
+            a, b = lines[n]
+            after = n > main
+            near = (max((m for m in found if m < n), default=None) if after
+                    else min(m for m in found if m > n))
+            if near is None:
+                anchor = (round(expected) + a, round(expected) + a)
+            else:
+                anchor = (found[near][0][1], found[near][-1][1] + 1)
+            taken = [(pairs[0][1], pairs[-1][1] + 1) for pairs in found.values()]
+            # On the page's lines next to the anchor first: a short line ("[Function]int")
+            # may be once on the page elsewhere.
+            for first, last in (self._around(anchor, ALIGN_WINDOW_FACTOR * (b - a)), region):
+                first, last = max(first, region[0]), min(last, region[1])
+                starts = [
+                    s for s in occurrences[n]
+                    if first <= s and s + b - a <= last
+                    and not any(s < end and start < s + b - a for start, end in taken)
+                ]
+                if starts:
+                    at = min(starts, key=lambda s: _distance((s, s + b - a), anchor, after))
+                    found[n] = [(a + i, at + i) for i in range(b - a)]
+                    break
+                if b - a >= MIN_RUN and (runs := self._align(key[a:b], first, last)):
+                    found[n] = [(a + i, j) for i, j in runs]
+                    break
+        return [pair for n in sorted(found) for pair in found[n]]
+
+    def _around(self, span: tuple[int, int], width: int) -> tuple[int, int]:
+        """The page's lines holding `span` and the one before and after them, and `width`
+        characters either side of it at least."""
+        starts = self.line_starts
+        before = bisect.bisect_right(starts, span[0]) - 2
+        following = bisect.bisect_left(starts, span[1]) + 1
+        first = starts[before] if before >= 0 else 0
+        last = starts[following] if following < len(starts) else len(self.key)
+        return min(first, span[0] - width), max(last, span[1] + width)
+
+    def _align(self, line: str, first: int, last: int) -> list[tuple[int, int]]:
+        """(index in line, index in self.key) pairs of `line` aligned with
+        self.key[first:last]: the runs that agree in one place, or none when they are too
+        few or a coincidence.
+
+        A line found in part must be the page's line: where the passage's line goes on
+        with other words than the page's, the two only begin (or end) alike. So the page's
+        "Rotated page sentence 7" is not where "Rotated Page Heading" is.
+        """
+        first, last = max(0, first), min(len(self.key), last)
+        matcher = difflib.SequenceMatcher(None, line, self.key[first:last], autojunk=False)
+        places: list[list[difflib.Match]] = []
+        for run in matcher.get_matching_blocks():
+            if run.size < MIN_RUN:
+                continue
+            if places:
+                before = places[-1][-1]
+                skipped = run.b - (before.b + before.size)
+                if skipped <= run.a - (before.a + before.size) + MAX_SKIP:
+                    places[-1].append(run)
+                    continue
+            places.append([run])
+        best = max(places, key=lambda runs: sum(run.size for run in runs), default=[])
+        if sum(run.size for run in best) < MIN_MATCHED_SHARE * len(line):
+            return []
+        start, end = first + best[0].b, first + best[-1].b + best[-1].size
+        # The page's line(s) the runs are on: where they start and end.
+        before = bisect.bisect_right(self.line_starts, start) - 1
+        following = bisect.bisect_left(self.line_starts, end)
+        line_start = self.line_starts[before] if before >= 0 else 0
+        line_end = (self.line_starts[following] if following < len(self.line_starts)
+                    else len(self.key))
+        head = min(best[0].a, start - line_start)
+        tail = min(len(line) - best[-1].a - best[-1].size, line_end - end)
+        if head >= MIN_RUN or tail >= MIN_RUN:
+            return []
+        return [(run.a + i, first + run.b + i) for run in best for i in range(run.size)]
 
     def boxes(self, pairs: Sequence[tuple[int, int]]) -> PassageBoxes:
         """Merge the matched characters' boxes into line boxes."""
@@ -152,6 +266,25 @@ class _TextPage:
             boxes=[self.to_unit.box(line[:4]) for line in lines],
             chars=[[int(line[4]), int(line[5])] for line in lines],
         )
+
+
+def _line_spans(passage: str, wanted: list[tuple[str, int]]) -> list[tuple[int, int]]:
+    """[start, end) of each line of the passage in its folded characters `wanted`."""
+    spans, start = [], 0
+    for i in range(1, len(wanted)):
+        if "\n" in passage[wanted[i - 1][1]:wanted[i][1]]:
+            spans.append((start, i))
+            start = i
+    spans.append((start, len(wanted)))
+    return spans
+
+
+def _distance(span: tuple[int, int], anchor: tuple[int, int], after: bool) -> tuple[int, bool]:
+    """How far `span` is from `anchor` on the page (they do not overlap), the side it is
+    expected on first."""
+    if span[0] >= anchor[1]:
+        return span[0] - anchor[1], not after
+    return anchor[0] - span[1], after
 
 
 def _same_line(line: list[float], bottom: float, top: float) -> bool:
