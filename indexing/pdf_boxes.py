@@ -12,14 +12,17 @@ found, exactly or by aligning it with the page text (difflib) and keeping the ru
 that agree. Too little agreement gives no boxes rather than a wrong highlight.
 
 Boxes are line boxes normalized to the page as displayed: [x0, y0, x1, y1] in
-0..1, origin top-left. Each box also records which characters of the passage it
-covers ([start, end) offsets into the passage), so a sub-span of the passage (a
-supporting sentence) can be highlighted with the boxes that overlap it.
+0..1, origin top-left; a line runs the way its text does (up the page, for a table
+drawn turned on a page that /Rotate shows upright). Each box also records which
+characters of the passage it covers ([start, end) offsets into the passage), so a
+sub-span of the passage (a supporting sentence) can be highlighted with the boxes
+that overlap it.
 """
 
 from __future__ import annotations
 
 import bisect
+import ctypes
 import difflib
 import io
 import math
@@ -249,23 +252,37 @@ class _TextPage:
         return [(run.a + i, first + run.b + i) for run in best for i in range(run.size)]
 
     def boxes(self, pairs: Sequence[tuple[int, int]]) -> PassageBoxes:
-        """Merge the matched characters' boxes into line boxes."""
-        lines: list[list[float]] = []  # [left, bottom, right, top, start, end] in PDF space
+        """Merge the matched characters' boxes into line boxes, along the way the text
+        runs (a landscape table drawn turned on a portrait page runs up the page)."""
+        # [left, bottom, right, top, start, end, direction] in PDF space
+        lines: list[list[float]] = []
         for offset, index in pairs:
-            left, bottom, right, top = self.textpage.get_charbox(index, loose=True)
+            box = self.textpage.get_charbox(index, loose=True)
+            left, bottom, right, top = box
             if right <= left or top <= bottom:
                 continue  # generated spaces and line breaks have no extent
+            direction = self._direction(index)
             line = lines[-1] if lines else None
-            if line is not None and _same_line(line, bottom, top) and left >= line[0] - 1:
+            if line is not None and line[6] == direction and _same_line(line[:4], box, direction):
                 line[0], line[1] = min(line[0], left), min(line[1], bottom)
                 line[2], line[3] = max(line[2], right), max(line[3], top)
                 line[4], line[5] = min(line[4], offset), max(line[5], offset + 1)
             else:
-                lines.append([left, bottom, right, top, offset, offset + 1])
+                lines.append([left, bottom, right, top, offset, offset + 1, direction])
         return PassageBoxes(
             boxes=[self.to_unit.box(line[:4]) for line in lines],
             chars=[[int(line[4]), int(line[5])] for line in lines],
         )
+
+    def _direction(self, index: int) -> int:
+        """Which way the character's baseline runs in PDF space: 0 (rightwards), 90 (up),
+        180 or 270 degrees."""
+        matrix = pdfium_c.FS_MATRIX()
+        if not pdfium_c.FPDFText_GetMatrix(self.textpage.raw, index, ctypes.byref(matrix)):
+            return 0
+        if abs(matrix.a) >= abs(matrix.b):
+            return 0 if matrix.a >= 0 else 180
+        return 90 if matrix.b > 0 else 270
 
 
 def _line_spans(passage: str, wanted: list[tuple[str, int]]) -> list[tuple[int, int]]:
@@ -287,9 +304,25 @@ def _distance(span: tuple[int, int], anchor: tuple[int, int], after: bool) -> tu
     return anchor[0] - span[1], after
 
 
-def _same_line(line: list[float], bottom: float, top: float) -> bool:
-    overlap = min(line[3], top) - max(line[1], bottom)
-    return overlap > 0.5 * min(line[3] - line[1], top - bottom)
+def _along(box: Sequence[float], direction: int) -> tuple[float, float, float, float]:
+    """A box in its text's frame: (start, end) along the baseline, then across it."""
+    left, bottom, right, top = box
+    if direction == 90:
+        return bottom, top, left, right
+    if direction == 180:
+        return -right, -left, bottom, top
+    if direction == 270:
+        return -top, -bottom, left, right
+    return left, right, bottom, top
+
+
+def _same_line(line: Sequence[float], box: Sequence[float], direction: int) -> bool:
+    """Whether a character's box continues a line box: level with it (across the
+    baseline) and not back before its start."""
+    line_start, _, line_low, line_high = _along(line, direction)
+    start, _, low, high = _along(box, direction)
+    overlap = min(line_high, high) - max(line_low, low)
+    return overlap > 0.5 * min(line_high - line_low, high - low) and start >= line_start - 1
 
 
 class _Normalizer:
