@@ -22,6 +22,9 @@ urlpatterns = [
     path("api/search", knowledge_api.SearchView.as_view(), name="api-search"),
     path("api/documents", indexing_api.DocumentListView.as_view(), name="api-documents"),
     path(
+        "api/documents/reindex", indexing_api.ReindexView.as_view(), name="api-documents-reindex"
+    ),
+    path(
         "api/documents/<int:pk>",
         indexing_api.DocumentDetailView.as_view(),
         name="api-document",
@@ -37,7 +40,8 @@ urlpatterns = [
         knowledge_api.WorkspaceDetailView.as_view(),
         name="api-workspace",
     ),
-    path("api/folders", knowledge_api.FolderListView.as_view(), name="api-folders"),
+    path("api/folders", indexing_api.FolderListView.as_view(), name="api-folders"),
+    path("api/folders/<int:pk>", indexing_api.FolderDetailView.as_view(), name="api-folder"),
     path("api/jobs/<int:pk>", knowledge_api.JobDetailView.as_view(), name="api-job"),
     path(
         "api/jobs/<int:pk>/cancel", indexing_api.JobCancelView.as_view(), name="api-job-cancel"

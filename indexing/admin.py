@@ -198,19 +198,13 @@ class SameWorkspaceForm(forms.ModelForm):
             ):
                 self.add_error(name, "Choose a folder of the same workspace.")
         parent = data.get("parent")
-        if parent is not None and self.instance.pk is not None and self._inside_itself(parent):
-            self.add_error("parent", "A folder cannot be inside itself or its own subfolders.")
+        if (
+            parent is not None
+            and self.instance.pk is not None
+            and sources.inside_itself(folder=self.instance, parent=parent)
+        ):
+            self.add_error("parent", sources.INSIDE_ITSELF)
         return data
-
-    def _inside_itself(self, parent: Folder) -> bool:
-        seen: set[int] = set()
-        node: Folder | None = parent
-        while node is not None and node.pk not in seen:
-            if node.pk == self.instance.pk:
-                return True
-            seen.add(node.pk)
-            node = node.parent
-        return False
 
     def _post_clean(self) -> None:
         super()._post_clean()

@@ -9,10 +9,11 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
-from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
+from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from indexing import sources
 from indexing.serializers import (
@@ -20,19 +21,66 @@ from indexing.serializers import (
     AddSourcesSerializer,
     AddUrlSerializer,
     DocumentFilterSerializer,
+    DocumentUpdateSerializer,
+    FolderCreateSerializer,
+    FolderUpdateSerializer,
+    ReindexResultSerializer,
+    ReindexSerializer,
 )
 from knowledge import selectors
 from knowledge.api import (
+    JSON_PARSERS,
     REFUSED,
     WORKSPACE_PARAMETER,
     KnownListParameters,
+    json_object,
     not_found,
     query_workspace,
     refuse_unknown_parameters,
     requested_workspace,
 )
-from knowledge.models import Document
-from knowledge.serializers import DocumentSerializer, IngestJobSerializer
+from knowledge.models import Document, Folder, Workspace
+from knowledge.serializers import (
+    DocumentSerializer,
+    FolderSerializer,
+    IngestJobSerializer,
+    api_url,
+)
+
+BROKER_DOWN = OpenApiResponse(
+    OpenApiTypes.OBJECT, description="broker unavailable, nothing saved; see Retry-After"
+)
+
+
+def json_write(request: Request, serializer_class: type[serializers.Serializer]) -> dict:
+    """A JSON write's body, validated: only the serializer's keys (a misspelt one is a 400
+    naming it, never ignored), and only ?workspace= in the query."""
+    refuse_unknown_parameters(request.query_params, {"workspace", "format"})
+    fields = serializer_class().fields
+    example = "{" + ", ".join(f'"{name}": …' for name in list(fields)[:1]) + "}"
+    params = serializer_class(data=json_object(request, fields, example=example))
+    params.is_valid(raise_exception=True)
+    return params.validated_data
+
+
+def write_workspace(request: Request, data: dict) -> Workspace:
+    """The workspace a write names in its body or query (both: the same), else the user's
+    first; one not theirs is a 404."""
+    return selectors.workspace_for(
+        user=request.user, slug=requested_workspace(request, data.get("workspace"))
+    )
+
+
+def folder_or_top(workspace: Workspace, folder_id: int | None) -> Folder | None:
+    """The workspace's folder `folder_id` (another's, or none such: a 404), None for the
+    top level."""
+    return None if folder_id is None else selectors.folder_in(workspace=workspace,
+                                                               folder_id=folder_id)
+
+
+def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
+    """A service's refusal as the API's 400, under the request's name for the field."""
+    return ValidationError({fields.get(exc.field, exc.field): [str(exc)]})
 
 
 @extend_schema_view(get=extend_schema(
@@ -95,10 +143,7 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
                 description="refused input, or more than the workspace may hold; nothing saved",
             ),
             404: not_found("unknown workspace or folder"),
-            503: OpenApiResponse(
-                OpenApiTypes.OBJECT,
-                description="broker unavailable, nothing saved; see Retry-After",
-            ),
+            503: BROKER_DOWN,
         },
     )
     def post(self, request: Request) -> Response:
@@ -139,6 +184,44 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
 
+@extend_schema(
+    summary="Re-read and re-index documents in the background",
+    description=(
+        "MCP's `reindex` and the admin's *Re-index selected*: each document is queued for "
+        "a forced re-index (read again even if unchanged). A server file outside "
+        "INGEST_SERVER_ROOTS is not re-read: it is listed in `refusals` and left as it is. "
+        "An id the workspace does not hold is a 400 naming it, and nothing is queued."
+    ),
+    parameters=[WORKSPACE_PARAMETER],
+    request=ReindexSerializer,
+    responses={
+        202: ReindexResultSerializer,
+        400: OpenApiResponse(
+            OpenApiTypes.OBJECT,
+            description="refused input, or ids not in the workspace (named); nothing queued",
+        ),
+        404: not_found("unknown workspace"),
+        503: BROKER_DOWN,
+    },
+)
+class ReindexView(APIView):
+    """POST queues the documents for re-indexing; poll each with GET /api/documents/{id}.
+    Any member of the workspace may, as any member may add and delete its documents."""
+
+    parser_classes = JSON_PARSERS
+
+    def post(self, request: Request) -> Response:
+        data = json_write(request, ReindexSerializer)
+        workspace = write_workspace(request, data)
+        try:
+            result = sources.reindex_by_id(
+                workspace=workspace, document_ids=data["document_ids"]
+            )
+        except sources.SourceRefused as exc:  # ids not in the workspace
+            raise ValidationError({"document_ids": [str(exc)]}) from exc
+        return Response(ReindexResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+
+
 @extend_schema_view(
     get=extend_schema(responses={
         200: DocumentSerializer, 400: REFUSED, 404: not_found("unknown workspace or document"),
@@ -149,9 +232,11 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
 )
 @extend_schema(parameters=[WORKSPACE_PARAMETER])
 class DocumentDetailView(generics.RetrieveDestroyAPIView):
-    """A document of the workspace; DELETE removes it with its chunks (204)."""
+    """A document of the workspace; PATCH renames or moves it; DELETE removes it with its
+    chunks (204)."""
 
     serializer_class = DocumentSerializer
+    parser_classes = JSON_PARSERS
 
     def get_object(self) -> Document:
         workspace = query_workspace(self.request)
@@ -161,6 +246,140 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
 
     def perform_destroy(self, instance: Document) -> None:
         sources.delete_document(document=instance)
+
+    @extend_schema(
+        summary="Rename or move a document",
+        description=(
+            "`title`: a title of your own, kept when the document is indexed again (set "
+            "to the source's own title, it follows the source again). `folder_id`: the "
+            "folder to move it into, null for the top level. An upload is known by its "
+            "name in its folder: a folder already holding one of the same name is a 400 "
+            "naming it. What is left out stays."
+        ),
+        request=DocumentUpdateSerializer,
+        responses={
+            200: DocumentSerializer,
+            400: REFUSED,
+            404: not_found("unknown workspace, document or folder"),
+        },
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        data = json_write(request, DocumentUpdateSerializer)
+        workspace = write_workspace(request, data)
+        document = selectors.document_in(workspace=workspace, pk=pk)
+        edit = {}
+        if "title" in data:
+            edit["title"] = data["title"]
+        if "folder_id" in data:
+            edit["folder"] = folder_or_top(workspace, data["folder_id"])
+        try:
+            sources.update_document(document=document, **edit)
+        except sources.EditRefused as exc:
+            raise refused(exc, folder="folder_id") from exc
+        except Document.DoesNotExist as exc:  # deleted meanwhile
+            raise NotFound("No such document") from exc
+        document = selectors.document_in(workspace=workspace, pk=pk)
+        return Response(DocumentSerializer(document).data)
+
+
+class FolderListView(APIView):
+    """The workspace's folders; POST creates one."""
+
+    parser_classes = JSON_PARSERS
+
+    @extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
+        200: FolderSerializer(many=True), 400: REFUSED, 404: not_found("unknown workspace"),
+    })
+    def get(self, request: Request) -> Response:
+        folders = selectors.folders_in(workspace=query_workspace(request))
+        return Response(FolderSerializer(folders, many=True).data)
+
+    @extend_schema(
+        summary="Create a folder",
+        description=(
+            "`name` names one folder (no '/', not '.' or '..', at most 255 characters); "
+            "`parent_id` the folder to create it in, left out or null for the top level. "
+            "A name a folder beside it already has is a 400."
+        ),
+        parameters=[WORKSPACE_PARAMETER],
+        request=FolderCreateSerializer,
+        responses={
+            201: FolderSerializer,
+            400: REFUSED,
+            404: not_found("unknown workspace or parent folder"),
+        },
+    )
+    def post(self, request: Request) -> Response:
+        data = json_write(request, FolderCreateSerializer)
+        workspace = write_workspace(request, data)
+        parent = folder_or_top(workspace, data.get("parent_id"))
+        try:
+            folder = sources.create_folder(workspace=workspace, name=data["name"], parent=parent)
+        except sources.EditRefused as exc:
+            raise refused(exc, parent="parent_id") from exc
+        folder = selectors.folder_with_path(workspace=workspace, folder_id=folder.pk)
+        return Response(
+            FolderSerializer(folder).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": api_url("api-folder", folder.pk, workspace)},
+        )
+
+
+@extend_schema(parameters=[WORKSPACE_PARAMETER])
+class FolderDetailView(APIView):
+    """A folder of the workspace; PATCH renames or moves it; DELETE removes it with its
+    subfolders and their documents (204)."""
+
+    parser_classes = JSON_PARSERS
+
+    @extend_schema(responses={
+        200: FolderSerializer, 400: REFUSED, 404: not_found("unknown workspace or folder"),
+    })
+    def get(self, request: Request, pk: int) -> Response:
+        folder = selectors.folder_with_path(workspace=query_workspace(request), folder_id=pk)
+        return Response(FolderSerializer(folder).data)
+
+    @extend_schema(
+        summary="Rename or move a folder, with what it holds",
+        description=(
+            "`name`: its new name (no '/', not '.' or '..', at most 255 characters). "
+            "`parent_id`: the folder to move it into, null for the top level; the folder "
+            "itself or one of its subfolders is a 400, as is a name a folder at the new "
+            "place already has. What is left out stays."
+        ),
+        request=FolderUpdateSerializer,
+        responses={
+            200: FolderSerializer,
+            400: REFUSED,
+            404: not_found("unknown workspace, folder or parent folder"),
+        },
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        data = json_write(request, FolderUpdateSerializer)
+        workspace = write_workspace(request, data)
+        folder = selectors.folder_in(workspace=workspace, folder_id=pk)
+        edit = {}
+        if "name" in data:
+            edit["name"] = data["name"]
+        if "parent_id" in data:
+            edit["parent"] = folder_or_top(workspace, data["parent_id"])
+        try:
+            sources.update_folder(folder=folder, **edit)
+        except sources.EditRefused as exc:
+            raise refused(exc, parent="parent_id") from exc
+        except Folder.DoesNotExist as exc:  # deleted meanwhile
+            raise NotFound("No such folder") from exc
+        folder = selectors.folder_with_path(workspace=workspace, folder_id=pk)
+        return Response(FolderSerializer(folder).data)
+
+    @extend_schema(
+        summary="Delete a folder with its subfolders and their documents",
+        responses={204: None, 400: REFUSED, 404: not_found("unknown workspace or folder")},
+    )
+    def delete(self, request: Request, pk: int) -> Response:
+        sources.delete_folder(folder=selectors.folder_in(workspace=query_workspace(request),
+                                                         folder_id=pk))
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 @extend_schema(

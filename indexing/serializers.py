@@ -8,7 +8,14 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from indexing import sources
-from knowledge.models import Document
+from knowledge.models import Document, Folder
+
+
+def workspace_field() -> serializers.SlugField:
+    """A write's `workspace` in its body (requested_workspace: or in the query)."""
+    return serializers.SlugField(
+        required=False, help_text="workspace slug; default: the ?workspace= parameter, else yours"
+    )
 
 
 @extend_schema_field(OpenApiTypes.BINARY)
@@ -27,9 +34,7 @@ class AddUrlSerializer(serializers.Serializer):
         required=False, allow_null=True, min_value=1, max_value=2**63 - 1,
         help_text="a folder of the workspace (GET /api/folders)",
     )
-    workspace = serializers.SlugField(
-        required=False, help_text="workspace slug; default: the ?workspace= parameter, else yours"
-    )
+    workspace = workspace_field()
 
     def validate_url(self, value: str) -> str:
         # Scheme and address (DNS) are checked by the view once the workspace and
@@ -87,3 +92,90 @@ class DocumentFilterSerializer(serializers.Serializer):
         if isinstance(data.get("status"), str):
             data["status"] = data["status"].upper()  # ?status=failed
         return super().to_internal_value(data)
+
+
+ID = {"min_value": 1, "max_value": 2**63 - 1}  # an id PostgreSQL can hold
+
+
+class ReindexSerializer(serializers.Serializer):
+    """JSON body of POST /api/documents/reindex."""
+
+    document_ids = serializers.ListField(
+        child=serializers.IntegerField(**ID), min_length=1, max_length=sources.MAX_REINDEX_IDS,
+        help_text=f"1 to {sources.MAX_REINDEX_IDS:,} documents of the workspace",
+    )
+    workspace = workspace_field()
+
+
+class ReindexRefusalSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    reason = serializers.CharField()
+
+
+class ReindexedDocumentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Document
+        fields = ["id", "status", "last_error"]
+
+
+class ReindexResultSerializer(serializers.Serializer):
+    """What a re-index did (sources.reindex_by_id): the answer of POST
+    /api/documents/reindex and of MCP's reindex."""
+
+    queued = serializers.IntegerField(help_text="documents queued for a forced re-index")
+    refused = serializers.IntegerField(help_text="documents not re-read (see refusals)")
+    refusals = ReindexRefusalSerializer(
+        many=True, help_text="why each was not re-read: a server file outside "
+        "INGEST_SERVER_ROOTS, which only the operator's `manage.py ingest` reads",
+    )
+    documents = ReindexedDocumentSerializer(many=True, help_text="where each stands now")
+
+    def to_representation(self, instance: sources.Reindexed) -> dict:
+        return {
+            "queued": instance.queued,
+            "refused": len(instance.refused),
+            "refusals": [{"id": pk, "reason": why} for pk, why in instance.refused.items()],
+            "documents": ReindexedDocumentSerializer(instance.documents, many=True).data,
+        }
+
+
+class FolderCreateSerializer(serializers.Serializer):
+    """JSON body of POST /api/folders."""
+
+    name = serializers.CharField(
+        max_length=Folder._meta.get_field("name").max_length,
+        help_text="one folder's name: no '/', not '.' or '..'; unique beside it",
+    )
+    parent_id = serializers.IntegerField(
+        **ID, required=False, allow_null=True,
+        help_text="the folder to create it in; left out or null: the top level",
+    )
+    workspace = workspace_field()
+
+
+class FolderUpdateSerializer(serializers.Serializer):
+    """JSON body of PATCH /api/folders/{id}: what is left out stays."""
+
+    name = serializers.CharField(
+        required=False, max_length=Folder._meta.get_field("name").max_length,
+        help_text="a new name: no '/', not '.' or '..'; unique beside it",
+    )
+    parent_id = serializers.IntegerField(
+        **ID, required=False, allow_null=True,
+        help_text="move it into this folder (not itself or one below it); null: the top level",
+    )
+    workspace = workspace_field()
+
+
+class DocumentUpdateSerializer(serializers.Serializer):
+    """JSON body of PATCH /api/documents/{id}: what is left out stays."""
+
+    title = serializers.CharField(
+        required=False, max_length=Document._meta.get_field("title").max_length,
+        help_text="a title of your own: kept when the document is indexed again",
+    )
+    folder_id = serializers.IntegerField(
+        **ID, required=False, allow_null=True,
+        help_text="move it into this folder; null: the top level",
+    )
+    workspace = workspace_field()

@@ -12,7 +12,9 @@ import logging
 import os
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
+from enum import Enum
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,7 +22,7 @@ from urllib.parse import urlparse
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, QuerySet
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
@@ -153,6 +155,55 @@ def reindex(
     return len(queued), refused
 
 
+# Ids one re-index request may name (MCP's reindex, POST /api/documents/reindex).
+MAX_REINDEX_IDS = 1000
+
+
+class NotInWorkspace(SourceRefused):
+    """Ids the workspace does not hold: another workspace's read exactly like missing ones."""
+
+    def __init__(self, missing: Sequence[int]) -> None:
+        super().__init__(
+            "Not found in this workspace: " + ", ".join(f"document {pk}" for pk in missing)
+        )
+        self.missing = list(missing)
+
+
+@dataclass(frozen=True)
+class Reindexed:
+    """What `reindex_by_id` did: how many it queued, those it did not re-read and why,
+    and where each document stands now."""
+
+    queued: int
+    refused: dict[int, str]
+    documents: list[Document]
+
+
+def reindex_by_id(*, workspace: Workspace, document_ids: Sequence[int]) -> Reindexed:
+    """The admin's *Re-index selected* for ids a caller sent: MCP's reindex and
+    POST /api/documents/reindex.
+
+    SourceRefused for no ids, more than MAX_REINDEX_IDS or one no positive id;
+    NotInWorkspace naming every id the workspace does not hold, and then nothing is
+    queued. BrokerUnavailable as `reindex` (nothing queued either).
+    """
+    if not document_ids:
+        raise SourceRefused("Pass the ids of the documents to re-index.")
+    if len(document_ids) > MAX_REINDEX_IDS or not all(
+        isinstance(pk, int) and not isinstance(pk, bool) and 0 < pk < 2**63
+        for pk in document_ids
+    ):
+        raise SourceRefused(
+            f"Pass at most {MAX_REINDEX_IDS:,} document ids, each a positive id."
+        )
+    held = selectors.documents_in(workspace=workspace)
+    found = set(held.filter(pk__in=document_ids).values_list("pk", flat=True))
+    if missing := [pk for pk in dict.fromkeys(document_ids) if pk not in found]:
+        raise NotInWorkspace(missing)
+    queued, refused = reindex(documents=Document.objects.filter(pk__in=found))
+    return Reindexed(queued, refused, list(held.filter(pk__in=found)))
+
+
 # Web pages one request may re-fetch to check them (each up to URL_FETCH_TIMEOUT).
 FRESHNESS_PAGES_AT_ONCE = 10
 
@@ -184,15 +235,197 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
     names = [p.strip() for p in (path or "").split("/") if p.strip()]
     if any(name in (".", "..") for name in names):
         raise SourceRefused(f"A folder path cannot contain '.' or '..': {path!r}")
-    longest = Folder._meta.get_field("name").max_length
-    if too_long := next((name for name in names if len(name) > longest), None):
-        raise SourceRefused(
-            f"A folder name may be at most {longest} characters long: {too_long[:40]}…"
-        )
+    if problem := next((p for name in names if (p := _folder_name_too_long(name))), ""):
+        raise SourceRefused(problem)
     folder = None
     for name in names:
         folder, _ = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=name)
     return folder
+
+
+def _folder_name_too_long(name: str) -> str:
+    longest = Folder._meta.get_field("name").max_length
+    if len(name) > longest:
+        return f"A folder name may be at most {longest} characters long: {name[:40]}…"
+    return ""
+
+
+def folder_name_problem(name: str) -> str:
+    """Why `name` cannot name one folder ('' when it can): the rules of `folder_for_path`
+    for each name of a path, and no '/', which would make it a path."""
+    if not name.strip():
+        return "A folder name may not be blank."
+    if "/" in name:
+        return "A folder name cannot contain '/': it names one folder, its parent is another."
+    if name.strip() in (".", ".."):
+        return "A folder cannot be named '.' or '..'."
+    if "\x00" in name:  # PostgreSQL cannot hold one
+        return "A folder name cannot contain a NUL character."
+    return _folder_name_too_long(name.strip())
+
+
+INSIDE_ITSELF = "A folder cannot be inside itself or its own subfolders."
+
+
+class EditRefused(SourceRefused):
+    """A rename or move refused (a name taken, a folder put inside itself); nothing
+    changed. `field` names what was refused: "name", "parent", "title" or "folder"."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class Keep(Enum):
+    """An argument left out of an edit: the value stays (None is "the top level")."""
+
+    KEEP = "keep"
+
+
+KEEP = Keep.KEEP
+
+
+def inside_itself(*, folder: Folder, parent: Folder) -> bool:
+    """Whether `parent` is `folder` or one of its subfolders: putting `folder` there
+    would make a cycle (no path, and a subtree deleted with nothing above it)."""
+    parents = Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
+    return parent.pk in selectors.with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
+
+
+def _checked_folder_name(name: str) -> str:
+    if problem := folder_name_problem(name):
+        raise EditRefused(problem, field="name")
+    return name.strip()
+
+
+def _where(*, workspace_id: int, folder_id: int | None) -> str:
+    if folder_id is None:
+        return "The top level"
+    return f"Folder '{selectors.folder_paths(workspace_id=workspace_id).get(folder_id, '?')}'"
+
+
+def _lock_folders(workspace_id: int) -> None:
+    # One folder write at a time per workspace: two moves at once could each pass the
+    # cycle check and make one together (A into B, B into A), or take one name twice.
+    Workspace.objects.select_for_update().only("pk").get(pk=workspace_id)
+
+
+def _refuse_taken_name(
+    *, workspace_id: int, parent_id: int | None, name: str, exclude: int | None = None
+) -> None:
+    siblings = Folder.objects.filter(workspace_id=workspace_id, parent_id=parent_id, name=name)
+    if siblings.exclude(pk=exclude).exists():
+        where = _where(workspace_id=workspace_id, folder_id=parent_id)
+        raise EditRefused(f"{where} already holds a folder named '{name}'.", field="name")
+
+
+def create_folder(*, workspace: Workspace, name: str, parent: Folder | None = None) -> Folder:
+    """A new folder named `name` (trimmed) in `parent` (None: at the top level).
+
+    EditRefused for a name `folder_name_problem` refuses, or one a folder beside it
+    already has (folder_unique_name_per_parent)."""
+    name = _checked_folder_name(name)
+    if parent is not None and parent.workspace_id != workspace.pk:
+        raise ValueError("The parent folder belongs to another workspace.")
+    parent_id = parent.pk if parent is not None else None
+    with transaction.atomic():
+        _lock_folders(workspace.pk)
+        _refuse_taken_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
+        try:
+            with transaction.atomic():
+                return Folder.objects.create(workspace=workspace, parent=parent, name=name)
+        except IntegrityError:  # taken meanwhile by a registration (folder_for_path)
+            _refuse_taken_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
+            raise
+
+
+def update_folder(
+    *, folder: Folder, name: str | Keep = KEEP, parent: Folder | None | Keep = KEEP
+) -> Folder:
+    """Rename `folder` and/or move it under `parent` (None: to the top level), its
+    subfolders and documents with it; the folder as saved.
+
+    EditRefused for a name `folder_name_problem` refuses, a name a folder at the new
+    place already has, or a parent that is the folder itself or one of its subfolders.
+    Folder.DoesNotExist when it was deleted meanwhile."""
+    new_name = KEEP if name is KEEP else _checked_folder_name(name)
+    with transaction.atomic():
+        _lock_folders(folder.workspace_id)
+        folder = Folder.objects.select_for_update().get(pk=folder.pk)
+        if parent is not KEEP and parent is not None:
+            if parent.workspace_id != folder.workspace_id:
+                raise ValueError("The parent folder belongs to another workspace.")
+            if inside_itself(folder=folder, parent=parent):
+                raise EditRefused(INSIDE_ITSELF, field="parent")
+        parent_id = folder.parent_id if parent is KEEP else (parent.pk if parent else None)
+        new_name = folder.name if new_name is KEEP else new_name
+        if (new_name, parent_id) != (folder.name, folder.parent_id):
+            _refuse_taken_name(workspace_id=folder.workspace_id, parent_id=parent_id,
+                               name=new_name, exclude=folder.pk)
+            folder.name, folder.parent_id = new_name, parent_id
+            folder.save(update_fields=["name", "parent"])
+    return folder
+
+
+def update_document(
+    *, document: Document, title: str | Keep = KEEP, folder: Folder | None | Keep = KEEP
+) -> Document:
+    """Rename `document` and/or move it into `folder` (None: the top level); the
+    document as saved (its text deferred).
+
+    A title set here is typed: indexing keeps a title that differs from the source's own
+    (metadata["source_title"], indexing.pipeline), so it stays across re-indexing; set to
+    the source's own title, the title follows the source again. A source is known by
+    its uri in its folder (document_unique_source; an upload by its name): a folder
+    already holding the same one is EditRefused naming it, as is a blank or overlong
+    title. The row lock waits for an index swap in progress, which then reads the new
+    title. Document.DoesNotExist when it was deleted meanwhile."""
+    if title is not KEEP:
+        title = title.strip()
+        longest = Document._meta.get_field("title").max_length
+        if not title:
+            raise EditRefused("A title may not be blank.", field="title")
+        if len(title) > longest:
+            raise EditRefused(f"A title may be at most {longest} characters long.",
+                              field="title")
+    with transaction.atomic():
+        document = Document.objects.select_for_update().defer("text").get(pk=document.pk)
+        changed = []
+        if title is not KEEP and title != document.title:
+            document.title, changed = title, [*changed, "title"]
+        folder_id = document.folder_id if folder is KEEP else (folder.pk if folder else None)
+        if folder is not KEEP and folder is not None and (
+            folder.workspace_id != document.workspace_id
+        ):
+            raise ValueError("The folder belongs to another workspace.")
+        if folder_id != document.folder_id:
+            _refuse_same_source(document=document, folder_id=folder_id)
+            document.folder_id, changed = folder_id, [*changed, "folder"]
+        if changed:
+            try:
+                with transaction.atomic():
+                    document.save(update_fields=[*changed, "updated_at"])
+            except IntegrityError:  # the same source registered there meanwhile
+                _refuse_same_source(document=document, folder_id=folder_id)
+                raise
+    return document
+
+
+def _refuse_same_source(*, document: Document, folder_id: int | None) -> None:
+    there = Document.objects.filter(
+        workspace_id=document.workspace_id, folder_id=folder_id, uri=document.uri
+    ).exclude(pk=document.pk).only("pk").first()
+    if there is None:
+        return
+    where = _where(workspace_id=document.workspace_id, folder_id=folder_id)
+    if document.uri.startswith("upload://"):
+        what = f"an upload named '{document.uri.removeprefix('upload://')}'"
+    else:
+        what = f"this source ({document.uri})"
+    raise EditRefused(
+        f"{where} already holds {what}: document {there.pk}. Delete or move that one first.",
+        field="folder",
+    )
 
 
 def may_add_server_paths(user) -> bool:

@@ -22,7 +22,6 @@ from knowledge.models import IngestJob, Workspace
 from knowledge.search import Scope, ScopeError, search
 from knowledge.serializers import (
     ChunkSerializer,
-    FolderSerializer,
     HitSerializer,
     IngestJobSerializer,
     SearchQuerySerializer,
@@ -103,6 +102,29 @@ def refuse_unknown_parameters(
 LIST_PARAMETERS = frozenset({"page", "page_size", "workspace", "format"})
 
 
+def json_object(request: Request, known: Collection[str], *, example: str) -> dict:
+    """A JSON body that is an object holding only `known` keys, else a 400 naming what is
+    wrong: a misspelt key ignored would do something else than asked, and say nothing."""
+    body = request.data
+    if not isinstance(body, dict):
+        raise ValidationError(
+            {"non_field_errors": [f"The body must be a JSON object, as {example}."]}
+        )
+    if unknown := sorted(str(key)[:100] for key in body.keys() - set(known)):
+        raise ValidationError(
+            {"non_field_errors": [f"Unknown keys: {', '.join(unknown[:5])} (expected "
+                                  f"{', '.join(known)})."]}
+        )
+    return body
+
+
+# JSON bodies only: they stay under the API's JSON bound (DATA_UPLOAD_MAX_MEMORY_SIZE,
+# refused from Content-Length before it is read), where a multipart body may be as large
+# as an upload; a form is a 415. The project's parser is kept for its nesting limit
+# (knowledge may not import config: taken from the settings).
+JSON_PARSERS = [p for p in api_settings.DEFAULT_PARSER_CLASSES if issubclass(p, JSONParser)]
+
+
 class KnownListParameters:
     """A list view's GET takes its `filters`, a page and the workspace, and nothing else:
     anything more is refused as search refuses it (refuse_unknown_parameters)."""
@@ -121,11 +143,7 @@ class SearchView(APIView):
     server takes 8,190 bytes: about 900 CJK characters percent-encoded, against the
     2,000 characters `q` may hold)."""
 
-    # A POST body is JSON only: it stays under the API's JSON bound
-    # (DATA_UPLOAD_MAX_MEMORY_SIZE, refused from Content-Length before it is read), where
-    # a multipart body may be as large as an upload. The project's parser is kept for its
-    # nesting limit (knowledge may not import config: taken from the settings).
-    parser_classes = [p for p in api_settings.DEFAULT_PARSER_CLASSES if issubclass(p, JSONParser)]
+    parser_classes = JSON_PARSERS  # a long query's body, bounded as JSON
 
     @extend_schema(
         parameters=[
@@ -171,18 +189,8 @@ class SearchView(APIView):
         responses={200: SearchResponseSerializer, 400: REFUSED, 404: SEARCH_NOT_FOUND},
     )
     def post(self, request: Request) -> Response:
-        body = request.data
-        if not isinstance(body, dict):
-            raise ValidationError(
-                {"non_field_errors": ['The body must be a JSON object, as {"q": "…"}.']}
-            )
-        known = SearchQuerySerializer().fields.keys()
-        if unknown := sorted(str(key)[:100] for key in body.keys() - known):
-            # Dropping a misspelt key ("document_id") would search the whole workspace.
-            raise ValidationError(
-                {"non_field_errors": [f"Unknown keys: {', '.join(unknown[:5])} (expected "
-                                      f"{', '.join(known)})."]}
-            )
+        # Dropping a misspelt key ("document_id") would search the whole workspace.
+        body = json_object(request, SearchQuerySerializer().fields, example='{"q": "…"}')
         data = dict(body)
         if slug := requested_workspace(request, body.get("workspace")):
             data["workspace"] = slug
@@ -255,15 +263,6 @@ class DocumentChunksView(KnownListParameters, generics.ListAPIView):
         workspace = query_workspace(self.request)
         document = selectors.document_in(workspace=workspace, pk=self.kwargs["pk"])
         return selectors.chunks_of(document=document)
-
-
-class FolderListView(APIView):
-    @extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
-        200: FolderSerializer(many=True), 400: REFUSED, 404: not_found("unknown workspace"),
-    })
-    def get(self, request: Request) -> Response:
-        folders = selectors.folders_in(workspace=query_workspace(request))
-        return Response(FolderSerializer(folders, many=True).data)
 
 
 class WorkspaceListView(generics.ListAPIView):

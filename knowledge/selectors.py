@@ -155,6 +155,13 @@ def folder_in(*, workspace: Workspace, folder_id: int) -> Folder:
     return folder
 
 
+def folder_with_path(*, workspace: Workspace, folder_id: int) -> Folder:
+    """`folder_in`, with its `path` set as `folders_in` sets it."""
+    folder = folder_in(workspace=workspace, folder_id=folder_id)
+    folder.path = folder_paths(workspace_id=workspace.pk)[folder.pk]
+    return folder
+
+
 ACTIVE_STATUSES = (Document.Status.PENDING, Document.Status.INDEXING)
 
 

@@ -16,6 +16,7 @@ from django.http import Http404
 
 from chat import grounding, passages
 from indexing import sources
+from indexing.serializers import ReindexResultSerializer
 from knowledge import selectors
 from knowledge.models import Document, Workspace
 from knowledge.search import Scope, ScopeError, search
@@ -261,37 +262,15 @@ def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
     return IngestJobSerializer(jobs.get(pk=job_id), context={"workspace": ws}).data
 
 
-MAX_REINDEX_IDS = 1000
-
-
 def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str, Any]:
-    """The admin's *Re-index selected*: queue the documents for a forced re-index."""
+    """POST /api/documents/reindex, the admin's *Re-index selected*: queue the documents
+    for a forced re-index."""
     ws = _workspace(user, workspace)
-    if not document_ids:
-        raise Refused("Pass the ids of the documents to re-index.")
-    if len(document_ids) > MAX_REINDEX_IDS or not all(0 < pk < 2**63 for pk in document_ids):
-        raise Refused(f"Pass at most {MAX_REINDEX_IDS:,} document ids, each a positive id.")
-    found = set(
-        selectors.documents_in(workspace=ws)
-        .filter(pk__in=document_ids)
-        .values_list("pk", flat=True)
-    )
-    missing = [f"document {pk}" for pk in dict.fromkeys(document_ids) if pk not in found]
-    if missing:
-        raise Refused("Not found in this workspace: " + ", ".join(missing))
     try:
-        queued, refused = sources.reindex(documents=Document.objects.filter(pk__in=found))
-    except sources.BrokerUnavailable as exc:
+        result = sources.reindex_by_id(workspace=ws, document_ids=document_ids)
+    except (sources.SourceRefused, sources.BrokerUnavailable) as exc:
         raise Refused(str(exc)) from exc
-    documents = selectors.documents_in(workspace=ws).filter(pk__in=found)
-    return {
-        "queued": queued,
-        "refused": len(refused),
-        "refusals": [{"id": pk, "reason": why} for pk, why in refused.items()],
-        "documents": [
-            {"id": d.pk, "status": d.status, "last_error": d.last_error} for d in documents
-        ],
-    }
+    return ReindexResultSerializer(result).data
 
 
 def list_sources(

@@ -1,0 +1,521 @@
+"""Managing sources through the REST API as the admin and MCP do: re-indexing documents,
+creating, renaming, moving and deleting folders, renaming and moving documents (real
+database, eager tasks)."""
+
+from __future__ import annotations
+
+import kombu.pools
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from indexing import sources
+from indexing.tasks import index_document_task
+from knowledge.models import Chunk, Document, Folder, Workspace
+from mcp_server import tools
+from tests.ports import free_port
+
+pytestmark = pytest.mark.django_db
+
+TIDES = b"# Tides\n\nSpring tides follow the full and the new moon.\n"
+NEAP = b"# Neap tides\n\nNeap tides follow the quarter moons; the range is smallest.\n"
+PIER = b"The pier opens at dawn and the ferry leaves at nine."
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    return settings.MEDIA_ROOT
+
+
+@pytest.fixture
+def api(user, workspace, media) -> APIClient:
+    """A non-staff member of the workspace, authenticated by token as a frontend would be."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+@pytest.fixture
+def theirs(db) -> dict:
+    """Another user's workspace with a folder and a document in it."""
+    mallory = get_user_model().objects.create_user("mallory")
+    workspace = Workspace.objects.create(name="Theirs", slug="theirs", owner=mallory)
+    workspace.members.add(mallory)
+    folder = sources.folder_for_path(workspace=workspace, path="vault")
+    document = Document.objects.create(
+        workspace=workspace, folder=folder, uri="upload://secret.md", title="secret.md",
+        status=Document.Status.INDEXED,
+    )
+    return {"workspace": workspace, "folder": folder, "document": document}
+
+
+def upload(client: APIClient, *files: tuple[str, bytes], capture, **fields) -> dict:
+    """Uploads, indexed (eager tasks run once the registration is committed)."""
+    data = {"files": [SimpleUploadedFile(name, body) for name, body in files], **fields}
+    with capture(execute=True):
+        response = client.post("/api/documents", data, format="multipart")
+    assert response.status_code == 202, response.content
+    return {d["uri"]: d["id"] for d in response.json()["documents"]}
+
+
+def folder(client: APIClient, name: str, parent_id: int | None = None) -> dict:
+    response = client.post("/api/folders", {"name": name, "parent_id": parent_id}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def paths(client: APIClient) -> list[str]:
+    return [f["path"] for f in client.get("/api/folders").json()]
+
+
+# Re-indexing
+
+
+def test_reindex_queues_the_documents_then_they_are_indexed_again(
+    api, user, django_capture_on_commit_callbacks
+):
+    ids = upload(api, ("tides.md", TIDES), ("pier.txt", PIER),
+                 capture=django_capture_on_commit_callbacks)
+    before = {d.pk: d.last_indexed_at for d in Document.objects.all()}
+    assert set(Document.objects.values_list("status", flat=True)) == {"INDEXED"}
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = api.post("/api/documents/reindex",
+                            {"document_ids": sorted(ids.values())}, format="json")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["queued"] == 2 and body["refused"] == 0 and body["refusals"] == []
+    assert sorted(body["documents"], key=lambda d: d["id"]) == [
+        {"id": pk, "status": "PENDING", "last_error": ""} for pk in sorted(ids.values())
+    ]
+    assert set(Document.objects.values_list("status", flat=True)) == {"PENDING"}
+
+    assert len(callbacks) == 1, "sent once the re-index is committed"
+    callbacks[0]()  # the eager tasks: a forced re-index reads each source again
+    for document in Document.objects.all():
+        assert document.status == Document.Status.INDEXED, document.last_error
+        assert document.last_indexed_at > before[document.pk]
+
+    # MCP's reindex is the same service: the same answer for the same ids.
+    with django_capture_on_commit_callbacks(execute=True):
+        by_mcp = tools.reindex(user, document_ids=[ids["upload://pier.txt"]], workspace=None)
+    assert dict(by_mcp) == {"queued": 1, "refused": 0, "refusals": [], "documents": [
+        {"id": ids["upload://pier.txt"], "status": "PENDING", "last_error": ""}]}
+
+
+def test_reindex_names_documents_the_workspace_does_not_hold_and_queues_nothing(
+    api, user, theirs, django_capture_on_commit_callbacks
+):
+    ids = upload(api, ("tides.md", TIDES), capture=django_capture_on_commit_callbacks)
+    mine, foreign = ids["upload://tides.md"], theirs["document"]
+    stamp = Document.objects.get(pk=foreign.pk).updated_at
+    missing = foreign.pk + 1000
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = api.post("/api/documents/reindex",
+                            {"document_ids": [mine, foreign.pk, missing]}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"document_ids": [
+        f"Not found in this workspace: document {foreign.pk}, document {missing}"
+    ]}
+    assert callbacks == []
+    assert Document.objects.get(pk=mine).status == Document.Status.INDEXED
+    untouched = Document.objects.get(pk=foreign.pk)
+    assert (untouched.status, untouched.updated_at) == (Document.Status.INDEXED, stamp)
+    # Naming their workspace is a 404, as everywhere in the API.
+    for request in (
+        {"path": "/api/documents/reindex?workspace=theirs", "data": {"document_ids": [foreign.pk]}},
+        {"path": "/api/documents/reindex", "data": {"document_ids": [foreign.pk],
+                                                    "workspace": "theirs"}},
+    ):
+        assert api.post(**request, format="json").status_code == 404
+    assert Document.objects.get(pk=foreign.pk).updated_at == stamp
+    # MCP keeps its words.
+    words = f"^Not found in this workspace: document {foreign.pk}$"
+    with pytest.raises(tools.Refused, match=words):
+        tools.reindex(user, document_ids=[foreign.pk], workspace=None)
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"document_ids": []}, "document_ids"),
+        ({"document_ids": list(range(1, 1002))}, "document_ids"),
+        ({"document_ids": [0]}, "document_ids"),
+        ({"document_ids": [2**63]}, "document_ids"),
+        ({"document_ids": ["x"]}, "document_ids"),
+        ({"document_ids": [True]}, "document_ids"),
+        ({}, "document_ids"),
+        ({"document_id": [1]}, "non_field_errors"),  # misspelt: refused, never ignored
+        ([1, 2], "non_field_errors"),
+        ({"document_ids": [1], "workspace": ""}, "workspace"),
+    ],
+)
+def test_reindex_refuses_bad_bodies_by_name(api, body, field):
+    response = api.post("/api/documents/reindex", body, format="json")
+    assert response.status_code == 400, response.content
+    assert set(response.json()) == {field}
+
+
+def test_reindex_takes_only_json_and_only_the_workspace_in_the_query(api):
+    form = api.post("/api/documents/reindex", {"document_ids": [1]})  # multipart
+    assert form.status_code == 415
+    query = api.post("/api/documents/reindex?document_ids=1", {"document_ids": [1]},
+                     format="json")
+    assert query.status_code == 400 and "Unknown parameters: document_ids" in str(query.json())
+
+
+@pytest.fixture
+def broker_down(settings):
+    """This process sends tasks to a broker nobody listens on, as in production when the
+    broker is down (not eager)."""
+    app = index_document_task.app
+    saved = {key: app.conf[key] for key in ("task_always_eager", "broker_url")}
+    settings.BROKER_CHECK_RETRIES, settings.BROKER_CHECK_TIMEOUT = 0, 0.5
+
+    def drop_pools() -> None:
+        kombu.pools.reset()
+        app._pool = None
+        app.amqp._producer_pool = None
+
+    drop_pools()
+    app.conf.update(task_always_eager=False, broker_url=f"redis://127.0.0.1:{free_port()}/0")
+    yield
+    drop_pools()
+    app.conf.update(saved)
+
+
+def test_reindex_while_the_broker_is_down_is_a_503_and_queues_nothing(
+    api, user, workspace, broker_down
+):
+    document = Document.objects.create(workspace=workspace, uri="upload://a.md", title="a.md",
+                                       status=Document.Status.INDEXED)
+    response = api.post("/api/documents/reindex", {"document_ids": [document.pk]}, format="json")
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert "broker" in response.json()["detail"]
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, "rolled back"
+    with pytest.raises(tools.Refused, match="broker"):
+        tools.reindex(user, document_ids=[document.pk], workspace=None)
+
+
+# Folders
+
+
+def test_folders_are_created_at_the_top_or_inside_another(api, workspace):
+    harbour = folder(api, "harbour")
+    assert harbour["name"] == "harbour" and harbour["parent"] is None
+    assert harbour["path"] == "harbour"
+    response = api.post("/api/folders", {"name": " 2026 ", "parent_id": harbour["id"]},
+                        format="json")
+    assert response.status_code == 201
+    year = response.json()
+    assert (year["name"], year["parent"], year["path"]) == ("2026", harbour["id"], "harbour/2026")
+    assert response["Location"] == f"/api/folders/{year['id']}?workspace=acme"
+    assert api.get(response["Location"]).json() == year
+    # A name is unique beside its siblings only.
+    assert folder(api, "2026")["path"] == "2026"
+    assert paths(api) == ["2026", "harbour", "harbour/2026"]
+    assert Folder.objects.get(pk=year["id"]).workspace == workspace
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "message"),
+    [
+        ({"name": "harbour"}, "name", "The top level already holds a folder named 'harbour'."),
+        ({"name": "a/b"}, "name", "cannot contain '/'"),
+        ({"name": ".."}, "name", "'.' or '..'"),
+        ({"name": "."}, "name", "'.' or '..'"),
+        ({"name": "   "}, "name", "may not be blank"),
+        ({"name": "x" * 256}, "name", "no more than 255 characters"),
+        ({}, "name", "required"),
+        ({"name": "ok", "parent": 1}, "non_field_errors", "Unknown keys: parent"),
+        ({"name": "ok", "parent_id": 0}, "parent_id", "greater than or equal to 1"),
+    ],
+)
+def test_a_folder_name_or_body_refused_is_a_400_naming_it(api, body, field, message):
+    folder(api, "harbour")
+    response = api.post("/api/folders", body, format="json")
+    assert response.status_code == 400, response.content
+    assert set(response.json()) == {field}
+    assert message in response.json()[field][0]
+    assert paths(api) == ["harbour"]
+
+
+def test_a_folder_is_renamed_and_moved_with_what_it_holds(
+    api, django_capture_on_commit_callbacks
+):
+    harbour, archive = folder(api, "harbour"), folder(api, "archive")
+    year = folder(api, "2026", harbour["id"])
+    ids = upload(api, ("tides.md", TIDES), folder_id=year["id"],
+                 capture=django_capture_on_commit_callbacks)
+    tides = ids["upload://tides.md"]
+
+    renamed = api.patch(f"/api/folders/{harbour['id']}", {"name": "port"}, format="json")
+    assert renamed.status_code == 200, renamed.content
+    assert renamed.json() == {"id": harbour["id"], "name": "port", "parent": None, "path": "port"}
+    assert api.get(f"/api/documents/{tides}").json()["folder_path"] == "port/2026"
+
+    moved = api.patch(f"/api/folders/{harbour['id']}", {"parent_id": archive["id"]},
+                      format="json")
+    assert moved.status_code == 200
+    assert moved.json()["path"] == "archive/port" and moved.json()["parent"] == archive["id"]
+    assert paths(api) == ["archive", "archive/port", "archive/port/2026"]
+    # Search scoped to the folder above finds the document that moved with it.
+    hits = api.get("/api/search", {"q": "spring tides", "folder_ids": str(archive["id"])})
+    assert tides in {h["document_id"] for h in hits.json()["results"]}
+
+    both = api.patch(f"/api/folders/{year['id']}", {"name": "y2026", "parent_id": None},
+                     format="json")
+    assert both.status_code == 200 and both.json()["path"] == "y2026"
+    unchanged = api.patch(f"/api/folders/{year['id']}", {}, format="json")
+    assert unchanged.status_code == 200 and unchanged.json()["path"] == "y2026"
+    assert paths(api) == ["archive", "archive/port", "y2026"]
+
+
+def test_a_folder_moved_into_itself_or_its_subfolder_is_a_400(api):
+    a = folder(api, "a")
+    b = folder(api, "b", a["id"])
+    c = folder(api, "c", b["id"])
+    for parent in (a, b, c):
+        response = api.patch(f"/api/folders/{a['id']}", {"parent_id": parent["id"]},
+                             format="json")
+        assert response.status_code == 400
+        assert response.json() == {"parent_id": [sources.INSIDE_ITSELF]}
+    assert paths(api) == ["a", "a/b", "a/b/c"]
+    # Up the tree is fine.
+    assert api.patch(f"/api/folders/{c['id']}", {"parent_id": a["id"]},
+                     format="json").json()["path"] == "a/c"
+
+
+def test_a_folder_renamed_or_moved_beside_one_of_its_name_is_a_400(api):
+    a, b = folder(api, "a"), folder(api, "b")
+    notes = folder(api, "notes", a["id"])
+    folder(api, "notes", b["id"])
+    folder(api, "drafts", a["id"])
+    refusals = {
+        "rename": ({"name": "drafts"}, "Folder 'a' already holds a folder named 'drafts'."),
+        "move": ({"parent_id": b["id"]}, "Folder 'b' already holds a folder named 'notes'."),
+        "to the top": ({"parent_id": None, "name": "b"},
+                       "The top level already holds a folder named 'b'."),
+        "bad name": ({"name": "x/y"}, None),
+    }
+    for what, (body, message) in refusals.items():
+        response = api.patch(f"/api/folders/{notes['id']}", body, format="json")
+        assert response.status_code == 400, what
+        assert set(response.json()) == {"name"}, what
+        if message:
+            assert response.json() == {"name": [message]}, what
+    assert paths(api) == ["a", "a/drafts", "a/notes", "b", "b/notes"]
+
+
+def test_deleting_a_folder_deletes_its_subfolders_and_their_documents(
+    api, workspace, media, django_capture_on_commit_callbacks
+):
+    harbour = folder(api, "harbour")
+    year = folder(api, "2026", harbour["id"])
+    kept = folder(api, "kept")
+    gone = upload(api, ("tides.md", TIDES), folder_id=harbour["id"],
+                  capture=django_capture_on_commit_callbacks)
+    gone |= upload(api, ("pier.txt", PIER), folder_id=year["id"],
+                   capture=django_capture_on_commit_callbacks)
+    stays = upload(api, ("neap.md", NEAP), folder_id=kept["id"],
+                   capture=django_capture_on_commit_callbacks)
+    assert Chunk.objects.filter(document_id__in=gone.values()).exists()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.delete(f"/api/folders/{harbour['id']}")
+    assert response.status_code == 204
+    assert paths(api) == ["kept"]
+    assert not Document.objects.filter(pk__in=gone.values()).exists()
+    assert not Chunk.objects.filter(document_id__in=gone.values()).exists()
+    assert list(Document.objects.values_list("pk", flat=True)) == list(stays.values())
+    assert sorted(p.name for p in media.rglob("*") if p.is_file()) == ["neap.md"]
+    hits = api.get("/api/search", {"q": "spring tides full moon"}).json()["results"]
+    assert set(gone.values()).isdisjoint(h["document_id"] for h in hits)
+    assert api.delete(f"/api/folders/{harbour['id']}").status_code == 404
+    assert api.get(f"/api/folders/{year['id']}").status_code == 404
+
+
+def test_another_users_folders_are_404_and_left_as_they_are(api, theirs):
+    foreign = theirs["folder"]
+    mine = folder(api, "mine")
+    attempts = [
+        ("get", f"/api/folders/{foreign.pk}", None),
+        ("patch", f"/api/folders/{foreign.pk}", {"name": "pwned"}),
+        ("patch", f"/api/folders/{foreign.pk}", {"parent_id": None}),
+        ("delete", f"/api/folders/{foreign.pk}", None),
+        ("delete", f"/api/folders/{foreign.pk}?workspace=theirs", None),
+        ("patch", f"/api/folders/{mine['id']}", {"parent_id": foreign.pk}),  # into theirs
+        ("post", "/api/folders", {"name": "x", "parent_id": foreign.pk}),
+        ("post", "/api/folders", {"name": "x", "workspace": "theirs"}),
+        ("post", "/api/folders?workspace=theirs", {"name": "x"}),
+        ("get", f"/api/folders/{foreign.pk + 1000}", None),
+    ]
+    for method, url, body in attempts:
+        response = getattr(api, method)(url, body, format="json")
+        assert response.status_code == 404, (method, url, body)
+        assert "vault" not in response.content.decode()
+    foreign.refresh_from_db()
+    assert (foreign.name, foreign.parent_id) == ("vault", None)
+    assert Document.objects.filter(pk=theirs["document"].pk).exists()
+    assert paths(api) == ["mine"]
+    assert not Folder.objects.filter(workspace=theirs["workspace"], name="x").exists()
+
+
+# Documents
+
+
+def test_a_typed_title_survives_a_reindex_and_a_new_upload(
+    api, django_capture_on_commit_callbacks
+):
+    ids = upload(api, ("tides.md", TIDES), ("neap.md", TIDES),
+                 capture=django_capture_on_commit_callbacks)
+    typed, untyped = ids["upload://tides.md"], ids["upload://neap.md"]
+    assert api.get(f"/api/documents/{typed}").json()["title"] == "Tides"
+
+    response = api.patch(f"/api/documents/{typed}", {"title": "  Tide tables 2026 "},
+                         format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["title"] == "Tide tables 2026"
+
+    with django_capture_on_commit_callbacks(execute=True):
+        reindexed = api.post("/api/documents/reindex", {"document_ids": [typed, untyped]},
+                             format="json")
+    assert reindexed.status_code == 202
+    document = Document.objects.get(pk=typed)
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.title == "Tide tables 2026"
+    # A new version with another heading: the source's own title follows it, the typed
+    # one stays.
+    upload(api, ("tides.md", NEAP), ("neap.md", NEAP), capture=django_capture_on_commit_callbacks)
+    assert Document.objects.get(pk=typed).title == "Tide tables 2026"
+    assert Document.objects.get(pk=untyped).title == "Neap tides"
+    hits = api.get("/api/search", {"q": "neap tides quarter moons"}).json()["results"]
+    assert "Tide tables 2026" in {h["document_title"] for h in hits}
+
+    # Set back to the source's own title, it follows the source again.
+    api.patch(f"/api/documents/{typed}", {"title": "Neap tides"}, format="json")
+    upload(api, ("tides.md", TIDES), capture=django_capture_on_commit_callbacks)
+    assert Document.objects.get(pk=typed).title == "Tides"
+
+
+def test_a_document_is_moved_between_folders_and_to_the_top(
+    api, django_capture_on_commit_callbacks
+):
+    harbour = folder(api, "harbour")
+    ids = upload(api, ("tides.md", TIDES), capture=django_capture_on_commit_callbacks)
+    tides = ids["upload://tides.md"]
+    moved = api.patch(f"/api/documents/{tides}", {"folder_id": harbour["id"]}, format="json")
+    assert moved.status_code == 200, moved.content
+    assert (moved.json()["folder"], moved.json()["folder_path"]) == (harbour["id"], "harbour")
+    hits = api.get("/api/search", {"q": "spring tides", "folder_ids": str(harbour["id"])})
+    assert [h["document_id"] for h in hits.json()["results"]][:1] == [tides]
+
+    both = api.patch(f"/api/documents/{tides}", {"folder_id": None, "title": "Tides at home"},
+                     format="json")
+    assert both.status_code == 200
+    assert (both.json()["folder"], both.json()["title"]) == (None, "Tides at home")
+    # The upload at the top is the one a new upload of the name replaces.
+    upload(api, ("tides.md", NEAP), capture=django_capture_on_commit_callbacks)
+    assert Document.objects.get().pk == tides
+
+
+def test_moving_an_upload_where_one_of_its_name_is_is_a_400_naming_it(
+    api, django_capture_on_commit_callbacks
+):
+    harbour = folder(api, "harbour")
+    there = upload(api, ("notes.md", TIDES), folder_id=harbour["id"],
+                   capture=django_capture_on_commit_callbacks)["upload://notes.md"]
+    here = upload(api, ("notes.md", PIER), capture=django_capture_on_commit_callbacks)
+    here = here["upload://notes.md"]
+    title = Document.objects.get(pk=here).title
+    response = api.patch(f"/api/documents/{here}", {"folder_id": harbour["id"],
+                                                    "title": "Pier notes"}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"folder_id": [
+        f"Folder 'harbour' already holds an upload named 'notes.md': document {there}. "
+        "Delete or move that one first."
+    ]}
+    document = Document.objects.get(pk=here)
+    assert (document.folder_id, document.title) == (None, title), "nothing changed"
+    back = api.patch(f"/api/documents/{there}", {"folder_id": None}, format="json")
+    assert back.status_code == 400 and "The top level already holds" in str(back.json())
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"title": "   "}, "title"),
+        ({"title": "x" * 501}, "title"),
+        ({"title": None}, "title"),
+        ({"folder_id": "x"}, "folder_id"),
+        ({"folder": None}, "non_field_errors"),  # misspelt: refused, never ignored
+        ("Tides", "non_field_errors"),
+    ],
+)
+def test_a_document_edit_refused_is_a_400_naming_it(api, workspace, body, field):
+    document = Document.objects.create(workspace=workspace, uri="upload://a.md", title="a.md")
+    response = api.patch(f"/api/documents/{document.pk}", body, format="json")
+    assert response.status_code == 400, response.content
+    assert set(response.json()) == {field}
+    document.refresh_from_db()
+    assert (document.title, document.folder_id) == ("a.md", None)
+
+
+def test_another_users_document_is_404_and_left_as_it_is(api, workspace, theirs):
+    foreign = theirs["document"]
+    mine = Document.objects.create(workspace=workspace, uri="upload://a.md", title="a.md")
+    attempts = [
+        (f"/api/documents/{foreign.pk}", {"title": "pwned"}),
+        (f"/api/documents/{foreign.pk}?workspace=theirs", {"title": "pwned"}),
+        (f"/api/documents/{foreign.pk}", {"folder_id": None}),
+        (f"/api/documents/{mine.pk}", {"folder_id": theirs["folder"].pk}),  # into theirs
+        (f"/api/documents/{mine.pk}", {"folder_id": theirs["folder"].pk + 1000}),
+    ]
+    for url, body in attempts:
+        response = api.patch(url, body, format="json")
+        assert response.status_code == 404, (url, body)
+        assert "secret" not in response.content.decode()
+    foreign.refresh_from_db()
+    assert (foreign.title, foreign.folder_id) == ("secret.md", theirs["folder"].pk)
+    mine.refresh_from_db()
+    assert mine.folder_id is None
+
+
+# Every new endpoint
+
+
+@pytest.mark.parametrize(
+    ("method", "url"),
+    [("post", "/api/documents/reindex"), ("post", "/api/folders"), ("get", "/api/folders/1"),
+     ("patch", "/api/folders/1"), ("delete", "/api/folders/1"), ("patch", "/api/documents/1")],
+)
+def test_anonymous_requests_are_401(db, method, url):
+    response = getattr(APIClient(), method)(url, {"name": "x"}, format="json")
+    assert response.status_code == 401
+
+
+def test_the_schema_documents_the_new_operations(api):
+    schema = api.get("/api/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    operations = {
+        ("/api/documents/reindex", "post"): ("Reindex", {"202", "400", "404", "503"}),
+        ("/api/folders", "post"): ("FolderCreate", {"201", "400", "404"}),
+        ("/api/folders/{id}", "patch"): ("PatchedFolderUpdate", {"200", "400", "404"}),
+        ("/api/folders/{id}", "delete"): (None, {"204", "404"}),
+        ("/api/documents/{id}", "patch"): ("PatchedDocumentUpdate", {"200", "400", "404"}),
+    }
+    for (path, method), (request, statuses) in operations.items():
+        operation = schema["paths"][path][method]
+        assert statuses <= set(operation["responses"]), (path, method)
+        assert "workspace" in {p["name"] for p in operation.get("parameters", [])}
+        if request:
+            body = operation["requestBody"]["content"]
+            assert set(body) == {"application/json"}, (path, method)
+            assert body["application/json"]["schema"]["$ref"].endswith(f"/{request}")
+    result = schema["components"]["schemas"]["ReindexResult"]["properties"]
+    assert set(result) == {"queued", "refused", "refusals", "documents"}
+    assert "put" not in schema["paths"]["/api/documents/{id}"]
