@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from django.conf import settings
 from django.db import connection
 from django.http import Http404, HttpResponse, StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -40,7 +39,7 @@ from chat.serializers import (
 )
 from indexing import page_images
 from knowledge import selectors
-from knowledge.api import requested_workspace
+from knowledge.api import KnownListParameters, query_workspace_slug, requested_workspace
 
 logger = logging.getLogger(__name__)
 
@@ -96,12 +95,12 @@ class JSONAnswers:
 
 def user_thread(request: Request, pk: int) -> Thread:
     """A thread of this user in one of their workspaces; anything else is a 404."""
-    return get_object_or_404(
-        Thread.objects.select_related("workspace"),
-        pk=pk,
-        user=request.user,
-        workspace__members=request.user,
-    )
+    thread = Thread.objects.select_related("workspace").filter(
+        pk=pk, user=request.user, workspace__members=request.user
+    ).first()
+    if thread is None:
+        raise Http404("No such conversation of yours")
+    return thread
 
 
 NOT_FOUND = OpenApiResponse(OpenApiTypes.OBJECT, description="no such conversation of yours")
@@ -132,15 +131,17 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
         },
     )
 )
-class ThreadListView(generics.ListCreateAPIView):
+class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
     serializer_class = ThreadSerializer
+    filters = ("origin",)
 
     def get_queryset(self):
         threads = Thread.objects.filter(
             user=self.request.user, workspace__members=self.request.user
         ).select_related("workspace").order_by("-updated_at")
         params = self.request.query_params
-        if slug := params.get("workspace"):
+        # Without ?workspace=, every workspace's; a blank one is a 400, not that.
+        if (slug := query_workspace_slug(self.request)) is not None:
             threads = threads.filter(
                 workspace=selectors.workspace_for(user=self.request.user, slug=slug)
             )
@@ -187,7 +188,7 @@ class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
         )
 
 
-class MessageListView(JSONAnswers, generics.GenericAPIView):
+class MessageListView(JSONAnswers, KnownListParameters, generics.GenericAPIView):
     # The project's pages (50, ?page=N, ?page_size= 1-200): a long conversation is never
     # one response. Oldest first, so a page keeps its messages as the thread grows (messages
     # are only ever appended); ?page=last is the newest, where a chat client starts.
@@ -451,13 +452,14 @@ class GroundingCheckView(APIView):
                 )
         except grounding.TooMuchWork as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
-        message = get_object_or_404(
-            Message.objects.select_related("thread"),
+        message = Message.objects.select_related("thread").filter(
             pk=data["message_id"],
             role=Message.Role.ASSISTANT,
             thread__user=request.user,
             thread__workspace__members=request.user,
-        )
+        ).first()
+        if message is None:
+            raise Http404("No such answer in your conversations")
         cited, checked = grounding.ground_citations(
             answer=message.resolved_content, citations=message.citations
         )

@@ -154,3 +154,31 @@ def test_a_question_that_is_no_string_is_refused(workspace, user, api, content):
     assert response.status_code == 400
     assert response.json() == {"content": ["Not a valid string."]}
     assert not thread.messages.exists()
+
+
+def test_the_conversation_lists_refuse_what_they_would_ignore(workspace, user, api):
+    """As the documents list and search: a misspelt filter answered with every
+    conversation, and a blank ?workspace= with every workspace's."""
+    thread, _ = answered(workspace, user)
+    for url in ("/api/threads?orgin=chat", "/api/threads?origin=chat&origin=mcp",
+                f"/api/threads/{thread.pk}/messages?pagesize=5"):
+        response = api.get(url)
+        assert response.status_code == 400, url
+        assert response.json()["non_field_errors"], url
+    response = api.get("/api/threads?workspace=")
+    assert response.status_code == 400
+    assert list(response.json()) == ["workspace"]
+    assert api.get(f"/api/threads?origin=chat&workspace={workspace.slug}").json()["count"] == 1
+    assert api.get(f"/api/threads/{thread.pk}/messages?page=last&page_size=5").status_code == 200
+
+
+def test_a_missing_conversation_or_answer_is_named_in_words(workspace, user, api):
+    thread, message = answered(workspace, user)
+    assert api.get(f"/api/threads/{thread.pk + 1000}").json() == {
+        "detail": "No such conversation of yours"
+    }
+    response = api.post("/api/grounding/check", {"message_id": message.pk + 1000},
+                        format="json")
+    assert (response.status_code, response.json()) == (
+        404, {"detail": "No such answer in your conversations"}
+    )
