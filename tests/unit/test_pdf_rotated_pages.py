@@ -36,7 +36,12 @@ def turned_page(rotation: int) -> bytes:
         pdf.drawString(72, 712 - n * 16, line)
     pdf.showPage()
     pdf.save()
-    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(buffer.getvalue())))
+    return shown_turned(buffer.getvalue(), rotation)
+
+
+def shown_turned(data: bytes, rotation: int) -> bytes:
+    """The one-page PDF with its page shown turned by /Rotate `rotation`."""
+    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(data)))
     writer.pages[0].rotate(rotation)
     out = io.BytesIO()
     writer.write(out)

@@ -9,9 +9,7 @@ box of its own (356 boxes for a 435-character chunk instead of 8).
 from __future__ import annotations
 
 import io
-import math
 
-import pypdf
 import pytest
 from PIL import Image
 from reportlab.lib.pagesizes import A4
@@ -20,6 +18,7 @@ from reportlab.pdfgen import canvas
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.loaders.pdf import load_pdf
 from indexing.pdf_boxes import attach_boxes, render_png
+from tests.unit.test_pdf_rotated_pages import dark, shown_turned
 
 LINES = [f"Landscape table row {n}: Widget {n} costs {n * 3}.50 EUR today." for n in range(8)]
 
@@ -38,20 +37,7 @@ def turned_text(turn: int) -> bytes:
         pdf.drawString(60, height - 80 - n * 18, line)
     pdf.showPage()
     pdf.save()
-    writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(io.BytesIO(buffer.getvalue())))
-    writer.pages[0].rotate(turn)
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
-def dark(image: Image.Image, box: list[float] | None = None) -> int:
-    """Dark pixels of the rendered page, or of those under a box (edges rounded outwards)."""
-    if box is not None:
-        width, height = image.size
-        image = image.crop((math.floor(box[0] * width), math.floor(box[1] * height),
-                            math.ceil(box[2] * width), math.ceil(box[3] * height)))
-    return sum(image.histogram()[:128])
+    return shown_turned(buffer.getvalue(), turn)
 
 
 @pytest.mark.parametrize("turn", [90, 180, 270])
