@@ -23,7 +23,9 @@ class ThreadCreateSerializer(serializers.Serializer):
 
 
 class CitedDocumentSerializer(serializers.Serializer):
-    id = serializers.IntegerField(allow_null=True, help_text="null for web results")
+    id = serializers.IntegerField(
+        allow_null=True, help_text="null for web results and for a document since deleted"
+    )
     title = serializers.CharField()
     uri = serializers.CharField()
 
