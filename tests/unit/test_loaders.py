@@ -1283,3 +1283,29 @@ def test_a_csv_cell_with_doubled_quotes_and_the_delimiter_stays_one_cell() -> No
         "| Name | Note | Price |", '| Gadget | has "quotes" and, comma | 2.75 |',
         "| Widget | plain | 3 |",
     ]
+
+
+def test_a_rst_file_is_read_by_its_section_titles() -> None:
+    """A .rst file was plain text: every chunk's heading path was empty. Its titles
+    (underlined, or over- and underlined) are its sections, levels in the order their
+    styles first appear; an indented block, a transition and a paragraph's underline-like
+    line inside text are no titles."""
+    data = (
+        b"===========\n RST Title\n===========\n\nIntro text.\n\n"
+        b"Installing\n----------\n\nRun pip.\n\n"
+        b"Using it\n--------\n\nSub part\n~~~~~~~~\nDetail here.\n\n"
+        b"::\n\n    Not a title\n    -----------\n\n----\n\n"
+        b"A paragraph\nover lines\n----------\n\n"
+        b"Next\n----\n\nThe end.\n"
+    )
+    doc = load_bytes(data, filename="guide.rst")
+    assert (doc.title, doc.mime) == ("RST Title", "text/x-rst")
+    assert [path for path, _ in section_texts(doc)] == [
+        ("RST Title",), ("RST Title", "Installing"), ("RST Title", "Using it"),
+        ("RST Title", "Using it", "Sub part"), ("RST Title", "Next"),
+    ]
+    assert section_texts(doc)[3][1].startswith("Sub part\n~~~~~~~~\nDetail here.")
+    assert "Not a title" in section_texts(doc)[3][1]
+    # Without titles it is plain text, named by its file.
+    untitled = load_bytes(b"Just a note.\n", filename="note.rst")
+    assert (untitled.title, untitled.mime, untitled.units[0].sections) == ("note", "text/plain", [])
