@@ -21,6 +21,7 @@ from indexing import sources
 from indexing.forms import AddSourcesForm
 from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
+from knowledge.serializers import JOB_DOCUMENTS_LISTED
 from knowledge.services import workspace_create, workspace_delete
 
 STATUS_COLORS = {
@@ -81,19 +82,35 @@ class MemberScoped:
             return rows
         return rows.filter(**{f"{self.workspace_path}__in": self.member_workspaces(request)})
 
-    def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
+    def member_choices(self, db_field, request: HttpRequest):
+        """The rows a foreign key or many-to-many field may offer: those of the user's
+        workspaces (None for a field to another kind of row)."""
         mine = self.member_workspaces(request)
         if db_field.related_model is Workspace:
-            kwargs["queryset"] = mine
-        elif db_field.related_model in (Folder, Document):
-            kwargs["queryset"] = (
-                db_field.related_model.objects.filter(workspace__in=mine)
-                .select_related("workspace")
+            return mine
+        if db_field.related_model is Folder:
+            return Folder.objects.filter(workspace__in=mine).select_related("workspace")
+        if db_field.related_model is Document:
+            return (
+                Document.objects.filter(workspace__in=mine)
+                .select_related("workspace").defer("text")
             )
+        return None
+
+    def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
+        if (choices := self.member_choices(db_field, request)) is not None:
+            kwargs["queryset"] = choices
         field = super().formfield_for_foreignkey(db_field, request, **kwargs)
         if field is not None and db_field.related_model is Folder:
             field.label_from_instance = _folder_label(request)
         return field
+
+    # Not only foreign keys: a many-to-many box (a job's documents) offered, and would
+    # have accepted, every workspace's rows.
+    def formfield_for_manytomany(self, db_field, request: HttpRequest, **kwargs):
+        if (choices := self.member_choices(db_field, request)) is not None:
+            kwargs["queryset"] = choices
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
 
 
 def _folder_label(request: HttpRequest):
@@ -247,6 +264,32 @@ class FolderAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmi
                 sources.delete_folder(folder=folder)
 
 
+class JobFilter(admin.SimpleListFilter):
+    """The documents of one ingest job (linked from the job's page, which lists at most
+    JOB_DOCUMENTS_LISTED of them). Offered only once chosen: a choice of every job
+    would be a list of thousands."""
+
+    title = "ingest job"
+    parameter_name = "job"
+
+    def lookups(self, request, model_admin):
+        value = self.value()
+        if not value or not value.isdigit():
+            return []
+        job = IngestJob.objects.filter(
+            pk=value, workspace__in=model_admin.member_workspaces(request)
+        ).first()
+        return [(value, str(job))] if job is not None else [(value, f"Job {value}")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        if not value.isdigit():
+            return queryset.none()
+        return queryset.filter(jobs=int(value))
+
+
 @admin.register(Document)
 class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "document_ids"
@@ -254,7 +297,9 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         "title", "workspace", "folder", "source_type", "status_badge", "progress",
         "chunk_count", "latest_run", "last_indexed_at", "short_error",
     ]
-    list_filter = ["status", "source_type", ("workspace", admin.RelatedOnlyFieldListFilter)]
+    list_filter = [
+        "status", "source_type", ("workspace", admin.RelatedOnlyFieldListFilter), JobFilter
+    ]
     search_fields = ["title", "uri"]
     actions = ["reindex", "check_freshness"]
     readonly_fields = [
@@ -439,7 +484,16 @@ class JobDocumentInline(admin.TabularInline):
         return False
 
     def get_queryset(self, request: HttpRequest):
-        return super().get_queryset(request).select_related("document").order_by("document")
+        return (
+            super().get_queryset(request).select_related("document").defer("document__text")
+            .order_by(selectors.failed_first("document__"), "document_id")
+        )
+
+    def listed(self, request: HttpRequest, job: IngestJob):
+        """The rows shown: the documents the API lists (`job_documents_first`), never
+        all of a job of thousands; the job's page links to the rest."""
+        first = selectors.job_documents_first(job=job, limit=JOB_DOCUMENTS_LISTED)
+        return self.get_queryset(request).filter(document_id__in=[d.pk for d in first])
 
     @admin.display(description="document")
     def document_link(self, obj) -> str:
@@ -477,8 +531,12 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
         "pk", "workspace", "description", "created_by", "created_at", "cancelled_at", "progress"
     ]
     readonly_fields = [
-        "workspace", "created_by", "description", "created_at", "cancelled_at", "progress"
+        "workspace", "created_by", "description", "created_at", "cancelled_at", "progress",
+        "all_documents",
     ]
+    # Never a box of the documents to choose from: it offered (and loaded, text and all)
+    # every document of the instance. The inline below shows the job's own.
+    exclude = ["documents"]
     inlines = [JobDocumentInline]
     change_form_template = "admin/knowledge/ingestjob/change_form.html"
     actions = ["cancel"]
@@ -503,19 +561,43 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
 
     @admin.display(description="progress")
     def progress(self, obj: IngestJob) -> str:
-        progress = selectors.job_progress(job=obj)
+        progress = job_progress(obj)
         failed = progress.counts[Document.Status.FAILED]
         return (
             f"{progress.total - progress.active}/{progress.total} done, {failed} failed "
             f"({progress.summary()})"
         )
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        job = self.get_object(request, object_id)  # None for "abc", as Django's own view
-        running = job is not None and not selectors.job_progress(job=job).finished
-        return super().change_view(
-            request, object_id, form_url, {**(extra_context or {}), "refresh": running}
+    @admin.display(description="documents")
+    def all_documents(self, obj: IngestJob) -> str:
+        total = job_progress(obj).total
+        url = reverse("admin:knowledge_document_changelist")
+        url += f"?{JobFilter.parameter_name}={obj.pk}"
+        shown = (
+            f"the {JOB_DOCUMENTS_LISTED} below are the failed first, then those being "
+            f"indexed and those waiting; " if total > JOB_DOCUMENTS_LISTED else ""
         )
+        return format_html('{}<a href="{}">All {} documents of this job</a>', shown, url, total)
+
+    def get_formset_kwargs(self, request, obj, inline, prefix):
+        kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
+        if isinstance(inline, JobDocumentInline):
+            kwargs["queryset"] = inline.listed(request, obj)
+        return kwargs
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # The page reloads itself every 2 s while the job runs: one aggregate and the
+        # listed rows (text never loaded) each time, whatever the job's size.
+        context["refresh"] = obj is not None and not job_progress(obj).finished
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+def job_progress(job: IngestJob) -> selectors.JobProgress:
+    """`selectors.job_progress`, asked once for a row shown (the change page asks it for
+    the progress, the count and whether to refresh)."""
+    if not hasattr(job, "_progress"):
+        job._progress = selectors.job_progress(job=job)
+    return job._progress
 
 
 @admin.register(Chunk)

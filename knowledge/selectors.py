@@ -258,14 +258,19 @@ def job_in(*, workspace: Workspace, pk: int) -> IngestJob:
 def job_documents_first(*, job: IngestJob, limit: int) -> list[Document]:
     """At most `limit` of the job's documents (without their text): the failed first, then
     those being indexed and those waiting, then the indexed; each kind oldest first."""
-    first = Case(
-        *(When(status=status, then=rank) for rank, status in enumerate(
+    documents = Document.objects.filter(jobs=job).select_related("folder").defer("text")
+    return list(documents.order_by(failed_first(), "pk")[:limit])
+
+
+def failed_first(document: str = "") -> Case:
+    """Documents' order in `job_documents_first` (`document`: the path to the document,
+    "document__" from a row pointing to one)."""
+    return Case(
+        *(When(**{f"{document}status": status}, then=rank) for rank, status in enumerate(
             (Document.Status.FAILED, Document.Status.INDEXING, Document.Status.PENDING)
         )),
         default=3,
     )
-    documents = Document.objects.filter(jobs=job).select_related("folder").defer("text")
-    return list(documents.order_by(first, "pk")[:limit])
 
 
 def waiting_on_queue(

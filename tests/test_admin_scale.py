@@ -1,0 +1,94 @@
+"""The admin's pages at scale: a job of thousands of documents, documents of megabytes
+of text, tens of thousands of chunks. Each page reads what it shows (no document text it
+does not show, no query per row) and offers only the user's workspaces' rows."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from knowledge.models import Document, IngestJob, Workspace
+from knowledge.serializers import JOB_DOCUMENTS_LISTED
+from tests.security.test_admin_trust import staff_with
+
+pytestmark = pytest.mark.django_db
+
+DOCUMENT_TEXT = re.compile(r'"knowledge_document"\."text"')
+
+
+def documents(workspace: Workspace, n: int, prefix: str, **fields) -> list[Document]:
+    return Document.objects.bulk_create(
+        Document(
+            workspace=workspace, source_type="markdown", uri=f"file:///{prefix}-{i}.md",
+            title=f"{prefix} {i}", text=f"the whole text of {prefix} {i}", **fields,
+        )
+        for i in range(n)
+    )
+
+
+@pytest.fixture
+def two_tenants():
+    owner = get_user_model().objects.create_user("owner", password="pw")
+    ours = Workspace.objects.create(name="Ours", slug="ours", owner=owner)
+    theirs = Workspace.objects.create(name="Theirs", slug="theirs", owner=owner)
+    documents(theirs, 3, "Secret title of theirs")
+    user = staff_with("view_ingestjob", "change_ingestjob", "view_document", member=False)
+    ours.members.add(user)
+    return ours, user
+
+
+def job_of(workspace: Workspace, n: int, name: str) -> IngestJob:
+    job = IngestJob.objects.create(workspace=workspace, description=name)
+    job.documents.set(documents(workspace, n, name, status=Document.Status.PENDING))
+    return job
+
+
+def job_page(client, job: IngestJob):
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(reverse("admin:knowledge_ingestjob_change", args=[job.pk]))
+    assert response.status_code == 200
+    return response.content.decode(), [q["sql"] for q in queries.captured_queries]
+
+
+def test_a_job_page_lists_its_first_documents_and_links_to_the_rest(client, two_tenants):
+    ours, user = two_tenants
+    client.force_login(user)
+    small, big = job_of(ours, 5, "small"), job_of(ours, 150, "big")
+    Document.objects.filter(title="big 149").update(status=Document.Status.FAILED)
+
+    job_page(client, small)  # Django's caches (content types) filled
+    page, small_queries = job_page(client, small)
+    assert "Secret title of theirs" not in page  # no box of every workspace's documents
+    assert 'name="documents"' not in page
+    page, big_queries = job_page(client, big)
+    assert "Secret title of theirs" not in page
+    listed = re.findall(r">big \d+</a>", page)
+    assert len(listed) == JOB_DOCUMENTS_LISTED and listed[0] == ">big 149</a>"  # failed first
+    assert '<meta http-equiv="refresh"' in page  # still running: it reloads itself
+
+    link = reverse("admin:knowledge_document_changelist") + f"?job={big.pk}"
+    assert f'href="{link}"' in page and "All 150 documents of this job" in page
+    rest = client.get(link).content.decode()
+    assert rest.count('class="field-title"') == 100  # the changelist's page
+    assert "small 0" not in rest and "Secret title" not in rest
+
+    # Never a document's text, and as many queries for 150 documents as for 5.
+    assert not [q for q in small_queries + big_queries if DOCUMENT_TEXT.search(q)]
+    assert len(big_queries) == len(small_queries)
+
+
+def test_member_scoping_covers_many_to_many_choices(rf, two_tenants):
+    from django.contrib import admin
+
+    ours, user = two_tenants
+    request = rf.get("/")
+    request.user = user
+    model_admin = admin.site._registry[IngestJob]
+    field = model_admin.formfield_for_manytomany(IngestJob._meta.get_field("documents"), request)
+    assert {d.workspace_id for d in field.queryset} <= {ours.pk}
+    assert not field.queryset.filter(title__startswith="Secret").exists()
