@@ -611,6 +611,14 @@ class ChunkAdmin(MemberScoped, admin.ModelAdmin):
     fields = ["document", "ordinal", "locator", "token_count", "content_hash", "text"]
     readonly_fields = fields
 
+    def get_queryset(self, request: HttpRequest):
+        # Each row was read with its vector and search vector, joined with its document's
+        # whole row: a document's megabytes of text once per chunk listed.
+        return (
+            super().get_queryset(request).select_related("document")
+            .defer("embedding", "search_vector", "document__text")
+        )
+
     def has_add_permission(self, request) -> bool:
         return False
 

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -92,3 +93,41 @@ def test_member_scoping_covers_many_to_many_choices(rf, two_tenants):
     field = model_admin.formfield_for_manytomany(IngestJob._meta.get_field("documents"), request)
     assert {d.workspace_id for d in field.queryset} <= {ours.pk}
     assert not field.queryset.filter(title__startswith="Secret").exists()
+
+
+def chunks(document: Document, n: int) -> None:
+    from django.conf import settings
+
+    from knowledge.models import Chunk
+
+    Chunk.objects.bulk_create(
+        Chunk(
+            document=document, workspace_id=document.workspace_id, ordinal=i,
+            text=f"passage {i} of {document.title}", content_hash=str(i), token_count=5,
+            embedding=[0.1] * settings.EMBEDDING_DIMENSIONS,
+        )
+        for i in range(n)
+    )
+
+
+def test_the_chunks_of_a_document_are_listed_without_its_text_or_their_vectors(
+    client, two_tenants
+):
+    ours, user = two_tenants
+    user.user_permissions.add(Permission.objects.get(codename="view_chunk"))
+    client.force_login(user)
+    (document,) = documents(ours, 1, "Big")
+    chunks(document, 30)
+    url = reverse("admin:knowledge_chunk_changelist") + f"?document__id__exact={document.pk}"
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(url).content.decode()
+    assert "passage 29 of Big 0" in page
+    sql = [q["sql"] for q in queries.captured_queries]
+    for column in (DOCUMENT_TEXT, re.compile(r'"embedding"'), re.compile(r'"search_vector"')):
+        assert not [q for q in sql if column.search(q)], column.pattern
+    chunk = document.chunks.first()
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(
+            reverse("admin:knowledge_chunk_change", args=[chunk.pk])
+        ).status_code == 200
+    assert not [q["sql"] for q in queries.captured_queries if DOCUMENT_TEXT.search(q["sql"])]
