@@ -8,6 +8,7 @@ from pathlib import Path
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -102,7 +103,7 @@ class MemberScoped:
             kwargs["queryset"] = choices
         field = super().formfield_for_foreignkey(db_field, request, **kwargs)
         if field is not None and db_field.related_model is Folder:
-            field.label_from_instance = _folder_label(request)
+            field.label_from_instance = _folder_label(request, field.queryset)
         return field
 
     # Not only foreign keys: a many-to-many box (a job's documents) offered, and would
@@ -113,15 +114,18 @@ class MemberScoped:
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
 
-def _folder_label(request: HttpRequest):
+def _folder_label(request: HttpRequest, choices):
     """A folder choice by its path ("policies/2026", not "2026"), and for superusers, who
     see every workspace's folders, its workspace's slug."""
-    paths: dict[int, dict[int, str]] = {}
+    paths: dict[int, str] = {}
 
     def label(folder: Folder) -> str:
-        if folder.workspace_id not in paths:
-            paths[folder.workspace_id] = selectors.folder_paths(workspace_id=folder.workspace_id)
-        path = paths[folder.workspace_id].get(folder.pk, folder.name)
+        if not paths:  # every workspace's paths at once: it was a query per workspace
+            workspaces = choices.values("workspace_id")
+            paths.update(selectors.folder_paths_of(
+                folders=Folder.objects.filter(workspace_id__in=workspaces)
+            ))
+        path = paths.get(folder.pk, folder.name)
         return f"{folder.workspace.slug}: {path}" if request.user.is_superuser else path
 
     return label
@@ -251,6 +255,7 @@ class WorkspaceFixedAfterCreation(MemberScoped):
 class FolderAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "folder_ids"
     list_display = ["name", "parent", "workspace", "created_at"]
+    list_select_related = ["parent", "workspace"]  # a parent may be null: not by default
     list_filter = [("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name"]
     autocomplete_fields = ["parent"]
@@ -300,6 +305,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     list_filter = [
         "status", "source_type", ("workspace", admin.RelatedOnlyFieldListFilter), JobFilter
     ]
+    # A folder may be null: Django's own select_related leaves it out (a query a row).
+    list_select_related = ["workspace", "folder"]
     search_fields = ["title", "uri"]
     actions = ["reindex", "check_freshness"]
     readonly_fields = [
@@ -310,6 +317,10 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     # Pipeline outputs, shown together as "latest_run".
     exclude = ["text", "unchanged", "chunks_embedded", "queued_force"]
     change_list_template = "admin/knowledge/document/change_list.html"
+
+    def get_queryset(self, request: HttpRequest):
+        # Its text (megabytes for a long PDF) is shown on no page of the admin.
+        return super().get_queryset(request).defer("text")
 
     def has_add_permission(self, request) -> bool:
         # Sources are added through "Add sources" (its checks apply), never as a bare row.
@@ -361,6 +372,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     # Both write (a forced re-read, a status): not for staff who may only view documents.
     @admin.action(description="Re-index selected documents", permissions=["change"])
     def reindex(self, request: HttpRequest, queryset) -> None:
+        # Without the list's joins: its folder, outer-joined, cannot be locked FOR UPDATE.
+        queryset = queryset.select_related(None)
         queued, refused = sources.reindex(documents=queryset)
         self.message_user(request, f"Queued {queued} documents for re-indexing.")
         self._report_not_read(request, queryset, refused, "`manage.py ingest PATH`")
@@ -369,6 +382,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         description="Check selected sources for changes (mark STALE)", permissions=["change"]
     )
     def check_freshness(self, request: HttpRequest, queryset) -> None:
+        queryset = queryset.select_related(None)  # as `reindex`
         try:
             report, refused = sources.check_freshness(documents=queryset)
         except sources.SourceRefused as exc:
@@ -530,6 +544,7 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
     list_display = [
         "pk", "workspace", "description", "created_by", "created_at", "cancelled_at", "progress"
     ]
+    list_select_related = ["workspace", "created_by"]
     readonly_fields = [
         "workspace", "created_by", "description", "created_at", "cancelled_at", "progress",
         "all_documents",
@@ -579,6 +594,9 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
         )
         return format_html('{}<a href="{}">All {} documents of this job</a>', shown, url, total)
 
+    def get_changelist(self, request: HttpRequest, **kwargs):
+        return JobChangeList
+
     def get_formset_kwargs(self, request, obj, inline, prefix):
         kwargs = super().get_formset_kwargs(request, obj, inline, prefix)
         if isinstance(inline, JobDocumentInline):
@@ -590,6 +608,18 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
         # listed rows (text never loaded) each time, whatever the job's size.
         context["refresh"] = obj is not None and not job_progress(obj).finished
         return super().render_change_form(request, context, add, change, form_url, obj)
+
+
+class JobChangeList(ChangeList):
+    """The jobs listed, each with its progress: from one query for the page (it was an
+    aggregate a row)."""
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        jobs = list(self.result_list)  # evaluated here, kept for the page
+        progress = selectors.jobs_progress(job_ids=[job.pk for job in jobs])
+        for job in jobs:
+            job._progress = progress[job.pk]
 
 
 def job_progress(job: IngestJob) -> selectors.JobProgress:

@@ -76,7 +76,13 @@ def chunks_of(*, document: Document) -> QuerySet[Chunk]:
 
 def folder_paths(*, workspace_id: int) -> dict[int, str]:
     """Every folder's path ('policies/2026') in the workspace, from one query."""
-    rows = Folder.objects.filter(workspace_id=workspace_id).values_list("pk", "name", "parent_id")
+    return folder_paths_of(folders=Folder.objects.filter(workspace_id=workspace_id))
+
+
+def folder_paths_of(*, folders: QuerySet[Folder]) -> dict[int, str]:
+    """`folder_paths` of every workspace these folders are in (a folder's parent is of
+    its own workspace), from one query: `folders` names whole workspaces' folders."""
+    rows = folders.values_list("pk", "name", "parent_id")
     parents = {pk: (name, parent_id) for pk, name, parent_id in rows}
     paths: dict[int, str] = {}
     for pk in parents:
@@ -214,11 +220,17 @@ class JobProgress:
 
 def job_progress(*, job: IngestJob) -> JobProgress:
     """The one definition of a job's progress: the admin, the API and `ingest` use it."""
+    return jobs_progress(job_ids=[job.pk])[job.pk]
+
+
+def jobs_progress(*, job_ids: Iterable[int]) -> dict[int, JobProgress]:
+    """`job_progress` of each of these jobs, from one query (a page of the admin's jobs)."""
+    job_ids = list(job_ids)
     rows = (
         # Not job.documents: prefetched, it keeps the prefetch's order_by("pk"), which
         # would group the counts by document.
-        Document.objects.filter(jobs=job)
-        .values_list("status")
+        Document.objects.filter(jobs__in=job_ids)
+        .values_list("jobs", "status")
         .annotate(
             # Named unlike the fields: an annotation would shadow `unchanged` in the filters.
             n_documents=Count("pk"),
@@ -227,19 +239,21 @@ def job_progress(*, job: IngestJob) -> JobProgress:
             n_embedded=Sum("chunks_embedded"),
             percent_sum=Sum("progress"),
         )
+        .order_by()
     )
-    counts = dict.fromkeys(Document.Status.values, 0)
-    unchanged = chunks = embedded = indexing_percent = indexing_embedded = 0
-    for status, n, status_unchanged, status_chunks, status_embedded, percent in rows:
-        counts[status] = n
+    found: dict[int, dict] = {
+        pk: {"counts": dict.fromkeys(Document.Status.values, 0)} for pk in job_ids
+    }
+    for job_id, status, n, status_unchanged, status_chunks, status_embedded, percent in rows:
+        job = found[job_id]
+        job["counts"][status] = n
         if status == Document.Status.INDEXED:
-            unchanged, chunks = status_unchanged, status_chunks or 0
-            embedded = status_embedded or 0
+            job["unchanged"], job["chunks"] = status_unchanged, status_chunks or 0
+            job["embedded"] = status_embedded or 0
         if status == Document.Status.INDEXING:
-            indexing_percent, indexing_embedded = percent or 0, status_embedded or 0
-    return JobProgress(
-        counts, unchanged, chunks, embedded, indexing_percent, indexing_embedded
-    )
+            job["indexing_percent"] = percent or 0
+            job["indexing_embedded"] = status_embedded or 0
+    return {pk: JobProgress(**job) for pk, job in found.items()}
 
 
 def jobs_in(*, workspace: Workspace) -> QuerySet[IngestJob]:

@@ -131,3 +131,55 @@ def test_the_chunks_of_a_document_are_listed_without_its_text_or_their_vectors(
             reverse("admin:knowledge_chunk_change", args=[chunk.pk])
         ).status_code == 200
     assert not [q["sql"] for q in queries.captured_queries if DOCUMENT_TEXT.search(q["sql"])]
+
+
+def rows(workspace: Workspace, n: int, tag: str, by) -> None:
+    """n documents, each in its own folder below a parent folder, and n jobs."""
+    from knowledge.models import Folder
+
+    parents = Folder.objects.bulk_create(
+        Folder(workspace=workspace, name=f"{tag} parent {i}") for i in range(n)
+    )
+    folders = Folder.objects.bulk_create(
+        Folder(workspace=workspace, name=f"{tag} {i}", parent=parent)
+        for i, parent in enumerate(parents)
+    )
+    made = documents(workspace, n, tag)
+    for document, folder in zip(made, folders, strict=True):
+        document.folder = folder
+    Document.objects.bulk_update(made, ["folder"])
+    for i, document in enumerate(made):
+        job = IngestJob.objects.create(workspace=workspace, description=f"{tag} {i}", created_by=by)
+        job.documents.add(document)
+
+
+def queries_of(client, url: str) -> list[str]:
+    client.get(url)  # Django's caches filled
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url).status_code == 200
+    return [q["sql"] for q in queries.captured_queries]
+
+
+def test_changelists_read_a_page_in_as_many_queries_for_30_rows_as_for_5(client, staff):
+    client.force_login(staff)
+    few, many = (
+        Workspace.objects.create(name=name, slug=name, owner=staff) for name in ("few", "many")
+    )
+    rows(few, 5, "few", staff)
+    rows(many, 30, "many", staff)
+    for name in ("document", "folder", "ingestjob"):
+        url = reverse(f"admin:knowledge_{name}_changelist") + "?workspace__id__exact="
+        few_queries = queries_of(client, url + str(few.pk))
+        many_queries = queries_of(client, url + str(many.pk))
+        assert len(many_queries) == len(few_queries), name
+        assert not [q for q in many_queries if DOCUMENT_TEXT.search(q)], name
+
+    # A document's page names its folder choices by their paths: one query for every
+    # workspace's folders, not one a workspace.
+    url = reverse("admin:knowledge_document_change", args=[Document.objects.first().pk])
+    before = len(queries_of(client, url))
+    for i in range(5):
+        rows(Workspace.objects.create(name=f"w{i}", slug=f"w{i}", owner=staff), 1, f"w{i}", staff)
+    page_queries = queries_of(client, url)
+    assert len(page_queries) == before
+    assert not [q for q in page_queries if DOCUMENT_TEXT.search(q)]
