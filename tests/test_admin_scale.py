@@ -183,3 +183,20 @@ def test_changelists_read_a_page_in_as_many_queries_for_30_rows_as_for_5(client,
     page_queries = queries_of(client, url)
     assert len(page_queries) == before
     assert not [q for q in page_queries if DOCUMENT_TEXT.search(q)]
+
+
+def test_the_chunk_list_filters_by_the_chunks_own_workspace_without_a_scan(
+    client, two_tenants
+):
+    ours, user = two_tenants
+    user.user_permissions.add(Permission.objects.get(codename="view_chunk"))
+    client.force_login(user)
+    (document,) = documents(ours, 1, "Listed")
+    chunks(document, 3)
+    sql = queries_of(client, reverse("admin:knowledge_chunk_changelist"))
+    assert not [q for q in sql if "DISTINCT" in q]  # no SELECT DISTINCT over the chunks
+    assert not [q for q in sql if 'INNER JOIN "knowledge_document"' in q and "COUNT" in q]
+    page = client.get(
+        reverse("admin:knowledge_chunk_changelist") + f"?workspace__id__exact={ours.pk}"
+    ).content.decode()
+    assert "passage 2 of Listed 0" in page and "Theirs" not in page
