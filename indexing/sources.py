@@ -18,7 +18,7 @@ from enum import Enum
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit, urlunsplit
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -873,7 +873,8 @@ def register_job(
         repository = check_server_path(repository)
     files = [check_server_path(path) for path in files]
     check_broker()
-    uploads, urls = list(uploads), list(urls)
+    # One document per page: the same page twice (a fragment, tracking parameters) is one.
+    uploads, urls = list(uploads), list(dict.fromkeys(web_source_url(u) for u in urls))
     with transaction.atomic():
         # One registration at a time per workspace: two cannot both pass the quota.
         Workspace.objects.select_for_update().only("pk").get(pk=workspace.pk)
@@ -884,7 +885,7 @@ def register_job(
         held = selectors.held_sources(
             workspace_id=workspace.pk, folder_id=folder.pk if folder else None,
             upload_uris=[_upload_uri(upload) for upload in uploads],
-            other_uris=[url.strip() for url in urls] + [path.as_uri() for path in files],
+            other_uris=[*urls, *(path.as_uri() for path in files)],
         )
         check_quota(
             workspace=workspace,
@@ -1003,6 +1004,34 @@ def add_path(
     return document
 
 
+# Query parameters that only say where a link was shared or clicked (analytics and ad
+# click ids): the page is the same without them.
+_TRACKING_PARAMS = frozenset(
+    "fbclid gclid gclsrc dclid msclkid yclid mc_cid mc_eid _hsenc _hsmi igshid".split()
+)
+
+
+def _is_tracking_param(pair: str) -> bool:
+    name = pair.partition("=")[0].lower()
+    return name.startswith("utm_") or name in _TRACKING_PARAMS
+
+
+def web_source_url(url: str) -> str:
+    """The URL a web page is kept under: without its #fragment (never sent to the server)
+    nor tracking parameters (utm_*, fbclid, gclid...), so one page added as
+    `…/guide#install` and `…/guide?utm_source=mail` is one document. The other
+    parameters stay as written, in their order."""
+    url = url.strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # refused by the checks that follow, as written
+        return url
+    query = "&".join(
+        pair for pair in parts.query.split("&") if pair and not _is_tracking_param(pair)
+    )
+    return urlunsplit(parts._replace(query=query, fragment=""))
+
+
 @transaction.atomic
 def add_url(
     *,
@@ -1011,7 +1040,7 @@ def add_url(
     folder: Folder | None = None,
     job: IngestJob | None = None,
 ) -> Document:
-    url = url.strip()
+    url = web_source_url(url)
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ValueError(f"Not an http(s) URL: {url!r}")

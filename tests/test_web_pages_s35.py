@@ -1,0 +1,120 @@
+"""Web pages as users add them, over real HTTP on loopback: one document per page, and
+a page's encoding read as a browser reads it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+
+from indexing import sources
+from knowledge.locators import passage_at
+from knowledge.models import Chunk, Document
+from tests.conftest import serving
+
+pytestmark = pytest.mark.django_db
+
+GUIDE = (
+    b"<html><head><title>Harbour guide</title></head><body><main><h1>Harbour guide</h1>"
+    b"<h2>Fuel</h2><p>The fuel dock opens at 07:00 and closes at dusk.</p></main></body></html>"
+)
+# A UTF-8 page with a byte order mark, served as ISO-8859-1 (as IIS often does).
+CAFE = (
+    "\ufeff<html><head><title>Café Marée</title></head><body><main><h1>Café Marée</h1>"
+    "<p>The naïve crêpe stand opens at noon.</p></main></body></html>"
+).encode()
+CAFE_TEXT = "\ufeffThe naïve crêpe stand opens at noon.\n".encode()
+
+PAGES = {
+    "/guide": ("text/html; charset=utf-8", GUIDE),
+    "/cafe": ("text/html; charset=iso-8859-1", CAFE),
+    "/cafe.txt": ("text/plain; charset=iso-8859-1", CAFE_TEXT),
+}
+
+
+class Site(BaseHTTPRequestHandler):
+    requests: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server API)
+        Site.requests.append(self.path)
+        page = PAGES.get(self.path.partition("?")[0])
+        if page is None:
+            self.send_error(404)
+            return
+        content_type, body = page
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def site(settings) -> Iterator[str]:
+    settings.URL_FETCH_ALLOW_PRIVATE = True  # the test site is on loopback
+    Site.requests = []
+    with serving(Site) as url:
+        yield url
+
+
+def _assert_located(document: Document) -> None:
+    chunks = list(document.chunks.all())
+    assert chunks
+    for chunk in chunks:
+        assert passage_at(document.text, chunk.locator) == chunk.text
+
+
+def test_one_page_added_under_a_fragment_and_tracking_parameters_is_one_document(
+    api, workspace, site, django_capture_on_commit_callbacks
+):
+    added = [
+        f"{site}/guide#fuel",
+        f"{site}/guide?utm_source=newsletter&utm_medium=email",
+        f"{site}/guide?fbclid=abc123",
+        f"  {site}/guide  ",
+    ]
+    ids = set()
+    for url in added:
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post("/api/documents", {"url": url}, format="json")
+        assert response.status_code == 202, response.content
+        [document] = response.json()["documents"]
+        ids.add(document["id"])
+        assert document["uri"] == f"{site}/guide"
+    [document] = Document.objects.all()
+    assert ids == {document.pk}
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.uri == f"{site}/guide"
+    # The page is fetched without what only analytics read, and cited by its own URL.
+    assert set(Site.requests) == {"/guide"}
+    for chunk in document.chunks.all():
+        assert chunk.locator["url"] == f"{site}/guide"
+    _assert_located(document)
+    # One page's passages, once: search finds no second copy of them.
+    assert Chunk.objects.filter(text__contains="fuel dock").count() == 1
+
+
+def test_one_batch_naming_a_page_twice_makes_one_document(
+    workspace, site, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        job, documents = sources.register_job(
+            workspace=workspace, urls=[f"{site}/guide#top", f"{site}/guide?utm_campaign=x"]
+        )
+    [document] = documents
+    assert list(job.documents.all()) == [document]
+    document.refresh_from_db()
+    assert document.uri == f"{site}/guide"
+    assert document.status == Document.Status.INDEXED, document.last_error
+
+
+def test_other_query_parameters_still_name_other_pages(workspace, site):
+    first = sources.add_url(workspace=workspace, url=f"{site}/guide?page=2&utm_id=7&lang=en")
+    second = sources.add_url(workspace=workspace, url=f"{site}/guide?page=3")
+    assert first.uri == f"{site}/guide?page=2&lang=en"
+    assert second.uri == f"{site}/guide?page=3"
+    assert first.pk != second.pk
