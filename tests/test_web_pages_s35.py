@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from indexing import sources
+from indexing import pipeline, sources
 from knowledge.locators import passage_at
 from knowledge.models import Chunk, Document
 from tests.conftest import serving
@@ -118,3 +118,27 @@ def test_other_query_parameters_still_name_other_pages(workspace, site):
     assert first.uri == f"{site}/guide?page=2&lang=en"
     assert second.uri == f"{site}/guide?page=3"
     assert first.pk != second.pk
+
+
+def test_a_utf8_byte_order_mark_outranks_the_charset_the_server_declares(
+    workspace, counting_embedder, site
+):
+    document = sources.add_url(workspace=workspace, url=f"{site}/cafe")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.title == "Café Marée"
+    assert "The naïve crêpe stand opens at noon." in document.text
+    assert "Ã" not in document.text and "\ufeff" not in document.text
+    _assert_located(document)
+
+
+def test_a_text_page_with_a_byte_order_mark_is_read_as_utf8(
+    workspace, counting_embedder, site
+):
+    document = sources.add_url(workspace=workspace, url=f"{site}/cafe.txt")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.text.strip() == "The naïve crêpe stand opens at noon."
+    _assert_located(document)

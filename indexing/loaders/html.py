@@ -469,6 +469,10 @@ def _decode(html: str | bytes, charset: str | None) -> str | bytes:
     for marks, encoding in _BYTE_ORDER_MARKS:
         if html.startswith(marks):
             return html.decode(encoding, errors="replace")
+    # A UTF-8 byte order mark outranks a declared charset too, as in browsers (the
+    # WHATWG encoding sniffing): IIS and editors add one to pages served as ISO-8859-1.
+    if html.startswith(codecs.BOM_UTF8):
+        return html.decode("utf-8-sig", errors="replace")
     if b"\x00" in html[:SNIFF_BYTES]:
         raise IngestError("File looks like binary data, not text")
     if charset:

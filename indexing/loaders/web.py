@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import ipaddress
 import socket
 import ssl
@@ -37,6 +38,7 @@ ACCEPT_ENCODING = "gzip, deflate"
 _INFLATE_STEP = 64 * 1024
 # A text/plain download whose name says Markdown or source code is loaded as that.
 _FORMATS_BY_NAME_FOR_PLAIN_TEXT = frozenset({SourceType.MARKDOWN, SourceType.CODE})
+_BYTE_ORDER_MARKS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # The well-known NAT64 prefix embeds an IPv4 address the gateway will reach.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
@@ -475,8 +477,12 @@ def _url_filename(url: str) -> str:
 
 def _decode_web_text(data: bytes, charset: str | None) -> str:
     # Servers declare charsets; honour one that is not UTF-8 (uploads, which
-    # carry no declaration, must be UTF-8).
-    if charset and charset.replace("_", "-") not in ("utf-8", "utf8", "us-ascii", "ascii"):
+    # carry no declaration, must be UTF-8). A byte order mark outranks the declaration,
+    # as in browsers: `decode_text` reads by it.
+    declared = charset and charset.replace("_", "-")
+    if declared not in (None, "", "utf-8", "utf8", "us-ascii", "ascii") and not data.startswith(
+        _BYTE_ORDER_MARKS
+    ):
         try:
             text = normalize_newlines(data.decode(charset))
         except (LookupError, UnicodeDecodeError):
