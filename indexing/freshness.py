@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import QuerySet
 
-from indexing.pipeline import read_source
+from indexing.pipeline import REPEATED_BLOCKS_KEY, SourceBytes, parse_source, read_source
 from indexing.signature import indexer_signature
 from indexing.types import IngestError
 from knowledge.models import Document
@@ -39,7 +39,10 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
             continue
         else:
             try:
-                current = read_source(document).sha256
+                source = read_source(document)
+                unchanged = source.sha256 == document.content_hash or _same_page_text(
+                    document, source
+                )
             except IngestError as exc:
                 # Still answering from what was read: STALE with the reason, for curators to
                 # find (a moved file) or delete (a removed one).
@@ -48,7 +51,7 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
                     status=Document.Status.STALE, last_error=str(exc)[:4000]
                 )
                 continue
-            if current == document.content_hash:
+            if unchanged:
                 report.fresh.append(document)
                 # Back as it was indexed (a file that was moved away is there again).
                 Document.objects.filter(pk=document.pk, status=Document.Status.STALE).update(
@@ -60,3 +63,17 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
             status=Document.Status.STALE
         )
     return report
+
+
+def _same_page_text(document: Document, source: SourceBytes) -> bool:
+    """Whether a web page whose bytes changed still reads as the text indexed: a page's
+    script nonce, CSRF token or build time changes on every fetch, and such a page was
+    always STALE, though indexing it again changed nothing. Files are not parsed here:
+    a scanned PDF would be OCR'd on every check."""
+    if source.resource is None:
+        return False
+    loaded = parse_source(
+        source, document.mime or None,
+        dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
+    )
+    return loaded.text == document.text

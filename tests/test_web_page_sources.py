@@ -35,10 +35,18 @@ PAGES = {
 
 class Site(BaseHTTPRequestHandler):
     requests: list[str] = []
+    served = 0
 
     def do_GET(self) -> None:  # noqa: N802 (http.server API)
         Site.requests.append(self.path)
-        page = PAGES.get(self.path.partition("?")[0])
+        path = self.path.partition("?")[0]
+        page = PAGES.get(path)
+        if path == "/nonce":  # a page whose bytes change on every fetch, its text never
+            Site.served += 1
+            page = ("text/html", GUIDE.replace(
+                b"<body>", f'<body><script nonce="n{Site.served}">var t={Site.served};</script>'
+                .encode(),
+            ))
         if page is None:
             self.send_error(404)
             return
@@ -142,3 +150,23 @@ def test_a_text_page_with_a_byte_order_mark_is_read_as_utf8(
     assert document.status == Document.Status.INDEXED, document.last_error
     assert document.text.strip() == "The naïve crêpe stand opens at noon."
     _assert_located(document)
+
+
+def test_a_page_whose_bytes_change_but_not_its_text_is_not_stale(
+    workspace, counting_embedder, site
+):
+    """A script's nonce (a CSRF token, a build time) changes on every fetch: such a page
+    was always STALE, though indexing it again changed nothing."""
+    from indexing.freshness import mark_stale
+
+    document = sources.add_url(workspace=workspace, url=f"{site}/nonce")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    documents = Document.objects.filter(pk=document.pk)
+    report = mark_stale(documents=documents)
+    assert (report.fresh, report.stale) == ([document], [])
+    assert documents.get().status == Document.Status.INDEXED
+    # Its text changed: stale, as before.
+    Document.objects.filter(pk=document.pk).update(text="The fuel dock opens at 06:00.")
+    report = mark_stale(documents=documents)
+    assert (report.fresh, report.stale) == ([], [document])
+    assert documents.get().status == Document.Status.STALE
