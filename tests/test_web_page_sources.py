@@ -26,10 +26,24 @@ CAFE = (
 ).encode()
 CAFE_TEXT = "\ufeffThe naïve crêpe stand opens at noon.\n".encode()
 
+# windows-1252 served with no charset: é, “ ”, € and 0x81 (which Python's cp1252 leaves
+# undefined, browsers read as U+0081).
+MENU_TEXT = b"Caf\xe9 menu: \x93cr\xeapes\x94 at 4 \x80, na\xefve\x81 prices.\n"
+MENU_READ = "Café menu: “crêpes” at 4 €, naïve\x81 prices."
+MENU_HTML = (
+    b"<html><head><title>Caf\xe9 menu</title></head><body><main><h1>Caf\xe9 menu</h1>"
+    b"<p>\x93Cr\xeapes\x94 at 4 \x80, na\xefve prices.</p></main></body></html>"
+)
+
 PAGES = {
     "/guide": ("text/html; charset=utf-8", GUIDE),
     "/cafe": ("text/html; charset=iso-8859-1", CAFE),
     "/cafe.txt": ("text/plain; charset=iso-8859-1", CAFE_TEXT),
+    "/menu.txt": ("text/plain", MENU_TEXT),
+    "/menu.md": ("text/plain", b"# Caf\xe9 menu\n\n" + MENU_TEXT),
+    "/menu": ("text/markdown", b"# Caf\xe9 menu\n\n" + MENU_TEXT),
+    "/menu.html": ("text/html", MENU_HTML),
+    "/menu-utf8.txt": ("text/plain", MENU_READ.encode()),
 }
 
 
@@ -170,3 +184,58 @@ def test_a_page_whose_bytes_change_but_not_its_text_is_not_stale(
     report = mark_stale(documents=documents)
     assert (report.fresh, report.stale) == ([], [document])
     assert documents.get().status == Document.Status.STALE
+
+
+@pytest.mark.parametrize("path", ["/menu.txt", "/menu.md", "/menu"])
+def test_a_text_page_with_no_charset_that_is_not_utf8_is_read_as_windows_1252(
+    workspace, counting_embedder, site, path
+):
+    """As browsers read it: it was FAILED, telling the user to convert to UTF-8 a page
+    they do not serve."""
+    document = sources.add_url(workspace=workspace, url=f"{site}{path}")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert MENU_READ in document.text
+    assert document.metadata["warnings"] == [
+        "decoded as windows-1252: the server declared no charset and the text is not UTF-8"
+    ]
+    _assert_located(document)
+
+
+def test_an_html_page_with_no_charset_that_is_not_utf8_is_read_as_windows_1252(
+    workspace, counting_embedder, site
+):
+    """Not as a guessed codepage (windows-1250 read "naïve" as "naďve")."""
+    document = sources.add_url(workspace=workspace, url=f"{site}/menu.html")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.title == "Café menu"
+    assert "“Crêpes” at 4 €, naïve prices." in document.text
+    assert document.metadata["warnings"] == [
+        "decoded as windows-1252: no charset is declared and the page is not UTF-8"
+    ]
+    _assert_located(document)
+
+
+def test_a_utf8_text_page_with_no_charset_has_no_warning(workspace, counting_embedder, site):
+    document = sources.add_url(workspace=workspace, url=f"{site}/menu-utf8.txt")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.text.strip() == MENU_READ
+    assert "warnings" not in document.metadata
+
+
+def test_an_upload_of_the_same_bytes_is_still_refused(workspace, counting_embedder):
+    """An upload declares no charset either, but its user can convert it: it must be UTF-8."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("menu.txt", MENU_TEXT, content_type="text/plain")
+    document = sources.add_upload(workspace=workspace, upload=upload)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert "is not valid UTF-8 text" in document.last_error
+    assert "convert it to UTF-8" in document.last_error

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from bs4 import BeautifulSoup, Tag
+from bs4.dammit import EncodingDetector
 from bs4.element import CData, Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
 
 from citations.rows import CELL_SEPARATOR
@@ -26,7 +27,7 @@ from indexing.loaders.markdown import (
     sections_from_headings,
     with_definitions,
 )
-from indexing.loaders.text import SNIFF_BYTES, title_from_filename
+from indexing.loaders.text import SNIFF_BYTES, decode_windows_1252, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
@@ -103,6 +104,7 @@ class _Builder:
     short_names: list[str] = field(default_factory=list)
     dropped: frozenset[str] = frozenset()  # signatures of blocks to leave out
     blocks: list[str] = field(default_factory=list)  # every block, before any is dropped
+    warning: str | None = None  # how the page was decoded, when that is worth saying
 
     def emit(
         self, text: str, *, heading_level: int | None = None, paragraph: bool = False
@@ -461,30 +463,50 @@ _BYTE_ORDER_MARKS = (  # UTF-32's first: UTF-32LE's begins as UTF-16LE's does
 )
 
 
-def _decode(html: str | bytes, charset: str | None) -> str | bytes:
+# metadata["warnings"] of a page read as windows-1252 (see `_decode`).
+WINDOWS_1252_WARNING = "decoded as windows-1252: no charset is declared and the page is not UTF-8"
+
+
+def _decode(html: str | bytes, charset: str | None) -> tuple[str | bytes, str | None]:
+    """The markup, decoded unless the page declares its charset itself, and a warning
+    if it was read as windows-1252."""
     if isinstance(html, str):
-        return html
+        return html, None
     # UTF-16 (or UTF-32) by its byte order mark, whatever charset is declared: decoded
     # here, not left to BeautifulSoup, so its DOCTYPE's internal subset is found too.
     for marks, encoding in _BYTE_ORDER_MARKS:
         if html.startswith(marks):
-            return html.decode(encoding, errors="replace")
+            return html.decode(encoding, errors="replace"), None
     # A UTF-8 byte order mark outranks a declared charset too, as in browsers (the
     # WHATWG encoding sniffing): IIS and editors add one to pages served as ISO-8859-1.
     if html.startswith(codecs.BOM_UTF8):
-        return html.decode("utf-8-sig", errors="replace")
+        return html.decode("utf-8-sig", errors="replace"), None
     if b"\x00" in html[:SNIFF_BYTES]:
         raise IngestError("File looks like binary data, not text")
     if charset:
         try:
-            return html.decode(charset, errors="replace")
+            return html.decode(charset, errors="replace"), None
         except LookupError:
             pass  # unknown charset label: let BeautifulSoup sniff the <meta>
     try:
-        return html.decode("utf-8-sig")
+        return html.decode("utf-8-sig"), None
     except UnicodeDecodeError:
-        # Unlike plain text, HTML declares its encoding in <meta>; let bs4 read it.
-        return html
+        pass
+    # Unlike plain text, HTML declares its encoding in <meta>; let bs4 read it.
+    if _known_encoding(EncodingDetector.find_declared_encoding(html, is_html=True)):
+        return html, None
+    # None declared: windows-1252, as browsers read such a page (bs4 would guess one).
+    return decode_windows_1252(html), WINDOWS_1252_WARNING
+
+
+def _known_encoding(label: str | None) -> bool:
+    if not label:
+        return False
+    try:
+        codecs.lookup(label)
+    except LookupError:
+        return False
+    return True
 
 
 # A DOCTYPE's internal subset, <!DOCTYPE html [<!ENTITY x "y">]>: an HTML parser ends the
@@ -547,7 +569,8 @@ def page_blocks(html: str | bytes, *, charset: str | None = None) -> list[str]:
 def _render_page(
     html: str | bytes, *, charset: str | None, dropped: frozenset[str]
 ) -> tuple[BeautifulSoup, _Builder]:
-    soup = BeautifulSoup(_without_internal_subset(_decode(html, charset)), "lxml")
+    markup, warning = _decode(html, charset)
+    soup = BeautifulSoup(_without_internal_subset(markup), "lxml")
     head = soup.head
     if head is not None:
         head.extract()  # kept for the title and canonical link; never readable content
@@ -556,6 +579,7 @@ def _render_page(
     out = _render(_pick_container(soup), dropped)
     if head is not None:
         soup.insert(0, head)
+    out.warning = warning
     return soup, out
 
 
@@ -594,7 +618,7 @@ def html_to_document(
     title_tag = soup.head.find("title") if soup.head is not None else None
     if isinstance(title_tag, Tag):
         title = _collapse(title_tag.get_text())
-    metadata: dict[str, Any] = {}
+    metadata: dict[str, Any] = {"warnings": [out.warning]} if out.warning else {}
     canonical = soup.find("link", rel="canonical", href=True)
     if isinstance(canonical, Tag):
         href = str(canonical["href"]).strip()

@@ -94,6 +94,22 @@ def decode_text(data: bytes, *, what: str = "File") -> str:
     return text
 
 
+# windows-1252 as browsers read it (WHATWG): the five bytes Python's cp1252 leaves
+# undefined (0x81, 0x8D, 0x8F, 0x90, 0x9D) are the Latin-1 control characters.
+_WINDOWS_1252 = {
+    byte: bytes([byte]).decode("cp1252", errors="ignore") or chr(byte) for byte in range(0x80, 0xA0)
+}
+
+
+def decode_windows_1252(data: bytes) -> str:
+    """`data` as windows-1252, the browsers' fallback for a page that declares no charset.
+
+    Not for uploaded text, which must be UTF-8 (`decode_text`); for web text, and HTML,
+    that declares no charset.
+    """
+    return data.decode("latin-1").translate(_WINDOWS_1252)
+
+
 def has_unicode_bom(head: bytes) -> bool:
     """Whether bytes open with a UTF-8/16/32 byte order mark (UTF-16 text is full of NULs)."""
     return head.startswith(tuple(bom for bom, _encoding in _BOMS))

@@ -22,7 +22,13 @@ from indexing.loaders.markdown import markdown_document
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.pdf import load_pdf
-from indexing.loaders.text import decode_text, normalize_newlines
+from indexing.loaders.text import (
+    SNIFF_BYTES,
+    decode_text,
+    decode_windows_1252,
+    looks_binary,
+    normalize_newlines,
+)
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
@@ -475,23 +481,47 @@ def _url_filename(url: str) -> str:
     return name or urlsplit(url).hostname or "download"
 
 
-def _decode_web_text(data: bytes, charset: str | None) -> str:
+# metadata["warnings"] of a page read as windows-1252 (see `_decode_web_text`).
+WINDOWS_1252_WARNING = (
+    "decoded as windows-1252: the server declared no charset and the text is not UTF-8"
+)
+
+
+def _decode_web_text(data: bytes, charset: str | None) -> tuple[str, str | None]:
+    """The page's text, and a warning if it was read as windows-1252."""
     # Servers declare charsets; honour one that is not UTF-8 (uploads, which
     # carry no declaration, must be UTF-8). A byte order mark outranks the declaration,
     # as in browsers: `decode_text` reads by it.
     declared = charset and charset.replace("_", "-")
-    if declared not in (None, "", "utf-8", "utf8", "us-ascii", "ascii") and not data.startswith(
-        _BYTE_ORDER_MARKS
-    ):
+    has_bom = data.startswith(_BYTE_ORDER_MARKS)
+    if declared not in (None, "", "utf-8", "utf8", "us-ascii", "ascii") and not has_bom:
         try:
             text = normalize_newlines(data.decode(charset))
-        except (LookupError, UnicodeDecodeError):
+        except LookupError:
+            declared = None  # a label Python does not know: as if none was declared
+        except UnicodeDecodeError:
             pass
         else:
             if is_blank(text):
                 raise IngestError("File is empty")
-            return text
-    return decode_text(data, what="Page")
+            return text, None
+    if not declared and not has_bom and not looks_binary(data[:SNIFF_BYTES]):
+        # No charset and not UTF-8: browsers read such text as windows-1252, and the
+        # user cannot convert a page they do not serve (an upload must be UTF-8).
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = normalize_newlines(decode_windows_1252(data))
+            if is_blank(text):
+                raise IngestError("File is empty") from None
+            return text, WINDOWS_1252_WARNING
+    return decode_text(data, what="Page"), None
+
+
+def _with_warning(doc: LoadedDocument, warning: str | None) -> LoadedDocument:
+    if warning:
+        doc.metadata["warnings"] = [*doc.metadata.get("warnings", ()), warning]
+    return doc
 
 
 def _is_markdown_or_code_name(filename: str) -> bool:
@@ -559,8 +589,8 @@ def load_fetched(
         for unit in doc.units:
             unit.locator["url"] = url  # source_type stays pdf: page locators matter most
     elif ctype in ("text/markdown", "text/x-markdown"):
-        text = _decode_web_text(data, charset)
-        doc = markdown_document(text, title_fallback=_url_filename(url))
+        text, warning = _decode_web_text(data, charset)
+        doc = _with_warning(markdown_document(text, title_fallback=_url_filename(url)), warning)
         doc.source_type = SourceType.WEB
         for unit in doc.units:
             unit.locator["url"] = url
@@ -568,19 +598,19 @@ def load_fetched(
         # A raw README.md or pool.py (raw.githubusercontent.com serves both as
         # text/plain) keeps its headings or symbols, as the same file uploaded does.
         # The declared charset is honoured, so the loader gets UTF-8.
-        text = _decode_web_text(data, charset)
-        doc = _load_as_download(
+        text, warning = _decode_web_text(data, charset)
+        doc = _with_warning(_load_as_download(
             text.encode("utf-8"), url=url, mime=ctype, ocr=ocr,
             ocr_max_pages=ocr_max_pages, office_limits=office_limits,
-        )  # fmt: skip
+        ), warning)  # fmt: skip
     elif ctype == "text/plain":
-        text = _decode_web_text(data, charset)
-        doc = LoadedDocument(
+        text, warning = _decode_web_text(data, charset)
+        doc = _with_warning(LoadedDocument(
             title=_url_filename(url),
             mime="text/plain",
             source_type=SourceType.WEB,
             units=[RawUnit(text=text, locator={"url": url}, kind=KIND_PROSE)],
-        )
+        ), warning)  # fmt: skip
     else:
         # application/octet-stream, a .docx, source code...: treat it as a download.
         doc = _load_as_download(
