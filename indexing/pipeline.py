@@ -46,6 +46,8 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (EmbeddingError, *DATABASE_E
 # Document.metadata key: signatures of the blocks its folder's pages repeat
 # (navigation, footers), found when the folder was registered (sources.add_directory).
 REPEATED_BLOCKS_KEY = "repeated_blocks"
+# Metadata a loader gives of one reading of the source: replaced, not merged, by the next.
+_OF_ONE_READING = ("warnings", "unreadable_pages")
 
 
 @dataclass(frozen=True)
@@ -486,7 +488,10 @@ def _swap_chunks(
     source_title = document.metadata.get("source_title")
     if not document.title or document.title == source_title:
         document.title = loaded.title[:500]
-    document.metadata = {**document.metadata, **loaded.metadata, "source_title": loaded.title}
+    # What an earlier reading warned of (a page's guessed charset, pages left unread) is
+    # not true of this one: only this reading's warnings are kept.
+    earlier = {k: v for k, v in document.metadata.items() if k not in _OF_ONE_READING}
+    document.metadata = {**earlier, **loaded.metadata, "source_title": loaded.title}
     document.source_type = loaded.source_type
     document.mime = loaded.mime
     document.text = loaded.text

@@ -239,3 +239,23 @@ def test_an_upload_of_the_same_bytes_is_still_refused(workspace, counting_embedd
     assert document.status == Document.Status.FAILED
     assert "is not valid UTF-8 text" in document.last_error
     assert "convert it to UTF-8" in document.last_error
+
+
+def test_a_warning_of_an_earlier_reading_goes_once_the_page_reads_without_it(
+    workspace, counting_embedder, site
+):
+    """metadata was merged reading after reading: a page whose server fixed its charset
+    kept saying it was decoded as windows-1252."""
+    document = sources.add_url(workspace=workspace, url=f"{site}/menu.txt")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.metadata["warnings"]
+    PAGES["/menu.txt"] = ("text/plain", MENU_READ.encode())
+    try:
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    finally:
+        PAGES["/menu.txt"] = ("text/plain", MENU_TEXT)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert "warnings" not in document.metadata
+    assert document.metadata["source_title"]  # what registration and indexing know stays
