@@ -44,6 +44,8 @@ PAGES = {
     "/menu": ("text/markdown", b"# Caf\xe9 menu\n\n" + MENU_TEXT),
     "/menu.html": ("text/html", MENU_HTML),
     "/menu-utf8.txt": ("text/plain", MENU_READ.encode()),
+    "/menu-latin1.txt": ("text/plain; charset=ISO-8859-1", MENU_TEXT),
+    "/menu-ascii.txt": ("text/plain; charset=us-ascii", MENU_TEXT),
 }
 
 
@@ -259,3 +261,19 @@ def test_a_warning_of_an_earlier_reading_goes_once_the_page_reads_without_it(
     assert document.status == Document.Status.INDEXED, document.last_error
     assert "warnings" not in document.metadata
     assert document.metadata["source_title"]  # what registration and indexing know stays
+
+
+@pytest.mark.parametrize("path", ["/menu-latin1.txt", "/menu-ascii.txt"])
+def test_a_text_page_declared_latin1_or_ascii_is_read_as_windows_1252(
+    workspace, counting_embedder, site, path
+):
+    """As the WHATWG Encoding Standard and every browser read these labels: € and curly
+    quotes (0x80-0x9F) became control characters under ISO-8859-1, and US-ASCII failed
+    with "convert it to UTF-8 and upload again"."""
+    document = sources.add_url(workspace=workspace, url=f"{site}{path}")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert MENU_READ in document.text
+    assert "warnings" not in document.metadata  # the server said so: no guess
+    _assert_located(document)

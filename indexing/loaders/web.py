@@ -487,14 +487,28 @@ WINDOWS_1252_WARNING = (
 )
 
 
+# Labels the WHATWG Encoding Standard reads as windows-1252, as every browser does: a page
+# declared ISO-8859-1 or US-ASCII holding € or curly quotes (bytes 0x80-0x9F) shows them.
+_WINDOWS_1252_LABELS = frozenset({
+    "windows-1252", "cp1252", "x-cp1252", "iso-8859-1", "iso8859-1", "iso88591", "latin1",
+    "l1", "iso-ir-100", "csisolatin1", "ibm819", "cp819", "iso-8859-1:1987", "us-ascii",
+    "ascii", "ansi-x3.4-1968",
+})
+
+
 def _decode_web_text(data: bytes, charset: str | None) -> tuple[str, str | None]:
     """The page's text, and a warning if it was read as windows-1252."""
     # Servers declare charsets; honour one that is not UTF-8 (uploads, which
     # carry no declaration, must be UTF-8). A byte order mark outranks the declaration,
     # as in browsers: `decode_text` reads by it.
-    declared = charset and charset.replace("_", "-")
+    declared = charset and charset.replace("_", "-").lower()
     has_bom = data.startswith(_BYTE_ORDER_MARKS)
-    if declared not in (None, "", "utf-8", "utf8", "us-ascii", "ascii") and not has_bom:
+    if declared in _WINDOWS_1252_LABELS and not has_bom:
+        text = normalize_newlines(decode_windows_1252(data))
+        if is_blank(text):
+            raise IngestError("File is empty")
+        return text, None
+    if declared not in (None, "", "utf-8", "utf8") and not has_bom:
         try:
             text = normalize_newlines(data.decode(charset))
         except LookupError:
