@@ -85,6 +85,15 @@ def site(settings) -> Iterator[str]:
         yield url
 
 
+def indexed(workspace, embedder, url: str) -> Document:
+    """The page at `url` added and indexed: INDEXED, or the test fails saying why."""
+    document = sources.add_url(workspace=workspace, url=url)
+    pipeline.index_document(document_id=document.pk, embedder=embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    return document
+
+
 def _assert_located(document: Document) -> None:
     chunks = list(document.chunks.all())
     assert chunks
@@ -147,10 +156,7 @@ def test_other_query_parameters_still_name_other_pages(workspace, site):
 def test_a_utf8_byte_order_mark_outranks_the_charset_the_server_declares(
     workspace, counting_embedder, site
 ):
-    document = sources.add_url(workspace=workspace, url=f"{site}/cafe")
-    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    document.refresh_from_db()
-    assert document.status == Document.Status.INDEXED, document.last_error
+    document = indexed(workspace, counting_embedder, f"{site}/cafe")
     assert document.title == "Café Marée"
     assert "The naïve crêpe stand opens at noon." in document.text
     assert "Ã" not in document.text and "\ufeff" not in document.text
@@ -160,10 +166,7 @@ def test_a_utf8_byte_order_mark_outranks_the_charset_the_server_declares(
 def test_a_text_page_with_a_byte_order_mark_is_read_as_utf8(
     workspace, counting_embedder, site
 ):
-    document = sources.add_url(workspace=workspace, url=f"{site}/cafe.txt")
-    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    document.refresh_from_db()
-    assert document.status == Document.Status.INDEXED, document.last_error
+    document = indexed(workspace, counting_embedder, f"{site}/cafe.txt")
     assert document.text.strip() == "The naïve crêpe stand opens at noon."
     _assert_located(document)
 
@@ -194,10 +197,7 @@ def test_a_text_page_with_no_charset_that_is_not_utf8_is_read_as_windows_1252(
 ):
     """As browsers read it: it was FAILED, telling the user to convert to UTF-8 a page
     they do not serve."""
-    document = sources.add_url(workspace=workspace, url=f"{site}{path}")
-    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    document.refresh_from_db()
-    assert document.status == Document.Status.INDEXED, document.last_error
+    document = indexed(workspace, counting_embedder, f"{site}{path}")
     assert MENU_READ in document.text
     assert document.metadata["warnings"] == [
         "decoded as windows-1252: the server declared no charset and the text is not UTF-8"
@@ -209,10 +209,7 @@ def test_an_html_page_with_no_charset_that_is_not_utf8_is_read_as_windows_1252(
     workspace, counting_embedder, site
 ):
     """Not as a guessed codepage (windows-1250 read "naïve" as "naďve")."""
-    document = sources.add_url(workspace=workspace, url=f"{site}/menu.html")
-    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    document.refresh_from_db()
-    assert document.status == Document.Status.INDEXED, document.last_error
+    document = indexed(workspace, counting_embedder, f"{site}/menu.html")
     assert document.title == "Café menu"
     assert "“Crêpes” at 4 €, naïve prices." in document.text
     assert document.metadata["warnings"] == [
@@ -222,10 +219,7 @@ def test_an_html_page_with_no_charset_that_is_not_utf8_is_read_as_windows_1252(
 
 
 def test_a_utf8_text_page_with_no_charset_has_no_warning(workspace, counting_embedder, site):
-    document = sources.add_url(workspace=workspace, url=f"{site}/menu-utf8.txt")
-    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    document.refresh_from_db()
-    assert document.status == Document.Status.INDEXED, document.last_error
+    document = indexed(workspace, counting_embedder, f"{site}/menu-utf8.txt")
     assert document.text.strip() == MENU_READ
     assert "warnings" not in document.metadata
 
@@ -270,10 +264,7 @@ def test_a_text_page_declared_latin1_or_ascii_is_read_as_windows_1252(
     """As the WHATWG Encoding Standard and every browser read these labels: € and curly
     quotes (0x80-0x9F) became control characters under ISO-8859-1, and US-ASCII failed
     with "convert it to UTF-8 and upload again"."""
-    document = sources.add_url(workspace=workspace, url=f"{site}{path}")
-    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    document.refresh_from_db()
-    assert document.status == Document.Status.INDEXED, document.last_error
+    document = indexed(workspace, counting_embedder, f"{site}{path}")
     assert MENU_READ in document.text
     assert "warnings" not in document.metadata  # the server said so: no guess
     _assert_located(document)
