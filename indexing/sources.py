@@ -769,7 +769,7 @@ def add_upload(
     folder: Folder | None = None,
     job: IngestJob | None = None,
 ) -> Document:
-    name = Path(upload.name or "upload").name
+    name = _upload_name(upload)
     document = _upsert(
         workspace,
         uri=_upload_uri(upload),
@@ -792,15 +792,20 @@ def add_upload(
     return document
 
 
+def _upload_name(upload: UploadedFile) -> str:
+    """The file's own name, without any path a client sent with it."""
+    return Path(upload.name or "upload").name
+
+
 def _upload_uri(upload: UploadedFile) -> str:
     """An upload is known by its name (in its folder): a file of the same name replaces it."""
-    return f"upload://{Path(upload.name or 'upload').name}"
+    return f"upload://{_upload_name(upload)}"
 
 
 def upload_batch_problems(uploads: Sequence[UploadedFile]) -> list[str]:
     """Why a batch of uploads would be refused: each file's problem, then any name given
     twice (both would be one document, `upload://name`, the second replacing the first)."""
-    names = [Path(upload.name or "upload").name for upload in uploads]
+    names = [_upload_name(upload) for upload in uploads]
     problems = [
         f"{name}: {problem}"
         for name, upload in zip(names, uploads, strict=True)
@@ -821,7 +826,7 @@ def upload_problem(upload: UploadedFile) -> str:
     `add_upload` records it on a FAILED document; the API and the admin ask first and
     refuse the whole request, saving nothing.
     """
-    name, size = Path(upload.name or "upload").name, upload.size or 0
+    name, size = _upload_name(upload), upload.size or 0
     if not size:
         return "The file is empty"
     if problem := too_large(size) or refusal_for_filename(name):
