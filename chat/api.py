@@ -39,7 +39,7 @@ from chat.serializers import (
 )
 from indexing import page_images
 from knowledge import selectors
-from knowledge.api import KnownListParameters, query_workspace_slug, requested_workspace
+from knowledge.api import KnownListParameters, query_workspace_slug, write_workspace
 
 logger = logging.getLogger(__name__)
 
@@ -156,10 +156,7 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
     def create(self, request: Request, *args, **kwargs) -> Response:
         params = ThreadCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        workspace = selectors.workspace_for(
-            user=request.user,
-            slug=requested_workspace(request, params.validated_data.get("workspace")),
-        )
+        workspace = write_workspace(request, params.validated_data)
         thread = services.create_thread(
             workspace=workspace, user=request.user, title=params.validated_data["title"]
         )

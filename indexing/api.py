@@ -37,7 +37,7 @@ from knowledge.api import (
     not_found,
     query_workspace,
     refuse_unknown_parameters,
-    requested_workspace,
+    write_workspace,
 )
 from knowledge.models import Document, Folder, Workspace
 from knowledge.serializers import (
@@ -61,14 +61,6 @@ def json_write(request: Request, serializer_class: type[serializers.Serializer])
     params = serializer_class(data=json_object(request, fields, example=example))
     params.is_valid(raise_exception=True)
     return params.validated_data
-
-
-def write_workspace(request: Request, data: dict) -> Workspace:
-    """The workspace a write names in its body or query (both: the same), else the user's
-    first; one not theirs is a 404."""
-    return selectors.workspace_for(
-        user=request.user, slug=requested_workspace(request, data.get("workspace"))
-    )
 
 
 def folder_or_top(workspace: Workspace, folder_id: int | None) -> Folder | None:
@@ -157,15 +149,8 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
         params = AddSourcesSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         data = params.validated_data
-        workspace = selectors.workspace_for(
-            user=request.user, slug=requested_workspace(request, data.get("workspace"))
-        )
-        folder_id = data.get("folder_id")
-        folder = (
-            selectors.folder_in(workspace=workspace, folder_id=folder_id)
-            if folder_id is not None
-            else None
-        )
+        workspace = write_workspace(request, data)
+        folder = folder_or_top(workspace, data.get("folder_id"))
         urls = [data["url"]] if data.get("url") else []
         for url in urls:
             if problem := sources.url_problem(url):

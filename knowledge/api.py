@@ -52,6 +52,14 @@ def query_workspace(request: Request) -> Workspace:
     return selectors.workspace_for(user=request.user, slug=query_workspace_slug(request))
 
 
+def write_workspace(request: Request, data: dict) -> Workspace:
+    """The workspace a write names in its body or query (both: the same), else the user's
+    first; one not theirs is a 404."""
+    return selectors.workspace_for(
+        user=request.user, slug=requested_workspace(request, data.get("workspace"))
+    )
+
+
 def requested_workspace(request: Request, body_slug: str | None) -> str | None:
     """The workspace slug a write names, in its body or, as lists take it, in the query;
     two different ones are a mistake, not a choice to make silently (a 400)."""
