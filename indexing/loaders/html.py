@@ -27,7 +27,12 @@ from indexing.loaders.markdown import (
     sections_from_headings,
     with_definitions,
 )
-from indexing.loaders.text import SNIFF_BYTES, decode_windows_1252, title_from_filename
+from indexing.loaders.text import (
+    SNIFF_BYTES,
+    decode_windows_1252,
+    title_from_filename,
+    unicode_bom,
+)
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
@@ -457,12 +462,6 @@ def _render(container: Tag, dropped: frozenset[str] = frozenset()) -> _Builder:
     return out
 
 
-_BYTE_ORDER_MARKS = (  # UTF-32's first: UTF-32LE's begins as UTF-16LE's does
-    ((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE), "utf-32"),
-    ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "utf-16"),
-)
-
-
 # metadata["warnings"] of a page read as windows-1252 (see `_decode`).
 WINDOWS_1252_WARNING = "decoded as windows-1252: no charset is declared and the page is not UTF-8"
 
@@ -472,15 +471,12 @@ def _decode(html: str | bytes, charset: str | None) -> tuple[str | bytes, str | 
     if it was read as windows-1252."""
     if isinstance(html, str):
         return html, None
-    # UTF-16 (or UTF-32) by its byte order mark, whatever charset is declared: decoded
-    # here, not left to BeautifulSoup, so its DOCTYPE's internal subset is found too.
-    for marks, encoding in _BYTE_ORDER_MARKS:
-        if html.startswith(marks):
-            return html.decode(encoding, errors="replace"), None
-    # A UTF-8 byte order mark outranks a declared charset too, as in browsers (the
-    # WHATWG encoding sniffing): IIS and editors add one to pages served as ISO-8859-1.
-    if html.startswith(codecs.BOM_UTF8):
-        return html.decode("utf-8-sig", errors="replace"), None
+    # A byte order mark outranks a declared charset, as in browsers (the WHATWG encoding
+    # sniffing; IIS and editors add a UTF-8 one to pages served as ISO-8859-1). Decoded
+    # here, not left to BeautifulSoup, so a UTF-16 page's DOCTYPE subset is found too.
+    if found := unicode_bom(html):
+        bom, encoding = found
+        return html[len(bom):].decode(encoding, errors="replace"), None
     if b"\x00" in html[:SNIFF_BYTES]:
         raise IngestError("File looks like binary data, not text")
     if charset:

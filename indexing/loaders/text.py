@@ -65,11 +65,7 @@ def decode_text(data: bytes, *, what: str = "File") -> str:
     Non-UTF-8 input fails on purpose: guessing a legacy codepage silently
     corrupts text that users will then see quoted back in citations.
     """
-    bom, encoding = b"", "utf-8"
-    for candidate, enc in _BOMS:
-        if data.startswith(candidate):
-            bom, encoding = candidate, enc
-            break
+    bom, encoding = unicode_bom(data) or (b"", "utf-8")
     body = data[len(bom) :]
     if encoding == "utf-8" and looks_binary(body[:SNIFF_BYTES]):
         raise IngestError(f"{what} looks like binary data, not text")
@@ -110,9 +106,14 @@ def decode_windows_1252(data: bytes) -> str:
     return data.decode("latin-1").translate(_WINDOWS_1252)
 
 
+def unicode_bom(head: bytes) -> tuple[bytes, str] | None:
+    """The UTF-8/16/32 byte order mark bytes open with, and the encoding it names."""
+    return next(((bom, enc) for bom, enc in _BOMS if head.startswith(bom)), None)
+
+
 def has_unicode_bom(head: bytes) -> bool:
     """Whether bytes open with a UTF-8/16/32 byte order mark (UTF-16 text is full of NULs)."""
-    return head.startswith(tuple(bom for bom, _encoding in _BOMS))
+    return unicode_bom(head) is not None
 
 
 def load_text(data: bytes, *, filename: str) -> LoadedDocument:

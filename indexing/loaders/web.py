@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import codecs
 import ipaddress
 import socket
 import ssl
@@ -26,6 +25,7 @@ from indexing.loaders.text import (
     SNIFF_BYTES,
     decode_text,
     decode_windows_1252,
+    has_unicode_bom,
     looks_binary,
     normalize_newlines,
 )
@@ -44,7 +44,6 @@ ACCEPT_ENCODING = "gzip, deflate"
 _INFLATE_STEP = 64 * 1024
 # A text/plain download whose name says Markdown or source code is loaded as that.
 _FORMATS_BY_NAME_FOR_PLAIN_TEXT = frozenset({SourceType.MARKDOWN, SourceType.CODE})
-_BYTE_ORDER_MARKS = (codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
 # The well-known NAT64 prefix embeds an IPv4 address the gateway will reach.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
@@ -502,7 +501,7 @@ def _decode_web_text(data: bytes, charset: str | None) -> tuple[str, str | None]
     # carry no declaration, must be UTF-8). A byte order mark outranks the declaration,
     # as in browsers: `decode_text` reads by it.
     declared = charset and charset.replace("_", "-").lower()
-    has_bom = data.startswith(_BYTE_ORDER_MARKS)
+    has_bom = has_unicode_bom(data)
     if declared in _WINDOWS_1252_LABELS and not has_bom:
         text = normalize_newlines(decode_windows_1252(data))
         if is_blank(text):
