@@ -8,7 +8,12 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.core.exceptions import (
+    DisallowedHost,
+    RequestDataTooBig,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
@@ -77,7 +82,19 @@ class DatabaseOutageMiddleware:
 
 def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     """handler400. Django answers 400 to a body over a limit (found while parsing it, e.g.
-    an uploaded file past INGEST_MAX_FILE_BYTES); say 413 and why instead."""
+    an uploaded file past INGEST_MAX_FILE_BYTES); say 413 and why instead. Its other 400s
+    (a host name not in ALLOWED_HOSTS, a malformed body) are JSON under /api/, like the
+    API's own; pages keep Django's HTML one."""
     if isinstance(exception, RequestDataTooBig):
         return refusal(request, 413, str(exception))
+    if request.path.startswith("/api/"):
+        return refusal(request, 400, _bad_request_message(exception))
     return defaults.bad_request(request, exception)
+
+
+def _bad_request_message(exception: Exception) -> str:
+    # Django keeps a SuspiciousOperation's text out of responses (it may echo what the
+    # client sent); a host refused is common enough to name.
+    if isinstance(exception, DisallowedHost):
+        return "Bad request: this server does not answer to that host name (ALLOWED_HOSTS)."
+    return "Bad request."

@@ -1,5 +1,5 @@
-"""An error the API does not handle is a JSON 500 under /api/, like its other errors;
-pages keep Django's HTML one.
+"""An error the API does not handle is a JSON 500 under /api/, and a request Django
+refuses itself a JSON 400, like the API's other errors; pages keep Django's HTML ones.
 
 This module is its tests' URLconf: the site's routes and error handlers, and two routes
 that fail as a bug would.
@@ -30,6 +30,7 @@ urlpatterns = [
 ]
 handler404 = site.handler404
 handler500 = site.handler500
+handler400 = site.handler400
 
 
 @pytest.mark.urls(__name__)
@@ -42,4 +43,17 @@ def test_an_uncaught_error_is_a_json_500_under_api_and_a_page_elsewhere():
 
     page = client.get("/breaks")
     assert page.status_code == 500
+    assert page["Content-Type"].startswith("text/html")
+
+
+@pytest.mark.urls(__name__)
+def test_a_request_django_refuses_is_a_json_400_under_api_and_a_page_elsewhere():
+    client = Client(raise_request_exception=False)
+    response = client.get("/api/search", HTTP_HOST="verity.evil.example")
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/json"
+    assert "ALLOWED_HOSTS" in response.json()["detail"]
+
+    page = client.get("/accounts/login/", HTTP_HOST="verity.evil.example")
+    assert page.status_code == 400
     assert page["Content-Type"].startswith("text/html")
