@@ -39,9 +39,11 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
             continue
         else:
             try:
-                source = read_source(document)
-                unchanged = source.sha256 == document.content_hash or _same_page_text(
-                    document, source
+                source = read_source(document, if_changed=True)
+                unchanged = (
+                    source.not_modified
+                    or source.sha256 == document.content_hash
+                    or _same_page_text(document, source)
                 )
             except IngestError as exc:
                 # Still answering from what was read: STALE with the reason, for curators to

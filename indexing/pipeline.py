@@ -23,6 +23,7 @@ from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.chunking.context import embedding_text
 from indexing.embedding_cache import Vector, as_vector, embed_with_cache
 from indexing.loaders import FetchedResource, OfficeLimits, fetch_url, load_bytes, load_fetched
+from indexing.loaders.web import HTTP_VALIDATORS_KEY
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
 from indexing.time_limit import soft_time_limit_kept
@@ -47,7 +48,7 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (EmbeddingError, *DATABASE_E
 # (navigation, footers), found when the folder was registered (sources.add_directory).
 REPEATED_BLOCKS_KEY = "repeated_blocks"
 # Metadata a loader gives of one reading of the source: replaced, not merged, by the next.
-_OF_ONE_READING = ("warnings", "unreadable_pages")
+_OF_ONE_READING = ("warnings", "unreadable_pages", HTTP_VALIDATORS_KEY)
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,20 @@ class SourceBytes:
     resource: FetchedResource | None = None  # set for web sources
 
     @property
+    def not_modified(self) -> bool:
+        """A web server said the page is as it was when it was indexed (a 304)."""
+        return self.resource is not None and self.resource.not_modified
+
+    @functools.cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
 
-def read_source(document: Document) -> SourceBytes:
-    """The raw bytes of a document's source: what the freshness hash is taken over."""
+def read_source(document: Document, *, if_changed: bool = False) -> SourceBytes:
+    """The raw bytes of a document's source: what the freshness hash is taken over.
+
+    `if_changed`: a web page is asked for with the ETag and Last-Modified it was indexed
+    with, and a server that says it did not change sends no body (`not_modified`)."""
     uri = document.uri
     if uri.startswith(("http://", "https://")):
         resource = fetch_url(
@@ -99,6 +108,7 @@ def read_source(document: Document) -> SourceBytes:
             allow_private=settings.URL_FETCH_ALLOW_PRIVATE,
             max_bytes=settings.URL_FETCH_MAX_BYTES,
             timeout=settings.URL_FETCH_TIMEOUT,
+            validators=document.metadata.get(HTTP_VALIDATORS_KEY) if if_changed else None,
         )
         return SourceBytes(resource.data, uri, resource)
     if document.source_file:
@@ -207,13 +217,10 @@ def index_document(
         unchanged=False, chunks_embedded=0,
     )
     try:
-        source = read_source(document)
-        source_hash = source.sha256
         signature = indexer_signature()
-        if (
-            was_indexed and not force and source_hash == document.content_hash
-            and signature == document.indexed_by
-        ):
+        reusable = was_indexed and not force and signature == document.indexed_by
+        source = read_source(document, if_changed=reusable)
+        if reusable and (source.not_modified or source.sha256 == document.content_hash):
             _update(document_id, status=Document.Status.INDEXED, progress=100, unchanged=True)
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
@@ -249,7 +256,7 @@ def index_document(
             )
         _swap_chunks(
             document_id, pieces, embed_hashes, vectors, loaded,
-            indexed_as=(source_hash, signature), embedded=embedded,
+            indexed_as=(source.sha256, signature), embedded=embedded,
         )
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))

@@ -49,8 +49,17 @@ PAGES = {
 }
 
 
+# Pages that send a validator and answer 304 to a request carrying it.
+CONDITIONAL = {
+    "/etag": ("ETag", '"v1"'),
+    "/dated": ("Last-Modified", "Wed, 25 Nov 2026 10:00:00 GMT"),
+}
+
+
 class Site(BaseHTTPRequestHandler):
     requests: list[str] = []
+    bodies: list[str] = []  # the paths whose content was sent
+    versions: dict[str, bytes] = {}  # a conditional page's content, GUIDE when not set
     served = 0
 
     def do_GET(self) -> None:  # noqa: N802 (http.server API)
@@ -63,11 +72,23 @@ class Site(BaseHTTPRequestHandler):
                 b"<body>", f'<body><script nonce="n{Site.served}">var t={Site.served};</script>'
                 .encode(),
             ))
+        validator = CONDITIONAL.get(path)
+        if validator is not None:  # a page that says when it has not changed
+            header, value = validator
+            asked = self.headers.get("If-None-Match" if header == "ETag" else "If-Modified-Since")
+            if asked == value:
+                self.send_response(304)
+                self.end_headers()
+                return
+            page = ("text/html; charset=utf-8", Site.versions.get(path, GUIDE))
         if page is None:
             self.send_error(404)
             return
         content_type, body = page
+        Site.bodies.append(path)
         self.send_response(200)
+        if validator is not None:
+            self.send_header(*validator)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -80,7 +101,7 @@ class Site(BaseHTTPRequestHandler):
 @pytest.fixture
 def site(settings) -> Iterator[str]:
     settings.URL_FETCH_ALLOW_PRIVATE = True  # the test site is on loopback
-    Site.requests = []
+    Site.requests, Site.bodies, Site.versions = [], [], {}
     with serving(Site) as url:
         yield url
 
@@ -268,3 +289,33 @@ def test_a_text_page_declared_latin1_or_ascii_is_read_as_windows_1252(
     assert MENU_READ in document.text
     assert "warnings" not in document.metadata  # the server said so: no guess
     _assert_located(document)
+
+
+@pytest.mark.parametrize(
+    ("path", "changed"),
+    [("/etag", '"v2"'), ("/dated", "Wed, 25 Nov 2026 11:00:00 GMT")],
+)
+def test_a_page_that_says_it_has_not_changed_is_not_downloaded_again(
+    workspace, counting_embedder, site, monkeypatch, path, changed
+):
+    """Checking a site's pages for changes, or indexing them again, asks with the page's
+    ETag or Last-Modified: a server's 304 is enough to know it is unchanged."""
+    from indexing.freshness import mark_stale
+
+    document = indexed(workspace, counting_embedder, f"{site}{path}")
+    assert Site.bodies == [path]
+    documents = Document.objects.filter(pk=document.pk)
+    assert mark_stale(documents=documents).fresh == [document]
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.unchanged_source
+    assert Site.bodies == [path]  # two 304s, no second download
+
+    # The page changes and its validator with it: downloaded, found stale, indexed anew.
+    monkeypatch.setitem(CONDITIONAL, path, (CONDITIONAL[path][0], changed))
+    Site.versions[path] = GUIDE.replace(b"07:00", b"06:00")
+    assert mark_stale(documents=documents).stale == [document]
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert "06:00" in document.text
+    assert Site.bodies == [path, path, path]
+

@@ -7,8 +7,8 @@ import socket
 import ssl
 import time
 import zlib
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -37,6 +37,8 @@ DEFAULT_TIMEOUT = 20.0
 DEFAULT_MAX_REDIRECTS = 5
 USER_AGENT = "VerityBot/0.1 (+knowledge-base indexer)"
 _REDIRECT_STATUSES = {301, 302, 303, 307, 308}
+# Where a web document's metadata keeps its page's ETag and Last-Modified.
+HTTP_VALIDATORS_KEY = "http_validators"
 # We decode bodies ourselves (bounded), so we offer only what we can decode.
 ACCEPT_ENCODING = "gzip, deflate"
 # The most a compressed body is inflated by at once: how far past `max_bytes`
@@ -53,6 +55,10 @@ class FetchedResource:
     url: str  # final URL, after redirects
     content_type: str
     data: bytes
+    # The response's ETag and Last-Modified, to ask next time whether the page changed.
+    validators: dict[str, str] = field(default_factory=dict)
+    # The server answered 304 to those validators: no body, the page is as it was.
+    not_modified: bool = False
 
 
 def _mb(n: int) -> str:
@@ -267,8 +273,13 @@ def fetch_url(
     max_redirects: int = DEFAULT_MAX_REDIRECTS,
     resolve: Resolver = system_resolver,
     verify: ssl.SSLContext | bool = True,
+    validators: Mapping[str, str] | None = None,
 ) -> FetchedResource:
     """GET `url`, following redirects by hand so every hop passes the address check.
+
+    `validators` (a `FetchedResource.validators` of an earlier fetch) make the request
+    conditional: a server that answers 304 gives a resource with `not_modified` set and
+    no body, so a page checked for changes is not downloaded again.
 
     Each hop's host is resolved once (`resolve`), checked, and connected to at
     exactly the checked addresses: no second lookup a hostile DNS server could
@@ -292,7 +303,10 @@ def fetch_url(
         follow_redirects=False,
         timeout=httpx.Timeout(timeout),
         trust_env=False,
-        headers={"User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING},
+        headers={
+            "User-Agent": USER_AGENT, "Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING,
+            **_conditional_headers(validators or {}),
+        },
     ) as client:
         current = url
         for _hop in range(max_redirects + 1):
@@ -300,7 +314,10 @@ def fetch_url(
                 raise IngestError(f"Timed out fetching {current}")
             network.pin(check_url(current, allow_private=allow_private, resolve=resolve))
             try:
-                result = _get_once(client, current, max_bytes=max_bytes, deadline=deadline)
+                result = _get_once(
+                    client, current, max_bytes=max_bytes, deadline=deadline,
+                    conditional=bool(validators),
+                )
             except httpx.TimeoutException:
                 raise IngestError(f"Timed out fetching {current}") from None
             except httpx.InvalidURL as exc:
@@ -315,8 +332,17 @@ def fetch_url(
         raise IngestError(f"Too many redirects fetching {url} (limit {max_redirects})")
 
 
+def _conditional_headers(validators: Mapping[str, str]) -> dict[str, str]:
+    headers = {}
+    if etag := validators.get("etag"):
+        headers["If-None-Match"] = etag
+    if last_modified := validators.get("last_modified"):
+        headers["If-Modified-Since"] = last_modified
+    return headers
+
+
 def _get_once(
-    client: httpx.Client, url: str, *, max_bytes: int, deadline: float
+    client: httpx.Client, url: str, *, max_bytes: int, deadline: float, conditional: bool
 ) -> FetchedResource | str:
     """The resource, or the absolute URL a redirect points to."""
     with client.stream("GET", url) as response:
@@ -326,6 +352,10 @@ def _get_once(
             if not location:
                 raise IngestError(f"{url} returned HTTP {status} without a Location")
             return urljoin(str(response.url), location.strip())
+        if status == 304 and conditional:
+            return FetchedResource(
+                url=str(response.url), content_type="", data=b"", not_modified=True
+            )
         if status >= 400:
             raise IngestError(f"{url} returned HTTP {status}")
         if not 200 <= status < 300:
@@ -335,10 +365,15 @@ def _get_once(
             raise _too_big(url, max_bytes)
         decoder = _body_decoder(url, response.headers.get("content-encoding", ""))
         data = _read_body(response, decoder, url=url, max_bytes=max_bytes, deadline=deadline)
+        validators = {
+            "etag": response.headers.get("etag", ""),
+            "last_modified": response.headers.get("last-modified", ""),
+        }
         return FetchedResource(
             url=str(response.url),
             content_type=response.headers.get("content-type", ""),
             data=data,
+            validators={name: value for name, value in validators.items() if value},
         )
 
 
@@ -589,7 +624,9 @@ def load_fetched(
     data = resource.data
     if not data:
         raise IngestError("File is empty")
-    meta = {"url": url, "content_type": resource.content_type}
+    meta: dict[str, object] = {"url": url, "content_type": resource.content_type}
+    if resource.validators:
+        meta[HTTP_VALIDATORS_KEY] = resource.validators
     if contained := container_format(data):
         # What the server declared is wrong: PDF as itself, Office as a download.
         ctype = "application/pdf" if contained == PDF else ""
