@@ -646,7 +646,10 @@ class ChunkAdmin(MemberScoped, admin.ModelAdmin):
     list_filter = [("workspace", MemberWorkspaceFilter), "document__source_type"]
     # No count of every chunk under the filtered one on each page.
     show_full_result_count = False
-    search_fields = ["text", "document__title"]
+    search_fields = ["text", "document__title"]  # read by get_search_results
+    search_help_text = (
+        'Words as keyword search reads them ("a phrase", -excluded), or a document title.'
+    )
     list_select_related = ["document"]
     fields = ["document", "ordinal", "locator", "token_count", "content_hash", "text"]
     readonly_fields = fields
@@ -658,6 +661,14 @@ class ChunkAdmin(MemberScoped, admin.ModelAdmin):
             super().get_queryset(request).select_related("document")
             .defer("embedding", "search_vector", "document__text")
         )
+
+    def get_search_results(self, request: HttpRequest, queryset, search_term: str):
+        if not search_term.strip():
+            return queryset, False
+        documents = Document.objects.filter(workspace__in=self.member_workspaces(request))
+        return selectors.chunks_matching(
+            chunks=queryset, documents=documents, terms=search_term
+        ), False
 
     def has_add_permission(self, request) -> bool:
         return False
