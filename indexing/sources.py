@@ -908,10 +908,16 @@ def register_job(
             add_path(workspace=workspace, path=f, folder=folder, job=job) for f in files
         ]
         if repository is not None:
+            # A tree's files are counted once registered: those it added, past the others.
+            before = selectors.workspace_usage(workspace_id=workspace.pk)
             documents += add_repository(
                 workspace=workspace, root=repository, folder=folder, job=job
             )
-            check_quota(workspace=workspace)  # a tree's files are counted once registered
+            after = selectors.workspace_usage(workspace_id=workspace.pk)
+            check_quota(
+                workspace=workspace, new_documents=after.documents - before.documents,
+                usage=before,
+            )
         enqueue(documents)
     return job, documents
 
@@ -920,21 +926,26 @@ class QuotaExceeded(SourceRefused):
     """Adding the sources would take the workspace past what it may hold."""
 
 
-def check_quota(*, workspace: Workspace, new_documents: int = 0, new_bytes: int = 0) -> None:
+def check_quota(
+    *, workspace: Workspace, new_documents: int = 0, new_bytes: int = 0,
+    usage: selectors.Usage | None = None,
+) -> None:
     """QuotaExceeded when the workspace would hold more than WORKSPACE_MAX_DOCUMENTS
     documents or WORKSPACE_MAX_UPLOAD_BYTES of stored uploads with these added (what a
     replacement adds: none, and its upload's growth): checked before any file is
-    written, a refusal leaves nothing behind."""
-    usage = selectors.workspace_usage(workspace_id=workspace.pk)
+    written, a refusal leaves nothing behind. A workspace already past a limit (one the
+    operator lowered) may still replace what it holds, by no more than it had. `usage`:
+    what the workspace held before these were added (default: what it holds now)."""
+    usage = usage or selectors.workspace_usage(workspace_id=workspace.pk)
     most_documents = settings.WORKSPACE_MAX_DOCUMENTS
-    if usage.documents + new_documents > most_documents:
+    if new_documents > 0 and usage.documents + new_documents > most_documents:
         raise QuotaExceeded(
             f"The workspace holds {usage.documents:,} documents; adding {new_documents:,} "
             f"would pass its limit of {most_documents:,} (WORKSPACE_MAX_DOCUMENTS). "
             "Delete documents it no longer needs, or ask the operator to raise the limit."
         )
     most_bytes = settings.WORKSPACE_MAX_UPLOAD_BYTES
-    if usage.stored_bytes + new_bytes > most_bytes:
+    if new_bytes > 0 and usage.stored_bytes + new_bytes > most_bytes:
         raise QuotaExceeded(
             f"The workspace stores {_size(usage.stored_bytes)} of uploads; adding "
             f"{_size(new_bytes)} would pass its limit of {_size(most_bytes)} "

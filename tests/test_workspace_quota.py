@@ -89,7 +89,7 @@ def test_a_repository_past_the_workspace_s_documents_is_refused_once_its_files_a
         (repo / f"tool{n}.py").write_text(f"def tool{n}():\n    return {n}\n")
     settings.INGEST_SERVER_ROOTS = [str(tmp_path)]
     settings.WORKSPACE_MAX_DOCUMENTS = 3
-    with pytest.raises(sources.QuotaExceeded, match="holds 4 documents"):
+    with pytest.raises(sources.QuotaExceeded, match="holds 0 documents; adding 4 would"):
         sources.register_job(workspace=workspace, repository=repo)
     assert not Document.objects.exists() and not IngestJob.objects.exists()
 
@@ -102,3 +102,33 @@ def test_a_repository_past_the_workspace_s_documents_is_refused_once_its_files_a
     )
     assert "WORKSPACE_MAX_DOCUMENTS" in response.content.decode()
     assert not Document.objects.exists()
+
+
+def test_a_workspace_past_a_lowered_limit_still_replaces_what_it_holds(
+    api, workspace, media, settings, tmp_path
+):
+    """An operator lowers the limits below what a workspace holds: it adds nothing more,
+    but a changed version of a file it holds, or its repository read again, still goes."""
+    repo = tmp_path / "server" / "repo"  # beside the media folder, which is no server root
+    repo.mkdir(parents=True)
+    for n in range(2):
+        (repo / f"tool{n}.py").write_text(f"def tool{n}():\n    return {n}\n")
+    settings.INGEST_SERVER_ROOTS = [str(repo.parent)]
+    assert upload(api, "a.txt", "b.txt").status_code == 202
+    sources.register_job(workspace=workspace, repository=repo)
+    settings.WORKSPACE_MAX_DOCUMENTS = 2
+    settings.WORKSPACE_MAX_UPLOAD_BYTES = 100
+
+    assert upload(api, "a.txt").status_code == 202
+    sources.register_job(workspace=workspace, repository=repo)
+    assert Document.objects.count() == 4
+
+    assert "WORKSPACE_MAX_DOCUMENTS" in upload(api, "c.txt").json()["detail"]
+    (repo / "tool2.py").write_text("def tool2():\n    return 2\n")
+    with pytest.raises(sources.QuotaExceeded, match="holds 4 documents; adding 1 would"):
+        sources.register_job(workspace=workspace, repository=repo)
+    assert Document.objects.count() == 4
+    # A bigger version of a file is more bytes: past the lowered limit, refused.
+    bigger = SimpleUploadedFile("a.txt", NOTE * 2)
+    refused = api.post("/api/documents", {"files": [bigger]}, format="multipart")
+    assert "WORKSPACE_MAX_UPLOAD_BYTES" in refused.json()["detail"]
