@@ -14,7 +14,7 @@ from indexing.loaders.office import DOCX_MIME, PPTX_MIME, load_office
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
 from indexing.loaders.pdf import load_pdf
 from indexing.loaders.repo import detect_language, is_code_path
-from indexing.loaders.rst import load_rst
+from indexing.loaders.rst import load_plain_text, load_rst
 from indexing.loaders.text import SNIFF_BYTES, decode_text, load_text, looks_binary
 from indexing.loaders.workbook import XLSX_MIME, load_workbook
 from indexing.types import (
@@ -225,6 +225,8 @@ def load_bytes(
         return load_delimited(data, filename=filename)
     if _extension(filename) == ".rst":
         return load_rst(data, filename=filename)
+    if _extension(filename) in (".txt", ".text"):
+        return load_plain_text(data, filename=filename)
     return load_text(data, filename=filename)
 
 

@@ -1,4 +1,5 @@
-"""reStructuredText section titles, so a .rst file is chunked and cited by its sections.
+"""reStructuredText section titles, so a .rst file, and a .txt file that underlines its
+titles the same way, is chunked and cited by its sections.
 
 A title is one line under a blank line (or the file's start), underlined with a line of
 one repeated punctuation character at least as long as the title, and optionally
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 
 from indexing.loaders.markdown import Heading, sections_from_headings
-from indexing.loaders.text import decode_text, load_text
+from indexing.loaders.text import decode_text, load_text, title_from_filename
 from indexing.types import KIND_PROSE, LoadedDocument, RawUnit
 from knowledge.source_types import SourceType
 
@@ -65,13 +66,28 @@ def find_rst_headings(text: str) -> list[Heading]:
 
 def load_rst(data: bytes, *, filename: str) -> LoadedDocument:
     """A .rst file: plain text whose sections are its titles (the first names it)."""
+    return _titled(data, filename=filename, mime="text/x-rst", named_by_first=True)
+
+
+def load_plain_text(data: bytes, *, filename: str) -> LoadedDocument:
+    """A .txt file: its titles underlined as reStructuredText's are (READMEs, RFC-style
+    notes, Debian's documentation write them so) make its sections. The file's own
+    title names it only when the file opens with it; else its name does."""
+    return _titled(data, filename=filename, mime="text/plain", named_by_first=False)
+
+
+def _titled(data: bytes, *, filename: str, mime: str, named_by_first: bool) -> LoadedDocument:
     text = decode_text(data)
     headings = find_rst_headings(text)
     if not headings:
         return load_text(data, filename=filename)
+    opens_with_title = not text[: headings[0].start].strip()
     return LoadedDocument(
-        title=headings[0].text,
-        mime="text/x-rst",
+        title=(
+            headings[0].text if named_by_first or opens_with_title
+            else title_from_filename(filename)
+        ),
+        mime=mime,
         source_type=SourceType.FILE,
         units=[RawUnit(
             text=text, locator={}, kind=KIND_PROSE,

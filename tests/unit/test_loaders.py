@@ -1309,3 +1309,28 @@ def test_a_rst_file_is_read_by_its_section_titles() -> None:
     # Without titles it is plain text, named by its file.
     untitled = load_bytes(b"Just a note.\n", filename="note.rst")
     assert (untitled.title, untitled.mime, untitled.units[0].sections) == ("note", "text/plain", [])
+
+
+def test_a_text_file_that_underlines_its_titles_is_read_by_its_sections() -> None:
+    """Plain-text documentation (READMEs, Debian's README.Debian, notes like
+    docs/sample_corpus.txt) underlines its titles as reStructuredText does: they are its
+    sections. The file's first title names it only when the file opens with it."""
+    data = (
+        b"Harbour notes\n=============\n\nIntro text.\n\n"
+        b"Fuel\n----\n\nThe fuel dock opens at 07:00.\n\n"
+        b"Name      Hours\n-----     -----\nDock      7-19\n"
+    )
+    doc = load_bytes(data, filename="notes.txt")
+    assert (doc.title, doc.mime) == ("Harbour notes", "text/plain")
+    assert [path for path, _ in section_texts(doc)] == [
+        ("Harbour notes",), ("Harbour notes", "Fuel"),
+    ]
+    assert "Dock      7-19" in section_texts(doc)[1][1]  # a table's rule is no underline
+    preamble = load_bytes(b"Written 2026.\n\n" + data, filename="harbour-notes.txt")
+    assert preamble.title == "harbour-notes"
+    assert [path for path, _ in section_texts(preamble)][1:] == [
+        ("Harbour notes",), ("Harbour notes", "Fuel"),
+    ]
+    # A log has no titles, however its lines look.
+    log = load_bytes(b"started\n=======\n", filename="run.log")
+    assert log.units[0].sections == []
