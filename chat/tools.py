@@ -229,6 +229,14 @@ def _section(locator: dict, title: str) -> str:
     return section
 
 
+def _whole(value: object) -> int:
+    """A model's number, loosely read ("5" and 5.0 are 5), but never a boolean: int(True)
+    is 1, which read `limit: true` as one passage and `document_ids: [true]` as document 1."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected an integer, got {str(value).lower()}")
+    return int(value)  # type: ignore[call-overload]
+
+
 def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     query = str(arguments.get("query") or "").strip()
     if not query:
@@ -236,10 +244,10 @@ def search_knowledge_base(thread: Thread, arguments: dict[str, Any]) -> Evidence
     raw_scope = arguments.get("scope") or {}
     try:
         scope = Scope(
-            tuple(int(i) for i in raw_scope.get("document_ids") or ()),
-            tuple(int(i) for i in raw_scope.get("folder_ids") or ()),
+            tuple(_whole(i) for i in raw_scope.get("document_ids") or ()),
+            tuple(_whole(i) for i in raw_scope.get("folder_ids") or ()),
         )
-        limit = max(1, min(int(arguments.get("limit") or settings.CHAT_SEARCH_LIMIT), 20))
+        limit = max(1, min(_whole(arguments.get("limit") or settings.CHAT_SEARCH_LIMIT), 20))
     except (TypeError, ValueError, OverflowError, AttributeError) as exc:
         # OverflowError: JSON's 1e999 is float("inf"), which int() refuses.
         raise ToolError(f"Invalid arguments: {exc}") from exc

@@ -160,9 +160,17 @@ def test_half_characters_from_the_model_are_mended_not_a_failure(
     assert "half a character" in refused["error"]  # the model reads it, as for a NUL
 
 
-def test_an_infinite_number_argument_is_a_tool_error(llm, corpus, api):
-    llm.script = [tool_call("search_knowledge_base", '{"query": "launch", "limit": 1e999}'),
-                  answer("I could not search.")]
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"query": "launch", "limit": 1e999}',
+        # int(True) is 1: one passage, and document 1 for a scope.
+        '{"query": "launch", "limit": true}',
+        '{"query": "launch", "scope": {"document_ids": [true]}}',
+    ],
+)
+def test_an_infinite_or_boolean_number_argument_is_a_tool_error(llm, corpus, api, arguments):
+    llm.script = [tool_call("search_knowledge_base", arguments), answer("I could not search.")]
     thread_id, response = post(api)
     assert response.status_code == 201, response.content
     (call,) = stored_answer(thread_id).tool_calls
