@@ -96,7 +96,7 @@ class JSONAnswers:
 def user_thread(request: Request, pk: int) -> Thread:
     """A thread of this user in one of their workspaces; anything else is a 404."""
     thread = Thread.objects.select_related("workspace").filter(
-        pk=pk, user=request.user, workspace__members=request.user
+        pk=pk, user=request.user, workspace__in=selectors.workspaces_for(user=request.user)
     ).first()
     if thread is None:
         raise Http404("No such conversation of yours")
@@ -137,7 +137,8 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
 
     def get_queryset(self):
         threads = Thread.objects.filter(
-            user=self.request.user, workspace__members=self.request.user
+            user=self.request.user,
+            workspace__in=selectors.workspaces_for(user=self.request.user),
         ).select_related("workspace").order_by("-updated_at")
         params = self.request.query_params
         # Without ?workspace=, every workspace's; a blank one is a 400, not that.
@@ -156,7 +157,8 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
     def create(self, request: Request, *args, **kwargs) -> Response:
         params = ThreadCreateSerializer(data=request.data)
         params.is_valid(raise_exception=True)
-        workspace = write_workspace(request, params.validated_data)
+        # A reader asks too: a conversation changes none of the workspace's documents.
+        workspace = write_workspace(request, params.validated_data, curating=False)
         thread = services.create_thread(
             workspace=workspace, user=request.user, title=params.validated_data["title"]
         )
@@ -453,7 +455,7 @@ class GroundingCheckView(APIView):
             pk=data["message_id"],
             role=Message.Role.ASSISTANT,
             thread__user=request.user,
-            thread__workspace__members=request.user,
+            thread__workspace__in=selectors.workspaces_for(user=request.user),
         ).first()
         if message is None:
             raise Http404("No such answer in your conversations")

@@ -68,14 +68,14 @@ class DeleteSummarized:
 class MemberScoped:
     """Staff see, choose and act on rows of the workspaces they are members of, like the
     API's users; superusers run the whole instance. `workspace_path` leads from a row to
-    its workspace."""
+    its workspace. The admin curates: a workspace one only reads is not shown here."""
 
     workspace_path = "workspace"
 
     def member_workspaces(self, request: HttpRequest):
         if request.user.is_superuser:
             return Workspace.objects.all()
-        return selectors.workspaces_for(user=request.user)
+        return selectors.workspaces_curated_by(user=request.user)
 
     def get_queryset(self, request: HttpRequest):
         rows = super().get_queryset(request)
@@ -136,7 +136,7 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
     list_display = ["name", "slug", "owner", "retrieval_mode", "created_at"]
     list_filter = ["retrieval_mode"]
     prepopulated_fields = {"slug": ["name"]}
-    filter_horizontal = ["members"]
+    filter_horizontal = ["members", "readers"]
     search_fields = ["name", "slug"]
     workspace_path = "pk"
     deleted_with_key = "workspace_ids"
@@ -159,10 +159,11 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
         # selectors.member_choices. Like OwnTokenAdmin's user field, the choices are
         # also what the form accepts, so an account id outside them is refused.
         form = super().get_form(request, obj, **kwargs)
-        if "members" in form.base_fields:
-            form.base_fields["members"].queryset = selectors.member_choices(
-                user=request.user, workspace=obj
-            )
+        for people in ("members", "readers"):
+            if people in form.base_fields:
+                form.base_fields[people].queryset = selectors.member_choices(
+                    user=request.user, workspace=obj
+                )
         return form
 
     def get_readonly_fields(self, request, obj=None):

@@ -11,6 +11,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -224,7 +225,8 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
     parser_classes = JSON_PARSERS
 
     def get_object(self) -> Document:
-        workspace = query_workspace(self.request)
+        curating = self.request.method not in SAFE_METHODS  # DELETE
+        workspace = query_workspace(self.request, curating=curating)
         document = selectors.document_in(workspace=workspace, pk=self.kwargs["pk"])
         self.check_object_permissions(self.request, document)
         return document
@@ -362,8 +364,8 @@ class FolderDetailView(APIView):
         responses={204: None, 400: REFUSED, 404: not_found("unknown workspace or folder")},
     )
     def delete(self, request: Request, pk: int) -> Response:
-        sources.delete_folder(folder=selectors.folder_in(workspace=query_workspace(request),
-                                                         folder_id=pk))
+        workspace = query_workspace(request, curating=True)
+        sources.delete_folder(folder=selectors.folder_in(workspace=workspace, folder_id=pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -381,12 +383,13 @@ class JobCancelView(generics.GenericAPIView):
     """POST cancels the job: its documents still waiting in queue end FAILED with a note,
     those being indexed finish. Cancelling again, or a job already done, changes nothing
     (`cancelled_at` stays as it was). Any member of the workspace may, as any member may
-    add and delete its documents."""
+    add and delete its documents (a reader may not)."""
 
     serializer_class = IngestJobSerializer
 
     def post(self, request: Request, pk: int) -> Response:
-        workspace = query_workspace(request)  # named in the query, as in the job's `url`
+        # Named in the query, as in the job's `url`.
+        workspace = query_workspace(request, curating=True)
         sources.cancel_job(job=selectors.job_in(workspace=workspace, pk=pk))
         job = selectors.job_in(workspace=workspace, pk=pk)  # read again: the new statuses
         return Response(IngestJobSerializer(job, context={"workspace": workspace}).data)

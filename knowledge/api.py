@@ -47,16 +47,21 @@ def query_workspace_slug(request: Request) -> str | None:
         raise ValidationError({"workspace": exc.detail}) from exc
 
 
-def query_workspace(request: Request) -> Workspace:
-    """The workspace `?workspace=` names, else the user's first (one not theirs is a 404)."""
-    return selectors.workspace_for(user=request.user, slug=query_workspace_slug(request))
-
-
-def write_workspace(request: Request, data: dict) -> Workspace:
-    """The workspace a write names in its body or query (both: the same), else the user's
-    first; one not theirs is a 404."""
+def query_workspace(request: Request, *, curating: bool = False) -> Workspace:
+    """The workspace `?workspace=` names, else the user's first (one not theirs is a 404;
+    `curating`, a change to its documents or folders: one they only read is a 403)."""
     return selectors.workspace_for(
-        user=request.user, slug=requested_workspace(request, data.get("workspace"))
+        user=request.user, slug=query_workspace_slug(request), curating=curating
+    )
+
+
+def write_workspace(request: Request, data: dict, *, curating: bool = True) -> Workspace:
+    """The workspace a write names in its body or query (both: the same), else the user's
+    first; one not theirs is a 404, one they only read a 403 (`curating`: the write
+    changes its documents or folders, as all but a conversation's do)."""
+    return selectors.workspace_for(
+        user=request.user, slug=requested_workspace(request, data.get("workspace")),
+        curating=curating,
     )
 
 

@@ -31,8 +31,15 @@ class Workspace(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="owned_workspaces"
     )
+    # Members curate: they add, change and delete its documents and folders, and ask.
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, related_name="workspaces", blank=True
+    )
+    # Readers search, read and ask, and nothing more (one also listed as a member is one).
+    readers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="read_workspaces", blank=True,
+        help_text="They search, read and ask; they cannot add, change or delete documents "
+        "or folders. Someone listed as a member too is a member.",
     )
     retrieval_mode = models.CharField(
         max_length=20,

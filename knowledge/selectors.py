@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import PermissionDenied
 from django.db.models import Case, Count, Q, QuerySet, Sum, When
 from django.http import Http404
 
@@ -14,7 +15,20 @@ from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 
 
 def workspaces_for(*, user) -> QuerySet[Workspace]:
+    """The workspaces `user` may read: those they are a member or a reader of."""
+    member = Workspace.members.through.objects.filter(user=user).values("workspace_id")
+    reader = Workspace.readers.through.objects.filter(user=user).values("workspace_id")
+    return Workspace.objects.filter(Q(pk__in=member) | Q(pk__in=reader)).order_by("pk")
+
+
+def workspaces_curated_by(*, user) -> QuerySet[Workspace]:
+    """The workspaces whose documents and folders `user` may add, change and delete: those
+    they are a member of (a reader only reads)."""
     return Workspace.objects.filter(members=user).order_by("pk")
+
+
+def curates(*, user, workspace: Workspace) -> bool:
+    return workspaces_curated_by(user=user).filter(pk=workspace.pk).exists()
 
 
 def member_choices(*, user, workspace: Workspace | None = None) -> QuerySet:
@@ -31,26 +45,40 @@ def member_choices(*, user, workspace: Workspace | None = None) -> QuerySet:
     users = get_user_model().objects.order_by("username")
     if user.has_perm("auth.view_user"):
         return users
-    shared = Workspace.members.through.objects.filter(
-        workspace__in=workspaces_for(user=user)
-    ).values("user_id")
-    allowed = Q(pk=user.pk) | Q(pk__in=shared)
+    theirs = workspaces_for(user=user)
+    allowed = (
+        Q(pk=user.pk)
+        | Q(pk__in=Workspace.members.through.objects.filter(workspace__in=theirs)
+            .values("user_id"))
+        | Q(pk__in=Workspace.readers.through.objects.filter(workspace__in=theirs)
+            .values("user_id"))
+    )
     if workspace is not None:
         allowed |= Q(pk__in=workspace.members.values("pk"))
+        allowed |= Q(pk__in=workspace.readers.values("pk"))
     return users.filter(allowed)
 
 
-def workspace_for(*, user, slug: str | None = None) -> Workspace:
-    """The workspace a request works in: the named one, else the user's first.
+def workspace_for(*, user, slug: str | None = None, curating: bool = False) -> Workspace:
+    """The workspace a request works in: the named one, else the user's first (`curating`:
+    the first whose documents they may change).
 
-    A workspace the user is not a member of is a 404, exactly like a missing one.
+    A workspace the user may not read is a 404, exactly like a missing one; one they only
+    read is a PermissionDenied (403) when `curating`, a change to its documents or folders.
     """
-    workspaces = workspaces_for(user=user)
     if slug and "\x00" in slug:  # PostgreSQL refuses to compare text holding one
         raise Http404("No such workspace")
-    workspace = workspaces.filter(slug=slug).first() if slug else workspaces.first()
+    if slug:
+        workspace = workspaces_for(user=user).filter(slug=slug).first()
+    else:
+        workspace = (workspaces_curated_by if curating else workspaces_for)(user=user).first()
     if workspace is None:
         raise Http404("No such workspace")
+    if curating and slug and not curates(user=user, workspace=workspace):
+        raise PermissionDenied(
+            f"You read the workspace {workspace.slug!r} but may not change its documents or "
+            "folders; its owner can make you a member."
+        )
     return workspace
 
 

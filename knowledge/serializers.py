@@ -120,16 +120,26 @@ class WorkspaceSerializer(serializers.ModelSerializer):
     """A workspace the user belongs to; its owner may PATCH `name` and `retrieval_mode`."""
 
     is_owner = serializers.SerializerMethodField()
+    role = serializers.SerializerMethodField(
+        help_text="`owner` or `member`: adds, changes and deletes its documents and folders, "
+        "and asks; `reader`: searches, reads and asks (a change is a 403)"
+    )
 
     class Meta:
         model = Workspace
-        fields = ["slug", "name", "retrieval_mode", "is_owner", "created_at"]
+        fields = ["slug", "name", "retrieval_mode", "is_owner", "role", "created_at"]
         read_only_fields = ["slug", "created_at"]
         extra_kwargs = {"name": {"required": False}, "retrieval_mode": {"required": False}}
 
     def get_is_owner(self, obj: Workspace) -> bool:
         request = self.context.get("request")
         return request is not None and obj.owner_id == request.user.pk
+
+    def get_role(self, obj: Workspace) -> str:
+        user = self.context["request"].user
+        if obj.owner_id == user.pk:
+            return "owner"
+        return "member" if selectors.curates(user=user, workspace=obj) else "reader"
 
 
 class UsageSerializer(serializers.Serializer):

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from chat import grounding, passages
@@ -42,14 +43,17 @@ class Refused(ValueError):
     """Shown to the MCP client as the tool's error; nothing was done."""
 
 
-def _workspace(user, slug: str | None) -> Workspace:
+def _workspace(user, slug: str | None, *, curating: bool = False) -> Workspace:
+    """`curating`: the tool changes the workspace's documents, which a reader may not."""
     if slug is not None and not slug.strip():
         # As the API's 400: a blank is no name, and the default workspace was searched.
         raise Refused("workspace: may not be blank (leave it out for your first workspace)")
     try:
-        return selectors.workspace_for(user=user, slug=slug)
+        return selectors.workspace_for(user=user, slug=slug, curating=curating)
     except Http404 as exc:
         raise Refused(f"No workspace {slug!r}" if slug else "You have no workspace") from exc
+    except PermissionDenied as exc:
+        raise Refused(str(exc)) from exc
 
 
 def _errors(errors: dict[str, Any]) -> str:
@@ -216,7 +220,7 @@ def ingest(
     A directory is added as a code repository, like the admin's *Add sources*.
     Indexing runs on the workers: poll list_sources (or GET the job's url).
     """
-    ws = _workspace(user, workspace)
+    ws = _workspace(user, workspace, curating=True)
     if bool(url) == bool(path):
         raise Refused("Pass either 'url' or 'path' (a file or folder on the server).")
     try:
@@ -253,7 +257,7 @@ def ingest(
 def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
     """POST /api/jobs/{id}/cancel: the job's documents still waiting in queue are not
     indexed; those being indexed finish."""
-    ws = _workspace(user, workspace)
+    ws = _workspace(user, workspace, curating=True)
     jobs = selectors.jobs_in(workspace=ws)
     job = jobs.filter(pk=job_id).first() if 0 < job_id < 2**63 else None
     if job is None:
@@ -265,7 +269,7 @@ def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
 def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str, Any]:
     """POST /api/documents/reindex, the admin's *Re-index selected*: queue the documents
     for a forced re-index."""
-    ws = _workspace(user, workspace)
+    ws = _workspace(user, workspace, curating=True)
     try:
         result = sources.reindex_by_id(workspace=ws, document_ids=document_ids)
     except (sources.SourceRefused, sources.BrokerUnavailable) as exc:
@@ -303,8 +307,9 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
     With `check`, file and web sources are re-read now and the changed ones
     marked STALE (nothing is re-indexed: call reindex). A file outside
     INGEST_SERVER_ROOTS is not read for an API caller; it is listed as not checked.
+    A reader may list them, not check (it marks documents).
     """
-    ws = _workspace(user, workspace)
+    ws = _workspace(user, workspace, curating=check)
     documents = selectors.documents_in(workspace=ws)
     if not check:
         marked = documents.filter(status=Document.Status.STALE)
