@@ -743,6 +743,10 @@ def compose_answer(
             continue
         if candidate.code and not ranked[0].code:
             continue  # an answer in prose is not followed by lines of code it does not need
+        if _title_line(candidate.text) and not _title_line(ranked[0].text):
+            # A page's header ("Launch planning meeting, Tuesday 14 January") names what
+            # the notes are about; after a sentence that answers it adds only noise.
+            continue
         if any(looks.search(ranked[0].text) and not looks.search(candidate.text)
                for looks in preferred):
             continue  # a date answers "when": undated sentences sharing its words do not
@@ -811,9 +815,8 @@ def _quote(chosen: Sequence[Candidate], marker: str) -> str:
     for candidate in chosen:
         text = _one_line(candidate.text)
         if parts:
-            closed = previous.rstrip("\"')]”’")[-1:] in ".!?"
             rows = is_table_row(previous) or is_table_row(text)
-            parts.append(" " if closed and not rows else "\n\n")
+            parts.append(" " if _closed(previous) and not rows else "\n\n")
         numbers = (candidate.number, *candidate.also)
         parts += [text, " " + "".join(marker.format(n) for n in numbers)]
         previous = text
@@ -838,6 +841,17 @@ def _supported(
         if verdicts and all(v == "supported" for v in verdicts):
             kept.append(candidate)
     return kept
+
+
+def _closed(sentence: str) -> bool:
+    """Whether it ends as a sentence does, not as a title line or a list entry."""
+    return sentence.rstrip().rstrip("\"')]”’")[-1:] in ".!?"
+
+
+def _title_line(sentence: str) -> bool:
+    """A line that does not end as a sentence does: a page's header, a title, a list
+    entry; not a table's row, whose record may be the answer."""
+    return not _closed(sentence) and not is_table_row(sentence)
 
 
 def _one_line(sentence: str) -> str:
