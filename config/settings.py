@@ -48,6 +48,12 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 if HTTPS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Behind a proxy that passes its own Host (nginx's default `proxy_set_header Host
+# $proxy_host`), the browser's Origin is not the request's host: a sign-in is refused as a
+# cross-site request unless the public origin is listed here (https://kb.example.com), or
+# the proxy's X-Forwarded-Host is trusted to carry the public host name.
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=False)
 SILENCED_SYSTEM_CHECKS = [] if HTTPS else [
     "security.W004",  # SECURE_HSTS_SECONDS
     "security.W008",  # SECURE_SSL_REDIRECT
@@ -80,6 +86,8 @@ MIDDLEWARE = [
     # First: refuses an over-limit body from its Content-Length before anything reads it.
     "config.request_limits.RequestSizeMiddleware",
     "config.request_limits.NulCharacterMiddleware",
+    # Before any check of the Host header or of HTTPS: probes come by address, over HTTP.
+    "config.health.HealthMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -527,7 +535,21 @@ INGEST_EMBED_BATCH = env.int("INGEST_EMBED_BATCH", default=256)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {
+        "timed": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "filters": {"no_traceback": {"()": "config.log_filters.WithoutTraceback"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "timed"},
+        # A request for another host name is a scanner's, not a bug: one line, not 15.
+        "one_line": {
+            "class": "logging.StreamHandler", "formatter": "timed", "filters": ["no_traceback"],
+        },
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}, "httpx": {"level": "WARNING"}},
+    "loggers": {
+        "pgserver": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+        "django.security.DisallowedHost": {"handlers": ["one_line"], "propagate": False},
+    },
 }

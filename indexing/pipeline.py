@@ -334,6 +334,8 @@ def failed_since_queued(*, document_id: int) -> bool:
 
 
 def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
+    # The worker's own log line says only that the task returned 'FAILED'.
+    logger.warning("Document %s FAILED: %s", document_id, message)
     # Chunks of an earlier good version stay: a broken upload must not erase
     # what users could already find and cite.
     _update(document_id, status=Document.Status.FAILED, progress=0,

@@ -125,6 +125,16 @@ def test_api_upload_while_the_broker_is_down_is_a_503_and_saves_nothing(
     assert document.chunks.filter(text__contains="Spring tides").exists()
 
 
+def test_readiness_says_the_broker_is_unavailable(broker, web_celery, client):
+    assert client.get("/readyz").json()["broker"] == "ok"
+    broker.stop()
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["status"] == "unavailable"
+    assert response.json()["broker"].startswith("unavailable")
+    assert response.json()["database"] == "ok"
+
+
 def test_admin_add_sources_while_the_broker_is_down_keeps_the_previous_version(
     client, staff, workspace, broker, web_celery
 ):

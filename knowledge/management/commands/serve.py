@@ -12,6 +12,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from gunicorn.app.base import BaseApplication
+from kombu.utils.url import maskurl
 
 # The one place the web server's limits are set (the Dockerfile and docker-compose.yml
 # run this command). gthread: a slow client holds a thread, not a worker process.
@@ -105,7 +106,7 @@ class Command(BaseCommand):
             for name, queues in worker_queues().items():
                 self.stdout.write(
                     f"Starting the {name} worker ({', '.join(queues)}) on "
-                    f"{settings.CELERY_BROKER_URL}"
+                    f"{maskurl(settings.CELERY_BROKER_URL)}"  # no password in the log
                 )
                 # A session of its own: Ctrl-C in the terminal reaches the web server, and
                 # the worker is stopped below, with the process it runs tasks in.
