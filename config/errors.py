@@ -96,5 +96,5 @@ def _bad_request_message(exception: Exception) -> str:
     # Django keeps a SuspiciousOperation's text out of responses (it may echo what the
     # client sent); a host refused is common enough to name.
     if isinstance(exception, DisallowedHost):
-        return "Bad request: this server does not answer to that host name (ALLOWED_HOSTS)."
+        return "Bad request: this server does not answer to that host name."
     return "Bad request."

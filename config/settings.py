@@ -5,6 +5,7 @@ import warnings
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 from kombu import Queue
 
@@ -73,6 +74,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "csp",
     "knowledge",
     "indexing",
     "chat",
@@ -96,8 +98,28 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "config.errors.DatabaseOutageMiddleware",
 ]
+
+# The chat page renders what models and documents write (Markdown through DOMPurify): if
+# anything ever slipped through, no script but the site's own runs, nothing loads from
+# elsewhere and nothing is sent elsewhere. The admin and Swagger UI (/api/docs) are
+# Django's and drf-spectacular's pages, written for their own policies: left out.
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/admin/", "/api/docs"],
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:", "blob:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    },
+}
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"

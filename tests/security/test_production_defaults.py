@@ -134,3 +134,16 @@ def test_the_test_settings_still_serve_the_test_client(client, db):
     # pytest-django's client host ("testserver") is allowed; pages render without DEBUG.
     assert client.get("/accounts/login/").status_code == 200
     assert client.get("/no-such-page").status_code == 404
+
+
+def test_the_chat_and_sign_in_pages_run_only_the_sites_own_scripts(client, db):
+    """A Content-Security-Policy: nothing but the site's own scripts, styles, images and
+    connections, even if a rendered answer ever slipped something past the sanitizer.
+    (The browser tests fail on any console error, a refused resource included.)"""
+    for path in ("/accounts/login/", "/"):
+        policy = client.get(path, HTTP_HOST="localhost")["Content-Security-Policy"]
+        directives = dict(d.strip().split(" ", 1) for d in policy.split(";"))
+        assert directives["script-src"] == "'self'"
+        assert directives["default-src"] == "'self'"
+        assert directives["connect-src"] == "'self'"
+        assert directives["frame-ancestors"] == "'none'"
