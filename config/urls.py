@@ -17,8 +17,13 @@ urlpatterns = [
     # Browsers ask for it on every page (the admin's and sign-in's too): no icon, no 404.
     path("favicon.ico", lambda request: HttpResponse(status=204)),
     path("admin/", admin.site.urls),
-    # Everyone signs in here; the admin's own login only admits staff.
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    # Everyone signs in here; the admin's own login only admits staff. A user already
+    # signed in (Back after signing in, an old bookmark) goes on to the page, not the form.
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="login",
+    ),
     path("api/search", knowledge_api.SearchView.as_view(), name="api-search"),
     path("api/documents", indexing_api.DocumentListView.as_view(), name="api-documents"),
     path(
