@@ -16,6 +16,7 @@ from tests.browser import test_chat_page as chat_page
 from tests.browser.test_chat_page import (
     CHROMIUM,
     IN_CI,
+    new_chat,
 )
 
 if not IN_CI and not CHROMIUM.exists():  # test_chat_page skips itself; so must this
@@ -86,3 +87,74 @@ def test_sign_in_error_is_an_alert_tied_to_the_fields_and_signed_in_users_skip_t
         expect(field).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_label("Username")).to_have_value("alice")
     expect(page.get_by_label("Username")).to_be_focused()
+
+
+# --- M3: contrast, focus, motion and forced colours ---------------------------------------
+
+SAMPLES = """() => {
+    const answer = document.createElement("article");
+    answer.className = "message role-assistant";
+    answer.innerHTML = `<div class="bubble-body"><p><span class="uncited-claim">Claim.</span>
+        <button type="button" class="citation-pill" id="t-plain">1</button>
+        <button type="button" class="citation-pill support-partial selected" id="t-partial">2
+        </button></p><div class="code-block"><div class="code-lang">python</div>
+        <pre><code>x = 1</code></pre></div></div>`;
+    const pending = document.createElement("article");
+    pending.className = "message role-assistant is-pending";
+    pending.innerHTML = `<div class="bubble-body"></div><div class="status-line">Thinking…</div>`;
+    document.getElementById("messages").append(answer, pending);
+    document.getElementById("citation-body").innerHTML = `<div class="passage"><span
+        class="cited-chunk">Cited. <mark class="support-span">Support.</mark></span></div>
+        <div class="pdf-page"><div class="pdf-highlight"></div></div>`;
+}"""
+
+
+def test_colours_focus_rings_motion_and_forced_colours_meet_wcag(page: Page, corpus):
+    page.goto("/")
+    new_chat(page)
+    page.evaluate(SAMPLES)
+    white, page_bg = "rgb(255, 255, 255)", style(page.locator("body"), "background-color")
+
+    partial = page.locator("#t-partial")
+    assert contrast(style(partial, "color"), style(partial, "background-color")) >= 4.5
+    lang = page.locator(".code-lang")
+    assert contrast(style(lang, "color"), style(lang, "background-color")) >= 4.5
+    claim = page.locator(".uncited-claim")
+    assert contrast(style(claim, "text-decoration-color"), white) >= 3
+    support = page.locator("mark.support-span")
+    assert "underline" in style(support, "text-decoration-line")
+    chunk_bg = style(page.locator(".cited-chunk"), "background-color")
+    assert contrast(style(support, "text-decoration-color"), chunk_bg) >= 3
+    highlight = page.locator(".pdf-highlight")
+    assert style(highlight, "outline-style") == "solid"
+    assert contrast(style(highlight, "outline-color"), white) >= 3
+
+    # The question box: a border that can be seen, and a clear ring when focused.
+    composer = page.locator("#composer-input")
+    for around in (page_bg, style(composer, "background-color")):
+        assert contrast(style(composer, "border-top-color"), around) >= 3
+    composer.focus()
+    assert style(composer, "outline-style") == "solid"
+    assert float(style(composer, "outline-width").removesuffix("px")) >= 2
+    assert contrast(style(composer, "outline-color"), page_bg) >= 3
+
+    # Buttons reached by keyboard show a ring too (New chat sits on white).
+    page.locator("#new-chat").focus()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")
+    new = page.locator("#new-chat")
+    expect(new).to_be_focused()
+    assert style(new, "outline-style") == "solid"
+    assert contrast(style(new, "outline-color"), white) >= 3
+
+    # Less motion asked: the pulse stops.
+    status = page.locator(".is-pending .status-line")
+    assert style(status, "animation-name", "::before") == "pulse"
+    page.emulate_media(reduced_motion="reduce")
+    assert style(status, "animation-name", "::before") == "none"
+
+    # Forced colours: the selected pill is still told apart from the others.
+    page.emulate_media(forced_colors="active")
+    assert style(partial, "outline-style") == "solid"
+    assert style(page.locator("#t-plain"), "outline-style") == "none"
+    assert style(partial, "forced-color-adjust") == "none"
