@@ -9,15 +9,28 @@ the page exposes, computed colours and their contrast, and the scroll position.
 from __future__ import annotations
 
 import re
+import threading
+import time
 
 import pytest
 
+from chat import citations, services
+from chat.models import Message
+from indexing import pipeline, sources
+from knowledge.models import Chunk
 from tests.browser import test_chat_page as chat_page
 from tests.browser.test_chat_page import (
     CHROMIUM,
+    GROUNDED_ANSWER,
     IN_CI,
+    TIMEOUT_MS,
+    ask,
+    in_chunks,
     new_chat,
+    passage_number,
 )
+from tests.conftest import SAMPLE_CORPUS
+from tests.scripted_llm import answer, tool_call
 
 if not IN_CI and not CHROMIUM.exists():  # test_chat_page skips itself; so must this
     pytest.skip("Debian's Chromium is not installed", allow_module_level=True)
@@ -87,6 +100,433 @@ def test_sign_in_error_is_an_alert_tied_to_the_fields_and_signed_in_users_skip_t
         expect(field).to_have_attribute("aria-invalid", "true")
     expect(page.get_by_label("Username")).to_have_value("alice")
     expect(page.get_by_label("Username")).to_be_focused()
+
+
+# --- H1, H3, L3: a streaming answer -------------------------------------------------------
+
+
+def test_a_streaming_answer_is_announced_briefly_and_does_not_pull_the_reader_down(
+    llm, page: Page
+):
+    reading = threading.Event()  # the test scrolled up: the stream goes on
+    lines = [f"Line {i}: the harbour crew checks the moorings every morning." for i in range(80)]
+
+    def slow_chunks():
+        for line in lines[:40]:
+            yield line + "\n\n"
+        reading.wait(30)
+        for line in lines[40:]:
+            time.sleep(0.03)
+            yield line + "\n\n"
+
+    llm.script = [answer("\n\n".join(lines), chunks=slow_chunks())]
+    page.set_viewport_size({"width": 1366, "height": 600})
+    page.goto("/")
+    new_chat(page)
+    messages = page.locator("#messages")
+    # A log, but not a live region: a conversation opened (a whole page of messages
+    # appended) or an answer re-rendered is not read out; the status region speaks.
+    expect(page.get_by_role("log", name="Messages")).to_have_attribute("aria-live", "off")
+    status = page.get_by_role("status")
+    page.evaluate(
+        """() => {
+            window.__said = [];
+            new MutationObserver(() => window.__said.push(
+                document.getElementById("chat-status").textContent
+            )).observe(document.getElementById("chat-status"),
+                       {childList: true, characterData: true, subtree: true});
+        }"""
+    )
+    try:
+        page.locator("#composer-input").fill("Tell me about the moorings.")
+        page.locator("#send").click()
+        pending = page.locator("article.message.role-assistant.is-pending")
+        expect(pending).to_have_attribute("aria-busy", "true")
+        expect(pending).to_contain_text("Line 39", timeout=TIMEOUT_MS)
+        expect(status).to_have_text("Answering…")
+        # L3: "Thinking…" is gone once the answer is being written.
+        expect(pending.locator(".status-line")).to_be_hidden()
+
+        # H3: the reader scrolls up to read; the stream must leave them there.
+        page.wait_for_function(
+            "m => m.scrollHeight > m.clientHeight + 400", arg=messages.element_handle()
+        )
+        messages.evaluate("m => m.scrollTo(0, 100)")
+        page.wait_for_timeout(200)
+        reading.set()
+        expect(pending).to_contain_text("Line 60", timeout=TIMEOUT_MS)
+        page.wait_for_timeout(300)
+        assert messages.evaluate("m => m.scrollTop") == pytest.approx(100, abs=2)
+        jump = page.get_by_role("button", name="Jump to latest")
+        expect(jump).to_be_visible()
+    finally:
+        reading.set()
+
+    reply = page.locator("article.message.role-assistant").last
+    expect(reply).not_to_have_class(re.compile(r"\bis-pending\b"), timeout=TIMEOUT_MS)
+    assert reply.get_attribute("aria-busy") is None
+    expect(status).to_have_text(re.compile(r"^Answer complete, \d+ sources?\."))
+    said = page.evaluate("window.__said")
+    assert said.index("Answering…") < len(said) - 1, said
+    assert not any("Line" in text for text in said), said  # the answer is not re-read
+    assert messages.evaluate("m => m.scrollTop") == pytest.approx(100, abs=2)
+    jump.click()
+    assert messages.evaluate("m => m.scrollHeight - m.scrollTop - m.clientHeight") < 2
+    expect(jump).to_be_hidden()
+
+    # Each message is an article with a heading, for moving from one to the next.
+    expect(page.get_by_role("article", name="You said")).to_have_count(1)
+    expect(page.get_by_role("article", name="Verity answered")).to_have_count(1)
+    expect(page.get_by_role("heading", name="Verity answered")).to_have_count(1)
+
+    # Following again once the reader is back at the end: a new answer is followed.
+    llm.script = [answer("\n\n".join(lines[:40]), chunks=[line + "\n\n" for line in lines[:40]])]
+    ask(page, "And again?")
+    assert messages.evaluate("m => m.scrollHeight - m.scrollTop - m.clientHeight") < 40
+
+
+# --- H2, M1: the source panel and an unsupported citation -------------------------------
+
+
+@pytest.fixture
+def unsupported_thread(corpus, workspace, user, counting_embedder) -> dict:
+    """A stored answer citing a PDF passage and a text passage, both found unsupported
+    (the check's best-guess spans included, which must not be shown as support)."""
+    pdf = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "q3-launch-notes.pdf")
+    pipeline.index_document(document_id=pdf.pk, embedder=counting_embedder)
+    pdf_chunk = next(c for c in Chunk.objects.filter(document_id=pdf.pk).order_by("ordinal")
+                     if "Total launch budget" in c.text)
+    text_chunk = next(c for c in Chunk.objects.filter(document_id=corpus["handbook"].pk)
+                      if "4 hours" in c.text)
+    thread = services.create_thread(workspace=workspace, user=user, title="Budget check")
+    listed = []
+    for chunk in (pdf_chunk, text_chunk):
+        document = chunk.document
+        unit = citations.SourceUnit(
+            source_key=f"chunk:{chunk.pk}", source_type="kb_chunk", text=chunk.text,
+            locator=chunk.locator,
+            display={"title": document.title, "uri": document.uri, "label": "cited"},
+            document_id=document.pk, chunk_id=chunk.pk,
+        )
+        n = citations.register(thread=thread, units=[unit])[unit.source_key]
+        citation = citations.citation_json(citations.resolve(thread=thread, n=n))
+        citation["support"] = {
+            "verdict": "unsupported", "score": 0.1, "reason": "the passage says nothing of it",
+            "spans": [[0, min(40, len(chunk.text))]],
+        }
+        listed.append(citation)
+    Message.objects.create(thread=thread, seq=1, role="user", content="Budget?",
+                           resolved_content="Budget?")
+    Message.objects.create(
+        thread=thread, seq=2, role="assistant", content="It is €99,000.",
+        resolved_content="It is €99,000 [citation:{}] and [citation:{}].".format(
+            *(c["n"] for c in listed)),
+        citations=listed,
+    )
+    return {"thread": thread.pk, "pdf_n": listed[0]["n"], "text_n": listed[1]["n"],
+            "pdf_title": pdf_chunk.document.title}
+
+
+def test_the_source_panel_takes_the_focus_and_gives_it_back(unsupported_thread, page: Page):
+    page.goto(f"/#thread-{unsupported_thread['thread']}")
+    panel = page.locator("#citation-panel")
+    pill = page.locator(f'.citation-pill[data-n="{unsupported_thread["pdf_n"]}"]')
+    pill.focus()
+    page.keyboard.press("Enter")
+    expect(panel).to_be_visible()
+    title = page.locator("#citation-title")
+    expect(title).to_be_focused()
+    expect(title).to_have_text(unsupported_thread["pdf_title"])
+    expect(page.get_by_role("button", name="Close source")).to_be_visible()
+
+    # Text and Page switch views: the keyboard lands on the button that switches back.
+    text_button = panel.get_by_role("button", name="Text", exact=True)
+    text_button.focus()
+    page.keyboard.press("Enter")
+    page_button = panel.get_by_role("button", name="Page", exact=True)
+    expect(page_button).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(panel.locator(".pdf-page.is-cited")).to_be_visible()
+    expect(text_button).to_be_focused()
+
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    expect(pill).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(title).to_be_focused()
+    page.get_by_role("button", name="Close source").click()
+    expect(pill).to_be_focused()
+
+    # Below 900 px the panel covers the conversation: a modal dialog, the rest inert.
+    page.set_viewport_size({"width": 800, "height": 740})
+    pill.click()
+    dialog = page.get_by_role("dialog", name=unsupported_thread["pdf_title"])
+    expect(dialog).to_have_attribute("aria-modal", "true")
+    expect(title).to_be_focused()
+    assert page.evaluate("document.querySelector('.conversation').inert")
+    assert page.evaluate("document.getElementById('sidebar').inert")
+    for _ in range(12):  # Tab never reaches the conversation behind it
+        page.keyboard.press("Tab")
+        assert page.evaluate("!document.querySelector('.conversation')"
+                             ".contains(document.activeElement)")
+    page.keyboard.press("Escape")
+    expect(pill).to_be_focused()
+    assert not page.evaluate("document.querySelector('.conversation').inert")
+
+
+def test_an_unsupported_citation_marks_nothing_as_support(unsupported_thread, page: Page):
+    page.goto(f"/#thread-{unsupported_thread['thread']}")
+    panel = page.locator("#citation-panel")
+    note = panel.locator("#citation-support")
+
+    # The PDF page: every line of the passage in the faint context style.
+    page.locator(f'.citation-pill[data-n="{unsupported_thread["pdf_n"]}"]').click()
+    highlights = panel.locator(".pdf-highlight")
+    expect(highlights.first).to_be_attached()
+    assert highlights.count() == panel.locator(".pdf-highlight.is-context").count()
+    expect(note).to_contain_text("Not supported")
+    expect(note).to_contain_text("Nothing in the passage is marked")
+
+    # The text view and a text source: the pale cited style, no <mark>.
+    page.locator(f'.citation-pill[data-n="{unsupported_thread["text_n"]}"]').click()
+    expect(panel.locator(".passage")).to_contain_text("4 hours")
+    expect(panel.locator(".passage mark")).to_have_count(0)
+    expect(panel.locator(".passage .cited-chunk")).to_contain_text("4 hours")
+    expect(note).to_contain_text("Nothing in the passage is marked")
+
+
+# --- M2: grounding verdicts reach everyone --------------------------------------------------
+
+
+def test_grounding_verdicts_are_named_summarised_and_the_tooltip_escapes_first(
+    llm, page: Page
+):
+    def final(request: dict) -> dict:
+        text = GROUNDED_ANSWER.format(
+            pelican=passage_number(request, "Pelican mooring buoy"),
+            incident=passage_number(request, "within 4 hours"),
+        )
+        return answer(text, chunks=in_chunks(text, 11))
+
+    llm.script = [
+        tool_call("search_knowledge_base", {"query": "Pelican mooring buoy repainted"}),
+        tool_call("search_knowledge_base", {"query": "when are security incidents reported"}),
+        final,
+    ]
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "Tell me about the harbour.")
+    bad = reply.locator(".citation-pill.support-partial, .citation-pill.support-unsupported")
+    good = reply.locator(".citation-pill:not([class*=support-])")
+    expect(bad).to_have_count(1)
+    verdict = "partly supported" if "partial" in bad.get_attribute("class") else "not supported"
+    # The verdict is in the name (read in browse mode); the tooltip has no native rival.
+    expect(bad).to_have_attribute("aria-label", re.compile(rf"^Source \d+, {verdict}: "))
+    assert bad.get_attribute("title") is None
+    expect(good).to_have_attribute("aria-label", re.compile(r"^Source \d+: "))
+
+    # One visible line says what the pills and underlines say one by one.
+    summary = reply.locator(".grounding-summary")
+    expect(summary).to_be_visible()
+    expect(summary).to_have_text(
+        "1 of 2 cited sentences is not fully supported by their sources; "
+        "1 claim cites no source"
+    )
+    # The uncited sentence is said to be so, not only underlined.
+    claim = reply.locator(".uncited-claim.claim-end")
+    expect(claim).to_have_count(1)
+    assert style(claim, "content", "::after") == '" (no source cited)"'
+    assert float(style(claim, "width", "::after").removesuffix("px")) <= 1
+
+    # Escape hides the shown tooltip first, and only it; then it closes the panel.
+    good.click()
+    panel = page.locator("#citation-panel")
+    expect(panel).to_be_visible()
+    good.focus()
+    page.keyboard.press("Tab")  # by keyboard: the tooltip shows on :focus-visible
+    expect(bad).to_be_focused()
+    tip = bad.locator(".support-tip")
+    expect(tip).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(tip).to_be_hidden()
+    expect(panel).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    bad.hover()
+    expect(tip).to_be_visible()  # back once the pointer comes again
+    page.keyboard.press("Escape")
+    expect(tip).to_be_hidden()
+
+
+# --- M7, L7: direction, and what is marked as an uncited claim ---------------------------
+
+RTL_ANSWER = """| Item | Value |
+| --- | --- |
+| Paint | Yellow |
+
+- First step
+- Second
+
+يُعاد طلاء العوامة في شهر أبريل من كل عام [{n}].
+
+The harbour office lends [life jackets](https://example.invalid/jackets.html) to visiting \
+sailors every summer. The harbour office also rents kayaks to visitors on weekends.
+"""
+
+
+def test_text_direction_follows_the_text_and_uncited_marks_keep_words_whole(llm, page: Page):
+    def final(request: dict) -> dict:
+        text = RTL_ANSWER.format(n=passage_number(request, "Pelican mooring buoy"))
+        return answer(text, chunks=in_chunks(text, 9))
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican mooring buoy"}), final]
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "متى يعاد طلاء العوامة؟")
+    question = page.locator(".message.role-user p").last
+    assert style(question, "direction") == "rtl"
+    arabic = reply.locator("p", has_text="العوامة")
+    assert style(arabic, "direction") == "rtl"
+    assert style(reply.locator("p", has_text="life jackets"), "direction") == "ltr"
+    assert style(reply.locator(".citation-pill").first, "unicode-bidi") == "isolate"
+    title = page.locator("#thread-list .thread.active .thread-link")
+    expect(title).to_contain_text("العوامة")
+    assert style(title, "direction") == "rtl"
+    reply.locator(".citation-pill").first.click()
+    assert style(page.locator("#citation-title"), "direction") == "ltr"  # an English title
+    expect(page.locator(".passage")).to_have_attribute("dir", "auto")
+
+    # Labels are not claims: no underline in the table's header or a two-word list item.
+    expect(reply.locator("th .uncited-claim")).to_have_count(0)
+    expect(reply.locator("li .uncited-claim")).to_have_count(0)
+    # Whatever is marked starts and ends between words, never inside one (a link's text).
+    marked = reply.locator(".uncited-claim")
+    expect(marked.first).to_be_attached()
+    cuts = marked.evaluate_all(
+        """spans => {
+            const word = /[\\p{L}\\p{N}]/u;
+            const text = (node, last) => {
+                // The character just outside the span, in reading order.
+                const walker = document.createTreeWalker(
+                    node.closest(".bubble-body"), NodeFilter.SHOW_TEXT);
+                let before = "", after = "", seen = false;
+                while (walker.nextNode()) {
+                    const n = walker.currentNode;
+                    if (node.contains(n)) { seen = true; continue; }
+                    if (!seen) before = n.nodeValue || before;
+                    else if (!after && n.nodeValue) after = n.nodeValue;
+                }
+                return [before.slice(-1), after.slice(0, 1)];
+            };
+            return spans.filter(s => {
+                const [b, a] = text(s);
+                const t = s.textContent;
+                return (word.test(b) && word.test(t[0]))
+                    || (word.test(a) && word.test(t.slice(-1)));
+            }).map(s => s.textContent);
+        }"""
+    )
+    assert cuts == [], cuts
+    link = reply.locator("a", has_text="life jackets")
+    pieces = link.locator(".uncited-claim")
+    assert pieces.count() <= 1 and (not pieces.count() or pieces.inner_text() == "life jackets")
+
+
+# --- H5: the @ picker as a combobox -------------------------------------------------------
+
+
+def test_the_mention_picker_is_a_combobox_and_a_choice_is_announced(page: Page, corpus):
+    page.goto("/")
+    new_chat(page)
+    composer = page.get_by_role("combobox", name="Message")
+    expect(composer).to_have_attribute("aria-expanded", "false")
+    expect(composer).to_have_attribute("aria-autocomplete", "list")
+    composer.click()
+    page.keyboard.type("@")
+    listbox = page.get_by_role("listbox", name="Documents and folders")
+    expect(listbox).to_be_visible()
+    expect(composer).to_have_attribute("aria-expanded", "true")
+    expect(composer).to_have_attribute("aria-controls", listbox.get_attribute("id"))
+    options = listbox.get_by_role("option")
+    expect(options).to_have_count(4)
+    first_id = options.first.get_attribute("id")
+    assert first_id
+    expect(composer).to_have_attribute("aria-activedescendant", first_id)
+    expect(options.first).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("ArrowDown")
+    second = options.nth(1)
+    expect(composer).to_have_attribute("aria-activedescendant", second.get_attribute("id"))
+    expect(second).to_have_attribute("aria-selected", "true")
+    label = second.locator(".picker-label").inner_text()
+    expect(second).to_have_accessible_name(re.compile(rf"^{re.escape(label)}, (document|folder)$"))
+    page.keyboard.press("Enter")
+    expect(listbox).to_be_hidden()
+    expect(composer).to_have_attribute("aria-expanded", "false")
+    assert composer.get_attribute("aria-activedescendant") is None
+    expect(page.get_by_role("status")).to_have_text(f"{label} added")
+
+
+# --- M6: keyboard paths and structure -----------------------------------------------------
+
+
+def test_skip_link_current_conversation_and_focus_after_a_delete(conversations, page: Page):
+    page.goto("/")
+    threads = page.locator("#thread-list .thread")
+    expect(threads).to_have_count(50)
+    expect(threads.first.locator(".thread-link")).to_have_attribute("aria-current", "true")
+    expect(page.locator('.thread-link[aria-current="true"]')).to_have_count(1)
+
+    # The first Tab stop skips the list and the messages.
+    # From the top of the page, as after loading it (the page itself focuses the composer).
+    page.evaluate("document.body.tabIndex = -1; document.body.focus();"
+                  "document.body.removeAttribute('tabindex')")
+    page.keyboard.press("Tab")
+    skip = page.get_by_role("link", name="Skip to the question box")
+    expect(skip).to_be_focused()
+    expect(skip).to_be_in_viewport()
+    page.keyboard.press("Enter")
+    expect(page.locator("#composer-input")).to_be_focused()
+
+    # Deleting another conversation by keyboard: the question names the group, and
+    # the focus goes on to the conversation that took its place.
+    third = threads.nth(2).locator(".thread-link").inner_text()
+    page.get_by_role("button", name="Delete “Tide question”").focus()
+    page.keyboard.press("Enter")
+    group = page.get_by_role("group", name="Delete “Tide question” and its messages?")
+    expect(group).to_be_visible()
+    expect(group.get_by_role("button", name="Cancel")).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(group.get_by_role("button", name="Delete", exact=True)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(threads).to_have_count(49)
+    expect(page.get_by_role("button", name=third, exact=True)).to_be_focused()
+
+
+def test_the_workspace_picker_switches_on_a_committed_choice_and_keeps_the_focus(
+    two_workspaces, page: Page
+):
+    page.goto("/")
+    picker = page.get_by_role("combobox", name="Workspace")
+    links = page.locator("#thread-list .thread-link")
+    expect(links).to_have_text(["Acme question"])
+    # The page has opened the newest conversation (and focused the composer): no focus
+    # change is still to come.
+    expect(page.locator("#composer-input")).to_be_focused()
+    expect(page.locator("#thread-list .thread.active")).to_have_count(1)
+    picker.focus()
+    page.keyboard.press("ArrowDown")
+    expect(picker).to_have_value("boatyard")
+    page.wait_for_timeout(500)
+    expect(links).to_have_text(["Acme question"])  # not switched on the arrow key
+    expect(picker).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(links).to_have_text(["Boatyard question"])
+    expect(picker).to_be_focused()  # switching does not take the focus away
+    # Leaving the picker commits too.
+    page.keyboard.press("ArrowUp")
+    expect(links).to_have_text(["Boatyard question"])
+    page.keyboard.press("Tab")
+    expect(links).to_have_text(["Acme question"])
 
 
 # --- M3: contrast, focus, motion and forced colours ---------------------------------------

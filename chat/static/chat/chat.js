@@ -32,6 +32,11 @@
     panelSupport: $("citation-support"),
     panelBody: $("citation-body"),
     panelClose: $("citation-close"),
+    status: $("chat-status"),
+    jumpLatest: $("jump-latest"),
+    // What a modal source panel (a narrow screen) makes inert behind it.
+    background: [document.querySelector(".skip-link"), document.querySelector(".topbar"),
+      $("sidebar"), document.querySelector(".conversation")],
   };
 
   const state = {
@@ -49,6 +54,9 @@
     shown: 0, // bumped each time the message list is given another conversation (or none)
     panelRequest: 0,
     pageView: null, // the open PDF page view, if any
+    panelOpener: null, // the pill that opened the source panel: focus goes back to it
+    following: true, // the reader is at the end of the messages: a streaming answer is followed
+    workspaceKeyed: false, // a key is moving the workspace <select>: its change waits
   };
   const views = new WeakMap(); // assistant bubble -> its view (text, citations, grounding)
 
@@ -108,6 +116,25 @@
 
   function scrollToEnd() {
     ui.messages.scrollTop = ui.messages.scrollHeight;
+    state.following = true;
+    ui.jumpLatest.hidden = true;
+  }
+
+  function atEnd() {
+    const { scrollHeight, scrollTop, clientHeight } = ui.messages;
+    return scrollHeight - scrollTop - clientHeight < 40;
+  }
+
+  /* A streaming answer grows at the end: the view follows it only while the reader is
+   * there. Someone who scrolled up to read is left where they are, and offered a jump. */
+  function followLatest() {
+    if (state.following) scrollToEnd();
+    else ui.jumpLatest.hidden = false;
+  }
+
+  // Says a short status to screen readers (the message list itself is not a live region).
+  function announce(text) {
+    ui.status.textContent = text;
   }
 
   // --- Rendering answers: Markdown, pills, grounding -------------------------------
@@ -241,20 +268,28 @@
     return `${VERDICT_WORDS[support.verdict]}${reason}${note}`;
   }
 
+  /* "Source 3, not supported: Q3 Launch Notes": the verdict is in the name, which screen
+   * readers always read (a description is often skipped in a paragraph). */
+  function pillName(n, title, verdict) {
+    const said = verdict ? `, ${VERDICT_WORDS[verdict].toLowerCase()}` : "";
+    return `Source ${n}${said}${title ? `: ${title}` : ""}`;
+  }
+
   function citationPill(n, k, view) {
     const known = citationFor(view, n);
     const title = known && known.document ? known.document.title : "";
+    const support = pillSupport(view, n, k);
+    const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
     const pill = el("button", {
       type: "button",
       className: "citation-pill",
       dataset: { n: String(n) },
-      title: title || `Source ${n}`,
-      "aria-label": title ? `Source ${n}: ${title}` : `Source ${n}`,
+      // A flagged pill has its own tooltip: the native one would cover it.
+      title: verdict ? null : title || `Source ${n}`,
+      "aria-label": pillName(n, title, verdict),
       text: String(n),
     });
-    const support = pillSupport(view, n, k);
     pillSupports.set(pill, support);
-    const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
     if (verdict) {
       // Shape and a symbol as well as colour: the flag must not depend on seeing colour.
       pill.classList.add(`support-${verdict}`);
@@ -266,8 +301,49 @@
         id, role: "tooltip", className: "support-tip", text: supportText(support),
       }));
       pill.setAttribute("aria-describedby", id);
+      // Escape hides the tooltip until the pointer or focus leaves the pill.
+      const undismiss = () => pill.classList.remove("tip-dismissed");
+      pill.addEventListener("mouseleave", undismiss);
+      pill.addEventListener("blur", undismiss);
     }
     return pill;
+  }
+
+  /* The tooltip shown now (hovered or keyboard-focused pill), if any. */
+  function shownTooltipPill() {
+    return document.querySelector(
+      ".citation-pill.support-partial:not(.tip-dismissed):is(:hover, :focus-visible), " +
+      ".citation-pill.support-unsupported:not(.tip-dismissed):is(:hover, :focus-visible), " +
+      ".citation-pill.support-unchecked:not(.tip-dismissed):is(:hover, :focus-visible)");
+  }
+
+  /* Text direction from the text itself: an Arabic or Hebrew paragraph reads right to left
+   * (and its pills stay beside their sentence), an English one left to right. */
+  const TEXT_BLOCKS = "p, li, h1, h2, h3, h4, h5, h6, blockquote, th, td";
+
+  function autoDirection(root) {
+    for (const block of root.querySelectorAll(TEXT_BLOCKS)) block.setAttribute("dir", "auto");
+  }
+
+  /* "2 of 4 cited sentences are not fully supported by their sources; 1 claim cites no
+   * source": what the pills and underlines say one by one, in one visible line. */
+  function groundingSummary(view, flagged) {
+    const sentences = (view.grounding && view.grounding.sentences) || [];
+    const cited = sentences.filter((s) => s.verdict !== "not_a_claim" && s.verdict !== "uncited");
+    const weak = cited.filter((s) => s.verdict === "partial" || s.verdict === "unsupported").length;
+    const unchecked = cited.filter((s) => s.verdict === "unchecked").length;
+    const uncited = sentences.filter((s) => s.verdict === "uncited").length;
+    const parts = [];
+    if (weak) {
+      parts.push(`${weak} of ${cited.length} cited sentences ${weak === 1 ? "is" : "are"} ` +
+        "not fully supported by their sources");
+    }
+    if (unchecked) parts.push(`${unchecked} not checked`);
+    if (uncited) parts.push(`${uncited} claim${uncited === 1 ? " cites" : "s cite"} no source`);
+    if (!parts.length && flagged) {
+      parts.push("Some sources do not back their sentence on their own (its other sources do)");
+    }
+    return parts.join("; ");
   }
 
   function labelCodeBlocks(root) {
@@ -297,16 +373,45 @@
     const map = alignToAtoms(view.text, atoms);
     const toUnits = answerIndexer(view);
     const ranges = uncited
-      .map((s) => [map[toUnits(s.char_start)], map[toUnits(s.char_end)]])
+      .map((s) => wholeWords(atoms, map[toUnits(s.char_start)], map[toUnits(s.char_end)]))
       .filter(([start, end]) => end > start)
       .sort((a, b) => b[0] - a[0]);
     // Last range first, last node first: splitting a text node keeps the nodes
     // and offsets of everything before the split valid.
     for (const [start, end] of ranges) {
-      for (const segment of textSegments(atoms, start, end).reverse()) {
-        wrapText(segment, () => el("span", { className: "uncited-claim", title: "No source cited" }));
-      }
+      const segments = textSegments(atoms, start, end).filter((s) => !isLabel(s.node));
+      segments.reverse().forEach((segment, index) => {
+        const span = el("span", { className: "uncited-claim", title: "No source cited" });
+        // The last piece of the sentence carries "(no source cited)" for screen readers.
+        if (index === 0) span.classList.add("claim-end");
+        wrapText(segment, () => span);
+      });
     }
+  }
+
+  const WORD_CHAR = /[\p{L}\p{N}]/u;
+
+  function isWordAtom(atom) {
+    return Boolean(atom && !atom.pill && WORD_CHAR.test(atom.ch));
+  }
+
+  /* The atoms [start, end) widened to whole words: a sentence edge that lands inside a
+   * word (a link's text, a URL's dot read as a full stop) must not cut it in two. */
+  function wholeWords(atoms, start, end) {
+    let [from, to] = [start, end];
+    while (from > 0 && isWordAtom(atoms[from - 1]) && isWordAtom(atoms[from])) from--;
+    while (to < atoms.length && to > 0 && isWordAtom(atoms[to - 1]) && isWordAtom(atoms[to])) to++;
+    return [from, to];
+  }
+
+  /* A table's header cell, or a list item of a word or two ("First step"), labels rather
+   * than claims: it is not underlined as an uncited claim. */
+  function isLabel(node) {
+    const parent = node.parentElement;
+    if (!parent) return false;
+    if (parent.closest("th")) return true;
+    const item = parent.closest("li");
+    return Boolean(item) && item.textContent.trim().split(/\s+/).length <= 2;
   }
 
   function clamp(value, max) {
@@ -354,9 +459,19 @@
     const map = new Array(source.length + 1).fill(0);
     const space = /\s/;
     const token = /\[citation:\d+\]/y;
+    // "](https://…)" after a link's (or an image's) text: Markdown syntax, never shown.
+    // Matched char by char, its letters would be paired with the words that follow.
+    const destination = /\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:"[^"]*"|'[^']*'))?\)/y;
     let j = 0;
     for (let i = 0; i < source.length;) {
       map[i] = j;
+      destination.lastIndex = i;
+      const link = atoms[j] && atoms[j].ch === "]" ? null : destination.exec(source);
+      if (link) {
+        for (let x = i; x < i + link[0].length; x++) map[x] = j;
+        i += link[0].length;
+        continue;
+      }
       token.lastIndex = i;
       const marker = token.exec(source);
       if (marker) {
@@ -430,13 +545,20 @@
     insertPills(fragment, view);
     if (view.final) markUncited(fragment, view);
     labelCodeBlocks(fragment);
+    autoDirection(fragment);
     view.body.replaceChildren(fragment);
     if (view.final && view.truncated) {
       // metadata.truncated: the reply was longer than the server reads (CHAT_MAX_ANSWER_CHARS).
       view.body.append(el("p", { className: "muted answer-cut", text: "(The answer was cut here: it was longer than this server keeps.)" }));
     }
-    const flagged = ".support-partial, .support-unsupported, .support-unchecked";
-    view.bubble.classList.toggle("has-flags", Boolean(view.body.querySelector(flagged)));
+    const flagged = Boolean(view.body.querySelector(
+      ".support-partial, .support-unsupported, .support-unchecked"));
+    const summary = view.final ? groundingSummary(view, flagged) : "";
+    // Below the answer, not in it: it is the check's word, not the model's text.
+    const shown = view.bubble.querySelector(":scope > .grounding-summary");
+    if (shown) shown.remove();
+    if (summary) view.body.after(el("p", { className: "grounding-summary", text: summary }));
+    view.bubble.classList.toggle("has-flags", flagged || Boolean(summary));
   }
 
   // While streaming, re-render at most every RENDER_INTERVAL_MS: parsing the whole
@@ -449,7 +571,7 @@
     view.timer = setTimeout(() => {
       view.timer = null;
       renderNow(view);
-      scrollToEnd();
+      followLatest();
     }, wait);
   }
 
@@ -472,7 +594,7 @@
     const label = mention.label || mention.title || `${mention.kind} ${mention.id}`;
     const chip = el("span", { className: `mention-chip kind-${mention.kind}` }, [
       el("span", { className: "chip-kind", text: mention.kind === "folder" ? "folder" : "doc" }),
-      el("span", { className: "chip-label", text: label }),
+      el("span", { className: "chip-label", text: label, dir: "auto" }),
     ]);
     chip.dataset.kind = mention.kind;
     chip.dataset.id = String(mention.id);
@@ -488,10 +610,18 @@
 
   // --- Messages ------------------------------------------------------------------
 
+  let messageCounter = 0;
+
+  /* A message is an article with a heading, so screen readers can go from one to the next
+   * (the visible "You" / "Verity" label is for the eye only). */
   function messageBubble(role) {
+    const heading = `message-heading-${++messageCounter}`;
     const body = el("div", { className: "bubble-body" });
-    const bubble = el("div", { className: `message role-${role}` }, [
-      el("div", { className: "bubble-role", text: role === "user" ? "You" : "Verity" }),
+    const bubble = el("article", { className: `message role-${role}`, "aria-labelledby": heading }, [
+      el("h2", {
+        id: heading, className: "visually-hidden", text: role === "user" ? "You said" : "Verity answered",
+      }),
+      el("div", { className: "bubble-role", "aria-hidden": "true", text: role === "user" ? "You" : "Verity" }),
       body,
     ]);
     return { bubble, body };
@@ -520,7 +650,7 @@
       }
     } else {
       for (const paragraph of text.split(/\n[ \t]*\n/)) {
-        if (paragraph.trim()) body.append(el("p", { text: paragraph }));
+        if (paragraph.trim()) body.append(el("p", { text: paragraph, dir: "auto" }));
       }
       if (message.mentions && message.mentions.length) {
         const chips = el("div", { className: "message-mentions" });
@@ -589,7 +719,10 @@
     ui.threads.replaceChildren();
     for (const thread of state.threads) {
       const name = thread.title || "New chat";
-      const button = el("button", { type: "button", className: "thread-link", text: name, title: name });
+      const button = el("button", {
+        type: "button", className: "thread-link", text: name, title: name, dir: "auto",
+        "aria-current": thread.id === state.threadId ? "true" : null,
+      });
       button.addEventListener("click", () => selectThread(thread.id));
       const rename = el("button", {
         type: "button", className: "thread-action", text: "✎", title: "Rename",
@@ -672,7 +805,9 @@
 
   function confirmDelete(item, thread) {
     const asked = `Delete “${thread.title || "New chat"}” and its messages?`;
-    const question = el("span", { className: "thread-confirm", text: asked });
+    const question = el("span", {
+      id: `thread-confirm-${thread.id}`, className: "thread-confirm", text: asked, dir: "auto",
+    });
     const yes = el("button", { type: "button", className: "thread-delete", text: "Delete" });
     const no = el("button", { type: "button", className: "thread-more", text: "Cancel" });
     const cancel = () => {
@@ -689,7 +824,10 @@
       }
     });
     item.classList.add("confirming");
-    item.replaceChildren(question, yes, no);
+    // A group named by its question: moving to Cancel says what is being cancelled.
+    item.replaceChildren(el("div", {
+      className: "thread-confirm-group", role: "group", "aria-labelledby": question.id,
+    }, [question, yes, no]));
     no.focus();
   }
 
@@ -701,9 +839,21 @@
       showThreadError(error);
       return;
     }
+    const index = state.threads.findIndex((t) => t.id === thread.id);
     state.threads = state.threads.filter((t) => t.id !== thread.id);
     if (state.threadId === thread.id) blankChat();
-    else renderThreads();
+    else {
+      renderThreads();
+      focusThreadAt(index);
+    }
+  }
+
+  /* After a delete the keyboard goes on from where it was: the next conversation (the one
+   * that took the deleted one's place), else the one before it, else New chat. */
+  function focusThreadAt(index) {
+    const links = ui.threads.querySelectorAll(".thread-link");
+    const next = links[Math.min(index, links.length - 1)];
+    (next || ui.newChat).focus();
   }
 
   // --- Workspaces ------------------------------------------------------------------
@@ -732,7 +882,7 @@
     state.pendingMentions = [];
     renderPendingMentions();
     state.threads = [];
-    blankChat();
+    blankChat({ keepFocus: true }); // the keyboard stays on the picker
     try {
       await loadThreads();
     } catch (error) {
@@ -842,7 +992,9 @@
     ui.messages.prepend(button);
   }
 
-  function blankChat() {
+  function blankChat(options) {
+    // `options` (a click's event, for New chat): keepFocus leaves the focus where it is.
+    const keepFocus = Boolean(options && options.keepFocus);
     showThreadList(false);
     // The conversation is created with its first question (send): a "New chat" left
     // unused leaves nothing behind in the list.
@@ -854,7 +1006,7 @@
     renderThreads();
     history.replaceState(null, "", location.pathname + location.search);
     clearMessages("Ask a question about your documents.");
-    ui.input.focus();
+    if (!keepFocus) ui.input.focus();
   }
 
   async function newChat() {
@@ -939,6 +1091,7 @@
       bubble.append(status);
       ui.messages.append(bubble);
       pending = bubble;
+      answerStarted(bubble);
       scrollToEnd();
 
       await streamAnswer(threadId, content, mentions, bubble, body, status);
@@ -964,7 +1117,28 @@
     const { bubble, body } = messageBubble("assistant");
     bubble.classList.add("is-error");
     body.append(el("p", { text }));
+    announce(text); // shown in place of the question, which went back into the composer
     return bubble;
+  }
+
+  /* A streaming answer is busy (assistive technology waits for it rather than reading each
+   * re-render) and is said to have started; its end is said in one line. */
+  function answerStarted(bubble) {
+    bubble.setAttribute("aria-busy", "true");
+    announce("Answering…");
+  }
+
+  function answerEnded(bubble, failure) {
+    bubble.removeAttribute("aria-busy");
+    if (!bubble.isConnected) return; // another conversation is shown: nothing to say
+    if (failure) {
+      announce(`The answer failed: ${failure}`);
+      return;
+    }
+    const sources = new Set([...bubble.querySelectorAll(".citation-pill")].map((p) => p.dataset.n));
+    const summary = bubble.querySelector(".grounding-summary");
+    const count = `${sources.size} source${sources.size === 1 ? "" : "s"}`;
+    announce(`Answer complete, ${count}.${summary ? ` ${summary.textContent}.` : ""}`);
   }
 
   async function streamAnswer(threadId, content, mentions, bubble, body, status) {
@@ -991,6 +1165,7 @@
       views.delete(bubble);
       bubble.classList.add("is-error");
       body.replaceChildren(el("p", { text }));
+      answerEnded(bubble, text);
     };
 
     const type = response.headers.get("Content-Type") || "";
@@ -1025,10 +1200,11 @@
         view.final = true;
         renderNow(view);
         if (!view.text.trim()) body.append(el("p", { className: "muted", text: "(no answer)" }));
+        answerEnded(bubble);
       } else if (event === "error") {
         fail((data && data.message) || "The answer could not be completed.");
       }
-      scrollToEnd();
+      followLatest();
     });
     await reading.catch(() => {});
     if (!finished) fail("The connection closed before the answer was complete.");
@@ -1039,9 +1215,42 @@
   function closePanel() {
     ui.panel.hidden = true;
     document.body.classList.remove("panel-open");
+    setPanelModal(false);
     closePageView();
     for (const pill of document.querySelectorAll(".citation-pill.selected")) {
       pill.classList.remove("selected");
+    }
+  }
+
+  /* The user closed the panel (× or Escape): the keyboard goes back to the pill that
+   * opened it (or to the composer, if that answer has been re-rendered meanwhile). */
+  function dismissPanel() {
+    const opener = state.panelOpener;
+    state.panelOpener = null;
+    closePanel();
+    if (opener && opener.isConnected) opener.focus();
+    else ui.input.focus();
+  }
+
+  // Below 900 px the panel covers the conversation: it is a modal dialog then, and what
+  // is behind it can be neither reached nor read until it closes.
+  const narrowScreen = window.matchMedia("(max-width: 900px)");
+
+  function setPanelModal(open) {
+    const modal = open && narrowScreen.matches;
+    if (modal) {
+      ui.panel.setAttribute("role", "dialog");
+      ui.panel.setAttribute("aria-modal", "true");
+      ui.panel.setAttribute("aria-labelledby", "citation-title");
+      ui.panel.removeAttribute("aria-label");
+    } else {
+      ui.panel.removeAttribute("role");
+      ui.panel.removeAttribute("aria-modal");
+      ui.panel.removeAttribute("aria-labelledby");
+      ui.panel.setAttribute("aria-label", "Source");
+    }
+    for (const region of ui.background) {
+      if (region) region.inert = modal;
     }
   }
 
@@ -1059,7 +1268,11 @@
     closePageView();
     ui.panel.hidden = false;
     document.body.classList.add("panel-open");
+    setPanelModal(true);
     ui.panelTitle.textContent = `Source ${n}`;
+    // Into the panel, at its title (read out); closing it comes back to this pill.
+    state.panelOpener = pill || null;
+    ui.panelTitle.focus();
     ui.panelMeta.replaceChildren();
     ui.panelStatus.hidden = true;
     ui.panelSupport.hidden = true;
@@ -1108,7 +1321,9 @@
 
     const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
     if (verdict) {
-      ui.panelSupport.textContent = supportText(support);
+      ui.panelSupport.textContent = verdict === "unsupported"
+        ? `${supportText(support)}. Nothing in the passage is marked: it does not back the claim.`
+        : supportText(support);
       ui.panelSupport.className = `panel-note panel-support support-${verdict}`;
       ui.panelSupport.hidden = false;
     } else {
@@ -1116,10 +1331,12 @@
     }
 
     // An unsupported claim has no supporting sentence: its best guess (often a heading)
-    // would mark text that does not say it.
-    // Spans stay in the server's code points: the PDF view compares them with
+    // would mark text that does not say it, and the passage as a whole is no support
+    // either. `spans` is null then: the passage is shown in the faint "cited" style only.
+    // [] is a passage never checked (marked whole, as cited); otherwise the supporting
+    // sentences. Spans stay in the server's code points: the PDF view compares them with
     // bbox_chars (code points too); the text view converts them where it slices.
-    const spans = verdict === "unsupported" ? []
+    const spans = verdict === "unsupported" ? null
       : supportSpans(support, codePointLength(citation.text || ""));
     const pdf = citation.pdf;
     if (pdf && Number.isInteger(pdf.page) && pdf.page > 0) {
@@ -1153,7 +1370,8 @@
     return merged;
   }
 
-  function renderTextView(citation, spans) {
+  /* `header`: a toolbar above the passage (the PDF's "Page" button). */
+  function renderTextView(citation, spans, header) {
     const context = citation.context || {};
     const isCode = citation.locator && "line_start" in citation.locator;
     // unwrapLines keeps lengths, so support offsets still index the tidied text.
@@ -1165,7 +1383,11 @@
       passage.append(document.createTextNode(`…${tidy(context.before)}`));
     }
     let first;
-    if (spans.length) {
+    if (spans === null) {
+      // Cited, but not support: the pale chunk style, nothing marked.
+      first = el("span", { className: "cited-chunk", text });
+      passage.append(first);
+    } else if (spans.length) {
       // The cited chunk stays visible; only the sentences that support the claim are marked.
       const chunk = el("span", { className: "cited-chunk" });
       let done = 0; // UTF-16 index: how much of the text is in the chunk so far
@@ -1186,7 +1408,8 @@
     if (context.after && context.after.trim()) {
       passage.append(document.createTextNode(`${tidy(context.after)}…`));
     }
-    ui.panelBody.replaceChildren(passage);
+    passage.setAttribute("dir", isCode ? "ltr" : "auto");
+    ui.panelBody.replaceChildren(...(header ? [header] : []), passage);
     // Scroll the passage (not the page or the panel's header) to the highlight.
     ui.panelBody.scrollTop = Math.max(0, first.offsetTop - 48);
   }
@@ -1207,7 +1430,9 @@
     return `/api/threads/${threadId}/citations/${n}/pages/${page}?scale=${scale}`;
   }
 
-  function renderPageView(citation, spans, threadId) {
+  /* `focusToggle`: the user switched here from the text view, so the keyboard goes to
+   * the "Text" button that switches back (the one they pressed is gone). */
+  function renderPageView(citation, spans, threadId, focusToggle) {
     const pdf = citation.pdf;
     const count = Math.max(pdf.page, Number(pdf.page_count) || pdf.page);
     const view = {
@@ -1227,7 +1452,7 @@
     zoomIn.addEventListener("click", () => setZoom(view, +1));
     asText.addEventListener("click", () => {
       closePageView();
-      renderTextView(citation, spans);
+      showPdfText(citation, spans, threadId);
     });
     view.zoomLabel = zoomLabel;
     const toolbar = el("div", { className: "page-toolbar" }, [
@@ -1253,8 +1478,9 @@
       const chars = (pdf.bbox_chars || [])[index];
       // With grounding, the lines of the supporting sentences stand out; the rest
       // of the cited chunk is shown faintly.
-      const supports = !spans.length || (Array.isArray(chars) &&
-        spans.some(([start, end]) => start < chars[1] && chars[0] < end));
+      // An unsupported citation (spans null) has no line that supports it.
+      const supports = spans !== null && (!spans.length || (Array.isArray(chars) &&
+        spans.some(([start, end]) => start < chars[1] && chars[0] < end)));
       const highlight = el("div", {
         className: supports ? "pdf-highlight" : "pdf-highlight is-context",
       });
@@ -1292,6 +1518,16 @@
     }, { root: ui.panelBody, rootMargin: "600px 0px" });
     for (const page of view.pages.values()) view.observer.observe(page.box);
     scrollToHighlight(view);
+    if (focusToggle) asText.focus();
+  }
+
+  /* A PDF passage as text, with a "Page" button back to the page view; the keyboard
+   * goes to it (the "Text" button it replaces is gone). */
+  function showPdfText(citation, spans, threadId) {
+    const toPage = el("button", { type: "button", className: "page-tool page-toggle", text: "Page" });
+    toPage.addEventListener("click", () => renderPageView(citation, spans, threadId, true));
+    renderTextView(citation, spans, el("div", { className: "page-toolbar" }, [toPage]));
+    toPage.focus();
   }
 
   function loadPage(view, number) {
@@ -1453,13 +1689,15 @@
     }
     items.forEach((item, index) => {
       const option = el("li", {
+        id: `mention-option-${index}`,
         className: index === active ? "picker-option active" : "picker-option",
         role: "option",
         "aria-selected": index === active ? "true" : "false",
+        "aria-label": `${item.label}, ${item.kind === "folder" ? "folder" : "document"}`,
         dataset: { kind: item.kind, id: String(item.id) },
       }, [
         el("span", { className: "chip-kind", text: item.kind === "folder" ? "folder" : "doc" }),
-        el("span", { className: "picker-label", text: item.label }),
+        el("span", { className: "picker-label", text: item.label, dir: "auto" }),
       ]);
       option.addEventListener("mousedown", (event) => {
         event.preventDefault(); // keep the textarea's focus and caret
@@ -1468,6 +1706,10 @@
       ui.picker.append(option);
     });
     ui.picker.hidden = false;
+    // The textarea keeps the focus; the active option is what screen readers read.
+    ui.input.setAttribute("aria-expanded", "true");
+    if (items.length) ui.input.setAttribute("aria-activedescendant", `mention-option-${active}`);
+    else ui.input.removeAttribute("aria-activedescendant");
   }
 
   function closePicker() {
@@ -1476,6 +1718,8 @@
     pickerGeneration++;
     state.picker.open = false;
     ui.picker.hidden = true;
+    ui.input.setAttribute("aria-expanded", "false");
+    ui.input.removeAttribute("aria-activedescendant");
     // The next mention asks again: documents may have been added or renamed meanwhile.
     state.documentMatches.clear();
   }
@@ -1495,6 +1739,7 @@
     renderPendingMentions();
     closePicker();
     ui.input.focus();
+    announce(`${item.label} added`);
   }
 
   function renderPendingMentions() {
@@ -1558,7 +1803,15 @@
     const pill = event.target.closest(".citation-pill");
     if (pill) openCitation(Number(pill.dataset.n), pill);
   });
-  ui.panelClose.addEventListener("click", closePanel);
+  ui.panelClose.addEventListener("click", dismissPanel);
+  ui.messages.addEventListener("scroll", () => {
+    state.following = atEnd();
+    ui.jumpLatest.hidden = state.following;
+  });
+  ui.jumpLatest.addEventListener("click", () => {
+    scrollToEnd();
+    ui.input.focus({ preventScroll: true }); // the button goes: the keyboard goes to the end
+  });
   // Ctrl + wheel (and a trackpad pinch, which browsers report as one) zooms the page view.
   ui.panelBody.addEventListener("wheel", (event) => {
     if (!state.pageView || !event.ctrlKey) return;
@@ -1566,13 +1819,48 @@
     setZoom(state.pageView, event.deltaY < 0 ? +1 : -1);
   }, { passive: false });
   document.addEventListener("keydown", (event) => {
-    if (event.key === "Escape" && document.body.classList.contains("threads-open")) {
+    if (event.key !== "Escape" || event.defaultPrevented) return;
+    const tipped = shownTooltipPill();
+    if (tipped) {
+      // A shown tooltip goes first, and alone (WCAG 1.4.13); the next Escape closes more.
+      tipped.classList.add("tip-dismissed");
+      event.preventDefault();
+    } else if (document.body.classList.contains("threads-open")) {
       showThreadList(false);
       ui.threadsToggle.focus();
-    } else if (event.key === "Escape" && !ui.panel.hidden && !state.picker.open) closePanel();
+    } else if (!ui.panel.hidden && !state.picker.open) dismissPanel();
   });
 
-  ui.workspace.addEventListener("change", () => switchWorkspace(ui.workspace.value));
+  // Chromium changes a closed <select> (and fires "change") on every arrow key: a keyboard
+  // user would switch workspace, and reload the list, at each step. A change by key waits
+  // until it is committed: Enter, or leaving the picker; Escape puts the current one back.
+  // A choice made in the open list (mouse or keys) switches at once.
+  const WORKSPACE_KEYS = ["ArrowUp", "ArrowDown", "ArrowLeft", "ArrowRight", "Home", "End",
+    "PageUp", "PageDown"];
+  ui.workspace.addEventListener("keydown", (event) => {
+    // The key's "change" comes right after its keydown, before its keyup.
+    if (WORKSPACE_KEYS.includes(event.key) || (event.key.length === 1 && event.key !== " ")) {
+      state.workspaceKeyed = true;
+    } else if (event.key === "Enter") {
+      commitWorkspace();
+    } else if (event.key === "Escape" && ui.workspace.value !== state.workspace) {
+      ui.workspace.value = state.workspace;
+      event.preventDefault();
+    }
+  });
+  ui.workspace.addEventListener("keyup", () => { state.workspaceKeyed = false; });
+  ui.workspace.addEventListener("change", () => {
+    if (!state.workspaceKeyed) commitWorkspace(); // else kept pending
+  });
+  ui.workspace.addEventListener("blur", commitWorkspace);
+  narrowScreen.addEventListener("change", () => setPanelModal(!ui.panel.hidden));
+
+  function commitWorkspace() {
+    state.workspaceKeyed = false;
+    if (ui.workspace.value && ui.workspace.value !== state.workspace) {
+      switchWorkspace(ui.workspace.value);
+    }
+  }
 
   async function start() {
     renderPendingMentions();
