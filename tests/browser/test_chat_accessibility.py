@@ -477,7 +477,9 @@ def test_skip_link_current_conversation_and_focus_after_a_delete(conversations, 
     expect(page.locator('.thread-link[aria-current="true"]')).to_have_count(1)
 
     # The first Tab stop skips the list and the messages.
-    # From the top of the page, as after loading it (the page itself focuses the composer).
+    # From the top of the page, once the page has opened the newest conversation (and put
+    # the focus in the composer itself).
+    expect(page.locator("#composer-input")).to_be_focused()
     page.evaluate("document.body.tabIndex = -1; document.body.focus();"
                   "document.body.removeAttribute('tabindex')")
     page.keyboard.press("Tab")
