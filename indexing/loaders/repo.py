@@ -1,12 +1,24 @@
-"""Source repositories: which files to index and what language they are in."""
+"""Source repositories: which files to index and what language they are in.
+
+A folder git answers for (a work tree, git on PATH) is listed by git itself: its
+tracked files, and the untracked ones its ignore rules (every .gitignore,
+.git/info/exclude, core.excludesFile) leave in. Submodules and repositories nested
+inside are not walked: each is a repository of its own, ingested on its own. Without
+git, pathspec's implementation of the same rules reads the .gitignore files.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import stat
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+import pathspec
 
 from indexing.loaders.assets import SCRIPT_EXTENSIONS, is_generated_code
 from indexing.loaders.text import SNIFF_BYTES, has_unicode_bom
@@ -31,11 +43,18 @@ CODE_FILENAMES = frozenset(
 )
 DOC_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt"})
 
-SKIPPED_DIRS = frozenset(
-    """.git .hg .svn node_modules vendor third_party dist build target .venv venv env
-    __pycache__ .tox .nox .mypy_cache .pytest_cache .ruff_cache site-packages .idea .vscode
-    .next .nuxt coverage .eggs .gradle .terraform bower_components""".split()
+# Third-party code copied in: skipped even where git tracks it.
+VENDORED_DIRS = frozenset(
+    """.git .hg .svn node_modules bower_components vendor third_party site-packages .venv
+    venv""".split()
 )
+# Build output, caches and environments: skipped where git does not track them (and in
+# a folder git does not answer for); a tracked `build/` or `env/` is source.
+BUILD_DIRS = frozenset(
+    """dist build target env __pycache__ .tox .nox .mypy_cache .pytest_cache .ruff_cache
+    .idea .vscode .next .nuxt coverage .eggs .gradle .terraform""".split()
+)
+SKIPPED_DIRS = VENDORED_DIRS | BUILD_DIRS
 LOCK_FILES = frozenset(
     """package-lock.json yarn.lock pnpm-lock.yaml poetry.lock Pipfile.lock Cargo.lock
     composer.lock Gemfile.lock go.sum uv.lock pdm.lock npm-shrinkwrap.json""".split()
@@ -64,77 +83,383 @@ def is_code_path(path: str) -> bool:
 
 @dataclass(frozen=True)
 class RepoFile:
-    path: str  # posix, relative to the repository root
+    path: str  # posix, relative to the repository's top level
     abs_path: Path
     language: str | None
     size: int
 
 
-class _GitIgnore:
-    """The simple subset of a top-level .gitignore.
+# Why a file of the tree is not indexed (Skipped.reason); the ingest summary counts them.
+IGNORED = "ignored by git"
+VENDORED = "vendored"  # also generated code, lock files, minified bundles, build output
+TOO_LARGE = "too large"
+BINARY = "binary"
+UNSUPPORTED = "unsupported type"
+EMPTY = "empty"
+SUBMODULE = "submodule"  # a submodule or a repository nested inside: ingested on its own
+SKIP_REASONS = (IGNORED, VENDORED, TOO_LARGE, BINARY, UNSUPPORTED)
 
-    Negations ("!") and "**" change which earlier rules apply; rather than get
-    those subtly wrong, a file using them is ignored entirely.
+
+@dataclass(frozen=True)
+class Skipped:
+    path: str  # posix, relative to the top level; a folder skipped whole ends with "/"
+    reason: str
+
+
+class RepositoryError(ValueError):
+    """A repository whose rules cannot be read: walking it without them could index
+    what its owner keeps out of git (secrets)."""
+
+
+@dataclass(frozen=True)
+class RepoLayout:
+    """Where a folder lies in its repository: the top level its paths are relative to,
+    and the folder walked (`under`, '' for the whole repository)."""
+
+    top: Path
+    under: str
+    git: bool  # git answers for it (a work tree, git on PATH)
+
+
+class RepoWalk:
+    """A repository's files, as `walk_repository` selects them, and those it skipped.
+
+    Iterate it for the files and the skipped entries as they are found (`RepoFile` or
+    `Skipped`): a tree past a file limit can be refused before all of it is read.
+    `rules` says which ignore rules applied (for the ingest output).
     """
 
-    def __init__(self, patterns: list[tuple[re.Pattern[str], bool, bool]]) -> None:
-        self._patterns = patterns  # (regex, anchored, dir_only)
+    def __init__(self, folder: Path, *, max_file_bytes: int = 1_000_000) -> None:
+        self.layout = repository_layout(folder)
+        self.max_file_bytes = max_file_bytes
+        self.rules = ""
 
-    @classmethod
-    def load(cls, root: Path) -> _GitIgnore | None:
-        try:
-            raw = (root / ".gitignore").read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-        patterns = []
-        for line in raw.splitlines():
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            if line.startswith("!") or "**" in line or "\\" in line:
-                return None
-            dir_only = line.endswith("/")
-            line = line.strip("/") if dir_only else line
-            anchored = "/" in line.rstrip("/") or line.startswith("/")
-            line = line.lstrip("/")
-            if not line:
-                continue
-            patterns.append((re.compile(_glob_to_regex(line)), anchored, dir_only))
-        return cls(patterns)
-
-    def ignored(self, rel_path: str, *, is_dir: bool) -> bool:
-        name = rel_path.rsplit("/", 1)[-1]
-        for regex, anchored, dir_only in self._patterns:
-            if dir_only and not is_dir:
-                continue
-            if regex.fullmatch(rel_path if anchored else name):
-                return True
-        return False
-
-
-def _glob_to_regex(glob: str) -> str:
-    out = []
-    i = 0
-    while i < len(glob):
-        c = glob[i]
-        if c == "*":
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = glob.find("]", i + 1)
-            if end == -1:
-                out.append(re.escape(c))
+    def __iter__(self) -> Iterator[RepoFile | Skipped]:
+        if self.layout.git:
+            try:
+                listed = _git_listing(self.layout)
+            except RepositoryError as exc:  # git refused (not the owner's repository, …)
+                self.rules = f"git failed ({exc}); the .gitignore files were read instead"
             else:
-                body = glob[i + 1 : end].replace("\\", "\\\\")
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body}]")
-                i = end
+                self.rules = "git (.gitignore files, .git/info/exclude, core.excludesFile)"
+                yield from _git_walk(self.layout, listed, self.max_file_bytes)
+                return
         else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
+            self.rules = ".gitignore files and .git/info/exclude (git not asked)"
+        yield from _tree_walk(self.layout, self.max_file_bytes)
+
+
+def walk_repository(root: Path, *, max_file_bytes: int = 1_000_000) -> Iterator[RepoFile]:
+    """Indexable files under `root` in sorted path order, never following symlinks;
+    paths relative to the repository's top level (see `RepoWalk`)."""
+    for entry in RepoWalk(Path(root), max_file_bytes=max_file_bytes):
+        if isinstance(entry, RepoFile):
+            yield entry
+
+
+# ------------------------------------------------------------------ where the tree is
+
+
+def git_entry(folder: Path) -> bool:
+    """Whether `folder` is a git work tree's top: it holds a `.git` folder, or a `.git`
+    file naming one ("gitdir: …", a worktree's or a submodule's)."""
+    dot_git = folder / ".git"
+    if dot_git.is_dir() and not dot_git.is_symlink():
+        return True
+    if dot_git.is_file():
+        try:
+            with dot_git.open("rb") as handle:
+                return handle.read(8) == b"gitdir: "
+        except OSError:
+            return False
+    return False
+
+
+def repository_layout(folder: Path) -> RepoLayout:
+    """The repository `folder` is (in): git's own answer when git is on PATH, else the
+    nearest folder up with a `.git` entry; a folder in no repository is its own top."""
+    folder = Path(os.path.realpath(folder))
+    if shutil.which("git"):
+        try:
+            out = _git(folder, "rev-parse", "--show-toplevel")
+        except RepositoryError:
+            out = b""
+        top = Path(os.path.realpath(os.fsdecode(out.rstrip(b"\n")))) if out.strip() else None
+        if top is not None and folder.is_relative_to(top):
+            return RepoLayout(top, _relative(folder, top), git=True)
+    for candidate in (folder, *folder.parents):
+        if git_entry(candidate):
+            return RepoLayout(candidate, _relative(folder, candidate), git=False)
+    return RepoLayout(folder, "", git=False)
+
+
+def _relative(folder: Path, top: Path) -> str:
+    rel = folder.relative_to(top).as_posix()
+    return "" if rel == "." else rel
+
+
+# Git reads a repository's config: none of it may run a program while we list files.
+_GIT_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.quotePath=false", "--literal-pathspecs")
+
+
+def _git(cwd: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    try:
+        done = subprocess.run(
+            ["git", *_GIT_SAFE, *args], cwd=cwd, input=stdin, capture_output=True,
+            env=env, timeout=300, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RepositoryError(f"git {args[0]}: {exc}") from None
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise RepositoryError(f"git {args[0]}: {message[0] if message else done.returncode}")
+    return done.stdout
+
+
+# ------------------------------------------------------------------ git work trees
+
+
+@dataclass(frozen=True)
+class _Listing:
+    tracked: list[str]
+    untracked: list[str]
+    ignored: list[str]  # a folder ignored whole ends with "/"
+
+
+def _split(out: bytes) -> list[str]:
+    return [os.fsdecode(p) for p in out.split(b"\0") if p]
+
+
+def _git_listing(layout: RepoLayout) -> _Listing:
+    scope = ["--", layout.under] if layout.under else []
+    ls = ("ls-files", "-z", "--full-name")
+    return _Listing(
+        tracked=_split(_git(layout.top, *ls, "--cached", *scope)),
+        untracked=_split(_git(layout.top, *ls, "--others", "--exclude-standard", *scope)),
+        ignored=_split(_git(
+            layout.top, *ls, "--others", "--ignored", "--exclude-standard", "--directory",
+            *scope,
+        )),
+    )
+
+
+def _git_walk(
+    layout: RepoLayout, listed: _Listing, max_file_bytes: int
+) -> Iterator[RepoFile | Skipped]:
+    """What git lists: tracked files always (git keeps them whatever .gitignore says),
+    untracked ones it does not ignore; name-based folder skips for untracked files only."""
+    folders: list[str] = []
+    for path in sorted(listed.ignored):  # a folder ignored whole, then not what it holds
+        if not any(path.startswith(folder) for folder in folders):
+            yield Skipped(path, IGNORED)
+        if path.endswith("/"):
+            folders.append(path)
+    tracked = set(listed.tracked)
+    candidates: list[tuple[str, Path, int]] = []
+    for rel in sorted(tracked | set(listed.untracked)):
+        if rel.endswith("/"):  # an untracked repository nested inside
+            yield Skipped(rel, SUBMODULE)
+            continue
+        path = layout.top / rel
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue  # deleted from the work tree, still in the index
+        if stat.S_ISDIR(st.st_mode):  # a submodule's folder
+            yield Skipped(rel + "/", SUBMODULE)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            yield Skipped(rel, UNSUPPORTED)  # a symlink: may lead outside the repository
+            continue
+        if reason := _by_name(rel, tracked=rel in tracked):
+            yield Skipped(rel, reason)
+            continue
+        candidates.append((rel, path, st.st_size))
+    generated = _linguist_generated(layout.top, [rel for rel, _p, _s in candidates])
+    for rel, path, size in candidates:
+        if rel in generated:
+            yield Skipped(rel, VENDORED)
+        else:
+            yield _by_content(rel, path, size, max_file_bytes)
+
+
+def _linguist_generated(top: Path, paths: list[str]) -> set[str]:
+    """The paths .gitattributes marks `linguist-generated`: one git call for the walk."""
+    if not paths:
+        return set()
+    out = _split(_git(
+        top, "check-attr", "-z", "--stdin", "linguist-generated",
+        stdin=b"".join(os.fsencode(p) + b"\0" for p in paths),
+    ))
+    # -z: path, attribute, value, path, attribute, value, …
+    return {
+        out[i] for i in range(0, len(out) - 2, 3) if out[i + 2] in ("set", "true")
+    }
+
+
+# ------------------------------------------------------------------ other folders
+
+
+def _tree_walk(layout: RepoLayout, max_file_bytes: int) -> Iterator[RepoFile | Skipped]:
+    """Walk the folder without git: its .gitignore files (and those above it up to the
+    top level) and .git/info/exclude, read by pathspec's implementation of git's rules."""
+    rules: list[tuple[str, pathspec.GitIgnoreSpec]] = []
+    exclude = _git_dir(layout.top)
+    if exclude is not None and (spec := _rules_in(exclude / "info" / "exclude")):
+        rules.append(("", spec))
+    # The rules of the folders above the one walked (that one's own are read by _walk).
+    parts = layout.under.split("/") if layout.under else []
+    for depth in range(len(parts)):
+        prefix = "".join(f"{p}/" for p in parts[:depth])
+        if spec := _rules_in(layout.top / prefix / ".gitignore"):
+            rules.append((prefix, spec))
+    start = f"{layout.under}/" if layout.under else ""
+    yield from _walk(layout.top / layout.under, start, rules, max_file_bytes)
+
+
+def _git_dir(top: Path) -> Path | None:
+    dot_git = top / ".git"
+    if dot_git.is_dir():
+        return dot_git
+    try:
+        line = dot_git.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not line.startswith("gitdir:"):
+        return None
+    gitdir = Path(line.removeprefix("gitdir:").strip())
+    gitdir = gitdir if gitdir.is_absolute() else top / gitdir
+    try:  # a worktree's rules are its main repository's (commondir)
+        common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
+        return (gitdir / common).resolve()
+    except (OSError, UnicodeDecodeError):
+        return gitdir
+
+
+def _rules_in(path: Path) -> pathspec.GitIgnoreSpec | None:
+    """A .gitignore (or info/exclude) read whole; RepositoryError when it is there but
+    cannot be read: its rules may keep secrets out."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise RepositoryError(
+            f"{path} cannot be read ({exc.strerror or exc}); without its rules, files it "
+            "keeps out of git would be indexed"
+        ) from None
+    lines = raw.decode("utf-8", "surrogateescape").splitlines()
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+def _ignored(rules: list[tuple[str, pathspec.GitIgnoreSpec]], rel: str, *, is_dir: bool) -> bool:
+    """Git's precedence: the deepest .gitignore with a matching rule decides, its last
+    matching rule first (a `!` re-includes)."""
+    for base, spec in reversed(rules):
+        if not rel.startswith(base):
+            continue
+        sub = rel[len(base):] + ("/" if is_dir else "")
+        result = spec.check_file(sub)
+        if result.include is not None:
+            return bool(result.include)
+    return False
+
+
+def _walk(
+    directory: Path, prefix: str, rules: list[tuple[str, pathspec.GitIgnoreSpec]],
+    max_file_bytes: int,
+) -> Iterator[RepoFile | Skipped]:
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError:
+        return
+    if spec := _rules_in(directory / ".gitignore"):
+        rules = [*rules, (prefix, spec)]
+    for entry in entries:
+        rel = f"{prefix}{entry.name}"
+        if entry.name == ".git":
+            continue
+        if entry.is_symlink():
+            yield Skipped(rel, UNSUPPORTED)  # may point outside the repository, or loop
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if _ignored(rules, rel, is_dir=True):
+                yield Skipped(rel + "/", IGNORED)
+            elif _skipped_folder(entry.name, tracked=False):
+                yield Skipped(rel + "/", VENDORED)
+            elif git_entry(Path(entry.path)):
+                yield Skipped(rel + "/", SUBMODULE)
+            else:
+                yield from _walk(Path(entry.path), rel + "/", rules, max_file_bytes)
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            continue
+        if _ignored(rules, rel, is_dir=False):
+            yield Skipped(rel, IGNORED)
+            continue
+        if reason := _by_name(rel, tracked=False, folders=False):
+            yield Skipped(rel, reason)
+            continue
+        try:
+            size = entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+        yield _by_content(rel, Path(entry.path), size, max_file_bytes)
+
+
+# ------------------------------------------------------------------ one file
+
+
+def _skipped_folder(name: str, *, tracked: bool) -> bool:
+    if name in VENDORED_DIRS:
+        return True
+    return not tracked and (name in BUILD_DIRS or name.endswith(".egg-info"))
+
+
+def _by_name(rel: str, *, tracked: bool, folders: bool = True) -> str:
+    """Why a file is skipped by its path alone ('' if it is not)."""
+    *parents, name = rel.split("/")
+    if folders and any(_skipped_folder(p, tracked=tracked) for p in parents):
+        return VENDORED
+    if name in LOCK_FILES or name.lower().endswith(SKIPPED_SUFFIXES):
+        return VENDORED
+    if not (is_code_path(name) or _suffix(name) in DOC_EXTENSIONS):
+        return UNSUPPORTED
+    return ""
+
+
+def _by_content(rel: str, path: Path, size: int, max_file_bytes: int) -> RepoFile | Skipped:
+    if size == 0:
+        return Skipped(rel, EMPTY)
+    if size > max_file_bytes:
+        return Skipped(rel, TOO_LARGE)
+    head = read_head(path)
+    if head is None or b"\x00" in head and not has_unicode_bom(head):
+        return Skipped(rel, BINARY)
+    text = head.decode("utf-8", errors="replace")
+    if _suffix(rel) in SCRIPT_EXTENSIONS | {".css"} and is_generated_code(rel, text):
+        return Skipped(rel, VENDORED)
+    if is_generated_source(text):
+        return Skipped(rel, VENDORED)
+    return RepoFile(path=rel, abs_path=path, language=detect_language(rel), size=size)
+
+
+# Lines a generator's header is looked for in.
+_HEADER_LINES = 10
+_GENERATED_HEADER = re.compile(
+    r"Code generated .*DO NOT EDIT|Generated by the protocol buffer compiler\.\s+DO NOT EDIT!"
+    r"|@generated\b"
+)
+
+
+def is_generated_source(head: str) -> bool:
+    """A generator's header in the first lines: Go's "Code generated … DO NOT EDIT.",
+    protoc's "Generated by the protocol buffer compiler.  DO NOT EDIT!", `@generated`."""
+    lines = head.split("\n", _HEADER_LINES)[:_HEADER_LINES]
+    return any(_GENERATED_HEADER.search(line) for line in lines)
 
 
 def read_head(path: Path) -> bytes | None:
@@ -144,60 +469,3 @@ def read_head(path: Path) -> bytes | None:
             return handle.read(SNIFF_BYTES)
     except OSError:
         return None
-
-
-def _is_skipped_content(rel: str, path: Path) -> bool:
-    """Binary (or unreadable) files, and scripts or styles that are minified or bundled."""
-    head = read_head(path)
-    if head is None or b"\x00" in head and not has_unicode_bom(head):
-        return True
-    if _suffix(rel) in SCRIPT_EXTENSIONS | {".css"}:
-        return is_generated_code(rel, head.decode("utf-8", errors="replace"))
-    return False
-
-
-def _wanted_file(name: str) -> bool:
-    if name in LOCK_FILES or name.lower().endswith(SKIPPED_SUFFIXES):
-        return False
-    return is_code_path(name) or _suffix(name) in DOC_EXTENSIONS
-
-
-def walk_repository(root: Path, *, max_file_bytes: int = 1_000_000) -> Iterator[RepoFile]:
-    """Indexable files under `root` in sorted path order, never following symlinks."""
-    root = Path(root)
-    yield from _walk(root, "", _GitIgnore.load(root), max_file_bytes)
-
-
-def _walk(
-    directory: Path, prefix: str, gitignore: _GitIgnore | None, max_file_bytes: int
-) -> Iterator[RepoFile]:
-    try:
-        with os.scandir(directory) as it:
-            entries = sorted(it, key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
-        rel = f"{prefix}{entry.name}"
-        if entry.is_symlink():
-            continue  # may point outside the repository, or loop
-        if entry.is_dir(follow_symlinks=False):
-            if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info"):
-                continue
-            if gitignore and gitignore.ignored(rel, is_dir=True):
-                continue
-            yield from _walk(Path(entry.path), rel + "/", gitignore, max_file_bytes)
-            continue
-        if not entry.is_file(follow_symlinks=False) or not _wanted_file(entry.name):
-            continue
-        if gitignore and gitignore.ignored(rel, is_dir=False):
-            continue
-        try:
-            size = entry.stat(follow_symlinks=False).st_size
-        except OSError:
-            continue
-        if size == 0 or size > max_file_bytes:
-            continue
-        path = Path(entry.path)
-        if _is_skipped_content(rel, path):
-            continue
-        yield RepoFile(path=rel, abs_path=path, language=detect_language(rel), size=size)
