@@ -22,7 +22,15 @@ from indexing import pdf_sandbox
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.chunking.context import embedding_text
 from indexing.embedding_cache import Vector, as_vector, embed_with_cache
-from indexing.loaders import FetchedResource, OfficeLimits, fetch_url, load_bytes, load_fetched
+from indexing.loaders import (
+    FetchedResource,
+    OfficeLimits,
+    detect_format,
+    fetch_url,
+    load_bytes,
+    load_fetched,
+)
+from indexing.loaders.text import legacy_text
 from indexing.loaders.web import HTTP_VALIDATORS_KEY
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
@@ -85,6 +93,9 @@ class SourceBytes:
     data: bytes
     filename: str
     resource: FetchedResource | None = None  # set for web sources
+    # A file of a code repository: legacy-encoded text is read, with a warning, rather
+    # than failed (see `_load`).
+    repository: bool = False
 
     @property
     def not_modified(self) -> bool:
@@ -128,14 +139,20 @@ def read_source(document: Document, *, if_changed: bool = False) -> SourceBytes:
             )
         if not path.is_file():
             raise IngestError(f"File {path} no longer exists")
+        repository = bool(document.metadata.get("repo_root"))
         try:
             # O_NOFOLLOW: nor if a link replaces the file between that look and this read.
             with open(path, "rb", opener=_no_link) as handle:
-                data = _read_limited(handle, os.fstat(handle.fileno()).st_size)
+                size = os.fstat(handle.fileno()).st_size
+                if repository and (problem := too_large_for_repository(size)):
+                    raise IngestError(problem)
+                data = _read_limited(handle, size)
         except OSError as exc:  # unreadable now (permissions, a vanished mount)
             raise IngestError(f"File {path} cannot be read: {exc.strerror or exc}") from None
         # Code keeps its repository-relative path: that is what a citation shows.
-        return SourceBytes(data, document.metadata.get("path") or path.name)
+        return SourceBytes(
+            data, document.metadata.get("path") or path.name, repository=repository
+        )
     raise IngestError(f"Don't know how to read source {uri!r}")
 
 
@@ -161,14 +178,36 @@ def parse_source(
 
 
 
+# Formats read as plain text: one whose first lines declare a legacy coding is read by it.
+_TEXT_FORMATS = frozenset({"code", "markdown", "text"})
+
+
 def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) -> LoadedDocument:
     if source.resource is not None:
         return load_fetched(
             source.resource, ocr=settings.OCR, ocr_max_pages=settings.OCR_MAX_PAGES,
             office_limits=office_limits(), max_html_bytes=settings.INGEST_MAX_HTML_BYTES,
         )
+    data, warning = source.data, ""
+    try:
+        text_like = detect_format(data, filename=source.filename, mime=mime) in _TEXT_FORMATS
+    except IngestError:
+        text_like = False  # load_bytes says why
+    # Text that is not UTF-8: by the coding its first lines declare (uploads too), else,
+    # for a repository's file, as windows-1252 with a warning; otherwise refused.
+    if text_like and (legacy := legacy_text(data, fallback=source.repository)):
+        data, warning = legacy
+    loaded = _load_bytes(source, data, mime, dropped_blocks)
+    if warning:
+        loaded.metadata["warnings"] = [*loaded.metadata.get("warnings", ()), warning]
+    return loaded
+
+
+def _load_bytes(
+    source: SourceBytes, data: bytes, mime: str | None, dropped_blocks: Iterable[str]
+) -> LoadedDocument:
     return load_bytes(
-        source.data,
+        data,
         filename=source.filename,
         mime=mime,
         office_limits=office_limits(),
@@ -183,6 +222,19 @@ def too_large(size: int) -> str:
     """Why a file of `size` bytes is refused ('' when it is within the limit)."""
     limit = settings.INGEST_MAX_FILE_BYTES
     return f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB" if size > limit else ""
+
+
+def too_large_for_repository(size: int) -> str:
+    """Why a repository's file of `size` bytes is not indexed ('' when it may be): the walk
+    leaves such files out, and indexing one again (re-index, `stale --reindex`) must too."""
+    limit = settings.INGEST_MAX_REPO_FILE_BYTES
+    if size <= limit:
+        return ""
+    return (
+        f"File is {size:,} bytes, past the limit for a repository's file of {limit:,} bytes "
+        "(INGEST_MAX_REPO_FILE_BYTES); ingest the repository again (with --prune) to drop "
+        "it, or raise the limit"
+    )
 
 
 def _read_limited(handle, size: int) -> bytes:

@@ -7,6 +7,7 @@ so that one set of rules decides what counts as text.
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import PurePosixPath
 
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
@@ -104,6 +105,62 @@ def decode_windows_1252(data: bytes) -> str:
     that declares no charset.
     """
     return data.decode("latin-1").translate(_WINDOWS_1252)
+
+
+# A coding declaration (PEP 263, Emacs' "-*- coding: x -*-", vim's "fileencoding=x") in
+# a comment on one of the first two lines, whatever the language's comment marker.
+_CODING_LINE = re.compile(
+    rb"""^[ \t\f]*(?:#|//|/\*|\*|--|;|%|<!--|"|')[^\n]*?coding[:=][ \t]*([-\w.]+)"""
+)
+
+
+def declared_coding(data: bytes) -> str | None:
+    """The codec a file's first two lines declare (an ASCII-compatible one), or None."""
+    for line in data.split(b"\n", 2)[:2]:
+        if match := _CODING_LINE.match(line):
+            try:
+                name = codecs.lookup(match.group(1).decode("ascii")).name
+                # The declaration was read as ASCII: a codec that reads it otherwise
+                # (UTF-16, UTF-32) cannot be what it means.
+                ascii_compatible = "# coding".encode(name) == b"# coding"
+            except (LookupError, UnicodeError):
+                return None
+            return name if ascii_compatible else None
+    return None
+
+
+def legacy_text(data: bytes, *, fallback: bool = False) -> tuple[bytes, str] | None:
+    """Text that is not UTF-8 (nor opens with a byte order mark), as UTF-8 bytes, with a
+    warning to keep ('' for none); None when it is UTF-8, or nothing says how to read it.
+
+    Read by the coding its first lines declare; else, with `fallback` (a repository's
+    source, where one legacy file must not fail the whole ingest on every run), as
+    windows-1252, with a warning that says so.
+    """
+    if unicode_bom(data):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return None
+    if (coding := declared_coding(data)) is not None and coding != "utf-8":
+        try:
+            return data.decode(coding).encode("utf-8", "surrogatepass"), ""
+        except UnicodeError:
+            if not fallback:
+                return None
+            return decode_windows_1252(data).encode("utf-8"), (
+                f"Not valid {coding} text as its first lines declare, nor UTF-8: read as "
+                "windows-1252, so some characters may show wrong"
+            )
+    if not fallback:
+        return None
+    return decode_windows_1252(data).encode("utf-8"), (
+        "Not UTF-8 and no coding declared in its first two lines: read as windows-1252, "
+        "so some characters may show wrong (add a coding line, or convert it to UTF-8)"
+    )
 
 
 def unicode_bom(head: bytes) -> tuple[bytes, str] | None:
