@@ -34,11 +34,19 @@ from indexing.loaders import (
     refusal_for_content,
     refusal_for_filename,
     source_type_for,
-    walk_repository,
 )
 from indexing.loaders.assets import is_site_asset
 from indexing.loaders.html import page_blocks, repeated_blocks
-from indexing.loaders.repo import read_head
+from indexing.loaders.repo import (
+    SKIP_REASONS,
+    TOO_LARGE,
+    RepoFile,
+    RepositoryError,
+    RepoWalk,
+    Skipped,
+    git_entry,
+    read_head,
+)
 from indexing.loaders.text import SNIFF_BYTES
 from indexing.loaders.web import check_url
 from indexing.pipeline import REPEATED_BLOCKS_KEY, too_large
@@ -754,6 +762,12 @@ def _upsert(
         # it was added under now, the folder's repeated blocks); what the document learnt
         # about itself stays, its title too.
         learnt_title = document.metadata.get("source_title", metadata["source_title"])
+        if "path" in metadata and document.metadata.get("path", metadata["path"]) != (
+            metadata["path"]
+        ):
+            # Its chunks cite the path it was read under: read again, even unchanged, so
+            # that they cite the new one (a repository added before from a subfolder).
+            document.content_hash = ""
         document.metadata = {**document.metadata, **metadata, "source_title": learnt_title}
         for key, value in extra.items():
             setattr(document, key, value)
@@ -1151,6 +1165,53 @@ def _with_repeated(metadata: dict, signatures: list[str] | None) -> dict:
     return {**metadata, REPEATED_BLOCKS_KEY: signatures} if signatures else metadata
 
 
+@dataclass(frozen=True)
+class RepositoryWalked:
+    """What one repository's walk selected and left out (for the ingest's report)."""
+
+    top: Path  # the repository's top level: document paths are relative to it
+    under: str  # the subfolder walked ('' for the whole repository)
+    rules: str  # which ignore rules applied
+    files: list[RepoFile]
+    skipped: list[Skipped]
+
+    def skipped_summary(self) -> str:
+        """"skipped: N files (ignored by git: a, vendored: b, …)", a folder skipped whole
+        counted as one."""
+        counts = Counter(s.reason for s in self.skipped)
+        parts = [f"{reason}: {counts.pop(reason, 0)}" for reason in SKIP_REASONS]
+        parts += [f"{reason}: {n}" for reason, n in sorted(counts.items())]
+        return f"skipped: {len(self.skipped)} files ({', '.join(parts)})"
+
+
+def walk_repository_at(root: Path) -> RepositoryWalked:
+    """The files of the repository at (or above) `root` that are indexed, and those left
+    out and why (RepoWalk); SourceRefused past INGEST_MAX_FILES_PER_JOB files or when its
+    ignore rules cannot be read."""
+    root = resolve_path(root)
+    if not root.is_dir():
+        raise SourceRefused(f"{root} is not a directory")
+    walk = RepoWalk(root, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES)
+    cap = settings.INGEST_MAX_FILES_PER_JOB
+    files: list[RepoFile] = []
+    skipped: list[Skipped] = []
+    try:
+        for entry in walk:
+            if isinstance(entry, Skipped):
+                skipped.append(entry)
+                continue
+            files.append(entry)
+            if len(files) > cap:
+                raise SourceRefused(
+                    f"{root} holds more than {cap} supported files, the limit for one job "
+                    "(INGEST_MAX_FILES_PER_JOB); add its subfolders separately (each keeps "
+                    "the repository's paths and ignore rules)"
+                )
+    except RepositoryError as exc:
+        raise SourceRefused(f"{root}: {exc}") from None
+    return RepositoryWalked(walk.layout.top, walk.layout.under, walk.rules, files, skipped)
+
+
 def add_repository(
     *,
     workspace: Workspace,
@@ -1159,29 +1220,48 @@ def add_repository(
     job: IngestJob | None = None,
 ) -> list[Document]:
     """Every source and documentation file of a code repository, in a folder named after it."""
-    root = root.resolve()
-    if not root.is_dir():
-        raise ValueError(f"{root} is not a directory")
-    repo_folder = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=root.name)[
-        0
-    ]
-    files = _capped(
-        walk_repository(root, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES), root
-    )
-    repeated = repeated_blocks_by_directory(f.abs_path for f in files)
-    return [
+    return add_repository_walked(workspace=workspace, root=root, folder=folder, job=job)[0]
+
+
+def add_repository_walked(
+    *,
+    workspace: Workspace,
+    root: Path,
+    folder: Folder | None = None,
+    job: IngestJob | None = None,
+) -> tuple[list[Document], RepositoryWalked]:
+    """`add_repository`, and what its walk selected and left out.
+
+    A subfolder of a repository is walked alone, but as part of its repository: its
+    files keep their paths from the top level (those a citation shows, the same as when
+    the whole repository is added) and the repository's ignore rules, and they go to
+    the folder named after the repository.
+    """
+    walked = walk_repository_at(root)
+    repo_folder = Folder.objects.get_or_create(
+        workspace=workspace, parent=folder, name=walked.top.name
+    )[0]
+    repeated = repeated_blocks_by_directory(f.abs_path for f in walked.files)
+    documents = [
         add_path(
             workspace=workspace,
             path=repo_file.abs_path,
             folder=repo_folder,
             job=job,
             metadata=_with_repeated(
-                {"repo_root": str(root), "path": repo_file.path},
+                {"repo_root": str(walked.top), "path": repo_file.path},
                 repeated.get(repo_file.abs_path.parent),
             ),
         )
-        for repo_file in files
+        for repo_file in walked.files
     ]
+    return documents, walked
+
+
+def is_repository(path: Path) -> bool:
+    """Whether a folder is a git work tree (a `.git` folder, or a `.git` file naming one):
+    `manage.py ingest` reads it as a repository unless told --no-repo."""
+    return path.is_dir() and git_entry(path)
 
 
 def _capped(files: Iterable[T], root: Path) -> list[T]:
@@ -1196,62 +1276,132 @@ def _capped(files: Iterable[T], root: Path) -> list[T]:
     return found
 
 
+@dataclass(frozen=True)
+class OperatorSources:
+    """What `register_operator_sources` registered: the job, its documents, and for each
+    folder read as a repository, its walk and whether it was found to be one (a git work
+    tree given without --repo)."""
+
+    job: IngestJob
+    documents: list[Document]
+    repositories: list[tuple[str, RepositoryWalked, bool]]  # (location, walk, detected)
+
+
 def register_operator_sources(
     *,
     workspace: Workspace,
     locations: Sequence[str],
     folder_path: str = "",
-    as_repositories: bool = False,
+    as_repositories: bool | None = None,
     include_assets: bool = False,
     queue: bool = True,
     force: bool = False,
     description: str = "",
-) -> tuple[IngestJob, list[Document]]:
+) -> OperatorSources:
     """`manage.py ingest`: files, folders, repositories and URLs of the operator, in one job.
 
+    `as_repositories`: True reads every folder as a code repository, False none; None
+    (the default) those that are git work trees (`is_repository`).
     Server paths are not confined to INGEST_SERVER_ROOTS here: the operator has the
     shell already. A missing path or a refused URL is SourceRefused; with `queue`
     the broker is checked and the documents queued, all in one transaction (an
     outage saves nothing, not even the job).
     """
+    repositories: list[tuple[str, RepositoryWalked, bool]] = []
     with transaction.atomic():
         folder = folder_for_path(workspace=workspace, path=folder_path)
         job = IngestJob.objects.create(workspace=workspace, description=description[:500])
         documents: list[Document] = []
         for location in locations:
+            path = Path(location)
+            if not _is_web(location) and _as_repository(path, as_repositories):
+                added, walked = add_repository_walked(
+                    workspace=workspace, root=path, folder=folder, job=job
+                )
+                documents += added
+                repositories.append((location, walked, as_repositories is None))
+                continue
             documents += _register_location(
-                workspace, location, folder=folder, job=job,
-                as_repository=as_repositories, include_assets=include_assets,
+                workspace, location, folder=folder, job=job, include_assets=include_assets,
             )
         if queue:
             enqueue(documents, force=force)
-    return job, documents
+    return OperatorSources(job, documents, repositories)
 
 
-def gone_under(*, workspace: Workspace, directories: Iterable[Path]) -> list[Document]:
+def _is_web(location: str) -> bool:
+    return location.startswith(("http://", "https://"))
+
+
+def _as_repository(path: Path, as_repositories: bool | None) -> bool:
+    if as_repositories is None:
+        return is_repository(path)
+    return as_repositories and path.is_dir()
+
+
+@dataclass(frozen=True)
+class LeftBehind:
+    """A document read from under a folder given again whose file is gone, or is no
+    longer one its repository's walk selects: its passages answer until it is deleted."""
+
+    document: Document
+    reason: str  # "gone", or why the walk leaves it out now ("ignored by git", …)
+
+    @property
+    def gone(self) -> bool:
+        return self.reason == "gone"
+
+
+def left_behind(
+    *, workspace: Workspace, directories: Iterable[Path], as_repositories: bool | None = None
+) -> list[LeftBehind]:
     """The workspace's documents read from a file under one of `directories` that is no
-    longer there (deleted or moved): their passages answer until they are deleted.
-    SourceRefused for a directory that is a symlink loop or holds a NUL character."""
-    gone: list[Document] = []
+    longer there (deleted or moved) and, for a folder read as a repository
+    (`as_repositories` as for `register_operator_sources`), those its walk no longer
+    selects (ignored now, grown past INGEST_MAX_REPO_FILE_BYTES, binary, vendored…),
+    whoever added them. SourceRefused for a directory that is a symlink loop or holds a
+    NUL character, or a repository whose walk is refused."""
+    found: list[LeftBehind] = []
     for directory in directories:
         prefix = resolve_path(directory).as_uri().rstrip("/") + "/"
         read_there = Document.objects.filter(workspace=workspace, uri__startswith=prefix)
-        gone += [d for d in read_there.only("pk", "uri", "title").order_by("uri")
-                 if not file_path(d.uri).exists()]
-    return gone
+        documents = list(read_there.only("pk", "uri", "title").order_by("uri"))
+        walked = (
+            walk_repository_at(directory)
+            if documents and _as_repository(Path(directory), as_repositories) else None
+        )
+        selected = {f.abs_path.as_uri() for f in walked.files} if walked else None
+        for document in documents:
+            path = file_path(document.uri)
+            if not path.exists():
+                found.append(LeftBehind(document, "gone"))
+            elif walked is not None and selected is not None and document.uri not in selected:
+                found.append(LeftBehind(document, _why_left_out(walked, path)))
+    return found
+
+
+def _why_left_out(walked: RepositoryWalked, path: Path) -> str:
+    try:
+        rel = path.relative_to(walked.top).as_posix()
+    except ValueError:
+        return "not selected"
+    for skipped in walked.skipped:
+        if skipped.path == rel or (skipped.path.endswith("/") and rel.startswith(skipped.path)):
+            if skipped.reason == TOO_LARGE:
+                return f"{TOO_LARGE} (INGEST_MAX_REPO_FILE_BYTES)"
+            return skipped.reason
+    return "not selected"
 
 
 def _register_location(
     workspace: Workspace, location: str, *, folder: Folder | None, job: IngestJob,
-    as_repository: bool, include_assets: bool,
+    include_assets: bool,
 ) -> list[Document]:
-    if location.startswith(("http://", "https://")):
+    if _is_web(location):
         if problem := url_problem(location):
             raise SourceRefused(f"{location}: {problem}")
         return [add_url(workspace=workspace, url=location, folder=folder, job=job)]
     path = Path(location)
-    if as_repository and path.is_dir():
-        return add_repository(workspace=workspace, root=path, folder=folder, job=job)
     if path.is_dir():
         return add_directory(
             workspace=workspace, root=path, folder=folder, job=job, include_assets=include_assets

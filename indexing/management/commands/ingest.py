@@ -1,4 +1,8 @@
-"""Bulk ingestion: `manage.py ingest PATH|URL ... --workspace SLUG [--folder a/b] [--repo]`."""
+"""Bulk ingestion: `manage.py ingest PATH|URL ... --workspace SLUG [--folder a/b] [--repo]`.
+
+A git work tree is read as a repository unless --no-repo; `-v 2` lists each file a
+repository's walk left out, and why.
+"""
 
 from __future__ import annotations
 
@@ -41,9 +45,16 @@ class Command(BaseCommand):
         )
         parser.add_argument("--owner", help="username owning a workspace created here")
         parser.add_argument("--folder", default="", help="folder path, e.g. 'specs/2026'")
-        parser.add_argument(
-            "--repo", action="store_true", help="treat directories as code repositories"
+        repo = parser.add_mutually_exclusive_group()
+        repo.add_argument(
+            "--repo", dest="repo", action="store_const", const=True, default=None,
+            help="treat directories as code repositories (the default for a git work tree)",
         )
+        repo.add_argument(
+            "--no-repo", dest="repo", action="store_const", const=False,
+            help="read a git work tree as a plain folder of documents",
+        )
+
         parser.add_argument(
             "--inline",
             action="store_true",
@@ -57,7 +68,8 @@ class Command(BaseCommand):
         parser.add_argument("--force", action="store_true", help="re-index unchanged sources")
         parser.add_argument(
             "--prune", action="store_true",
-            help="delete the documents of a given directory whose files are gone",
+            help="delete the documents of a given directory whose files are gone, or that "
+            "its repository's walk no longer selects (ignored, too large, binary)",
         )
         parser.add_argument(
             "--no-wait", action="store_true", help="queue and return without waiting"
@@ -79,12 +91,14 @@ class Command(BaseCommand):
                     options["workspace"], options["owner"], create=options["create"]
                 )
                 locations = options["sources"]
-                if gone := self._gone(workspace, locations, prune=options["prune"]):
+                if gone := self._gone(
+                    workspace, locations, prune=options["prune"], as_repositories=options["repo"]
+                ):
                     # A folder left empty, or gone itself, has nothing more to register.
                     locations = [loc for loc in locations if _is_url(loc) or Path(loc).exists()]
                     if not locations:
                         return
-                job, documents = sources.register_operator_sources(
+                registered = sources.register_operator_sources(
                     workspace=workspace,
                     locations=locations,
                     folder_path=options["folder"],
@@ -94,12 +108,14 @@ class Command(BaseCommand):
                     force=options["force"],
                     description="manage.py ingest " + " ".join(options["sources"]),
                 )
+                job, documents = registered.job, registered.documents
         except sources.BrokerUnavailable as exc:
             raise CommandError(
                 f"{exc} ({exc.reason}) To index without the workers, pass --inline."
             ) from exc
         except sources.SourceRefused as exc:  # a missing path, a refused URL, a tree too big
             raise CommandError(str(exc)) from exc
+        self._report_walks(registered.repositories, list_skipped=options["verbosity"] >= 2)
         if not documents:
             if gone:
                 return
@@ -136,25 +152,58 @@ class Command(BaseCommand):
             raise CommandError(f"{failed} of {len(documents)} documents failed (listed above)")
 
     def _gone(
-        self, workspace: Workspace, locations: list[str], *, prune: bool
+        self, workspace: Workspace, locations: list[str], *, prune: bool,
+        as_repositories: bool | None,
     ) -> list[Document]:
         """Files indexed from these directories (or from where a directory was) before and
-        gone from them now: listed, or with `prune` deleted."""
+        gone from them now, or that their repository's walk no longer selects (ignored,
+        too large…): listed, or with `prune` deleted."""
         directories = [
             Path(loc) for loc in locations if not _is_url(loc) and not Path(loc).is_file()
         ]
-        gone = sources.gone_under(workspace=workspace, directories=directories)
-        for document in gone:
+        left = sources.left_behind(
+            workspace=workspace, directories=directories, as_repositories=as_repositories
+        )
+        for item in left:
+            uri = item.document.uri
+            why = "the file is gone" if item.gone else f"no longer selected: {item.reason}"
             if prune:
-                sources.delete_document(document=document)
-                self.stdout.write(f"  DELETED {document.uri}: the file is gone")
+                sources.delete_document(document=item.document)
+                self.stdout.write(f"  DELETED {uri}: {why}")
             else:
+                label = "GONE    " if item.gone else "LEFT OUT"
                 self.stdout.write(self.style.WARNING(
-                    f"  GONE    {document.uri}: the file is gone; its passages still answer"
+                    f"  {label} {uri}: {why}; its passages still answer"
                 ))
-        if gone and not prune:
-            self.stdout.write(f"{len(gone)} documents' files are gone: --prune deletes them")
-        return gone
+        if left and not prune:
+            what = "gone" if all(i.gone for i in left) else "gone or no longer selected"
+            self.stdout.write(f"{len(left)} documents' files are {what}: --prune deletes them")
+        return [item.document for item in left]
+
+    def _report_walks(
+        self, repositories: list[tuple[str, sources.RepositoryWalked, bool]], *,
+        list_skipped: bool,
+    ) -> None:
+        """For each folder read as a repository: why (found to be a git work tree), where
+        its paths start, which ignore rules applied and what it left out."""
+        for location, walked, detected in repositories:
+            if detected:
+                self.stdout.write(
+                    f"{location}: a git work tree, ingested as a repository "
+                    "(--no-repo reads it as a plain folder)"
+                )
+            if walked.under:
+                self.stdout.write(
+                    f"{location}: the folder {walked.under}/ of the repository {walked.top}; "
+                    "paths are from the repository's top level"
+                )
+            self.stdout.write(
+                f"{location}: {len(walked.files)} files selected by {walked.rules}; "
+                f"{walked.skipped_summary()}"
+            )
+            if list_skipped:
+                for skipped in walked.skipped:
+                    self.stdout.write(f"  skipped {skipped.path}: {skipped.reason}")
 
     def _workspace(self, slug: str, owner: str | None, *, create: bool) -> Workspace:
         workspace = Workspace.objects.filter(slug=slug).first()
