@@ -316,7 +316,27 @@ def _tree_walk(layout: RepoLayout, max_file_bytes: int) -> Iterator[RepoFile | S
         if spec := _rules_in(layout.top / prefix / ".gitignore"):
             rules.append((prefix, spec))
     start = f"{layout.under}/" if layout.under else ""
-    yield from _walk(layout.top / layout.under, start, rules, max_file_bytes)
+    generated = _generated_spec(layout.top)
+    for entry in _walk(layout.top / layout.under, start, rules, max_file_bytes):
+        if isinstance(entry, RepoFile) and generated and generated.match_file(entry.path):
+            yield Skipped(entry.path, VENDORED)
+        else:
+            yield entry
+
+
+def _generated_spec(top: Path) -> pathspec.GitIgnoreSpec | None:
+    """The patterns the top-level .gitattributes marks `linguist-generated` (without git,
+    nested .gitattributes files are not read)."""
+    try:
+        raw = (top / ".gitattributes").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    patterns = [
+        fields[0] for line in raw.splitlines()
+        if len(fields := line.split()) > 1 and not fields[0].startswith("#")
+        and any(a in ("linguist-generated", "linguist-generated=true") for a in fields[1:])
+    ]
+    return pathspec.GitIgnoreSpec.from_lines(patterns) if patterns else None
 
 
 def _git_dir(top: Path) -> Path | None:
