@@ -171,7 +171,7 @@ class Command(BaseCommand):
                 sources.delete_document(document=item.document)
                 self.stdout.write(f"  DELETED {uri}: {why}")
             else:
-                label = "GONE    " if item.gone else "LEFT OUT"
+                label = "GONE   " if item.gone else "LEFT OUT"
                 self.stdout.write(self.style.WARNING(
                     f"  {label} {uri}: {why}; its passages still answer"
                 ))
