@@ -80,7 +80,7 @@ def test_a_git_work_tree_is_ingested_by_gits_rules_without_repo(workspace, repo,
 
 
 def test_no_repo_reads_a_git_work_tree_as_a_plain_folder(workspace, repo, capsys):
-    call_command("ingest", str(repo), workspace=workspace.slug, inline=True, repo=False)
+    call_command("ingest", str(repo), "--no-repo", workspace=workspace.slug, inline=True)
     assert "a git work tree" not in capsys.readouterr().out
     assert "local_notes.md" in {Path(d.uri).name for d in Document.objects.all()}
 
