@@ -1,6 +1,6 @@
 import logging
 import os
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from celery import Celery, bootsteps
 from celery.signals import worker_ready
@@ -14,14 +14,26 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 logger = logging.getLogger(__name__)
+# When this process (a worker's main process, when it is one) began.
+STARTED = datetime.now(UTC)
 
 
 @worker_ready.connect
-def requeue_stranded_documents(**kwargs) -> None:
-    """Send documents whose task never reached the broker (it died just after an upload).
+def requeue_stranded_documents(sender=None, **kwargs) -> None:
+    """Send documents whose task never reached the broker (it died just after an upload),
+    and those this worker's previous run left INDEXING.
 
     Documents still PENDING/INDEXING after INGEST_REQUEUE_AFTER_SECONDS are sent
     again; one whose task is in fact still queued is harmless: indexing is idempotent.
+
+    A document INDEXING whose `taken_by` is this worker's own node name is sent at once,
+    however recent: node names are unique among running workers (`serve` names its two
+    interactive@host and bulk@host; docker-compose.yml gives each worker service a fixed
+    hostname), so the worker that took it is this one's previous run, which is gone:
+    killed (SIGKILL after a stop's grace period, out of memory) its message waits in
+    Redis for the visibility timeout (an hour) and nothing else would index it sooner.
+    Its updated_at cannot tell that: a live worker parsing a big PDF or waiting on an
+    embedding API leaves it untouched for minutes.
     """
     from django.conf import settings
     from django.db import connections
@@ -30,7 +42,9 @@ def requeue_stranded_documents(**kwargs) -> None:
 
     try:
         count = requeue_unfinished(
-            older_than=timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS)
+            older_than=timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS),
+            left_by=getattr(sender, "hostname", "") or "",
+            left_before=STARTED,  # not those this run has taken already
         )
     except Exception:  # a worker that cannot sweep must still serve its queue
         logger.exception("Could not re-queue unfinished documents at worker start")

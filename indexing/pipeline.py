@@ -403,10 +403,11 @@ _MESSAGES_KEPT = 8
 
 
 @transaction.atomic
-def note_task_start(*, document_id: int, message: str) -> int:
+def note_task_start(*, document_id: int, message: str, worker: str = "") -> int:
     """Count a start of the document's indexing task message `message` (its task id and
     retry number); how many earlier starts of it never ended (the worker was killed
-    mid-task, as for memory, and the message was delivered again).
+    mid-task, as for memory, and the message was delivered again). `worker`, the node
+    name of the worker running it, is kept as the document's `taken_by`.
 
     A retry is a message of its own: retries that failed before they could count (the
     database down) do not hide a later loss. So is another message for the same
@@ -419,7 +420,7 @@ def note_task_start(*, document_id: int, message: str) -> int:
     starts[message] = starts.pop(message, 0) + 1  # moved last: the most recent are kept
     kept = dict(list(starts.items())[-_MESSAGES_KEPT:])
     Document.objects.filter(pk=document_id).update(
-        metadata={**document.metadata, TASK_STARTS_KEY: kept}
+        metadata={**document.metadata, TASK_STARTS_KEY: kept}, taken_by=worker[:255]
     )
     return kept[message] - 1
 

@@ -13,7 +13,7 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from itertools import islice
 from pathlib import Path
@@ -23,7 +23,7 @@ from urllib.parse import urlparse, urlsplit, urlunsplit
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -670,16 +670,28 @@ def source_bytes(*, document: Document) -> int:
     return 0
 
 
-def requeue_unfinished(*, older_than: timedelta, on_broker: Collection[int] = ()) -> int:
+def requeue_unfinished(
+    *, older_than: timedelta, on_broker: Collection[int] = (), left_by: str = "",
+    left_before: datetime | None = None,
+) -> int:
     """Queue documents left PENDING/INDEXING for a while (a broker outage at upload),
-    except those whose task the broker is known to hold (`on_broker`).
+    except those whose task the broker is known to hold (`on_broker`); and, however
+    recent, those the worker named `left_by` took before `left_before` and left INDEXING
+    (a worker starting under that name at that time: its previous run, stopped or
+    killed, finishes none of them).
 
     Safe even when their task is still queued: indexing is idempotent.
     """
-    stale = Document.objects.filter(
+    stale = Q(
         status__in=[Document.Status.PENDING, Document.Status.INDEXING],
         updated_at__lt=timezone.now() - older_than,
-    ).exclude(pk__in=on_broker)
+    )
+    if left_by:
+        stale |= Q(
+            status=Document.Status.INDEXING, taken_by=left_by,
+            updated_at__lt=left_before or timezone.now(),
+        )
+    stale = Document.objects.filter(stale).exclude(pk__in=on_broker)
     ids = list(stale.values_list("pk", flat=True))
     _send(ids, force=False)
     return len(ids)

@@ -49,7 +49,8 @@ def index_document_task(
         # again at once (reject_on_worker_lost): a file that kills every worker would
         # loop for good and stall the queue behind it.
         lost = pipeline.note_task_start(
-            document_id=document_id, message=f"{self.request.id}/{self.request.retries}"
+            document_id=document_id, message=f"{self.request.id}/{self.request.retries}",
+            worker=self.request.hostname or "",
         )
         if lost >= settings.INGEST_MAX_WORKER_LOSSES:
             status = pipeline.mark_failed(document_id=document_id, message=(

@@ -140,6 +140,13 @@ class Document(models.Model):
         default=False, db_default=False,
         help_text="Held for the bulk queue, to be re-indexed even if unchanged",
     )
+    # The Celery worker (its node name, e.g. bulk@host) whose task last took the document:
+    # a worker starting under that name finds the documents its previous run left
+    # INDEXING and sends them again at once (config.celery.requeue_stranded_documents).
+    taken_by = models.CharField(
+        max_length=255, blank=True, default="", db_default="",
+        help_text="The worker whose indexing task last took it",
+    )
     last_error = models.TextField(blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
     # What the latest indexing did: found the source unchanged (nothing to do), or
