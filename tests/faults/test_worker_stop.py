@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from knowledge.models import Document
-from tests.conftest import Fake
+from tests.conftest import REPO_ROOT, Fake
 from tests.faults.test_worker_faults import FINAL, stalling_embeddings, wait_for
 from tests.workers import manage, start_worker, worker_env
 
@@ -51,3 +54,72 @@ def test_a_worker_killed_mid_document_has_it_indexed_at_once_by_its_next_run(
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED, document.last_error
     assert document.chunk_count == 1
+
+
+def ingest_process(env, path, workspace, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "ingest", str(path), "--workspace", workspace.slug,
+         *args],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_ingest_stops_waiting_when_the_worker_dies_mid_job_and_names_the_queue(
+    workspace, tmp_path, fake
+):
+    """The worker is killed after it has taken the job's first document: `ingest` says
+    no worker consumes the queue its documents wait on, and which worker is gone, and
+    exits 1. Before, `--worker-timeout` counted only while no document had been taken,
+    and `ingest` redrew the same bar for good."""
+    stalling_embeddings()
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for n in range(3):
+        (corpus / f"note{n}.md").write_text(f"# Note {n}\n\nThe ferry leaves at {n}.\n")
+    env = worker_env(
+        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
+        EMBEDDING_MODEL="slow",
+    )
+    ingest = ingest_process(env, corpus, workspace, "--worker-timeout", "5")
+    worker = start_worker(env, name="doomed@stop-test")
+    try:
+        wait_for(lambda: Fake.requests, 90, "the worker to start indexing")
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        killed_at = time.monotonic()
+        _out, err = ingest.communicate(timeout=90)
+        assert time.monotonic() - killed_at < 60
+    finally:
+        if ingest.poll() is None:
+            ingest.kill()
+        if worker.poll() is None:
+            worker.kill()
+    assert ingest.returncode == 1, err
+    assert "No document changed state in 5 s" in err
+    assert f"no worker is consuming queue {env['CELERY_QUEUE']}" in err
+    assert "worker doomed@stop-test, which took some of them, does not answer" in err
+    assert Document.objects.filter(workspace=workspace, status=Document.Status.INDEXED).count() == 0
+
+
+def test_ingest_waits_for_a_live_worker_busy_longer_than_the_timeout(
+    workspace, tmp_path, fake
+):
+    """A document whose embedding takes longer than --worker-timeout on a live worker
+    (its prefork main process answers while the child works) is waited for."""
+    stall = stalling_embeddings()
+    stall["seconds"] = 15
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    env = worker_env(
+        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
+        EMBEDDING_MODEL="slow",
+    )
+    worker = start_worker(env, pool="prefork", name="busy@stop-test")
+    try:
+        result = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace",
+                        workspace.slug, "--worker-timeout", "3", timeout=240)
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "1 indexed" in result.stdout
+    assert len(Fake.requests) == 1

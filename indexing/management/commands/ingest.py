@@ -11,13 +11,14 @@ import math
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from tqdm import tqdm
 
-from indexing import pipeline, sources
+from indexing import pipeline, sources, workers
 from knowledge import selectors
 from knowledge.models import Document, IngestJob, Workspace
 from knowledge.services import workspace_create
@@ -78,7 +79,8 @@ class Command(BaseCommand):
             "--worker-timeout",
             type=positive_seconds,
             default=30.0,
-            help="give up when no worker has taken a document for this many seconds",
+            help="stop waiting (exit status 1; the job goes on) when no document has "
+            "changed state for this many seconds and its queue has no live worker",
         )
 
     def handle(self, *args, **options) -> None:
@@ -233,12 +235,14 @@ class Command(BaseCommand):
     def _wait(
         self, job: IngestJob, total: int, worker_timeout: float, reported: set[int]
     ) -> None:
-        """Follow the job until it is finished; stop if no worker ever takes a document.
+        """Follow the job until it is finished; stop waiting when none of its documents
+        has changed state (status or progress) for `worker_timeout` seconds and a queue
+        its documents wait on has no live worker, or a worker holding one is gone.
 
         The bar moves within documents too (a long PDF's embedding batches), and
         says how many documents still wait for a worker.
         """
-        waiting_since = time.monotonic()
+        changed_at, last_state = time.monotonic(), None
         bar_format = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} docs [{elapsed}] {postfix}"
         with tqdm(total=total, desc="Indexing (workers)", bar_format=bar_format) as bar:
             while True:
@@ -252,16 +256,56 @@ class Command(BaseCommand):
                     self._report_failures(job, reported)
                 if progress.finished:
                     return
-                untouched = progress.counts[Document.Status.PENDING] == progress.total
-                if not untouched:
-                    waiting_since = time.monotonic()
-                elif time.monotonic() - waiting_since > worker_timeout:
-                    raise CommandError(
-                        f"No worker took a document in {worker_timeout:.0f} s: no worker is "
-                        "running. Start `manage.py serve` (or a Celery worker) or pass "
-                        "--inline; the queued documents are indexed once a worker starts."
-                    )
+                state = (
+                    tuple(sorted(progress.counts.items())), progress.indexing_percent,
+                    progress.indexing_embedded, progress.embedded,
+                )
+                if state != last_state:
+                    changed_at, last_state = time.monotonic(), state
+                elif time.monotonic() - changed_at > worker_timeout:
+                    if problem := self._stalled(job, worker_timeout):
+                        raise CommandError(problem)
+                    changed_at = time.monotonic()  # live workers, busy: ask again later
                 time.sleep(0.5)
+
+    def _stalled(self, job: IngestJob, seconds: float) -> str:
+        """Why no document of the job moved for `seconds` ('' when the workers its
+        documents wait for are alive, only busy: a long parse reports no progress)."""
+        unfinished = job.documents.filter(status__in=selectors.ACTIVE_STATUSES)
+        waiting_on = {
+            settings.CELERY_BULK_QUEUE if queue == sources.HELD else queue
+            for queue in unfinished.filter(status=Document.Status.PENDING)
+            .values_list("queued_on", flat=True).distinct()
+            if queue
+        }
+        holders = set(
+            unfinished.filter(status=Document.Status.INDEXING).exclude(taken_by="")
+            .values_list("taken_by", flat=True).distinct()
+        )
+        live = workers.live_workers()
+        if live is None:
+            return (
+                f"No document changed state in {seconds:.0f} s and the broker could not be "
+                f"asked which workers are running; job {job.pk} goes on once workers run "
+                f"(`manage.py cancel_job {job.pk}` stops it)."
+            )
+        consumed = set().union(*live.values()) if live else set()
+        problems = [
+            f"no worker is consuming queue {queue}" for queue in sorted(waiting_on - consumed)
+        ] + [
+            f"worker {node}, which took some of them, does not answer"
+            for node in sorted(holders - set(live))
+        ]
+        if not problems:
+            return ""
+        return (
+            f"No document changed state in {seconds:.0f} s: {'; '.join(problems)}. Start "
+            "`manage.py serve` or a Celery worker (`celery -A config worker --queues "
+            f"{settings.CELERY_BULK_QUEUE},{settings.CELERY_TASK_DEFAULT_QUEUE}`), or pass "
+            f"--inline; job {job.pk} goes on once a worker takes its documents (a document "
+            "left INDEXING by a worker that is gone is sent again when that worker starts "
+            f"again, or by `manage.py requeue`; `manage.py cancel_job {job.pk}` stops the job)."
+        )
 
     def _report_failures(self, job: IngestJob, reported: set[int]) -> None:
         """A line per document that failed since the last call: a long run shows
