@@ -7,12 +7,14 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from knowledge.models import Document
 from tests.conftest import REPO_ROOT, Fake
 from tests.faults.test_worker_faults import FINAL, stalling_embeddings, wait_for
+from tests.ports import free_port
 from tests.workers import manage, start_worker, worker_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -123,3 +125,54 @@ def test_ingest_waits_for_a_live_worker_busy_longer_than_the_timeout(
     assert result.returncode == 0, result.stderr
     assert "1 indexed" in result.stdout
     assert len(Fake.requests) == 1
+
+
+def celery_children(pid: int) -> dict[int, str]:
+    """serve's child processes that are Celery workers: {pid: command line}. Each of its
+    threads lists the children it started (a restarted worker: the supervisor's)."""
+    children = [
+        child for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
+    found = {}
+    for child in map(int, children):
+        try:
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except FileNotFoundError:
+            continue
+        if "celery" in cmdline:
+            found[child] = cmdline
+    return found
+
+
+def test_serve_restarts_a_worker_that_died_and_says_so(tmp_path):
+    """The bulk worker `serve` started is killed (its process group, as the OOM killer
+    or an operator's kill -9 might): serve logs it as an error and starts it again.
+    Before, serve never looked at its workers while gunicorn ran: the bulk queue was left
+    with no worker, in silence."""
+    env = worker_env(tmp_path)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with log.open("wb") as output:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--workers", "1"],
+            cwd=REPO_ROOT, env=env, stdout=output, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_for(lambda: len(celery_children(serve.pid)) == 2, 60, "serve's two workers")
+        bulk = next(pid for pid, cmd in celery_children(serve.pid).items() if "bulk@" in cmd)
+        os.killpg(bulk, signal.SIGKILL)
+        wait_for(lambda: "The bulk worker" in log.read_text(), 30, "serve to notice")
+        wait_for(lambda: any("bulk@" in cmd for pid, cmd in celery_children(serve.pid).items()
+                             if pid != bulk), 30, "a new bulk worker")
+        assert serve.poll() is None, "serve goes on"
+    finally:
+        os.killpg(serve.pid, signal.SIGTERM)
+        try:
+            serve.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(serve.pid, signal.SIGKILL)
+    output = log.read_text()
+    assert f"The bulk worker (pid {bulk}, queues " in output, output[-3000:]
+    assert "died; starting it again" in output

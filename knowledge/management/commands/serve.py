@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from gunicorn.app.base import BaseApplication
 from kombu.utils.url import maskurl
+
+logger = logging.getLogger(__name__)
 
 # The one place the web server's limits are set (the Dockerfile and docker-compose.yml
 # run this command). gthread: a slow client holds a thread, not a worker process.
@@ -82,6 +86,85 @@ def worker_queues() -> dict[str, list[str]]:
 WORKER_STOP_SECONDS = 10
 
 
+def start_worker(name: str, queues: list[str]) -> subprocess.Popen:
+    """A worker of one process, named NAME@host, taking `queues`."""
+    # A session of its own: Ctrl-C in the terminal reaches the web server, and the worker
+    # is stopped by Command._stop, with the process it runs tasks in.
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker",
+         "--loglevel", "INFO", "--concurrency", "1", "--hostname", f"{name}@%h",
+         "--queues", ",".join(queues)],
+        cwd=settings.BASE_DIR, start_new_session=True,
+    )
+
+
+# A worker that dies is started again, at most this many times a minute (one that cannot
+# start, a broken setting, is not restarted in a tight loop; it is tried again once the
+# minute's restarts are old enough).
+WORKER_RESTARTS_PER_MINUTE = 5
+WORKER_POLL_SECONDS = 2.0
+
+
+class WorkerSupervisor(threading.Thread):
+    """Polls the workers serve started while gunicorn runs: one that died (killed, out of
+    memory, crashed) is logged as an error and started again under its name, whose
+    documents left INDEXING it then sends again (config.celery). `workers` is updated in
+    place, for Command._stop."""
+
+    def __init__(self, workers: list[subprocess.Popen], specs: list[tuple[str, list[str]]]):
+        super().__init__(name="worker-supervisor", daemon=True)
+        self.workers, self.specs = workers, specs
+        self.restarts: list[float] = []  # when, over the last minute
+        self.reported: set[int] = set()  # pids of dead workers logged, awaiting a restart
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        while not self.stopping.wait(WORKER_POLL_SECONDS):
+            for index, (name, queues) in enumerate(self.specs):
+                with self.lock:
+                    if self.stopping.is_set():
+                        return
+                    worker = self.workers[index]
+                    if worker.poll() is None:
+                        continue
+                    self._restart(index, name, queues, worker)
+
+    def _restart(
+        self, index: int, name: str, queues: list[str], worker: subprocess.Popen
+    ) -> None:
+        now = time.monotonic()
+        self.restarts = [t for t in self.restarts if now - t < 60]
+        # The arbiter reaps any child it sees exit: its status may be lost to us (0).
+        status = f" (exit status {worker.returncode})" if worker.returncode else ""
+        if len(self.restarts) >= WORKER_RESTARTS_PER_MINUTE:
+            wait = 60 - (now - self.restarts[0])
+            if worker.pid not in self.reported:
+                self.reported.add(worker.pid)
+                logger.error(
+                    "The %s worker (pid %d, queues %s) died%s; it has been restarted %d times "
+                    "in a minute: next try in %.0f s", name, worker.pid, ", ".join(queues),
+                    status, len(self.restarts), wait,
+                )
+            return
+        logger.error(
+            "The %s worker (pid %d, queues %s) died%s; starting it again: documents it "
+            "left INDEXING are sent again as it starts", name, worker.pid,
+            ", ".join(queues), status,
+        )
+        # What is left of it (the child running its task, when only the main process
+        # was killed) goes with it: the new worker's child takes the task again.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(worker.pid, signal.SIGKILL)
+        self.restarts.append(now)
+        self.workers[index] = start_worker(name, queues)
+
+    def stop(self) -> None:
+        """No restart from now on (serve is stopping its workers)."""
+        with self.lock:
+            self.stopping.set()
+
+
 def bind_address(addrport: str) -> str:
     """runserver's forms: '8000' or 'host:port'."""
     return f"127.0.0.1:{addrport}" if addrport.isdigit() else addrport
@@ -108,23 +191,20 @@ class Command(BaseCommand):
                     f"Starting the {name} worker ({', '.join(queues)}) on "
                     f"{maskurl(settings.CELERY_BROKER_URL)}"  # no password in the log
                 )
-                # A session of its own: Ctrl-C in the terminal reaches the web server, and
-                # the worker is stopped below, with the process it runs tasks in.
-                workers.append(subprocess.Popen(
-                    [sys.executable, "-m", "celery", "-A", "config", "worker",
-                     "--loglevel", "INFO", "--concurrency", "1", "--hostname", f"{name}@%h",
-                     "--queues", ",".join(queues)],
-                    cwd=settings.BASE_DIR, start_new_session=True,
-                ))
+                workers.append(start_worker(name, queues))
         server = _Gunicorn({
             **GUNICORN_OPTIONS,
             "bind": [bind_address(options["addrport"])],
             "workers": options["workers"],
             "threads": options["threads"],
         })
+        supervisor = WorkerSupervisor(workers, list(worker_queues().items()))
+        if workers:
+            supervisor.start()
         try:
             server.run()  # until SIGINT/SIGTERM; exits with SystemExit
         finally:
+            supervisor.stop()
             self._stop([w for w in workers if w.poll() is None])
 
     def _stop(self, workers: list[subprocess.Popen]) -> None:
