@@ -40,6 +40,7 @@ from chat.serializers import (
 from indexing import page_images
 from knowledge import selectors
 from knowledge.api import KnownListParameters, query_workspace_slug, write_workspace
+from knowledge.throttling import ChatTurnThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -193,6 +194,10 @@ class MessageListView(JSONAnswers, KnownListParameters, generics.GenericAPIView)
     # are only ever appended); ?page=last is the newest, where a chat client starts.
     serializer_class = MessageSerializer
     content_negotiation_class = PreferredMediaType
+
+    def get_throttles(self):
+        # A turn calls the model: its own, stricter rate (API_THROTTLE_CHAT) on top.
+        return [*super().get_throttles(), ChatTurnThrottle()]
 
     def get_serializer_class(self):
         # What a POST takes, as OPTIONS describes it: a question, not a Message.

@@ -260,7 +260,10 @@ REST_FRAMEWORK = {
         "config.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "knowledge.throttling.AnonymousRateLimit",  # a 429 before the 401, past the rate
+        "rest_framework.permissions.IsAuthenticated",
+    ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     # JSON nested past a few dozen levels is a 400 (the stock parser raises RecursionError).
@@ -270,7 +273,34 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PAGINATION_CLASS": "config.pagination.Pages",
+    # Rates below (knowledge/throttling.py); past one, a 429 JSON with Retry-After.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "knowledge.throttling.AnonThrottle",
+        "knowledge.throttling.UserThrottle",
+    ],
+    # Proxies in front that append to X-Forwarded-For: the client is the address this
+    # many from the end (0: the connection's own address; a client's X-Forwarded-For is
+    # never believed). Throttles and failed sign-ins count by it.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
 }
+# Requests a client may make, as N/second|minute|hour|day; empty: no limit. Anonymous
+# ones per address, signed-in ones per user; a chat turn (a model call) also counts
+# against API_THROTTLE_CHAT.
+API_THROTTLE_ANON = env("API_THROTTLE_ANON", default="60/minute")
+API_THROTTLE_USER = env("API_THROTTLE_USER", default="1200/minute")
+API_THROTTLE_CHAT = env("API_THROTTLE_CHAT", default="20/minute")
+# Sign-in: after LOGIN_FAILURES_LIMIT failed attempts for one username from one address
+# within LOGIN_FAILURES_WINDOW seconds, that pair is refused until the window passes
+# (config/login_throttle.py); every failure is logged on django.security.
+LOGIN_FAILURES_LIMIT = env.int("LOGIN_FAILURES_LIMIT", default=5)
+LOGIN_FAILURES_WINDOW = env.int("LOGIN_FAILURES_WINDOW", default=900)
+AUTHENTICATION_BACKENDS = [
+    "knowledge.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Where throttles and sign-in failures are counted: unset, in each process's memory;
+# a shared cache (e.g. redis://redis:6379/1) counts across web processes and hosts.
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Verity API",
     "VERSION": "0.1.0",

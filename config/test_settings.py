@@ -16,3 +16,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 # One test database per run: parallel runs on one machine (a developer's and a
 # helper's, or two checkouts sharing a server) must not drop each other's.
 DATABASES["default"]["TEST"] = {"NAME": f"test_verity_{os.getpid()}"}  # noqa: F405
+
+# No rate limits or sign-in lockouts across the suite (one cache, one address, one user
+# in many tests); the tests of those set them.
+API_THROTTLE_ANON = API_THROTTLE_USER = API_THROTTLE_CHAT = ""
+LOGIN_FAILURES_LIMIT = 1_000_000

@@ -1,0 +1,84 @@
+"""Failed sign-ins: each is logged on the `django.security` logger (the username and the
+client's address, never the password), and a username is refused from an address that
+failed LOGIN_FAILURES_LIMIT times within LOGIN_FAILURES_WINDOW seconds, until that
+window (from the first failure) has passed. A successful sign-in clears the count.
+
+Counted in Django's cache (CACHE_URL: shared across web processes when set). Covers
+every sign-in that goes through django.contrib.auth.authenticate: the sign-in page and
+the admin's. API tokens are throttled as API requests (knowledge/throttling.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from django.conf import settings
+from django.contrib.auth.signals import user_logged_in, user_login_failed
+from django.core.cache import cache
+from django.core.exceptions import PermissionDenied
+from django.dispatch import receiver
+
+security = logging.getLogger("django.security")
+
+
+def client_address(request) -> str:
+    """The client's address: the connection's, or with NUM_PROXIES proxies in front
+    the X-Forwarded-For entry that many from the end (DRF's throttles read it alike)."""
+    proxies = settings.REST_FRAMEWORK.get("NUM_PROXIES") or 0
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if proxies > 0 and forwarded:
+        entries = [entry.strip() for entry in forwarded.split(",")]
+        return entries[-min(proxies, len(entries))]
+    return request.META.get("REMOTE_ADDR", "")
+
+
+def _key(username: str, address: str) -> str:
+    pair = f"{username.strip().lower()}\0{address}".encode()
+    return "login-failures:" + hashlib.sha256(pair).hexdigest()
+
+
+class LoginThrottleBackend:
+    """First in AUTHENTICATION_BACKENDS: refuses a throttled username and address before
+    any password is checked (PermissionDenied stops authenticate() there). It signs no one
+    in and has no get_user: a session is never bound to it (force_login, the test
+    client's, takes the first backend that has one)."""
+
+    def authenticate(self, request, username=None, password=None, **kwargs):
+        if request is None or not username:
+            return None
+        address = client_address(request)
+        if cache.get(_key(username, address), 0) >= settings.LOGIN_FAILURES_LIMIT:
+            request.login_throttled = True  # the sign-in page says why
+            security.warning(
+                "Sign-in refused for username %r from %s: %d failed attempts within %d s",
+                username[:150], address, settings.LOGIN_FAILURES_LIMIT,
+                settings.LOGIN_FAILURES_WINDOW,
+            )
+            raise PermissionDenied
+        return None
+
+
+@receiver(user_login_failed)
+def note_failed_login(sender, credentials, request=None, **kwargs) -> None:
+    if request is None or getattr(request, "login_throttled", False):
+        return  # no request to place; or refused unchecked, and logged as such
+    username = str(credentials.get("username", ""))
+    address = client_address(request)
+    key = _key(username, address)
+    cache.add(key, 0, timeout=settings.LOGIN_FAILURES_WINDOW)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between the two
+        cache.set(key, count := 1, timeout=settings.LOGIN_FAILURES_WINDOW)
+    security.warning(
+        "Failed sign-in for username %r from %s (%d of %d allowed within %d s)",
+        username[:150], address, count, settings.LOGIN_FAILURES_LIMIT,
+        settings.LOGIN_FAILURES_WINDOW,
+    )
+
+
+@receiver(user_logged_in)
+def clear_failed_logins(sender, request, user, **kwargs) -> None:
+    if request is not None:
+        cache.delete(_key(user.get_username(), client_address(request)))

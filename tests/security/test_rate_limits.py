@@ -1,0 +1,97 @@
+"""API rate limits (429 JSON with Retry-After) and failed sign-ins (logged, throttled)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from chat import services
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def assert_throttled(response) -> None:
+    assert response.status_code == 429
+    assert response["Content-Type"] == "application/json"
+    assert "throttled" in response.json()["detail"]
+    assert int(response["Retry-After"]) > 0
+
+
+def test_a_user_past_the_api_rate_gets_a_429_with_retry_after(settings, api):
+    settings.API_THROTTLE_USER = "3/minute"
+    for _ in range(3):
+        assert api.get("/api/workspaces").status_code == 200
+    assert_throttled(api.get("/api/workspaces"))
+
+
+def test_anonymous_requests_are_throttled_per_address(settings):
+    settings.API_THROTTLE_ANON = "2/minute"
+    client = APIClient()
+    for _ in range(2):
+        assert client.get("/api/workspaces").status_code == 401
+    assert_throttled(client.get("/api/workspaces"))
+    other = APIClient(REMOTE_ADDR="10.0.0.9")
+    assert other.get("/api/workspaces").status_code == 401
+
+
+def test_chat_turns_have_a_stricter_rate_of_their_own(settings, workspace, user, api):
+    settings.API_THROTTLE_USER = "100/minute"
+    settings.API_THROTTLE_CHAT = "1/minute"
+    thread = services.create_thread(workspace=workspace, user=user, title="Harbour")
+    first = api.post(f"/api/threads/{thread.pk}/messages", {"content": "When is the ferry?"},
+                     format="json")
+    assert first.status_code in (200, 201), first.content[:500]
+    # A stream asked for: the refusal is JSON all the same.
+    second = api.post(f"/api/threads/{thread.pk}/messages", {"content": "And back?"},
+                      format="json", HTTP_ACCEPT="text/event-stream")
+    assert_throttled(second)
+    # Reading the conversation is not a turn.
+    assert api.get(f"/api/threads/{thread.pk}/messages").status_code == 200
+
+
+def sign_in(client, password: str, address: str = "192.0.2.7"):
+    return client.post("/accounts/login/", {"username": "alice", "password": password},
+                       REMOTE_ADDR=address)
+
+
+def test_failed_sign_ins_are_logged_and_throttled_per_username_and_address(
+    settings, user, client, caplog
+):
+    settings.LOGIN_FAILURES_LIMIT = 3
+    with caplog.at_level(logging.WARNING, logger="django.security"):
+        for _ in range(3):
+            assert sign_in(client, "wrong-guess-1").status_code == 200
+    failures = [r for r in caplog.records if r.name == "django.security"]
+    assert len(failures) == 3
+    message = failures[-1].getMessage()
+    assert "'alice'" in message and "192.0.2.7" in message and "3 of 3" in message
+    assert "wrong-guess-1" not in caplog.text
+
+    # The right password, from the throttled address: refused, saying why.
+    refused = sign_in(client, "pw")
+    assert refused.status_code == 200
+    assert "Too many failed sign-ins" in refused.content.decode()
+    assert "_auth_user_id" not in client.session
+    assert "Sign-in refused for username 'alice' from 192.0.2.7" in caplog.text
+
+    # Another address is not held back by this one's failures.
+    assert sign_in(client, "pw", address="198.51.100.4").status_code == 302
+
+
+def test_a_successful_sign_in_clears_the_failures(settings, user, client):
+    settings.LOGIN_FAILURES_LIMIT = 2
+    assert sign_in(client, "wrong").status_code == 200
+    assert sign_in(client, "pw").status_code == 302
+    client.logout()
+    assert sign_in(client, "wrong").status_code == 200
+    assert sign_in(client, "pw").status_code == 302
