@@ -697,6 +697,12 @@ def requeue_unfinished(
     return len(ids)
 
 
+# How a cancelled document's last_error begins: it is FAILED (the admin's FAILED filter,
+# the retry list, shows it; re-indexing queues it again), and `ingest` counts it apart
+# from the documents that failed.
+CANCELLED = "Cancelled with ingest job"
+
+
 @transaction.atomic
 def cancel_job(*, job: IngestJob) -> int:
     """Cancel `job`: its documents no worker has taken yet fail with a note saying so (their
@@ -723,8 +729,7 @@ def cancel_job(*, job: IngestJob) -> int:
     )
     return still_waiting.update(
         status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
-        last_error=f"Cancelled with ingest job {job.pk} before a worker took it; "
-        "re-index it to index it",
+        last_error=f"{CANCELLED} {job.pk} before a worker took it; re-index it to index it",
     )
 
 

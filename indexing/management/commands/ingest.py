@@ -318,18 +318,36 @@ class Command(BaseCommand):
         )
         for document in failed:
             reported.add(document.pk)
+            if document.last_error.startswith(sources.CANCELLED):
+                continue  # counted in the summary, not a failure
             with tqdm.external_write_mode():  # above the progress bar, not through it
                 self.stdout.write(
                     self.style.ERROR(f"FAILED {document.uri}: {document.last_error}")
                 )
 
     def _summary(self, job: IngestJob, elapsed: float) -> int:
-        """Print what the job did; return how many of its documents failed."""
+        """Print what the job did; return how many of its documents failed (those
+        cancelled with the job, `cancel_job`, are counted apart: no failure)."""
         progress = selectors.job_progress(job=job)
-        self.stdout.write(f"Done in {elapsed:.1f}s: {progress.summary()}")
-        for document in job.documents.filter(status=Document.Status.FAILED).order_by("pk"):
+        failed = job.documents.filter(status=Document.Status.FAILED)
+        cancelled = failed.filter(last_error__startswith=sources.CANCELLED).count()
+        summary = progress.summary()
+        if cancelled:
+            real = progress.counts[Document.Status.FAILED] - cancelled
+            summary = summary.replace(
+                f"{progress.counts[Document.Status.FAILED]} failed",
+                f"{real} failed, {cancelled} cancelled", 1,
+            )
+        self.stdout.write(f"Done in {elapsed:.1f}s: {summary}")
+        failed = failed.exclude(last_error__startswith=sources.CANCELLED)
+        for document in failed.order_by("pk"):
             self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))
-        return progress.counts[Document.Status.FAILED]
+        if cancelled:
+            self.stdout.write(
+                f"Job {job.pk} was cancelled: {cancelled} documents were not indexed "
+                "(re-index them to index them)"
+            )
+        return progress.counts[Document.Status.FAILED] - cancelled
 
 
 def _is_url(location: str) -> bool:
