@@ -238,9 +238,11 @@ class MessageListView(JSONAnswers, KnownListParameters, generics.GenericAPIView)
         summary="Ask: runs one turn and stores the answer",
         description=(
             "With `Accept: text/event-stream` the turn streams as Server-Sent Events: "
-            "`progress` ({stage, label}), `token` ({text}), then `citations` (a list like "
-            "the message's, each with its `support`), `grounding` ({sentences, coverage}) and "
-            "`done` ({message_id}), or `error` ({message})."
+            "`started` ({message_id, seq}: the pending answer), `progress` ({stage, label}), "
+            "`token` ({text}), then `citations` (a list like the message's, each with its "
+            "`support`), `grounding` ({sentences, coverage}) and `done` ({message_id, "
+            "truncated, stopped}), or `error` ({message}). A client may stop the answer "
+            "with POST .../messages/{message_id}/stop."
         ),
         request=PostMessageSerializer,
         responses={
@@ -319,25 +321,74 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
             events.put(done)
 
     def body() -> Iterator[bytes]:
+        # First, the answer's id and place: a client can stop it (POST .../stop), and
+        # find it again in the thread's pages if the stream breaks.
+        started = {"message_id": turn.answer.pk, "seq": turn.answer.seq}
+        yield f"event: started\ndata: {json.dumps(started)}\n\n".encode()
         worker = threading.Thread(target=run, daemon=True)
         worker.start()
-        while True:
-            try:
-                item = events.get(timeout=settings.CHAT_SSE_KEEPALIVE_SECONDS)
-            except queue.Empty:
-                # A comment line: a proxy that cuts an idle stream sees it move while the
-                # model thinks or a tool runs; clients ignore it.
-                yield b": keep-alive\n\n"
-                continue
-            if item is done:
-                return
-            event, data = item
-            yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+        try:
+            while True:
+                try:
+                    item = events.get(timeout=settings.CHAT_SSE_KEEPALIVE_SECONDS)
+                except queue.Empty:
+                    # A comment line: a proxy that cuts an idle stream sees it move while
+                    # the model thinks or a tool runs; clients ignore it.
+                    yield b": keep-alive\n\n"
+                    continue
+                if item is done:
+                    return
+                event, data = item
+                yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+        except GeneratorExit:
+            # The server closes the stream when a write fails: the client hung up (a
+            # Stop button, a closed tab). The turn stops at its next token and stores
+            # what it wrote, instead of running on for nobody. Where a hang-up is only
+            # seen at the next write, or not at all behind some proxies, clients POST
+            # .../stop as well.
+            turn.stop.set()
+            raise
 
     response = StreamingHttpResponse(body(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
+
+
+@extend_schema_view(post=extend_schema(
+    summary="Stop an answer being written",
+    description=(
+        "Asks the turn writing this pending answer to stop, in whichever server process "
+        "runs it. Within a moment of its next token it stores what it wrote so far as a "
+        "`complete` answer with `metadata.stopped` and `metadata.truncated` (citations "
+        "resolved, no grounding check), or, nothing written yet, an `error` with "
+        "`metadata.stopped`. An answer still pending 10 s after the ask (its server "
+        "stopped) is closed as such an error. `202` with the answer while it is stopping; "
+        "`200` with it unchanged when it had already ended. The stream's `done` event "
+        "then carries `stopped: true`. Hanging up on a stream stops its turn too, where "
+        "the server sees the hang-up."
+    ),
+    request=None,
+    responses={
+        200: MessageSerializer,
+        202: MessageSerializer,
+        404: OpenApiResponse(
+            OpenApiTypes.OBJECT, description="no such conversation of yours, or no such "
+                                             "answer in it"
+        ),
+    },
+))
+class MessageStopView(APIView):
+    def post(self, request: Request, pk: int, message_id: int) -> Response:
+        thread = user_thread(request, pk)
+        answer = services.request_stop(thread=thread, message_id=message_id)
+        if answer is None:
+            raise Http404("No such answer in this conversation")
+        stopping = answer.status == Message.Status.PENDING
+        return Response(
+            MessageSerializer(answer).data,
+            status=status.HTTP_202_ACCEPTED if stopping else status.HTTP_200_OK,
+        )
 
 
 class CitationView(APIView):

@@ -61,6 +61,9 @@ class Message(models.Model):
     # A pending answer's turn was last seen working (a model call or a tool round begun,
     # grounding begun): an answer is abandoned when this, not its age, is too old.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Someone asked the turn writing this pending answer to stop (POST .../stop): the turn
+    # reads it, in whichever server process runs it, and stores what it wrote so far.
+    stop_requested_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["thread_id", "seq"]

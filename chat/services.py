@@ -10,6 +10,9 @@ still a plain 404.
 from __future__ import annotations
 
 import json
+import logging
+import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +53,13 @@ from knowledge import selectors
 from knowledge.models import Document, Workspace
 
 Emit = Callable[[str, Any], None]
+
+logger = logging.getLogger(__name__)
+
+
+class TurnStopped(Exception):
+    """The turn was asked to stop: its stream's client hung up, or someone POSTed
+    .../stop. What it wrote so far is stored, marked stopped."""
 
 
 class MentionError(LookupError):
@@ -185,17 +195,44 @@ def _heartbeat(answer: Message) -> None:
 ABANDONED_MARGIN_SECONDS = 120
 
 
+# A running turn reads a stop asked of it within STOP_CHECK_SECONDS of its next token
+# or step; one that has not ended STOP_GRACE_SECONDS after the ask is not running (its
+# server stopped) or is stuck in a silent model call: it is closed without its text.
+STOP_CHECK_SECONDS = 0.5
+STOP_GRACE_SECONDS = 10
+
+
 def close_abandoned_answers(*, thread: Thread) -> None:
     """Answers a stopped server left pending become errors, once no turn could still be
     writing them: their turn's last heartbeat (its start, each model call and tool round,
     the grounding check) is older than LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS. A turn
-    however long stays pending while it makes progress."""
-    stale = timezone.now() - timedelta(
-        seconds=settings.LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS
-    )
-    thread.messages.alias(last_seen=Coalesce("heartbeat_at", "created_at")).filter(
-        status=Message.Status.PENDING, last_seen__lt=stale
+    however long stays pending while it makes progress.
+
+    An answer someone asked to stop is closed sooner: STOP_GRACE_SECONDS after the ask
+    (a running turn stores its partial answer well before)."""
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS)
+    pending = thread.messages.filter(status=Message.Status.PENDING)
+    pending.filter(
+        stop_requested_at__lt=now - timedelta(seconds=STOP_GRACE_SECONDS)
+    ).update(**_failure("it was stopped", stopped=True))
+    pending.alias(last_seen=Coalesce("heartbeat_at", "created_at")).filter(
+        last_seen__lt=stale
     ).update(**_failure("the server stopped before it was finished"))
+
+
+def request_stop(*, thread: Thread, message_id: int) -> Message | None:
+    """Ask the turn writing answer `message_id` of `thread` to stop; the answer as stored
+    now (still pending while its turn winds down). An answer already ended is left as it
+    is. None: the thread has no such answer."""
+    answer = thread.messages.filter(pk=message_id, role=Message.Role.ASSISTANT).first()
+    if answer is None:
+        return None
+    Message.objects.filter(
+        pk=answer.pk, status=Message.Status.PENDING, stop_requested_at__isnull=True
+    ).update(stop_requested_at=timezone.now())
+    answer.refresh_from_db()
+    return answer
 
 
 def thread_messages(*, thread: Thread) -> QuerySet[Message]:
@@ -295,10 +332,29 @@ class Turn:
     room: int = field(default_factory=lambda: settings.CHAT_MAX_ANSWER_CHARS)
     # The first half of a surrogate pair that ended a delta: the next one completes it.
     half: str = ""
+    # Set when the turn must stop: by the SSE view when its client hangs up (this
+    # process), or by check_stopped reading a POST .../stop (any process).
+    stop: threading.Event = field(default_factory=threading.Event)
+    stop_checked_at: float = 0.0
+
+    def check_stopped(self) -> None:
+        """Raise TurnStopped once the turn was asked to stop. Called for each delta and
+        before each step, so a stopped turn ends at its next token, not when the model
+        is done; the database is read at most every STOP_CHECK_SECONDS."""
+        now = time.monotonic()
+        if not self.stop.is_set() and now - self.stop_checked_at >= STOP_CHECK_SECONDS:
+            self.stop_checked_at = now
+            if Message.objects.filter(
+                pk=self.answer.pk, stop_requested_at__isnull=False
+            ).exists():
+                self.stop.set()
+        if self.stop.is_set():
+            raise TurnStopped
 
     def show(self, delta: str) -> None:
         """Normalize model text as it arrives; one normalizer for streamed and plain turns."""
         # A character past U+FFFF may come in halves, one a delta (JSON escapes each).
+        self.check_stopped()
         delta, self.half = self.half + delta, ""
         if delta[-1:] and "\ud800" <= delta[-1] <= "\udbff":
             delta, self.half = delta[:-1], delta[-1]
@@ -464,7 +520,11 @@ def run_turn(turn: Turn, *, emit: Emit | None = None, stream: bool = False) -> M
             # complete one.
             raise ProviderError(f"The language model ({turn.provider.name}) wrote no answer.")
         return _close(turn)
+    except TurnStopped:
+        return _close_stopped(turn)
     except ProviderError as exc:
+        if turn.stop.is_set():  # a provider that wraps whatever its callback raised
+            return _close_stopped(turn)
         return _close_with_error(turn, exc)
     except Exception as exc:
         # The answer is not left pending forever; the caller reports the failure.
@@ -487,6 +547,7 @@ def post_message(
 
 
 def _call_model(turn: Turn, tools: list[dict[str, Any]], stream: bool) -> Reply:
+    turn.check_stopped()
     _heartbeat(turn.answer)
     turn.emit("progress", {"stage": "thinking", "label": "Thinking…"})
     started = time.perf_counter()
@@ -561,6 +622,7 @@ def _run_calls(
     At most CHAT_MAX_TOOL_CALLS_PER_ROUND run; the others, and calls of tools not
     `offered`, and those `refused` (by position), get an error as their result.
     """
+    turn.check_stopped()
     _heartbeat(turn.answer)
     limit = settings.CHAT_MAX_TOOL_CALLS_PER_ROUND if capped else len(calls)
     refused = refused or {}
@@ -569,6 +631,7 @@ def _run_calls(
         label = progress_label(call.name, call.arguments)
         turn.emit("progress", {"stage": call.name, "label": label})
     gathered = iter(_gather_all(turn.thread, runnable, offered))
+    turn.check_stopped()  # a round of searches may take a while
     found: list[Evidence | ToolError] = [
         refused[i] if i in refused else next(gathered) for i in range(len(calls[:limit]))
     ]
@@ -687,8 +750,55 @@ def _fail(turn: Turn, error: str) -> Message:
     )
 
 
+def _close_stopped(turn: Turn) -> Message:
+    """Store what the turn showed before it was stopped, marked stopped and truncated,
+    with the citations it made. Not grounding-checked: a stop should end the turn now,
+    and the check may take seconds. Nothing shown yet: stored as an error saying so."""
+    turn.finish()
+    answer = "".join(turn.shown)
+    if not answer.strip():
+        message = _complete(
+            turn.answer, content="", tool_calls=turn.tool_log,
+            **_failure("it was stopped before any of it was written",
+                       provider=turn.provider.name, stopped=True),
+        )
+        turn.emit("error", {"message": message.resolved_content, "message_id": message.pk,
+                            "stopped": True})
+        return message
+    entries = citations.entries(thread=turn.thread, numbers=turn.normalizer.cited)
+    cited = [citations.citation_json(e) for e in entries]
+    message = _complete(
+        turn.answer,
+        status=Message.Status.COMPLETE,
+        # What the model reads back next turn: the text shown, its [n] markers as written.
+        content=re.sub(r"\[citation:(\d+)\]", r"[\1]", answer),
+        resolved_content=answer,
+        citations=cited,
+        grounding=None,
+        tool_calls=turn.tool_log,
+        metadata={**turn.metadata(), "truncated": True, "stopped": True},
+    )
+    if message.status != Message.Status.COMPLETE:  # closed meanwhile
+        turn.emit("error", {"message": message.resolved_content, "message_id": message.pk})
+        return message
+    turn.emit("citations", cited)
+    turn.emit("done", {"message_id": message.pk, "truncated": True, "stopped": True})
+    return message
+
+
+def public_error(provider: LLMProvider, error: str) -> str:
+    """A provider's error as users may read it: without the model server's address.
+    Operators find the address in the log (the provider names it in every error: with
+    several servers configured over time it says which one to look at)."""
+    server = getattr(provider, "server", "")  # an OpenAI-compatible provider's host:port
+    if not server:
+        return error
+    return error.replace(f" at {server}", "").replace(server, "the model server")
+
+
 def _close_with_error(turn: Turn, exc: ProviderError) -> Message:
-    message = _fail(turn, str(exc))
+    logger.warning("Turn on thread %s failed: %s", turn.thread.pk, exc)
+    message = _fail(turn, public_error(turn.provider, str(exc)))
     turn.emit("error", {"message": message.resolved_content, "message_id": message.pk})
     return message
 

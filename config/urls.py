@@ -59,6 +59,11 @@ urlpatterns = [
         name="api-thread-messages",
     ),
     path(
+        "api/threads/<int:pk>/messages/<int:message_id>/stop",
+        chat_api.MessageStopView.as_view(),
+        name="api-thread-message-stop",
+    ),
+    path(
         "api/threads/<int:pk>/citations/<int:n>",
         chat_api.CitationView.as_view(),
         name="api-citation",

@@ -105,7 +105,7 @@ def test_recorded_shape_streamed(shape: ServerShape, llm, notes, api):
 
 
 @pytest.mark.parametrize("name", ERRORS)
-def test_server_errors_name_the_server_and_what_it_sent(name, llm, notes, api):
+def test_server_errors_name_the_server_and_what_it_sent(name, llm, notes, api, caplog):
     status, content_type, body = ERRORS[name]
     llm.script = [raw(status, content_type, body)]
     thread_id = new_thread(api)
@@ -113,7 +113,10 @@ def test_server_errors_name_the_server_and_what_it_sent(name, llm, notes, api):
     assert response.status_code == 502
     text = response.json()["resolved_content"]
     host = llm.base_url.split("//")[1].split("/")[0]
-    assert f"The language model at {host} returned HTTP {status}: " in text
+    # Users read why; the server's address is the operators', in the log.
+    assert f"The language model returned HTTP {status}: " in text
+    assert any(f"The language model at {host} returned HTTP {status}: " in r.getMessage()
+               for r in caplog.records)
     payload = json.loads(body) if content_type == "application/json" else None
     message = payload and (payload.get("message") or payload["error"])
     excerpt = message["message"] if isinstance(message, dict) else message or "502 Bad Gateway"
@@ -123,14 +126,17 @@ def test_server_errors_name_the_server_and_what_it_sent(name, llm, notes, api):
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("name", STREAM_ERRORS)
-def test_errors_inside_a_stream_name_the_server(name, llm, notes, api):
+def test_errors_inside_a_stream_name_the_server(name, llm, notes, api, caplog):
     llm.script = [recorded({}, STREAM_ERRORS[name])]
     thread_id = new_thread(api)
     events = sse_events(post(api, thread_id, stream=True))
     name_, data = events[-1]
     assert name_ == "error"
     host = llm.base_url.split("//")[1].split("/")[0]
-    assert f"The language model at {host} reported an error: " in data["message"]
+    assert "The language model reported an error: " in data["message"]
+    assert host not in data["message"]  # in the log, for operators
+    assert any(f"The language model at {host} reported an error: " in r.getMessage()
+               for r in caplog.records)
     assert ("exceeds the available context size" in data["message"]
             or "had an error while processing" in data["message"])
     stored = Message.objects.get(thread_id=thread_id, role="assistant")
