@@ -49,7 +49,6 @@
     documentMatches: new Map(), // query -> Promise of matching documents, while the picker is open
     workspace: null, // the chosen workspace's slug (null: the server's default, the first)
     picker: { open: false, start: 0, query: "", items: [], active: 0 },
-    busy: false,
     loading: Promise.resolve(), // the thread being loaded into the message list
     shown: 0, // bumped each time the message list is given another conversation (or none)
     panelRequest: 0,
@@ -86,6 +85,14 @@
     return match ? decodeURIComponent(match[1]) : "";
   }
 
+  // The browser's own "Failed to fetch" says nothing a user can act on.
+  const OFFLINE_TEXT = "Can't reach Verity. Check your connection.";
+  const DRAFT_KEY = "verity.draft"; // a question kept across signing in again
+
+  /* The session is gone (signed out in another tab, or expired): every request fails
+   * alike until the user signs in again, which the page offers once. */
+  class SessionEnded extends Error {}
+
   async function api(path, options) {
     const opts = options || {};
     const headers = { Accept: "application/json", ...(opts.headers || {}) };
@@ -95,10 +102,51 @@
       headers["Content-Type"] = "application/json";
       init.body = JSON.stringify(opts.body);
     }
-    const response = await fetch(path, init);
+    if (opts.signal) init.signal = opts.signal;
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (error) {
+      if (error.name === "AbortError") throw error; // stopped on purpose (Stop)
+      throw new Error(OFFLINE_TEXT);
+    }
+    if (await sessionEnded(response)) {
+      showSessionEnded();
+      throw new SessionEnded("Your session has ended.");
+    }
     if (opts.raw) return response;
     if (!response.ok) throw new Error(await errorText(response));
     return response.status === 204 ? null : response.json();
+  }
+
+  /* A 401, or the 403 DRF answers a session's request when nobody is signed in (its
+   * words; a 403 for something not allowed is an ordinary error). */
+  async function sessionEnded(response) {
+    if (response.status === 401) return true;
+    if (response.status !== 403) return false;
+    try {
+      const body = await response.clone().json();
+      return /credentials were not provided|CSRF Failed/i.test((body && body.detail) || "");
+    } catch (_) {
+      return false;
+    }
+  }
+
+  function showSessionEnded() {
+    if (document.getElementById("session-ended")) return;
+    const link = el("a", { href: "/accounts/login/?next=/", text: "Sign in again" });
+    // The question being typed (or just refused) is kept for after signing in.
+    link.addEventListener("click", () => {
+      if (ui.input.value.trim()) sessionStorage.setItem(DRAFT_KEY, ui.input.value);
+    });
+    ui.messages.before(el("p", { id: "session-ended", className: "session-ended", role: "alert" },
+      ["Your session has ended — ", link]));
+  }
+
+  function restoreDraft() {
+    const draft = sessionStorage.getItem(DRAFT_KEY);
+    sessionStorage.removeItem(DRAFT_KEY);
+    if (draft && !ui.input.value) ui.input.value = draft;
   }
 
   async function errorText(response) {
@@ -548,8 +596,11 @@
     autoDirection(fragment);
     view.body.replaceChildren(fragment);
     if (view.final && view.truncated) {
-      // metadata.truncated: the reply was longer than the server reads (CHAT_MAX_ANSWER_CHARS).
-      view.body.append(el("p", { className: "muted answer-cut", text: "(The answer was cut here: it was longer than this server keeps.)" }));
+      // metadata.truncated: the reply was longer than the server reads (CHAT_MAX_ANSWER_CHARS),
+      // or (metadata.stopped) someone stopped it.
+      const cut = view.stopped ? "(Stopped: the answer was not written further.)"
+        : "(The answer was cut here: it was longer than this server keeps.)";
+      view.body.append(el("p", { className: "muted answer-cut", text: cut }));
     }
     const flagged = Boolean(view.body.querySelector(
       ".support-partial, .support-unsupported, .support-unchecked"));
@@ -645,8 +696,10 @@
         setViewCitations(view, message.citations);
         view.grounding = message.grounding || null;
         view.truncated = Boolean(message.metadata && message.metadata.truncated);
+        view.stopped = Boolean(message.metadata && message.metadata.stopped);
         view.final = true;
         renderAssistant(view);
+        addAnswerActions(bubble, view);
       }
     } else {
       for (const paragraph of text.split(/\n[ \t]*\n/)) {
@@ -698,7 +751,10 @@
         const { scrollHeight, scrollTop, clientHeight } = ui.messages;
         const atEnd = scrollHeight - scrollTop - clientHeight < 40;
         rememberCitations(message.citations);
-        bubble.replaceWith(renderMessage(message));
+        const settled = renderMessage(message);
+        if (questions.has(bubble)) questions.set(settled, questions.get(bubble));
+        bubble.replaceWith(settled);
+        placeRegenerate();
         if (atEnd) scrollToEnd();
       }
       if (!watched.size) return;
@@ -762,6 +818,14 @@
     const more = page && page.next ? new URL(page.next, location.href) : null;
     state.moreThreads = more ? more.pathname + more.search : null; // whatever host DRF saw
     renderThreads();
+    showTitle(); // a new conversation is titled by its first question
+  }
+
+  /* The tab (and the history list) names the conversation shown. */
+  function showTitle(title) {
+    const thread = state.threads.find((t) => t.id === state.threadId);
+    const name = title !== undefined ? title : thread && (thread.title || "New chat");
+    document.title = state.threadId !== null && name ? `${name} — Verity` : "Verity";
   }
 
   function showThreadError(error) {
@@ -775,14 +839,21 @@
     });
     input.value = thread.title;
     let done = false;
-    const finish = async (save) => {
+    const finish = async (save, leaving) => {
       if (done) return;
-      done = true;
       const title = input.value.trim();
+      // A cleared name was saved as none, and listed as "New chat": Enter says a name is
+      // needed; leaving the field keeps the old name, shown again in the list.
+      if (save && !title) {
+        if (!leaving) return needName(item, input);
+        save = false;
+      }
+      done = true;
       if (save && title !== thread.title) {
         try {
           const saved = await api(`/api/threads/${thread.id}`, { method: "PATCH", body: { title } });
           thread.title = saved.title;
+          if (thread.id === state.threadId) showTitle();
         } catch (error) {
           renderThreads();
           showThreadError(error);
@@ -797,10 +868,28 @@
       if (event.key === "Enter") { event.preventDefault(); finish(true); }
       if (event.key === "Escape") { event.preventDefault(); finish(false); }
     });
-    input.addEventListener("blur", () => finish(true));
+    input.addEventListener("blur", () => finish(true, true));
     item.replaceChildren(input);
     input.focus();
     input.select();
+  }
+
+  function needName(item, input) {
+    let note = item.querySelector(".rename-note");
+    if (!note) {
+      note = el("span", {
+        id: "rename-note", className: "rename-note", role: "alert",
+        text: "A name is needed (Escape keeps the old one).",
+      });
+      item.append(note);
+    }
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", note.id);
+    input.addEventListener("input", () => {
+      if (!input.value.trim()) return;
+      input.removeAttribute("aria-invalid");
+      note.remove();
+    }, { once: true });
   }
 
   function confirmDelete(item, thread) {
@@ -882,7 +971,7 @@
     state.pendingMentions = [];
     renderPendingMentions();
     state.threads = [];
-    blankChat({ keepFocus: true }); // the keyboard stays on the picker
+    blankChat("replace", { keepFocus: true }); // the keyboard stays on the picker
     try {
       await loadThreads();
     } catch (error) {
@@ -895,24 +984,54 @@
     ui.threadsToggle.setAttribute("aria-expanded", String(open));
   }
 
-  // A conversation the user picked: on a phone, the drawer it was picked from closes.
-  function selectThread(id) {
+  // A conversation the user picked: on a phone, the drawer it was picked from closes. It
+  // is a new entry in the browser's history, so Back returns to the one before.
+  function selectThread(id, how) {
     showThreadList(false);
-    return showThread(id);
+    return showThread(id, how || "push");
   }
 
-  function showThread(id) {
-    state.loading = loadThread(id);
+  function showThread(id, how) {
+    state.loading = loadThread(id, how || "replace");
     return state.loading;
   }
 
-  async function loadThread(id) {
+  /* The address names the conversation shown (#thread-N): "push" adds a history entry,
+   * "replace" rewrites the current one, "keep" leaves it (Back/Forward already moved). */
+  function setLocation(url, how) {
+    if (how === "push" && new URL(url, location.href).href !== location.href) {
+      history.pushState(null, "", url);
+    } else if (how === "replace") {
+      history.replaceState(null, "", url);
+    }
+  }
+
+  /* Back, Forward, or #thread-N typed in the address bar: show what it names. */
+  function followLocation() {
+    const wanted = /^#thread-(\d+)$/.exec(location.hash);
+    if (!wanted) {
+      if (state.threadId !== null) blankChat("keep");
+    } else if (Number(wanted[1]) !== state.threadId) {
+      showThreadList(false);
+      showThread(Number(wanted[1]), "keep");
+    }
+  }
+
+  async function loadThread(id, how) {
     state.threadId = id;
     state.shown++;
     state.citations = new Map();
     closePanel();
     renderThreads();
-    history.replaceState(null, "", `#thread-${id}`);
+    setLocation(`#thread-${id}`, how);
+    showTitle();
+    if (!state.threads.some((t) => t.id === id)) {
+      // Not among the listed (an older one typed in the address bar): asked for its name.
+      api(`/api/threads/${id}`).then((thread) => {
+        if (state.threadId === id) showTitle(thread.title || "New chat");
+      }).catch(() => {});
+    }
+    updateComposer();
     clearMessages("Loading…");
     try {
       const shown = state.shown;
@@ -929,6 +1048,7 @@
       }
       clearMessages(pages[0].count ? "" : "Ask a question about your documents.");
       for (const page of pages) ui.messages.append(...renderPage(id, page));
+      placeRegenerate();
       showEarlier(id, pages[0]);
       scrollToEnd();
     } catch (error) {
@@ -958,9 +1078,16 @@
   function renderPage(threadId, page) {
     const bubbles = [];
     const pending = [];
+    let question = null;
     for (const message of page.results) {
-      const bubble = renderMessage(message);
-      if (message.role === "assistant" && message.status === "pending") pending.push(bubble);
+      // An answer this tab is still streaming is shown live, not as "not finished".
+      const live = liveBubble(threadId, message);
+      const bubble = live || renderMessage(message);
+      if (!live && message.role === "assistant" && message.status === "pending") {
+        pending.push(bubble);
+      }
+      if (message.role === "user") question = message;
+      else if (question) questions.set(bubble, { content: question.content, mentions: question.mentions || [] });
       bubbles.push(bubble);
     }
     if (pending.length) watchPending(threadId, page.path, pending);
@@ -992,9 +1119,8 @@
     ui.messages.prepend(button);
   }
 
-  function blankChat(options) {
-    // `options` (a click's event, for New chat): keepFocus leaves the focus where it is.
-    const keepFocus = Boolean(options && options.keepFocus);
+  function blankChat(how, { keepFocus = false } = {}) {
+    // `how`: the history entry (push, replace, keep); keepFocus leaves the focus where it is.
     showThreadList(false);
     // The conversation is created with its first question (send): a "New chat" left
     // unused leaves nothing behind in the list.
@@ -1004,7 +1130,9 @@
     state.loading = Promise.resolve();
     closePanel();
     renderThreads();
-    history.replaceState(null, "", location.pathname + location.search);
+    setLocation(location.pathname + location.search, typeof how === "string" ? how : "replace");
+    showTitle();
+    updateComposer();
     clearMessages("Ask a question about your documents.");
     if (!keepFocus) ui.input.focus();
   }
@@ -1013,7 +1141,7 @@
     const body = state.workspace ? { workspace: state.workspace } : {};
     const thread = await api("/api/threads", { method: "POST", body });
     state.threads.unshift(thread);
-    await selectThread(thread.id);
+    await selectThread(thread.id, "replace"); // the blank chat it was asked from becomes it
     return thread;
   }
 
@@ -1056,21 +1184,56 @@
     }
   }
 
-  function setBusy(busy) {
-    state.busy = busy;
-    ui.send.disabled = busy;
-    ui.send.textContent = busy ? "Sending…" : "Send";
+  // The answers this tab is streaming, by conversation: another conversation can be
+  // asked meanwhile, and one returned to shows its answer live.
+  const streams = new Map(); // thread id -> stream (see startStream)
+  const questions = new WeakMap(); // answer bubble -> {content, mentions} it answers
+  let starting = false; // Send pressed, its conversation not known yet: a double click sends once
+
+  const BUSY_HINT = "Verity is still answering here. Wait for the answer, or press Stop to ask now.";
+
+  const stopButton = el("button", { type: "button", id: "stop", className: "stop-button", hidden: "", text: "Stop" });
+  ui.send.after(stopButton);
+  const composerHint = el("p", { id: "composer-hint", className: "composer-hint", "aria-live": "polite", hidden: "" });
+  ui.composer.append(composerHint);
+
+  /* The composer of the conversation shown: Stop while its own answer streams. */
+  function updateComposer() {
+    const live = state.threadId !== null && streams.has(state.threadId);
+    ui.send.hidden = live;
+    stopButton.hidden = !live;
+    ui.send.disabled = starting;
+    ui.send.textContent = starting ? "Sending…" : "Send";
+    if (!live) showComposerHint("");
   }
 
-  async function send() {
+  function showComposerHint(text) {
+    composerHint.textContent = text;
+    composerHint.hidden = !text;
+  }
+
+  function liveBubble(threadId, message) {
+    const stream = streams.get(threadId);
+    const mine = stream && message.role === "assistant" && stream.messageId === message.id;
+    return mine ? stream.bubble : null;
+  }
+
+  /* `again`: {content, mentions} of a question asked before (Retry, Regenerate). */
+  async function send(again) {
     const typed = ui.input.value;
-    const content = typed.trim();
-    if (!content || state.busy) return;
-    setBusy(true);
+    const content = again ? again.content : typed.trim();
+    if (!content) return;
+    if (state.threadId !== null && streams.has(state.threadId)) {
+      showComposerHint(BUSY_HINT); // Enter used to do nothing, silently
+      return;
+    }
+    if (starting) return;
+    starting = true;
+    updateComposer();
     closePicker();
-    const shown = state.pendingMentions.map((m) => ({ ...m }));
+    const shown = again ? again.mentions.map((m) => ({ ...m })) : state.pendingMentions.map((m) => ({ ...m }));
     let question = null;
-    let pending = null;
+    let stream = null;
     try {
       if (state.threadId === null) await newChat();
       await state.loading; // never append to a list that is about to be replaced
@@ -1081,35 +1244,39 @@
       if (empty) empty.remove();
       question = renderMessage({ role: "user", content, mentions: shown });
       ui.messages.append(question);
-      ui.input.value = "";
-      state.pendingMentions = [];
-      renderPendingMentions();
-
-      const { bubble, body } = messageBubble("assistant");
-      bubble.classList.add("is-pending");
-      const status = el("div", { className: "status-line", text: "Thinking…" });
-      bubble.append(status);
-      ui.messages.append(bubble);
-      pending = bubble;
-      answerStarted(bubble);
-      scrollToEnd();
-
-      await streamAnswer(threadId, content, mentions, bubble, body, status);
+      if (!again) {
+        ui.input.value = "";
+        state.pendingMentions = [];
+        renderPendingMentions();
+      }
+      stream = startStream(threadId, { content, mentions: shown });
+      starting = false;
+      updateComposer();
+      ui.input.focus();
+      await streamAnswer(stream, mentions);
       if (state.threadId === threadId) loadThreads().catch(() => {});
     } catch (error) {
+      if (stream) endStream(stream);
+      if (error.name === "AbortError") {
+        // Stopped before the server answered: whatever it stored is what a reload shows.
+        if (stream && state.threadId === stream.threadId) showThread(stream.threadId, "keep");
+        return;
+      }
       // The turn was refused or never reached the server, so nothing was stored: the
       // question goes back into the composer, with its mentions, to be sent again.
       if (question) question.remove();
-      if (pending) pending.remove();
+      if (stream) stream.bubble.remove();
       if (!ui.input.value.trim()) {
-        ui.input.value = typed;
+        ui.input.value = typed.trim() ? typed : content;
         state.pendingMentions = shown;
         renderPendingMentions();
       }
-      ui.messages.append(errorBubble(error.message));
+      // A session that ended says so once, above the conversation.
+      if (!(error instanceof SessionEnded)) ui.messages.append(errorBubble(error.message));
     } finally {
-      setBusy(false);
-      ui.input.focus();
+      starting = false;
+      updateComposer();
+      if (!document.activeElement || document.activeElement === document.body) ui.input.focus();
     }
   }
 
@@ -1141,17 +1308,61 @@
     announce(`Answer complete, ${count}.${summary ? ` ${summary.textContent}.` : ""}`);
   }
 
-  async function streamAnswer(threadId, content, mentions, bubble, body, status) {
+  /* A pending answer's bubble, and what its stream needs: an AbortController for Stop,
+   * the answer's id and page once the server names them (the `started` event). */
+  function startStream(threadId, asked) {
+    const { bubble, body } = messageBubble("assistant");
+    bubble.classList.add("is-pending");
+    const status = el("div", { className: "status-line", text: "Thinking…" });
+    bubble.append(status);
+    ui.messages.append(bubble);
+    questions.set(bubble, asked);
+    placeRegenerate(); // the answer before this one is no longer the last
+    answerStarted(bubble);
+    scrollToEnd();
+    const stream = {
+      threadId, bubble, body, status, view: null, asked,
+      controller: new AbortController(), messageId: null, pagePath: null,
+      stopping: false, ended: false,
+    };
+    streams.set(threadId, stream);
+    return stream;
+  }
+
+  function endStream(stream) {
+    stream.ended = true;
+    if (streams.get(stream.threadId) === stream) streams.delete(stream.threadId);
+    updateComposer();
+    if (state.threadId === stream.threadId) placeRegenerate();
+  }
+
+  /* Stop: the server is asked to stop the turn (it stores what was written, marked
+   * stopped), and the fetch is aborted so the page stops reading at once. */
+  function stopStream(stream) {
+    if (!stream || stream.stopping || stream.ended) return;
+    stream.stopping = true;
+    if (stream.messageId !== null) {
+      api(`/api/threads/${stream.threadId}/messages/${stream.messageId}/stop`, { method: "POST" })
+        .catch(() => {}); // hanging up stops it too
+    }
+    stream.controller.abort();
+    ui.input.focus();
+  }
+
+  async function streamAnswer(stream, mentions) {
+    const { threadId, bubble, body, status } = stream;
     const response = await api(`/api/threads/${threadId}/messages`, {
       method: "POST",
-      body: { content, mentions },
+      body: { content: stream.asked.content, mentions },
       headers: { Accept: "text/event-stream" },
       raw: true,
+      signal: stream.controller.signal,
     });
     if (!response.ok) {
       throw new Error(await errorText(response));
     }
     const view = assistantView(bubble, body);
+    stream.view = view;
     let finished = false;
     const finish = () => {
       finished = true;
@@ -1160,12 +1371,18 @@
     };
     const fail = (text) => {
       finish();
-      if (view.timer !== null) clearTimeout(view.timer);
-      view.timer = null;
-      views.delete(bubble);
-      bubble.classList.add("is-error");
-      body.replaceChildren(el("p", { text }));
+      renderNow(view);
+      if (view.text.trim()) {
+        // What was written stays readable; why it ended goes under it.
+        bubble.classList.add("has-error");
+        body.append(el("p", { className: "answer-error", text }));
+      } else {
+        views.delete(bubble);
+        bubble.classList.add("is-error");
+        body.replaceChildren(el("p", { text }));
+      }
       answerEnded(bubble, text);
+      endStream(stream);
     };
 
     const type = response.headers.get("Content-Type") || "";
@@ -1173,14 +1390,24 @@
       // A server that answered with JSON instead: show the stored message.
       const message = await response.json();
       rememberCitations(message.citations);
-      bubble.replaceWith(renderMessage(message));
+      const stored = renderMessage(message);
+      questions.set(stored, stream.asked);
+      bubble.replaceWith(stored);
+      endStream(stream);
       return;
     }
 
     // From here on the turn is stored: a dropped connection ends this bubble, not the turn.
+    // Events keep coming while another conversation is shown: the bubble is updated
+    // off-screen, and put back when its conversation is opened again.
     const reading = readEvents(response, (event, data) => {
-      if (state.threadId !== threadId || finished) return;
-      if (event === "progress") {
+      if (finished) return;
+      if (event === "started") {
+        stream.messageId = data && data.message_id;
+        bubble.dataset.id = String(stream.messageId);
+        const page = Math.max(1, Math.ceil(((data && data.seq) || 1) / MESSAGE_PAGE_SIZE));
+        stream.pagePath = `/api/threads/${threadId}/messages?page=${page}&page_size=${MESSAGE_PAGE_SIZE}`;
+      } else if (event === "progress") {
         status.textContent = (data && data.label) || "Working…";
       } else if (event === "token") {
         view.text += (data && data.text) || "";
@@ -1197,17 +1424,131 @@
         if (data && data.message_id) bubble.dataset.id = String(data.message_id);
         finish();
         view.truncated = Boolean(data && data.truncated);
+        view.stopped = Boolean(data && data.stopped);
         view.final = true;
         renderNow(view);
         if (!view.text.trim()) body.append(el("p", { className: "muted", text: "(no answer)" }));
         answerEnded(bubble);
+        addAnswerActions(bubble, view);
+        endStream(stream);
       } else if (event === "error") {
         fail((data && data.message) || "The answer could not be completed.");
       }
-      followLatest();
+      if (state.threadId === threadId) followLatest();
     });
     await reading.catch(() => {});
-    if (!finished) fail("The connection closed before the answer was complete.");
+    if (finished) return;
+    if (stream.stopping) stoppedHere(stream);
+    else connectionLost(stream);
+  }
+
+  /* Stopped from this page: what arrived stays, and the answer as the server stored it
+   * (its pills' sources, its own "stopped" note) replaces it once it is settled. */
+  function stoppedHere(stream) {
+    const { bubble, status, view } = stream;
+    bubble.classList.remove("is-pending");
+    status.remove();
+    renderNow(view);
+    stream.body.append(el("p", { className: "muted answer-cut", text: "(Stopped.)" }));
+    bubble.removeAttribute("aria-busy");
+    announce("Answer stopped.");
+    endStream(stream);
+    if (stream.pagePath && state.threadId === stream.threadId) {
+      watchPending(stream.threadId, stream.pagePath, [bubble]);
+    }
+  }
+
+  /* The stream broke (the network, a proxy, a restarted server): the turn may still be
+   * running or stored, so the answer is looked up again instead of called failed. */
+  function connectionLost(stream) {
+    const { bubble, status, view } = stream;
+    renderNow(view);
+    bubble.removeAttribute("aria-busy");
+    announce("Connection lost; checking whether the answer was finished.");
+    endStream(stream);
+    if (!stream.pagePath || state.threadId !== stream.threadId) {
+      bubble.classList.remove("is-pending");
+      status.remove();
+      bubble.classList.add(view.text.trim() ? "has-error" : "is-error");
+      stream.body.append(el("p", { className: "answer-error", text: OFFLINE_TEXT }));
+      return;
+    }
+    status.textContent = "Connection lost — checking…";
+    watchPending(stream.threadId, stream.pagePath, [bubble]);
+  }
+
+  // --- Actions under an answer: Copy, Retry / Regenerate ------------------------------
+
+  function addAnswerActions(bubble, view) {
+    const copy = el("button", { type: "button", className: "answer-action answer-copy", text: "Copy" });
+    copy.addEventListener("click", () => copyAnswer(view, copy));
+    bubble.append(el("div", { className: "answer-actions" }, [copy]));
+  }
+
+  /* The answer as text to paste elsewhere: its Markdown with [n] markers, then the titles
+   * of the sources it cites, in the order it first cites them. */
+  function answerAsText(view) {
+    const cited = [];
+    const text = view.text.replace(CITATION_TOKEN, (_, n) => {
+      if (!cited.includes(Number(n))) cited.push(Number(n));
+      return `[${n}]`;
+    }).trim();
+    if (!cited.length) return text;
+    const sources = cited.map((n) => {
+      const citation = citationFor(view, n);
+      const title = citation && citation.document && citation.document.title;
+      return `[${n}] ${title || `Source ${n}`}`;
+    });
+    return `${text}\n\nSources:\n${sources.join("\n")}`;
+  }
+
+  async function copyAnswer(view, button) {
+    const text = answerAsText(view);
+    let copied = true;
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch (_) {
+      copied = copyBySelection(text); // no Clipboard API: a page served over plain http
+    }
+    button.textContent = copied ? "Copied" : "Copy failed";
+    setTimeout(() => { button.textContent = "Copy"; }, 2000);
+  }
+
+  function copyBySelection(text) {
+    const area = el("textarea", { "aria-hidden": "true", className: "copy-buffer" });
+    area.value = text;
+    document.body.append(area);
+    area.select();
+    let copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } catch (_) {
+      copied = false;
+    }
+    area.remove();
+    ui.input.focus({ preventScroll: true });
+    return copied;
+  }
+
+  /* Regenerate (Retry, when it failed) belongs to the conversation's last answer only:
+   * it asks that answer's question again, as a new turn at the end. */
+  function placeRegenerate() {
+    for (const old of ui.messages.querySelectorAll(".answer-regenerate")) old.remove();
+    const answers = ui.messages.querySelectorAll(".message.role-assistant");
+    const last = answers[answers.length - 1];
+    if (!last || last.classList.contains("is-pending") || !questions.has(last)) return;
+    const failed = last.classList.contains("is-error") || last.classList.contains("has-error");
+    const button = el("button", {
+      type: "button", className: "answer-action answer-regenerate",
+      text: failed ? "Retry" : "Regenerate",
+    });
+    button.addEventListener("click", () => send(questions.get(last)));
+    let row = last.querySelector(".answer-actions");
+    if (!row) {
+      row = el("div", { className: "answer-actions" });
+      last.append(row);
+    }
+    row.append(button);
   }
 
   // --- Citation panel --------------------------------------------------------------
@@ -1795,7 +2136,10 @@
     event.preventDefault();
     send();
   });
-  ui.newChat.addEventListener("click", blankChat);
+  stopButton.addEventListener("click", () => stopStream(streams.get(state.threadId)));
+  window.addEventListener("popstate", followLocation);
+  window.addEventListener("hashchange", followLocation);
+  ui.newChat.addEventListener("click", () => blankChat("push"));
   // On a phone the list is a drawer: the header's button opens it, a choice closes it.
   ui.threadsToggle.addEventListener("click", () => showThreadList(!document.body.classList
     .contains("threads-open")));
@@ -1864,6 +2208,7 @@
 
   async function start() {
     renderPendingMentions();
+    restoreDraft();
     // A conversation the user opens (or a New chat) before the list has loaded wins.
     const shown = state.shown;
     try {
