@@ -401,3 +401,41 @@ def test_renaming_to_nothing_asks_for_a_name_and_keeps_the_old_one(
     expect(page.get_by_role("button", name="Tide question", exact=True)).to_be_visible()
     tide = two_conversations["Tide question"]
     assert page.request.get(f"/api/threads/{tide}").json()["title"] == "Tide question"
+
+
+# --- M4: an answer a restarted server left "not finished" can be stopped -----------------
+
+
+@pytest.fixture
+def orphaned_answer(corpus, workspace, user) -> int:
+    """An answer pending for a minute, its turn gone with a restarted server: listed as not
+    finished until LLM_TIMEOUT + 2 minutes without a heartbeat."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    thread = services.create_thread(workspace=workspace, user=user, title="Orphaned")
+    _, pending = services._append_all(thread, [
+        {"role": Message.Role.USER, "content": "When does the tide turn?"},
+        {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
+    ])
+    Message.objects.filter(pk=pending.pk).update(
+        created_at=timezone.now() - timedelta(minutes=1)
+    )
+    return thread.pk
+
+
+def test_an_answer_left_unfinished_can_be_stopped_instead_of_waited_for(
+    orphaned_answer, page: Page
+):
+    page.goto("/")
+    reply = last_answer(page)
+    expect(reply).to_contain_text("This answer is not finished yet.")
+    reply.get_by_role("button", name="Stop waiting").click()
+    expect(reply.get_by_role("button", name="Stop waiting")).to_be_disabled()
+    # The server closes it once a running turn would have stopped (10 s), and the page,
+    # which asks for it again meanwhile, shows it so.
+    settled = last_answer(page)
+    expect(settled).to_have_class(re.compile(r"\bis-error\b"), timeout=30_000)
+    expect(settled).to_contain_text("it was stopped")
+    expect(settled.get_by_role("button", name="Retry")).to_be_visible()

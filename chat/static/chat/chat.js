@@ -690,6 +690,7 @@
         // Another tab's turn still running (one a stopped server left becomes an error).
         bubble.classList.add("is-pending");
         body.append(el("p", { className: "muted", text: "This answer is not finished yet." }));
+        body.append(stopWaitingButton(message));
       } else {
         const view = assistantView(bubble, body);
         view.text = text;
@@ -712,6 +713,21 @@
       }
     }
     return bubble;
+  }
+
+  /* An answer no stream of this tab is writing (another tab's, or one a restarted
+   * server left): the server is asked to stop it, and closes it within seconds (its turn
+   * stores what it wrote; no turn at all: an error, 10 s on) instead of after
+   * LLM_TIMEOUT + 2 minutes. The page's polling (watchPending) shows the outcome. */
+  function stopWaitingButton(message) {
+    const threadId = state.threadId;
+    const button = el("button", { type: "button", className: "answer-action", text: "Stop waiting" });
+    button.addEventListener("click", () => {
+      button.disabled = true;
+      api(`/api/threads/${threadId}/messages/${message.id}/stop`, { method: "POST" })
+        .catch(() => { button.disabled = false; });
+    });
+    return button;
   }
 
   /* Answers another tab's turn (or this tab before a reload) is still writing: the
