@@ -31,8 +31,11 @@ _CODE = (
 )
 _PARSERS = (
     "beautifulsoup4", "lxml", "openpyxl", "pypdf", "pypdfium2", "python-docx", "python-pptx",
-    "spacy", "tree-sitter", "tree-sitter-go", "tree-sitter-java", "tree-sitter-javascript",
-    "tree-sitter-python", "tree-sitter-typescript", "unstructured", "wordfreq",
+    "spacy", "tree-sitter", "tree-sitter-bash", "tree-sitter-c", "tree-sitter-c-sharp",
+    "tree-sitter-cpp", "tree-sitter-go", "tree-sitter-java", "tree-sitter-javascript",
+    "tree-sitter-kotlin", "tree-sitter-php", "tree-sitter-python", "tree-sitter-ruby",
+    "tree-sitter-rust", "tree-sitter-swift", "tree-sitter-typescript", "unstructured",
+    "wordfreq",
 )
 
 

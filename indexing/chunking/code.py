@@ -54,12 +54,30 @@ def _load_language(name: str) -> object:
         import tree_sitter_java
 
         return tree_sitter_java.language()
+    if name == "php":
+        import tree_sitter_php
+
+        return tree_sitter_php.language_php()  # with its <?php tags and inline HTML
+    if name in _GRAMMAR_MODULES:
+        import importlib
+
+        return importlib.import_module(_GRAMMAR_MODULES[name]).language()
     raise ValueError(f"no tree-sitter grammar for {name!r}")
 
 
-SUPPORTED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java"})
+# Grammars whose module exposes a single language().
+_GRAMMAR_MODULES = {
+    "rust": "tree_sitter_rust", "c": "tree_sitter_c", "cpp": "tree_sitter_cpp",
+    "csharp": "tree_sitter_c_sharp", "ruby": "tree_sitter_ruby", "bash": "tree_sitter_bash",
+    "kotlin": "tree_sitter_kotlin", "swift": "tree_sitter_swift",
+}  # fmt: skip
+SUPPORTED_LANGUAGES = frozenset(
+    {"python", "javascript", "typescript", "tsx", "go", "java", "php", *_GRAMMAR_MODULES}
+)
 _ALIASES = {"py": "python", "js": "javascript", "jsx": "javascript", "ts": "typescript"}
-_ALIASES["golang"] = "go"
+_ALIASES |= {"golang": "go", "rs": "rust", "c++": "cpp", "cxx": "cpp", "cc": "cpp"}
+_ALIASES |= {"c#": "csharp", "cs": "csharp", "c_sharp": "csharp", "rb": "ruby", "kt": "kotlin"}
+_ALIASES |= {"sh": "bash", "shell": "bash", "zsh": "bash"}
 
 
 def normalize_language(language: str | None) -> str | None:
@@ -98,7 +116,8 @@ class _Item:
 
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 # Decorators are siblings of the member they decorate in JS/TS class bodies.
-_ATTACHABLE_TYPES = _COMMENT_TYPES | {"decorator"}
+# Rust's #[derive] and C#'s [Serializable] are the siblings before their item.
+_ATTACHABLE_TYPES = _COMMENT_TYPES | {"decorator", "attribute_item", "attribute_list"}
 
 _FUNCTION_VALUES = frozenset(
     {"arrow_function", "function_expression", "function", "generator_function"}
@@ -237,6 +256,184 @@ def _js_assigned(node: Node, name_field: str, value_field: str) -> _Definition |
     return None
 
 
+def _dotted(node: Node | None) -> str:
+    """`Billing.Invoice` for a name written `Billing::Invoice` or `App\\Billing`."""
+    return re.sub(r"\s*(?:::|\\)\s*", ".", _text(node)).strip(".")
+
+
+def _body(node: Node, *types: str) -> Node | None:
+    """The member container of a declaration whose grammar gives it no `body` field."""
+    body = node.child_by_field_name("body")
+    if body is not None:
+        return body
+    return next((child for child in node.named_children if child.type in types), None)
+
+
+_RUST_TYPES = frozenset({"struct_item", "enum_item", "union_item", "type_item"})
+
+
+def _rust_definition(node: Node) -> _Definition | None:
+    kind = node.type
+    if kind in ("function_item", "function_signature_item", "macro_definition"):
+        return _Definition(_named(node, "name"), node)
+    if kind in _RUST_TYPES:
+        return _Definition(_named(node, "name"), node)
+    if kind in ("trait_item", "mod_item"):
+        return _Definition(_named(node, "name"), node, node.child_by_field_name("body"))
+    if kind == "impl_item":
+        # `impl Display for Ledger` holds Ledger's methods: `Ledger.fmt`.
+        name = _rust_type_name(node.child_by_field_name("type"))
+        return _Definition(name, node, node.child_by_field_name("body")) if name else None
+    return None
+
+
+def _rust_type_name(node: Node | None) -> str:
+    """`Wrapper` for `Wrapper<T>`, `Formatter` for `fmt::Formatter`, `Ledger` for `&Ledger`."""
+    while node is not None and node.type in ("generic_type", "reference_type", "pointer_type"):
+        node = node.child_by_field_name("type")
+    if node is not None and node.type in ("scoped_type_identifier", "scoped_identifier"):
+        node = node.child_by_field_name("name")
+    return _text(node) if node is not None and "\n" not in _text(node) else ""
+
+
+_C_TYPES = frozenset(
+    {"struct_specifier", "union_specifier", "enum_specifier", "class_specifier"}
+)
+_C_DECLARATORS = frozenset(
+    {"pointer_declarator", "reference_declarator", "parenthesized_declarator",
+     "attributed_declarator", "function_declarator"}
+)  # fmt: skip
+
+
+def _c_definition(node: Node) -> _Definition | None:
+    """C and C++: functions (`Ledger::total` as `Ledger.total`), structs, unions, enums,
+    classes and namespaces, typedefs of a struct or enum, templates of any of them."""
+    kind = node.type
+    if kind == "function_definition":
+        name = _c_function_name(node.child_by_field_name("declarator"))
+        return _Definition(name, node) if name else None
+    if kind in _C_TYPES and node.child_by_field_name("body") is not None:
+        name = _dotted(node.child_by_field_name("name"))
+        return _Definition(name, node, node.child_by_field_name("body")) if name else None
+    if kind == "type_definition":
+        inner = node.child_by_field_name("type")
+        name = _text(node.child_by_field_name("declarator"))
+        if inner is not None and inner.type in _C_TYPES and name.isidentifier():
+            return _Definition(name, node)
+        return None
+    if kind == "namespace_definition" and node.child_by_field_name("body") is not None:
+        name = _dotted(node.child_by_field_name("name")) or "(anonymous namespace)"
+        return _Definition(name, node, node.child_by_field_name("body"))
+    if kind == "template_declaration":
+        for child in node.named_children:
+            found = _c_definition(child)
+            if found is not None:
+                return _Definition(found.name, node, found.body)
+        return None
+    return None
+
+
+def _c_function_name(declarator: Node | None) -> str:
+    while declarator is not None and declarator.type in _C_DECLARATORS:
+        if declarator.type == "function_declarator":
+            name = _dotted(declarator.child_by_field_name("declarator"))
+            return name if "\n" not in name and "(" not in name else ""
+        declarator = declarator.child_by_field_name("declarator") or next(
+            iter(declarator.named_children), None
+        )
+    return ""
+
+
+_CSHARP_TYPES = frozenset(
+    {"class_declaration", "struct_declaration", "interface_declaration", "enum_declaration",
+     "record_declaration", "record_struct_declaration", "namespace_declaration"}
+)  # fmt: skip
+_CSHARP_MEMBERS = frozenset(
+    {"method_declaration", "constructor_declaration", "destructor_declaration",
+     "operator_declaration", "conversion_operator_declaration", "delegate_declaration",
+     "local_function_statement"}
+)  # fmt: skip
+
+
+def _csharp_definition(node: Node) -> _Definition | None:
+    if node.type in _CSHARP_TYPES:
+        name = _dotted(node.child_by_field_name("name"))
+        return _Definition(name, node, node.child_by_field_name("body")) if name else None
+    if node.type in _CSHARP_MEMBERS:
+        name = _named(node, "name") or _named(node, "type")
+        return _Definition(name, node) if name else None
+    return None
+
+
+def _ruby_definition(node: Node) -> _Definition | None:
+    kind = node.type
+    if kind == "method":
+        return _Definition(_named(node, "name"), node)
+    if kind == "singleton_method":  # def self.create
+        return _Definition(_named(node, "name"), node)
+    if kind in ("class", "module"):
+        return _Definition(_dotted(node.child_by_field_name("name")), node, _body(node))
+    return None
+
+
+_PHP_TYPES = frozenset(
+    {"class_declaration", "interface_declaration", "trait_declaration", "enum_declaration"}
+)
+
+
+def _php_definition(node: Node) -> _Definition | None:
+    kind = node.type
+    if kind in _PHP_TYPES:
+        return _Definition(_named(node, "name"), node, node.child_by_field_name("body"))
+    if kind in ("function_definition", "method_declaration"):
+        return _Definition(_named(node, "name"), node)
+    if kind == "namespace_definition" and node.child_by_field_name("body") is not None:
+        name = _dotted(node.child_by_field_name("name"))
+        return _Definition(name, node, node.child_by_field_name("body")) if name else None
+    return None
+
+
+def _bash_definition(node: Node) -> _Definition | None:
+    if node.type == "function_definition":
+        return _Definition(_named(node, "name"), node)
+    return None
+
+
+_KOTLIN_BODIES = ("class_body", "enum_class_body")
+
+
+def _kotlin_definition(node: Node) -> _Definition | None:
+    kind = node.type
+    if kind in ("class_declaration", "object_declaration"):
+        return _Definition(_named(node, "name"), node, _body(node, *_KOTLIN_BODIES))
+    if kind == "companion_object":
+        name = _named(node, "name") or "Companion"
+        return _Definition(name, node, _body(node, *_KOTLIN_BODIES))
+    if kind in ("function_declaration", "secondary_constructor"):
+        return _Definition(_named(node, "name") or "constructor", node)
+    if kind == "type_alias":
+        return _Definition(_named(node, "type"), node)
+    return None
+
+
+_SWIFT_BODIES = ("class_body", "enum_class_body", "protocol_body")
+
+
+def _swift_definition(node: Node) -> _Definition | None:
+    kind = node.type
+    if kind in ("class_declaration", "protocol_declaration"):
+        # `extension Ledger: Post { ... }` is a class_declaration named by a user_type.
+        name = _text(node.child_by_field_name("name")).split("<", 1)[0].strip()
+        return _Definition(name, node, _body(node, *_SWIFT_BODIES)) if name else None
+    if kind in ("function_declaration", "protocol_function_declaration"):
+        return _Definition(_named(node, "name"), node)
+    if kind in ("init_declaration", "deinit_declaration"):
+        return _Definition(kind.split("_", 1)[0], node)
+    if kind == "typealias_declaration":
+        return _Definition(_named(node, "name"), node)
+    return None
+
+
 _DEFINITIONS: dict[str, Callable[[Node], _Definition | None]] = {
     "python": _python_definition,
     "go": _go_definition,
@@ -244,6 +441,15 @@ _DEFINITIONS: dict[str, Callable[[Node], _Definition | None]] = {
     "javascript": _js_definition,
     "typescript": _js_definition,
     "tsx": _js_definition,
+    "rust": _rust_definition,
+    "c": _c_definition,
+    "cpp": _c_definition,
+    "csharp": _csharp_definition,
+    "ruby": _ruby_definition,
+    "php": _php_definition,
+    "bash": _bash_definition,
+    "kotlin": _kotlin_definition,
+    "swift": _swift_definition,
 }
 
 

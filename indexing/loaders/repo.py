@@ -31,6 +31,15 @@ TREE_SITTER_LANGUAGES: dict[str, str] = {
     ".tsx": "tsx",
     ".go": "go",
     ".java": "java",
+    ".rs": "rust",
+    ".c": "c", ".h": "c",
+    ".cpp": "cpp", ".hpp": "cpp", ".cc": "cpp", ".hh": "cpp", ".cxx": "cpp", ".hxx": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby", ".rake": "ruby",
+    ".php": "php",
+    ".sh": "bash", ".bash": "bash",
+    ".kt": "kotlin", ".kts": "kotlin",
+    ".swift": "swift",
 }  # fmt: skip
 # Code and config that is chunked by line windows (no grammar installed).
 OTHER_CODE_EXTENSIONS = frozenset(

@@ -822,7 +822,7 @@ impl Point {
 """
 
 
-@pytest.mark.parametrize("language", [None, "rust", "cobol"])
+@pytest.mark.parametrize("language", [None, "fortran", "cobol"])
 def test_unknown_language_uses_line_windows(language: str | None) -> None:
     unit = code_unit(RUST_SRC, language)
     budget = ChunkBudget(max_tokens=25, overlap_tokens=5)

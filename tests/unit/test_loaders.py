@@ -690,7 +690,9 @@ def test_detect_language() -> None:
     assert detect_language("x.tsx") == "tsx"
     assert detect_language("main.go") == "go"
     assert detect_language("A.java") == "java"
-    assert detect_language("lib.rs") is None and is_code_path("lib.rs")
+    assert detect_language("lib.rs") == "rust" and is_code_path("lib.rs")
+    assert detect_language("x.hpp") == "cpp" and detect_language("run.sh") == "bash"
+    assert detect_language("scan.lua") is None and is_code_path("scan.lua")
     assert detect_language("conf.yaml") is None and is_code_path("conf.yaml")
     assert not is_code_path("README.md") and not is_code_path("photo.png")
 
@@ -704,7 +706,9 @@ def test_code_document() -> None:
     assert unit.locator == {"path": "src/pkg/mod.py"}
     assert unit.text == "def f():\n    return 1\n"
     rust = load_bytes(b"fn main() {}\n", filename="main.rs")
-    assert rust.units[0].kind == KIND_CODE and rust.units[0].language is None
+    assert rust.units[0].kind == KIND_CODE and rust.units[0].language == "rust"
+    lua = load_bytes(b"print(1)\n", filename="main.lua")
+    assert lua.units[0].kind == KIND_CODE and lua.units[0].language is None
     with pytest.raises(IngestError, match="UTF-8"):
         load_bytes(b"x = '\xff'\n", filename="bad.py")
 
@@ -757,7 +761,7 @@ def test_walk_repository(tmp_path: Path) -> None:
         ("docs/windows.txt", None),  # UTF-16 with a byte order mark: text
         ("notes.txt", None),
         ("src/app.py", "python"),
-        ("src/lib.rs", None),
+        ("src/lib.rs", "rust"),
         ("src/web/api.ts", "typescript"),
         ("src/web/ui.tsx", "tsx"),
     ]

@@ -1,0 +1,357 @@
+"""Symbols beyond Python, JS/TS, Go and Java: each language's definitions are chunks
+named as a developer would look them up (`Ledger.post`, `impl Display for Ledger` holding
+`Ledger.fmt`), cited at their own lines. The real chunker on small realistic files."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexing.chunking import ChunkBudget, chunk_unit
+from indexing.types import KIND_CODE, ChunkPiece, RawUnit
+
+
+def chunks(source: str, language: str | None, **budget: int) -> list[ChunkPiece]:
+    unit = RawUnit(text=source, locator={"path": f"src/file.{language}"}, kind=KIND_CODE,
+                   language=language)
+    pieces = chunk_unit(unit, ChunkBudget(**budget))
+    for piece in pieces:  # every chunk is the exact text of its lines
+        lines = source.split("\n")[piece.locator["line_start"] - 1 : piece.locator["line_end"]]
+        assert "\n".join(lines).strip() == piece.text.strip()
+    return pieces
+
+
+def spans(pieces: list[ChunkPiece]) -> dict[str, tuple[int, int]]:
+    """Each named chunk's lines (1-based, inclusive); a symbol split in windows spans them."""
+    found: dict[str, tuple[int, int]] = {}
+    for piece in pieces:
+        symbol = piece.locator["symbol"]
+        if symbol is None:
+            continue
+        first, last = piece.locator["line_start"], piece.locator["line_end"]
+        if symbol in found:
+            first, last = min(first, found[symbol][0]), max(last, found[symbol][1])
+        found[symbol] = (first, last)
+    return found
+
+
+RUST = """\
+use std::fmt;
+
+/// What a ledger holds.
+#[derive(Debug, Clone)]
+pub struct Ledger {
+    entries: Vec<i64>,
+}
+
+pub enum Kind {
+    Debit,
+    Credit,
+}
+
+pub trait Post {
+    fn post(&mut self, amount: i64) -> i64;
+}
+
+impl Ledger {
+    pub fn new() -> Self {
+        Ledger { entries: Vec::new() }
+    }
+}
+
+impl Post for Ledger {
+    fn post(&mut self, amount: i64) -> i64 {
+        self.entries.push(amount);
+        amount
+    }
+}
+
+impl fmt::Display for Ledger {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{} entries", self.entries.len())
+    }
+}
+
+macro_rules! square {
+    ($x:expr) => {
+        $x * $x
+    };
+}
+
+mod tests {
+    fn helper() {}
+}
+
+pub fn total(ledger: &Ledger) -> i64 {
+    ledger.entries.iter().sum()
+}
+"""
+
+C = """\
+#include <stdio.h>
+
+#define MAX_LEN 64
+
+/* A point on the plane. */
+typedef struct point {
+    int x;
+    int y;
+} point_t;
+
+struct ledger {
+    int total;
+};
+
+enum color { RED, GREEN };
+
+static int checksum(const char *s)
+{
+    int h = 0;
+    while (*s) h = h * 31 + *s++;
+    return h;
+}
+
+int *make_buffer(size_t n)
+{
+    return calloc(n, sizeof(int));
+}
+"""
+
+CPP = """\
+#include <string>
+
+namespace billing {
+
+class Ledger {
+public:
+    Ledger();
+    int total() const;
+private:
+    int sum_ = 0;
+};
+
+int Ledger::total() const {
+    return sum_;
+}
+
+Ledger::Ledger() {}
+
+template <typename T>
+T max_of(T a, T b) {
+    return a > b ? a : b;
+}
+
+}  // namespace billing
+"""
+
+CSHARP = """\
+using System;
+
+namespace Billing
+{
+    /// <summary>A ledger.</summary>
+    [Serializable]
+    public class Ledger
+    {
+        public int Total { get; set; }
+
+        public Ledger() { }
+
+        public void Post(int amount)
+        {
+            Total += amount;
+        }
+    }
+
+    public interface IPost
+    {
+        void Post(int amount);
+    }
+
+    public enum Color { Red, Green }
+}
+"""
+
+RUBY = """\
+require "json"
+
+module Billing
+  # Keeps the entries.
+  class Ledger
+    attr_reader :total
+
+    def initialize
+      @total = 0
+    end
+
+    def post(amount)
+      @total += amount
+    end
+
+    def self.create
+      new
+    end
+  end
+end
+
+def top_level(x)
+  x * 2
+end
+"""
+
+PHP = """\
+<?php
+namespace App\\Billing;
+
+use Foo\\Bar;
+
+/** A ledger. */
+final class Ledger extends Base
+{
+    private int $total = 0;
+
+    public function post(int $amount): int
+    {
+        $this->total += $amount;
+        return $this->total;
+    }
+}
+
+interface Post
+{
+    public function post(int $amount): int;
+}
+
+trait Loggable
+{
+    public function log(string $message): void {}
+}
+
+function helper($x)
+{
+    return $x;
+}
+"""
+
+BASH = """\
+#!/bin/bash
+set -euo pipefail
+
+# Say hello.
+greet() {
+    echo "hello $1"
+}
+
+function cleanup {
+    rm -rf "$TMP"
+}
+
+trap cleanup EXIT
+greet "$@"
+"""
+
+KOTLIN = """\
+package billing
+
+/** A ledger. */
+class Ledger(private val name: String) {
+    fun post(amount: Int): Int {
+        return amount + 1
+    }
+
+    companion object {
+        fun create(): Ledger = Ledger("main")
+    }
+}
+
+object Registry {
+    fun lookup(id: String) = id
+}
+
+fun String.shout(): String = uppercase()
+"""
+
+SWIFT = """\
+import Foundation
+
+/// A ledger.
+class Ledger {
+    var total = 0
+
+    init(total: Int) {
+        self.total = total
+    }
+
+    func post(_ amount: Int) -> Int {
+        total += amount
+        return total
+    }
+}
+
+protocol Post {
+    func post(_ amount: Int) -> Int
+}
+
+extension Ledger: CustomStringConvertible {
+    var description: String { "\\(total)" }
+}
+
+func top(x: Int) -> Int {
+    return x
+}
+"""
+
+# Budgets small enough that every class is split into its members; a class's closing
+# brace joins its last member's chunk.
+EXPECTED = {
+    "rust": (RUST, 24, {
+        "Kind": (9, 12), "Post": (14, 16), "Ledger.new": (19, 22),
+        "Ledger.post": (25, 29), "Ledger.fmt": (32, 35), "square": (37, 41),
+        "tests": (43, 45), "total": (47, 49),
+    }),
+    "c": (C, 200, {
+        "point_t": (5, 9), "ledger": (11, 13), "color": (15, 15), "checksum": (17, 22),
+        "make_buffer": (24, 27),
+    }),
+    "cpp": (CPP, 30, {
+        "billing.Ledger.total": (13, 15), "billing.Ledger.Ledger": (17, 17),
+        "billing.max_of": (19, 22),
+    }),
+    "csharp": (CSHARP, 25, {
+        "Billing.Ledger.Ledger": (11, 11), "Billing.Ledger.Post": (13, 17),
+        "Billing.IPost": (19, 22), "Billing.Color": (24, 25),
+    }),
+    "ruby": (RUBY, 25, {
+        "Billing.Ledger.initialize": (8, 10), "Billing.Ledger.post": (12, 14),
+        "Billing.Ledger.create": (16, 18), "top_level": (22, 24),
+    }),
+    "php": (PHP, 30, {
+        "Ledger.post": (11, 15), "Post": (18, 21), "Loggable": (23, 26), "helper": (28, 31),
+    }),
+    "bash": (BASH, 200, {"greet": (4, 7), "cleanup": (9, 11)}),
+    "kotlin": (KOTLIN, 25, {
+        "Ledger.post": (5, 7), "Ledger.Companion": (9, 12), "Registry": (14, 16),
+        "shout": (18, 18),
+    }),
+    "swift": (SWIFT, 25, {
+        "Ledger.init": (7, 9), "Ledger.post": (11, 15), "Post": (17, 19), "top": (25, 27),
+    }),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("language", sorted(EXPECTED))
+def test_each_language_names_its_definitions_at_their_lines(language: str) -> None:
+    source, max_tokens, expected = EXPECTED[language]
+    found = spans(chunks(source, language, max_tokens=max_tokens, overlap_tokens=0))
+    assert {name: found.get(name) for name in expected} == expected
+
+
+def test_rust_attributes_and_doc_comments_stay_with_their_item() -> None:
+    pieces = chunks(RUST, "rust")
+    ledger = next(p for p in pieces if p.locator["symbol"] == "Ledger")
+    assert ledger.text.startswith("/// What a ledger holds.\n#[derive(Debug, Clone)]\n")
+
+
+def test_c_functions_returning_pointers_and_typedef_structs_are_named() -> None:
+    found = spans(chunks(C, "c"))
+    assert found["make_buffer"] == (24, 27)  # int *make_buffer(...)
+    assert found["point_t"] == (5, 9)  # the comment above is glued on
