@@ -6,6 +6,7 @@ number always matches `text.splitlines()` for text without exotic separators.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,13 @@ class Lines:
 
 
 def line_windows(
-    lines: Lines, first_row: int, last_row: int, max_tokens: int, overlap_tokens: int
+    lines: Lines,
+    first_row: int,
+    last_row: int,
+    max_tokens: int,
+    overlap_tokens: int,
+    *,
+    blocks: bool = False,
 ) -> list[Span]:
     """Greedy whole-line windows over the rows; consecutive windows share tail lines.
 
@@ -90,6 +97,10 @@ def line_windows(
     `overlap_tokens` (at least one when overlap_tokens > 0), reduced whenever it
     would push a window over `max_tokens`. Lines longer than the budget on
     their own are cut into token pieces and never overlapped.
+
+    With `blocks` (code no grammar parses), a window the budget cuts ends where a
+    top-level block starts rather than mid-function: see `_break_row`. A window that
+    ends so is not overlapped.
     """
     spans: list[Span] = []
     previous: tuple[int, int] | None = None
@@ -115,12 +126,71 @@ def line_windows(
         ):
             end += 1
             cost += lines.costs[end]
+        top_level = False
+        if blocks and end < last_row and lines.costs[end + 1] <= max_tokens:
+            end, top_level = _break_row(lines, start, row, end, last_row, max_tokens)
         span = lines.span(start, end)
         if span is not None:
             spans.append(span)
-        previous = (start, end)
+        # The next window starts a top-level block of its own: nothing of this one to repeat.
+        previous = None if top_level else (start, end)
         row = end + 1
     return spans
+
+
+# Of the top-level blocks a window could end after, about one in _BREAK_ODDS (chosen by
+# the text of the line that follows it) ends it: the same blocks end windows wherever the
+# window began, so a line inserted above leaves the windows after the next such break as
+# they were. Ending at the last block that fits instead shifted every later window.
+_BREAK_ODDS = 3
+
+
+def _break_row(
+    lines: Lines, start: int, row: int, end: int, last_row: int, max_tokens: int
+) -> tuple[int, bool]:
+    """Where a window of rows start..end (cut there by the budget) had better end, and
+    whether the next row starts a top-level block.
+
+    A window ends before a line starting in column 0 (a function, a key, after a closing
+    brace) or, failing that, before a blank line in its second half, so that windows of
+    code without a grammar start at a definition rather than mid-function."""
+    top: list[int] = []
+    blank: int | None = None
+    for candidate in range(row, end + 1):
+        after = _next_content_row(lines, candidate + 1, last_row)
+        if after is None or lines.blank[candidate]:
+            continue
+        # A comment in column 0 starts the block of the definition right under it.
+        ends_block = lines.blank[candidate + 1] or not _starts_block(lines, candidate)
+        if (
+            ends_block
+            and _starts_block(lines, after)
+            and lines.cost(start, candidate) * 4 >= max_tokens
+        ):
+            top.append(candidate)
+        elif lines.blank[candidate + 1] and lines.cost(start, candidate) * 2 >= max_tokens:
+            blank = candidate
+    for candidate in top:
+        after = _next_content_row(lines, candidate + 1, last_row)
+        assert after is not None
+        line = lines.text[lines.starts[after] : lines.ends[after]].rstrip()
+        if zlib.crc32(line.encode("utf-8", "surrogatepass")) % _BREAK_ODDS == 0:
+            return candidate, True
+    if top:
+        return top[-1], True
+    return (blank if blank is not None else end), False
+
+
+def _next_content_row(lines: Lines, row: int, last_row: int) -> int | None:
+    while row <= last_row and lines.blank[row]:
+        row += 1
+    return row if row <= last_row else None
+
+
+def _starts_block(lines: Lines, row: int) -> bool:
+    """A line in column 0 that is not a closing bracket or the continuation of one."""
+    first = lines.text[lines.starts[row] : lines.starts[row] + 1]
+    return bool(first) and not first.isspace() and first not in "{}])"
 
 
 def _overlap_row(
@@ -153,7 +223,8 @@ def chunk_windows(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     if not unit.text.strip():
         return []
     lines = Lines(unit.text)
-    spans = line_windows(lines, 0, len(lines) - 1, budget.max_tokens, budget.overlap_tokens)
+    spans = line_windows(lines, 0, len(lines) - 1, budget.max_tokens, budget.overlap_tokens,
+                         blocks=unit.kind == KIND_CODE)
     sections = sorted(unit.sections, key=lambda s: (s.start, s.end))
     pieces = []
     for span in spans:

@@ -355,3 +355,58 @@ def test_c_functions_returning_pointers_and_typedef_structs_are_named() -> None:
     found = spans(chunks(C, "c"))
     assert found["make_buffer"] == (24, 27)  # int *make_buffer(...)
     assert found["point_t"] == (5, 9)  # the comment above is glued on
+
+
+# --- windows of code without a grammar ----------------------------------------
+
+# The audit's file: 40 small C functions, each under a comment.
+CHECKSUMS = "/* Copyright 2026 */\n#include <stdio.h>\n\n" + "\n".join(
+    f"/* Compute checksum variant {i}. */\n"
+    f"int checksum_variant_{i}(const char *buf, int len) {{\n"
+    "    int h = 0;\n"
+    f"    for (int j = 0; j < len; j++) h = h * {31 + i} + buf[j];\n"
+    "    return h;\n"
+    "}\n"
+    for i in range(40)
+)
+
+
+def changed(before: list[ChunkPiece], after: list[ChunkPiece]) -> int:
+    """How many chunks of `after` would be embedded again: texts `before` did not have."""
+    return len({p.text for p in after} - {p.text for p in before})
+
+
+@pytest.mark.parametrize("language", ["c", None])
+def test_a_line_inserted_at_the_top_re_embeds_few_chunks(language: str | None) -> None:
+    """With the grammar each function is a chunk; without it, windows end before a line in
+    column 0 chosen by its text, so the windows after the next such line are unchanged
+    (greedy windows shifted, all 16 of 16 re-embedded)."""
+    before = chunks(CHECKSUMS, language)
+    after = chunks("// Checksums, one per multiplier.\n" + CHECKSUMS, language)
+    assert len(before) >= 10
+    assert changed(before, after) <= 3
+
+
+def test_windows_without_a_grammar_start_at_a_top_level_line() -> None:
+    pieces = chunks(CHECKSUMS, None)
+    assert len(pieces) > 5
+    for piece in pieces:
+        assert piece.locator["symbol"] is None
+        assert piece.text.startswith(("/* Compute", "/* Copyright")), piece.text
+        assert piece.text.endswith("}")
+    # Every line is in one window (they end at a block: no overlap), within the budget.
+    rows = [r for p in pieces for r in range(p.locator["line_start"], p.locator["line_end"] + 1)]
+    text_rows = {n for n, line in enumerate(CHECKSUMS.split("\n"), start=1) if line.strip()}
+    assert len(rows) == len(set(rows)) and text_rows <= set(rows)
+    assert max(p.token_count for p in pieces) <= ChunkBudget().max_tokens
+
+
+def test_windows_without_a_grammar_in_a_long_function_still_overlap() -> None:
+    """No top-level line inside one long function: windows are cut by the budget and
+    overlap as before, ending before a blank line when one is in their second half."""
+    body = "\n".join(f"    total += step_{i}(value, {i});" for i in range(80))
+    source = f"int long_function(int value) {{\n    int total = 0;\n{body}\n    return total;\n}}\n"
+    pieces = chunks(source, None, max_tokens=60, overlap_tokens=10)
+    assert len(pieces) > 3
+    for first, second in zip(pieces, pieces[1:], strict=False):
+        assert second.locator["line_start"] <= first.locator["line_end"]  # overlapping
