@@ -39,6 +39,9 @@ def label(locator: dict[str, Any]) -> str:
         return f"slide {locator['slide']}"
     if "sheet" in locator:
         return f"sheet {locator.get('sheet_name') or locator['sheet']}"
+    if isinstance(member := locator.get("member"), dict):
+        # A search named a method of a class cited whole: where the method is.
+        return f"lines {member['line_start']}–{member['line_end']} ({member['name']})"
     if "line_start" in locator:
         lines = f"lines {locator['line_start']}–{locator['line_end']}"
         return f"{lines} ({locator['symbol']})" if locator.get("symbol") else lines

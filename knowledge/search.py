@@ -196,8 +196,10 @@ def search(
         rare={row[0] for row in keyword if row[3]},
         lexical={row[0] for row in keyword},
     )
+    # A chunk that defines a name by a symbol it holds is cited under that symbol.
+    members: dict[int, dict] = {}
     if names := _code_names(asked):
-        candidates = named_first(candidates, *_naming(candidates, names))
+        candidates = named_first(candidates, *_naming(candidates, names, members))
     document_of = {row[0]: row[1] for row in (*dense, *keyword, *expanded)}
     metadata: dict[str, Any] = {
         "dense_candidates": len(dense),
@@ -237,6 +239,8 @@ def search(
                 keyword_score=keyword_score,
             )
         )
+        if pk in members:  # cited as "lines 35–38 (InvoiceRenderer.render_pdf)"
+            hits[-1].locator = {**hits[-1].locator, "member": members[pk]}
     return SearchResult(query, hits, metadata)
 
 
@@ -342,13 +346,28 @@ def _code_names(query: str) -> set[str]:
     return {w for w in words if len(words) <= 2 or _CODE_NAME.fullmatch(w)}
 
 
-def _naming(candidates: list[int], names: set[str]) -> tuple[set[int], set[int]]:
+def _naming(
+    candidates: list[int], names: set[str], members: dict[int, dict] | None = None
+) -> tuple[set[int], set[int]]:
     """Of the candidates, those defining one of `names` (a code symbol ending in it:
-    "HarmonicPredictor.height_at"), and those holding verbatim a name with an underscore."""
+    "HarmonicPredictor.height_at", or one of the symbols a chunk holds, such as a method
+    of a class that is one chunk), and those holding verbatim a name with an underscore.
+    A chunk defining it by a symbol it holds gets that symbol in `members`."""
     chunks = Chunk.objects.filter(pk__in=candidates)
-    symbols = chunks.filter(locator__has_key="symbol").values_list("pk", "locator__symbol")
-    defining = {pk for pk, symbol in symbols
-                if isinstance(symbol, str) and symbol.rsplit(".", 1)[-1] in names}
+    symbols = chunks.filter(locator__has_key="symbol").values_list(
+        "pk", "locator__symbol", "locator__symbols"
+    )
+    defining = set()
+    for pk, symbol, held in symbols:
+        if isinstance(symbol, str) and symbol.rsplit(".", 1)[-1] in names:
+            defining.add(pk)
+            continue
+        named = [entry for entry in held if _defines(entry, names)] if isinstance(
+            held, list) else []
+        if named:
+            defining.add(pk)
+            if members is not None:  # the innermost: the method, not its nested class
+                members[pk] = min(named, key=lambda e: e["line_end"] - e["line_start"])
     # PostgreSQL's parser splits a name at its underscores; a camelCase one it keeps whole.
     written = [n for n in names if "_" in n]
     holding: set[int] = set()
@@ -357,6 +376,16 @@ def _naming(candidates: list[int], names: set[str]) -> tuple[set[int], set[int]]
         pattern = "|".join(rf"\m{name}\M" for name in sorted(written))
         holding = set(chunks.filter(text__regex=pattern).values_list("pk", flat=True))
     return defining, holding
+
+
+def _defines(entry: object, names: set[str]) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("name"), str)
+        and isinstance(entry.get("line_start"), int)
+        and isinstance(entry.get("line_end"), int)
+        and entry["name"].rsplit(".", 1)[-1] in names
+    )
 
 
 def _fetch_hits(ordered: list[int]) -> list[tuple]:

@@ -14,6 +14,7 @@ fallback before tree-sitter sees it: see `parse_refusal`.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -143,6 +144,19 @@ def _python_definition(node: Node) -> _Definition | None:
         return _Definition(_named(node, "name"), node)
     if node.type == "class_definition":
         return _Definition(_named(node, "name"), node, node.child_by_field_name("body"))
+    if node.type == "expression_statement" and len(node.named_children) == 1:
+        # `lambda_handler = lambda event, context: ...` is a function by another name.
+        assignment = node.named_children[0]
+        value = assignment.child_by_field_name("right")
+        name = assignment.child_by_field_name("left")
+        if (
+            assignment.type == "assignment"
+            and value is not None
+            and value.type == "lambda"
+            and name is not None
+            and name.type == "identifier"
+        ):
+            return _Definition(_text(name), node)
     return None
 
 
@@ -154,10 +168,35 @@ def _go_definition(node: Node) -> _Definition | None:
         name = _named(node, "name")
         return _Definition(f"{receiver}.{name}" if receiver else name, node)
     if node.type == "type_declaration":
-        for spec in node.named_children:
-            if spec.type in ("type_spec", "type_alias"):
-                return _Definition(_named(spec, "name"), node)
+        # `type ( InvoiceID string; CustomerID string )` is named by all its types; each
+        # is also a symbol of its own lines (`_go_names`).
+        names = [_named(spec, "name") for spec in _go_type_specs(node)]
+        return _Definition(", ".join(names), node) if names else None
     return None
+
+
+def _go_type_specs(node: Node) -> list[Node]:
+    return [spec for spec in node.named_children if spec.type in ("type_spec", "type_alias")]
+
+
+def _go_names(node: Node) -> Iterable[tuple[str, Node]]:
+    if node.type == "type_declaration":
+        specs = _go_type_specs(node)
+        if len(specs) > 1:
+            yield from ((_named(spec, "name"), spec) for spec in specs)
+    elif node.type in ("const_declaration", "var_declaration"):
+        for spec in node.named_children:
+            if spec.type == "var_spec_list":  # var ( ... )
+                yield from _go_names_of_specs(spec.named_children)
+            else:
+                yield from _go_names_of_specs([spec])
+
+
+def _go_names_of_specs(specs: Iterable[Node]) -> Iterable[tuple[str, Node]]:
+    for spec in specs:
+        if spec.type in ("const_spec", "var_spec"):
+            for name in spec.children_by_field_name("name"):
+                yield _text(name), spec
 
 
 def _go_receiver_type(receiver: Node | None) -> str:
@@ -434,6 +473,223 @@ def _swift_definition(node: Node) -> _Definition | None:
     return None
 
 
+# --- names that are no chunk of their own ---------------------------------
+#
+# Constants, variables, fields and prototypes are packed with the statements around them;
+# a conditional definition (`if os.name == "nt": def platform_path()`) is part of its
+# `if`. Each is still named on the chunk that holds it (`locator["symbols"]`), so a search
+# for `MAX_RETRY_COUNT` finds where it is set and the citation names it.
+
+
+def _no_names(node: Node) -> Iterable[tuple[str, Node]]:
+    return ()
+
+
+def _python_names(node: Node, depth: int = 0) -> Iterable[tuple[str, Node]]:
+    kind = node.type
+    if kind == "expression_statement":
+        for assignment in node.named_children:
+            while assignment.type == "assignment":  # a = b = 1
+                for target in _python_targets(assignment.child_by_field_name("left")):
+                    yield _text(target), node
+                assignment = assignment.child_by_field_name("right")
+                if assignment is None:
+                    break
+    elif kind == "type_alias_statement":
+        left = node.child_by_field_name("left")
+        if left is not None:
+            yield _text(left).split("[", 1)[0], node
+    elif kind in _PYTHON_BLOCKS and depth < MAX_NESTING:
+        # Module-level `if`/`try`/`with`: the definitions and assignments in its blocks.
+        for block in _python_blocks(node):
+            for child in block.named_children:
+                definition = _python_definition(child)
+                if definition is not None:
+                    yield definition.name, child
+                else:
+                    yield from _python_names(child, depth + 1)
+
+
+_PYTHON_BLOCKS = frozenset({"if_statement", "try_statement", "with_statement"})
+_PYTHON_CLAUSES = frozenset(
+    {"elif_clause", "else_clause", "except_clause", "except_group_clause", "finally_clause"}
+)
+
+
+def _python_blocks(node: Node) -> Iterable[Node]:
+    for child in node.named_children:
+        if child.type == "block":
+            yield child
+        elif child.type in _PYTHON_CLAUSES:
+            yield from (c for c in child.named_children if c.type == "block")
+
+
+def _python_targets(left: Node | None) -> Iterable[Node]:
+    if left is None:
+        return
+    if left.type == "identifier":
+        yield left
+    elif left.type in ("pattern_list", "tuple_pattern"):  # a, b = ...
+        yield from (child for child in left.named_children if child.type == "identifier")
+
+
+def _js_names(node: Node) -> Iterable[tuple[str, Node]]:
+    kind = node.type
+    if kind == "export_statement":
+        inner = node.child_by_field_name("declaration")
+        if inner is not None:
+            yield from ((name, node) for name, _ in _js_names(inner))
+    elif kind in ("lexical_declaration", "variable_declaration"):
+        for declarator in node.named_children:
+            name = declarator.child_by_field_name("name")
+            if declarator.type == "variable_declarator" and name is not None:
+                if name.type == "identifier":
+                    yield _text(name), node
+    elif kind in ("public_field_definition", "field_definition"):
+        name = node.child_by_field_name("name") or node.child_by_field_name("property")
+        if name is not None and "\n" not in _text(name):
+            yield _text(name), node
+
+
+def _field_names(node: Node) -> Iterable[tuple[str, Node]]:
+    """Java and C# fields, C# properties and events: `int MAX = 5, MIN = 1;`."""
+    if node.type in ("property_declaration", "event_declaration"):
+        name = node.child_by_field_name("name")
+        if name is not None:
+            yield _text(name), node
+    elif node.type in ("field_declaration", "constant_declaration", "event_field_declaration"):
+        for child in _descendants(node, 2):
+            if child.type == "variable_declarator":
+                name = child.child_by_field_name("name") or next(
+                    (c for c in child.named_children if c.type == "identifier"), None
+                )
+                if name is not None:
+                    yield _text(name), node
+
+
+def _descendants(node: Node, depth: int) -> Iterable[Node]:
+    for child in node.named_children:
+        yield child
+        if depth > 1:
+            yield from _descendants(child, depth - 1)
+
+
+def _rust_names(node: Node) -> Iterable[tuple[str, Node]]:
+    if node.type in ("const_item", "static_item"):
+        yield _named(node, "name"), node
+
+
+def _c_names(node: Node) -> Iterable[tuple[str, Node]]:
+    """Macros, globals and prototypes; fields and declared methods of a C++ class."""
+    kind = node.type
+    if kind in ("preproc_def", "preproc_function_def"):
+        yield _named(node, "name"), node
+    elif kind in ("declaration", "field_declaration"):
+        for declarator in node.children_by_field_name("declarator"):
+            name = _c_declared_name(declarator)
+            if name:
+                yield name, node
+    elif kind == "template_declaration":
+        for child in node.named_children:
+            yield from ((name, node) for name, _ in _c_names(child))
+
+
+def _c_declared_name(declarator: Node | None) -> str:
+    while declarator is not None:
+        if declarator.type in ("identifier", "field_identifier", "qualified_identifier"):
+            return _dotted(declarator)
+        if declarator.type == "init_declarator" or declarator.type in _C_DECLARATORS:
+            declarator = declarator.child_by_field_name("declarator")
+            continue
+        return ""
+    return ""
+
+
+def _ruby_names(node: Node) -> Iterable[tuple[str, Node]]:
+    if node.type == "assignment":
+        left = node.child_by_field_name("left")
+        if left is not None and left.type == "constant":
+            yield _text(left), node
+
+
+def _php_names(node: Node) -> Iterable[tuple[str, Node]]:
+    if node.type == "const_declaration":
+        for element in node.named_children:
+            if element.type == "const_element":
+                name = next((c for c in element.named_children if c.type == "name"), None)
+                if name is not None:
+                    yield _text(name), node
+    elif node.type == "property_declaration":
+        for element in node.named_children:
+            if element.type == "property_element":
+                yield _text(element.child_by_field_name("name")).lstrip("$"), node
+
+
+def _bash_names(node: Node) -> Iterable[tuple[str, Node]]:
+    if node.type == "variable_assignment":
+        yield _named(node, "name"), node
+    elif node.type == "declaration_command":  # export X=1, readonly Y=2
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                yield _named(child, "name"), node
+
+
+def _kotlin_names(node: Node) -> Iterable[tuple[str, Node]]:
+    if node.type == "property_declaration":
+        for child in node.named_children:
+            if child.type == "variable_declaration":
+                name = next((c for c in child.named_children if c.type == "identifier"), None)
+                if name is not None:
+                    yield _text(name), node
+
+
+def _swift_names(node: Node) -> Iterable[tuple[str, Node]]:
+    if node.type == "property_declaration":
+        for pattern in node.children_by_field_name("name"):
+            name = pattern.child_by_field_name("bound_identifier")
+            if name is not None:
+                yield _text(name), node
+
+
+_NAMES: dict[str, Callable[[Node], Iterable[tuple[str, Node]]]] = {
+    "python": _python_names,
+    "go": _go_names,
+    "java": _field_names,
+    "javascript": _js_names,
+    "typescript": _js_names,
+    "tsx": _js_names,
+    "rust": _rust_names,
+    "c": _c_names,
+    "cpp": _c_names,
+    "csharp": _field_names,
+    "ruby": _ruby_names,
+    "php": _php_names,
+    "bash": _bash_names,
+    "kotlin": _kotlin_names,
+    "swift": _swift_names,
+}
+
+# C and C++ definitions inside `#ifndef HEADER_H` ... `#endif` (every header) or
+# `extern "C" { ... }` are top-level definitions all the same.
+_TRANSPARENT = frozenset(
+    {"preproc_ifdef", "preproc_if", "preproc_else", "preproc_elif", "preproc_elifdef",
+     "linkage_specification", "declaration_list"}
+)  # fmt: skip
+_CONDITION_FIELDS = ("name", "condition", "value")
+
+
+def _top_nodes(nodes: Iterable[Node], language: str, depth: int = 0) -> Iterable[Node]:
+    for node in nodes:
+        if language in ("c", "cpp") and node.type in _TRANSPARENT and depth < MAX_NESTING:
+            skip = {c.id for f in _CONDITION_FIELDS for c in node.children_by_field_name(f)}
+            if node.type == "linkage_specification":
+                skip.update(c.id for c in node.named_children if c.type == "string_literal")
+            children = [c for c in node.named_children if c.id not in skip]
+            yield from _top_nodes(children, language, depth + 1)
+        else:
+            yield node
+
+
 _DEFINITIONS: dict[str, Callable[[Node], _Definition | None]] = {
     "python": _python_definition,
     "go": _go_definition,
@@ -657,6 +913,64 @@ def parse_refusal(text: str, encoded_size: int, budget: ChunkBudget) -> str | No
     return None
 
 
+# Named spans recorded on one chunk: a class of 60 one-line constants is not 60 entries.
+MAX_CHUNK_SYMBOLS = 40
+
+
+def _named_spans(
+    nodes: Iterable[Node],
+    define: Callable[[Node], _Definition | None],
+    names: Callable[[Node], Iterable[tuple[str, Node]]],
+    prefix: str = "",
+    depth: int = 0,
+) -> list[tuple[int, int, str]]:
+    """(first row, last row, qualified name) of every definition, its members at any
+    depth, and the names `names` finds, in the order of the source."""
+    found: list[tuple[int, int, str]] = []
+    for node in nodes:
+        definition = define(node)
+        if definition is not None and definition.name:
+            name = f"{prefix}{definition.name}"
+            found.append((node.start_point.row, _last_row(node), name))
+            if definition.body is not None and depth < MAX_NESTING:
+                members = _named_spans(
+                    _members(definition.body), define, names, f"{name}.", depth + 1
+                )
+                found.extend(members)
+        for name, part in names(node):
+            if name and "\n" not in name:
+                found.append((part.start_point.row, _last_row(part), f"{prefix}{name}"))
+    return found
+
+
+def _symbols_within(
+    spans: list[tuple[int, int, str]], starts: list[int], span: Span, symbol: str | None
+) -> list[dict[str, object]]:
+    """The named spans starting on a chunk's lines, other than the chunk's own symbol,
+    innermost last: [{"name": "InvoiceRenderer.render_pdf", "line_start": 35, ...}]."""
+    within = []
+    for first, last, name in spans[bisect_left(starts, span.first_row) :]:
+        if first > span.last_row or len(within) == MAX_CHUNK_SYMBOLS:
+            break
+        if name != symbol:
+            name = bounded_symbol(name)
+            within.append({"name": name, "line_start": first + 1, "line_end": last + 1})
+    return within
+
+
+def _with_gaps(items: list[_Item], lines: Lines) -> list[_Item]:
+    """`items` and, between them, the rows no node covers that hold text (the `#endif` of
+    a header whose definitions were taken out of its `#ifndef`), so none is left out."""
+    out: list[_Item] = []
+    row = 0
+    for item in [*items, _Item(len(lines), len(lines))]:
+        if item.first_row > row and lines.trim(row, item.first_row - 1) is not None:
+            out.append(_Item(row, item.first_row - 1))
+        out.append(item)
+        row = max(row, item.last_row + 1)
+    return out[:-1]
+
+
 def chunk_code(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece] | None:
     """Chunks for a supported language, or None when the windows fallback must run."""
     language = normalize_language(unit.language)
@@ -674,8 +988,14 @@ def chunk_code(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece] | None:
     lines = Lines(unit.text)
     define = _DEFINITIONS[language]
     chunker = _CodeChunker(lines, define, budget)
-    chunker.container(_items(tree.root_node.named_children, define, "", 0), None)
-    return [
-        make_piece(unit, span, {"symbol": bounded_symbol(symbol)})
-        for span, symbol in chunker.spans
-    ]
+    top = list(_top_nodes(tree.root_node.named_children, language))
+    chunker.container(_with_gaps(_items(top, define, "", 0), lines), None)
+    named = sorted(_named_spans(top, define, _NAMES.get(language, _no_names)))
+    starts = [first for first, _, _ in named]
+    pieces = []
+    for span, symbol in chunker.spans:
+        extra: dict[str, object] = {"symbol": bounded_symbol(symbol)}
+        if within := _symbols_within(named, starts, span, symbol):
+            extra["symbols"] = within
+        pieces.append(make_piece(unit, span, extra))
+    return pieces

@@ -410,3 +410,174 @@ def test_windows_without_a_grammar_in_a_long_function_still_overlap() -> None:
     assert len(pieces) > 3
     for first, second in zip(pieces, pieces[1:], strict=False):
         assert second.locator["line_start"] <= first.locator["line_end"]  # overlapping
+
+
+# --- names held by a chunk (locator["symbols"]) -------------------------------
+
+
+def held(piece: ChunkPiece) -> dict[str, tuple[int, int]]:
+    return {s["name"]: (s["line_start"], s["line_end"]) for s in piece.locator.get("symbols", [])}
+
+
+def only(pieces: list[ChunkPiece], symbol: str | None, line: int | None = None) -> ChunkPiece:
+    [piece] = [p for p in pieces if p.locator["symbol"] == symbol
+               and (line is None or p.locator["line_start"] <= line <= p.locator["line_end"])]
+    return piece
+
+
+INVOICE = '''\
+"""Invoices."""
+import os
+
+MAX_RETRY_COUNT = 5
+a, b = 1, 2
+lambda_handler = lambda event, context: {"ok": True}
+
+if os.name == "nt":
+    def platform_path(p):
+        return p.replace("/", "\\\\")
+else:
+    def platform_path(p):
+        return p
+
+try:
+    from _speedups import speedup
+except ImportError:
+    def speedup(x):
+        return x
+
+
+class InvoiceRenderer:
+    """Renders invoices."""
+
+    template = "invoice.html"
+
+    def render_html(self):
+        return "<html>"
+
+    @property
+    def render_pdf(self):
+        html = self.render_html()
+        return html.encode()
+
+    class Options:
+        dpi = 300
+'''
+
+
+def test_a_class_that_fits_one_chunk_names_its_methods_at_their_lines() -> None:
+    pieces = chunks(INVOICE, "python")
+    renderer = only(pieces, "InvoiceRenderer")
+    assert (renderer.locator["line_start"], renderer.locator["line_end"]) == (22, 36)
+    assert held(renderer) == {
+        "InvoiceRenderer.template": (25, 25),
+        "InvoiceRenderer.render_html": (27, 28),
+        "InvoiceRenderer.render_pdf": (30, 33),  # from its decorator
+        "InvoiceRenderer.Options": (35, 36),
+        "InvoiceRenderer.Options.dpi": (36, 36),
+    }
+
+
+def test_module_constants_lambdas_and_conditional_definitions_are_named() -> None:
+    pieces = chunks(INVOICE, "python")
+    assert held(only(pieces, None, 4)) == {
+        "MAX_RETRY_COUNT": (4, 4), "a": (5, 5), "b": (5, 5),
+    }
+    assert spans(pieces)["lambda_handler"] == (6, 6)
+    conditional = only(pieces, None, 8)
+    assert [(s["name"], s["line_start"], s["line_end"])
+            for s in conditional.locator["symbols"]] == [
+        ("platform_path", 9, 10), ("platform_path", 12, 13), ("speedup", 18, 19),
+    ]
+
+
+def test_a_class_split_into_members_names_each_member_once() -> None:
+    pieces = chunks(INVOICE, "python", max_tokens=30, overlap_tokens=0)
+    found = spans(pieces)
+    assert found["InvoiceRenderer.render_pdf"] == (30, 33)
+    assert "InvoiceRenderer.render_pdf" not in held(only(pieces, "InvoiceRenderer.render_pdf"))
+    assert "InvoiceRenderer.template" in held(only(pieces, "InvoiceRenderer", 25))
+
+
+GO_TYPES = """\
+package billing
+
+const MaxRetry = 5
+
+var (
+	defaultCurrency = "EUR"
+	rounding        = 2
+)
+
+type (
+	InvoiceID  string
+	CustomerID string
+)
+
+type Ledger struct {
+	entries []int
+}
+"""
+
+
+def test_go_grouped_types_are_named_each_and_together() -> None:
+    pieces = chunks(GO_TYPES, "go")
+    group = only(pieces, "InvoiceID, CustomerID")
+    assert held(group) == {"InvoiceID": (11, 11), "CustomerID": (12, 12)}
+    assert only(pieces, "Ledger").locator.get("symbols") is None
+    assert held(only(pieces, None, 3)) == {
+        "MaxRetry": (3, 3), "defaultCurrency": (6, 6), "rounding": (7, 7),
+    }
+
+
+HEADER = """\
+#ifndef LEDGER_H
+#define LEDGER_H
+
+#define LEDGER_MAX 64
+
+struct ledger {
+    int total;
+};
+
+int ledger_post(struct ledger *l, int amount);
+
+static inline int ledger_total(const struct ledger *l)
+{
+    return l->total;
+}
+
+#endif /* LEDGER_H */
+"""
+
+
+def test_c_definitions_inside_an_include_guard_are_chunks_of_their_own() -> None:
+    pieces = chunks(HEADER, "c")
+    assert spans(pieces)["ledger_total"] == (12, 15)
+    assert held(only(pieces, "ledger")) == {"ledger.total": (7, 7)}
+    names = {name for p in pieces for name in held(p)}
+    assert {"LEDGER_H", "LEDGER_MAX", "ledger_post"} <= names
+    # The guard's lines are indexed too.
+    assert any(p.text.endswith("#endif /* LEDGER_H */") for p in pieces)
+
+
+def test_js_constants_and_class_fields_are_named() -> None:
+    source = (
+        "export const MAX_RETRIES = 3;\n"
+        "const client = makeClient();\n\n"
+        "export class Api {\n"
+        "  baseUrl = '/api';\n"
+        "  fetchUser(id) {\n"
+        "    return fetch(`${this.baseUrl}/users/${id}`);\n"
+        "  }\n"
+        "}\n"
+    )
+    pieces = chunks(source, "javascript")
+    assert held(only(pieces, None, 1)) == {"MAX_RETRIES": (1, 1), "client": (2, 2)}
+    assert held(only(pieces, "Api")) == {"Api.baseUrl": (5, 5), "Api.fetchUser": (6, 8)}
+
+
+def test_a_chunk_names_at_most_forty_symbols() -> None:
+    source = "\n".join(f"LIMIT_{i} = {i}" for i in range(60)) + "\n"
+    pieces = chunks(source, "python", max_tokens=2000)
+    assert len(pieces) == 1 and len(pieces[0].locator["symbols"]) == 40
