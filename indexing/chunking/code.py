@@ -6,9 +6,10 @@ packed together; classes over budget are split into a header chunk and one
 chunk per method. All chunks are whole lines, addressed by tree-sitter rows,
 which count "\\n" exactly like `windows.Lines`.
 
-Code too large to parse cheaply (over `ChunkBudget.code_parse_max_bytes`) or with
-lines no one wrote by hand (minified bundles, embedded data) is left to the line-window
-fallback before tree-sitter sees it: see `parse_refusal`.
+Code too large to parse cheaply (over `ChunkBudget.code_parse_max_bytes`) is left to the
+line-window fallback before tree-sitter sees it (`parse_refusal`); lines no one wrote by
+hand (minified bundles, embedded data) are kept from the parser and cut into windows
+where they stand (`_without_long_lines`).
 """
 
 from __future__ import annotations
@@ -891,9 +892,10 @@ class _CodeChunker:
         self.spans.append((span, symbol))
 
 
-# A line longer than this was generated, not written (minified code, inlined data): such
-# a file's definitions share a line, so tree-sitter could name no symbol anyway (`_fold`),
-# and its parse would cost time and memory for nothing.
+# A line longer than this was generated, not written (minified code, inlined data): it is
+# left out of the parse (its definitions would share one line, `_fold`, and its parse
+# would cost time and memory for nothing) and cut into windows where it stands, so the
+# hand-written rest of its file keeps its symbols.
 MAX_PARSED_LINE_CHARS = 10_000
 
 
@@ -902,15 +904,32 @@ def parse_refusal(text: str, encoded_size: int, budget: ChunkBudget) -> str | No
     if encoded_size > budget.code_parse_max_bytes:
         # tree-sitter's tree takes ~200 bytes a byte of source (1 MB: ~210 MB, 8 MB: 1.7 GB)
         return "size"
-    # A C-speed scan for the first "\n" after each position: a line of more than
-    # MAX_PARSED_LINE_CHARS characters is a window of them without one.
+    return None
+
+
+def _without_long_lines(text: str) -> str:
+    """`text` with each line over MAX_PARSED_LINE_CHARS emptied: the same rows, for the
+    parser. A C-speed scan for the first "\n" after each position finds them."""
+    kept: list[str] = []
     start = 0
-    while start < len(text):
+    cut = False
+    while True:
         newline = text.find("\n", start, start + MAX_PARSED_LINE_CHARS + 1)
         if newline < 0:
-            return "long line" if len(text) - start > MAX_PARSED_LINE_CHARS else None
+            end = text.find("\n", start)
+            end = len(text) if end < 0 else end
+            if end - start > MAX_PARSED_LINE_CHARS:
+                cut = True
+                kept.append("")
+            else:
+                kept.append(text[start:end])
+            if end == len(text):
+                break
+            start = end + 1
+            continue
+        kept.append(text[start:newline])
         start = newline + 1
-    return None
+    return "\n".join(kept) if cut else text
 
 
 # Named spans recorded on one chunk: a class of 60 one-line constants is not 60 entries.
@@ -981,6 +1000,9 @@ def chunk_code(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece] | None:
     source = unit.text.encode("utf-8")
     if parse_refusal(unit.text, len(source), budget) is not None:
         return None
+    parsed = _without_long_lines(unit.text)
+    if parsed is not unit.text:
+        source = parsed.encode("utf-8")
     try:
         tree = _parser(language).parse(source)
     except Exception:  # noqa: BLE001 - any grammar/parser failure means "use windows"

@@ -875,33 +875,52 @@ def test_code_over_the_parse_bound_is_cut_into_line_windows_unparsed(monkeypatch
         ChunkBudget(code_parse_max_bytes=-1)
 
 
-def test_code_with_a_generated_length_line_is_cut_into_line_windows_unparsed(
+def test_a_generated_length_line_is_windowed_alone_and_kept_from_the_parser(
     monkeypatch,
 ) -> None:
-    """Minified code or inlined data: no hand-written line is 10,000 characters long."""
+    """Minified code or inlined data: no hand-written line is 10,000 characters long. Such
+    a line is cut into windows where it stands; the parser never sees it, and the rest of
+    its file keeps its symbols (it used to demote the whole file to windows)."""
     from indexing.chunking import code
 
     budget = ChunkBudget(max_tokens=60, overlap_tokens=10)
     limit = 10_000
     assert code.MAX_PARSED_LINE_CHARS == limit
-    for line, language in (("x=1;" * (limit // 4), "javascript"),
-                           ('"' + "ab" * (limit // 2) + '"', "python")):
+    parser = code._parser
+    longest_parsed: list[int] = []
+
+    def recording(language: str):
+        real = parser(language)
+
+        class Recording:
+            def parse(self, source: bytes):
+                longest_parsed.append(max(map(len, source.split(b"\n"))))
+                return real.parse(source)
+
+        return Recording()
+
+    monkeypatch.setattr(code, "_parser", recording)
+    for line in ("x=1;" * (limit // 4), '"' + "ab" * (limit // 2) + '"'):
         assert len(line) >= limit
         # A line of `limit` characters is parsed, with its file's symbols ...
         parsed = code_unit(f"{PYTHON_SRC}\nBLOB = {line[: limit - 7]}\n", "python")
         assert max(map(len, parsed.text.split("\n"))) == limit
         assert "Store.save" in by_symbol(chunk_unit(parsed, budget))
-        # ... one character more, first, last or in between, and nothing is.
-        with monkeypatch.context() as patched:
-            asked = _count_parsers(patched)
-            for text in (f"{line}X\n{PYTHON_SRC}", f"{PYTHON_SRC}\n{line}X",
-                         f"{PYTHON_SRC}\n{line}X\n{PYTHON_SRC}"):
-                unit = code_unit(text, language)
-                pieces = chunk_unit(unit, budget)
-                check_invariants(unit, budget, pieces)
-                assert covered_non_space(unit, pieces)
-                assert {p.locator["symbol"] for p in pieces} == {None}
-            assert asked == []
+        assert longest_parsed.pop() == limit
+        # ... one character more, first, last or in between, is not.
+        for text in (f"{line}X\n{PYTHON_SRC}", f"{PYTHON_SRC}\n{line}X",
+                     f"{PYTHON_SRC}\n{line}X\n{PYTHON_SRC}"):
+            unit = code_unit(text, "python")
+            pieces = chunk_unit(unit, budget)
+            assert longest_parsed.pop() < limit
+            check_invariants(unit, budget, pieces)
+            assert covered_non_space(unit, pieces)
+            assert "Store.save" in by_symbol(pieces)
+            row = text.split("\n").index(f"{line}X") + 1
+            cut = [p for p in pieces if p.locator["line_start"] <= row <= p.locator["line_end"]]
+            assert len(cut) > 1
+            assert all(p.locator["line_start"] == p.locator["line_end"] == row for p in cut)
+            assert {p.locator["symbol"] for p in cut} == {None}
 
 
 def test_windows_fallback_for_unknown_kind_has_heading_path() -> None:

@@ -14,9 +14,13 @@ def chunks(source: str, language: str | None, **budget: int) -> list[ChunkPiece]
     unit = RawUnit(text=source, locator={"path": f"src/file.{language}"}, kind=KIND_CODE,
                    language=language)
     pieces = chunk_unit(unit, ChunkBudget(**budget))
-    for piece in pieces:  # every chunk is the exact text of its lines
+    for piece in pieces:  # every chunk is its lines' text (a piece of it for a long line)
         lines = source.split("\n")[piece.locator["line_start"] - 1 : piece.locator["line_end"]]
-        assert "\n".join(lines).strip() == piece.text.strip()
+        assert source[piece.locator["char_start"] : piece.locator["char_end"]] == piece.text
+        if piece.locator["line_start"] < piece.locator["line_end"]:
+            assert "\n".join(lines).strip() == piece.text.strip()
+        else:
+            assert piece.text.strip() in lines[0]
     return pieces
 
 
@@ -581,3 +585,31 @@ def test_a_chunk_names_at_most_forty_symbols() -> None:
     source = "\n".join(f"LIMIT_{i} = {i}" for i in range(60)) + "\n"
     pieces = chunks(source, "python", max_tokens=2000)
     assert len(pieces) == 1 and len(pieces[0].locator["symbols"]) == 40
+
+
+# --- a generated line in a hand-written file ----------------------------------
+
+
+def test_a_line_over_10000_characters_is_windowed_alone_and_the_rest_keeps_its_symbols() -> None:
+    """The audit's longline.py: a 16 KB line of numbers, then a function. The whole file
+    became 56 one-line windows and after_long_line lost its symbol."""
+    data = "DATA = [" + ", ".join(str(i) for i in range(3000)) + "]"
+    assert len(data) > 10_000
+    source = f"{data}\n\n\ndef after_long_line():\n    return len(DATA)\n"
+    pieces = chunks(source, "python")
+    assert spans(pieces) == {"after_long_line": (4, 5)}
+    long = [p for p in pieces if p.locator["line_start"] == 1]
+    assert len(long) > 1 and all(p.locator["line_end"] == 1 for p in long)
+    assert "".join(p.text for p in long).replace(" ", "") == data.replace(" ", "")
+    # In the middle of a class, between two methods.
+    source = ("class Table:\n    def first(self):\n        return 1\n\n"
+              f"    {data}\n\n    def second(self):\n        return 2\n")
+    found = spans(chunks(source, "python"))
+    assert found["Table.first"] == (2, 3) and found["Table.second"] == (7, 8)
+
+
+def test_a_minified_file_is_still_only_windows() -> None:
+    line = "var a=function(){return 1};" * 800
+    pieces = chunks(f"{line}\n{line}\n", "javascript")
+    assert {p.locator["symbol"] for p in pieces} == {None}
+    assert {p.locator["line_start"] for p in pieces} == {1, 2}
