@@ -138,11 +138,20 @@ def line_windows(
     return spans
 
 
-# Of the top-level blocks a window could end after, about one in _BREAK_ODDS (chosen by
-# the text of the line that follows it) ends it: the same blocks end windows wherever the
-# window began, so a line inserted above leaves the windows after the next such break as
-# they were. Ending at the last block that fits instead shifted every later window.
-_BREAK_ODDS = 3
+# Of the top-level blocks a window could end after, some are chosen by the text of the
+# line that follows them (content-defined chunking): the same blocks end windows wherever
+# the window began, so a line inserted above leaves the windows after the next such break
+# as they were. Ending at the last block that fits instead shifted every later window.
+# The fuller the window, the likelier a block ends it (_ODDS): windows of many tiny
+# functions still fill most of their budget.
+_ODDS = ((3, 4, 2), (1, 2, 8), (1, 4, 32))  # (past this fraction, one block in so many)
+
+
+def _odds(cost: int, max_tokens: int) -> int:
+    for numerator, denominator, odds in _ODDS:
+        if cost * denominator >= max_tokens * numerator:
+            return odds
+    return 1 << 30
 
 
 def _break_row(
@@ -154,30 +163,27 @@ def _break_row(
     A window ends before a line starting in column 0 (a function, a key, after a closing
     brace) or, failing that, before a blank line in its second half, so that windows of
     code without a grammar start at a definition rather than mid-function."""
-    top: list[int] = []
+    last_top: int | None = None
     blank: int | None = None
     for candidate in range(row, end + 1):
-        after = _next_content_row(lines, candidate + 1, last_row)
-        if after is None or lines.blank[candidate]:
+        if lines.blank[candidate]:
             continue
+        after = _next_content_row(lines, candidate + 1, last_row)
+        if after is None:
+            continue
+        cost = lines.cost(start, candidate)
         # A comment in column 0 starts the block of the definition right under it.
         ends_block = lines.blank[candidate + 1] or not _starts_block(lines, candidate)
-        if (
-            ends_block
-            and _starts_block(lines, after)
-            and lines.cost(start, candidate) * 4 >= max_tokens
-        ):
-            top.append(candidate)
-        elif lines.blank[candidate + 1] and lines.cost(start, candidate) * 2 >= max_tokens:
+        if ends_block and _starts_block(lines, after) and cost * 4 >= max_tokens:
+            line = lines.text[lines.starts[after] : lines.ends[after]].rstrip()
+            odds = _odds(cost, max_tokens)
+            if zlib.crc32(line.encode("utf-8", "surrogatepass")) % odds == 0:
+                return candidate, True
+            last_top = candidate
+        elif lines.blank[candidate + 1] and cost * 2 >= max_tokens:
             blank = candidate
-    for candidate in top:
-        after = _next_content_row(lines, candidate + 1, last_row)
-        assert after is not None
-        line = lines.text[lines.starts[after] : lines.ends[after]].rstrip()
-        if zlib.crc32(line.encode("utf-8", "surrogatepass")) % _BREAK_ODDS == 0:
-            return candidate, True
-    if top:
-        return top[-1], True
+    if last_top is not None:
+        return last_top, True
     return (blank if blank is not None else end), False
 
 
