@@ -239,10 +239,26 @@ def _as_now(entry: CitationEntry) -> CitationEntry:
     chunk's row, and moves it when text before it changed (a page put in front, a paragraph
     inserted): the page, boxes and offsets cited then would show another passage."""
     now = getattr(entry, "current_locator", None)
-    if now and now != entry.locator and freshness(entry) == "current":
-        entry.locator = now
-        entry.display = {**entry.display, "label": locators.label(now)}
+    if now and freshness(entry) == "current":
+        now = _with_member(now, cited=entry.locator)
+        if now != entry.locator:
+            entry.locator = now
+            entry.display = {**entry.display, "label": locators.label(now)}
     return entry
+
+
+def _with_member(now: dict[str, Any], *, cited: dict[str, Any]) -> dict[str, Any]:
+    """The chunk's locator with the `member` its search named (a method of a class cited
+    whole: the hit's, not the chunk's), at the lines the chunk now gives that symbol."""
+    member = cited.get("member")
+    if not isinstance(member, dict):
+        return now
+    current = next(
+        (held for held in now.get("symbols") or () if isinstance(held, dict)
+         and held.get("name") == member.get("name")),
+        None,
+    )
+    return {**now, "member": current} if current is not None else now
 
 
 def citation_json(entry: CitationEntry) -> dict[str, Any]:

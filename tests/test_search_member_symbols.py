@@ -109,3 +109,20 @@ def test_each_type_of_a_go_group_is_cited_under_its_own_name(code, workspace):
 def test_a_chunk_named_after_the_name_is_cited_as_before(code, workspace):
     first = search(query="send_invoice", workspace=workspace, limit=3).hits[0]
     assert first.locator["symbol"] == "send_invoice" and "member" not in first.locator
+
+
+def test_a_conversation_keeps_the_method_it_was_shown_when_read_again(
+    code, workspace, user, settings
+):
+    """The method a search named travels with the passage it registered: reading the
+    conversation's citation later still says where the method is, not the whole class."""
+    from chat import services
+
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace=workspace, user=user)
+    services.post_message(thread=thread, text="render_pdf", stream=False)
+    client = APIClient()
+    client.force_authenticate(user)
+    shown = [client.get(f"/api/threads/{thread.pk}/citations/{n}").json() for n in (1, 2, 3)]
+    labels = [c.get("label") for c in shown]
+    assert "lines 19–21 (InvoiceRenderer.render_pdf)" in labels, labels
