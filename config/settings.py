@@ -291,7 +291,7 @@ API_THROTTLE_USER = env("API_THROTTLE_USER", default="1200/minute")
 API_THROTTLE_CHAT = env("API_THROTTLE_CHAT", default="20/minute")
 # Sign-in: after LOGIN_FAILURES_LIMIT failed attempts for one username from one address
 # within LOGIN_FAILURES_WINDOW seconds, that pair is refused until the window passes
-# (config/login_throttle.py); every failure is logged on django.security.
+# (knowledge/login_throttle.py); every failure is logged on django.security.
 LOGIN_FAILURES_LIMIT = env.int("LOGIN_FAILURES_LIMIT", default=5)
 LOGIN_FAILURES_WINDOW = env.int("LOGIN_FAILURES_WINDOW", default=900)
 AUTHENTICATION_BACKENDS = [
