@@ -8,11 +8,19 @@ and over plain HTTP behind a TLS proxy (HTTPS=true redirects everything else).
 
 from __future__ import annotations
 
+import logging
+
 from django.db import connection
 from django.db.utils import Error as DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from indexing.sources import BrokerUnavailable, check_broker
+
+logger = logging.getLogger(__name__)
+
+
+# Anyone who reaches the port may ask: what is unreachable is said, where it is (hosts,
+# ports, user names in the errors) is logged for operators only.
 
 
 def _database() -> str:
@@ -20,15 +28,16 @@ def _database() -> str:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except DatabaseError as exc:
-        return f"unavailable: {exc}".strip()
+        logger.warning("Readiness: the database is unavailable: %s", exc)
+        return "unavailable"
     return "ok"
 
 
 def _broker() -> str:
     try:
-        check_broker()
-    except BrokerUnavailable as exc:
-        return f"unavailable: {exc}"
+        check_broker()  # logs why
+    except BrokerUnavailable:
+        return "unavailable"
     return "ok"
 
 

@@ -131,7 +131,7 @@ def test_readiness_says_the_broker_is_unavailable(broker, web_celery, client):
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json()["status"] == "unavailable"
-    assert response.json()["broker"].startswith("unavailable")
+    assert response.json()["broker"] == "unavailable"  # where it is goes to the log only
     assert response.json()["database"] == "ok"
 
 
