@@ -138,7 +138,7 @@ def test_workspaces_api_lists_and_only_the_owner_changes_the_mode(api, user, wor
     workspace.members.add(member)
     listed = api.get("/api/workspaces").json()
     assert listed == [{"slug": "acme", "name": "Acme", "retrieval_mode": "tool",
-                       "is_owner": True, "created_at": listed[0]["created_at"]}]
+                       "is_owner": True, "role": "owner", "created_at": listed[0]["created_at"]}]
 
     bad = api.patch("/api/workspaces/acme", {"retrieval_mode": "telepathy"}, format="json")
     assert bad.status_code == 400 and "retrieval_mode" in bad.json()

@@ -14,7 +14,7 @@ import time
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from gunicorn.app.base import BaseApplication
-from kombu.utils.url import maskurl
+from kombu.utils.url import sanitize_url
 
 logger = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ class Command(BaseCommand):
             for name, queues in worker_queues().items():
                 self.stdout.write(
                     f"Starting the {name} worker ({', '.join(queues)}) on "
-                    f"{maskurl(settings.CELERY_BROKER_URL)}"  # no password in the log
+                    f"{sanitize_url(settings.CELERY_BROKER_URL)}"  # no password in the log
                 )
                 workers.append(start_worker(name, queues))
         server = _Gunicorn({
