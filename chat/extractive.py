@@ -48,6 +48,7 @@ from citations import units
 from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_frequency
 from citations.contiguity import overlap
 from citations.grounding import Grounder
+from citations.locations import asked_definition, location_span, where_of
 from citations.rows import TABLE_COLUMNS, is_header, is_table_row, read_under, table_header
 from citations.sentences import split_passage
 
@@ -56,6 +57,7 @@ DOCUMENT_LINE: Final = re.compile(r'^<document title="([^"]*)"')
 SECTION_LINE: Final = re.compile(r'^<section title="([^"]*)">$')
 WORD: Final = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 NOTHING_FOUND: Final = "I could not find an answer to that in the knowledge base."
+FILE_NAME: Final = re.compile(r"^[^\s/]+(?:/[^\s/]+)*\.\w+$")
 
 MONTHS: Final = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
@@ -719,6 +721,10 @@ def compose_answer(
     Without a grounder the ranking is by words only and nothing is checked. ``topic``: see
     rank_sentences.
     """
+    if (symbol := asked_definition(question)) and (
+        located := _definitions(symbol, passages, titles or {})
+    ):
+        return located
     ranked = rank_sentences(question, passages, titles=titles, tuning=tuning, topic=topic)
     floor = tuning.min_score
     best = ranked[0].score if ranked else -math.inf
@@ -761,6 +767,28 @@ def compose_answer(
     precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
     return _quote(chosen, "[{}]")
+
+
+def _definitions(
+    symbol: str, passages: Sequence[tuple[int, str]], titles: Mapping[int, str]
+) -> str:
+    """"`X` is defined in path. [n]" for each file whose passage defines the name asked
+    about (at most two, in the order retrieval ranked them), or "" when none does.
+
+    Only a sentence the location check vouches for is said (the same check the message's
+    grounding runs), so a passage that merely calls the name is never given as its place.
+    """
+    said: dict[str, str] = {}
+    for number, text in passages:
+        where = where_of(titles.get(number, ""))
+        if where.document in said or len(said) == 2 or not FILE_NAME.search(where.document):
+            continue  # only a file is a place code is defined in
+        section = where.section.split(" › ")[-1].strip()
+        name = section if section.split(".")[-1] == symbol.split(".")[-1] else symbol
+        sentence = f"{name} is defined in {where.document}."
+        if location_span(sentence, text, titles.get(number)) is not None:
+            said[where.document] = f"`{name}` is defined in {where.document}. [{number}]"
+    return " ".join(said.values())
 
 
 def _record_named(question: str, best: Candidate) -> frozenset[str]:

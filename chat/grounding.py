@@ -24,6 +24,7 @@ from citations.grounding import (
 from citations.normalizer import normalize
 from embeddings import get_embedder
 from embeddings.entailment import OnnxEntailment
+from knowledge import locators
 
 
 @functools.lru_cache(maxsize=4)
@@ -145,7 +146,7 @@ def _grounded(
     result = check_answer(
         answer=answer,
         passages={c["n"]: c["text"] for c in citations},
-        titles={c["n"]: c["document"]["title"] for c in citations if c["document"]["title"]},
+        titles={c["n"]: title for c in citations if (title := _title(c))},
         max_pairs=max_pairs,
         # Where each passage lies says which are contiguous pieces of one document (chunks
         # overlap), as no text can: a web result or an earlier turn has no place, and is
@@ -159,6 +160,17 @@ def _grounded(
     grounding = result.to_dict()
     grounding.pop("citations")  # each citation carries its own support
     return grounded, grounding
+
+
+def _title(citation: dict[str, Any]) -> str:
+    """What the passage is about as its evidence showed it: its document's title and,
+    for a knowledge-base passage, the section (for code, the symbol) it sits in. A
+    sentence saying where code is defined names that place, not words of the passage."""
+    title = citation["document"]["title"] or ""
+    if citation["source_type"] != "kb_chunk" or not title:
+        return title
+    section = locators.evidence_section(citation["locator"], title)
+    return f"{title} › {section}" if section else title
 
 
 def _places(citations: list[dict[str, Any]]) -> dict[int, Place]:

@@ -20,7 +20,6 @@ from citations.renderer import (
     quoted,
     render_evidence,
 )
-from citations.rows import TABLE_COLUMNS
 from citations.sentences import CITATION
 from indexing.types import holds_unstorable
 from knowledge import locators
@@ -210,7 +209,7 @@ def _evidence(
             passages = [
                 Passage(
                     numbers[chunk_key(document.pk, chunk_id)], text,
-                    section=_section(locator, document.title),
+                    section=locators.evidence_section(locator, document.title),
                 )
                 for _, chunk_id, text, locator in sorted(rows, key=lambda row: row[0])
             ]
@@ -219,14 +218,6 @@ def _evidence(
         return render_evidence(rendered) + note
 
     return Evidence(units, render)
-
-
-def _section(locator: dict, title: str) -> str:
-    """Where a passage sits; rows far down a table are read under its header row."""
-    section = locators.section(locator, title=title)
-    if header := locator.get("table_header"):
-        return " › ".join(part for part in (section, f"{TABLE_COLUMNS}{header}") if part)
-    return section
 
 
 def _whole(value: object) -> int:

@@ -40,6 +40,7 @@ import numpy as np
 from . import checks
 from .claims import Features, analyze, rarity, stem
 from .contiguity import Joined, Place, contiguous
+from .locations import location_span
 from .rows import cells, is_table_row, table_header
 from .sentences import Clause, Sentence, cited_clauses, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
@@ -261,6 +262,17 @@ class _Plan:
     code: tuple[str, ...]
 
 
+def _located(job: _Job) -> Support | None:
+    """A sentence saying where code is defined, backed by the passage being that
+    definition in that place (citations.locations): words alone cannot judge it."""
+    for key, text in job.passages.items():
+        span = location_span(job.claim, text, job.subjects.get(key))
+        if span is not None:
+            return Support("supported", 1.0, "the passage defines it, in the place named",
+                           key, span, (span,))
+    return None
+
+
 class EntailmentModel(Protocol):
     def entailment(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """For each (premise, hypothesis): the probability that the premise entails it."""
@@ -434,15 +446,17 @@ class Grounder:
             for key in known.keys() & self._verdicts.keys():
                 self._verdicts.move_to_end(key)
         fresh = {key: job for key, job in zip(keys, jobs, strict=True) if known[key] is None}
+        located = {key: support for key, job in fresh.items()
+                   if (support := _located(job)) is not None}
         plans = {
             key: self._plan(job.claim, job.passages, cross_passage=job.cross_passage,
                             subjects=job.subjects, words=job.words, code=job.code)
-            for key, job in fresh.items()
+            for key, job in fresh.items() if key not in located
         }
         vectors = self._embed(list(plans.values()))
         judged = self._entailed(
             fresh, {key: self._judge(plan, vectors) for key, plan in plans.items()}
-        )
+        ) | located
         with self._lock:
             for key, support in judged.items():
                 self._verdicts[key] = support

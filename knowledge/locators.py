@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from citations.rows import TABLE_COLUMNS
+
 # PDF pages are joined with a form feed in Document.text, as pdftotext does,
 # so a page locator can always be mapped back to its page text.
 PAGE_SEPARATOR = "\f"
@@ -62,3 +64,12 @@ def section(locator: dict[str, Any], *, title: str = "") -> str:
     if parts and parts[0] == " ".join(title.split()):
         parts = parts[1:]
     return " › ".join(part for part in parts if part)
+def evidence_section(locator: dict[str, Any], title: str) -> str:
+    """Where a passage sits, as the evidence shown to a model names it: its section, and
+    for rows far down a table, the header row they are read under."""
+    found = section(locator, title=title)
+    if header := locator.get("table_header"):
+        return " › ".join(part for part in (found, f"{TABLE_COLUMNS}{header}") if part)
+    return found
+
+
