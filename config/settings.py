@@ -55,6 +55,11 @@ if HTTPS:
 # the proxy's X-Forwarded-Host is trusted to carry the public host name.
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 USE_X_FORWARDED_HOST = env.bool("USE_X_FORWARDED_HOST", default=False)
+# A front end served from another origin calls the API with a token (never the session
+# cookie: credentials stay off, so another site cannot act as a signed-in user).
+CORS_ALLOWED_ORIGINS = env.list("CORS_ALLOWED_ORIGINS", default=[])
+CORS_URLS_REGEX = r"^/api/.*$"
+CORS_EXPOSE_HEADERS = ["Retry-After", "Location"]
 SILENCED_SYSTEM_CHECKS = [] if HTTPS else [
     "security.W004",  # SECURE_HSTS_SECONDS
     "security.W008",  # SECURE_SSL_REDIRECT
@@ -75,6 +80,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "csp",
+    "corsheaders",
     "knowledge",
     "indexing",
     "chat",
@@ -90,6 +96,9 @@ MIDDLEWARE = [
     "config.request_limits.NulCharacterMiddleware",
     # Before any check of the Host header or of HTTPS: probes come by address, over HTTP.
     "config.health.HealthMiddleware",
+    # Before anything that may answer: a preflight or a refusal needs its CORS headers,
+    # or the browser reports a network error instead of the API's JSON message.
+    "corsheaders.middleware.CorsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
