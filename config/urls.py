@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from chat import api as chat_api
 from chat import views as chat_views
 from indexing import api as indexing_api
+from knowledge import account_api
 from knowledge import api as knowledge_api
 
 handler400 = "config.errors.bad_request"
@@ -40,6 +41,8 @@ urlpatterns = [
         name="api-document-chunks",
     ),
     path("api/workspaces", knowledge_api.WorkspaceListView.as_view(), name="api-workspaces"),
+    path("api/auth/token", account_api.TokenView.as_view(), name="api-token"),
+    path("api/me", account_api.MeView.as_view(), name="api-me"),
     path(
         "api/workspaces/<slug:slug>",
         knowledge_api.WorkspaceDetailView.as_view(),

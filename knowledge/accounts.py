@@ -1,0 +1,40 @@
+"""API sign-in for front ends: a username and password exchanged for the user's token.
+
+The token is DRF's (one per user, as the admin's *Tokens* page and `drf_create_token`
+make it): signing out deletes it, on every device that holds it.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth import authenticate
+from django.contrib.auth.signals import user_logged_in
+from django.http import HttpRequest
+from rest_framework.authtoken.models import Token
+
+
+class SignInThrottled(Exception):
+    """Too many failed sign-ins for this username from this address (login_throttle)."""
+
+
+def sign_in(*, request: HttpRequest, username: str, password: str) -> Token | None:
+    """The user's API token (made on first sign-in), or None for a wrong username or
+    password or an inactive user.
+
+    Goes through django.contrib.auth like the sign-in page: failures are counted and
+    logged, and past LOGIN_FAILURES_LIMIT the pair is refused (SignInThrottled) before
+    any password is checked; a success clears the count and sets `last_login`.
+    """
+    user = authenticate(request, username=username, password=password)
+    if getattr(request, "login_throttled", False):
+        # authenticate() turns the throttle's PermissionDenied into None; the flag says.
+        raise SignInThrottled
+    if user is None:
+        return None
+    user_logged_in.send(sender=user.__class__, request=request, user=user)
+    token, _ = Token.objects.get_or_create(user=user)
+    return token
+
+
+def sign_out(*, user) -> None:
+    """Delete the user's API token: every client holding it is signed out."""
+    Token.objects.filter(user=user).delete()
