@@ -38,14 +38,19 @@ def requeue_stranded_documents(sender=None, **kwargs) -> None:
     from django.conf import settings
     from django.db import connections
 
+    from indexing.deletion import resume_deletions
     from indexing.sources import requeue_unfinished
 
     try:
+        older_than = timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS)
         count = requeue_unfinished(
-            older_than=timedelta(seconds=settings.INGEST_REQUEUE_AFTER_SECONDS),
+            older_than=older_than,
             left_by=getattr(sender, "hostname", "") or "",
             left_before=STARTED,  # not those this run has taken already
         )
+        # A workspace deleted while the broker was down, or whose deleting worker
+        # stopped: still hidden, its rows still there.
+        resume_deletions(older_than=older_than)
     except Exception:  # a worker that cannot sweep must still serve its queue
         logger.exception("Could not re-queue unfinished documents at worker start")
         return

@@ -18,12 +18,12 @@ from django.utils.html import format_html, format_html_join
 from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
-from indexing import sources
+from indexing import deletion, sources
 from indexing.forms import AddSourcesForm
 from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.serializers import JOB_DOCUMENTS_LISTED
-from knowledge.services import workspace_create, workspace_delete
+from knowledge.services import workspace_create
 
 STATUS_COLORS = {
     Document.Status.PENDING: "#777",
@@ -80,7 +80,10 @@ class MemberScoped:
     def get_queryset(self, request: HttpRequest):
         rows = super().get_queryset(request)
         if request.user.is_superuser:
-            return rows
+            if self.workspace_path == "pk":
+                return rows  # Workspace.objects: those being deleted are already left out
+            # Rows of a workspace being deleted are not shown while a worker removes them.
+            return rows.filter(**{f"{self.workspace_path}__deleting_since": None})
         return rows.filter(**{f"{self.workspace_path}__in": self.member_workspaces(request)})
 
     def member_choices(self, db_field, request: HttpRequest):
@@ -187,8 +190,11 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
         )
         obj.pk, obj._state = created.pk, created._state
 
+    # Hidden at once, its rows deleted by a worker: a large corpus took seconds, in
+    # the request.
     def delete_model(self, request, obj: Workspace) -> None:
-        workspace_delete(workspace=obj)
+        deletion.delete_workspace(workspace=obj)
+        self._deleting_later(request, 1)
 
     def delete_refusal(self, obj: Workspace) -> str:
         return f"workspace “{obj}” (only its owner, {obj.owner}, deletes it)"
@@ -203,7 +209,14 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
                 + ", ".join(self.delete_refusal(w) for w in refused)
             )
         for workspace in workspaces:
-            workspace_delete(workspace=workspace)
+            deletion.delete_workspace(workspace=workspace)
+        self._deleting_later(request, len(workspaces))
+
+    def _deleting_later(self, request, count: int) -> None:
+        messages.info(request, (
+            "It is gone from every list and search now; " if count == 1 else
+            "They are gone from every list and search now; "
+        ) + "a worker deletes the documents, chunks and conversations in the background.")
 
 
 class SameWorkspaceForm(forms.ModelForm):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 import numpy as np
+from django.db.models import Exists, OuterRef, Q
 
 from embeddings import Embedder
 from indexing.models import EmbeddingCacheEntry
 from indexing.types import content_hash
+from knowledge.models import Chunk
 
 # A vector is kept as float32, as pgvector stores it: 1.5 KB for 384 dimensions, where a
 # list of Python floats took 12 KB and the indexing of a document holds every chunk's.
@@ -31,10 +34,14 @@ def cached_vectors(model_id: str, hashes: Iterable[str]) -> dict[str, Vector]:
     return found
 
 
-def store_vectors(model_id: str, vectors: dict[str, Vector]) -> None:
+def store_vectors(model_id: str, vectors: dict[str, Vector], texts: dict[str, str]) -> None:
+    """Keep `vectors` (by text hash) of `texts` (the same keys) under `model_id`."""
     EmbeddingCacheEntry.objects.bulk_create(
         [
-            EmbeddingCacheEntry(model=model_id, content_hash=h, embedding=v)
+            EmbeddingCacheEntry(
+                model=model_id, content_hash=h, embedding=v,
+                embed_hash=content_hash(f"{model_id}\n{texts[h]}"),  # as a chunk records it
+            )
             for h, v in vectors.items()
         ],
         ignore_conflicts=True,  # another worker may have embedded the same text
@@ -55,6 +62,23 @@ def embed_with_cache(
     if missing:
         fresh = embedder.embed_documents([by_hash[h] for h in missing])
         new = {h: as_vector(v) for h, v in zip(missing, fresh, strict=True)}
-        store_vectors(embedder.model_id, new)
+        store_vectors(embedder.model_id, new, by_hash)
         vectors.update(new)
     return vectors, len(missing)
+
+
+def prune_unused(*, created_before: datetime) -> int:
+    """Delete the cached vectors no chunk uses any more (their documents deleted or
+    re-indexed into other text), of those stored before `created_before`; how many.
+
+    Entries stored since are left: an indexer running now may have stored them for
+    chunks it has yet to write. Entries stored before the cache recorded `embed_hash`
+    are not tied to any chunk and go too (text they held is embedded again if met).
+    One anti-join over the chunks: a maintenance query, run by a task or a command.
+    """
+    used = Chunk.objects.filter(embed_hash=OuterRef("embed_hash"))
+    unused = EmbeddingCacheEntry.objects.filter(
+        Q(embed_hash="") | ~Exists(used), created_at__lt=created_before
+    )
+    deleted, _ = unused.delete()
+    return deleted

@@ -6,7 +6,7 @@ from celery import Task, shared_task
 from celery.exceptions import TimeLimitExceeded
 from django.conf import settings
 
-from indexing import pipeline, sources
+from indexing import deletion, pipeline, sources
 from knowledge import vector_index
 from knowledge.models import Document
 
@@ -39,8 +39,9 @@ def index_document_task(
     self, document_id: int, force: bool = False, interactive: bool = False
 ) -> str:
     try:
+        # A document of a workspace being deleted is as good as gone.
         workspace_id = Document.objects.values_list("workspace_id", flat=True).get(
-            pk=document_id
+            pk=document_id, workspace__deleting_since=None
         )
         sources.send_held(workspace_id=workspace_id, taken=document_id)
         if pipeline.failed_since_queued(document_id=document_id):
@@ -105,3 +106,13 @@ def _index_workspace_when_large(workspace_id: int, chunks_before: int) -> None:
 def build_vector_index_task(workspace_id: int) -> bool:
     """Give a workspace that grew large its own HNSW index (minutes at 100k chunks)."""
     return vector_index.build_own_index(workspace_id)
+
+
+@shared_task(
+    ignore_result=True, acks_late=True, reject_on_worker_lost=True,
+    autoretry_for=pipeline.DATABASE_ERRORS, retry_backoff=True, retry_backoff_max=300,
+    max_retries=None,  # a database outage is waited out: the workspace stays hidden
+)
+def delete_workspace_task(workspace_id: int) -> int:
+    """Delete a hidden workspace's rows in batches, then the cached vectors left unused."""
+    return deletion.purge_workspace(workspace_id=workspace_id)

@@ -18,6 +18,15 @@ from knowledge.source_types import SourceType
 TEXT_SEARCH_CONFIG = "english"
 
 
+class LiveWorkspaces(models.Manager):
+    """Workspaces not being deleted. A deleted workspace leaves every list, search and
+    lookup at once (`deleting_since` set); a task then removes its rows in batches
+    (knowledge.services.workspace_delete), which for a large corpus takes a while."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(deleting_since=None)
+
+
 class Workspace(models.Model):
     class RetrievalMode(models.TextChoices):
         # The model searches through tools, as often as it needs.
@@ -48,6 +57,14 @@ class Workspace(models.Model):
         help_text="How the chat model gets evidence: by calling tools, or injected before it runs",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set when its owner deleted it: `objects` no longer finds it while its rows go.
+    deleting_since = models.DateTimeField(null=True, blank=True, editable=False)
+
+    # The first manager is the default one (the admin's, forms', selectors'); a row's
+    # own workspace (document.workspace) is read through the base manager, which finds
+    # one being deleted too.
+    objects = LiveWorkspaces()
+    all_objects = models.Manager()  # noqa: DJ012 (a manager, read as a field by ruff)
 
     def __str__(self) -> str:
         return self.name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
 from knowledge import vector_index
 from knowledge.models import Document, Workspace
@@ -22,14 +23,39 @@ def workspace_create(
     return workspace
 
 
-def workspace_delete(*, workspace: Workspace) -> None:
-    """Delete a workspace with its corpus and threads, then its own vector index."""
+# Documents deleted a transaction at a time by workspace_delete: each batch holds its
+# rows' locks (and the chunk triggers' work) for a moment, not for the whole corpus.
+DELETE_BATCH = 200
+
+
+def workspace_hide(*, workspace: Workspace) -> None:
+    """Take a workspace out of every list, search and lookup at once, before its rows are
+    deleted (workspace_delete). Its slug is freed too, for a new workspace to take now:
+    "deleting:…" is no slug anyone can choose."""
+    Workspace.all_objects.filter(pk=workspace.pk, deleting_since=None).update(
+        deleting_since=timezone.now(), slug=f"deleting:{workspace.pk}"
+    )
+
+
+def workspace_delete(*, workspace: Workspace, batch: int = DELETE_BATCH) -> None:
+    """Delete a workspace with its corpus and threads, then its own vector index.
+
+    It is hidden first (workspace_hide), so that no one sees it half deleted; then its
+    documents go `batch` at a time, each batch committed, and the workspace's own row
+    last. Interrupted, it is run again from where it stopped (the workspace stays
+    hidden meanwhile): every step deletes what is left.
+    """
     pk = workspace.pk
     with transaction.atomic():
-        # Documents first, read by their keys and stored file only: the delete's signals
-        # (django_cleanup removing stored uploads) would otherwise load every text at once.
-        Document.objects.filter(workspace=workspace).only("pk", "source_file").delete()
-        workspace.delete()
+        workspace_hide(workspace=workspace)
+    documents = Document.objects.filter(workspace_id=pk).order_by("pk")
+    while ids := list(documents.values_list("pk", flat=True)[:batch]):
+        with transaction.atomic():
+            # Read by their keys and stored file only: the delete's signals (django_cleanup
+            # removing stored uploads) would otherwise load every text at once.
+            Document.objects.filter(pk__in=ids).only("pk", "source_file").delete()
+    with transaction.atomic():
+        Workspace.all_objects.filter(pk=pk).delete()
     # Only once the delete is committed: a rolled-back delete keeps its index.
     vector_index.drop_own_index(pk)
 

@@ -1,4 +1,5 @@
-"""`manage.py requeue [--minutes N]`: send unfinished documents to the workers again."""
+"""`manage.py requeue [--minutes N]`: send unfinished documents, and the deletion of
+workspaces deleted but still there, to the workers again."""
 
 from __future__ import annotations
 
@@ -6,15 +7,21 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from indexing import sources
+from indexing import deletion, sources
 
 
 class Command(BaseCommand):
-    help = "Re-queue documents PENDING or INDEXING for longer than --minutes (default 5)."
+    help = (
+        "Re-queue documents PENDING or INDEXING, and workspace deletions unfinished, for "
+        "longer than --minutes (default 5)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--minutes", type=float, default=5.0)
 
     def handle(self, *args, **options) -> None:
-        count = sources.requeue_unfinished(older_than=timedelta(minutes=options["minutes"]))
+        older_than = timedelta(minutes=options["minutes"])
+        count = sources.requeue_unfinished(older_than=older_than)
         self.stdout.write(f"Re-queued {count} documents")
+        if deleting := deletion.resume_deletions(older_than=older_than):
+            self.stdout.write(f"Re-queued the deletion of {deleting} workspaces")
