@@ -49,7 +49,8 @@ from indexing.loaders.repo import (
 )
 from indexing.loaders.text import SNIFF_BYTES
 from indexing.loaders.web import check_url
-from indexing.pipeline import REPEATED_BLOCKS_KEY, too_large
+from indexing.pipeline import REPEATED_BLOCKS_KEY, read_source, too_large
+from indexing.signature import indexer_signature
 from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
 from knowledge.models import Document, Folder, IngestJob, Workspace
@@ -1341,9 +1342,46 @@ def register_operator_sources(
             documents += _register_location(
                 workspace, location, folder=folder, job=job, include_assets=include_assets,
             )
+        settled = settle_unchanged(documents=documents, force=force)
         if queue:
-            enqueue(documents, force=force)
+            enqueue([d for d in documents if d.pk not in settled], force=force)
     return OperatorSources(job, documents, repositories)
+
+
+def settle_unchanged(*, documents: Sequence[Document], force: bool = False) -> set[int]:
+    """Of documents just registered, the server files indexed before, under this indexer
+    signature, whose bytes hash the same now: INDEXED again at once and counted unchanged,
+    as their task would have found them; their ids. A task queued per such file took
+    44 s for 250 files and embedded nothing.
+
+    The same test as the pipeline's (indexing.pipeline.index_document): a file that
+    cannot be read now, a web page (a fetch) and an upload are left to the workers.
+    """
+    if force:
+        return set()
+    signature = indexer_signature()
+    settled: set[int] = set()
+    for document in documents:
+        if not (
+            document.uri.startswith("file://") and document.last_indexed_at is not None
+            and document.content_hash and document.indexed_by == signature
+            and document.status == Document.Status.PENDING
+        ):
+            continue
+        try:
+            if read_source(document).sha256 == document.content_hash:
+                settled.add(document.pk)
+        except IngestError:
+            continue  # its task fails it, saying why
+    Document.objects.filter(pk__in=settled).update(
+        status=Document.Status.INDEXED, progress=100, unchanged=True, updated_at=timezone.now(),
+    )
+    for document in documents:
+        if document.pk in settled:
+            document.status, document.progress, document.unchanged = (
+                Document.Status.INDEXED, 100, True
+            )
+    return settled
 
 
 def _is_web(location: str) -> bool:

@@ -122,3 +122,42 @@ def test_ingest_refuses_a_worker_timeout_that_is_not_a_positive_number(
         call_command("ingest", str(tmp_path), "--worker-timeout", seconds,
                      workspace=workspace.slug, stdout=io.StringIO())
     assert not Document.objects.filter(workspace=workspace).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ingest_again_queues_no_task_for_unchanged_files(workspace, tmp_path):
+    from celery.signals import task_prerun
+
+    (tmp_path / "a.md").write_text("# A\n\nThe breakwater was rebuilt in 1998.\n")
+    (tmp_path / "b.md").write_text("# B\n\nThe slipway closes at 18:00.\n")
+    (tmp_path / "c.md").write_text("# C\n\nThe ferry leaves at noon.\n")
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, stdout=io.StringIO(),
+                 stderr=io.StringIO())
+    (tmp_path / "b.md").write_text("# B\n\nThe slipway closes at 19:00.\n")
+    ran: list[int] = []
+
+    def record(sender=None, args=(), **kwargs) -> None:
+        if sender.name == "indexing.tasks.index_document_task":
+            ran.append(args[0])
+
+    task_prerun.connect(record, weak=False)
+    try:
+        out = io.StringIO()
+        call_command("ingest", str(tmp_path), workspace=workspace.slug, stdout=out,
+                     stderr=io.StringIO())
+    finally:
+        task_prerun.disconnect(record)
+    changed = Document.objects.get(uri=(tmp_path / "b.md").resolve().as_uri())
+    assert ran == [changed.pk], "a task only for the file that changed"
+    assert "2 unchanged, 1 indexed, 0 failed" in out.getvalue()
+    assert changed.chunks_embedded == 1  # its changed chunk only
+    assert Document.objects.filter(status=Document.Status.INDEXED).count() == 3
+    # --force queues them all again.
+    ran.clear()
+    task_prerun.connect(record, weak=False)
+    try:
+        call_command("ingest", str(tmp_path), workspace=workspace.slug, force=True,
+                     stdout=io.StringIO(), stderr=io.StringIO())
+    finally:
+        task_prerun.disconnect(record)
+    assert len(ran) == 3

@@ -129,7 +129,8 @@ class Command(BaseCommand):
             embedded = 0
             with tqdm(documents, desc="Indexing", unit="doc") as bar:
                 for document in bar:
-                    if document.status != Document.Status.FAILED:
+                    # Not those refused at registration, nor those found unchanged there.
+                    if document.status == Document.Status.PENDING:
                         try:
                             outcome = pipeline.index_document(
                                 document_id=document.pk, force=options["force"]
