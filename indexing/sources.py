@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
 from django.conf import settings
@@ -1120,6 +1120,21 @@ def _is_asset(path: Path, root: Path) -> bool:
     return is_site_asset(path.relative_to(root).as_posix(), head.decode("utf-8", "replace"))
 
 
+# The stages of a registration a Progress is told of.
+REGISTERED, CHECKED = "registered", "checked for changes"
+
+
+class Progress(Protocol):
+    """Told how far a long registration is: `done` of `total` files of `stage`
+    (REGISTERED, CHECKED), `where` (a folder, or "" for the whole job)."""
+
+    def __call__(self, stage: str, done: int, total: int, where: str) -> None: ...
+
+
+def no_progress(stage: str, done: int, total: int, where: str) -> None:
+    pass
+
+
 def add_directory(
     *,
     workspace: Workspace,
@@ -1127,12 +1142,14 @@ def add_directory(
     folder: Folder | None = None,
     job: IngestJob | None = None,
     include_assets: bool = False,
+    progress: Progress = no_progress,
 ) -> list[Document]:
     root = root.resolve()
     paths = _capped(iter_files(root, include_assets=include_assets), root)
     repeated = repeated_blocks_by_directory(paths)
-    return [
-        add_path(
+    documents = []
+    for path in paths:
+        documents.append(add_path(
             workspace=workspace,
             path=path,
             folder=folder,
@@ -1140,9 +1157,9 @@ def add_directory(
             metadata=_with_repeated(
                 {"path": path.relative_to(root).as_posix()}, repeated.get(path.parent)
             ),
-        )
-        for path in paths
-    ]
+        ))
+        progress(REGISTERED, len(documents), len(paths), str(root))
+    return documents
 
 
 # Pages per directory read at registration to find what a site repeats on each.
@@ -1247,6 +1264,7 @@ def add_repository_walked(
     root: Path,
     folder: Folder | None = None,
     job: IngestJob | None = None,
+    progress: Progress = no_progress,
 ) -> tuple[list[Document], RepositoryWalked]:
     """`add_repository`, and what its walk selected and left out.
 
@@ -1260,8 +1278,9 @@ def add_repository_walked(
         workspace=workspace, parent=folder, name=walked.top.name
     )[0]
     repeated = repeated_blocks_by_directory(f.abs_path for f in walked.files)
-    documents = [
-        add_path(
+    documents = []
+    for repo_file in walked.files:
+        documents.append(add_path(
             workspace=workspace,
             path=repo_file.abs_path,
             folder=repo_folder,
@@ -1270,9 +1289,8 @@ def add_repository_walked(
                 {"repo_root": str(walked.top), "path": repo_file.path},
                 repeated.get(repo_file.abs_path.parent),
             ),
-        )
-        for repo_file in walked.files
-    ]
+        ))
+        progress(REGISTERED, len(documents), len(walked.files), str(root))
     return documents, walked
 
 
@@ -1315,6 +1333,7 @@ def register_operator_sources(
     queue: bool = True,
     force: bool = False,
     description: str = "",
+    progress: Progress = no_progress,
 ) -> OperatorSources:
     """`manage.py ingest`: files, folders, repositories and URLs of the operator, in one job.
 
@@ -1323,7 +1342,8 @@ def register_operator_sources(
     Server paths are not confined to INGEST_SERVER_ROOTS here: the operator has the
     shell already. A missing path or a refused URL is SourceRefused; with `queue`
     the broker is checked and the documents queued, all in one transaction (an
-    outage saves nothing, not even the job).
+    outage saves nothing, not even the job). `progress` is told of each file
+    registered, and checked for changes (settle_unchanged).
     """
     repositories: list[tuple[str, RepositoryWalked, bool]] = []
     with transaction.atomic():
@@ -1334,21 +1354,24 @@ def register_operator_sources(
             path = Path(location)
             if not _is_web(location) and _as_repository(path, as_repositories):
                 added, walked = add_repository_walked(
-                    workspace=workspace, root=path, folder=folder, job=job
+                    workspace=workspace, root=path, folder=folder, job=job, progress=progress
                 )
                 documents += added
                 repositories.append((location, walked, as_repositories is None))
                 continue
             documents += _register_location(
                 workspace, location, folder=folder, job=job, include_assets=include_assets,
+                progress=progress,
             )
-        settled = settle_unchanged(documents=documents, force=force)
+        settled = settle_unchanged(documents=documents, force=force, progress=progress)
         if queue:
             enqueue([d for d in documents if d.pk not in settled], force=force)
     return OperatorSources(job, documents, repositories)
 
 
-def settle_unchanged(*, documents: Sequence[Document], force: bool = False) -> set[int]:
+def settle_unchanged(
+    *, documents: Sequence[Document], force: bool = False, progress: Progress = no_progress
+) -> set[int]:
     """Of documents just registered, the server files indexed before, under this indexer
     signature, whose bytes hash the same now: INDEXED again at once and counted unchanged,
     as their task would have found them; their ids. A task queued per such file took
@@ -1361,7 +1384,8 @@ def settle_unchanged(*, documents: Sequence[Document], force: bool = False) -> s
         return set()
     signature = indexer_signature()
     settled: set[int] = set()
-    for document in documents:
+    for done, document in enumerate(documents, 1):
+        progress(CHECKED, done, len(documents), "")
         if not (
             document.uri.startswith("file://") and document.last_indexed_at is not None
             and document.content_hash and document.indexed_by == signature
@@ -1450,7 +1474,7 @@ def _why_left_out(walked: RepositoryWalked, path: Path) -> str:
 
 def _register_location(
     workspace: Workspace, location: str, *, folder: Folder | None, job: IngestJob,
-    include_assets: bool,
+    include_assets: bool, progress: Progress,
 ) -> list[Document]:
     if _is_web(location):
         if problem := url_problem(location):
@@ -1459,7 +1483,8 @@ def _register_location(
     path = Path(location)
     if path.is_dir():
         return add_directory(
-            workspace=workspace, root=path, folder=folder, job=job, include_assets=include_assets
+            workspace=workspace, root=path, folder=folder, job=job,
+            include_assets=include_assets, progress=progress,
         )
     if path.is_file():
         return [add_path(workspace=workspace, path=path, folder=folder, job=job)]

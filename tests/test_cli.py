@@ -161,3 +161,19 @@ def test_ingest_again_queues_no_task_for_unchanged_files(workspace, tmp_path):
     finally:
         task_prerun.disconnect(record)
     assert len(ran) == 3
+
+
+def test_ingest_reports_registration_progress_on_stderr_and_not_with_v0(workspace, tmp_path):
+    for name in "abc":
+        (tmp_path / f"{name}.md").write_text(f"# {name}\n\nThe ferry leaves at noon.\n")
+    err = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
+                 progress_every=1e-9, stdout=io.StringIO(), stderr=err)
+    lines = err.getvalue().splitlines()
+    assert f"Registered 3 of 3 files in {tmp_path.resolve()}" in lines
+    assert "Checked 3 of 3 files for changes" in lines
+
+    err = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
+                 progress_every=1e-9, verbosity=0, stdout=io.StringIO(), stderr=err)
+    assert "Registered" not in err.getvalue()

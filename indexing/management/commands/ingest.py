@@ -35,6 +35,25 @@ def positive_seconds(value: str) -> float:
     return seconds
 
 
+class RegistrationReport:
+    """A line to stderr, at most every `every` seconds, while the files are registered and
+    checked for changes: 2,500 files took 80 s before the job's first word."""
+
+    def __init__(self, stderr, every: float) -> None:
+        self.stderr, self.every = stderr, every
+        self.last = time.monotonic()
+
+    def __call__(self, stage: str, done: int, total: int, where: str) -> None:
+        now = time.monotonic()
+        if now - self.last < self.every:
+            return
+        self.last = now
+        if stage == sources.REGISTERED:
+            self.stderr.write(f"Registered {done:,} of {total:,} files in {where}")
+        else:
+            self.stderr.write(f"Checked {done:,} of {total:,} files for changes")
+
+
 class Command(BaseCommand):
     help = "Ingest files, directories, URLs or code repositories into a workspace."
 
@@ -76,6 +95,11 @@ class Command(BaseCommand):
             "--no-wait", action="store_true", help="queue and return without waiting"
         )
         parser.add_argument(
+            "--progress-every", type=positive_seconds, default=3.0, metavar="SECONDS",
+            help="while registering files, report how far it got at most this often "
+            "(to stderr; -v 0 says nothing)",
+        )
+        parser.add_argument(
             "--worker-timeout",
             type=positive_seconds,
             default=30.0,
@@ -109,6 +133,10 @@ class Command(BaseCommand):
                     queue=not inline,
                     force=options["force"],
                     description="manage.py ingest " + " ".join(options["sources"]),
+                    progress=(
+                        RegistrationReport(self.stderr, options["progress_every"])
+                        if options["verbosity"] >= 1 else sources.no_progress
+                    ),
                 )
                 job, documents = registered.job, registered.documents
         except sources.BrokerUnavailable as exc:
