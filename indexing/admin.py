@@ -11,6 +11,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -32,6 +33,16 @@ STATUS_COLORS = {
     Document.Status.STALE: "#b26a00",
     Document.Status.FAILED: "#c62828",
 }
+# A document of a cancelled job is FAILED with a note (sources.CANCELLED): shown apart,
+# it is nothing broken to look into.
+CANCELLED = "CANCELLED"
+CANCELLED_COLOR = "#6d4c41"
+
+
+def cancelled(document: Document) -> bool:
+    return document.status == Document.Status.FAILED and document.last_error.startswith(
+        sources.CANCELLED
+    )
 
 
 class DeleteSummarized:
@@ -317,6 +328,29 @@ class JobFilter(admin.SimpleListFilter):
         return queryset.filter(jobs=int(value))
 
 
+class StatusFilter(admin.SimpleListFilter):
+    """The status filter, with the documents of cancelled jobs apart from those that
+    failed: FAILED lists the failures to look into, CANCELLED those to re-index when
+    wanted. By the field's own parameter, so links made for Django's filter still work."""
+
+    title = "status"
+    parameter_name = "status__exact"
+
+    def lookups(self, request, model_admin):
+        return [*Document.Status.choices, (CANCELLED, "Cancelled with its job")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        by_cancel = Q(last_error__startswith=sources.CANCELLED)
+        if value == CANCELLED:
+            return queryset.filter(by_cancel, status=Document.Status.FAILED)
+        if value == Document.Status.FAILED:
+            return queryset.filter(status=value).exclude(by_cancel)
+        if value is not None:
+            return queryset.filter(status=value)
+        return queryset
+
+
 @admin.register(Document)
 class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "document_ids"
@@ -325,7 +359,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         "chunk_count", "latest_run", "last_indexed_at", "short_error",
     ]
     list_filter = [
-        "status", "source_type", ("workspace", MemberWorkspaceFilter), JobFilter
+        StatusFilter, "source_type", ("workspace", MemberWorkspaceFilter), JobFilter
     ]
     # A folder may be null: Django's own select_related leaves it out (a query a row).
     list_select_related = ["workspace", "folder"]
@@ -367,9 +401,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Document) -> str:
-        return format_html(
-            '<b style="color:{}">{}</b>', STATUS_COLORS.get(obj.status, "#000"), status_text(obj)
-        )
+        color = CANCELLED_COLOR if cancelled(obj) else STATUS_COLORS.get(obj.status, "#000")
+        return format_html('<b style="color:{}">{}</b>', color, status_text(obj))
 
     @admin.display(description="latest indexing")
     def latest_run(self, obj: Document) -> str:
@@ -491,9 +524,12 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
 
 
 def status_text(document: Document) -> str:
-    """INDEXED, FAILED…; a queued document reads "waiting in queue"."""
+    """INDEXED, FAILED…; a queued document reads "waiting in queue", one its job's cancel
+    left unindexed CANCELLED."""
     if document.status == Document.Status.PENDING:
         return Document.Status.PENDING.label
+    if cancelled(document):
+        return CANCELLED
     return document.status
 
 

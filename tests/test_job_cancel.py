@@ -147,3 +147,32 @@ def test_the_schema_documents_the_cancel(api):
     assert {"200", "404"} <= set(cancel["responses"])
     job = response.json()["components"]["schemas"]["IngestJob"]["properties"]
     assert "when it was cancelled" in job["cancelled_at"]["description"]
+
+
+def test_the_admin_lists_cancelled_documents_apart_from_failed_ones(
+    client, staff, workspace, settings, tmp_path
+):
+    settings.MEDIA_ROOT = tmp_path / "media"
+    job = IngestJob.objects.create(workspace=workspace)
+    tides = sources.add_upload(workspace=workspace, upload=SimpleUploadedFile(*TIDES), job=job)
+    broken = sources.add_upload(workspace=workspace, upload=SimpleUploadedFile(*PIER))
+    assert sources.cancel_job(job=job) == 1
+    Document.objects.filter(pk=broken.pk).update(
+        status=Document.Status.FAILED, last_error="The file is not valid UTF-8"
+    )
+    client.force_login(staff)
+    changelist = reverse("admin:knowledge_document_changelist")
+
+    def listed(**query) -> str:
+        response = client.get(changelist, query)
+        assert response.status_code == 200
+        return response.content.decode()
+
+    everything = listed()
+    assert ">CANCELLED</b>" in everything and ">FAILED</b>" in everything
+    assert "Cancelled with its job" in everything  # a choice of the status filter
+    failed = listed(status__exact="FAILED")
+    assert "pier.txt" in failed and "tides.md" not in failed
+    cancelled = listed(status__exact="CANCELLED")
+    assert "tides.md" in cancelled and "pier.txt" not in cancelled
+    assert Document.objects.get(pk=tides.pk).title in listed(status__exact="CANCELLED")
