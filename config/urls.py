@@ -10,8 +10,12 @@ from chat import views as chat_views
 from indexing import api as indexing_api
 from knowledge import account_api
 from knowledge import api as knowledge_api
+from knowledge import login_throttle
 
 handler400 = "config.errors.bad_request"
+
+# The admin's sign-in says when it was refused for too many failed attempts.
+admin.site.login_form = login_throttle.AdminLoginForm
 
 urlpatterns = [
     path("", chat_views.chat_page, name="chat-page"),

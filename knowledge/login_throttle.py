@@ -14,9 +14,10 @@ import hashlib
 import logging
 
 from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.cache import cache
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.dispatch import receiver
 
 security = logging.getLogger("django.security")
@@ -82,3 +83,19 @@ def note_failed_login(sender, credentials, request=None, **kwargs) -> None:
 def clear_failed_logins(sender, request, user, **kwargs) -> None:
     if request is not None:
         cache.delete(_key(user.get_username(), client_address(request)))
+
+
+class AdminLoginForm(AdminAuthenticationForm):
+    """The admin's sign-in form, saying that a refusal was the throttle's: it said the
+    password did not match, and someone who then typed the right one was refused again
+    with no reason given. (The site's own sign-in page says it in its template.)"""
+
+    def get_invalid_login_error(self) -> ValidationError:
+        if getattr(self.request, "login_throttled", False):
+            minutes = max(1, round(settings.LOGIN_FAILURES_WINDOW / 60))
+            return ValidationError(
+                "Too many failed sign-ins for this username from your address: try again "
+                "later (in at most %(minutes)d minutes).",
+                code="throttled", params={"minutes": minutes},
+            )
+        return super().get_invalid_login_error()

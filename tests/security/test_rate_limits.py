@@ -95,3 +95,23 @@ def test_a_successful_sign_in_clears_the_failures(settings, user, client):
     client.logout()
     assert sign_in(client, "wrong").status_code == 200
     assert sign_in(client, "pw").status_code == 302
+
+
+def test_the_admin_sign_in_says_it_was_throttled(settings, staff, client):
+    settings.LOGIN_FAILURES_LIMIT = 2
+    settings.LOGIN_FAILURES_WINDOW = 900
+
+    def admin_sign_in(password: str):
+        return client.post("/admin/login/", {"username": "root", "password": password},
+                           REMOTE_ADDR="192.0.2.9")
+
+    wrong = admin_sign_in("wrong").content.decode()
+    assert "Please enter the correct username and password" in wrong
+    assert "Too many failed sign-ins" not in wrong
+    admin_sign_in("wrong")
+    refused = admin_sign_in("pw")  # the right password, once throttled
+    assert refused.status_code == 200 and "_auth_user_id" not in client.session
+    page = refused.content.decode()
+    assert "Too many failed sign-ins for this username from your address" in page
+    assert "in at most 15 minutes" in page
+    assert "Please enter the correct username and password" not in page
