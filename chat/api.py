@@ -26,10 +26,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat import citation_pages, citations, grounding, services
+from chat import citation_pages, citations, feedback, grounding, services
 from chat.models import Message, Thread
 from chat.serializers import (
     CitationDetailSerializer,
+    FeedbackSerializer,
     GroundingCheckResultSerializer,
     GroundingCheckSerializer,
     MessageSerializer,
@@ -188,28 +189,56 @@ class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
         )
 
 
-class MessageListView(JSONAnswers, KnownListParameters, generics.GenericAPIView):
-    # The project's pages (50, ?page=N, ?page_size= 1-200): a long conversation is never
-    # one response. Oldest first, so a page keeps its messages as the thread grows (messages
-    # are only ever appended); ?page=last is the newest, where a chat client starts.
-    serializer_class = MessageSerializer
+class AsksTurns(JSONAnswers):
+    """A view whose POST runs a turn: the chat's own rate, and JSON or a stream."""
+
     content_negotiation_class = PreferredMediaType
 
     def get_throttles(self):
         # A turn calls the model: its own, stricter rate (API_THROTTLE_CHAT) on top.
         return [*super().get_throttles(), ChatTurnThrottle()]
 
+    def get_renderers(self):
+        # Only a POST (a turn) can stream; anything else is JSON.
+        if self.request is not None and self.request.method == "POST":
+            return [JSONRenderer(), EventStreamRenderer()]
+        return [JSONRenderer()]
+
+
+TURN_DESCRIPTION = (
+    "With `Accept: text/event-stream` the turn streams as Server-Sent Events: "
+    "`started` ({message_id, seq}: the pending answer), `progress` ({stage, label}), "
+    "`token` ({text}), then `citations` (a list like the message's, each with its "
+    "`support`), `grounding` ({sentences, coverage}) and `done` ({message_id, "
+    "truncated, stopped}), or `error` ({message}). A client may stop the answer "
+    "with POST .../messages/{message_id}/stop."
+)
+TURN_RESPONSES = {
+    (201, "application/json"): MessageSerializer,
+    (502, "application/json"): OpenApiResponse(
+        MessageSerializer, description="the model failed; the turn is stored as 'error'"
+    ),
+    (200, "text/event-stream"): OpenApiResponse(
+        OpenApiTypes.STR, description="the turn as Server-Sent Events"
+    ),
+    (400, "application/json"): REFUSED,
+    (404, "application/json"): NOT_FOUND,
+}
+AGENTS_CONVERSATION = "an agent's (MCP) conversation"
+
+
+class MessageListView(AsksTurns, KnownListParameters, generics.GenericAPIView):
+    # The project's pages (50, ?page=N, ?page_size= 1-200): a long conversation is never
+    # one response. Oldest first, so a page keeps its messages as the thread grows (messages
+    # are only ever appended, an edit of the last question replacing the last two);
+    # ?page=last is the newest, where a chat client starts.
+    serializer_class = MessageSerializer
+
     def get_serializer_class(self):
         # What a POST takes, as OPTIONS describes it: a question, not a Message.
         if self.request is not None and self.request.method == "POST":
             return PostMessageSerializer
         return MessageSerializer
-
-    def get_renderers(self):
-        # Only a POST (a turn) can stream; the list of messages is JSON.
-        if self.request is not None and self.request.method == "POST":
-            return [JSONRenderer(), EventStreamRenderer()]
-        return [JSONRenderer()]
 
     @extend_schema(
         summary="The conversation's messages, oldest first, in pages",
@@ -236,69 +265,63 @@ class MessageListView(JSONAnswers, KnownListParameters, generics.GenericAPIView)
 
     @extend_schema(
         summary="Ask: runs one turn and stores the answer",
-        description=(
-            "With `Accept: text/event-stream` the turn streams as Server-Sent Events: "
-            "`started` ({message_id, seq}: the pending answer), `progress` ({stage, label}), "
-            "`token` ({text}), then `citations` (a list like the message's, each with its "
-            "`support`), `grounding` ({sentences, coverage}) and `done` ({message_id, "
-            "truncated, stopped}), or `error` ({message}). A client may stop the answer "
-            "with POST .../messages/{message_id}/stop."
-        ),
+        description=TURN_DESCRIPTION,
         request=PostMessageSerializer,
         responses={
-            (201, "application/json"): MessageSerializer,
-            (502, "application/json"): OpenApiResponse(
-                MessageSerializer, description="the model failed; the turn is stored as 'error'"
-            ),
-            (200, "text/event-stream"): OpenApiResponse(
-                OpenApiTypes.STR, description="the turn as Server-Sent Events"
-            ),
-            (400, "application/json"): REFUSED,
-            (404, "application/json"): NOT_FOUND,
+            **TURN_RESPONSES,
             (409, "application/json"): OpenApiResponse(
-                OpenApiTypes.OBJECT, description="an agent's (MCP) conversation"
+                OpenApiTypes.OBJECT, description=AGENTS_CONVERSATION
             ),
         },
     )
     def post(self, request: Request, pk: int):
-        thread = user_thread(request, pk)
-        if thread.origin == Thread.Origin.MCP:
-            # Its registry holds the numbers an agent was shown; a chat model that never
-            # saw those passages would have its guesses at them accepted.
-            return Response(
-                {"detail": "This conversation belongs to an agent (MCP); start a chat "
-                           "thread to ask here."},
-                status=status.HTTP_409_CONFLICT,
-            )
-        params = PostMessageSerializer(data=request.data)
-        params.is_valid(raise_exception=True)
-        data = params.validated_data
-        try:
-            turn = services.open_turn(
-                thread=thread, text=data["content"], mentions=data["mentions"]
-            )
-        except services.MentionsNotFound as exc:
-            # Each on its item, like the serializer's own errors: {"mentions": {"0": {...}}}.
-            missing = set(exc.missing)
-            raise ValidationError({"mentions": {
-                i: {"id": [f"No {m['kind']} {m['id']} in this workspace."]}
-                for i, m in enumerate(data["mentions"]) if (m["kind"], m["id"]) in missing
-            }}) from exc
-        except services.MentionError as exc:  # too many
-            raise ValidationError({"mentions": [str(exc)]}) from exc
-        # Accept: text/event-stream preferred to application/json, or ?format=sse
-        if request.accepted_renderer.media_type == EventStreamRenderer.media_type:
-            return _event_stream(turn)
-        try:
-            message = services.run_turn(turn)
-        except Thread.DoesNotExist as exc:
-            raise Http404(THREAD_DELETED) from exc
-        failed = message.status == message.Status.ERROR
+        return ask(request, user_thread(request, pk))
+
+
+def ask(request: Request, thread: Thread, *, replacing: int | None = None):
+    """One turn of `thread` asked by `request` (a new question, or the edit of the last
+    one): a JSON message (201, or 502 when the model failed), or its stream of events."""
+    if thread.origin == Thread.Origin.MCP:
+        # Its registry holds the numbers an agent was shown; a chat model that never
+        # saw those passages would have its guesses at them accepted.
         return Response(
-            MessageSerializer(message).data,
-            # The turn is stored either way; 502 tells clients the model failed.
-            status=status.HTTP_502_BAD_GATEWAY if failed else status.HTTP_201_CREATED,
+            {"detail": "This conversation belongs to an agent (MCP); start a chat "
+                       "thread to ask here."},
+            status=status.HTTP_409_CONFLICT,
         )
+    params = PostMessageSerializer(data=request.data)
+    params.is_valid(raise_exception=True)
+    data = params.validated_data
+    try:
+        turn = services.open_turn(
+            thread=thread, text=data["content"], mentions=data["mentions"], replacing=replacing
+        )
+    except services.MentionsNotFound as exc:
+        # Each on its item, like the serializer's own errors: {"mentions": {"0": {...}}}.
+        missing = set(exc.missing)
+        raise ValidationError({"mentions": {
+            i: {"id": [f"No {m['kind']} {m['id']} in this workspace."]}
+            for i, m in enumerate(data["mentions"]) if (m["kind"], m["id"]) in missing
+        }}) from exc
+    except services.MentionError as exc:  # too many
+        raise ValidationError({"mentions": [str(exc)]}) from exc
+    except services.NoSuchQuestion as exc:
+        raise Http404(str(exc)) from exc
+    except services.CannotEdit as exc:
+        return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+    # Accept: text/event-stream preferred to application/json, or ?format=sse
+    if request.accepted_renderer.media_type == EventStreamRenderer.media_type:
+        return _event_stream(turn)
+    try:
+        message = services.run_turn(turn)
+    except Thread.DoesNotExist as exc:
+        raise Http404(THREAD_DELETED) from exc
+    failed = message.status == message.Status.ERROR
+    return Response(
+        MessageSerializer(message).data,
+        # The turn is stored either way; 502 tells clients the model failed.
+        status=status.HTTP_502_BAD_GATEWAY if failed else status.HTTP_201_CREATED,
+    )
 
 
 THREAD_DELETED = "The conversation was deleted while the answer was being written."
@@ -389,6 +412,102 @@ class MessageStopView(APIView):
             MessageSerializer(answer).data,
             status=status.HTTP_202_ACCEPTED if stopping else status.HTTP_200_OK,
         )
+
+
+@extend_schema_view(post=extend_schema(
+    summary="Edit your last question and ask it again",
+    description=(
+        "Replaces the conversation's last question and its answer with the question sent "
+        "(`content`, `mentions`, as POST .../messages takes them), and runs its turn: the "
+        "same responses, limits and rate as asking. The replaced question and answer leave "
+        "the conversation (its messages, the model's history) but are kept, with any "
+        "rating of the answer; the new question's `metadata.replaces` is the replaced "
+        "question's id. Only the last question can be edited, once its answer is "
+        "finished (stop a pending one first). " + TURN_DESCRIPTION
+    ),
+    request=PostMessageSerializer,
+    responses={
+        **TURN_RESPONSES,
+        (404, "application/json"): OpenApiResponse(
+            OpenApiTypes.OBJECT, description="no such conversation of yours, or no such "
+                                             "question in it"
+        ),
+        (409, "application/json"): OpenApiResponse(
+            OpenApiTypes.OBJECT, description="not the last question, its answer still "
+                                             "being written, or " + AGENTS_CONVERSATION
+        ),
+    },
+))
+class MessageEditView(AsksTurns, APIView):
+    def post(self, request: Request, pk: int, message_id: int):
+        return ask(request, user_thread(request, pk), replacing=message_id)
+
+
+NO_ANSWER = OpenApiResponse(
+    OpenApiTypes.OBJECT, description="no such conversation of yours, or no such answer in it"
+)
+
+
+@extend_schema_view(
+    get=extend_schema(
+        summary="Your rating of an answer",
+        responses={200: FeedbackSerializer, 404: OpenApiResponse(
+            OpenApiTypes.OBJECT, description="no such answer of yours, or not rated"
+        )},
+    ),
+    put=extend_schema(
+        summary="Rate an answer: thumbs up or down, with an optional comment",
+        description=(
+            "Gives or changes your rating (one per answer). Only the conversation's owner "
+            "rates its answers, and only finished ones. Thumbs down, with a comment saying "
+            "what was missing, is how curators find what the documents lack."
+        ),
+        request=FeedbackSerializer,
+        responses={
+            200: FeedbackSerializer,
+            400: REFUSED,
+            404: NO_ANSWER,
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT, description="the answer is still being written, or failed"
+            ),
+        },
+    ),
+    delete=extend_schema(
+        summary="Withdraw your rating of an answer",
+        description="204 also when it was not rated: the rating is gone either way.",
+        responses={204: None, 404: NO_ANSWER},
+    ),
+)
+class MessageFeedbackView(APIView):
+    def get(self, request: Request, pk: int, message_id: int) -> Response:
+        try:
+            given = feedback.feedback_on(thread=user_thread(request, pk), message_id=message_id)
+        except feedback.NoSuchAnswer as exc:
+            raise Http404(str(exc)) from exc
+        if given is None:
+            raise Http404("You have not rated this answer")
+        return Response(FeedbackSerializer(given).data)
+
+    def put(self, request: Request, pk: int, message_id: int) -> Response:
+        thread = user_thread(request, pk)
+        params = FeedbackSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        try:
+            given = feedback.rate_answer(
+                thread=thread, message_id=message_id, **params.validated_data
+            )
+        except feedback.NoSuchAnswer as exc:
+            raise Http404(str(exc)) from exc
+        except feedback.NotRateable as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(FeedbackSerializer(given).data)
+
+    def delete(self, request: Request, pk: int, message_id: int) -> Response:
+        try:
+            feedback.withdraw_feedback(thread=user_thread(request, pk), message_id=message_id)
+        except feedback.NoSuchAnswer as exc:
+            raise Http404(str(exc)) from exc
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class CitationView(APIView):

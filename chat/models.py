@@ -31,6 +31,14 @@ class Thread(models.Model):
         return self.title or f"Thread {self.pk}"
 
 
+class MessageQuerySet(models.QuerySet):
+    def current(self) -> MessageQuerySet:
+        """The conversation as it reads now: without the question and answer an edit of
+        the last question replaced (kept for the answer's feedback, hidden from readers,
+        the model's history included)."""
+        return self.filter(replaced_at__isnull=True)
+
+
 class Message(models.Model):
     class Role(models.TextChoices):
         USER = "user"
@@ -64,6 +72,11 @@ class Message(models.Model):
     # Someone asked the turn writing this pending answer to stop (POST .../stop): the turn
     # reads it, in whichever server process runs it, and stores what it wrote so far.
     stop_requested_at = models.DateTimeField(null=True, blank=True)
+    # The user edited this question (or the question of this answer) and asked again
+    # (POST .../messages/{id}/edit): the pair is kept, out of the conversation.
+    replaced_at = models.DateTimeField(null=True, blank=True)
+
+    objects = MessageQuerySet.as_manager()
 
     class Meta:
         ordering = ["thread_id", "seq"]
@@ -73,6 +86,39 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id}#{self.seq} {self.role}"
+
+
+class AnswerFeedback(models.Model):
+    """A user's thumbs up or down on an answer, with an optional short comment: one per
+    user and answer, changed or withdrawn at will. Curators read the thumbs down to find
+    what the corpus is missing."""
+
+    class Rating(models.TextChoices):
+        UP = "up", "👍 helpful"
+        DOWN = "down", "👎 not helpful"
+
+    COMMENT_MAX_CHARS = 1000
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="feedback")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="answer_feedback"
+    )
+    rating = models.CharField(max_length=4, choices=Rating.choices)
+    comment = models.CharField(max_length=COMMENT_MAX_CHARS, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        verbose_name = "answer feedback"
+        verbose_name_plural = "answer feedback"
+        constraints = [
+            models.UniqueConstraint(fields=["message", "user"], name="feedback_once_per_user"),
+        ]
+        indexes = [models.Index(fields=["rating", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_rating_display()} on answer {self.message_id}"
 
 
 # The registry is part of a conversation: what [n] means is decided per thread.

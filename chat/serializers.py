@@ -5,7 +5,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat import citations
-from chat.models import Message, Thread
+from chat.models import AnswerFeedback, Message, Thread
+
+
+class TextField(serializers.CharField):
+    """A CharField that refuses a number or a boolean instead of reading it as text."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
 
 
 class ThreadSerializer(serializers.ModelSerializer):
@@ -148,6 +157,28 @@ class GroundingField(serializers.JSONField):
     """The grounding check stored on a message (JSON; null with GROUNDING off)."""
 
 
+class FeedbackSerializer(serializers.ModelSerializer):
+    """Your thumbs up or down on an answer, with an optional comment."""
+
+    rating = serializers.ChoiceField(
+        choices=AnswerFeedback.Rating.values,
+        help_text="'up' (helpful) or 'down' (not helpful: curators read these to find what "
+                  "the documents are missing)",
+        error_messages={"invalid_choice": "Choose 'up' or 'down' (not {input!r})."},
+    )
+    comment = TextField(
+        required=False, allow_blank=True, default="", trim_whitespace=True,
+        max_length=AnswerFeedback.COMMENT_MAX_CHARS,
+        help_text=f"what was wrong or right, at most {AnswerFeedback.COMMENT_MAX_CHARS} "
+                  "characters",
+    )
+
+    class Meta:
+        model = AnswerFeedback
+        fields = ["rating", "comment", "created_at", "updated_at"]
+        read_only_fields = ["created_at", "updated_at"]
+
+
 class MessageSerializer(serializers.ModelSerializer):
     """A message; with context ``sources`` (chat.citations.current_sources) each stored
     citation's status and document id are reported as they are now, not as when it was
@@ -167,14 +198,20 @@ class MessageSerializer(serializers.ModelSerializer):
         help_text="about the answer: provider, rounds, usage, searches, latency_ms; "
                   "`truncated: true` when the model's reply was cut (CHAT_MAX_ANSWER_CHARS, "
                   "LLM_MAX_RESPONSE_BYTES, or the model's token limit); `error` for an "
-                  "answer that could not be completed",
+                  "answer that could not be completed; on a question, `replaces`: the id "
+                  "of the question it was edited from (POST .../messages/{id}/edit)",
+    )
+
+    feedback = serializers.SerializerMethodField(
+        help_text="your rating of this answer (PUT .../messages/{id}/feedback); null: none, "
+                  "and always for a question"
     )
 
     class Meta:
         model = Message
         fields = [
             "id", "seq", "role", "status", "content", "resolved_content", "citations", "grounding",
-            "mentions", "metadata", "created_at",
+            "mentions", "metadata", "feedback", "created_at",
         ]
         # Clients show resolved_content; content is what the model reads back next turn.
         extra_kwargs = {
@@ -187,6 +224,19 @@ class MessageSerializer(serializers.ModelSerializer):
                 "or why the answer failed; grounding's offsets index it"
             )},
         }
+
+    @extend_schema_field(FeedbackSerializer(allow_null=True))
+    def get_feedback(self, instance: Message) -> dict | None:
+        if instance.role != Message.Role.ASSISTANT:
+            return None
+        # A page of messages has the owner's feedback prefetched (services.thread_messages).
+        if hasattr(instance, "owner_feedback"):
+            given = instance.owner_feedback[0] if instance.owner_feedback else None
+        else:
+            given = AnswerFeedback.objects.filter(
+                message=instance, user_id=instance.thread.user_id
+            ).first()
+        return FeedbackSerializer(given).data if given is not None else None
 
     def to_representation(self, instance: Message) -> dict:
         data = super().to_representation(instance)
@@ -213,15 +263,6 @@ def _update_to_now(citation: dict, now: citations.Now) -> None:
     if span and isinstance(after.get("char_start"), int):
         span["char_start"] += shift
         span["char_end"] += shift
-
-
-class TextField(serializers.CharField):
-    """A CharField that refuses a number or a boolean instead of reading it as text."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class MentionSerializer(serializers.Serializer):

@@ -22,14 +22,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, QuerySet
+from django.db.models import Max, Prefetch, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from chat import citations
 from chat.followup import borrowed_topic, standalone_query
 from chat.grounding import ground_citations
-from chat.models import Message, Thread
+from chat.models import AnswerFeedback, Message, Thread
 from chat.prompts import Mention, system_prompt
 from chat.providers import (
     LLMProvider,
@@ -138,11 +138,34 @@ def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict
     return titles
 
 
+class CannotEdit(Exception):
+    """The question asked to be edited is not one that can be: refused, nothing stored."""
+
+
+class NotTheLastQuestion(CannotEdit):
+    """Only the conversation's last question is edited: a later turn was written on the
+    answer an earlier edit would replace."""
+
+
+class NoSuchQuestion(CannotEdit, LookupError):
+    """The conversation has no such question (or only one an edit already replaced)."""
+
+
+class AnswerStillPending(CannotEdit):
+    """The question's answer is still being written: stop it first."""
+
+
 @transaction.atomic
 def _append_all(
-    thread: Thread, messages: Sequence[dict[str, Any]], *, title: str = ""
+    thread: Thread,
+    messages: Sequence[dict[str, Any]],
+    *,
+    title: str = "",
+    replacing: int | None = None,
 ) -> list[Message]:
-    """Store the next messages of `thread`, one after another.
+    """Store the next messages of `thread`, one after another; with `replacing`, the id
+    of the thread's last question, that question and its answer are replaced (see
+    _replace_last_question).
 
     The UPDATE locks the thread row (bumping updated_at, and titling an untitled
     thread), which serializes seq assignment: concurrent posts keep order, and a
@@ -155,11 +178,34 @@ def _append_all(
         thread.title = changes["title"] = title
     if not Thread.objects.filter(pk=thread.pk).update(**changes):
         raise Thread.DoesNotExist(f"Conversation {thread.pk} was deleted")
+    if replacing is not None:
+        _replace_last_question(thread, replacing, now)
     last = thread.messages.aggregate(last=Max("seq"))["last"] or 0
     return Message.objects.bulk_create([
         Message(thread=thread, seq=last + i, created_at=now, **fields)
         for i, fields in enumerate(messages, 1)
     ])
+
+
+def _replace_last_question(thread: Thread, question_id: int, now) -> None:
+    """Mark the thread's last question and its answer replaced, under the thread's lock
+    (_append_all): no turn can be appended between the check and the mark.
+
+    They are kept, not deleted: a rating on the answer is what curators read to find
+    what the corpus lacks, and the edit is often the user's reaction to that answer.
+    """
+    current = thread.messages.current()
+    question = current.filter(pk=question_id, role=Message.Role.USER).first()
+    if question is None:
+        raise NoSuchQuestion(f"No question {question_id} in this conversation")
+    if current.filter(role=Message.Role.USER, seq__gt=question.seq).exists():
+        raise NotTheLastQuestion("Only the conversation's last question can be edited.")
+    pair = current.filter(seq__gte=question.seq)
+    if pair.filter(status=Message.Status.PENDING).exists():
+        raise AnswerStillPending(
+            "The answer to this question is still being written; stop it first."
+        )
+    pair.update(replaced_at=now)
 
 
 def _complete(answer: Message, **fields: Any) -> Message:
@@ -237,9 +283,13 @@ def request_stop(*, thread: Thread, message_id: int) -> Message | None:
 
 def thread_messages(*, thread: Thread) -> QuerySet[Message]:
     """The conversation's messages oldest first, answers a stopped server left pending
-    closed first (so no reader waits on them)."""
+    closed first (so no reader waits on them); a question and answer an edit replaced
+    are not among them."""
     close_abandoned_answers(thread=thread)
-    return thread.messages.order_by("seq")
+    owners = AnswerFeedback.objects.filter(user_id=thread.user_id)
+    return thread.messages.current().order_by("seq").prefetch_related(
+        Prefetch("feedback", queryset=owners, to_attr="owner_feedback")
+    )
 
 
 def _failure(error: str, **metadata: Any) -> dict[str, Any]:
@@ -254,7 +304,7 @@ def _failure(error: str, **metadata: Any) -> dict[str, Any]:
 def _history(thread: Thread, before_seq: int) -> tuple[list[dict[str, Any]], set[int]]:
     """The last complete messages before `before_seq`, oldest first: what the model re-reads;
     and the numbers those answers cite, the only passages of earlier turns it sees."""
-    recent = thread.messages.filter(
+    recent = thread.messages.current().filter(
         seq__lt=before_seq, status=Message.Status.COMPLETE
     ).order_by("-seq")[: settings.CHAT_HISTORY_MESSAGES]
     rows = list(reversed(recent.values_list("role", "content", "citations")))
@@ -416,17 +466,26 @@ def open_turn(
     text: str,
     mentions: Sequence[dict[str, Any]] = (),
     provider: LLMProvider | None = None,
+    replacing: int | None = None,
 ) -> Turn:
     """Resolve the mentions and store the user's message.
 
-    Raises MentionError (or TooManyMentions) before anything is stored.
+    `replacing`: the id of the thread's last question, edited: it and its answer are
+    replaced by this turn (kept, out of the conversation), in one transaction with
+    storing the new question. CannotEdit when it is not the last question or its
+    answer is still being written.
+
+    Raises MentionError (or TooManyMentions) or CannotEdit before anything is stored.
     """
     resolved = resolve_mentions(thread=thread, raw=mentions)
+    if replacing is not None:
+        close_abandoned_answers(thread=thread)  # a dead turn's answer does not block it
     user_message, answer = _append_all(thread, [
         {"role": Message.Role.USER, "content": text, "resolved_content": text,
-         "mentions": [m.__dict__ for m in resolved]},
+         "mentions": [m.__dict__ for m in resolved],
+         "metadata": {"replaces": replacing} if replacing is not None else {}},
         {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
-    ], title=text[:80])
+    ], title=text[:80], replacing=replacing)
     history, issued = _history(thread, user_message.seq)
     messages: list[dict[str, Any]] = [
         {

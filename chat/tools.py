@@ -323,7 +323,7 @@ def read_chat(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     if other is None or other.pk == thread.pk:
         raise ToolError(f"No conversation {other_id} to read.")
     turns = list(
-        other.messages.filter(status=Message.Status.COMPLETE).order_by("seq")[:40]
+        other.messages.current().filter(status=Message.Status.COMPLETE).order_by("seq")[:40]
     )
     title = other.title or f"Conversation {other.pk}"
     questions = [

@@ -71,6 +71,16 @@ urlpatterns = [
         name="api-thread-message-stop",
     ),
     path(
+        "api/threads/<int:pk>/messages/<int:message_id>/edit",
+        chat_api.MessageEditView.as_view(),
+        name="api-thread-message-edit",
+    ),
+    path(
+        "api/threads/<int:pk>/messages/<int:message_id>/feedback",
+        chat_api.MessageFeedbackView.as_view(),
+        name="api-thread-message-feedback",
+    ),
+    path(
         "api/threads/<int:pk>/citations/<int:n>",
         chat_api.CitationView.as_view(),
         name="api-citation",

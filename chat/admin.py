@@ -1,0 +1,148 @@
+"""Answer feedback for curators: the answers users rated, thumbs down first to find what
+the corpus is missing."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest
+from django.utils.html import format_html, format_html_join
+
+from chat import selectors
+from chat.models import AnswerFeedback
+from indexing.admin import MemberScoped, MemberWorkspaceFilter
+
+
+class SourcesCitedFilter(admin.SimpleListFilter):
+    """An answer that cites nothing found nothing to cite: with a thumbs down, the
+    likeliest sign of a gap in the documents."""
+
+    title = "sources cited"
+    parameter_name = "cited"
+
+    def lookups(self, request, model_admin):
+        return [("none", "none"), ("some", "one or more")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "none":
+            return queryset.filter(sources_cited=0)
+        if self.value() == "some":
+            return queryset.filter(sources_cited__gt=0)
+        return queryset
+
+
+class ReplacedFilter(admin.SimpleListFilter):
+    title = "question edited afterwards"
+    parameter_name = "edited"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "yes: asked again differently"), ("no", "no")]
+
+    def queryset(self, request, queryset):
+        if self.value() in ("yes", "no"):
+            return queryset.filter(message__replaced_at__isnull=self.value() == "no")
+        return queryset
+
+
+@admin.register(AnswerFeedback)
+class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
+    """What users said of answers, read-only: only the user who rated changes a rating.
+    Staff see the feedback of the workspaces they curate (MemberScoped)."""
+
+    workspace_path = "message__thread__workspace"
+    list_display = [
+        "verdict", "question", "answer", "comment", "cited", "grounded", "workspace",
+        "user", "updated_at",
+    ]
+    list_display_links = ["verdict", "question"]
+    list_filter = [
+        "rating", ("message__thread__workspace", MemberWorkspaceFilter), SourcesCitedFilter,
+        ReplacedFilter,
+    ]
+    list_select_related = ["message__thread__workspace", "user"]
+    search_fields = ["comment", "message__resolved_content"]
+    date_hierarchy = "updated_at"
+    fields = [
+        "verdict", "comment", "full_question", "full_answer", "cited_sources", "searches",
+        "workspace", "conversation", "user", "created_at", "updated_at",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request: HttpRequest):
+        rows = selectors.rated_answers(feedback=super().get_queryset(request))
+        # The list shows excerpts: whole answers, their passages and tool logs stay in
+        # the database (the detail page reads its one answer's as it shows them).
+        return rows.defer(
+            "message__content", "message__resolved_content", "message__citations",
+            "message__grounding", "message__tool_calls", "message__metadata",
+            "message__mentions",
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False
+
+    @admin.display(description="verdict", ordering="rating")
+    def verdict(self, obj: AnswerFeedback) -> str:
+        return obj.get_rating_display()
+
+    @admin.display(description="question")
+    def question(self, obj: AnswerFeedback) -> str:
+        return obj.question or ""
+
+    @admin.display(description="answer")
+    def answer(self, obj: AnswerFeedback) -> str:
+        return obj.answer_excerpt or ""
+
+    @admin.display(description="sources cited", ordering="sources_cited")
+    def cited(self, obj: AnswerFeedback) -> int:
+        return obj.sources_cited or 0
+
+    @admin.display(description="claims supported")
+    def grounded(self, obj: AnswerFeedback) -> str:
+        try:
+            return f"{round(float(obj.coverage) * 100)}%" if obj.coverage else "–"
+        except ValueError:
+            return "–"
+
+    @admin.display(description="workspace", ordering="message__thread__workspace__name")
+    def workspace(self, obj: AnswerFeedback) -> str:
+        return str(obj.message.thread.workspace)
+
+    @admin.display(description="question")
+    def full_question(self, obj: AnswerFeedback) -> str:
+        return selectors.question_text(answer=obj.message)
+
+    @admin.display(description="answer")
+    def full_answer(self, obj: AnswerFeedback) -> str:
+        edited = " (the user then edited the question and asked again)"
+        return format_html(
+            "{}{}", obj.message.resolved_content, edited if obj.message.replaced_at else ""
+        )
+
+    @admin.display(description="sources the answer cites")
+    def cited_sources(self, obj: AnswerFeedback) -> str:
+        cited = [c for c in obj.message.citations or [] if isinstance(c, dict)]
+        if not cited:
+            return "none"
+        return format_html_join(
+            ", ", "[{}] {}", (
+                (c.get("n"), (c.get("document") or {}).get("title") or "untitled")
+                for c in cited
+            ),
+        )
+
+    @admin.display(description="searches the model ran")
+    def searches(self, obj: AnswerFeedback) -> str:
+        searches = [s for s in (obj.message.metadata or {}).get("searches") or []
+                    if isinstance(s, dict)]
+        if not searches:
+            return "none"
+        return format_html_join(
+            ", ", "“{}” ({} hits)", ((s.get("query", ""), s.get("hits", "?")) for s in searches)
+        )
+
+    @admin.display(description="conversation")
+    def conversation(self, obj: AnswerFeedback) -> str:
+        return f"{obj.message.thread} (answer {obj.message_id})"
