@@ -207,7 +207,8 @@ class AsksTurns(JSONAnswers):
 
 TURN_DESCRIPTION = (
     "With `Accept: text/event-stream` the turn streams as Server-Sent Events: "
-    "`started` ({message_id, seq}: the pending answer), `progress` ({stage, label}), "
+    "`started` ({message_id, seq}: the pending answer; question_id: its question), "
+    "`progress` ({stage, label}), "
     "`token` ({text}), then `citations` (a list like the message's, each with its "
     "`support`), `grounding` ({sentences, coverage}) and `done` ({message_id, "
     "truncated, stopped}), or `error` ({message}). A client may stop the answer "
@@ -345,8 +346,12 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
 
     def body() -> Iterator[bytes]:
         # First, the answer's id and place: a client can stop it (POST .../stop), and
-        # find it again in the thread's pages if the stream breaks.
-        started = {"message_id": turn.answer.pk, "seq": turn.answer.seq}
+        # find it again in the thread's pages if the stream breaks; and its question's
+        # id, which a client edits (POST .../edit).
+        started = {
+            "message_id": turn.answer.pk, "seq": turn.answer.seq,
+            "question_id": turn.question_id,
+        }
         yield f"event: started\ndata: {json.dumps(started)}\n\n".encode()
         worker = threading.Thread(target=run, daemon=True)
         worker.start()

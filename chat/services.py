@@ -386,6 +386,8 @@ class Turn:
     # process), or by check_stopped reading a POST .../stop (any process).
     stop: threading.Event = field(default_factory=threading.Event)
     stop_checked_at: float = 0.0
+    # The question this turn answers (stored with its answer): a client edits it next.
+    question_id: int | None = None
 
     def check_stopped(self) -> None:
         """Raise TurnStopped once the turn was asked to stop. Called for each delta and
@@ -514,6 +516,7 @@ def open_turn(
         issued=issued,
         normalizer=StreamNormalizer(issued.__contains__),
         started=time.perf_counter(),
+        question_id=user_message.pk,
     )
     if thread.workspace.retrieval_mode == Workspace.RetrievalMode.INJECTION:
         _inject_evidence(turn, resolved)

@@ -286,8 +286,10 @@ def test_an_edit_streams_like_a_question_and_counts_against_the_chat_rate(
               b"".join(streamed.streaming_content).decode().strip().split("\n\n")]
     names = [name.removeprefix("event: ") for name, _ in events]
     assert names[0] == "started" and names[-1] == "done", events
-    done = json.loads(events[-1][1].removeprefix("data: "))
+    started, done = (json.loads(events[i][1].removeprefix("data: ")) for i in (0, -1))
     assert Message.objects.get(pk=done["message_id"]).resolved_content == "Ten on Sundays."
+    # The question's id, what a client edits next.
+    assert Message.objects.get(pk=started["question_id"]).content == "When on Sunday?"
     third = api.post(edit_url(thread_id, done["message_id"] - 1), {"content": "Saturday?"},
                      format="json")
     assert third.status_code == 429

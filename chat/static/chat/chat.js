@@ -700,7 +700,7 @@
         view.stopped = Boolean(message.metadata && message.metadata.stopped);
         view.final = true;
         renderAssistant(view);
-        addAnswerActions(bubble, view);
+        addAnswerActions(bubble, view, message.feedback);
       }
     } else {
       for (const paragraph of text.split(/\n[ \t]*\n/)) {
@@ -1234,7 +1234,9 @@
     return mine ? stream.bubble : null;
   }
 
-  /* `again`: {content, mentions} of a question asked before (Retry, Regenerate). */
+  /* `again`: {content, mentions} of a question asked before (Retry, Regenerate), or
+   * edited (Edit: `replacing` {id, bubbles}, the last question and what answers it, hidden
+   * while the server is asked, removed once it accepts the edit, shown again if not). */
   async function send(again) {
     const typed = ui.input.value;
     const content = again ? again.content : typed.trim();
@@ -1266,6 +1268,12 @@
         renderPendingMentions();
       }
       stream = startStream(threadId, { content, mentions: shown });
+      stream.question = question;
+      if (again && again.replacing) {
+        stream.replacing = again.replacing;
+        for (const old of again.replacing.bubbles) old.hidden = true;
+        placeRegenerate();
+      }
       starting = false;
       updateComposer();
       ui.input.focus();
@@ -1282,6 +1290,10 @@
       // question goes back into the composer, with its mentions, to be sent again.
       if (question) question.remove();
       if (stream) stream.bubble.remove();
+      if (again && again.replacing) {
+        for (const old of again.replacing.bubbles) if (old.isConnected) old.hidden = false;
+        placeRegenerate();
+      }
       if (!ui.input.value.trim()) {
         ui.input.value = typed.trim() ? typed : content;
         state.pendingMentions = shown;
@@ -1367,7 +1379,10 @@
 
   async function streamAnswer(stream, mentions) {
     const { threadId, bubble, body, status } = stream;
-    const response = await api(`/api/threads/${threadId}/messages`, {
+    // An edit of the last question replaces it and its answer on the server.
+    const path = stream.replacing ? `/api/threads/${threadId}/messages/${stream.replacing.id}/edit`
+      : `/api/threads/${threadId}/messages`;
+    const response = await api(path, {
       method: "POST",
       body: { content: stream.asked.content, mentions },
       headers: { Accept: "text/event-stream" },
@@ -1377,6 +1392,7 @@
     if (!response.ok) {
       throw new Error(await errorText(response));
     }
+    if (stream.replacing) for (const old of stream.replacing.bubbles) old.remove();
     const view = assistantView(bubble, body);
     stream.view = view;
     let finished = false;
@@ -1421,6 +1437,9 @@
       if (event === "started") {
         stream.messageId = data && data.message_id;
         bubble.dataset.id = String(stream.messageId);
+        if (stream.question && data && data.question_id) {
+          stream.question.dataset.id = String(data.question_id); // what Edit sends
+        }
         const page = Math.max(1, Math.ceil(((data && data.seq) || 1) / MESSAGE_PAGE_SIZE));
         stream.pagePath = `/api/threads/${threadId}/messages?page=${page}&page_size=${MESSAGE_PAGE_SIZE}`;
       } else if (event === "progress") {
@@ -1445,7 +1464,7 @@
         renderNow(view);
         if (!view.text.trim()) body.append(el("p", { className: "muted", text: "(no answer)" }));
         answerEnded(bubble);
-        addAnswerActions(bubble, view);
+        addAnswerActions(bubble, view, null, threadId);
         endStream(stream);
       } else if (event === "error") {
         fail((data && data.message) || "The answer could not be completed.");
@@ -1493,12 +1512,136 @@
     watchPending(stream.threadId, stream.pagePath, [bubble]);
   }
 
-  // --- Actions under an answer: Copy, Retry / Regenerate ------------------------------
+  // --- Actions under an answer: Copy, Helpful / Not helpful, Retry / Regenerate ------
 
-  function addAnswerActions(bubble, view) {
+  function addAnswerActions(bubble, view, feedback, threadId = state.threadId) {
     const copy = el("button", { type: "button", className: "answer-action answer-copy", text: "Copy" });
     copy.addEventListener("click", () => copyAnswer(view, copy));
-    bubble.append(el("div", { className: "answer-actions" }, [copy]));
+    const row = el("div", { className: "answer-actions" }, [copy]);
+    bubble.append(row);
+    addFeedback(bubble, row, feedback || null, threadId);
+  }
+
+  /* Thumbs up or down on a stored answer (PUT / DELETE .../feedback): two toggle buttons
+   * (aria-pressed), at most one pressed; pressing the pressed one withdraws the rating.
+   * A rating opens a short comment form (optional: Escape or "Skip" closes it). */
+  const FEEDBACK_COMMENT_MAX = 1000;
+  const RATINGS = {
+    up: { icon: "👍", text: "Helpful", said: "Rated helpful." },
+    down: { icon: "👎", text: "Not helpful", said: "Rated not helpful." },
+  };
+
+  function addFeedback(bubble, row, feedback, threadId) {
+    const rated = { rating: feedback ? feedback.rating : null, comment: feedback ? feedback.comment || "" : "" };
+    const buttons = {};
+    const group = el("span", { className: "answer-feedback", role: "group", "aria-label": "Rate this answer" });
+    for (const [rating, words] of Object.entries(RATINGS)) {
+      const button = el("button", {
+        type: "button", className: `answer-action feedback-${rating}`, "aria-pressed": "false",
+      }, [el("span", { "aria-hidden": "true", text: words.icon }), ` ${words.text}`]);
+      button.addEventListener("click", () => rate(rating));
+      buttons[rating] = button;
+      group.append(button);
+    }
+    const commentButton = el("button", { type: "button", className: "answer-action feedback-comment-open" });
+    commentButton.addEventListener("click", () => openComment());
+    group.append(commentButton);
+    const error = el("span", { className: "feedback-error", role: "alert" });
+    group.append(error);
+    row.append(group);
+    let form = null;
+
+    const url = () => `/api/threads/${threadId}/messages/${bubble.dataset.id}/feedback`;
+    const show = () => {
+      for (const [rating, button] of Object.entries(buttons)) {
+        button.setAttribute("aria-pressed", String(rated.rating === rating));
+      }
+      commentButton.hidden = !rated.rating;
+      commentButton.textContent = rated.comment ? "Edit comment" : "Add a comment";
+    };
+    // Not disabled while saving: a disabled button would drop the keyboard focus.
+    let saving = false;
+    const busy = (on) => {
+      saving = on;
+      if (on) group.setAttribute("aria-busy", "true");
+      else group.removeAttribute("aria-busy");
+    };
+    const save = async (rating, comment) => {
+      if (saving) return false;
+      error.textContent = "";
+      busy(true);
+      try {
+        if (rating === null) {
+          await api(url(), { method: "DELETE" });
+        } else {
+          const given = await api(url(), { method: "PUT", body: { rating, comment } });
+          comment = given.comment;
+        }
+        rated.rating = rating;
+        rated.comment = rating === null ? "" : comment;
+        return true;
+      } catch (failure) {
+        if (!(failure instanceof SessionEnded)) error.textContent = `Not saved: ${failure.message}`;
+        return false;
+      } finally {
+        busy(false);
+        show();
+      }
+    };
+    const rate = async (rating) => {
+      const withdraw = rated.rating === rating;
+      closeComment(false);
+      if (!(await save(withdraw ? null : rating, rated.comment))) return;
+      announce(withdraw ? "Rating removed." : RATINGS[rating].said);
+      if (!withdraw) openComment();
+    };
+
+    function openComment() {
+      if (form) {
+        form.querySelector("textarea").focus();
+        return;
+      }
+      const fieldId = `feedback-comment-${++messageCounter}`;
+      const area = el("textarea", {
+        id: fieldId, rows: "2", maxlength: String(FEEDBACK_COMMENT_MAX),
+        placeholder: rated.rating === "down" ? "What was wrong or missing?" : "What helped?",
+      });
+      area.value = rated.comment;
+      const send = el("button", { type: "submit", className: "answer-action", text: "Save comment" });
+      const skip = el("button", { type: "button", className: "answer-action", text: "Skip" });
+      form = el("form", { className: "feedback-comment" }, [
+        el("label", { for: fieldId, text: "Comment (optional)" }), area,
+        el("div", { className: "feedback-comment-actions" }, [send, skip]),
+      ]);
+      form.addEventListener("submit", async (event) => {
+        event.preventDefault();
+        send.disabled = true;
+        const saved = await save(rated.rating, area.value.trim());
+        send.disabled = false;
+        if (!saved) return;
+        announce("Comment saved.");
+        closeComment(true);
+      });
+      skip.addEventListener("click", () => closeComment(true));
+      form.addEventListener("keydown", (event) => {
+        if (event.key === "Escape") {
+          event.preventDefault();
+          event.stopPropagation();
+          closeComment(true);
+        }
+      });
+      row.after(form);
+      area.focus();
+    }
+
+    function closeComment(refocus) {
+      if (!form) return;
+      form.remove();
+      form = null;
+      if (refocus) (rated.rating ? buttons[rated.rating] : commentButton).focus();
+    }
+
+    show();
   }
 
   /* The answer as text to paste elsewhere: its Markdown with [n] markers, then the titles
@@ -1547,9 +1690,11 @@
   }
 
   /* Regenerate (Retry, when it failed) belongs to the conversation's last answer only:
-   * it asks that answer's question again, as a new turn at the end. */
+   * it asks that answer's question again, as a new turn at the end. Edit goes with it,
+   * on that answer's question (placeEdit). */
   function placeRegenerate() {
     for (const old of ui.messages.querySelectorAll(".answer-regenerate")) old.remove();
+    for (const old of ui.messages.querySelectorAll(".question-actions")) old.remove();
     const answers = ui.messages.querySelectorAll(".message.role-assistant");
     const last = answers[answers.length - 1];
     if (!last || last.classList.contains("is-pending") || !questions.has(last)) return;
@@ -1565,6 +1710,75 @@
       last.append(row);
     }
     row.append(button);
+    placeEdit(last);
+  }
+
+  /* Edit belongs to the conversation's last question, once its answer (`answer`, the
+   * last shown) is finished and no answer of this conversation is being written: the
+   * question becomes a form, and sending it replaces the question and its answer. */
+  function placeEdit(answer) {
+    for (const old of ui.messages.querySelectorAll(".question-actions")) old.remove();
+    if (state.threadId === null || streams.has(state.threadId)) return;
+    const question = answer.previousElementSibling;
+    // A question sent from this page has its id once the server names it (`started`).
+    if (!question || !question.matches(".message.role-user") || !/^\d+$/.test(question.dataset.id || "")) return;
+    const button = el("button", { type: "button", className: "answer-action question-edit", text: "Edit" });
+    button.setAttribute("aria-label", "Edit your question");
+    button.addEventListener("click", () => editQuestion(question, answer, questions.get(answer)));
+    question.append(el("div", { className: "question-actions" }, [button]));
+  }
+
+  function editQuestion(question, answer, asked) {
+    if (question.querySelector(".question-edit-form")) return;
+    const body = question.querySelector(".bubble-body");
+    const actions = question.querySelector(".question-actions");
+    const fieldId = `question-edit-${++messageCounter}`;
+    const area = el("textarea", { id: fieldId, rows: "3", maxlength: "20000", dir: "auto" });
+    area.value = asked.content;
+    const save = el("button", { type: "submit", className: "primary", text: "Send" });
+    const cancel = el("button", { type: "button", className: "answer-action", text: "Cancel" });
+    const form = el("form", { className: "question-edit-form" }, [
+      el("label", { for: fieldId, className: "visually-hidden", text: "Edit your question" }), area,
+      el("div", { className: "question-edit-actions" }, [save, cancel]),
+    ]);
+    const close = () => {
+      form.remove();
+      body.hidden = false;
+      if (actions) actions.hidden = false;
+    };
+    body.hidden = true;
+    if (actions) actions.hidden = true;
+    body.after(form);
+    area.focus();
+    area.setSelectionRange(area.value.length, area.value.length);
+    cancel.addEventListener("click", () => {
+      close();
+      const edit = question.querySelector(".question-edit");
+      if (edit) edit.focus();
+    });
+    form.addEventListener("keydown", (event) => {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        event.stopPropagation();
+        cancel.click();
+      } else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault(); // like the question box: Enter sends, Shift+Enter a new line
+        form.requestSubmit();
+      }
+    });
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const content = area.value.trim();
+      if (!content) {
+        area.focus();
+        return;
+      }
+      close();
+      send({
+        content, mentions: asked.mentions || [],
+        replacing: { id: question.dataset.id, bubbles: [question, answer] },
+      });
+    });
   }
 
   // --- Citation panel --------------------------------------------------------------
