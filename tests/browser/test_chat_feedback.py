@@ -49,6 +49,7 @@ def test_an_answer_is_rated_and_commented_by_keyboard_and_the_rating_withdrawn(
     comment = reply.get_by_label("Comment (optional)")
     expect(comment).to_be_focused()  # the comment is offered at once, and optional
     page.keyboard.type("The fee table for 2026 is missing.")
+    chat_page.snapshot(page, "-feedback")
     page.keyboard.press("Tab")
     expect(reply.get_by_role("button", name="Save comment")).to_be_focused()
     page.keyboard.press("Enter")
@@ -102,6 +103,7 @@ def test_the_last_question_is_edited_and_answered_in_place(llm: ScriptedLLM, pag
     page.keyboard.press("Enter")
     box = question.get_by_role("textbox", name="Edit your question")
     box.fill("Can I take my bike on the ferry?")
+    chat_page.snapshot(page, "-edit")
     box.press("Enter")
     expect(page.locator(".message.role-user")).to_have_count(1)
     expect(page.locator(".message.role-user")).to_contain_text(
@@ -113,6 +115,7 @@ def test_the_last_question_is_edited_and_answered_in_place(llm: ScriptedLLM, pag
     # The new question is the last one: it can be edited in turn.
     expect(page.locator(".message.role-user").get_by_role(
         "button", name="Edit your question")).to_be_visible()
+    chat_page.snapshot(page, "-edited")
     shown = stored(page)
     assert [m["resolved_content"] for m in shown] == [
         "Can I take my bike on the ferry?", "Bikes ride free on the ferry."]
