@@ -190,6 +190,39 @@ def test_the_admin_lists_rated_answers_of_the_workspaces_a_curator_curates(
     ).status_code == 302  # Django's "does not exist" redirect to the admin index
 
 
+def test_the_feedback_list_reads_as_many_queries_for_30_rows_as_for_5_and_no_whole_answers(
+    client, staff, workspace, user
+):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def rated(count: int, tag: str) -> None:
+        thread = services.create_thread(workspace=workspace, user=user, title=tag)
+        for i in range(count):
+            Message.objects.create(thread=thread, seq=2 * i + 1, role=Message.Role.USER,
+                                   content=f"{tag} question {i}", resolved_content="")
+            reply = Message.objects.create(
+                thread=thread, seq=2 * i + 2, role=Message.Role.ASSISTANT,
+                content="", resolved_content=f"{tag} answer {i}", tool_calls=[{"log": "x"}],
+            )
+            AnswerFeedback.objects.create(message=reply, user=user, rating="down", comment=tag)
+
+    rated(5, "few")
+    rated(30, "many")
+    client.force_login(staff)
+    url = reverse("admin:chat_answerfeedback_changelist")
+
+    def queries(tag: str) -> list[str]:
+        with CaptureQueriesContext(connection) as captured:
+            page = client.get(url, {"q": tag}).content.decode()
+        assert f"{tag} question 4" in page and f"{tag} answer 4" in page
+        return [q["sql"] for q in captured.captured_queries]
+
+    few, many = queries("few"), queries("many")
+    assert len(many) == len(few)
+    assert not [q for q in many if '"tool_calls"' in q or '"citations",' in q]
+
+
 # --- Edit and resend the last question ----------------------------------------------
 
 
