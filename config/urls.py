@@ -8,9 +8,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from chat import api as chat_api
 from chat import views as chat_views
 from indexing import api as indexing_api
-from knowledge import account_api
+from knowledge import account_api, login_throttle
 from knowledge import api as knowledge_api
-from knowledge import login_throttle
 
 handler400 = "config.errors.bad_request"
 
