@@ -448,7 +448,9 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         self.message_user(
             request,
             f"{len(report.stale)} stale ({len(report.outdated)} indexed by older indexing "
-            f"code), {len(report.fresh)} unchanged, {len(report.unreachable)} unreachable.",
+            f"code), {len(report.fresh)} unchanged, {len(report.unreachable)} unreachable, "
+            f"{len(report.new)} files new in their repositories (`manage.py stale "
+            "--reindex`, or adding the repository again, adds them).",
             messages.WARNING if report.unreachable else messages.INFO,
         )
 

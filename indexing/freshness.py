@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
+import posixpath
+from collections import defaultdict
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from django.conf import settings
 from django.db.models import QuerySet
 
+from indexing.loaders.repo import RepoFile, RepositoryError, RepoWalk
 from indexing.pipeline import REPEATED_BLOCKS_KEY, SourceBytes, parse_source, read_source
 from indexing.signature import indexer_signature
 from indexing.types import IngestError
 from knowledge.models import Document
+
+# Document.metadata keys of a repository's file: its top level, its path from there, and
+# the folder of the repository its walk started from ('' for the whole repository).
+REPO_ROOT_KEY, REPO_UNDER_KEY = "repo_root", "repo_under"
+
+
+@dataclass(frozen=True)
+class NewFile:
+    """A file a repository's walk selects now that no document of its workspace was read
+    from: added to the repository since it was ingested."""
+
+    workspace_id: int
+    folder_id: int | None  # the folder the repository's other documents are in
+    repo_root: str
+    under: str
+    file: RepoFile
+
+    @property
+    def uri(self) -> str:
+        return self.file.abs_path.as_uri()
 
 
 @dataclass
@@ -19,6 +44,10 @@ class FreshnessReport:
     unreachable: list[tuple[Document, str]] = field(default_factory=list)
     # Of `stale`, those whose source is unchanged but whose chunks an older indexer made.
     outdated: list[Document] = field(default_factory=list)
+    # Files added to the checked documents' repositories since they were ingested.
+    new: list[NewFile] = field(default_factory=list)
+    # Repositories whose walk failed now ({top level: why}): their new files are not known.
+    unwalked: dict[str, str] = field(default_factory=dict)
 
 
 def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
@@ -64,7 +93,95 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
         Document.objects.filter(pk=document.pk, status=Document.Status.INDEXED).update(
             status=Document.Status.STALE
         )
+    report.new, report.unwalked = new_repository_files(documents=documents)
     return report
+
+
+def new_repository_files(
+    *, documents: QuerySet[Document]
+) -> tuple[list[NewFile], dict[str, str]]:
+    """Files the repositories of `documents` select now that their workspace holds no
+    document of: ([new file], {repository top level whose walk failed: why}).
+
+    Each repository is walked from the folder it was ingested from (a subfolder's files
+    are not its parent's), as `manage.py ingest` walks it, so a file it would index now
+    is new and one it leaves out (ignored, vendored, too large) is not. A walk past
+    INGEST_MAX_FILES_PER_JOB files is not finished: it is reported as failed.
+    """
+    walks: dict[tuple[int, int | None, str], set[str]] = defaultdict(set)
+    legacy: dict[tuple[int, int | None, str], list[str]] = defaultdict(list)
+    rows = documents.filter(metadata__has_key=REPO_ROOT_KEY).values_list(
+        "workspace_id", "folder_id", "metadata"
+    )
+    for workspace_id, folder_id, metadata in rows.iterator():
+        key = (workspace_id, folder_id, str(metadata[REPO_ROOT_KEY]))
+        if isinstance(under := metadata.get(REPO_UNDER_KEY), str):
+            walks[key].add(under)
+        else:  # registered before the folder walked was kept: the one its paths share
+            legacy[key].append(str(metadata.get("path") or ""))
+    for key, paths in legacy.items():
+        walks[key].add(_shared_folder(paths))
+    new: list[NewFile] = []
+    failed: dict[str, str] = {}
+    for (workspace_id, folder_id, root), unders in sorted(
+        walks.items(), key=lambda item: (item[0][0], item[0][2], item[0][1] or 0)
+    ):
+        found: list[RepoFile] = []
+        try:
+            for under in _outermost(unders):
+                found += _walk(Path(root) / under)
+        except RepositoryError as exc:
+            failed[root] = str(exc)
+            continue
+        held = set(
+            Document.objects.filter(
+                workspace_id=workspace_id, uri__in=[f.abs_path.as_uri() for f in found]
+            ).values_list("uri", flat=True)
+        )
+        new += [
+            NewFile(workspace_id, folder_id, root, _under_of(f.path, unders), f)
+            for f in found if f.abs_path.as_uri() not in held
+        ]
+    return new, failed
+
+
+def _walk(folder: Path) -> list[RepoFile]:
+    if not folder.is_dir():
+        raise RepositoryError(f"{folder} is not a directory any more")
+    cap = settings.INGEST_MAX_FILES_PER_JOB
+    files: list[RepoFile] = []
+    for entry in RepoWalk(folder, max_file_bytes=settings.INGEST_MAX_REPO_FILE_BYTES):
+        if isinstance(entry, RepoFile):
+            files.append(entry)
+            if len(files) > cap:
+                raise RepositoryError(
+                    f"{folder} holds more than {cap} supported files "
+                    "(INGEST_MAX_FILES_PER_JOB); its new files were not looked for"
+                )
+    return files
+
+
+def _shared_folder(paths: list[str]) -> str:
+    """The deepest folder every one of `paths` is in ('' for the top level)."""
+    folders = [posixpath.dirname(p) for p in paths]
+    shared = posixpath.commonpath(folders) if folders and all(folders) else ""
+    return "" if shared in ("", ".") else shared
+
+
+def _outermost(unders: set[str]) -> list[str]:
+    """The folders walked, without those inside another (walked with it)."""
+    return [
+        u for u in sorted(unders)
+        if not any(_inside(u, other) for other in unders if other != u)
+    ]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return folder == "" or path.startswith(folder + "/")
+
+
+def _under_of(path: str, unders: set[str]) -> str:
+    return next(u for u in _outermost(unders) if u == "" or _inside(path, u))
 
 
 def _same_page_text(document: Document, source: SourceBytes) -> bool:

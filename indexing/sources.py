@@ -1286,12 +1286,41 @@ def add_repository_walked(
             folder=repo_folder,
             job=job,
             metadata=_with_repeated(
-                {"repo_root": str(walked.top), "path": repo_file.path},
+                repository_metadata(
+                    repo_root=str(walked.top), under=walked.under, path=repo_file.path
+                ),
                 repeated.get(repo_file.abs_path.parent),
             ),
         ))
         progress(REGISTERED, len(documents), len(walked.files), str(root))
     return documents, walked
+
+
+def repository_metadata(*, repo_root: str, under: str, path: str) -> dict[str, str]:
+    """What a repository's file is registered with: its top level and path from there
+    (what citations show), and the folder walked (where `stale` looks for new files)."""
+    return {
+        freshness.REPO_ROOT_KEY: repo_root, freshness.REPO_UNDER_KEY: under, "path": path,
+    }
+
+
+def add_new_files(*, new: Sequence[freshness.NewFile]) -> list[Document]:
+    """Register the files `stale` found added to repositories (`FreshnessReport.new`),
+    each in its workspace's folder of that repository, as an ingest of it would; not
+    queued (the caller enqueues them with the stale ones)."""
+    workspaces = Workspace.objects.in_bulk({item.workspace_id for item in new})
+    folders = Folder.objects.in_bulk({item.folder_id for item in new if item.folder_id})
+    return [
+        add_path(
+            workspace=workspaces[item.workspace_id],
+            path=item.file.abs_path,
+            folder=folders.get(item.folder_id) if item.folder_id else None,
+            metadata=repository_metadata(
+                repo_root=item.repo_root, under=item.under, path=item.file.path
+            ),
+        )
+        for item in new
+    ]
 
 
 def is_repository(path: Path) -> bool:

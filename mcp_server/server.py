@@ -260,9 +260,10 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         """Documents whose source changed since it was indexed.
 
         check=true re-reads every file and web source now (slow for many web pages)
-        and marks the changed and unreadable ones STALE; check=false lists those already
-        marked.
-        Nothing is re-indexed: pass their ids to reindex.
+        and marks the changed and unreadable ones STALE, and lists as `new` the files
+        added to ingested repositories since; check=false lists those already marked.
+        Nothing is re-indexed: pass their ids to reindex (ingest a repository's path
+        again to add its new files).
         """
         return _run(token_of, ctx, tools.stale, check=check, workspace=workspace)
 

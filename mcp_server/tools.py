@@ -305,8 +305,10 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
     """`manage.py stale` for one workspace: sources whose content changed since indexing.
 
     With `check`, file and web sources are re-read now and the changed ones
-    marked STALE (nothing is re-indexed: call reindex). A file outside
-    INGEST_SERVER_ROOTS is not read for an API caller; it is listed as not checked.
+    marked STALE (nothing is re-indexed: call reindex), and files added to their
+    repositories since are listed as `new` (ingest the repository's path to add them).
+    A file outside INGEST_SERVER_ROOTS is not read for an API caller; it is listed as
+    not checked.
     A reader may list them, not check (it marks documents).
     """
     ws = _workspace(user, workspace, curating=check)
@@ -327,4 +329,7 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
         "not_checked": [
             {**summary(d), "error": refused[d.pk]} for d in documents.filter(pk__in=refused)
         ],
+        # Files added to its repositories since they were ingested: `ingest` of the
+        # repository's path adds them (reindex takes documents, which they are not yet).
+        "new": [{"uri": item.uri, "repository": item.repo_root} for item in report.new],
     }

@@ -242,7 +242,8 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     results = run(session)
     assert results["unchanged"] == (True, {"checked": True, "stale": [], "outdated": 0,
                                            "unchanged": 1,
-                                           "unreachable": [], "not_checked": []})
+                                           "unreachable": [], "not_checked": [],
+                                           "new": []})
     ok, job = results["file"]
     assert ok and job["total"] == 1, job
     added = Document.objects.get(pk=job["documents"][0]["id"])

@@ -183,3 +183,49 @@ def test_legacy_encoded_source_is_read_not_failed(workspace, repo, capsys):
     upload.save()
     outcome = pipeline.index_document(document_id=upload.pk, force=True)
     assert outcome.status == Document.Status.FAILED and "UTF-8" in outcome.error
+
+
+def test_stale_reports_files_added_to_a_repository_and_reindex_adds_them(
+    workspace, repo, capsys, django_capture_on_commit_callbacks
+):
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    folder_id = uris(workspace)["README.md"].folder_id
+    added = write(repo, "src/billing/refunds.py", "def refund_total(lines):\n    return 0\n")
+    write(repo, "src/billing/debug.log", "not indexed\n")  # ignored: not new
+    write(repo, "docs/usage.md", "# Usage\n\nCall `refund_total`.\n")  # untracked, selected
+    (repo / "README.md").unlink()
+    capsys.readouterr()
+
+    call_command("stale", workspace=workspace.slug)
+    out = capsys.readouterr().out
+    assert f"NEW         {added.as_uri()} (added to the repository {repo})" in out
+    assert f"UNREACHABLE {(repo / 'README.md').as_uri()}" in out
+    assert "debug.log" not in out
+    assert "1 unreachable, 2 new in repositories" in out
+    assert "src/billing/refunds.py" not in uris(workspace)  # a check adds nothing
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("stale", workspace=workspace.slug, reindex=True)
+    assert "and 2 new ones for indexing" in capsys.readouterr().out
+    held = uris(workspace)
+    refunds = held["src/billing/refunds.py"]
+    assert refunds.status == Document.Status.INDEXED and refunds.folder_id == folder_id
+    assert set(refunds.chunks.values_list("locator__path", flat=True)) == {
+        "src/billing/refunds.py"
+    }
+    assert held["docs/usage.md"].folder_id == folder_id
+    call_command("stale", workspace=workspace.slug)
+    assert "0 new in repositories" in capsys.readouterr().out
+
+
+def test_stale_looks_for_new_files_only_where_the_repository_was_ingested_from(
+    workspace, repo, capsys
+):
+    call_command("ingest", str(repo / "src"), workspace=workspace.slug, inline=True, repo=True)
+    write(repo, "tools/release.py", "def release():\n    pass\n")  # outside src/
+    inside = write(repo, "src/billing/credit.py", "def credit():\n    pass\n")
+    capsys.readouterr()
+    call_command("stale", workspace=workspace.slug)
+    out = capsys.readouterr().out
+    assert f"NEW         {inside.as_uri()}" in out
+    assert "release.py" not in out and "README.md" not in out

@@ -1,5 +1,6 @@
-"""`manage.py stale [--workspace SLUG] [--reindex]`: list sources that changed, and
-documents indexed by older indexing code ("outdated")."""
+"""`manage.py stale [--workspace SLUG] [--reindex]`: list sources that changed, documents
+indexed by older indexing code ("outdated") and files added to ingested repositories
+("new"); --reindex queues the first two and adds the new files."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--workspace", help="workspace slug (default: all)")
-        parser.add_argument("--reindex", action="store_true", help="queue stale ones")
+        parser.add_argument(
+            "--reindex", action="store_true",
+            help="queue the stale ones, and add the files new in their repositories",
+        )
 
     def handle(self, *args, **options) -> None:
         documents = Document.objects.all()
@@ -33,18 +37,28 @@ class Command(BaseCommand):
                 self.stdout.write(f"STALE       {document.uri}")
         for document, error in report.unreachable:
             self.stdout.write(f"UNREACHABLE {document.uri}: {error}")
+        for item in report.new:
+            self.stdout.write(f"NEW         {item.uri} (added to the repository {item.repo_root})")
+        for root, error in report.unwalked.items():
+            self.stdout.write(f"NOT WALKED  {root}: {error}")
         self.stdout.write(
             f"{len(report.stale)} stale ({len(outdated)} of them outdated), "
-            f"{len(report.fresh)} unchanged, {len(report.unreachable)} unreachable"
+            f"{len(report.fresh)} unchanged, {len(report.unreachable)} unreachable, "
+            f"{len(report.new)} new in repositories"
         )
-        if options["reindex"] and report.stale:
+        if options["reindex"] and (report.stale or report.new):
             try:
                 with transaction.atomic():
-                    sources.enqueue(report.stale)
+                    added = sources.add_new_files(new=report.new)
+                    sources.enqueue([*report.stale, *added])
             except sources.BrokerUnavailable as exc:
                 raise CommandError(
-                    f"Could not queue the {len(report.stale)} stale documents: the indexing "
-                    f"queue (message broker) is unavailable ({exc.reason}). They stay STALE; "
-                    "run `manage.py stale --reindex` again once the broker is back."
+                    f"Could not queue the {len(report.stale)} stale documents and "
+                    f"{len(report.new)} new files: the indexing queue (message broker) is "
+                    f"unavailable ({exc.reason}). They stay as they were; run "
+                    "`manage.py stale --reindex` again once the broker is back."
                 ) from exc
-            self.stdout.write(f"Queued {len(report.stale)} documents for re-indexing")
+            self.stdout.write(
+                f"Queued {len(report.stale)} documents for re-indexing"
+                + (f" and {len(added)} new ones for indexing" if added else "")
+            )
