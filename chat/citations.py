@@ -272,6 +272,7 @@ def citation_json(entry: CitationEntry) -> dict[str, Any]:
         },
         "locator": entry.locator,
         "label": entry.display.get("label", ""),
+        "permalink": entry.display.get("permalink", ""),
         "text": entry.text,
         "status": freshness(entry),
     }

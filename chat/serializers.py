@@ -48,6 +48,11 @@ class CitationSerializer(serializers.Serializer):
     document = CitedDocumentSerializer()
     locator = serializers.DictField(help_text="where in the source: page, lines, characters")
     label = serializers.CharField(help_text="the locator for people, e.g. 'page 4'")
+    permalink = serializers.CharField(
+        help_text="a repository's passage on its forge (GitHub, GitLab, Bitbucket, Gitea), "
+        "its lines at the commit indexed; '' for other sources, a file not as committed "
+        "or a remote on no known forge (GIT_FORGES)"
+    )
     text = serializers.CharField(help_text="the passage exactly as the model was shown it")
     status = serializers.CharField(
         help_text="'current', 'changed' (the document was edited: it now says something "

@@ -23,6 +23,7 @@ from citations.renderer import (
 from citations.sentences import CITATION
 from indexing.types import holds_unstorable
 from knowledge import locators
+from knowledge.forges import citation_permalink
 from knowledge.models import Chunk, Document
 from knowledge.search import (
     MAX_QUERY_CHARS,
@@ -177,6 +178,9 @@ def _display(document: Document | None, title: str, uri: str, meta: dict, locato
         "label": locators.label(locator),
         "source": source_label(uri, meta, locator),
         "url": locator.get("url") or (uri if uri.startswith("http") else ""),
+        # A repository's passage on its forge, at the commit indexed: kept as cited (the
+        # lines there say what the passage said, whatever the file says later).
+        "permalink": citation_permalink(meta, locator, forges=settings.GIT_FORGES),
     }
 
 

@@ -548,6 +548,11 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 INGEST_MAX_REPO_FILE_BYTES = env.int("INGEST_MAX_REPO_FILE_BYTES", default=1_000_000)
+# Self-hosted forges a repository's remote may name, beyond github.com, gitlab.com,
+# bitbucket.org, codeberg.org and hosts named gitlab.*, gitea.*, github.*…:
+# "git.example.com=gitlab,code.example.org=gitea" (github, gitlab, bitbucket or gitea).
+# A citation of such a repository's file links to its lines at the commit indexed.
+GIT_FORGES = env.dict("GIT_FORGES", default={})
 URL_FETCH_MAX_BYTES = env.int("URL_FETCH_MAX_BYTES", default=20 * 1024 * 1024)
 URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.

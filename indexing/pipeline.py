@@ -30,6 +30,7 @@ from indexing.loaders import (
     load_bytes,
     load_fetched,
 )
+from indexing.loaders.repo import git_blob_id
 from indexing.loaders.text import legacy_text
 from indexing.loaders.web import HTTP_VALIDATORS_KEY
 from indexing.pdf_boxes import attach_boxes
@@ -52,11 +53,14 @@ logger = logging.getLogger(__name__)
 # Errors worth retrying: the input may be fine, the infrastructure was not.
 DATABASE_ERRORS: tuple[type[BaseException], ...] = (OperationalError, DBInterfaceError)
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (EmbeddingError, *DATABASE_ERRORS)
+# Document.metadata key: the git blob id of a repository file's bytes indexed; equal to
+# the blob its commit holds (metadata["git"]["blob"]), its citations link to that commit.
+GIT_BLOB_KEY = "git_blob"
 # Document.metadata key: signatures of the blocks its folder's pages repeat
 # (navigation, footers), found when the folder was registered (sources.add_directory).
 REPEATED_BLOCKS_KEY = "repeated_blocks"
 # Metadata a loader gives of one reading of the source: replaced, not merged, by the next.
-_OF_ONE_READING = ("warnings", "unreadable_pages", HTTP_VALIDATORS_KEY)
+_OF_ONE_READING = ("warnings", "unreadable_pages", HTTP_VALIDATORS_KEY, GIT_BLOB_KEY)
 
 
 @dataclass(frozen=True)
@@ -286,6 +290,8 @@ def index_document(
                 document.mime or None,
                 dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
             )
+            if source.repository:
+                loaded.metadata[GIT_BLOB_KEY] = _blob_id(source.data, document.metadata)
             pieces = _chunks(loaded)
             if interactive and len(pieces) > settings.INGEST_BULK_CHUNKS:
                 return _hand_off(document_id)
@@ -323,6 +329,14 @@ def index_document(
             message=f"Internal error while indexing: {type(exc).__name__}: {exc}",
         )
     return IndexOutcome(document_id, Document.Status.INDEXED, len(pieces), embedded)
+
+
+def _blob_id(data: bytes, metadata: dict) -> str:
+    """The blob id git would give these bytes, in the repository's hash (SHA-256 ids are
+    64 digits long)."""
+    git = metadata.get("git")
+    committed = git.get("blob", "") if isinstance(git, dict) else ""
+    return git_blob_id(data, sha256=len(committed) == 64)
 
 
 def _hand_off(document_id: int) -> IndexOutcome:

@@ -43,8 +43,11 @@ from indexing.loaders.repo import (
     RepoFile,
     RepositoryError,
     RepoWalk,
+    Revision,
     Skipped,
+    committed_blobs,
     git_entry,
+    head_revision,
     read_head,
 )
 from indexing.loaders.text import SNIFF_BYTES
@@ -53,6 +56,7 @@ from indexing.pipeline import REPEATED_BLOCKS_KEY, read_source, too_large
 from indexing.signature import indexer_signature
 from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
+from knowledge.forges import without_credentials
 from knowledge.models import Document, Folder, IngestJob, Workspace
 from knowledge.source_types import SourceType
 
@@ -1278,6 +1282,7 @@ def add_repository_walked(
         workspace=workspace, parent=folder, name=walked.top.name
     )[0]
     repeated = repeated_blocks_by_directory(f.abs_path for f in walked.files)
+    revision = RepositoryRevision.of(walked.top)
     documents = []
     for repo_file in walked.files:
         documents.append(add_path(
@@ -1287,7 +1292,8 @@ def add_repository_walked(
             job=job,
             metadata=_with_repeated(
                 repository_metadata(
-                    repo_root=str(walked.top), under=walked.under, path=repo_file.path
+                    repo_root=str(walked.top), under=walked.under, path=repo_file.path,
+                    revision=revision,
                 ),
                 repeated.get(repo_file.abs_path.parent),
             ),
@@ -1296,11 +1302,40 @@ def add_repository_walked(
     return documents, walked
 
 
-def repository_metadata(*, repo_root: str, under: str, path: str) -> dict[str, str]:
+@dataclass(frozen=True)
+class RepositoryRevision:
+    """A work tree's HEAD when its files were registered, and the blob of each file
+    there: a file indexed with those bytes is cited with a link to that commit."""
+
+    revision: Revision | None
+    blobs: dict[str, str]
+
+    @classmethod
+    def of(cls, top: Path) -> RepositoryRevision:
+        revision = head_revision(top)
+        return cls(revision, committed_blobs(top) if revision else {})
+
+    def of_file(self, path: str) -> dict[str, str] | None:
+        """Document.metadata["git"] of the file at `path` (None outside a commit)."""
+        if self.revision is None:
+            return None
+        return {
+            "commit": self.revision.commit, "branch": self.revision.branch,
+            "remote": without_credentials(self.revision.remote),
+            "blob": self.blobs.get(path, ""),
+        }
+
+
+def repository_metadata(
+    *, repo_root: str, under: str, path: str, revision: RepositoryRevision | None = None
+) -> dict[str, Any]:
     """What a repository's file is registered with: its top level and path from there
-    (what citations show), and the folder walked (where `stale` looks for new files)."""
+    (what citations show), the folder walked (where `stale` looks for new files), and
+    the commit, branch and remote of its work tree (`git`, None without git)."""
+    revision = revision or RepositoryRevision.of(Path(repo_root))
     return {
         freshness.REPO_ROOT_KEY: repo_root, freshness.REPO_UNDER_KEY: under, "path": path,
+        "git": revision.of_file(path),
     }
 
 
@@ -1310,13 +1345,15 @@ def add_new_files(*, new: Sequence[freshness.NewFile]) -> list[Document]:
     queued (the caller enqueues them with the stale ones)."""
     workspaces = Workspace.objects.in_bulk({item.workspace_id for item in new})
     folders = Folder.objects.in_bulk({item.folder_id for item in new if item.folder_id})
+    revisions = {root: RepositoryRevision.of(Path(root)) for root in {i.repo_root for i in new}}
     return [
         add_path(
             workspace=workspaces[item.workspace_id],
             path=item.file.abs_path,
             folder=folders.get(item.folder_id) if item.folder_id else None,
             metadata=repository_metadata(
-                repo_root=item.repo_root, under=item.under, path=item.file.path
+                repo_root=item.repo_root, under=item.under, path=item.file.path,
+                revision=revisions[item.repo_root],
             ),
         )
         for item in new

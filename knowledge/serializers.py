@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from knowledge import locators, selectors
+from knowledge.forges import citation_permalink
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.search import MAX_QUERY_CHARS, MAX_SCOPE_IDS
 
@@ -94,6 +95,9 @@ class HitSerializer(serializers.Serializer):
     text = serializers.CharField()
     locator = serializers.DictField()
     label = serializers.SerializerMethodField()
+    permalink = serializers.SerializerMethodField(
+        help_text="a repository's passage on its forge at the commit indexed ('' if none)"
+    )
     score = serializers.FloatField()
     dense_rank = serializers.IntegerField(allow_null=True)
     dense_score = serializers.FloatField(allow_null=True)
@@ -102,6 +106,11 @@ class HitSerializer(serializers.Serializer):
 
     def get_label(self, obj) -> str:
         return locators.label(obj.locator)
+
+    def get_permalink(self, obj) -> str:
+        return citation_permalink(
+            obj.document_metadata, obj.locator, forges=settings.GIT_FORGES
+        )
 
 
 class SearchResponseSerializer(serializers.Serializer):

@@ -229,3 +229,41 @@ def test_stale_looks_for_new_files_only_where_the_repository_was_ingested_from(
     out = capsys.readouterr().out
     assert f"NEW         {inside.as_uri()}" in out
     assert "release.py" not in out and "README.md" not in out
+
+
+def test_documents_record_the_commit_and_citations_link_to_its_lines(
+    workspace, repo, api, user
+):
+    from chat import citations, services
+    from chat.tools import chunk_unit
+
+    git(repo, "checkout", "-q", "-B", "main")
+    git(repo, "remote", "add", "origin", "https://ci:s3cret@github.com/acme/billing.git")
+    write(repo, "src/billing/config.yaml", "smtp_host: changed.example.com\n")  # not committed
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    held = uris(workspace)
+    invoice = held["src/billing/invoice.py"]
+    assert invoice.metadata["git"] == {
+        "commit": head, "branch": "main", "remote": "https://github.com/acme/billing.git",
+        "blob": invoice.metadata["git_blob"],
+    }
+    assert "s3cret" not in str(Document.objects.values_list("metadata", flat=True))
+
+    hits = api.get("/api/search", {"q": "compute_tax_total", "workspace": workspace.slug})
+    (hit,) = [h for h in hits.json()["results"] if h["document_id"] == invoice.pk]
+    assert hit["permalink"] == (
+        f"https://github.com/acme/billing/blob/{head}/src/billing/invoice.py#L1-L2"
+    )
+    config = held["src/billing/config.yaml"]  # its lines at HEAD are not those indexed
+    assert config.metadata["git"]["blob"] != config.metadata["git_blob"]
+
+    thread = services.create_thread(workspace=workspace, user=user)
+    units = [chunk_unit(d, c.pk, c.text, c.locator)
+             for d in (invoice, config) for c in d.chunks.all()[:1]]
+    citations.register(thread=thread, units=units)
+    first = api.get(f"/api/threads/{thread.pk}/citations/1").json()
+    assert first["permalink"] == hit["permalink"]
+    assert first["label"] == "lines 1–2 (compute_tax_total)"
+    assert api.get(f"/api/threads/{thread.pk}/citations/2").json()["permalink"] == ""

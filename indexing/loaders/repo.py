@@ -9,6 +9,7 @@ git, pathspec's implementation of the same rules reads the .gitignore files.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -498,3 +499,72 @@ def read_head(path: Path) -> bytes | None:
             return handle.read(SNIFF_BYTES)
     except OSError:
         return None
+
+
+# ------------------------------------------------------------------ the commit indexed
+
+
+@dataclass(frozen=True)
+class Revision:
+    """Where a work tree stands: its HEAD commit, its branch ('' when detached) and its
+    remote's URL, credentials left out ('' without one)."""
+
+    commit: str
+    branch: str
+    remote: str
+
+
+def head_revision(top: Path) -> Revision | None:
+    """The work tree's HEAD (None without git, or before its first commit). The remote is
+    the branch's upstream remote, else `origin`, else the only one."""
+    if not shutil.which("git"):
+        return None
+    try:
+        commit = _git(top, "rev-parse", "--verify", "-q", "HEAD^{commit}").decode().strip()
+    except RepositoryError:
+        return None
+    try:
+        branch = _git(top, "symbolic-ref", "-q", "--short", "HEAD").decode().strip()
+    except RepositoryError:
+        branch = ""  # detached (a CI checkout, a tag)
+    try:
+        listed = _split(_git(
+            top, "config", "-z", "--get-regexp", r"^(remote\..*\.url|branch\..*\.remote)$"
+        ))
+    except RepositoryError:
+        listed = []  # none set: git exits 1
+    config: dict[str, str] = {}
+    for entry in listed:  # -z: "key\nvalue"
+        key, _, value = entry.partition("\n")
+        config.setdefault(key, value)
+    remotes = {k[len("remote."):-len(".url")]: v for k, v in config.items()
+               if k.startswith("remote.") and k.endswith(".url")}
+    name = config.get(f"branch.{branch}.remote", "") if branch else ""
+    if name not in remotes:
+        only = next(iter(remotes)) if len(remotes) == 1 else ""
+        name = "origin" if "origin" in remotes else only
+    return Revision(commit, branch, remotes.get(name, ""))
+
+
+def committed_blobs(top: Path) -> dict[str, str]:
+    """{path from the top level: its blob id} of every file HEAD holds ({} without git
+    or a commit): a file whose bytes hash to its blob is as that commit has it."""
+    try:
+        out = _git(top, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+    except RepositoryError:
+        return {}
+    blobs: dict[str, str] = {}
+    for entry in _split(out):  # "<mode> blob <id>\t<path>"
+        info, _, path = entry.partition("\t")
+        fields = info.split()
+        if len(fields) == 3 and fields[1] == "blob":
+            blobs[path] = fields[2]
+    return blobs
+
+
+def git_blob_id(data: bytes, *, sha256: bool = False) -> str:
+    """The id git gives a file of these bytes (`git hash-object`)."""
+    digest = hashlib.sha256() if sha256 else hashlib.sha1(usedforsecurity=False)
+    digest.update(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()

@@ -1877,6 +1877,13 @@
         meta.push(el("span", { className: "source-url", text: url }));
       }
     }
+    // A repository's passage: its lines on the forge, at the commit indexed.
+    if (citation.permalink && /^https?:\/\//i.test(citation.permalink)) {
+      meta.push(el("a", {
+        className: "source-permalink", href: citation.permalink, target: "_blank",
+        rel: "noopener noreferrer", text: "View on the forge",
+      }));
+    }
     ui.panelMeta.replaceChildren(...meta);
 
     if (citation.status === "changed" || citation.status === "missing") {
