@@ -553,6 +553,11 @@ INGEST_MAX_REPO_FILE_BYTES = env.int("INGEST_MAX_REPO_FILE_BYTES", default=1_000
 # "git.example.com=gitlab,code.example.org=gitea" (github, gitlab, bitbucket or gitea).
 # A citation of such a repository's file links to its lines at the commit indexed.
 GIT_FORGES = env.dict("GIT_FORGES", default={})
+# `manage.py ingest GIT_URL`: the shallow clone is kept here (one folder per address,
+# cloned again by each ingest of it), stopped past this long or this many bytes.
+GIT_CLONE_DIR = Path(env("GIT_CLONE_DIR", default=str(VERITY_HOME / "repositories")))
+GIT_CLONE_TIMEOUT = env.float("GIT_CLONE_TIMEOUT", default=300.0)
+GIT_CLONE_MAX_BYTES = env.int("GIT_CLONE_MAX_BYTES", default=1024 * 1024 * 1024)
 URL_FETCH_MAX_BYTES = env.int("URL_FETCH_MAX_BYTES", default=20 * 1024 * 1024)
 URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.

@@ -36,6 +36,7 @@ from indexing.loaders import (
     source_type_for,
 )
 from indexing.loaders.assets import is_site_asset
+from indexing.loaders.git_clone import clone, clone_folder, is_git_url
 from indexing.loaders.html import page_blocks, repeated_blocks
 from indexing.loaders.repo import (
     SKIP_REASONS,
@@ -1405,18 +1406,35 @@ def register_operator_sources(
 
     `as_repositories`: True reads every folder as a code repository, False none; None
     (the default) those that are git work trees (`is_repository`).
+    A git URL (`is_git_location`) is cloned (`clone_repository`) and the clone read as
+    a repository, its remote recorded without the URL's credentials (nor are they kept
+    in the job's description).
     Server paths are not confined to INGEST_SERVER_ROOTS here: the operator has the
-    shell already. A missing path or a refused URL is SourceRefused; with `queue`
+    shell already. A missing path, a refused URL or a failed clone is SourceRefused; with `queue`
     the broker is checked and the documents queued, all in one transaction (an
     outage saves nothing, not even the job). `progress` is told of each file
     registered, and checked for changes (settle_unchanged).
     """
     repositories: list[tuple[str, RepositoryWalked, bool]] = []
+    # Cloned before the transaction: a clone may take minutes.
+    clones = {
+        location: clone_repository(url=location)
+        for location in locations if is_git_location(location, as_repositories=as_repositories)
+    }
+    for location in clones:
+        description = description.replace(location, without_credentials(location))
     with transaction.atomic():
         folder = folder_for_path(workspace=workspace, path=folder_path)
         job = IngestJob.objects.create(workspace=workspace, description=description[:500])
         documents: list[Document] = []
         for location in locations:
+            if location in clones:
+                added, walked = add_repository_walked(
+                    workspace=workspace, root=clones[location], folder=folder, job=job
+                )
+                documents += added
+                repositories.append((without_credentials(location), walked, False))
+                continue
             path = Path(location)
             if not _is_web(location) and _as_repository(path, as_repositories):
                 added, walked = add_repository_walked(
@@ -1476,6 +1494,24 @@ def settle_unchanged(
 
 def _is_web(location: str) -> bool:
     return location.startswith(("http://", "https://"))
+
+
+def is_git_location(location: str, *, as_repositories: bool | None = None) -> bool:
+    """Whether `manage.py ingest` clones `location` (`is_git_url`): an http(s) address
+    is a web page unless it ends in `.git` or --repo (`as_repositories`) is given."""
+    return is_git_url(location, repository=bool(as_repositories))
+
+
+def clone_repository(*, url: str) -> Path:
+    """A shallow clone of `url` in GIT_CLONE_DIR, made again (`git_clone.clone`);
+    SourceRefused saying why it failed (unreachable, too slow, too large)."""
+    try:
+        return clone(
+            url, clone_folder(url, Path(settings.GIT_CLONE_DIR)),
+            timeout=settings.GIT_CLONE_TIMEOUT, max_bytes=settings.GIT_CLONE_MAX_BYTES,
+        )
+    except RepositoryError as exc:
+        raise SourceRefused(str(exc)) from None
 
 
 def _as_repository(path: Path, as_repositories: bool | None) -> bool:

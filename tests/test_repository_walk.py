@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from indexing import pipeline, sources
 from knowledge.models import Chunk, Document
@@ -267,3 +267,69 @@ def test_documents_record_the_commit_and_citations_link_to_its_lines(
     assert first["permalink"] == hit["permalink"]
     assert first["label"] == "lines 1–2 (compute_tax_total)"
     assert api.get(f"/api/threads/{thread.pk}/citations/2").json()["permalink"] == ""
+
+
+@pytest.fixture
+def remote(repo: Path, tmp_path: Path, settings) -> str:
+    """A bare repository holding `repo`'s commit, as a file:// URL; clones go to tmp."""
+    settings.GIT_CLONE_DIR = tmp_path / "clones"
+    bare = tmp_path / "remote" / "billing.git"
+    bare.parent.mkdir()
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    return bare.as_uri()
+
+
+def test_a_git_url_is_cloned_and_ingested_with_its_remote(
+    workspace, repo, remote, capsys, settings
+):
+    call_command("ingest", remote, workspace=workspace.slug, inline=True)
+    out = capsys.readouterr().out
+    assert f"{remote}: 4 files selected by git" in out
+    held = uris(workspace)
+    assert sorted(held) == [
+        "README.md", "build/steps.py", "src/billing/config.yaml", "src/billing/invoice.py",
+    ]
+    invoice = held["src/billing/invoice.py"]
+    assert invoice.status == Document.Status.INDEXED
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert invoice.metadata["git"]["commit"] == head
+    assert invoice.metadata["git"]["remote"] == remote
+    assert invoice.folder.name == "billing"
+    assert Path(invoice.metadata["repo_root"]).is_relative_to(settings.GIT_CLONE_DIR)
+
+    # A new commit on the remote: the same URL again reads it into the same documents.
+    write(repo, "src/billing/invoice.py", "def compute_tax_total(lines):\n    return 42\n")
+    git(repo, "commit", "-qam", "change")  # dist/ stays untracked
+    git(repo, "push", "-q", remote, "HEAD")
+    call_command("ingest", remote, workspace=workspace.slug, inline=True)
+    invoice.refresh_from_db()
+    assert "return 42" in invoice.text and len(uris(workspace)) == 4
+    assert invoice.metadata["git"]["commit"] != head
+
+
+def test_an_unreachable_git_url_is_a_clear_error_and_its_credentials_are_not_shown(
+    workspace, tmp_path, settings
+):
+    settings.GIT_CLONE_DIR = tmp_path / "clones"
+    with pytest.raises(CommandError) as missing:
+        call_command("ingest", (tmp_path / "nowhere.git").as_uri(), workspace=workspace.slug,
+                     inline=True)
+    assert "cloning file://" in str(missing.value) and "failed" in str(missing.value)
+    with pytest.raises(CommandError) as refused:
+        call_command("ingest", "https://ci:s3cret@127.0.0.1:9/acme/billing.git",
+                     workspace=workspace.slug, inline=True)
+    assert "cloning https://127.0.0.1:9/acme/billing.git failed" in str(refused.value)
+    assert "s3cret" not in str(refused.value)
+    assert not Document.objects.exists()
+    assert not any((tmp_path / "clones").rglob("*.py"))
+
+
+def test_a_clone_past_its_size_limit_is_stopped_and_nothing_kept(
+    workspace, remote, settings, tmp_path
+):
+    settings.GIT_CLONE_MAX_BYTES = 2000
+    with pytest.raises(CommandError, match="GIT_CLONE_MAX_BYTES"):
+        call_command("ingest", remote, workspace=workspace.slug, inline=True)
+    assert not Document.objects.exists()
+    assert not any(p.is_file() for p in (tmp_path / "clones").rglob("*"))

@@ -1,4 +1,4 @@
-"""Bulk ingestion: `manage.py ingest PATH|URL ... --workspace SLUG [--folder a/b] [--repo]`.
+"""Bulk ingestion: `manage.py ingest PATH|URL|GIT_URL ... --workspace SLUG [--folder a/b] [--repo]`.
 
 A git work tree is read as a repository unless --no-repo; `-v 2` lists each file a
 repository's walk left out, and why.
@@ -58,7 +58,11 @@ class Command(BaseCommand):
     help = "Ingest files, directories, URLs or code repositories into a workspace."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("sources", nargs="+", help="file, directory, http(s) URL")
+        parser.add_argument(
+            "sources", nargs="+",
+            help="file, directory, http(s) URL, or git URL (cloned: ssh://, git@host:o/r, "
+            "file://, https://….git; any https URL with --repo)",
+        )
         parser.add_argument("--workspace", required=True, help="workspace slug")
         parser.add_argument(
             "--create", action="store_true", help="create the workspace if it does not exist"
@@ -380,4 +384,4 @@ class Command(BaseCommand):
 
 
 def _is_url(location: str) -> bool:
-    return location.startswith(("http://", "https://"))
+    return location.startswith(("http://", "https://")) or sources.is_git_location(location)
