@@ -37,6 +37,7 @@ from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
 from indexing.time_limit import soft_time_limit_kept
 from indexing.types import (
+    KIND_PROSE,
     ChunkPiece,
     IngestError,
     LoadedDocument,
@@ -204,6 +205,12 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
     loaded = _load_bytes(source, data, mime, dropped_blocks)
     if warning:
         loaded.metadata["warnings"] = [*loaded.metadata.get("warnings", ()), warning]
+    if source.repository and text_like:
+        # A repository's README or docs page is cited as its code is: by path and lines
+        # (Markdown's text is the file's, line for line: the lines are the file's).
+        for unit in loaded.units:
+            if unit.kind == KIND_PROSE:
+                unit.locator = {"path": source.filename, **unit.locator}
     return loaded
 
 

@@ -28,7 +28,7 @@ def passage_at(document_text: str, locator: dict[str, Any]) -> str:
 
 def label(locator: dict[str, Any]) -> str:
     """A short human label: 'page 4', 'p. v', 'slide 3', 'sheet Prices', 'lines 10–24 (Cls.method)',
-    'Intro › Setup'.
+    'lines 3–9 (Billing › Setup)', 'Intro › Setup'.
 
     A PDF page's printed number (its /PageLabels label) is what a reader looks
     for; the physical page stays in the locator.
@@ -46,7 +46,11 @@ def label(locator: dict[str, Any]) -> str:
         return f"lines {member['line_start']}–{member['line_end']} ({member['name']})"
     if "line_start" in locator:
         lines = f"lines {locator['line_start']}–{locator['line_end']}"
-        return f"{lines} ({locator['symbol']})" if locator.get("symbol") else lines
+        if locator.get("symbol"):
+            return f"{lines} ({locator['symbol']})"
+        if locator.get("heading_path"):  # a repository's Markdown: its section too
+            return f"{lines} ({' › '.join(locator['heading_path'])})"
+        return lines
     if locator.get("heading_path"):
         return " › ".join(locator["heading_path"])
     return ""

@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from indexing import pipeline, sources
+from knowledge import locators
 from knowledge.models import Chunk, Document
 
 pytestmark = pytest.mark.django_db
@@ -333,3 +334,29 @@ def test_a_clone_past_its_size_limit_is_stopped_and_nothing_kept(
         call_command("ingest", remote, workspace=workspace.slug, inline=True)
     assert not Document.objects.exists()
     assert not any(p.is_file() for p in (tmp_path / "clones").rglob("*"))
+
+
+def test_markdown_in_a_repository_is_cited_by_path_lines_and_heading(workspace, repo):
+    write(repo, "docs/setup.md",
+          "# Setup\n\nInstall it.\n\n## Database\n\nSet DATABASE_URL to the\nPostgreSQL address.\n")
+    write(repo, "docs/notes.rst", "Notes\n=====\n\nThe cache lives in /var/cache/billing.\n")
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    held = uris(workspace)
+    lines = (repo / "docs" / "setup.md").read_text().split("\n")
+    chunks = list(held["docs/setup.md"].chunks.order_by("ordinal"))
+    database = next(c for c in chunks if "DATABASE_URL" in c.text)
+    loc = database.locator
+    assert loc["path"] == "docs/setup.md" and loc["heading_path"][-1] == "Database"
+    assert "\n".join(lines[loc["line_start"] - 1:loc["line_end"]]).strip() == database.text.strip()
+    assert (loc["line_start"], loc["line_end"]) == (5, 8)
+    assert locators.label(loc) == "lines 5–8 (Setup › Database)"
+    (rst,) = held["docs/notes.rst"].chunks.all()
+    assert (rst.locator["path"], rst.locator["line_start"], rst.locator["line_end"]) == (
+        "docs/notes.rst", 1, 4
+    )
+    # Outside a repository, Markdown keeps its heading locators only.
+    plain = sources.add_path(workspace=workspace, path=repo / "docs" / "setup.md")
+    plain.metadata = {}
+    plain.save()
+    pipeline.index_document(document_id=plain.pk, force=True)
+    assert not plain.chunks.filter(locator__has_key="line_start").exists()
