@@ -186,7 +186,7 @@ def _place(citation: dict[str, Any]) -> Place | None:
         isinstance(start, int) and isinstance(end, int)
     ):
         return None
-    unit = tuple(locator.get(key) for key in ("page", "slide", "sheet"))
+    unit = tuple(locator.get(key) for key in locators.UNIT_KEYS)
     return Place((document, unit), start, end)
 
 

@@ -136,7 +136,8 @@ def citation_permalink(
     if not forge or not isinstance(path, str) or not path:
         return ""
     member = locator.get("member")
-    lines = member if isinstance(member, Mapping) else locator
+    # A notebook cell's lines count from the cell, not the file: the file, unmarked.
+    lines = {} if "cell" in locator else member if isinstance(member, Mapping) else locator
     return permalink(
         forge=forge, web_url=web_url, commit=str(git.get("commit") or ""), path=path,
         line_start=lines.get("line_start"), line_end=lines.get("line_end"),

@@ -10,12 +10,16 @@ from citations.rows import TABLE_COLUMNS
 # PDF pages are joined with a form feed in Document.text, as pdftotext does,
 # so a page locator can always be mapped back to its page text.
 PAGE_SEPARATOR = "\f"
+# Locator keys numbering the unit (from 1) a document's text holds its passage in, joined
+# by PAGE_SEPARATOR: a PDF's page, a presentation's slide, a workbook's sheet, a
+# notebook's cell.
+UNIT_KEYS = ("page", "slide", "sheet", "cell")
 
 
 def unit_text(document_text: str, locator: dict[str, Any]) -> str:
-    """The text a locator's char offsets are relative to: a PDF page, a slide or a sheet,
-    or the whole text."""
-    page = locator.get("page") or locator.get("slide") or locator.get("sheet")
+    """The text a locator's char offsets are relative to: a PDF page, a slide, a sheet or
+    a notebook's cell, or the whole text."""
+    page = next((locator[key] for key in UNIT_KEYS if locator.get(key)), None)
     if page is None:
         return document_text
     pages = document_text.split(PAGE_SEPARATOR)
@@ -28,7 +32,7 @@ def passage_at(document_text: str, locator: dict[str, Any]) -> str:
 
 def label(locator: dict[str, Any]) -> str:
     """A short human label: 'page 4', 'p. v', 'slide 3', 'sheet Prices', 'lines 10–24 (Cls.method)',
-    'lines 3–9 (Billing › Setup)', 'Intro › Setup'.
+    'lines 3–9 (Billing › Setup)', 'cell 4, lines 1–6 (load_data)', 'Intro › Setup'.
 
     A PDF page's printed number (its /PageLabels label) is what a reader looks
     for; the physical page stays in the locator.
@@ -41,6 +45,12 @@ def label(locator: dict[str, Any]) -> str:
         return f"slide {locator['slide']}"
     if "sheet" in locator:
         return f"sheet {locator.get('sheet_name') or locator['sheet']}"
+    if "cell" in locator:  # a notebook's: its lines count from the cell's first
+        where = f"cell {locator['cell']}"
+        if "line_start" in locator:
+            where += f", lines {locator['line_start']}–{locator['line_end']}"
+        inside = locator.get("symbol") or " › ".join(locator.get("heading_path") or ())
+        return f"{where} ({inside})" if inside else where
     if isinstance(member := locator.get("member"), dict):
         # A search named a method of a class cited whole: where the method is.
         return f"lines {member['line_start']}–{member['line_end']} ({member['name']})"

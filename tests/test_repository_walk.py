@@ -360,3 +360,46 @@ def test_markdown_in_a_repository_is_cited_by_path_lines_and_heading(workspace, 
     plain.save()
     pipeline.index_document(document_id=plain.pk, force=True)
     assert not plain.chunks.filter(locator__has_key="line_start").exists()
+
+
+NOTEBOOK = {
+    "nbformat": 4, "nbformat_minor": 5,
+    "metadata": {"language_info": {"name": "python", "file_extension": ".py"}},
+    "cells": [
+        {"cell_type": "markdown", "metadata": {},
+         "source": ["# Churn analysis\n", "\n", "Loads the \f invoices.\n"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": 1,
+         "source": ["import pandas as pd\n", "\n", "def load_invoices(path):\n",
+                    "    return pd.read_csv(path)\n"],
+         "outputs": [{"output_type": "stream", "name": "stdout",
+                      "text": ["OUTPUT_ONLY_TOKEN\n"]},
+                     {"output_type": "display_data",
+                      "data": {"image/png": "iVBORw0KGgo" * 50}}]},
+    ],
+}
+
+
+def test_notebooks_terraform_and_asciidoc_are_read_with_cells_and_lines(workspace, repo):
+    import json
+
+    write(repo, "analysis/churn.ipynb", json.dumps(NOTEBOOK, indent=1))
+    write(repo, "infra/main.tf", 'resource "aws_s3_bucket" "invoices" {\n  bucket = "inv"\n}\n')
+    write(repo, "docs/guide.adoc", "= Guide\n\n== Refunds\n\nRefunds take five days.\n")
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    held = uris(workspace)
+    notebook = held["analysis/churn.ipynb"]
+    assert notebook.status == Document.Status.INDEXED, notebook.last_error
+    assert notebook.title == "Churn analysis"
+    assert "OUTPUT_ONLY_TOKEN" not in notebook.text and "iVBOR" not in notebook.text
+    code = notebook.chunks.get(text__contains="def load_invoices")
+    assert code.locator["cell"] == 2 and code.locator["path"] == "analysis/churn.ipynb"
+    assert (code.locator["line_start"], code.locator["line_end"]) == (3, 4)
+    assert locators.label(code.locator) == "cell 2, lines 3–4 (load_invoices)"
+    prose = notebook.chunks.get(text__contains="invoices.")
+    assert prose.locator["cell"] == 1 and prose.locator["heading_path"] == ["Churn analysis"]
+    for chunk in (code, prose):
+        assert locators.passage_at(notebook.text, chunk.locator) == chunk.text
+    terraform = held["infra/main.tf"].chunks.get()
+    assert terraform.locator["path"] == "infra/main.tf" and terraform.locator["line_end"] == 3
+    guide = held["docs/guide.adoc"].chunks.get(text__contains="five days")
+    assert guide.locator["path"] == "docs/guide.adoc" and guide.locator["line_end"] == 5

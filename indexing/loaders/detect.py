@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from indexing.loaders.delimited import load_delimited
 from indexing.loaders.html import DEFAULT_MAX_HTML_BYTES, load_html
 from indexing.loaders.markdown import load_markdown
+from indexing.loaders.notebook import load_notebook
 from indexing.loaders.ocr import OCR_AUTO, OcrEngine
 from indexing.loaders.office import DOCX_MIME, PPTX_MIME, load_office
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
@@ -34,6 +35,7 @@ PPTX = ".pptx"
 CODE = "code"
 DELIMITED = "delimited"
 XLSX = ".xlsx"
+NOTEBOOK = ".ipynb"
 
 EXTENSION_FORMATS: dict[str, str] = {
     ".pdf": PDF,
@@ -42,8 +44,10 @@ EXTENSION_FORMATS: dict[str, str] = {
     ".docx": DOCX, ".pptx": PPTX,
     ".csv": DELIMITED, ".tsv": DELIMITED, ".tab": DELIMITED,
     ".xlsx": XLSX, ".xlsm": XLSX,
+    ".ipynb": NOTEBOOK,
 }  # fmt: skip
-TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".log"})
+# AsciiDoc is read as plain text (its `== Section` titles are not parsed).
+TEXT_EXTENSIONS = frozenset({".txt", ".text", ".rst", ".log", ".adoc", ".asciidoc"})
 # Formats people upload that we cannot read here. .odt/.epub/.rtf need the pandoc
 # binary, legacy .doc/.xls/.ppt need LibreOffice:
 # none of them is installed, so they are refused up front with a clear message.
@@ -77,8 +81,9 @@ UNSUPPORTED_MIMES = frozenset(
 )
 SUPPORTED_SUMMARY = (
     "PDF (.pdf), HTML (.html, .htm, .xhtml), Markdown (.md, .markdown), "
-    "text (.txt, .text, .rst, .log), CSV (.csv, .tsv), Word (.docx), PowerPoint (.pptx), "
-    "Excel (.xlsx, .xlsm) and source code (.py, .js, .ts, .go, .java, ...)"
+    "text (.txt, .text, .rst, .log, .adoc), CSV (.csv, .tsv), Word (.docx), PowerPoint "
+    "(.pptx), Excel (.xlsx, .xlsm), Jupyter notebooks (.ipynb) and source code (.py, .js, "
+    ".ts, .go, .java, .tf, ...)"
 )
 
 
@@ -223,6 +228,8 @@ def load_bytes(
         return load_code(data, filename=filename)
     if fmt == DELIMITED:
         return load_delimited(data, filename=filename)
+    if fmt == NOTEBOOK:
+        return load_notebook(data, filename=filename)
     if _extension(filename) == ".rst":
         return load_rst(data, filename=filename)
     if _extension(filename) in (".txt", ".text"):
@@ -240,6 +247,7 @@ _SOURCE_TYPES = {
     PPTX: SourceType.OFFICE,
     XLSX: SourceType.OFFICE,
     CODE: SourceType.CODE,
+    NOTEBOOK: SourceType.CODE,
 }
 
 

@@ -46,12 +46,13 @@ TREE_SITTER_LANGUAGES: dict[str, str] = {
 OTHER_CODE_EXTENSIONS = frozenset(
     """.c .h .cpp .hpp .cc .hh .cxx .rs .rb .php .cs .kt .kts .scala .swift .sh .bash .zsh
     .sql .lua .r .pl .pm .yaml .yml .toml .json .ini .cfg .proto .graphql .gradle
-    .css .scss .vue .svelte .dart .ex .exs .erl .hs .ml .clj .groovy .ps1 .bat""".split()
+    .css .scss .vue .svelte .dart .ex .exs .erl .hs .ml .clj .groovy .ps1 .bat
+    .tf .tfvars .hcl""".split()
 )
 CODE_FILENAMES = frozenset(
     {"Dockerfile", "Makefile", "CMakeLists.txt", "Jenkinsfile", "Rakefile", "Gemfile", "Procfile"}
 )
-DOC_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt"})
+DOC_EXTENSIONS = frozenset({".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".ipynb"})
 
 # Third-party code copied in: skipped even where git tracks it.
 VENDORED_DIRS = frozenset(

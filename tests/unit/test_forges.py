@@ -70,3 +70,10 @@ def test_a_passage_links_only_when_the_bytes_indexed_are_the_commits():
     assert citation_permalink({**metadata, "git_blob": "e" * 40}, locator) == ""  # edited
     assert citation_permalink({**metadata, "git": {**git, "blob": ""}}, locator) == ""  # untracked
     assert citation_permalink({"path": "x.py"}, locator) == ""
+
+
+def test_a_notebook_cells_passage_links_to_the_notebook_without_lines():
+    git = {"commit": SHA, "remote": "git@github.com:a/b.git", "blob": "f" * 40}
+    metadata = {"git": git, "git_blob": "f" * 40}
+    cell = {"path": "nb.ipynb", "cell": 3, "line_start": 1, "line_end": 4}
+    assert citation_permalink(metadata, cell) == f"https://github.com/a/b/blob/{SHA}/nb.ipynb"
