@@ -284,6 +284,8 @@ def index_document(
         reusable = was_indexed and not force and signature == document.indexed_by
         source = read_source(document, if_changed=reusable)
         if reusable and (source.not_modified or source.sha256 == document.content_hash):
+            if source.repository:  # indexed before its blob was kept: kept now
+                _keep_blob(document_id, _blob_id(source.data, document.metadata))
             _update(document_id, status=Document.Status.INDEXED, progress=100, unchanged=True)
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
@@ -344,6 +346,15 @@ def _blob_id(data: bytes, metadata: dict) -> str:
     git = metadata.get("git")
     committed = git.get("blob", "") if isinstance(git, dict) else ""
     return git_blob_id(data, sha256=len(committed) == 64)
+
+
+@transaction.atomic
+def _keep_blob(document_id: int, blob: str) -> None:
+    """Record the blob id of an unchanged file's bytes (its commit may have moved)."""
+    document = Document.objects.select_for_update().only("metadata").get(pk=document_id)
+    if document.metadata.get(GIT_BLOB_KEY) != blob:
+        document.metadata = {**document.metadata, GIT_BLOB_KEY: blob}
+        document.save(update_fields=["metadata"])
 
 
 def _hand_off(document_id: int) -> IndexOutcome:

@@ -403,3 +403,16 @@ def test_notebooks_terraform_and_asciidoc_are_read_with_cells_and_lines(workspac
     assert terraform.locator["path"] == "infra/main.tf" and terraform.locator["line_end"] == 3
     guide = held["docs/guide.adoc"].chunks.get(text__contains="five days")
     assert guide.locator["path"] == "docs/guide.adoc" and guide.locator["line_end"] == 5
+
+
+def test_a_file_indexed_before_blobs_were_kept_gets_its_link_when_read_again_unchanged(
+    workspace, repo
+):
+    git(repo, "remote", "add", "origin", "git@github.com:acme/billing.git")
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    invoice = uris(workspace)["src/billing/invoice.py"]
+    blob = invoice.metadata.pop("git_blob")
+    invoice.save()  # as an older version left it
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    invoice.refresh_from_db()
+    assert invoice.unchanged and invoice.metadata["git_blob"] == blob
