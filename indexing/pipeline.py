@@ -30,7 +30,7 @@ from indexing.loaders import (
     load_bytes,
     load_fetched,
 )
-from indexing.loaders.repo import git_blob_id
+from indexing.loaders.repo import RepositoryRevision, git_blob_id
 from indexing.loaders.text import legacy_text
 from indexing.loaders.web import HTTP_VALIDATORS_KEY
 from indexing.pdf_boxes import attach_boxes
@@ -300,7 +300,7 @@ def index_document(
                 dropped_blocks=document.metadata.get(REPEATED_BLOCKS_KEY, ()),
             )
             if source.repository:
-                loaded.metadata[GIT_BLOB_KEY] = _blob_id(source.data, document.metadata)
+                _with_revision(loaded, document, _blob_id(source.data, document.metadata))
             pieces = _chunks(loaded)
             if interactive and len(pieces) > settings.INGEST_BULK_CHUNKS:
                 return _hand_off(document_id)
@@ -346,6 +346,18 @@ def _blob_id(data: bytes, metadata: dict) -> str:
     git = metadata.get("git")
     committed = git.get("blob", "") if isinstance(git, dict) else ""
     return git_blob_id(data, sha256=len(committed) == 64)
+
+
+def _with_revision(loaded: LoadedDocument, document: Document, blob: str) -> None:
+    """Record the blob id of a repository file's bytes; when the commit it was registered
+    at holds other bytes (changed since: a `stale --reindex`, a re-index), the work tree's
+    HEAD now, whose commit may hold these (a file not committed still gets no link)."""
+    loaded.metadata[GIT_BLOB_KEY] = blob
+    git, path = document.metadata.get("git"), document.metadata.get("path")
+    if isinstance(git, dict) and git.get("blob") == blob or not isinstance(path, str):
+        return
+    top = Path(document.metadata["repo_root"])
+    loaded.metadata["git"] = RepositoryRevision.of(top, [path]).of_file(path)
 
 
 @transaction.atomic

@@ -43,12 +43,10 @@ from indexing.loaders.repo import (
     TOO_LARGE,
     RepoFile,
     RepositoryError,
+    RepositoryRevision,
     RepoWalk,
-    Revision,
     Skipped,
-    committed_blobs,
     git_entry,
-    head_revision,
     read_head,
 )
 from indexing.loaders.text import SNIFF_BYTES
@@ -1301,30 +1299,6 @@ def add_repository_walked(
         ))
         progress(REGISTERED, len(documents), len(walked.files), str(root))
     return documents, walked
-
-
-@dataclass(frozen=True)
-class RepositoryRevision:
-    """A work tree's HEAD when its files were registered, and the blob of each file
-    there: a file indexed with those bytes is cited with a link to that commit."""
-
-    revision: Revision | None
-    blobs: dict[str, str]
-
-    @classmethod
-    def of(cls, top: Path) -> RepositoryRevision:
-        revision = head_revision(top)
-        return cls(revision, committed_blobs(top) if revision else {})
-
-    def of_file(self, path: str) -> dict[str, str] | None:
-        """Document.metadata["git"] of the file at `path` (None outside a commit)."""
-        if self.revision is None:
-            return None
-        return {
-            "commit": self.revision.commit, "branch": self.revision.branch,
-            "remote": without_credentials(self.revision.remote),
-            "blob": self.blobs.get(path, ""),
-        }
 
 
 def repository_metadata(

@@ -33,9 +33,10 @@ _WEB_SCHEMES = frozenset({"http", "https", "ssh", "git", "git+ssh", "ssh+git"})
 
 
 def without_credentials(remote: str) -> str:
-    """A remote URL as it may be stored and shown: without a user name or password
-    (`https://ci:token@host/r.git` → `https://host/r.git`); a local path or an scp-like
-    address as it is, its user name left out."""
+    """A remote URL as it may be stored and shown: an http(s) one without its user name
+    and password (`https://ci:token@host/r.git` → `https://host/r.git`: a token is
+    often passed as the user name), an ssh one without a password (its user, `git@`,
+    is an account name, kept); a local path as it is."""
     remote = remote.strip()
     if "://" in remote:
         try:
@@ -45,9 +46,9 @@ def without_credentials(remote: str) -> str:
             return ""
         host = parts.hostname or ""
         netloc = f"{host}:{port}" if port else host
+        if parts.username and parts.scheme.lower() not in ("http", "https", "ftp", "ftps"):
+            netloc = f"{parts.username}@{netloc}"
         return parts._replace(netloc=netloc, query="", fragment="").geturl()
-    if match := _SCP.match(remote):
-        return f"{match['host']}:{match['path']}"
     return remote
 
 

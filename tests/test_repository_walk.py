@@ -416,3 +416,21 @@ def test_a_file_indexed_before_blobs_were_kept_gets_its_link_when_read_again_unc
     call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
     invoice.refresh_from_db()
     assert invoice.unchanged and invoice.metadata["git_blob"] == blob
+
+
+def test_a_file_reindexed_after_a_commit_links_to_the_new_commit(
+    workspace, repo, django_capture_on_commit_callbacks
+):
+    git(repo, "remote", "add", "origin", "git@github.com:acme/billing.git")
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    write(repo, "src/billing/invoice.py", "def compute_tax_total(lines):\n    return 7\n")
+    git(repo, "commit", "-qam", "seven")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("stale", workspace=workspace.slug, reindex=True)
+    invoice = uris(workspace)["src/billing/invoice.py"]
+    assert "return 7" in invoice.text
+    assert invoice.metadata["git"]["commit"] == head
+    assert invoice.metadata["git"]["blob"] == invoice.metadata["git_blob"]
+    assert invoice.metadata["git"]["remote"] == "git@github.com:acme/billing.git"

@@ -15,7 +15,7 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -23,6 +23,7 @@ import pathspec
 
 from indexing.loaders.assets import SCRIPT_EXTENSIONS, is_generated_code
 from indexing.loaders.text import SNIFF_BYTES, has_unicode_bom
+from knowledge.forges import without_credentials
 
 # Languages with a tree-sitter grammar installed: these get syntax-aware chunks.
 TREE_SITTER_LANGUAGES: dict[str, str] = {
@@ -547,11 +548,12 @@ def head_revision(top: Path) -> Revision | None:
     return Revision(commit, branch, remotes.get(name, ""))
 
 
-def committed_blobs(top: Path) -> dict[str, str]:
-    """{path from the top level: its blob id} of every file HEAD holds ({} without git
-    or a commit): a file whose bytes hash to its blob is as that commit has it."""
+def committed_blobs(top: Path, paths: Sequence[str] = ()) -> dict[str, str]:
+    """{path from the top level: its blob id} of every file HEAD holds, or of `paths`
+    ({} without git or a commit): a file whose bytes hash to its blob is as that commit
+    has it."""
     try:
-        out = _git(top, "ls-tree", "-r", "-z", "--full-tree", "HEAD")
+        out = _git(top, "ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", *paths)
     except RepositoryError:
         return {}
     blobs: dict[str, str] = {}
@@ -569,3 +571,29 @@ def git_blob_id(data: bytes, *, sha256: bool = False) -> str:
     digest.update(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class RepositoryRevision:
+    """A work tree's HEAD, and the blob of each file there: a file indexed with those
+    bytes is cited with a link to that commit."""
+
+    revision: Revision | None
+    blobs: dict[str, str]
+
+    @classmethod
+    def of(cls, top: Path, paths: Sequence[str] = ()) -> RepositoryRevision:
+        """HEAD, and the blobs of `paths` (all files when none are named)."""
+        revision = head_revision(top)
+        return cls(revision, committed_blobs(top, paths) if revision else {})
+
+    def of_file(self, path: str) -> dict[str, str] | None:
+        """Document.metadata["git"] of the file at `path` (None outside a commit): the
+        commit, the branch, the remote (its credentials left out), the file's blob."""
+        if self.revision is None:
+            return None
+        return {
+            "commit": self.revision.commit, "branch": self.revision.branch,
+            "remote": without_credentials(self.revision.remote),
+            "blob": self.blobs.get(path, ""),
+        }

@@ -42,7 +42,8 @@ def test_a_self_hosted_forge_is_named_by_its_host():
 def test_credentials_never_stay_in_a_remote():
     assert without_credentials("https://ci:s3cret@gitlab.com/a/b.git") == "https://gitlab.com/a/b.git"
     assert without_credentials("https://tok@host:8443/a/b.git") == "https://host:8443/a/b.git"
-    assert without_credentials("git@github.com:a/b.git") == "github.com:a/b.git"
+    assert without_credentials("git@github.com:a/b.git") == "git@github.com:a/b.git"
+    assert without_credentials("ssh://git:pw@host:22/a/b.git") == "ssh://git@host:22/a/b.git"
     assert "s3cret" not in repository_web_url("https://ci:s3cret@github.com/a/b")[1]
 
 
