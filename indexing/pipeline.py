@@ -284,8 +284,7 @@ def index_document(
         reusable = was_indexed and not force and signature == document.indexed_by
         source = read_source(document, if_changed=reusable)
         if reusable and (source.not_modified or source.sha256 == document.content_hash):
-            if source.repository:  # indexed before its blob was kept: kept now
-                _keep_blob(document_id, _blob_id(source.data, document.metadata))
+            keep_git_blob(document=document, source=source)
             _update(document_id, status=Document.Status.INDEXED, progress=100, unchanged=True)
             return IndexOutcome(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
@@ -360,13 +359,19 @@ def _with_revision(loaded: LoadedDocument, document: Document, blob: str) -> Non
     loaded.metadata["git"] = RepositoryRevision.of(top, [path]).of_file(path)
 
 
-@transaction.atomic
-def _keep_blob(document_id: int, blob: str) -> None:
-    """Record the blob id of an unchanged file's bytes (its commit may have moved)."""
-    document = Document.objects.select_for_update().only("metadata").get(pk=document_id)
-    if document.metadata.get(GIT_BLOB_KEY) != blob:
-        document.metadata = {**document.metadata, GIT_BLOB_KEY: blob}
-        document.save(update_fields=["metadata"])
+def keep_git_blob(*, document: Document, source: SourceBytes) -> None:
+    """Record the blob id of a repository file found unchanged (not indexed again): one
+    indexed before blob ids were kept gets its permalinks."""
+    if not source.repository:
+        return
+    blob = _blob_id(source.data, document.metadata)
+    if document.metadata.get(GIT_BLOB_KEY) == blob:
+        return
+    with transaction.atomic():  # other writers merge into metadata under this lock too
+        held = Document.objects.select_for_update().only("metadata").get(pk=document.pk)
+        held.metadata = {**held.metadata, GIT_BLOB_KEY: blob}
+        held.save(update_fields=["metadata"])
+    document.metadata = held.metadata
 
 
 def _hand_off(document_id: int) -> IndexOutcome:

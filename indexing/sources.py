@@ -51,7 +51,7 @@ from indexing.loaders.repo import (
 )
 from indexing.loaders.text import SNIFF_BYTES
 from indexing.loaders.web import check_url
-from indexing.pipeline import REPEATED_BLOCKS_KEY, read_source, too_large
+from indexing.pipeline import REPEATED_BLOCKS_KEY, keep_git_blob, read_source, too_large
 from indexing.signature import indexer_signature
 from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
@@ -1404,7 +1404,8 @@ def register_operator_sources(
         for location in locations:
             if location in clones:
                 added, walked = add_repository_walked(
-                    workspace=workspace, root=clones[location], folder=folder, job=job
+                    workspace=workspace, root=clones[location], folder=folder, job=job,
+                    progress=progress,
                 )
                 documents += added
                 repositories.append((without_credentials(location), walked, False))
@@ -1451,8 +1452,10 @@ def settle_unchanged(
         ):
             continue
         try:
-            if read_source(document).sha256 == document.content_hash:
+            source = read_source(document)
+            if source.sha256 == document.content_hash:
                 settled.add(document.pk)
+                keep_git_blob(document=document, source=source)
         except IngestError:
             continue  # its task fails it, saying why
     Document.objects.filter(pk__in=settled).update(
