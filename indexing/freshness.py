@@ -69,11 +69,7 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
         else:
             try:
                 source = read_source(document, if_changed=True)
-                unchanged = (
-                    source.not_modified
-                    or source.sha256 == document.content_hash
-                    or _same_page_text(document, source)
-                )
+                unchanged = source.as_indexed(document) or _same_page_text(document, source)
             except IngestError as exc:
                 # Still answering from what was read: STALE with the reason, for curators to
                 # find (a moved file) or delete (a removed one).

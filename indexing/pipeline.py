@@ -111,6 +111,11 @@ class SourceBytes:
     def sha256(self) -> str:
         return hashlib.sha256(self.data).hexdigest()
 
+    def as_indexed(self, document: Document) -> bool:
+        """Whether these are the bytes `document` was last indexed from (or the server
+        said so): nothing to re-read."""
+        return self.not_modified or self.sha256 == document.content_hash
+
 
 def read_source(document: Document, *, if_changed: bool = False) -> SourceBytes:
     """The raw bytes of a document's source: what the freshness hash is taken over.
@@ -283,7 +288,7 @@ def index_document(
         signature = indexer_signature()
         reusable = was_indexed and not force and signature == document.indexed_by
         source = read_source(document, if_changed=reusable)
-        if reusable and (source.not_modified or source.sha256 == document.content_hash):
+        if reusable and source.as_indexed(document):
             keep_git_blob(document=document, source=source)
             _update(document_id, status=Document.Status.INDEXED, progress=100, unchanged=True)
             return IndexOutcome(

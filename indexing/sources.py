@@ -1453,7 +1453,7 @@ def settle_unchanged(
             continue
         try:
             source = read_source(document)
-            if source.sha256 == document.content_hash:
+            if source.as_indexed(document):
                 settled.add(document.pk)
                 keep_git_blob(document=document, source=source)
         except IngestError:
