@@ -18,7 +18,7 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from embeddings import Embedder, EmbeddingError, get_embedder
-from indexing import pdf_sandbox
+from indexing import canonical, pdf_sandbox
 from indexing.chunking import ChunkBudget, chunk_unit
 from indexing.chunking.context import embedding_text
 from indexing.embedding_cache import Vector, as_vector, embed_with_cache
@@ -32,7 +32,7 @@ from indexing.loaders import (
 )
 from indexing.loaders.repo import RepositoryRevision, git_blob_id
 from indexing.loaders.text import legacy_text
-from indexing.loaders.web import HTTP_VALIDATORS_KEY
+from indexing.loaders.web import CANONICAL_URL_KEY, HTTP_VALIDATORS_KEY
 from indexing.pdf_boxes import attach_boxes
 from indexing.signature import indexer_signature
 from indexing.time_limit import soft_time_limit_kept
@@ -61,7 +61,9 @@ GIT_BLOB_KEY = "git_blob"
 # (navigation, footers), found when the folder was registered (sources.add_directory).
 REPEATED_BLOCKS_KEY = "repeated_blocks"
 # Metadata a loader gives of one reading of the source: replaced, not merged, by the next.
-_OF_ONE_READING = ("warnings", "unreadable_pages", HTTP_VALIDATORS_KEY, GIT_BLOB_KEY)
+_OF_ONE_READING = (
+    "warnings", "unreadable_pages", HTTP_VALIDATORS_KEY, GIT_BLOB_KEY, CANONICAL_URL_KEY,
+)
 
 
 @dataclass(frozen=True)
@@ -325,7 +327,7 @@ def index_document(
             vectors, embedded = _embed_pieces(
                 document, dict(zip(embed_hashes, embedded_as, strict=True)), embedder
             )
-        _swap_chunks(
+        kept_in = _swap_chunks(
             document_id, pieces, embed_hashes, vectors, loaded,
             indexed_as=(source.sha256, signature), embedded=embedded,
         )
@@ -341,7 +343,7 @@ def index_document(
             document_id=document_id,
             message=f"Internal error while indexing: {type(exc).__name__}: {exc}",
         )
-    return IndexOutcome(document_id, Document.Status.INDEXED, len(pieces), embedded)
+    return IndexOutcome(kept_in, Document.Status.INDEXED, len(pieces), embedded)
 
 
 def _blob_id(data: bytes, metadata: dict) -> str:
@@ -554,8 +556,14 @@ def _swap_chunks(
     *,
     indexed_as: tuple[str, str],  # the source's hash, the indexer's signature
     embedded: int,
-) -> None:
+) -> int:
+    """The id of the document the chunks went to: another than `document_id` when the
+    page names, as its own URL, one an existing document has (`canonical.kept_as`)."""
     document = Document.objects.select_for_update().get(pk=document_id)
+    if document.uri.startswith(("http://", "https://")):
+        document = canonical.kept_as(
+            document=document, canonical=loaded.metadata.get(CANONICAL_URL_KEY, "")
+        )
     reusable: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in document.chunks.only(
         "id", "content_hash", "embed_hash", "ordinal", "locator"
@@ -620,3 +628,4 @@ def _swap_chunks(
     document.last_error = ""
     document.last_indexed_at = timezone.now()
     document.save()
+    return document.pk

@@ -18,7 +18,7 @@ from enum import Enum
 from itertools import islice
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
-from urllib.parse import urlparse, urlsplit, urlunsplit
+from urllib.parse import urlparse
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -28,7 +28,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from indexing import freshness
+from indexing import canonical, freshness
 from indexing.loaders import (
     is_known_filename,
     refusal_for_content,
@@ -50,7 +50,7 @@ from indexing.loaders.repo import (
     read_head,
 )
 from indexing.loaders.text import SNIFF_BYTES
-from indexing.loaders.web import check_url
+from indexing.loaders.web import check_url, web_source_url
 from indexing.pipeline import REPEATED_BLOCKS_KEY, keep_git_blob, read_source, too_large
 from indexing.signature import indexer_signature
 from indexing.types import IngestError, file_path, storable
@@ -758,7 +758,9 @@ def _upsert(
     same_source = None
     if not uri.startswith("upload://"):
         # Copies added before this rule: the one in the folder given, else the oldest.
-        copies = list(rows.filter(workspace=workspace, uri=uri).order_by("pk"))
+        # A web page kept under its canonical URL is found by the address it was added as.
+        copies = list(rows.filter(canonical.same_source(uri=uri), workspace=workspace)
+                      .order_by("pk"))
         in_folder = [d for d in copies if d.folder_id == (folder.pk if folder else None)]
         same_source = (in_folder or copies or [None])[0]
     if same_source is not None:
@@ -1053,34 +1055,6 @@ def add_path(
         metadata=metadata,
     )
     return document
-
-
-# Query parameters that only say where a link was shared or clicked (analytics and ad
-# click ids): the page is the same without them.
-_TRACKING_PARAMS = frozenset(
-    "fbclid gclid gclsrc dclid msclkid yclid mc_cid mc_eid _hsenc _hsmi igshid".split()
-)
-
-
-def _is_tracking_param(pair: str) -> bool:
-    name = pair.partition("=")[0].lower()
-    return name.startswith("utm_") or name in _TRACKING_PARAMS
-
-
-def web_source_url(url: str) -> str:
-    """The URL a web page is kept under: without its #fragment (never sent to the server)
-    nor tracking parameters (utm_*, fbclid, gclid...), so one page added as
-    `…/guide#install` and `…/guide?utm_source=mail` is one document. The other
-    parameters stay as written, in their order."""
-    url = url.strip()
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # refused by the checks that follow, as written
-        return url
-    query = "&".join(
-        pair for pair in parts.query.split("&") if pair and not _is_tracking_param(pair)
-    )
-    return urlunsplit(parts._replace(query=query, fragment=""))
 
 
 @transaction.atomic

@@ -35,7 +35,20 @@ MENU_HTML = (
     b"<p>\x93Cr\xeapes\x94 at 4 \x80, na\xefve prices.</p></main></body></html>"
 )
 
+# One page its site serves at several addresses, naming one of them as its own.
+PIER = (
+    b'<html><head><title>Pier rules</title><link rel="canonical" href="/pier?utm_source=x">'
+    b"</head><body><main><h1>Pier rules</h1><p>Bicycles are walked along the pier.</p>"
+    b"</main></body></html>"
+)
+# A copy of another site's page that names that page as its own.
+COPIED = PIER.replace(b'href="/pier?utm_source=x"', b'href="https://harbour.example/pier"')
+
 PAGES = {
+    "/pier": ("text/html", PIER),
+    "/pier/": ("text/html", PIER),
+    "/pier.html": ("text/html", PIER),
+    "/copied": ("text/html", COPIED),
     "/guide": ("text/html; charset=utf-8", GUIDE),
     "/cafe": ("text/html; charset=iso-8859-1", CAFE),
     "/cafe.txt": ("text/plain; charset=iso-8859-1", CAFE_TEXT),
@@ -319,3 +332,61 @@ def test_a_page_that_says_it_has_not_changed_is_not_downloaded_again(
     assert "06:00" in document.text
     assert Site.bodies == [path, path, path]
 
+
+
+def test_a_page_added_under_another_address_is_kept_under_the_url_it_names_as_its_own(
+    api, workspace, site, django_capture_on_commit_callbacks
+):
+    """`<link rel=canonical>` was read and ignored: `…/pier/` and `…/pier.html` were two
+    more documents beside `…/pier`, each answer citing one of three copies."""
+    ids = []
+    for path in ("/pier/", "/pier.html", "/pier/"):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post("/api/documents", {"url": f"{site}{path}"}, format="json")
+        assert response.status_code == 202, response.content
+        ids.append(response.json()["documents"][0]["id"])
+    [document] = Document.objects.all()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.uri == f"{site}/pier"  # the page's own name, tracking parameter dropped
+    assert document.metadata["added_as"] == [f"{site}/pier/", f"{site}/pier.html"]
+    # Added again under an address it was added as: that document at once, no other.
+    assert ids[2] == ids[0] == document.pk
+    for chunk in document.chunks.all():
+        assert chunk.locator["url"] == f"{site}/pier"  # what a citation shows
+    _assert_located(document)
+    assert Chunk.objects.filter(text__contains="Bicycles").count() == 1
+
+
+def test_a_page_naming_an_existing_documents_url_updates_that_document(
+    workspace, counting_embedder, site, django_capture_on_commit_callbacks
+):
+    existing = indexed(workspace, counting_embedder, f"{site}/pier")
+    folder = sources.folder_for_path(workspace=workspace, path="harbour")
+    with django_capture_on_commit_callbacks(execute=True):
+        job, [added] = sources.register_job(
+            workspace=workspace, urls=[f"{site}/pier.html"], folder=folder
+        )
+    assert added.pk != existing.pk  # what registering knows before the page is read
+    [document] = Document.objects.all()
+    assert document.pk == existing.pk
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.folder == folder  # moved, as adding a source again moves it
+    assert list(job.documents.all()) == [document]
+    assert Chunk.objects.filter(text__contains="Bicycles").count() == 1
+
+
+def test_another_sites_canonical_url_is_never_the_pages_identity(
+    workspace, counting_embedder, site
+):
+    """Any page may name any URL as its own: a copy must not take the original's place."""
+    original = Document.objects.create(
+        workspace=workspace, uri="https://harbour.example/pier", title="Pier rules",
+        source_type="web",
+    )
+    document = indexed(workspace, counting_embedder, f"{site}/copied")
+    assert document.uri == f"{site}/copied"
+    assert "canonical_url" not in document.metadata
+    for chunk in document.chunks.all():
+        assert chunk.locator["url"] == f"{site}/copied"
+    assert Document.objects.filter(pk=original.pk).exists()
+    assert Document.objects.count() == 2

@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import httpcore
 import httpx
@@ -48,6 +48,62 @@ _INFLATE_STEP = 64 * 1024
 _FORMATS_BY_NAME_FOR_PLAIN_TEXT = frozenset({SourceType.MARKDOWN, SourceType.CODE})
 # The well-known NAT64 prefix embeds an IPv4 address the gateway will reach.
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+# Query parameters that only say where a link was shared or clicked (analytics and ad
+# click ids): the page is the same without them.
+_TRACKING_PARAMS = frozenset(
+    "fbclid gclid gclsrc dclid msclkid yclid mc_cid mc_eid _hsenc _hsmi igshid".split()
+)
+# Where a web document's metadata keeps the URL its page names as its own
+# (`<link rel=canonical>`), once trusted (`trusted_canonical`).
+CANONICAL_URL_KEY = "canonical_url"
+
+
+def _is_tracking_param(pair: str) -> bool:
+    name = pair.partition("=")[0].lower()
+    return name.startswith("utm_") or name in _TRACKING_PARAMS
+
+
+def web_source_url(url: str) -> str:
+    """The URL a web page is kept under: without its #fragment (never sent to the server)
+    nor tracking parameters (utm_*, fbclid, gclid...), so one page added as
+    `…/guide#install` and `…/guide?utm_source=mail` is one document. The other
+    parameters stay as written, in their order."""
+    url = url.strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # refused by the checks that follow, as written
+        return url
+    query = "&".join(
+        pair for pair in parts.query.split("&") if pair and not _is_tracking_param(pair)
+    )
+    return urlunsplit(parts._replace(query=query, fragment=""))
+
+
+def same_site(url: str, other: str) -> bool:
+    """Whether two http(s) URLs are on the same host (scheme and port aside: a page
+    fetched over http often names its https address as its own)."""
+    try:
+        a, b = urlsplit(url), urlsplit(other)
+    except ValueError:
+        return False
+    return (
+        {a.scheme.lower(), b.scheme.lower()} <= {"http", "https"}
+        and bool(a.hostname)
+        and a.hostname == b.hostname  # urlsplit lowercases hostnames
+    )
+
+
+def trusted_canonical(canonical: object, page_url: str) -> str:
+    """The URL a page names as its own (`<link rel=canonical>`), kept as `web_source_url`
+    keeps URLs, if it is on the page's own site; else ''. Another site's canonical is
+    never believed: any page could then claim to be, and replace, a page of a site it
+    does not control."""
+    if not isinstance(canonical, str) or not canonical.strip():
+        return ""
+    kept = web_source_url(canonical)
+    return kept if same_site(kept, page_url) else ""
 
 
 @dataclass
@@ -634,6 +690,12 @@ def load_fetched(
         doc = html_to_document(data, base_locator={"url": url}, title_fallback=url,
                                charset=charset, max_bytes=max_html_bytes)
         doc.source_type = SourceType.WEB
+        # The page's own name for itself is what its citations show (its document takes
+        # it as its URI when indexed: `indexing.canonical`).
+        if canonical := trusted_canonical(doc.metadata.pop(CANONICAL_URL_KEY, None), url):
+            meta[CANONICAL_URL_KEY] = canonical
+            for unit in doc.units:
+                unit.locator["url"] = canonical
     elif ctype == "application/pdf":
         doc = load_pdf(data, filename=_url_filename(url), ocr=ocr, ocr_max_pages=ocr_max_pages)
         for unit in doc.units:

@@ -1,0 +1,73 @@
+"""One document per web page, whatever address it was added under.
+
+A page reached as `https://x/doc`, `https://x/doc/` or `https://x/doc?ref=mail` is one
+page when it names itself (`<link rel=canonical>`) on its own site: its document takes
+that URL as its URI, and a page added under another address that names a URL an
+existing document already has updates that document instead of becoming a second copy
+answers would cite beside it. The addresses it was added under are remembered
+(`ADDED_AS_KEY`), so adding one of them again finds the document at once.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Q
+
+from indexing.loaders.web import same_site
+from knowledge.models import Document, Workspace
+
+# Document.metadata key: the other URLs the page was added under (it is kept under its
+# canonical URL).
+ADDED_AS_KEY = "added_as"
+# A page linked under many addresses keeps the latest of them.
+_ADDED_AS_KEPT = 20
+
+
+def same_source(*, uri: str) -> Q:
+    """The documents that are the source at `uri`: that URI, or a web page added under it
+    that now goes by its canonical URL."""
+    if not uri.startswith(("http://", "https://")):
+        return Q(uri=uri)
+    return Q(uri=uri) | Q(**{f"metadata__{ADDED_AS_KEY}__contains": [uri]})
+
+
+def kept_as(*, document: Document, canonical: str) -> Document:
+    """The document a page that names `canonical` as its URL is kept as, locked: the one
+    already under that URL in the workspace (`document` is merged into it: its jobs
+    list that one instead, and it is deleted), else `document`, renamed to it.
+
+    Call inside the transaction that writes the page's chunks, with `document` locked:
+    a failure before then leaves both documents as they were. A canonical URL on
+    another site than the one the document was added under is never taken.
+    """
+    if not canonical or canonical == document.uri or not same_site(canonical, document.uri):
+        return document
+    # One page's documents at a time per workspace: two addresses of one page indexed at
+    # once must not both take its URL.
+    Workspace.objects.select_for_update().only("pk").get(pk=document.workspace_id)
+    existing = (
+        Document.objects.select_for_update()
+        .filter(workspace_id=document.workspace_id, uri=canonical)
+        .exclude(pk=document.pk)
+        .order_by("pk")
+        .first()
+    )
+    added_as = [*document.metadata.get(ADDED_AS_KEY, ()), document.uri]
+    if existing is None:
+        document.uri = canonical
+        document.metadata = {**document.metadata, ADDED_AS_KEY: _kept(added_as)}
+        return document
+    existing.metadata = {
+        **existing.metadata,
+        ADDED_AS_KEY: _kept([*existing.metadata.get(ADDED_AS_KEY, ()), *added_as]),
+    }
+    if document.folder_id is not None:
+        # As adding a source again does: it moves to the folder it was added to.
+        existing.folder_id = document.folder_id
+    for job in document.jobs.all():
+        job.documents.add(existing)
+    document.delete()
+    return existing
+
+
+def _kept(urls: list[str]) -> list[str]:
+    return list(dict.fromkeys(reversed(urls)))[:_ADDED_AS_KEPT][::-1]
