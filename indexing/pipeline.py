@@ -288,7 +288,9 @@ def index_document(
     )
     try:
         signature = indexer_signature()
-        reusable = was_indexed and not force and signature == document.indexed_by
+        # An empty document (indexed so before it was FAILED instead) is read again.
+        reusable = (was_indexed and not force and signature == document.indexed_by
+                    and document.chunk_count > 0)
         source = read_source(document, if_changed=reusable)
         if reusable and source.as_indexed(document):
             keep_git_blob(document=document, source=source)
@@ -310,10 +312,10 @@ def index_document(
             pieces = _chunks(loaded)
             if interactive and len(pieces) > settings.INGEST_BULK_CHUNKS:
                 return _hand_off(document_id)
-            if not pieces and not loaded.metadata.get("warnings"):
-                # A scan indexed without OCR has no text but is not broken: its
-                # warnings say why, and it is indexed (empty) rather than FAILED.
-                raise IngestError("The document has no text to index")
+            if not pieces:
+                # Indexed empty, it would answer nothing and look fine: whatever the loader
+                # warned of (a scan without OCR) is why, and belongs in the error.
+                raise IngestError(no_text_error(loaded))
             if loaded.source_type == SourceType.PDF:
                 _locate_on_pages(source, loaded, pieces)
             _update(document_id, progress=10)
@@ -379,6 +381,12 @@ def keep_git_blob(*, document: Document, source: SourceBytes) -> None:
         held.metadata = {**held.metadata, GIT_BLOB_KEY: blob}
         held.save(update_fields=["metadata"])
     document.metadata = held.metadata
+
+
+def no_text_error(loaded: LoadedDocument) -> str:
+    """Why a document that gave no text to index is FAILED, its loader's warnings said."""
+    warnings = [str(w) for w in loaded.metadata.get("warnings") or ()]
+    return "The document has no text to index" + (f": {'; '.join(warnings)}" if warnings else "")
 
 
 def _hand_off(document_id: int) -> IndexOutcome:

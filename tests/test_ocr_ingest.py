@@ -1,5 +1,5 @@
 """A scanned PDF ingested for real: searchable by a word on its scanned page, or (without
-OCR) indexed with a warning in its metadata rather than FAILED."""
+OCR) FAILED, its error saying why it has no text."""
 
 from __future__ import annotations
 
@@ -56,17 +56,18 @@ def test_ocr_past_the_page_cap_indexes_the_rest_with_a_warning(
     ]
 
 
-def test_without_ocr_a_scan_is_indexed_with_a_warning(workspace, user, tmp_path, settings):
+def test_without_ocr_a_scan_fails_saying_why_it_has_no_text(workspace, user, tmp_path, settings):
+    """It was INDEXED with no passages: a document nothing could ever be found in looked
+    indexed, its reason only in metadata.warnings."""
     settings.OCR = "off"
     (tmp_path / "scan.pdf").write_bytes(scanned_pdf([], [SCANNED_LINES, SCANNED_LINES]))
     document = sources.add_path(workspace=workspace, path=tmp_path / "scan.pdf")
     outcome = pipeline.index_document(document_id=document.pk)
-    assert outcome.status == Document.Status.INDEXED, outcome.error
-    assert outcome.chunk_count == 0
+    assert outcome.status == Document.Status.FAILED
 
     detail = _api(user).get(f"/api/documents/{document.pk}").json()
-    assert detail["status"] == "INDEXED" and detail["last_error"] == ""
-    assert detail["metadata"]["warnings"] == [
+    assert detail["status"] == "FAILED" and detail["chunk_count"] == 0
+    assert detail["last_error"] == (
+        "The document has no text to index: "
         "pages 1-2 have no text layer and OCR is turned off (OCR=off)"
-    ]
-    assert "ocr_pages" not in detail["metadata"]
+    )

@@ -390,3 +390,25 @@ def test_another_sites_canonical_url_is_never_the_pages_identity(
         assert chunk.locator["url"] == f"{site}/copied"
     assert Document.objects.filter(pk=original.pk).exists()
     assert Document.objects.count() == 2
+
+
+def test_a_page_with_no_text_fails_whatever_it_warned_of(workspace, counting_embedder, site,
+                                                         settings):
+    """A scanned PDF on the web, OCR off: a warning, no passages, and it ended INDEXED
+    (empty), as if it could answer something."""
+    from tests.unit.test_ocr import SCANNED_LINES, scanned_pdf
+
+    settings.OCR = "off"
+    PAGES["/scan.pdf"] = ("application/pdf", scanned_pdf([], [SCANNED_LINES]))
+    try:
+        document = sources.add_url(workspace=workspace, url=f"{site}/scan.pdf")
+        outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    finally:
+        del PAGES["/scan.pdf"]
+    document.refresh_from_db()
+    assert outcome.status == document.status == Document.Status.FAILED
+    assert document.last_error == (
+        "The document has no text to index: page 1 has no text layer and OCR is turned off "
+        "(OCR=off)"
+    )
+    assert document.chunk_count == 0 and not document.chunks.exists()
