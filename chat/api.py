@@ -529,6 +529,7 @@ class CitationView(APIView):
             {
                 **citations.citation_json(entry),
                 "context": citations.surrounding_text(entry),
+                "format": citation_pages.passage_format(thread=thread, entry=entry),
                 # Set for a current PDF passage: the panel shows the page itself.
                 "pdf": citation_pages.pdf_view(thread=thread, entry=entry),
             }

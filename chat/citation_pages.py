@@ -13,6 +13,7 @@ from chat import citations
 from chat.models import CitationEntry, Thread
 from indexing import page_images
 from knowledge.models import Document
+from knowledge.source_types import SourceType
 
 
 class NotFound(Exception):
@@ -31,6 +32,21 @@ def _document(*, thread: Thread, entry: CitationEntry) -> Document | None:
     if entry.document_id is None:
         return None
     return Document.objects.filter(pk=entry.document_id, workspace_id=thread.workspace_id).first()
+
+
+# What a passage's text is written in: Markdown is shown rendered (and sanitized) by the
+# page, anything else as the text it is.
+MARKDOWN, TEXT = "markdown", "text"
+
+
+def passage_format(*, thread: Thread, entry: CitationEntry) -> str:
+    """MARKDOWN for a passage of a Markdown document (uploaded, a server file, or a web
+    page served as Markdown: its chunks keep the source), else TEXT."""
+    document = _document(thread=thread, entry=entry)
+    if document is None or "line_start" in entry.locator:  # code is shown as code
+        return TEXT
+    markdown = document.mime == "text/markdown" or document.source_type == SourceType.MARKDOWN
+    return MARKDOWN if markdown else TEXT
 
 
 def pdf_view(*, thread: Thread, entry: CitationEntry) -> dict[str, Any] | None:

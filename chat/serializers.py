@@ -83,6 +83,10 @@ class CitationDetailSerializer(CitationSerializer):
     context = SurroundingTextSerializer(
         help_text="text around a current passage, for showing it in place (else empty)"
     )
+    format = serializers.CharField(
+        help_text="what `text` is written in: 'markdown' (a Markdown document's passage, "
+        "its source as written: render it, sanitized) or 'text'",
+    )
     pdf = PdfViewSerializer(
         allow_null=True,
         help_text="a current PDF passage on its page (pages: .../citations/{n}/pages/{page}); "

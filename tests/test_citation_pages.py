@@ -347,3 +347,16 @@ def test_a_page_is_served_to_a_client_accepting_png_and_errors_stay_json(
         response = api.get(url, HTTP_ACCEPT="image/png")
         assert (response.status_code, response["Content-Type"]) == (status, "application/json")
         assert response.json()
+
+
+def test_a_passage_says_whether_it_is_markdown_for_the_panel_to_render(
+    documents, workspace, user, api
+):
+    """The panel showed Markdown passages as their source: it could not tell them apart."""
+    thread = services.create_thread(workspace=workspace, user=user)
+    markdown_n = cite(thread, chunk_with(documents["handbook.md"], "4 hours"))
+    pdf_n = cite(thread, chunk_with(documents["q3-launch-notes.pdf"], "Total launch budget"))
+    body = api.get(f"/api/threads/{thread.pk}/citations/{markdown_n}").json()
+    assert body["format"] == "markdown"
+    assert "4 hours" in body["text"]
+    assert api.get(f"/api/threads/{thread.pk}/citations/{pdf_n}").json()["format"] == "text"

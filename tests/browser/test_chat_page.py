@@ -812,7 +812,8 @@ def test_grounding_flags_unsupported_pills_and_uncited_claims(llm, page: Page):
     expect(marks).to_have_count(len(spans))
     expect(marks).to_have_text([pelican["text"][start:end] for start, end in spans])
     assert sum(e - s for s, e in spans) < len(pelican["text"].strip()), "not the whole chunk"
-    expect(panel.locator(".cited-chunk")).to_contain_text(pelican["text"].strip()[:20])
+    # (A Markdown passage: rendered, its headings without their "#".)
+    expect(panel.locator(".cited-chunk")).to_contain_text("The Pelican mooring buoy")
     expect(panel.locator("#citation-support")).to_be_hidden()
 
     # The flagged one says why in the panel too.
@@ -909,10 +910,11 @@ def test_a_pill_in_a_sentence_that_claims_nothing_is_not_flagged_and_opens_unmar
         expect(panel.locator("#citation-body")).to_contain_text("Pelican mooring buoy")
         expect(panel.locator("#citation-support")).to_be_hidden()
         expect(panel.locator("mark.support-span")).to_have_count(0)
-        # The passage is shown as cited, whole, as for a citation never checked.
-        expect(panel.locator("#citation-body mark")).to_have_count(1)
-        expect(panel.locator("#citation-body mark")).to_contain_text(
-            "The Pelican mooring buoy is repainted every April")
+        # The passage is shown as cited, whole, as for a citation never checked (a
+        # Markdown passage is rendered: a mark in each of its blocks).
+        marks = panel.locator("#citation-body mark")
+        expect(marks.last).to_contain_text("The Pelican mooring buoy is repainted every April")
+        assert "Moorings" in "".join(marks.all_inner_texts())
         # The claim's own pill still says why, with nothing marked either.
         pills.last.click()
         expect(panel.locator("#citation-support")).to_contain_text(wrong["reason"])
@@ -1317,3 +1319,78 @@ def test_mention_picker_finds_documents_past_the_first_thousand(many_documents, 
     # The server filters by title as the user types: a page, not the whole workspace.
     assert any("q=zebra" in url for url in asked), asked
     assert len(asked) < 5, asked
+
+
+TIDES = """# Tide tables
+
+The **harbour master** publishes the tide tables every Monday. Boats over 12 m must
+book a berth with `berth-book` before *18:00* on the day. Late bookings wait.
+
+- Fuel dock: 07:00 to dusk
+- Crane: on request
+
+| Berth | Length |
+| --- | ---: |
+| A | 12 m |
+"""
+TIDES_SUPPORT = "Boats over 12 m must\nbook a berth with `berth-book` before *18:00* on the day."
+
+
+@pytest.fixture
+def markdown_thread(corpus, workspace, user, counting_embedder, tmp_path) -> dict:
+    """A stored answer citing a Markdown passage, its support one sentence of it."""
+    root = tmp_path / "marina"
+    (root / "harbour").mkdir(parents=True)
+    (root / "harbour" / "tides.md").write_text(TIDES)
+    [document] = sources.add_directory(workspace=workspace, root=root)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    chunk = Chunk.objects.get(document_id=document.pk, text__contains="berth-book")
+    start = chunk.text.index(TIDES_SUPPORT)
+    support = {
+        "verdict": "supported", "score": 0.9, "reason": "",
+        "span": {"char_start": start, "char_end": start + len(TIDES_SUPPORT)},
+        "spans": [[start, start + len(TIDES_SUPPORT)]],
+    }
+    thread = services.create_thread(workspace=workspace, user=user, title="Berths")
+    unit = citations.SourceUnit(
+        source_key=f"chunk:{chunk.pk}", source_type="kb_chunk", text=chunk.text,
+        locator=chunk.locator, display={"title": "Tide tables", "uri": document.uri,
+                                        "label": "Tide tables"},
+        document_id=document.pk, chunk_id=chunk.pk,
+    )
+    n = citations.register(thread=thread, units=[unit])[unit.source_key]
+    citation = {**citations.citation_json(citations.resolve(thread=thread, n=n)),
+                "support": support}
+    Message.objects.create(thread=thread, seq=1, role="user", content="Berths?",
+                           resolved_content="Berths?")
+    Message.objects.create(
+        thread=thread, seq=2, role="assistant", content=f"Book before 18:00 [{n}].",
+        resolved_content=f"Book a berth before 18:00 [citation:{n}].", citations=[citation],
+    )
+    return {"thread": thread.pk, "n": n, "root": str(root)}
+
+
+def test_a_markdown_passage_is_rendered_and_its_support_marked_exactly(
+    markdown_thread, page: Page
+):
+    """The panel showed a Markdown passage as its source (`**`, backticks, pipes)."""
+    page.goto(f"/#thread-{markdown_thread['thread']}")
+    page.locator(f'.citation-pill[data-n="{markdown_thread["n"]}"]').first.click()
+    passage = page.locator("#citation-panel .passage-markdown")
+    expect(passage.locator("strong")).to_have_text("harbour master")
+    expect(passage.locator("code")).to_have_text("berth-book")
+    expect(passage.locator("li")).to_have_count(2)
+    expect(passage.locator("td.align-right")).to_have_text("12 m")
+    for syntax in ("**", "`", "| ---", "- Fuel"):
+        assert syntax not in passage.inner_text()
+    # The sentence that supports the claim, and only it, marked: across its bold, code
+    # and emphasis, and across the source's line break.
+    marks = passage.locator("mark.support-span")
+    marked = "".join(marks.all_inner_texts())
+    assert " ".join(marked.split()) == (
+        "Boats over 12 m must book a berth with berth-book before 18:00 on the day."
+    )
+    expect(marks.first).to_be_in_viewport()
+    # The rest of the passage is shown as cited, unmarked.
+    expect(passage).to_have_class(re.compile(r"\bcited-chunk\b"))
+    assert "Late bookings wait" not in marked

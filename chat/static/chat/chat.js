@@ -207,6 +207,12 @@
     };
   }
 
+  // A document's passage: its Markdown source as written, hard-wrapped lines re-flowed
+  // (no breaks) and its text left as it is (no linkify), so offsets into it still align;
+  // images and table alignment handled as in answers.
+  const passageMd = window.markdownit({ html: false, linkify: false, breaks: false, typographer: false });
+  for (const rule of ["image", "th_open", "td_open"]) passageMd.renderer.rules[rule] = md.renderer.rules[rule];
+
   const PURIFY = {
     ALLOWED_TAGS: [
       "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "blockquote",
@@ -547,7 +553,8 @@
     return map;
   }
 
-  function textSegments(atoms, start, end) {
+  /* `code`: keep the segments in code too (a passage's highlight may fall in one). */
+  function textSegments(atoms, start, end, code) {
     const segments = [];
     for (let i = start; i < end && i < atoms.length; i++) {
       const atom = atoms[i];
@@ -558,7 +565,7 @@
     }
     return segments.filter((s) => {
       const parent = s.node.parentElement;
-      const inCode = parent && parent.closest("pre, code");
+      const inCode = !code && parent && parent.closest("pre, code");
       return !inCode && s.node.nodeValue.slice(s.start, s.end).trim();
     });
   }
@@ -1950,6 +1957,10 @@
 
   /* `header`: a toolbar above the passage (the PDF's "Page" button). */
   function renderTextView(citation, spans, header) {
+    if (citation.format === "markdown") {
+      renderMarkdownPassage(citation, spans, header);
+      return;
+    }
     const context = citation.context || {};
     const isCode = citation.locator && "line_start" in citation.locator;
     // unwrapLines keeps lengths, so support offsets still index the tidied text.
@@ -1990,6 +2001,59 @@
     ui.panelBody.replaceChildren(...(header ? [header] : []), passage);
     // Scroll the passage (not the page or the panel's header) to the highlight.
     ui.panelBody.scrollTop = Math.max(0, first.offsetTop - 48);
+  }
+
+  /* A Markdown passage rendered as the answers are (markdown-it without raw HTML, then
+   * DOMPurify), its highlight kept exact: the support spans index the Markdown source,
+   * which is aligned character by character with the rendered text (as the answers'
+   * uncited claims are), and each piece of text a span covers is marked where it is.
+   * The text around it stays plain: cut anywhere, it may open a code block or a list
+   * the passage does not. */
+  function renderMarkdownPassage(citation, spans, header) {
+    const context = citation.context || {};
+    const text = citation.text || "";
+    const rendered = el("div", { className: "passage-markdown" });
+    rendered.append(DOMPurify.sanitize(passageMd.render(text), PURIFY));
+    for (const link of rendered.querySelectorAll("a[href]")) {
+      link.setAttribute("target", "_blank");
+      link.setAttribute("rel", "noopener noreferrer nofollow");
+    }
+    const atoms = [];
+    collectAtoms(rendered, atoms);
+    const map = alignToAtoms(text, atoms);
+    const toUnits = codeUnitIndexer(text);
+    const at = (offset) => map[toUnits(offset)];
+    // The cited chunk (all of it) in its pale style, each piece of text of a supporting
+    // sentence marked; a passage never checked is marked whole, as cited.
+    const end = atoms.length;
+    const marked = spans === null ? [] : spans.length
+      ? spans.map(([from, to]) => [at(from), at(to), "support-span"]) : [[0, end, ""]];
+    if (spans === null || spans.length) rendered.classList.add("cited-chunk");
+    // Last range first, last piece first: splitting a text node keeps the nodes and
+    // offsets of everything before the split valid.
+    let first = null;
+    for (const [start, stop, className] of marked.reverse()) {
+      for (const segment of textSegments(atoms, start, stop, true).reverse()) {
+        first = el("mark", className ? { className } : {});
+        const wrapper = first;
+        wrapText(segment, () => wrapper);
+      }
+    }
+    const passage = el("div", { className: "passage is-markdown" });
+    if (context.before && context.before.trim()) {
+      passage.append(el("span", { className: "passage-context", text: `…${unwrapLines(context.before)}` }));
+    }
+    passage.append(rendered);
+    if (context.after && context.after.trim()) {
+      passage.append(el("span", { className: "passage-context", text: `${unwrapLines(context.after)}…` }));
+    }
+    passage.setAttribute("dir", "auto");
+    ui.panelBody.replaceChildren(...(header ? [header] : []), passage);
+    // The highlight may sit in a table cell or a list (another offsetParent): measured on
+    // the screen, not by offsetTop.
+    const target = first || rendered;
+    const top = target.getBoundingClientRect().top - ui.panelBody.getBoundingClientRect().top;
+    ui.panelBody.scrollTop = Math.max(0, ui.panelBody.scrollTop + top - 48);
   }
 
   /* Prose hard-wrapped in its source reads better re-flowed: a single newline
