@@ -265,11 +265,13 @@ def citation_json(entry: CitationEntry) -> dict[str, Any]:
     return {
         "n": entry.n,
         "source_type": entry.source_type,
-        "document": {
+        # A server file is shown by its path from where it was ingested, not its URI.
+        "document": locators.shown_document({
             "id": entry.document_id,
             "title": entry.display.get("title", ""),
             "uri": entry.display.get("uri", ""),
-        },
+            "path": entry.display.get("path", ""),
+        }),
         "locator": entry.locator,
         "label": entry.display.get("label", ""),
         "permalink": entry.display.get("permalink", ""),

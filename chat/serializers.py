@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from chat import citations
 from chat.models import AnswerFeedback, Message, Thread
+from knowledge import locators
 
 
 class TextField(serializers.CharField):
@@ -36,7 +37,14 @@ class CitedDocumentSerializer(serializers.Serializer):
         allow_null=True, help_text="null for web results and for a document since deleted"
     )
     title = serializers.CharField()
-    uri = serializers.CharField()
+    uri = serializers.CharField(
+        help_text="a web page's URL, an upload's upload://name; empty for a file read on "
+        "the server (see path)"
+    )
+    path = serializers.CharField(
+        help_text="a file's path from the folder or repository it was ingested from (else "
+        "its name); empty for a web page. Never the server's absolute path"
+    )
 
 
 class CitationSerializer(serializers.Serializer):
@@ -251,6 +259,9 @@ class MessageSerializer(serializers.ModelSerializer):
         data = super().to_representation(instance)
         sources = self.context.get("sources", {})
         for citation in data["citations"] or []:
+            if isinstance(citation.get("document"), dict):
+                # Stored before a cited file was shown by its path: not its server URI.
+                citation["document"] = locators.shown_document(citation["document"])
             if (now := sources.get(citation.get("n"))) is not None:
                 _update_to_now(citation, now)
         return data

@@ -175,6 +175,8 @@ def _display(document: Document | None, title: str, uri: str, meta: dict, locato
     return {
         "title": title,
         "uri": uri,
+        # What readers are shown of where it is (never a server's absolute path).
+        "path": locators.shown_path(uri, meta.get("path") or ""),
         "label": locators.label(locator),
         "source": source_label(uri, meta, locator),
         "url": locator.get("url") or (uri if uri.startswith("http") else ""),

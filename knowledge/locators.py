@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import unquote
 
 from citations.rows import TABLE_COLUMNS
 
@@ -14,6 +15,35 @@ PAGE_SEPARATOR = "\f"
 # by PAGE_SEPARATOR: a PDF's page, a presentation's slide, a workbook's sheet, a
 # notebook's cell.
 UNIT_KEYS = ("page", "slide", "sheet", "cell")
+
+
+def shown_uri(uri: str) -> str:
+    """A source's URI as its readers see it: a web page's URL, an upload's upload://name;
+    '' for a server file, whose file:// URI holds the server's own absolute path."""
+    return "" if uri.startswith("file:") else uri
+
+
+def shown_path(uri: str, path: str = "") -> str:
+    """Where a file is, for its readers: its path relative to the folder or repository
+    it was ingested from (`path`, the document's metadata), else its file name; '' for
+    a web page. Never the server's absolute path."""
+    if uri.startswith(("http://", "https://")) or not uri:
+        return ""
+    if path:
+        return path
+    name = uri.rsplit("/", 1)[-1]
+    return unquote(name) if uri.startswith("file:") else name  # a file URI is %-encoded
+
+
+def shown_document(document: Mapping[str, Any]) -> dict[str, Any]:
+    """A cited document's `{id, title, uri, …}` as readers see it: `uri` by `shown_uri`,
+    and its `path` (`shown_path`); its other keys as they are."""
+    uri = str(document.get("uri") or "")
+    return {
+        **document,
+        "uri": shown_uri(uri),
+        "path": document.get("path") or shown_path(uri),
+    }
 
 
 def unit_text(document_text: str, locator: dict[str, Any]) -> str:

@@ -90,7 +90,14 @@ class HitSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     document_id = serializers.IntegerField()
     document_title = serializers.CharField()
-    document_uri = serializers.CharField()
+    document_uri = serializers.SerializerMethodField(
+        help_text="a web page's URL, an upload's upload://name; empty for a file read on "
+        "the server (see document_path)"
+    )
+    document_path = serializers.SerializerMethodField(
+        help_text="a file's path from the folder or repository it was ingested from (else "
+        "its name); empty for a web page. Never the server's absolute path"
+    )
     source_type = serializers.CharField()
     text = serializers.CharField()
     locator = serializers.DictField()
@@ -106,6 +113,12 @@ class HitSerializer(serializers.Serializer):
 
     def get_label(self, obj) -> str:
         return locators.label(obj.locator)
+
+    def get_document_uri(self, obj) -> str:
+        return locators.shown_uri(obj.document_uri)
+
+    def get_document_path(self, obj) -> str:
+        return locators.shown_path(obj.document_uri, obj.document_metadata.get("path") or "")
 
     def get_permalink(self, obj) -> str:
         return citation_permalink(

@@ -22,6 +22,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from chat import citations, services
+from chat import tools as chat_tools
 from chat.models import Message, Thread
 from indexing import pipeline, sources
 from knowledge.models import Chunk, Document
@@ -1352,12 +1353,8 @@ def markdown_thread(corpus, workspace, user, counting_embedder, tmp_path) -> dic
         "spans": [[start, start + len(TIDES_SUPPORT)]],
     }
     thread = services.create_thread(workspace=workspace, user=user, title="Berths")
-    unit = citations.SourceUnit(
-        source_key=f"chunk:{chunk.pk}", source_type="kb_chunk", text=chunk.text,
-        locator=chunk.locator, display={"title": "Tide tables", "uri": document.uri,
-                                        "label": "Tide tables"},
-        document_id=document.pk, chunk_id=chunk.pk,
-    )
+    document.refresh_from_db()
+    unit = chat_tools.chunk_unit(document, chunk.pk, chunk.text, chunk.locator)  # as search does
     n = citations.register(thread=thread, units=[unit])[unit.source_key]
     citation = {**citations.citation_json(citations.resolve(thread=thread, n=n)),
                 "support": support}
@@ -1391,6 +1388,12 @@ def test_a_markdown_passage_is_rendered_and_its_support_marked_exactly(
         "Boats over 12 m must book a berth with berth-book before 18:00 on the day."
     )
     expect(marks.first).to_be_in_viewport()
+    # The file by its title and its path from the folder ingested, not the server's.
+    meta = page.locator("#citation-meta")
+    expect(page.locator("#citation-title")).to_have_text("Tide tables")
+    expect(meta).to_contain_text("harbour/tides.md")
+    assert markdown_thread["root"] not in meta.inner_text()
+    assert "file:" not in meta.inner_text()
     # The rest of the passage is shown as cited, unmarked.
     expect(passage).to_have_class(re.compile(r"\bcited-chunk\b"))
     assert "Late bookings wait" not in marked

@@ -139,6 +139,7 @@ def footer(message: Message, *, debug: bool = False) -> list[str]:
         if debug:
             lines.append(
                 f"    {citation['source_type']} document={doc['id']} uri={doc['uri']} "
+                f"path={doc.get('path', '')} "
                 f"locator={json.dumps(citation['locator'])} status={citation['status']}"
             )
         support = citation.get("support")

@@ -1873,16 +1873,18 @@
 
     const meta = [el("span", { className: "source-number", text: `[${citation.n}]` })];
     if (citation.label) meta.push(el("span", { className: "source-label", text: citation.label }));
-    const url = (citation.locator && citation.locator.url) || doc.uri || "";
+    // A web page by its address (a link); a file by its path from where it was ingested,
+    // never by a server's file:// URI (an answer stored before the API stopped sending one).
+    const url = [citation.locator && citation.locator.url, doc.uri]
+      .find((u) => typeof u === "string" && /^https?:\/\//i.test(u));
+    const path = doc.path || (doc.uri && !/^file:/i.test(doc.uri) ? doc.uri : "");
     if (url) {
-      if (/^https?:\/\//i.test(url)) {
-        meta.push(el("a", {
-          className: "source-url", href: url, target: "_blank", rel: "noopener noreferrer",
-          text: url,
-        }));
-      } else {
-        meta.push(el("span", { className: "source-url", text: url }));
-      }
+      meta.push(el("a", {
+        className: "source-url", href: url, target: "_blank", rel: "noopener noreferrer",
+        text: url,
+      }));
+    } else if (path) {
+      meta.push(el("span", { className: "source-url source-path", text: path }));
     }
     // A repository's passage: its lines on the forge, at the commit indexed.
     if (citation.permalink && /^https?:\/\//i.test(citation.permalink)) {
