@@ -276,6 +276,63 @@ def test_the_source_panel_takes_the_focus_and_gives_it_back(unsupported_thread, 
     assert not page.evaluate("document.querySelector('.conversation').inert")
 
 
+IN_PANEL = """() => {
+    const panel = document.getElementById("citation-panel");
+    return panel.contains(document.activeElement) && document.activeElement !== panel;
+}"""
+
+
+def test_the_modal_source_panel_keeps_the_keyboard_inside_it(unsupported_thread, page: Page):
+    """On a phone the panel is a modal dialog, its background inert, but Tab past its last
+    control left the page (for the browser's own controls), and Shift+Tab at its first."""
+    page.set_viewport_size({"width": 800, "height": 740})
+    page.goto(f"/#thread-{unsupported_thread['thread']}")
+    page.locator(f'.citation-pill[data-n="{unsupported_thread["pdf_n"]}"]').click()
+    panel = page.get_by_role("dialog", name=unsupported_thread["pdf_title"])
+    expect(panel.locator(".pdf-page.is-cited")).to_be_visible()
+    expect(page.locator("#citation-title")).to_be_focused()
+    seen = []
+    for _ in range(16):
+        page.keyboard.press("Tab")
+        assert page.evaluate(IN_PANEL), seen
+        seen.append(page.evaluate("document.activeElement.outerHTML.slice(0, 60)"))
+    assert seen.count(seen[0]) >= 2, seen  # round and round, never out
+    close = page.get_by_role("button", name="Close source")
+    close.focus()
+    page.keyboard.press("Shift+Tab")  # before the first control: the last one
+    assert page.evaluate(IN_PANEL)
+    expect(close).not_to_be_focused()
+    page.keyboard.press("Tab")
+    expect(close).to_be_focused()
+    # A passage with one control: the keyboard stays on it.
+    page.keyboard.press("Escape")
+    page.locator(f'.citation-pill[data-n="{unsupported_thread["text_n"]}"]').click()
+    expect(page.locator("#citation-title")).to_be_focused()
+    for key in ("Tab", "Tab", "Shift+Tab"):
+        page.keyboard.press(key)
+        expect(close).to_be_focused()
+
+
+def test_an_answer_sent_as_json_instead_of_a_stream_is_announced(llm, page: Page):
+    """A server (or a proxy) that answered the turn with JSON: the answer was shown but the
+    status region still said "Answering…"."""
+    llm.script = [answer("The harbour crew checks the moorings every morning.")]
+
+    def as_json(route) -> None:
+        if route.request.method != "POST":
+            route.fallback()
+            return
+        route.continue_(headers={**route.request.headers, "accept": "application/json"})
+
+    page.route(re.compile(r".*/api/threads/\d+/messages$"), as_json)
+    page.goto("/")
+    new_chat(page)
+    reply = ask(page, "Who checks the moorings?")
+    expect(reply).to_contain_text("checks the moorings every morning")
+    assert reply.get_attribute("aria-busy") is None
+    expect(page.get_by_role("status")).to_have_text(re.compile(r"^Answer complete, \d+ sources?\."))
+
+
 def test_an_unsupported_citation_marks_nothing_as_support(unsupported_thread, page: Page):
     page.goto(f"/#thread-{unsupported_thread['thread']}")
     panel = page.locator("#citation-panel")

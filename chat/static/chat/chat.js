@@ -1426,12 +1426,16 @@
 
     const type = response.headers.get("Content-Type") || "";
     if (!type.startsWith("text/event-stream")) {
-      // A server that answered with JSON instead: show the stored message.
+      // A server that answered with JSON instead: show the stored message, and say so as
+      // a streamed answer's end is said (its bubble is gone: "Answering…" was the last word).
       const message = await response.json();
       rememberCitations(message.citations);
       const stored = renderMessage(message);
       questions.set(stored, stream.asked);
       bubble.replaceWith(stored);
+      const failure = message.status === "error"
+        ? (message.resolved_content || "The answer could not be completed.") : null;
+      answerEnded(stored, failure);
       endStream(stream);
       return;
     }
@@ -1829,6 +1833,43 @@
     }
     for (const region of ui.background) {
       if (region) region.inert = modal;
+    }
+  }
+
+  /* A modal panel keeps the keyboard: Tab past its last control comes back to its first,
+   * Shift+Tab before its first goes to its last (what is behind it is inert, so the focus
+   * would otherwise leave the page for the browser's own controls). */
+  const FOCUSABLE = "a[href], button:not([disabled]), input:not([disabled]), " +
+    "select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex='-1'])";
+
+  function panelIsModal() {
+    return !ui.panel.hidden && ui.panel.getAttribute("aria-modal") === "true";
+  }
+
+  function panelControls() {
+    return [...ui.panel.querySelectorAll(FOCUSABLE)]
+      .filter((item) => item.getClientRects().length && !item.closest("[hidden], [inert]"));
+  }
+
+  function trapPanelFocus(event) {
+    if (event.key !== "Tab" || event.altKey || event.ctrlKey || event.metaKey) return;
+    if (!panelIsModal()) return;
+    const controls = panelControls();
+    const active = document.activeElement;
+    if (!controls.length) {
+      event.preventDefault();
+      ui.panelTitle.focus();
+      return;
+    }
+    const [first, last] = [controls[0], controls[controls.length - 1]];
+    const inside = ui.panel.contains(active);
+    const follows = (a, b) => Boolean(b.compareDocumentPosition(a) & Node.DOCUMENT_POSITION_FOLLOWING);
+    if (event.shiftKey && (!inside || active === first || follows(first, active))) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && (!inside || active === last || follows(active, last))) {
+      event.preventDefault();
+      first.focus();
     }
   }
 
@@ -2451,6 +2492,12 @@
     if (pill) openCitation(Number(pill.dataset.n), pill);
   });
   ui.panelClose.addEventListener("click", dismissPanel);
+  document.addEventListener("keydown", trapPanelFocus);
+  // Focus moved out of a modal panel by a script (what is behind it is inert to the
+  // keyboard and the pointer, not to focus() calls) comes back to it.
+  document.addEventListener("focusin", (event) => {
+    if (panelIsModal() && !ui.panel.contains(event.target)) ui.panelTitle.focus();
+  });
   ui.messages.addEventListener("scroll", () => {
     state.following = atEnd();
     ui.jumpLatest.hidden = state.following;
