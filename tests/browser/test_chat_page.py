@@ -93,7 +93,9 @@ def session_cookie(user) -> str:
 
 @pytest.fixture
 def page(corpus, session_cookie, live_server) -> Iterator[Page]:
-    """A logged-in page; fails the test on any dialog, page error or console error."""
+    """A logged-in page, which may copy to the clipboard; fails the test on any dialog,
+    page error or console error, but those a test lists in `page.expected_console` (a
+    request it has the server refuse, a connection it drops)."""
     problems: list[str] = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -102,12 +104,14 @@ def page(corpus, session_cookie, live_server) -> Iterator[Page]:
         context = browser.new_context(
             base_url=live_server.url, viewport={"width": 1366, "height": 820}
         )
+        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
         context.add_cookies(
             [{"name": settings.SESSION_COOKIE_NAME, "value": session_cookie,
               "url": live_server.url}]
         )
         page = context.new_page()
         page.set_default_timeout(TIMEOUT_MS)
+        page.expected_console = []
 
         def on_dialog(dialog) -> None:
             problems.append(f"dialog: {dialog.type} {dialog.message!r}")
@@ -117,10 +121,9 @@ def page(corpus, session_cookie, live_server) -> Iterator[Page]:
         page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
 
         def on_console(message) -> None:
-            # A test that has the server refuse a request expects the browser to log it.
-            refused = getattr(page, "refused_status", None)
-            if message.type == "error" and not (refused and f"status of {refused}" in
-                                                message.text):
+            if message.type == "error" and not any(
+                expected in message.text for expected in page.expected_console
+            ):
                 problems.append(f"console: {message.text}")
 
         page.on("console", on_console)
@@ -253,7 +256,7 @@ def test_a_refused_question_goes_back_into_the_composer(page: Page, corpus):
     page.goto("/")
     new_chat(page)
     refusal = {"content": ["Ensure this field has no more than 20000 characters."]}
-    page.refused_status = 400
+    page.expected_console = ["status of 400"]  # the refusal the browser logs
     page.route(
         "**/api/threads/*/messages",
         lambda route: route.fulfill(status=400, json=refusal)

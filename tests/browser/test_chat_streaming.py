@@ -17,7 +17,6 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from django.conf import settings
 
 from chat import services
 from chat.models import Message
@@ -25,8 +24,6 @@ from chat.models import Message
 # Imported from there, so the checks that skip browser tests (no Chromium, no
 # Playwright) run first; its fixtures are shared, not copied.
 from tests.browser.test_chat_page import (  # noqa: F401 (fixtures)
-    CHROMIUM,
-    CHROMIUM_ARGS,
     TIMEOUT_MS,
     Page,
     corpus,
@@ -34,61 +31,13 @@ from tests.browser.test_chat_page import (  # noqa: F401 (fixtures)
     in_chunks,
     llm,
     new_chat,
+    page,
     passage_number,
     session_cookie,
-    sync_playwright,
 )
 from tests.scripted_llm import ScriptedLLM, answer, recorded, tool_call
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
-
-
-@pytest.fixture
-def page(corpus, session_cookie, live_server) -> Iterator[Page]:
-    """A logged-in page, as test_chat_page.py's, which may also copy to the clipboard; a
-    test expecting the browser to log a failed request lists it in `page.expected_console`."""
-    problems: list[str] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        context = browser.new_context(
-            base_url=live_server.url, viewport={"width": 1366, "height": 820}
-        )
-        context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
-        context.add_cookies(
-            [{"name": settings.SESSION_COOKIE_NAME, "value": session_cookie,
-              "url": live_server.url}]
-        )
-        page = context.new_page()
-        page.set_default_timeout(TIMEOUT_MS)
-        page.expected_console = []
-
-        def on_dialog(dialog) -> None:
-            problems.append(f"dialog: {dialog.type} {dialog.message!r}")
-            dialog.dismiss()
-
-        def on_console(message) -> None:
-            if message.type == "error" and not any(
-                expected in message.text for expected in page.expected_console
-            ):
-                problems.append(f"console: {message.text}")
-
-        page.on("dialog", on_dialog)
-        page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-        page.on("console", on_console)
-        page.route(
-            "**/*",
-            lambda route: route.continue_()
-            if route.request.url.startswith(live_server.url)
-            else (problems.append(f"external request: {route.request.url}"), route.abort()),
-        )
-        try:
-            yield page
-        finally:
-            context.close()
-            browser.close()
-    assert not problems, problems
 
 
 def held_answer(first: str, rest: str, release: threading.Event) -> dict:
