@@ -40,7 +40,13 @@ from chat.serializers import (
 )
 from indexing import page_images
 from knowledge import selectors
-from knowledge.api import KnownListParameters, query_workspace_slug, write_workspace
+from knowledge.api import (
+    KnownListParameters,
+    json_object,
+    query_workspace_slug,
+    writable,
+    write_workspace,
+)
 from knowledge.throttling import ChatTurnThrottle
 
 logger = logging.getLogger(__name__)
@@ -157,7 +163,10 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
         return threads
 
     def create(self, request: Request, *args, **kwargs) -> Response:
-        params = ThreadCreateSerializer(data=request.data)
+        # A misspelt key is a 400: {"workspce": "other"} started it in the default workspace.
+        body = json_object(request, writable(ThreadCreateSerializer),
+                           example='{"title": "…", "workspace": "…"}')
+        params = ThreadCreateSerializer(data=body)
         params.is_valid(raise_exception=True)
         # A reader asks too: a conversation changes none of the workspace's documents.
         workspace = write_workspace(request, params.validated_data, curating=False)
@@ -169,7 +178,6 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
 
 @extend_schema_view(
     get=extend_schema(responses={200: ThreadSerializer, 404: NOT_FOUND}),
-    put=extend_schema(responses={200: ThreadSerializer, 400: REFUSED, 404: NOT_FOUND}),
     patch=extend_schema(responses={200: ThreadSerializer, 400: REFUSED, 404: NOT_FOUND}),
     delete=extend_schema(responses={204: None, 404: NOT_FOUND}),
 )
@@ -178,9 +186,17 @@ class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
     messages and citations."""
 
     serializer_class = ThreadSerializer
+    # PATCH renames; a PUT of the whole thread had nothing more to change, and answered
+    # 200 to a body it ignored.
+    http_method_names = ["get", "patch", "delete", "head", "options"]
 
     def get_object(self) -> Thread:
         return user_thread(self.request, self.kwargs["pk"])
+
+    def update(self, request: Request, *args, **kwargs) -> Response:
+        # {"titel": …} answered 200 and renamed nothing: a key it does not take is a 400.
+        json_object(request, writable(ThreadSerializer), example='{"title": "…"}')
+        return super().update(request, *args, **kwargs)
 
     def perform_update(self, serializer: ThreadSerializer) -> None:
         thread = serializer.instance
@@ -617,7 +633,10 @@ class GroundingCheckView(APIView):
         },
     )
     def post(self, request: Request) -> Response:
-        params = GroundingCheckSerializer(data=request.data)
+        fields = list(GroundingCheckSerializer().fields)
+        params = GroundingCheckSerializer(
+            data=json_object(request, fields, example='{"answer": "… [1]", "passages": ["…"]}')
+        )
         params.is_valid(raise_exception=True)
         data = params.validated_data
         try:

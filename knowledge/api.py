@@ -115,6 +115,11 @@ def refuse_unknown_parameters(
 LIST_PARAMETERS = frozenset({"page", "page_size", "workspace", "format"})
 
 
+def writable(serializer_class: type[serializers.Serializer]) -> list[str]:
+    """The keys a write through `serializer_class` takes: its fields that are not read-only."""
+    return [name for name, field in serializer_class().fields.items() if not field.read_only]
+
+
 def json_object(request: Request, known: Collection[str], *, example: str) -> dict:
     """A JSON body that is an object holding only `known` keys, else a 400 naming what is
     wrong: a misspelt key ignored would do something else than asked, and say nothing."""
@@ -307,7 +312,10 @@ class WorkspaceDetailView(APIView):
     })
     def patch(self, request: Request, slug: str) -> Response:
         workspace = selectors.workspace_for(user=request.user, slug=slug)
-        params = WorkspaceSerializer(workspace, data=request.data, partial=True)
+        # {"retrieval": "injection"} answered 200 and changed nothing.
+        body = json_object(request, writable(WorkspaceSerializer),
+                           example='{"retrieval_mode": "injection"}')
+        params = WorkspaceSerializer(workspace, data=body, partial=True)
         params.is_valid(raise_exception=True)
         try:
             workspace = workspace_update(

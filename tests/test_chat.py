@@ -570,7 +570,10 @@ def test_an_answer_closed_as_abandoned_is_never_completed_later(
 def test_a_conversation_is_renamed_in_place(workspace, user, api):
     older = services.create_thread(workspace=workspace, user=user, title="Old")
     newer = services.create_thread(workspace=workspace, user=user, title="New")
-    response = api.patch(f"/api/threads/{older.pk}", {"title": "  Launch plans ", "id": 9},
+    # Its id is not the body's to change: a key the rename does not take is a 400.
+    moved = api.patch(f"/api/threads/{older.pk}", {"title": "Moved", "id": 9}, format="json")
+    assert moved.status_code == 400 and "Unknown keys: id" in moved.content.decode()
+    response = api.patch(f"/api/threads/{older.pk}", {"title": "  Launch plans "},
                          format="json")
     assert response.status_code == 200, response.content
     assert response.json()["title"] == "Launch plans" and response.json()["id"] == older.pk

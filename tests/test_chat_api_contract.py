@@ -111,8 +111,9 @@ def test_the_schema_documents_what_the_chat_endpoints_answer(schema):
     statuses = {m: set(op["responses"]) for m, op in paths["/api/threads/{id}"].items()
                 if m != "parameters"}
     # Every operation's 401 is declared once, by config.schema.
-    assert statuses == {"get": {"200", "401", "404"}, "put": {"200", "400", "401", "404"},
-                        "patch": {"200", "400", "401", "404"}, "delete": {"204", "401", "404"}}
+    # No PUT: it answered 200 to any body and changed nothing; PATCH renames.
+    assert statuses == {"get": {"200", "401", "404"}, "patch": {"200", "400", "401", "404"},
+                        "delete": {"204", "401", "404"}}
     check = paths["/api/grounding/check"]["post"]["responses"]
     assert set(check) == {"200", "400", "401", "404", "413"}
     result = check["200"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
