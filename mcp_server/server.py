@@ -20,14 +20,15 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import BeforeValidator, ConfigDict, ValidationError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticKnownError
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 
+from knowledge.models import Document
 from mcp_server import tools
 from mcp_server.auth import InvalidToken, user_for_token
 
@@ -42,7 +43,7 @@ INSTRUCTIONS = (
     "its passage. list_sources shows the documents and "
     "folders (their ids scope a search); ingest adds a URL or a server path, reindex and "
     "stale keep them current. Every tool takes an optional workspace slug (default: the "
-    "user's first workspace)."
+    "user's first workspace; list_workspaces names them)."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Ingesting fetches the web; re-checking sources re-reads them (and marks them STALE).
@@ -65,6 +66,22 @@ def _no_bool(value: Any) -> Any:
 Int = Annotated[int, BeforeValidator(_no_bool)]
 
 
+def _argument(description: str, **schema: Any) -> Any:
+    """An argument's description and bounds as its JSON Schema shows them to an agent.
+    The bounds are enforced where the REST API enforces them (its serializers and
+    tools.Refused), so both refuse alike; the schema only says them up front."""
+    return Field(description=description, json_schema_extra=schema or None)
+
+
+WorkspaceSlug = Annotated[str | None, _argument(
+    "a workspace slug (list_workspaces); default: your first workspace"
+)]
+Conversation = Annotated[Int | None, _argument(
+    "the conversation_id an earlier result gave: passages keep their numbers [n]; "
+    "default: a new conversation"
+)]
+
+
 class SearchScope(TypedDict, total=False):
     """Restrict a search to these documents and folders (subfolders included)."""
 
@@ -79,7 +96,20 @@ class SearchScope(TypedDict, total=False):
     folder_ids: list[Int]
 
 
-def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict], **arguments: Any):
+# A tool's result: an object (its output schema), sent as compact JSON text as well.
+Result = Annotated[CallToolResult, dict[str, Any]]
+
+
+def _compact(result: dict[str, Any]) -> CallToolResult:
+    """The result as structured content and as one line of JSON: the SDK's text copy was
+    indented, one number a line, longer than the passages it carried."""
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=result)
+
+
+def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict],
+         **arguments: Any) -> CallToolResult:
     """One tool call as the token's user, with Django's per-request connection handling.
 
     Tools run in the SDK's worker threads, which outlive a call: stale database
@@ -88,7 +118,7 @@ def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict], **argu
     close_old_connections()
     try:
         user = user_for_token(token_of(ctx))
-        return operation(user, **arguments)
+        return _compact(operation(user, **arguments))
     except InvalidToken as exc:
         raise ToolError(f"Not authenticated: {exc}") from exc
     except tools.Refused as exc:
@@ -156,13 +186,16 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=READ_ONLY)
     def search_knowledge_base(
-        query: str,
+        query: Annotated[str, _argument("what to find, in words or as code writes a name",
+                                        maxLength=2000)],
         ctx: Context,
-        scope: SearchScope | None = None,
-        limit: Int = 10,
-        workspace: str | None = None,
-        conversation_id: Int | None = None,
-    ) -> dict[str, Any]:
+        scope: Annotated[SearchScope | None, _argument(
+            "only these documents and folders (ids from list_sources)"
+        )] = None,
+        limit: Annotated[Int, _argument("passages to return", minimum=1, maximum=100)] = 10,
+        workspace: WorkspaceSlug = None,
+        conversation_id: Conversation = None,
+    ) -> Result:
         """Hybrid search (meaning and keywords) over the workspace's documents.
 
         Returns passages best first, each with its number n (cite it as [n]), document,
@@ -177,13 +210,14 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=READ_ONLY)
     def read_document(
-        document_id: Int,
+        document_id: Annotated[Int, _argument("a document's id (search results, list_sources)")],
         ctx: Context,
-        offset: Int = 0,
-        limit: Int = 50,
-        workspace: str | None = None,
-        conversation_id: Int | None = None,
-    ) -> dict[str, Any]:
+        offset: Annotated[Int, _argument("the first passage to read, from 0", minimum=0)] = 0,
+        limit: Annotated[Int, _argument("passages to read", minimum=1,
+                                        maximum=tools.READ_MAX_PASSAGES)] = 50,
+        workspace: WorkspaceSlug = None,
+        conversation_id: Conversation = None,
+    ) -> Result:
         """A document's details and its passages in reading order, each with its number n
         (cite it as [n]; see search_knowledge_base for conversation_id) and locator.
 
@@ -195,8 +229,15 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=READ_ONLY)
     def check_answer(
-        conversation_id: Int, answer: str, ctx: Context, workspace: str | None = None
-    ) -> dict[str, Any]:
+        conversation_id: Annotated[Int, _argument(
+            "the conversation whose numbers the answer cites (from search_knowledge_base "
+            "or read_document)"
+        )],
+        answer: Annotated[str, _argument("your answer, citing passages as [n]",
+                                         maxLength=tools.ANSWER_MAX_CHARS)],
+        ctx: Context,
+        workspace: WorkspaceSlug = None,
+    ) -> Result:
         """Check an answer that cites this conversation's passages as [n].
 
         Each sentence gets a verdict (supported, partial, unsupported, or uncited for a
@@ -210,11 +251,15 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     @server.tool(annotations=ADDS)
     def ingest(
         ctx: Context,
-        url: str | None = None,
-        path: str | None = None,
-        folder_id: Int | None = None,
-        workspace: str | None = None,
-    ) -> dict[str, Any]:
+        url: Annotated[str | None, _argument("an http(s) page or file to add")] = None,
+        path: Annotated[str | None, _argument(
+            "a file or folder on the server, under INGEST_SERVER_ROOTS (staff only)"
+        )] = None,
+        folder_id: Annotated[Int | None, _argument(
+            "the folder to add it to (list_sources); default: the top level"
+        )] = None,
+        workspace: WorkspaceSlug = None,
+    ) -> Result:
         """Add a web page (url) or a file or folder on the server (path) to the workspace.
 
         A path is for staff accounts allowed to add documents (as the admin's Add
@@ -227,36 +272,61 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
     @server.tool(annotations=STOPS)
     def cancel_job(
-        job_id: Int, ctx: Context, workspace: str | None = None
-    ) -> dict[str, Any]:
+        job_id: Annotated[Int, _argument("the job id ingest returned")],
+        ctx: Context,
+        workspace: WorkspaceSlug = None,
+    ) -> Result:
         """Cancel an ingest job (the id ingest returned): its documents still waiting in
         queue are not indexed (FAILED, with a note); those being indexed finish."""
         return _run(token_of, ctx, tools.cancel_job, job_id=job_id, workspace=workspace)
 
     @server.tool(annotations=ADDS)
     def reindex(
-        document_ids: list[Int], ctx: Context, workspace: str | None = None
-    ) -> dict[str, Any]:
+        document_ids: Annotated[list[Int], _argument(
+            "documents to re-read (list_sources, stale)", minItems=1, maxItems=1000
+        )],
+        ctx: Context,
+        workspace: WorkspaceSlug = None,
+    ) -> Result:
         """Re-read and re-index these documents in the background (e.g. the stale ones)."""
         return _run(token_of, ctx, tools.reindex, document_ids=document_ids, workspace=workspace)
 
     @server.tool(annotations=READ_ONLY)
     def list_sources(
         ctx: Context,
-        status: str | None = None,
-        offset: Int = 0,
-        limit: Int = 100,
-        workspace: str | None = None,
-    ) -> dict[str, Any]:
-        """The workspace's documents (id, title, source, status, chunk count) and folders.
+        status: Annotated[str | None, _argument(
+            "only documents in this state", enum=[*Document.Status.values, None]
+        )] = None,
+        offset: Annotated[Int, _argument("the first document to list, from 0",
+                                         minimum=0)] = 0,
+        limit: Annotated[Int, _argument("documents to list", minimum=1,
+                                        maximum=tools.LIST_MAX_DOCUMENTS)] = 100,
+        workspace: WorkspaceSlug = None,
+    ) -> Result:
+        """The workspace's documents (id, title, source, folder, status, chunk count, last
+        error) and, with the first window (offset 0), its folders (at most 500).
 
         status filters: PENDING, INDEXING, INDEXED, STALE or FAILED. limit: 1-500.
         """
         return _run(token_of, ctx, tools.list_sources,
                     status=status, offset=offset, limit=limit, workspace=workspace)
 
+    @server.tool(annotations=READ_ONLY)
+    def list_workspaces(ctx: Context) -> Result:
+        """Your workspaces: the slug every tool's workspace argument takes, the name, and
+        your role (owner or member: may add and re-index documents; reader: searches and
+        reads). Without a workspace argument, a tool reads the first one listed; ingest,
+        reindex, cancel_job and stale change the first one you are owner or member of."""
+        return _run(token_of, ctx, tools.list_workspaces)
+
     @server.tool(annotations=ADDS)
-    def stale(ctx: Context, check: bool = True, workspace: str | None = None) -> dict[str, Any]:
+    def stale(
+        ctx: Context,
+        check: Annotated[bool, _argument(
+            "true: re-read every source now (slow); false: list those already marked"
+        )] = True,
+        workspace: WorkspaceSlug = None,
+    ) -> Result:
         """Documents whose source changed since it was indexed.
 
         check=true re-reads every file and web source now (slow for many web pages)

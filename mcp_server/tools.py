@@ -32,6 +32,7 @@ from knowledge.serializers import (
 
 READ_MAX_PASSAGES = 200
 LIST_MAX_DOCUMENTS = 500
+LIST_MAX_FOLDERS = 500
 ANSWER_MAX_CHARS = 50_000
 CITE_AS = (
     "Cite a passage by writing its number in brackets, like [2]. Pass conversation_id to "
@@ -51,7 +52,10 @@ def _workspace(user, slug: str | None, *, curating: bool = False) -> Workspace:
     try:
         return selectors.workspace_for(user=user, slug=slug, curating=curating)
     except Http404 as exc:
-        raise Refused(f"No workspace {slug!r}" if slug else "You have no workspace") from exc
+        raise Refused(
+            f"No workspace {slug!r} (list_workspaces names yours)" if slug
+            else "You have no workspace"
+        ) from exc
     except PermissionDenied as exc:
         raise Refused(str(exc)) from exc
 
@@ -103,6 +107,19 @@ def _conversation(user, ws: Workspace, conversation_id: int | None, title: str):
         raise Refused(str(exc)) from exc
 
 
+# Line boxes on the page image (PDF): for drawing a highlight, which an agent cannot do;
+# they were half of a PDF search's output (17 four-number boxes for one passage).
+DRAWING_KEYS = frozenset({"bbox", "bbox_chars"})
+
+
+def _for_agents(item: dict[str, Any]) -> dict[str, Any]:
+    """A hit, passage or citation with its locator less what only draws it on a page."""
+    locator = item.get("locator")
+    if not isinstance(locator, dict) or not DRAWING_KEYS & locator.keys():
+        return item
+    return {**item, "locator": {k: v for k, v in locator.items() if k not in DRAWING_KEYS}}
+
+
 SCOPE_KEYS = ("document_ids", "folder_ids")
 
 
@@ -151,7 +168,7 @@ def search_knowledge_base(
         "conversation_id": thread.pk,
         "cite_as": CITE_AS,
         "query": result.query,
-        "results": [{"n": numbers[hit["chunk_id"]], **hit}
+        "results": [_for_agents({"n": numbers[hit["chunk_id"]], **hit})
                     for hit in HitSerializer(result.hits, many=True).data],
         "metadata": result.metadata,
     }
@@ -183,12 +200,12 @@ def read_document(
         thread=thread, passages=[(document, c.pk, c.text, c.locator) for c in chunks]
     )
     return {
-        "document": DocumentSerializer(document).data,
+        "document": _source(DocumentSerializer(document).data),
         "conversation_id": thread.pk,
         "cite_as": CITE_AS,
         "offset": start,
         "total_passages": document.chunk_count,
-        "passages": [{"n": numbers[chunk["id"]], **chunk}
+        "passages": [_for_agents({"n": numbers[chunk["id"]], **chunk})
                      for chunk in ChunkSerializer(chunks, many=True).data],
     }
 
@@ -207,7 +224,11 @@ def check_answer(
         checked = grounding.check_thread_answer(thread=thread, answer=answer)
     except grounding.TooMuchWork as exc:
         raise Refused(str(exc)) from exc
-    return {"conversation_id": thread.pk, **checked}
+    return {
+        "conversation_id": thread.pk,
+        **checked,
+        "citations": [_for_agents(citation) for citation in checked.get("citations", [])],
+    }
 
 
 def ingest(
@@ -288,13 +309,42 @@ def list_sources(
         if status not in Document.Status.values:
             raise Refused(f"status must be one of {', '.join(Document.Status.values)}")
         documents = documents.filter(status=status)
-    return {
+    listing: dict[str, Any] = {
         "workspace": ws.slug,
         "total": documents.count(),
         "offset": start,
-        "documents": DocumentSerializer(documents[start:end], many=True).data,
-        "folders": FolderSerializer(selectors.folders_in(workspace=ws), many=True).data,
+        "documents": [_source(d) for d in DocumentSerializer(documents[start:end], many=True).data],
     }
+    if start == 0:
+        # Once, with the first window: every window repeated them all, unbounded.
+        folders = selectors.folders_in(workspace=ws)
+        listing["folders"] = FolderSerializer(folders[:LIST_MAX_FOLDERS], many=True).data
+        if len(folders) > LIST_MAX_FOLDERS:
+            listing["folders_total"] = len(folders)
+    return listing
+
+
+# What an agent needs of a document to choose, scope, cite and fix it; the rest of the
+# API's record (mime, progress, timestamps, metadata) tripled a listing's size.
+SOURCE_FIELDS = ("id", "title", "source_type", "uri", "folder", "folder_path", "status",
+                 "chunk_count", "last_error", "last_indexed_at")
+
+
+def _source(document: dict[str, Any]) -> dict[str, Any]:
+    return {key: document[key] for key in SOURCE_FIELDS}
+
+
+def list_workspaces(user) -> dict[str, Any]:
+    """GET /api/workspaces: the slugs every tool's `workspace` takes, with the user's role."""
+    curated = set(selectors.workspaces_curated_by(user=user).values_list("pk", flat=True))
+
+    def role(ws: Workspace) -> str:
+        if ws.owner_id == user.pk:
+            return "owner"
+        return "member" if ws.pk in curated else "reader"
+
+    return {"workspaces": [{"slug": ws.slug, "name": ws.name, "role": role(ws)}
+                           for ws in selectors.workspaces_for(user=user)]}
 
 
 def summary(document: Document) -> dict[str, Any]:

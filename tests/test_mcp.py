@@ -18,7 +18,7 @@ from tests.workers import worker_env
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 TOOLS = {"search_knowledge_base", "read_document", "check_answer", "ingest", "cancel_job",
-         "reindex", "list_sources", "stale"}
+         "reindex", "list_sources", "list_workspaces", "stale"}
 HANDBOOK = """# Harbour handbook
 
 ## Tides
@@ -373,6 +373,6 @@ def test_workspace_argument_chooses_among_the_users_workspaces(site):
     assert default[1]["workspace"] == "harbour", "the user's first workspace"
     # PostgreSQL refused to look for it: "Internal error (DataError)" (an outside audit's).
     assert run(nul) == (
-        (False, "No workspace 'har\\x00bour'"),
+        (False, "No workspace 'har\\x00bour' (list_workspaces names yours)"),
         (False, "workspace: may not be blank (leave it out for your first workspace)"),
     )

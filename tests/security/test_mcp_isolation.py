@@ -32,7 +32,7 @@ def attacks(w) -> dict[str, tuple[str, dict, dict, str]]:
     doc, folder = w["their_doc"].pk, w["their_doc"].folder_id
     thread, mine = w["their_thread"].pk, w["my_doc"].pk
     url = "https://example.com/"
-    no_workspace = "No workspace '{}'"
+    no_workspace = "No workspace '{}' (list_workspaces names yours)"
     no_conversation = "No conversation {} in this workspace"
     return {
         "check an answer against a foreign conversation's passages": (

@@ -1,0 +1,131 @@
+"""What an agent reads from the MCP tools: compact results without what only draws a page,
+argument schemas that state their bounds, and the workspaces it may name.
+
+The server runs in this process (the SDK's in-memory transport); its tools run in worker
+threads, hence committed data (`transaction=True`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth import get_user_model
+from rest_framework.authtoken.models import Token
+
+from indexing import pipeline, sources
+from knowledge.models import Document, Folder
+from knowledge.services import workspace_create
+from mcp_server.server import build_server
+from mcp_server.tools import LIST_MAX_FOLDERS
+from tests.conftest import SAMPLE_CORPUS
+from tests.mcp_clients import run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def agent(counting_embedder):
+    """Alice's workspace holding the sample PDF, and a client of a server for her token."""
+    from mcp import Client
+
+    alice = get_user_model().objects.create_user("alice")
+    workspace = workspace_create(slug="notes", owner=alice, name="Notes")
+    document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "q3-launch-notes.pdf")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    token = Token.objects.create(user=alice).key
+    return {"user": alice, "workspace": workspace, "document": Document.objects.get(pk=document.pk),
+            "client": lambda: Client(build_server(lambda ctx: token))}
+
+
+async def _call(client, tool: str, **arguments):
+    result = await client.call_tool(tool, arguments)
+    (block,) = result.content
+    return result.is_error, block.text, result.structured_content
+
+
+def test_results_are_compact_and_keep_no_page_drawing_boxes(agent):
+    document = agent["document"]
+
+    async def session():
+        async with agent["client"]() as client:
+            search = await _call(client, "search_knowledge_base", query="launch budget", limit=3)
+            read = await _call(client, "read_document", document_id=document.pk, limit=2)
+            conversation = search[2]["conversation_id"]
+            check = await _call(client, "check_answer", conversation_id=conversation,
+                                answer="The total approved launch budget is €18,500 [1].")
+            return search, read, check
+
+    search, read, check = run(session)
+    for error, text, structured in (search, read, check):
+        assert not error, text
+        # One line of JSON, the structured content itself: it was indented, a number a line.
+        assert "\n  " not in text and json.loads(text) == structured
+    hits, passages = search[2]["results"], read[2]["passages"]
+    (cited,) = check[2]["citations"]
+    for item in (*hits, *passages, cited):
+        locator = item["locator"]
+        # The page (and what cites it) stays; the boxes, a PDF result's bulk, go.
+        assert locator["page"] >= 1 and locator["char_end"] > locator["char_start"], locator
+        assert not {"bbox", "bbox_chars"} & locator.keys(), locator
+    # They were there to drop: the REST API still draws with them.
+    assert "bbox" in document.chunks.order_by("ordinal").first().locator
+    # A document as an agent needs it, not the API's whole record.
+    assert set(read[2]["document"]) == {
+        "id", "title", "source_type", "uri", "folder", "folder_path", "status",
+        "chunk_count", "last_error", "last_indexed_at",
+    }
+
+
+def test_list_sources_is_lean_and_lists_folders_once_and_bounded(agent):
+    workspace = agent["workspace"]
+    Folder.objects.bulk_create(
+        Folder(workspace=workspace, name=f"f{i:04}") for i in range(LIST_MAX_FOLDERS + 1)
+    )
+
+    async def session():
+        async with agent["client"]() as client:
+            return (await _call(client, "list_sources"),
+                    await _call(client, "list_sources", offset=1))
+
+    (error, _, first), (_, _, second) = run(session)
+    assert not error
+    assert first["total"] == 1 and set(first["documents"][0]) == {
+        "id", "title", "source_type", "uri", "folder", "folder_path", "status",
+        "chunk_count", "last_error", "last_indexed_at",
+    }
+    # Every window sent every folder; now the first sends at most LIST_MAX_FOLDERS.
+    assert len(first["folders"]) == LIST_MAX_FOLDERS
+    assert first["folders_total"] == LIST_MAX_FOLDERS + 1
+    assert second["documents"] == [] and "folders" not in second
+
+
+def test_arguments_state_their_bounds_and_the_workspaces_are_listed(agent):
+    reader_of = workspace_create(slug="shared", owner=get_user_model().objects.create_user("bob"),
+                                 name="Shared")
+    reader_of.readers.add(agent["user"])
+
+    async def session():
+        async with agent["client"]() as client:
+            tools = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+            listed = await _call(client, "list_workspaces")
+            unknown = await _call(client, "list_sources", workspace="nope")
+            return tools, listed, unknown
+
+    tools, (error, _, listed), (_, refusal, _) = run(session)
+    limit = tools["search_knowledge_base"]["properties"]["limit"]
+    assert (limit["minimum"], limit["maximum"]) == (1, 100)
+    assert tools["read_document"]["properties"]["limit"]["maximum"] == 200
+    assert tools["list_sources"]["properties"]["limit"]["maximum"] == 500
+    assert tools["list_sources"]["properties"]["offset"]["minimum"] == 0
+    assert set(tools["list_sources"]["properties"]["status"]["enum"]) == {
+        *Document.Status.values, None
+    }
+    for name, schema in tools.items():
+        for argument, described in schema["properties"].items():
+            assert described.get("description"), (name, argument)
+    assert not error and listed == {"workspaces": [
+        {"slug": "notes", "name": "Notes", "role": "owner"},
+        {"slug": "shared", "name": "Shared", "role": "reader"},
+    ]}
+    assert refusal.endswith("No workspace 'nope' (list_workspaces names yours)")
