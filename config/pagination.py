@@ -43,6 +43,12 @@ class Pages(PageNumberPagination):
         except NotFound as exc:  # a valid number past the last page: the only one left
             raise ValidationError({self.page_query_param: [exc.detail]}) from exc
 
+    def get_paginated_response_schema(self, schema: dict) -> dict:
+        paginated = super().get_paginated_response_schema(schema)
+        # Every page carries its links, null at either end: DRF's schema made them optional.
+        paginated["required"] = sorted({*paginated.get("required", ()), "next", "previous"})
+        return paginated
+
     def get_schema_operation_parameters(self, view) -> list[dict]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:

@@ -273,7 +273,7 @@ REST_FRAMEWORK = {
         "knowledge.throttling.AnonymousRateLimit",  # a 429 before the 401, past the rate
         "rest_framework.permissions.IsAuthenticated",
     ],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.schema.AutoSchema",
     "EXCEPTION_HANDLER": "config.errors.api_exception_handler",
     # JSON nested past a few dozen levels is a 400 (the stock parser raises RecursionError).
     "DEFAULT_PARSER_CLASSES": [

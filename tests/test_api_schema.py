@@ -130,3 +130,48 @@ def test_api_matches_its_schema(case, small_workspace):
             schemathesis.checks.response_schema_conformance,
         ],
     )
+
+
+def _responded_components(document: dict) -> set[str]:
+    """The components a response holds, however deep."""
+    found, todo = set(), [r for path in document["paths"].values() for op in path.values()
+                          for r in op["responses"].values()]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if (ref := node.get("$ref", "")).startswith("#/components/schemas/"):
+                name = ref.rsplit("/", 1)[1]
+                if name not in found:
+                    found.add(name)
+                    todo.append(document["components"]["schemas"][name])
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return found
+
+
+# What a response may leave out, each said in its description.
+OPTIONAL_IN_RESPONSES = {
+    ("GroundingCheckResult", "message_id"),  # with message_id only
+    ("GroundingCheckResult", "dropped_citations"),  # not with message_id
+    ("MessageCitation", "support"),  # absent with GROUNDING off
+    ("Feedback", "comment"),
+}
+
+
+def test_every_field_a_response_always_carries_is_required():
+    # A generated TypeScript client typed `title?: string`, `status?: StatusEnum` on every
+    # document (the model's defaults made them optional), and next/previous on every page.
+    document = json.loads(OpenApiJsonRenderer().render(
+        SchemaGenerator().get_schema(request=None, public=True)
+    ))
+    components = document["components"]["schemas"]
+    responded = _responded_components(document)
+    assert {"Document", "JobDocument", "Thread", "Workspace", "Message"} <= responded
+    optional = {
+        (name, field) for name in responded
+        for field in components[name].get("properties", {})
+        if field not in components[name].get("required", [])
+    }
+    assert optional == OPTIONAL_IN_RESPONSES
+
