@@ -1,8 +1,10 @@
 """The schema's house rules, declared once here rather than on each view: every operation
-needing a signed-in user documents its 401 (a postprocessing hook), and a response's
-always-present fields are required (the AutoSchema)."""
+needing a signed-in user documents its 401 and every one its 429 (postprocessing hooks),
+and a response's always-present fields are required (the AutoSchema)."""
 
 from __future__ import annotations
+
+import copy
 
 from drf_spectacular import openapi
 from drf_spectacular.plumbing import force_instance
@@ -20,6 +22,31 @@ def unauthorized_responses(result: dict, generator, **kwargs) -> dict:
                         "schema": {"type": "object", "additionalProperties": {}}
                     }},
                 })
+    return result
+
+
+THROTTLED = {
+    "description": "too many requests (API_THROTTLE_ANON, API_THROTTLE_USER, and for a chat "
+                   "turn API_THROTTLE_CHAT): try again after Retry-After seconds",
+    "headers": {"Retry-After": {
+        "description": "seconds to wait", "schema": {"type": "integer", "minimum": 0},
+    }},
+    "content": {"application/json": {"schema": {
+        "type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
+    }}},
+}
+
+
+def throttled_responses(result: dict, generator, **kwargs) -> dict:
+    """Every API view is throttled (REST_FRAMEWORK's DEFAULT_THROTTLE_CLASSES), so every
+    operation may answer 429 with Retry-After; only two said so, and a generated client
+    had no type for it. One an operation declares itself keeps its description and
+    gains the header."""
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            # Copies: a YAML schema would show one shared object as anchors and aliases.
+            declared = operation["responses"].setdefault("429", copy.deepcopy(THROTTLED))
+            declared.setdefault("headers", copy.deepcopy(THROTTLED["headers"]))
     return result
 
 

@@ -319,6 +319,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.schema.unauthorized_responses",  # 401 on every operation needing a user
+        "config.schema.throttled_responses",  # 429 with Retry-After on every operation
     ],
     # Two models have a `status` choice set: Document's keeps the name clients know.
     "ENUM_NAME_OVERRIDES": {

@@ -175,3 +175,15 @@ def test_every_field_a_response_always_carries_is_required():
     }
     assert optional == OPTIONAL_IN_RESPONSES
 
+
+def test_every_operation_declares_its_429_with_retry_after():
+    # Every view is throttled; only sign-in and the PDF pages said so.
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            throttled = operation["responses"].get("429")
+            assert throttled and "Retry-After" in throttled["headers"], (path, method)
+    turn = paths["/api/threads/{id}/messages"]["post"]["responses"]["429"]
+    assert "API_THROTTLE_CHAT" in turn["description"]
+    sign_in = paths["/api/auth/token"]["post"]["responses"]["429"]
+    assert "LOGIN_FAILURES_LIMIT" in sign_in["description"]  # its own, kept
