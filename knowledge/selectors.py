@@ -70,11 +70,15 @@ def workspace_for(*, user, slug: str | None = None, curating: bool = False) -> W
         raise Http404("No such workspace")
     if slug:
         workspace = workspaces_for(user=user).filter(slug=slug).first()
+    elif curating and (curated := workspaces_curated_by(user=user).first()):
+        return curated
     else:
-        workspace = (workspaces_curated_by if curating else workspaces_for)(user=user).first()
+        # A reader of workspaces only, changing one: the first they read, refused below
+        # as it would be by name (it was a 404 "No such workspace", though they have one).
+        workspace = workspaces_for(user=user).first()
     if workspace is None:
         raise Http404("No such workspace")
-    if curating and slug and not curates(user=user, workspace=workspace):
+    if curating and not curates(user=user, workspace=workspace):
         raise PermissionDenied(
             f"You read the workspace {workspace.slug!r} but may not change its documents or "
             "folders; its owner can make you a member."

@@ -121,3 +121,28 @@ def test_the_admin_shows_a_staff_reader_nothing_of_the_workspace(client, corpus,
     )
     assert response.status_code in (302, 404)
     assert Document.objects.filter(pk=document.pk).exists()
+
+
+def test_a_reader_only_is_told_why_a_change_is_refused_without_naming_the_workspace(
+    corpus, workspace
+):
+    # Without ?workspace= a change goes to the first workspace one curates; a user who
+    # only reads was told "No such workspace" (404), though the workspace list shows one.
+    carol = get_user_model().objects.create_user("carol")
+    workspace.readers.add(carol)
+    client = APIClient()
+    client.force_authenticate(carol)
+    document = corpus["handbook.md"]
+    refused = [
+        client.post("/api/documents", {"url": "https://example.com/"}, format="json"),
+        client.post("/api/folders", {"name": "Drafts"}, format="json"),
+        client.delete(f"/api/documents/{document.pk}"),
+    ]
+    for response in refused:
+        assert response.status_code == 403, (response.request["PATH_INFO"], response.content)
+        assert response.json()["detail"].startswith("You read the workspace 'acme' but ")
+    with pytest.raises(tools.Refused, match=READ_ONLY):
+        tools.reindex(carol, document_ids=[document.pk], workspace=None)
+    # Reading needs no name: their first workspace is the one they read.
+    assert client.get(f"/api/documents/{document.pk}").status_code == 200
+    assert Document.objects.filter(pk=document.pk).exists()
