@@ -43,6 +43,11 @@ urlpatterns = [
         knowledge_api.DocumentChunksView.as_view(),
         name="api-document-chunks",
     ),
+    path(
+        "api/documents/<int:pk>/text",
+        knowledge_api.DocumentTextView.as_view(),
+        name="api-document-text",
+    ),
     path("api/workspaces", knowledge_api.WorkspaceListView.as_view(), name="api-workspaces"),
     path("api/auth/token", account_api.TokenView.as_view(), name="api-token"),
     path("api/me", account_api.MeView.as_view(), name="api-me"),

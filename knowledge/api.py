@@ -26,6 +26,8 @@ from knowledge.serializers import (
     IngestJobSerializer,
     SearchQuerySerializer,
     SearchResponseSerializer,
+    TextWindowQuerySerializer,
+    TextWindowSerializer,
     WorkspaceDetailSerializer,
     WorkspaceSerializer,
 )
@@ -281,6 +283,50 @@ class DocumentChunksView(KnownListParameters, generics.ListAPIView):
         workspace = query_workspace(self.request)
         document = selectors.document_in(workspace=workspace, pk=self.kwargs["pk"])
         return selectors.chunks_of(document=document)
+
+
+class DocumentTextView(APIView):
+    """A window of a document's extracted text: what its locators' characters index."""
+
+    @extend_schema(
+        summary="A document's text, a window at a time",
+        description=(
+            "The text the document was indexed from, as its passages' locators index it: "
+            "`?unit=N` for a locator's page, slide or sheet N (its `char_start`/`char_end`, "
+            "and a citation's `support.document_span`, count from that unit's start), "
+            "without it the whole text. At most 100,000 characters a window "
+            "(`?start=&end=`); `next` is the window after. A unit past the last is a 400."
+        ),
+        parameters=[WORKSPACE_PARAMETER, TextWindowQuerySerializer],
+        responses={200: TextWindowSerializer, 400: REFUSED,
+                   404: not_found("unknown workspace or document")},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        refuse_unknown_parameters(
+            request.query_params, {*TextWindowQuerySerializer().fields, "workspace", "format"}
+        )
+        params = TextWindowQuerySerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        asked = params.validated_data
+        document = selectors.document_in(workspace=query_workspace(request), pk=pk)
+        window = selectors.document_text(
+            document=document, unit=asked.get("unit"), start=asked["start"], end=asked["end"]
+        )
+        if asked.get("unit", 1) > window.units:
+            raise ValidationError({"unit": [
+                f"The document has {window.units} (pages, slides or sheets)."
+            ]})
+        following = None
+        if window.end < window.length:
+            following = replace_query_param(request.build_absolute_uri(), "start", window.end)
+            following = replace_query_param(
+                following, "end", window.end + (asked["end"] - asked["start"])
+            )
+        return Response(TextWindowSerializer({
+            "document_id": document.pk, "unit": asked.get("unit"), "units": window.units,
+            "length": window.length, "start": window.start, "end": window.end,
+            "text": window.text, "next": following,
+        }).data)
 
 
 class WorkspaceListView(generics.ListAPIView):

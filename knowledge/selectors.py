@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied
-from django.db.models import Case, Count, Q, QuerySet, Sum, When
+from django.db.models import Case, Count, F, Func, Q, QuerySet, Sum, TextField, Value, When
+from django.db.models.functions import Length, Replace, Substr
 from django.http import Http404
 
+from knowledge.locators import PAGE_SEPARATOR
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 
 
@@ -105,6 +107,41 @@ def document_in(*, workspace: Workspace, pk: int) -> Document:
 
 def chunks_of(*, document: Document) -> QuerySet[Chunk]:
     return document.chunks.defer("embedding").order_by("ordinal")
+
+
+@dataclass(frozen=True)
+class TextWindow:
+    """Characters [start, end) of a document's text, or of one of its units."""
+
+    units: int  # parts PAGE_SEPARATOR divides the text into (a PDF's pages, slides, sheets)
+    length: int  # of the text, or of the unit asked for
+    start: int
+    end: int
+    text: str
+
+
+def document_text(*, document: Document, unit: int | None, start: int, end: int) -> TextWindow:
+    """A window of the document's extracted text, cut in the database: the text may hold
+    tens of megabytes, and a locator's page, slide or sheet (`unit`, from 1) offsets its
+    characters within that unit (locators.unit_text)."""
+    whole = F("text")
+    part = whole if unit is None else Func(
+        whole, Value(PAGE_SEPARATOR), Value(unit), function="split_part",
+        output_field=TextField(),
+    )
+    row = (
+        Document.objects.filter(pk=document.pk)
+        .annotate(part=part)
+        .values(
+            length=Length("part"),
+            window=Substr("part", start + 1, max(end - start, 0)),
+            separators=Length(whole) - Length(Replace(whole, Value(PAGE_SEPARATOR), Value(""))),
+        )
+        .get()
+    )
+    length = row["length"] or 0
+    return TextWindow(units=row["separators"] + 1, length=length, start=min(start, length),
+                      end=min(end, length), text=row["window"] or "")
 
 
 # Documents whose title matches a chunk search: their chunks are listed too, up to this

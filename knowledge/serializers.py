@@ -46,6 +46,48 @@ class ChunkSerializer(serializers.ModelSerializer):
         return locators.label(obj.locator)
 
 
+TEXT_WINDOW_MAX_CHARS = 100_000
+
+
+class TextWindowQuerySerializer(serializers.Serializer):
+    """Which characters of a document's text: a window of at most TEXT_WINDOW_MAX_CHARS."""
+
+    unit = serializers.IntegerField(
+        min_value=1, max_value=2**31 - 1, required=False,
+        help_text="a locator's page, slide or sheet (from 1): its text, which the locator's "
+                  "char_start and char_end (and a citation's document_span) index; without "
+                  "it, the whole text, which a locator without one indexes",
+    )
+    start = serializers.IntegerField(min_value=0, max_value=2**31 - 2, default=0,
+                                     help_text="the first character, from 0")
+    end = serializers.IntegerField(
+        min_value=0, max_value=2**31 - 1, required=False,
+        help_text=f"past the last character (default: start + {TEXT_WINDOW_MAX_CHARS:,}, "
+                  "at most that many)",
+    )
+
+    def validate(self, data: dict) -> dict:
+        data.setdefault("end", data["start"] + TEXT_WINDOW_MAX_CHARS)
+        if not data["start"] <= data["end"] <= data["start"] + TEXT_WINDOW_MAX_CHARS:
+            raise serializers.ValidationError({"end": [
+                f"end must be from start to start + {TEXT_WINDOW_MAX_CHARS:,}."
+            ]})
+        return data
+
+
+class TextWindowSerializer(serializers.Serializer):
+    document_id = serializers.IntegerField()
+    unit = serializers.IntegerField(allow_null=True, help_text="as asked, or null")
+    units = serializers.IntegerField(
+        help_text="how many pages, slides or sheets the text has (1: none)"
+    )
+    length = serializers.IntegerField(help_text="characters of the text (or of the unit)")
+    start = serializers.IntegerField()
+    end = serializers.IntegerField(help_text="at most length")
+    text = serializers.CharField(help_text="characters [start, end)")
+    next = serializers.URLField(allow_null=True, help_text="the window after this one, if any")
+
+
 class SearchQuerySerializer(serializers.Serializer):
     """`limit` hits, or pages of `page_size` (the other lists' names): `page` 2 of 10 is
     hits 11 to 20. Pages go as deep as each leg's candidate pool (SEARCH_POOL): one pool

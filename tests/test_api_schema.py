@@ -50,6 +50,7 @@ def test_every_endpoint_reading_a_workspace_documents_its_parameter():
     # through the parameter the schema lists.
     document = SchemaGenerator().get_schema(request=None, public=True)
     for path in ("/api/documents", "/api/documents/{id}", "/api/documents/{id}/chunks",
+                 "/api/documents/{id}/text",
                  "/api/folders", "/api/search", "/api/jobs/{id}"):
         get = document["paths"][path]["get"]
         assert "workspace" in {p["name"] for p in get.get("parameters", [])}, path
