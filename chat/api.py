@@ -132,6 +132,10 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
     post=extend_schema(
         summary="Start a conversation in one of your workspaces",
         request=ThreadCreateSerializer,
+        # Taken like the body's `workspace` (both: the same one); the schema left it out.
+        parameters=[OpenApiParameter(
+            "workspace", str, description="workspace slug, as the body's (default: your first)"
+        )],
         responses={
             201: ThreadSerializer,
             400: REFUSED,

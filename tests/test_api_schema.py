@@ -54,6 +54,9 @@ def test_every_endpoint_reading_a_workspace_documents_its_parameter():
                  "/api/folders", "/api/search", "/api/jobs/{id}"):
         get = document["paths"][path]["get"]
         assert "workspace" in {p["name"] for p in get.get("parameters", [])}, path
+    # Starting a conversation takes ?workspace= as the body's workspace; undocumented.
+    start = document["paths"]["/api/threads"]["post"]
+    assert "workspace" in {p["name"] for p in start.get("parameters", [])}
 
 
 def test_every_operation_needing_a_user_declares_its_401():
