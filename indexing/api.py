@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.db.models import F
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -18,6 +19,7 @@ from rest_framework.views import APIView
 
 from indexing import sources
 from indexing.serializers import (
+    DOCUMENT_ORDERINGS,
     TITLE_QUERY_MAX_LENGTH,
     AddSourcesSerializer,
     AddUrlSerializer,
@@ -28,7 +30,7 @@ from indexing.serializers import (
     ReindexResultSerializer,
     ReindexSerializer,
 )
-from knowledge import selectors
+from knowledge import selectors, source_types
 from knowledge.api import (
     JSON_PARSERS,
     REFUSED,
@@ -87,6 +89,11 @@ def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
             "q", {"type": "string", "maxLength": TITLE_QUERY_MAX_LENGTH},
             description="only documents whose title contains this (case-insensitive)",
         ),
+        OpenApiParameter("source_type", str, enum=[value for value, _ in source_types.CHOICES],
+                         description="only documents of this kind, e.g. pdf"),
+        OpenApiParameter("ordering", str, enum=DOCUMENT_ORDERINGS,
+                         description="sort by this (default title; '-': descending, newest "
+                                     "first; never indexed last)"),
     ],
     responses={
         200: DocumentSerializer(many=True),
@@ -102,7 +109,7 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
     """
 
     serializer_class = DocumentSerializer
-    filters = ("status", "folder_id", "job_id", "q")
+    filters = ("status", "folder_id", "job_id", "q", "source_type", "ordering")
 
     def get_queryset(self):
         workspace = query_workspace(self.request)
@@ -120,6 +127,15 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
         if title := filters.validated_data.get("q"):
             # The chat's @ picker asks this as the user types: it cannot load every title.
             documents = documents.filter(title__icontains=title)
+        if kind := filters.validated_data.get("source_type"):
+            documents = documents.filter(source_type=kind)
+        if ordering := filters.validated_data.get("ordering"):
+            field = F(ordering.lstrip("-"))
+            first = field.desc(nulls_last=True) if ordering.startswith("-") else field.asc(
+                nulls_last=True
+            )
+            # The id breaks ties, so that no document is on two pages or on none.
+            documents = documents.order_by(first, "-pk" if ordering.startswith("-") else "pk")
         return documents
 
     @extend_schema(

@@ -8,6 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from indexing import sources
+from knowledge import source_types
 from knowledge.models import Document, Folder
 
 
@@ -77,6 +78,13 @@ class AddSourcesSerializer(AddUrlSerializer):
 TITLE_QUERY_MAX_LENGTH = 200  # ?q= of the document list
 
 
+# How the document list may be sorted ("-": newest or last first); by title by default.
+DOCUMENT_ORDERINGS = [
+    f"{sign}{field}" for field in ("title", "created_at", "updated_at", "last_indexed_at")
+    for sign in ("", "-")
+]
+
+
 class DocumentFilterSerializer(serializers.Serializer):
     """The document list's filters (query parameters)."""
 
@@ -86,6 +94,8 @@ class DocumentFilterSerializer(serializers.Serializer):
     # Bounded: every title of the workspace is scanned for it. (NUL, which PostgreSQL
     # cannot hold, never gets here: refused with the address, and by CharField.)
     q = serializers.CharField(max_length=TITLE_QUERY_MAX_LENGTH, required=False, allow_blank=True)
+    source_type = serializers.ChoiceField(choices=source_types.CHOICES, required=False)
+    ordering = serializers.ChoiceField(choices=DOCUMENT_ORDERINGS, required=False)
 
     def to_internal_value(self, data):
         data = {key: value for key, value in data.items() if value != ""}  # ?folder_id=

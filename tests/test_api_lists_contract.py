@@ -128,3 +128,41 @@ def test_post_documents_refuses_an_invalid_folder_id_as_the_list_does(api, works
         assert negative.status_code == 400 and set(negative.json()) == {"folder_id"}, folder_id
         assert set(refusal(api, f"/api/documents?folder_id={folder_id}")) == {"folder_id"}
     assert not Document.objects.exists()
+
+
+def test_documents_are_sorted_and_filtered_by_kind_as_asked(api, workspace):
+    # ?ordering= and ?source_type= were 400s (unknown parameters): a client showing the
+    # newest documents, or only the PDFs, had to fetch every page and sort them itself.
+    from django.utils import timezone
+
+    now = timezone.now()
+    made = {}
+    for minutes, name, kind, indexed in ((3, "b.pdf", "pdf", 2), (1, "c.md", "markdown", None),
+                                         (2, "a.md", "markdown", 1)):
+        made[name] = Document.objects.create(
+            workspace=workspace, uri=f"upload://{name}", title=name, source_type=kind,
+            last_indexed_at=now - timezone.timedelta(minutes=indexed) if indexed else None,
+        )
+        Document.objects.filter(pk=made[name].pk).update(
+            created_at=now - timezone.timedelta(minutes=minutes)
+        )
+
+    def titles(**query) -> list[str]:
+        response = api.get("/api/documents", query)
+        assert response.status_code == 200, response.content
+        return [d["title"] for d in response.json()["results"]]
+
+    assert titles() == ["a.md", "b.pdf", "c.md"]  # by title, as before
+    assert titles(ordering="-created_at") == ["c.md", "a.md", "b.pdf"]
+    assert titles(ordering="created_at") == ["b.pdf", "a.md", "c.md"]
+    assert titles(ordering="-title") == ["c.md", "b.pdf", "a.md"]
+    # Never indexed comes last either way.
+    assert titles(ordering="-last_indexed_at") == ["a.md", "b.pdf", "c.md"]
+    assert titles(ordering="last_indexed_at") == ["b.pdf", "a.md", "c.md"]
+    assert titles(source_type="markdown", ordering="-created_at") == ["c.md", "a.md"]
+    # Pages of a sorted list hold every document once.
+    paged = [titles(ordering="-created_at", page_size=1, page=n)[0] for n in (1, 2, 3)]
+    assert paged == ["c.md", "a.md", "b.pdf"]
+    for bad in ({"ordering": "size"}, {"ordering": "-pk"}, {"source_type": "movie"}):
+        response = api.get("/api/documents", bad)
+        assert response.status_code == 400 and next(iter(bad)) in response.json(), bad
