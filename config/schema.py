@@ -1,6 +1,7 @@
 """The schema's house rules, declared once here rather than on each view: every operation
-needing a signed-in user documents its 401 and every one its 429 (postprocessing hooks),
-and a response's always-present fields are required (the AutoSchema)."""
+needing a signed-in user documents its 401 and every one its 429, error bodies have their
+shape (postprocessing hooks), and a response's always-present fields are required (the
+AutoSchema)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,21 @@ from drf_spectacular import openapi
 from drf_spectacular.plumbing import force_instance
 from rest_framework import serializers
 
+UNTYPED = {"type": "object", "additionalProperties": {}}
+ERROR = {
+    "type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
+    "description": "why, for people",
+}
+REFUSAL = {
+    "type": "object",
+    "description": "refused input: each field's reasons ({\"q\": [\"…\"]}, a list's item "
+                   "by its index, {\"mentions\": {\"0\": {\"id\": [\"…\"]}}}), "
+                   "non_field_errors, or a detail",
+    "additionalProperties": {"anyOf": [
+        {"type": "string"}, {"type": "array", "items": {"type": "string"}}, {"type": "object"},
+    ]},
+}
+
 
 def unauthorized_responses(result: dict, generator, **kwargs) -> dict:
     for path in result.get("paths", {}).values():
@@ -18,9 +34,7 @@ def unauthorized_responses(result: dict, generator, **kwargs) -> dict:
             if {} not in operation.get("security", [{}]):
                 operation["responses"].setdefault("401", {
                     "description": "no valid token or session (see WWW-Authenticate)",
-                    "content": {"application/json": {
-                        "schema": {"type": "object", "additionalProperties": {}}
-                    }},
+                    "content": {"application/json": {"schema": copy.deepcopy(UNTYPED)}},
                 })
     return result
 
@@ -31,9 +45,7 @@ THROTTLED = {
     "headers": {"Retry-After": {
         "description": "seconds to wait", "schema": {"type": "integer", "minimum": 0},
     }},
-    "content": {"application/json": {"schema": {
-        "type": "object", "properties": {"detail": {"type": "string"}}, "required": ["detail"],
-    }}},
+    "content": {"application/json": {"schema": UNTYPED}},  # error_bodies names it Error
 }
 
 
@@ -47,6 +59,34 @@ def throttled_responses(result: dict, generator, **kwargs) -> dict:
             # Copies: a YAML schema would show one shared object as anchors and aliases.
             declared = operation["responses"].setdefault("429", copy.deepcopy(THROTTLED))
             declared.setdefault("headers", copy.deepcopy(THROTTLED["headers"]))
+    return result
+
+
+# Statuses whose body is always {"detail": …}: DRF's own errors, Http404, the handlers in
+# config/urls.py and config/errors.py. A 400 names fields instead.
+DETAIL_STATUSES = {"401", "403", "404", "405", "409", "413", "415", "429", "503"}
+
+
+def error_bodies(result: dict, generator, **kwargs) -> dict:
+    """Error responses declared as a bare object get their shape: `Error` ({detail}) or,
+    for a 400, `Refusal` ({field: [reasons]}); a generated client typed them all as
+    unknown. A response that declares a schema of its own keeps it."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    used = set()
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            for status, response in operation["responses"].items():
+                body = response.get("content", {}).get("application/json")
+                name = "Refusal" if status == "400" else "Error"
+                if body is None or body.get("schema") != UNTYPED or (
+                    status != "400" and status not in DETAIL_STATUSES
+                ):
+                    continue
+                body["schema"] = {"$ref": f"#/components/schemas/{name}"}
+                used.add(name)
+    for name, schema in (("Error", ERROR), ("Refusal", REFUSAL)):
+        if name in used:
+            schemas[name] = copy.deepcopy(schema)
     return result
 
 

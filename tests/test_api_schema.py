@@ -192,3 +192,22 @@ def test_every_operation_declares_its_429_with_retry_after():
     assert "API_THROTTLE_CHAT" in turn["description"]
     sign_in = paths["/api/auth/token"]["post"]["responses"]["429"]
     assert "LOGIN_FAILURES_LIMIT" in sign_in["description"]  # its own, kept
+
+
+def test_error_bodies_have_their_shape():
+    # Every refusal was {"type": "object", "additionalProperties": {}}: a generated client
+    # typed it unknown. (test_api_matches_its_schema holds the answers to these shapes.)
+    document = json.loads(OpenApiJsonRenderer().render(
+        SchemaGenerator().get_schema(request=None, public=True)
+    ))
+    components = document["components"]["schemas"]
+    assert components["Error"]["required"] == ["detail"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            for status, response in operation["responses"].items():
+                body = response.get("content", {}).get("application/json")
+                if status[0] in "45" and body is not None and status != "502":
+                    # (a 502 is the failed turn itself, a Message)
+                    expected = "Refusal" if status == "400" else "Error"
+                    assert body["schema"] == {"$ref": f"#/components/schemas/{expected}"}, (
+                        path, method, status)
