@@ -182,7 +182,9 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
             description="API: " + ", ".join(names),
         )
         job = selectors.jobs_in(workspace=workspace).get(pk=job.pk)
-        body = IngestJobSerializer(job, context={"workspace": workspace}).data
+        body = IngestJobSerializer(
+            job, context={"workspace": workspace, "request": request}
+        ).data
         return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
 
 
@@ -324,7 +326,7 @@ class FolderListView(APIView):
         return Response(
             FolderSerializer(folder).data,
             status=status.HTTP_201_CREATED,
-            headers={"Location": api_url("api-folder", folder.pk, workspace)},
+            headers={"Location": api_url("api-folder", folder.pk, workspace, request)},
         )
 
 
@@ -408,4 +410,6 @@ class JobCancelView(generics.GenericAPIView):
         workspace = query_workspace(request, curating=True)
         sources.cancel_job(job=selectors.job_in(workspace=workspace, pk=pk))
         job = selectors.job_in(workspace=workspace, pk=pk)  # read again: the new statuses
-        return Response(IngestJobSerializer(job, context={"workspace": workspace}).data)
+        return Response(
+            IngestJobSerializer(job, context={"workspace": workspace, "request": request}).data
+        )

@@ -240,10 +240,14 @@ class FolderSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "parent", "path"]
 
 
-def api_url(name: str, pk: int, workspace: Workspace | None) -> str:
-    """The API path of an object, naming its workspace so the link works from any default."""
+def api_url(name: str, pk: int, workspace: Workspace | None, request=None) -> str:
+    """The API address of an object, naming its workspace so the link works from any
+    default; absolute with the `request` it answers, as a page's next and previous are: a
+    front end served from another origin resolved a bare path against its own."""
     path = reverse(name, args=[pk])
-    return f"{path}?{urlencode({'workspace': workspace.slug})}" if workspace else path
+    if workspace:
+        path = f"{path}?{urlencode({'workspace': workspace.slug})}"
+    return request.build_absolute_uri(path) if request is not None else path
 
 
 class JobDocumentSerializer(DocumentSerializer):
@@ -253,7 +257,8 @@ class JobDocumentSerializer(DocumentSerializer):
         fields = [*DocumentSerializer.Meta.fields, "url"]
 
     def get_url(self, obj: Document) -> str:
-        return api_url("api-document", obj.pk, self.context.get("workspace"))
+        return api_url("api-document", obj.pk, self.context.get("workspace"),
+                       self.context.get("request"))
 
 
 # The documents a job's body lists; the rest are counted, and listed by the document list.
@@ -296,7 +301,8 @@ class IngestJobSerializer(serializers.ModelSerializer):
         }}
 
     def get_url(self, obj: IngestJob) -> str:
-        return api_url("api-job", obj.pk, self.context.get("workspace"))
+        return api_url("api-job", obj.pk, self.context.get("workspace"),
+                       self.context.get("request"))
 
     def _progress(self, obj: IngestJob) -> selectors.JobProgress:
         cache = self.context.setdefault("job_progress", {})

@@ -62,19 +62,23 @@ def test_upload_two_files_is_202_then_indexed_and_searchable(
     body = response.json()
     job = IngestJob.objects.get()
     assert body["id"] == job.pk and job.created_by == user and job.workspace == workspace
-    assert body["url"] == f"/api/jobs/{job.pk}?workspace=acme" == response["Location"]
+    # Absolute, as a page's next is: a front end on another origin follows it as it is.
+    assert body["url"] == f"http://testserver/api/jobs/{job.pk}?workspace=acme" \
+        == response["Location"]
     # Answered before the (eager) tasks ran on commit.
     assert body["status"] == "running" and body["total"] == 2
     assert body["counts"]["PENDING"] == 2
     by_uri = {d["uri"]: d for d in body["documents"]}
     assert set(by_uri) == {"upload://tides.md", "upload://pier.txt"}
     for document in body["documents"]:
-        assert document["url"] == f"/api/documents/{document['id']}?workspace=acme"
+        assert document["url"] == \
+            f"http://testserver/api/documents/{document['id']}?workspace=acme"
         assert document["folder_path"] == "harbour/2026"
 
     polled = api.get(body["url"])
     assert polled.status_code == 200
     polled = polled.json()
+    assert polled["url"] == body["url"] and polled["documents"][0]["url"].startswith("http://")
     assert polled["status"] == "done"
     assert polled["counts"] == {"PENDING": 0, "INDEXING": 0, "INDEXED": 2, "STALE": 0, "FAILED": 0}
     assert {d["status"] for d in polled["documents"]} == {"INDEXED"}

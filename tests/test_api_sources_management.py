@@ -214,7 +214,7 @@ def test_folders_are_created_at_the_top_or_inside_another(api, workspace):
     assert response.status_code == 201
     year = response.json()
     assert (year["name"], year["parent"], year["path"]) == ("2026", harbour["id"], "harbour/2026")
-    assert response["Location"] == f"/api/folders/{year['id']}?workspace=acme"
+    assert response["Location"] == f"http://testserver/api/folders/{year['id']}?workspace=acme"
     assert api.get(response["Location"]).json() == year
     # A name is unique beside its siblings only.
     assert folder(api, "2026")["path"] == "2026"
