@@ -97,9 +97,12 @@ def check_text(*, answer: str, passages: list[str]) -> dict[str, Any]:
         "dropped_citations": normalized.dropped,
         "sentences": grounding["sentences"],
         "coverage": grounding["coverage"],
+        # Every number cited, as for a conversation's answer: one cited only by sentences
+        # that make no claim has no support to report (null), and was left out.
         "citations": [
-            {"n": n, "support": support_dict(support)}
-            for n, support in sorted(result.citations.items())
+            {"n": n, "support": support_dict(result.citations[n]) if n in result.citations
+             else None}
+            for n in sorted(normalized.cited)
         ],
     }
 

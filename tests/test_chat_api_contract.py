@@ -184,3 +184,16 @@ def test_a_missing_conversation_or_answer_is_named_in_words(workspace, user, api
     assert (response.status_code, response.json()) == (
         404, {"detail": "No such answer in your conversations"}
     )
+
+
+def test_a_number_cited_only_where_nothing_is_claimed_is_listed_with_null_support(api):
+    # {"answer": "See the notes [1]."} answered "citations": [], where the schema promises
+    # each cited number, its support null when only sentences making no claim cite it.
+    body = {"answer": "Thanks for asking! [1] The slipway closes at 18:00. [2]",
+            "passages": ["Unrelated text.", "The slipway closes at 18:00 on weekdays."]}
+    response = api.post("/api/grounding/check", body, format="json")
+    assert response.status_code == 200, response.content
+    checked = response.json()
+    assert [s["verdict"] for s in checked["sentences"]] == ["not_a_claim", "supported"]
+    assert [(c["n"], c["support"] and c["support"]["verdict"]) for c in checked["citations"]] \
+        == [(1, None), (2, "supported")]
