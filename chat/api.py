@@ -310,7 +310,9 @@ def ask(request: Request, thread: Thread, *, replacing: int | None = None):
                        "thread to ask here."},
             status=status.HTTP_409_CONFLICT,
         )
-    params = PostMessageSerializer(data=request.data)
+    body = json_object(request, writable(PostMessageSerializer),
+                       example='{"content": "…", "mentions": [{"kind": "document", "id": 3}]}')
+    params = PostMessageSerializer(data=body)
     params.is_valid(raise_exception=True)
     data = params.validated_data
     try:

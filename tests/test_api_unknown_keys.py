@@ -60,3 +60,17 @@ def test_a_grounding_check_with_a_misspelt_key_is_refused(api):
     unknown_keys(api.post("/api/grounding/check", {**body, "passage": ["x"]}, format="json"),
                  "passage")
     assert api.post("/api/grounding/check", body, format="json").status_code == 200
+
+
+def test_a_question_with_a_misspelt_key_is_refused_not_answered_unscoped(
+    api, user, workspace, settings
+):
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace=workspace, user=user, title="")
+    # "mention" for "mentions": answered over the whole workspace, as if unscoped.
+    body = {"content": "When does the slipway close?", "mention": [{"kind": "document", "id": 1}]}
+    unknown_keys(api.post(f"/api/threads/{thread.pk}/messages", body, format="json"), "mention")
+    assert not thread.messages.exists()
+    asked = api.post(f"/api/threads/{thread.pk}/messages",
+                     {"content": "When does the slipway close?", "mentions": []}, format="json")
+    assert asked.status_code == 201, asked.content
