@@ -7,23 +7,17 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from indexing import pipeline, sources
 from knowledge import locators
 from knowledge.models import Document, Workspace
 from knowledge.serializers import TEXT_WINDOW_MAX_CHARS
-from tests.conftest import SAMPLE_CORPUS
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def indexed(workspace, counting_embedder) -> dict[str, Document]:
-    found = {}
-    for name in ("q3-launch-notes.pdf", "handbook.md"):
-        document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
-        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-        found[name] = Document.objects.get(pk=document.pk)
-    return found
+def indexed(corpus) -> dict[str, Document]:
+    """A PDF (page locators) and a Markdown file (whole-text locators), indexed."""
+    return {name: corpus[name] for name in ("q3-launch-notes.pdf", "handbook.md")}
 
 
 def test_a_page_locator_and_a_whole_text_locator_index_the_text_served(api, indexed):
