@@ -271,7 +271,11 @@ class MessageListView(AsksTurns, KnownListParameters, generics.GenericAPIView):
         parameters=[OpenApiParameter(
             "page", str, description="a page number from 1, or 'last' for the newest",
         )],
-        responses={(200, "application/json"): MessageSerializer(many=True), 404: NOT_FOUND},
+        responses={
+            (200, "application/json"): MessageSerializer(many=True),
+            400: REFUSED,  # a page out of range, a parameter the list does not take
+            404: NOT_FOUND,
+        },
     )
     def get(self, request: Request, pk: int) -> Response:
         thread = user_thread(request, pk)
