@@ -29,6 +29,17 @@ _DEFINES: Final = re.compile(
     r"^(?P<place>.+?)\s+(?:defines|declares|implements)\s+(?P<subject>.+?)[.!]?$",
     re.IGNORECASE,
 )
+# "Where is X defined?", "Which file defines X?"
+_WHERE_ASKED: Final = re.compile(
+    r"\bwhere\s+(?:is|are|was|does|do)\s+(?P<subject>.+?)\s+"
+    r"(?:defined|declared|implemented|located|live|lives|come\s+from|written|kept)\b",
+    re.IGNORECASE,
+)
+_WHICH_FILE_ASKED: Final = re.compile(
+    r"\b(?:which|what)\s+(?:file|module|source\s+file)\s+(?:defines|declares|implements|"
+    r"holds|contains|has)\s+(?P<subject>.+?)\s*\??$",
+    re.IGNORECASE,
+)
 # Words that say what kind of thing a name is, not which.
 _KIND_WORDS: Final = frozenset({
     "a", "an", "the", "its", "their", "of", "in", "and", "as",
@@ -111,19 +122,7 @@ def asked_definition(question: str) -> str | None:
     if not match:
         return None
     names = [n for n in _names(match.group("subject")) if _looks_like_code(n)]
-    return names[-1].removesuffix("()") if len(names) == 1 else None
-
-
-_WHERE_ASKED: Final = re.compile(
-    r"\bwhere\s+(?:is|are|was|does|do)\s+(?P<subject>.+?)\s+"
-    r"(?:defined|declared|implemented|located|live|lives|come\s+from|written|kept)\b",
-    re.IGNORECASE,
-)
-_WHICH_FILE_ASKED: Final = re.compile(
-    r"\b(?:which|what)\s+(?:file|module|source\s+file)\s+(?:defines|declares|implements|"
-    r"holds|contains|has)\s+(?P<subject>.+?)\s*\??$",
-    re.IGNORECASE,
-)
+    return names[0].removesuffix("()") if len(names) == 1 else None
 
 
 def _looks_like_code(name: str) -> bool:
