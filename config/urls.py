@@ -39,6 +39,11 @@ urlpatterns = [
         name="api-document",
     ),
     path(
+        "api/documents/<int:pk>/file",
+        indexing_api.DocumentFileView.as_view(),
+        name="api-document-file",
+    ),
+    path(
         "api/documents/<int:pk>/chunks",
         knowledge_api.DocumentChunksView.as_view(),
         name="api-document-chunks",

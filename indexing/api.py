@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import F
+from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -12,12 +13,13 @@ from drf_spectacular.utils import (
 )
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from indexing import sources
+from indexing import originals, sources
 from indexing.serializers import (
     DOCUMENT_ORDERINGS,
     TITLE_QUERY_MAX_LENGTH,
@@ -284,7 +286,59 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
         except Document.DoesNotExist as exc:  # deleted meanwhile
             raise NotFound("No such document") from exc
         document = selectors.document_in(workspace=workspace, pk=pk)
-        return Response(DocumentSerializer(document).data)
+        return Response(DocumentSerializer(document, context={"request": request}).data)
+
+
+class JsonErrors(BaseContentNegotiation):
+    """The first renderer (JSON), whatever the client accepts: a download's errors are
+    JSON even when asked with Accept: application/pdf, not a 406 in place of its 404."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+@extend_schema(
+    summary="Download a document's original",
+    description=(
+        "The bytes the document was indexed from, as an attachment: a stored upload, or "
+        "a file ingested from the server as it is now (within INGEST_MAX_FILE_BYTES). A "
+        "web page's fetched bytes are not kept: open its `uri` instead (a 404 says so). "
+        "A document's `file_url` links here, or is null when there is nothing to download. "
+        "Content-Type is the document's `mime`, but application/octet-stream for none and "
+        "for HTML, SVG, XML or JavaScript; the response is never shown inline "
+        "(Content-Disposition: attachment, X-Content-Type-Options: nosniff, "
+        "Content-Security-Policy: sandbox)."
+    ),
+    parameters=[WORKSPACE_PARAMETER],
+    responses={
+        (200, "*/*"): OpenApiResponse(
+            OpenApiTypes.BINARY, description="the original, as an attachment"
+        ),
+        400: REFUSED,
+        404: not_found("unknown workspace or document, or no original to download (why)"),
+    },
+)
+class DocumentFileView(APIView):
+    """GET streams a document's original: whoever may read the document may download it."""
+
+    content_negotiation_class = JsonErrors
+
+    def get(self, request: Request, pk: int) -> FileResponse:
+        refuse_unknown_parameters(request.query_params, {"workspace"})
+        document = selectors.document_in(workspace=query_workspace(request), pk=pk)
+        try:
+            original = originals.open_original(document=document)
+        except originals.NoOriginal as exc:
+            raise NotFound(str(exc)) from exc
+        response = FileResponse(original.handle, content_type=original.content_type)
+        # Anyone's bytes from our origin: saved, never rendered, sniffed or run here.
+        response["Content-Disposition"] = originals.content_disposition(original.filename)
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+        return response
 
 
 class FolderListView(APIView):

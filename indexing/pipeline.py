@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -141,35 +142,56 @@ def read_source(document: Document, *, if_changed: bool = False) -> SourceBytes:
             data, uri.removeprefix("upload://") or Path(document.source_file.name).name
         )
     if uri.startswith("file://"):
-        path = file_path(uri)
-        # Added with its symlinks resolved (a folder's walk takes none): a link met now
-        # was put there since, and may lead to anything the worker can read.
-        if (target := os.path.realpath(path)) != str(path):
-            raise IngestError(
-                f"{path} is now reached through a symbolic link (to {target}); "
-                "a source is read only where it was added"
-            )
-        if not path.is_file():
-            raise IngestError(f"File {path} no longer exists")
-        repository = bool(document.metadata.get("repo_root"))
+        handle, size = open_server_file(document)
         try:
-            # O_NOFOLLOW: nor if a link replaces the file between that look and this read.
-            with open(path, "rb", opener=_no_link) as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if repository and (problem := too_large_for_repository(size)):
-                    raise IngestError(problem)
+            with handle:
                 data = _read_limited(handle, size)
-        except OSError as exc:  # unreadable now (permissions, a vanished mount)
-            raise IngestError(f"File {path} cannot be read: {exc.strerror or exc}") from None
+        except OSError as exc:  # a vanished mount, mid-read
+            raise IngestError(
+                f"File {file_path(uri)} cannot be read: {exc.strerror or exc}"
+            ) from None
         # Code keeps its repository-relative path: that is what a citation shows.
         return SourceBytes(
-            data, document.metadata.get("path") or path.name, repository=repository
+            data,
+            document.metadata.get("path") or file_path(uri).name,
+            repository=bool(document.metadata.get("repo_root")),
         )
     raise IngestError(f"Don't know how to read source {uri!r}")
 
 
 def _no_link(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW)
+
+
+def open_server_file(document: Document) -> tuple[BinaryIO, int]:
+    """A file:// document's file, opened for reading, and its size: IngestError when it is
+    gone, reached through a link, no regular file, unreadable, or past the size limit.
+    Indexing and the download of its original (indexing.originals) read it alike."""
+    path = file_path(document.uri)
+    # Added with its symlinks resolved (a folder's walk takes none): a link met now
+    # was put there since, and may lead to anything the worker can read.
+    if (target := os.path.realpath(path)) != str(path):
+        raise IngestError(
+            f"{path} is now reached through a symbolic link (to {target}); "
+            "a source is read only where it was added"
+        )
+    if not path.is_file():
+        raise IngestError(f"File {path} no longer exists")
+    try:
+        # O_NOFOLLOW: nor if a link replaces the file between that look and this read.
+        handle = open(path, "rb", opener=_no_link)  # noqa: SIM115 (the caller closes it)
+    except OSError as exc:  # unreadable now (permissions, a vanished mount)
+        raise IngestError(f"File {path} cannot be read: {exc.strerror or exc}") from None
+    try:
+        size = os.fstat(handle.fileno()).st_size
+        if document.metadata.get("repo_root") and (problem := too_large_for_repository(size)):
+            raise IngestError(problem)
+        if problem := too_large(size):
+            raise IngestError(problem)
+    except BaseException:
+        handle.close()
+        raise
+    return handle, size
 
 
 def parse_source(

@@ -194,6 +194,13 @@ class Document(models.Model):
     def __str__(self) -> str:
         return self.title or self.uri
 
+    @property
+    def has_original(self) -> bool:
+        """Whether its source's bytes can be downloaded (GET /api/documents/{id}/file): a
+        stored upload, or a server file read as it is now. A web page's fetched bytes are
+        not kept, only its text."""
+        return bool(self.source_file) or self.uri.startswith("file://")
+
 
 class Chunk(models.Model):
     """The citable unit: a passage with its exact provenance locator."""

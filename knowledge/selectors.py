@@ -91,7 +91,7 @@ def workspace_for(*, user, slug: str | None = None, curating: bool = False) -> W
 def documents_in(*, workspace: Workspace) -> QuerySet[Document]:
     return (
         Document.objects.filter(workspace=workspace)
-        .select_related("folder")
+        .select_related("folder", "workspace")  # a document's file_url names its workspace
         .defer("text")
         .order_by("title", "pk")
     )

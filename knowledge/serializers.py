@@ -16,14 +16,26 @@ from knowledge.search import MAX_QUERY_CHARS, MAX_SCOPE_IDS
 
 class DocumentSerializer(serializers.ModelSerializer):
     folder_path = serializers.SerializerMethodField()
+    file_url = serializers.SerializerMethodField(
+        help_text="GET it to download the original (an upload, or a server file as it is "
+        "now); null when none is kept, as for a web page (open its uri)"
+    )
 
     class Meta:
         model = Document
         fields = [
             "id", "title", "source_type", "uri", "mime", "folder", "folder_path", "status",
             "progress", "last_error", "chunk_count", "unchanged", "chunks_embedded", "metadata",
-            "created_at", "updated_at", "last_indexed_at",
+            "created_at", "updated_at", "last_indexed_at", "file_url",
         ]
+
+    @extend_schema_field(serializers.URLField(allow_null=True))
+    def get_file_url(self, obj: Document) -> str | None:
+        if not obj.has_original:
+            return None
+        # Naming its workspace, as a job's document `url` does: the link works from any
+        # default workspace.
+        return api_url("api-document-file", obj.pk, obj.workspace, self.context.get("request"))
 
     def get_folder_path(self, obj: Document) -> str | None:
         if obj.folder_id is None:

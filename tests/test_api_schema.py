@@ -50,7 +50,7 @@ def test_every_endpoint_reading_a_workspace_documents_its_parameter():
     # through the parameter the schema lists.
     document = SchemaGenerator().get_schema(request=None, public=True)
     for path in ("/api/documents", "/api/documents/{id}", "/api/documents/{id}/chunks",
-                 "/api/documents/{id}/text",
+                 "/api/documents/{id}/text", "/api/documents/{id}/file",
                  "/api/folders", "/api/search", "/api/jobs/{id}"):
         get = document["paths"][path]["get"]
         assert "workspace" in {p["name"] for p in get.get("parameters", [])}, path
@@ -74,6 +74,7 @@ def test_the_knowledge_endpoints_declare_the_refusals_they_answer():
         ("/api/documents/{id}", "get"): {"200", "404"},
         ("/api/documents/{id}", "delete"): {"204", "404"},
         ("/api/documents/{id}/chunks", "get"): {"200", "400", "404"},
+        ("/api/documents/{id}/file", "get"): {"200", "400", "404"},
         ("/api/jobs/{id}", "get"): {"200", "404"},
         ("/api/workspaces/{slug}", "get"): {"200", "404"},
         ("/api/workspaces/{slug}", "patch"): {"200", "400", "403", "404"},
