@@ -29,6 +29,7 @@ from rest_framework.views import APIView
 from chat import citation_pages, citations, feedback, grounding, services
 from chat.models import Message, Thread
 from chat.serializers import (
+    THREAD_QUERY_MAX_LENGTH,
     CitationDetailSerializer,
     FeedbackSerializer,
     GroundingCheckResultSerializer,
@@ -36,6 +37,7 @@ from chat.serializers import (
     MessageSerializer,
     PostMessageSerializer,
     ThreadCreateSerializer,
+    ThreadFilterSerializer,
     ThreadSerializer,
 )
 from indexing import page_images
@@ -125,6 +127,11 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
                 description="only those started here: 'chat' (the chat page or the API), "
                             "'mcp' (an agent), 'cli' (ask, chat commands)",
             ),
+            OpenApiParameter(
+                "q", {"type": "string", "maxLength": THREAD_QUERY_MAX_LENGTH},
+                description="only those whose title contains this (case-insensitive); an "
+                            "untitled one has no title to match",
+            ),
         ],
         responses={200: ThreadSerializer(many=True), 400: REFUSED, 404: OpenApiResponse(
             OpenApiTypes.OBJECT, description="unknown workspace")},
@@ -145,7 +152,7 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
 )
 class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
     serializer_class = ThreadSerializer
-    filters = ("origin",)
+    filters = ("origin", "q")
 
     def get_queryset(self):
         threads = Thread.objects.filter(
@@ -164,6 +171,10 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
                     {"origin": [f"Choose one of: {', '.join(Thread.Origin.values)}."]}
                 )
             threads = threads.filter(origin=origin)
+        search = ThreadFilterSerializer(data=params)
+        search.is_valid(raise_exception=True)
+        if title := search.validated_data.get("q"):
+            threads = threads.filter(title__icontains=title)
         return threads
 
     def create(self, request: Request, *args, **kwargs) -> Response:

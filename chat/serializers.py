@@ -32,6 +32,19 @@ class ThreadCreateSerializer(serializers.Serializer):
     workspace = serializers.SlugField(required=False)
 
 
+# ?q= of the conversation list: no title is longer, and every title of the user's is
+# scanned for it.
+THREAD_QUERY_MAX_LENGTH = Thread._meta.get_field("title").max_length
+
+
+class ThreadFilterSerializer(serializers.Serializer):
+    """The conversation list's title search (a query parameter)."""
+
+    q = serializers.CharField(
+        max_length=THREAD_QUERY_MAX_LENGTH, required=False, allow_blank=True
+    )
+
+
 class CitedDocumentSerializer(serializers.Serializer):
     id = serializers.IntegerField(
         allow_null=True, help_text="null for web results and for a document since deleted"

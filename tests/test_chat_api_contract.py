@@ -174,6 +174,34 @@ def test_the_conversation_lists_refuse_what_they_would_ignore(workspace, user, a
     assert api.get(f"/api/threads/{thread.pk}/messages?page=last&page_size=5").status_code == 200
 
 
+def test_the_conversation_list_finds_conversations_by_title(workspace, user, api):
+    from django.contrib.auth import get_user_model
+
+    services.create_thread(workspace=workspace, user=user, title="Harbour fees in March")
+    services.create_thread(workspace=workspace, user=user, title="Tide tables")
+    services.create_thread(workspace=workspace, user=user, title="")
+    # Another user's conversation of that title is never theirs to find.
+    other = get_user_model().objects.create_user("bob")
+    workspace.members.add(other)
+    services.create_thread(workspace=workspace, user=other, title="Harbour keys")
+
+    def titles(query: str) -> list[str]:
+        response = api.get("/api/threads", {"q": query})
+        assert response.status_code == 200, response.content
+        return sorted(t["title"] for t in response.json()["results"])
+
+    assert titles("HARBOUR") == ["Harbour fees in March"]
+    assert titles("  tide ") == ["Tide tables"]
+    assert titles("") == ["", "Harbour fees in March", "Tide tables"]
+    assert titles("%") == [] and titles("_") == []  # text, not a LIKE pattern
+    response = api.get("/api/threads", {"q": "x" * 201})
+    assert response.status_code == 400
+    assert list(response.json()) == ["q"]
+    # Still refused: what it does not take, and q given twice.
+    assert api.get("/api/threads?q=a&q=b").status_code == 400
+    assert api.get("/api/threads?title=Tide").status_code == 400
+
+
 def test_a_missing_conversation_or_answer_is_named_in_words(workspace, user, api):
     thread, message = answered(workspace, user)
     assert api.get(f"/api/threads/{thread.pk + 1000}").json() == {
