@@ -10,6 +10,7 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_view,
+    inline_serializer,
 )
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound, ValidationError
@@ -433,12 +434,43 @@ class FolderDetailView(APIView):
 
     @extend_schema(
         summary="Delete a folder with its subfolders and their documents",
-        responses={204: None, 400: REFUSED, 404: not_found("unknown workspace or folder")},
+        description=(
+            "At most 200 documents in it (with its subfolders): deleted at once, a 204. "
+            "More: a worker deletes them in batches, then the folder, and the answer is a "
+            "202 whose `url` (and Location) is the folder's: a 404 once it is gone. "
+            "Meanwhile its documents go a batch at a time, and what is added to it goes "
+            "with it."
+        ),
+        responses={
+            204: None,
+            202: inline_serializer("FolderDeletion", {
+                "detail": serializers.CharField(),
+                "documents": serializers.IntegerField(help_text="documents it held"),
+                "url": serializers.URLField(help_text="the folder: GET it until it is a 404"),
+            }),
+            400: REFUSED,
+            404: not_found("unknown workspace or folder"),
+            503: BROKER_DOWN,
+        },
     )
     def delete(self, request: Request, pk: int) -> Response:
         workspace = query_workspace(request, curating=True)
-        sources.delete_folder(folder=selectors.folder_in(workspace=workspace, folder_id=pk))
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        folder = selectors.folder_in(workspace=workspace, folder_id=pk)
+        deletion = sources.delete_folder(folder=folder)
+        if not deletion.queued:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        url = api_url("api-folder", pk, workspace, request)
+        return Response(
+            {
+                "detail": f"The folder holds {deletion.documents:,} documents: a worker "
+                          "deletes them in batches, then the folder. GET its url until it "
+                          "is a 404.",
+                "documents": deletion.documents,
+                "url": url,
+            },
+            status=status.HTTP_202_ACCEPTED,
+            headers={"Location": url},
+        )
 
 
 @extend_schema(

@@ -57,6 +57,7 @@ from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
 from knowledge.forges import without_credentials
 from knowledge.models import Document, Folder, IngestJob, Workspace
+from knowledge.services import DELETE_BATCH
 from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
@@ -995,14 +996,77 @@ def _size(count: int) -> str:
     return filesizeformat(count).replace("\xa0", " ")
 
 
+# Documents a folder (with its subfolders) may hold to be deleted inside the request: a
+# document goes with its chunks in about 3 ms, so 200 take well under a second. A larger
+# folder is deleted by a task on the bulk queue, DELETE_BATCH documents a transaction.
+FOLDER_DELETE_IN_REQUEST = 200
+
+
+@dataclass(frozen=True)
+class FolderDeletion:
+    """What `delete_folder` did: deleted the folder (`queued` False) or queued its
+    deletion, and how many documents it held."""
+
+    queued: bool
+    documents: int
+
+
+def delete_folder(*, folder: Folder) -> FolderDeletion:
+    """Delete a folder with its subfolders and their documents: at once when they hold at
+    most FOLDER_DELETE_IN_REQUEST documents, else by a task once this is committed
+    (`queued`), which deletes them in batches, then the folders.
+
+    Until the task is done the folder is still there, its documents going a batch at a
+    time; what is added to it meanwhile goes with it. BrokerUnavailable (nothing deleted)
+    when the broker does not answer; should it fail between that check and the send, the
+    folder stays as it was, to be deleted again.
+    """
+    held = selectors.documents_under(folder=folder).count()
+    if held <= FOLDER_DELETE_IN_REQUEST:
+        _delete_folder_now(folder)
+        return FolderDeletion(queued=False, documents=held)
+    check_broker()
+    transaction.on_commit(lambda: _send_folder_deletion(folder.pk))
+    return FolderDeletion(queued=True, documents=held)
+
+
+def _send_folder_deletion(folder_id: int) -> None:
+    from indexing.tasks import delete_folder_task
+
+    try:
+        # The bulk queue, as a workspace's deletion: seconds of deleting must not hold up
+        # the small uploads the default queue's worker is there for.
+        delete_folder_task.apply_async((folder_id,), queue=settings.CELERY_BULK_QUEUE)
+    except KombuOperationalError as exc:
+        logger.warning("Broker unavailable; folder %s is not deleted: %s", folder_id, exc)
+
+
+def purge_folder(*, folder_id: int, batch: int = DELETE_BATCH) -> int:
+    """The task's part of `delete_folder`: the folder's documents deleted `batch` at a
+    time, each batch committed, then the folder with its subfolders (and anything added
+    to them meanwhile); how many documents went. A folder already gone is nothing to do,
+    and one interrupted is taken up where it stopped."""
+    deleted = 0
+    while (folder := Folder.objects.filter(pk=folder_id).first()) is not None:
+        under = selectors.documents_under(folder=folder)
+        ids = list(under.order_by("pk").values_list("pk", flat=True)[:batch])
+        if not ids:
+            _delete_folder_now(folder)
+            break
+        with transaction.atomic():
+            # Only those still under it: one moved out since the ids were read stays.
+            _count, by_model = under.filter(pk__in=ids).only("pk", "source_file").delete()
+            deleted += by_model.get(Document._meta.label, 0)
+            _send_held_after_delete(folder.workspace_id)
+    return deleted
+
+
 @transaction.atomic
-def delete_folder(*, folder: Folder) -> None:
+def _delete_folder_now(folder: Folder) -> None:
     """Delete a folder with its subfolders and their documents; stored uploads go once
     committed. The documents are read by their keys and stored file only (see
     knowledge.services.workspace_delete)."""
-    parents = Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
-    subtree = selectors.with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
-    Document.objects.filter(folder_id__in=subtree).only("pk", "source_file").delete()
+    selectors.documents_under(folder=folder).only("pk", "source_file").delete()
     folder.delete()
     _send_held_after_delete(folder.workspace_id)
 

@@ -116,3 +116,13 @@ def build_vector_index_task(workspace_id: int) -> bool:
 def delete_workspace_task(workspace_id: int) -> int:
     """Delete a hidden workspace's rows in batches, then the cached vectors left unused."""
     return deletion.purge_workspace(workspace_id=workspace_id)
+
+
+@shared_task(
+    ignore_result=True, acks_late=True, reject_on_worker_lost=True,
+    autoretry_for=pipeline.DATABASE_ERRORS, retry_backoff=True, retry_backoff_max=300,
+    max_retries=None,  # a database outage is waited out, as for a workspace's deletion
+)
+def delete_folder_task(folder_id: int) -> int:
+    """Delete a large folder's documents in batches, then the folder with its subfolders."""
+    return sources.purge_folder(folder_id=folder_id)

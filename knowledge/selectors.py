@@ -219,6 +219,13 @@ def deleted_with(
     return {kind: n for kind, n in counts.items() if n}
 
 
+def documents_under(*, folder: Folder) -> QuerySet[Document]:
+    """The documents of a folder and of every folder below it."""
+    parents = Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
+    subtree = with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
+    return Document.objects.filter(folder_id__in=subtree)
+
+
 def with_subfolders(*, parents: dict[int, int | None], folder_ids: Iterable[int]) -> set[int]:
     """These folders and every folder below them, from each folder's parent id (a cycle
     ends the walk)."""

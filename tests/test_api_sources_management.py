@@ -340,6 +340,75 @@ def test_deleting_a_folder_deletes_its_subfolders_and_their_documents(
     assert api.get(f"/api/folders/{year['id']}").status_code == 404
 
 
+def many_documents(workspace, folder_id: int, count: int) -> None:
+    """Rows only (no file, no chunks): enough to pass the in-request bound, quickly."""
+    Document.objects.bulk_create(
+        Document(workspace=workspace, folder_id=folder_id, uri=f"upload://n{i}.md",
+                 title=f"n{i}.md", source_type="text", status=Document.Status.INDEXED)
+        for i in range(count)
+    )
+
+
+def test_a_large_folder_is_deleted_by_a_task_in_batches_after_a_202(
+    api, workspace, media, django_capture_on_commit_callbacks
+):
+    # 2,500 documents took a request 7-8 s: past the bound, a worker deletes them.
+    harbour = folder(api, "harbour")
+    year = folder(api, "2026", harbour["id"])
+    kept = folder(api, "kept")
+    gone = upload(api, ("tides.md", TIDES), folder_id=harbour["id"],
+                  capture=django_capture_on_commit_callbacks)
+    stays = upload(api, ("neap.md", NEAP), folder_id=kept["id"],
+                   capture=django_capture_on_commit_callbacks)
+    many_documents(workspace, year["id"], sources.FOLDER_DELETE_IN_REQUEST)
+
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        response = api.delete(f"/api/folders/{harbour['id']}")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    held = sources.FOLDER_DELETE_IN_REQUEST + 1
+    assert body["documents"] == held
+    assert body["url"] == response["Location"] == (
+        f"http://testserver/api/folders/{harbour['id']}?workspace=acme"
+    )
+    # Answered before anything is deleted: the task does it, once this is committed.
+    assert Document.objects.count() == held + 1
+    assert api.get(body["url"]).status_code == 200
+
+    with django_capture_on_commit_callbacks(execute=True):
+        for callback in sent:
+            callback()  # the task, run inline: two batches, then the folders
+    assert api.get(body["url"]).status_code == 404
+    assert paths(api) == ["kept"]
+    assert list(Document.objects.values_list("pk", flat=True)) == list(stays.values())
+    assert not Chunk.objects.filter(document_id__in=gone.values()).exists()
+    assert sorted(p.name for p in media.rglob("*") if p.is_file()) == ["neap.md"]
+
+
+def test_the_tasks_batches_leave_a_document_moved_out_of_the_folder(workspace):
+    harbour = sources.folder_for_path(workspace=workspace, path="harbour")
+    kept = sources.folder_for_path(workspace=workspace, path="kept")
+    many_documents(workspace, harbour.pk, 5)
+    moved = Document.objects.filter(folder=harbour).first()
+    Document.objects.filter(pk=moved.pk).update(folder=kept)
+    assert sources.purge_folder(folder_id=harbour.pk, batch=2) == 4
+    assert list(Document.objects.values_list("pk", flat=True)) == [moved.pk]
+    assert not Folder.objects.filter(pk=harbour.pk).exists()
+    assert sources.purge_folder(folder_id=harbour.pk) == 0  # gone already: nothing to do
+
+
+def test_deleting_a_large_folder_while_the_broker_is_down_is_a_503_and_deletes_nothing(
+    api, workspace, broker_down
+):
+    harbour = sources.folder_for_path(workspace=workspace, path="harbour")
+    many_documents(workspace, harbour.pk, sources.FOLDER_DELETE_IN_REQUEST + 1)
+    response = api.delete(f"/api/folders/{harbour.pk}")
+    assert response.status_code == 503
+    assert response["Retry-After"]
+    assert Document.objects.count() == sources.FOLDER_DELETE_IN_REQUEST + 1
+    assert Folder.objects.filter(pk=harbour.pk).exists()
+
+
 def test_another_users_folders_are_404_and_left_as_they_are(api, theirs):
     foreign = theirs["folder"]
     mine = folder(api, "mine")
