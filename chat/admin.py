@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from chat import selectors
 from chat.models import AnswerFeedback
 from indexing.admin import MemberScoped, MemberWorkspaceFilter
+from knowledge.models import Document
 
 
 class SourcesCitedFilter(admin.SimpleListFilter):
@@ -28,6 +31,32 @@ class SourcesCitedFilter(admin.SimpleListFilter):
         if self.value() == "some":
             return queryset.filter(sources_cited__gt=0)
         return queryset
+
+
+class CitedDocumentFilter(admin.SimpleListFilter):
+    """The rated answers citing one document (linked from the document's page and from
+    a rating's cited sources). Offered only once chosen: a choice of every document
+    would be a list of thousands."""
+
+    title = "cites document"
+    parameter_name = "document"
+
+    def lookups(self, request, model_admin):
+        value = self.value()
+        if not value or not value.isdigit():
+            return []
+        document = Document.objects.filter(
+            pk=value, workspace__in=model_admin.member_workspaces(request)
+        ).only("title").first()
+        return [(value, document.title if document else f"document {value}")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        if not value.isdigit():
+            return queryset.none()
+        return selectors.citing_document(feedback=queryset, document_id=int(value))
 
 
 class ReplacedFilter(admin.SimpleListFilter):
@@ -56,7 +85,7 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
     list_display_links = ["verdict", "question"]
     list_filter = [
         "rating", ("message__thread__workspace", MemberWorkspaceFilter), SourcesCitedFilter,
-        ReplacedFilter,
+        ReplacedFilter, CitedDocumentFilter,
     ]
     list_select_related = ["message__thread__workspace", "user"]
     search_fields = ["comment", "message__resolved_content"]
@@ -123,14 +152,25 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
 
     @admin.display(description="sources the answer cites")
     def cited_sources(self, obj: AnswerFeedback) -> str:
+        """Each cited source links to its document and its chunks, to fix or re-index
+        what a thumbs down points at; a document deleted since is named, not linked."""
         cited = [c for c in obj.message.citations or [] if isinstance(c, dict)]
         if not cited:
             return "none"
-        return format_html_join(
-            ", ", "[{}] {}", (
-                (c.get("n"), (c.get("document") or {}).get("title") or "untitled")
-                for c in cited
-            ),
+        held = selectors.cited_documents(answer=obj.message)
+        return format_html_join(mark_safe("<br>"), "{}", ((self._cited(c, held),) for c in cited))
+
+    def _cited(self, citation: dict, held: dict[int, Document]) -> str:
+        named = citation.get("document") if isinstance(citation.get("document"), dict) else {}
+        title = named.get("title") or "untitled"
+        document = held.get(named.get("id")) if isinstance(named.get("id"), int) else None
+        if document is None:
+            return format_html("[{}] {} (no longer in the workspace)", citation.get("n"), title)
+        chunks = reverse("admin:knowledge_chunk_changelist") + f"?document__id__exact={document.pk}"
+        return format_html(
+            '[{}] <a href="{}">{}</a> ({}, {}) · <a href="{}">its chunks</a>',
+            citation.get("n"), reverse("admin:knowledge_document_change", args=[document.pk]),
+            document.title, citation.get("label") or title, document.status, chunks,
         )
 
     @admin.display(description="searches the model ran")

@@ -7,6 +7,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Substr
 
 from chat.models import AnswerFeedback, Message
+from knowledge.models import Document
 
 EXCERPT_CHARS = 300
 
@@ -47,3 +48,24 @@ def rated_answers(*, feedback: QuerySet[AnswerFeedback]) -> QuerySet[AnswerFeedb
         coverage=KeyTextTransform("coverage", "message__grounding"),
     )
 
+
+
+def citing_document(
+    *, feedback: QuerySet[AnswerFeedback], document_id: int
+) -> QuerySet[AnswerFeedback]:
+    """`feedback` on answers that cite the document `document_id` (each citation of an
+    answer names its document: `{"document": {"id": …}}`)."""
+    return feedback.filter(message__citations__contains=[{"document": {"id": document_id}}])
+
+
+def cited_documents(*, answer: Message) -> dict[int, Document]:
+    """The documents `answer` cites that its workspace still holds, by id: a citation
+    keeps its document's id and title after the document is deleted."""
+    ids = {
+        c["document"].get("id") for c in answer.citations or []
+        if isinstance(c, dict) and isinstance(c.get("document"), dict)
+    }
+    ids = {i for i in ids if isinstance(i, int)}
+    return Document.objects.filter(
+        pk__in=ids, workspace_id=answer.thread.workspace_id
+    ).defer("text").in_bulk()

@@ -369,7 +369,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     readonly_fields = [
         "status", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
         "latest_run", "content_hash", "indexed_by", "mime", "created_at", "updated_at",
-        "last_indexed_at", "ingest_jobs", "chunks_link",
+        "last_indexed_at", "ingest_jobs", "chunks_link", "rated_answers",
     ]
     # Pipeline outputs, shown together as "latest_run".
     exclude = ["text", "unchanged", "chunks_embedded", "queued_force"]
@@ -424,6 +424,18 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     def chunks_link(self, obj: Document) -> str:
         url = reverse("admin:knowledge_chunk_changelist") + f"?document__id__exact={obj.pk}"
         return format_html('<a href="{}">Browse {} chunks</a>', url, obj.chunk_count)
+
+    @admin.display(description="rated answers")
+    def rated_answers(self, obj: Document) -> str:
+        # The answer feedback app sits above this one: linked by its address, counted there.
+        url = reverse("admin:chat_answerfeedback_changelist") + f"?document={obj.pk}"
+        return format_html('<a href="{}">Rated answers citing it</a>', url)
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        fields = super().get_fields(request, obj)
+        if request.user.has_perm("chat.view_answerfeedback"):
+            return fields
+        return [f for f in fields if f != "rated_answers"]
 
     # Both write (a forced re-read, a status): not for staff who may only view documents.
     @admin.action(description="Re-index selected documents", permissions=["change"])

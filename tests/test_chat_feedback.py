@@ -190,6 +190,61 @@ def test_the_admin_lists_rated_answers_of_the_workspaces_a_curator_curates(
     ).status_code == 302  # Django's "does not exist" redirect to the admin index
 
 
+def test_a_curator_goes_from_a_rating_to_the_documents_it_cites_and_back(
+    workspace, user, client
+):
+    """A thumbs down names the sources the answer cited: each links to its document and
+    chunks, and a document's page lists the rated answers citing it. Another workspace's
+    document named in a citation (or one deleted since) is not linked."""
+    from django.contrib.auth.models import Permission
+
+    from knowledge.models import Document
+
+    fees = Document.objects.create(workspace=workspace, uri="upload://fees.md", title="Fees")
+    ferry = Document.objects.create(workspace=workspace, uri="upload://ferry.md", title="Ferry")
+    stranger = get_user_model().objects.create_user("eve", password="pw")
+    elsewhere = Workspace.objects.create(name="Elsewhere", slug="elsewhere", owner=stranger)
+    secret = Document.objects.create(workspace=elsewhere, uri="upload://s.md", title="Secret")
+    thread = services.create_thread(workspace=workspace, user=user)
+    Message.objects.create(thread=thread, seq=1, role=Message.Role.USER,
+                           content="What is the harbour fee?", resolved_content="")
+
+    def cite(n: int, document_id: int, title: str) -> dict:
+        return {"n": n, "label": title, "document": {"id": document_id, "title": title}}
+
+    reply = Message.objects.create(
+        thread=thread, seq=2, role=Message.Role.ASSISTANT, content="", resolved_content="x",
+        citations=[cite(1, fees.pk, "Fees"), cite(2, secret.pk, "Secret"),
+                   cite(3, 999_999, "Gone")],
+    )
+    rated = AnswerFeedback.objects.create(message=reply, user=user, rating="down",
+                                          comment="Wrong fee")
+
+    curator = get_user_model().objects.create_user("cora", password="pw", is_staff=True)
+    curator.user_permissions.add(
+        Permission.objects.get(codename="view_answerfeedback"),
+        Permission.objects.get(codename="view_document"),
+    )
+    workspace.members.add(curator)
+    client.force_login(curator)
+
+    page = client.get(reverse("admin:chat_answerfeedback_change", args=[rated.pk]))
+    page = page.content.decode()
+    assert reverse("admin:knowledge_document_change", args=[fees.pk]) in page
+    assert f"?document__id__exact={fees.pk}" in page  # its chunks
+    assert reverse("admin:knowledge_document_change", args=[secret.pk]) not in page
+    assert "Gone (no longer in the workspace)" in page and "&lt;br&gt;" not in page
+
+    document_page = client.get(reverse("admin:knowledge_document_change", args=[fees.pk]))
+    listed = reverse("admin:chat_answerfeedback_changelist") + f"?document={fees.pk}"
+    assert listed in document_page.content.decode()
+    feedback_list = reverse("admin:chat_answerfeedback_changelist")
+    assert "Wrong fee" in client.get(feedback_list, {"document": fees.pk}).content.decode()
+    assert "Wrong fee" not in client.get(
+        feedback_list, {"document": ferry.pk}).content.decode()
+    assert client.get(feedback_list, {"document": "x"}).status_code == 200
+
+
 def test_the_feedback_list_reads_as_many_queries_for_30_rows_as_for_5_and_no_whole_answers(
     client, staff, workspace, user
 ):
