@@ -20,7 +20,7 @@ from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
 from indexing import deletion, sources
-from indexing.forms import AddSourcesForm
+from indexing.forms import AddSourcesForm, MoveToFolderForm
 from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.serializers import JOB_DOCUMENTS_LISTED
@@ -351,6 +351,10 @@ class StatusFilter(admin.SimpleListFilter):
         return queryset
 
 
+# One move is a transaction a document, in the request.
+MOVED_AT_ONCE = 1000
+
+
 @admin.register(Document)
 class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "document_ids"
@@ -365,7 +369,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     list_select_related = ["workspace", "folder"]
     show_full_result_count = False  # tens of thousands: no second count a page
     search_fields = ["title", "uri"]
-    actions = ["reindex", "check_freshness"]
+    actions = ["reindex", "check_freshness", "move_to_folder"]
     readonly_fields = [
         "status", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
         "latest_run", "content_hash", "indexed_by", "mime", "created_at", "updated_at",
@@ -465,6 +469,74 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             "--reindex`, or adding the repository again, adds them).",
             messages.WARNING if report.unreachable else messages.INFO,
         )
+
+    @admin.action(description="Move selected documents to a folder…", permissions=["change"])
+    def move_to_folder(self, request: HttpRequest, queryset) -> TemplateResponse | None:
+        """A page choosing the folder (of the documents' workspace), then each document
+        moved as the API's PATCH moves it: one already there by the same source stays."""
+        documents = list(
+            queryset.select_related(None).only("pk", "title", "workspace_id")[:MOVED_AT_ONCE + 1]
+        )
+        if len(documents) > MOVED_AT_ONCE:
+            self.message_user(
+                request, f"Move at most {MOVED_AT_ONCE:,} documents at a time.", messages.ERROR
+            )
+            return None
+        workspaces = {d.workspace_id for d in documents}
+        if len(workspaces) != 1:
+            self.message_user(
+                request, "Move the documents of one workspace at a time.", messages.ERROR
+            )
+            return None
+        workspace = Workspace.objects.get(pk=workspaces.pop())
+        form = MoveToFolderForm(
+            request.POST if "apply" in request.POST else None, workspace=workspace
+        )
+        if form.is_valid():
+            self._move(request, documents, form.cleaned_data["folder"], workspace)
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Move documents to a folder",
+            "opts": self.model._meta,
+            "form": form,
+            "documents": documents,
+            "workspace": workspace,
+            # Posted back as they came: the rows ticked and "select all N" (the list's
+            # filters, in the address, then choose the documents again).
+            "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+            "ticked": request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME),
+            "select_across": request.POST.get("select_across") == "1",
+        }
+        return TemplateResponse(
+            request, "admin/knowledge/document/move_to_folder.html", context
+        )
+
+    def _move(
+        self, request: HttpRequest, documents: list[Document], folder_id: int | None,
+        workspace: Workspace,
+    ) -> None:
+        folder = Folder.objects.filter(pk=folder_id, workspace=workspace).first()
+        if folder_id is not None and folder is None:
+            self.message_user(request, "That folder was deleted meanwhile.", messages.ERROR)
+            return
+        where = (
+            f"'{selectors.folder_paths(workspace_id=workspace.pk)[folder.pk]}'"
+            if folder else "the top level"
+        )
+        moved, refused = 0, []
+        for document in documents:
+            try:
+                sources.update_document(document=document, folder=folder)
+            except sources.EditRefused as exc:
+                refused.append(f"{document.title}: {exc}")
+            except Document.DoesNotExist:
+                continue  # deleted meanwhile
+            else:
+                moved += 1
+        self.message_user(request, f"Moved {moved} documents to {where}.")
+        if refused:
+            self.message_user(request, "Not moved: " + " ".join(refused), messages.ERROR)
 
     def _report_not_read(
         self, request: HttpRequest, queryset, refused: dict[int, str], command: str

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from indexing import sources
+from knowledge import selectors
 from knowledge.models import Workspace
 
 
@@ -77,3 +78,16 @@ class AddSourcesForm(forms.Form):
         if not refused and not (data.get("files") or data.get("urls") or data.get("path")):
             raise forms.ValidationError("Add at least one file, URL or server path.")
         return data
+
+
+class MoveToFolderForm(forms.Form):
+    """The folder selected documents move into: one of their workspace's, by its path,
+    or the top level."""
+
+    folder = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+
+    def __init__(self, *args, workspace: Workspace, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        paths = selectors.folder_paths(workspace_id=workspace.pk)
+        by_path = sorted(paths.items(), key=lambda item: item[1].casefold())
+        self.fields["folder"].choices = [("", "(top level)"), *by_path]

@@ -126,6 +126,56 @@ def test_a_name_clash_is_a_form_error_not_a_server_error(curator, workspace):
     assert loose.folder_id is None
 
 
+def test_documents_move_to_a_folder_in_bulk_within_their_workspace(
+    curator, workspace, theirs
+):
+    target = sources.folder_for_path(workspace=workspace, path="policies/2026")
+    bobs = sources.folder_for_path(workspace=theirs.workspace, path="bob-only")
+    a, b, c = (Document.objects.create(workspace=workspace, uri=f"upload://{n}", title=n)
+               for n in ("a.md", "b.md", "c.md"))
+    Document.objects.create(workspace=workspace, folder=target, uri="upload://c.md",
+                            title="c.md (already there)")
+    url = reverse("admin:knowledge_document_changelist")
+    chosen = {"action": "move_to_folder", "index": 0, "_selected_action": [a.pk, b.pk, c.pk]}
+
+    page = curator.post(url, chosen)
+    assert page.status_code == 200
+    assert ">policies/2026</option>" in page.content.decode()
+    assert "bob-only" not in page.content.decode()
+
+    # Another workspace's folder is no choice: nothing moves.
+    forged = curator.post(url, {**chosen, "apply": "yes", "folder": bobs.pk})
+    assert forged.status_code == 200 and "Select a valid choice" in forged.content.decode()
+    assert not Document.objects.filter(pk__in=[a.pk, b.pk], folder__isnull=False).exists()
+
+    done = curator.post(url, {**chosen, "apply": "yes", "folder": target.pk}, follow=True)
+    shown = done.content.decode()
+    assert "Moved 2 documents to &#x27;policies/2026&#x27;." in shown
+    assert "Not moved: c.md: Folder &#x27;policies/2026&#x27; already holds" in shown
+    assert set(Document.objects.filter(folder=target).values_list("pk", flat=True)) >= {
+        a.pk, b.pk
+    }
+    c.refresh_from_db()
+    assert c.folder_id is None
+
+    # "Select all" moves what the list's filters show: never another workspace's.
+    across = {"action": "move_to_folder", "index": 0, "_selected_action": [a.pk],
+              "select_across": 1}
+    page = curator.post(url + "?q=.md", across)
+    assert 'name="select_across" value="1"' in page.content.decode()
+    curator.post(url + "?q=.md", {**across, "apply": "yes", "folder": ""})
+    b.refresh_from_db()
+    assert b.folder_id is None
+    theirs.refresh_from_db()
+    a.refresh_from_db()
+    assert a.folder_id is None and theirs.folder_id is None
+    # A document of another workspace cannot be chosen at all.
+    curator.post(url, {**chosen, "_selected_action": [theirs.pk], "apply": "yes",
+                       "folder": target.pk})
+    theirs.refresh_from_db()
+    assert theirs.folder_id is None
+
+
 def test_deleting_a_document_or_its_workspace_removes_the_stored_upload(
     curator, client, workspace, staff, counting_embedder, django_capture_on_commit_callbacks
 ):
