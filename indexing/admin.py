@@ -374,6 +374,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         "status", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
         "latest_run", "content_hash", "indexed_by", "mime", "created_at", "updated_at",
         "last_indexed_at", "ingest_jobs", "chunks_link", "rated_answers",
+        # The worker holding its indexing task: a curator's edit would confuse whose it is.
+        "taken_by",
     ]
     # Pipeline outputs, shown together as "latest_run".
     exclude = ["text", "unchanged", "chunks_embedded", "queued_force"]
@@ -396,6 +398,13 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
 
     def has_add_sources_permission(self, request) -> bool:
         return request.user.has_perm("knowledge.add_document")
+
+    def get_form(self, request: HttpRequest, obj: Document | None = None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        if "title" in form.base_fields:
+            # Blank, a document is a nameless row in every list (the API refuses it too).
+            form.base_fields["title"].required = True
+        return form
 
     def get_readonly_fields(self, request, obj=None):
         # What a source is and where it is read from never changes after creation:

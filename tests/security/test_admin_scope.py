@@ -126,6 +126,20 @@ def test_a_name_clash_is_a_form_error_not_a_server_error(curator, workspace):
     assert loose.folder_id is None
 
 
+def test_a_documents_page_edits_its_title_and_folder_only_and_never_blanks_the_title(
+    curator, workspace
+):
+    document = Document.objects.create(workspace=workspace, uri="upload://a.md", title="a.md",
+                                       taken_by="celery@worker-1")
+    url = reverse("admin:knowledge_document_change", args=[document.pk])
+    assert 'name="taken_by"' not in curator.get(url).content.decode()
+    blank = curator.post(url, {"title": "  ", "folder": "", "taken_by": "me"})
+    assert blank.status_code == 200 and "This field is required" in blank.content.decode()
+    curator.post(url, {"title": "Renamed", "folder": "", "taken_by": "me"})
+    document.refresh_from_db()
+    assert (document.title, document.taken_by) == ("Renamed", "celery@worker-1")
+
+
 def test_documents_move_to_a_folder_in_bulk_within_their_workspace(
     curator, workspace, theirs
 ):
