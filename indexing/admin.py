@@ -4,14 +4,16 @@ each staff member's own API token."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -279,11 +281,27 @@ class WorkspaceFixedAfterCreation(MemberScoped):
 @admin.register(Folder)
 class FolderAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "folder_ids"
-    list_display = ["name", "parent", "workspace", "created_at"]
+    list_display = ["name", "path", "workspace", "documents", "created_at"]
     list_select_related = ["parent", "workspace"]  # a parent may be null: not by default
     list_filter = [("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name"]
     autocomplete_fields = ["parent"]
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).annotate(documents_held=Count("documents"))
+
+    def get_changelist(self, request: HttpRequest, **kwargs):
+        return FolderPathsChangeList
+
+    @admin.display(description="path")
+    def path(self, obj: Folder) -> str:
+        return getattr(obj, "_folder_path", None) or obj.name
+
+    @admin.display(description="documents", ordering="documents_held")
+    def documents(self, obj: Folder) -> str:
+        url = reverse("admin:knowledge_document_changelist")
+        url += f"?{FolderFilter.parameter_name}={obj.pk}"
+        return format_html('<a href="{}">{} documents</a>', url, obj.documents_held)
 
     def delete_model(self, request, obj: Folder) -> None:
         sources.delete_folder(folder=obj)
@@ -292,6 +310,26 @@ class FolderAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmi
         for folder in queryset:
             if Folder.objects.filter(pk=folder.pk).exists():  # not gone with a parent
                 sources.delete_folder(folder=folder)
+
+
+class FolderPathsChangeList(ChangeList):
+    """The rows listed (folders, documents), each with its folder's path ("policies/2026",
+    not "2026"): every path of their workspaces from one query for the page."""
+
+    folder_of: Callable[[Any], int | None] = staticmethod(lambda row: row.pk)
+
+    def get_results(self, request: HttpRequest) -> None:
+        super().get_results(request)
+        rows = list(self.result_list)  # evaluated here, kept for the page
+        paths = selectors.folder_paths_of(folders=Folder.objects.filter(
+            workspace_id__in={row.workspace_id for row in rows}
+        ))
+        for row in rows:
+            row._folder_path = paths.get(self.folder_of(row))
+
+
+class DocumentChangeList(FolderPathsChangeList):
+    folder_of = staticmethod(lambda document: document.folder_id)
 
 
 class MemberWorkspaceFilter(admin.RelatedFieldListFilter):
@@ -328,6 +366,39 @@ class JobFilter(admin.SimpleListFilter):
         return queryset.filter(jobs=int(value))
 
 
+class FolderFilter(admin.SimpleListFilter):
+    """The documents directly in one folder (as the API's `?folder_id=`), or at the top
+    level. The user's folders are offered by path while they are few; past
+    FOLDERS_OFFERED only the one chosen (from the Folders list's links)."""
+
+    title = "folder"
+    parameter_name = "folder"
+    TOP = "top"
+    FOLDERS_OFFERED = 100
+
+    def lookups(self, request, model_admin):
+        folders = Folder.objects.filter(workspace__in=model_admin.member_workspaces(request))
+        value = self.value()
+        if folders.count() > self.FOLDERS_OFFERED:
+            folders = folders.filter(pk=value if value and value.isdigit() else None)
+        label = _folder_label(request, folders)
+        listed = sorted(
+            ((str(f.pk), label(f)) for f in folders.select_related("workspace")),
+            key=lambda choice: choice[1].casefold(),
+        )
+        return [(self.TOP, "(top level)"), *listed]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        if value == self.TOP:
+            return queryset.filter(folder__isnull=True)
+        if not value.isdigit():
+            return queryset.none()
+        return queryset.filter(folder_id=int(value))
+
+
 class StatusFilter(admin.SimpleListFilter):
     """The status filter, with the documents of cancelled jobs apart from those that
     failed: FAILED lists the failures to look into, CANCELLED those to re-index when
@@ -359,11 +430,12 @@ MOVED_AT_ONCE = 1000
 class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "document_ids"
     list_display = [
-        "title", "workspace", "folder", "source_type", "status_badge", "progress",
+        "title", "workspace", "folder_path", "source_type", "status_badge", "progress",
         "chunk_count", "latest_run", "last_indexed_at", "short_error",
     ]
     list_filter = [
-        StatusFilter, "source_type", ("workspace", MemberWorkspaceFilter), JobFilter
+        StatusFilter, "source_type", ("workspace", MemberWorkspaceFilter), FolderFilter,
+        JobFilter,
     ]
     # A folder may be null: Django's own select_related leaves it out (a query a row).
     list_select_related = ["workspace", "folder"]
@@ -411,6 +483,15 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         # a uri edited to file:///etc/passwd would be read by the next re-index.
         identity = ["uri", "source_type", "source_file", "metadata"]
         return [*super().get_readonly_fields(request, obj), *identity]
+
+    def get_changelist(self, request: HttpRequest, **kwargs):
+        return DocumentChangeList
+
+    @admin.display(description="folder", ordering="folder__name")
+    def folder_path(self, obj: Document) -> str:
+        if obj.folder_id is None:
+            return "-"
+        return getattr(obj, "_folder_path", None) or str(obj.folder)
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Document) -> str:

@@ -140,6 +140,32 @@ def test_a_documents_page_edits_its_title_and_folder_only_and_never_blanks_the_t
     assert (document.title, document.taken_by) == ("Renamed", "celery@worker-1")
 
 
+def test_folders_list_their_paths_and_lead_to_the_documents_they_hold(
+    curator, workspace, theirs
+):
+    target = sources.folder_for_path(workspace=workspace, path="policies/2026")
+    bobs = sources.folder_for_path(workspace=theirs.workspace, path="bob-only")
+    Document.objects.filter(pk=theirs.pk).update(folder=bobs)
+    Document.objects.create(workspace=workspace, folder=target, uri="upload://in.md",
+                            title="inside.md")
+    Document.objects.create(workspace=workspace, uri="upload://out.md", title="outside.md")
+
+    folders = curator.get(reverse("admin:knowledge_folder_changelist")).content.decode()
+    documents = reverse("admin:knowledge_document_changelist")
+    assert "<td class=\"field-path\">policies/2026</td>" in folders
+    assert f'<a href="{documents}?folder={target.pk}">1 documents</a>' in folders
+
+    url = reverse("admin:knowledge_document_changelist")
+    inside = curator.get(url, {"folder": target.pk}).content.decode()
+    assert "inside.md" in inside and "outside.md" not in inside
+    assert "policies/2026" in inside  # the folder column and the filter say its path
+    assert "bob-only" not in inside  # the filter offers the curator's folders only
+    top = curator.get(url, {"folder": "top"}).content.decode()
+    assert "outside.md" in top and "inside.md" not in top
+    assert "Bob secret plan" not in curator.get(url, {"folder": bobs.pk}).content.decode()
+    assert curator.get(url, {"folder": "x"}).status_code == 200
+
+
 def test_documents_move_to_a_folder_in_bulk_within_their_workspace(
     curator, workspace, theirs
 ):
