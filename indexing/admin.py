@@ -14,7 +14,12 @@ from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotAllowed,
+    HttpResponseRedirect,
+)
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -452,6 +457,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     # Pipeline outputs, shown together as "latest_run".
     exclude = ["text", "unchanged", "chunks_embedded", "queued_force"]
     change_list_template = "admin/knowledge/document/change_list.html"
+    change_form_template = "admin/knowledge/document/change_form.html"
 
     def get_queryset(self, request: HttpRequest):
         # Its text (megabytes for a long PDF) is shown on no page of the admin.
@@ -646,12 +652,36 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             request, {**(extra_context or {}), "can_add_sources": allowed}
         )
 
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # A document read after its failure is re-indexed from its own page.
+        context["can_reindex"] = obj is not None and self.has_change_permission(request, obj)
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    def reindex_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The page's Re-index button: the list's action on this one document."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        document = self.get_object(request, object_id)  # None outside the user's workspaces
+        if document is None:
+            return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
+        if not self.has_change_permission(request, document):
+            raise PermissionDenied
+        self.reindex(request, self.get_queryset(request).filter(pk=document.pk))
+        return HttpResponseRedirect(
+            reverse("admin:knowledge_document_change", args=[document.pk])
+        )
+
     def get_urls(self):
         return [
             path(
                 "add-sources/",
                 self.admin_site.admin_view(self.add_sources_view),
                 name="knowledge_document_add_sources",
+            ),
+            path(
+                "<path:object_id>/reindex/",
+                self.admin_site.admin_view(self.reindex_view),
+                name="knowledge_document_reindex",
             ),
             *super().get_urls(),
         ]

@@ -166,6 +166,39 @@ def test_folders_list_their_paths_and_lead_to_the_documents_they_hold(
     assert curator.get(url, {"folder": "x"}).status_code == 200
 
 
+def test_a_failed_document_is_re_indexed_from_its_own_page_by_who_may_change_it(
+    curator, client, workspace, theirs, counting_embedder, settings, tmp_path
+):
+    settings.INGEST_SERVER_ROOTS = [str(tmp_path)]
+    path = tmp_path / "fixed.md"
+    path.write_text("# Fixed\n\nThe ferry leaves at nine.\n")
+    document = sources.add_path(workspace=workspace, path=path)
+    Document.objects.filter(pk=document.pk).update(
+        status=Document.Status.FAILED, last_error="Could not read it"
+    )
+    page = reverse("admin:knowledge_document_change", args=[document.pk])
+    button = reverse("admin:knowledge_document_reindex", args=[document.pk])
+    assert f'action="{button}"' in curator.get(page).content.decode()
+    assert curator.get(button).status_code == 405  # a change is never a GET
+
+    done = curator.post(button, follow=True)
+    assert "Queued 1 documents for re-indexing." in done.content.decode()
+    document.refresh_from_db()
+    assert document.status != Document.Status.FAILED
+
+    # Another workspace's document: the admin's "not found", nothing queued.
+    refused = curator.post(reverse("admin:knowledge_document_reindex", args=[theirs.pk]))
+    assert refused.status_code == 302 and refused["Location"] == reverse("admin:index")
+    assert Document.objects.get(pk=theirs.pk).status == Document.Status.INDEXED
+    # Staff who only view documents see no button and cannot post it.
+    viewer = staff_with("view_document", username="viewer")
+    client.force_login(viewer)
+    assert f'action="{button}"' not in client.get(page).content.decode()
+    Document.objects.filter(pk=document.pk).update(status=Document.Status.FAILED)
+    assert client.post(button).status_code == 403
+    assert Document.objects.get(pk=document.pk).status == Document.Status.FAILED
+
+
 def test_documents_move_to_a_folder_in_bulk_within_their_workspace(
     curator, workspace, theirs
 ):
