@@ -557,10 +557,15 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             self.message_user(request, str(exc), messages.ERROR)
             return
         self._report_not_read(request, queryset, refused, "`manage.py stale`")
+        checked = len(report.stale) + len(report.fresh) + len(report.unreachable)
+        # Said, not left out of every count: the selection read "0 stale, 0 unchanged".
+        skipped = queryset.count() - checked - len(refused)
         self.message_user(
             request,
             f"{len(report.stale)} stale ({len(report.outdated)} indexed by older indexing "
             f"code), {len(report.fresh)} unchanged, {len(report.unreachable)} unreachable, "
+            f"{skipped} not checked (uploads, whose bytes cannot change, and documents "
+            "not indexed: waiting, failed or cancelled), "
             f"{len(report.new)} files new in their repositories (`manage.py stale "
             "--reindex`, or adding the repository again, adds them).",
             messages.WARNING if report.unreachable else messages.INFO,

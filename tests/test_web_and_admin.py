@@ -218,6 +218,24 @@ def test_admin_reindex_action_forces_a_new_pass(
     assert document.status in (Document.Status.PENDING, Document.Status.INDEXED)
 
 
+def test_admin_freshness_check_says_which_documents_it_did_not_check(
+    client, staff, workspace, counting_embedder, settings
+):
+    settings.INGEST_SERVER_ROOTS = [str(SAMPLE_CORPUS)]
+    document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "handbook.md")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    failed = Document.objects.create(workspace=workspace, uri="upload://a.md", title="a.md",
+                                     status=Document.Status.FAILED)
+    client.force_login(staff)
+    response = client.post(
+        reverse("admin:knowledge_document_changelist"),
+        {"action": "check_freshness", "_selected_action": [document.pk, failed.pk]},
+        follow=True,
+    )
+    shown = response.content.decode()
+    assert "1 unchanged" in shown and "1 not checked (uploads" in shown
+
+
 def test_ingest_command_inline_prints_a_summary(workspace, capsys):
     call_command(
         "ingest", str(SAMPLE_CORPUS), workspace=workspace.slug, folder="sample", inline=True
