@@ -971,4 +971,6 @@ class OwnTokenAdmin(TokenAdmin):
     def formfield_for_foreignkey(self, db_field, request: HttpRequest, **kwargs):
         if db_field.name == "user" and not request.user.is_superuser:
             kwargs["queryset"] = get_user_model().objects.filter(pk=request.user.pk)
+            # Their own account, the only choice, already chosen: not a blank to fill in.
+            kwargs["initial"], kwargs["empty_label"] = request.user.pk, None
         return super().formfield_for_foreignkey(db_field, request, **kwargs)

@@ -403,6 +403,8 @@ def test_staff_see_make_and_delete_only_their_own_api_token(client, django_user_
     add = reverse("admin:authtoken_tokenproxy_add")
     form = client.get(add).content.decode()
     assert "clerk" in form and "root" not in form and "bob" not in form
+    assert f'<option value="{clerk.pk}" selected>clerk</option>' in form
+    assert "---------" not in form
     refused = client.post(add, {"user": root.pk})
     assert refused.status_code == 200 and "Select a valid choice" in refused.content.decode()
     assert Token.objects.filter(user=root).get() == roots  # no second key for root either
