@@ -3,6 +3,8 @@ the corpus is missing."""
 
 from __future__ import annotations
 
+import re
+
 from django.contrib import admin
 from django.http import HttpRequest
 from django.urls import reverse
@@ -13,6 +15,13 @@ from chat import selectors
 from chat.models import AnswerFeedback
 from indexing.admin import MemberScoped, MemberWorkspaceFilter
 from knowledge.models import Document
+
+# The stored answer's markers, as the chat's pills and the sources below number them.
+MARKER = re.compile(r"\[citation:(\d+)\]")
+
+
+def numbered(text: str) -> str:
+    return MARKER.sub(r"[\1]", text)
 
 
 class SourcesCitedFilter(admin.SimpleListFilter):
@@ -122,7 +131,7 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
 
     @admin.display(description="answer")
     def answer(self, obj: AnswerFeedback) -> str:
-        return obj.answer_excerpt or ""
+        return numbered(obj.answer_excerpt or "")
 
     @admin.display(description="sources cited", ordering="sources_cited")
     def cited(self, obj: AnswerFeedback) -> int:
@@ -147,7 +156,8 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
     def full_answer(self, obj: AnswerFeedback) -> str:
         edited = " (the user then edited the question and asked again)"
         return format_html(
-            "{}{}", obj.message.resolved_content, edited if obj.message.replaced_at else ""
+            "{}{}", numbered(obj.message.resolved_content),
+            edited if obj.message.replaced_at else "",
         )
 
     @admin.display(description="sources the answer cites")

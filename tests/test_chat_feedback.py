@@ -213,7 +213,8 @@ def test_a_curator_goes_from_a_rating_to_the_documents_it_cites_and_back(
         return {"n": n, "label": title, "document": {"id": document_id, "title": title}}
 
     reply = Message.objects.create(
-        thread=thread, seq=2, role=Message.Role.ASSISTANT, content="", resolved_content="x",
+        thread=thread, seq=2, role=Message.Role.ASSISTANT, content="",
+        resolved_content="It is 12 euros. [citation:1]",
         citations=[cite(1, fees.pk, "Fees"), cite(2, secret.pk, "Secret"),
                    cite(3, 999_999, "Gone")],
     )
@@ -234,6 +235,10 @@ def test_a_curator_goes_from_a_rating_to_the_documents_it_cites_and_back(
     assert f"?document__id__exact={fees.pk}" in page  # its chunks
     assert reverse("admin:knowledge_document_change", args=[secret.pk]) not in page
     assert "Gone (no longer in the workspace)" in page and "&lt;br&gt;" not in page
+    # The answer numbers its sources as the list of them does, not as stored.
+    assert "It is 12 euros. [1]" in page and "[citation:1]" not in page
+    listing = client.get(reverse("admin:chat_answerfeedback_changelist")).content.decode()
+    assert "It is 12 euros. [1]" in listing and "[citation:1]" not in listing
 
     document_page = client.get(reverse("admin:knowledge_document_change", args=[fees.pk]))
     listed = reverse("admin:chat_answerfeedback_changelist") + f"?document={fees.pk}"
