@@ -23,6 +23,7 @@ from django.http import (
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.http import urlencode
 from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
@@ -653,9 +654,22 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
 
     def changelist_view(self, request: HttpRequest, extra_context=None):
         allowed = self.has_add_sources_permission(request)
-        return super().changelist_view(
-            request, {**(extra_context or {}), "can_add_sources": allowed}
-        )
+        return super().changelist_view(request, {
+            **(extra_context or {}), "can_add_sources": allowed,
+            "add_sources_here": self._into_listed_folder(request) if allowed else "",
+        })
+
+    def _into_listed_folder(self, request: HttpRequest) -> str:
+        """Add sources' query while the list shows one folder's documents: the form then
+        starts with that folder (and its workspace) chosen."""
+        chosen = request.GET.get(FolderFilter.parameter_name, "")
+        folder = Folder.objects.filter(
+            pk=chosen, workspace__in=self.member_workspaces(request)
+        ).first() if chosen.isdigit() else None
+        if folder is None:
+            return ""
+        path = selectors.folder_paths(workspace_id=folder.workspace_id).get(folder.pk, "")
+        return "?" + urlencode({"workspace": folder.workspace_id, "folder": path})
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
         # A document read after its failure is re-indexed from its own page.
@@ -697,6 +711,9 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         form = AddSourcesForm(
             request.POST or None, request.FILES or None,
             workspaces=self.member_workspaces(request),
+            # From a folder's documents (`_into_listed_folder`): only a starting value,
+            # checked as any choice is when posted.
+            initial={k: request.GET[k] for k in ("workspace", "folder") if k in request.GET},
         )
         if request.method == "POST" and form.is_valid():
             job = self._register_sources(request, form.cleaned_data)

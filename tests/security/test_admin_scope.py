@@ -165,6 +165,15 @@ def test_folders_list_their_paths_and_lead_to_the_documents_they_hold(
     assert "Bob secret plan" not in curator.get(url, {"folder": bobs.pk}).content.decode()
     assert curator.get(url, {"folder": "x"}).status_code == 200
 
+    # From a folder's documents, Add sources starts in that folder.
+    here = f"{reverse(ADD_SOURCES)}?workspace={workspace.pk}&amp;folder=policies%2F2026"
+    assert f'href="{here}"' in inside and "Add sources to this folder" in inside
+    assert "?workspace=" not in curator.get(url, {"folder": bobs.pk}).content.decode()
+    form = curator.get(reverse(ADD_SOURCES), {"workspace": workspace.pk,
+                                             "folder": "policies/2026"}).content.decode()
+    assert 'name="folder" value="policies/2026"' in form
+    assert f'<option value="{workspace.pk}" selected>' in form
+
 
 def test_a_failed_document_is_re_indexed_from_its_own_page_by_who_may_change_it(
     curator, client, workspace, theirs, counting_embedder, settings, tmp_path
