@@ -861,6 +861,16 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a job comes from Add sources, the API or MCP, never from a blank form
 
+    def get_deleted_objects(self, objs, request):
+        """Django's confirmation listed every job-document link one by one ("IngestJob_
+        documents object (6)"): thousands for a big job. A job's documents stay; the
+        confirmation says so instead."""
+        jobs = list(objs)
+        refused = {f"ingest job “{job}”" for job in jobs
+                   if not self.has_delete_permission(request, job)}
+        listed = [f"Ingest job: {job} (its documents stay)" for job in jobs]
+        return listed, {"ingest jobs": len(jobs)}, refused, []
+
     @admin.display(description="progress")
     def progress(self, obj: IngestJob) -> str:
         progress = job_progress(obj)

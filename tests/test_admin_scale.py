@@ -229,3 +229,19 @@ def test_the_chunk_search_reads_the_text_index_and_the_users_document_titles(
     chunks(secret, 1)
     assert "passage 0 of Secret" not in client.get(url, {"q": "Secret"}).content.decode()
     assert "passage 0 of Secret" not in client.get(url, {"q": "passage"}).content.decode()
+
+
+def test_a_job_delete_confirmation_counts_instead_of_listing_its_documents(
+    client, two_tenants
+):
+    ours, user = two_tenants
+    user.user_permissions.add(Permission.objects.get(codename="delete_ingestjob"))
+    client.force_login(user)
+    big = job_of(ours, 150, "big")
+    url = reverse("admin:knowledge_ingestjob_delete", args=[big.pk])
+    page = client.get(url).content.decode()
+    assert "IngestJob_documents object" not in page and "big 0" not in page
+    assert "its documents stay" in page
+    assert client.post(url, {"post": "yes"}).status_code == 302
+    assert not IngestJob.objects.filter(pk=big.pk).exists()
+    assert Document.objects.filter(workspace=ours).count() == 150
