@@ -245,3 +245,18 @@ def test_a_job_delete_confirmation_counts_instead_of_listing_its_documents(
     assert client.post(url, {"post": "yes"}).status_code == 302
     assert not IngestJob.objects.filter(pk=big.pk).exists()
     assert Document.objects.filter(workspace=ours).count() == 150
+
+
+def test_the_folder_filter_offers_the_folder_chosen_once_folders_are_many(client, two_tenants):
+    from knowledge.models import Folder
+
+    ours, user = two_tenants
+    client.force_login(user)
+    folders = Folder.objects.bulk_create(
+        Folder(workspace=ours, name=f"folder {i:03}") for i in range(101)
+    )
+    url = reverse("admin:knowledge_document_changelist")
+    page = client.get(url).content.decode()
+    assert "(top level)" in page and "folder 000" not in page
+    page = client.get(url, {"folder": folders[7].pk}).content.decode()
+    assert "folder 007" in page and "folder 008" not in page
