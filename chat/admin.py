@@ -168,20 +168,40 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
         if not cited:
             return "none"
         held = selectors.cited_documents(answer=obj.message)
-        return format_html_join(mark_safe("<br>"), "{}", ((self._cited(c, held),) for c in cited))
+        links = getattr(obj, "_links", frozenset())
+        return format_html_join(
+            mark_safe("<br>"), "{}", ((self._cited(c, held, links),) for c in cited)
+        )
 
-    def _cited(self, citation: dict, held: dict[int, Document]) -> str:
+    def get_object(self, request: HttpRequest, object_id: str, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is not None:
+            # Which cited-source links lead somewhere for this user (a page they may view).
+            obj._links = frozenset(
+                name for name in ("document", "chunk")
+                if request.user.has_perm(f"knowledge.view_{name}")
+            )
+        return obj
+
+    def _cited(self, citation: dict, held: dict[int, Document], links: frozenset) -> str:
         named = citation.get("document") if isinstance(citation.get("document"), dict) else {}
         title = named.get("title") or "untitled"
         document = held.get(named.get("id")) if isinstance(named.get("id"), int) else None
         if document is None:
             return format_html("[{}] {} (no longer in the workspace)", citation.get("n"), title)
-        chunks = reverse("admin:knowledge_chunk_changelist") + f"?document__id__exact={document.pk}"
-        return format_html(
-            '[{}] <a href="{}">{}</a> ({}, {}) · <a href="{}">its chunks</a>',
-            citation.get("n"), reverse("admin:knowledge_document_change", args=[document.pk]),
-            document.title, citation.get("label") or title, document.status, chunks,
-        )
+        where = format_html("({}, {})", citation.get("label") or title, document.status)
+        shown = format_html("[{}] {} {}", citation.get("n"), document.title, where)
+        if "document" in links:
+            shown = format_html(
+                '[{}] <a href="{}">{}</a> {}', citation.get("n"),
+                reverse("admin:knowledge_document_change", args=[document.pk]),
+                document.title, where,
+            )
+        if "chunk" in links:
+            chunks = reverse("admin:knowledge_chunk_changelist")
+            chunks += f"?document__id__exact={document.pk}"
+            shown = format_html('{} · <a href="{}">its chunks</a>', shown, chunks)
+        return shown
 
     @admin.display(description="searches the model ran")
     def searches(self, obj: AnswerFeedback) -> str:

@@ -222,15 +222,17 @@ def test_a_curator_goes_from_a_rating_to_the_documents_it_cites_and_back(
                                           comment="Wrong fee")
 
     curator = get_user_model().objects.create_user("cora", password="pw", is_staff=True)
-    curator.user_permissions.add(
-        Permission.objects.get(codename="view_answerfeedback"),
-        Permission.objects.get(codename="view_document"),
-    )
+    curator.user_permissions.add(Permission.objects.get(codename="view_answerfeedback"))
     workspace.members.add(curator)
     client.force_login(curator)
+    rating_page = reverse("admin:chat_answerfeedback_change", args=[rated.pk])
+    # No link to pages the curator may not open.
+    page = client.get(rating_page).content.decode()
+    assert "[1] Fees (Fees, PENDING)" in page and "/admin/knowledge/" not in page
 
-    page = client.get(reverse("admin:chat_answerfeedback_change", args=[rated.pk]))
-    page = page.content.decode()
+    curator.user_permissions.add(Permission.objects.get(codename="view_document"),
+                                 Permission.objects.get(codename="view_chunk"))
+    page = client.get(rating_page).content.decode()
     assert reverse("admin:knowledge_document_change", args=[fees.pk]) in page
     assert f"?document__id__exact={fees.pk}" in page  # its chunks
     assert reverse("admin:knowledge_document_change", args=[secret.pk]) not in page
