@@ -13,7 +13,7 @@ from django.utils.safestring import mark_safe
 
 from chat import selectors
 from chat.models import AnswerFeedback
-from indexing.admin import MemberScoped, MemberWorkspaceFilter
+from indexing.admin import ChosenOnlyFilter, MemberScoped, MemberWorkspaceFilter
 from knowledge.models import Document
 
 # The stored answer's markers, as the chat's pills and the sources below number them.
@@ -42,30 +42,18 @@ class SourcesCitedFilter(admin.SimpleListFilter):
         return queryset
 
 
-class CitedDocumentFilter(admin.SimpleListFilter):
+class CitedDocumentFilter(ChosenOnlyFilter):
     """The rated answers citing one document (linked from the document's page and from
-    a rating's cited sources). Offered only once chosen: a choice of every document
-    would be a list of thousands."""
+    a rating's cited sources)."""
 
     title = "cites document"
     parameter_name = "document"
+    model = Document
+    unknown = "document {}"
+    shown = ("title", "uri")  # not its text
 
-    def lookups(self, request, model_admin):
-        value = self.value()
-        if not value or not value.isdigit():
-            return []
-        document = Document.objects.filter(
-            pk=value, workspace__in=model_admin.member_workspaces(request)
-        ).only("title").first()
-        return [(value, document.title if document else f"document {value}")]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        if value is None:
-            return queryset
-        if not value.isdigit():
-            return queryset.none()
-        return selectors.citing_document(feedback=queryset, document_id=int(value))
+    def narrow(self, queryset, pk: int):
+        return selectors.citing_document(feedback=queryset, document_id=pk)
 
 
 class ReplacedFilter(admin.SimpleListFilter):

@@ -13,7 +13,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
+from django.db.models import Count, Model, Q
 from django.http import (
     HttpRequest,
     HttpResponse,
@@ -346,22 +346,25 @@ class MemberWorkspaceFilter(admin.RelatedFieldListFilter):
         return [(w.pk, str(w)) for w in model_admin.member_workspaces(request).order_by("name")]
 
 
-class JobFilter(admin.SimpleListFilter):
-    """The documents of one ingest job (linked from the job's page, which lists at most
-    JOB_DOCUMENTS_LISTED of them). Offered only once chosen: a choice of every job
-    would be a list of thousands."""
+class ChosenOnlyFilter(admin.SimpleListFilter):
+    """A filter on one object of the curator's workspaces, linked from that object's page
+    and offered only once chosen: a choice of every one would be a list of thousands.
+    `model` is what is chosen, `unknown` names one not found (deleted, or not the
+    curator's); `narrow` keeps the rows about it."""
 
-    title = "ingest job"
-    parameter_name = "job"
+    model: type[Model]
+    unknown = "{}"
+    shown: tuple[str, ...] = ()  # the fields its name reads, where a row is large
 
     def lookups(self, request, model_admin):
         value = self.value()
         if not value or not value.isdigit():
             return []
-        job = IngestJob.objects.filter(
+        found = self.model.objects.filter(
             pk=value, workspace__in=model_admin.member_workspaces(request)
-        ).first()
-        return [(value, str(job))] if job is not None else [(value, f"Job {value}")]
+        )
+        chosen = (found.only(*self.shown) if self.shown else found).first()
+        return [(value, str(chosen) if chosen is not None else self.unknown.format(value))]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -369,7 +372,23 @@ class JobFilter(admin.SimpleListFilter):
             return queryset
         if not value.isdigit():
             return queryset.none()
-        return queryset.filter(jobs=int(value))
+        return self.narrow(queryset, int(value))
+
+    def narrow(self, queryset, pk: int):
+        raise NotImplementedError
+
+
+class JobFilter(ChosenOnlyFilter):
+    """The documents of one ingest job (the job's page lists at most
+    JOB_DOCUMENTS_LISTED of them)."""
+
+    title = "ingest job"
+    parameter_name = "job"
+    model = IngestJob
+    unknown = "Job {}"
+
+    def narrow(self, queryset, pk: int):
+        return queryset.filter(jobs=pk)
 
 
 class FolderFilter(admin.SimpleListFilter):
