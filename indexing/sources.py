@@ -57,7 +57,7 @@ from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
 from knowledge.forges import without_credentials
 from knowledge.models import Document, Folder, IngestJob, Workspace
-from knowledge.services import DELETE_BATCH
+from knowledge.services import DELETE_BATCH, delete_in_batches
 from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
@@ -1046,18 +1046,17 @@ def purge_folder(*, folder_id: int, batch: int = DELETE_BATCH) -> int:
     time, each batch committed, then the folder with its subfolders (and anything added
     to them meanwhile); how many documents went. A folder already gone is nothing to do,
     and one interrupted is taken up where it stopped."""
-    deleted = 0
-    while (folder := Folder.objects.filter(pk=folder_id).first()) is not None:
-        under = selectors.documents_under(folder=folder)
-        ids = list(under.order_by("pk").values_list("pk", flat=True)[:batch])
-        if not ids:
-            _delete_folder_now(folder)
-            break
-        with transaction.atomic():
-            # Only those still under it: one moved out since the ids were read stays.
-            _count, by_model = under.filter(pk__in=ids).only("pk", "source_file").delete()
-            deleted += by_model.get(Document._meta.label, 0)
-            _send_held_after_delete(folder.workspace_id)
+    folder = Folder.objects.filter(pk=folder_id).first()
+    if folder is None:
+        return 0
+    workspace_id = folder.workspace_id
+    deleted = delete_in_batches(
+        documents=selectors.documents_under(folder=folder), batch=batch,
+        after_each=lambda: _send_held_after_delete(workspace_id),
+    )
+    # Again, with its subfolders as they are now: anything added meanwhile goes too.
+    if (folder := Folder.objects.filter(pk=folder_id).first()) is not None:
+        _delete_folder_now(folder)
     return deleted
 
 

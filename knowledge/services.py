@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from knowledge import vector_index
@@ -37,6 +40,25 @@ def workspace_hide(*, workspace: Workspace) -> None:
     )
 
 
+def delete_in_batches(
+    *, documents: QuerySet[Document], batch: int = DELETE_BATCH,
+    after_each: Callable[[], None] | None = None,
+) -> int:
+    """Delete `documents` `batch` at a time, each batch committed (with `after_each` in
+    its transaction); how many went. Each batch is read again from `documents`, so a
+    document that left it meanwhile (moved elsewhere) stays."""
+    deleted = 0
+    while ids := list(documents.order_by("pk").values_list("pk", flat=True)[:batch]):
+        with transaction.atomic():
+            # Read by their keys and stored file only: the delete's signals (django_cleanup
+            # removing stored uploads) would otherwise load every text at once.
+            _count, by_model = documents.filter(pk__in=ids).only("pk", "source_file").delete()
+            deleted += by_model.get(Document._meta.label, 0)
+            if after_each is not None:
+                after_each()
+    return deleted
+
+
 def workspace_delete(*, workspace: Workspace, batch: int = DELETE_BATCH) -> None:
     """Delete a workspace with its corpus and threads, then its own vector index.
 
@@ -48,12 +70,7 @@ def workspace_delete(*, workspace: Workspace, batch: int = DELETE_BATCH) -> None
     pk = workspace.pk
     with transaction.atomic():
         workspace_hide(workspace=workspace)
-    documents = Document.objects.filter(workspace_id=pk).order_by("pk")
-    while ids := list(documents.values_list("pk", flat=True)[:batch]):
-        with transaction.atomic():
-            # Read by their keys and stored file only: the delete's signals (django_cleanup
-            # removing stored uploads) would otherwise load every text at once.
-            Document.objects.filter(pk__in=ids).only("pk", "source_file").delete()
+    delete_in_batches(documents=Document.objects.filter(workspace_id=pk), batch=batch)
     with transaction.atomic():
         Workspace.all_objects.filter(pk=pk).delete()
     # Only once the delete is committed: a rolled-back delete keeps its index.
