@@ -89,7 +89,7 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
     date_hierarchy = "updated_at"
     fields = [
         "verdict", "comment", "full_question", "full_answer", "cited_sources", "searches",
-        "workspace", "conversation", "user", "created_at", "updated_at",
+        "workspace", "conversation", "rated_by", "created_at", "updated_at",
     ]
     readonly_fields = fields
 
@@ -200,6 +200,12 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
         return format_html_join(
             ", ", "“{}” ({} hits)", ((s.get("query", ""), s.get("hits", "?")) for s in searches)
         )
+
+    @admin.display(description="user")
+    def rated_by(self, obj: AnswerFeedback) -> str:
+        # Named, never linked: Django links a read-only user field to the user admin,
+        # which curators who do not manage accounts cannot open.
+        return obj.user.get_username()
 
     @admin.display(description="conversation")
     def conversation(self, obj: AnswerFeedback) -> str:

@@ -455,8 +455,9 @@ MOVED_AT_ONCE = 1000
 class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "document_ids"
     list_display = [
-        "title", "workspace", "folder_path", "source_type", "status_badge", "progress",
-        "chunk_count", "latest_run", "last_indexed_at", "short_error",
+        # No progress column: "latest indexing" gives a running document's percent.
+        "title", "workspace", "folder_path", "source_type", "status_badge", "chunk_count",
+        "latest_run", "last_indexed_at", "short_error",
     ]
     list_filter = [
         StatusFilter, "source_type", ("workspace", MemberWorkspaceFilter), FolderFilter,
@@ -793,8 +794,7 @@ def latest_run(document: Document) -> str:
 
 class JobDocumentInline(admin.TabularInline):
     model = IngestJob.documents.through
-    fields = ["document_link", "source_type", "state", "progress", "chunk_count", "latest",
-              "last_error"]
+    fields = ["document_link", "source_type", "state", "chunk_count", "latest", "last_error"]
     readonly_fields = fields
     extra = 0
     can_delete = False
@@ -827,10 +827,6 @@ class JobDocumentInline(admin.TabularInline):
     @admin.display(description="status")
     def state(self, obj) -> str:
         return status_text(obj.document)
-
-    @admin.display(description="progress")
-    def progress(self, obj) -> int:
-        return obj.document.progress
 
     @admin.display(description="chunks")
     def chunk_count(self, obj) -> int:
@@ -893,11 +889,7 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
     @admin.display(description="progress")
     def progress(self, obj: IngestJob) -> str:
         progress = job_progress(obj)
-        failed = progress.counts[Document.Status.FAILED]
-        return (
-            f"{progress.total - progress.active}/{progress.total} done, {failed} failed "
-            f"({progress.summary()})"
-        )
+        return f"{progress.total - progress.active}/{progress.total} done: {progress.summary()}"
 
     @admin.display(description="documents")
     def all_documents(self, obj: IngestJob) -> str:

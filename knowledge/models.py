@@ -112,6 +112,11 @@ class IngestJob(models.Model):
         return f"Job {self.pk}: {self.description}"
 
 
+# Django names an auto-created link row "IngestJob_documents object (6)", and the admin
+# printed that above each document on a job's page; the row already names its document.
+IngestJob.documents.through.__str__ = lambda link: ""
+
+
 class Document(models.Model):
     SourceType = SourceType
 

@@ -184,6 +184,9 @@ def test_the_admin_lists_rated_answers_of_the_workspaces_a_curator_curates(
     detail = client.get(reverse("admin:chat_answerfeedback_change", args=[row.pk]))
     assert detail.status_code == 200
     assert "What does the harbour fee cost for a 9 m boat?" in detail.content.decode()
+    # Who rated it is named, not linked to the user admin this curator cannot open.
+    assert row.user.get_username() in detail.content.decode()
+    assert "/admin/auth/user/" not in detail.content.decode()
     hidden = AnswerFeedback.objects.get(message=other_answer)
     assert client.get(
         reverse("admin:chat_answerfeedback_change", args=[hidden.pk])

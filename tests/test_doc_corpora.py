@@ -258,7 +258,7 @@ def test_queued_documents_read_waiting_in_queue(client, staff, workspace, tmp_pa
     assert progress.summary() == "0 indexed, 0 failed, 1 waiting in queue"
     client.force_login(staff)
     page = client.get(reverse("admin:knowledge_ingestjob_change", args=[job.pk]))
-    assert b"0/1 done, 0 failed" in page.content
+    assert b"0/1 done: 0 indexed, 0 failed, 1 waiting in queue" in page.content
     assert page.content.count(b"waiting in queue") >= 2  # the job and its document
     document = page.context["inline_admin_formsets"][0].formset.queryset.get().document
     page = client.get(reverse("admin:knowledge_document_change", args=[document.pk]))

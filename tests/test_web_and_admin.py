@@ -133,7 +133,7 @@ def test_admin_upload_creates_a_job_and_indexes_in_the_background(
 
     page = client.get(response["Location"])
     assert page.status_code == 200
-    assert b"2/2 done, 0 failed" in page.content
+    assert b"2/2 done: 2 indexed, 0 failed, " in page.content
 
 
 def test_admin_refuses_urls_the_fetcher_would_refuse(client, staff, workspace):
