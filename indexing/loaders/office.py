@@ -150,8 +150,8 @@ def _slide_elements(file: IO[bytes]) -> Iterator[Any]:
     4-letter paragraphs (3.7 MB of XML) took load_office 330 MB, 89 bytes a byte of XML;
     read as they are made, 82 MB (bench/office_memory.py; the rest is mostly python-pptx's
     tree). This is partition_pptx's own partitioner, with its defaults but for page
-    breaks (none) and speaker notes (read by _speaker_notes): the same elements, text,
-    categories, depths and slide numbers.
+    breaks (none) and speaker notes (read by _speaker_notes_and_hidden_slides): the same
+    elements, text, categories, depths and slide numbers.
     """
     from unstructured.partition.pptx import PptxPartitionerOptions, _PptxPartitioner
     from unstructured.partition.utils.constants import PartitionStrategy
@@ -296,19 +296,30 @@ def load_office(
     partition = _partitioners()[ext]
     elements: Iterable[Any]
     notes: dict[int, str] | None = None
+    hidden: frozenset[int] = frozenset()
     with _file_faults(kind):
         if ext == ".pptx":
             # Speaker notes are content users search for; unstructured puts them before the
             # slide's title, so they are read here and put after the slide's own text.
-            notes = _speaker_notes(data)
+            notes, hidden = _speaker_notes_and_hidden_slides(data)
         elements = as_read(partition(io.BytesIO(data)), kind=kind)
 
     doc = elements_to_document(
-        elements, filename=filename, mime=OFFICE_MIMES[ext], slides=notes
+        elements, filename=filename, mime=OFFICE_MIMES[ext], slides=notes, hidden=hidden
     )
+    if hidden:
+        doc.metadata["warnings"] = [*doc.metadata.get("warnings", ()), _hidden_warning(hidden)]
     if core_title:
         doc.title = core_title
     return doc
+
+
+def _hidden_warning(hidden: frozenset[int]) -> str:
+    numbers = sorted(hidden)
+    listed = ", ".join(map(str, numbers[:20])) + (", …" if len(numbers) > 20 else "")
+    if len(numbers) == 1:
+        return f"slide {listed} is hidden in the presentation and was not indexed"
+    return f"{len(numbers)} slides are hidden in the presentation and were not indexed ({listed})"
 
 
 @contextmanager
@@ -329,17 +340,29 @@ def as_read(elements: Iterator[Any], *, kind: str) -> Iterator[Any]:
         yield from elements
 
 
-def _speaker_notes(data: bytes) -> dict[int, str]:
-    """Each slide's speaker notes by slide number (slides without notes left out)."""
+# <p:sld show="0">: PowerPoint's Hide Slide (xsd:boolean, so "false" says it too).
+_HIDDEN = frozenset({"0", "false"})
+
+
+def _speaker_notes_and_hidden_slides(data: bytes) -> tuple[dict[int, str], frozenset[int]]:
+    """Each shown slide's speaker notes by slide number (slides without notes left out),
+    and the numbers of the hidden slides.
+
+    A hidden slide is one the author took out of the deck without deleting it (an old
+    version, a backup answer, a draft): not what the presentation says, so not indexed.
+    """
     import pptx
 
-    notes = {}
+    notes, hidden = {}, set()
     for number, slide in enumerate(pptx.Presentation(io.BytesIO(data)).slides, start=1):
+        if str(slide.element.get("show", "1")).strip().lower() in _HIDDEN:
+            hidden.add(number)
+            continue
         frame = slide.notes_slide.notes_text_frame if slide.has_notes_slide else None
         text = normalize_newlines(frame.text).replace("\x0b", "\n").strip() if frame else ""
         if text:
             notes[number] = text
-    return notes
+    return notes, frozenset(hidden)
 
 
 def _core_title(archive: zipfile.ZipFile) -> str | None:
@@ -372,17 +395,21 @@ _PAGE_FURNITURE = frozenset({"Header", "Footer", "PageNumber"})
 
 
 def elements_to_document(
-    elements: Iterable[Any], *, filename: str, mime: str, slides: dict[int, str] | None = None
+    elements: Iterable[Any], *, filename: str, mime: str, slides: dict[int, str] | None = None,
+    hidden: frozenset[int] = frozenset(),
 ) -> LoadedDocument:
     """Join element texts by blank lines; headings become sections.
 
     Documents: "Title" elements start sections, nested by category_depth.
-    Slides (`slides` holds each slide's speaker notes by number): see _slides_document.
+    Slides (`slides` holds each slide's speaker notes by number, `hidden` the numbers of
+    the slides left out): see _slides_document.
     Body lines that unstructured merely guesses to be titles are not used:
     with our blank spaCy pipeline that guess fires for most short lines.
     """
     if slides is not None:
-        return _slides_document(elements, notes=slides, filename=filename, mime=mime)
+        return _slides_document(
+            elements, notes=slides, hidden=hidden, filename=filename, mime=mime
+        )
     parts: list[str] = []
     headings: list[Heading] = []
     length = 0
@@ -412,24 +439,30 @@ def elements_to_document(
 
 
 def _slides_document(
-    elements: Iterable[Any], *, notes: dict[int, str], filename: str, mime: str
+    elements: Iterable[Any], *, notes: dict[int, str], hidden: frozenset[int], filename: str,
+    mime: str,
 ) -> LoadedDocument:
     """One unit a slide, located by its number ({"slide": 3}, cited as "slide 3"), its
     section named by its title shape (else "Slide 3"), its speaker notes after its own
-    text. A deck's first slide title is its title."""
+    text. A deck's first slide title is its title. A `hidden` slide keeps its number with
+    no text: the slides after it are still cited by the numbers PowerPoint shows."""
     slides: dict[Any, tuple[list[str], list[str]]] = {}  # page -> (texts, titles)
     for element in elements:
         text = _element_text(element)
         if not text:
             continue
         page = getattr(getattr(element, "metadata", None), "page_number", None)
+        if page in hidden:
+            continue
         texts, titles = slides.setdefault(page, ([], []))
         texts.append(text)
         depth = getattr(getattr(element, "metadata", None), "category_depth", None) or 0
         if getattr(element, "category", None) == "Title" and depth == 0:
             titles.append(" ".join(text.split()))
     if not slides and not notes:
-        raise IngestError("No text could be extracted from this document")
+        raise IngestError("No text could be extracted from this document" + (
+            f": {_hidden_warning(hidden)}" if hidden else ""
+        ))
     if not all(isinstance(page, int) and page > 0 for page in slides):
         slides = {number: found for number, found in enumerate(slides.values(), start=1)}
     units = []

@@ -613,6 +613,42 @@ def test_pptx_one_section_per_slide() -> None:
     assert locators.unit_text(doc.text, {"slide": 2}) == doc.units[1].text
 
 
+def _deck_hiding(*numbers: int) -> bytes:
+    """make_pptx's deck with a third slide, these slides hidden (PowerPoint's Hide Slide)."""
+    import pptx
+
+    deck = pptx.Presentation(io.BytesIO(make_pptx()))
+    third = deck.slides.add_slide(deck.slide_layouts[1])
+    third.shapes.title.text = "Questions"
+    third.placeholders[1].text = "Ask the harbour master"
+    for number in numbers:
+        deck.slides[number - 1].element.set("show", "0")
+    buf = io.BytesIO()
+    deck.save(buf)
+    return buf.getvalue()
+
+
+def test_a_hidden_slide_is_not_indexed_and_the_document_says_so() -> None:
+    """A hidden slide (a draft, a backup answer the author took out of the deck) was
+    indexed, notes and all, and cited as what the presentation says."""
+    doc = load_bytes(_deck_hiding(2), filename="review.pptx")
+    assert "Hire two engineers" not in doc.text and "hiring budget" not in doc.text
+    # The slides after it are still cited by the numbers PowerPoint shows.
+    assert [u.locator for u in doc.units] == [{"slide": 1}, {"slide": 2}, {"slide": 3}]
+    assert doc.units[1].text == "" and doc.units[2].text.startswith("Questions")
+    assert doc.metadata["warnings"] == [
+        "slide 2 is hidden in the presentation and was not indexed"
+    ]
+    # Its first shown slide names the deck.
+    assert load_bytes(_deck_hiding(1), filename="review.pptx").title == "Next Steps"
+    assert "warnings" not in load_bytes(make_pptx(), filename="review.pptx").metadata
+    with pytest.raises(IngestError, match=(
+        "No text could be extracted from this document: 3 slides are hidden in the "
+        r"presentation and were not indexed \(1, 2, 3\)"
+    )):
+        load_bytes(_deck_hiding(1, 2, 3), filename="review.pptx")
+
+
 def test_a_word_files_page_headers_and_footers_are_not_indexed() -> None:
     import docx
 
