@@ -22,6 +22,7 @@ from rest_framework.views import exception_handler, set_rollback
 
 from config.request_limits import UploadTooLarge, refusal
 from indexing.sources import BrokerUnavailable, QuotaExceeded
+from knowledge.selectors import DocumentMerged
 
 logger = logging.getLogger(__name__)
 UNAVAILABLE = "The database is unavailable right now; please try again in a few seconds."
@@ -47,6 +48,10 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response({"detail": message}, status=503, headers={"Retry-After": RETRY_AFTER})
     if isinstance(exc, QuotaExceeded):
         return Response({"detail": str(exc)}, status=400)
+    if isinstance(exc, DocumentMerged):
+        # A 404 still (a redirect would have a DELETE or PATCH act on another document),
+        # naming the id to use instead.
+        return Response({"detail": str(exc), "merged_into": exc.into}, status=404)
     if isinstance(exc, UploadTooLarge):
         # Stopped mid-stream while parsing: reported like the other per-file refusals.
         return Response({"files": [str(exc)]}, status=400)

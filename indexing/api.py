@@ -36,6 +36,7 @@ from indexing.serializers import (
 from knowledge import selectors, source_types
 from knowledge.api import (
     JSON_PARSERS,
+    MERGED,
     REFUSED,
     WORKSPACE_PARAMETER,
     KnownListParameters,
@@ -231,10 +232,11 @@ class ReindexView(APIView):
 
 @extend_schema_view(
     get=extend_schema(responses={
-        200: DocumentSerializer, 400: REFUSED, 404: not_found("unknown workspace or document"),
+        200: DocumentSerializer, 400: REFUSED,
+        404: not_found("unknown workspace or document" + MERGED),
     }),
     delete=extend_schema(responses={
-        204: None, 400: REFUSED, 404: not_found("unknown workspace or document"),
+        204: None, 400: REFUSED, 404: not_found("unknown workspace or document" + MERGED),
     }),
 )
 @extend_schema(parameters=[WORKSPACE_PARAMETER])
@@ -268,7 +270,7 @@ class DocumentDetailView(generics.RetrieveDestroyAPIView):
         responses={
             200: DocumentSerializer,
             400: REFUSED,
-            404: not_found("unknown workspace, document or folder"),
+            404: not_found("unknown workspace, document or folder" + MERGED),
         },
     )
     def patch(self, request: Request, pk: int) -> Response:
@@ -319,7 +321,9 @@ class JsonErrors(BaseContentNegotiation):
             OpenApiTypes.BINARY, description="the original, as an attachment"
         ),
         400: REFUSED,
-        404: not_found("unknown workspace or document, or no original to download (why)"),
+        404: not_found(
+            "unknown workspace or document, or no original to download (why)" + MERGED
+        ),
     },
 )
 class DocumentFileView(APIView):

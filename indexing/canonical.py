@@ -5,29 +5,29 @@ page when it names itself (`<link rel=canonical>`) on its own site: its document
 that URL as its URI, and a page added under another address that names a URL an
 existing document already has updates that document instead of becoming a second copy
 answers would cite beside it. The addresses it was added under are remembered
-(`ADDED_AS_KEY`), so adding one of them again finds the document at once.
+(`ADDED_AS_KEY`), so adding one of them again finds the document at once, and so are the
+ids of the documents merged into it (`MERGED_IDS_KEY`): a client holding one is told,
+with the 404, which document it lives on as (`knowledge.selectors.DocumentMerged`).
 """
 
 from __future__ import annotations
 
-from django.db.models import Q
+from typing import TypeVar
 
 from indexing.loaders.web import same_site
 from knowledge.models import Document, Workspace
 
-# Document.metadata key: the other URLs the page was added under (it is kept under its
-# canonical URL).
-ADDED_AS_KEY = "added_as"
+# Which documents are the source at an address is the quota's question too: it is asked
+# in knowledge.selectors, and named here as well.
+from knowledge.selectors import ADDED_AS_KEY, MERGED_IDS_KEY, same_source
+
+__all__ = ["ADDED_AS_KEY", "kept_as", "same_source"]
+
 # A page linked under many addresses keeps the latest of them.
 _ADDED_AS_KEPT = 20
-
-
-def same_source(*, uri: str) -> Q:
-    """The documents that are the source at `uri`: that URI, or a web page added under it
-    that now goes by its canonical URL."""
-    if not uri.startswith(("http://", "https://")):
-        return Q(uri=uri)
-    return Q(uri=uri) | Q(**{f"metadata__{ADDED_AS_KEY}__contains": [uri]})
+_Kept = TypeVar("_Kept", str, int)
+# And the ids of the latest documents merged into it: an older one is a plain 404.
+_MERGED_IDS_KEPT = 50
 
 
 def kept_as(*, document: Document, canonical: str) -> Document:
@@ -59,6 +59,12 @@ def kept_as(*, document: Document, canonical: str) -> Document:
     existing.metadata = {
         **existing.metadata,
         ADDED_AS_KEY: _kept([*existing.metadata.get(ADDED_AS_KEY, ()), *added_as]),
+        # Those merged into `document` before live on in `existing` too.
+        MERGED_IDS_KEY: _kept([
+            *existing.metadata.get(MERGED_IDS_KEY, ()),
+            *document.metadata.get(MERGED_IDS_KEY, ()),
+            document.pk,
+        ], most=_MERGED_IDS_KEPT),
     }
     if document.folder_id is not None:
         # As adding a source again does: it moves to the folder it was added to.
@@ -69,5 +75,6 @@ def kept_as(*, document: Document, canonical: str) -> Document:
     return existing
 
 
-def _kept(urls: list[str]) -> list[str]:
-    return list(dict.fromkeys(reversed(urls)))[:_ADDED_AS_KEPT][::-1]
+def _kept(items: list[_Kept], *, most: int = _ADDED_AS_KEPT) -> list[_Kept]:
+    """`items` once each, at its latest place, the latest `most` of them."""
+    return list(dict.fromkeys(reversed(items)))[:most][::-1]

@@ -89,6 +89,11 @@ def not_found(what: str) -> OpenApiResponse:
     return OpenApiResponse(OpenApiTypes.OBJECT, description=what)
 
 
+# Said of every document endpoint's 404 (selectors.DocumentMerged).
+MERGED = (
+    "; the id of a document merged into another (the same web page added under another "
+    "address) is a 404 whose `merged_into` names the id to use"
+)
 SEARCH_NOT_FOUND = not_found("a scope id or workspace that is not yours (or none)")
 
 
@@ -274,7 +279,7 @@ class JobDetailView(generics.RetrieveAPIView):
 
 @extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
     200: ChunkSerializer(many=True), 400: REFUSED,
-    404: not_found("unknown workspace or document"),
+    404: not_found("unknown workspace or document" + MERGED),
 })
 class DocumentChunksView(KnownListParameters, generics.ListAPIView):
     serializer_class = ChunkSerializer
@@ -299,7 +304,7 @@ class DocumentTextView(APIView):
         ),
         parameters=[WORKSPACE_PARAMETER, TextWindowQuerySerializer],
         responses={200: TextWindowSerializer, 400: REFUSED,
-                   404: not_found("unknown workspace or document")},
+                   404: not_found("unknown workspace or document" + MERGED)},
     )
     def get(self, request: Request, pk: int) -> Response:
         refuse_unknown_parameters(

@@ -97,10 +97,58 @@ def documents_in(*, workspace: Workspace) -> QuerySet[Document]:
     )
 
 
+# Document.metadata key (written by indexing.canonical): the other URLs a web page was
+# added under, kept under the URL it names as its own.
+ADDED_AS_KEY = "added_as"
+WEB_SCHEMES = ("http://", "https://")
+
+
+def same_source(*, uri: str) -> Q:
+    """The documents that are the source at `uri`: that URI, or a web page added under it
+    that now goes by its canonical URL."""
+    if not uri.startswith(WEB_SCHEMES):
+        return Q(uri=uri)
+    return Q(uri=uri) | Q(**{f"metadata__{ADDED_AS_KEY}__contains": [uri]})
+
+
+# Document.metadata key (written by indexing.canonical): the ids of the documents merged
+# into this one, each the same web page added under another address, the latest last.
+MERGED_IDS_KEY = "merged_ids"
+
+
+class DocumentMerged(Http404):
+    """A document id that is gone because its web page turned out to be another document
+    of the workspace (indexing.canonical): `into` is the id it lives on as. Still a 404,
+    never that document answering for it (a DELETE or PATCH of the old id must not act
+    on another), but one naming where to look."""
+
+    def __init__(self, *, pk: int, into: int) -> None:
+        super().__init__(
+            f"Document {pk} was merged into document {into}: the page it was added as is "
+            f"the same web page (it names the same URL as its own). Use document {into}."
+        )
+        self.pk, self.into = pk, into
+
+
+def merged_into(*, workspace: Workspace, pk: int) -> int | None:
+    """The id of the workspace's document that document `pk` was merged into, if it was."""
+    return (
+        Document.objects.filter(workspace=workspace, **{
+            f"metadata__{MERGED_IDS_KEY}__contains": [int(pk)]
+        })
+        .order_by("pk")
+        .values_list("pk", flat=True)
+        .first()
+    )
+
+
 def document_in(*, workspace: Workspace, pk: int) -> Document:
-    """A document of the workspace; any other id is a 404, like a missing one."""
+    """A document of the workspace; any other id is a 404, like a missing one, and the id
+    of one merged into another a DocumentMerged naming it."""
     document = documents_in(workspace=workspace).filter(pk=pk).first()
     if document is None:
+        if (into := merged_into(workspace=workspace, pk=pk)) is not None:
+            raise DocumentMerged(pk=pk, into=into)
         raise Http404("No such document")
     return document
 
@@ -423,12 +471,20 @@ def held_sources(
 ) -> Usage:
     """What of a workspace sources at these URIs would replace rather than add (as
     indexing.sources registers them: an upload is known by its name in its folder, any
-    other source anywhere in the workspace): those documents, and the uploads' bytes."""
+    other source anywhere in the workspace, a web page by an address it was added as
+    too): those documents, and the uploads' bytes.
+
+    Each URI counts once however many documents it finds (copies of one source, from
+    before a source was one document of its workspace): counting the documents instead,
+    an address finding two would let one more new source past the limit."""
     uploads = Document.objects.filter(
         workspace_id=workspace_id, folder_id=folder_id, uri__in=list(upload_uris)
     ).aggregate(documents=Count("pk"), stored_bytes=Sum("stored_bytes"))
-    others = Document.objects.filter(workspace_id=workspace_id, uri__in=list(other_uris))
-    return Usage(
-        uploads["documents"] + others.values("uri").distinct().count(),
-        uploads["stored_bytes"] or 0,
-    )
+    others = list(dict.fromkeys(other_uris))
+    rows = Document.objects.filter(workspace_id=workspace_id)
+    held = set(rows.filter(uri__in=others).values_list("uri", flat=True))
+    if web := [uri for uri in others if uri not in held and uri.startswith(WEB_SCHEMES)]:
+        aliased = rows.filter(**{f"metadata__{ADDED_AS_KEY}__has_any_keys": web})
+        for added_as in aliased.values_list(f"metadata__{ADDED_AS_KEY}", flat=True):
+            held.update(set(web).intersection(added_as))
+    return Usage(uploads["documents"] + len(held), uploads["stored_bytes"] or 0)

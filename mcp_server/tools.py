@@ -175,10 +175,12 @@ def search_knowledge_base(
 
 
 def _document(ws: Workspace, document_id: int) -> Document:
-    document = selectors.documents_in(workspace=ws).filter(pk=document_id).first()
-    if document is None:
-        raise Refused(f"No document {document_id} in this workspace")
-    return document
+    try:
+        return selectors.document_in(workspace=ws, pk=document_id)
+    except selectors.DocumentMerged as exc:  # the API's 404 naming `merged_into`
+        raise Refused(str(exc)) from exc
+    except Http404 as exc:
+        raise Refused(f"No document {document_id} in this workspace") from exc
 
 
 def read_document(

@@ -7,11 +7,14 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
 import pytest
+from django.db import transaction
 
 from indexing import pipeline, sources
 from knowledge.locators import passage_at
-from knowledge.models import Chunk, Document
+from knowledge.models import Chunk, Document, Workspace
+from mcp_server import tools
 from tests.conftest import serving
+from tests.pdf_files import pdf
 
 pytestmark = pytest.mark.django_db
 
@@ -62,6 +65,36 @@ PAGES = {
 }
 
 
+# A report served at several addresses, naming one as its own in a Link header (a PDF
+# has no markup to name it in).
+REPORT = pdf({}, b"BT /F1 12 Tf 72 700 Td (The breakwater was rebuilt in 2024.) Tj ET", b"")
+PAGES |= {
+    "/report.pdf": ("application/pdf", REPORT),
+    "/files/report-final.pdf": ("application/pdf", REPORT),
+    "/files/foreign.pdf": ("application/pdf", REPORT),
+    "/guide-header": ("text/html; charset=utf-8", GUIDE),
+    "/pier-header": ("text/html", PIER),
+    "/copied-header": ("text/html", COPIED),
+}
+# A page naming, as its own, a URL longer than a document's URI may be.
+LONG = PIER.replace(b'href="/pier?utm_source=x"', b'href="/pier?' + b"&".join(
+    b"k%d=v" % n for n in range(400)) + b'"')
+PAGES["/long"] = ("text/html", LONG)
+# Link headers by path.
+LINKS = {
+    "/report.pdf": '</report.pdf>; rel="canonical"',
+    "/files/report-final.pdf": '<https://x.example/a>; rel=next, <../report.pdf?utm_source=a>;'
+                               ' rel="alternate canonical"',
+    "/files/foreign.pdf": '<https://harbour.example/report.pdf>; rel=canonical',
+    # An HTML page naming itself only in its header.
+    "/guide-header": '</guide>; rel="canonical"',
+    # Its markup names /pier: the markup wins.
+    "/pier-header": '</guide>; rel="canonical"',
+    # Its markup names another site's page, never believed; its header is on its own site.
+    "/copied-header": '</pier>; rel="canonical"',
+}
+
+
 # Pages that send a validator and answer 304 to a request carrying it.
 CONDITIONAL = {
     "/etag": ("ETag", '"v1"'),
@@ -102,6 +135,8 @@ class Site(BaseHTTPRequestHandler):
         self.send_response(200)
         if validator is not None:
             self.send_header(*validator)
+        if path in LINKS:
+            self.send_header("Link", LINKS[path])
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -412,3 +447,149 @@ def test_a_page_with_no_text_fails_whatever_it_warned_of(workspace, counting_emb
         "(OCR=off)"
     )
     assert document.chunk_count == 0 and not document.chunks.exists()
+
+
+def test_a_pdf_naming_its_url_in_a_link_header_is_kept_under_it(
+    workspace, counting_embedder, site, django_capture_on_commit_callbacks
+):
+    """`Link: <…>; rel="canonical"` was not read: a PDF (which has no markup to name its URL
+    in) added under two addresses was two documents, each answer citing one copy."""
+    first = indexed(workspace, counting_embedder, f"{site}/files/report-final.pdf")
+    assert first.uri == f"{site}/report.pdf"  # resolved against the response, tracking dropped
+    assert first.metadata["added_as"] == [f"{site}/files/report-final.pdf"]
+    assert first.source_type == "pdf"
+    for chunk in first.chunks.all():
+        assert chunk.locator["url"] == f"{site}/report.pdf" and chunk.locator["page"] == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        sources.register_job(workspace=workspace, urls=[f"{site}/report.pdf"])
+    [document] = Document.objects.all()
+    assert document.pk == first.pk and document.status == Document.Status.INDEXED
+    assert Chunk.objects.filter(text__contains="breakwater").count() == 1
+
+    # Another site's URL in the header is never believed, as in the markup.
+    foreign = indexed(workspace, counting_embedder, f"{site}/files/foreign.pdf")
+    assert foreign.uri == f"{site}/files/foreign.pdf"
+    assert "canonical_url" not in foreign.metadata
+
+
+def test_an_html_pages_own_canonical_link_wins_over_its_link_header(
+    workspace, counting_embedder, site
+):
+    """The markup is written for that page; a header is often one rule for a whole path.
+    The header counts when the markup names none that may be believed."""
+    assert indexed(workspace, counting_embedder, f"{site}/guide-header").uri == f"{site}/guide"
+    assert indexed(workspace, counting_embedder, f"{site}/pier-header").uri == f"{site}/pier"
+    added = sources.add_url(workspace=workspace, url=f"{site}/copied-header")
+    pipeline.index_document(document_id=added.pk, embedder=counting_embedder)
+    # The header's URL, not the other site's its markup names: one document with /pier.
+    pier = Document.objects.get(uri=f"{site}/pier")
+    assert pier.metadata["added_as"] == [f"{site}/pier-header", f"{site}/copied-header"]
+    assert Document.objects.count() == 2
+
+
+def test_the_id_of_a_page_merged_into_another_names_the_document_it_lives_on_as(
+    api, user, workspace, counting_embedder, site, django_capture_on_commit_callbacks
+):
+    """The id an add returned was a bare 404 once its page turned out to be one the
+    workspace held: a client polling it could only think the document gone."""
+    existing = indexed(workspace, counting_embedder, f"{site}/pier")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.post("/api/documents", {"url": f"{site}/pier.html"}, format="json")
+    assert response.status_code == 202, response.content
+    gone = response.json()["documents"][0]["id"]
+    assert gone != existing.pk and not Document.objects.filter(pk=gone).exists()
+
+    said = (f"Document {gone} was merged into document {existing.pk}: the page it was added "
+            f"as is the same web page (it names the same URL as its own). Use document "
+            f"{existing.pk}.")
+    for path in ("", "/chunks", "/text", "/file"):
+        answer = api.get(f"/api/documents/{gone}{path}?workspace=acme")
+        assert answer.status_code == 404, path
+        assert answer.json() == {"detail": said, "merged_into": existing.pk}, path
+    # Nothing is done to the document it lives on as under the old id.
+    for answer in (api.delete(f"/api/documents/{gone}"),
+                   api.patch(f"/api/documents/{gone}", {"title": "X"}, format="json")):
+        assert (answer.status_code, answer.json()["merged_into"]) == (404, existing.pk)
+    existing.refresh_from_db()
+    assert existing.title == "Pier rules"
+    # The job reports the document its page lives on as, with the id it had.
+    job = api.get(response.json()["url"]).json()
+    [listed] = job["documents"]
+    assert listed["id"] == existing.pk and listed["status"] == "INDEXED"
+    assert listed["metadata"]["merged_ids"] == [gone]
+    # MCP says the same.
+    with pytest.raises(tools.Refused, match=f"merged into document {existing.pk}"):
+        tools.read_document(user, document_id=gone, offset=0, limit=10, workspace="acme",
+                            conversation_id=None)
+    # An id never merged is the plain 404 it was, and so is a merged one asked of another
+    # workspace: it says nothing of this one's documents.
+    missing = api.get(f"/api/documents/{existing.pk + 1000}")
+    assert missing.json() == {"detail": "No such document"}
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    other.members.add(user)
+    elsewhere = api.get(f"/api/documents/{gone}?workspace=other")
+    assert (elsewhere.status_code, elsewhere.json()) == (404, {"detail": "No such document"})
+
+
+def test_ids_merged_into_a_document_follow_it_when_it_is_merged_in_turn(
+    workspace, counting_embedder, site
+):
+    from indexing import canonical
+
+    kept = indexed(workspace, counting_embedder, f"{site}/guide")
+    earlier = 10**9  # an id merged into the second before
+    first = Document.objects.create(workspace=workspace, uri=f"{site}/a", source_type="web")
+    second = Document.objects.create(workspace=workspace, uri=f"{site}/b", source_type="web",
+                                     metadata={"merged_ids": [earlier]})
+    first_id = first.pk
+    with transaction.atomic():
+        canonical.kept_as(document=first, canonical=f"{site}/b").save()
+    with transaction.atomic():
+        canonical.kept_as(document=Document.objects.get(pk=second.pk),
+                          canonical=f"{site}/guide").save()
+    kept.refresh_from_db()
+    assert kept.metadata["merged_ids"] == [earlier, first_id, second.pk]
+    assert kept.metadata["added_as"] == [f"{site}/a", f"{site}/b"]
+
+
+def test_an_address_a_page_was_added_as_counts_as_held_against_the_quota(
+    api, workspace, site, settings, django_capture_on_commit_callbacks
+):
+    """A workspace at its limit re-adding an address its page was added as (it goes by
+    its canonical URL) was refused as one document too many, though it is none."""
+    with django_capture_on_commit_callbacks(execute=True):
+        for path in ("/pier.html", "/guide"):
+            assert api.post("/api/documents", {"url": f"{site}{path}"},
+                            format="json").status_code == 202
+    pier = Document.objects.get(uri=f"{site}/pier")
+    assert pier.metadata["added_as"] == [f"{site}/pier.html"]
+    settings.WORKSPACE_MAX_DOCUMENTS = 2
+
+    with django_capture_on_commit_callbacks(execute=True):
+        again = api.post("/api/documents", {"url": f"{site}/pier.html#rules"}, format="json")
+    assert again.status_code == 202, again.content
+    assert again.json()["documents"][0]["id"] == pier.pk
+    assert Document.objects.count() == 2
+
+    # No room is made by naming a known address beside a new one, even where two documents
+    # (copies from before one page was one document) were both added as it.
+    Document.objects.create(workspace=workspace, uri=f"{site}/pier-copy", source_type="web",
+                            metadata={"added_as": [f"{site}/pier.html"]})
+    settings.WORKSPACE_MAX_DOCUMENTS = 3
+    with pytest.raises(sources.QuotaExceeded, match="holds 3 documents; adding 1 would"):
+        sources.register_job(workspace=workspace, urls=[f"{site}/pier.html", f"{site}/cafe"])
+    # Nor by an address the workspace does not know yet, though its page may turn out
+    # to be one it holds: that is known once it is read.
+    refused = api.post("/api/documents", {"url": f"{site}/pier/"}, format="json")
+    assert refused.status_code == 400 and "WORKSPACE_MAX_DOCUMENTS" in refused.json()["detail"]
+    assert Document.objects.count() == 3
+
+
+def test_a_canonical_url_longer_than_a_document_may_go_by_is_not_taken(
+    workspace, counting_embedder, site
+):
+    """A same-site canonical URL past Document.uri's 2,000 characters failed the page on
+    a database error at the end of its indexing."""
+    document = indexed(workspace, counting_embedder, f"{site}/long")
+    assert document.uri == f"{site}/long"
+    assert "canonical_url" not in document.metadata

@@ -56,8 +56,12 @@ _TRACKING_PARAMS = frozenset(
     "fbclid gclid gclsrc dclid msclkid yclid mc_cid mc_eid _hsenc _hsmi igshid".split()
 )
 # Where a web document's metadata keeps the URL its page names as its own
-# (`<link rel=canonical>`), once trusted (`trusted_canonical`).
+# (`<link rel=canonical>`, or a `Link: <…>; rel="canonical"` header), once trusted
+# (`trusted_canonical`).
 CANONICAL_URL_KEY = "canonical_url"
+# The longest URL a document may go by (Document.uri's max_length): a page naming a longer
+# one as its own keeps the address it was fetched at.
+_MAX_CANONICAL_LENGTH = 2000
 
 
 def _is_tracking_param(pair: str) -> bool:
@@ -103,7 +107,36 @@ def trusted_canonical(canonical: object, page_url: str) -> str:
     if not isinstance(canonical, str) or not canonical.strip():
         return ""
     kept = web_source_url(canonical)
-    return kept if same_site(kept, page_url) else ""
+    return kept if same_site(kept, page_url) and len(kept) <= _MAX_CANONICAL_LENGTH else ""
+
+
+def page_canonical(*, in_markup: object, in_header: str, page_url: str) -> str:
+    """The URL a fetched resource names as its own, trusted (`trusted_canonical`), or ''.
+
+    An HTML page's `<link rel=canonical>` wins over a `Link: <…>; rel="canonical"` header:
+    the markup is written for that one page (a CMS emits it per page), where the header
+    is often one rule for a whole path set in a server or CDN in front of it. The header
+    counts when the markup names none it may (another site's, or none at all), and is
+    the only way a PDF or any other non-HTML resource names itself (RFC 6596).
+    """
+    return trusted_canonical(in_markup, page_url) or trusted_canonical(in_header, page_url)
+
+
+def canonical_link(response: httpx.Response) -> str:
+    """The absolute URL a response's `Link` headers name as rel="canonical", or ''.
+
+    rel holds space-separated link types (`rel="canonical alternate"`); the URI reference
+    is resolved against the response's own URL, as RFC 8288 says. httpx's parser keeps one
+    link per rel value: of two headers naming the same rel, the last counts.
+    """
+    try:
+        links = response.links.values()
+    except ValueError:  # a malformed header is no canonical link
+        return ""
+    for link in links:
+        if "canonical" in link.get("rel", "").lower().split() and link.get("url", "").strip():
+            return urljoin(str(response.url), link["url"].strip())
+    return ""
 
 
 @dataclass
@@ -115,6 +148,8 @@ class FetchedResource:
     validators: dict[str, str] = field(default_factory=dict)
     # The server answered 304 to those validators: no body, the page is as it was.
     not_modified: bool = False
+    # The URL its `Link: <…>; rel="canonical"` header names (absolute, not yet trusted).
+    canonical_link: str = ""
 
 
 def _mb(n: int) -> str:
@@ -430,6 +465,7 @@ def _get_once(
             content_type=response.headers.get("content-type", ""),
             data=data,
             validators={name: value for name, value in validators.items() if value},
+            canonical_link=canonical_link(response),
         )
 
 
@@ -690,12 +726,6 @@ def load_fetched(
         doc = html_to_document(data, base_locator={"url": url}, title_fallback=url,
                                charset=charset, max_bytes=max_html_bytes)
         doc.source_type = SourceType.WEB
-        # The page's own name for itself is what its citations show (its document takes
-        # it as its URI when indexed: `indexing.canonical`).
-        if canonical := trusted_canonical(doc.metadata.pop(CANONICAL_URL_KEY, None), url):
-            meta[CANONICAL_URL_KEY] = canonical
-            for unit in doc.units:
-                unit.locator["url"] = canonical
     elif ctype == "application/pdf":
         doc = load_pdf(data, filename=_url_filename(url), ocr=ocr, ocr_max_pages=ocr_max_pages)
         for unit in doc.units:
@@ -729,6 +759,17 @@ def load_fetched(
             data, url=url, mime=ctype or None, ocr=ocr,
             ocr_max_pages=ocr_max_pages, office_limits=office_limits,
         )  # fmt: skip
+    # The resource's own name for itself is what its citations show (its document takes
+    # it as its URI when indexed: `indexing.canonical`). Popped whatever the branch: an
+    # HTML download's markup names one too, never trusted unchecked.
+    if canonical := page_canonical(
+        in_markup=doc.metadata.pop(CANONICAL_URL_KEY, None),
+        in_header=resource.canonical_link,
+        page_url=url,
+    ):
+        meta[CANONICAL_URL_KEY] = canonical
+        for unit in doc.units:
+            unit.locator["url"] = canonical
     doc.metadata.update(meta)
     return doc
 
