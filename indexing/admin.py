@@ -27,7 +27,7 @@ from django.utils.http import urlencode
 from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
-from indexing import deletion, sources
+from indexing import deletion, git_sources, sources
 from indexing.forms import AddSourcesForm, MoveToFolderForm
 from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
@@ -588,9 +588,14 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             f"{skipped} not checked (uploads, whose bytes cannot change, and documents "
             "not indexed: waiting, failed or cancelled), "
             f"{len(report.new)} files new in their repositories (`manage.py stale "
-            "--reindex`, or adding the repository again, adds them).",
-            messages.WARNING if report.unreachable else messages.INFO,
+            "--reindex`, or adding the repository again, adds them), "
+            f"{len(report.deleted)} deleted from their repositories upstream.",
+            messages.WARNING if report.unreachable or report.deleted else messages.INFO,
         )
+        for root, error in report.unfetched.items():
+            self.message_user(
+                request, f"Not fetched, compared as it was: {root}: {error}", messages.WARNING
+            )
 
     @admin.action(description="Move selected documents to a folder…", permissions=["change"])
     def move_to_folder(self, request: HttpRequest, queryset) -> TemplateResponse | None:
@@ -730,7 +735,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             raise PermissionDenied("Adding sources needs the permission to add documents.")
         form = AddSourcesForm(
             request.POST or None, request.FILES or None,
-            workspaces=self.member_workspaces(request),
+            workspaces=self.member_workspaces(request), user=request.user,
             # From a folder's documents (`_into_listed_folder`): only a starting value,
             # checked as any choice is when posted.
             initial={k: request.GET[k] for k in ("workspace", "folder") if k in request.GET},
@@ -750,6 +755,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         return TemplateResponse(request, "admin/knowledge/document/add_sources.html", context)
 
     def _register_sources(self, request: HttpRequest, data: dict) -> IngestJob | None:
+        if data["git_url"]:
+            return self._register_repository(request, data)
         try:
             on_server = (
                 sources.server_source(Path(data["path"]), user=request.user)
@@ -768,6 +775,24 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             self.message_user(request, str(exc), messages.ERROR)
             return None
         self.message_user(request, f"Queued {len(documents)} documents for indexing.")
+        return job
+
+    def _register_repository(self, request: HttpRequest, data: dict) -> IngestJob | None:
+        """A repository by its git URL: cloned by a bulk worker; the job's page follows it."""
+        try:
+            job, _document = git_sources.register_git_url(
+                workspace=data["workspace"], url=data["git_url"], user=request.user,
+                folder_path=data["folder"], description=f"Admin: {data['git_url']}",
+            )
+        except ValueError as exc:  # SourceRefused, CloneInProgress, QuotaExceeded
+            self.message_user(request, str(exc), messages.ERROR)
+            return None
+        except sources.BrokerUnavailable as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return None
+        self.message_user(
+            request, "Queued the repository for cloning; its files are indexed once it is cloned."
+        )
         return job
 
 

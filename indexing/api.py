@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from indexing import originals, sources
+from indexing import git_sources, originals, sources
 from indexing.serializers import (
     DOCUMENT_ORDERINGS,
     TITLE_QUERY_MAX_LENGTH,
@@ -143,7 +143,8 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
         return documents
 
     @extend_schema(
-        summary="Add files or a web page; indexing runs in the background",
+        summary="Add files, a web page or a code repository (git URL); indexing runs in "
+        "the background",
         parameters=[WORKSPACE_PARAMETER],
         request={
             "multipart/form-data": AddSourcesSerializer,
@@ -156,6 +157,10 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
                 description="refused input, or more than the workspace may hold; nothing saved",
             ),
             404: not_found("unknown workspace or folder"),
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="a git_url while the workspace has a repository being cloned",
+            ),
             503: BROKER_DOWN,
         },
     )
@@ -172,6 +177,10 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
         data = params.validated_data
         workspace = write_workspace(request, data)
         folder = folder_or_top(workspace, data.get("folder_id"))
+        if data.get("git_url") or (
+            data.get("url") and not data["files"] and git_sources.is_git_address(data["url"])
+        ):
+            return self._add_repository(request, workspace, folder, data)
         urls = [data["url"]] if data.get("url") else []
         for url in urls:
             if problem := sources.url_problem(url):
@@ -185,6 +194,29 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
             created_by=request.user,
             description="API: " + ", ".join(names),
         )
+        job = selectors.jobs_in(workspace=workspace).get(pk=job.pk)
+        body = IngestJobSerializer(
+            job, context={"workspace": workspace, "request": request}
+        ).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})
+
+    def _add_repository(
+        self, request: Request, workspace: Workspace, folder: Folder | None, data: dict
+    ) -> Response:
+        """A repository by its git URL: 202 at once with the job, its one document
+        standing for the repository until a bulk worker has cloned it."""
+        field = "git_url" if data.get("git_url") else "url"
+        try:
+            job, _document = git_sources.register_git_url(
+                workspace=workspace, url=data[field], user=request.user, folder=folder,
+                description=f"API: {data[field]}",
+            )
+        except git_sources.CloneInProgress as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except sources.QuotaExceeded:
+            raise
+        except sources.SourceRefused as exc:
+            raise ValidationError({field: [str(exc)]}) from exc
         job = selectors.jobs_in(workspace=workspace).get(pk=job.pk)
         body = IngestJobSerializer(
             job, context={"workspace": workspace, "request": request}

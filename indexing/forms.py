@@ -4,7 +4,7 @@ from django import forms
 from django.conf import settings
 from django.db.models import QuerySet
 
-from indexing import sources
+from indexing import git_sources, sources
 from knowledge import selectors
 from knowledge.models import Workspace
 
@@ -42,8 +42,15 @@ class AddSourcesForm(forms.Form):
         "file, e.g. /srv/docs/handbook.pdf.",
     )
 
-    def __init__(self, *args, workspaces: QuerySet[Workspace], **kwargs) -> None:
+    git_url = forms.CharField(
+        required=False, label="Repository (git URL)", max_length=2000,
+        help_text="A code repository's http(s) address, e.g. https://github.com/acme/billing: "
+        "a worker clones its default branch (last commit) and indexes it as a repository.",
+    )
+
+    def __init__(self, *args, workspaces: QuerySet[Workspace], user=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.user = user
         # Only the workspaces this member of staff may add sources to.
         self.fields["workspace"].queryset = workspaces.order_by("name")
 
@@ -72,11 +79,30 @@ class AddSourcesForm(forms.Form):
             raise forms.ValidationError(problems)
         return urls
 
+    def clean_git_url(self):
+        # The clone's own checks (http(s), a public host; file:// under INGEST_SERVER_ROOTS
+        # for staff who may read them), up front: a form error, not a FAILED clone later.
+        url = self.cleaned_data["git_url"].strip()
+        if url:
+            try:
+                git_sources.check_git_url(url=url, user=self.user)
+            except sources.SourceRefused as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return url
+
     def clean(self):
         data = super().clean()
-        refused = {"files", "urls", "path"} & set(self.errors)
-        if not refused and not (data.get("files") or data.get("urls") or data.get("path")):
-            raise forms.ValidationError("Add at least one file, URL or server path.")
+        refused = {"files", "urls", "path", "git_url"} & set(self.errors)
+        if data.get("git_url") and (data.get("files") or data.get("urls") or data.get("path")):
+            raise forms.ValidationError(
+                "Add a repository by its git URL alone: it is a job of its own."
+            )
+        if not refused and not (
+            data.get("files") or data.get("urls") or data.get("path") or data.get("git_url")
+        ):
+            raise forms.ValidationError(
+                "Add at least one file, URL, server path or repository."
+            )
         return data
 
 

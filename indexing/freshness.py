@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 from django.db.models import QuerySet
 
-from indexing.loaders.repo import RepoFile, RepositoryError, RepoWalk
+from indexing.loaders.git_clone import Fetched, RemoteAccess, fetch, origin_url
+from indexing.loaders.repo import RepoFile, RepositoryError, RepoWalk, git_entry
 from indexing.pipeline import REPEATED_BLOCKS_KEY, SourceBytes, parse_source, read_source
 from indexing.signature import indexer_signature
-from indexing.types import IngestError
+from indexing.types import IngestError, file_path
 from knowledge.models import Document
 
 # Document.metadata keys of a repository's file: its top level, its path from there, and
@@ -48,20 +50,49 @@ class FreshnessReport:
     new: list[NewFile] = field(default_factory=list)
     # Repositories whose walk failed now ({top level: why}): their new files are not known.
     unwalked: dict[str, str] = field(default_factory=dict)
+    # Files of repositories cloned from a git URL that are gone from their clone: deleted
+    # upstream (by the fetch now, or one before). Not in `stale` (nothing to re-read).
+    deleted: list[Document] = field(default_factory=list)
+    # Clones brought to their remote's last commit now ({top level: HEAD before, after}),
+    # and those that could not be ({top level: why}: compared as they were).
+    fetched: dict[str, Fetched] = field(default_factory=dict)
+    unfetched: dict[str, str] = field(default_factory=dict)
 
 
-def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
+# How the clone of an outsider's check may reach its remote (indexing.git_sources): a
+# ValueError saying why it may not be fetched at all.
+RemoteAccessFor = Callable[[str], RemoteAccess]
+
+
+def mark_stale(
+    *, documents: QuerySet[Document], remote_access: RemoteAccessFor | None = None
+) -> FreshnessReport:
     """Re-read each indexed source; mark the changed and unreachable ones STALE (nothing is
     re-indexed).
 
     A document indexed by other indexing code or another chunk budget is stale too,
     whatever its source says. Uploaded files cannot change behind our back, so only
-    file:// and web sources are read.
+    file:// and web sources are read. The clone of a repository ingested by its git URL
+    is first fetched (`fetch_clones`): its files then read as the remote has them, and
+    those deleted there are `deleted`. `remote_access`: the policy for an outsider's
+    check (None: the operator's, any remote).
     """
     report = FreshnessReport()
     signature = indexer_signature()
     candidates = documents.filter(status__in=[Document.Status.INDEXED, Document.Status.STALE])
+    clones = clone_roots(documents=candidates)
+    report.fetched, report.unfetched = fetch_clones(roots=clones, remote_access=remote_access)
     for document in candidates.iterator():
+        if _deleted_from_clone(document, clones):
+            report.deleted.append(document)
+            head = report.fetched.get(str(document.metadata[REPO_ROOT_KEY]))
+            why = "Deleted from its repository upstream" + (
+                f" (the remote is at commit {head.after[:12]})" if head else ""
+            ) + "; `stale --reindex` deletes it"
+            Document.objects.filter(pk=document.pk).update(
+                status=Document.Status.STALE, last_error=why
+            )
+            continue
         if document.indexed_by != signature:
             report.outdated.append(document)
         elif document.uri.startswith("upload://"):
@@ -91,6 +122,48 @@ def mark_stale(*, documents: QuerySet[Document]) -> FreshnessReport:
         )
     report.new, report.unwalked = new_repository_files(documents=documents)
     return report
+
+
+def clone_roots(*, documents: QuerySet[Document]) -> list[str]:
+    """The top levels of the repositories of `documents` that are clones made from a git
+    URL (in GIT_CLONE_DIR) and still there."""
+    under = Path(settings.GIT_CLONE_DIR).resolve()
+    roots = set(documents.filter(metadata__has_key=REPO_ROOT_KEY).values_list(
+        f"metadata__{REPO_ROOT_KEY}", flat=True
+    ).order_by().distinct())
+    return sorted(
+        str(root) for root in roots
+        if isinstance(root, str) and Path(root).is_relative_to(under)
+        and Path(root).is_dir() and git_entry(Path(root))
+    )
+
+
+def fetch_clones(
+    *, roots: list[str], remote_access: RemoteAccessFor | None = None
+) -> tuple[dict[str, Fetched], dict[str, str]]:
+    """Fetch each clone at `roots` from its remote (git_clone.fetch: its last commit,
+    within GIT_CLONE_TIMEOUT and GIT_CLONE_MAX_BYTES): ({root: HEAD before and after},
+    {root that could not be: why})."""
+    fetched: dict[str, Fetched] = {}
+    failed: dict[str, str] = {}
+    for root in roots:
+        try:
+            access = remote_access(origin_url(Path(root))) if remote_access else None
+            fetched[root] = fetch(
+                Path(root), timeout=settings.GIT_CLONE_TIMEOUT,
+                max_bytes=settings.GIT_CLONE_MAX_BYTES, access=access,
+            )
+        except ValueError as exc:  # RepositoryError, or the policy's refusal
+            failed[root] = str(exc)
+    return fetched, failed
+
+
+def _deleted_from_clone(document: Document, clones: list[str]) -> bool:
+    root = document.metadata.get(REPO_ROOT_KEY)
+    return (
+        root in clones and document.uri.startswith("file://")
+        and not file_path(document.uri).exists()
+    )
 
 
 def new_repository_files(

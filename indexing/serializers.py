@@ -24,13 +24,26 @@ class UploadField(serializers.FileField):
     """A file part of a multipart request (binary in the schema, not a URL)."""
 
 
+def git_url_field() -> serializers.CharField:
+    return serializers.CharField(
+        max_length=2000, required=False, allow_blank=True,
+        help_text="a code repository's http(s) git address (https://host/owner/repo, with or "
+        "without .git), cloned by a worker (its default branch, last commit) and ingested as "
+        "a repository; refused (400) for a private or reserved host, a local path, file:// "
+        "(but for staff, under INGEST_SERVER_ROOTS) and other transports; 409 while the "
+        "workspace has another being cloned. A `url` ending in .git is cloned too",
+    )
+
+
 class AddUrlSerializer(serializers.Serializer):
-    """JSON body of POST /api/documents: one web page (or file) by URL."""
+    """JSON body of POST /api/documents: one web page (or file) by URL, or a repository
+    by its git URL."""
 
     url = serializers.CharField(
-        max_length=2000,
+        max_length=2000, required=False, allow_blank=True,
         help_text="http(s) URL; refused (400) when it resolves to a private or reserved address",
     )
+    git_url = git_url_field()
     folder_id = serializers.IntegerField(
         required=False, allow_null=True, min_value=1, max_value=2**63 - 1,
         help_text="a folder of the workspace (GET /api/folders)",
@@ -41,6 +54,14 @@ class AddUrlSerializer(serializers.Serializer):
         # Scheme and address (DNS) are checked by the view once the workspace and
         # folder are known to be the user's: no lookups on behalf of a 404.
         return value.strip()
+
+    def validate_git_url(self, value: str) -> str:
+        return value.strip()
+
+    def validate(self, data: dict) -> dict:
+        if bool(data.get("url")) == bool(data.get("git_url")):
+            raise serializers.ValidationError("Send a 'url' or a 'git_url' (one of them).")
+        return data
 
 
 class AddSourcesSerializer(AddUrlSerializer):
@@ -68,9 +89,13 @@ class AddSourcesSerializer(AddUrlSerializer):
         return files
 
     def validate(self, data: dict) -> dict:
-        if not data.get("files") and not data.get("url"):
+        if data.get("git_url") and (data.get("files") or data.get("url")):
             raise serializers.ValidationError(
-                "Send one or more files (multipart field 'files') or a 'url'."
+                "Send a 'git_url' alone: a repository is a job of its own."
+            )
+        if not data.get("files") and not data.get("url") and not data.get("git_url"):
+            raise serializers.ValidationError(
+                "Send one or more files (multipart field 'files'), a 'url' or a 'git_url'."
             )
         return data
 

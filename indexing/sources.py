@@ -11,7 +11,7 @@ import errno
 import logging
 import os
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
@@ -106,6 +106,14 @@ def check_server_path(path: Path) -> Path:
     return resolved
 
 
+def in_clone_folder(path: Path) -> bool:
+    """Whether `path` lies in GIT_CLONE_DIR, where repositories added by their git URL
+    are cloned (never a server path anyone may add: it is under VERITY_HOME)."""
+    return Path(os.path.realpath(path)).is_relative_to(
+        Path(settings.GIT_CLONE_DIR).resolve()
+    )
+
+
 def resolve_path(path: Path) -> Path:
     """`path` with its symlinks followed, as `Path.resolve()`; SourceRefused where that
     would crash (a symlink loop, a NUL character)."""
@@ -135,6 +143,8 @@ def file_uri_problem(uri: str) -> str:
     """Why a document's file:// source may not be re-read from the admin or API ('' if it may)."""
     if not uri.startswith("file://"):
         return ""
+    if in_clone_folder(file_path(uri)):
+        return ""  # a repository's clone, made from a git URL added to its workspace
     try:
         check_server_path(file_path(uri))
     except SourceRefused as exc:
@@ -219,6 +229,8 @@ def reindex_by_id(*, workspace: Workspace, document_ids: Sequence[int]) -> Reind
 
 # Web pages one request may re-fetch to check them (each up to URL_FETCH_TIMEOUT).
 FRESHNESS_PAGES_AT_ONCE = 10
+# Clones one request may fetch from their remotes (each up to GIT_CLONE_TIMEOUT).
+FRESHNESS_CLONES_AT_ONCE = 2
 
 
 def check_freshness(
@@ -237,9 +249,27 @@ def check_freshness(
             f"Checking {pages} web sources would fetch each now; check at most "
             f"{FRESHNESS_PAGES_AT_ONCE} at a time, or run `manage.py stale`."
         )
+    checked = documents.filter(status__in=[Document.Status.INDEXED, Document.Status.STALE])
+    clones = len(freshness.clone_roots(documents=checked)) if confined else 0
+    if clones > FRESHNESS_CLONES_AT_ONCE:
+        raise SourceRefused(
+            f"Checking {clones} repositories cloned from git URLs would fetch each now; "
+            f"check the documents of at most {FRESHNESS_CLONES_AT_ONCE} at a time, or run "
+            "`manage.py stale`."
+        )
     files = documents.filter(uri__startswith="file://") if confined else documents.none()
     refused = {d.pk: problem for d in files if (problem := file_uri_problem(d.uri))}
-    return freshness.mark_stale(documents=documents.exclude(pk__in=refused)), refused
+    remote_access = None
+    if confined:
+        from indexing.git_sources import check_git_url  # it registers through this module
+
+        def remote_access(url: str):
+            return check_git_url(url=url)
+
+    report = freshness.mark_stale(
+        documents=documents.exclude(pk__in=refused), remote_access=remote_access
+    )
+    return report, refused
 
 
 def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
@@ -1412,6 +1442,7 @@ def register_operator_sources(
     force: bool = False,
     description: str = "",
     progress: Progress = no_progress,
+    clones: Mapping[str, Path] | None = None,
 ) -> OperatorSources:
     """`manage.py ingest`: files, folders, repositories and URLs of the operator, in one job.
 
@@ -1424,14 +1455,13 @@ def register_operator_sources(
     shell already. A missing path, a refused URL or a failed clone is SourceRefused; with `queue`
     the broker is checked and the documents queued, all in one transaction (an
     outage saves nothing, not even the job). `progress` is told of each file
-    registered, and checked for changes (settle_unchanged).
+    registered, and checked for changes (settle_unchanged). `clones`: the git URLs'
+    clones made already (`clone_locations`, outside any transaction: a caller holding
+    one open would hold it for minutes); the default clones them here.
     """
     repositories: list[tuple[str, RepositoryWalked, bool]] = []
-    # Cloned before the transaction: a clone may take minutes.
-    clones = {
-        location: clone_repository(url=location)
-        for location in locations if is_git_location(location, as_repositories=as_repositories)
-    }
+    if clones is None:
+        clones = clone_locations(locations=locations, as_repositories=as_repositories)
     for location in clones:
         description = description.replace(location, without_credentials(location))
     with transaction.atomic():
@@ -1463,6 +1493,18 @@ def register_operator_sources(
         if queue:
             enqueue([d for d in documents if d.pk not in settled], force=force)
     return OperatorSources(job, documents, repositories)
+
+
+def clone_locations(
+    *, locations: Sequence[str], as_repositories: bool | None = None
+) -> dict[str, Path]:
+    """{git URL among `locations`: its clone (`clone_repository`)}, for
+    `register_operator_sources`; SourceRefused when one fails. Call it outside any
+    transaction: a clone may take minutes."""
+    return {
+        location: clone_repository(url=location)
+        for location in locations if is_git_location(location, as_repositories=as_repositories)
+    }
 
 
 def settle_unchanged(

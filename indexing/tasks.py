@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from celery import Task, shared_task
-from celery.exceptions import TimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from django.conf import settings
 
-from indexing import deletion, pipeline, sources
+from indexing import deletion, git_sources, pipeline, sources
 from knowledge import vector_index
 from knowledge.models import Document
 
@@ -40,9 +40,21 @@ def index_document_task(
 ) -> str:
     try:
         # A document of a workspace being deleted is as good as gone.
-        workspace_id = Document.objects.values_list("workspace_id", flat=True).get(
+        workspace_id, uri = Document.objects.values_list("workspace_id", "uri").get(
             pk=document_id, workspace__deleting_since=None
         )
+        if git_sources.is_clone_uri(uri):
+            # A repository to clone (re-indexed, or sent again by `requeue`): on the bulk
+            # queue only, where a clone's minutes hold up no small upload.
+            if interactive:
+                Document.objects.filter(pk=document_id).update(
+                    queued_on=settings.CELERY_BULK_QUEUE
+                )
+                git_sources.send_clone(document_id=document_id)
+                return Document.Status.PENDING
+            return git_sources.clone_for_document(
+                document_id=document_id, worker=self.request.hostname or ""
+            )
         sources.send_held(workspace_id=workspace_id, taken=document_id)
         if pipeline.failed_since_queued(document_id=document_id):
             return Document.Status.FAILED  # its job was cancelled: nothing to do
@@ -100,6 +112,30 @@ def _index_workspace_when_large(workspace_id: int, chunks_before: int) -> None:
     crossed = chunks_before < settings.VECTOR_INDEX_MIN_CHUNKS
     if crossed and vector_index.needs_own_index(workspace_id):
         build_vector_index_task.delay(workspace_id)
+
+
+@shared_task(
+    bind=True, ignore_result=True, acks_late=True, reject_on_worker_lost=True,
+    # The clone's own bound (GIT_CLONE_TIMEOUT) and the registration of its files after it.
+    soft_time_limit=settings.GIT_CLONE_TIMEOUT + settings.INGEST_TASK_TIME_LIMIT,
+    time_limit=settings.GIT_CLONE_TIMEOUT + settings.INGEST_TASK_TIME_LIMIT + _GRACE,
+    autoretry_for=pipeline.DATABASE_ERRORS, retry_backoff=True, retry_backoff_max=300,
+    max_retries=None,  # a database outage is waited out
+)
+def clone_repository_task(self, document_id: int, url: str = "") -> str:
+    """Clone a repository added by its git URL (API, admin, MCP), then register and
+    queue its files (indexing.git_sources). Sent to the bulk queue only. `url` carries
+    the credentials it was given with, which the database never holds."""
+    try:
+        return git_sources.clone_for_document(
+            document_id=document_id, url=url, worker=self.request.hostname or ""
+        )
+    except SoftTimeLimitExceeded:
+        return git_sources.fail_clone(
+            document_id=document_id,
+            message="Registering the repository's files took longer than the task may "
+            "(GIT_CLONE_TIMEOUT + INGEST_TASK_TIME_LIMIT); add its subfolders separately",
+        )
 
 
 @shared_task(ignore_result=True)

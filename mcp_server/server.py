@@ -259,16 +259,22 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
             "the folder to add it to (list_sources); default: the top level"
         )] = None,
         workspace: WorkspaceSlug = None,
+        git_url: Annotated[str | None, _argument(
+            "a code repository's http(s) git address, e.g. https://github.com/acme/billing"
+        )] = None,
     ) -> Result:
-        """Add a web page (url) or a file or folder on the server (path) to the workspace.
+        """Add a web page (url), a file or folder on the server (path) or a code
+        repository by its git address (git_url) to the workspace.
 
         A path is for staff accounts allowed to add documents (as the admin's Add
         sources) and must lie under the operator's INGEST_SERVER_ROOTS; a folder is
-        added as a code repository. Indexing runs in the background: the job lists
-        its documents and their status; list_sources shows them as they finish.
+        added as a code repository. A git_url is cloned by a worker (its default
+        branch, last commit; one at a time per workspace), then its files are indexed.
+        Indexing runs in the background: the job lists its documents and their status;
+        list_sources shows them as they finish.
         """
-        return _run(token_of, ctx, tools.ingest,
-                    url=url, path=path, folder_id=folder_id, workspace=workspace)
+        return _run(token_of, ctx, tools.ingest, url=url, path=path, git_url=git_url,
+                    folder_id=folder_id, workspace=workspace)
 
     @server.tool(annotations=STOPS)
     def cancel_job(

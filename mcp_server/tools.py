@@ -16,7 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from chat import grounding, passages
-from indexing import sources
+from indexing import git_sources, sources
 from indexing.serializers import ReindexResultSerializer
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -234,24 +234,42 @@ def check_answer(
 
 
 def ingest(
-    user, *, url: str | None, path: str | None, folder_id: int | None, workspace: str | None
+    user, *, url: str | None, path: str | None, folder_id: int | None, workspace: str | None,
+    git_url: str | None = None,
 ) -> dict[str, Any]:
-    """POST /api/documents for a URL, or the admin's server path (under INGEST_SERVER_ROOTS).
+    """POST /api/documents for a URL or a git URL, or the admin's server path (under
+    INGEST_SERVER_ROOTS).
 
     A URL is any member's, as in the API; a path is only for staff allowed to add
     documents, as the admin's *Add sources* (sources.may_add_server_paths).
-    A directory is added as a code repository, like the admin's *Add sources*.
+    A directory is added as a code repository, like the admin's *Add sources*; so is a
+    git URL (or a `url` only git speaks, or ending in .git), cloned on a bulk worker.
     Indexing runs on the workers: poll list_sources (or GET the job's url).
     """
     ws = _workspace(user, workspace, curating=True)
-    if bool(url) == bool(path):
-        raise Refused("Pass either 'url' or 'path' (a file or folder on the server).")
+    if sum(bool(given) for given in (url, path, git_url)) != 1:
+        raise Refused(
+            "Pass one of 'url', 'git_url' (a code repository) or 'path' (a file or folder "
+            "on the server)."
+        )
     try:
         folder = None
         if folder_id is not None:
             folder = selectors.folder_in(workspace=ws, folder_id=folder_id)
     except Http404 as exc:
         raise Refused(f"No folder {folder_id} in this workspace") from exc
+    if url and git_sources.is_git_address(url):
+        git_url = url
+    if git_url:
+        try:
+            job, _document = git_sources.register_git_url(
+                workspace=ws, url=git_url, user=user, folder=folder,
+                description=f"MCP: {git_url}",
+            )
+        except (sources.SourceRefused, sources.BrokerUnavailable) as exc:
+            raise Refused(str(exc)) from exc
+        job = selectors.jobs_in(workspace=ws).get(pk=job.pk)
+        return IngestJobSerializer(job, context={"workspace": ws}).data
     if url:
         if problem := sources.url_problem(url):
             raise Refused(problem)
@@ -384,4 +402,9 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
         # Files added to its repositories since they were ingested: `ingest` of the
         # repository's path adds them (reindex takes documents, which they are not yet).
         "new": [{"uri": item.uri, "repository": item.repo_root} for item in report.new],
+        # Of repositories ingested by their git URL (fetched now): files deleted upstream
+        # (delete them, or `manage.py stale --reindex` does), and clones not fetched.
+        "deleted": [summary(d) for d in report.deleted],
+        "not_fetched": [{"repository": root, "error": error}
+                        for root, error in report.unfetched.items()],
     }

@@ -5,6 +5,12 @@ branch (its last commit only) and indexes the clone as it would the work tree; i
 remote is recorded, so that citations link to the forge. The URL given may carry
 credentials (`https://ci:token@host/…`): they are used to clone, then removed from the
 clone's config, and never shown.
+
+An address an outsider gave (the API, the admin, MCP) is first passed through
+`check_remote`: http(s) only, its host's addresses checked as a web page's are, and the
+clone then made with `RemoteAccess`, which holds git to that protocol and those
+addresses (no redirect, no remote helper, no credential helper or config of the
+server's own).
 """
 
 from __future__ import annotations
@@ -16,10 +22,13 @@ import shutil
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from indexing.loaders.repo import RepositoryError
+from indexing.loaders.web import Resolver, check_url, system_resolver
+from indexing.types import IngestError
 from knowledge.forges import without_credentials
 
 # A URL whose scheme only git speaks; https and http are a web page's too (see is_git_url).
@@ -46,6 +55,70 @@ def is_git_url(location: str, *, repository: bool = False) -> bool:
     return False
 
 
+class RemoteRefused(RepositoryError):
+    """An address an outsider may not have cloned (a local path, a transport other than
+    http(s), a private or reserved host)."""
+
+
+@dataclass(frozen=True)
+class RemoteAccess:
+    """What git may do for one outsider's address: `protocols` (GIT_ALLOW_PROTOCOL, which
+    also holds submodules and `ext::`-style remote helpers to it) and `config`, `-c`
+    settings given on the command line; neither the system's nor the server user's git
+    config is read (no credential helper, `insteadOf` rewrite or hook of theirs)."""
+
+    protocols: str
+    config: tuple[str, ...] = ()
+
+
+def check_remote(
+    url: str, *, allow_private: bool, resolve: Resolver = system_resolver
+) -> RemoteAccess:
+    """How git may reach `url`, an address an outsider gave; RemoteRefused saying why not.
+
+    Only http and https: an ssh address would be cloned with the server's own keys, and
+    git://, file:// and `transport::address` reach what the web fetcher may not. The host
+    is resolved here and checked by the web fetcher's rules (`check_url`: no private,
+    loopback or reserved address unless `allow_private`), and git then connects to those
+    very addresses (curl's resolve list: a DNS answer that changes meanwhile changes
+    nothing) and follows no redirect (to another host, unchecked).
+    """
+    url = url.strip()
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if not scheme:
+        if "::" in url.split("/", 1)[0]:
+            raise RemoteRefused(
+                f"{without_credentials(url)}: git's remote helpers (ext::, fd::…) are refused"
+            )
+        raise RemoteRefused(
+            f"{without_credentials(url)} is not a repository's http(s) address "
+            "(https://host/owner/repo.git)"
+        )
+    if scheme not in ("http", "https"):
+        raise RemoteRefused(
+            f"{without_credentials(url)}: only http and https repository addresses may be "
+            f"added here, not {scheme}:// (an operator's `manage.py ingest` clones others)"
+        )
+    if any(c.isspace() or ord(c) < 0x20 for c in url):
+        raise RemoteRefused(f"{without_credentials(url)!r} contains spaces or control characters")
+    try:
+        destination = check_url(url, allow_private=allow_private, resolve=resolve)
+    except IngestError as exc:
+        raise RemoteRefused(str(exc).replace(url, without_credentials(url))) from None
+    config = ["http.followRedirects=false"]
+    if ":" not in destination.host:  # an IPv6 literal is no name to resolve
+        config.append(
+            f"http.curloptResolve={destination.host}:{destination.port}:"
+            + ",".join(f"[{a}]" if ":" in a else a for a in destination.addresses)
+        )
+    return RemoteAccess(protocols=scheme, config=tuple(config))
+
+
+def local_access() -> RemoteAccess:
+    """A file:// address the caller has checked (a server path it may read)."""
+    return RemoteAccess(protocols="file")
+
+
 def clone_folder(url: str, under: Path) -> Path:
     """Where the clone of `url` is kept below `under`: one folder per address (its
     credentials left out), named after the repository, so that a clone made again is
@@ -57,13 +130,16 @@ def clone_folder(url: str, under: Path) -> Path:
     return under / digest / name
 
 
-def clone(url: str, dest: Path, *, timeout: float, max_bytes: int) -> Path:
+def clone(
+    url: str, dest: Path, *, timeout: float, max_bytes: int, access: RemoteAccess | None = None
+) -> Path:
     """Clone `url`'s default branch, its last commit only, to `dest` (replacing an
     earlier clone there once the new one is complete) and return `dest`.
 
     RepositoryError, saying why in git's words (credentials left out), when git fails,
     takes longer than `timeout` seconds or the clone grows past `max_bytes`; nothing of
-    a failed clone is kept, and an earlier one stays as it was.
+    a failed clone is kept, and an earlier one stays as it was. `access`: an outsider's
+    address, as `check_remote` allows it (None: the operator's, read with their config).
     """
     if not shutil.which("git"):
         raise RepositoryError("git is not installed (it is needed to clone a repository)")
@@ -71,7 +147,7 @@ def clone(url: str, dest: Path, *, timeout: float, max_bytes: int) -> Path:
     work = Path(tempfile.mkdtemp(prefix=".clone-", dir=dest.parent))
     try:
         target = work / dest.name
-        _run_clone(url, target, timeout=timeout, max_bytes=max_bytes)
+        _run_clone(url, target, timeout=timeout, max_bytes=max_bytes, access=access)
         # The token an https URL carried would stay in .git/config, readable to anyone
         # who reads the clone: the remote is kept without it.
         public = without_credentials(url)
@@ -87,48 +163,159 @@ def clone(url: str, dest: Path, *, timeout: float, max_bytes: int) -> Path:
     return dest
 
 
-def _environment() -> dict[str, str]:
+def _environment(access: RemoteAccess | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     # Never wait for someone to type a password or accept a host key: fail instead.
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+    if access is not None:
+        env["GIT_ALLOW_PROTOCOL"] = access.protocols
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
+        env["GIT_CONFIG_GLOBAL"] = os.devnull
+        env.pop("SSH_ASKPASS", None)
     return env
 
 
-def _run_clone(url: str, target: Path, *, timeout: float, max_bytes: int) -> None:
+def _options(access: RemoteAccess | None) -> list[str]:
+    options = ["-c", "core.fsmonitor=false", "-c", "advice.detachedHead=false"]
+    for setting in access.config if access else ():
+        options += ["-c", setting]
+    return options
+
+
+def _run_clone(
+    url: str, target: Path, *, timeout: float, max_bytes: int, access: RemoteAccess | None
+) -> None:
     command = [
-        "git", "-c", "core.fsmonitor=false", "-c", "advice.detachedHead=false",
+        "git", *_options(access),
         "clone", "--quiet", "--depth", "1", "--single-branch", "--no-tags",
         "--no-recurse-submodules", "--", url, str(target),
     ]
+    _run_bounded(
+        command, url, doing="cloning", measured=target.parent, cwd=None, timeout=timeout,
+        max_bytes=max_bytes, access=access,
+    )
+
+
+def _run_bounded(
+    command: list[str], url: str, *, doing: str, measured: Path, cwd: Path | None,
+    timeout: float, max_bytes: int, access: RemoteAccess | None,
+) -> None:
+    """Run git's `command`, stopped past `timeout` seconds or once `measured` holds more
+    than `max_bytes`; RepositoryError "{doing} URL failed|stopped: why"."""
+    public = without_credentials(url)
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-            env=_environment(),
+            env=_environment(access), cwd=cwd,
         )
         deadline = time.monotonic() + timeout
         problem = ""
         while process.poll() is None:
             if time.monotonic() > deadline:
                 problem = f"it took longer than {timeout:g} s (GIT_CLONE_TIMEOUT)"
-            elif _size(target.parent) > max_bytes:
+            elif _size(measured) > max_bytes:
                 problem = f"it grew past {max_bytes:,} bytes (GIT_CLONE_MAX_BYTES)"
             if problem:
                 process.kill()
                 process.wait()
-                raise RepositoryError(f"cloning {without_credentials(url)} stopped: {problem}")
-            time.sleep(0.5)
+                raise RepositoryError(f"{doing} {public} stopped: {problem}")
+            time.sleep(0.2)
         if process.returncode != 0:
             stderr.seek(0)
-            raise RepositoryError(
-                f"cloning {without_credentials(url)} failed: "
-                f"{_git_message(stderr.read(), url) or f'git exited {process.returncode}'}"
-            )
-    if _size(target.parent) > max_bytes:  # grew past it between two looks
+            said = _git_message(stderr.read(), url) or f"git exited {process.returncode}"
+            raise RepositoryError(f"{doing} {public} failed: {said}{_hint(said)}")
+    if _size(measured) > max_bytes:  # grew past it between two looks
         raise RepositoryError(
-            f"cloning {without_credentials(url)} stopped: it grew past {max_bytes:,} bytes "
-            "(GIT_CLONE_MAX_BYTES)"
+            f"{doing} {public} stopped: it grew past {max_bytes:,} bytes (GIT_CLONE_MAX_BYTES)"
         )
+
+
+def _hint(said: str) -> str:
+    """What git's reason means for whoever added the address."""
+    lowered = said.lower()
+    if "could not read username" in lowered or "authentication failed" in lowered or (
+        "terminal prompts disabled" in lowered
+    ):
+        return (
+            " (the repository needs credentials: it is private, or the address is wrong; "
+            "nothing is asked for)"
+        )
+    if "not found" in lowered or "does not appear to be a git repository" in lowered:
+        return " (no repository at that address)"
+    if "redirect" in lowered:
+        return " (redirects are not followed: give the address it redirects to)"
+    return ""
+
+
+def origin_url(repo: Path) -> str:
+    """The address a clone was made from (its `origin`, kept without credentials); ''
+    when it has none."""
+    try:
+        found = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "config", "--get", "remote.origin.url"],
+            cwd=repo, env=_environment(), stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return found.stdout.strip() if found.returncode == 0 else ""
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A clone brought to its remote's last commit: HEAD before and after."""
+
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def fetch(
+    repo: Path, *, timeout: float, max_bytes: int, access: RemoteAccess | None = None
+) -> Fetched:
+    """Bring the clone at `repo` to the last commit of its remote's default branch, as
+    `clone` made it (that commit only): its work tree then holds the files of that
+    commit, and not those deleted upstream. The same bounds as a clone's (the whole
+    clone within `max_bytes`); RepositoryError saying why, the clone then as it was."""
+    url = origin_url(repo)
+    if not url:
+        raise RepositoryError(f"{repo} has no remote to fetch from")
+    before = _rev_parse(repo, "HEAD", timeout=timeout)
+    _run_bounded(
+        ["git", *_options(access), "fetch", "--quiet", "--depth", "1", "--no-tags",
+         "--no-recurse-submodules", "--", url, "HEAD"],
+        url, doing="fetching", measured=repo, cwd=repo, timeout=timeout,
+        max_bytes=max_bytes, access=access,
+    )
+    after = _rev_parse(repo, "FETCH_HEAD", timeout=timeout)
+    if after != before:
+        _git_in(repo, "reset", "--quiet", "--hard", after, timeout=timeout)
+        if _size(repo) > max_bytes:
+            _git_in(repo, "reset", "--quiet", "--hard", before, timeout=timeout)
+            raise RepositoryError(
+                f"fetching {url} stopped: its files grew past {max_bytes:,} bytes "
+                "(GIT_CLONE_MAX_BYTES)"
+            )
+    return Fetched(before, after)
+
+
+def _rev_parse(repo: Path, name: str, *, timeout: float) -> str:
+    try:
+        found = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "rev-parse", "--verify", "--quiet",
+             f"{name}^{{commit}}"],
+            cwd=repo, env=_environment(), stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=timeout,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RepositoryError(f"git rev-parse in {repo} failed: {exc}") from None
+    if found.returncode != 0:
+        raise RepositoryError(f"{repo} has no {name} commit")
+    return found.stdout.strip()
 
 
 def _git_message(raw: bytes, url: str) -> str:

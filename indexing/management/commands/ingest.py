@@ -115,6 +115,13 @@ class Command(BaseCommand):
         started = time.monotonic()
         inline = options["inline"]
         try:
+            if not options["create"]:  # a misspelt slug is said before a clone of minutes
+                self._workspace(options["workspace"], options["owner"], create=False)
+            # Cloned before the transaction: a clone may take minutes, and a transaction
+            # open all that while holds its locks and a connection idle in it.
+            clones = sources.clone_locations(
+                locations=options["sources"], as_repositories=options["repo"]
+            )
             # A workspace created here is rolled back too when the broker is down.
             with transaction.atomic():
                 workspace = self._workspace(
@@ -137,6 +144,7 @@ class Command(BaseCommand):
                     queue=not inline,
                     force=options["force"],
                     description="manage.py ingest " + " ".join(options["sources"]),
+                    clones=clones,
                     progress=(
                         RegistrationReport(self.stderr, options["progress_every"])
                         if options["verbosity"] >= 1 else sources.no_progress

@@ -1,6 +1,7 @@
 """`manage.py stale [--workspace SLUG] [--reindex]`: list sources that changed, documents
-indexed by older indexing code ("outdated") and files added to ingested repositories
-("new"); --reindex queues the first two and adds the new files."""
+indexed by older indexing code ("outdated"), files added to ingested repositories ("new")
+and, for repositories ingested by their git URL (fetched first), files deleted upstream
+("deleted"); --reindex queues the first two, adds the new files and deletes the deleted."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ class Command(BaseCommand):
         parser.add_argument("--workspace", help="workspace slug (default: all)")
         parser.add_argument(
             "--reindex", action="store_true",
-            help="queue the stale ones, and add the files new in their repositories",
+            help="queue the stale ones, add the files new in their repositories and delete "
+            "those deleted upstream (repositories ingested by their git URL)",
         )
 
     def handle(self, *args, **options) -> None:
@@ -39,16 +41,27 @@ class Command(BaseCommand):
             self.stdout.write(f"UNREACHABLE {document.uri}: {error}")
         for item in report.new:
             self.stdout.write(f"NEW         {item.uri} (added to the repository {item.repo_root})")
+        for document in report.deleted:
+            self.stdout.write(f"DELETED     {document.uri} (deleted from its repository upstream)")
+        for root, fetched in report.fetched.items():
+            if fetched.changed:
+                self.stdout.write(
+                    f"FETCHED     {root}: {fetched.before[:12]} -> {fetched.after[:12]}"
+                )
+        for root, error in report.unfetched.items():
+            self.stdout.write(f"NOT FETCHED {root}: {error}")
         for root, error in report.unwalked.items():
             self.stdout.write(f"NOT WALKED  {root}: {error}")
         self.stdout.write(
             f"{len(report.stale)} stale ({len(outdated)} of them outdated), "
             f"{len(report.fresh)} unchanged, {len(report.unreachable)} unreachable, "
-            f"{len(report.new)} new in repositories"
+            f"{len(report.new)} new in repositories, {len(report.deleted)} deleted upstream"
         )
-        if options["reindex"] and (report.stale or report.new):
+        if options["reindex"] and (report.stale or report.new or report.deleted):
             try:
                 with transaction.atomic():
+                    for document in report.deleted:
+                        sources.delete_document(document=document)
                     added = sources.add_new_files(new=report.new)
                     sources.enqueue([*report.stale, *added])
             except sources.BrokerUnavailable as exc:
@@ -61,4 +74,5 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"Queued {len(report.stale)} documents for re-indexing"
                 + (f" and {len(added)} new ones for indexing" if added else "")
+                + (f"; deleted {len(report.deleted)} deleted upstream" if report.deleted else "")
             )

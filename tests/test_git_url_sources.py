@@ -1,0 +1,294 @@
+"""Code repositories added by their git URL through the API, the admin and MCP, cloned on a
+worker; what an outsider's address may reach; `stale` fetching a clone's remote. Real git
+throughout: bare repositories in tmp dirs, served by `git http-backend` on loopback."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import connections
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from indexing import git_sources
+from knowledge.models import Document, IngestJob
+from mcp_server import tools
+from tests.git_http import git_server
+
+pytestmark = pytest.mark.django_db
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        cwd=repo, check=True, capture_output=True, text=True,
+    ).stdout.strip()
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+@pytest.fixture
+def served(tmp_path: Path, settings) -> dict:
+    """A work tree `billing` and its bare copy at tmp/served/billing.git (pushed to by
+    the tests); clones go to tmp/clones."""
+    settings.GIT_CLONE_DIR = tmp_path / "clones"
+    work = tmp_path / "billing"
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    write(work, "src/invoice.py", "def compute_tax_total(lines):\n    return sum(lines)\n")
+    write(work, "src/legacy.py", "def old_rounding(x):\n    return round(x)\n")
+    write(work, "README.md", "# Billing\n\nRun `billing serve` to start the ledger.\n")
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "init")
+    bare = tmp_path / "served" / "billing.git"
+    bare.parent.mkdir()
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    return {"work": work, "bare": bare, "root": bare.parent}
+
+
+def push(served: dict) -> None:
+    git(served["work"], "add", "-A")
+    git(served["work"], "commit", "-q", "-m", "change")
+    git(served["work"], "push", "-q", str(served["bare"]), "HEAD:main")
+
+
+@pytest.fixture
+def api(user, workspace) -> APIClient:
+    """A member of the workspace (not staff), by token."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def paths_of(workspace) -> dict[str, Document]:
+    """The workspace's repository files by path (not the documents of failed clones)."""
+    return {d.metadata["path"]: d for d in Document.objects.filter(workspace=workspace)
+            if "path" in d.metadata}
+
+
+def test_the_api_clones_a_git_url_on_a_worker_and_answers_202_at_once(
+    api, workspace, served, settings, django_capture_on_commit_callbacks
+):
+    settings.URL_FETCH_ALLOW_PRIVATE = True  # the git server is on loopback
+    with git_server(served["root"]) as base:
+        url = f"{base}/billing.git"
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post("/api/documents", {"git_url": url}, format="json")
+            assert response.status_code == 202, response.content
+            body = response.json()
+            # Answered before any clone: the job's one document stands for the repository.
+            assert body["status"] == "running" and body["counts"]["PENDING"] == 1
+            [standing] = body["documents"]
+            assert standing["uri"] == f"git+{url}"
+            assert not (Path(settings.GIT_CLONE_DIR)).exists()
+            # One clone at a time per workspace: a second is a 409, nothing saved.
+            again = api.post("/api/documents", {"git_url": url}, format="json")
+            assert again.status_code == 409 and "being cloned" in again.json()["detail"]
+            assert IngestJob.objects.count() == 1
+        polled = api.get(response["Location"]).json()
+    assert polled["status"] == "done", polled
+    held = paths_of(workspace)
+    assert sorted(held) == ["README.md", "src/invoice.py", "src/legacy.py"]
+    assert {d.status for d in held.values()} == {Document.Status.INDEXED}
+    assert not Document.objects.filter(uri__startswith="git+").exists()
+    assert held["src/invoice.py"].metadata["git"]["remote"] == url
+    assert polled["total"] == 3 and polled["counts"]["INDEXED"] == 3
+    hits = api.get("/api/search", {"q": "compute_tax_total"}).json()["results"]
+    assert hits and hits[0]["document_id"] == held["src/invoice.py"].pk
+
+
+@pytest.mark.parametrize(("address", "said"), [
+    ("file:///etc", "for staff allowed to add documents"),
+    ("/srv/repos/billing", "not a repository's http(s) address"),
+    ("ext::sh -c touch% /tmp/pwned", "remote helpers"),
+    ("ssh://git@example.com/acme/billing.git", "not ssh://"),
+    ("git@example.com:acme/billing.git", "not a repository's http(s) address"),
+    ("git://example.com/acme/billing.git", "not git://"),
+    ("http://127.0.0.1:9/acme/billing.git", "private or reserved address"),
+    ("http://[::1]:9/acme/billing.git", "private or reserved address"),
+    ("http://169.254.169.254/latest.git", "private or reserved address"),
+])
+def test_the_api_refuses_a_git_url_reaching_local_paths_or_internal_hosts(
+    api, workspace, address, said, tmp_path, settings
+):
+    settings.GIT_CLONE_DIR = tmp_path / "clones"
+    response = api.post("/api/documents", {"git_url": address}, format="json")
+    assert response.status_code == 400, response.content
+    assert said in " ".join(response.json()["git_url"])
+    # A `url` only git speaks, or ending in .git, is judged as a repository too.
+    response = api.post("/api/documents", {"url": address}, format="json")
+    assert response.status_code == 400, response.content
+    assert not Document.objects.exists() and not IngestJob.objects.exists()
+    assert not (tmp_path / "clones").exists() and not Path("/tmp/pwned").exists()
+
+
+def test_a_failed_clone_fails_its_document_saying_why(
+    api, workspace, served, settings, django_capture_on_commit_callbacks
+):
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    with git_server(served["root"]) as base:
+        for address, said in [
+            (f"{base}/private/billing.git", "needs credentials"),
+            (f"{base}/nothing-here.git", "no repository at that address"),
+        ]:
+            with django_capture_on_commit_callbacks(execute=True):
+                response = api.post("/api/documents", {"git_url": address}, format="json")
+            assert response.status_code == 202, response.content
+            job = api.get(response["Location"]).json()
+            assert job["status"] == "done" and job["counts"]["FAILED"] == 1
+            [failed] = job["documents"]
+            assert failed["uri"] == f"git+{address}" and said in failed["last_error"]
+        settings.GIT_CLONE_MAX_BYTES = 2000
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post(
+                "/api/documents", {"git_url": f"{base}/billing.git"}, format="json"
+            )
+        [failed] = api.get(response["Location"]).json()["documents"]
+        assert "GIT_CLONE_MAX_BYTES" in failed["last_error"]
+        assert not any(p.is_file() for p in Path(settings.GIT_CLONE_DIR).rglob("*"))
+        # Re-indexing it (the bound lifted) clones it again, on the bulk queue.
+        settings.GIT_CLONE_MAX_BYTES = 10**9
+        with django_capture_on_commit_callbacks(execute=True):
+            again = api.post("/api/documents/reindex", {"document_ids": [failed["id"]]},
+                             format="json")
+        assert again.status_code in (200, 202), again.content
+    assert sorted(paths_of(workspace)) == ["README.md", "src/invoice.py", "src/legacy.py"]
+    assert not Document.objects.filter(pk=failed["id"]).exists()
+    assert Document.objects.filter(uri__startswith="git+").count() == 2  # the other two
+
+
+def test_mcp_and_the_admin_add_a_repository_by_its_git_url(
+    client, user, staff, workspace, served, settings, django_capture_on_commit_callbacks
+):
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    with git_server(served["root"]) as base:
+        url = f"{base}/billing.git"
+        with pytest.raises(tools.Refused, match="for staff allowed"):
+            tools.ingest(user, url=None, path=None, git_url=served["bare"].as_uri(),
+                         folder_id=None, workspace=None)
+        with django_capture_on_commit_callbacks(execute=True):
+            job = tools.ingest(user, url=None, path=None, git_url=url, folder_id=None,
+                               workspace=None)
+        assert job["documents"][0]["uri"] == f"git+{url}"
+        assert sorted(paths_of(workspace)) == ["README.md", "src/invoice.py", "src/legacy.py"]
+
+        client.force_login(staff)
+        refused = client.post(reverse("admin:knowledge_document_add_sources"),
+                              {"workspace": workspace.pk, "git_url": "ext::sh -c id"})
+        assert refused.status_code == 200
+        assert "remote helpers" in " ".join(refused.context["form"].errors["git_url"])
+        write(served["work"], "docs/setup.md", "# Setup\n\nInstall the ledger.\n")
+        push(served)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(reverse("admin:knowledge_document_add_sources"),
+                                   {"workspace": workspace.pk, "git_url": url})
+    assert response.status_code == 302
+    job = IngestJob.objects.latest("pk")
+    assert response["Location"] == reverse("admin:knowledge_ingestjob_change", args=[job.pk])
+    held = paths_of(workspace)
+    assert sorted(held) == ["README.md", "docs/setup.md", "src/invoice.py", "src/legacy.py"]
+    assert held["docs/setup.md"].status == Document.Status.INDEXED
+
+
+def test_stale_fetches_a_cloned_repository_and_reindex_applies_its_changes(
+    workspace, served, settings, capsys, user, django_capture_on_commit_callbacks
+):
+    call_command("ingest", served["bare"].as_uri(), workspace=workspace.slug, inline=True)
+    before = paths_of(workspace)
+    assert sorted(before) == ["README.md", "src/invoice.py", "src/legacy.py"]
+    capsys.readouterr()
+
+    call_command("stale", workspace=workspace.slug)
+    assert "0 stale" in capsys.readouterr().out  # nothing changed upstream
+
+    write(served["work"], "src/invoice.py", "def compute_tax_total(lines):\n    return 42\n")
+    (served["work"] / "src" / "legacy.py").unlink()
+    write(served["work"], "src/refund.py", "def issue_refund(order):\n    return order\n")
+    push(served)
+    call_command("stale", workspace=workspace.slug)
+    out = capsys.readouterr().out
+    invoice, legacy = before["src/invoice.py"], before["src/legacy.py"]
+    assert f"STALE       {invoice.uri}" in out
+    assert f"DELETED     {legacy.uri}" in out
+    assert "NEW" in out and "src/refund.py" in out
+    assert "FETCHED" in out and "1 deleted upstream" in out
+    legacy.refresh_from_db()
+    assert legacy.status == Document.Status.STALE and "upstream" in legacy.last_error
+
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("stale", workspace=workspace.slug, reindex=True)
+    held = paths_of(workspace)
+    assert sorted(held) == ["README.md", "src/invoice.py", "src/refund.py"]
+    assert "return 42" in held["src/invoice.py"].text
+    head = git(served["work"], "rev-parse", "HEAD")
+    assert held["src/invoice.py"].metadata["git"]["commit"] == head
+    assert held["src/refund.py"].status == Document.Status.INDEXED
+
+    # MCP's check (an outsider's) fetches by the outsider's rules: loopback refused…
+    write(served["work"], "README.md", "# Billing\n\nRun `billing serve --port 80`.\n")
+    push(served)
+    checked = tools.stale(user, check=True, workspace=None)
+    assert "INGEST_SERVER_ROOTS" in checked["not_fetched"][0]["error"]
+    assert checked["stale"] == []
+
+
+def test_mcp_stale_check_fetches_a_repository_added_by_its_http_url(
+    user, workspace, served, settings, django_capture_on_commit_callbacks
+):
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    with git_server(served["root"]) as base:
+        with django_capture_on_commit_callbacks(execute=True):
+            tools.ingest(user, url=None, path=None, git_url=f"{base}/billing.git",
+                         folder_id=None, workspace=None)
+        before = paths_of(workspace)
+        (served["work"] / "src" / "legacy.py").unlink()
+        write(served["work"], "README.md", "# Billing\n\nRun `billing serve --port 80`.\n")
+        push(served)
+        checked = tools.stale(user, check=True, workspace=None)
+    assert [d["id"] for d in checked["stale"]] == [before["README.md"].pk]
+    assert [d["id"] for d in checked["deleted"]] == [before["src/legacy.py"].pk]
+    assert checked["not_fetched"] == []
+    settings.URL_FETCH_ALLOW_PRIVATE = False  # the host policy holds for the fetch too
+    checked = tools.stale(user, check=True, workspace=None)
+    assert "private or reserved address" in checked["not_fetched"][0]["error"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ingest_clones_outside_any_database_transaction(workspace, served, settings):
+    """A clone takes minutes: no connection may sit idle in a transaction meanwhile."""
+    seen: list[int] = []
+
+    def idle_in_transaction(path: str) -> None:
+        with connections["default"].cursor() as cursor:  # this server thread's own
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%%' AND pid <> pg_backend_pid()"
+            )
+            seen.append(cursor.fetchone()[0])
+        connections["default"].close()
+
+    with git_server(served["root"], on_request=idle_in_transaction) as base:
+        call_command("ingest", f"{base}/billing.git", workspace=workspace.slug, inline=True)
+    assert seen and set(seen) == {0}, seen
+    assert sorted(paths_of(workspace)) == ["README.md", "src/invoice.py", "src/legacy.py"]
+
+
+def test_check_git_url_is_the_one_policy(user, staff, tmp_path, settings):
+    settings.INGEST_SERVER_ROOTS = [str(tmp_path)]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    # Staff may clone a repository under INGEST_SERVER_ROOTS by file://; nobody else, and
+    # nothing outside them.
+    assert git_sources.check_git_url(url=repo.as_uri(), user=staff).protocols == "file"
+    with pytest.raises(git_sources.sources.SourceRefused, match="INGEST_SERVER_ROOTS"):
+        git_sources.check_git_url(url="file:///etc", user=staff)
+    access = git_sources.check_git_url(url="https://93.184.216.34/acme/billing.git", user=user)
+    assert access.protocols == "https" and "http.followRedirects=false" in access.config
