@@ -2,8 +2,9 @@
 HTTP, which shallow clones need) behind a threaded http.server.
 
 Bare repositories under `root` are served at /<name>.git; a path under /private/ answers
-401 (a repository needing credentials); `on_request` (if set) is called with each
-request's path before it is answered.
+401 (a repository needing credentials), one under /moved/ a redirect to the same path
+without it; `on_request` (if set) is called with each request's path before it is
+answered.
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ def git_http_handler(
             if path.startswith("/private/"):
                 self.send_response(401)
                 self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if path.startswith("/moved/"):
+                self.send_response(301)
+                self.send_header("Location", self.path.removeprefix("/moved"))
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return

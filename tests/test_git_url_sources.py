@@ -14,7 +14,6 @@ from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from indexing import git_sources
 from knowledge.models import Document, IngestJob
 from mcp_server import tools
 from tests.git_http import git_server
@@ -282,6 +281,8 @@ def test_ingest_clones_outside_any_database_transaction(workspace, served, setti
 
 
 def test_check_git_url_is_the_one_policy(user, staff, tmp_path, settings):
+    from indexing import git_sources
+
     settings.INGEST_SERVER_ROOTS = [str(tmp_path)]
     repo = tmp_path / "repo"
     repo.mkdir()
@@ -292,3 +293,27 @@ def test_check_git_url_is_the_one_policy(user, staff, tmp_path, settings):
         git_sources.check_git_url(url="file:///etc", user=staff)
     access = git_sources.check_git_url(url="https://93.184.216.34/acme/billing.git", user=user)
     assert access.protocols == "https" and "http.followRedirects=false" in access.config
+
+
+def test_an_outsiders_clone_goes_to_the_checked_address_only(tmp_path, served):
+    """git connects to the addresses the policy checked (not to what its own DNS lookup
+    would say) and follows no redirect."""
+    from indexing.loaders.git_clone import RepositoryError, check_remote, clone
+
+    with git_server(served["root"]) as base:
+        port = base.rsplit(":", 1)[1]
+        # A name no DNS knows, checked as resolving to the loopback server: git reaches it.
+        access = check_remote(
+            f"http://git.verity.invalid:{port}/billing.git", allow_private=True,
+            resolve=lambda host, port: ["127.0.0.1"],
+        )
+        cloned = clone(f"http://git.verity.invalid:{port}/billing.git", tmp_path / "a",
+                       timeout=30, max_bytes=10**8, access=access)
+        assert (cloned / "src" / "invoice.py").is_file()
+        moved = f"{base}/moved/billing.git"
+        access = check_remote(moved, allow_private=True)
+        with pytest.raises(RepositoryError, match="redirects are not followed"):
+            clone(moved, tmp_path / "b", timeout=30, max_bytes=10**8, access=access)
+    with pytest.raises(RepositoryError, match="private or reserved"):
+        check_remote("http://git.verity.invalid/billing.git", allow_private=False,
+                     resolve=lambda host, port: ["93.184.216.34", "10.0.0.7"])

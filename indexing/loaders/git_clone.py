@@ -243,7 +243,7 @@ def _hint(said: str) -> str:
         )
     if "not found" in lowered or "does not appear to be a git repository" in lowered:
         return " (no repository at that address)"
-    if "redirect" in lowered:
+    if "redirect" in lowered or re.search(r"returned error: 30[1278]\b", lowered):
         return " (redirects are not followed: give the address it redirects to)"
     return ""
 
