@@ -49,10 +49,13 @@ class CloneInProgress(sources.SourceRefused):
 
 
 def is_git_address(url: str) -> bool:
-    """Whether a `url` given to the API, the admin or MCP names a repository to clone
-    rather than a web page: an address only git speaks (ssh://, git://, file://,
-    user@host:path, `transport::address`) or an http(s) one ending in `.git`."""
+    """Whether a `url` given to the API or MCP names a repository to clone rather than a
+    web page: an address only git speaks (ssh://, git://, user@host:path,
+    `transport::address`) or an http(s) one ending in `.git`. Not file://: as a `url`
+    it is a file, refused as the web fetcher refuses it (a `git_url` may be one)."""
     url = url.strip()
+    if url.lower().startswith("file://"):
+        return False
     return is_git_url(url) or "::" in url.split("/", 1)[0]
 
 
