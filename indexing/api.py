@@ -106,7 +106,7 @@ def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
     },
 ))
 class DocumentListView(KnownListParameters, generics.ListAPIView):
-    """List the workspace's documents; POST adds files or a URL to it.
+    """List the workspace's documents; POST adds files, a URL or a code repository (git_url).
 
     Any member of the workspace may add sources to it (the admin's *Add sources*
     is for staff, in the workspaces they are members of).

@@ -390,7 +390,7 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
         report, refused = sources.check_freshness(documents=documents)
     except sources.SourceRefused as exc:
         raise Refused(str(exc)) from exc
-    return {
+    checked: dict[str, Any] = {
         "checked": True,
         "stale": [summary(d) for d in report.stale],
         "outdated": len(report.outdated),  # of the stale: indexed by older indexing code
@@ -402,9 +402,13 @@ def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
         # Files added to its repositories since they were ingested: `ingest` of the
         # repository's path adds them (reindex takes documents, which they are not yet).
         "new": [{"uri": item.uri, "repository": item.repo_root} for item in report.new],
-        # Of repositories ingested by their git URL (fetched now): files deleted upstream
-        # (delete them, or `manage.py stale --reindex` does), and clones not fetched.
-        "deleted": [summary(d) for d in report.deleted],
-        "not_fetched": [{"repository": root, "error": error}
-                        for root, error in report.unfetched.items()],
     }
+    # Of repositories ingested by their git URL (fetched now), when there are any: files
+    # deleted upstream (delete them, or `manage.py stale --reindex` does), and clones
+    # that could not be fetched (compared as they were).
+    if report.deleted:
+        checked["deleted"] = [summary(d) for d in report.deleted]
+    if report.unfetched:
+        checked["not_fetched"] = [{"repository": root, "error": error}
+                                  for root, error in report.unfetched.items()]
+    return checked
