@@ -109,6 +109,9 @@ class AnswerFeedbackAdmin(MemberScoped, admin.ModelAdmin):
     def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
+        return False  # a user's word on an answer is theirs to withdraw (the API's DELETE)
+
     @admin.display(description="verdict", ordering="rating")
     def verdict(self, obj: AnswerFeedback) -> str:
         return obj.get_rating_display()

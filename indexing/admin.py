@@ -251,6 +251,10 @@ class SameWorkspaceForm(forms.ModelForm):
                 related.workspace_id != workspace.pk
             ):
                 self.add_error(name, "Choose a folder of the same workspace.")
+        if isinstance(self.instance, Folder) and "name" in data:
+            # The API's rules: a folder "a/b" beside folder b in a would share its path.
+            if problem := sources.folder_name_problem(data["name"]):
+                self.add_error("name", problem)
         parent = data.get("parent")
         if (
             parent is not None

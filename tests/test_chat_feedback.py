@@ -187,6 +187,11 @@ def test_the_admin_lists_rated_answers_of_the_workspaces_a_curator_curates(
     # Who rated it is named, not linked to the user admin this curator cannot open.
     assert row.user.get_username() in detail.content.decode()
     assert "/admin/auth/user/" not in detail.content.decode()
+    # Nor deleted here, even by a curator holding the permission: it is the user's.
+    curator.user_permissions.add(Permission.objects.get(codename="delete_answerfeedback"))
+    delete = reverse("admin:chat_answerfeedback_delete", args=[row.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    assert AnswerFeedback.objects.filter(pk=row.pk).exists()
     hidden = AnswerFeedback.objects.get(message=other_answer)
     assert client.get(
         reverse("admin:chat_answerfeedback_change", args=[hidden.pk])

@@ -10,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils.html import escape
 from rest_framework.authtoken.models import Token
 
 from indexing import pipeline, sources
@@ -526,3 +527,14 @@ def test_chunks_are_not_deleted_one_by_one_even_with_the_permission(client, work
     client.post(reverse("admin:knowledge_chunk_changelist"),
                 {"action": "delete_selected", "_selected_action": [chunk.pk], "post": "yes"})
     assert theirs.chunks.filter(pk=chunk.pk).exists()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", "."])
+def test_the_admin_refuses_a_folder_name_the_api_refuses(curator, workspace, name):
+    # A top-level "a/b" would share its path with folder b inside a.
+    response = curator.post(
+        reverse("admin:knowledge_folder_add"), {"name": name, "workspace": workspace.pk}
+    )
+    assert response.status_code == 200
+    assert escape(sources.folder_name_problem(name)) in response.content.decode()
+    assert not Folder.objects.filter(name=name).exists()
