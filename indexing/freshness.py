@@ -16,6 +16,7 @@ from indexing.loaders.repo import RepoFile, RepositoryError, RepoWalk, git_entry
 from indexing.pipeline import REPEATED_BLOCKS_KEY, SourceBytes, parse_source, read_source
 from indexing.signature import indexer_signature
 from indexing.types import IngestError, file_path
+from knowledge import selectors
 from knowledge.models import Document
 
 # Document.metadata keys of a repository's file: its top level, its path from there, and
@@ -57,6 +58,8 @@ class FreshnessReport:
     # and those that could not be ({top level: why}: compared as they were).
     fetched: dict[str, Fetched] = field(default_factory=dict)
     unfetched: dict[str, str] = field(default_factory=dict)
+    # Documents waiting for a worker or being indexed: not checked (being read anyway).
+    waiting: int = 0
 
 
 # How the clone of an outsider's check may reach its remote (indexing.git_sources): a
@@ -80,6 +83,7 @@ def mark_stale(
     report = FreshnessReport()
     signature = indexer_signature()
     candidates = documents.filter(status__in=[Document.Status.INDEXED, Document.Status.STALE])
+    report.waiting = documents.filter(status__in=selectors.ACTIVE_STATUSES).count()
     clones = clone_roots(documents=candidates)
     report.fetched, report.unfetched = fetch_clones(roots=clones, remote_access=remote_access)
     for document in candidates.iterator():

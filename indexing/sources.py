@@ -733,9 +733,9 @@ def requeue_unfinished(
 
 
 # How a cancelled document's last_error begins: it is FAILED (the admin's FAILED filter,
-# the retry list, shows it; re-indexing queues it again), and `ingest` counts it apart
-# from the documents that failed.
-CANCELLED = "Cancelled with ingest job"
+# the retry list, shows it; re-indexing queues it again), and a job's progress counts it
+# apart from the documents that failed.
+CANCELLED = selectors.CANCELLED_NOTE
 
 
 @transaction.atomic

@@ -314,13 +314,20 @@ def folder_with_path(*, workspace: Workspace, folder_id: int) -> Folder:
 
 
 ACTIVE_STATUSES = (Document.Status.PENDING, Document.Status.INDEXING)
+# How the last_error of a document cancelled with its job begins (indexing.sources.
+# cancel_job): it is FAILED, to be re-indexed like a failure, but no failure was had.
+CANCELLED_NOTE = "Cancelled with ingest job"
+# A job's documents so cancelled, counted apart from the FAILED ones (JobProgress.counts).
+CANCELLED = "CANCELLED"
 
 
 @dataclass(frozen=True)
 class JobProgress:
     """Where a job's documents stand. Finished: none is waiting or being indexed."""
 
-    counts: dict[str, int]  # documents per status, every status present
+    # Documents per status, every status present, and CANCELLED: those of the FAILED
+    # cancelled with the job (not counted FAILED: a user's own cancel is no failure).
+    counts: dict[str, int]
     unchanged: int = 0  # INDEXED documents whose source had not changed (nothing done)
     chunks: int = 0  # chunks of the documents indexed (not of the unchanged ones)
     embedded: int = 0  # of those, chunks embedded (the rest reused their vectors)
@@ -354,6 +361,8 @@ class JobProgress:
         parts = [f"{self.unchanged} unchanged"] if self.unchanged else []
         parts.append(f"{self.indexed} indexed")
         parts.append(f"{self.counts[Document.Status.FAILED]} failed")
+        if self.counts[CANCELLED]:
+            parts.append(f"{self.counts[CANCELLED]} cancelled")
         if self.indexed:
             parts.append(f"{self.embedded} of {self.chunks} chunks embedded")
         if self.counts[Document.Status.PENDING]:
@@ -383,15 +392,22 @@ def jobs_progress(*, job_ids: Iterable[int]) -> dict[int, JobProgress]:
             n_chunks=Sum("chunk_count", filter=Q(unchanged=False)),
             n_embedded=Sum("chunks_embedded"),
             percent_sum=Sum("progress"),
+            n_cancelled=Count(
+                "pk", filter=Q(status=Document.Status.FAILED,
+                               last_error__startswith=CANCELLED_NOTE),
+            ),
         )
         .order_by()
     )
     found: dict[int, dict] = {
-        pk: {"counts": dict.fromkeys(Document.Status.values, 0)} for pk in job_ids
+        pk: {"counts": dict.fromkeys([*Document.Status.values, CANCELLED], 0)}
+        for pk in job_ids
     }
-    for job_id, status, n, status_unchanged, status_chunks, status_embedded, percent in rows:
+    for (job_id, status, n, status_unchanged, status_chunks, status_embedded, percent,
+         cancelled) in rows:
         job = found[job_id]
-        job["counts"][status] = n
+        job["counts"][status] = n - cancelled
+        job["counts"][CANCELLED] += cancelled
         if status == Document.Status.INDEXED:
             job["unchanged"], job["chunks"] = status_unchanged, status_chunks or 0
             job["embedded"] = status_embedded or 0

@@ -286,7 +286,8 @@ class IngestJobSerializer(serializers.ModelSerializer):
     )
     total = serializers.SerializerMethodField()
     counts = serializers.SerializerMethodField(
-        help_text="documents per status (PENDING: waiting in queue for a worker)"
+        help_text="documents per status (PENDING: waiting in queue for a worker), and "
+        "CANCELLED: those cancelled with the job before a worker took them (not FAILED)"
     )
     unchanged = serializers.SerializerMethodField(
         help_text="INDEXED documents whose source had not changed: nothing was done"

@@ -273,6 +273,17 @@ def test_stale_with_an_unknown_workspace_is_an_error(workspace):
         call_command("stale", workspace="acmee")
 
 
+def test_stale_counts_the_documents_it_did_not_check(workspace, tmp_path, capsys):
+    # Waiting for a worker (its task lost with a killed one): in no count, it read as if
+    # the workspace had been checked whole.
+    (tmp_path / "a.md").write_text("# A\n\nThe slipway is closed on Sundays.\n")
+    sources.add_path(workspace=workspace, path=tmp_path / "a.md")  # not queued
+    call_command("stale", workspace=workspace.slug)
+    assert capsys.readouterr().out.strip().endswith(
+        "; 1 not checked (waiting for a worker or being indexed)"
+    )
+
+
 @pytest.mark.parametrize("question", ["", "   "])
 def test_ask_refuses_an_empty_question(workspace, question):
     with pytest.raises(CommandError, match="question is empty"):

@@ -48,7 +48,10 @@ def test_cancel_stops_the_waiting_documents_and_their_queued_tasks_do_nothing(
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["cancelled_at"] and body["status"] == "done"
-    assert body["counts"]["FAILED"] == 2 and body["counts"]["PENDING"] == 0
+    # A user's own cancel is no failure: the counts and the summary say cancelled.
+    assert body["counts"]["CANCELLED"] == 2 and body["counts"]["FAILED"] == 0
+    assert body["counts"]["PENDING"] == 0 and body["total"] == 2
+    assert body["summary"] == "0 indexed, 0 failed, 2 cancelled"
     assert all(d["last_error"].startswith(f"Cancelled with ingest job {job['id']}")
                for d in body["documents"])
 

@@ -270,7 +270,7 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     assert body["documents"] == [{"id": document.pk, "status": "PENDING", "last_error": ""}]
     assert Document.objects.get(pk=document.pk).status == Document.Status.PENDING
     ok, body = results["cancel"]
-    assert ok and body["cancelled_at"] and body["counts"]["FAILED"] == 1, body
+    assert ok and body["cancelled_at"] and body["counts"]["CANCELLED"] == 1, body
     assert body["documents"][0]["last_error"].startswith(f"Cancelled with ingest job {job['id']}")
     assert results["cancel_missing"] == (False, f"No ingest job {job['id'] + 1} in this workspace")
 

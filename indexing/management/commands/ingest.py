@@ -353,14 +353,14 @@ class Command(BaseCommand):
         its failures as they happen, not only in the summary."""
         failed = (
             job.documents.filter(status=Document.Status.FAILED)
+            # Those cancelled with the job are counted in the summary: no failure.
+            .exclude(last_error__startswith=sources.CANCELLED)
             .exclude(pk__in=reported)
             .order_by("pk")
             .only("pk", "uri", "last_error")
         )
         for document in failed:
             reported.add(document.pk)
-            if document.last_error.startswith(sources.CANCELLED):
-                continue  # counted in the summary, not a failure
             with tqdm.external_write_mode():  # above the progress bar, not through it
                 self.stdout.write(
                     self.style.ERROR(f"FAILED {document.uri}: {document.last_error}")
@@ -370,25 +370,16 @@ class Command(BaseCommand):
         """Print what the job did; return how many of its documents failed (those
         cancelled with the job, `cancel_job`, are counted apart: no failure)."""
         progress = selectors.job_progress(job=job)
+        self.stdout.write(f"Done in {elapsed:.1f}s: {progress.summary()}")
         failed = job.documents.filter(status=Document.Status.FAILED)
-        cancelled = failed.filter(last_error__startswith=sources.CANCELLED).count()
-        summary = progress.summary()
-        if cancelled:
-            real = progress.counts[Document.Status.FAILED] - cancelled
-            summary = summary.replace(
-                f"{progress.counts[Document.Status.FAILED]} failed",
-                f"{real} failed, {cancelled} cancelled", 1,
-            )
-        self.stdout.write(f"Done in {elapsed:.1f}s: {summary}")
-        failed = failed.exclude(last_error__startswith=sources.CANCELLED)
-        for document in failed.order_by("pk"):
+        for document in failed.exclude(last_error__startswith=sources.CANCELLED).order_by("pk"):
             self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))
-        if cancelled:
+        if cancelled := progress.counts[selectors.CANCELLED]:
             self.stdout.write(
                 f"Job {job.pk} was cancelled: {cancelled} documents were not indexed "
                 "(re-index them to index them)"
             )
-        return progress.counts[Document.Status.FAILED] - cancelled
+        return progress.counts[Document.Status.FAILED]
 
 
 def _is_url(location: str) -> bool:

@@ -56,6 +56,8 @@ class Command(BaseCommand):
             f"{len(report.stale)} stale ({len(outdated)} of them outdated), "
             f"{len(report.fresh)} unchanged, {len(report.unreachable)} unreachable, "
             f"{len(report.new)} new in repositories, {len(report.deleted)} deleted upstream"
+            + (f"; {report.waiting} not checked (waiting for a worker or being indexed)"
+               if report.waiting else "")
         )
         if options["reindex"] and (report.stale or report.new or report.deleted):
             try:
