@@ -48,8 +48,8 @@ def requeue_stranded_documents(sender=None, **kwargs) -> None:
             left_by=getattr(sender, "hostname", "") or "",
             left_before=STARTED,  # not those this run has taken already
         )
-        # A workspace deleted while the broker was down, or whose deleting worker
-        # stopped: still hidden, its rows still there.
+        # A workspace or large folder deleted while the broker was down, or whose
+        # deleting worker stopped: still hidden, its rows still there.
         resume_deletions(older_than=older_than)
     except Exception:  # a worker that cannot sweep must still serve its queue
         logger.exception("Could not re-queue unfinished documents at worker start")

@@ -778,7 +778,11 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         except ValueError as exc:
             self.message_user(request, str(exc), messages.ERROR)
             return None
-        self.message_user(request, f"Queued {len(documents)} documents for indexing.")
+        unchanged = sum(1 for d in documents if d.unchanged)
+        message = f"Queued {len(documents) - unchanged} documents for indexing"
+        # Server files unchanged since they were indexed: settled at once, no task.
+        self.message_user(request, f"{message}; {unchanged} unchanged." if unchanged
+                          else f"{message}.")
         return job
 
     def _register_repository(self, request: HttpRequest, data: dict) -> IngestJob | None:

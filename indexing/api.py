@@ -186,14 +186,17 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
             if problem := sources.url_problem(url):
                 raise ValidationError({"url": [problem]})
         names = [f.name for f in data["files"]] + urls
-        job, _documents = sources.register_job(
-            workspace=workspace,
-            uploads=data["files"],
-            urls=urls,
-            folder=folder,
-            created_by=request.user,
-            description="API: " + ", ".join(names),
-        )
+        try:
+            job, _documents = sources.register_job(
+                workspace=workspace,
+                uploads=data["files"],
+                urls=urls,
+                folder=folder,
+                created_by=request.user,
+                description="API: " + ", ".join(names),
+            )
+        except sources.DeletedMeanwhile as exc:
+            raise NotFound(str(exc)) from exc
         job = selectors.jobs_in(workspace=workspace).get(pk=job.pk)
         body = IngestJobSerializer(
             job, context={"workspace": workspace, "request": request}
@@ -472,17 +475,17 @@ class FolderDetailView(APIView):
         summary="Delete a folder with its subfolders and their documents",
         description=(
             "At most 200 documents in it (with its subfolders): deleted at once, a 204. "
-            "More: a worker deletes them in batches, then the folder, and the answer is a "
-            "202 whose `url` (and Location) is the folder's: a 404 once it is gone. "
-            "Meanwhile its documents go a batch at a time, and what is added to it goes "
-            "with it."
+            "More: the answer is a 202 whose `url` (and Location) is the folder's, a 404 "
+            "at once: the folder, its subfolders and their documents are hidden from every "
+            "list, lookup and search while a worker deletes them in batches, and its name "
+            "is free for a new folder."
         ),
         responses={
             204: None,
             202: inline_serializer("FolderDeletion", {
                 "detail": serializers.CharField(),
                 "documents": serializers.IntegerField(help_text="documents it held"),
-                "url": serializers.URLField(help_text="the folder: GET it until it is a 404"),
+                "url": serializers.URLField(help_text="the folder's: a 404 already"),
             }),
             400: REFUSED,
             404: not_found("unknown workspace or folder"),
@@ -498,9 +501,9 @@ class FolderDetailView(APIView):
         url = api_url("api-folder", pk, workspace, request)
         return Response(
             {
-                "detail": f"The folder holds {deletion.documents:,} documents: a worker "
-                          "deletes them in batches, then the folder. GET its url until it "
-                          "is a 404.",
+                "detail": f"The folder holds {deletion.documents:,} documents: it is gone "
+                          "from every list and search now, and a worker deletes them in "
+                          "batches, then the folder.",
                 "documents": deletion.documents,
                 "url": url,
             },

@@ -2,12 +2,15 @@
 
 A large corpus takes a while to delete (2,500 documents: 7-8 s): too long for a request.
 The workspace is hidden in the request (knowledge.services.workspace_hide) and a task
-deletes its rows in batches, then the cached vectors no remaining chunk uses.
+deletes its rows in batches, then the cached vectors no remaining chunk uses. A large
+folder is deleted the same way (indexing.sources.delete_folder), and a lost deletion of
+either is sent again by `resume_deletions`.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -15,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from indexing import embedding_cache
+from indexing import embedding_cache, sources
 from knowledge.models import Workspace
 from knowledge.services import workspace_delete, workspace_hide
 
@@ -56,10 +59,29 @@ def purge_workspace(*, workspace_id: int) -> int:
     return embedding_cache.prune_unused(created_before=started)
 
 
-def resume_deletions(*, older_than: timedelta) -> int:
-    """Send again the deletion of workspaces hidden longer than `older_than` and still
-    there (a broker down when they were deleted, a worker stopped during it); how many."""
+def purge_folder(*, folder_id: int) -> int:
+    """Delete a hidden folder's documents, then the folders, then the cached vectors no
+    chunk uses any more (as for a workspace); how many documents went."""
+    started = timezone.now()
+    deleted = sources.purge_folder(folder_id=folder_id)
+    embedding_cache.prune_unused(created_before=started)
+    return deleted
+
+
+@dataclass(frozen=True)
+class Resumed:
+    workspaces: int
+    folders: int
+
+
+def resume_deletions(*, older_than: timedelta) -> Resumed:
+    """Send again the deletion of workspaces and large folders hidden longer than
+    `older_than` and still there (a broker down when they were deleted, a worker stopped
+    during it); how many of each."""
     waiting = Workspace.all_objects.filter(
         deleting_since__lt=timezone.now() - older_than
     ).values_list("pk", flat=True)
-    return sum(_send(pk) for pk in waiting)
+    return Resumed(
+        workspaces=sum(_send(pk) for pk in waiting),
+        folders=sources.resume_folder_deletions(older_than=older_than),
+    )

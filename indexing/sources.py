@@ -57,7 +57,7 @@ from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
 from knowledge.forges import without_credentials
 from knowledge.models import Document, Folder, IngestJob, Workspace
-from knowledge.services import DELETE_BATCH, delete_in_batches
+from knowledge.services import DELETE_BATCH, delete_in_batches, folder_hide
 from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
@@ -69,6 +69,11 @@ SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "ven
 
 class SourceRefused(ValueError):
     """A source an outsider may not add (a server path outside INGEST_SERVER_ROOTS, …)."""
+
+
+class DeletedMeanwhile(SourceRefused):
+    """The workspace or folder sources were added to was deleted since the request found
+    it: nothing was added (the API answers 404)."""
 
 
 def server_roots() -> list[Path]:
@@ -933,7 +938,9 @@ def register_job(
     created_by=None,
     description: str = "",
 ) -> tuple[IngestJob, list[Document]]:
-    """One IngestJob for a batch of uploads, URLs, server files and a repository, queued at once.
+    """One IngestJob for a batch of uploads, URLs, server files and a repository, queued at
+    once; server files unchanged since they were indexed are settled here, unqueued
+    (settle_unchanged, as for `manage.py ingest`).
 
     The broker is checked before anything is written, so an outage leaves no
     upload file behind either; `enqueue` checks it again inside the transaction,
@@ -949,8 +956,19 @@ def register_job(
     # One document per page: the same page twice (a fragment, tracking parameters) is one.
     uploads, urls = list(uploads), list(dict.fromkeys(web_source_url(u) for u in urls))
     with transaction.atomic():
-        # One registration at a time per workspace: two cannot both pass the quota.
-        Workspace.objects.select_for_update().only("pk").get(pk=workspace.pk)
+        # One registration at a time per workspace: two cannot both pass the quota. The
+        # lock also orders it with a deletion of the workspace or of a large folder (each
+        # hides it under this lock): one deleted first is refused here, not a 500; one
+        # deleted after takes these documents with it.
+        locked = Workspace.objects.select_for_update().only("pk").filter(pk=workspace.pk)
+        if locked.first() is None:
+            raise DeletedMeanwhile(
+                f"The workspace {workspace.slug!r} was deleted; nothing was added."
+            )
+        if folder is not None and not Folder.objects.filter(pk=folder.pk).exists():
+            raise DeletedMeanwhile(
+                f"The folder {folder.name!r} was deleted; nothing was added."
+            )
         if folder_path:
             folder = folder_for_path(workspace=workspace, path=folder_path)
         # A source the workspace holds is replaced, not added: no new document, and an
@@ -986,7 +1004,10 @@ def register_job(
                 workspace=workspace, new_documents=after.documents - before.documents,
                 usage=before,
             )
-        enqueue(documents)
+        # As `manage.py ingest` does: a server file unchanged since it was indexed is
+        # INDEXED again here, counted unchanged, and no task is sent for it.
+        settled = settle_unchanged(documents=documents)
+        enqueue([d for d in documents if d.pk not in settled])
     return job, documents
 
 
@@ -1046,21 +1067,30 @@ def delete_folder(*, folder: Folder) -> FolderDeletion:
     most FOLDER_DELETE_IN_REQUEST documents, else by a task once this is committed
     (`queued`), which deletes them in batches, then the folders.
 
-    Until the task is done the folder is still there, its documents going a batch at a
-    time; what is added to it meanwhile goes with it. BrokerUnavailable (nothing deleted)
-    when the broker does not answer; should it fail between that check and the send, the
-    folder stays as it was, to be deleted again.
+    A folder left to the task is hidden first (knowledge.services.folder_hide), with its
+    subfolders and documents, as a deleted workspace is: gone from every list, search
+    and lookup at once, its name free beside it. BrokerUnavailable (nothing deleted)
+    when the broker does not answer; should it fail between that check and the send,
+    the folder stays hidden and a worker starting (or `manage.py requeue`) sends its
+    deletion again (`resume_folder_deletions`).
     """
     held = selectors.documents_under(folder=folder).count()
-    if held <= FOLDER_DELETE_IN_REQUEST:
-        _delete_folder_now(folder)
-        return FolderDeletion(queued=False, documents=held)
-    check_broker()
-    transaction.on_commit(lambda: _send_folder_deletion(folder.pk))
+    if held > FOLDER_DELETE_IN_REQUEST:
+        check_broker()
+    with transaction.atomic():
+        # Under the workspace's row lock, as a registration (register_job) takes it: one
+        # adding to this folder either finishes first, its documents deleted with the
+        # rest, or finds the folder gone; never documents of a folder deleted meanwhile.
+        Workspace.all_objects.select_for_update().filter(pk=folder.workspace_id).first()
+        if held <= FOLDER_DELETE_IN_REQUEST:
+            _delete_folder_now(folder)
+            return FolderDeletion(queued=False, documents=held)
+        folder_hide(folder=folder)
+        transaction.on_commit(lambda: _send_folder_deletion(folder.pk))
     return FolderDeletion(queued=True, documents=held)
 
 
-def _send_folder_deletion(folder_id: int) -> None:
+def _send_folder_deletion(folder_id: int) -> bool:
     from indexing.tasks import delete_folder_task
 
     try:
@@ -1068,15 +1098,28 @@ def _send_folder_deletion(folder_id: int) -> None:
         # the small uploads the default queue's worker is there for.
         delete_folder_task.apply_async((folder_id,), queue=settings.CELERY_BULK_QUEUE)
     except KombuOperationalError as exc:
-        logger.warning("Broker unavailable; folder %s is not deleted: %s", folder_id, exc)
+        logger.warning("Broker unavailable; folder %s is deleted later: %s", folder_id, exc)
+        return False
+    return True
+
+
+def resume_folder_deletions(*, older_than: timedelta) -> int:
+    """Send again the deletion of folders hidden longer than `older_than` and still there
+    (a broker down when they were deleted, a worker stopped during it); how many. Only
+    the folder deleted, not each subfolder hidden with it: its task takes them all."""
+    waiting = Folder.all_objects.filter(
+        Q(parent=None) | Q(parent__deleting_since=None),
+        deleting_since__lt=timezone.now() - older_than,
+    ).values_list("pk", flat=True)
+    return sum(_send_folder_deletion(pk) for pk in waiting)
 
 
 def purge_folder(*, folder_id: int, batch: int = DELETE_BATCH) -> int:
-    """The task's part of `delete_folder`: the folder's documents deleted `batch` at a
-    time, each batch committed, then the folder with its subfolders (and anything added
-    to them meanwhile); how many documents went. A folder already gone is nothing to do,
-    and one interrupted is taken up where it stopped."""
-    folder = Folder.objects.filter(pk=folder_id).first()
+    """The task's part of `delete_folder`: the hidden folder's documents deleted `batch`
+    at a time, each batch committed, then the folder with its subfolders (and anything
+    registered into them as they were hidden); how many documents went. A folder
+    already gone is nothing to do, and one interrupted is taken up where it stopped."""
+    folder = Folder.all_objects.filter(pk=folder_id).first()
     if folder is None:
         return 0
     workspace_id = folder.workspace_id
@@ -1085,7 +1128,7 @@ def purge_folder(*, folder_id: int, batch: int = DELETE_BATCH) -> int:
         after_each=lambda: _send_held_after_delete(workspace_id),
     )
     # Again, with its subfolders as they are now: anything added meanwhile goes too.
-    if (folder := Folder.objects.filter(pk=folder_id).first()) is not None:
+    if (folder := Folder.all_objects.filter(pk=folder_id).first()) is not None:
         _delete_folder_now(folder)
     return deleted
 

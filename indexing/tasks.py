@@ -160,5 +160,6 @@ def delete_workspace_task(workspace_id: int) -> int:
     max_retries=None,  # a database outage is waited out, as for a workspace's deletion
 )
 def delete_folder_task(folder_id: int) -> int:
-    """Delete a large folder's documents in batches, then the folder with its subfolders."""
-    return sources.purge_folder(folder_id=folder_id)
+    """Delete a large folder's documents in batches, then the folder with its subfolders,
+    then the cached vectors left unused."""
+    return deletion.purge_folder(folder_id=folder_id)

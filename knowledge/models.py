@@ -70,6 +70,15 @@ class Workspace(models.Model):
         return self.name
 
 
+class LiveFolders(models.Manager):
+    """Folders not being deleted. A folder too large to delete in a request leaves every
+    list and lookup at once, with its subfolders (`deleting_since` set on each); a task
+    then removes its documents in batches (indexing.sources.purge_folder)."""
+
+    def get_queryset(self) -> models.QuerySet:
+        return super().get_queryset().filter(deleting_since=None)
+
+
 class Folder(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="folders")
     parent = models.ForeignKey(
@@ -77,6 +86,13 @@ class Folder(models.Model):
     )
     name = models.CharField(max_length=255)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set on it and every folder below it when it was deleted by a task: hidden meanwhile.
+    deleting_since = models.DateTimeField(null=True, blank=True, editable=False)
+
+    # As for Workspace: the default manager hides it, a row's own folder (document.folder)
+    # is read through the base manager.
+    objects = LiveFolders()
+    all_objects = models.Manager()  # noqa: DJ012 (a manager, read as a field by ruff)
 
     class Meta:
         constraints = [
@@ -84,6 +100,13 @@ class Folder(models.Model):
                 fields=["workspace", "parent", "name"],
                 nulls_distinct=False,
                 name="folder_unique_name_per_parent",
+            )
+        ]
+        # Tiny (only folders being deleted): LiveDocuments reads it for every query.
+        indexes = [
+            models.Index(
+                fields=["deleting_since"], condition=models.Q(deleting_since__isnull=False),
+                name="folder_deleting",
             )
         ]
 
@@ -115,6 +138,17 @@ class IngestJob(models.Model):
 # Django names an auto-created link row "IngestJob_documents object (6)", and the admin
 # printed that above each document on a job's page; the row already names its document.
 IngestJob.documents.through.__str__ = lambda link: ""
+
+
+class LiveDocuments(models.Manager):
+    """Documents not in a folder being deleted (LiveFolders): they leave every list,
+    search and lookup with it. A subquery, not a join: `select_for_update` cannot lock
+    the nullable side of an outer join, and the partial index keeps it to the few
+    folders being deleted."""
+
+    def get_queryset(self) -> models.QuerySet:
+        deleting = Folder.all_objects.filter(deleting_since__isnull=False).values("pk")
+        return super().get_queryset().exclude(folder_id__in=deleting)
 
 
 class Document(models.Model):
@@ -185,6 +219,11 @@ class Document(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     last_indexed_at = models.DateTimeField(null=True, blank=True)
+
+    # The default manager hides the documents of folders being deleted; `all_objects`
+    # finds them (a deletion's batches). chunk.document reads through the base manager.
+    objects = LiveDocuments()
+    all_objects = models.Manager()  # noqa: DJ012 (a manager, read as a field by ruff)
 
     class Meta:
         constraints = [

@@ -189,6 +189,7 @@ def search(
             _keyword_leg(cursor, _expanded(query, related), workspace, documents, pool)
             if related else []
         )
+        dense, keyword, expanded = _without_hidden(dense, keyword, expanded)
 
     fused = _fuse(dense, keyword, expanded)
     candidates = rare_terms_first(
@@ -242,6 +243,18 @@ def search(
         if pk in members:  # cited as "lines 35–38 (InvoiceRenderer.render_pdf)"
             hits[-1].locator = {**hits[-1].locator, "member": members[pk]}
     return SearchResult(query, hits, metadata)
+
+
+def _without_hidden(*legs: list) -> tuple[list, ...]:
+    """The legs' rows less those of documents in a folder being deleted (hidden at once:
+    knowledge.services.folder_hide): one lookup of the candidates' documents, which
+    finds none unless such a folder holds some of them."""
+    ids = {row[1] for leg in legs for row in leg}
+    hidden = set(
+        Document.all_objects.filter(pk__in=ids, folder__deleting_since__isnull=False)
+        .values_list("pk", flat=True)
+    ) if ids else set()
+    return tuple([row for row in leg if row[1] not in hidden] for leg in legs)
 
 
 def with_continuations(*, hits: list[Hit], count: int, query: str) -> list[Hit]:

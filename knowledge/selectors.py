@@ -268,10 +268,13 @@ def deleted_with(
 
 
 def documents_under(*, folder: Folder) -> QuerySet[Document]:
-    """The documents of a folder and of every folder below it."""
-    parents = Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
+    """The documents of a folder and of every folder below it, even when it is being
+    deleted (hidden: knowledge.services.folder_hide)."""
+    parents = Folder.all_objects.filter(workspace_id=folder.workspace_id).values_list(
+        "pk", "parent_id"
+    )
     subtree = with_subfolders(parents=dict(parents), folder_ids=[folder.pk])
-    return Document.objects.filter(folder_id__in=subtree)
+    return Document.all_objects.filter(folder_id__in=subtree)
 
 
 def with_subfolders(*, parents: dict[int, int | None], folder_ids: Iterable[int]) -> set[int]:

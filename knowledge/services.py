@@ -8,8 +8,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from knowledge import vector_index
-from knowledge.models import Document, Workspace
+from knowledge import selectors, vector_index
+from knowledge.models import Document, Folder, Workspace
 
 
 @transaction.atomic
@@ -38,6 +38,21 @@ def workspace_hide(*, workspace: Workspace) -> None:
     Workspace.all_objects.filter(pk=workspace.pk, deleting_since=None).update(
         deleting_since=timezone.now(), slug=f"deleting:{workspace.pk}"
     )
+
+
+@transaction.atomic
+def folder_hide(*, folder: Folder) -> None:
+    """Take a folder, its subfolders and their documents out of every list, search and
+    lookup at once (Folder.objects, Document.objects), before a task deletes them
+    (indexing.sources.purge_folder). Its name is freed beside it too, for a new folder
+    to take now: "deleting/…" names no folder anyone can (a name holds no '/')."""
+    parents = Folder.all_objects.filter(workspace_id=folder.workspace_id)
+    subtree = selectors.with_subfolders(
+        parents=dict(parents.values_list("pk", "parent_id")), folder_ids=[folder.pk]
+    )
+    now = timezone.now()
+    Folder.all_objects.filter(pk__in=subtree, deleting_since=None).update(deleting_since=now)
+    Folder.all_objects.filter(pk=folder.pk).update(name=f"deleting/{folder.pk}")
 
 
 def delete_in_batches(
@@ -70,7 +85,8 @@ def workspace_delete(*, workspace: Workspace, batch: int = DELETE_BATCH) -> None
     pk = workspace.pk
     with transaction.atomic():
         workspace_hide(workspace=workspace)
-    delete_in_batches(documents=Document.objects.filter(workspace_id=pk), batch=batch)
+    # All of them: those of its folders being deleted too (Document.objects hides them).
+    delete_in_batches(documents=Document.all_objects.filter(workspace_id=pk), batch=batch)
     with transaction.atomic():
         Workspace.all_objects.filter(pk=pk).delete()
     # Only once the delete is committed: a rolled-back delete keeps its index.

@@ -4,16 +4,23 @@ database, eager tasks)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+from io import StringIO
+
 import kombu.pools
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import call_command
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from indexing import sources
+from indexing.models import EmbeddingCacheEntry
 from indexing.tasks import index_document_task
 from knowledge.models import Chunk, Document, Folder, Workspace
+from knowledge.search import search
 from mcp_server import tools
 from tests.ports import free_port
 
@@ -312,32 +319,41 @@ def test_a_folder_renamed_or_moved_beside_one_of_its_name_is_a_400(api):
     assert paths(api) == ["a", "a/drafts", "a/notes", "b", "b/notes"]
 
 
-def test_deleting_a_folder_deletes_its_subfolders_and_their_documents(
-    api, workspace, media, django_capture_on_commit_callbacks
-):
+@pytest.fixture
+def harbour(api, django_capture_on_commit_callbacks) -> dict:
+    """Folders harbour and harbour/2026 with a document each, to be deleted, and kept with
+    one that stays: uploaded and indexed."""
+    capture = django_capture_on_commit_callbacks
     harbour = folder(api, "harbour")
     year = folder(api, "2026", harbour["id"])
     kept = folder(api, "kept")
-    gone = upload(api, ("tides.md", TIDES), folder_id=harbour["id"],
-                  capture=django_capture_on_commit_callbacks)
-    gone |= upload(api, ("pier.txt", PIER), folder_id=year["id"],
-                   capture=django_capture_on_commit_callbacks)
-    stays = upload(api, ("neap.md", NEAP), folder_id=kept["id"],
-                   capture=django_capture_on_commit_callbacks)
+    gone = upload(api, ("tides.md", TIDES), folder_id=harbour["id"], capture=capture)
+    gone |= upload(api, ("pier.txt", PIER), folder_id=year["id"], capture=capture)
+    stays = upload(api, ("neap.md", NEAP), folder_id=kept["id"], capture=capture)
     assert Chunk.objects.filter(document_id__in=gone.values()).exists()
+    return {"id": harbour["id"], "year": year["id"], "gone": gone, "stays": stays}
 
+
+def assert_only_kept_is_left(api, harbour: dict, media, folders=("kept",)) -> None:
+    assert paths(api) == list(folders)
+    assert list(Document.all_objects.values_list("pk", flat=True)) == list(
+        harbour["stays"].values()
+    )
+    assert not Chunk.objects.filter(document_id__in=harbour["gone"].values()).exists()
+    assert sorted(p.name for p in media.rglob("*") if p.is_file()) == ["neap.md"]
+
+
+def test_deleting_a_folder_deletes_its_subfolders_and_their_documents(
+    api, harbour, media, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         response = api.delete(f"/api/folders/{harbour['id']}")
     assert response.status_code == 204
-    assert paths(api) == ["kept"]
-    assert not Document.objects.filter(pk__in=gone.values()).exists()
-    assert not Chunk.objects.filter(document_id__in=gone.values()).exists()
-    assert list(Document.objects.values_list("pk", flat=True)) == list(stays.values())
-    assert sorted(p.name for p in media.rglob("*") if p.is_file()) == ["neap.md"]
+    assert_only_kept_is_left(api, harbour, media)
     hits = api.get("/api/search", {"q": "spring tides full moon"}).json()["results"]
-    assert set(gone.values()).isdisjoint(h["document_id"] for h in hits)
+    assert set(harbour["gone"].values()).isdisjoint(h["document_id"] for h in hits)
     assert api.delete(f"/api/folders/{harbour['id']}").status_code == 404
-    assert api.get(f"/api/folders/{year['id']}").status_code == 404
+    assert api.get(f"/api/folders/{harbour['year']}").status_code == 404
 
 
 def many_documents(workspace, folder_id: int, count: int) -> None:
@@ -349,40 +365,77 @@ def many_documents(workspace, folder_id: int, count: int) -> None:
     )
 
 
-def test_a_large_folder_is_deleted_by_a_task_in_batches_after_a_202(
-    api, workspace, media, django_capture_on_commit_callbacks
+def cached_hashes() -> set[str]:
+    return set(EmbeddingCacheEntry.objects.values_list("embed_hash", flat=True))
+
+
+def test_a_large_folder_is_hidden_at_once_then_deleted_by_a_task_in_batches(
+    api, user, workspace, harbour, media, django_capture_on_commit_callbacks
 ):
     # 2,500 documents took a request 7-8 s: past the bound, a worker deletes them.
-    harbour = folder(api, "harbour")
-    year = folder(api, "2026", harbour["id"])
-    kept = folder(api, "kept")
-    gone = upload(api, ("tides.md", TIDES), folder_id=harbour["id"],
-                  capture=django_capture_on_commit_callbacks)
-    stays = upload(api, ("neap.md", NEAP), folder_id=kept["id"],
-                   capture=django_capture_on_commit_callbacks)
-    many_documents(workspace, year["id"], sources.FOLDER_DELETE_IN_REQUEST)
+    many_documents(workspace, harbour["year"], sources.FOLDER_DELETE_IN_REQUEST)
+    gone = harbour["gone"]
 
     with django_capture_on_commit_callbacks(execute=False) as sent:
         response = api.delete(f"/api/folders/{harbour['id']}")
     assert response.status_code == 202, response.content
     body = response.json()
-    held = sources.FOLDER_DELETE_IN_REQUEST + 1
+    held = sources.FOLDER_DELETE_IN_REQUEST + 2
     assert body["documents"] == held
     assert body["url"] == response["Location"] == (
         f"http://testserver/api/folders/{harbour['id']}?workspace=acme"
     )
-    # Answered before anything is deleted: the task does it, once this is committed.
-    assert Document.objects.count() == held + 1
-    assert api.get(body["url"]).status_code == 200
+    # Answered before anything is deleted (the task does it once this is committed), but
+    # gone for its users at once: lists, lookups, search, the chat's retrieval, MCP.
+    assert Document.all_objects.count() == held + 1
+    assert api.get(body["url"]).status_code == 404
+    assert api.get(f"/api/folders/{harbour['year']}").status_code == 404
+    assert paths(api) == ["kept"]
+    listed = api.get("/api/documents").json()
+    assert [d["id"] for d in listed["results"]] == list(harbour["stays"].values())
+    assert api.get(f"/api/documents/{gone['upload://tides.md']}").status_code == 404
+    hits = api.get("/api/search", {"q": "spring tides full moon"}).json()["results"]
+    assert hits and set(gone.values()).isdisjoint(h["document_id"] for h in hits)
+    retrieved = search(query="spring tides full moon", workspace=workspace).hits
+    assert set(gone.values()).isdisjoint(h.document_id for h in retrieved)
+    scoped = api.get("/api/search", {"q": "tides", "folder_ids": harbour["id"]})
+    assert scoped.status_code == 404, scoped.content
+    listing = tools.list_sources(user, status=None, offset=0, limit=500, workspace="acme")
+    assert {d["id"] for d in listing["documents"]} == set(harbour["stays"].values())
+    assert api.delete(body["url"]).status_code == 404  # not deleted twice
+    # Its name is free beside it at once.
+    again = folder(api, "harbour")
 
+    assert cached_hashes()
     with django_capture_on_commit_callbacks(execute=True):
         for callback in sent:
             callback()  # the task, run inline: two batches, then the folders
-    assert api.get(body["url"]).status_code == 404
-    assert paths(api) == ["kept"]
-    assert list(Document.objects.values_list("pk", flat=True)) == list(stays.values())
-    assert not Chunk.objects.filter(document_id__in=gone.values()).exists()
-    assert sorted(p.name for p in media.rglob("*") if p.is_file()) == ["neap.md"]
+    assert not Folder.all_objects.filter(pk=harbour["id"]).exists()
+    assert Folder.objects.get(pk=again["id"]).name == "harbour"
+    assert_only_kept_is_left(api, harbour, media, folders=("harbour", "kept"))
+    kept = Chunk.objects.filter(document_id__in=harbour["stays"].values())
+    assert cached_hashes() == set(kept.values_list("embed_hash", flat=True)), (
+        "the vectors only the deleted chunks used are pruned, as for a workspace"
+    )
+
+
+def test_a_large_folder_deletion_the_broker_lost_is_sent_again(
+    api, workspace, harbour, media, django_capture_on_commit_callbacks
+):
+    many_documents(workspace, harbour["year"], sources.FOLDER_DELETE_IN_REQUEST)
+    with django_capture_on_commit_callbacks(execute=False):  # the task never sent
+        assert api.delete(f"/api/folders/{harbour['id']}").status_code == 202
+    assert paths(api) == ["kept"]  # hidden meanwhile
+    out = StringIO()
+    call_command("requeue", minutes=5, stdout=out)  # too recent: it may be on its way
+    assert "folders" not in out.getvalue()
+    Folder.all_objects.filter(deleting_since__isnull=False).update(
+        deleting_since=timezone.now() - timedelta(minutes=10)
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("requeue", minutes=5, stdout=out)
+    assert "Re-queued the deletion of 1 folders" in out.getvalue()  # not each subfolder
+    assert_only_kept_is_left(api, harbour, media)
 
 
 def test_the_tasks_batches_leave_a_document_moved_out_of_the_folder(workspace):

@@ -1,5 +1,5 @@
 """`manage.py requeue [--minutes N]`: send unfinished documents, and the deletion of
-workspaces deleted but still there, to the workers again."""
+workspaces and large folders deleted but still there, to the workers again."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from indexing import deletion, sources
 
 class Command(BaseCommand):
     help = (
-        "Re-queue documents PENDING or INDEXING, and workspace deletions unfinished, for "
-        "longer than --minutes (default 5)."
+        "Re-queue documents PENDING or INDEXING, and workspace and folder deletions "
+        "unfinished, for longer than --minutes (default 5)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -23,5 +23,8 @@ class Command(BaseCommand):
         older_than = timedelta(minutes=options["minutes"])
         count = sources.requeue_unfinished(older_than=older_than)
         self.stdout.write(f"Re-queued {count} documents")
-        if deleting := deletion.resume_deletions(older_than=older_than):
-            self.stdout.write(f"Re-queued the deletion of {deleting} workspaces")
+        resumed = deletion.resume_deletions(older_than=older_than)
+        if resumed.workspaces:
+            self.stdout.write(f"Re-queued the deletion of {resumed.workspaces} workspaces")
+        if resumed.folders:
+            self.stdout.write(f"Re-queued the deletion of {resumed.folders} folders")

@@ -1,0 +1,110 @@
+"""Sources added while their workspace or folder is being deleted: the race run for real
+(a second connection deletes as the registration waits on the workspace's row lock),
+answered with a clear refusal, never a 500, and nothing added."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection, transaction
+from rest_framework.test import APIClient
+
+from indexing import sources
+from knowledge.models import Document, IngestJob, Workspace
+from knowledge.services import workspace_hide
+from mcp_server import tools
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _waiting_for_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0] > 0
+
+
+@contextmanager
+def deleted_meanwhile(workspace: Workspace, delete: Callable[[], None]) -> Iterator[None]:
+    """Run `delete` in another connection once the body's registration has looked the
+    workspace up and waits for its row: the deletion commits first."""
+    locked = threading.Event()
+
+    def deleter() -> None:
+        try:
+            with transaction.atomic():
+                Workspace.objects.select_for_update().get(pk=workspace.pk)
+                locked.set()
+                deadline = time.monotonic() + 10
+                while not _waiting_for_a_lock() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                delete()
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=deleter)
+    thread.start()
+    locked.wait(10)
+    try:
+        yield
+    finally:
+        thread.join(15)
+
+
+@pytest.fixture
+def api(user, settings, tmp_path) -> APIClient:
+    settings.MEDIA_ROOT = tmp_path / "media"
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def test_an_upload_racing_its_workspaces_deletion_is_a_404_not_a_500(api, workspace):
+    with deleted_meanwhile(workspace, lambda: workspace_hide(workspace=workspace)):
+        response = api.post(
+            "/api/documents", {"files": [SimpleUploadedFile("a.md", b"# A\n\nThe slipway.")]},
+            format="multipart",
+        )
+    assert response.status_code == 404, response.content
+    assert response.json() == {"detail": "The workspace 'acme' was deleted; nothing was added."}
+    assert not Document.all_objects.exists()
+    assert not IngestJob.objects.exists()
+
+
+@pytest.mark.parametrize("held", [0, sources.FOLDER_DELETE_IN_REQUEST + 1])
+def test_an_upload_racing_its_folders_deletion_is_a_404_not_a_500(api, workspace, held):
+    harbour = sources.folder_for_path(workspace=workspace, path="harbour")
+    Document.objects.bulk_create(
+        Document(workspace=workspace, folder=harbour, uri=f"upload://n{i}.md", title="n",
+                 source_type="text", status=Document.Status.INDEXED)
+        for i in range(held)
+    )
+    # Deleted in the request (empty), or hidden and left to a task (past the bound).
+    with deleted_meanwhile(workspace, lambda: sources.delete_folder(folder=harbour)):
+        response = api.post(
+            "/api/documents",
+            {"files": [SimpleUploadedFile("a.md", b"# A\n\nThe slipway.")],
+             "folder_id": harbour.pk},
+            format="multipart",
+        )
+    assert response.status_code == 404, response.content
+    assert response.json() == {"detail": "The folder 'harbour' was deleted; nothing was added."}
+    assert not Document.all_objects.filter(uri="upload://a.md").exists()
+    assert not IngestJob.objects.exists()
+
+
+def test_an_mcp_ingest_racing_its_workspaces_deletion_is_a_tool_error(
+    user, workspace, settings
+):
+    settings.URL_FETCH_ALLOW_PRIVATE = True  # a loopback address, never fetched
+    with (
+        deleted_meanwhile(workspace, lambda: workspace_hide(workspace=workspace)),
+        pytest.raises(tools.Refused, match="The workspace 'acme' was deleted"),
+    ):
+        tools.ingest(user, url="http://127.0.0.1:8120/notes", path=None, folder_id=None,
+                     workspace="acme")
+    assert not Document.all_objects.exists()
