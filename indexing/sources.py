@@ -57,7 +57,7 @@ from indexing.types import IngestError, file_path, storable
 from knowledge import selectors
 from knowledge.forges import without_credentials
 from knowledge.models import Document, Folder, IngestJob, Workspace
-from knowledge.services import DELETE_BATCH, delete_in_batches, folder_hide
+from knowledge.services import DELETE_BATCH, delete_documents, delete_in_batches, folder_hide
 from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
@@ -1135,10 +1135,9 @@ def purge_folder(*, folder_id: int, batch: int = DELETE_BATCH) -> int:
 
 @transaction.atomic
 def _delete_folder_now(folder: Folder) -> None:
-    """Delete a folder with its subfolders and their documents; stored uploads go once
-    committed. The documents are read by their keys and stored file only (see
-    knowledge.services.workspace_delete)."""
-    selectors.documents_under(folder=folder).only("pk", "source_file").delete()
+    """Delete a folder with its subfolders and their documents (each locked first:
+    `delete_documents`); stored uploads go once committed."""
+    delete_documents(documents=selectors.documents_under(folder=folder))
     folder.delete()
     _send_held_after_delete(folder.workspace_id)
 

@@ -65,13 +65,24 @@ def delete_in_batches(
     deleted = 0
     while ids := list(documents.order_by("pk").values_list("pk", flat=True)[:batch]):
         with transaction.atomic():
-            # Read by their keys and stored file only: the delete's signals (django_cleanup
-            # removing stored uploads) would otherwise load every text at once.
-            _count, by_model = documents.filter(pk__in=ids).only("pk", "source_file").delete()
-            deleted += by_model.get(Document._meta.label, 0)
+            deleted += delete_documents(documents=documents.filter(pk__in=ids))
             if after_each is not None:
                 after_each()
     return deleted
+
+
+def delete_documents(*, documents: QuerySet[Document]) -> int:
+    """Delete `documents` with their chunks, in the caller's transaction; how many went.
+
+    Each row is locked first, as indexing.sources.delete_document locks its one: an index
+    swap in progress (it holds its document's row) commits its chunks before they are
+    collected, where deleting under it left them pointing at a deleted document (an
+    IntegrityError at commit, the deletion undone)."""
+    list(documents.select_for_update().values_list("pk"))
+    # Read by their keys and stored file only: the delete's signals (django_cleanup
+    # removing stored uploads) would otherwise load every text at once.
+    _count, by_model = documents.only("pk", "source_file").delete()
+    return by_model.get(Document._meta.label, 0)
 
 
 def workspace_delete(*, workspace: Workspace, batch: int = DELETE_BATCH) -> None:

@@ -108,3 +108,44 @@ def test_an_mcp_ingest_racing_its_workspaces_deletion_is_a_tool_error(
         tools.ingest(user, url="http://127.0.0.1:8120/notes", path=None, folder_id=None,
                      workspace="acme")
     assert not Document.all_objects.exists()
+
+
+def test_a_batch_deletion_waits_for_an_index_swap_and_takes_its_chunks(workspace, settings):
+    """A worker replacing a document's chunks holds its row: a folder's deletion batch
+    deleting under it left the new chunk pointing at a deleted document, and the batch
+    failed at commit (an IntegrityError), the folder then never deleted."""
+    from knowledge.models import Chunk
+    from knowledge.services import delete_in_batches
+
+    harbour = sources.folder_for_path(workspace=workspace, path="harbour")
+    document = Document.objects.create(
+        workspace=workspace, folder=harbour, uri="upload://tides.md", title="Tides",
+        source_type="text", status=Document.Status.INDEXING,
+    )
+    locked = threading.Event()
+
+    def index_swap() -> None:
+        try:
+            with transaction.atomic():
+                Document.objects.select_for_update().get(pk=document.pk)
+                locked.set()
+                deadline = time.monotonic() + 10
+                while not _waiting_for_a_lock() and time.monotonic() < deadline:
+                    time.sleep(0.02)
+                Chunk.objects.create(
+                    document=document, workspace=workspace, ordinal=0, text="High water.",
+                    content_hash="h", token_count=3,
+                    embedding=[0.1] * settings.EMBEDDING_DIMENSIONS,
+                )
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=index_swap)
+    thread.start()
+    locked.wait(10)
+    try:
+        deleted = delete_in_batches(documents=Document.all_objects.filter(folder=harbour))
+    finally:
+        thread.join(15)
+    assert deleted == 1
+    assert not Document.all_objects.exists() and not Chunk.objects.exists()
