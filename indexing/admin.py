@@ -10,9 +10,10 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Model, Q
 from django.http import (
     HttpRequest,
@@ -127,6 +128,24 @@ class MemberScoped:
         if field is not None and db_field.related_model is Folder:
             field.label_from_instance = _folder_label(request, field.queryset)
         return field
+
+    def response_action(self, request: HttpRequest, queryset):
+        # Ids of rows the user may not see (another workspace's, a page gone stale) were
+        # acted on as an empty choice: "Cancelled 0 documents", or a move refused for
+        # mixing workspaces.
+        selected = request.POST.getlist(helpers.ACTION_CHECKBOX_NAME)
+        if selected and not request.POST.get("select_across"):
+            try:
+                found = queryset.filter(pk__in=selected).exists()
+            except (ValueError, ValidationError):
+                found = False
+            if not found:
+                self.message_user(
+                    request, "None of the selected items is here any more; nothing was done.",
+                    messages.WARNING,
+                )
+                return None
+        return super().response_action(request, queryset)
 
     # Not only foreign keys: a many-to-many box (a job's documents) offered, and would
     # have accepted, every workspace's rows.

@@ -538,3 +538,14 @@ def test_the_admin_refuses_a_folder_name_the_api_refuses(curator, workspace, nam
     assert response.status_code == 200
     assert escape(sources.folder_name_problem(name)) in response.content.decode()
     assert not Folder.objects.filter(name=name).exists()
+
+
+def test_an_action_on_another_workspaces_ids_says_nothing_was_done(curator, workspace, theirs):
+    # Acted on as an empty choice, the move said "one workspace at a time" instead.
+    page = curator.post(
+        reverse("admin:knowledge_document_changelist"),
+        {"action": "move_to_folder", "_selected_action": [theirs.pk]}, follow=True,
+    ).content.decode()
+    assert "None of the selected items is here any more; nothing was done." in page
+    assert "one workspace at a time" not in page
+    assert Document.objects.get(pk=theirs.pk).folder_id == theirs.folder_id
