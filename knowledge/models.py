@@ -18,6 +18,14 @@ from knowledge.source_types import SourceType
 TEXT_SEARCH_CONFIG = "english"
 
 
+class IdentifierSearchVector(SearchVector):
+    """The text's tsvector with its code identifiers' words after it: `renderPdf` and
+    `InvoiceRenderer.renderPdf` are found whole and by "render pdf", "invoice renderer".
+    verity_tsvector() is an SQL function created by migration 0020."""
+
+    function = "verity_tsvector"
+
+
 class LiveWorkspaces(models.Manager):
     """Workspaces not being deleted. A deleted workspace leaves every list, search and
     lookup at once (`deleting_since` set); a task then removes its rows in batches
@@ -262,11 +270,12 @@ class Chunk(models.Model):
     embed_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS)
     search_vector = models.GeneratedField(
-        expression=SearchVector("text", config=TEXT_SEARCH_CONFIG),
+        expression=IdentifierSearchVector("text", config=TEXT_SEARCH_CONFIG),
         output_field=SearchVectorField(),
         db_persist=True,
     )
-    # BM25's document length: indexed term occurrences (stop words excluded).
+    # BM25's document length: the text's own indexed words (stop words excluded), not
+    # its identifiers' parts, which spell words already counted (migration 0020).
     # verity_term_count() is an SQL function created by migration 0003.
     term_count = models.GeneratedField(
         expression=Func(

@@ -729,9 +729,15 @@ _CANDIDATES_WEBSEARCH = f"""
 # q: the query's lexemes; s: the workspace's N and average chunk length; t: each
 # lexeme's IDF. MATERIALIZED: computed once; inlined, the planner re-read TermStat
 # per candidate whenever its statistics were stale (74 vs 0.6 ms).
+# A plain query's identifiers count with their words, as chunks are indexed
+# (verity_tsvector, migration 0020): "HTTPServer" scores http, server and
+# httpserver. Not in websearch syntax: "-InvoiceRenderer" excludes the identifier,
+# and its words "invoice" and "renderer" must not then raise the chunks left.
 _QUERY_TERMS = """
     WITH q AS MATERIALIZED (
-        SELECT DISTINCT lexeme FROM unnest(to_tsvector(%(config)s::regconfig, %(query)s))
+        SELECT DISTINCT lexeme FROM unnest(CASE WHEN %(websearch)s
+            THEN to_tsvector(%(config)s::regconfig, %(query)s)
+            ELSE verity_tsvector(%(config)s::regconfig, %(query)s) END)
     ), s AS MATERIALIZED (
         SELECT chunks::float8 AS n, greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
         FROM knowledge_corpusstat WHERE workspace_id = %(workspace)s
@@ -802,6 +808,7 @@ def _keyword_leg(
         "rare": settings.SEARCH_RARE_TERM_MAX_DF,
     }
     websearch = bool(_OPERATORS.search(query))
+    values["websearch"] = websearch
     if websearch and documents is not None:
         in_scope = "AND c.document_id = ANY(%(documents)s)"
         candidates = _CANDIDATES_WEBSEARCH_ALL.format(in_scope=in_scope)

@@ -1,0 +1,101 @@
+"""Code identifiers are found by the keyword leg whole and by their words: a chunk naming
+only `InvoiceRenderer.renderPdf` answers "invoice renderer", "render pdf", "renderPdf" and
+"InvoiceRenderer". Real PostgreSQL, the real embedder and chunker; the keyword leg alone,
+so the meaning leg cannot stand in for it."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from indexing import pipeline, sources
+from knowledge.search import search
+
+pytestmark = pytest.mark.django_db
+
+# A small repository: the call site names the class and method only as one dotted
+# identifier; the other files share some of its words.
+FILES = {
+    "src/printing.ts": """\
+import { Order } from "./orders";
+
+export function printOrders(orders: Order[]): Uint8Array[] {
+  return orders.map((order) => InvoiceRenderer.renderPdf(order));
+}
+""",
+    "src/pdfParser.ts": """\
+export function parseDocument(bytes: Uint8Array): string {
+  const parser = new PdfParser(bytes);
+  return parser.text();
+}
+""",
+    "README.md": """\
+# Orders
+
+Customers place orders in the shop; each order is kept for seven years.
+""",
+}
+
+
+@pytest.fixture
+def repository(workspace, counting_embedder, tmp_path):
+    documents = {}
+    for path, text in FILES.items():
+        file = tmp_path / path.replace("/", "_")
+        file.write_text(text)
+        document = sources.add_path(workspace=workspace, path=file, metadata={"path": path})
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        documents[path] = document
+    return documents
+
+
+def keyword_paths(workspace, query: str) -> list[str]:
+    hits = search(query=query, workspace=workspace, limit=10, legs=("keyword",)).hits
+    return [hit.document_metadata.get("path") for hit in hits]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["invoice renderer", "renderPdf", "render pdf", "InvoiceRenderer",
+     "InvoiceRenderer.renderPdf", "invoicerenderer", "renderpdf"],
+)
+def test_an_identifier_is_found_whole_and_by_its_words(repository, workspace, query):
+    assert keyword_paths(workspace, query)[:1] == ["src/printing.ts"]
+
+
+def test_acronyms_and_dotted_words_split_where_a_reader_would(repository, workspace):
+    # PdfParser: "pdf parser"; printOrders: "print orders" (and the README's orders).
+    assert keyword_paths(workspace, "pdf parser")[:1] == ["src/pdfParser.ts"]
+    assert set(keyword_paths(workspace, "print")) == {"src/printing.ts"}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT verity_identifier_words(%s)",
+            ["HTTPServer parseJSON2 utf8Decode os.path.join RNAs IL28B mRNA render_pdf e.g."],
+        )
+        assert cursor.fetchone()[0] == "HTTP Server parse JSON2 utf8 Decode os path join RNA"
+
+
+def test_websearch_syntax_reads_identifiers_as_written(repository, workspace):
+    assert keyword_paths(workspace, '"render pdf"')[:1] == ["src/printing.ts"]
+    assert keyword_paths(workspace, '"printOrders"') == ["src/printing.ts"]
+    # Excluding the identifier excludes its chunk, and does not exclude its words'
+    # other uses: the parser still mentions pdf.
+    assert keyword_paths(workspace, "pdf -InvoiceRenderer") == ["src/pdfParser.ts"]
+
+
+def test_prose_phrases_and_lengths_are_unchanged(repository, workspace):
+    # The words are appended after the text: the text's phrases keep their positions,
+    # and BM25's length counts the text's own words only.
+    readme = repository["README.md"].chunks.get(text__contains="seven years")
+    printing = repository["src/printing.ts"].chunks.get(text__contains="renderPdf")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT verity_term_count(to_tsvector('english', text)),"
+            " verity_term_count(search_vector) FROM knowledge_chunk WHERE id = %s",
+            [printing.pk],
+        )
+        own, indexed = cursor.fetchone()
+    assert printing.term_count == own < indexed  # the parts are indexed, not counted
+    assert keyword_paths(workspace, '"kept for seven years"') == ["README.md"]
+    assert readme.pk in {h.chunk_id for h in search(
+        query="orders kept", workspace=workspace, limit=10, legs=("keyword",)).hits}
