@@ -21,7 +21,7 @@ TEXT_SEARCH_CONFIG = "english"
 class IdentifierSearchVector(SearchVector):
     """The text's tsvector with its code identifiers' words after it: `renderPdf` and
     `InvoiceRenderer.renderPdf` are found whole and by "render pdf", "invoice renderer".
-    verity_tsvector() is an SQL function created by migration 0020."""
+    verity_tsvector() is an SQL function created by migration 0021."""
 
     function = "verity_tsvector"
 
@@ -275,7 +275,7 @@ class Chunk(models.Model):
         db_persist=True,
     )
     # BM25's document length: the text's own indexed words (stop words excluded), not
-    # its identifiers' parts, which spell words already counted (migration 0020).
+    # its identifiers' parts, which spell words already counted (migration 0021).
     # verity_term_count() is an SQL function created by migration 0003.
     term_count = models.GeneratedField(
         expression=Func(

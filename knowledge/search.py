@@ -730,7 +730,7 @@ _CANDIDATES_WEBSEARCH = f"""
 # lexeme's IDF. MATERIALIZED: computed once; inlined, the planner re-read TermStat
 # per candidate whenever its statistics were stale (74 vs 0.6 ms).
 # A plain query's identifiers count with their words, as chunks are indexed
-# (verity_tsvector, migration 0020): "HTTPServer" scores http, server and
+# (verity_tsvector, migration 0021): "HTTPServer" scores http, server and
 # httpserver. Not in websearch syntax: "-InvoiceRenderer" excludes the identifier,
 # and its words "invoice" and "renderer" must not then raise the chunks left.
 _QUERY_TERMS = """

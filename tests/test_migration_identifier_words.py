@@ -1,4 +1,4 @@
-"""Migration 0020 re-makes Chunk.search_vector on a populated database; the triggers do
+"""Migration 0021 re-makes Chunk.search_vector on a populated database; the triggers do
 not fire on that, so it rebuilds the keyword statistics itself: after it (and after its
 reverse) TermStat, CorpusStat, ChunkTerms and TermHead equal a recount from the chunks."""
 
@@ -24,8 +24,8 @@ from tests.test_search_identifiers import keyword_paths, repository  # noqa: F40
 # checks pending, and PostgreSQL refuses ALTER TABLE then.
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = ("knowledge", "0019_workspace_deleting_since")
-AFTER = ("knowledge", "0020_identifier_words")
+BEFORE = ("knowledge", "0020_folder_deleting_since")
+AFTER = ("knowledge", "0021_identifier_words")
 
 
 def migrate(target) -> None:

@@ -128,7 +128,7 @@ ANALYZE knowledge_termstat, knowledge_chunkterms, knowledge_termhead;
 
 class Migration(migrations.Migration):
 
-    dependencies = [("knowledge", "0019_workspace_deleting_since")]
+    dependencies = [("knowledge", "0020_folder_deleting_since")]
 
     operations = [
         migrations.RunSQL(FUNCTIONS, DROP_FUNCTIONS),
