@@ -501,8 +501,10 @@ NO_ANSWER = OpenApiResponse(
         summary="Rate an answer: thumbs up or down, with an optional comment",
         description=(
             "Gives or changes your rating (one per answer). Only the conversation's owner "
-            "rates its answers, and only finished ones. Thumbs down, with a comment saying "
-            "what was missing, is how curators find what the documents lack."
+            "rates its answers, and only finished ones: a failed answer too (curators "
+            "read that it failed), not one stopped before any of it was written. Thumbs "
+            "down, with a comment saying what was missing, is how curators find what the "
+            "documents lack."
         ),
         request=FeedbackSerializer,
         responses={
@@ -510,7 +512,9 @@ NO_ANSWER = OpenApiResponse(
             400: REFUSED,
             404: NO_ANSWER,
             409: OpenApiResponse(
-                OpenApiTypes.OBJECT, description="the answer is still being written, or failed"
+                OpenApiTypes.OBJECT,
+                description="the answer is still being written, or was stopped before any "
+                "of it was written"
             ),
         },
     ),

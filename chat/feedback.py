@@ -11,7 +11,8 @@ class NoSuchAnswer(LookupError):
 
 
 class NotRateable(ValueError):
-    """An answer still being written, or one that failed: there is nothing to rate yet."""
+    """An answer still being written, or one the user stopped before any of it was
+    written: there is nothing to rate."""
 
 
 def _answer(thread: Thread, message_id: int) -> Message:
@@ -32,13 +33,18 @@ def feedback_on(*, thread: Thread, message_id: int) -> AnswerFeedback | None:
 def rate_answer(
     *, thread: Thread, message_id: int, rating: str, comment: str = ""
 ) -> AnswerFeedback:
-    """The owner's rating of an answer, given or changed (one per user and answer)."""
+    """The owner's rating of an answer, given or changed (one per user and answer).
+
+    A failed answer is rated too: "it failed" on this question is what curators most
+    need to hear (a model that times out on long documents, a source that breaks a
+    turn), and the rating keeps the question and the error together. Not one the user
+    stopped before it said anything: that says nothing of the answer.
+    """
     answer = _answer(thread, message_id)
-    if answer.status != Message.Status.COMPLETE:
-        raise NotRateable(
-            "This answer is still being written." if answer.status == Message.Status.PENDING
-            else "This answer failed; ask again (Retry) and rate that answer."
-        )
+    if answer.status == Message.Status.PENDING:
+        raise NotRateable("This answer is still being written.")
+    if answer.status == Message.Status.ERROR and answer.metadata.get("stopped"):
+        raise NotRateable("You stopped this answer before any of it was written.")
     # Two clicks racing: update_or_create retries the read when the other one's insert
     # wins the unique constraint.
     feedback, _ = AnswerFeedback.objects.update_or_create(

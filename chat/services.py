@@ -138,6 +138,10 @@ def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict
     return titles
 
 
+# An untitled conversation is named by the start of its first question.
+TITLE_CHARS = 80
+
+
 class CannotEdit(Exception):
     """The question asked to be edited is not one that can be: refused, nothing stored."""
 
@@ -179,7 +183,12 @@ def _append_all(
     if not Thread.objects.filter(pk=thread.pk).update(**changes):
         raise Thread.DoesNotExist(f"Conversation {thread.pk} was deleted")
     if replacing is not None:
-        _replace_last_question(thread, replacing, now)
+        replaced = _replace_last_question(thread, replacing, now)
+        if title and _titled_by(thread, replaced):
+            # The title was the edited question's (an untitled thread takes its first):
+            # it named a question no longer asked.
+            Thread.objects.filter(pk=thread.pk).update(title=title)
+            thread.title = title
     last = thread.messages.aggregate(last=Max("seq"))["last"] or 0
     return Message.objects.bulk_create([
         Message(thread=thread, seq=last + i, created_at=now, **fields)
@@ -187,9 +196,19 @@ def _append_all(
     ])
 
 
-def _replace_last_question(thread: Thread, question_id: int, now) -> None:
+def _titled_by(thread: Thread, question: Message) -> bool:
+    """Whether `thread`'s title is the one `question` gave it: the first question of an
+    untitled thread names it (open_turn), unless the user renamed it since."""
+    first = not thread.messages.current().filter(
+        role=Message.Role.USER, seq__lt=question.seq
+    ).exists()
+    return first and thread.title == question.content[:TITLE_CHARS]
+
+
+def _replace_last_question(thread: Thread, question_id: int, now) -> Message:
     """Mark the thread's last question and its answer replaced, under the thread's lock
-    (_append_all): no turn can be appended between the check and the mark.
+    (_append_all): no turn can be appended between the check and the mark. Returns the
+    question.
 
     They are kept, not deleted: a rating on the answer is what curators read to find
     what the corpus lacks, and the edit is often the user's reaction to that answer.
@@ -206,6 +225,7 @@ def _replace_last_question(thread: Thread, question_id: int, now) -> None:
             "The answer to this question is still being written; stop it first."
         )
     pair.update(replaced_at=now)
+    return question
 
 
 def _complete(answer: Message, **fields: Any) -> Message:
@@ -487,7 +507,7 @@ def open_turn(
          "mentions": [m.__dict__ for m in resolved],
          "metadata": {"replaces": replacing} if replacing is not None else {}},
         {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
-    ], title=text[:80], replacing=replacing)
+    ], title=text[:TITLE_CHARS], replacing=replacing)
     history, issued = _history(thread, user_message.seq)
     messages: list[dict[str, Any]] = [
         {

@@ -133,15 +133,29 @@ def test_only_the_conversations_owner_rates_or_reads_its_ratings(llm, workspace,
     assert api.get(url).status_code == 404
 
 
-def test_an_answer_being_written_or_failed_cannot_be_rated(workspace, user, api):
+def test_an_answer_being_written_cannot_be_rated_a_failed_one_can(workspace, user, api):
     thread = services.create_thread(workspace=workspace, user=user)
     turn = services.open_turn(thread=thread, text="When?")
     refused = api.put(feedback_url(thread.pk, turn.answer.pk), {"rating": "up"}, format="json")
     assert refused.status_code == 409
     assert "still being written" in refused.json()["detail"]
-    Message.objects.filter(pk=turn.answer.pk).update(status=Message.Status.ERROR)
-    refused = api.put(feedback_url(thread.pk, turn.answer.pk), {"rating": "up"}, format="json")
-    assert refused.status_code == 409 and "failed" in refused.json()["detail"]
+    # Failed: "it failed", said of this question, is what curators most need to hear.
+    Message.objects.filter(pk=turn.answer.pk).update(
+        status=Message.Status.ERROR, metadata={"error": "the model server timed out"}
+    )
+    rated = api.put(feedback_url(thread.pk, turn.answer.pk),
+                    {"rating": "down", "comment": "It failed twice"}, format="json")
+    assert rated.status_code == 200, rated.content
+    assert AnswerFeedback.objects.get(message=turn.answer).comment == "It failed twice"
+    assert messages(api, thread.pk)[1]["feedback"]["rating"] == "down"
+    # Stopped by its user before any of it was written: nothing of the answer to rate.
+    stopped = services.open_turn(thread=thread, text="Where?")
+    Message.objects.filter(pk=stopped.answer.pk).update(
+        status=Message.Status.ERROR, metadata={"error": "stopped", "stopped": True}
+    )
+    refused = api.put(feedback_url(thread.pk, stopped.answer.pk), {"rating": "down"},
+                      format="json")
+    assert refused.status_code == 409 and "stopped" in refused.json()["detail"]
 
 
 def test_the_admin_lists_rated_answers_of_the_workspaces_a_curator_curates(
@@ -331,6 +345,36 @@ def test_editing_the_last_question_replaces_it_and_its_answer(llm, workspace, ap
     # The replaced question is no longer the last one: editing it again is a 404.
     assert api.post(edit_url(thread_id, old_question), {"content": "Again?"},
                     format="json").status_code == 404
+
+
+def test_editing_the_question_that_named_the_conversation_renames_it(llm, workspace, api):
+    llm.script = [answer("At nine."), answer("At ten."), answer("5 euros."),
+                  answer("8 euros."), answer("At eleven."), answer("At noon.")]
+    thread_id = new_thread(api)
+    first = ask(api, thread_id, "When does the ferry leave?")
+    assert Thread.objects.get(pk=thread_id).title == "When does the ferry leave?"
+    edited = api.post(edit_url(thread_id, first["id"] - 1),
+                      {"content": "When does the night ferry leave?"}, format="json")
+    assert edited.status_code == 201, edited.content
+    # The old title named a question no longer asked.
+    assert Thread.objects.get(pk=thread_id).title == "When does the night ferry leave?"
+    assert api.get(f"/api/threads/{thread_id}").json()["title"] == (
+        "When does the night ferry leave?"
+    )
+    # A later question never named it: editing that one leaves the title.
+    later = ask(api, thread_id, "How much is it?")
+    assert api.post(edit_url(thread_id, later["id"] - 1), {"content": "How much, return?"},
+                    format="json").status_code == 201
+    assert Thread.objects.get(pk=thread_id).title == "When does the night ferry leave?"
+
+    # A conversation its user renamed keeps their name.
+    renamed = new_thread(api)
+    asked = ask(api, renamed, "When does the ferry leave?")
+    assert api.patch(f"/api/threads/{renamed}", {"title": "Ferries"},
+                     format="json").status_code == 200
+    assert api.post(edit_url(renamed, asked["id"] - 1), {"content": "And on Sundays?"},
+                    format="json").status_code == 201
+    assert Thread.objects.get(pk=renamed).title == "Ferries"
 
 
 def test_only_the_last_finished_question_of_your_own_conversation_is_edited(

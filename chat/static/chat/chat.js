@@ -693,6 +693,7 @@
       if (message.status === "error") {
         bubble.classList.add("is-error");
         body.append(el("p", { text }));
+        if (!(message.metadata && message.metadata.stopped)) rateFailure(bubble, message.feedback);
       } else if (message.status === "pending") {
         // Another tab's turn still running (one a stopped server left becomes an error).
         bubble.classList.add("is-pending");
@@ -1408,7 +1409,7 @@
       bubble.classList.remove("is-pending");
       status.remove();
     };
-    const fail = (text) => {
+    const fail = (text, data) => {
       finish();
       renderNow(view);
       if (view.text.trim()) {
@@ -1421,6 +1422,10 @@
         body.replaceChildren(el("p", { text }));
       }
       answerEnded(bubble, text);
+      if (data && data.message_id && !data.stopped) {
+        bubble.dataset.id = String(data.message_id);
+        rateFailure(bubble, null, threadId);
+      }
       endStream(stream);
     };
 
@@ -1478,7 +1483,7 @@
         addAnswerActions(bubble, view, null, threadId);
         endStream(stream);
       } else if (event === "error") {
-        fail((data && data.message) || "The answer could not be completed.");
+        fail((data && data.message) || "The answer could not be completed.", data);
       }
       if (state.threadId === threadId) followLatest();
     });
@@ -1529,6 +1534,14 @@
     const copy = el("button", { type: "button", className: "answer-action answer-copy", text: "Copy" });
     copy.addEventListener("click", () => copyAnswer(view, copy));
     const row = el("div", { className: "answer-actions" }, [copy]);
+    bubble.append(row);
+    addFeedback(bubble, row, feedback || null, threadId);
+  }
+
+  /* A failed answer is rated too (not copied): "it failed" is what curators most need
+   * to hear. Not one stopped before it said anything. */
+  function rateFailure(bubble, feedback, threadId = state.threadId) {
+    const row = el("div", { className: "answer-actions" });
     bubble.append(row);
     addFeedback(bubble, row, feedback || null, threadId);
   }
