@@ -155,11 +155,12 @@ class KnownListParameters:
     anything more is refused as search refuses it (refuse_unknown_parameters)."""
 
     filters: Collection[str] = ()
+    listing: Collection[str] = LIST_PARAMETERS
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)  # authenticated first: a stranger gets 401
         if request.method in ("GET", "HEAD"):
-            refuse_unknown_parameters(request.query_params, LIST_PARAMETERS | set(self.filters))
+            refuse_unknown_parameters(request.query_params, {*self.listing, *self.filters})
 
 
 class SearchView(APIView):
@@ -334,11 +335,13 @@ class DocumentTextView(APIView):
         }).data)
 
 
-class WorkspaceListView(generics.ListAPIView):
-    """The workspaces you belong to, with their retrieval mode."""
+@extend_schema(responses={200: WorkspaceSerializer(many=True), 400: REFUSED})
+class WorkspaceListView(KnownListParameters, generics.ListAPIView):
+    """The workspaces you belong to, with their retrieval mode, in pages as every list:
+    one user may belong to any number."""
 
     serializer_class = WorkspaceSerializer
-    pagination_class = None
+    listing = LIST_PARAMETERS - {"workspace"}  # it lists them all
 
     def get_queryset(self):
         return selectors.workspaces_for(user=self.request.user)

@@ -10,7 +10,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from indexing import sources
-from knowledge.models import Document, IngestJob
+from knowledge.models import Document, IngestJob, Workspace
 
 pytestmark = pytest.mark.django_db
 
@@ -166,3 +166,24 @@ def test_documents_are_sorted_and_filtered_by_kind_as_asked(api, workspace):
     for bad in ({"ordering": "size"}, {"ordering": "-pk"}, {"source_type": "movie"}):
         response = api.get("/api/documents", bad)
         assert response.status_code == 400 and next(iter(bad)) in response.json(), bad
+
+
+def test_the_workspace_list_is_paged_as_every_list(api, user, workspace):
+    # It was one unbounded array: a member of many workspaces got them all at once.
+    for n in range(3):
+        Workspace.objects.create(slug=f"more-{n}", name=f"More {n}", owner=user).members.add(user)
+    first = api.get("/api/workspaces?page_size=2")
+    assert first.status_code == 200, first.content
+    body = first.json()
+    assert body["count"] == 4 and len(body["results"]) == 2 and body["previous"] is None
+    assert body["results"][0]["slug"] == "acme" and body["next"].startswith("http")
+    rest = api.get(body["next"]).json()
+    assert [w["slug"] for w in rest["results"]] == ["more-1", "more-2"] and rest["next"] is None
+    assert api.get("/api/workspaces").json()["count"] == 4  # pages of 50 by default
+    # Refused as on the other lists: a bad page, an unknown parameter; and ?workspace=,
+    # which chooses nothing in a list of them all.
+    assert set(refusal(api, "/api/workspaces?page_size=201")) == {"page_size"}
+    assert set(refusal(api, "/api/workspaces?page=9")) == {"page"}
+    for parameter in ("slug=acme", "workspace=acme"):
+        assert "Unknown parameters" in refusal(api, f"/api/workspaces?{parameter}")[
+            "non_field_errors"][0]

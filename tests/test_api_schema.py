@@ -76,6 +76,7 @@ def test_the_knowledge_endpoints_declare_the_refusals_they_answer():
         ("/api/documents/{id}/chunks", "get"): {"200", "400", "404"},
         ("/api/documents/{id}/file", "get"): {"200", "400", "404"},
         ("/api/jobs/{id}", "get"): {"200", "404"},
+        ("/api/workspaces", "get"): {"200", "400"},
         ("/api/workspaces/{slug}", "get"): {"200", "404"},
         ("/api/workspaces/{slug}", "patch"): {"200", "400", "403", "404"},
     }
@@ -92,6 +93,11 @@ def test_the_knowledge_endpoints_declare_the_refusals_they_answer():
     page_size = next(p for p in paths["/api/documents"]["get"]["parameters"]
                      if p["name"] == "page_size")
     assert (page_size["schema"]["minimum"], page_size["schema"]["maximum"]) == (1, 200)
+    # The workspaces come in pages as every list does (it was one unbounded array).
+    workspaces = paths["/api/workspaces"]["get"]
+    assert {p["name"] for p in workspaces["parameters"]} == {"page", "page_size"}
+    listed = workspaces["responses"]["200"]["content"]["application/json"]["schema"]
+    assert listed["$ref"].endswith("/PaginatedWorkspaceList"), listed
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ def test_a_listed_origin_may_send_a_token_and_read_the_answer(allowed, user, wor
     response = client.get("/api/workspaces", HTTP_ORIGIN=APP, HTTP_AUTHORIZATION=f"Token {token}")
     assert response.status_code == 200
     assert response["Access-Control-Allow-Origin"] == APP
-    assert [w["slug"] for w in response.json()] == [workspace.slug]
+    assert [w["slug"] for w in response.json()["results"]] == [workspace.slug]
 
 
 def test_a_refusal_is_readable_by_the_listed_origin(allowed):

@@ -136,7 +136,7 @@ def test_workspaces_api_lists_and_only_the_owner_changes_the_mode(api, user, wor
     users = get_user_model().objects
     member, outsider = users.create_user("bob"), users.create_user("eve")
     workspace.members.add(member)
-    listed = api.get("/api/workspaces").json()
+    listed = api.get("/api/workspaces").json()["results"]
     assert listed == [{"slug": "acme", "name": "Acme", "retrieval_mode": "tool",
                        "is_owner": True, "role": "owner", "created_at": listed[0]["created_at"]}]
 
@@ -148,7 +148,7 @@ def test_workspaces_api_lists_and_only_the_owner_changes_the_mode(api, user, wor
     refused = as_member.patch("/api/workspaces/acme", {"retrieval_mode": "injection"},
                               format="json")
     assert refused.status_code == 403 and "owner" in refused.json()["detail"]
-    assert as_member.get("/api/workspaces").json()[0]["is_owner"] is False
+    assert as_member.get("/api/workspaces").json()["results"][0]["is_owner"] is False
     hidden = as_outsider.patch("/api/workspaces/acme", {"retrieval_mode": "injection"},
                                format="json")
     assert hidden.status_code == 404

@@ -53,7 +53,7 @@ def test_the_admin_hides_a_workspace_at_once_and_a_task_deletes_it(
     assert "a.md" not in documents
     api = APIClient()
     api.force_authenticate(user)
-    assert api.get("/api/workspaces").json() == []
+    assert api.get("/api/workspaces").json()["results"] == []
     assert api.get("/api/documents", {"workspace": "acme"}).status_code == 404
     # Its slug is free for a new workspace now.
     workspace_create(slug="acme", owner=user)

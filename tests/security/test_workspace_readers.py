@@ -36,7 +36,7 @@ def as_reader(reader) -> APIClient:
 
 def test_a_reader_searches_reads_and_asks(as_reader, corpus, settings):
     settings.LLM_PROVIDER = "extractive"
-    listed = {w["slug"]: w["role"] for w in as_reader.get("/api/workspaces").json()}
+    listed = {w["slug"]: w["role"] for w in as_reader.get("/api/workspaces").json()["results"]}
     assert listed == {"acme": "reader", "bobs": "owner"}
     found = as_reader.get("/api/search", {"workspace": "acme", "q": "launch date"})
     assert found.status_code == 200 and found.json()["results"]

@@ -978,7 +978,13 @@
 
   async function loadWorkspaces() {
     // A member of several workspaces picks one; the choice is remembered in this browser.
-    const workspaces = (await api("/api/workspaces")) || [];
+    const workspaces = [];
+    // Pages of 200 (the most a page holds), followed to the last.
+    for (let path = "/api/workspaces?page_size=200"; path;) {
+      const page = await api(path);
+      workspaces.push(...((page && page.results) || []));
+      path = page && page.next ? new URL(page.next, location.href).toString() : null;
+    }
     if (workspaces.length < 2) return;
     const saved = localStorage.getItem("verity.workspace");
     state.workspace = workspaces.some((w) => w.slug === saved) ? saved : workspaces[0].slug;
