@@ -482,9 +482,10 @@ def may_add_server_paths(user) -> bool:
     INGEST_SERVER_ROOTS are the operator's folders, offered to the admin's *Add
     sources*: staff allowed to add documents. A workspace member who is not (the REST
     API offers uploads and URLs only) must not read the server's files through another
-    edge (MCP) into their workspace.
+    edge (MCP) into their workspace. The same users are shown server paths (the rule
+    is knowledge.selectors').
     """
-    return user.is_active and user.is_staff and user.has_perm("knowledge.add_document")
+    return selectors.may_add_server_paths(user=user)
 
 
 def server_source(path: Path, *, user) -> dict[str, Any]:

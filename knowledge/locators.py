@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import PurePosixPath
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from citations.rows import TABLE_COLUMNS
 
@@ -33,6 +34,20 @@ def shown_path(uri: str, path: str = "") -> str:
         return path
     name = uri.rsplit("/", 1)[-1]
     return unquote(name) if uri.startswith("file:") else name  # a file URI is %-encoded
+
+
+def without_server_paths(text: str, uri: str, path: str = "", repo_root: str = "") -> str:
+    """`text` (a document's last error) with its file's server path written as readers
+    see it (`shown_path`), and its repository's top level as the repository's name:
+    "File /srv/kb/team/notes.md no longer exists" → "File notes.md no longer exists"."""
+    if not text or not uri.startswith("file:"):
+        return text
+    own = unquote(urlsplit(uri).path)
+    if own:
+        text = text.replace(own, shown_path(uri, path))
+    if repo_root.strip("/"):
+        text = text.replace(repo_root.rstrip("/"), PurePosixPath(repo_root).name)
+    return text
 
 
 def shown_document(document: Mapping[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,21 @@ def curates(*, user, workspace: Workspace) -> bool:
     return workspaces_curated_by(user=user).filter(pk=workspace.pk).exists()
 
 
+def may_add_server_paths(*, user) -> bool:
+    """Whether `user` may add a file or folder on the server by its path, and so is shown
+    a server file's own path (its file:// URI, its repository's top level).
+
+    INGEST_SERVER_ROOTS are the operator's folders, offered to the admin's *Add sources*:
+    staff allowed to add documents, who name and re-add them by those paths. Anyone else
+    (a workspace member, a reader) reads where a file is from the folder or repository
+    it was ingested from: the server's layout is the operator's.
+    """
+    return bool(
+        user is not None and user.is_active and user.is_staff
+        and user.has_perm("knowledge.add_document")
+    )
+
+
 def member_choices(*, user, workspace: Workspace | None = None) -> QuerySet:
     """The accounts `user` may see and choose as a workspace's members.
 

@@ -13,9 +13,23 @@ from knowledge.forges import citation_permalink
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.search import MAX_QUERY_CHARS, MAX_SCOPE_IDS
 
+# Document.metadata's key holding a repository file's top level on the server
+# (indexing.freshness.REPO_ROOT_KEY): the server's own path.
+REPO_ROOT_KEY = "repo_root"
+
 
 class DocumentSerializer(serializers.ModelSerializer):
+    """A document as its workspace's people see it. A server file's own path (its file://
+    URI, its repository's top level, in its last error too) is shown only to those who
+    add server paths (selectors.may_add_server_paths: staff allowed to add documents);
+    everyone else reads `path`, as search hits and citations show it. Set the context's
+    `user` when there is no `request`."""
+
     folder_path = serializers.SerializerMethodField()
+    path = serializers.SerializerMethodField(
+        help_text="a file's path from the folder or repository it was ingested from (else "
+        "its name); empty for a web page. Never the server's absolute path"
+    )
     file_url = serializers.SerializerMethodField(
         help_text="GET it to download the original (an upload, or a server file as it is "
         "now); null when none is kept, as for a web page (open its uri)"
@@ -24,10 +38,38 @@ class DocumentSerializer(serializers.ModelSerializer):
     class Meta:
         model = Document
         fields = [
-            "id", "title", "source_type", "uri", "mime", "folder", "folder_path", "status",
-            "progress", "last_error", "chunk_count", "unchanged", "chunks_embedded", "metadata",
-            "created_at", "updated_at", "last_indexed_at", "file_url",
+            "id", "title", "source_type", "uri", "path", "mime", "folder", "folder_path",
+            "status", "progress", "last_error", "chunk_count", "unchanged", "chunks_embedded",
+            "metadata", "created_at", "updated_at", "last_indexed_at", "file_url",
         ]
+        extra_kwargs = {"uri": {"help_text": (
+            "a web page's URL, an upload's upload://name; for a file read on the server, "
+            "empty (see path) unless you are staff allowed to add server paths"
+        )}}
+
+    def shows_server_paths(self) -> bool:
+        if "server_paths" not in self.context:  # once for all the documents of a list
+            request = self.context.get("request")
+            user = self.context.get("user") or getattr(request, "user", None)
+            self.context["server_paths"] = selectors.may_add_server_paths(user=user)
+        return self.context["server_paths"]
+
+    def to_representation(self, instance: Document) -> dict:
+        data = super().to_representation(instance)
+        if self.shows_server_paths() or not instance.uri.startswith("file:"):
+            return data
+        metadata = instance.metadata or {}
+        data["uri"] = locators.shown_uri(instance.uri)
+        data["last_error"] = locators.without_server_paths(
+            instance.last_error, instance.uri, str(metadata.get("path") or ""),
+            str(metadata.get(REPO_ROOT_KEY) or ""),
+        )
+        if isinstance(data.get("metadata"), dict) and REPO_ROOT_KEY in data["metadata"]:
+            data["metadata"] = {k: v for k, v in data["metadata"].items() if k != REPO_ROOT_KEY}
+        return data
+
+    def get_path(self, obj: Document) -> str:
+        return locators.shown_path(obj.uri, str((obj.metadata or {}).get("path") or ""))
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_file_url(self, obj: Document) -> str | None:

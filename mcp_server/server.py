@@ -28,6 +28,7 @@ from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 
+from indexing import sources
 from knowledge.models import Document
 from mcp_server import tools
 from mcp_server.auth import InvalidToken, user_for_token
@@ -329,19 +330,31 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     def stale(
         ctx: Context,
         check: Annotated[bool, _argument(
-            "true: re-read every source now (slow); false: list those already marked"
-        )] = True,
+            "false (default): list the documents already marked STALE, at most "
+            f"{tools.STALE_LIST_MAX}; true: re-read their sources now (members and owners) "
+            f"and mark the changed ones, at most {tools.STALE_CHECK_MAX_SOURCES} sources a "
+            f"call, of which at most {sources.FRESHNESS_PAGES_AT_ONCE} web pages and the "
+            f"files of at most {sources.FRESHNESS_CLONES_AT_ONCE} repositories cloned from "
+            "git URLs (each fetched): more is refused, check it by document_ids"
+        )] = False,
+        document_ids: Annotated[list[Int] | None, _argument(
+            "only these documents (list_sources), e.g. a batch of a large workspace; "
+            "default: all of the workspace's",
+            minItems=1, maxItems=tools.STALE_CHECK_MAX_SOURCES,
+        )] = None,
         workspace: WorkspaceSlug = None,
     ) -> Result:
         """Documents whose source changed since it was indexed.
 
-        check=true re-reads every file and web source now (slow for many web pages)
-        and marks the changed and unreadable ones STALE, and lists as `new` the files
-        added to ingested repositories since; check=false lists those already marked.
-        Nothing is re-indexed: pass their ids to reindex (ingest a repository's path
-        again to add its new files).
+        By default lists those already marked STALE (cheap). check=true re-reads file and
+        web sources now (slow: each file read, each page fetched), marks the changed and
+        unreadable ones STALE, and lists as `new` the files added to ingested
+        repositories since; it reads a bounded number of sources a call (check's
+        description says how many): pass document_ids in batches for a larger workspace.
+        Nothing is re-indexed: pass their ids to reindex.
         """
-        return _run(token_of, ctx, tools.stale, check=check, workspace=workspace)
+        return _run(token_of, ctx, tools.stale, check=check, document_ids=document_ids,
+                    workspace=workspace)
 
     return server
 

@@ -9,16 +9,16 @@ user's workspaces is "not found", exactly like a missing id.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from chat import grounding, passages
-from indexing import git_sources, sources
+from indexing import freshness, git_sources, sources
 from indexing.serializers import ReindexResultSerializer
-from knowledge import selectors
+from knowledge import locators, selectors
 from knowledge.models import Document, Workspace
 from knowledge.search import Scope, ScopeError, search
 from knowledge.serializers import (
@@ -202,7 +202,7 @@ def read_document(
         thread=thread, passages=[(document, c.pk, c.text, c.locator) for c in chunks]
     )
     return {
-        "document": _source(DocumentSerializer(document).data),
+        "document": _source(DocumentSerializer(document, context={"user": user}).data),
         "conversation_id": thread.pk,
         "cite_as": CITE_AS,
         "offset": start,
@@ -292,7 +292,7 @@ def ingest(
     except ValueError as exc:  # SourceRefused, an unsupported or oversized tree
         raise Refused(str(exc)) from exc
     job = selectors.jobs_in(workspace=ws).get(pk=job.pk)
-    return IngestJobSerializer(job, context={"workspace": ws}).data
+    return IngestJobSerializer(job, context={"workspace": ws, "user": user}).data
 
 
 def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
@@ -304,7 +304,7 @@ def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
     if job is None:
         raise Refused(f"No ingest job {job_id} in this workspace")
     sources.cancel_job(job=job)
-    return IngestJobSerializer(jobs.get(pk=job_id), context={"workspace": ws}).data
+    return IngestJobSerializer(jobs.get(pk=job_id), context={"workspace": ws, "user": user}).data
 
 
 def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str, Any]:
@@ -333,7 +333,9 @@ def list_sources(
         "workspace": ws.slug,
         "total": documents.count(),
         "offset": start,
-        "documents": [_source(d) for d in DocumentSerializer(documents[start:end], many=True).data],
+        "documents": [_source(d) for d in DocumentSerializer(
+            documents[start:end], many=True, context={"user": user}
+        ).data],
     }
     if start == 0:
         # Once, with the first window: every window repeated them all, unbounded.
@@ -346,8 +348,8 @@ def list_sources(
 
 # What an agent needs of a document to choose, scope, cite and fix it; the rest of the
 # API's record (mime, progress, timestamps, metadata) tripled a listing's size.
-SOURCE_FIELDS = ("id", "title", "source_type", "uri", "folder", "folder_path", "status",
-                 "chunk_count", "last_error", "last_indexed_at")
+SOURCE_FIELDS = ("id", "title", "source_type", "uri", "path", "folder", "folder_path",
+                 "status", "chunk_count", "last_error", "last_indexed_at")
 
 
 def _source(document: dict[str, Any]) -> dict[str, Any]:
@@ -367,48 +369,125 @@ def list_workspaces(user) -> dict[str, Any]:
                            for ws in selectors.workspaces_for(user=user)]}
 
 
-def summary(document: Document) -> dict[str, Any]:
-    return {"id": document.pk, "title": document.title, "uri": document.uri}
+def summary(document: Document, *, server_paths: bool) -> dict[str, Any]:
+    """A document named as list_sources names it: its server path only for those who add
+    server paths (selectors.may_add_server_paths)."""
+    uri = document.uri if server_paths else locators.shown_uri(document.uri)
+    return {"id": document.pk, "title": document.title, "uri": uri,
+            "path": locators.shown_path(document.uri, str(document.metadata.get("path") or ""))}
 
 
-def stale(user, *, check: bool, workspace: str | None) -> dict[str, Any]:
+# What one stale call may do. A check reads each source now (a file, a web page fetched)
+# in the call, for whoever holds a token: at most this many, of which at most
+# sources.FRESHNESS_PAGES_AT_ONCE web pages. A listing of those marked is a window.
+STALE_CHECK_MAX_SOURCES = 200
+STALE_LIST_MAX = 500
+
+
+def stale(
+    user, *, check: bool, workspace: str | None, document_ids: list[int] | None = None
+) -> dict[str, Any]:
     """`manage.py stale` for one workspace: sources whose content changed since indexing.
 
-    With `check`, file and web sources are re-read now and the changed ones
-    marked STALE (nothing is re-indexed: call reindex), and files added to their
-    repositories since are listed as `new` (ingest the repository's path to add them).
+    Without `check`, the documents already marked STALE (at most STALE_LIST_MAX; `total`
+    counts them), which a reader may list. With it (members and owners: it marks
+    documents), file and web sources are re-read now and the changed ones marked STALE
+    (nothing is re-indexed: call reindex), and files added to their repositories since
+    are listed as `new`; at most STALE_CHECK_MAX_SOURCES sources a call: a workspace
+    holding more is checked by `document_ids`, a batch at a time (or `manage.py stale`).
     A file outside INGEST_SERVER_ROOTS is not read for an API caller; it is listed as
     not checked.
-    A reader may list them, not check (it marks documents).
     """
     ws = _workspace(user, workspace, curating=check)
     documents = selectors.documents_in(workspace=ws)
+    if document_ids is not None:
+        documents = documents.filter(pk__in=_stale_ids(ws, document_ids))
+    server_paths = selectors.may_add_server_paths(user=user)
     if not check:
-        marked = documents.filter(status=Document.Status.STALE)
-        return {"stale": [summary(d) for d in marked], "checked": False}
+        marked = documents.filter(status=Document.Status.STALE).order_by("pk")
+        return {"checked": False, "total": marked.count(),
+                "stale": [summary(d, server_paths=server_paths)
+                          for d in marked[:STALE_LIST_MAX]]}
+    # Uploads cannot change and documents not indexed are not read: the rest are.
+    readable = documents.filter(
+        status__in=[Document.Status.INDEXED, Document.Status.STALE]
+    ).exclude(uri__startswith="upload://").count()
+    if readable > STALE_CHECK_MAX_SOURCES:
+        raise Refused(
+            f"This would re-read {readable:,} sources now; one call checks at most "
+            f"{STALE_CHECK_MAX_SOURCES}: pass document_ids (list_sources), "
+            f"{STALE_CHECK_MAX_SOURCES} at a time, or run `manage.py stale` on the server."
+        )
     try:
         report, refused = sources.check_freshness(documents=documents)
     except sources.SourceRefused as exc:
         raise Refused(str(exc)) from exc
+
+    def named(d: Document) -> dict[str, Any]:
+        return summary(d, server_paths=server_paths)
+
     checked: dict[str, Any] = {
         "checked": True,
-        "stale": [summary(d) for d in report.stale],
+        "stale": [named(d) for d in report.stale],
         "outdated": len(report.outdated),  # of the stale: indexed by older indexing code
         "unchanged": len(report.fresh),
-        "unreachable": [{**summary(d), "error": error} for d, error in report.unreachable],
+        "unreachable": [
+            {**named(d), "error": _without_server_paths(error, d, server_paths)}
+            for d, error in report.unreachable
+        ],
         "not_checked": [
-            {**summary(d), "error": refused[d.pk]} for d in documents.filter(pk__in=refused)
+            {**named(d), "error": _without_server_paths(refused[d.pk], d, server_paths)}
+            for d in documents.filter(pk__in=refused)
         ],
         # Files added to its repositories since they were ingested: `ingest` of the
         # repository's path adds them (reindex takes documents, which they are not yet).
-        "new": [{"uri": item.uri, "repository": item.repo_root} for item in report.new],
+        "new": [_new_file(item, server_paths) for item in report.new],
     }
     # Of repositories ingested by their git URL (fetched now), when there are any: files
     # deleted upstream (delete them, or `manage.py stale --reindex` does), and clones
     # that could not be fetched (compared as they were).
     if report.deleted:
-        checked["deleted"] = [summary(d) for d in report.deleted]
+        checked["deleted"] = [named(d) for d in report.deleted]
     if report.unfetched:
-        checked["not_fetched"] = [{"repository": root, "error": error}
-                                  for root, error in report.unfetched.items()]
+        checked["not_fetched"] = [
+            {"repository": _clone(root, server_paths),
+             "error": error.replace(root, _clone(root, server_paths))}
+            for root, error in report.unfetched.items()
+        ]
     return checked
+
+
+def _clone(root: str, server_paths: bool) -> str:
+    """A clone's folder on the server is the operator's: others read its name."""
+    return root if server_paths else PurePosixPath(root).name
+
+
+def _stale_ids(ws: Workspace, document_ids: list[int]) -> list[int]:
+    if not 1 <= len(document_ids) <= STALE_CHECK_MAX_SOURCES:
+        raise Refused(f"document_ids: give 1 to {STALE_CHECK_MAX_SOURCES} ids")
+    if bad := next((i for i in document_ids if not 0 < i < 2**63), None):
+        raise Refused(f"No document {bad} in this workspace")
+    held = set(selectors.documents_in(workspace=ws).filter(pk__in=document_ids)
+               .values_list("pk", flat=True))
+    if missing := [i for i in document_ids if i not in held]:
+        raise Refused(f"No document {missing[0]} in this workspace")
+    return document_ids
+
+
+def _without_server_paths(error: str, document: Document, server_paths: bool) -> str:
+    if server_paths:
+        return error
+    metadata = document.metadata or {}
+    return locators.without_server_paths(
+        error, document.uri, str(metadata.get("path") or ""),
+        str(metadata.get(freshness.REPO_ROOT_KEY) or ""),
+    )
+
+
+def _new_file(item, server_paths: bool) -> dict[str, Any]:
+    """A file new in a repository: its path there and the workspace folder its repository
+    is in; the server's paths (to ingest the repository's path again) for those who may."""
+    found = {"path": item.file.path, "folder": item.folder_id}
+    if server_paths:
+        found |= {"uri": item.uri, "repository": item.repo_root}
+    return found

@@ -92,3 +92,65 @@ def test_search_mcp_and_ask_show_the_path_not_the_servers(
     call_command("ask", QUESTION, workspace=workspace.slug, json=True, stdout=out_json)
     for shown in (json.dumps(found), json.dumps(by_mcp), out.getvalue(), out_json.getvalue()):
         assert str(tmp_path) not in shown
+
+
+def test_source_listings_show_the_path_and_the_servers_only_to_who_adds_server_paths(
+    tides, workspace, user, api, tmp_path
+):
+    """GET /api/documents, a document, a job and MCP's list_sources, read_document and
+    stale showed every member (and reader) the file:// URI: the server's own layout."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+    from rest_framework.test import APIClient
+
+    from knowledge.models import Document, IngestJob
+
+    job = IngestJob.objects.create(workspace=workspace, description="ops")
+    job.documents.add(tides)
+    # As a repository's file is registered: its top level on the server in its metadata.
+    top = str((tmp_path / "srv" / "ops").resolve())
+    server_file = f"{top}/harbour/tides.md"
+    Document.objects.filter(pk=tides.pk).update(
+        status=Document.Status.STALE, metadata={**tides.metadata, "repo_root": top},
+        last_error=f"File {server_file} cannot be read; {top} is not a directory any more",
+    )
+
+    def outputs(client, account) -> dict:
+        return {
+            "list": client.get("/api/documents").json()["results"][0],
+            "detail": client.get(f"/api/documents/{tides.pk}").json(),
+            "job": client.get(f"/api/jobs/{job.pk}").json()["documents"][0],
+            "mcp_list": mcp_tools.list_sources(
+                account, status=None, offset=0, limit=10, workspace=None
+            )["documents"][0],
+            "mcp_read": mcp_tools.read_document(
+                account, document_id=tides.pk, offset=0, limit=1, workspace=None,
+                conversation_id=None,
+            )["document"],
+            "mcp_stale": mcp_tools.stale(
+                account, check=False, document_ids=None, workspace=None
+            )["stale"][0],
+        }
+
+    for where, shown in outputs(api, user).items():
+        assert shown["path"] == "harbour/tides.md", where
+        assert shown["uri"] == "", where
+        assert str(tmp_path) not in json.dumps(shown) and "file:" not in json.dumps(shown), (
+            where, shown)
+    member = outputs(api, user)["detail"]
+    assert member["last_error"] == (
+        "File harbour/tides.md cannot be read; ops is not a directory any more"
+    )
+    assert "repo_root" not in member["metadata"] and member["metadata"]["path"]
+
+    # Staff allowed to add server paths add and re-add sources by them: they see them.
+    curator = get_user_model().objects.create_user("root", is_staff=True)
+    curator.user_permissions.add(Permission.objects.get(codename="add_document"))
+    workspace.members.add(curator)
+    as_curator = APIClient()
+    as_curator.force_authenticate(curator)
+    for where, shown in outputs(as_curator, curator).items():
+        assert shown["uri"] == tides.uri and shown["path"] == "harbour/tides.md", where
+    shown = outputs(as_curator, curator)["detail"]
+    assert shown["last_error"].startswith(f"File {server_file} cannot") and (
+        shown["metadata"]["repo_root"] == top)

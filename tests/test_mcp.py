@@ -218,7 +218,7 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     async def session():
         async with mcp_clients.stdio(site["env"], "--token", site["token"]) as client:
             results = {
-                "unchanged": await call(client, "stale"),
+                "unchanged": await call(client, "stale", check=True),
                 "file": await call(client, "ingest", path=str(root / "new.md"),
                                    folder_id=document.folder_id),
                 "outside": await call(client, "ingest", path=str(outside)),
@@ -229,7 +229,7 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
                 "private": await call(client, "ingest", url="http://127.0.0.1:9/page"),
                 "neither": await call(client, "ingest"),
                 "changed": (site["path"].write_text(HANDBOOK + "\nNew rule.\n"),
-                            await call(client, "stale"))[1],
+                            await call(client, "stale", check=True))[1],
                 "marked": await call(client, "stale", check=False),
                 "reindex": await call(client, "reindex", document_ids=[document.pk]),
             }
@@ -264,7 +264,10 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
 
     ok, body = results["changed"]
     assert ok and [d["id"] for d in body["stale"]] == [document.pk]
-    assert results["marked"] == (True, {"checked": False, "stale": body["stale"]})
+    assert results["marked"] == (True, {"checked": False, "total": 1, "stale": body["stale"]})
+    # Alice adds server paths: she is shown them.
+    assert body["stale"][0]["uri"] == document.uri
+    assert body["stale"][0]["path"] == "handbook.md"
     ok, body = results["reindex"]
     assert ok and body["queued"] == 1 and body["refused"] == 0
     assert body["documents"] == [{"id": document.pk, "status": "PENDING", "last_error": ""}]

@@ -17,7 +17,7 @@ from indexing import pipeline, sources
 from knowledge.models import Document, Folder
 from knowledge.services import workspace_create
 from mcp_server.server import build_server
-from mcp_server.tools import LIST_MAX_FOLDERS
+from mcp_server.tools import LIST_MAX_FOLDERS, STALE_CHECK_MAX_SOURCES
 from tests.conftest import SAMPLE_CORPUS
 from tests.mcp_clients import run
 
@@ -72,7 +72,7 @@ def test_results_are_compact_and_keep_no_page_drawing_boxes(agent):
     assert "bbox" in document.chunks.order_by("ordinal").first().locator
     # A document as an agent needs it, not the API's whole record.
     assert set(read[2]["document"]) == {
-        "id", "title", "source_type", "uri", "folder", "folder_path", "status",
+        "id", "title", "source_type", "uri", "path", "folder", "folder_path", "status",
         "chunk_count", "last_error", "last_indexed_at",
     }
 
@@ -91,7 +91,7 @@ def test_list_sources_is_lean_and_lists_folders_once_and_bounded(agent):
     (error, _, first), (_, _, second) = run(session)
     assert not error
     assert first["total"] == 1 and set(first["documents"][0]) == {
-        "id", "title", "source_type", "uri", "folder", "folder_path", "status",
+        "id", "title", "source_type", "uri", "path", "folder", "folder_path", "status",
         "chunk_count", "last_error", "last_indexed_at",
     }
     # Every window sent every folder; now the first sends at most LIST_MAX_FOLDERS.
@@ -129,3 +129,67 @@ def test_arguments_state_their_bounds_and_the_workspaces_are_listed(agent):
         {"slug": "shared", "name": "Shared", "role": "reader"},
     ]}
     assert refusal.endswith("No workspace 'nope' (list_workspaces names yours)")
+
+
+def test_stale_lists_by_default_and_a_check_reads_a_bounded_number_of_sources(
+    agent, tmp_path, settings
+):
+    """`stale` re-read every source by default, for anyone holding a token: now a call
+    lists the marked ones unless asked to check, and a check reads at most
+    STALE_CHECK_MAX_SOURCES sources (document_ids choose a batch of a larger workspace)."""
+    workspace, pdf = agent["workspace"], agent["document"]
+    settings.INGEST_SERVER_ROOTS = [str(tmp_path)]
+    changed = tmp_path / "changed.md"
+    changed.write_text("# Berths\n\nBerth 4 is closed.\n")
+    document = sources.add_path(workspace=workspace, path=changed)
+    Document.objects.filter(pk=document.pk).update(
+        status=Document.Status.INDEXED, indexed_by=pdf.indexed_by,
+        content_hash=pdf.content_hash,  # not what the file holds: re-read, it is stale
+    )
+
+    async def session():
+        async with agent["client"]() as client:
+            tools = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+            listed = await _call(client, "stale")
+            return tools, listed
+
+    tools, (error, text, listed) = run(session)
+    assert not error, text
+    # Nothing re-read: the changed file is not marked.
+    assert listed == {"checked": False, "total": 0, "stale": []}
+    assert Document.objects.get(pk=document.pk).status == Document.Status.INDEXED
+    arguments = tools["stale"]["properties"]
+    assert arguments["check"]["default"] is False
+    assert f"at most {STALE_CHECK_MAX_SOURCES} sources" in arguments["check"]["description"]
+    assert arguments["document_ids"]["maxItems"] == STALE_CHECK_MAX_SOURCES
+
+    # Past the bound, a check of the whole workspace is refused before anything is read.
+    Document.objects.bulk_create(
+        Document(workspace=workspace, uri=f"file:///srv/kb/{i}.md", title=f"{i}",
+                 status=Document.Status.INDEXED)
+        for i in range(STALE_CHECK_MAX_SOURCES)
+    )
+
+    async def check_all():
+        async with agent["client"]() as client:
+            return await _call(client, "stale", check=True)
+
+    whole = run(check_all)
+    assert whole[0] and f"one call checks at most {STALE_CHECK_MAX_SOURCES}" in whole[1]
+    assert "document_ids" in whole[1]
+    assert Document.objects.get(pk=document.pk).status == Document.Status.INDEXED
+
+    async def checks():
+        async with agent["client"]() as client:
+            return (await _call(client, "stale", check=True, document_ids=[document.pk]),
+                    await _call(client, "stale", check=True,
+                                document_ids=list(range(1, STALE_CHECK_MAX_SOURCES + 2))),
+                    await _call(client, "stale", document_ids=[2**62]))
+
+    batch, too_many, foreign = run(checks)
+    error, text, checked = batch
+    assert not error, text
+    assert checked["checked"] and [d["id"] for d in checked["stale"]] == [document.pk]
+    assert checked["stale"][0]["path"] == "changed.md" and checked["stale"][0]["uri"] == ""
+    assert Document.objects.get(pk=document.pk).status == Document.Status.STALE
+    assert too_many[0] and foreign[0] and f"No document {2**62}" in foreign[1]
