@@ -7,10 +7,13 @@ import logging
 import queue
 import threading
 from collections.abc import Iterator
+from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.http import Http404, HttpResponse, StreamingHttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -19,11 +22,13 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from chat import citation_pages, citations, feedback, grounding, services
@@ -35,6 +40,7 @@ from chat.serializers import (
     GroundingCheckResultSerializer,
     GroundingCheckSerializer,
     MessageSerializer,
+    PageLinkSerializer,
     PostMessageSerializer,
     ThreadCreateSerializer,
     ThreadFilterSerializer,
@@ -556,6 +562,40 @@ class MessageFeedbackView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
+def signed_page_url(request: Request, *, thread_id: int, n: int,
+                    link: citation_pages.PageLink) -> str:
+    """The page image's address with its signature: an `<img src>` needs no token."""
+    path = reverse("api-citation-page", args=[thread_id, n, link.page])
+    signature = citation_pages.sign_page_link(
+        user_id=link.user_id, document_id=link.document_id, page=link.page
+    )
+    # Absolute: a front end on another origin resolved a bare path against its own.
+    return request.build_absolute_uri(f"{path}?{urlencode({'signature': signature})}")
+
+
+class SignedPageLink(BaseAuthentication):
+    """`?signature=` of a signed page link authenticates the user it was signed for, on
+    the page view only, and for that page only (citation_pages.page_image checks it). A
+    signature present decides, good or bad: it is never silently ignored."""
+
+    def authenticate(self, request: Request):
+        signature = request.query_params.get("signature")
+        if signature is None:
+            return None
+        try:
+            link = citation_pages.read_page_link(signature)
+        except citation_pages.BadPageLink as exc:
+            raise AuthenticationFailed(str(exc)) from exc
+        user = get_user_model().objects.filter(pk=link.user_id, is_active=True).first()
+        if user is None:
+            raise AuthenticationFailed("This page link is not valid.")
+        return user, link
+
+    def authenticate_header(self, request: Request) -> str | None:
+        # The 401 of a request with neither a signature nor a token reads as anywhere else.
+        return api_settings.DEFAULT_AUTHENTICATION_CLASSES[0]().authenticate_header(request)
+
+
 class CitationView(APIView):
     @extend_schema(
         summary="What [n] in this conversation cites, with the text around it",
@@ -566,13 +606,18 @@ class CitationView(APIView):
         entry = citations.resolve(thread=thread, n=n)
         if entry is None:
             raise Http404(f"No citation [{n}] in this conversation")
+        # Set for a current PDF passage: the panel shows the page itself.
+        pdf = citation_pages.pdf_view(thread=thread, entry=entry)
+        if pdf is not None:
+            pdf["page_url"] = signed_page_url(request, thread_id=thread.pk, n=n, link=(
+                citation_pages.PageLink(request.user.pk, entry.document_id, pdf["page"])
+            ))
         return Response(
             {
                 **citations.citation_json(entry),
                 "context": citations.surrounding_text(entry),
                 "format": citation_pages.passage_format(thread=thread, entry=entry),
-                # Set for a current PDF passage: the panel shows the page itself.
-                "pdf": citation_pages.pdf_view(thread=thread, entry=entry),
+                "pdf": pdf,
             }
         )
 
@@ -594,12 +639,20 @@ class CitationPageView(JSONAnswers, APIView):
 
     # Accept: image/png, image/* and */* are answered; an error is JSON (JSONAnswers).
     renderer_classes = [JSONRenderer, PNGRenderer]
+    # A signed link (?signature=) or the usual token or session.
+    authentication_classes = [SignedPageLink, *api_settings.DEFAULT_AUTHENTICATION_CLASSES]
 
     @extend_schema(
         parameters=[
             OpenApiParameter(
                 "scale", float, enum=list(page_images.SCALES), description="1 = 72 dpi (default 2)"
-            )
+            ),
+            OpenApiParameter(
+                "signature", str,
+                description="a signed link's (a citation's `pdf.page_url`, or .../link): "
+                "this page for its user without a token, for PAGE_LINK_SECONDS; a bad or "
+                "expired one is a 401, another page's or document's a 404",
+            ),
         ],
         responses={
             (200, "image/png"): OpenApiResponse(OpenApiTypes.BINARY, description="the page"),
@@ -624,9 +677,10 @@ class CitationPageView(JSONAnswers, APIView):
         thread = user_thread(request, pk)
         params = PageScaleSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
+        link = request.auth if isinstance(request.auth, citation_pages.PageLink) else None
         try:
             png = citation_pages.page_image(
-                thread=thread, n=n, page=page, scale=params.validated_data["scale"]
+                thread=thread, n=n, page=page, scale=params.validated_data["scale"], link=link
             )
         except citation_pages.NotFound as exc:
             raise Http404(str(exc)) from exc
@@ -637,6 +691,38 @@ class CitationPageView(JSONAnswers, APIView):
         # Short: the URL stays the same when the document is re-indexed.
         response["Cache-Control"] = "private, max-age=300"
         return response
+
+
+class CitationPageLinkView(APIView):
+    """A signed link to a page of the PDF a citation points into, for an `<img src>`."""
+
+    @extend_schema(
+        summary="A short-lived signed link to a cited PDF's page image",
+        description=(
+            "For a front end that cannot send its token with an image request (an "
+            "`<img src>` on another origin): the page's address with a `signature` that "
+            "opens that page of that document for you alone, for `PAGE_LINK_SECONDS`. The "
+            "citation's own page has one in its `pdf.page_url`. A signed link cannot ask "
+            "for another: this takes your token or session."
+        ),
+        responses={
+            200: PageLinkSerializer,
+            404: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="no such conversation of yours, citation, PDF or page",
+            ),
+        },
+    )
+    def get(self, request: Request, pk: int, n: int, page: int) -> Response:
+        thread = user_thread(request, pk)
+        try:
+            link = citation_pages.page_link(thread=thread, n=n, page=page)
+        except citation_pages.NotFound as exc:
+            raise Http404(str(exc)) from exc
+        return Response(PageLinkSerializer({
+            "url": signed_page_url(request, thread_id=thread.pk, n=n, link=link),
+            "expires_in": settings.PAGE_LINK_SECONDS,
+        }).data)
 
 
 class GroundingCheckView(APIView):

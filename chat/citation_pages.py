@@ -7,7 +7,11 @@ document read, so a foreign thread or document is a 404 like a missing one.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+from django.conf import settings
+from django.core import signing
 
 from chat import citations
 from chat.models import CitationEntry, Thread
@@ -72,14 +76,29 @@ def pdf_view(*, thread: Thread, entry: CitationEntry) -> dict[str, Any] | None:
     return {"page": locator["page"], "page_count": page_count, **boxes}
 
 
-def page_image(*, thread: Thread, n: int, page: int, scale: float) -> bytes:
-    """PNG of page `page` of the PDF that citation [n] of `thread` points into."""
+def cited_document(*, thread: Thread, n: int) -> Document:
+    """The document citation [n] of `thread` points into, still in its workspace."""
     entry = citations.resolve(thread=thread, n=n)
     if entry is None:
         raise NotFound(f"No citation [{n}] in this conversation")
     document = _document(thread=thread, entry=entry)
     if document is None:
         raise NotFound("The cited document no longer exists")
+    return document
+
+
+def page_image(*, thread: Thread, n: int, page: int, scale: float,
+               link: PageLink | None = None) -> bytes:
+    """PNG of page `page` of the PDF that citation [n] of `thread` points into.
+
+    `link`: the request was signed (an `<img>` sends no token): the page must be the one
+    signed, of the document signed (the thread is the signed user's, as any request's).
+    """
+    document = cited_document(thread=thread, n=n)
+    if link is not None and (link.user_id, link.document_id, link.page) != (
+        thread.user_id, document.pk, page
+    ):
+        raise NotFound("This page link is for another page")
     try:
         return page_images.page_png(
             document=document, page=page, scale=scale, user_id=thread.user_id
@@ -90,3 +109,53 @@ def page_image(*, thread: Thread, n: int, page: int, scale: float) -> bytes:
         raise UserBusy(str(exc)) from None
     except page_images.PagesBusy as exc:
         raise Busy(str(exc)) from None
+
+
+# A page image is fetched by an `<img src>`, which cannot send a token header: a front end
+# served from another origin (no session cookie there) asks for a short-lived signed link
+# instead. One link opens one page of one document for one user, nothing else.
+PAGE_LINK_SALT = "verity.citation-page-link"
+
+
+@dataclass(frozen=True)
+class PageLink:
+    user_id: int
+    document_id: int
+    page: int
+
+
+class BadPageLink(Exception):
+    """A signature that is not ours, was altered, or has expired (the message says)."""
+
+
+def sign_page_link(*, user_id: int, document_id: int, page: int) -> str:
+    """The signature of a link to `page` of `document_id` for `user_id`, good for
+    PAGE_LINK_SECONDS."""
+    return signing.dumps({"u": user_id, "d": document_id, "p": page}, salt=PAGE_LINK_SALT)
+
+
+def read_page_link(signature: str) -> PageLink:
+    """What `signature` opens; BadPageLink when it is not one of ours or has expired."""
+    try:
+        signed = signing.loads(signature, salt=PAGE_LINK_SALT,
+                               max_age=settings.PAGE_LINK_SECONDS)
+    except signing.SignatureExpired as exc:
+        raise BadPageLink("This page link has expired; ask for the citation again.") from exc
+    except signing.BadSignature as exc:
+        raise BadPageLink("This page link is not valid.") from exc
+    try:
+        return PageLink(int(signed["u"]), int(signed["d"]), int(signed["p"]))
+    except (KeyError, TypeError, ValueError) as exc:  # signed by us, so never; still bounded
+        raise BadPageLink("This page link is not valid.") from exc
+
+
+def page_link(*, thread: Thread, n: int, page: int) -> PageLink:
+    """A link for `thread`'s user to `page` of the PDF citation [n] points into
+    (NotFound: no such citation, PDF or page)."""
+    document = cited_document(thread=thread, n=n)
+    if not page_images.is_pdf(document):
+        raise NotFound("The cited document is not a PDF")
+    pages = document.metadata.get("page_count")
+    if page < 1 or (isinstance(pages, int) and page > pages):
+        raise NotFound(f"The document has no page {page}")
+    return PageLink(thread.user_id, document.pk, page)

@@ -98,6 +98,18 @@ class PdfViewSerializer(serializers.Serializer):
         child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
         help_text="[start, end) of the passage text each box covers",
     )
+    page_url = serializers.URLField(
+        help_text="the cited page's image, signed for you: an <img src> needs no token "
+        "(add &scale= to choose its size); good for PAGE_LINK_SECONDS. Another page's: "
+        ".../citations/{n}/pages/{page}/link",
+    )
+
+
+class PageLinkSerializer(serializers.Serializer):
+    url = serializers.URLField(
+        help_text="the page image with its signature (add &scale= to choose its size)"
+    )
+    expires_in = serializers.IntegerField(help_text="seconds it stays good for")
 
 
 class CitationDetailSerializer(CitationSerializer):

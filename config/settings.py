@@ -257,6 +257,9 @@ PDF_RENDER_SECONDS = env.float("PDF_RENDER_SECONDS", default=15.0)
 PDF_RENDER_MAX_MEMORY = env.int("PDF_RENDER_MAX_MEMORY", default=1024 * 1024 * 1024)
 PDF_RENDERS_AT_ONCE = env.int("PDF_RENDERS_AT_ONCE", default=2)
 PDF_RENDERS_PER_USER = env.int("PDF_RENDERS_PER_USER", default=1)
+# How long a signed link to a citation's page image (for an <img> of a front end on
+# another origin, which sends no token) opens that page.
+PAGE_LINK_SECONDS = env.int("PAGE_LINK_SECONDS", default=300)
 # The same at indexing, for all of a document's passages at once.
 INGEST_PDF_BOXES_SECONDS = env.float("INGEST_PDF_BOXES_SECONDS", default=600.0)
 LOGIN_URL = "login"

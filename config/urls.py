@@ -99,6 +99,11 @@ urlpatterns = [
         chat_api.CitationPageView.as_view(),
         name="api-citation-page",
     ),
+    path(
+        "api/threads/<int:pk>/citations/<int:n>/pages/<int:page>/link",
+        chat_api.CitationPageLinkView.as_view(),
+        name="api-citation-page-link",
+    ),
     path("api/grounding/check", chat_api.GroundingCheckView.as_view(), name="api-grounding"),
     path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),

@@ -360,3 +360,63 @@ def test_a_passage_says_whether_it_is_markdown_for_the_panel_to_render(
     assert body["format"] == "markdown"
     assert "4 hours" in body["text"]
     assert api.get(f"/api/threads/{thread.pk}/citations/{pdf_n}").json()["format"] == "text"
+
+
+def test_a_signed_page_link_opens_its_page_for_an_img_without_a_token(
+    documents, workspace, user, page_cache, settings
+):
+    """A front end on another origin shows the page with a plain <img src>: no token."""
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    chunk = chunk_with(pdf, "Total launch budget")
+    n = cite(thread, chunk)
+    owner = APIClient()
+    owner.force_authenticate(user)
+    page = chunk.locator["page"]
+
+    signed = owner.get(f"/api/threads/{thread.pk}/citations/{n}").json()["pdf"]["page_url"]
+    assert signed.startswith("http://testserver/") and "signature=" in signed
+    img = APIClient()  # no token, no session: what an <img> on another origin sends
+    shown = img.get(signed)
+    assert shown.status_code == 200 and shown.content.startswith(PNG_SIGNATURE)
+    assert img.get(f"{signed}&scale=1.5").status_code == 200  # its size is the page's to pick
+    # The usual path still takes the token alone.
+    assert owner.get(f"/api/threads/{thread.pk}/citations/{n}/pages/{page}").status_code == 200
+
+    # Another page of the document: asked for with the token, then signed.
+    other = 1 if page != 1 else 2
+    link = owner.get(f"/api/threads/{thread.pk}/citations/{n}/pages/{other}/link")
+    assert link.status_code == 200, link.content
+    assert link.json()["expires_in"] == settings.PAGE_LINK_SECONDS
+    assert img.get(link.json()["url"]).status_code == 200
+    assert owner.get(f"/api/threads/{thread.pk}/citations/{n}/pages/9/link").status_code == 404
+
+    # One link, one page: never another page, another citation's document, or anything else.
+    signature = signed.split("signature=", 1)[1]
+    assert img.get(
+        f"/api/threads/{thread.pk}/citations/{n}/pages/{other}?signature={signature}"
+    ).status_code == 404
+    other_n = cite(thread, documents["handbook.md"].chunks.order_by("ordinal").first())
+    assert img.get(
+        f"/api/threads/{thread.pk}/citations/{other_n}/pages/{page}?signature={signature}"
+    ).status_code == 404
+    for elsewhere in (f"/api/threads/{thread.pk}/citations/{n}",
+                      f"/api/threads/{thread.pk}/citations/{n}/pages/{other}/link",
+                      f"/api/threads/{thread.pk}/messages", "/api/documents"):
+        assert img.get(f"{elsewhere}?signature={signature}").status_code == 401, elsewhere
+    # Altered, or another user's thread: refused.
+    assert img.get(signed.replace("signature=", "signature=x")).status_code == 401
+    bob = get_user_model().objects.create_user("bob")
+    workspace.members.add(bob)
+    bobs = services.create_thread(workspace=workspace, user=bob)
+    bobs_n = cite(bobs, chunk)
+    assert img.get(
+        f"/api/threads/{bobs.pk}/citations/{bobs_n}/pages/{page}?signature={signature}"
+    ).status_code == 404
+    # The user gone from the workspace, or the link expired: no page.
+    settings.PAGE_LINK_SECONDS = -1
+    expired = img.get(signed)
+    assert expired.status_code == 401 and "expired" in expired.json()["detail"]
+    settings.PAGE_LINK_SECONDS = 300
+    workspace.members.remove(user)
+    assert img.get(signed).status_code == 404
