@@ -15,7 +15,7 @@ import pytest
 # first; its fixtures are shared by name, not copied.
 from tests.browser import test_chat_page as chat_page
 from tests.browser.test_chat_page import Page, ask, expect, new_chat
-from tests.scripted_llm import ScriptedLLM, answer
+from tests.scripted_llm import ScriptedLLM, answer, recorded
 
 pytestmark = pytest.mark.usefixtures("transactional_db")
 
@@ -123,3 +123,25 @@ def test_the_last_question_is_edited_and_answered_in_place(llm: ScriptedLLM, pag
     page.reload()
     expect(page.locator(".message.role-user")).to_have_count(1)
     expect(page.locator(".message.role-assistant")).to_contain_text("Bikes ride free")
+
+
+def test_a_failed_answer_is_rated_as_it_fails_and_once_stored(llm: ScriptedLLM, page: Page):
+    llm.script = [recorded({}, [{"error": {"message": "model overloaded"}}])]
+    page.goto("/")
+    new_chat(page)
+    failed = ask(page, "What is the harbour fee for a 9 m boat?")
+    expect(failed).to_have_class(re.compile(r"\bis-error\b"))
+    # "It failed" is what curators most need to hear: a failed answer is rated too.
+    failed.get_by_role("button", name="Not helpful", exact=True).click()
+    expect(failed.get_by_role("button", name="Not helpful", exact=True)).to_have_attribute(
+        "aria-pressed", "true")
+    page.keyboard.press("Escape")  # no comment
+    assert stored(page)[1]["status"] == "error"
+    assert stored(page)[1]["feedback"]["rating"] == "down"
+    expect(failed.get_by_role("button", name="Retry")).to_have_count(1)
+
+    page.reload()
+    shown = page.locator(".message.role-assistant").last
+    expect(shown).to_have_class(re.compile(r"\bis-error\b"))
+    expect(shown.get_by_role("button", name="Not helpful", exact=True)).to_have_attribute(
+        "aria-pressed", "true")
