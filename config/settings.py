@@ -310,9 +310,17 @@ AUTHENTICATION_BACKENDS = [
     "knowledge.login_throttle.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Where throttles and sign-in failures are counted: unset, in each process's memory;
-# a shared cache (e.g. redis://redis:6379/1) counts across web processes and hosts.
-CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://")}
+# Where throttles and sign-in failures are counted. Unset: in the database (a table of
+# migration knowledge 0022), which every web process and host of the instance shares; a
+# count in each process's memory let `serve`'s two processes take twice the limits, and
+# a right password in during a lockout. Redis (redis://redis:6379/1) spares it queries.
+CACHES = {"default": env.cache("CACHE_URL") if env.str("CACHE_URL", default="") else {
+    "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+    "LOCATION": "verity_cache",
+    # Throttle histories: one per client and scope within a window. Django's 300 would
+    # cull (forget) counts under an ordinary load.
+    "OPTIONS": {"MAX_ENTRIES": 50_000},
+}}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Verity API",
     "VERSION": "0.1.0",

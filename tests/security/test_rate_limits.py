@@ -115,3 +115,36 @@ def test_the_admin_sign_in_says_it_was_throttled(settings, staff, client):
     assert "Too many failed sign-ins for this username from your address" in page
     assert "in at most 15 minutes" in page
     assert "Please enter the correct username and password" not in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failed_sign_ins_in_another_web_process_count_here(user, settings):
+    """`serve` runs two web processes: counted in each one's memory, a client whose
+    requests alternated between them was let through twice as many failures, and in
+    with the right password during its lockout."""
+    import os
+
+    from django.contrib.auth import authenticate
+    from django.test import RequestFactory
+
+    from tests.workers import database_url, manage
+
+    user.set_password("harbour-lights")
+    user.save()
+    settings.LOGIN_FAILURES_LIMIT = 5
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+           "DATABASE_URL": database_url(), "LOGIN_FAILURES_LIMIT": "5"}
+    env.pop("CACHE_URL", None)
+    fail_five = (
+        "from django.contrib.auth import authenticate\n"
+        "from django.test import RequestFactory\n"
+        "for _ in range(5):\n"
+        f"    authenticate(RequestFactory().post('/'), username={user.username!r}, "
+        "password='wrong')\n"
+    )
+    result = manage(env, "shell", "-c", fail_five, timeout=120)
+    assert result.returncode == 0, result.stderr
+    right = {"username": user.username, "password": "harbour-lights"}
+    assert authenticate(RequestFactory().post("/"), **right) is None  # locked out here too
+    cache.clear()
+    assert authenticate(RequestFactory().post("/"), **right) == user
