@@ -310,16 +310,17 @@ AUTHENTICATION_BACKENDS = [
     "knowledge.login_throttle.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Where throttles and sign-in failures are counted. Unset: in the database (a table of
-# migration knowledge 0022), which every web process and host of the instance shares; a
-# count in each process's memory let `serve`'s two processes take twice the limits, and
-# a right password in during a lockout. Redis (redis://redis:6379/1) spares it queries.
+# Where the API's rate limits are counted (sign-in failures have a table of their own,
+# knowledge.SignInFailures). Unset: in the database (a table of migration knowledge
+# 0022), which every web process and host of the instance shares; counted in each
+# process's memory, `serve`'s two processes let twice the rate through. Redis
+# (redis://redis:6379/1) spares the database those queries.
 CACHES = {"default": env.cache("CACHE_URL") if env.str("CACHE_URL", default="") else {
     "BACKEND": "django.core.cache.backends.db.DatabaseCache",
     "LOCATION": "verity_cache",
-    # Throttle histories: one per client and scope within a window. Django's 300 would
-    # cull (forget) counts under an ordinary load.
-    "OPTIONS": {"MAX_ENTRIES": 50_000},
+    # A rate limit's history per client and scope. Django's 300 would cull (forget) them
+    # under an ordinary load; each write counts the table's rows, so not too many either.
+    "OPTIONS": {"MAX_ENTRIES": 10_000},
 }}
 SPECTACULAR_SETTINGS = {
     "TITLE": "Verity API",

@@ -3,22 +3,27 @@ client's address, never the password), and a username is refused from an address
 failed LOGIN_FAILURES_LIMIT times within LOGIN_FAILURES_WINDOW seconds, until that
 window (from the first failure) has passed. A successful sign-in clears the count.
 
-Counted in Django's cache (CACHE_URL: shared across web processes when set). Covers
-every sign-in that goes through django.contrib.auth.authenticate: the sign-in page and
-the admin's. API tokens are throttled as API requests (knowledge/throttling.py).
+Counted in the database (SignInFailures), which every web process and host shares.
+Covers every sign-in that goes through django.contrib.auth.authenticate: the sign-in
+page, the admin's and the API's. API tokens are throttled as API requests
+(knowledge/throttling.py).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
-from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
 from django.dispatch import receiver
+from django.utils import timezone
+
+from knowledge.models import SignInFailures
 
 security = logging.getLogger("django.security")
 
@@ -36,7 +41,33 @@ def client_address(request) -> str:
 
 def _key(username: str, address: str) -> str:
     pair = f"{username.strip().lower()}\0{address}".encode()
-    return "login-failures:" + hashlib.sha256(pair).hexdigest()
+    return hashlib.sha256(pair).hexdigest()
+
+
+def _window_start():
+    return timezone.now() - timedelta(seconds=settings.LOGIN_FAILURES_WINDOW)
+
+
+def failures(*, username: str, address: str) -> int:
+    """Failed sign-ins of `username` from `address` within the window."""
+    return (
+        SignInFailures.objects.filter(key=_key(username, address), since__gt=_window_start())
+        .values_list("count", flat=True).first() or 0
+    )
+
+
+@transaction.atomic
+def count_failure(*, username: str, address: str) -> int:
+    """Count one failed sign-in; how many there are within the window, this one too.
+    A count whose window has passed starts again from this failure."""
+    now = timezone.now()
+    SignInFailures.objects.filter(since__lte=_window_start()).delete()  # bounded table
+    row, _created = SignInFailures.objects.select_for_update().get_or_create(
+        key=_key(username, address), defaults={"since": now}
+    )
+    row.count += 1
+    row.save(update_fields=["count"])
+    return row.count
 
 
 class LoginThrottleBackend:
@@ -49,7 +80,7 @@ class LoginThrottleBackend:
         if request is None or not username:
             return None
         address = client_address(request)
-        if cache.get(_key(username, address), 0) >= settings.LOGIN_FAILURES_LIMIT:
+        if failures(username=username, address=address) >= settings.LOGIN_FAILURES_LIMIT:
             request.login_throttled = True  # the sign-in page says why
             security.warning(
                 "Sign-in refused for username %r from %s: %d failed attempts within %d s",
@@ -66,12 +97,7 @@ def note_failed_login(sender, credentials, request=None, **kwargs) -> None:
         return  # no request to place; or refused unchecked, and logged as such
     username = str(credentials.get("username", ""))
     address = client_address(request)
-    key = _key(username, address)
-    cache.add(key, 0, timeout=settings.LOGIN_FAILURES_WINDOW)
-    try:
-        count = cache.incr(key)
-    except ValueError:  # expired between the two
-        cache.set(key, count := 1, timeout=settings.LOGIN_FAILURES_WINDOW)
+    count = count_failure(username=username, address=address)
     security.warning(
         "Failed sign-in for username %r from %s (%d of %d allowed within %d s)",
         username[:150], address, count, settings.LOGIN_FAILURES_LIMIT,
@@ -82,7 +108,8 @@ def note_failed_login(sender, credentials, request=None, **kwargs) -> None:
 @receiver(user_logged_in)
 def clear_failed_logins(sender, request, user, **kwargs) -> None:
     if request is not None:
-        cache.delete(_key(user.get_username(), client_address(request)))
+        key = _key(user.get_username(), client_address(request))
+        SignInFailures.objects.filter(key=key).delete()
 
 
 class AdminLoginForm(AdminAuthenticationForm):

@@ -458,3 +458,17 @@ class EntityEdge(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source_id} - {self.target_id}: {self.weight}"
+
+
+class SignInFailures(models.Model):
+    """Failed sign-ins of one username from one address since `since` (knowledge.
+    login_throttle). A table, not the cache: counted under a row lock whatever the
+    cache backend (the database's counts parallel failures as one, and restarts an
+    entry's expiry at each), and never culled as cache entries are."""
+
+    key = models.CharField(max_length=64, unique=True)  # sha256 of username and address
+    count = models.PositiveIntegerField(default=0)
+    since = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.count} since {self.since:%Y-%m-%d %H:%M}"

@@ -4,19 +4,10 @@
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def no_failures_counted():
-    # Failed sign-ins are counted in the cache, which outlives a test's transaction.
-    cache.clear()
-    yield
-    cache.clear()
 
 
 def sign_in(client: Client, body, **headers):

@@ -9,6 +9,7 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from chat import services
+from knowledge.models import SignInFailures
 
 pytestmark = pytest.mark.django_db
 
@@ -146,5 +147,38 @@ def test_failed_sign_ins_in_another_web_process_count_here(user, settings):
     assert result.returncode == 0, result.stderr
     right = {"username": user.username, "password": "harbour-lights"}
     assert authenticate(RequestFactory().post("/"), **right) is None  # locked out here too
-    cache.clear()
+    SignInFailures.objects.all().delete()
     assert authenticate(RequestFactory().post("/"), **right) == user
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_failed_sign_ins_are_each_counted(user, settings):
+    """A burst of guesses in parallel: each counts (a cache's get-then-set counted 29 of
+    160), and the count keeps the window from the first failure."""
+    import threading
+    from datetime import timedelta
+
+    from django.db import connection
+    from django.utils import timezone
+
+    from knowledge import login_throttle
+
+    def guess() -> None:
+        try:
+            for _ in range(10):
+                login_throttle.count_failure(username=user.username, address="10.0.0.9")
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=guess) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert login_throttle.failures(username=user.username, address="10.0.0.9") == 40
+    assert login_throttle.failures(username=user.username, address="10.0.0.8") == 0
+    # The window is from the first failure: past it, counting starts again.
+    SignInFailures.objects.update(since=timezone.now() - timedelta(
+        seconds=settings.LOGIN_FAILURES_WINDOW + 1))
+    assert login_throttle.failures(username=user.username, address="10.0.0.9") == 0
+    assert login_throttle.count_failure(username=user.username, address="10.0.0.9") == 1
