@@ -8,8 +8,20 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied
-from django.db.models import Case, Count, F, Func, Q, QuerySet, Sum, TextField, Value, When
-from django.db.models.functions import Length, Replace, Substr
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    F,
+    Func,
+    Q,
+    QuerySet,
+    Sum,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Cast, Concat, Length, Replace, Substr
 from django.http import Http404
 
 from knowledge.locators import PAGE_SEPARATOR
@@ -410,10 +422,14 @@ def jobs_progress(*, job_ids: Iterable[int]) -> dict[int, JobProgress]:
             n_chunks=Sum("chunk_count", filter=Q(unchanged=False)),
             n_embedded=Sum("chunks_embedded"),
             percent_sum=Sum("progress"),
-            n_cancelled=Count(
-                "pk", filter=Q(status=Document.Status.FAILED,
-                               last_error__startswith=CANCELLED_NOTE),
-            ),
+            # By this job ("Cancelled with ingest job 6 …"): a document another job
+            # shares was not cancelled by this one.
+            n_cancelled=Count("pk", filter=Q(
+                status=Document.Status.FAILED,
+                last_error__startswith=Concat(
+                    Value(f"{CANCELLED_NOTE} "), Cast("jobs", CharField()), Value(" ")
+                ),
+            )),
         )
         .order_by()
     )

@@ -13,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from indexing import sources
+from knowledge import selectors
 from knowledge.models import Document, IngestJob, Workspace
 
 pytestmark = pytest.mark.django_db
@@ -179,3 +180,20 @@ def test_the_admin_lists_cancelled_documents_apart_from_failed_ones(
     cancelled = listed(status__exact="CANCELLED")
     assert "tides.md" in cancelled and "pier.txt" not in cancelled
     assert Document.objects.get(pk=tides.pk).title in listed(status__exact="CANCELLED")
+
+
+def test_a_document_is_counted_cancelled_only_in_the_job_that_cancelled_it(workspace):
+    shared = Document.objects.create(
+        workspace=workspace, uri="upload://tides.md", title="Tides", source_type="text",
+        status=Document.Status.PENDING,
+    )
+    earlier = IngestJob.objects.create(workspace=workspace, description="earlier")
+    later = IngestJob.objects.create(workspace=workspace, description="later")
+    earlier.documents.add(shared)
+    later.documents.add(shared)
+    assert sources.cancel_job(job=later) == 1
+    progress = selectors.jobs_progress(job_ids=[earlier.pk, later.pk])
+    assert progress[later.pk].counts[selectors.CANCELLED] == 1
+    # The earlier job was not cancelled: for it the document failed, saying why.
+    assert progress[earlier.pk].counts[selectors.CANCELLED] == 0
+    assert progress[earlier.pk].counts[Document.Status.FAILED] == 1
