@@ -508,8 +508,9 @@ class Usage:
 
 def workspace_usage(*, workspace_id: int) -> Usage:
     """What a workspace holds, counted against WORKSPACE_MAX_DOCUMENTS and
-    WORKSPACE_MAX_UPLOAD_BYTES."""
-    totals = Document.objects.filter(workspace_id=workspace_id).aggregate(
+    WORKSPACE_MAX_UPLOAD_BYTES: a folder's being deleted too, until their rows (and
+    stored files) are gone."""
+    totals = Document.all_objects.filter(workspace_id=workspace_id).aggregate(
         documents=Count("pk"), stored_bytes=Sum("stored_bytes")
     )
     return Usage(totals["documents"], totals["stored_bytes"] or 0)

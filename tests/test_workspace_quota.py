@@ -132,3 +132,20 @@ def test_a_workspace_past_a_lowered_limit_still_replaces_what_it_holds(
     bigger = SimpleUploadedFile("a.txt", NOTE * 2)
     refused = api.post("/api/documents", {"files": [bigger]}, format="multipart")
     assert "WORKSPACE_MAX_UPLOAD_BYTES" in refused.json()["detail"]
+
+
+def test_a_folder_being_deleted_counts_until_its_documents_are_gone(
+    api, workspace, media, settings
+):
+    from knowledge.services import folder_hide
+
+    settings.WORKSPACE_MAX_DOCUMENTS = 2
+    old = sources.folder_for_path(workspace=workspace, path="old")
+    response = api.post("/api/documents", {
+        "files": [SimpleUploadedFile("a.txt", NOTE), SimpleUploadedFile("b.txt", NOTE)],
+        "folder_id": old.pk,
+    }, format="multipart")
+    assert response.status_code == 202, response.content
+    folder_hide(folder=old)  # as a large folder's deletion does, its task yet to run
+    refused = upload(api, "c.txt")
+    assert refused.status_code == 400 and "holds 2 documents" in refused.json()["detail"]
