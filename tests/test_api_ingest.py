@@ -80,7 +80,8 @@ def test_upload_two_files_is_202_then_indexed_and_searchable(
     polled = polled.json()
     assert polled["url"] == body["url"] and polled["documents"][0]["url"].startswith("http://")
     assert polled["status"] == "done"
-    assert polled["counts"] == {"PENDING": 0, "INDEXING": 0, "INDEXED": 2, "STALE": 0, "FAILED": 0}
+    assert polled["counts"] == {"PENDING": 0, "INDEXING": 0, "INDEXED": 2, "STALE": 0, "FAILED": 0,
+                                "CANCELLED": 0}
     assert {d["status"] for d in polled["documents"]} == {"INDEXED"}
     tides = api.get(by_uri["upload://tides.md"]["url"]).json()
     assert tides["status"] == "INDEXED" and tides["title"] == "Tides" and tides["chunk_count"] >= 1

@@ -299,6 +299,9 @@ def test_ctrl_c_on_serve_mid_task_stops_the_worker_quietly_and_the_document_come
             start_new_session=True,  # a terminal of its own, for Ctrl-C
         )
     try:
+        # Both workers up first: Celery itself fails with a traceback when interrupted
+        # while its pool starts, which a loaded machine made this test meet.
+        wait_for(lambda: log.read_text().count(" ready.") >= 2, 120, "the workers to start")
         manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
                "--no-wait")
         wait_for(lambda: Fake.requests, 60, "the worker to start indexing")
