@@ -453,6 +453,7 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
 class MessageStopView(APIView):
     def post(self, request: Request, pk: int, message_id: int) -> Response:
         thread = user_thread(request, pk)
+        json_object(request, (), example="an empty body")  # a stop takes no options
         answer = services.request_stop(thread=thread, message_id=message_id)
         if answer is None:
             raise Http404("No such answer in this conversation")
@@ -543,7 +544,11 @@ class MessageFeedbackView(APIView):
 
     def put(self, request: Request, pk: int, message_id: int) -> Response:
         thread = user_thread(request, pk)
-        params = FeedbackSerializer(data=request.data)
+        # {"commnet": …} answered 200 and erased the comment; a read-only created_at was
+        # ignored as quietly.
+        params = FeedbackSerializer(data=json_object(
+            request, writable(FeedbackSerializer), example='{"rating": "up", "comment": "…"}'
+        ))
         params.is_valid(raise_exception=True)
         try:
             given = feedback.rate_answer(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import F
-from django.http import FileResponse
+from django.http import FileResponse, QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -44,6 +44,7 @@ from knowledge.api import (
     not_found,
     query_workspace,
     refuse_unknown_parameters,
+    writable,
     write_workspace,
 )
 from knowledge.models import Document, Folder, Workspace
@@ -172,7 +173,18 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
             hint=" A POST takes folder_id and url in its body (form fields, or JSON keys).",
         )
         # Django's own request limits (file count, size) become 400s in config.errors.
-        params = AddSourcesSerializer(data=request.data)
+        # A form field or JSON key it does not take is a 400: {"foldr_id": 1} filed the
+        # upload at the top level.
+        body = json_object(request, writable(AddSourcesSerializer),
+                           example='{"url": "https://…", "folder_id": 3}')
+        if isinstance(body, QueryDict) and (repeated := sorted(
+            key for key in body if key != "files" and len(body.getlist(key)) > 1
+        )):
+            # Of two folder_ids, one would be dropped silently.
+            raise ValidationError({"non_field_errors": [
+                f"Given more than once: {', '.join(repeated)}."
+            ]})
+        params = AddSourcesSerializer(data=body)
         params.is_valid(raise_exception=True)
         data = params.validated_data
         workspace = write_workspace(request, data)
@@ -533,6 +545,7 @@ class JobCancelView(generics.GenericAPIView):
     def post(self, request: Request, pk: int) -> Response:
         # Named in the query, as in the job's `url`.
         workspace = query_workspace(request, curating=True)
+        json_object(request, (), example="an empty body")  # {"force": true} did nothing
         sources.cancel_job(job=selectors.job_in(workspace=workspace, pk=pk))
         job = selectors.job_in(workspace=workspace, pk=pk)  # read again: the new statuses
         return Response(

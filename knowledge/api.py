@@ -129,7 +129,8 @@ def writable(serializer_class: type[serializers.Serializer]) -> list[str]:
 
 def json_object(request: Request, known: Collection[str], *, example: str) -> dict:
     """A JSON body that is an object holding only `known` keys, else a 400 naming what is
-    wrong: a misspelt key ignored would do something else than asked, and say nothing."""
+    wrong: a misspelt key ignored would do something else than asked, and say nothing. A
+    form's fields are its keys (a QueryDict is a dict): the same rule holds for them."""
     body = request.data
     if not isinstance(body, dict):
         raise ValidationError(
@@ -138,7 +139,7 @@ def json_object(request: Request, known: Collection[str], *, example: str) -> di
     if unknown := sorted(str(key)[:100] for key in body.keys() - set(known)):
         raise ValidationError(
             {"non_field_errors": [f"Unknown keys: {', '.join(unknown[:5])} (expected "
-                                  f"{', '.join(known)})."]}
+                                  f"{', '.join(known) or 'no body'})."]}
         )
     return body
 

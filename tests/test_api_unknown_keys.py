@@ -4,10 +4,11 @@ misspelt key ignored answered 200 (or 201) having done something else than asked
 from __future__ import annotations
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 
 from chat import services
 from chat.models import Thread
-from knowledge.models import Workspace
+from knowledge.models import Document, Folder, IngestJob, Workspace
 
 pytestmark = pytest.mark.django_db
 
@@ -74,3 +75,69 @@ def test_a_question_with_a_misspelt_key_is_refused_not_answered_unscoped(
     asked = api.post(f"/api/threads/{thread.pk}/messages",
                      {"content": "When does the slipway close?", "mentions": []}, format="json")
     assert asked.status_code == 201, asked.content
+
+
+@pytest.fixture
+def media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"
+
+
+def test_an_upload_with_a_misspelt_form_field_is_refused_not_filed_at_the_top(
+    api, workspace, media, django_capture_on_commit_callbacks
+):
+    folder = Folder.objects.create(workspace=workspace, name="Notes")
+    notes = SimpleUploadedFile("notes.md", b"# Notes\n\nThe pier opens at dawn.\n")
+    response = api.post("/api/documents", {"files": [notes], "foldr_id": folder.pk},
+                        format="multipart")
+    unknown_keys(response, "foldr_id")
+    # Of two folder ids, one was dropped without a word.
+    twice = api.post("/api/documents", {"files": [notes], "folder_id": [folder.pk, folder.pk]},
+                     format="multipart")
+    assert twice.status_code == 400
+    assert twice.json() == {"non_field_errors": ["Given more than once: folder_id."]}
+    unknown_keys(api.post("/api/documents", {"url": "https://example.com/", "foldr_id": 1},
+                          format="json"), "foldr_id")
+    assert not Document.objects.exists()
+    notes.seek(0)
+    with django_capture_on_commit_callbacks(execute=False):
+        filed = api.post("/api/documents", {"files": [notes], "folder_id": folder.pk},
+                         format="multipart")
+    assert filed.status_code == 202, filed.content
+    assert Document.objects.get().folder == folder
+
+
+def test_a_rating_with_a_misspelt_or_read_only_key_is_refused_and_keeps_the_comment(
+    api, user, workspace, settings
+):
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace=workspace, user=user, title="")
+    asked = api.post(f"/api/threads/{thread.pk}/messages", {"content": "When?"}, format="json")
+    url = f"/api/threads/{thread.pk}/messages/{asked.json()['id']}/feedback"
+    rated = api.put(url, {"rating": "down", "comment": "missing"}, format="json")
+    assert rated.status_code == 200, rated.content
+    unknown_keys(api.put(url, {"rating": "up", "commnet": "typo"}, format="json"), "commnet")
+    unknown_keys(api.put(url, {"rating": "up", "created_at": "2020-01-01T00:00:00Z"},
+                         format="json"), "created_at")
+    assert api.get(url).json()["comment"] == "missing"
+    assert api.get(url).json()["rating"] == "down"
+
+
+def test_a_stop_and_a_cancel_take_no_body(
+    api, user, workspace, settings, media, django_capture_on_commit_callbacks
+):
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace=workspace, user=user, title="")
+    asked = api.post(f"/api/threads/{thread.pk}/messages", {"content": "When?"}, format="json")
+    stop = f"/api/threads/{thread.pk}/messages/{asked.json()['id']}/stop"
+    unknown_keys(api.post(stop, {"x": 1}, format="json"), "x")
+    assert api.post(stop).status_code == 200
+
+    with django_capture_on_commit_callbacks(execute=False):
+        job = api.post("/api/documents",
+                       {"files": [SimpleUploadedFile("a.md", b"# A\n\nText.\n")]},
+                       format="multipart").json()
+    cancel = f"/api/jobs/{job['id']}/cancel"
+    unknown_keys(api.post(cancel, {"force": True}, format="json"), "force")
+    assert IngestJob.objects.get(pk=job["id"]).cancelled_at is None
+    assert api.post(cancel).status_code == 200
+    assert IngestJob.objects.get(pk=job["id"]).cancelled_at is not None
