@@ -53,6 +53,7 @@ from knowledge.api import (
     KnownListParameters,
     json_object,
     query_workspace_slug,
+    refuse_unknown_parameters,
     writable,
     write_workspace,
 )
@@ -74,12 +75,17 @@ class EventStreamRenderer(BaseRenderer):
 class PreferredMediaType(DefaultContentNegotiation):
     """The renderer of the type the client prefers, by q-value and then by order in Accept
     (DRF's ranks by specificity alone: `text/event-stream, application/json` was JSON);
-    ?format= decides outright, whatever Accept says."""
+    ?format= decides outright, whatever Accept says; one it does not offer is a 400 naming
+    them (DRF answered 404 "Not found." for a conversation that exists)."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
         if asked := format_suffix or request.query_params.get(self.settings.URL_FORMAT_OVERRIDE):
-            renderer = self.filter_renderers(renderers, asked)[0]  # an unknown format: 404
-            return renderer, renderer.media_type
+            offered = {r.format: r for r in renderers}
+            if asked not in offered:
+                raise ValidationError({"format": [
+                    f"Choose {'|'.join(offered)} (not {asked[:50]!r})."
+                ]})
+            return offered[asked], offered[asked].media_type
         preferred = request.get_preferred_type([r.media_type for r in renderers])
         if preferred is None:
             return super().select_renderer(request, renderers, format_suffix)  # a 406
@@ -411,6 +417,10 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
                 if item is done:
                     return
                 event, data = item
+                if event == "done" and not Message.objects.filter(pk=data["message_id"]).exists():
+                    # Stored, then deleted with its conversation before the client read
+                    # this far: `done` would name a message that no longer exists.
+                    event, data = "error", {"message": THREAD_DELETED}
                 yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
         except GeneratorExit:
             # The server closes the stream when a write fails: the client hung up (a
@@ -690,6 +700,8 @@ class CitationPageView(JSONAnswers, APIView):
         },
     )
     def get(self, request: Request, pk: int, n: int, page: int) -> HttpResponse:
+        # ?scale=1&scale=2 drew one of them without a word, as no other endpoint does.
+        refuse_unknown_parameters(request.query_params, {"scale", "signature", "format"})
         thread = user_thread(request, pk)
         params = PageScaleSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)

@@ -7,18 +7,10 @@ from rest_framework import serializers
 from chat import citations
 from chat.models import AnswerFeedback, Message, Thread
 from knowledge import locators
+from knowledge.fields import SlugTextField, StrictStrings, TextField
 
 
-class TextField(serializers.CharField):
-    """A CharField that refuses a number or a boolean instead of reading it as text."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class ThreadSerializer(serializers.ModelSerializer):
+class ThreadSerializer(StrictStrings, serializers.ModelSerializer):
     workspace = serializers.SlugRelatedField(slug_field="slug", read_only=True)
 
     class Meta:
@@ -28,8 +20,8 @@ class ThreadSerializer(serializers.ModelSerializer):
 
 
 class ThreadCreateSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    workspace = serializers.SlugField(required=False)
+    title = TextField(max_length=200, required=False, allow_blank=True, default="")
+    workspace = SlugTextField(required=False)
 
 
 # ?q= of the conversation list: no title is longer, and every title of the user's is

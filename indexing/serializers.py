@@ -9,12 +9,13 @@ from rest_framework import serializers
 
 from indexing import sources
 from knowledge import source_types
+from knowledge.fields import SlugTextField, TextField
 from knowledge.models import Document, Folder
 
 
 def workspace_field() -> serializers.SlugField:
     """A write's `workspace` in its body (requested_workspace: or in the query)."""
-    return serializers.SlugField(
+    return SlugTextField(
         required=False, help_text="workspace slug; default: the ?workspace= parameter, else yours"
     )
 
@@ -25,7 +26,7 @@ class UploadField(serializers.FileField):
 
 
 def git_url_field() -> serializers.CharField:
-    return serializers.CharField(
+    return TextField(
         max_length=2000, required=False, allow_blank=True,
         help_text="a code repository's http(s) git address (https://host/owner/repo, with or "
         "without .git), cloned by a worker (its default branch, last commit) and ingested as "
@@ -39,7 +40,7 @@ class AddUrlSerializer(serializers.Serializer):
     """JSON body of POST /api/documents: one web page (or file) by URL, or a repository
     by its git URL."""
 
-    url = serializers.CharField(
+    url = TextField(
         max_length=2000, required=False, allow_blank=True,
         help_text="http(s) URL; refused (400) when it resolves to a private or reserved address",
     )
@@ -74,7 +75,7 @@ class AddSourcesSerializer(AddUrlSerializer):
         default=list,
         help_text="one or more files (repeat the field); size, count and type limits apply",
     )
-    url = serializers.CharField(
+    url = TextField(
         max_length=2000, required=False, allow_blank=True, help_text="optional http(s) URL"
     )
 
@@ -177,7 +178,7 @@ class ReindexResultSerializer(serializers.Serializer):
 class FolderCreateSerializer(serializers.Serializer):
     """JSON body of POST /api/folders."""
 
-    name = serializers.CharField(
+    name = TextField(
         max_length=Folder._meta.get_field("name").max_length,
         help_text="one folder's name: no '/', not '.' or '..'; unique beside it",
     )
@@ -191,7 +192,7 @@ class FolderCreateSerializer(serializers.Serializer):
 class FolderUpdateSerializer(serializers.Serializer):
     """JSON body of PATCH /api/folders/{id}: what is left out stays."""
 
-    name = serializers.CharField(
+    name = TextField(
         required=False, max_length=Folder._meta.get_field("name").max_length,
         help_text="a new name: no '/', not '.' or '..'; unique beside it",
     )
@@ -205,7 +206,7 @@ class FolderUpdateSerializer(serializers.Serializer):
 class DocumentUpdateSerializer(serializers.Serializer):
     """JSON body of PATCH /api/documents/{id}: what is left out stays."""
 
-    title = serializers.CharField(
+    title = TextField(
         required=False, max_length=Document._meta.get_field("title").max_length,
         help_text="a title of your own: kept when the document is indexed again",
     )

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from knowledge import accounts
 from knowledge.api import JSON_PARSERS, json_object
+from knowledge.fields import TextField
 from knowledge.throttling import AnonymousRateLimit
 
 # Bounds before any hashing: a megabyte password would cost the server, not the caller.
@@ -22,8 +23,8 @@ PASSWORD_MAX = 4096
 
 
 class SignInSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=USERNAME_MAX)
-    password = serializers.CharField(max_length=PASSWORD_MAX, trim_whitespace=False)
+    username = TextField(max_length=USERNAME_MAX)
+    password = TextField(max_length=PASSWORD_MAX, trim_whitespace=False)
 
 
 class TokenSerializer(serializers.Serializer):

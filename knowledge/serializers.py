@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from knowledge import locators, selectors
+from knowledge.fields import SlugTextField, StrictStrings, TextField
 from knowledge.forges import citation_permalink
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.search import MAX_QUERY_CHARS, MAX_SCOPE_IDS
@@ -147,11 +148,11 @@ class SearchQuerySerializer(serializers.Serializer):
     hits 11 to 20. Pages go as deep as each leg's candidate pool (SEARCH_POOL): one pool
     for every page, so no hit is on two pages or on none."""
 
-    q = serializers.CharField(max_length=MAX_QUERY_CHARS, trim_whitespace=True)
+    q = TextField(max_length=MAX_QUERY_CHARS, trim_whitespace=True)
     limit = serializers.IntegerField(min_value=1, max_value=100, required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=100, required=False)
     page = serializers.IntegerField(min_value=1, default=1)
-    workspace = serializers.SlugField(required=False)
+    workspace = SlugTextField(required=False)
     # Ids PostgreSQL can hold, and a scope a person could pick (an agent sent 100,000).
     document_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
@@ -234,7 +235,7 @@ class SearchResponseSerializer(serializers.Serializer):
     )
     previous = serializers.URLField(allow_null=True)
     metadata = serializers.DictField(help_text="timings and the retrieval legs used")
-class WorkspaceSerializer(serializers.ModelSerializer):
+class WorkspaceSerializer(StrictStrings, serializers.ModelSerializer):
     """A workspace the user belongs to; its owner may PATCH `name` and `retrieval_mode`."""
 
     is_owner = serializers.SerializerMethodField()

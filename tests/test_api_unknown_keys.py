@@ -141,3 +141,41 @@ def test_a_stop_and_a_cancel_take_no_body(
     assert IngestJob.objects.get(pk=job["id"]).cancelled_at is None
     assert api.post(cancel).status_code == 200
     assert IngestJob.objects.get(pk=job["id"]).cancelled_at is not None
+
+
+def test_a_number_is_not_taken_for_a_name_or_a_title(api, user, workspace, media):
+    """DRF reads 123 as "123"; the API refuses a value of the wrong type elsewhere."""
+    not_a_string = ["Not a valid string."]
+    response = api.patch("/api/workspaces/acme", {"name": 123}, format="json")
+    assert response.status_code == 400 and response.json() == {"name": not_a_string}
+    workspace.refresh_from_db()
+    assert workspace.name == "Acme"
+    response = api.post("/api/threads", {"title": 5}, format="json")
+    assert response.status_code == 400 and response.json() == {"title": not_a_string}
+    response = api.post("/api/threads", {"workspace": 5}, format="json")
+    assert response.status_code == 400 and response.json() == {"workspace": not_a_string}
+    thread = services.create_thread(workspace=workspace, user=user, title="Old")
+    response = api.patch(f"/api/threads/{thread.pk}", {"title": 7}, format="json")
+    assert response.status_code == 400 and response.json() == {"title": not_a_string}
+    response = api.post("/api/folders", {"name": 1}, format="json")
+    assert response.status_code == 400 and response.json() == {"name": not_a_string}
+    document = Document.objects.create(workspace=workspace, uri="upload://a.md", title="A")
+    response = api.patch(f"/api/documents/{document.pk}", {"title": 123}, format="json")
+    assert response.status_code == 400 and response.json() == {"title": not_a_string}
+    response = api.post("/api/search", {"q": 42}, format="json")
+    assert response.status_code == 400 and response.json() == {"q": not_a_string}
+    # Strings still are.
+    renamed = api.patch("/api/workspaces/acme", {"name": "123"}, format="json")
+    assert renamed.status_code == 200 and renamed.json()["name"] == "123"
+
+
+def test_a_format_not_offered_is_a_400_naming_format_not_a_404(api, user, workspace, settings):
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace=workspace, user=user, title="")
+    url = f"/api/threads/{thread.pk}/messages"
+    response = api.post(f"{url}?format=xml", {"content": "When?"}, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json() == {"format": ["Choose json|sse (not 'xml')."]}
+    assert not thread.messages.exists()
+    assert api.get(f"{url}?format=sse").json() == {"format": ["Choose json (not 'sse')."]}
+    assert api.post(f"{url}?format=json", {"content": "When?"}, format="json").status_code == 201

@@ -210,3 +210,31 @@ def test_a_model_error_tells_users_why_but_not_where_the_server_is(llm, workspac
     assert host not in stored.resolved_content and host not in json.dumps(stored.metadata)
     # Operators still learn which server failed.
     assert any(host in record.getMessage() for record in caplog.records)
+
+
+
+@pytest.mark.parametrize("stored_first", [False, True])
+def test_a_conversation_deleted_while_its_answer_streams_ends_with_an_error(
+    llm, workspace, api, stored_first
+):
+    """Its answer is gone with it: the stream ended with `done` naming a message that no
+    longer exists when the answer was stored before the client read the end."""
+
+    def words() -> Iterator[str]:
+        for n in range(20):
+            time.sleep(0.02)
+            yield f"word{n} "
+
+    llm.script = [answer("", chunks=words())]
+    thread_id = new_thread(api)
+    events = events_of(ask_streamed(api, thread_id))
+    read_tokens(events, 3)
+    if stored_first:  # the turn ends; its last events wait for the client to read them
+        wait_settled(thread_id)
+    assert api.delete(f"/api/threads/{thread_id}").status_code == 204
+    rest = list(events)
+    assert "done" not in [name for name, _ in rest], rest
+    assert rest[-1] == ("error", {
+        "message": "The conversation was deleted while the answer was being written."
+    })
+    assert not Message.objects.filter(thread_id=thread_id).exists()

@@ -160,6 +160,10 @@ def test_pdf_citation_names_its_page_and_serves_page_images(
         refused = api.get(f"{base}/1?scale={bad}")
         assert refused.status_code == 400, bad
         assert "scale" in refused.json()
+    # Of two scales, one was drawn without a word: a 400, as any parameter given twice.
+    twice = api.get(f"{base}/1?scale=1&scale=2")
+    assert twice.status_code == 400
+    assert twice.json() == {"non_field_errors": ["Given more than once: scale."]}
     assert api.get(f"/api/threads/{thread.pk}/citations/{markdown_n}/pages/1").status_code == 404
     assert api.get(f"/api/threads/{thread.pk}/citations/99/pages/1").status_code == 404
 
