@@ -1,5 +1,6 @@
 """The schema's house rules, declared once here rather than on each view: every operation
-needing a signed-in user documents its 401 and every one its 429, error bodies have their
+needing a signed-in user documents its 401 and every one its 429, the 403, 406, 413 and
+415 shared code answers are declared where they apply, error bodies have their
 shape (postprocessing hooks), and a response's always-present fields are required (the
 AutoSchema)."""
 
@@ -62,9 +63,54 @@ def throttled_responses(result: dict, generator, **kwargs) -> dict:
     return result
 
 
+# Where a workspace's reader is refused with a 403 (query_workspace and write_workspace
+# with curating): adding, changing and deleting documents and folders, re-indexing, and
+# cancelling a job are for its members and owner.
+READERS_REFUSED = ("/api/documents", "/api/folders", "/api/jobs/")
+WRITES = ("post", "put", "patch", "delete")
+BODIES = ("post", "put", "patch")
+
+
+def _error(description: str) -> dict:
+    return {"description": description,
+            "content": {"application/json": {"schema": copy.deepcopy(UNTYPED)}}}
+
+
+def refusals_everywhere(result: dict, generator, **kwargs) -> dict:
+    """Statuses the API answers from code every view shares, declared here once: a
+    reader's 403, a body over its limit (413, RequestSizeMiddleware), a body of a type the
+    operation does not parse (415, DRF), an Accept nothing offered matches (406, the
+    operations answering in more than JSON). One an operation declares keeps its own."""
+    for path, operations in result.get("paths", {}).items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            if method in WRITES and path.startswith(READERS_REFUSED):
+                responses.setdefault("403", _error(
+                    "you only read this workspace: its members and owner change it"
+                ))
+            if method in BODIES:
+                responses.setdefault("413", _error(
+                    "a body over its limit (DATA_UPLOAD_MAX_MEMORY_SIZE, for a multipart "
+                    "upload INGEST_MAX_REQUEST_BYTES), refused from its Content-Length"
+                ))
+                responses.setdefault("415", _error(
+                    "a body of another type than the operation takes (a form where JSON "
+                    "is expected)"
+                ))
+            offered = {
+                media for status, response in responses.items() if status.startswith("2")
+                for media in response.get("content", {})
+            }
+            if offered - {"application/json", "*/*"}:
+                responses.setdefault("406", _error(
+                    f"an Accept header none of {', '.join(sorted(offered))} matches"
+                ))
+    return result
+
+
 # Statuses whose body is always {"detail": …}: DRF's own errors, Http404, the handlers in
 # config/urls.py and config/errors.py. A 400 names fields instead.
-DETAIL_STATUSES = {"401", "403", "404", "405", "409", "413", "415", "429", "503"}
+DETAIL_STATUSES = {"401", "403", "404", "405", "406", "409", "413", "415", "429", "503"}
 
 
 def error_bodies(result: dict, generator, **kwargs) -> dict:

@@ -332,6 +332,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.schema.unauthorized_responses",  # 401 on every operation needing a user
         "config.schema.throttled_responses",  # 429 with Retry-After on every operation
+        "config.schema.refusals_everywhere",  # 403 to readers, 406, 413, 415
         "config.schema.error_bodies",  # {detail} or {field: [reasons]}, not a bare object
     ],
     # Two models have a `status` choice set: Document's keeps the name clients know.

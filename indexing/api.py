@@ -274,7 +274,8 @@ class ReindexView(APIView):
             )
         except sources.SourceRefused as exc:  # ids not in the workspace
             raise ValidationError({"document_ids": [str(exc)]}) from exc
-        return Response(ReindexResultSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+        return Response(ReindexResultSerializer(result, context={"request": request}).data,
+                        status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema_view(

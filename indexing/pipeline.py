@@ -136,8 +136,7 @@ def read_source(document: Document, *, if_changed: bool = False) -> SourceBytes:
         )
         return SourceBytes(resource.data, uri, resource)
     if document.source_file:
-        with document.source_file.open("rb") as handle:
-            data = _read_limited(handle, document.source_file.size)
+        data = _read_upload(document)
         return SourceBytes(
             data, uri.removeprefix("upload://") or Path(document.source_file.name).name
         )
@@ -161,6 +160,26 @@ def read_source(document: Document, *, if_changed: bool = False) -> SourceBytes:
 
 def _no_link(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW)
+
+
+def _read_upload(document: Document) -> bytes:
+    """The stored upload's bytes. A same-name upload committed meanwhile stored a new file
+    and deleted this one (queueing the document again): the current file is read, as
+    the task queued for it would; none left is an IngestError, never an internal one."""
+    for _attempt in range(3):
+        try:
+            with document.source_file.open("rb") as handle:
+                return _read_limited(handle, document.source_file.size)
+        except FileNotFoundError:
+            current = Document.objects.filter(pk=document.pk).values_list(
+                "source_file", flat=True
+            ).first()
+            if current is None:
+                raise Document.DoesNotExist from None  # deleted meanwhile: nothing to do
+            if not current or current == document.source_file.name:
+                break
+            document.source_file = current
+    raise IngestError(f"The stored upload {Path(document.source_file.name).name} is missing.")
 
 
 def open_server_file(document: Document) -> tuple[BinaryIO, int]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
@@ -11,6 +13,7 @@ from indexing import sources
 from knowledge import source_types
 from knowledge.fields import SlugTextField, TextField
 from knowledge.models import Document, Folder
+from knowledge.serializers import shows_server_paths, without_server_paths
 
 
 def workspace_field() -> serializers.SlugField:
@@ -149,9 +152,22 @@ class ReindexRefusalSerializer(serializers.Serializer):
 
 
 class ReindexedDocumentSerializer(serializers.ModelSerializer):
+    """A re-indexed document's state; its last error names a server file as `path` shows
+    it to anyone but staff who add server paths (as DocumentSerializer)."""
+
     class Meta:
         model = Document
         fields = ["id", "status", "last_error"]
+
+    def to_representation(self, instance: Document) -> dict:
+        data = super().to_representation(instance)
+        if not shows_server_paths(self.context):
+            data["last_error"] = without_server_paths(instance, instance.last_error)
+        return data
+
+
+# A refusal's list of the server's folders: the operator's to read, not a member's.
+_ROOTS_LISTED = re.compile(r" \(INGEST_SERVER_ROOTS: [^)]*\)")
 
 
 class ReindexResultSerializer(serializers.Serializer):
@@ -167,11 +183,23 @@ class ReindexResultSerializer(serializers.Serializer):
     documents = ReindexedDocumentSerializer(many=True, help_text="where each stands now")
 
     def to_representation(self, instance: sources.Reindexed) -> dict:
+        """Set the context's `request` or `user`: a refusal names server paths (the
+        file's, the roots') only to staff who add server paths."""
+        by_pk = {document.pk: document for document in instance.documents}
+        refusals = []
+        for pk, why in instance.refused.items():
+            if not shows_server_paths(self.context) and pk in by_pk:
+                why = _ROOTS_LISTED.sub(
+                    " (INGEST_SERVER_ROOTS)", without_server_paths(by_pk[pk], why)
+                )
+            refusals.append({"id": pk, "reason": why})
         return {
             "queued": instance.queued,
             "refused": len(instance.refused),
-            "refusals": [{"id": pk, "reason": why} for pk, why in instance.refused.items()],
-            "documents": ReindexedDocumentSerializer(instance.documents, many=True).data,
+            "refusals": refusals,
+            "documents": ReindexedDocumentSerializer(
+                instance.documents, many=True, context=self.context
+            ).data,
         }
 
 

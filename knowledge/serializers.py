@@ -19,6 +19,26 @@ from knowledge.search import MAX_QUERY_CHARS, MAX_SCOPE_IDS
 REPO_ROOT_KEY = "repo_root"
 
 
+def shows_server_paths(context: dict) -> bool:
+    """Whether the serializer's reader sees server paths (selectors.may_add_server_paths):
+    its context's `user`, else its request's; asked once for a whole list."""
+    if "server_paths" not in context:
+        request = context.get("request")
+        user = context.get("user") or getattr(request, "user", None)
+        context["server_paths"] = selectors.may_add_server_paths(user=user)
+    return context["server_paths"]
+
+
+def without_server_paths(document: Document, text: str) -> str:
+    """`text` about `document` (its last error, why it was not re-read) with its server
+    path as `path` shows it, its repository's top level as the repository's name."""
+    metadata = document.metadata or {}
+    return locators.without_server_paths(
+        text, document.uri, str(metadata.get("path") or ""),
+        str(metadata.get(REPO_ROOT_KEY) or ""),
+    )
+
+
 class DocumentSerializer(serializers.ModelSerializer):
     """A document as its workspace's people see it. A server file's own path (its file://
     URI, its repository's top level, in its last error too) is shown only to those who
@@ -49,22 +69,14 @@ class DocumentSerializer(serializers.ModelSerializer):
         )}}
 
     def shows_server_paths(self) -> bool:
-        if "server_paths" not in self.context:  # once for all the documents of a list
-            request = self.context.get("request")
-            user = self.context.get("user") or getattr(request, "user", None)
-            self.context["server_paths"] = selectors.may_add_server_paths(user=user)
-        return self.context["server_paths"]
+        return shows_server_paths(self.context)  # once for all the documents of a list
 
     def to_representation(self, instance: Document) -> dict:
         data = super().to_representation(instance)
         if self.shows_server_paths() or not instance.uri.startswith("file:"):
             return data
-        metadata = instance.metadata or {}
         data["uri"] = locators.shown_uri(instance.uri)
-        data["last_error"] = locators.without_server_paths(
-            instance.last_error, instance.uri, str(metadata.get("path") or ""),
-            str(metadata.get(REPO_ROOT_KEY) or ""),
-        )
+        data["last_error"] = without_server_paths(instance, instance.last_error)
         if isinstance(data.get("metadata"), dict) and REPO_ROOT_KEY in data["metadata"]:
             data["metadata"] = {k: v for k, v in data["metadata"].items() if k != REPO_ROOT_KEY}
         return data

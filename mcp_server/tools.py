@@ -315,7 +315,7 @@ def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str
         result = sources.reindex_by_id(workspace=ws, document_ids=document_ids)
     except (sources.SourceRefused, sources.BrokerUnavailable) as exc:
         raise Refused(str(exc)) from exc
-    return ReindexResultSerializer(result).data
+    return ReindexResultSerializer(result, context={"user": user}).data
 
 
 def list_sources(

@@ -154,3 +154,46 @@ def test_source_listings_show_the_path_and_the_servers_only_to_who_adds_server_p
     shown = outputs(as_curator, curator)["detail"]
     assert shown["last_error"].startswith(f"File {server_file} cannot") and (
         shown["metadata"]["repo_root"] == top)
+
+
+def test_a_reindex_names_server_paths_only_to_who_adds_server_paths(
+    tides, workspace, user, api, tmp_path, settings
+):
+    """A re-index's refusal ("… is outside the server folders …, INGEST_SERVER_ROOTS: …")
+    and its documents' last errors named the file and the roots to any member."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+    from rest_framework.test import APIClient
+
+    from knowledge.models import Document
+
+    roots = tmp_path / "elsewhere" / "roots"
+    roots.mkdir(parents=True)
+    settings.INGEST_SERVER_ROOTS = [str(roots)]
+    server_file = (tmp_path / "srv" / "ops" / "harbour" / "tides.md").resolve()
+    Document.objects.filter(pk=tides.pk).update(last_error=f"File {server_file} is gone")
+
+    def reindexed(client, account) -> list[dict]:
+        by_api = client.post("/api/documents/reindex", {"document_ids": [tides.pk]},
+                             format="json")
+        assert by_api.status_code == 202, by_api.content
+        by_mcp = mcp_tools.reindex(account, document_ids=[tides.pk], workspace=None)
+        return [by_api.json(), by_mcp]
+
+    for shown in reindexed(api, user):
+        assert shown["refused"] == 1
+        assert str(tmp_path) not in json.dumps(shown), shown
+        assert shown["refusals"][0]["reason"].startswith(
+            "harbour/tides.md is outside the server folders"
+        )
+        assert shown["documents"][0]["last_error"] == "File harbour/tides.md is gone"
+
+    curator = get_user_model().objects.create_user("root", is_staff=True)
+    curator.user_permissions.add(Permission.objects.get(codename="add_document"))
+    workspace.members.add(curator)
+    as_curator = APIClient()
+    as_curator.force_authenticate(curator)
+    for shown in reindexed(as_curator, curator):
+        assert shown["refusals"][0]["reason"].startswith(f"{server_file} is outside")
+        assert str(roots) in shown["refusals"][0]["reason"]
+        assert shown["documents"][0]["last_error"] == f"File {server_file} is gone"

@@ -1,0 +1,52 @@
+"""The statuses every view's shared code answers (a reader's 403, 406, 413, 415) are in
+the schema, with the Error shape, where they are answered (config.schema)."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from drf_spectacular.generators import SchemaGenerator
+from rest_framework.test import APIClient
+
+
+def test_the_statuses_shared_code_answers_are_declared():
+    # A reader's 403, a body over the limit, a form where JSON is expected, an Accept
+    # nothing offered matches: answered (README), and missing from the schema.
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    readers_refused = [
+        ("/api/documents", "post"), ("/api/folders", "post"), ("/api/documents/reindex", "post"),
+        ("/api/documents/{id}", "patch"), ("/api/documents/{id}", "delete"),
+        ("/api/folders/{id}", "patch"), ("/api/folders/{id}", "delete"),
+        ("/api/jobs/{id}/cancel", "post"),
+    ]
+    for path, method in readers_refused:
+        assert "403" in paths[path][method]["responses"], (path, method)
+    assert "403" not in paths["/api/threads"]["post"]["responses"]  # a reader asks too
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            if method in ("post", "put", "patch"):
+                assert {"413", "415"} <= set(operation["responses"]), (path, method)
+    for path in ("/api/threads/{id}/messages", "/api/threads/{id}/messages/{message_id}/edit"):
+        assert "406" in paths[path]["post"]["responses"], path
+    assert "406" not in paths["/api/documents"]["get"]["responses"]
+
+
+@pytest.mark.django_db
+def test_the_declared_shared_statuses_are_answered(user, workspace, settings):
+    reader = get_user_model().objects.create_user("rita", password="pw")
+    workspace.readers.add(reader)
+    api = APIClient()
+    api.force_authenticate(reader)
+    refused = api.post("/api/documents/reindex?workspace=acme", {"document_ids": [1]},
+                       format="json")
+    assert refused.status_code == 403 and "detail" in refused.json()
+    owner = APIClient()
+    owner.force_authenticate(user)
+    assert owner.post("/api/search", {"q": "tides"}).status_code == 415  # a form
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 100
+    too_big = owner.post("/api/search", {"q": "x" * 200}, format="json")
+    assert too_big.status_code == 413 and "detail" in too_big.json()
+    thread = owner.post("/api/threads", {}, format="json").json()["id"]
+    html = owner.post(f"/api/threads/{thread}/messages", {"content": "x"}, format="json",
+                      HTTP_ACCEPT="text/html")
+    assert html.status_code == 406 and "detail" in html.json()
