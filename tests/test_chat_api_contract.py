@@ -110,13 +110,13 @@ def test_the_schema_documents_what_the_chat_endpoints_answer(schema):
     paths, components = schema["paths"], schema["components"]["schemas"]
     statuses = {m: set(op["responses"]) for m, op in paths["/api/threads/{id}"].items()
                 if m != "parameters"}
-    # Every operation's 401 and 429 are declared once, by config.schema.
-    # No PUT: it answered 200 to any body and changed nothing; PATCH renames.
+    # Every operation's 401 and 429 are declared once, by config.schema, as a body's 413
+    # and 415. No PUT: it answered 200 to any body and changed nothing; PATCH renames.
     assert statuses == {"get": {"200", "401", "404", "429"},
-                        "patch": {"200", "400", "401", "404", "429"},
+                        "patch": {"200", "400", "401", "404", "413", "415", "429"},
                         "delete": {"204", "401", "404", "429"}}
     check = paths["/api/grounding/check"]["post"]["responses"]
-    assert set(check) == {"200", "400", "401", "404", "413", "429"}
+    assert set(check) == {"200", "400", "401", "404", "413", "415", "429"}
     result = check["200"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
     assert set(components[result]["properties"]) == {
         "message_id", "answer", "dropped_citations", "sentences", "coverage", "citations"
@@ -131,6 +131,8 @@ def test_the_schema_documents_what_the_chat_endpoints_answer(schema):
         "200": ["text/event-stream"], "400": ["application/json"],
         "401": ["application/json"], "404": ["application/json"],
         "409": ["application/json"], "429": ["application/json"],
+        "406": ["application/json"], "413": ["application/json"],
+        "415": ["application/json"],
     }
 
 
