@@ -573,6 +573,10 @@ GIT_FORGES = env.dict("GIT_FORGES", default={})
 GIT_CLONE_DIR = Path(env("GIT_CLONE_DIR", default=str(VERITY_HOME / "repositories")))
 GIT_CLONE_TIMEOUT = env.float("GIT_CLONE_TIMEOUT", default=300.0)
 GIT_CLONE_MAX_BYTES = env.int("GIT_CLONE_MAX_BYTES", default=1024 * 1024 * 1024)
+# Repositories a workspace may hold cloned from git URLs added by its members (each up to
+# GIT_CLONE_MAX_BYTES), and how long a fetch of one may take in a request (MCP `stale`).
+GIT_CLONES_PER_WORKSPACE = env.int("GIT_CLONES_PER_WORKSPACE", default=10)
+GIT_FETCH_CHECK_TIMEOUT = env.float("GIT_FETCH_CHECK_TIMEOUT", default=30.0)
 URL_FETCH_MAX_BYTES = env.int("URL_FETCH_MAX_BYTES", default=20 * 1024 * 1024)
 URL_FETCH_TIMEOUT = env.float("URL_FETCH_TIMEOUT", default=20.0)
 # Off by default: fetching private/loopback addresses lets users probe the intranet.

@@ -18,8 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from indexing import embedding_cache, sources
-from knowledge.models import Workspace
+from indexing import embedding_cache, git_sources, sources
+from knowledge.models import Folder, Workspace
 from knowledge.services import workspace_delete, workspace_hide
 
 logger = logging.getLogger(__name__)
@@ -56,6 +56,7 @@ def purge_workspace(*, workspace_id: int) -> int:
     workspace = Workspace.all_objects.filter(pk=workspace_id).first()
     if workspace is not None:
         workspace_delete(workspace=workspace)
+    git_sources.prune_clones(workspace_id=workspace_id)  # its clones go with it
     return embedding_cache.prune_unused(created_before=started)
 
 
@@ -63,7 +64,12 @@ def purge_folder(*, folder_id: int) -> int:
     """Delete a hidden folder's documents, then the folders, then the cached vectors no
     chunk uses any more (as for a workspace); how many documents went."""
     started = timezone.now()
+    workspace_id = Folder.all_objects.filter(pk=folder_id).values_list(
+        "workspace_id", flat=True
+    ).first()
     deleted = sources.purge_folder(folder_id=folder_id)
+    if workspace_id is not None:
+        git_sources.prune_clones(workspace_id=workspace_id)  # clones no document uses now
     embedding_cache.prune_unused(created_before=started)
     return deleted
 
@@ -78,6 +84,8 @@ def resume_deletions(*, older_than: timedelta) -> Resumed:
     """Send again the deletion of workspaces and large folders hidden longer than
     `older_than` and still there (a broker down when they were deleted, a worker stopped
     during it); how many of each."""
+    # Clones left by deleted documents, and by a worker killed mid-clone.
+    git_sources.prune_all_clones()
     waiting = Workspace.all_objects.filter(
         deleting_since__lt=timezone.now() - older_than
     ).values_list("pk", flat=True)

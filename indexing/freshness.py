@@ -68,7 +68,8 @@ RemoteAccessFor = Callable[[str], RemoteAccess]
 
 
 def mark_stale(
-    *, documents: QuerySet[Document], remote_access: RemoteAccessFor | None = None
+    *, documents: QuerySet[Document], remote_access: RemoteAccessFor | None = None,
+    fetch_timeout: float | None = None,
 ) -> FreshnessReport:
     """Re-read each indexed source; mark the changed and unreachable ones STALE (nothing is
     re-indexed).
@@ -78,14 +79,18 @@ def mark_stale(
     file:// and web sources are read. The clone of a repository ingested by its git URL
     is first fetched (`fetch_clones`): its files then read as the remote has them, and
     those deleted there are `deleted`. `remote_access`: the policy for an outsider's
-    check (None: the operator's, any remote).
+    check (None: the operator's, any remote, except for a clone made for an outsider,
+    always fetched by the outsider's rules); `fetch_timeout`: each fetch's bound
+    (GIT_CLONE_TIMEOUT if None).
     """
     report = FreshnessReport()
     signature = indexer_signature()
     candidates = documents.filter(status__in=[Document.Status.INDEXED, Document.Status.STALE])
     report.waiting = documents.filter(status__in=selectors.ACTIVE_STATUSES).count()
     clones = clone_roots(documents=candidates)
-    report.fetched, report.unfetched = fetch_clones(roots=clones, remote_access=remote_access)
+    report.fetched, report.unfetched = fetch_clones(
+        roots=clones, remote_access=remote_access, timeout=fetch_timeout
+    )
     for document in candidates.iterator():
         if _deleted_from_clone(document, clones):
             report.deleted.append(document)
@@ -143,18 +148,26 @@ def clone_roots(*, documents: QuerySet[Document]) -> list[str]:
 
 
 def fetch_clones(
-    *, roots: list[str], remote_access: RemoteAccessFor | None = None
+    *, roots: list[str], remote_access: RemoteAccessFor | None = None,
+    timeout: float | None = None,
 ) -> tuple[dict[str, Fetched], dict[str, str]]:
     """Fetch each clone at `roots` from its remote (git_clone.fetch: its last commit,
-    within GIT_CLONE_TIMEOUT and GIT_CLONE_MAX_BYTES): ({root: HEAD before and after},
-    {root that could not be: why})."""
+    within `timeout` (GIT_CLONE_TIMEOUT) and GIT_CLONE_MAX_BYTES): ({root: HEAD before
+    and after}, {root that could not be: why}).
+
+    A clone made for an outsider's address is fetched by the outsider's rules whoever
+    asks (the operator's `stale` too): its remote may since redirect to an internal host,
+    or to a private repository the server's own credential helper would open."""
+    from indexing.git_sources import is_outsiders_clone, outsider_access  # it imports us
+
     fetched: dict[str, Fetched] = {}
     failed: dict[str, str] = {}
     for root in roots:
         try:
-            access = remote_access(origin_url(Path(root))) if remote_access else None
+            policy = remote_access or (outsider_access if is_outsiders_clone(root) else None)
+            access = policy(origin_url(Path(root))) if policy else None
             fetched[root] = fetch(
-                Path(root), timeout=settings.GIT_CLONE_TIMEOUT,
+                Path(root), timeout=timeout or settings.GIT_CLONE_TIMEOUT,
                 max_bytes=settings.GIT_CLONE_MAX_BYTES, access=access,
             )
         except ValueError as exc:  # RepositoryError, or the policy's refusal

@@ -8,19 +8,39 @@ CLONE_PREFIX + the address) while a bulk worker clones it (`clone_for_document`)
 its files are registered into the same job and queued, and that document is deleted. A
 clone that fails (credentials needed, no such repository, too large, too slow) leaves it
 FAILED, saying why; re-indexing it clones again.
+
+An outsider's clone is the workspace's own: it lives in GIT_CLONE_DIR/workspaces/<id>/
+(`workspace_clone_dir`), which is how a clone is known to be an outsider's (the operator's
+`ingest` clones straight under GIT_CLONE_DIR): whoever fetches it later (`stale`, MCP)
+fetches it by the outsider's rules (`outsider_access`). A workspace holds at most
+GIT_CLONES_PER_WORKSPACE of them, and one no document of the workspace uses any more is
+deleted (`prune_clones`: when a clone fails, before a clone is registered, when the
+workspace or a large folder is deleted, at worker start and `requeue`).
+
+Credentials given with the address are used for that clone only: re-indexing the
+placeholder, `requeue` and `stale` use the address kept, without them (a private
+repository's address must be given again).
 """
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
 
-from indexing import sources
+from indexing import freshness, sources
 from indexing.loaders.git_clone import (
     RemoteAccess,
     check_remote,
@@ -42,6 +62,32 @@ logger = logging.getLogger(__name__)
 CLONE_PREFIX = "git+"
 # Where that document keeps the address (without credentials), to clone it again.
 GIT_URL_KEY = "git_url"
+# GIT_CLONE_DIR's folder of the workspaces' own clones (the operator's are beside it).
+WORKSPACE_CLONES = "workspaces"
+
+
+def workspace_clone_dir(workspace_id: int) -> Path:
+    """Where the repositories added to a workspace by their git URL are cloned."""
+    return Path(settings.GIT_CLONE_DIR) / WORKSPACE_CLONES / str(int(workspace_id))
+
+
+def is_outsiders_clone(root: Path | str) -> bool:
+    """Whether the clone at `root` was made for an outsider's address (API, admin, MCP)."""
+    return Path(os.path.realpath(root)).is_relative_to(
+        (Path(settings.GIT_CLONE_DIR) / WORKSPACE_CLONES).resolve()
+    )
+
+
+def outsider_access(url: str) -> RemoteAccess:
+    """The outsider's policy for fetching a clone's remote `url` (`check_git_url`)."""
+    return check_git_url(url=url)
+
+
+def _clone_given_up() -> timedelta:
+    """How long after a clone began its task is surely gone (its hard time limit)."""
+    from indexing.tasks import clone_repository_task
+
+    return timedelta(seconds=(clone_repository_task.time_limit or 0) + 60)
 
 
 class CloneInProgress(sources.SourceRefused):
@@ -129,10 +175,18 @@ def register_git_url(
         Workspace.objects.select_for_update().only("pk").get(pk=workspace.pk)
         if folder_path:
             folder = sources.folder_for_path(workspace=workspace, path=folder_path)
-        cloning = Document.objects.filter(
+        placeholders = Document.objects.filter(
             workspace=workspace, uri__startswith=CLONE_PREFIX,
-            status__in=selectors.ACTIVE_STATUSES,
-        ).first()
+        )
+        # One whose task outlived its hard time limit was lost with its worker.
+        placeholders.filter(
+            status=Document.Status.INDEXING, updated_at__lt=timezone.now() - _clone_given_up(),
+        ).update(
+            status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
+            last_error="The worker cloning it stopped before finishing; re-index it to clone "
+            "it again",
+        )
+        cloning = placeholders.filter(status__in=selectors.ACTIVE_STATUSES).first()
         if cloning is not None:
             address = cloning.uri.removeprefix(CLONE_PREFIX)
             raise CloneInProgress(
@@ -141,6 +195,7 @@ def register_git_url(
             )
         held = Document.objects.filter(workspace=workspace, uri=uri).order_by("pk").first()
         sources.check_quota(workspace=workspace, new_documents=0 if held else 1)
+        _check_clone_count(workspace_id=workspace.pk, url=url)
         job = IngestJob.objects.create(
             workspace=workspace, created_by=user if user is not None and user.pk else None,
             description=description.replace(url, public)[:500],
@@ -186,21 +241,50 @@ def clone_for_document(*, document_id: int, url: str = "", worker: str = "") -> 
     if document.status not in selectors.ACTIVE_STATUSES:
         return document.status  # cancelled with its job meanwhile
     url = url or str(document.metadata.get(GIT_URL_KEY) or document.uri.removeprefix(CLONE_PREFIX))
-    Document.objects.filter(pk=document_id).update(
-        status=Document.Status.INDEXING, taken_by=worker, updated_at=timezone.now()
-    )
     try:
-        access = check_git_url(url=url)  # resolved again: the addresses git may use now
-        root = clone(
-            url, clone_folder(url, Path(settings.GIT_CLONE_DIR)),
-            timeout=settings.GIT_CLONE_TIMEOUT, max_bytes=settings.GIT_CLONE_MAX_BYTES,
-            access=access,
+        return _clone_locked(document=document, url=url, worker=worker)
+    except SoftTimeLimitExceeded:
+        raise  # the task says why
+    except Exception as exc:  # a full disk, a database refusal: said, never left INDEXING
+        logger.exception("Cloning the repository of document %s failed", document_id)
+        return fail_clone(
+            document_id=document_id,
+            message=f"Cloning failed unexpectedly ({type(exc).__name__}: {exc})",
         )
-        with transaction.atomic():
-            _register_clone(document_id=document_id, root=root)
-    except (RepositoryError, sources.SourceRefused, sources.BrokerUnavailable) as exc:
-        return fail_clone(document_id=document_id, message=str(exc))
-    return "DELETED"
+
+
+def _clone_locked(*, document: Document, url: str, worker: str) -> str:
+    document_id = document.pk
+    with _workspace_clone_lock(document.workspace_id) as held:
+        if not held:
+            # Another worker clones for the workspace now (a redelivered task and the
+            # start-up requeue, both for this one): it finishes this document.
+            return document.status
+        # Conditional: a cancel landing since the document was read stays a cancel.
+        if not Document.objects.filter(
+            pk=document_id, status__in=selectors.ACTIVE_STATUSES
+        ).update(status=Document.Status.INDEXING, taken_by=worker, updated_at=timezone.now()):
+            return _status(document_id)
+        try:
+            access = check_git_url(url=url)  # resolved again: the addresses git may use now
+            root = clone(
+                url, clone_folder(url, workspace_clone_dir(document.workspace_id)),
+                timeout=settings.GIT_CLONE_TIMEOUT, max_bytes=settings.GIT_CLONE_MAX_BYTES,
+                access=access,
+            )
+            with transaction.atomic():
+                _register_clone(document_id=document_id, root=root)
+        except (RepositoryError, sources.SourceRefused, sources.BrokerUnavailable) as exc:
+            fail_clone(document_id=document_id, message=str(exc))
+        finally:
+            prune_clones(workspace_id=document.workspace_id)
+    return _status(document_id)
+
+
+def _status(document_id: int) -> str:
+    return Document.objects.filter(pk=document_id).values_list(
+        "status", flat=True
+    ).first() or "DELETED"
 
 
 def _register_clone(*, document_id: int, root: Path) -> None:
@@ -211,6 +295,15 @@ def _register_clone(*, document_id: int, root: Path) -> None:
         return  # deleted while it was cloned: so is the wish to have it
     workspace = Workspace.objects.select_for_update().get(pk=document.workspace_id)
     job = document.jobs.order_by("-pk").first()
+    if document.status != Document.Status.INDEXING:
+        return  # cancelled (or failed) while it was cloned: nothing is registered
+    if job is not None and job.cancelled_at is not None:
+        Document.objects.filter(pk=document_id).update(
+            status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
+            last_error=f"{sources.CANCELLED} {job.pk} while it was cloned; re-index it to "
+            "clone it again",
+        )
+        return
     before = selectors.workspace_usage(workspace_id=workspace.pk)
     added, _walked = sources.add_repository_walked(
         workspace=workspace, root=root, folder=document.folder, job=job,
@@ -226,10 +319,114 @@ def _register_clone(*, document_id: int, root: Path) -> None:
 
 
 def fail_clone(*, document_id: int, message: str) -> str:
-    """The repository's document FAILED, saying why; its status."""
+    """The repository's document FAILED, saying why (GIT_CLONE_DIR's path left out: its
+    last_error is shown to members); its status."""
+    for folder in {str(Path(settings.GIT_CLONE_DIR)), str(Path(settings.GIT_CLONE_DIR).resolve())}:
+        message = message.replace(folder, "GIT_CLONE_DIR")
     Document.objects.filter(pk=document_id).update(
         status=Document.Status.FAILED, progress=0, last_error=message[:4000],
         updated_at=timezone.now(),
     )
     logger.warning("Repository document %s FAILED: %s", document_id, message)
     return Document.Status.FAILED
+
+
+def _check_clone_count(*, workspace_id: int, url: str) -> None:
+    """SourceRefused when the workspace holds GIT_CLONES_PER_WORKSPACE clones (each up to
+    GIT_CLONE_MAX_BYTES) and `url`'s would be another."""
+    prune_clones(workspace_id=workspace_id)
+    base = workspace_clone_dir(workspace_id)
+    mine = clone_folder(url, base).parent
+    held = [p for p in base.iterdir() if p.is_dir() and p != mine] if base.is_dir() else []
+    if len(held) >= settings.GIT_CLONES_PER_WORKSPACE:
+        raise sources.SourceRefused(
+            f"The workspace holds {len(held)} repositories cloned from git URLs, as many as "
+            "it may (GIT_CLONES_PER_WORKSPACE); delete the documents of one to add another."
+        )
+
+
+@contextmanager
+def _workspace_clone_lock(workspace_id: int) -> Iterator[bool]:
+    """Whether this process now clones for the workspace (an flock, let go on exit)."""
+    base = workspace_clone_dir(workspace_id)
+    base.mkdir(parents=True, exist_ok=True)
+    with open(base / ".lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def prune_clones(*, workspace_id: int) -> int:
+    """Delete the workspace's clones no document of it uses (nor a clone in progress:
+    an active placeholder's), and temporary `.clone-*` folders older than a clone may
+    take; the whole folder of a workspace gone. How many folders went."""
+    base = workspace_clone_dir(workspace_id)
+    if not base.is_dir():
+        return 0
+    if not Workspace.all_objects.filter(pk=workspace_id).exists():
+        shutil.rmtree(base, ignore_errors=True)
+        return 1
+    used = [
+        Path(os.path.realpath(root))
+        for root in Document.all_objects.filter(
+            workspace_id=workspace_id, metadata__has_key=freshness.REPO_ROOT_KEY
+        ).values_list(f"metadata__{freshness.REPO_ROOT_KEY}", flat=True).order_by().distinct()
+        if isinstance(root, str)
+    ]
+    for placeholder in Document.objects.filter(
+        workspace_id=workspace_id, uri__startswith=CLONE_PREFIX,
+        status__in=selectors.ACTIVE_STATUSES,
+    ).only("uri", "metadata"):
+        kept = placeholder.metadata.get(GIT_URL_KEY)
+        url = str(kept or placeholder.uri.removeprefix(CLONE_PREFIX))
+        used.append(Path(os.path.realpath(clone_folder(url, base))))
+    removed = 0
+    for folder in base.iterdir():
+        if not folder.is_dir() or folder.is_symlink():
+            continue
+        real = Path(os.path.realpath(folder))
+        if any(u.is_relative_to(real) for u in used):
+            removed += _sweep_temporary(folder)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def _sweep_temporary(folder: Path) -> int:
+    """Delete the `.clone-*` folders in `folder` older than a clone may take (left by a
+    worker killed mid-clone)."""
+    cutoff = time.time() - _clone_given_up().total_seconds()
+    removed = 0
+    for temporary in folder.glob(".clone-*"):
+        try:
+            old = temporary.lstat().st_mtime < cutoff
+        except OSError:
+            continue
+        if old:
+            shutil.rmtree(temporary, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+def prune_all_clones() -> int:
+    """`prune_clones` for every workspace with clones, and the old `.clone-*` folders of
+    the operator's clones (a worker killed mid-clone); how many folders went."""
+    root = Path(settings.GIT_CLONE_DIR)
+    if not root.is_dir():
+        return 0
+    removed = 0
+    for folder in root.iterdir():
+        if folder.name == WORKSPACE_CLONES:
+            for workspace in folder.iterdir():
+                if workspace.name.isdigit():
+                    removed += prune_clones(workspace_id=int(workspace.name))
+        elif folder.is_dir() and not folder.is_symlink():
+            removed += _sweep_temporary(folder)
+    return removed

@@ -272,7 +272,9 @@ def check_freshness(
             return check_git_url(url=url)
 
     report = freshness.mark_stale(
-        documents=documents.exclude(pk__in=refused), remote_access=remote_access
+        documents=documents.exclude(pk__in=refused), remote_access=remote_access,
+        # In a request: a slow remote must not hold a web worker for GIT_CLONE_TIMEOUT.
+        fetch_timeout=settings.GIT_FETCH_CHECK_TIMEOUT if confined else None,
     )
     return report, refused
 
@@ -768,7 +770,14 @@ def cancel_job(*, job: IngestJob) -> int:
     still_waiting = Document.objects.filter(
         pk__in=waiting.values("pk"), status=Document.Status.PENDING
     )
-    return still_waiting.update(
+    # A repository being cloned registers nothing once its placeholder is not INDEXING.
+    cloning = Document.objects.filter(
+        jobs=job, status=Document.Status.INDEXING, uri__startswith="git+"
+    ).exclude(jobs__in=wanted_later).update(
+        status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
+        last_error=f"{CANCELLED} {job.pk} while it was cloned; re-index it to clone it again",
+    )
+    return cloning + still_waiting.update(
         status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
         last_error=f"{CANCELLED} {job.pk} before a worker took it; re-index it to index it",
     )

@@ -101,6 +101,7 @@ def check_remote(
         )
     if any(c.isspace() or ord(c) < 0x20 for c in url):
         raise RemoteRefused(f"{without_credentials(url)!r} contains spaces or control characters")
+    _check_host_spelling(url)
     try:
         destination = check_url(url, allow_private=allow_private, resolve=resolve)
     except IngestError as exc:
@@ -114,6 +115,26 @@ def check_remote(
     return RemoteAccess(protocols=scheme, config=tuple(config))
 
 
+# A host as curl reads it, character for character: a name's letters, digits, '-', '_'
+# and '.', or an IPv6 literal in brackets. Anything else ('%2e', '\\', non-ASCII) curl
+# may decode or normalise into another name than the one checked and pinned.
+_PLAIN_HOST = re.compile(r"^(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])$")
+
+
+def _check_host_spelling(url: str) -> None:
+    authority = url.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    host = authority.rpartition("@")[2]
+    if not host.startswith("["):
+        host = host.split(":", 1)[0]
+    elif "]" in host:
+        host = host[: host.index("]") + 1]
+    if not _PLAIN_HOST.match(host):
+        raise RemoteRefused(
+            f"{without_credentials(url)}: its host may hold only letters, digits, '-', '_' "
+            "and '.' (no %-escape; a non-ASCII name in its xn-- form), or be an IP address"
+        )
+
+
 def local_access() -> RemoteAccess:
     """A file:// address the caller has checked (a server path it may read)."""
     return RemoteAccess(protocols="file")
@@ -121,13 +142,31 @@ def local_access() -> RemoteAccess:
 
 def clone_folder(url: str, under: Path) -> Path:
     """Where the clone of `url` is kept below `under`: one folder per address (its
-    credentials left out), named after the repository, so that a clone made again is
+    credentials left out, and spelled one way: `HTTPS://Host:443/x.git/?a=1` is
+    `https://host/x.git`), named after the repository, so that a clone made again is
     the same documents."""
-    public = without_credentials(url)
+    public = _address_key(without_credentials(url))
     name = re.sub(r"\.git$", "", re.split(r"[/:]", public.rstrip("/"))[-1]) or "repository"
     name = re.sub(r"[^A-Za-z0-9._-]", "_", name).lstrip(".") or "repository"
     digest = hashlib.sha256(public.encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return under / digest / name
+
+
+def _address_key(url: str) -> str:
+    """An http(s) address as one spelling of it (scheme and host lower case, no default
+    port, query, fragment or trailing '/'); any other address as it is."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return url
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    if port and port != {"http": 80, "https": 443}[scheme]:
+        host += f":{port}"
+    return f"{scheme}://{host}{parts.path.rstrip('/')}"
 
 
 def clone(
@@ -163,8 +202,16 @@ def clone(
     return dest
 
 
+# Variables naming a proxy (curl reads them in either case): for an outsider's address
+# git would send its requests there, where the name is resolved again (past the pinned
+# addresses) and internal hosts may be reachable.
+_PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy"}
+
+
 def _environment(access: RemoteAccess | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    if access is not None:
+        env = {k: v for k, v in env.items() if k.lower() not in _PROXY_VARIABLES}
     # Never wait for someone to type a password or accept a host key: fail instead.
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
@@ -209,18 +256,22 @@ def _run_bounded(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
             env=_environment(access), cwd=cwd,
         )
-        deadline = time.monotonic() + timeout
-        problem = ""
-        while process.poll() is None:
-            if time.monotonic() > deadline:
-                problem = f"it took longer than {timeout:g} s (GIT_CLONE_TIMEOUT)"
-            elif _size(measured) > max_bytes:
-                problem = f"it grew past {max_bytes:,} bytes (GIT_CLONE_MAX_BYTES)"
-            if problem:
+        try:
+            deadline = time.monotonic() + timeout
+            problem = ""
+            while process.poll() is None:
+                if time.monotonic() > deadline:
+                    problem = f"it took longer than {timeout:g} s (GIT_CLONE_TIMEOUT)"
+                elif _size(measured) > max_bytes:
+                    problem = f"it grew past {max_bytes:,} bytes (GIT_CLONE_MAX_BYTES)"
+                if problem:
+                    raise RepositoryError(f"{doing} {public} stopped: {problem}")
+                time.sleep(0.2)
+        finally:
+            # Also when a task's time limit fires in the sleep: no git left running unbounded.
+            if process.poll() is None:
                 process.kill()
                 process.wait()
-                raise RepositoryError(f"{doing} {public} stopped: {problem}")
-            time.sleep(0.2)
         if process.returncode != 0:
             stderr.seek(0)
             said = _git_message(stderr.read(), url) or f"git exited {process.returncode}"
@@ -296,11 +347,20 @@ def fetch(
         _git_in(repo, "reset", "--quiet", "--hard", after, timeout=timeout)
         if _size(repo) > max_bytes:
             _git_in(repo, "reset", "--quiet", "--hard", before, timeout=timeout)
+            _drop_unreachable(repo, timeout=timeout)
             raise RepositoryError(
                 f"fetching {url} stopped: its files grew past {max_bytes:,} bytes "
                 "(GIT_CLONE_MAX_BYTES)"
             )
+        # The earlier commit's objects go: else every fetch adds to the clone until it
+        # can never be fetched again within GIT_CLONE_MAX_BYTES.
+        _drop_unreachable(repo, timeout=timeout)
     return Fetched(before, after)
+
+
+def _drop_unreachable(repo: Path, *, timeout: float) -> None:
+    _git_in(repo, "reflog", "expire", "--expire=now", "--all", timeout=timeout)
+    _git_in(repo, "gc", "--quiet", "--prune=now", timeout=timeout)
 
 
 def _rev_parse(repo: Path, name: str, *, timeout: float) -> str:
