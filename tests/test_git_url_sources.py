@@ -319,3 +319,261 @@ def test_an_outsiders_clone_goes_to_the_checked_address_only(tmp_path, served):
     with pytest.raises(RepositoryError, match="private or reserved"):
         check_remote("http://git.verity.invalid/billing.git", allow_private=False,
                      resolve=lambda host, port: ["93.184.216.34", "10.0.0.7"])
+
+
+# --- The review's holes (proxies, hosts, whose clone, cancel, failures, disk) ---------
+
+
+def test_an_outsiders_clone_ignores_proxies_in_the_environment(tmp_path, served, monkeypatch):
+    """A proxy would resolve the name again (past the pin) and reach internal hosts."""
+    from http.server import BaseHTTPRequestHandler
+
+    from indexing.loaders.git_clone import check_remote, clone
+    from tests.conftest import serving
+
+    asked: list[str] = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            asked.append(self.path)
+            self.send_response(502)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_POST = do_GET  # noqa: N815
+        do_CONNECT = do_GET  # noqa: N815
+
+        def log_message(self, *args) -> None:
+            pass
+
+    with serving(Proxy) as proxy, git_server(served["root"]) as base:
+        for name in ("http_proxy", "HTTPS_PROXY", "ALL_PROXY", "all_proxy"):
+            monkeypatch.setenv(name, proxy)
+        monkeypatch.setenv("GIT_CONFIG_PARAMETERS", f"'http.proxy'='{proxy}'")
+        port = base.rsplit(":", 1)[1]
+        url = f"http://git.verity.invalid:{port}/billing.git"
+        access = check_remote(url, allow_private=True, resolve=lambda host, port: ["127.0.0.1"])
+        cloned = clone(url, tmp_path / "a", timeout=30, max_bytes=10**8, access=access)
+    assert not [p for p in asked if "verity" in p or "billing" in p], asked
+    assert (cloned / "src" / "invoice.py").is_file()
+
+
+@pytest.mark.parametrize("address", [
+    "http://git%2everity.invalid:9/billing.git",
+    "http://git.verity.invalid%00:9/billing.git",
+    "http://git\\verity.invalid/billing.git",
+    "http://gït.verity.invalid/billing.git",
+])
+def test_a_host_curl_would_read_otherwise_than_the_policy_is_refused(address):
+    """The pin is made for the host as the policy reads it: `repo%2einvalid` is pinned,
+    and curl, decoding it, resolves `repo.invalid` by itself."""
+    from indexing.loaders.git_clone import RemoteRefused, check_remote
+
+    with pytest.raises(RemoteRefused, match="its host may hold only"):
+        check_remote(address, allow_private=True, resolve=lambda host, port: ["93.184.216.34"])
+
+
+def test_operator_stale_fetches_an_outsiders_clone_by_the_outsiders_rules(
+    user, workspace, served, settings, capsys, django_capture_on_commit_callbacks
+):
+    """The remote of a clone a member added may later redirect (to an internal host, or
+    a private repository the server's credential helper opens): `manage.py stale`
+    follows no redirect of it."""
+    from indexing import git_sources
+
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    seen: list[str] = []
+    with git_server(served["root"], on_request=seen.append) as base:
+        with django_capture_on_commit_callbacks(execute=True):
+            git_sources.register_git_url(workspace=workspace, url=f"{base}/billing.git",
+                                         user=user)
+        root = Path(paths_of(workspace)["README.md"].metadata["repo_root"])
+        assert root.is_relative_to(git_sources.workspace_clone_dir(workspace.pk))
+        git(root, "remote", "set-url", "origin", f"{base}/moved/billing.git")
+        write(served["work"], "README.md", "changed\n")
+        push(served)
+        seen.clear()
+        call_command("stale", workspace=workspace.slug)
+    out = capsys.readouterr().out
+    assert "NOT FETCHED" in out and "redirects are not followed" in out, out
+    assert not any(path.startswith("/billing.git") for path in seen), seen
+
+
+def test_each_workspace_clones_a_repository_into_its_own_folder(
+    user, workspace, served, settings, django_capture_on_commit_callbacks
+):
+    from indexing import git_sources
+    from knowledge.models import Workspace
+
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    with git_server(served["root"]) as base:
+        for held in (workspace, other):
+            with django_capture_on_commit_callbacks(execute=True):
+                git_sources.register_git_url(workspace=held, url=f"{base}/billing.git")
+    mine = Path(paths_of(workspace)["README.md"].metadata["repo_root"])
+    theirs = Path(paths_of(other)["README.md"].metadata["repo_root"])
+    assert mine != theirs
+    assert mine.is_relative_to(git_sources.workspace_clone_dir(workspace.pk))
+    assert theirs.is_relative_to(git_sources.workspace_clone_dir(other.pk))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancelling_a_job_while_its_repository_clones_registers_nothing(
+    user, workspace, served, settings
+):
+    from indexing import git_sources, sources
+
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    cancelled: list[int] = []
+
+    def cancel_once(path: str) -> None:
+        if not cancelled:
+            cancelled.append(sources.cancel_job(job=IngestJob.objects.latest("pk")))
+            connections["default"].close()  # this server thread's own
+
+    with git_server(served["root"], on_request=cancel_once) as base:
+        job, placeholder = git_sources.register_git_url(
+            workspace=workspace, url=f"{base}/billing.git", user=user
+        )  # committed: cloned at once (on_commit)
+    assert cancelled == [1]
+    job.refresh_from_db()
+    placeholder.refresh_from_db()
+    assert job.cancelled_at is not None
+    assert placeholder.status == Document.Status.FAILED
+    assert "while it was cloned" in placeholder.last_error
+    assert paths_of(workspace) == {}
+
+
+def test_an_unexpected_error_fails_the_clone_and_a_lost_clone_blocks_nothing(
+    api, user, workspace, served, settings, tmp_path, django_capture_on_commit_callbacks
+):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    settings.GIT_CLONE_DIR = tmp_path / "not-a-folder"
+    settings.GIT_CLONE_DIR.write_text("")  # every mkdir below it fails: an OSError
+    with git_server(served["root"]) as base:
+        url = f"{base}/billing.git"
+        with django_capture_on_commit_callbacks(execute=True):
+            response = api.post("/api/documents", {"git_url": url}, format="json")
+        assert response.status_code == 202, response.content
+        [failed] = api.get(response["Location"]).json()["documents"]
+        assert failed["status"] == "FAILED" and "unexpectedly" in failed["last_error"]
+        # Members are not shown the server's paths.
+        assert str(tmp_path) not in failed["last_error"], failed["last_error"]
+
+        # A placeholder left INDEXING by a worker gone long ago blocks no later clone.
+        settings.GIT_CLONE_DIR = tmp_path / "clones"
+        Document.objects.filter(pk=failed["id"]).update(
+            status=Document.Status.INDEXING, updated_at=timezone.now() - timedelta(days=1)
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            again = api.post("/api/documents", {"git_url": url}, format="json")
+        assert again.status_code == 202, again.content
+    assert sorted(paths_of(workspace)) == ["README.md", "src/invoice.py", "src/legacy.py"]
+
+
+def test_a_second_clone_for_the_workspace_at_once_waits_for_the_first(
+    user, workspace, served, settings
+):
+    """A redelivered clone task and the start-up requeue: one clones, the other leaves
+    the document to it."""
+    import fcntl
+
+    from indexing import git_sources
+
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    job, placeholder = git_sources.register_git_url(
+        workspace=workspace, url="http://127.0.0.1:9/billing.git", user=user
+    )
+    folder = git_sources.workspace_clone_dir(workspace.pk)
+    folder.mkdir(parents=True)
+    with open(folder / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker's clone
+        status = git_sources.clone_for_document(document_id=placeholder.pk)
+    placeholder.refresh_from_db()
+    assert status == placeholder.status == Document.Status.PENDING
+
+
+def test_clones_no_document_uses_are_deleted_and_a_workspace_holds_a_bounded_number(
+    api, user, workspace, served, settings, django_capture_on_commit_callbacks
+):
+    from indexing import git_sources
+    from indexing.deletion import purge_workspace
+    from knowledge.services import workspace_hide
+
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    settings.WORKSPACE_MAX_DOCUMENTS = 2
+    clones = git_sources.workspace_clone_dir(workspace.pk)
+
+    def kept() -> list[Path]:
+        return [p for p in clones.iterdir() if p.is_dir()] if clones.is_dir() else []
+
+    with git_server(served["root"]) as base:
+        # One address however it is spelled; a clone refused for the quota is not kept.
+        for address in (f"{base}/billing.git", f"{base}/billing.git/",
+                        f"{base.upper()}/billing.git"):
+            with django_capture_on_commit_callbacks(execute=True):
+                response = api.post("/api/documents", {"git_url": address}, format="json")
+            [failed] = api.get(response["Location"]).json()["documents"]
+            assert "limit" in failed["last_error"], failed
+            assert kept() == []
+        settings.WORKSPACE_MAX_DOCUMENTS = 100
+        settings.GIT_CLONES_PER_WORKSPACE = 1
+        with django_capture_on_commit_callbacks(execute=True):
+            api.post("/api/documents", {"git_url": f"{base}/billing.git"}, format="json")
+        assert len(kept()) == 1 and len(paths_of(workspace)) == 3
+        git(served["root"], "clone", "-q", "--bare", str(served["work"]), "other.git")
+        refused = api.post("/api/documents", {"git_url": f"{base}/other.git"}, format="json")
+        assert refused.status_code == 400 and "GIT_CLONES_PER_WORKSPACE" in str(refused.json())
+        # Once no document uses a clone, it goes, and another may be added.
+        Document.objects.filter(workspace=workspace).delete()
+        with django_capture_on_commit_callbacks(execute=True):
+            added = api.post("/api/documents", {"git_url": f"{base}/other.git"}, format="json")
+        assert added.status_code == 202, added.content
+    assert [p.name for p in kept()] and len(kept()) == 1
+    workspace_hide(workspace=workspace)
+    purge_workspace(workspace_id=workspace.pk)
+    assert not clones.exists()
+
+
+def test_a_fetch_keeps_no_earlier_commit_in_the_clone(tmp_path, served):
+    from indexing.loaders.git_clone import clone, fetch
+
+    root = clone(served["bare"].as_uri(), tmp_path / "c", timeout=30, max_bytes=10**8)
+    first = git(root, "rev-parse", "HEAD")
+    write(served["work"], "README.md", "# Billing\n\nchanged\n")
+    push(served)
+    fetched = fetch(root, timeout=30, max_bytes=10**8)
+    assert fetched.changed and fetched.before == first
+    gone = subprocess.run(["git", "cat-file", "-e", f"{first}^{{commit}}"], cwd=root,
+                          capture_output=True)
+    assert gone.returncode != 0  # its objects went: fetches do not grow the clone
+
+
+def test_mcp_stale_check_fetches_within_a_short_bound(
+    user, workspace, served, settings, django_capture_on_commit_callbacks
+):
+    import time
+
+    settings.URL_FETCH_ALLOW_PRIVATE = True
+    slow = {"on": False}
+
+    def maybe_slow(path: str) -> None:
+        if slow["on"]:
+            time.sleep(3)
+
+    with git_server(served["root"], on_request=maybe_slow) as base:
+        with django_capture_on_commit_callbacks(execute=True):
+            tools.ingest(user, url=None, path=None, git_url=f"{base}/billing.git",
+                         folder_id=None, workspace=None)
+        settings.GIT_FETCH_CHECK_TIMEOUT = 1
+        slow["on"] = True
+        started = time.monotonic()
+        checked = tools.stale(user, check=True, workspace=None)
+        took = time.monotonic() - started
+    assert "longer than 1 s" in checked["not_fetched"][0]["error"], checked
+    assert took < 3

@@ -182,6 +182,7 @@ def clone(
     """
     if not shutil.which("git"):
         raise RepositoryError("git is not installed (it is needed to clone a repository)")
+    url = _lower_scheme(url)
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".clone-", dir=dest.parent))
     try:
@@ -206,6 +207,13 @@ def clone(
 # git would send its requests there, where the name is resolved again (past the pinned
 # addresses) and internal hosts may be reachable.
 _PROXY_VARIABLES = {"http_proxy", "https_proxy", "all_proxy", "no_proxy", "ftp_proxy"}
+
+
+def _lower_scheme(url: str) -> str:
+    """`url` with its scheme in lower case: GIT_ALLOW_PROTOCOL is matched case for case
+    (HTTPS://… would be refused as "transport 'HTTPS' not allowed")."""
+    scheme, sep, rest = url.partition("://")
+    return scheme.lower() + sep + rest if sep and "/" not in scheme else url
 
 
 def _environment(access: RemoteAccess | None = None) -> dict[str, str]:
@@ -332,7 +340,7 @@ def fetch(
     `clone` made it (that commit only): its work tree then holds the files of that
     commit, and not those deleted upstream. The same bounds as a clone's (the whole
     clone within `max_bytes`); RepositoryError saying why, the clone then as it was."""
-    url = origin_url(repo)
+    url = _lower_scheme(origin_url(repo))
     if not url:
         raise RepositoryError(f"{repo} has no remote to fetch from")
     before = _rev_parse(repo, "HEAD", timeout=timeout)
@@ -352,10 +360,32 @@ def fetch(
                 f"fetching {url} stopped: its files grew past {max_bytes:,} bytes "
                 "(GIT_CLONE_MAX_BYTES)"
             )
-        # The earlier commit's objects go: else every fetch adds to the clone until it
-        # can never be fetched again within GIT_CLONE_MAX_BYTES.
+        # The earlier commit's objects go (its remote-tracking ref moved on, the reflogs
+        # emptied): else every fetch adds to the clone until it can never be fetched
+        # again within GIT_CLONE_MAX_BYTES.
+        for ref in _remote_refs(repo, timeout=timeout):
+            _git_in(repo, "update-ref", "--no-deref", ref, after, timeout=timeout)
         _drop_unreachable(repo, timeout=timeout)
     return Fetched(before, after)
+
+
+def _remote_refs(repo: Path, *, timeout: float) -> list[str]:
+    """The clone's remote-tracking refs (not the symbolic origin/HEAD)."""
+    try:
+        found = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "for-each-ref",
+             "--format=%(refname) %(symref)", "refs/remotes"],
+            cwd=repo, env=_environment(), stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=timeout, check=True,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RepositoryError(f"git for-each-ref in the clone failed: {exc}") from None
+    refs = []
+    for line in found.stdout.splitlines():
+        name, _, symbolic = line.partition(" ")
+        if name and not symbolic.strip():
+            refs.append(name)
+    return refs
 
 
 def _drop_unreachable(repo: Path, *, timeout: float) -> None:
