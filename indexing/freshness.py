@@ -158,18 +158,31 @@ def fetch_clones(
     A clone made for an outsider's address is fetched by the outsider's rules whoever
     asks (the operator's `stale` too): its remote may since redirect to an internal host,
     or to a private repository the server's own credential helper would open."""
-    from indexing.git_sources import is_outsiders_clone, outsider_access  # it imports us
+    from indexing.git_sources import (  # it imports us
+        clone_in_use,
+        is_outsiders_clone,
+        outsider_access,
+    )
 
     fetched: dict[str, Fetched] = {}
     failed: dict[str, str] = {}
     for root in roots:
         try:
-            policy = remote_access or (outsider_access if is_outsiders_clone(root) else None)
-            access = policy(origin_url(Path(root))) if policy else None
-            fetched[root] = fetch(
-                Path(root), timeout=timeout or settings.GIT_CLONE_TIMEOUT,
-                max_bytes=settings.GIT_CLONE_MAX_BYTES, access=access,
-            )
+            with clone_in_use(root) as free:
+                if not free:
+                    failed[root] = (
+                        "its workspace has a repository being cloned or fetched now; "
+                        "check again later"
+                    )
+                    continue
+                policy = remote_access or (
+                    outsider_access if is_outsiders_clone(root) else None
+                )
+                access = policy(origin_url(Path(root))) if policy else None
+                fetched[root] = fetch(
+                    Path(root), timeout=timeout or settings.GIT_CLONE_TIMEOUT,
+                    max_bytes=settings.GIT_CLONE_MAX_BYTES, access=access,
+                )
         except ValueError as exc:  # RepositoryError, or the policy's refusal
             failed[root] = str(exc)
     return fetched, failed

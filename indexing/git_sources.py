@@ -362,6 +362,19 @@ def _workspace_clone_lock(workspace_id: int) -> Iterator[bool]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+@contextmanager
+def clone_in_use(root: Path | str) -> Iterator[bool]:
+    """Whether git may now work in the clone at `root`: an outsider's clone is cloned or
+    fetched by one process at a time (its workspace's lock); the operator's, always."""
+    base = (Path(settings.GIT_CLONE_DIR) / WORKSPACE_CLONES).resolve()
+    real = Path(os.path.realpath(root))
+    if not real.is_relative_to(base) or not real.relative_to(base).parts[0].isdigit():
+        yield True
+        return
+    with _workspace_clone_lock(int(real.relative_to(base).parts[0])) as held:
+        yield held
+
+
 def prune_clones(*, workspace_id: int) -> int:
     """Delete the workspace's clones no document of it uses (nor a clone in progress:
     an active placeholder's), and temporary `.clone-*` folders older than a clone may

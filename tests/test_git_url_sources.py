@@ -484,6 +484,7 @@ def test_a_second_clone_for_the_workspace_at_once_waits_for_the_first(
     import fcntl
 
     from indexing import git_sources
+    from indexing.freshness import fetch_clones
 
     settings.URL_FETCH_ALLOW_PRIVATE = True
     job, placeholder = git_sources.register_git_url(
@@ -494,8 +495,13 @@ def test_a_second_clone_for_the_workspace_at_once_waits_for_the_first(
     with open(folder / ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another worker's clone
         status = git_sources.clone_for_document(document_id=placeholder.pk)
+        # Nor is a clone of the workspace fetched meanwhile (`stale`, MCP's check).
+        elsewhere = folder / "0123456789abcdef" / "billing"
+        elsewhere.mkdir(parents=True)
+        _fetched, failed = fetch_clones(roots=[str(elsewhere)])
     placeholder.refresh_from_db()
     assert status == placeholder.status == Document.Status.PENDING
+    assert "being cloned or fetched now" in failed[str(elsewhere)]
 
 
 def test_clones_no_document_uses_are_deleted_and_a_workspace_holds_a_bounded_number(
