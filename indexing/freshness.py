@@ -182,6 +182,7 @@ def fetch_clones(
                 fetched[root] = fetch(
                     Path(root), timeout=timeout or settings.GIT_CLONE_TIMEOUT,
                     max_bytes=settings.GIT_CLONE_MAX_BYTES, access=access,
+                    timeout_name="GIT_FETCH_CHECK_TIMEOUT" if timeout else "GIT_CLONE_TIMEOUT",
                 )
         except ValueError as exc:  # RepositoryError, or the policy's refusal
             failed[root] = str(exc)

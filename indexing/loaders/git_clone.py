@@ -255,6 +255,7 @@ def _run_clone(
 def _run_bounded(
     command: list[str], url: str, *, doing: str, measured: Path, cwd: Path | None,
     timeout: float, max_bytes: int, access: RemoteAccess | None,
+    timeout_name: str = "GIT_CLONE_TIMEOUT",
 ) -> None:
     """Run git's `command`, stopped past `timeout` seconds or once `measured` holds more
     than `max_bytes`; RepositoryError "{doing} URL failed|stopped: why"."""
@@ -269,7 +270,7 @@ def _run_bounded(
             problem = ""
             while process.poll() is None:
                 if time.monotonic() > deadline:
-                    problem = f"it took longer than {timeout:g} s (GIT_CLONE_TIMEOUT)"
+                    problem = f"it took longer than {timeout:g} s ({timeout_name})"
                 elif _size(measured) > max_bytes:
                     problem = f"it grew past {max_bytes:,} bytes (GIT_CLONE_MAX_BYTES)"
                 if problem:
@@ -334,7 +335,8 @@ class Fetched:
 
 
 def fetch(
-    repo: Path, *, timeout: float, max_bytes: int, access: RemoteAccess | None = None
+    repo: Path, *, timeout: float, max_bytes: int, access: RemoteAccess | None = None,
+    timeout_name: str = "GIT_CLONE_TIMEOUT",
 ) -> Fetched:
     """Bring the clone at `repo` to the last commit of its remote's default branch, as
     `clone` made it (that commit only): its work tree then holds the files of that
@@ -348,7 +350,7 @@ def fetch(
         ["git", *_options(access), "fetch", "--quiet", "--depth", "1", "--no-tags",
          "--no-recurse-submodules", "--", url, "HEAD"],
         url, doing="fetching", measured=repo, cwd=repo, timeout=timeout,
-        max_bytes=max_bytes, access=access,
+        max_bytes=max_bytes, access=access, timeout_name=timeout_name,
     )
     after = _rev_parse(repo, "FETCH_HEAD", timeout=timeout)
     if after != before:
