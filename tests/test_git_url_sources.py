@@ -583,3 +583,22 @@ def test_mcp_stale_check_fetches_within_a_short_bound(
         took = time.monotonic() - started
     assert "longer than 1 s (GIT_FETCH_CHECK_TIMEOUT)" in checked["not_fetched"][0]["error"]
     assert took < 3
+
+
+def test_requeue_deletes_clones_a_killed_worker_left_half_made(workspace, settings, tmp_path):
+    import os
+
+    from indexing import git_sources
+
+    settings.GIT_CLONE_DIR = tmp_path / "clones"
+    operators = tmp_path / "clones" / "0123456789abcdef"
+    theirs = git_sources.workspace_clone_dir(workspace.pk) / "fedcba9876543210"
+    left = [operators / ".clone-old", theirs / ".clone-old"]
+    for folder in left:
+        (folder / "billing").mkdir(parents=True)
+        os.utime(folder, (0, 0))  # long before any clone may still run
+    recent = operators / ".clone-now"
+    recent.mkdir()
+    call_command("requeue", minutes=5)
+    assert not any(folder.exists() for folder in left)
+    assert recent.is_dir()  # a clone running now
