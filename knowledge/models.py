@@ -21,9 +21,21 @@ TEXT_SEARCH_CONFIG = "english"
 class IdentifierSearchVector(SearchVector):
     """The text's tsvector with its code identifiers' words after it: `renderPdf` and
     `InvoiceRenderer.renderPdf` are found whole and by "render pdf", "invoice renderer".
-    verity_tsvector() is an SQL function created by migration 0021."""
+    verity_tsvector() is an SQL function created by migration 0021; it reads the text
+    as verity_normalize() gives it."""
 
     function = "verity_tsvector"
+
+
+class NormalizedText(Func):
+    """The text as the keyword index reads it: NFKC, default-ignorable characters (soft
+    hyphens, zero-width spaces and joiners, BOMs) removed, so that a word composed or
+    decomposed, or split by an invisible character, is the same word. The stored text is
+    never changed: citations point into it by character offsets. verity_normalize() is
+    an SQL function created by migration 0021; search normalizes queries with it."""
+
+    function = "verity_normalize"
+    output_field = models.TextField()
 
 
 class LiveWorkspaces(models.Manager):
@@ -276,10 +288,12 @@ class Chunk(models.Model):
     )
     # BM25's document length: the text's own indexed words (stop words excluded), not
     # its identifiers' parts, which spell words already counted (migration 0021).
-    # verity_term_count() is an SQL function created by migration 0003.
+    # verity_term_count() is an SQL function created by migration 0003. The text as
+    # search_vector reads it (NFKC, invisible characters removed), so that the length
+    # counts the very words the vector holds.
     term_count = models.GeneratedField(
         expression=Func(
-            SearchVector("text", config=TEXT_SEARCH_CONFIG),
+            SearchVector(NormalizedText("text"), config=TEXT_SEARCH_CONFIG),
             function="verity_term_count",
             output_field=models.IntegerField(),
         ),

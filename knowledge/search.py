@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -144,12 +145,11 @@ def search(
     that many of one document. `legs` exists for measurement (bench/retrieval.py
     compares each leg alone).
     """
-    # Any Unicode space (a pasted NBSP) as the space PostgreSQL's parser splits on, so
-    # both legs read "-word" alike; and a bounded query (the API's own bound), so a
-    # chat message of 20,000 characters costs no more than one of 2,000.
-    query = " ".join(query.split())[:MAX_QUERY_CHARS]
+    # A bounded query (the API's own bound), so a chat message of 20,000 characters
+    # costs no more than one of 2,000; read as the keyword index reads chunks.
+    query = normalized_query(query[: 2 * MAX_QUERY_CHARS])
     documents = resolve_scope(workspace, scope)
-    if not re.search(r"[^\W_]", query):
+    if not _asks_something(query):
         return SearchResult(query, [])  # "!!!???" asks for nothing: no nearest chunks
     # The same pool whatever the page size: a hit's rank must not depend on `limit`
     # (with a pool growing with it, --limit 10 and --limit 50 disagreed at rank 9:
@@ -245,6 +245,26 @@ def search(
     return SearchResult(query, hits, metadata)
 
 
+def normalized_query(query: str) -> str:
+    """`query` as the keyword index reads a chunk's text (verity_normalize, migration
+    0021: NFKC, invisible characters removed), by that very function, so that
+    "U\u0308nico\u0308de" finds "Ünicöde" and "Zerowidth" finds "Zero\u200bwidth", and
+    the reverse; any Unicode space (a pasted NBSP) as the space PostgreSQL's parser
+    splits on, so both legs read "-word" alike; at most MAX_QUERY_CHARS characters.
+    Both legs search it: the dense one embeds the word the keyword one looks up."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT verity_normalize(%s)", [query])
+        text = cursor.fetchone()[0]
+    return " ".join(text.split())[:MAX_QUERY_CHARS]
+
+
+def _asks_something(query: str) -> bool:
+    """Whether `query` holds a letter, a digit or a symbol such as an emoji ("🦄", which
+    the dense leg answers though no word is indexed), not only punctuation ("!!! ???")."""
+    return any(unicodedata.category(char)[0] in "LN" or unicodedata.category(char) == "So"
+               for char in query)
+
+
 def _without_hidden(*legs: list) -> tuple[list, ...]:
     """The legs' rows less those of documents in a folder being deleted (hidden at once:
     knowledge.services.folder_hide): one lookup of the candidates' documents, which
@@ -275,7 +295,7 @@ def with_continuations(*, hits: list[Hit], count: int, query: str) -> list[Hit]:
     chunks = Chunk.objects.filter(wanted_chunks)
     if excluded := _exclusions(query)[1]:
         chunks = chunks.exclude(search_vector=SearchQuery(
-            excluded, config=TEXT_SEARCH_CONFIG, search_type="websearch"
+            normalized_query(excluded), config=TEXT_SEARCH_CONFIG, search_type="websearch"
         ))
     found = {
         (chunk.document_id, chunk.ordinal): chunk
@@ -632,7 +652,7 @@ def _position(term: str, forward: str) -> str:
 # anyway; a commoner term its `depth` best head rows (chunks repeating it), its
 # impact standing in for its score while choosing (the ranking scores it exactly).
 _TERM_POSTINGS = f"""
-        SELECT f.chunk_id AS id, true AS exact, t.df <= %(rare)s AS rare,
+        SELECT f.chunk_id AS id, true AS exact, t.rare,
                {_bm25("t.w", f"f.tfs[{_position('t.id', 'f')}]", "f.dl")} AS w
         FROM {{terms}} t CROSS JOIN s CROSS JOIN LATERAL (
             SELECT chunk_id, dl, term_ids, tfs FROM knowledge_chunkterms
@@ -726,14 +746,25 @@ _CANDIDATES_WEBSEARCH = f"""
     SELECT id, 0::float8, false FROM listed
 """
 
+# A term of one letter or digit of an alphabet (below U+0800: Latin, Greek, Cyrillic,
+# Hebrew, Arabic; a CJK character is a word) is no evidence alone: "x" is a variable,
+# a list's "b)", the x of "1.x" or "3 x 4", in many chunks that have nothing to do
+# with a question "x". It still scores beside a longer term ("vitamin C", "x axis"),
+# but does not make a chunk one holding a rare query term, which the fusion ranks
+# ahead of meaning-only hits.
+_WEAK = "(char_length({term}) = 1 AND ascii({term}) < 2048)"
+
 # q: the query's lexemes; s: the workspace's N and average chunk length; t: each
-# lexeme's IDF. MATERIALIZED: computed once; inlined, the planner re-read TermStat
-# per candidate whenever its statistics were stale (74 vs 0.6 ms).
+# lexeme's IDF, and whether it is rare evidence. MATERIALIZED: computed once; inlined,
+# the planner re-read TermStat per candidate whenever its statistics were stale (74
+# vs 0.6 ms).
 # A plain query's identifiers count with their words, as chunks are indexed
 # (verity_tsvector, migration 0021): "HTTPServer" scores http, server and
 # httpserver. Not in websearch syntax: "-InvoiceRenderer" excludes the identifier,
 # and its words "invoice" and "renderer" must not then raise the chunks left.
-_QUERY_TERMS = """
+# A plain query of weak terms only ("x", "a b c") has no keyword leg: the dense one
+# answers it. One in websearch syntax ('"x"') asks for them as written.
+_QUERY_TERMS = f"""
     WITH q AS MATERIALIZED (
         SELECT DISTINCT lexeme FROM unnest(CASE WHEN %(websearch)s
             THEN to_tsvector(%(config)s::regconfig, %(query)s)
@@ -742,20 +773,23 @@ _QUERY_TERMS = """
         SELECT chunks::float8 AS n, greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
         FROM knowledge_corpusstat WHERE workspace_id = %(workspace)s
     ), t AS MATERIALIZED (
-        SELECT ts.id, ts.df, ln(1 + (s.n - ts.df + 0.5) / (ts.df + 0.5)) AS w
+        SELECT ts.id, ts.df, ln(1 + (s.n - ts.df + 0.5) / (ts.df + 0.5)) AS w,
+               ts.df <= %(rare)s AND NOT {_WEAK.format(term="ts.term")} AS rare
         FROM knowledge_termstat ts, s
         WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
           AND ts.term IN (SELECT lexeme FROM q)
+          AND (%(websearch)s OR EXISTS (
+              SELECT FROM q WHERE NOT {_WEAK.format(term="q.lexeme")}))
     )"""
 
 _KEYWORD_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ranked AS (
         -- The partial sum, completed with the terms of more than probe_above chunks
         -- from the candidate's one forward row (a term's tf is at its position).
         SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}), 0)
-               AS score, cand.rare OR coalesce(bool_or(p.df <= %(rare)s), false) AS rare
+               AS score, cand.rare OR coalesce(bool_or(p.rare), false) AS rare
         FROM cand JOIN knowledge_chunkterms f ON f.chunk_id = cand.id CROSS JOIN s
         LEFT JOIN LATERAL (
-            SELECT t.id, t.w, t.df, {_position("t.id", "f")} AS i FROM t
+            SELECT t.id, t.w, t.rare, {_position("t.id", "f")} AS i FROM t
             WHERE t.df > %(probe_above)s
         ) p ON f.term_ids[p.i] = p.id
         GROUP BY cand.id, cand.partial, cand.rare
@@ -776,11 +810,11 @@ _KEYWORD_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ra
 # 2,000 chunks, times the query's terms.
 _KEYWORD_IN_SCOPE = f"""{_QUERY_TERMS}
     SELECT c.id, c.document_id, sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}) AS score,
-           bool_or(p.df <= %(rare)s) AS rare
+           bool_or(p.rare) AS rare
     FROM knowledge_chunk c CROSS JOIN s CROSS JOIN LATERAL (
         SELECT dl, term_ids, tfs FROM knowledge_chunkterms WHERE chunk_id = c.id LIMIT 1
     ) f JOIN LATERAL (
-        SELECT t.id, t.w, t.df, {_position("t.id", "f")} AS i FROM t
+        SELECT t.id, t.w, t.rare, {_position("t.id", "f")} AS i FROM t
     ) p ON f.term_ids[p.i] = p.id
     WHERE c.document_id = ANY(%(documents)s)
     GROUP BY c.id, c.document_id

@@ -1,4 +1,4 @@
-"""Code identifiers in the keyword index: by their parts as well as whole.
+r"""Code identifiers in the keyword index: by their parts as well as whole.
 
 PostgreSQL's default parser keeps `renderPdf`, `HTTPServer` and `InvoiceRenderer.renderPdf`
 (a "host" to it) as one lexeme each, so "render pdf", "invoice renderer" and even
@@ -24,6 +24,18 @@ CorpusStat, ChunkTerms and TermHead are then rebuilt from the new vectors, in th
 transaction: searches and indexing wait for the migration and then see it whole.
 Reversible the same way.
 
+Both columns read the text as verity_normalize() gives it: NFKC (a decomposed
+`U\u0308nicode`, as macOS names and PDFs write it, is `Ünicode`; `ﬁle` is `file`, a
+full-width `Ｆｕｌｌ` is `Full`) with Unicode's default-ignorable characters removed
+(soft hyphens, zero-width spaces and joiners, word joiners, BOMs, variation selectors),
+so `Zero\u200bwidth` is the word `Zerowidth`, as ICU's and Lucene's nfkc_cf read it.
+PostgreSQL's parser takes such characters for letters: the word was `zero\u200bwidth`,
+found by no query. The stored text is not changed (citations point into it by
+character offsets); search normalizes each query with the same function. term_count
+counts the normalized text's words, as the vector holds them: both columns are added
+in one ALTER TABLE, one rewrite. Casefolding is left to to_tsvector's lowercasing
+(identifiers' case boundaries are read before it).
+
 The functions use SQL-standard bodies (PostgreSQL 14+): resolved when created, so a
 pg_restore (which empties search_path while it recomputes generated columns) finds
 verity_identifier_words.
@@ -45,6 +57,15 @@ BOUNDARY = r"[[:lower:]][[:upper:]]|[[:upper:][:digit:]][[:upper:]][[:lower:]]{2
 SPLIT = (
     r"regexp_replace(regexp_replace(c.component, '([[:lower:]])([[:upper:]])', '\1 \2', 'g'),"
     r" '([[:upper:][:digit:]])([[:upper:]][[:lower:]]{2})', '\1 \2', 'g')"
+)
+
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): characters
+# that show nothing, removed as ICU's nfkc_cf removes them. knowledge.search normalizes
+# queries with verity_normalize() itself, so both sides read text alike.
+IGNORABLE = (
+    r"[\u00AD\u034F\u061C\u115F\u1160\u17B4\u17B5\u180B-\u180F\u200B-\u200F"
+    r"\u202A-\u202E\u2060-\u206F\u3164\uFE00-\uFE0F\uFEFF\uFFA0\uFFF0-\uFFF8"
+    r"\U0001BCA0-\U0001BCA3\U0001D173-\U0001D17A\U000E0000-\U000E0FFF]"
 )
 
 # Token types of PostgreSQL's default parser (the english configuration's): 1-3
@@ -72,24 +93,39 @@ RETURN (
     AND char_length(w.word) > 1 AND w.word ~ '[[:alpha:]]'
 );
 
+CREATE OR REPLACE FUNCTION verity_normalize(document text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+RETURN regexp_replace(normalize(document, NFKC), '{IGNORABLE}', '', 'g');
+
 CREATE OR REPLACE FUNCTION verity_tsvector(config regconfig, document text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-RETURN to_tsvector(config, document || ' ' || verity_identifier_words(document));
+RETURN (
+  SELECT to_tsvector(config, n.text || ' ' || verity_identifier_words(n.text))
+  FROM verity_normalize(document) AS n(text)
+);
 """
 
 DROP_FUNCTIONS = """
 DROP FUNCTION verity_tsvector(regconfig, text);
 DROP FUNCTION verity_identifier_words(text);
+DROP FUNCTION verity_normalize(text);
 """
 
-# The column as Django writes the model's expression (IdentifierSearchVector), and as
-# it was (SearchVector).
+# The columns as Django writes the model's expressions (IdentifierSearchVector, and
+# term_count over NormalizedText), and as they were (SearchVector, over the text): both
+# added in one statement, one rewrite of the table.
 COLUMN = """
-ALTER TABLE knowledge_chunk DROP COLUMN search_vector;
-ALTER TABLE knowledge_chunk ADD COLUMN search_vector tsvector
-  GENERATED ALWAYS AS ({function}('english'::regconfig, COALESCE(text, ''::text))) STORED;
+ALTER TABLE knowledge_chunk DROP COLUMN search_vector, DROP COLUMN term_count;
+ALTER TABLE knowledge_chunk
+  ADD COLUMN search_vector tsvector
+    GENERATED ALWAYS AS ({function}('english'::regconfig, COALESCE(text, ''::text))) STORED,
+  ADD COLUMN term_count integer GENERATED ALWAYS AS (
+    verity_term_count(to_tsvector('english'::regconfig, COALESCE({text}, ''::text)))
+  ) STORED;
 CREATE INDEX chunk_search_vector_gin ON knowledge_chunk USING gin (search_vector);
 """
+FORWARD_COLUMNS = COLUMN.format(function="verity_tsvector", text="verity_normalize(text)")
+BACKWARD_COLUMNS = COLUMN.format(function="to_tsvector", text="text")
 
 # Every keyword statistic recounted from the chunks' vectors, as the triggers would
 # have kept it had the chunks been inserted now. A term no chunk holds any more keeps
@@ -134,10 +170,7 @@ class Migration(migrations.Migration):
         migrations.RunSQL(FUNCTIONS, DROP_FUNCTIONS),
         migrations.SeparateDatabaseAndState(
             database_operations=[
-                migrations.RunSQL(
-                    COLUMN.format(function="verity_tsvector") + REBUILD,
-                    COLUMN.format(function="to_tsvector") + REBUILD,
-                )
+                migrations.RunSQL(FORWARD_COLUMNS + REBUILD, BACKWARD_COLUMNS + REBUILD)
             ],
             state_operations=[
                 migrations.AlterField(
@@ -149,6 +182,21 @@ class Migration(migrations.Migration):
                             "text", config="english"
                         ),
                         output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                migrations.AlterField(
+                    model_name="chunk",
+                    name="term_count",
+                    field=models.GeneratedField(
+                        db_persist=True,
+                        expression=models.Func(
+                            django.contrib.postgres.search.SearchVector(
+                                knowledge.models.NormalizedText("text"), config="english"
+                            ),
+                            function="verity_term_count",
+                            output_field=models.IntegerField(),
+                        ),
+                        output_field=models.IntegerField(),
                     ),
                 ),
             ],
