@@ -45,6 +45,6 @@ def normalize(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
 
-    dependencies = [("knowledge", "0021_identifier_words")]
+    dependencies = [("knowledge", "0022_cache_table")]
 
     operations = [migrations.RunPython(normalize, migrations.RunPython.noop)]
