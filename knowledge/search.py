@@ -246,14 +246,15 @@ def search(
 
 
 def normalized_query(query: str) -> str:
-    """`query` as the keyword index reads a chunk's text (verity_normalize, migration
+    r"""`query` as the keyword index reads a chunk's text (verity_normalize, migration
     0021: NFKC, invisible characters removed), by that very function, so that
     "U\u0308nico\u0308de" finds "Ünicöde" and "Zerowidth" finds "Zero\u200bwidth", and
     the reverse; any Unicode space (a pasted NBSP) as the space PostgreSQL's parser
     splits on, so both legs read "-word" alike; at most MAX_QUERY_CHARS characters.
     Both legs search it: the dense one embeds the word the keyword one looks up."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT verity_normalize(%s)", [query])
+        # A NUL, which no PostgreSQL text holds, as a space.
+        cursor.execute("SELECT verity_normalize(%s)", [query.replace("\x00", " ")])
         text = cursor.fetchone()[0]
     return " ".join(text.split())[:MAX_QUERY_CHARS]
 

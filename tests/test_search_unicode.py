@@ -75,6 +75,11 @@ def test_an_emoji_alone_is_answered_by_the_meaning_leg(documents, workspace):
     assert search(query="\u200b", workspace=workspace).hits == []  # nothing visible
 
 
+def test_a_nul_in_a_query_is_a_space(documents, workspace):
+    # A chat model's tool call or an MCP client can send one; PostgreSQL holds none.
+    assert keyword_documents(workspace, "pier\x00water") == [documents["tides.md"].pk]
+
+
 def test_a_letter_alone_is_no_keyword_evidence(documents, workspace):
     # "x" matched the x of "1.x" and "3 x 4": an unrelated passage, ranked first as one
     # holding a rare query term.
