@@ -1,7 +1,7 @@
 """Migration 0021 re-makes Chunk.search_vector on a populated database; the triggers do
 not fire on that, so it rebuilds the keyword statistics itself: after it (and after its
 reverse) TermStat, CorpusStat, ChunkTerms and TermHead equal a recount from the chunks.
-0023 brings a database that ran 0021's draft (without Unicode normalization) level, and
+0024 brings a database that ran 0021's draft (without Unicode normalization) level, and
 leaves any other alone."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = ("knowledge", "0020_folder_deleting_since")
 AFTER = ("knowledge", "0021_identifier_words")
-LATEST = ("knowledge", "0023_normalized_keyword_text")
+LATEST = ("knowledge", "0024_normalized_keyword_text")
 
 IDENTIFIER_WORDS = importlib.import_module("knowledge.migrations.0021_identifier_words")
 
@@ -96,12 +96,12 @@ def chunk_table_file() -> int:
         return cursor.fetchone()[0]
 
 
-def test_0023_normalizes_a_database_that_ran_the_draft_0021(documents, workspace):  # noqa: F811
+def test_0024_normalizes_a_database_that_ran_the_draft_0021(documents, workspace):  # noqa: F811
     decomposed = unicodedata.normalize("NFD", "Ünïcödé")
     composed = documents["composed.md"].pk
     assert keyword_documents(workspace, decomposed) == [composed]
     try:
-        # Where 0021 normalized already, 0023 rewrites nothing.
+        # Where 0021 normalized already, 0024 rewrites nothing.
         migrate(AFTER)
         unchanged = chunk_table_file()
         migrate(LATEST)
@@ -120,7 +120,7 @@ def test_0023_normalizes_a_database_that_ran_the_draft_0021(documents, workspace
     assert keyword_documents(workspace, decomposed) == [composed]
     assert keyword_documents(workspace, "Zerowidth") == [composed]
     assert df(workspace, "zero\u200bwidth") == 0 and df(workspace, "zerowidth") == 1
-    # 0023 ran once: now it finds the columns normalized and leaves them.
+    # 0024 ran once: now it finds the columns normalized and leaves them.
     migrate(AFTER)
     rewritten = chunk_table_file()
     migrate(LATEST)

@@ -45,6 +45,6 @@ def normalize(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
 
-    dependencies = [("knowledge", "0022_cache_table")]
+    dependencies = [("knowledge", "0023_sign_in_failures")]
 
     operations = [migrations.RunPython(normalize, migrations.RunPython.noop)]
