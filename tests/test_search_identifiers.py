@@ -72,7 +72,20 @@ def test_acronyms_and_dotted_words_split_where_a_reader_would(repository, worksp
             "SELECT verity_identifier_words(%s)",
             ["HTTPServer parseJSON2 utf8Decode os.path.join RNAs IL28B mRNA render_pdf e.g."],
         )
-        assert cursor.fetchone()[0] == "HTTP Server parse JSON2 utf8 Decode os path join RNA"
+        assert cursor.fetchone()[0] == (
+            "HTTP Server and parse JSON2 and utf8 Decode and os path join and RNA"
+        )
+
+
+def test_the_words_of_two_identifiers_make_no_phrase(workspace):
+    # Appended one after another, "bar baz" was a phrase of `fooBar … bazQux`.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT verity_tsvector('english', %s) @@ phraseto_tsquery('english', %s),"
+            " verity_tsvector('english', %s) @@ phraseto_tsquery('english', %s)",
+            ["fooBar then later bazQux", "bar baz", "fooBar then later bazQux", "baz qux"],
+        )
+        assert cursor.fetchone() == (False, True)  # one identifier's words still are
 
 
 def test_websearch_syntax_reads_identifiers_as_written(repository, workspace):

@@ -73,11 +73,18 @@ IGNORABLE = (
 # (`InvoiceRenderer.renderPdf`, `os.path.join`, `src/billing/render.py`) gives
 # its components and their case words; a word its case words only, being indexed
 # whole already. Words of one letter (the m of mRNA) and numbers are left out.
+# Each identifier's words are set apart from the next's, and from the text, by a stop
+# word (SEPARATOR), which takes a position and is not indexed: appended one after
+# another, the last word of one identifier and the first of the next made a phrase
+# ("bar baz" from `fooBar … bazQux`) the text never had.
+SEPARATOR = " and "
 FUNCTIONS = f"""
 CREATE OR REPLACE FUNCTION verity_identifier_words(document text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN (
-  SELECT coalesce(string_agg(w.word, ' ' ORDER BY p.n, w.n), '')
+  SELECT coalesce(string_agg(g.words, '{SEPARATOR}' ORDER BY g.n), '')
+  FROM (
+  SELECT p.n, string_agg(w.word, ' ' ORDER BY w.n) AS words
   FROM ts_parse('default', document) WITH ORDINALITY AS p(tokid, token, n)
   CROSS JOIN LATERAL (
     SELECT c.component AS word, c.n * 1000 AS n
@@ -91,6 +98,8 @@ RETURN (
   ) w
   WHERE (p.tokid IN (6, 19) OR (p.tokid IN (1, 2, 3) AND p.token ~ '{BOUNDARY}'))
     AND char_length(w.word) > 1 AND w.word ~ '[[:alpha:]]'
+  GROUP BY p.n
+  ) g
 );
 
 CREATE OR REPLACE FUNCTION verity_normalize(document text) RETURNS text
@@ -100,7 +109,7 @@ RETURN regexp_replace(normalize(document, NFKC), '{IGNORABLE}', '', 'g');
 CREATE OR REPLACE FUNCTION verity_tsvector(config regconfig, document text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
 RETURN (
-  SELECT to_tsvector(config, n.text || ' ' || verity_identifier_words(n.text))
+  SELECT to_tsvector(config, n.text || '{SEPARATOR}' || verity_identifier_words(n.text))
   FROM verity_normalize(document) AS n(text)
 );
 """

@@ -1,4 +1,5 @@
-"""Unicode normalization for a database that applied 0021 before 0021 had it.
+"""Unicode normalization (and identifiers' words set apart) for a database that applied
+0021 before 0021 had it.
 
 0021 was changed before its release to read the text as verity_normalize() gives it
 (NFKC, invisible characters removed) in both keyword columns, in the one rewrite of
@@ -23,6 +24,8 @@ NORMALIZED = """
 SELECT to_regprocedure('verity_normalize(text)') IS NOT NULL
    AND pg_get_functiondef('verity_tsvector(regconfig, text)'::regprocedure)
        LIKE '%verity_normalize(%'
+   -- and each identifier's words set apart (0021's SEPARATOR)
+   AND pg_get_functiondef('verity_identifier_words(text)'::regprocedure) LIKE '%GROUP BY%'
    AND coalesce((
        SELECT pg_get_expr(d.adbin, d.adrelid) LIKE '%verity_normalize(%'
        FROM pg_attrdef d JOIN pg_attribute a
