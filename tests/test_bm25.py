@@ -104,27 +104,29 @@ def chunk_of(document) -> int:
     return document.chunks.get().pk
 
 
+def consistent(workspace) -> bool:
+    """Whether the workspace's keyword statistics and postings equal a recount."""
+    postings = recomputed_postings(workspace)
+    repeated = {(term, chunk) for term, chunk, tf, _ in postings if tf >= 2}
+    return (
+        stored_stats(workspace) == recomputed_stats(workspace)
+        and stored_postings(workspace) == postings
+        and stored_heads(workspace) == repeated
+        and forward_rows_sorted()
+    )
+
+
 def test_term_statistics_and_postings_follow_inserts_edits_and_deletes(
     documents, workspace, counting_embedder, tmp_path
 ):
-    def consistent() -> bool:
-        postings = recomputed_postings(workspace)
-        repeated = {(term, chunk) for term, chunk, tf, _ in postings if tf >= 2}
-        return (
-            stored_stats(workspace) == recomputed_stats(workspace)
-            and stored_postings(workspace) == postings
-            and stored_heads(workspace) == repeated
-            and forward_rows_sorted()
-        )
-
-    assert consistent()
+    assert consistent(workspace)
     assert len(stored_postings(workspace)) > 20
     assert ("tide", chunk_of(documents[0])) in stored_heads(workspace)  # "tide" 3 times
     (tmp_path / "a.txt").write_text("Completely different words about lighthouses.")
     pipeline.index_document(document_id=documents[0].pk, embedder=counting_embedder)
-    assert consistent()
+    assert consistent(workspace)
     documents[1].delete()
-    assert consistent()
+    assert consistent(workspace)
     assert "lighthous" in stored_stats(workspace)[0]
     assert "dawn" not in stored_stats(workspace)[0]
 

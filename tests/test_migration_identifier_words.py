@@ -15,14 +15,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from knowledge.models import TermStat
 from knowledge.search import search
-from tests.test_bm25 import (
-    forward_rows_sorted,
-    recomputed_postings,
-    recomputed_stats,
-    stored_heads,
-    stored_postings,
-    stored_stats,
-)
+from tests.test_bm25 import consistent
 from tests.test_search_identifiers import keyword_paths, repository  # noqa: F401
 from tests.test_search_unicode import documents, keyword_documents  # noqa: F401
 
@@ -49,17 +42,6 @@ DROP FUNCTION verity_normalize(text);
 def migrate(target) -> None:
     executor = MigrationExecutor(connection)
     executor.migrate([target])
-
-
-def consistent(workspace) -> bool:
-    postings = recomputed_postings(workspace)
-    repeated = {(term, chunk) for term, chunk, tf, _ in postings if tf >= 2}
-    return (
-        stored_stats(workspace) == recomputed_stats(workspace)
-        and stored_postings(workspace) == postings
-        and stored_heads(workspace) == repeated
-        and forward_rows_sorted()
-    )
 
 
 def test_the_migration_rebuilds_keyword_statistics_both_ways(repository, workspace):  # noqa: F811

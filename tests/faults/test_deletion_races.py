@@ -29,30 +29,38 @@ def _waiting_for_a_lock() -> bool:
 
 
 @contextmanager
-def deleted_meanwhile(workspace: Workspace, delete: Callable[[], None]) -> Iterator[None]:
-    """Run `delete` in another connection once the body's registration has looked the
-    workspace up and waits for its row: the deletion commits first."""
+def meanwhile(hold: Callable[[], None], then: Callable[[], None]) -> Iterator[None]:
+    """In another connection: `hold` (a row lock), then, once the body waits for that
+    lock, `then`, committed first: the other side wins the race."""
     locked = threading.Event()
 
-    def deleter() -> None:
+    def other() -> None:
         try:
             with transaction.atomic():
-                Workspace.objects.select_for_update().get(pk=workspace.pk)
+                hold()
                 locked.set()
                 deadline = time.monotonic() + 10
                 while not _waiting_for_a_lock() and time.monotonic() < deadline:
                     time.sleep(0.02)
-                delete()
+                then()
         finally:
             connection.close()
 
-    thread = threading.Thread(target=deleter)
+    thread = threading.Thread(target=other)
     thread.start()
     locked.wait(10)
     try:
         yield
     finally:
         thread.join(15)
+
+
+def deleted_meanwhile(workspace: Workspace, delete: Callable[[], None]):
+    """`delete` run once the body's registration has looked the workspace up and waits
+    for its row: the deletion commits first."""
+    return meanwhile(
+        lambda: Workspace.objects.select_for_update().get(pk=workspace.pk), delete
+    )
 
 
 @pytest.fixture
@@ -122,30 +130,14 @@ def test_a_batch_deletion_waits_for_an_index_swap_and_takes_its_chunks(workspace
         workspace=workspace, folder=harbour, uri="upload://tides.md", title="Tides",
         source_type="text", status=Document.Status.INDEXING,
     )
-    locked = threading.Event()
-
-    def index_swap() -> None:
-        try:
-            with transaction.atomic():
-                Document.objects.select_for_update().get(pk=document.pk)
-                locked.set()
-                deadline = time.monotonic() + 10
-                while not _waiting_for_a_lock() and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                Chunk.objects.create(
-                    document=document, workspace=workspace, ordinal=0, text="High water.",
-                    content_hash="h", token_count=3,
-                    embedding=[0.1] * settings.EMBEDDING_DIMENSIONS,
-                )
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=index_swap)
-    thread.start()
-    locked.wait(10)
-    try:
+    swapping = meanwhile(
+        lambda: Document.objects.select_for_update().get(pk=document.pk),
+        lambda: Chunk.objects.create(
+            document=document, workspace=workspace, ordinal=0, text="High water.",
+            content_hash="h", token_count=3, embedding=[0.1] * settings.EMBEDDING_DIMENSIONS,
+        ),
+    )
+    with swapping:
         deleted = delete_in_batches(documents=Document.all_objects.filter(folder=harbour))
-    finally:
-        thread.join(15)
     assert deleted == 1
     assert not Document.all_objects.exists() and not Chunk.objects.exists()
