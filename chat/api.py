@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import connection
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
@@ -582,8 +581,10 @@ def signed_page_url(request: Request, *, thread_id: int, n: int,
                     link: citation_pages.PageLink) -> str:
     """The page image's address with its signature: an `<img src>` needs no token."""
     path = reverse("api-citation-page", args=[thread_id, n, link.page])
+    # The user is the request's own: a link is only ever asked for with their token or
+    # session (CitationView, CitationPageLinkView), never with another link.
     signature = citation_pages.sign_page_link(
-        user_id=link.user_id, document_id=link.document_id, page=link.page
+        user=request.user, document_id=link.document_id, page=link.page
     )
     # Absolute: a front end on another origin resolved a bare path against its own.
     return request.build_absolute_uri(f"{path}?{urlencode({'signature': signature})}")
@@ -599,13 +600,9 @@ class SignedPageLink(BaseAuthentication):
         if signature is None:
             return None
         try:
-            link = citation_pages.read_page_link(signature)
+            return citation_pages.read_page_link(signature)
         except citation_pages.BadPageLink as exc:
             raise AuthenticationFailed(str(exc)) from exc
-        user = get_user_model().objects.filter(pk=link.user_id, is_active=True).first()
-        if user is None:
-            raise AuthenticationFailed("This page link is not valid.")
-        return user, link
 
     def authenticate_header(self, request: Request) -> str | None:
         # The 401 of a request with neither a signature nor a token reads as anywhere else.

@@ -11,11 +11,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core import signing
+from django.utils.crypto import constant_time_compare
 
 from chat import citations
 from chat.models import CitationEntry, Thread
 from indexing import page_images
+from knowledge import accounts
 from knowledge.models import Document
 from knowledge.source_types import SourceType
 
@@ -128,14 +131,21 @@ class BadPageLink(Exception):
     """A signature that is not ours, was altered, or has expired (the message says)."""
 
 
-def sign_page_link(*, user_id: int, document_id: int, page: int) -> str:
-    """The signature of a link to `page` of `document_id` for `user_id`, good for
-    PAGE_LINK_SECONDS."""
-    return signing.dumps({"u": user_id, "d": document_id, "p": page}, salt=PAGE_LINK_SALT)
+def sign_page_link(*, user, document_id: int, page: int) -> str:
+    """The signature of a link to `page` of `document_id` for `user`, good for
+    PAGE_LINK_SECONDS while the user's password and API token stay as they are."""
+    return signing.dumps(
+        {"u": user.pk, "d": document_id, "p": page,
+         "f": accounts.credentials_fingerprint(user=user)},
+        salt=PAGE_LINK_SALT,
+    )
 
 
-def read_page_link(signature: str) -> PageLink:
-    """What `signature` opens; BadPageLink when it is not one of ours or has expired."""
+def read_page_link(signature: str) -> tuple[Any, PageLink]:
+    """The active user `signature` was signed for and what it opens; BadPageLink when it
+    is not one of ours, has expired, or the user has since signed out of the API,
+    changed their password or been deactivated (a link is a bearer credential: it
+    must not outlive the sign-in it was asked with)."""
     try:
         signed = signing.loads(signature, salt=PAGE_LINK_SALT,
                                max_age=settings.PAGE_LINK_SECONDS)
@@ -144,9 +154,19 @@ def read_page_link(signature: str) -> PageLink:
     except signing.BadSignature as exc:
         raise BadPageLink("This page link is not valid.") from exc
     try:
-        return PageLink(int(signed["u"]), int(signed["d"]), int(signed["p"]))
+        link = PageLink(int(signed["u"]), int(signed["d"]), int(signed["p"]))
+        fingerprint = str(signed["f"])
     except (KeyError, TypeError, ValueError) as exc:  # signed by us, so never; still bounded
         raise BadPageLink("This page link is not valid.") from exc
+    user = get_user_model().objects.filter(pk=link.user_id, is_active=True).first()
+    if user is None:
+        raise BadPageLink("This page link is not valid.")
+    if not constant_time_compare(fingerprint, accounts.credentials_fingerprint(user=user)):
+        raise BadPageLink(
+            "This page link is no longer valid: its user has signed out or changed their "
+            "password since; ask for the citation again."
+        )
+    return user, link
 
 
 def page_link(*, thread: Thread, n: int, page: int) -> PageLink:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib.auth import authenticate
 from django.contrib.auth.signals import user_logged_in
 from django.http import HttpRequest
+from django.utils.crypto import salted_hmac
 from rest_framework.authtoken.models import Token
 
 
@@ -38,3 +39,16 @@ def sign_in(*, request: HttpRequest, username: str, password: str) -> Token | No
 def sign_out(*, user) -> None:
     """Delete the user's API token: every client holding it is signed out."""
     Token.objects.filter(user=user).delete()
+
+
+def credentials_fingerprint(*, user) -> str:
+    """A keyed hash of what the user signs in with: their password hash and their API
+    token's key (none: ""). Anything handed out in their name that folds it in (a signed
+    page link) stops working when they change their password or sign out of the API,
+    as Django's password-reset tokens do. Keyed (SECRET_KEY): a signed payload is
+    readable, and must not show the hash of a password."""
+    token = Token.objects.filter(user=user).values_list("key", flat=True).first() or ""
+    return salted_hmac(
+        "verity.accounts.credentials-fingerprint", f"{user.password}\n{token}",
+        algorithm="sha256",
+    ).hexdigest()[:32]

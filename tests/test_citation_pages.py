@@ -10,6 +10,7 @@ import pypdfium2 as pdfium
 import pytest
 from django.contrib.auth import get_user_model
 from PIL import Image
+from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from chat import citations, services
@@ -424,3 +425,56 @@ def test_a_signed_page_link_opens_its_page_for_an_img_without_a_token(
     settings.PAGE_LINK_SECONDS = 300
     workspace.members.remove(user)
     assert img.get(signed).status_code == 404
+
+
+def test_a_signed_page_link_dies_with_the_sign_in_it_was_asked_with(
+    documents, workspace, user, page_cache
+):
+    """A link is a bearer credential (access logs keep it): signing out of the API, or a
+    changed password, refused it only when it expired (review §2)."""
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, chunk_with(pdf, "Total launch budget"))
+    user.set_password("harbour-lights")
+    user.save()
+    front_end = APIClient()
+    token = front_end.post(
+        "/api/auth/token", {"username": user.username, "password": "harbour-lights"},
+        format="json",
+    ).json()["token"]
+    front_end.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+
+    def page_url(client) -> str:
+        return client.get(f"/api/threads/{thread.pk}/citations/{n}").json()["pdf"]["page_url"]
+
+    img = APIClient()
+    signed = page_url(front_end)
+    assert img.get(signed).status_code == 200
+    assert img.get(page_url(front_end)).status_code == 200  # asked again: still good
+    # Signed out: the token is deleted, and every link asked with it stops working.
+    assert front_end.delete("/api/auth/token").status_code == 204
+    refused = img.get(signed)
+    assert refused.status_code == 401 and "no longer valid" in refused.json()["detail"]
+    # Signing in again (a new token) does not bring the old link back.
+    front_end.credentials()
+    assert front_end.post(
+        "/api/auth/token", {"username": user.username, "password": "harbour-lights"},
+        format="json",
+    ).status_code == 200
+    assert img.get(signed).status_code == 401
+
+    # A session user's link (the chat page's) works while nothing changes...
+    browser = APIClient()
+    browser.force_login(user)
+    from_session = page_url(browser)
+    assert img.get(from_session).status_code == 200
+    assert img.get(from_session).status_code == 200
+    # ...and not after a password change, nor after the token is deleted.
+    user.set_password("another-harbour")
+    user.save()
+    assert img.get(from_session).status_code == 401
+    browser.force_login(user)
+    again = page_url(browser)
+    assert img.get(again).status_code == 200
+    Token.objects.filter(user=user).delete()
+    assert img.get(again).status_code == 401
