@@ -68,7 +68,7 @@ SILENCED_SYSTEM_CHECKS = [] if HTTPS else [
 ]
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "indexing.admin_apps.VerityAdminConfig",  # django.contrib.admin, with our site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -549,3 +549,32 @@ def test_an_action_on_another_workspaces_ids_says_nothing_was_done(curator, work
     assert "None of the selected items is here any more; nothing was done." in page
     assert "one workspace at a time" not in page
     assert Document.objects.get(pk=theirs.pk).folder_id == theirs.folder_id
+
+
+def test_the_folder_autocomplete_offers_paths_from_a_query_per_page(
+    curator, client, workspace, theirs
+):
+    """The Folder form's Parent picker listed nested folders `a`, `a/a`, `a/a/a` as three
+    "a"s (audit L3): it offers their paths, for a superuser after the workspace's slug."""
+    sources.folder_for_path(workspace=workspace, path="a/a/a")
+    sources.folder_for_path(workspace=theirs.workspace, path="a")  # bob's: not offered
+    url = reverse("admin:autocomplete") + "?" + "&".join(
+        ("app_label=knowledge", "model_name=folder", "field_name=parent", "term=a")
+    )
+
+    def offered(who) -> list[str]:
+        response = who.get(url)
+        assert response.status_code == 200, response.content
+        return sorted(result["text"] for result in response.json()["results"])
+
+    assert offered(curator) == ["a", "a/a", "a/a/a"]
+    with CaptureQueriesContext(connection) as few:
+        offered(curator)
+    sources.folder_for_path(workspace=workspace, path="a/a/a/a/a/a/a")
+    with CaptureQueriesContext(connection) as more:
+        assert len(offered(curator)) == 7
+    assert len(more) == len(few)
+
+    root = get_user_model().objects.create_superuser("root", password="pw")
+    client.force_login(root)
+    assert {"bob: a", f"{workspace.slug}: a", f"{workspace.slug}: a/a/a"} <= set(offered(client))
