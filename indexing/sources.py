@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -1698,4 +1699,25 @@ def _register_location(
         )
     if path.is_file():
         return [add_path(workspace=workspace, path=path, folder=folder, job=job)]
+    if kind := not_regular_file(path):
+        raise SourceRefused(f"{location} is not a regular file ({kind}): skipped")
     raise SourceRefused(f"No such file, directory or URL: {location}")
+
+
+_SPECIAL_FILES = (
+    (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_regular_file(path: Path) -> str | None:
+    """What `path` (followed through symbolic links) is when it exists but is neither a
+    regular file nor a folder ("a FIFO", "a character device"…): never read, as reading
+    one may block or never end. None for a file, a folder or nothing there."""
+    try:
+        mode = path.stat().st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((kind for test, kind in _SPECIAL_FILES if test(mode)), "not a file")

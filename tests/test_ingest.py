@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from indexing import freshness, pipeline, sources
@@ -684,3 +686,32 @@ def test_a_document_whose_worker_was_killed_twice_fails_instead_of_looping(
         sources.reindex(documents=Document.objects.filter(pk=document.pk), confined=False)
     document.refresh_from_db()
     assert document.status == Document.Status.INDEXED
+
+
+def test_the_ingest_command_names_a_fifo_or_a_device_and_skips_it(workspace, tmp_path, capsys):
+    """`ingest pipe.md` (a FIFO) or a link to /dev/zero said "No such file, directory or
+    URL" for paths that are there (audit L8); a folder's walk dropped them uncounted."""
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.txt"
+    zero.symlink_to("/dev/zero")
+    real = tmp_path / "a.md"
+    real.write_text("# A\n\nA real file.\n")
+    call_command("ingest", str(fifo), str(zero), str(real), workspace=workspace.slug,
+                 inline=True)
+    err = capsys.readouterr().err
+    assert f"Skipped {fifo}: not a regular file (a FIFO)" in err
+    assert f"Skipped {zero}: not a regular file (a character device)" in err
+    assert [d.uri for d in Document.objects.filter(workspace=workspace)] == [real.as_uri()]
+    with pytest.raises(CommandError, match="No supported files"):
+        call_command("ingest", str(fifo), workspace=workspace.slug, inline=True)
+    assert "not a regular file (a FIFO)" in capsys.readouterr().err
+    # Given by path elsewhere than the command (the API's server paths): refused, saying so.
+    with pytest.raises(sources.SourceRefused, match=r"zero.txt is not a regular file \(a char"):
+        sources.register_operator_sources(workspace=workspace, locations=[str(zero)],
+                                          queue=False)
+    # In a folder read as a repository, they are counted among the skipped.
+    walked = sources.walk_repository_at(tmp_path)
+    assert {(s.path, s.reason) for s in walked.skipped} >= {
+        ("pipe.md", "unsupported type"), ("zero.txt", "unsupported type")
+    }

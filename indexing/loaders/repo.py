@@ -427,10 +427,11 @@ def _walk(
             else:
                 yield from _walk(Path(entry.path), rel + "/", rules, max_file_bytes)
             continue
-        if not entry.is_file(follow_symlinks=False):
-            continue
         if _ignored(rules, rel, is_dir=False):
             yield Skipped(rel, IGNORED)
+            continue
+        if not entry.is_file(follow_symlinks=False):
+            yield Skipped(rel, UNSUPPORTED)  # a FIFO, a device: counted, never opened
             continue
         if reason := _by_name(rel, tracked=False, folders=False):
             yield Skipped(rel, reason)

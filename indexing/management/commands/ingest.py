@@ -114,6 +114,12 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         started = time.monotonic()
         inline = options["inline"]
+        # A FIFO or a device given by path (or a link to one) is skipped with a word: it was
+        # "No such file, directory or URL", though it is there (audit L8).
+        given = options["sources"]
+        options["sources"] = [loc for loc in given if not self._skip_special(loc)]
+        if given and not options["sources"]:
+            raise CommandError("No supported files found in the given sources")
         try:
             if not options["create"]:  # a misspelt slug is said before a clone of minutes
                 self._workspace(options["workspace"], options["owner"], create=False)
@@ -380,6 +386,12 @@ class Command(BaseCommand):
                 "(re-index them to index them)"
             )
         return progress.counts[Document.Status.FAILED]
+
+    def _skip_special(self, location: str) -> bool:
+        if _is_url(location) or not (kind := sources.not_regular_file(Path(location))):
+            return False
+        self.stderr.write(f"Skipped {location}: not a regular file ({kind})")
+        return True
 
 
 def _is_url(location: str) -> bool:
