@@ -41,10 +41,7 @@ def open_original(*, document: Document) -> Original:
     not kept), an upload whose file is gone, or a server file that is gone, moved behind
     a link, unreadable or past INGEST_MAX_FILE_BYTES now."""
     if document.source_file:
-        try:
-            handle = document.source_file.open("rb")
-        except OSError as exc:  # removed from MEDIA_ROOT by hand, or unreadable
-            raise NoOriginal("The uploaded file is no longer stored.") from exc
+        handle = _open_upload(document)
         name = document.uri.removeprefix("upload://") or document.source_file.name
     elif document.uri.startswith("file://"):
         try:
@@ -59,6 +56,28 @@ def open_original(*, document: Document) -> Original:
     else:
         raise NoOriginal("The document has no original to download.")
     return Original(handle, download_name(name), served_type(document.mime))
+
+
+def _open_upload(document: Document) -> BinaryIO:
+    """The stored upload, opened. A same-name upload committed since `document` was read
+    stored a new file and deleted this one: the current file is served (as
+    pipeline._read_upload reads it), not a 404 for a document that has one."""
+    for _attempt in range(3):
+        try:
+            return document.source_file.open("rb")
+        except FileNotFoundError:
+            current = Document.objects.filter(pk=document.pk).values_list(
+                "source_file", flat=True
+            ).first()
+            if current is None:
+                raise NoOriginal("The document was deleted meanwhile.") from None
+            if not current or current == document.source_file.name:
+                break
+            document.source_file = current
+        except OSError as exc:  # unreadable
+            raise NoOriginal(f"The uploaded file cannot be read: {exc.strerror}") from exc
+    # Removed from MEDIA_ROOT by hand, or replaced again and again meanwhile.
+    raise NoOriginal("The uploaded file is no longer stored.")
 
 
 def served_type(mime: str) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.base import ContentFile
+from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
 from indexing import originals, sources
@@ -177,3 +178,28 @@ def test_errors_are_json_whatever_the_client_accepts_and_parameters_are_checked(
     response = api.get(f"/api/documents/{page.pk}/file?download=1")
     assert response.status_code == 400
     assert "download" in str(response.json())
+
+
+def test_a_download_racing_a_same_name_upload_serves_the_current_file(
+    workspace, django_capture_on_commit_callbacks
+):
+    """The row was read, then a same-name upload stored a new file and deleted the old one
+    before it was opened: that was "no longer stored", for a document that has a file."""
+    document = uploaded(workspace, "tides.txt", b"Neap tides.")
+    read_before = Document.objects.get(pk=document.pk)  # what the view had read
+    with django_capture_on_commit_callbacks(execute=True):  # django_cleanup's delete
+        sources.add_upload(
+            workspace=workspace,
+            upload=SimpleUploadedFile("tides.txt", b"Spring tides.", content_type="text/plain"),
+        )
+    assert not Path(read_before.source_file.path).exists()
+    original = originals.open_original(document=read_before)
+    with original.handle:
+        assert original.handle.read() == b"Spring tides."
+    assert original.filename == "tides.txt"
+    # Deleted meanwhile: a 404 that says so, never a 500.
+    gone = Document.objects.get(pk=document.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        Document.objects.filter(pk=document.pk).delete()
+    with pytest.raises(originals.NoOriginal, match="deleted"):
+        originals.open_original(document=gone)
