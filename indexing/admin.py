@@ -29,6 +29,7 @@ from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
 from indexing import deletion, git_sources, sources
+from indexing.admin_site import folder_labels
 from indexing.forms import AddSourcesForm, MoveToFolderForm
 from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
@@ -157,17 +158,16 @@ class MemberScoped:
 
 def _folder_label(request: HttpRequest, choices):
     """A folder choice by its path ("policies/2026", not "2026"), and for superusers, who
-    see every workspace's folders, its workspace's slug."""
-    paths: dict[int, str] = {}
+    see every workspace's folders, its workspace's slug: as the autocompletes offer
+    them (admin_site.folder_labels), all read when the first is labelled."""
+    labels: dict[int, str] = {}
 
     def label(folder: Folder) -> str:
-        if not paths:  # every workspace's paths at once: it was a query per workspace
-            workspaces = choices.values("workspace_id")
-            paths.update(selectors.folder_paths_of(
-                folders=Folder.objects.filter(workspace_id__in=workspaces)
+        if not labels:
+            labels.update(folder_labels(
+                folders=list(choices), superuser=request.user.is_superuser
             ))
-        path = paths.get(folder.pk, folder.name)
-        return f"{folder.workspace.slug}: {path}" if request.user.is_superuser else path
+        return labels.get(folder.pk, folder.name)
 
     return label
 
