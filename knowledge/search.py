@@ -10,6 +10,7 @@ import functools
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -163,6 +164,8 @@ def search(
     )
     asked, excluded = _exclusions(query)
     phrases = _phrases(asked)
+    # A scope holds no hidden document already (resolve_scope reads Document.objects).
+    hidden = _hidden_folders(workspace) if documents is None else []
     with transaction.atomic(), connection.cursor() as cursor:
         if excluded and _all_excluded(cursor, asked, excluded):
             # "tide -tide" asks for passages no passage can be: none, where the meaning
@@ -172,7 +175,7 @@ def search(
             )
         # Nothing left but exclusions: nothing to embed closer, so the query as written.
         dense = (
-            _dense_leg(cursor, asked or query, workspace, documents, pool)
+            _dense_leg(cursor, asked or query, workspace, documents, pool, hidden)
             if "dense" in legs else []
         )
         if excluded:
@@ -182,14 +185,13 @@ def search(
         # A query asking for no word beside its exclusions ("-postmortem", "the
         # -postmortem") has no keyword leg: every chunk without them would be a candidate.
         keyword = (
-            _keyword_leg(cursor, query, workspace, documents, pool)
+            _keyword_leg(cursor, query, workspace, documents, pool, hidden)
             if "keyword" in legs and not (excluded and _no_lexeme(cursor, asked)) else []
         )
         expanded = (
-            _keyword_leg(cursor, _expanded(query, related), workspace, documents, pool)
+            _keyword_leg(cursor, _expanded(query, related), workspace, documents, pool, hidden)
             if related else []
         )
-        dense, keyword, expanded = _without_hidden(dense, keyword, expanded)
 
     fused = _fuse(dense, keyword, expanded)
     candidates = rare_terms_first(
@@ -266,16 +268,36 @@ def _asks_something(query: str) -> bool:
                for char in query)
 
 
-def _without_hidden(*legs: list) -> tuple[list, ...]:
-    """The legs' rows less those of documents in a folder being deleted (hidden at once:
-    knowledge.services.folder_hide): one lookup of the candidates' documents, which
-    finds none unless such a folder holds some of them."""
-    ids = {row[1] for leg in legs for row in leg}
-    hidden = set(
-        Document.all_objects.filter(pk__in=ids, folder__deleting_since__isnull=False)
+def _hidden_folders(workspace: Workspace) -> list[int]:
+    """The workspace's folders being deleted (knowledge.services.folder_hide), whose
+    documents every leg leaves out in its own SQL; almost always none, read from a tiny
+    partial index, and then the legs' SQL is as it was."""
+    return list(
+        Folder.all_objects.filter(workspace=workspace, deleting_since__isnull=False)
         .values_list("pk", flat=True)
-    ) if ids else set()
-    return tuple([row for row in leg if row[1] not in hidden] for leg in legs)
+    )
+
+
+# Markers in a leg's SQL where the chunks of hidden documents are left out: before its
+# LIMIT, so that a large folder being deleted (minutes, for a large one) cannot fill the
+# leg's pool with chunks that would be dropped after it, starving the search. A document
+# (or a chunk, by its id) is looked up in the hidden documents' ids, hashed once a query.
+_VISIBLE = re.compile(r"/\*visible (?P<kind>document|chunk) (?P<column>[\w.]+)\*/")
+_HIDDEN_DOCUMENTS = "SELECT id FROM knowledge_document WHERE folder_id = ANY(%(hidden)s)"
+
+
+def _visible(sql: str, hidden: list[int]) -> str:
+    """`sql` with its markers as conditions leaving out the chunks of documents in the
+    `hidden` folders, or as nothing when there are none (the fast path)."""
+    def condition(match: re.Match) -> str:
+        if not hidden:
+            return ""
+        column = match.group("column")
+        if match.group("kind") == "document":
+            return f"AND {column} NOT IN ({_HIDDEN_DOCUMENTS})"
+        return (f"AND NOT EXISTS (SELECT FROM knowledge_chunk hc WHERE hc.id = {column}"
+                f" AND hc.document_id IN ({_HIDDEN_DOCUMENTS}))")
+    return _VISIBLE.sub(condition, sql)
 
 
 def with_continuations(*, hits: list[Hit], count: int, query: str) -> list[Hit]:
@@ -450,7 +472,8 @@ def _rerank(
 
 
 def _dense_leg(
-    cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int
+    cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int,
+    hidden: Sequence[int] = (),
 ) -> list[tuple[int, int, float]]:
     """Nearest chunks by cosine distance.
 
@@ -465,14 +488,15 @@ def _dense_leg(
         "workspace": workspace.pk,
         "documents": documents,
         "pool": pool,
+        "hidden": list(hidden),
     }
     in_scope = "" if documents is None else "AND c.document_id = ANY(%(documents)s)"
-    sql = f"""
+    sql = _visible(f"""
         SELECT c.id, c.document_id, c.embedding <=> %(vector)s::vector AS distance
         FROM knowledge_chunk c
-        WHERE c.workspace_id = %(workspace)s {in_scope}
+        WHERE c.workspace_id = %(workspace)s {in_scope} /*visible document c.document_id*/
         ORDER BY {{order}} LIMIT %(pool)s
-    """
+    """, hidden)
     # "+ 0" hides the ORDER BY from the index: exact k-NN inside the filter.
     exact = sql.format(order="(c.embedding <=> %(vector)s::vector) + 0")
     walk = sql.format(order="c.embedding <=> %(vector)s::vector")
@@ -657,14 +681,15 @@ _TERM_POSTINGS = f"""
                {_bm25("t.w", f"f.tfs[{_position('t.id', 'f')}]", "f.dl")} AS w
         FROM {{terms}} t CROSS JOIN s CROSS JOIN LATERAL (
             SELECT chunk_id, dl, term_ids, tfs FROM knowledge_chunkterms
-            WHERE term_ids @> ARRAY[t.id]
+            WHERE term_ids @> ARRAY[t.id] /*visible chunk chunk_id*/
         ) f
         WHERE t.df <= %(depth)s
         UNION ALL
         SELECT h.chunk_id, false, false, t.w * h.impact
         FROM {{terms}} t CROSS JOIN LATERAL (
             SELECT chunk_id, impact FROM knowledge_termhead
-            WHERE term_id = t.id ORDER BY impact DESC LIMIT %(depth)s
+            WHERE term_id = t.id /*visible chunk chunk_id*/
+            ORDER BY impact DESC LIMIT %(depth)s
         ) h
         WHERE t.df > %(depth)s
 """
@@ -680,6 +705,7 @@ _CANDIDATES_TERM_LISTS = f"""
         (SELECT f.chunk_id, false, false, 0 FROM knowledge_chunkterms f
          WHERE NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s) AND EXISTS (SELECT FROM t)
            AND f.term_ids @> ARRAY(SELECT id FROM t ORDER BY df, id LIMIT 1)
+           /*visible chunk f.chunk_id*/
          LIMIT %(depth)s)
     ) p
     GROUP BY p.id
@@ -702,7 +728,7 @@ _ASKED_TERMS = """
 _CANDIDATES_WEBSEARCH_ALL = """
     SELECT c.id, 0::float8 AS partial, false AS rare FROM knowledge_chunk c
     WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
-      AND c.workspace_id = %(workspace)s {in_scope}
+      AND c.workspace_id = %(workspace)s {in_scope} /*visible document c.document_id*/
     LIMIT %(most)s
 """
 
@@ -726,7 +752,7 @@ _CANDIDATES_WEBSEARCH = f"""
     WITH matches AS MATERIALIZED (
         SELECT c.id FROM knowledge_chunk c
         WHERE c.search_vector @@ websearch_to_tsquery(%(config)s::regconfig, %(query)s)
-          AND c.workspace_id = %(workspace)s
+          AND c.workspace_id = %(workspace)s /*visible document c.document_id*/
     ), first AS MATERIALIZED (
         SELECT id FROM matches LIMIT %(rescore)s + 1
     ), asked AS MATERIALIZED (
@@ -825,7 +851,8 @@ _KEYWORD_IN_SCOPE = f"""{_QUERY_TERMS}
 
 
 def _keyword_leg(
-    cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int
+    cursor, query: str, workspace: Workspace, documents: list[int] | None, pool: int,
+    hidden: Sequence[int] = (),
 ) -> list[tuple[int, int, float, bool]]:
     """BM25 (k1, b from settings) from the ChunkTerms forward index, IDF from TermStat.
 
@@ -840,7 +867,7 @@ def _keyword_leg(
         "config": TEXT_SEARCH_CONFIG, "query": query, "workspace": workspace.pk,
         "k1": settings.BM25_K1, "b": settings.BM25_B, "pool": pool, "documents": documents,
         "depth": settings.BM25_TERM_DEPTH, "probe_above": -1,
-        "rare": settings.SEARCH_RARE_TERM_MAX_DF,
+        "rare": settings.SEARCH_RARE_TERM_MAX_DF, "hidden": list(hidden),
     }
     websearch = bool(_OPERATORS.search(query))
     values["websearch"] = websearch
@@ -864,5 +891,5 @@ def _keyword_leg(
         candidates = _CANDIDATES_TERM_LISTS
         # A few times the pool: a chunk low on partial score can still rise.
         values |= {"rescore": 4 * pool, "probe_above": settings.BM25_TERM_DEPTH}
-    cursor.execute(_KEYWORD_RANKING.format(candidates=candidates), values)
+    cursor.execute(_visible(_KEYWORD_RANKING.format(candidates=candidates), hidden), values)
     return cursor.fetchall()
