@@ -173,6 +173,7 @@ def register_git_url(
         # One registration at a time per workspace (as register_job): two cannot both
         # pass the checks below.
         Workspace.objects.select_for_update().only("pk").get(pk=workspace.pk)
+        sources.refuse_hidden_folder(folder)  # found before the lock: deleted since?
         if folder_path:
             folder = sources.folder_for_path(workspace=workspace, path=folder_path)
         placeholders = Document.objects.filter(

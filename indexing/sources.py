@@ -77,6 +77,32 @@ class DeletedMeanwhile(SourceRefused):
     it: nothing was added (the API answers 404)."""
 
 
+def lock_registrations(workspace_id: int) -> None:
+    """Take the workspace's row lock, which `delete_folder` hides a folder under (and a
+    workspace's deletion hides it under): until this transaction ends, no folder of it is
+    hidden, so one found live below is still live when something is put in it.
+    DeletedMeanwhile when the workspace is being deleted."""
+    if Workspace.objects.select_for_update().only("pk").filter(pk=workspace_id).first() is None:
+        raise DeletedMeanwhile("The workspace was deleted; nothing was added.")
+
+
+def refuse_hidden_folder(folder: Folder | None) -> None:
+    """DeletedMeanwhile when `folder` (found before the workspace's lock was taken, which
+    the caller holds) was deleted since: a folder created or registered into it would be
+    listed at the top level while its parent is purged, then deleted with it."""
+    if folder is not None and not Folder.objects.filter(pk=folder.pk).exists():
+        raise DeletedMeanwhile(f"The folder {folder.name!r} was deleted; nothing was added.")
+
+
+def _child_folder(*, workspace: Workspace, parent: Folder | None, name: str) -> Folder:
+    """The folder `name` in `parent`, created as needed, never under a folder being
+    deleted (DeletedMeanwhile)."""
+    with transaction.atomic():
+        lock_registrations(workspace.pk)
+        refuse_hidden_folder(parent)
+        return Folder.objects.get_or_create(workspace=workspace, parent=parent, name=name)[0]
+
+
 def server_roots() -> list[Path]:
     """The configured INGEST_SERVER_ROOTS, resolved, without any that would expose our own files.
 
@@ -290,7 +316,7 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
         raise SourceRefused(problem)
     folder = None
     for name in names:
-        folder, _ = Folder.objects.get_or_create(workspace=workspace, parent=folder, name=name)
+        folder = _child_folder(workspace=workspace, parent=folder, name=name)
     return folder
 
 
@@ -325,6 +351,19 @@ class EditRefused(SourceRefused):
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(message)
         self.field = field
+
+
+class MovedIntoDeleted(DeletedMeanwhile, EditRefused):
+    """A folder or document created in or moved into a folder deleted since the request
+    found it: nothing changed."""
+
+
+def _refuse_deleted_target(target: Folder | None, *, field: str) -> None:
+    """As `refuse_hidden_folder`, under the workspace's lock, for a create or a move."""
+    if target is not None and not Folder.objects.filter(pk=target.pk).exists():
+        raise MovedIntoDeleted(
+            f"The folder {target.name!r} was deleted meanwhile; nothing changed.", field=field
+        )
 
 
 class Keep(Enum):
@@ -381,6 +420,7 @@ def create_folder(*, workspace: Workspace, name: str, parent: Folder | None = No
     parent_id = parent.pk if parent is not None else None
     with transaction.atomic():
         _lock_folders(workspace.pk)
+        _refuse_deleted_target(parent, field="parent")
         _refuse_taken_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
         try:
             with transaction.atomic():
@@ -406,6 +446,7 @@ def update_folder(
         if parent is not KEEP and parent is not None:
             if parent.workspace_id != folder.workspace_id:
                 raise ValueError("The parent folder belongs to another workspace.")
+            _refuse_deleted_target(parent, field="parent")
             if inside_itself(folder=folder, parent=parent):
                 raise EditRefused(INSIDE_ITSELF, field="parent")
         parent_id = folder.parent_id if parent is KEEP else (parent.pk if parent else None)
@@ -440,6 +481,11 @@ def update_document(
             raise EditRefused(f"A title may be at most {longest} characters long.",
                               field="title")
     with transaction.atomic():
+        if folder is not KEEP and folder is not None:
+            # Before the document's row, in delete_folder's order: a folder being deleted
+            # would take the document moved into it with it.
+            _lock_folders(document.workspace_id)
+            _refuse_deleted_target(folder, field="folder")
         document = Document.objects.select_for_update().defer("text").get(pk=document.pk)
         changed = []
         if title is not KEEP and title != document.title:
@@ -1397,9 +1443,7 @@ def add_repository_walked(
     the folder named after the repository.
     """
     walked = walk_repository_at(root)
-    repo_folder = Folder.objects.get_or_create(
-        workspace=workspace, parent=folder, name=walked.top.name
-    )[0]
+    repo_folder = _child_folder(workspace=workspace, parent=folder, name=walked.top.name)
     repeated = repeated_blocks_by_directory(f.abs_path for f in walked.files)
     revision = RepositoryRevision.of(walked.top)
     documents = []
@@ -1518,6 +1562,9 @@ def register_operator_sources(
     for location in clones:
         description = description.replace(location, without_credentials(location))
     with transaction.atomic():
+        # First, before any document's row: ordered with a folder's deletion, which takes
+        # it and then the rows, no repository's folder is made under one being deleted.
+        lock_registrations(workspace.pk)
         folder = folder_for_path(workspace=workspace, path=folder_path)
         job = IngestJob.objects.create(workspace=workspace, description=description[:500])
         documents: list[Document] = []

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from indexing import sources
-from knowledge.models import Document, IngestJob, Workspace
+from knowledge.models import Document, Folder, IngestJob, Workspace
 from knowledge.services import workspace_hide
 from mcp_server import tools
 
@@ -141,3 +141,63 @@ def test_a_batch_deletion_waits_for_an_index_swap_and_takes_its_chunks(workspace
         deleted = delete_in_batches(documents=Document.all_objects.filter(folder=harbour))
     assert deleted == 1
     assert not Document.all_objects.exists() and not Chunk.objects.exists()
+
+
+def _large_folder(workspace, name: str):
+    """A folder past the in-request bound: delete_folder hides it, a task purges it."""
+    folder = sources.folder_for_path(workspace=workspace, path=name)
+    Document.objects.bulk_create(
+        Document(workspace=workspace, folder=folder, uri=f"upload://{name}{i}.md", title="n",
+                 source_type="text", status=Document.Status.INDEXED)
+        for i in range(sources.FOLDER_DELETE_IN_REQUEST + 1)
+    )
+    return folder
+
+
+def test_a_move_racing_the_deletion_of_its_new_parent_is_refused(api, workspace):
+    harbour = _large_folder(workspace, "harbour")
+    kept = sources.folder_for_path(workspace=workspace, path="kept")
+    # The request finds harbour live, then waits for the lock the deletion holds.
+    with deleted_meanwhile(workspace, lambda: sources.delete_folder(folder=harbour)):
+        response = api.patch(f"/api/folders/{kept.pk}", {"parent_id": harbour.pk},
+                             format="json")
+    assert response.status_code == 400, response.content
+    assert response.json() == {
+        "parent_id": ["The folder 'harbour' was deleted meanwhile; nothing changed."]
+    }
+    assert Folder.objects.get(pk=kept.pk).parent_id is None  # still listed, at the top
+
+
+def test_a_folder_created_in_one_being_deleted_is_refused(api, workspace):
+    harbour = _large_folder(workspace, "harbour")
+    with deleted_meanwhile(workspace, lambda: sources.delete_folder(folder=harbour)):
+        response = api.post("/api/folders", {"name": "tides", "parent_id": harbour.pk},
+                            format="json")
+    assert response.status_code == 400, response.content
+    assert not Folder.all_objects.filter(name="tides").exists()
+
+
+def test_a_document_moved_into_a_folder_being_deleted_is_refused(api, workspace):
+    harbour = _large_folder(workspace, "harbour")
+    document = Document.objects.create(workspace=workspace, uri="upload://kept.md",
+                                       title="kept.md", source_type="text")
+    with deleted_meanwhile(workspace, lambda: sources.delete_folder(folder=harbour)):
+        response = api.patch(f"/api/documents/{document.pk}", {"folder_id": harbour.pk},
+                             format="json")
+    assert response.status_code == 400, response.content
+    assert Document.objects.get(pk=document.pk).folder_id is None  # not purged with it
+
+
+def test_a_repository_registered_into_a_folder_being_deleted_is_refused(workspace, tmp_path):
+    harbour = _large_folder(workspace, "harbour")
+    (tmp_path / "tides").mkdir()
+    (tmp_path / "tides" / "README.md").write_text("# Tides\n\nThe slipway.\n")
+    # Found before the deletion took the workspace's lock (an operator's ingest, a clone
+    # registered by a worker): no visible folder may be made under the hidden one.
+    with (
+        deleted_meanwhile(workspace, lambda: sources.delete_folder(folder=harbour)),
+        pytest.raises(sources.DeletedMeanwhile, match="'harbour' was deleted"),
+    ):
+        sources.add_repository(workspace=workspace, root=tmp_path / "tides", folder=harbour)
+    assert not Folder.all_objects.filter(name="tides").exists()
+    assert not Document.all_objects.filter(title="README.md").exists()
