@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Func
+from django.db.models.fields.json import KeyTransform
 from pgvector.django import HnswIndex, VectorField
 
 from knowledge import source_types
@@ -253,7 +254,16 @@ class Document(models.Model):
                 name="document_unique_source",
             )
         ]
-        indexes = [models.Index(fields=["workspace", "status"])]
+        indexes = [
+            models.Index(fields=["workspace", "status"]),
+            # The ids of pages merged into a document (knowledge.selectors.merged_into,
+            # read on every 404 of a document id): a lookup, not a scan of every row's
+            # metadata. Its expression is the one `metadata__merged_ids__contains` writes.
+            GinIndex(
+                OpClass(KeyTransform("merged_ids", "metadata"), name="jsonb_path_ops"),
+                name="document_merged_ids",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title or self.uri

@@ -14,6 +14,7 @@ from django.db.models import (
     Count,
     F,
     Func,
+    Min,
     Q,
     QuerySet,
     Sum,
@@ -158,14 +159,15 @@ class DocumentMerged(Http404):
 
 
 def merged_into(*, workspace: Workspace, pk: int) -> int | None:
-    """The id of the workspace's document that document `pk` was merged into, if it was."""
+    """The id of the workspace's document that document `pk` was merged into, if it was.
+
+    Read through the GIN index on the merged ids (document_merged_ids, whose expression
+    this `__contains` writes): a probe of unknown ids costs a lookup, not a scan."""
     return (
         Document.objects.filter(workspace=workspace, **{
             f"metadata__{MERGED_IDS_KEY}__contains": [int(pk)]
         })
-        .order_by("pk")
-        .values_list("pk", flat=True)
-        .first()
+        .aggregate(first=Min("pk"))["first"]
     )
 
 

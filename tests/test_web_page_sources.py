@@ -593,3 +593,27 @@ def test_a_canonical_url_longer_than_a_document_may_go_by_is_not_taken(
     document = indexed(workspace, counting_embedder, f"{site}/long")
     assert document.uri == f"{site}/long"
     assert "canonical_url" not in document.metadata
+
+
+def test_the_lookup_of_a_merged_id_reads_its_index_not_every_documents_metadata(workspace):
+    """merged_into runs on every 404 of a document id: a client probing ids must not cost
+    a scan of the workspace's documents' metadata each time."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from knowledge import selectors
+
+    Document.objects.bulk_create(
+        Document(workspace=workspace, uri=f"https://example.org/{i}", title="p",
+                 source_type="web", metadata={"merged_ids": [10**6 + i]} if i % 50 else {})
+        for i in range(3000)
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE knowledge_document")
+    with CaptureQueriesContext(connection) as queries:
+        found = selectors.merged_into(workspace=workspace, pk=10**6 + 7)
+    assert found == Document.objects.get(uri="https://example.org/7").pk
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + queries.captured_queries[-1]["sql"])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "document_merged_ids" in plan, plan
