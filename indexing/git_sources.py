@@ -289,12 +289,16 @@ def _status(document_id: int) -> str:
 
 
 def _register_clone(*, document_id: int, root: Path) -> None:
-    document = (
-        Document.objects.select_for_update().filter(pk=document_id).first()
-    )
-    if document is None:
+    workspace_id = Document.objects.filter(pk=document_id).values_list(
+        "workspace_id", flat=True
+    ).first()
+    if workspace_id is None:
         return  # deleted while it was cloned: so is the wish to have it
-    workspace = Workspace.objects.select_for_update().get(pk=document.workspace_id)
+    # The workspace first, then the document: the order a folder's deletion takes them.
+    workspace = Workspace.objects.select_for_update().get(pk=workspace_id)
+    document = Document.objects.select_for_update().filter(pk=document_id).first()
+    if document is None:
+        return
     job = document.jobs.order_by("-pk").first()
     if document.status != Document.Status.INDEXING:
         return  # cancelled (or failed) while it was cloned: nothing is registered
