@@ -17,6 +17,8 @@ from typing import Final
 import snowballstemmer
 from wordfreq import zipf_frequency as _zipf_frequency
 
+from citations.units import CURRENCY_CODES
+
 STOP_WORDS: Final = frozenset(
     """a an and are as at be been being but by can could did do does doing done for from had
     has have having he her hers him his how i if in into is it its itself me my of on onto or
@@ -786,6 +788,9 @@ def entities(text: str) -> list[Entity]:
         lowered = token.lower().strip(".'’")
         is_capital = token[:1].isupper()
         if is_capital and lowered in _MONTH_NAMES or lowered in WEEKDAYS:
+            close()
+            continue
+        if token in CURRENCY_CODES:  # "EUR 18,500": a unit, which the money check reads
             close()
             continue
         if (

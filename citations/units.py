@@ -137,6 +137,10 @@ _CURRENCY_WORDS: Final = {
     **{w: "yuan" for w in ("yuan", "renminbi", "rmb", "cny")},
     **{w: "rupees" for w in ("rupee", "rupees", "inr")},
 }
+# The codes among them ("EUR 18,500"): units, not names, to the claims' name check.
+CURRENCY_CODES: Final = frozenset(
+    w.upper() for w in _CURRENCY_WORDS if len(w) == 3 and w.isalpha() and w.upper() != "YEN"
+)
 _CURRENCY: Final = "|".join(sorted(map(re.escape, _CURRENCY_WORDS), key=len, reverse=True))
 _CURRENCY_AFTER: Final = re.compile(
     rf"[ \u00a0]?(?:(?i:million|billion|thousand|bn|m|k)\b[ \u00a0]?)?(?P<name>(?i:{_CURRENCY}))"

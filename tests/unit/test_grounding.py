@@ -777,6 +777,18 @@ def test_an_amount_in_another_currency_is_contradicted() -> None:
             ] == ["the passage says 500 yen or yuan, not 500 dollars"]
 
 
+def test_a_currency_code_is_a_unit_not_a_name() -> None:
+    # "EUR 18,500" against "€18,500": "the passage does not mention EUR" (a name).
+    assert entities("The contract is worth EUR 18,500 to Kwame.") == entities(
+        "The contract is worth 18,500 to Kwame.")
+    fee = analyze("The documentation contract is worth €18,500 for the quarter.")
+    claim = analyze("The contract is worth EUR 18,500.")
+    assert number_issues(claim, fee, fee) == [] and entity_issues(claim, fee, fee) == []
+    dollars = analyze("The documentation contract is worth $18,500 for the quarter.")
+    assert [i.reason for i in number_issues(claim, dollars, dollars)] == [
+        "the passage says 18,500 dollars, not 18,500 euros"]
+
+
 def test_units_numbers_of_model_names_and_one_of_the_most() -> None:
     luna = analyze("Hill lived in Luna, a 180-foot (55 m)-tall redwood, for 738 days.")
     assert number_issues(analyze("Luna stood 180 metres tall."), luna, luna)[0].reason == (
