@@ -244,7 +244,10 @@ STATIC_ROOT = VERITY_HOME / "static"
 # Serve straight from the apps' static folders: no collectstatic step to forget. The
 # folder is made all the same: whitenoise warned of its absence at every start.
 WHITENOISE_USE_FINDERS = True
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+try:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+except OSError:
+    pass  # a read-only VERITY_HOME: the warning is all it costs
 MEDIA_ROOT = Path(env("MEDIA_ROOT", default=str(VERITY_HOME / "media")))
 MEDIA_URL = "media/"
 # PNGs of PDF pages shown in the citation panel, rendered once per content hash, page and scale.
