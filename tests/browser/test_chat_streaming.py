@@ -15,11 +15,12 @@ import re
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from chat import services
-from chat.models import Message
+from chat.models import CitationEntry, Message
 
 # Imported from there, so the checks that skip browser tests (no Chromium, no
 # Playwright) run first; its fixtures are shared, not copied.
@@ -271,8 +272,15 @@ def test_copy_and_regenerate_an_answer(llm: ScriptedLLM, page: Page, corpus):
     reply.get_by_role("button", name="Copy").click()
     expect(reply.get_by_role("button", name="Copied")).to_be_visible()
     copied = page.evaluate("navigator.clipboard.readText()")
+    # Each source with where in its document: two passages of one document differ.
+    # Read beside Playwright's loop, where Django refuses a query.
+    with ThreadPoolExecutor(1) as beside:
+        label = beside.submit(
+            lambda: CitationEntry.objects.get(n=int(n)).display["label"]
+        ).result()
+    assert label and label != corpus["handbook"].title
     assert copied == (f"Security incidents must be reported within **4 hours** [{n}].\n\n"
-                      f"Sources:\n[{n}] {corpus['handbook'].title}"), copied
+                      f"Sources:\n[{n}] {corpus['handbook'].title}, {label}"), copied
 
     reply.get_by_role("button", name="Regenerate").click()
     expect(page.locator(".message.role-user")).to_have_count(2)

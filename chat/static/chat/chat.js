@@ -1686,7 +1686,9 @@
     const sources = cited.map((n) => {
       const citation = citationFor(view, n);
       const title = citation && citation.document && citation.document.title;
-      return `[${n}] ${title || `Source ${n}`}`;
+      // Where in it ("page 3", "Travel policy"): two passages of one document differ.
+      const where = citation && citation.label && citation.label !== title ? `, ${citation.label}` : "";
+      return `[${n}] ${title || `Source ${n}`}${where}`;
     });
     return `${text}\n\nSources:\n${sources.join("\n")}`;
   }
