@@ -1556,9 +1556,10 @@
    * (aria-pressed), at most one pressed; pressing the pressed one withdraws the rating.
    * A rating opens a short comment form (optional: Escape or "Skip" closes it). */
   const FEEDBACK_COMMENT_MAX = 1000;
+  // Geometric shapes every text font has: 👍/👎 were boxes where no emoji font is installed.
   const RATINGS = {
-    up: { icon: "👍", text: "Helpful", said: "Rated helpful." },
-    down: { icon: "👎", text: "Not helpful", said: "Rated not helpful." },
+    up: { icon: "▲", text: "Helpful", said: "Rated helpful." },
+    down: { icon: "▼", text: "Not helpful", said: "Rated not helpful." },
   };
 
   function addFeedback(bubble, row, feedback, threadId) {
