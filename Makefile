@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# Where `make run` serves: `make run ADDR=127.0.0.1:8001` when 8000 is taken.
+ADDR ?= 127.0.0.1:8000
 
 .PHONY: install run test lint bench clean
 
@@ -19,7 +21,7 @@ run: $(STAMP)
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py quickstart
 	$(PY) manage.py ask "How quickly must a security incident be reported?" --workspace demo
-	INGEST_SERVER_ROOTS=$(CURDIR)/sample_corpus $(PY) manage.py serve 127.0.0.1:8000
+	INGEST_SERVER_ROOTS=$(CURDIR)/sample_corpus $(PY) manage.py serve $(ADDR)
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -6,14 +6,16 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from gunicorn.app.base import BaseApplication
+from gunicorn.util import parse_address
 from kombu.utils.url import sanitize_url
 
 logger = logging.getLogger(__name__)
@@ -170,6 +172,33 @@ def bind_address(addrport: str) -> str:
     return f"127.0.0.1:{addrport}" if addrport.isdigit() else addrport
 
 
+def check_bindable(address: str) -> None:
+    """CommandError unless `address` can be bound now, so a taken port fails before any
+    worker starts. Otherwise serve started both workers under the names a running
+    instance's have (a worker starting sends again the documents its namesake left
+    INDEXING) and only then gunicorn retried the bind for 5 s and gave up. The socket
+    is closed at once: gunicorn binds it again a moment later (a port taken in between
+    still fails, as before)."""
+    host_port = parse_address(address)  # gunicorn's own reading of the address
+    if not isinstance(host_port, tuple):  # a unix socket or an fd: gunicorn's to check
+        return
+    host, port = host_port
+    try:
+        info = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                  flags=socket.AI_PASSIVE)[0]
+        with socket.socket(info[0], info[1]) as probe:
+            # As gunicorn binds: a closed connection's TIME_WAIT is no obstacle.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(info[4])
+    except OSError as error:
+        raise CommandError(
+            f"Cannot listen on {address} ({error.strerror or error}):"
+            " another server (perhaps another Verity) uses it. Choose another address, "
+            "e.g. `manage.py serve 127.0.0.1:8001` (or `make run ADDR=127.0.0.1:8001`). "
+            "No worker was started."
+        ) from None
+
+
 class Command(BaseCommand):
     help = "Run the web server (gunicorn) and, unless --no-worker, the ingestion workers."
 
@@ -184,6 +213,8 @@ class Command(BaseCommand):
         parser.add_argument("--threads", type=int, default=16, help="threads per process")
 
     def handle(self, *args, **options) -> None:
+        address = bind_address(options["addrport"])
+        check_bindable(address)
         workers: list[subprocess.Popen] = []
         if not options["no_worker"]:
             for name, queues in worker_queues().items():
@@ -194,7 +225,7 @@ class Command(BaseCommand):
                 workers.append(start_worker(name, queues))
         server = _Gunicorn({
             **GUNICORN_OPTIONS,
-            "bind": [bind_address(options["addrport"])],
+            "bind": [address],
             "workers": options["workers"],
             "threads": options["threads"],
         })
