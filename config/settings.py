@@ -384,6 +384,12 @@ CHUNK_CODE_PARSE_MAX_BYTES = env.int("CHUNK_CODE_PARSE_MAX_BYTES", default=1_000
 # MRR@10 on SQuAD dev; bench/retrieval.py: 0.743 vs 0.720 (RRF, old pool).
 SEARCH_FUSION = env("SEARCH_FUSION", default="convex")
 SEARCH_DENSE_WEIGHT = env.float("SEARCH_DENSE_WEIGHT", default=0.55)
+# MCP's search_knowledge_base leaves out a passage found by meaning alone (no query word
+# in it) below this cosine similarity, and says when nothing is left: with
+# all-MiniLM-L6-v2 a paraphrase scored 0.37-0.58 against its passage, nonsense and
+# unrelated questions under 0.15. Another embedding model may need another value.
+# The chat's retrieval does not use it.
+SEARCH_MATCH_MIN_SIMILARITY = env.float("SEARCH_MATCH_MIN_SIMILARITY", default=0.3)
 # A chunk holding a query term of at most this many chunks is never ranked behind
 # one the keyword leg did not find (an exact rare term beats a meaning-only match).
 SEARCH_RARE_TERM_MAX_DF = env.int("SEARCH_RARE_TERM_MAX_DF", default=3)

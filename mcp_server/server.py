@@ -42,9 +42,10 @@ INSTRUCTIONS = (
     "a conversation: pass the conversation_id a result gives you to later calls to keep "
     "them, and to check_answer, which checks each cited sentence of your answer against "
     "its passage. list_sources shows the documents and "
-    "folders (their ids scope a search); ingest adds a URL or a server path, reindex and "
-    "stale keep them current. Every tool takes an optional workspace slug (default: the "
-    "user's first workspace; list_workspaces names them)."
+    "folders (their ids scope a search); ingest adds a URL or a server path (job_status "
+    "follows its indexing), reindex and stale keep them current. Every tool takes an "
+    "optional workspace slug (default: the user's first workspace; list_workspaces names "
+    "them)."
 )
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Ingesting fetches the web; re-checking sources re-reads them (and marks them STALE).
@@ -205,6 +206,10 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         to keep a passage's number across calls. A scope naming a document or folder
         outside the workspace, or a key other than document_ids and folder_ids, is an
         error, never silently widened. limit: 1-100.
+
+        A passage holding none of the query's words is returned only if it is close in
+        meaning; matched is false (with a note) when no passage is either: nothing in
+        the workspace answers the query.
         """
         return _run(token_of, ctx, tools.search_knowledge_base, query=query, scope=scope,
                     limit=limit, workspace=workspace, conversation_id=conversation_id)
@@ -271,8 +276,9 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         sources) and must lie under the operator's INGEST_SERVER_ROOTS; a folder is
         added as a code repository. A git_url is cloned by a worker (its default
         branch, last commit; one at a time per workspace), then its files are indexed.
-        Indexing runs in the background: the job lists its documents and their status;
-        list_sources shows them as they finish.
+        Indexing runs in the background: the result is the job (its id, status,
+        counts, summary and first documents, failed first); poll job_status with its
+        job_id until status is 'done'.
         """
         return _run(token_of, ctx, tools.ingest, url=url, path=path, git_url=git_url,
                     folder_id=folder_id, workspace=workspace)
@@ -286,6 +292,18 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         """Cancel an ingest job (the id ingest returned): its documents still waiting in
         queue are not indexed (FAILED, with a note); those being indexed finish."""
         return _run(token_of, ctx, tools.cancel_job, job_id=job_id, workspace=workspace)
+
+    @server.tool(annotations=READ_ONLY)
+    def job_status(
+        job_id: Annotated[Int, _argument("the job id ingest returned")],
+        ctx: Context,
+        workspace: WorkspaceSlug = None,
+    ) -> Result:
+        """Where an ingest job stands: status ('running' until no document waits or is
+        being indexed, then 'done'), documents per status (counts), a one-line summary,
+        and its first documents (at most 20), the failed ones first with their
+        last_error. Pass the workspace ingest's result names."""
+        return _run(token_of, ctx, tools.job_status, job_id=job_id, workspace=workspace)
 
     @server.tool(annotations=ADDS)
     def reindex(

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
@@ -20,7 +21,7 @@ from indexing import freshness, git_sources, sources
 from indexing.serializers import ReindexResultSerializer
 from knowledge import locators, selectors
 from knowledge.models import Document, Workspace
-from knowledge.search import Scope, ScopeError, search
+from knowledge.search import Hit, Scope, ScopeError, search
 from knowledge.serializers import (
     ChunkSerializer,
     DocumentSerializer,
@@ -161,17 +162,39 @@ def search_knowledge_base(
         )
     except ScopeError as exc:
         raise Refused(str(exc)) from exc
+    hits = [hit for hit in result.hits if matches(hit)]
     thread = _conversation(user, ws, conversation_id, data["q"])
-    numbers = passages.number_hits(thread=thread, hits=result.hits)
-    return {
+    numbers = passages.number_hits(thread=thread, hits=hits)
+    found: dict[str, Any] = {
         "workspace": ws.slug,
         "conversation_id": thread.pk,
         "cite_as": CITE_AS,
         "query": result.query,
+        "matched": bool(hits),
         "results": [_for_agents({"n": numbers[hit["chunk_id"]], **hit})
-                    for hit in HitSerializer(result.hits, many=True).data],
+                    for hit in HitSerializer(hits, many=True).data],
         "metadata": result.metadata,
     }
+    if left_out := len(result.hits) - len(hits):
+        floor = settings.SEARCH_MATCH_MIN_SIMILARITY
+        found["note"] = (
+            f"{left_out} passage{'s' if left_out > 1 else ''} left out: none of the query's "
+            f"words in {'them' if left_out > 1 else 'it'} and a meaning similarity under "
+            f"{floor}. " + ("" if hits else "Nothing in the workspace (or scope) matched: "
+                            "rephrase, or browse with list_sources and read_document.")
+        ).strip()
+    return found
+
+
+def matches(hit: Hit) -> bool:
+    """Whether a hit is worth an agent's reading: the keyword leg found it (it holds a
+    word of the query), or it is close in meaning (SEARCH_MATCH_MIN_SIMILARITY). The
+    dense leg ranks every passage, so a query nothing matches ("xxxx", a question about
+    something else) got the whole workspace back, up to the limit, with no sign of it.
+    A hit neither leg ranked (added by graph expansion) is kept."""
+    if hit.keyword_rank is not None or hit.dense_score is None:
+        return True
+    return hit.dense_score >= settings.SEARCH_MATCH_MIN_SIMILARITY
 
 
 def _document(ws: Workspace, document_id: int) -> Document:
@@ -244,7 +267,7 @@ def ingest(
     documents, as the admin's *Add sources* (sources.may_add_server_paths).
     A directory is added as a code repository, like the admin's *Add sources*; so is a
     git URL (or a `url` only git speaks, or ending in .git), cloned on a bulk worker.
-    Indexing runs on the workers: poll list_sources (or GET the job's url).
+    Indexing runs on the workers: poll job_status.
     """
     ws = _workspace(user, workspace, curating=True)
     if sum(bool(given) for given in (url, path, git_url)) != 1:
@@ -268,8 +291,7 @@ def ingest(
             )
         except (sources.SourceRefused, sources.BrokerUnavailable) as exc:
             raise Refused(str(exc)) from exc
-        job = selectors.jobs_in(workspace=ws).get(pk=job.pk)
-        return IngestJobSerializer(job, context={"workspace": ws}).data
+        return _job(ws, user, job.pk)
     if url:
         if problem := sources.url_problem(url):
             raise Refused(problem)
@@ -291,20 +313,51 @@ def ingest(
         raise Refused(str(exc)) from exc
     except ValueError as exc:  # SourceRefused, an unsupported or oversized tree
         raise Refused(str(exc)) from exc
-    job = selectors.jobs_in(workspace=ws).get(pk=job.pk)
-    return IngestJobSerializer(job, context={"workspace": ws, "user": user}).data
+    return _job(ws, user, job.pk)
 
 
 def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
     """POST /api/jobs/{id}/cancel: the job's documents still waiting in queue are not
     indexed; those being indexed finish."""
     ws = _workspace(user, workspace, curating=True)
-    jobs = selectors.jobs_in(workspace=ws)
-    job = jobs.filter(pk=job_id).first() if 0 < job_id < 2**63 else None
+    sources.cancel_job(job=_job_in(ws, job_id))
+    return _job(ws, user, job_id)
+
+
+def job_status(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
+    """GET /api/jobs/{id}: where an ingest job stands, for an agent to poll."""
+    ws = _workspace(user, workspace)
+    return _job(ws, user, _job_in(ws, job_id).pk)
+
+
+def _job_in(ws: Workspace, job_id: int):
+    job = (selectors.jobs_in(workspace=ws).filter(pk=job_id).first()
+           if 0 < job_id < 2**63 else None)
     if job is None:
         raise Refused(f"No ingest job {job_id} in this workspace")
-    sources.cancel_job(job=job)
-    return IngestJobSerializer(jobs.get(pk=job_id), context={"workspace": ws, "user": user}).data
+    return job
+
+
+# The job's documents an MCP result lists, the failed first (with last_error), then
+# those being indexed, waiting, indexed: `total` and `counts` count them all.
+JOB_MAX_DOCUMENTS = 20
+
+
+def _job(ws: Workspace, user, job_id: int) -> dict[str, Any]:
+    """An ingest job as the API's job body, less its REST addresses (an MCP client
+    cannot follow a relative /api/jobs/2?workspace=... URL) and with its documents as
+    list_sources names them; while it runs, how to follow it."""
+    job = selectors.jobs_in(workspace=ws).get(pk=job_id)
+    data = IngestJobSerializer(job, context={"workspace": ws, "user": user}).data
+    shown = {key: value for key, value in data.items() if key not in ("url", "documents")}
+    shown["workspace"] = ws.slug
+    shown["documents"] = [_source(d) for d in data["documents"][:JOB_MAX_DOCUMENTS]]
+    if data["status"] != "done":
+        shown["next"] = (
+            f"Indexing runs in the background: poll job_status with job_id {job.pk} and "
+            f"workspace {ws.slug!r} until status is 'done'."
+        )
+    return shown
 
 
 def reindex(user, *, document_ids: list[int], workspace: str | None) -> dict[str, Any]:

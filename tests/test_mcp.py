@@ -18,6 +18,7 @@ from tests.workers import worker_env
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 TOOLS = {"search_knowledge_base", "read_document", "check_answer", "ingest", "cancel_job",
+         "job_status",
          "reindex", "list_sources", "list_workspaces", "stale"}
 HANDBOOK = """# Harbour handbook
 
@@ -235,6 +236,7 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
             }
             # No worker runs: the file's job waits in queue until it is cancelled.
             job_id = results["file"][1]["id"]
+            results["status"] = await call(client, "job_status", job_id=job_id)
             results["cancel"] = await call(client, "cancel_job", job_id=job_id)
             results["cancel_missing"] = await call(client, "cancel_job", job_id=job_id + 1)
             return results
@@ -246,6 +248,13 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
                                            "new": []})
     ok, job = results["file"]
     assert ok and job["total"] == 1, job
+    # Followed by a tool, not a REST address an MCP client cannot reach.
+    assert "/api/" not in str(job) and "url" not in job, job
+    assert job["next"] == (f"Indexing runs in the background: poll job_status with job_id "
+                           f"{job['id']} and workspace 'harbour' until status is 'done'.")
+    ok, status = results["status"]
+    assert ok and status["status"] == "running" and status["counts"]["PENDING"] == 1, status
+    assert status["documents"] == job["documents"]
     added = Document.objects.get(pk=job["documents"][0]["id"])
     assert added.workspace == site["workspace"] and added.folder_id == document.folder_id
     assert added.uri == (root / "new.md").resolve().as_uri()

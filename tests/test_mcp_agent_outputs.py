@@ -14,10 +14,10 @@ from django.contrib.auth import get_user_model
 from rest_framework.authtoken.models import Token
 
 from indexing import pipeline, sources
-from knowledge.models import Document, Folder
+from knowledge.models import Document, Folder, IngestJob
 from knowledge.services import workspace_create
 from mcp_server.server import build_server
-from mcp_server.tools import LIST_MAX_FOLDERS, STALE_CHECK_MAX_SOURCES
+from mcp_server.tools import JOB_MAX_DOCUMENTS, LIST_MAX_FOLDERS, STALE_CHECK_MAX_SOURCES
 from tests.conftest import SAMPLE_CORPUS
 from tests.mcp_clients import run
 
@@ -193,3 +193,73 @@ def test_stale_lists_by_default_and_a_check_reads_a_bounded_number_of_sources(
     assert checked["stale"][0]["path"] == "changed.md" and checked["stale"][0]["uri"] == ""
     assert Document.objects.get(pk=document.pk).status == Document.Status.STALE
     assert too_many[0] and foreign[0] and f"No document {2**62}" in foreign[1]
+
+
+def test_a_search_nothing_matches_says_so_instead_of_returning_every_passage(agent):
+    """The dense leg ranks every passage: a query nothing matches ("xxx…", an outside
+    audit's) returned all of them up to the limit, 68 KB, with no sign of it. A passage
+    holding no query word is now returned only when close in meaning."""
+
+    async def session():
+        async with agent["client"]() as client:
+            return [await _call(client, "search_knowledge_base", query=query, limit=100)
+                    for query in ("x" * 2000, "quantum chromodynamics on a lattice",
+                                  "launch budget")]
+
+    (nonsense, unrelated, relevant) = run(session)
+    for error, text, body in (nonsense, unrelated):
+        assert not error, text
+        assert body["matched"] is False and body["results"] == [], text[:2000]
+        assert "Nothing in the workspace (or scope) matched" in body["note"], body["note"]
+        assert len(text) < 3000  # the query echoed (2,000 characters) and little else
+    error, text, body = relevant
+    assert not error and body["matched"] is True and body["results"], text[:2000]
+    assert "budget" in body["results"][0]["text"].lower()
+    # Each passage kept holds a query word or is close in meaning; those left out are said.
+    for hit in body["results"]:
+        assert hit["keyword_rank"] is not None or hit["dense_score"] >= 0.3, hit
+    total = agent["document"].chunk_count
+    if len(body["results"]) < total:
+        assert f"{total - len(body['results'])} passage" in body["note"]
+
+
+def test_job_status_follows_an_ingest_job_failed_documents_first(agent):
+    """ingest returned the REST job, whose relative /api/jobs/N?workspace=... no MCP tool
+    could follow: job_status reads it, bounded, failed documents first with their error."""
+    workspace = agent["workspace"]
+    job = IngestJob.objects.create(workspace=workspace, description="a folder")
+    failed = Document.objects.bulk_create(
+        Document(workspace=workspace, source_type="markdown", uri=f"file:///bad-{i}.md",
+                 title=f"bad {i}", status=Document.Status.FAILED, last_error=f"broken {i}")
+        for i in range(JOB_MAX_DOCUMENTS + 5)
+    )
+    waiting = Document.objects.create(workspace=workspace, source_type="markdown",
+                                      uri="file:///wait.md", title="wait")
+    job.documents.set([*failed, waiting, agent["document"]])
+    bob = get_user_model().objects.create_user("bob")
+    other = IngestJob.objects.create(
+        workspace=workspace_create(slug="bobs", owner=bob, name="Bob's"), description="x"
+    )
+
+    async def session():
+        async with agent["client"]() as client:
+            return [await _call(client, "job_status", job_id=job.pk),
+                    await _call(client, "job_status", job_id=job.pk, workspace="notes"),
+                    await _call(client, "job_status", job_id=other.pk),
+                    await _call(client, "job_status", job_id=job.pk, workspace="bobs")]
+
+    (error, text, body), (_, _, named), theirs, not_theirs = run(session)
+    assert not error, text
+    assert body == named and json.loads(text) == body
+    assert body["id"] == job.pk and body["workspace"] == "notes"
+    assert body["status"] == "running" and body["total"] == JOB_MAX_DOCUMENTS + 7
+    assert body["counts"]["FAILED"] == JOB_MAX_DOCUMENTS + 5 and body["counts"]["PENDING"] == 1
+    assert "failed" in body["summary"]
+    # Bounded, failed first with their errors; no REST address anywhere.
+    assert len(body["documents"]) == JOB_MAX_DOCUMENTS
+    assert all(d["status"] == "FAILED" and d["last_error"].startswith("broken ")
+               for d in body["documents"])
+    assert "/api/" not in text
+    assert f"poll job_status with job_id {job.pk}" in body["next"]
+    assert theirs[0] and theirs[1].endswith(f"No ingest job {other.pk} in this workspace")
+    assert not_theirs[0] and "No workspace 'bobs'" in not_theirs[1]

@@ -97,7 +97,9 @@ def test_a_boolean_is_no_integer(site):  # noqa: F811
                 await call(client, "list_sources", limit=True),
             ], [
                 # As before: a number as a JSON string, and false for a flag.
-                await call(client, "search_knowledge_base", query="tide", limit="2"),
+                # Both passages hold "harbour" (one alone matches "tide": the other, found
+                # by meaning alone and far from it, is left out).
+                await call(client, "search_knowledge_base", query="harbour", limit="2"),
                 await call(client, "stale", check=False),
             ]
 
