@@ -29,6 +29,7 @@ from django.utils import timezone
 from chat import citations
 from chat.followup import borrowed_topic, standalone_query
 from chat.grounding import ground_citations
+from chat.mention_text import without_mentions
 from chat.models import AnswerFeedback, Message, Thread
 from chat.prompts import Mention, system_prompt
 from chat.providers import (
@@ -327,9 +328,13 @@ def _history(thread: Thread, before_seq: int) -> tuple[list[dict[str, Any]], set
     recent = thread.messages.current().filter(
         seq__lt=before_seq, status=Message.Status.COMPLETE
     ).order_by("-seq")[: settings.CHAT_HISTORY_MESSAGES]
-    rows = list(reversed(recent.values_list("role", "content", "citations")))
-    cited = {c["n"] for role, _, cited in rows if role == Message.Role.ASSISTANT for c in cited}
-    return [{"role": role, "content": content} for role, content, _ in rows], cited
+    rows = list(reversed(recent.values_list("role", "content", "resolved_content", "citations")))
+    cited = {c["n"] for role, *_, cited in rows if role == Message.Role.ASSISTANT for c in cited}
+    return [
+        # A question as it was asked: without its mentions' "@Title" (open_turn).
+        {"role": role, "content": resolved if role == Message.Role.USER and resolved else content}
+        for role, content, resolved, _ in rows
+    ], cited
 
 
 def model_text(text: str) -> str:
@@ -500,10 +505,14 @@ def open_turn(
     Raises MentionError (or TooManyMentions) or CannotEdit before anything is stored.
     """
     resolved = resolve_mentions(thread=thread, raw=mentions)
+    # The mentions scope the search; their "@Title" in the text is not part of what is
+    # searched and answered. `content` keeps what was sent; `resolved_content` (what the
+    # page shows beside the mentions' chips) is the question asked.
+    text_sent, text = text, without_mentions(text, [m.title for m in resolved])
     if replacing is not None:
         close_abandoned_answers(thread=thread)  # a dead turn's answer does not block it
     user_message, answer = _append_all(thread, [
-        {"role": Message.Role.USER, "content": text, "resolved_content": text,
+        {"role": Message.Role.USER, "content": text_sent, "resolved_content": text,
          "mentions": [m.__dict__ for m in resolved],
          "metadata": {"replaces": replacing} if replacing is not None else {}},
         {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},

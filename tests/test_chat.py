@@ -271,6 +271,26 @@ def test_mentions_are_scope_notes_that_reach_the_tool(llm, corpus, api, workspac
     assert response.status_code == 400
 
 
+def test_a_mention_scopes_the_search_its_title_is_not_searched(corpus, api, settings):
+    """The page writes a mention into the question as "@Title": the words of the title
+    were searched and answered too, and picked the handbook's sentences about itself."""
+    settings.LLM_PROVIDER = "extractive"
+    handbook = corpus["handbook.md"]
+    thread_id = new_thread(api)
+    sent = f"@{handbook.title} what is the travel policy?"
+    response = api.post(f"/api/threads/{thread_id}/messages",
+                        {"content": sent, "mentions": [{"kind": "document", "id": handbook.pk}]},
+                        format="json")
+    assert response.status_code == 201, response.content
+    search, = response.json()["metadata"]["searches"]
+    assert search["query"] == "what is the travel policy?"
+    messages = api.get(f"/api/threads/{thread_id}/messages").json()["results"]
+    question = messages[0]
+    assert question["content"] == sent  # what was sent, kept
+    assert question["resolved_content"] == "what is the travel policy?"  # shown by its chip
+    assert [m["id"] for m in question["mentions"]] == [handbook.pk]
+
+
 def test_malformed_tool_calls_and_unknown_tools_are_reported_to_the_model(llm, corpus, api):
     llm.script = [
         tool_call("search_knowledge_base", "{not json"),
