@@ -152,35 +152,6 @@ def test_stop_ends_the_answer_and_keeps_what_was_written(llm: ScriptedLLM, page:
         "(Stopped: the answer was not written further.)")
 
 
-def test_stop_right_after_send_is_a_stop_not_an_answer_left_unfinished(
-    llm: ScriptedLLM, page: Page
-):
-    """Stop before the server's first event (audit2 M1): the page knew no answer to ask to
-    stop, showed "This answer is not finished yet" and "Stop waiting", and the turn was
-    closed minutes later as if the server had stopped."""
-    llm.script = [answer("", chunks=endless_words())]
-    page.goto("/")
-    new_chat(page)
-    # The server's answer (its headers, its `started` event) reaches the page 1.5 s late.
-    cdp = page.context.new_cdp_session(page)
-    cdp.send("Network.enable")
-    cdp.send("Network.emulateNetworkConditions", {
-        "offline": False, "latency": 1500, "downloadThroughput": -1, "uploadThroughput": -1,
-    })
-    type_question(page, "Tell me everything about tides.")
-    page.locator("#stop").click()
-    reply = last_answer(page)
-    expect(reply.locator(".answer-cut")).to_have_text("(Stopped.)")
-    expect(reply.get_by_role("button", name="Stop waiting")).to_have_count(0)
-    # Then the answer as the server stored it, within seconds: stopped (with the words the
-    # server wrote before it saw the hang-up, if any), never "not finished".
-    expect(last_answer(page)).to_have_attribute("data-id", re.compile(r"\d+"), timeout=10_000)
-    expect(last_answer(page)).to_contain_text(re.compile(r"\(Stopped: |it was stopped"))
-    expect(page.get_by_text("This answer is not finished yet.")).to_have_count(0)
-    stored = stored_answer(page, shown_thread_id(page))
-    assert stored["metadata"]["stopped"] is True, stored
-
-
 # --- M4: failures keep the text, say why without the server's address, and retry -------
 
 

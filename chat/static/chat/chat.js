@@ -1296,10 +1296,8 @@
     } catch (error) {
       if (stream) endStream(stream);
       if (error.name === "AbortError") {
-        // Stopped before the server answered: the abort is its hang-up, which stops the
-        // turn. The answer is shown as stopped, then as the server stored it.
-        if (stream && stream.stopping) stoppedEarly(stream);
-        else if (stream && state.threadId === stream.threadId) showThread(stream.threadId, "keep");
+        // Stopped before the server answered: whatever it stored is what a reload shows.
+        if (stream && state.threadId === stream.threadId) showThread(stream.threadId, "keep");
         return;
       }
       // The turn was refused or never reached the server, so nothing was stored: the
@@ -1512,41 +1510,9 @@
     bubble.removeAttribute("aria-busy");
     announce("Answer stopped.");
     endStream(stream);
-    if (!stream.pagePath) showWhenSettled(stream);
-    else if (state.threadId === stream.threadId) {
+    if (stream.pagePath && state.threadId === stream.threadId) {
       watchPending(stream.threadId, stream.pagePath, [bubble]);
     }
-  }
-
-  /* Stop pressed before the server named the answer (right after Send): no `/stop` can
-   * name it, but the aborted fetch is a hang-up, which stops the turn on the server
-   * within about a second. It is shown as stopped here at once, not as "not finished
-   * yet" with "Stop waiting"; then the conversation is shown again once its answer is
-   * settled, with what the server stored. */
-  function stoppedEarly(stream) {
-    const { bubble, status } = stream;
-    bubble.classList.remove("is-pending");
-    status.remove();
-    stream.body.replaceChildren(el("p", { className: "muted answer-cut", text: "(Stopped.)" }));
-    bubble.removeAttribute("aria-busy");
-    announce("Answer stopped.");
-    showWhenSettled(stream);
-  }
-
-  async function showWhenSettled(stream) {
-    const { threadId, bubble } = stream;
-    const path = `/api/threads/${threadId}/messages?page=last&page_size=${MESSAGE_PAGE_SIZE}`;
-    for (let wait = 500; wait <= 8000; wait *= 2) {
-      await new Promise((resolve) => setTimeout(resolve, wait));
-      if (state.threadId !== threadId || !bubble.isConnected) return;
-      try {
-        const page = (await api(path)) || {};
-        if (!(page.results || []).some((m) => m.status === "pending")) break;
-      } catch (_) {
-        // Offline for a moment, or the conversation is gone: asked again, then shown.
-      }
-    }
-    if (state.threadId === threadId && bubble.isConnected) showThread(threadId, "keep");
   }
 
   /* The stream broke (the network, a proxy, a restarted server): the turn may still be
