@@ -377,37 +377,11 @@ def ask(request: Request, thread: Thread, *, replacing: int | None = None):
 THREAD_DELETED = "The conversation was deleted while the answer was being written."
 
 
-# How often a stream with nothing to send writes a keep-alive comment at least: a client
-# that hung up is only seen when a write to it fails (the second after it left), so
-# this bounds how long a turn runs on for nobody while the model thinks or a tool runs.
-HANG_UP_CHECK_SECONDS = 0.5
+def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
+    events: queue.Queue = queue.Queue()
+    done = object()
 
-
-class _TurnStream:
-    """A streamed turn's body. The turn runs from the start, whether or not the body is
-    ever read, and closing the body stops it: the WSGI server closes it when the client
-    hangs up, even before the first write (a Stop pressed right after Send), where a
-    generator closed before it started ran no code, and left its answer pending."""
-
-    def __init__(self, turn: services.Turn) -> None:
-        self.turn = turn
-        self.events: queue.Queue = queue.Queue()
-        self.finished = False  # the turn's last event was read
-        self._body = self._read()
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self._body
-
-    def close(self) -> None:
-        if not self.finished:
-            # The client hung up (a Stop button, a closed tab): the turn stops at its next
-            # token or step and stores what it wrote, instead of running on for nobody.
-            services.hang_up(turn=self.turn)
-        self._body.close()
-
-    def _run(self) -> None:
-        turn, events = self.turn, self.events
+    def run() -> None:
         try:
             services.run_turn(turn, stream=True, emit=lambda event, data: events.put((event, data)))
         except Thread.DoesNotExist:
@@ -417,10 +391,9 @@ class _TurnStream:
             events.put(("error", {"message": f"Internal error: {type(exc).__name__}"}))
         finally:
             connection.close()  # this thread's own connection
-            events.put(_DONE)
+            events.put(done)
 
-    def _read(self) -> Iterator[bytes]:
-        turn = self.turn
+    def body() -> Iterator[bytes]:
         # First, the answer's id and place: a client can stop it (POST .../stop), and
         # find it again in the thread's pages if the stream breaks; and its question's
         # id, which a client edits (POST .../edit).
@@ -429,31 +402,35 @@ class _TurnStream:
             "question_id": turn.question_id,
         }
         yield f"event: started\ndata: {json.dumps(started)}\n\n".encode()
-        idle = min(settings.CHAT_SSE_KEEPALIVE_SECONDS, HANG_UP_CHECK_SECONDS)
-        while True:
-            try:
-                item = self.events.get(timeout=idle)
-            except queue.Empty:
-                # A comment line, which clients ignore: a write that fails once the
-                # client is gone, and a proxy that cuts an idle stream sees it move.
-                yield b": keep-alive\n\n"
-                continue
-            if item is _DONE:
-                self.finished = True
-                return
-            event, data = item
-            if event == "done" and not Message.objects.filter(pk=data["message_id"]).exists():
-                # Stored, then deleted with its conversation before the client read
-                # this far: `done` would name a message that no longer exists.
-                event, data = "error", {"message": THREAD_DELETED}
-            yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        try:
+            while True:
+                try:
+                    item = events.get(timeout=settings.CHAT_SSE_KEEPALIVE_SECONDS)
+                except queue.Empty:
+                    # A comment line: a proxy that cuts an idle stream sees it move while
+                    # the model thinks or a tool runs; clients ignore it.
+                    yield b": keep-alive\n\n"
+                    continue
+                if item is done:
+                    return
+                event, data = item
+                if event == "done" and not Message.objects.filter(pk=data["message_id"]).exists():
+                    # Stored, then deleted with its conversation before the client read
+                    # this far: `done` would name a message that no longer exists.
+                    event, data = "error", {"message": THREAD_DELETED}
+                yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+        except GeneratorExit:
+            # The server closes the stream when a write fails: the client hung up (a
+            # Stop button, a closed tab). The turn stops at its next token and stores
+            # what it wrote, instead of running on for nobody. Where a hang-up is only
+            # seen at the next write, or not at all behind some proxies, clients POST
+            # .../stop as well.
+            turn.stop.set()
+            raise
 
-
-_DONE = object()
-
-
-def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(_TurnStream(turn), content_type="text/event-stream")
+    response = StreamingHttpResponse(body(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
@@ -469,9 +446,8 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
         "`metadata.stopped`. An answer still pending 10 s after the ask (its server "
         "stopped) is closed as such an error. `202` with the answer while it is stopping; "
         "`200` with it unchanged when it had already ended. The stream's `done` event "
-        "then carries `stopped: true`. Hanging up on a stream, at any moment, stops its "
-        "turn too: the server writes to a stream at least every 0.5 s, and sees the "
-        "hang-up when a write fails."
+        "then carries `stopped: true`. Hanging up on a stream stops its turn too, where "
+        "the server sees the hang-up."
     ),
     request=None,
     responses={

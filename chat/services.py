@@ -302,16 +302,6 @@ def request_stop(*, thread: Thread, message_id: int) -> Message | None:
     return answer
 
 
-def hang_up(*, turn: Turn) -> None:
-    """The client reading `turn`'s stream hung up: the turn stops at its next token or
-    step, and the stop is recorded as a POST .../stop's is, so that its answer is closed
-    STOP_GRACE_SECONDS on even while the turn waits on a silent model call."""
-    turn.stop.set()
-    Message.objects.filter(
-        pk=turn.answer.pk, status=Message.Status.PENDING, stop_requested_at__isnull=True
-    ).update(stop_requested_at=timezone.now())
-
-
 def thread_messages(*, thread: Thread) -> QuerySet[Message]:
     """The conversation's messages oldest first, answers a stopped server left pending
     closed first (so no reader waits on them); a question and answer an edit replaced
