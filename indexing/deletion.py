@@ -9,20 +9,15 @@ either is sent again by `resume_deletions`.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import OperationalError as KombuOperationalError
 
 from indexing import embedding_cache, git_sources, sources
 from knowledge.models import Folder, Workspace
 from knowledge.services import workspace_delete, workspace_hide
-
-logger = logging.getLogger(__name__)
 
 
 def delete_workspace(*, workspace: Workspace) -> None:
@@ -39,14 +34,7 @@ def delete_workspace(*, workspace: Workspace) -> None:
 def _send(workspace_id: int) -> bool:
     from indexing.tasks import delete_workspace_task
 
-    try:
-        # The bulk queue: minutes of deleting must not hold up the small uploads the
-        # default queue's worker is there for.
-        delete_workspace_task.apply_async((workspace_id,), queue=settings.CELERY_BULK_QUEUE)
-    except KombuOperationalError as exc:
-        logger.warning("Broker unavailable; workspace %s is deleted later: %s", workspace_id, exc)
-        return False
-    return True
+    return sources.send_deletion(delete_workspace_task, workspace_id, what="workspace")
 
 
 def purge_workspace(*, workspace_id: int) -> int:

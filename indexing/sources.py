@@ -1150,12 +1150,18 @@ def delete_folder(*, folder: Folder) -> FolderDeletion:
 def _send_folder_deletion(folder_id: int) -> bool:
     from indexing.tasks import delete_folder_task
 
+    return send_deletion(delete_folder_task, folder_id, what="folder")
+
+
+def send_deletion(task, pk: int, *, what: str) -> bool:
+    """Queue `task` (a folder's or a workspace's deletion) for row `pk` on the bulk queue:
+    minutes of deleting must not hold up the small uploads the default queue's worker is
+    there for. False when the broker refused it: the row stays hidden, and a worker
+    starting (or `requeue`) sends it again."""
     try:
-        # The bulk queue, as a workspace's deletion: seconds of deleting must not hold up
-        # the small uploads the default queue's worker is there for.
-        delete_folder_task.apply_async((folder_id,), queue=settings.CELERY_BULK_QUEUE)
+        task.apply_async((pk,), queue=settings.CELERY_BULK_QUEUE)
     except KombuOperationalError as exc:
-        logger.warning("Broker unavailable; folder %s is deleted later: %s", folder_id, exc)
+        logger.warning("Broker unavailable; %s %s is deleted later: %s", what, pk, exc)
         return False
     return True
 
