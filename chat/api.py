@@ -377,11 +377,28 @@ def ask(request: Request, thread: Thread, *, replacing: int | None = None):
 THREAD_DELETED = "The conversation was deleted while the answer was being written."
 
 
-def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
-    events: queue.Queue = queue.Queue()
-    done = object()
+class _TurnStream:
+    """A streamed turn's body. The turn runs from the moment the body is made, whether or
+    not it is ever read, and to its end whoever hangs up: a reload, a lost connection or a
+    closed tab must not cost the answer, which is stored and shown when the conversation
+    is opened again. Only POST .../stop stops a turn. (A generator would run no code if
+    the server closed it unread, as it does when the client is gone before the first
+    write: the answer then stayed pending until it was called lost.)"""
 
-    def run() -> None:
+    def __init__(self, turn: services.Turn) -> None:
+        self.turn = turn
+        self.events: queue.Queue = queue.Queue()
+        self._body = self._read()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body
+
+    def close(self) -> None:
+        self._body.close()
+
+    def _run(self) -> None:
+        turn, events = self.turn, self.events
         try:
             services.run_turn(turn, stream=True, emit=lambda event, data: events.put((event, data)))
         except Thread.DoesNotExist:
@@ -391,9 +408,10 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
             events.put(("error", {"message": f"Internal error: {type(exc).__name__}"}))
         finally:
             connection.close()  # this thread's own connection
-            events.put(done)
+            events.put(_DONE)
 
-    def body() -> Iterator[bytes]:
+    def _read(self) -> Iterator[bytes]:
+        turn = self.turn
         # First, the answer's id and place: a client can stop it (POST .../stop), and
         # find it again in the thread's pages if the stream breaks; and its question's
         # id, which a client edits (POST .../edit).
@@ -402,35 +420,29 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
             "question_id": turn.question_id,
         }
         yield f"event: started\ndata: {json.dumps(started)}\n\n".encode()
-        worker = threading.Thread(target=run, daemon=True)
-        worker.start()
-        try:
-            while True:
-                try:
-                    item = events.get(timeout=settings.CHAT_SSE_KEEPALIVE_SECONDS)
-                except queue.Empty:
-                    # A comment line: a proxy that cuts an idle stream sees it move while
-                    # the model thinks or a tool runs; clients ignore it.
-                    yield b": keep-alive\n\n"
-                    continue
-                if item is done:
-                    return
-                event, data = item
-                if event == "done" and not Message.objects.filter(pk=data["message_id"]).exists():
-                    # Stored, then deleted with its conversation before the client read
-                    # this far: `done` would name a message that no longer exists.
-                    event, data = "error", {"message": THREAD_DELETED}
-                yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-        except GeneratorExit:
-            # The server closes the stream when a write fails: the client hung up (a
-            # Stop button, a closed tab). The turn stops at its next token and stores
-            # what it wrote, instead of running on for nobody. Where a hang-up is only
-            # seen at the next write, or not at all behind some proxies, clients POST
-            # .../stop as well.
-            turn.stop.set()
-            raise
+        while True:
+            try:
+                item = self.events.get(timeout=settings.CHAT_SSE_KEEPALIVE_SECONDS)
+            except queue.Empty:
+                # A comment line: a proxy that cuts an idle stream sees it move while
+                # the model thinks or a tool runs; clients ignore it.
+                yield b": keep-alive\n\n"
+                continue
+            if item is _DONE:
+                return
+            event, data = item
+            if event == "done" and not Message.objects.filter(pk=data["message_id"]).exists():
+                # Stored, then deleted with its conversation before the client read
+                # this far: `done` would name a message that no longer exists.
+                event, data = "error", {"message": THREAD_DELETED}
+            yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
 
-    response = StreamingHttpResponse(body(), content_type="text/event-stream")
+
+_DONE = object()
+
+
+def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(_TurnStream(turn), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
@@ -446,8 +458,9 @@ def _event_stream(turn: services.Turn) -> StreamingHttpResponse:
         "`metadata.stopped`. An answer still pending 10 s after the ask (its server "
         "stopped) is closed as such an error. `202` with the answer while it is stopping; "
         "`200` with it unchanged when it had already ended. The stream's `done` event "
-        "then carries `stopped: true`. Hanging up on a stream stops its turn too, where "
-        "the server sees the hang-up."
+        "then carries `stopped: true`. This is the only way to stop a turn: a client "
+        "that hangs up on its stream (a reload, a lost connection) does not, and finds "
+        "the answer stored once it is finished."
     ),
     request=None,
     responses={

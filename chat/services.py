@@ -59,8 +59,8 @@ logger = logging.getLogger(__name__)
 
 
 class TurnStopped(Exception):
-    """The turn was asked to stop: its stream's client hung up, or someone POSTed
-    .../stop. What it wrote so far is stored, marked stopped."""
+    """The turn was asked to stop (someone POSTed .../stop). What it wrote so far is
+    stored, marked stopped."""
 
 
 class MentionError(LookupError):
@@ -407,8 +407,8 @@ class Turn:
     room: int = field(default_factory=lambda: settings.CHAT_MAX_ANSWER_CHARS)
     # The first half of a surrogate pair that ended a delta: the next one completes it.
     half: str = ""
-    # Set when the turn must stop: by the SSE view when its client hangs up (this
-    # process), or by check_stopped reading a POST .../stop (any process).
+    # Set when the turn must stop: by check_stopped reading a POST .../stop (from any
+    # process).
     stop: threading.Event = field(default_factory=threading.Event)
     stop_checked_at: float = 0.0
     # The question this turn answers (stored with its answer): a client edits it next.

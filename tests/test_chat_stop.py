@@ -9,13 +9,16 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import socket
 import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+import requests
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
 
 from chat import services
 from chat.models import Message
@@ -103,22 +106,64 @@ def test_stop_ends_a_streaming_turn_and_stores_what_it_wrote(llm, workspace, api
     assert again.json()["resolved_content"] == stored.resolved_content
 
 
-def test_a_client_hanging_up_stops_the_turn(llm, workspace, api):
-    """The page's Stop aborts its fetch: the server closes the stream, and the turn must
-    not run on for nobody (it did, until the model was done)."""
-    llm.script = [answer("", chunks=endless_words())]
+def some_words(count: int) -> Iterator[str]:
+    """An answer the model writes a word every 20 ms, then ends."""
+    for n in range(count):
+        time.sleep(0.02)
+        yield f"word{n} "
+
+
+def test_a_client_hanging_up_does_not_cost_the_answer(llm, workspace, api):
+    """A reload or a lost connection closes the stream mid-answer: the turn runs to its
+    end and stores the whole answer, which the conversation shows when opened again.
+    Only POST .../stop stops a turn."""
+    llm.script = [answer("", chunks=some_words(40))]
     thread_id = new_thread(api)
     response = ask_streamed(api, thread_id)
-    shown = read_tokens(events_of(response), 3)
+    read_tokens(events_of(response), 3)
     response.close()  # what the WSGI server does when a write to the client fails
     stored = wait_settled(thread_id)
     assert stored.status == Message.Status.COMPLETE
-    assert stored.metadata["stopped"] is True
-    assert stored.resolved_content.startswith(shown.strip())
+    assert "stopped" not in stored.metadata
+    assert stored.resolved_content == "".join(f"word{n} " for n in range(40))
+
+
+@pytest.mark.parametrize("after", [0.0, 0.02, 0.3])
+def test_a_client_gone_at_any_moment_still_gets_its_answer_stored(
+    llm, workspace, user, live_server, after
+):
+    """A real HTTP client hangs up `after` seconds into the request, while the model
+    thinks: before the server first wrote to it (a Stop pressed right after Send, or a
+    tab closed), the stream's body was never read, so its turn never ran and the answer
+    stayed pending until it was called lost."""
+
+    def thinking(request: dict) -> dict:
+        time.sleep(1)
+        return answer("The tide turns twice a day.")
+
+    llm.script = [thinking]
+    token = Token.objects.create(user=user).key
+    host, port = live_server.url.removeprefix("http://").split(":")
+    created = requests.post(f"{live_server.url}/api/threads", json={"title": ""},
+                            headers={"Authorization": f"Token {token}"}, timeout=10)
+    thread_id = created.json()["id"]
+    body = json.dumps({"content": "Tell me about tides."}).encode()
+    client = socket.create_connection((host, int(port)))
+    client.sendall(
+        f"POST /api/threads/{thread_id}/messages HTTP/1.1\r\nHost: {host}\r\n"
+        f"Authorization: Token {token}\r\nAccept: text/event-stream\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    time.sleep(after)
+    client.close()
     deadline = time.monotonic() + 5
-    while not llm.hung_up:  # the model's stream was closed too
-        assert time.monotonic() < deadline, "the model was never hung up on"
+    while not Message.objects.filter(thread_id=thread_id, role=Message.Role.ASSISTANT).exists():
+        assert time.monotonic() < deadline, "the question was never asked"
         time.sleep(0.05)
+    stored = wait_settled(thread_id)
+    assert stored.status == Message.Status.COMPLETE, stored.resolved_content
+    assert stored.resolved_content == "The tide turns twice a day."
 
 
 def test_a_turn_stopped_before_it_wrote_anything_is_an_error_saying_so(llm, workspace, api):

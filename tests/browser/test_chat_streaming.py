@@ -152,6 +152,35 @@ def test_stop_ends_the_answer_and_keeps_what_was_written(llm: ScriptedLLM, page:
         "(Stopped: the answer was not written further.)")
 
 
+def test_stop_pressed_before_the_server_named_the_answer_still_stops_it(
+    llm: ScriptedLLM, page: Page
+):
+    """The ask is held on its way to the server until Stop is pressed: the page has no
+    answer id to stop yet. It waits for the server to name the answer, then asks it to
+    stop; before, it only aborted the request, and a hang-up does not stop a turn (a
+    reload must not cost the answer), so the answer went on being written unseen."""
+    llm.script = [answer("", chunks=endless_words())]
+    held: list = []
+    page.route("**/api/threads/*/messages", lambda route: held.append(route)
+               if route.request.method == "POST" else route.continue_())
+    page.goto("/")
+    new_chat(page)
+    type_question(page, "Tell me everything about tides.")
+    expect(page.locator("#stop")).to_be_visible()
+    while not held:
+        page.wait_for_timeout(50)
+    page.locator("#stop").click()
+    expect(last_answer(page).locator(".status-line")).to_have_text("Stopping…")
+    held[0].continue_()
+    expect(page.locator("#send")).to_be_visible()
+    # The answer as the server stored it: what was written, or nothing, marked stopped.
+    expect(last_answer(page)).to_contain_text(re.compile(
+        r"Stopped: the answer was not written further|it was stopped"), timeout=15_000)
+    stored = stored_answer(page, shown_thread_id(page))
+    assert stored["status"] in ("complete", "error") and stored["metadata"]["stopped"], stored
+    expect(last_answer(page)).not_to_contain_text("This answer is not finished yet")
+
+
 # --- M4: failures keep the text, say why without the server's address, and retry -------
 
 

@@ -1379,16 +1379,24 @@
   }
 
   /* Stop: the server is asked to stop the turn (it stores what was written, marked
-   * stopped), and the fetch is aborted so the page stops reading at once. */
+   * stopped), and the fetch is aborted so the page stops reading at once. Hanging up
+   * alone would not stop it (a reload must not cost the answer), so a Stop pressed
+   * before the server named the answer waits for its name (the `started` event). */
   function stopStream(stream) {
     if (!stream || stream.stopping || stream.ended) return;
     stream.stopping = true;
-    if (stream.messageId !== null) {
-      api(`/api/threads/${stream.threadId}/messages/${stream.messageId}/stop`, { method: "POST" })
-        .catch(() => {}); // hanging up stops it too
-    }
-    stream.controller.abort();
     ui.input.focus();
+    if (stream.messageId === null) {
+      stream.status.textContent = "Stopping…";
+      return;
+    }
+    askToStop(stream);
+  }
+
+  function askToStop(stream) {
+    api(`/api/threads/${stream.threadId}/messages/${stream.messageId}/stop`, { method: "POST" })
+      .catch(() => {}); // gone already: the stored answer is shown all the same
+    stream.controller.abort();
   }
 
   async function streamAnswer(stream, mentions) {
@@ -1464,6 +1472,7 @@
         }
         const page = Math.max(1, Math.ceil(((data && data.seq) || 1) / MESSAGE_PAGE_SIZE));
         stream.pagePath = `/api/threads/${threadId}/messages?page=${page}&page_size=${MESSAGE_PAGE_SIZE}`;
+        if (stream.stopping) askToStop(stream); // Stop was pressed before this
       } else if (event === "progress") {
         status.textContent = (data && data.label) || "Working…";
       } else if (event === "token") {
