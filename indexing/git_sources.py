@@ -121,7 +121,7 @@ def check_git_url(*, url: str, user=None) -> RemoteAccess:
             f"A repository address may be at most {longest} characters long"
         )
     if url.lower().startswith("file://"):
-        if user is not None and not sources.may_add_server_paths(user):
+        if user is not None and not selectors.may_add_server_paths(user=user):
             raise sources.SourceRefused(
                 "Cloning a repository on the server (file://) is for staff allowed to add "
                 "documents; give its http(s) address instead."

@@ -525,24 +525,14 @@ def _refuse_same_source(*, document: Document, folder_id: int | None) -> None:
     )
 
 
-def may_add_server_paths(user) -> bool:
-    """Whether `user` may add a file or folder on the server by its path.
-
-    INGEST_SERVER_ROOTS are the operator's folders, offered to the admin's *Add
-    sources*: staff allowed to add documents. A workspace member who is not (the REST
-    API offers uploads and URLs only) must not read the server's files through another
-    edge (MCP) into their workspace. The same users are shown server paths (the rule
-    is knowledge.selectors').
-    """
-    return selectors.may_add_server_paths(user=user)
-
-
 def server_source(path: Path, *, user) -> dict[str, Any]:
     """What register_job reads at a server path for `user`: a directory as a code
     repository, a file as one source. SourceRefused when the user may not add server
-    paths (may_add_server_paths), outside INGEST_SERVER_ROOTS (both before saying
-    whether the path exists) or when nothing is there."""
-    if not may_add_server_paths(user):
+    paths (selectors.may_add_server_paths: a member who is not, offered uploads and URLs
+    by the REST API, must not read the server's files into their workspace through
+    another edge, MCP), outside INGEST_SERVER_ROOTS (both before saying whether the path
+    exists) or when nothing is there."""
+    if not selectors.may_add_server_paths(user=user):
         raise SourceRefused(
             "Adding a file or folder on the server is for staff allowed to add documents "
             "(as the admin's Add sources is); add a URL instead, or ask an administrator."

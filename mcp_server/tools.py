@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from chat import grounding, passages
-from indexing import freshness, git_sources, sources
+from indexing import git_sources, sources
 from indexing.serializers import ReindexResultSerializer
 from knowledge import locators, selectors
 from knowledge.models import Document, Workspace
@@ -29,6 +29,7 @@ from knowledge.serializers import (
     HitSerializer,
     IngestJobSerializer,
     SearchQuerySerializer,
+    without_server_paths,
 )
 
 READ_MAX_PASSAGES = 200
@@ -264,7 +265,7 @@ def ingest(
     INGEST_SERVER_ROOTS).
 
     A URL is any member's, as in the API; a path is only for staff allowed to add
-    documents, as the admin's *Add sources* (sources.may_add_server_paths).
+    documents, as the admin's *Add sources* (selectors.may_add_server_paths).
     A directory is added as a code repository, like the admin's *Add sources*; so is a
     git URL (or a `url` only git speaks, or ending in .git), cloned on a bulk worker.
     Indexing runs on the workers: poll job_status.
@@ -479,17 +480,21 @@ def stale(
     def named(d: Document) -> dict[str, Any]:
         return summary(d, server_paths=server_paths)
 
+    def shown(d: Document, error: str) -> str:
+        # Why a source was not read names its server path: the operator's, as in a listing.
+        return error if server_paths else without_server_paths(d, error)
+
     checked: dict[str, Any] = {
         "checked": True,
         "stale": [named(d) for d in report.stale],
         "outdated": len(report.outdated),  # of the stale: indexed by older indexing code
         "unchanged": len(report.fresh),
         "unreachable": [
-            {**named(d), "error": _without_server_paths(error, d, server_paths)}
+            {**named(d), "error": shown(d, error)}
             for d, error in report.unreachable
         ],
         "not_checked": [
-            {**named(d), "error": _without_server_paths(refused[d.pk], d, server_paths)}
+            {**named(d), "error": shown(d, refused[d.pk])}
             for d in documents.filter(pk__in=refused)
         ],
         # Files added to its repositories since they were ingested: `ingest` of the
@@ -525,16 +530,6 @@ def _stale_ids(ws: Workspace, document_ids: list[int]) -> list[int]:
     if missing := [i for i in document_ids if i not in held]:
         raise Refused(f"No document {missing[0]} in this workspace")
     return document_ids
-
-
-def _without_server_paths(error: str, document: Document, server_paths: bool) -> str:
-    if server_paths:
-        return error
-    metadata = document.metadata or {}
-    return locators.without_server_paths(
-        error, document.uri, str(metadata.get("path") or ""),
-        str(metadata.get(freshness.REPO_ROOT_KEY) or ""),
-    )
 
 
 def _new_file(item, server_paths: bool) -> dict[str, Any]:
