@@ -102,9 +102,25 @@ class SearchScope(TypedDict, total=False):
 Result = Annotated[CallToolResult, dict[str, Any]]
 
 
+# Digits a result's fractions keep (scores, similarities, coverage): printed with 16
+# decimals, each told an agent nothing more and cost it a dozen characters.
+DECIMALS = 4
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, DECIMALS)
+    if isinstance(value, dict):
+        return {key: _rounded(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(item) for item in value]
+    return value
+
+
 def _compact(result: dict[str, Any]) -> CallToolResult:
     """The result as structured content and as one line of JSON: the SDK's text copy was
     indented, one number a line, longer than the passages it carried."""
+    result = _rounded(result)
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"), default=str)
     return CallToolResult(content=[TextContent(type="text", text=text)],
                           structured_content=result)
@@ -200,8 +216,10 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     ) -> Result:
         """Hybrid search (meaning and keywords) over the workspace's documents.
 
-        Returns passages best first, each with its number n (cite it as [n]), document,
-        text, locator and label (e.g. "p. 4" or "lines 10-42"). Numbers live in a
+        Returns passages best first, each with its number n (cite it as [n]),
+        document_id, label (e.g. "page 4" or "lines 10-42"), locator, text and score;
+        `documents` names each document once (id, title, source_type, uri, path) and
+        `query` is the query searched. Numbers live in a
         conversation: without conversation_id a new one starts; pass the returned one
         to keep a passage's number across calls. A scope naming a document or folder
         outside the workspace, or a key other than document_ids and folder_ids, is an
@@ -246,10 +264,12 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     ) -> Result:
         """Check an answer that cites this conversation's passages as [n].
 
-        Each sentence gets a verdict (supported, partial, unsupported, or uncited for a
-        claim without a citation) and each cited number its passage, a support verdict
-        with a reason and the supporting span; numbers the conversation never issued
-        are dropped. coverage = supported claim sentences / claim sentences.
+        Each sentence comes back as its text (citing [n] as written) with a verdict
+        (supported, partial, unsupported, or uncited for a claim without a citation),
+        and each cited number with its passage, a support verdict with a reason and the
+        supporting span (character offsets in the passage's text); numbers the
+        conversation never issued are taken out and listed in dropped_citations.
+        coverage = supported claim sentences / claim sentences.
         """
         return _run(token_of, ctx, tools.check_answer, conversation_id=conversation_id,
                     answer=answer, workspace=workspace)

@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from chat import grounding, passages
+from citations.normalizer import plain_markers
 from indexing import git_sources, sources
 from indexing.serializers import ReindexResultSerializer
 from knowledge import locators, selectors
@@ -124,6 +125,32 @@ def _for_agents(item: dict[str, Any]) -> dict[str, Any]:
 
 SCOPE_KEYS = ("document_ids", "folder_ids")
 
+# A hit's document (the API's hit fields, named here as list_sources names them): every
+# hit of a document repeated it, a search's ten hits of one PDF ten times over.
+HIT_DOCUMENT_FIELDS = {"document_title": "title", "source_type": "source_type",
+                       "document_uri": "uri", "document_path": "path"}
+
+
+def _hits_for_agents(
+    hits: list[dict[str, Any]], numbers: dict[int, int]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The API's hits as `documents` (each once, in the order of its first hit) and
+    `results`: each passage numbered, naming its document by id, with a permalink only
+    when there is one (a repository's, on its forge)."""
+    documents: dict[int, dict[str, Any]] = {}
+    results = []
+    for hit in hits:
+        documents.setdefault(hit["document_id"], {
+            "id": hit["document_id"],
+            **{name: hit[field] for field, name in HIT_DOCUMENT_FIELDS.items()},
+        })
+        passage = {"n": numbers[hit["chunk_id"]], "document_id": hit["document_id"],
+                   "label": hit["label"]}
+        passage |= {key: value for key, value in hit.items()
+                    if key not in HIT_DOCUMENT_FIELDS and not (key == "permalink" and not value)}
+        results.append(_for_agents(passage))
+    return list(documents.values()), results
+
 
 def search_knowledge_base(
     user,
@@ -166,14 +193,15 @@ def search_knowledge_base(
     hits = [hit for hit in result.hits if matches(hit)]
     thread = _conversation(user, ws, conversation_id, data["q"])
     numbers = passages.number_hits(thread=thread, hits=hits)
+    documents, results = _hits_for_agents(HitSerializer(hits, many=True).data, numbers)
     found: dict[str, Any] = {
         "workspace": ws.slug,
         "conversation_id": thread.pk,
         "cite_as": CITE_AS,
         "query": result.query,
         "matched": bool(hits),
-        "results": [_for_agents({"n": numbers[hit["chunk_id"]], **hit})
-                    for hit in HitSerializer(hits, many=True).data],
+        "documents": documents,
+        "results": results,
         "metadata": result.metadata,
     }
     if left_out := len(result.hits) - len(hits):
@@ -252,9 +280,23 @@ def check_answer(
         raise Refused(str(exc)) from exc
     return {
         "conversation_id": thread.pk,
-        **checked,
+        "dropped_citations": checked["dropped_citations"],
+        "coverage": checked["coverage"],
+        "sentences": _as_written(checked["answer"], checked["sentences"]),
         "citations": [_for_agents(citation) for citation in checked.get("citations", [])],
     }
+
+
+def _as_written(checked: str, sentences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each checked sentence as its text, citing [n] as the agent wrote it, in place of
+    its offsets: they index the answer as the check rewrote it, with the server's
+    [citation:n] tokens (and numbers never issued taken out), which the agent never
+    wrote. That rewritten answer went back whole, the server's tokens in it."""
+    return [
+        {"text": plain_markers(checked[s["char_start"]:s["char_end"]]),
+         **{key: value for key, value in s.items() if key not in ("char_start", "char_end")}}
+        for s in sentences
+    ]
 
 
 def ingest(

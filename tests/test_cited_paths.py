@@ -83,7 +83,7 @@ def test_search_mcp_and_ask_show_the_path_not_the_servers(
     by_mcp = mcp_tools.search_knowledge_base(
         user, query="tide tables", scope=None, limit=5, workspace=None, conversation_id=None
     )
-    assert by_mcp["results"][0]["document_path"] == "harbour/tides.md"
+    assert by_mcp["documents"][0]["path"] == "harbour/tides.md"
 
     out = io.StringIO()
     call_command("ask", QUESTION, workspace=workspace.slug, debug=True, stdout=out)

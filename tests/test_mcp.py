@@ -89,7 +89,10 @@ def test_stdio_tools_search_read_and_list(site):
     assert ok and body["workspace"] == "harbour"
     best = body["results"][0]
     assert "closes two hours before low tide" in best["text"]
-    assert best["document_id"] == document.pk and best["document_title"] == document.title
+    assert best["document_id"] == document.pk
+    assert body["documents"] == [{"id": document.pk, "title": document.title,
+                                  "source_type": "markdown", "uri": "",
+                                  "path": "handbook.md"}]
     assert best["locator"]["char_end"] > best["locator"]["char_start"]
     assert best["locator"]["heading_path"] == ["Harbour handbook", "Tides"]
     assert best["label"]  # what a citation shows, e.g. "Harbour handbook › Tides"
@@ -163,9 +166,9 @@ def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_the
                                  answer=answer)
             fresh = await call(client, "search_knowledge_base", query="mooring")
             blank = await call(client, "search_knowledge_base", query=" ")
-            return first, again, read, checked, fresh, blank
+            return first, again, read, checked, fresh, blank, gate
 
-    first, again, read, checked, fresh, blank = run(session)
+    first, again, read, checked, fresh, blank, gate = run(session)
     # An error names the tool's own argument.
     assert blank == (False, "query: This field may not be blank.")
     ok, body = first
@@ -188,6 +191,13 @@ def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_the
     assert ok, body
     assert body["dropped_citations"] == [7]  # never issued in this conversation
     verdicts = [s["verdict"] for s in body["sentences"]]
+    # Each sentence as the agent wrote it, its citations [n]; the number never issued out.
+    assert [s["text"] for s in body["sentences"]] == [
+        f"The harbour gate closes two hours before low tide [{gate}].",
+        f"Boats must be out of the harbour five hours before low tide [{gate}].",
+        "The harbour master is paid by the town council.",
+    ]
+    assert "answer" not in body
     assert verdicts[0] == "supported" and verdicts[1] in ("unsupported", "partial"), verdicts
     assert verdicts[2] == "uncited"
     (cited,) = body["citations"]

@@ -8,6 +8,7 @@ threads, hence committed data (`transaction=True`).
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -75,6 +76,28 @@ def test_results_are_compact_and_keep_no_page_drawing_boxes(agent):
         "id", "title", "source_type", "uri", "path", "folder", "folder_path", "status",
         "chunk_count", "last_error", "last_indexed_at",
     }
+    # A search names each document once, at the top; each hit only its id. Its three hits
+    # of this PDF each repeated its title, source, uri and path, and an empty permalink.
+    assert search[2]["documents"] == [{
+        "id": document.pk, "title": document.title, "source_type": "pdf", "uri": "",
+        "path": "q3-launch-notes.pdf",
+    }]
+    assert len(hits) == 3
+    for hit in hits:
+        assert hit["document_id"] == document.pk and hit["label"].startswith("page ")
+        assert not {"document_title", "source_type", "document_uri", "document_path",
+                    "permalink", "cite_as", "query"} & hit.keys(), hit
+    assert search[2]["query"] == "launch budget" and search[2]["cite_as"]
+    # Fractions at 4 decimals (scores, similarities, coverage): they printed 16.
+    for _, text, _ in (search, check):
+        assert not re.search(r"\d\.\d{5}", text), re.search(r"\d\.\d{5,}", text)[0]
+    assert hits[0]["score"] == round(hits[0]["score"], 4) > 0
+    # check_answer gives the answer back as the agent wrote it, a sentence at a time, not
+    # rewritten with the server's [citation:n] tokens (its offsets indexed that rewrite).
+    assert "citation:" not in check[1] and "answer" not in check[2]
+    (sentence,) = check[2]["sentences"]
+    assert sentence["text"] == "The total approved launch budget is €18,500 [1]."
+    assert sentence["citations"] == [1] and "char_start" not in sentence
 
 
 def test_list_sources_is_lean_and_lists_folders_once_and_bounded(agent):
