@@ -65,6 +65,17 @@ class Hit:
     keyword_rank: int | None = None
     keyword_score: float | None = None
 
+    @property
+    def matched(self) -> bool:
+        """Whether the query found something here: the keyword leg did (the passage holds
+        a word of the query), or it is close in meaning (SEARCH_MATCH_MIN_SIMILARITY). The
+        dense leg ranks every passage, so a query nothing matches ("xxxx", a question
+        about something else) gets the workspace's nearest passages back all the same.
+        A hit neither leg ranked (added by graph expansion) counts as matched."""
+        if self.keyword_rank is not None or self.dense_score is None:
+            return True
+        return self.dense_score >= settings.SEARCH_MATCH_MIN_SIMILARITY
+
 
 @dataclass
 class SearchResult:

@@ -219,6 +219,11 @@ class HitSerializer(serializers.Serializer):
     dense_score = serializers.FloatField(allow_null=True)
     keyword_rank = serializers.IntegerField(allow_null=True)
     keyword_score = serializers.FloatField(allow_null=True)
+    matched = serializers.BooleanField(
+        help_text="false: the passage holds none of the query's words and is not close in "
+        "meaning (a similarity under SEARCH_MATCH_MIN_SIMILARITY), only the nearest the "
+        "workspace has: a query nothing matches still gets passages back"
+    )
 
     def get_label(self, obj) -> str:
         return locators.label(obj.locator)

@@ -22,7 +22,7 @@ from indexing import git_sources, sources
 from indexing.serializers import ReindexResultSerializer
 from knowledge import locators, selectors
 from knowledge.models import Document, Workspace
-from knowledge.search import Hit, Scope, ScopeError, search
+from knowledge.search import Scope, ScopeError, search
 from knowledge.serializers import (
     ChunkSerializer,
     DocumentSerializer,
@@ -147,7 +147,8 @@ def _hits_for_agents(
         passage = {"n": numbers[hit["chunk_id"]], "document_id": hit["document_id"],
                    "label": hit["label"]}
         passage |= {key: value for key, value in hit.items()
-                    if key not in HIT_DOCUMENT_FIELDS and not (key == "permalink" and not value)}
+                    if key not in HIT_DOCUMENT_FIELDS and key != "matched"  # all are here
+                    and not (key == "permalink" and not value)}
         results.append(_for_agents(passage))
     return list(documents.values()), results
 
@@ -190,7 +191,7 @@ def search_knowledge_base(
         )
     except ScopeError as exc:
         raise Refused(str(exc)) from exc
-    hits = [hit for hit in result.hits if matches(hit)]
+    hits = [hit for hit in result.hits if hit.matched]
     thread = _conversation(user, ws, conversation_id, data["q"])
     numbers = passages.number_hits(thread=thread, hits=hits)
     documents, results = _hits_for_agents(HitSerializer(hits, many=True).data, numbers)
@@ -213,17 +214,6 @@ def search_knowledge_base(
                             "rephrase, or browse with list_sources and read_document.")
         ).strip()
     return found
-
-
-def matches(hit: Hit) -> bool:
-    """Whether a hit is worth an agent's reading: the keyword leg found it (it holds a
-    word of the query), or it is close in meaning (SEARCH_MATCH_MIN_SIMILARITY). The
-    dense leg ranks every passage, so a query nothing matches ("xxxx", a question about
-    something else) got the whole workspace back, up to the limit, with no sign of it.
-    A hit neither leg ranked (added by graph expansion) is kept."""
-    if hit.keyword_rank is not None or hit.dense_score is None:
-        return True
-    return hit.dense_score >= settings.SEARCH_MATCH_MIN_SIMILARITY
 
 
 def _document(ws: Workspace, document_id: int) -> Document:

@@ -135,3 +135,13 @@ def test_post_keeps_the_bounds_get_has(api, workspace, settings):
     big = post(api, {"q": "潮" * 900})
     assert big.status_code == 413
     assert big.json() == {"detail": "The request body is 2.7 kB; the limit is 1.0 kB."}
+
+
+def test_each_hit_says_whether_the_query_matched_it(api, corpus):
+    """The dense leg ranks every passage: a query no document answers still gets the
+    nearest back, which a client must be able to tell from a match."""
+    found = api.get("/api/search", {"q": "tide stations", "limit": 3}).json()["results"]
+    assert found and found[0]["matched"] is True
+    nothing = api.get("/api/search", {"q": "xqzv wobblefrump", "limit": 3}).json()["results"]
+    assert nothing, "the nearest passages come back all the same"
+    assert [hit["matched"] for hit in nothing] == [False] * len(nothing), nothing
