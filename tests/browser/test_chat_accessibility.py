@@ -551,7 +551,11 @@ def test_skip_link_current_conversation_and_focus_after_a_delete(conversations, 
     # Deleting another conversation by keyboard: the question names the group, and
     # the focus goes on to the conversation that took its place.
     third = threads.nth(2).locator(".thread-link").inner_text()
-    page.get_by_role("button", name="Delete “Tide question”").focus()
+    page.get_by_role("button", name="Tide question", exact=True).focus()
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_role("button", name="Rename “Tide question”")).to_be_focused()
+    page.keyboard.press("ArrowRight")
+    expect(page.get_by_role("button", name="Delete “Tide question”")).to_be_focused()
     page.keyboard.press("Enter")
     group = page.get_by_role("group", name="Delete “Tide question” and its messages?")
     expect(group).to_be_visible()
@@ -561,6 +565,51 @@ def test_skip_link_current_conversation_and_focus_after_a_delete(conversations, 
     page.keyboard.press("Enter")
     expect(threads).to_have_count(49)
     expect(page.get_by_role("button", name=third, exact=True)).to_be_focused()
+
+
+def test_the_conversation_list_is_one_tab_stop_walked_with_the_arrow_keys(
+    conversations, page: Page
+):
+    """Each conversation and its Rename and Delete were three Tab stops: fifty
+    conversations stood between the keyboard and the messages. Their hidden actions also
+    kept their width, cutting every title short."""
+    page.goto("/")
+    threads = page.locator("#thread-list .thread")
+    expect(threads).to_have_count(50)
+    links = page.locator("#thread-list .thread-link")
+    # Once the page has opened the newest conversation (and focused the composer).
+    expect(page.locator("#composer-input")).to_be_focused()
+    page.locator("#new-chat").focus()
+    page.keyboard.press("Tab")
+    expect(links.first).to_be_focused()  # the conversation open, Budget
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Show older")).to_be_focused()
+
+    links.first.focus()
+    page.keyboard.press("ArrowDown")
+    expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("End")
+    expect(links.last).to_be_focused()
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowDown")
+    expect(links.nth(1)).to_be_focused()
+    # The conversation last reached is where Tab comes back to.
+    page.keyboard.press("Shift+Tab")
+    expect(page.locator("#new-chat")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("F2")
+    name = page.get_by_role("textbox", name="Conversation name")
+    expect(name).to_be_focused()
+    name.press("Escape")
+    expect(links.nth(1)).to_be_focused()
+
+    # A title has the row's width, Rename and Delete only shown on hover or focus.
+    page.mouse.move(0, 0)
+    page.locator("#composer-input").focus()
+    widths = threads.nth(3).evaluate(
+        "row => [row.clientWidth, row.querySelector('.thread-link').offsetWidth]")
+    assert widths[1] >= widths[0] - 2, widths
 
 
 def test_the_workspace_picker_switches_on_a_committed_choice_and_keeps_the_focus(

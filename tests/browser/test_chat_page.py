@@ -297,6 +297,14 @@ def conversations(corpus, workspace, user) -> dict[str, int]:
     return {"kept": kept.pk, "busy": busy.pk}
 
 
+def thread_action(page: Page, title: str, action: str):
+    """A conversation's Rename or Delete, as a pointer reaches it: shown on hover."""
+    row = page.locator("#thread-list .thread").filter(
+        has=page.get_by_role("button", name=title, exact=True))
+    row.hover()
+    return row.get_by_role("button", name=f"{action} “{title}”")
+
+
 def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations, page: Page):
     page.goto("/")
     threads = page.locator("#thread-list .thread")
@@ -309,13 +317,13 @@ def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations
     expect(threads).to_have_count(53)
     expect(page.get_by_role("button", name="Show older")).to_have_count(0)
 
-    page.get_by_role("button", name="Rename “Tide question”").click()
+    thread_action(page, "Tide question", "Rename").click()
     name = page.get_by_role("textbox", name="Conversation name")
     expect(name).to_have_value("Tide question")
     name.fill("Never mind")
     name.press("Escape")
     expect(threads.nth(1).locator(".thread-link")).to_have_text("Tide question")
-    page.get_by_role("button", name="Rename “Tide question”").click()
+    thread_action(page, "Tide question", "Rename").click()
     name.fill("  When is the launch?  ")
     name.press("Enter")
     expect(threads.nth(1).locator(".thread-link")).to_have_text("When is the launch?")
@@ -323,7 +331,7 @@ def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations
     kept = page.request.get(f"/api/threads/{conversations['kept']}")
     assert kept.json()["title"] == "When is the launch?"
 
-    page.get_by_role("button", name="Delete “Budget”").click()
+    thread_action(page, "Budget", "Delete").click()
     snapshot(page, "conversations")
     page.get_by_role("button", name="Cancel").click()
     remove = page.get_by_role("button", name="Delete “Budget”")
@@ -333,7 +341,7 @@ def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations
     page.keyboard.press("Escape")
     expect(remove).to_be_focused()
     expect(threads).to_have_count(53)
-    page.get_by_role("button", name="Delete “Budget”").click()
+    thread_action(page, "Budget", "Delete").click()
     page.get_by_role("button", name="Delete", exact=True).click()
     expect(threads).to_have_count(52)
     expect(page.locator("#messages .empty-state")).to_have_text(

@@ -35,6 +35,7 @@ from tests.browser.test_chat_page import (  # noqa: F401 (fixtures)
     page,
     passage_number,
     session_cookie,
+    thread_action,
 )
 from tests.scripted_llm import ScriptedLLM, answer, recorded, tool_call
 
@@ -371,7 +372,7 @@ def test_renaming_to_nothing_asks_for_a_name_and_keeps_the_old_one(
 ):
     page.goto("/")
     expect(last_answer(page)).to_contain_text("€18,500")  # opened: the list is drawn
-    page.get_by_role("button", name="Rename “Tide question”").click()
+    thread_action(page, "Tide question", "Rename").click()
     name = page.get_by_role("textbox", name="Conversation name")
     name.fill("   ")
     name.press("Enter")
@@ -381,7 +382,7 @@ def test_renaming_to_nothing_asks_for_a_name_and_keeps_the_old_one(
     name.press("Escape")
     expect(page.get_by_role("button", name="Tide question", exact=True)).to_be_visible()
     # Leaving the field empty keeps the old name too.
-    page.get_by_role("button", name="Rename “Tide question”").click()
+    thread_action(page, "Tide question", "Rename").click()
     name.fill("")
     page.locator("#composer-input").click()
     expect(page.get_by_role("button", name="Tide question", exact=True)).to_be_visible()

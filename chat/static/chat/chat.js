@@ -795,29 +795,41 @@
 
   // --- Threads -------------------------------------------------------------------
 
+  /* The list is one Tab stop (the open conversation, else the first): the arrow keys
+   * move between conversations and, to the right, onto a row's Rename and Delete; F2 and
+   * Delete do those from the conversation itself. Three stops a row took a keyboard user
+   * through every action of every conversation to reach the messages. */
   function renderThreads() {
     ui.threads.replaceChildren();
+    const current = state.threads.some((t) => t.id === state.threadId) ? state.threadId
+      : state.threads.length ? state.threads[0].id : null;
     for (const thread of state.threads) {
       const name = thread.title || "New chat";
       const button = el("button", {
         type: "button", className: "thread-link", text: name, title: name, dir: "auto",
         "aria-current": thread.id === state.threadId ? "true" : null,
+        "aria-describedby": "thread-keys", "aria-keyshortcuts": "F2 Delete",
+        tabindex: thread.id === current ? "0" : "-1",
       });
       button.addEventListener("click", () => selectThread(thread.id));
       const rename = el("button", {
-        type: "button", className: "thread-action", text: "✎", title: "Rename",
-        "aria-label": `Rename “${name}”`,
+        type: "button", className: "thread-action", text: "✎", title: "Rename (F2)",
+        "aria-label": `Rename “${name}”`, tabindex: "-1",
       });
       rename.addEventListener("click", () => startRename(item, thread));
       const remove = el("button", {
-        type: "button", className: "thread-action", text: "×", title: "Delete",
-        "aria-label": `Delete “${name}”`,
+        type: "button", className: "thread-action", text: "×", title: "Delete (Delete key)",
+        "aria-label": `Delete “${name}”`, tabindex: "-1",
       });
       remove.addEventListener("click", () => confirmDelete(item, thread));
       const item = el("li", {
         className: thread.id === state.threadId ? "thread active" : "thread",
         dataset: { id: String(thread.id) },
       }, [button, rename, remove]);
+      button.addEventListener("keydown", (event) => {
+        if (event.key === "F2") { event.preventDefault(); startRename(item, thread); }
+        if (event.key === "Delete") { event.preventDefault(); confirmDelete(item, thread); }
+      });
       ui.threads.append(item);
     }
     if (!state.threads.length) {
@@ -925,8 +937,11 @@
     const no = el("button", { type: "button", className: "thread-more", text: "Cancel" });
     const cancel = () => {
       renderThreads();
-      const again = ui.threads.querySelector(`.thread[data-id="${thread.id}"] .thread-action:last-child`);
-      if (again) again.focus();
+      const row = ui.threads.querySelector(`.thread[data-id="${thread.id}"]`);
+      if (!row) return;
+      // Its Delete is shown while the row holds the focus: the row's first, then Delete.
+      row.querySelector(".thread-link").focus();
+      row.querySelector(".thread-action:last-child").focus();
     };
     yes.addEventListener("click", () => deleteThread(thread));
     no.addEventListener("click", cancel);
@@ -958,6 +973,36 @@
     else {
       renderThreads();
       focusThreadAt(index);
+    }
+  }
+
+  /* Arrow keys within the list: Up and Down (Home, End) between conversations, Right and
+   * Left along a row's conversation, Rename and Delete. The conversation last reached
+   * is the list's Tab stop. */
+  function threadKeys(event) {
+    const target = event.target;
+    // (A row F2 or Delete just replaced is no longer in the list.)
+    const item = target.closest && target.closest(".thread");
+    if (!item || !target.matches(".thread-link, .thread-action")) return;
+    const row = [...item.querySelectorAll(".thread-link, .thread-action")];
+    const links = [...ui.threads.querySelectorAll(".thread-link")];
+    const at = links.indexOf(row[0]);
+    const moves = {
+      ArrowDown: links[at + 1], ArrowUp: links[at - 1], Home: links[0],
+      End: links[links.length - 1],
+      ArrowRight: row[row.indexOf(target) + 1], ArrowLeft: row[row.indexOf(target) - 1],
+    };
+    if (!(event.key in moves)) return;
+    event.preventDefault();
+    if (moves[event.key]) moves[event.key].focus();
+  }
+
+  function rememberThreadFocus(event) {
+    const item = event.target.closest && event.target.closest(".thread");
+    const link = item && item.querySelector(".thread-link");
+    if (!link) return; // renaming, or asking whether to delete
+    for (const other of ui.threads.querySelectorAll(".thread-link")) {
+      other.tabIndex = other === link ? 0 : -1;
     }
   }
 
@@ -2515,6 +2560,8 @@
   window.addEventListener("popstate", followLocation);
   window.addEventListener("hashchange", followLocation);
   ui.newChat.addEventListener("click", () => blankChat("push"));
+  ui.threads.addEventListener("keydown", threadKeys);
+  ui.threads.addEventListener("focusin", rememberThreadFocus);
   // On a phone the list is a drawer: the header's button opens it, a choice closes it.
   ui.threadsToggle.addEventListener("click", () => showThreadList(!document.body.classList
     .contains("threads-open")));
