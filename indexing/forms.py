@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from indexing import git_sources, sources
+from indexing.loaders.web import shown_url
 from knowledge import selectors
 from knowledge.models import Workspace
 
@@ -74,7 +75,9 @@ class AddSourcesForm(forms.Form):
                 f"At most {settings.INGEST_MAX_FILES_PER_UPLOAD} URLs at once "
                 f"({len(urls)} given)."
             )
-        problems = [f"{u}: {problem}" for u in urls if (problem := sources.url_problem(u))]
+        problems = [
+            f"{shown_url(u)}: {problem}" for u in urls if (problem := sources.url_problem(u))
+        ]
         if problems:
             raise forms.ValidationError(problems)
         return urls

@@ -611,7 +611,9 @@ def _swap_chunks(
     document = Document.objects.select_for_update().get(pk=document_id)
     if document.uri.startswith(("http://", "https://")):
         document = canonical.kept_as(
-            document=document, canonical=loaded.metadata.get(CANONICAL_URL_KEY, "")
+            document=document, canonical=loaded.metadata.get(CANONICAL_URL_KEY, ""),
+            # load_fetched's "url": where the page's bytes came from, after redirects.
+            fetched_from=loaded.metadata.get("url", ""),
         )
     reusable: dict[str, list[Chunk]] = defaultdict(list)
     for chunk in document.chunks.only(

@@ -51,7 +51,13 @@ from indexing.loaders.repo import (
     read_head,
 )
 from indexing.loaders.text import SNIFF_BYTES
-from indexing.loaders.web import check_url, web_source_url
+from indexing.loaders.web import (
+    check_url,
+    has_credentials,
+    refuse_credentials,
+    shown_url,
+    web_source_url,
+)
 from indexing.pipeline import REPEATED_BLOCKS_KEY, keep_git_blob, read_source, too_large
 from indexing.signature import indexer_signature
 from indexing.types import IngestError, file_path, storable
@@ -959,14 +965,16 @@ def upload_problem(upload: UploadedFile) -> str:
 def url_problem(url: str) -> str:
     """Why a URL would be refused before any fetch ('' when it passes).
 
-    The same check `fetch_url` repeats on every hop: http(s) only, a host, and,
-    unless URL_FETCH_ALLOW_PRIVATE, no private or reserved address after DNS.
+    The same checks `fetch_url` repeats on every hop: http(s) only, no user name or
+    password in it, a host, and, unless URL_FETCH_ALLOW_PRIVATE, no private or reserved
+    address after DNS.
     """
     url = url.strip()
     longest = Document._meta.get_field("uri").max_length
     if len(url) > longest:
         return f"A URL may be at most {longest} characters long; this one has {len(url)}"
     try:
+        refuse_credentials(url)  # first: no other message may repeat them
         check_url(url, allow_private=settings.URL_FETCH_ALLOW_PRIVATE)
     except IngestError as exc:
         return str(exc)
@@ -1256,7 +1264,10 @@ def add_url(
     url = web_source_url(url)
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"Not an http(s) URL: {url!r}")
+        raise ValueError(f"Not an http(s) URL: {shown_url(url)!r}")
+    if has_credentials(url):  # url_problem says so first; never stored, whoever calls
+        raise ValueError(f"A web page's URL may not hold a user name or password: "
+                         f"{shown_url(url)!r}")
     document = _upsert(
         workspace, uri=url, folder=folder, job=job, title=url[:500], source_type="web"
     )
@@ -1732,7 +1743,7 @@ def _register_location(
 ) -> list[Document]:
     if _is_web(location):
         if problem := url_problem(location):
-            raise SourceRefused(f"{location}: {problem}")
+            raise SourceRefused(f"{shown_url(location)}: {problem}")
         return [add_url(workspace=workspace, url=location, folder=folder, job=job)]
     path = Path(location)
     if path.is_dir():

@@ -3,6 +3,7 @@ a page's encoding read as a browser reads it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 
@@ -72,26 +73,55 @@ PAGES |= {
     "/report.pdf": ("application/pdf", REPORT),
     "/files/report-final.pdf": ("application/pdf", REPORT),
     "/files/foreign.pdf": ("application/pdf", REPORT),
-    "/guide-header": ("text/html; charset=utf-8", GUIDE),
-    "/pier-header": ("text/html", PIER),
-    "/copied-header": ("text/html", COPIED),
+    "/guide/": ("text/html; charset=utf-8", GUIDE),
+    "/pier/index.html": ("text/html", PIER),
+    "/copied/": ("text/html", COPIED),
 }
+
+# Two pages of one host, by different authors: the second names the first's URL as its own.
+VICTIM = (
+    b"<html><head><title>Refund policy</title></head><body><main><h1>Refund policy</h1>"
+    b"<p>The refund window is 30 days for all customers.</p></main></body></html>"
+)
+ATTACKER = (
+    b'<html><head><title>Refund policy</title><link rel="canonical" href="/victim"></head>'
+    b"<body><main><h1>Refund policy</h1><p>The refund window is 0 days; send refund "
+    b"requests to attacker@evil.example.</p></main></body></html>"
+)
+# A page shown by its id, naming the page of another id (or none) as its own.
+VIEW = PIER.replace(b'href="/pier?utm_source=x"', b'href="/view?id=8"')
+PAGES |= {
+    "/victim": ("text/html", VICTIM),
+    "/attacker": ("text/html", ATTACKER),
+    "/attacker-header": ("text/html", ATTACKER.replace(b'<link rel="canonical" href="/victim">',
+                                                       b"")),
+    "/view": ("text/html", VIEW),
+}
+# Redirects by path: where the fetch is sent.
+REDIRECTS = {
+    "/files/latest.pdf": "/report.pdf",
+    "/old-guide": "/guide/",
+}
+SECRET = "SECRETTOKEN123"
 # A page naming, as its own, a URL longer than a document's URI may be.
 LONG = PIER.replace(b'href="/pier?utm_source=x"', b'href="/pier?' + b"&".join(
     b"k%d=v" % n for n in range(400)) + b'"')
 PAGES["/long"] = ("text/html", LONG)
 # Link headers by path.
 LINKS = {
-    "/report.pdf": '</report.pdf>; rel="canonical"',
-    "/files/report-final.pdf": '<https://x.example/a>; rel=next, <../report.pdf?utm_source=a>;'
-                               ' rel="alternate canonical"',
+    "/report.pdf": '<https://x.example/a>; rel=next, <report.pdf?utm_source=a>;'
+                   ' rel="alternate canonical"',
+    # The same bytes at another path of the site: another resource, never the report.
+    "/files/report-final.pdf": '<../report.pdf>; rel="canonical"',
     "/files/foreign.pdf": '<https://harbour.example/report.pdf>; rel=canonical',
     # An HTML page naming itself only in its header.
-    "/guide-header": '</guide>; rel="canonical"',
+    "/guide/": '</guide>; rel="canonical"',
     # Its markup names /pier: the markup wins.
-    "/pier-header": '</guide>; rel="canonical"',
-    # Its markup names another site's page, never believed; its header is on its own site.
-    "/copied-header": '</pier>; rel="canonical"',
+    "/pier/index.html": '</pier/>; rel="canonical"',
+    # Its markup names another site's page, never believed; its header is the page's own.
+    "/copied/": '</copied>; rel="canonical"',
+    # Another page's URL in a header, as in the markup.
+    "/attacker-header": '</victim>; rel="canonical"',
 }
 
 
@@ -107,11 +137,32 @@ class Site(BaseHTTPRequestHandler):
     bodies: list[str] = []  # the paths whose content was sent
     versions: dict[str, bytes] = {}  # a conditional page's content, GUIDE when not set
     served = 0
+    other = ""  # the base URL of another server on this host, for /port-page
 
     def do_GET(self) -> None:  # noqa: N802 (http.server API)
         Site.requests.append(self.path)
         path = self.path.partition("?")[0]
+        here = f"127.0.0.1:{self.server.server_port}"
+        if path in REDIRECTS or path == "/leak":
+            self.send_response(302)
+            # /leak: to this site's guide, with a user name and password in the address.
+            self.send_header("Location", REDIRECTS.get(path)
+                             or f"http://ci:{SECRET}@{here}/guide")
+            self.end_headers()
+            return
         page = PAGES.get(path)
+        if path == "/port-page":  # its text says which port served it; it names another's
+            page = ("text/html", (
+                f'<html><head><title>Ports</title><link rel="canonical" href="{Site.other}'
+                f'/port-page"></head><body><main><p>Served on port '
+                f"{self.server.server_port}.</p></main></body></html>"
+            ).encode())
+        if path == "/secret-canonical":  # it names itself with a password in its address
+            page = ("text/html", (
+                f'<html><head><title>Secret</title><link rel="canonical" href="http://ci:'
+                f'{SECRET}@{here}/secret-canonical"></head><body><main><p>The slipway '
+                f"closes at six.</p></main></body></html>"
+            ).encode())
         if path == "/nonce":  # a page whose bytes change on every fetch, its text never
             Site.served += 1
             page = ("text/html", GUIDE.replace(
@@ -149,7 +200,7 @@ class Site(BaseHTTPRequestHandler):
 @pytest.fixture
 def site(settings) -> Iterator[str]:
     settings.URL_FETCH_ALLOW_PRIVATE = True  # the test site is on loopback
-    Site.requests, Site.bodies, Site.versions = [], [], {}
+    Site.requests, Site.bodies, Site.versions, Site.other = [], [], {}, ""
     with serving(Site) as url:
         yield url
 
@@ -454,9 +505,9 @@ def test_a_pdf_naming_its_url_in_a_link_header_is_kept_under_it(
 ):
     """`Link: <…>; rel="canonical"` was not read: a PDF (which has no markup to name its URL
     in) added under two addresses was two documents, each answer citing one copy."""
-    first = indexed(workspace, counting_embedder, f"{site}/files/report-final.pdf")
+    first = indexed(workspace, counting_embedder, f"{site}/report.pdf?download=1")
     assert first.uri == f"{site}/report.pdf"  # resolved against the response, tracking dropped
-    assert first.metadata["added_as"] == [f"{site}/files/report-final.pdf"]
+    assert first.metadata["added_as"] == [f"{site}/report.pdf?download=1"]
     assert first.source_type == "pdf"
     for chunk in first.chunks.all():
         assert chunk.locator["url"] == f"{site}/report.pdf" and chunk.locator["page"] == 1
@@ -466,10 +517,20 @@ def test_a_pdf_naming_its_url_in_a_link_header_is_kept_under_it(
     assert document.pk == first.pk and document.status == Document.Status.INDEXED
     assert Chunk.objects.filter(text__contains="breakwater").count() == 1
 
-    # Another site's URL in the header is never believed, as in the markup.
-    foreign = indexed(workspace, counting_embedder, f"{site}/files/foreign.pdf")
-    assert foreign.uri == f"{site}/files/foreign.pdf"
-    assert "canonical_url" not in foreign.metadata
+    # Reached by a redirect: judged at the URL it led to, which names itself.
+    moved = sources.add_url(workspace=workspace, url=f"{site}/files/latest.pdf")
+    pipeline.index_document(document_id=moved.pk, embedder=counting_embedder)
+    [document] = Document.objects.all()
+    assert document.pk == first.pk and document.uri == f"{site}/report.pdf"
+    assert document.metadata["added_as"][-1] == f"{site}/files/latest.pdf"
+
+    # Another site's URL in the header is never believed, as in the markup; nor is
+    # another path of the page's own site, whatever its bytes.
+    for path in ("/files/foreign.pdf", "/files/report-final.pdf"):
+        other = indexed(workspace, counting_embedder, f"{site}{path}")
+        assert other.uri == f"{site}{path}"
+        assert "canonical_url" not in other.metadata
+    assert Document.objects.count() == 3
 
 
 def test_an_html_pages_own_canonical_link_wins_over_its_link_header(
@@ -477,14 +538,12 @@ def test_an_html_pages_own_canonical_link_wins_over_its_link_header(
 ):
     """The markup is written for that page; a header is often one rule for a whole path.
     The header counts when the markup names none that may be believed."""
-    assert indexed(workspace, counting_embedder, f"{site}/guide-header").uri == f"{site}/guide"
-    assert indexed(workspace, counting_embedder, f"{site}/pier-header").uri == f"{site}/pier"
-    added = sources.add_url(workspace=workspace, url=f"{site}/copied-header")
-    pipeline.index_document(document_id=added.pk, embedder=counting_embedder)
-    # The header's URL, not the other site's its markup names: one document with /pier.
-    pier = Document.objects.get(uri=f"{site}/pier")
-    assert pier.metadata["added_as"] == [f"{site}/pier-header", f"{site}/copied-header"]
-    assert Document.objects.count() == 2
+    assert indexed(workspace, counting_embedder, f"{site}/guide/").uri == f"{site}/guide"
+    # Markup /pier, header /pier/: the markup's.
+    assert indexed(workspace, counting_embedder, f"{site}/pier/index.html").uri == f"{site}/pier"
+    # The header's URL, not the other site's its markup names.
+    assert indexed(workspace, counting_embedder, f"{site}/copied/").uri == f"{site}/copied"
+    assert Document.objects.count() == 3
 
 
 def test_the_id_of_a_page_merged_into_another_names_the_document_it_lives_on_as(
@@ -538,18 +597,19 @@ def test_ids_merged_into_a_document_follow_it_when_it_is_merged_in_turn(
 
     kept = indexed(workspace, counting_embedder, f"{site}/guide")
     earlier = 10**9  # an id merged into the second before
-    first = Document.objects.create(workspace=workspace, uri=f"{site}/a", source_type="web")
-    second = Document.objects.create(workspace=workspace, uri=f"{site}/b", source_type="web",
+    a, b = f"{site}/guide/index.html", f"{site}/guide/"
+    first = Document.objects.create(workspace=workspace, uri=a, source_type="web")
+    second = Document.objects.create(workspace=workspace, uri=b, source_type="web",
                                      metadata={"merged_ids": [earlier]})
     first_id = first.pk
     with transaction.atomic():
-        canonical.kept_as(document=first, canonical=f"{site}/b").save()
+        canonical.kept_as(document=first, canonical=b, fetched_from=a).save()
     with transaction.atomic():
         canonical.kept_as(document=Document.objects.get(pk=second.pk),
-                          canonical=f"{site}/guide").save()
+                          canonical=f"{site}/guide", fetched_from=b).save()
     kept.refresh_from_db()
     assert kept.metadata["merged_ids"] == [earlier, first_id, second.pk]
-    assert kept.metadata["added_as"] == [f"{site}/a", f"{site}/b"]
+    assert kept.metadata["added_as"] == [a, b]
 
 
 def test_an_address_a_page_was_added_as_counts_as_held_against_the_quota(
@@ -617,3 +677,148 @@ def test_the_lookup_of_a_merged_id_reads_its_index_not_every_documents_metadata(
         cursor.execute("EXPLAIN " + queries.captured_queries[-1]["sql"])
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "document_merged_ids" in plan, plan
+
+
+# ------------------------------------------------- which URL a page may go by (audit 3)
+
+
+@pytest.mark.parametrize("victim_first", [True, False])
+@pytest.mark.parametrize("path", ["/attacker", "/attacker-header"])
+def test_a_page_naming_another_page_of_its_host_neither_replaces_it_nor_takes_its_url(
+    workspace, counting_embedder, site, path, victim_first
+):
+    """A page whose `<link rel=canonical>` (or Link header) named another page of its host
+    was stored and cited under that page's URL, replacing that page's document (audit 3,
+    finding 1): on a host where several people publish, anyone's page could put words
+    in another's."""
+    if victim_first:
+        victim = indexed(workspace, counting_embedder, f"{site}/victim")
+    page = indexed(workspace, counting_embedder, f"{site}{path}")
+    if not victim_first:
+        victim = indexed(workspace, counting_embedder, f"{site}/victim")
+    assert page.pk != victim.pk
+    assert page.uri == f"{site}{path}"
+    assert "canonical_url" not in page.metadata and "added_as" not in page.metadata
+    for chunk in page.chunks.all():
+        assert chunk.locator["url"] == f"{site}{path}"  # cited as where it came from
+    victim.refresh_from_db()
+    assert victim.uri == f"{site}/victim"
+    assert "30 days" in victim.text and "attacker" not in victim.text
+    assert not {"added_as", "merged_ids"} & set(victim.metadata)
+    assert not victim.chunks.filter(text__contains="window is 0 days").exists()
+    assert Document.objects.count() == 2
+
+
+def test_a_page_naming_its_url_on_another_port_of_its_host_is_not_believed(
+    workspace, counting_embedder, site
+):
+    """The port was ignored: a service on another port of the host (anyone's) could
+    name, and replace, this one's page of the same path."""
+    with serving(Site) as other:
+        Site.other = other
+        there = indexed(workspace, counting_embedder, f"{other}/port-page")
+        assert there.uri == f"{other}/port-page"  # it names itself
+        here = indexed(workspace, counting_embedder, f"{site}/port-page")
+    assert here.pk != there.pk and here.uri == f"{site}/port-page"
+    assert "canonical_url" not in here.metadata
+    there.refresh_from_db()
+    assert f"Served on port {other.rsplit(':', 1)[1]}." in there.text
+    assert Document.objects.count() == 2
+
+
+def test_a_canonical_url_may_drop_query_parameters_but_never_add_or_change_one(
+    workspace, counting_embedder, site
+):
+    """`/view?id=7` naming `/view?id=8` is another page naming itself: not believed (it
+    was). `/view?id=8&ref=mail` naming `/view?id=8` is that page reached by a link."""
+    seven = indexed(workspace, counting_embedder, f"{site}/view?id=7")
+    assert seven.uri == f"{site}/view?id=7"
+    assert "canonical_url" not in seven.metadata
+    bare = indexed(workspace, counting_embedder, f"{site}/view")
+    assert bare.uri == f"{site}/view"
+    eight = indexed(workspace, counting_embedder, f"{site}/view?id=8&ref=mail")
+    assert eight.uri == f"{site}/view?id=8"
+    assert eight.metadata["added_as"] == [f"{site}/view?id=8&ref=mail"]
+    assert Document.objects.count() == 3
+
+
+def test_a_page_reached_by_a_redirect_goes_by_the_url_it_names_where_it_was_led(
+    workspace, counting_embedder, site
+):
+    """What still merges: a redirect the fetch itself followed, then the page naming
+    itself there (its bytes came from that URL)."""
+    document = indexed(workspace, counting_embedder, f"{site}/old-guide")
+    assert document.uri == f"{site}/guide"
+    assert document.metadata["added_as"] == [f"{site}/old-guide"]
+    assert Site.requests == ["/old-guide", "/guide/"]
+
+
+def test_a_canonical_url_holding_a_password_is_not_believed(workspace, counting_embedder, site):
+    """It was on the page's own host, so it became the page's address, secret included."""
+    document = indexed(workspace, counting_embedder, f"{site}/secret-canonical")
+    assert document.uri == f"{site}/secret-canonical"
+    assert SECRET not in json.dumps(document.metadata)
+    for chunk in document.chunks.all():
+        assert chunk.locator["url"] == f"{site}/secret-canonical"
+
+
+# ------------------------------------------------------- credentials in a URL (audit 3)
+
+
+def test_a_url_holding_a_user_name_or_password_is_refused_and_its_secret_never_shown(
+    api, client, user, staff, workspace, site, caplog
+):
+    """`http://ci:TOKEN@host/page` was stored as the page's address and title, the job's
+    description, and in its error messages, shown to every member and reader (audit 3,
+    finding 6). It is refused wherever a URL is added, saying why without the secret."""
+    import io
+
+    from django.core.management import CommandError, call_command
+    from django.urls import reverse
+
+    from knowledge.models import IngestJob
+
+    url = site.replace("http://", f"http://ci:{SECRET}@") + "/guide"
+    said = "user name or password"
+
+    response = api.post("/api/documents", {"url": url}, format="json")
+    assert response.status_code == 400, response.content
+    assert said in response.content.decode() and SECRET not in response.content.decode()
+
+    with pytest.raises(tools.Refused) as refused:
+        tools.ingest(user, url=url, path=None, folder_id=None, workspace="acme")
+    assert said in str(refused.value) and SECRET not in str(refused.value)
+
+    client.force_login(staff)
+    form = client.post(reverse("admin:knowledge_document_add_sources"),
+                       {"workspace": workspace.pk, "urls": url})
+    assert form.status_code == 200  # the form again, with its error
+    errors = str(form.context["form"].errors["urls"])
+    assert said in errors and SECRET not in errors  # (the textarea keeps what was typed)
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError) as failed:
+        call_command("ingest", url, workspace="acme", inline=True, stdout=out, stderr=err)
+    assert said in str(failed.value)
+    assert SECRET not in str(failed.value) + out.getvalue() + err.getvalue()
+
+    with pytest.raises(ValueError) as added:  # the service itself, whoever calls it
+        sources.add_url(workspace=workspace, url=url)
+    assert SECRET not in str(added.value)
+
+    assert not Document.objects.exists() and not IngestJob.objects.exists()
+    assert Site.requests == []  # nothing was fetched
+    assert SECRET not in caplog.text
+
+
+def test_a_redirect_to_an_address_holding_credentials_is_not_followed_nor_shown(
+    workspace, counting_embedder, site
+):
+    """The fetch followed it, and kept the address with its password as the page's."""
+    document = sources.add_url(workspace=workspace, url=f"{site}/leak")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    document.refresh_from_db()
+    assert document.status == Document.Status.FAILED
+    assert "user name or password" in document.last_error
+    assert SECRET not in document.last_error + json.dumps(document.metadata)
+    assert Site.requests == ["/leak"]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import ssl
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -86,8 +88,9 @@ def web_source_url(url: str) -> str:
 
 
 def same_site(url: str, other: str) -> bool:
-    """Whether two http(s) URLs are on the same host (scheme and port aside: a page
-    fetched over http often names its https address as its own)."""
+    """Whether two http(s) URLs are on the same host (scheme and port aside). Only the
+    host a page was added under is compared with this: which URL a page may go by is
+    `same_resource`'s question."""
     try:
         a, b = urlsplit(url), urlsplit(other)
     except ValueError:
@@ -99,15 +102,112 @@ def same_site(url: str, other: str) -> bool:
     )
 
 
+def has_credentials(url: str) -> bool:
+    """Whether an http(s) URL carries a user name or password (`https://ci:TOKEN@host/…`)."""
+    try:
+        return "@" in urlsplit(url.strip()).netloc
+    except ValueError:
+        return "@" in url
+
+
+# `scheme://user:password@` at the start of a URL: what `shown_url` leaves out. The
+# authority ends at the first / ? or #, and its user info at the last @ before them.
+_USERINFO = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+
+
+def shown_url(url: str) -> str:
+    """`url` as a message may show it: without its user name and password, whatever else
+    is wrong with it (a refusal must not echo the secret it refuses)."""
+    return _USERINFO.sub(r"\1", url)
+
+
+# The last path segments that name a folder's page (`/doc/index.html` is `/doc/`), and
+# the extensions a static site's pages are served with and without (`/doc.html` is
+# `/doc`: GitHub Pages, Netlify, Hugo and Jekyll serve both).
+_INDEX_PAGES = frozenset({
+    "index.html", "index.htm", "index.php", "default.htm", "default.html", "default.aspx",
+})
+_PAGE_EXTENSIONS = (".html", ".htm")
+_PERCENT_ESCAPE = re.compile(r"%[0-9a-fA-F]{2}")
+
+
+def _origin(url: str) -> tuple[str, int, bool] | None:
+    """(host, port, whether the port is its scheme's default) of an http(s) URL without
+    user info; None for any other URL."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname or "@" in parts.netloc:
+        return None
+    default = 443 if scheme == "https" else 80
+    return parts.hostname.rstrip("."), port or default, port in (None, default)
+
+
+def _same_origin(url: str, other: str) -> bool:
+    """The same host and port; http and https on their default ports (80, 443) are one
+    site (a page served over http often names its https address), any other port is
+    another service, maybe someone else's."""
+    a, b = _origin(url), _origin(other)
+    return a is not None and b is not None and a[0] == b[0] and (
+        a[1] == b[1] or (a[2] and b[2])
+    )
+
+
+def _page_path(path: str) -> str:
+    """A URL's path as one page has it whatever link reached it: no trailing slash, no
+    index page, no .html; percent escapes in upper case. Dot segments are left as they
+    are: `/a/../b` names no page here, so it never matches one."""
+    path = _PERCENT_ESCAPE.sub(lambda m: m.group().upper(), path or "/")
+    folder, _, last = path.rpartition("/")
+    if last.lower() in _INDEX_PAGES:
+        last = ""
+    elif last.lower().endswith(_PAGE_EXTENSIONS):
+        last = last[: last.rindex(".")]
+    return f"{folder}/{last}".rstrip("/") or "/"
+
+
+def same_resource(canonical: str, page_url: str) -> bool:
+    """Whether `canonical`, a URL a page names as its own, may be believed of the page
+    fetched at `page_url`: the same page reached by another link, never another page.
+
+    The rule: the same host and port (http and https on their default ports are one
+    site: a page served over http often names its https address; a service on another
+    port of the host is someone else's), no user info, the same path but for a trailing
+    slash, an index page (`/doc/index.html` is `/doc/`) or a `.html` extension
+    (`/doc.html` is `/doc`), and query parameters the fetched URL has (a canonical may
+    drop `?ref=mail` or `?page=1`, never add or change one: `?id=7` is another page).
+    Tracking parameters and the #fragment never count (`web_source_url`).
+
+    Nothing else is believed, however much it looks like the same site: on a host where
+    several people publish (a forge's pages, a wiki, a user's ~folder, a service on
+    another port), any page could otherwise name, replace and be cited as another's.
+    A page reached by a redirect is judged at the URL the redirect led to: that is where
+    its bytes came from.
+    """
+    canonical, page_url = web_source_url(canonical), web_source_url(page_url)
+    if not _same_origin(canonical, page_url):
+        return False
+    named, fetched = urlsplit(canonical), urlsplit(page_url)
+    if _page_path(named.path) != _page_path(fetched.path):
+        return False
+    offered = Counter(pair for pair in fetched.query.split("&") if pair)
+    return not Counter(pair for pair in named.query.split("&") if pair) - offered
+
+
 def trusted_canonical(canonical: object, page_url: str) -> str:
     """The URL a page names as its own (`<link rel=canonical>`), kept as `web_source_url`
-    keeps URLs, if it is on the page's own site; else ''. Another site's canonical is
-    never believed: any page could then claim to be, and replace, a page of a site it
-    does not control."""
+    keeps URLs, if it is another address of the very page fetched at `page_url`
+    (`same_resource`); else ''. Any other is never believed: a page could then claim
+    to be, replace, and be cited as, a page whose author it is not."""
     if not isinstance(canonical, str) or not canonical.strip():
         return ""
     kept = web_source_url(canonical)
-    return kept if same_site(kept, page_url) and len(kept) <= _MAX_CANONICAL_LENGTH else ""
+    if len(kept) > _MAX_CANONICAL_LENGTH or not same_resource(kept, page_url):
+        return ""
+    return kept
 
 
 def page_canonical(*, in_markup: object, in_header: str, page_url: str) -> str:
@@ -196,6 +296,24 @@ class Destination:
     addresses: tuple[str, ...]
 
 
+def refuse_credentials(url: str) -> None:
+    """IngestError for a web page's URL holding a user name or password, saying so
+    without them.
+
+    Refused, not stripped: the page would be fetched without them (failing later on a
+    401 that says less), and to fetch it again, as checking it for changes does, they
+    would have to be kept, in the address every reader of the workspace is shown. (A git
+    URL's are used for its one clone and dropped: `git_clone`, which calls `check_url`
+    but not this.)"""
+    if has_credentials(url):
+        raise IngestError(
+            f"Refusing to fetch {shown_url(url)}: the URL holds a user name or password "
+            "(user:password@host), which would be stored and shown to everyone who can "
+            "read the workspace. Remove them: web pages are fetched without credentials "
+            "(a page that needs signing in can be saved and uploaded as a file)."
+        )
+
+
 def check_url(
     url: str, *, allow_private: bool, resolve: Resolver = system_resolver
 ) -> Destination:
@@ -207,7 +325,7 @@ def check_url(
     try:
         parts = urlsplit(url)
     except ValueError as exc:  # "http://[::1", from a user or a redirect's Location
-        raise IngestError(f"Invalid URL {url}: {exc}") from None
+        raise IngestError(f"Invalid URL {shown_url(url)}: {exc}") from None
     if parts.scheme.lower() not in ("http", "https"):
         raise IngestError("Only http and https URLs can be ingested")
     host = parts.hostname
@@ -403,6 +521,7 @@ def fetch_url(
         for _hop in range(max_redirects + 1):
             if time.monotonic() >= deadline:
                 raise IngestError(f"Timed out fetching {current}")
+            refuse_credentials(current)  # the URL given, or where a redirect sends it
             network.pin(check_url(current, allow_private=allow_private, resolve=resolve))
             try:
                 result = _get_once(
