@@ -17,12 +17,14 @@ from django.core.exceptions import (
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+from rest_framework.exceptions import AuthenticationFailed, Throttled
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
 from config.request_limits import UploadTooLarge, refusal
 from indexing.sources import BrokerUnavailable, QuotaExceeded
 from knowledge.selectors import DocumentMerged
+from knowledge.throttling import refuse_anonymous_past_rate
 
 logger = logging.getLogger(__name__)
 UNAVAILABLE = "The database is unavailable right now; please try again in a few seconds."
@@ -61,6 +63,14 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response({"files": [f"At most {limit} files per upload."]}, status=400)
     if isinstance(exc, TooManyFieldsSent | RequestDataTooBig):
         return Response({"detail": f"The request is too large: {exc}"}, status=400)
+    if isinstance(exc, AuthenticationFailed) and "request" in context:
+        # Credentials that fail (a bogus token, a bad page-link signature) are refused
+        # while authenticating, before any permission or throttle runs: counted here as
+        # a request without credentials, a flood of them gets a 429 like any other.
+        try:
+            refuse_anonymous_past_rate(context["request"])
+        except Throttled as throttled:
+            exc = throttled
     return exception_handler(exc, context)
 
 

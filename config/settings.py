@@ -315,16 +315,17 @@ AUTHENTICATION_BACKENDS = [
     "knowledge.login_throttle.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-# Where the API's rate limits are counted (sign-in failures have a table of their own,
-# knowledge.SignInFailures). Unset: in the database (a table of migration knowledge
-# 0022), which every web process and host of the instance shares; counted in each
-# process's memory, `serve`'s two processes let twice the rate through. Redis
-# (redis://redis:6379/1) spares the database those queries.
+# Where the API's rate limits are counted (knowledge/throttling.py; sign-in failures have
+# a table of their own, knowledge.SignInFailures). A Redis (redis://redis:6379/1): there,
+# with its atomic INCR. Unset (or any other cache): in the database, in a table of its
+# own (knowledge.RequestCount, one atomic upsert a request), since the database cache's
+# get-then-set let parallel requests past a limit. Either way every web process and host
+# of the instance shares the count.
 CACHES = {"default": env.cache("CACHE_URL") if env.str("CACHE_URL", default="") else {
     "BACKEND": "django.core.cache.backends.db.DatabaseCache",
     "LOCATION": "verity_cache",
-    # A rate limit's history per client and scope. Django's 300 would cull (forget) them
-    # under an ordinary load; each write counts the table's rows, so not too many either.
+    # Django's 300 would cull entries under an ordinary load; each write counts the
+    # table's rows, so not too many either.
     "OPTIONS": {"MAX_ENTRIES": 10_000},
 }}
 SPECTACULAR_SETTINGS = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -65,7 +64,7 @@ class TokenView(APIView):
             token = accounts.sign_in(request=request._request, **given.validated_data)
         except accounts.SignInThrottled as exc:
             raise Throttled(
-                wait=settings.LOGIN_FAILURES_WINDOW,
+                wait=exc.retry_after,  # what is left of the window, not all of it
                 detail="Too many failed sign-ins for this username from your address; "
                 "try again later.",
             ) from exc

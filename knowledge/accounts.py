@@ -14,7 +14,12 @@ from rest_framework.authtoken.models import Token
 
 
 class SignInThrottled(Exception):
-    """Too many failed sign-ins for this username from this address (login_throttle)."""
+    """Too many failed sign-ins for this username from this address (login_throttle);
+    `retry_after`: the seconds until the lockout ends."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"Locked out for {retry_after} more seconds")
+        self.retry_after = retry_after
 
 
 def sign_in(*, request: HttpRequest, username: str, password: str) -> Token | None:
@@ -28,7 +33,7 @@ def sign_in(*, request: HttpRequest, username: str, password: str) -> Token | No
     user = authenticate(request, username=username, password=password)
     if getattr(request, "login_throttled", False):
         # authenticate() turns the throttle's PermissionDenied into None; the flag says.
-        raise SignInThrottled
+        raise SignInThrottled(request.login_retry_after)
     if user is None:
         return None
     user_logged_in.send(sender=user.__class__, request=request, user=user)

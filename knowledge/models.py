@@ -496,3 +496,18 @@ class SignInFailures(models.Model):
 
     def __str__(self) -> str:
         return f"{self.count} since {self.since:%Y-%m-%d %H:%M}"
+
+
+class RequestCount(models.Model):
+    """Requests one client made in the current window of one API rate limit (knowledge.
+    throttling). A table, not the cache: counted by one atomic statement whatever the
+    cache backend (DRF's history in the cache was read, appended to and written back, so
+    parallel requests overwrote each other's and all got through)."""
+
+    key = models.CharField(max_length=200, unique=True)  # the throttle's scope and client
+    period = models.BigIntegerField()  # which window of the rate: unix time // its seconds
+    count = models.PositiveIntegerField(default=0)
+    ends = models.DateTimeField(db_index=True)  # the window's end: past it, the row is done
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.count} until {self.ends:%H:%M:%S}"

@@ -1,28 +1,131 @@
 """API rate limits (DRF throttles), each rate a setting read from the environment.
 
-Counted in Django's default cache: set CACHE_URL to a shared cache (Redis) when several
-web processes or hosts serve, or each counts on its own. The client of an anonymous
-request is its address, read as NUM_PROXIES says (DRF's own rule).
+Counted atomically: DRF's own throttles keep a history in the cache that they read,
+append to and write back, so requests sent in parallel overwrote each other's counts and
+all got through (40 of 40 chat turns where the rate was 20/minute). With CACHE_URL a
+Redis, in Redis (INCR); otherwise in the database (knowledge.RequestCount, one upsert a
+request): Django's database cache has no atomic increment (its incr is a get and a set).
+Either is shared by every web process and host. The count is per fixed window of the rate
+(a minute for N/minute, from the clock's minute), so a client may get up to twice the
+rate across a window's boundary, never more, however many requests it sends at once.
+
+The client of an anonymous request is its address, read as NUM_PROXIES says (DRF's own
+rule). A request whose credentials fail (a bogus token, a bad page-link signature)
+counts as anonymous too (config.errors), as do the MCP server's requests without a
+valid token; the MCP server's others count against the user's API rate (mcp_server).
 """
 
 from __future__ import annotations
 
+import math
+import time
+from datetime import UTC, datetime
+
 from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
+from django.db import connection
 from rest_framework.exceptions import Throttled
 from rest_framework.permissions import BasePermission
-from rest_framework.throttling import AnonRateThrottle, UserRateThrottle
+from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, UserRateThrottle
+
+from knowledge.models import RequestCount
 
 
-class _RateFromSettings:
-    """The rate is read when a request comes (a setting, not DRF's import-time dict)."""
+def count_request(*, key: str, limit: int, seconds: int) -> float | None:
+    """Count one request of `key` against `limit` per window of `seconds`: None when it
+    is let through, else the seconds until the window ends (its Retry-After)."""
+    now = time.time()
+    period = int(now // seconds)
+    wait = max((period + 1) * seconds - now, 1.0)
+    if limit < 1:
+        return wait
+    backend = caches["default"]
+    if isinstance(backend, RedisCache):
+        allowed = _count_in_redis(backend, key=f"rate:{key}:{period}", limit=limit,
+                                  seconds=seconds)
+    else:
+        allowed = _count_in_table(key=key, limit=limit, period=period, seconds=seconds)
+    return None if allowed else wait
+
+
+def _count_in_redis(cache: RedisCache, *, key: str, limit: int, seconds: int) -> bool:
+    """One key a window (it expires with it): `add` makes it, INCR counts atomically
+    (Django's Redis incr is Redis's own). A refused request counts too: harmless, the
+    key is forgotten when its window ends."""
+    cache.add(key, 0, timeout=seconds + 1)
+    try:
+        return cache.incr(key) <= limit
+    except ValueError:  # expired between the two: the next window's first request
+        cache.add(key, 1, timeout=seconds + 1)
+        return True
+
+
+def _count_in_table(*, key: str, limit: int, period: int, seconds: int) -> bool:
+    """One row a client and scope. A refused request is not counted.
+
+    One INSERT ... ON CONFLICT DO UPDATE, so Postgres serializes parallel requests of a
+    key on its row: the count can never be read stale. The update's WHERE refuses a
+    request once the window holds `limit` (no row comes back); a new window starts at 1.
+    """
+    ends = (period + 1) * seconds
+    table = connection.ops.quote_name(RequestCount._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {table} AS counted (key, period, count, ends)
+            VALUES (%s, %s, 1, %s)
+            ON CONFLICT (key) DO UPDATE SET
+                count = CASE WHEN counted.period = EXCLUDED.period
+                             THEN counted.count + 1 ELSE 1 END,
+                period = EXCLUDED.period,
+                ends = EXCLUDED.ends
+            WHERE counted.period <> EXCLUDED.period OR counted.count < %s
+            RETURNING count
+            """,
+            [key, period, datetime.fromtimestamp(ends, UTC), limit],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    if row[0] == 1:  # a window's first request: forget the clients whose windows ended
+        RequestCount.objects.filter(ends__lt=datetime.now(UTC)).delete()
+    return True
+
+
+class _AtomicRate(SimpleRateThrottle):
+    """DRF's throttle (its scope, its client key, its rate's syntax), counted by
+    count_request instead of its history in the cache. The rate is read when a request
+    comes (a setting, not DRF's import-time dict)."""
 
     setting = ""
+    _wait: float | None = None
 
     def get_rate(self) -> str | None:
         return getattr(settings, self.setting, None) or None
 
+    def allow_request(self, request, view) -> bool:
+        if self.rate is None:
+            return True
+        key = self.get_cache_key(request, view)
+        return key is None or self.allow_client(key)
 
-class AnonThrottle(_RateFromSettings, AnonRateThrottle):
+    def allow_client_ident(self, ident: str) -> bool:
+        """Count a request of the client `ident` (a user's pk, an address), for callers
+        that are not DRF views (the MCP server)."""
+        if self.rate is None:
+            return True
+        return self.allow_client(self.cache_format % {"scope": self.scope, "ident": ident})
+
+    def allow_client(self, key: str) -> bool:
+        self._wait = count_request(key=key, limit=self.num_requests, seconds=self.duration)
+        return self._wait is None
+
+    def wait(self) -> float | None:
+        return self._wait
+
+
+class AnonThrottle(_AtomicRate, AnonRateThrottle):
     """Requests without credentials, per client address: API_THROTTLE_ANON."""
 
     setting = "API_THROTTLE_ANON"
@@ -33,6 +136,15 @@ class AnonThrottle(_RateFromSettings, AnonRateThrottle):
         return super().allow_request(request, view)
 
 
+def refuse_anonymous_past_rate(request) -> None:
+    """Count a request without (valid) credentials against API_THROTTLE_ANON for its
+    address: Throttled (a 429 with Retry-After) past the rate."""
+    throttle = AnonThrottle()
+    if not throttle.allow_request(request, None):
+        raise Throttled(throttle.wait())
+    request.verity_anon_counted = True
+
+
 class AnonymousRateLimit(BasePermission):
     """First of the permissions: an anonymous request is counted against
     API_THROTTLE_ANON before IsAuthenticated answers it 401 (DRF checks throttles only
@@ -41,20 +153,17 @@ class AnonymousRateLimit(BasePermission):
     def has_permission(self, request, view) -> bool:
         if request.user and request.user.is_authenticated:
             return True
-        throttle = AnonThrottle()
-        if not throttle.allow_request(request, view):
-            raise Throttled(throttle.wait())
-        request.verity_anon_counted = True
+        refuse_anonymous_past_rate(request)
         return True
 
 
-class UserThrottle(_RateFromSettings, UserRateThrottle):
+class UserThrottle(_AtomicRate, UserRateThrottle):
     """Requests of a signed-in user or token, per user: API_THROTTLE_USER."""
 
     setting = "API_THROTTLE_USER"
 
 
-class ChatTurnThrottle(_RateFromSettings, UserRateThrottle):
+class ChatTurnThrottle(_AtomicRate, UserRateThrottle):
     """Chat turns (POST of a message: a model call, which may cost money), per user:
     API_THROTTLE_CHAT. Reading a conversation is left to the user rate."""
 
@@ -65,3 +174,8 @@ class ChatTurnThrottle(_RateFromSettings, UserRateThrottle):
         if request.method != "POST":
             return True
         return super().allow_request(request, view)
+
+
+def retry_after(wait: float | None) -> int:
+    """A wait as Retry-After's whole seconds (DRF rounds alike)."""
+    return max(1, math.ceil(wait or 0))

@@ -166,7 +166,7 @@ def test_parallel_failed_sign_ins_are_each_counted(user, settings):
     def guess() -> None:
         try:
             for _ in range(10):
-                login_throttle.count_failure(username=user.username, address="10.0.0.9")
+                login_throttle.reserve_attempt(username=user.username, address="10.0.0.9")
         finally:
             connection.close()
 
@@ -181,4 +181,135 @@ def test_parallel_failed_sign_ins_are_each_counted(user, settings):
     SignInFailures.objects.update(since=timezone.now() - timedelta(
         seconds=settings.LOGIN_FAILURES_WINDOW + 1))
     assert login_throttle.failures(username=user.username, address="10.0.0.9") == 0
-    assert login_throttle.count_failure(username=user.username, address="10.0.0.9") == 1
+    assert login_throttle.reserve_attempt(username=user.username, address="10.0.0.9").count == 1
+
+
+def in_parallel(count: int, work) -> list:
+    """`work(i)` in `count` threads released at once (a barrier), each on its own
+    database connection: the results, in order."""
+    import threading
+
+    from django.db import connection
+
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait(30)
+            results[i] = work(i)
+        except Exception as exc:  # noqa: BLE001 - reported by the test's assertions
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return results
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_wrong_passwords_check_at_most_the_limit(user, settings):
+    """20 guesses at once, limit 5: each one read a count under the limit before any was
+    counted, and all 20 passwords were checked (audit 3, finding 2)."""
+    from django.contrib.auth import authenticate
+    from django.test import RequestFactory
+
+    settings.LOGIN_FAILURES_LIMIT = 5
+
+    def guess(i: int) -> bool:
+        request = RequestFactory().post("/", REMOTE_ADDR="192.0.2.50")
+        assert authenticate(request, username=user.username, password=f"wrong{i}") is None
+        return not getattr(request, "login_throttled", False)  # its password was checked
+
+    checked = in_parallel(20, guess)
+    assert all(isinstance(result, bool) for result in checked), checked
+    assert sum(checked) == 5
+    assert SignInFailures.objects.get().count == 5
+    # The right password is refused too, for the rest of the window.
+    request = RequestFactory().post("/", REMOTE_ADDR="192.0.2.50")
+    assert authenticate(request, username=user.username, password="pw") is None
+    assert request.login_throttled
+
+
+def test_a_lockout_says_how_long_it_has_left(settings, user):
+    """Six minutes into a 15-minute lockout, Retry-After said 900 (audit 3, finding 9)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    settings.LOGIN_FAILURES_LIMIT = 2
+    settings.LOGIN_FAILURES_WINDOW = 900
+    client = APIClient(REMOTE_ADDR="192.0.2.60")
+    for _ in range(2):
+        wrong = client.post("/api/auth/token", {"username": "alice", "password": "no"},
+                            format="json")
+        assert wrong.status_code == 400
+    SignInFailures.objects.update(since=timezone.now() - timedelta(seconds=360))
+    refused = client.post("/api/auth/token", {"username": "alice", "password": "pw"},
+                          format="json")
+    assert refused.status_code == 429
+    assert 535 <= int(refused["Retry-After"]) <= 541
+    assert f"in {refused['Retry-After']} seconds" in refused.json()["detail"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("counted_in", ["database", "redis"])
+def test_parallel_requests_get_no_more_than_the_rate(settings, user, counted_in):
+    """30 requests at once where the rate is 10/hour: DRF's history in the cache was
+    read, appended to and written back, so parallel requests all got through (audit 3,
+    finding 3: 40 of 40 chat turns at 20/minute), with the database's cache as with
+    Redis (CACHE_URL)."""
+    import uuid
+
+    from rest_framework.authtoken.models import Token
+
+    if counted_in == "redis":
+        from tests.workers import REDIS_URL
+
+        settings.CACHES = {"default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL, "KEY_PREFIX": f"rate-test-{uuid.uuid4().hex}",
+        }}
+
+    settings.API_THROTTLE_USER = "10/hour"
+    settings.API_THROTTLE_ANON = "7/hour"
+    token = Token.objects.create(user=user).key
+
+    def get(i: int) -> int:
+        client = APIClient(HTTP_AUTHORIZATION=f"Token {token}")
+        return client.get("/api/workspaces").status_code
+
+    statuses = in_parallel(30, get)
+    assert sorted(statuses) == [200] * 10 + [429] * 20, statuses
+
+    def anonymous(i: int) -> int:
+        return APIClient(REMOTE_ADDR="192.0.2.70").get("/api/workspaces").status_code
+
+    statuses = in_parallel(30, anonymous)
+    assert sorted(statuses) == [401] * 7 + [429] * 23, statuses
+
+
+def test_bad_credentials_count_against_the_anonymous_rate(settings, user, workspace):
+    """A bogus token or page-link signature was answered 401 before any throttle ran:
+    never a 429, however many were sent (audit 3, finding 4)."""
+    settings.API_THROTTLE_ANON = "3/hour"
+    bogus = APIClient(HTTP_AUTHORIZATION="Token deadbeef", REMOTE_ADDR="192.0.2.80")
+    for _ in range(3):
+        assert bogus.get("/api/search?q=x").status_code == 401
+    assert_throttled(bogus.get("/api/search?q=x"))
+    # The address is past its rate whatever it sends without valid credentials.
+    assert_throttled(APIClient(REMOTE_ADDR="192.0.2.80").get("/api/workspaces"))
+    assert_throttled(APIClient(HTTP_AUTHORIZATION="Bearer nope", REMOTE_ADDR="192.0.2.80")
+                     .get("/api/workspaces"))
+
+    signed = APIClient(REMOTE_ADDR="192.0.2.81")
+    page = "/api/threads/1/citations/1/pages/1?signature=abc"
+    for _ in range(3):
+        assert signed.get(page).status_code == 401
+    assert_throttled(signed.get(page))
+    # Another address is not held back by this one's.
+    assert APIClient(REMOTE_ADDR="192.0.2.82").get(page).status_code == 401
