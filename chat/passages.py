@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from django.conf import settings
+from django.utils import timezone
+
 from chat import citations, services
 from chat.models import Thread
 from chat.tools import chunk_unit, group_hits
@@ -27,17 +30,37 @@ def conversation(
 ) -> Thread:
     """The user's agent conversation `conversation_id` in `workspace`, or a new one when
     None. A chat of the page's is not one: numbers an agent got there would be accepted
-    in the chat's next answer, though its model never saw those passages."""
+    in the chat's next answer, though its model never saw those passages.
+
+    An agent that never passes conversation_id starts one a call: a user keeps their
+    MCP_CONVERSATIONS_KEPT most recently used ones, a new one deleting the oldest (each
+    call stored a conversation and its passages for good)."""
     if conversation_id is None:
-        return services.create_thread(
+        thread = services.create_thread(
             workspace=workspace, user=user, title=title, origin=Thread.Origin.MCP
         )
+        _forget_old_conversations(user=user)
+        return thread
     thread = Thread.objects.filter(
         pk=conversation_id, user=user, workspace=workspace, origin=Thread.Origin.MCP
     ).first()
     if thread is None:
         raise UnknownConversation(f"No conversation {conversation_id} in this workspace")
+    # Used now: kept ahead of those not used since (updated_at is when it was last used).
+    Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())
     return thread
+
+
+def _forget_old_conversations(*, user) -> None:
+    """Delete the user's agent conversations past the MCP_CONVERSATIONS_KEPT most
+    recently used (their passages with them)."""
+    old = list(
+        Thread.objects.filter(user=user, origin=Thread.Origin.MCP)
+        .order_by("-updated_at", "-pk")
+        .values_list("pk", flat=True)[settings.MCP_CONVERSATIONS_KEPT:]
+    )
+    if old:
+        Thread.objects.filter(pk__in=old).delete()
 
 
 def number_passages(

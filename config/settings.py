@@ -385,6 +385,9 @@ CHUNK_CODE_PARSE_MAX_BYTES = env.int("CHUNK_CODE_PARSE_MAX_BYTES", default=1_000
 # MRR@10 on SQuAD dev; bench/retrieval.py: 0.743 vs 0.720 (RRF, old pool).
 SEARCH_FUSION = env("SEARCH_FUSION", default="convex")
 SEARCH_DENSE_WEIGHT = env.float("SEARCH_DENSE_WEIGHT", default=0.55)
+# Agent conversations (MCP; a search or read without conversation_id starts one) a user
+# keeps: starting one past this many deletes the least recently used, with its passages.
+MCP_CONVERSATIONS_KEPT = env.int("MCP_CONVERSATIONS_KEPT", default=200)
 # MCP's search_knowledge_base leaves out a passage found by meaning alone (no query word
 # in it) below this cosine similarity, and says when nothing is left: with
 # all-MiniLM-L6-v2 a paraphrase scored 0.37-0.58 against its passage, nonsense and

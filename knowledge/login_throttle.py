@@ -35,12 +35,18 @@ security = logging.getLogger("django.security")
 def client_address(request) -> str:
     """The client's address: the connection's, or with NUM_PROXIES proxies in front
     the X-Forwarded-For entry that many from the end (DRF's throttles read it alike)."""
+    return address_of(remote=request.META.get("REMOTE_ADDR", ""),
+                      forwarded=request.META.get("HTTP_X_FORWARDED_FOR", ""))
+
+
+def address_of(*, remote: str, forwarded: str) -> str:
+    """The same from the connection's address and the X-Forwarded-For header (the MCP
+    server's requests are no Django requests)."""
     proxies = settings.REST_FRAMEWORK.get("NUM_PROXIES") or 0
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if proxies > 0 and forwarded:
         entries = [entry.strip() for entry in forwarded.split(",")]
         return entries[-min(proxies, len(entries))]
-    return request.META.get("REMOTE_ADDR", "")
+    return remote
 
 
 def _key(username: str, address: str) -> str:

@@ -24,12 +24,14 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticKnownError
 from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 
 from indexing import sources
+from knowledge.login_throttle import address_of
 from knowledge.models import Document
+from knowledge.throttling import AnonThrottle, UserThrottle, retry_after
 from mcp_server import tools
 from mcp_server.auth import InvalidToken, user_for_token
 
@@ -445,6 +447,55 @@ class PostOnly:
         await self.app(scope, receive, send)
 
 
+class RateLimited:
+    """Every POST /mcp counts against the REST API's rates (knowledge.throttling, the
+    same counts): a valid bearer token's against its user's API_THROTTLE_USER, any other
+    (none, or a bad token) against API_THROTTLE_ANON for the client's address. Past one,
+    a 429 with Retry-After before the request reaches the SDK (which would check the
+    token and run the tool). The stdio transport, one local process for one token, is
+    not counted."""
+
+    def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
+        self.app, self.path = app, path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self.path:
+            headers = {name.decode("latin-1").lower(): value.decode("latin-1")
+                       for name, value in scope["headers"]}
+            client = scope.get("client")
+            wait = await anyio.to_thread.run_sync(
+                _rate_wait, headers.get("authorization", ""),
+                address_of(remote=client[0] if client else "",
+                           forwarded=headers.get("x-forwarded-for", "")),
+            )
+            if wait is not None:
+                seconds = retry_after(wait)
+                response = JSONResponse(
+                    {"detail": f"Request was throttled. Expected available in {seconds} "
+                               "seconds."},
+                    status_code=429, headers={"Retry-After": str(seconds)},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _rate_wait(authorization: str, address: str) -> float | None:
+    """None when the request is within its rate, else the seconds to wait."""
+    scheme, _, key = authorization.partition(" ")
+    try:
+        user = _user_or_none(key.strip()) if scheme.lower() == "bearer" else None
+        if user is not None:
+            throttle: AnonThrottle | UserThrottle = UserThrottle()
+            allowed = throttle.allow_client_ident(str(user.pk))
+        else:
+            throttle = AnonThrottle()
+            allowed = throttle.allow_client_ident(address)
+        return None if allowed else throttle.wait()
+    finally:
+        close_old_connections()  # in the worker thread that queried
+
+
 def http_app(*, host: str, port: int) -> Starlette:
     """The streamable HTTP app (endpoint /mcp, POST only); a request without a valid
     token gets 401.
@@ -461,5 +512,6 @@ def http_app(*, host: str, port: int) -> Starlette:
     )
     server = build_server(_bearer, auth=auth, token_verifier=DRFTokenVerifier())
     app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    app.add_middleware(RateLimited)  # before the SDK checks the token or runs a tool
     app.add_middleware(PostOnly)  # outermost: a 405 whoever asks, before the token check
     return app
