@@ -7,6 +7,7 @@ import pytest
 
 from chat import services
 from chat.models import Message, Thread
+from tests.scripted_llm import answer
 
 pytestmark = pytest.mark.django_db
 
@@ -83,17 +84,22 @@ def test_a_mention_of_nothing_in_the_workspace_is_a_400_on_its_item(workspace, u
     ("application/json", "", False),
     (None, "", False),
 ])
+@pytest.mark.django_db(transaction=True)  # a streamed turn runs in a thread of its own
 def test_a_turn_streams_when_the_client_prefers_a_stream(
     llm, workspace, user, api, accept, query, streams
 ):
+    llm.script = [answer("Hello.")]
     # DRF ranked Accept by specificity alone: the first two were JSON, the ?format=json
     # one a 406.
     thread = services.create_thread(workspace=workspace, user=user)
     headers = {"HTTP_ACCEPT": accept} if accept else {}
     response = api.post(f"/api/threads/{thread.pk}/messages{query}", {"content": "Hi"},
                         format="json", **headers)
-    if streams:  # not read: its turn never starts
+    if streams:
         assert (response.status_code, response["Content-Type"]) == (200, "text/event-stream")
+        # Read to its end: the turn runs whether or not it is read, and must not outlive
+        # the test's database.
+        assert b"event: done" in b"".join(response.streaming_content)
     else:
         assert (response.status_code, response["Content-Type"]) == (201, "application/json")
         assert response.json()["role"] == "assistant"
