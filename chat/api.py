@@ -50,6 +50,7 @@ from indexing import page_images
 from knowledge import selectors
 from knowledge.api import (
     KnownListParameters,
+    KnownParameters,
     json_object,
     query_workspace_slug,
     refuse_unknown_parameters,
@@ -208,11 +209,12 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
     patch=extend_schema(responses={200: ThreadSerializer, 400: REFUSED, 404: NOT_FOUND}),
     delete=extend_schema(responses={204: None, 404: NOT_FOUND}),
 )
-class ThreadDetailView(generics.RetrieveUpdateDestroyAPIView):
+class ThreadDetailView(KnownParameters, generics.RetrieveUpdateDestroyAPIView):
     """A conversation of yours: read it, rename it (PATCH {title}), delete it with its
     messages and citations."""
 
     serializer_class = ThreadSerializer
+    parameters = {"format"}  # a conversation is the user's, found by its id alone
     # PATCH renames; a PUT of the whole thread had nothing more to change, and answered
     # 200 to a body it ignored.
     http_method_names = ["get", "patch", "delete", "head", "options"]
@@ -632,7 +634,9 @@ class SignedPageLinkScheme(OpenApiAuthenticationExtension):
         return {"type": "apiKey", "in": "query", "name": "signature"}
 
 
-class CitationView(APIView):
+class CitationView(KnownParameters, APIView):
+    parameters = {"format"}  # in the user's conversation, found by its id alone
+
     @extend_schema(
         summary="What [n] in this conversation cites, with the text around it",
         responses={200: CitationDetailSerializer, 404: NOT_FOUND},

@@ -306,6 +306,16 @@ class MentionSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=["document", "folder", "chat"])
     id = serializers.IntegerField()
 
+    def to_internal_value(self, data):
+        # As a body's keys (json_object): {"kind": "document", "id": 1, "scope": …} must
+        # not be answered as though the extra key had been heard.
+        if isinstance(data, dict) and (unknown := sorted(str(k)[:100] for k in data.keys()
+                                                         - self.fields.keys())):
+            raise serializers.ValidationError({"non_field_errors": [
+                f"Unknown keys: {', '.join(unknown[:5])} (expected kind, id)."
+            ]})
+        return super().to_internal_value(data)
+
 
 class PostMessageSerializer(serializers.Serializer):
     content = TextField(max_length=20_000, trim_whitespace=True)

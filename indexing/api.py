@@ -40,6 +40,7 @@ from knowledge.api import (
     REFUSED,
     WORKSPACE_PARAMETER,
     KnownListParameters,
+    KnownParameters,
     json_object,
     not_found,
     query_workspace,
@@ -288,7 +289,7 @@ class ReindexView(APIView):
     }),
 )
 @extend_schema(parameters=[WORKSPACE_PARAMETER])
-class DocumentDetailView(generics.RetrieveDestroyAPIView):
+class DocumentDetailView(KnownParameters, generics.RetrieveDestroyAPIView):
     """A document of the workspace; PATCH renames or moves it; DELETE removes it with its
     chunks (204)."""
 
@@ -394,7 +395,7 @@ class DocumentFileView(APIView):
         return response
 
 
-class FolderListView(APIView):
+class FolderListView(KnownParameters, APIView):
     """The workspace's folders; POST creates one."""
 
     parser_classes = JSON_PARSERS
@@ -438,7 +439,7 @@ class FolderListView(APIView):
 
 
 @extend_schema(parameters=[WORKSPACE_PARAMETER])
-class FolderDetailView(APIView):
+class FolderDetailView(KnownParameters, APIView):
     """A folder of the workspace; PATCH renames or moves it; DELETE removes it with its
     subfolders and their documents (204)."""
 

@@ -12,7 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from knowledge import accounts
-from knowledge.api import JSON_PARSERS, json_object
+from knowledge.api import JSON_PARSERS, KnownParameters, json_object
 from knowledge.fields import TextField
 from knowledge.throttling import AnonymousRateLimit
 
@@ -80,8 +80,10 @@ class TokenView(APIView):
         return Response(status=204)
 
 
-class MeView(APIView):
+class MeView(KnownParameters, APIView):
     """Who the credentials sent belong to: a front end holding a token checks it here."""
+
+    parameters = {"format"}  # anyone's, in no workspace
 
     @extend_schema(responses={200: MeSerializer})
     def get(self, request: Request) -> Response:

@@ -78,7 +78,18 @@ def requested_workspace(request: Request, body_slug: str | None) -> str | None:
 
 def _id_list(request: Request, name: str) -> list[str]:
     """Accept both ?ids=1&ids=2 and ?ids=1,2."""
-    return [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]
+    ids = [v for raw in request.query_params.getlist(name) for v in raw.split(",") if v]
+    if name in request.query_params and not ids:
+        _refuse_empty_scope(name)
+    return ids
+
+
+def _refuse_empty_scope(name: str) -> None:
+    """A scope given with no id in it (?folder_ids=, or [] in a body) is a 400: read as no
+    scope, it searched the whole workspace where the caller meant to narrow it."""
+    raise ValidationError({name: [
+        "Name at least one id, or leave the parameter out to search the whole workspace."
+    ]})
 
 
 REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {field: [reasons]}")
@@ -151,17 +162,34 @@ def json_object(request: Request, known: Collection[str], *, example: str) -> di
 JSON_PARSERS = [p for p in api_settings.DEFAULT_PARSER_CLASSES if issubclass(p, JSONParser)]
 
 
-class KnownListParameters:
-    """A list view's GET takes its `filters`, a page and the workspace, and nothing else:
-    anything more is refused as search refuses it (refuse_unknown_parameters)."""
+# What a GET of one object takes: the workspace, DRF's ?format=json.
+DETAIL_PARAMETERS = frozenset({"workspace", "format"})
 
-    filters: Collection[str] = ()
-    listing: Collection[str] = LIST_PARAMETERS
+
+class KnownParameters:
+    """A view's GET takes its `parameters` and nothing else: anything more is refused as
+    search refuses it (refuse_unknown_parameters), on one object as on a list, so that a
+    misspelt parameter is never taken for one that was heard."""
+
+    parameters: Collection[str] = DETAIL_PARAMETERS
+
+    def known_parameters(self) -> set[str]:
+        return set(self.parameters)
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)  # authenticated first: a stranger gets 401
         if request.method in ("GET", "HEAD"):
-            refuse_unknown_parameters(request.query_params, {*self.listing, *self.filters})
+            refuse_unknown_parameters(request.query_params, self.known_parameters())
+
+
+class KnownListParameters(KnownParameters):
+    """A list view's GET takes its `filters`, a page and the workspace, and nothing else."""
+
+    filters: Collection[str] = ()
+    listing: Collection[str] = LIST_PARAMETERS
+
+    def known_parameters(self) -> set[str]:
+        return {*self.listing, *self.filters}
 
 
 class SearchView(APIView):
@@ -219,6 +247,9 @@ class SearchView(APIView):
         # Dropping a misspelt key ("document_id") would search the whole workspace.
         body = json_object(request, SearchQuerySerializer().fields, example='{"q": "…"}')
         data = dict(body)
+        for name in _LISTS:
+            if data.get(name) == []:
+                _refuse_empty_scope(name)
         if slug := requested_workspace(request, body.get("workspace")):
             data["workspace"] = slug
         if "page" in request.query_params:
@@ -261,7 +292,7 @@ class SearchView(APIView):
 @extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
     200: IngestJobSerializer, 400: REFUSED, 404: not_found("unknown workspace or job"),
 })
-class JobDetailView(generics.RetrieveAPIView):
+class JobDetailView(KnownParameters, generics.RetrieveAPIView):
     """An ingestion job and its documents' statuses: poll it until `status` is 'done'."""
 
     serializer_class = IngestJobSerializer
@@ -348,9 +379,11 @@ class WorkspaceListView(KnownListParameters, generics.ListAPIView):
         return selectors.workspaces_for(user=self.request.user)
 
 
-class WorkspaceDetailView(APIView):
+class WorkspaceDetailView(KnownParameters, APIView):
     """One of your workspaces, with what it holds against what it may hold; its owner may
     PATCH `name` and `retrieval_mode`."""
+
+    parameters = {"format"}  # the workspace is in the path
 
     @extend_schema(responses={
         200: WorkspaceDetailSerializer, 404: not_found("no workspace of yours by this slug"),

@@ -187,3 +187,27 @@ def test_the_workspace_list_is_paged_as_every_list(api, user, workspace):
     for parameter in ("slug=acme", "workspace=acme"):
         assert "Unknown parameters" in refusal(api, f"/api/workspaces?{parameter}")[
             "non_field_errors"][0]
+
+
+def test_one_objects_endpoints_refuse_an_unknown_parameter_as_the_lists_do(
+    api, user, workspace, documents
+):
+    """?x=1 was answered 200 by the folders list and every detail endpoint (an outside
+    audit's), where the lists, /text and /file refuse it."""
+    from chat import services as chat_services
+
+    folder = sources.create_folder(workspace=workspace, name="p", parent=None)
+    thread = chat_services.create_thread(workspace=workspace, user=user, title="t")
+    job = IngestJob.objects.create(workspace=workspace)
+    for url in ("/api/folders", f"/api/folders/{folder.pk}", f"/api/documents/{documents[0].pk}",
+                f"/api/threads/{thread.pk}", f"/api/jobs/{job.pk}", "/api/me",
+                "/api/workspaces/acme", f"/api/threads/{thread.pk}/citations/9"):
+        body = refusal(api, f"{url}?x=1")
+        assert body["non_field_errors"][0].startswith("Unknown parameters: x (expected "), url
+    # What they take still works.
+    for url in ("/api/folders?workspace=acme&format=json",
+                f"/api/folders/{folder.pk}?workspace=acme",
+                f"/api/documents/{documents[0].pk}?workspace=acme",
+                f"/api/jobs/{job.pk}?workspace=acme", f"/api/threads/{thread.pk}?format=json",
+                "/api/me?format=json", "/api/workspaces/acme?format=json"):
+        assert api.get(url).status_code == 200, url

@@ -145,3 +145,16 @@ def test_each_hit_says_whether_the_query_matched_it(api, corpus):
     nothing = api.get("/api/search", {"q": "xqzv wobblefrump", "limit": 3}).json()["results"]
     assert nothing, "the nearest passages come back all the same"
     assert [hit["matched"] for hit in nothing] == [False] * len(nothing), nothing
+
+
+@pytest.mark.parametrize("scope", ["folder_ids=", "document_ids=", "document_ids=,",
+                                   "folder_ids=&document_ids="])
+def test_a_blank_scope_is_a_400_never_the_whole_workspace(api, workspace, scope):
+    """?folder_ids= (an outside audit's) searched every document: a misspelt or emptied
+    scope must narrow nothing silently, as an unknown parameter does not."""
+    response = api.get(f"/api/search?q=vault&{scope}")
+    assert response.status_code == 400, response.content
+    assert "at least one id" in str(response.json())
+    name = scope.split("=")[0]
+    posted = post(api, {"q": "vault", name: []})
+    assert posted.status_code == 400 and name in posted.json(), posted.content

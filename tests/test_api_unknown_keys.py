@@ -72,6 +72,14 @@ def test_a_question_with_a_misspelt_key_is_refused_not_answered_unscoped(
     body = {"content": "When does the slipway close?", "mention": [{"kind": "document", "id": 1}]}
     unknown_keys(api.post(f"/api/threads/{thread.pk}/messages", body, format="json"), "mention")
     assert not thread.messages.exists()
+    # A key unknown inside a mention was answered 201 as well (an outside audit's).
+    body = {"content": "When does the slipway close?",
+            "mentions": [{"kind": "document", "id": 1, "extra": 1}]}
+    response = api.post(f"/api/threads/{thread.pk}/messages", body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["mentions"]["0"]["non_field_errors"][0].startswith(
+        "Unknown keys: extra (expected kind, id)")
+    assert not thread.messages.exists()
     asked = api.post(f"/api/threads/{thread.pk}/messages",
                      {"content": "When does the slipway close?", "mentions": []}, format="json")
     assert asked.status_code == 201, asked.content
