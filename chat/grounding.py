@@ -88,7 +88,8 @@ def check_text(*, answer: str, passages: list[str]) -> dict[str, Any]:
     as for our own answers. Raises TooMuchWork past the request budget.
     """
     numbered = dict(enumerate(passages, start=1))
-    normalized = normalize(answer, numbered.__contains__)
+    # Here every bracketed number is meant as a citation: [0] or [-1] is reported.
+    normalized = normalize(answer, numbered.__contains__, drop_impossible=True)
     _within_budget(normalized.text, numbered)
     result = check_answer(answer=normalized.text, passages=numbered)
     grounding = result.to_dict()
@@ -115,7 +116,7 @@ def check_thread_answer(*, thread, answer: str) -> dict[str, Any]:
     request budget.
     """
     issued = citations.issued_numbers(thread=thread)
-    normalized = normalize(answer, issued.__contains__)
+    normalized = normalize(answer, issued.__contains__, drop_impossible=True)
     cited = [citations.citation_json(entry)
              for entry in citations.entries(thread=thread, numbers=normalized.cited)]
     _within_budget(normalized.text, {c["n"]: c["text"] for c in cited}, _places(cited))

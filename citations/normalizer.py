@@ -65,6 +65,13 @@ The rules (issue 11; tests/unit/test_normalizer*.py pin each one):
    line shows whether it closes, a line-start backtick or tilde run. At the end
    whatever is held is decided as if the text ends there (``Cut off [1`` stays).
 
+9. ``drop_impossible`` (a check of an answer written elsewhere, where a bracketed
+   number can only be a citation): a number that can never have been issued, ``[0]``,
+   ``[-1]``, one longer than MAX_IMPOSSIBLE_DIGITS allows to be issued
+   (``[99999999999999999999]``), is a label too, so dropped and reported as any
+   unissued number is, not left as text that reads as uncited. A year (``[2019]``)
+   stays text there as well.
+
 Normalizing the output again with the same issued numbers changes nothing (for
 brackets nested at most MAX_NESTING deep; deeper ones are plain text).
 Work is linear in the text: brackets are looked at no further than
@@ -90,6 +97,9 @@ MAX_NESTING: Final = 32
 MAX_LINK_DESTINATION: Final = 2048
 # Longer numbers are never issued, and int() of them is slow or refused.
 _MAX_DIGITS: Final = 9
+# With drop_impossible, numbers up to this long are read to be dropped and reported
+# (int() of them is cheap); longer ones stay text.
+MAX_IMPOSSIBLE_DIGITS: Final = 40
 
 OPENERS: Final = "[【［"
 CLOSERS: Final = "]】］"
@@ -112,6 +122,7 @@ _ITEM = rf"(?:{_NESTED}|{_RANGE})"
 _STRICT_RE: Final = re.compile(rf"{_B}{_ITEM}(?:{_B}[{SEPARATORS}]{_B}{_ITEM})*{_B}")
 _ITEM_RE: Final = re.compile(_ITEM)
 _RANGE_RE: Final = re.compile(_RANGE)
+_NEGATIVE_RE: Final = re.compile(rf"{_B}-{_B}(\d+){_B}")  # rule 9
 _PREFIX_RE: Final = re.compile(rf"{_B}citation{_B}:{_B}", re.IGNORECASE)
 _SEPARATOR_SPLIT_RE: Final = re.compile(f"[{SEPARATORS}]")
 _PLAIN_CONTENT_RE: Final = re.compile(rf"[\d{BLANKS}{SEPARATORS}{re.escape(DASHES)}{_NESTED}]*")
@@ -160,9 +171,12 @@ class Normalized:
     dropped: list[int]  # numbers written but not issued, once per cluster
 
 
-def normalize(text: str, is_issued: Callable[[int], bool]) -> Normalized:
-    """Normalize a complete answer (same machine as streaming, so results agree)."""
-    stream = StreamNormalizer(is_issued)
+def normalize(
+    text: str, is_issued: Callable[[int], bool], *, drop_impossible: bool = False
+) -> Normalized:
+    """Normalize a complete answer (same machine as streaming, so results agree);
+    `drop_impossible`: rule 9."""
+    stream = StreamNormalizer(is_issued, drop_impossible=drop_impossible)
     out = stream.feed(text) + stream.finish()
     return Normalized(out, stream.cited, stream.dropped)
 
@@ -198,6 +212,16 @@ def _number(digits: str) -> int | None:
     return int(digits)
 
 
+def _impossible(digits: str) -> int | None:
+    """A number no conversation or passage list issues (0, or longer than any issued),
+    read for rule 9; None for anything else, a leading zero (``[01]``) included."""
+    if len(digits) == 1 and int(digits) == 0:
+        return 0
+    if _MAX_DIGITS < len(digits) <= MAX_IMPOSSIBLE_DIGITS and int(digits[0]) != 0:
+        return int(digits)
+    return None
+
+
 class _Matcher:
     """Reads groups in one buffer; each bracket position is read at most once.
 
@@ -214,8 +238,10 @@ class _Matcher:
         final: bool,
         memo: dict[int, _Group | _Need | None] | None = None,
         base: int = 0,
+        drop_impossible: bool = False,
     ) -> None:
         self.is_issued = is_issued
+        self.drop_impossible = drop_impossible
         self.buf = buf
         self.final = final
         self._memo = {} if memo is None else memo
@@ -223,6 +249,8 @@ class _Matcher:
 
     def _label(self, digits: str) -> int | None:
         n = _number(digits)
+        if n is None and self.drop_impossible:
+            return _impossible(digits)
         if n is None or not (n <= MAX_LABEL or self.is_issued(n)):
             return None
         return n
@@ -331,6 +359,9 @@ class _Matcher:
         if had_nested and _ONLY_NESTED_RE.fullmatch(content):
             # [[1]], [[1], [2]], [[9]]: brackets around groups are one group.
             return [n for numbers in nested for n in numbers], False
+        if self.drop_impossible and (negative := _NEGATIVE_RE.fullmatch(content)):
+            n = _number(negative[1]) or _impossible(negative[1])
+            return (None if n is None else [-n]), False
         if not _STRICT_RE.fullmatch(content):
             return None, False
         numbers: list[int] = []
@@ -667,8 +698,11 @@ class StreamNormalizer:
     settles it, and only that undecided tail is held back.
     """
 
-    def __init__(self, is_issued: Callable[[int], bool]) -> None:
+    def __init__(
+        self, is_issued: Callable[[int], bool], *, drop_impossible: bool = False
+    ) -> None:
         self._is_issued = is_issued
+        self._drop_impossible = drop_impossible
         self._pending = ""
         self._cited: list[int] = []
         self._cited_set: set[int] = set()
@@ -677,7 +711,7 @@ class StreamNormalizer:
         self._w = _Writer()
         self._mode = _Mode.TEXT
         self._cluster: _Cluster | None = None
-        self._match: _Matcher = _Matcher(is_issued, "", False)
+        self._match: _Matcher = _Matcher(is_issued, "", False, drop_impossible=drop_impossible)
         self._memo: dict[int, _Group | _Need | None] = {}
         self._base = 0  # stream position of self._pending[0]
         self._dest_depth = 0
@@ -730,7 +764,8 @@ class StreamNormalizer:
         # Readings that waited for input are redone; the others stay.
         base = self._base
         self._memo = {k: v for k, v in self._memo.items() if k >= base and v is not NEED}
-        self._match = _Matcher(self._is_issued, buf, final, self._memo, base)
+        self._match = _Matcher(self._is_issued, buf, final, self._memo, base,
+                               drop_impossible=self._drop_impossible)
         self._tick_index = None
         while pos < len(buf):
             step = self._step(buf, pos, final)

@@ -118,6 +118,21 @@ def test_check_endpoint_takes_another_systems_answer(api):
     assert by_n == {1: "unsupported", 2: "supported"}
 
 
+def test_check_endpoint_drops_and_reports_numbers_never_issued_however_written(api):
+    """[0], [-1] and a 20-digit number were left in as text (the sentences then read as
+    uncited), where [7] is dropped and reported (an outside audit's)."""
+    response = api.post("/api/grounding/check", {
+        "answer": "The office closes at 18:00 [0]. It opens at nine [-1]. "
+                  "It is on the quay [99999999999999999999]. It was built in [2019].",
+        "passages": ["The harbour office closes at 18:00 on weekdays."],
+    }, format="json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["dropped_citations"] == [0, -1, 99999999999999999999]
+    assert body["answer"] == ("The office closes at 18:00. It opens at nine. "
+                              "It is on the quay. It was built in [2019].")  # a year stays
+
+
 def test_check_endpoint_refuses_more_reading_than_its_budget(api, settings):
     settings.GROUNDING_CHECK_MAX_CHARS = 1_000
     passage = "The harbour office opens at 09:00 on weekdays. " * 10  # 470 characters
@@ -163,11 +178,12 @@ def test_check_endpoint_takes_an_answer_citing_a_conversations_numbers(
                           cited["support"]["span"]["char_end"]].strip()
     response = api.post("/api/grounding/check", {
         "thread_id": thread,
-        "answer": f"{claim} [{cited['n']}]. Nobody maintains the lighthouse [{cited['n']}]. [40]",
+        "answer": f"{claim} [{cited['n']}]. Nobody maintains the lighthouse [{cited['n']}]. [40]"
+                  " [0] [99999999999999999999]",
     }, format="json")
     assert response.status_code == 200, response.content
     body = response.json()
-    assert body["dropped_citations"] == [40]
+    assert body["dropped_citations"] == [40, 0, 99999999999999999999]
     assert [s["verdict"] for s in body["sentences"]][0] == "supported"
     (checked,) = body["citations"]
     assert checked["n"] == cited["n"] and checked["text"] == cited["text"]

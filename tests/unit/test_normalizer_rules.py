@@ -149,6 +149,37 @@ def test_numbers(text, expected):
 
 
 @cases(
+    ("a [0] b", "a b"),
+    ("a [-1] b", "a b"),
+    ("a [ - 2 ].", "a."),
+    ("x [99999999999999999999].", "x."),
+    ("[0-2]", "[citation:1][citation:2]"),
+    ("[1, 0]", "[citation:1]"),
+    ("[2019] [1000] [01] [1e5] [-01]", "[2019] [1000] [01] [1e5] [-01]"),  # still text
+    ("`a[0]` [0]", "`a[0]`"),
+)
+def test_impossible_numbers_are_dropped_when_asked(text, expected):
+    """Rule 9: a check of an answer written elsewhere (chat.grounding) reports [0], [-1]
+    and a 20-digit number as numbers never issued, where a chat answer keeps them as text
+    (test_numbers)."""
+    whole = normalize(text, issued, drop_impossible=True)
+    assert whole.text == expected
+    for i in range(len(text) + 1):
+        cut = StreamNormalizer(issued, drop_impossible=True)
+        out = cut.feed(text[:i]) + cut.feed(text[i:]) + cut.finish()
+        assert (out, cut.cited, cut.dropped) == (whole.text, whole.cited, whole.dropped), i
+    assert normalize(expected, issued, drop_impossible=True).text == expected
+
+
+def test_impossible_numbers_are_reported_as_written():
+    answer = "a [0] b [-1] c [99999999999999999999] d [7] e [0]."
+    assert normalize(answer, issued, drop_impossible=True).dropped == [
+        0, -1, 99999999999999999999, 7, 0
+    ]
+    assert normalize(answer, issued).dropped == [7]
+
+
+@cases(
     ("[1-3]", "[citation:1][citation:2][citation:3]"),
     ("[3-1]", "[citation:1][citation:2][citation:3]"),
     ("[1 – 2, 5]", "[citation:1][citation:2][citation:5]"),
