@@ -54,6 +54,7 @@ from knowledge.serializers import (
     FolderSerializer,
     IngestJobSerializer,
     api_url,
+    without_server_paths,
 )
 
 BROKER_DOWN = OpenApiResponse(
@@ -386,7 +387,12 @@ class DocumentFileView(APIView):
         try:
             original = originals.open_original(document=document)
         except originals.NoOriginal as exc:
-            raise NotFound(str(exc)) from exc
+            why = str(exc)
+            if not selectors.may_add_server_paths(user=request.user):
+                # The file's server path and where a link in its place leads are the
+                # operator's: others read its path as `path` shows it.
+                why = without_server_paths(document, why)
+            raise NotFound(why) from exc
         response = FileResponse(original.handle, content_type=original.content_type)
         # Anyone's bytes from our origin: saved, never rendered, sniffed or run here.
         response["Content-Disposition"] = originals.content_disposition(original.filename)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
@@ -36,18 +37,34 @@ def shown_path(uri: str, path: str = "") -> str:
     return unquote(name) if uri.startswith("file:") else name  # a file URI is %-encoded
 
 
+# Where a symbolic link met in place of a file leads (indexing.pipeline says so): a path
+# of the server's, anywhere, shown only to those who see server paths.
+_LINK_TARGET_RE = re.compile(r"( through a symbolic link) \(to /.*?\)(?=; )")
+# An absolute path on the server, not part of a URL (no ":" or "/" or a word before it).
+_ABSOLUTE_PATH_RE = re.compile(r"(?<![\w:/.~-])/(?:[^\s/:;,()'\"]+/)*([^\s/:;,()'\"]+)")
+
+
 def without_server_paths(text: str, uri: str, path: str = "", repo_root: str = "") -> str:
     """`text` (a document's last error) with its file's server path written as readers
     see it (`shown_path`), and its repository's top level as the repository's name:
-    "File /srv/kb/team/notes.md no longer exists" → "File notes.md no longer exists"."""
+    "File /srv/kb/team/notes.md no longer exists" → "File notes.md no longer exists".
+    Where a link now in its place leads is left out."""
     if not text or not uri.startswith("file:"):
         return text
+    text = _LINK_TARGET_RE.sub(r"\1", text)
     own = unquote(urlsplit(uri).path)
     if own:
         text = text.replace(own, shown_path(uri, path))
     if repo_root.strip("/"):
         text = text.replace(repo_root.rstrip("/"), PurePosixPath(repo_root).name)
     return text
+
+
+def without_absolute_paths(text: str) -> str:
+    """`text` with each absolute server path written as its last name, for what names
+    no document (a clone that could not be fetched from a folder on the server):
+    "/srv/kb/repos/wiki is outside …" → "wiki is outside …"."""
+    return _ABSOLUTE_PATH_RE.sub(r"\1", text)
 
 
 def shown_document(document: Mapping[str, Any]) -> dict[str, Any]:

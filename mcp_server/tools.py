@@ -541,7 +541,9 @@ def stale(
     if report.unfetched:
         checked["not_fetched"] = [
             {"repository": _clone(root, server_paths),
-             "error": error.replace(root, _clone(root, server_paths))}
+             # It may name where the clone is fetched from, a folder on the server too.
+             "error": error if server_paths
+             else locators.without_absolute_paths(error.replace(root, _clone(root, False)))}
             for root, error in report.unfetched.items()
         ]
     return checked

@@ -137,7 +137,11 @@ def test_a_server_file_gone_or_put_behind_a_link_is_not_served(api, workspace, t
     os.symlink(secret, path)
     response = download(api, document)
     assert response.status_code == 404
-    assert "symbolic link" in response.json()["detail"]
+    detail = response.json()["detail"]
+    assert "symbolic link" in detail
+    # A member who is not staff read the server's path and the link's target (audit3 L7).
+    assert str(tmp_path) not in detail, detail
+    assert detail.startswith("The file cannot be served: harbour.md is now reached through")
 
 
 def test_an_upload_removed_from_storage_is_a_404_not_a_500(api, workspace):

@@ -238,6 +238,9 @@ def test_stale_fetches_a_cloned_repository_and_reindex_applies_its_changes(
     push(served)
     checked = tools.stale(user, check=True, workspace=None)
     assert "INGEST_SERVER_ROOTS" in checked["not_fetched"][0]["error"]
+    # …and names no folder of the server's to a member who is not staff (audit3 L7).
+    error = checked["not_fetched"][0]["error"]
+    assert str(served["root"].parent) not in error and "billing.git is outside" in error, error
     assert checked["stale"] == []
 
 
