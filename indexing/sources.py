@@ -333,6 +333,24 @@ def _folder_name_too_long(name: str) -> str:
     return ""
 
 
+# Bidi controls (marks, embeddings, overrides, isolates): one in a name makes the path
+# around it read out of order ("p/\u202eevil" shows as "p/live"), in the admin, the API
+# and the @ picker. Uploaded file names lose them (indexing.originals); a typed name or
+# title is refused, saying so.
+BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def bidi_problem(text: str, what: str) -> str:
+    """Why `text` (a name or title, `what` says which) cannot be shown: '' when it can."""
+    if found := sorted({ch for ch in text if ch in BIDI_CONTROLS}):
+        return (f"{what} cannot contain a text-direction control character "
+                f"({', '.join(f'U+{ord(ch):04X}' for ch in found)}): it makes the path "
+                "around it read out of order.")
+    return ""
+
+
 def folder_name_problem(name: str) -> str:
     """Why `name` cannot name one folder ('' when it can): the rules of `folder_for_path`
     for each name of a path, and no '/', which would make it a path."""
@@ -344,6 +362,8 @@ def folder_name_problem(name: str) -> str:
         return "A folder cannot be named '.' or '..'."
     if "\x00" in name:  # PostgreSQL cannot hold one
         return "A folder name cannot contain a NUL character."
+    if problem := bidi_problem(name, "A folder name"):
+        return problem
     return _folder_name_too_long(name.strip())
 
 
@@ -483,6 +503,8 @@ def update_document(
         longest = Document._meta.get_field("title").max_length
         if not title:
             raise EditRefused("A title may not be blank.", field="title")
+        if problem := bidi_problem(title, "A title"):
+            raise EditRefused(problem, field="title")
         if len(title) > longest:
             raise EditRefused(f"A title may be at most {longest} characters long.",
                               field="title")

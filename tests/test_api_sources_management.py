@@ -237,6 +237,9 @@ def test_folders_are_created_at_the_top_or_inside_another(api, workspace):
         ({"name": ".."}, "name", "'.' or '..'"),
         ({"name": "."}, "name", "'.' or '..'"),
         ({"name": "   "}, "name", "may not be blank"),
+        # A bidi override made "p/\u202eevil" read backwards (an outside audit's).
+        ({"name": "\u202eevil"}, "name", "text-direction control character (U+202E)"),
+        ({"name": "a\u2066b\u200f"}, "name", "(U+200F, U+2066)"),
         ({"name": "x" * 256}, "name", "no more than 255 characters"),
         ({}, "name", "required"),
         ({"name": "ok", "parent": 1}, "non_field_errors", "Unknown keys: parent"),
@@ -573,6 +576,7 @@ def test_moving_an_upload_where_one_of_its_name_is_is_a_400_naming_it(
     [
         ({"title": "   "}, "title"),
         ({"title": "x" * 501}, "title"),
+        ({"title": "Tides \u202etxt.exe"}, "title"),
         ({"title": None}, "title"),
         ({"folder_id": "x"}, "folder_id"),
         ({"folder": None}, "non_field_errors"),  # misspelt: refused, never ignored

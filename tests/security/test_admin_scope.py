@@ -529,7 +529,7 @@ def test_chunks_are_not_deleted_one_by_one_even_with_the_permission(client, work
     assert theirs.chunks.filter(pk=chunk.pk).exists()
 
 
-@pytest.mark.parametrize("name", ["a/b", "..", "."])
+@pytest.mark.parametrize("name", ["a/b", "..", ".", "\u202eevil"])
 def test_the_admin_refuses_a_folder_name_the_api_refuses(curator, workspace, name):
     # A top-level "a/b" would share its path with folder b inside a.
     response = curator.post(
