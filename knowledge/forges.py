@@ -41,10 +41,18 @@ def without_credentials(remote: str) -> str:
     if "://" in remote:
         try:
             parts = urlsplit(remote)
-            port = parts.port
         except ValueError:
             return ""
         host = parts.hostname or ""
+        if ":" in host:  # an IPv6 address: "http://::1/r" would be no URL
+            host = f"[{host}]"
+        try:
+            port = parts.port
+        except ValueError:
+            # Out of range or no number: kept as written, for the refusal that names it.
+            written = parts.netloc.rpartition("@")[2]
+            port = written.rpartition("]")[2].partition(":")[2] if written.startswith("[") \
+                else written.partition(":")[2]
         netloc = f"{host}:{port}" if port else host
         if parts.username and parts.scheme.lower() not in ("http", "https", "ftp", "ftps"):
             netloc = f"{parts.username}@{netloc}"

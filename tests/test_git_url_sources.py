@@ -113,6 +113,9 @@ def test_the_api_clones_a_git_url_on_a_worker_and_answers_202_at_once(
     ("git://example.com/acme/billing.git", "not git://"),
     ("http://127.0.0.1:9/acme/billing.git", "private or reserved address"),
     ("http://[::1]:9/acme/billing.git", "private or reserved address"),
+    # The refusal names the address as written (an outside audit's garbled ones).
+    ("http://[::ffff:127.0.0.1]/r", "Refusing to fetch http://[::ffff:127.0.0.1]/r: "),
+    ("http://127.0.0.1:99999/r", "URL has an invalid port: http://127.0.0.1:99999/r"),
     ("http://169.254.169.254/latest.git", "private or reserved address"),
 ])
 def test_the_api_refuses_a_git_url_reaching_local_paths_or_internal_hosts(

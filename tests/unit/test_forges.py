@@ -44,6 +44,9 @@ def test_credentials_never_stay_in_a_remote():
     assert without_credentials("https://tok@host:8443/a/b.git") == "https://host:8443/a/b.git"
     assert without_credentials("git@github.com:a/b.git") == "git@github.com:a/b.git"
     assert without_credentials("ssh://git:pw@host:22/a/b.git") == "ssh://git@host:22/a/b.git"
+    # An IPv6 host keeps its brackets; a port out of range is kept for the refusal naming it.
+    assert without_credentials("http://u:p@[::1]:8080/r") == "http://[::1]:8080/r"
+    assert without_credentials("http://u:p@host:99999/r") == "http://host:99999/r"
     assert "s3cret" not in repository_web_url("https://ci:s3cret@github.com/a/b")[1]
 
 
