@@ -153,7 +153,12 @@ class NotTheLastQuestion(CannotEdit):
 
 
 class NoSuchQuestion(CannotEdit, LookupError):
-    """The conversation has no such question (or only one an edit already replaced)."""
+    """The conversation has no such question."""
+
+
+class QuestionReplaced(CannotEdit):
+    """The question was real, but an edit replaced it (one sent at the same time won):
+    a conflict, not a missing question."""
 
 
 class AnswerStillPending(CannotEdit):
@@ -217,6 +222,11 @@ def _replace_last_question(thread: Thread, question_id: int, now) -> Message:
     current = thread.messages.current()
     question = current.filter(pk=question_id, role=Message.Role.USER).first()
     if question is None:
+        if thread.messages.filter(pk=question_id, role=Message.Role.USER).exists():
+            raise QuestionReplaced(
+                f"Question {question_id} was replaced by another edit (the one that won, "
+                "if two were sent at once): edit the conversation's last question."
+            )
         raise NoSuchQuestion(f"No question {question_id} in this conversation")
     if current.filter(role=Message.Role.USER, seq__gt=question.seq).exists():
         raise NotTheLastQuestion("Only the conversation's last question can be edited.")

@@ -342,9 +342,11 @@ def test_editing_the_last_question_replaces_it_and_its_answer(llm, workspace, ap
     assert AnswerFeedback.objects.get().message_id == old["id"]
     assert api.put(feedback_url(thread_id, old["id"]), {"rating": "up"},
                    format="json").status_code == 404
-    # The replaced question is no longer the last one: editing it again is a 404.
-    assert api.post(edit_url(thread_id, old_question), {"content": "Again?"},
-                    format="json").status_code == 404
+    # The replaced question is no longer the last one: editing it again (as the loser of
+    # two edits sent at once does) is a 409 saying so, not a 404 for a question that was.
+    again = api.post(edit_url(thread_id, old_question), {"content": "Again?"}, format="json")
+    assert again.status_code == 409, again.content
+    assert again.json()["detail"].startswith(f"Question {old_question} was replaced by another")
 
 
 def test_editing_the_question_that_named_the_conversation_renames_it(llm, workspace, api):
