@@ -164,6 +164,21 @@ def test_a_document_added_from_a_subfolder_before_cites_its_new_path(workspace, 
     }
 
 
+def test_a_backslash_in_a_file_name_is_shown_as_written(workspace, repo, capsys):
+    """A POSIX file name may hold a backslash: `we ird\\nname.py` was shown (title, path)
+    as `we ird/nname.py`, a path that does not exist (an outside audit's)."""
+    write(repo, "src/we ird\\nname.py", "def odd_name():\n    return 1\n")
+    write(repo, "docs/back\\slash.md", "# Slash\n\nA backslash in a name.\n")
+    commit(repo)
+    call_command("ingest", str(repo), workspace=workspace.slug, inline=True)
+    held = uris(workspace)
+    code, prose = held["src/we ird\\nname.py"], held["docs/back\\slash.md"]
+    assert code.status == prose.status == Document.Status.INDEXED
+    assert code.title == "src/we ird\\nname.py"
+    assert {c.locator["path"] for c in code.chunks.all()} == {"src/we ird\\nname.py"}
+    assert {c.locator["path"] for c in prose.chunks.all()} == {"docs/back\\slash.md"}
+
+
 def test_legacy_encoded_source_is_read_not_failed(workspace, repo, capsys):
     write(repo, "src/billing/latin1_mod.py",
           "# -*- coding: latin-1 -*-\nCAFE = 'café'\n".encode("latin-1"))

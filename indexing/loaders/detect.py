@@ -178,7 +178,10 @@ def _checked_against_content(by_name: str, data: bytes) -> str:
 
 
 def load_code(data: bytes, *, filename: str) -> LoadedDocument:
-    path = filename.replace("\\", "/")
+    # As named: a repository's path is POSIX, where a backslash is part of a file's name
+    # ("a\\b.py" shown as "a/b.py" names a file that does not exist); an upload's name
+    # has lost any client path already.
+    path = filename
     language = detect_language(path)
     text = decode_text(data)
     return LoadedDocument(

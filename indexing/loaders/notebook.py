@@ -20,7 +20,7 @@ from knowledge.source_types import SourceType
 
 
 def load_notebook(data: bytes, *, filename: str) -> LoadedDocument:
-    path = filename.replace("\\", "/")
+    path = filename  # as named: a backslash in a POSIX name is no separator (load_code)
     try:
         notebook = json.loads(decode_text(data, what="Notebook"))
     except json.JSONDecodeError as exc:
