@@ -156,17 +156,22 @@ def _same_origin(url: str, other: str) -> bool:
     )
 
 
-def _page_path(path: str) -> str:
-    """A URL's path as one page has it whatever link reached it: no trailing slash, no
-    index page, no .html; percent escapes in upper case. Dot segments are left as they
-    are: `/a/../b` names no page here, so it never matches one."""
+def _page_path(path: str) -> tuple[str, str]:
+    """A URL's path as one page has it whatever link reached it, and its form: a folder's
+    page (`/doc/`, `/doc/index.html`), a file's (`/doc.html`) or bare (`/doc`), which
+    servers answer as either. Percent escapes in upper case. Dot segments are left as
+    they are: `/a/../b` names no page here, so it never matches one."""
     path = _PERCENT_ESCAPE.sub(lambda m: m.group().upper(), path or "/")
     folder, _, last = path.rpartition("/")
-    if last.lower() in _INDEX_PAGES:
-        last = ""
-    elif last.lower().endswith(_PAGE_EXTENSIONS):
-        last = last[: last.rindex(".")]
-    return f"{folder}/{last}".rstrip("/") or "/"
+    if not last or last.lower() in _INDEX_PAGES:
+        return folder or "/", "folder"
+    if last.lower().endswith(_PAGE_EXTENSIONS):
+        return f"{folder}/{last[: last.rindex('.')]}", "file"
+    return f"{folder}/{last}", "bare"
+
+
+def _query(url: str) -> Counter[str]:
+    return Counter(pair for pair in urlsplit(url).query.split("&") if pair)
 
 
 def same_resource(canonical: str, page_url: str) -> bool:
@@ -177,9 +182,11 @@ def same_resource(canonical: str, page_url: str) -> bool:
     site: a page served over http often names its https address; a service on another
     port of the host is someone else's), no user info, the same path but for a trailing
     slash, an index page (`/doc/index.html` is `/doc/`) or a `.html` extension
-    (`/doc.html` is `/doc`), and query parameters the fetched URL has (a canonical may
-    drop `?ref=mail` or `?page=1`, never add or change one: `?id=7` is another page).
-    Tracking parameters and the #fragment never count (`web_source_url`).
+    (`/doc.html` is `/doc`; but `/~alice/` is not `/~alice.html`, which on a shared host
+    can be another's), and the same query parameters in any order. Tracking parameters
+    and the #fragment never count (`web_source_url`); any other parameter may name the
+    page (`index.php?title=User:Mallory`, `products?id=7`), so a canonical that drops one
+    could be another page's address.
 
     Nothing else is believed, however much it looks like the same site: on a host where
     several people publish (a forge's pages, a wiki, a user's ~folder, a service on
@@ -190,11 +197,12 @@ def same_resource(canonical: str, page_url: str) -> bool:
     canonical, page_url = web_source_url(canonical), web_source_url(page_url)
     if not _same_origin(canonical, page_url):
         return False
-    named, fetched = urlsplit(canonical), urlsplit(page_url)
-    if _page_path(named.path) != _page_path(fetched.path):
+    (named, named_form), (fetched, fetched_form) = (
+        _page_path(urlsplit(canonical).path), _page_path(urlsplit(page_url).path)
+    )
+    if named != fetched or {named_form, fetched_form} == {"folder", "file"}:
         return False
-    offered = Counter(pair for pair in fetched.query.split("&") if pair)
-    return not Counter(pair for pair in named.query.split("&") if pair) - offered
+    return _query(canonical) == _query(page_url)
 
 
 def trusted_canonical(canonical: object, page_url: str) -> str:

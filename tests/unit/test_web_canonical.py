@@ -22,10 +22,9 @@ SECRET = "SECRETTOKEN123"
         ("https://x.org/doc", "https://x.org/doc.html", "https://x.org/doc"),
         ("https://x.org/doc/", "https://x.org/doc/index.html", "https://x.org/doc/"),
         ("https://x.org/", "https://x.org/index.php", "https://x.org/"),
-        ("https://x.org/doc", "https://x.org/doc?ref=mail&utm_source=a",
-         "https://x.org/doc"),
+        ("https://x.org/doc", "https://x.org/doc?utm_source=a", "https://x.org/doc"),
         ("https://x.org/doc?utm_source=a#top", "https://x.org/doc", "https://x.org/doc"),
-        ("https://x.org/v?id=8", "https://x.org/v?id=8&ref=mail", "https://x.org/v?id=8"),
+        ("https://x.org/v?b=2&a=1", "https://x.org/v?a=1&b=2", "https://x.org/v?b=2&a=1"),
         ("https://x.org/a%2fb", "https://x.org/a%2Fb", "https://x.org/a%2fb"),
         # http and https on their default ports are one site; the same other port too.
         ("https://x.org/doc", "http://x.org/doc", "https://x.org/doc"),
@@ -41,6 +40,14 @@ SECRET = "SECRETTOKEN123"
         # Another query: a parameter changed or added is another page.
         ("https://x.org/v?id=8", "https://x.org/v?id=7", ""),
         ("https://x.org/v?id=8", "https://x.org/v", ""),
+        # A parameter dropped: it may be what names the page.
+        ("https://x.org/v?id=8", "https://x.org/v?id=8&ref=mail", ""),
+        ("https://x.org/products", "https://x.org/products?id=1", ""),
+        ("https://x.org/", "https://x.org/index.php?title=User:Mallory", ""),
+        ("https://x.org/index.php", "https://x.org/?p=abc", ""),
+        # A folder's page is not a file's of the same name (a user's ~folder, a file).
+        ("https://x.org/~alice.html", "https://x.org/~alice/", ""),
+        ("https://x.org/~alice/", "https://x.org/~alice.html", ""),
         # Another port of the host, another host: someone else's.
         ("http://x.org:8080/doc", "http://x.org/doc", ""),
         ("http://x.org:8080/doc", "http://x.org:9090/doc", ""),
