@@ -361,6 +361,9 @@ def ask(request: Request, thread: Thread, *, replacing: int | None = None):
         raise Http404(str(exc)) from exc
     except services.CannotEdit as exc:
         return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+    except services.TooManyAnswersWriting as exc:
+        return Response({"detail": str(exc)}, status=status.HTTP_429_TOO_MANY_REQUESTS,
+                        headers={"Retry-After": str(WRITING_RETRY_SECONDS)})
     # Accept: text/event-stream preferred to application/json, or ?format=sse
     if request.accepted_renderer.media_type == EventStreamRenderer.media_type:
         return _event_stream(turn)
@@ -377,6 +380,8 @@ def ask(request: Request, thread: Thread, *, replacing: int | None = None):
 
 
 THREAD_DELETED = "The conversation was deleted while the answer was being written."
+# When to ask again with answers being written to the limit: a turn takes seconds.
+WRITING_RETRY_SECONDS = 5
 
 
 class _TurnStream:

@@ -45,7 +45,11 @@ def conversation(
         pk=conversation_id, user=user, workspace=workspace, origin=Thread.Origin.MCP
     ).first()
     if thread is None:
-        raise UnknownConversation(f"No conversation {conversation_id} in this workspace")
+        raise UnknownConversation(
+            f"No conversation {conversation_id} in this workspace (a user keeps their "
+            f"{settings.MCP_CONVERSATIONS_KEPT} most recently used: an older one is "
+            "removed; search without conversation_id to start a new one)"
+        )
     # Used now: kept ahead of those not used since (updated_at is when it was last used).
     Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())
     return thread

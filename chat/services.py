@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Max, Prefetch, QuerySet
 from django.db.models.functions import Coalesce
@@ -161,6 +162,10 @@ class QuestionReplaced(CannotEdit):
     a conflict, not a missing question."""
 
 
+class TooManyAnswersWriting(Exception):
+    """The user's turns are writing CHAT_MAX_ANSWERS_WRITING answers already."""
+
+
 class AnswerStillPending(CannotEdit):
     """The question's answer is still being written: stop it first."""
 
@@ -277,6 +282,25 @@ ABANDONED_MARGIN_SECONDS = 120
 # server stopped) or is stuck in a silent model call: it is closed without its text.
 STOP_CHECK_SECONDS = 0.5
 STOP_GRACE_SECONDS = 10
+
+
+def _claim_a_writer(thread: Thread) -> None:
+    """TooManyAnswersWriting when the thread's user has CHAT_MAX_ANSWERS_WRITING answers
+    being written (a turn runs to its end when its client hangs up: asking and hanging
+    up again and again would otherwise hold a model call and a database connection
+    each). Under a lock on the user's row, so asks sent at once are counted one by one;
+    an answer no turn is writing any more (its heartbeat stale) does not count."""
+    get_user_model().objects.select_for_update().filter(pk=thread.user_id).first()
+    stale = timezone.now() - timedelta(seconds=settings.LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS)
+    writing = Message.objects.filter(
+        thread__user_id=thread.user_id, status=Message.Status.PENDING,
+    ).alias(last_seen=Coalesce("heartbeat_at", "created_at")).filter(last_seen__gte=stale)
+    limit = settings.CHAT_MAX_ANSWERS_WRITING
+    if writing.count() >= limit:
+        raise TooManyAnswersWriting(
+            f"{limit} of your answers are being written already: wait for one to finish, "
+            "or stop one (CHAT_MAX_ANSWERS_WRITING)."
+        )
 
 
 def close_abandoned_answers(*, thread: Thread) -> None:
@@ -521,12 +545,14 @@ def open_turn(
     text_sent, text = text, without_mentions(text, [m.title for m in resolved])
     if replacing is not None:
         close_abandoned_answers(thread=thread)  # a dead turn's answer does not block it
-    user_message, answer = _append_all(thread, [
-        {"role": Message.Role.USER, "content": text_sent, "resolved_content": text,
-         "mentions": [m.__dict__ for m in resolved],
-         "metadata": {"replaces": replacing} if replacing is not None else {}},
-        {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
-    ], title=text[:TITLE_CHARS], replacing=replacing)
+    with transaction.atomic():
+        _claim_a_writer(thread)
+        user_message, answer = _append_all(thread, [
+            {"role": Message.Role.USER, "content": text_sent, "resolved_content": text,
+             "mentions": [m.__dict__ for m in resolved],
+             "metadata": {"replaces": replacing} if replacing is not None else {}},
+            {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
+        ], title=text[:TITLE_CHARS], replacing=replacing)
     history, issued = _history(thread, user_message.seq)
     messages: list[dict[str, Any]] = [
         {

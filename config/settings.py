@@ -511,6 +511,9 @@ if GROUNDING_NLI_MODEL and not Path(GROUNDING_NLI_MODEL).is_file():
     raise ImproperlyConfigured(f"GROUNDING_NLI_MODEL={GROUNDING_NLI_MODEL!r} is not a file")
 # Distinct @mentions one message may carry (each scopes the search); more is a 400.
 CHAT_MAX_MENTIONS = env.int("CHAT_MAX_MENTIONS", default=20)
+# Answers one user's turns may be writing at once (each holds a model call and a
+# database connection, and runs to its end whoever hangs up); another ask is a 429.
+CHAT_MAX_ANSWERS_WRITING = env.int("CHAT_MAX_ANSWERS_WRITING", default=4)
 
 # --- Web search ----------------------------------------------------------------------
 # none (default) | searxng | brave | tavily. When set, the chat model is also offered

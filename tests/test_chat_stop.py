@@ -21,7 +21,7 @@ from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from chat import services
-from chat.models import Message
+from chat.models import Message, Thread
 from tests.scripted_llm import answer, recorded
 
 pytestmark = pytest.mark.django_db(transaction=True)  # the turn runs in its own thread
@@ -283,3 +283,38 @@ def test_a_conversation_deleted_while_its_answer_streams_ends_with_an_error(
         "message": "The conversation was deleted while the answer was being written."
     })
     assert not Message.objects.filter(thread_id=thread_id).exists()
+
+
+def test_a_user_has_at_most_so_many_answers_written_at_once(llm, workspace, user, api, settings):
+    """A turn runs to its end when its client hangs up: asking and hanging up, again and
+    again, held a model call and a database connection a turn, without bound."""
+    settings.CHAT_MAX_ANSWERS_WRITING = 2
+    release = threading.Event()
+
+    def held(request: dict) -> dict:
+        release.wait(10)
+        return answer("The tide turns twice a day.")
+
+    llm.script = [held, held, answer("Now there is room.")]
+    first, second, third = new_thread(api), new_thread(api), new_thread(api)
+    # An answer a stopped server left pending long ago is no turn's: it does not count.
+    services._append_all(Thread.objects.get(pk=third), [
+        {"role": Message.Role.USER, "content": "Hi"},
+        {"role": Message.Role.ASSISTANT, "status": Message.Status.PENDING},
+    ])
+    Message.objects.filter(thread_id=third).update(
+        created_at=timezone.now() - timedelta(hours=1)
+    )
+    try:
+        for thread_id in (first, second):
+            ask_streamed(api, thread_id).close()  # hung up at once: the turn runs on
+        refused = ask_streamed(api, new_thread(api))
+        assert refused.status_code == 429, refused.content
+        assert refused["Retry-After"] == "5"
+        assert "2 of your answers are being written already" in refused.json()["detail"]
+    finally:
+        release.set()
+    for thread_id in (first, second):
+        assert wait_settled(thread_id).status == Message.Status.COMPLETE
+    assert api.post(f"/api/threads/{new_thread(api)}/messages", {"content": "And now?"},
+                    format="json").status_code == 201

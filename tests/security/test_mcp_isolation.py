@@ -33,7 +33,10 @@ def attacks(w) -> dict[str, tuple[str, dict, dict, str]]:
     thread, mine = w["their_thread"].pk, w["my_doc"].pk
     url = "https://example.com/"
     no_workspace = "No workspace '{}' (list_workspaces names yours)"
-    no_conversation = "No conversation {} in this workspace"
+    no_conversation = (
+        "No conversation {} in this workspace (a user keeps their 200 most recently used: "
+        "an older one is removed; search without conversation_id to start a new one)"
+    )
     return {
         "check an answer against a foreign conversation's passages": (
             "check_answer", {"conversation_id": thread, "answer": "The key is here [1]."},
