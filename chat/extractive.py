@@ -36,6 +36,7 @@ sentences, chosen in three steps:
 
 from __future__ import annotations
 
+import bisect
 import html
 import math
 import re
@@ -49,7 +50,14 @@ from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_f
 from citations.contiguity import overlap
 from citations.grounding import Grounder
 from citations.locations import asked_definition, location_span, where_of
-from citations.rows import TABLE_COLUMNS, is_header, is_table_row, read_under, table_header
+from citations.rows import (
+    TABLE_COLUMNS,
+    cells,
+    is_header,
+    is_table_row,
+    read_under,
+    table_header,
+)
 from citations.sentences import split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
@@ -58,6 +66,14 @@ SECTION_LINE: Final = re.compile(r'^<section title="([^"]*)">$')
 WORD: Final = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 NOTHING_FOUND: Final = "I could not find an answer to that in the knowledge base."
 FILE_NAME: Final = re.compile(r"^[^\s/]+(?:/[^\s/]+)*\.\w+$")
+# A source file's path, as a code document is titled ("tidewatch/predict.py"): each of its
+# passages is code, its comments and docstrings included, whatever a line looks like.
+CODE_FILE: Final = re.compile(
+    r"^[^\s/]+(?:/[^\s/]+)*\.(?:py|pyi|js|mjs|cjs|jsx|ts|mts|cts|tsx|go|java|rs|c|h|cpp|hpp|"
+    r"cc|hh|cxx|hxx|cs|rb|rake|php|sh|bash|zsh|kt|kts|swift|scala|sql|lua|pl|pm|dart|ex|exs|"
+    r"erl|hs|ml|clj|groovy|ps1|vue|svelte)$",
+    re.I,
+)
 
 MONTHS: Final = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
@@ -238,6 +254,9 @@ _CODE_SYNTAX: Final = re.compile(
     r"^\s*(?:@\w|(?:async\s+)?def\s|class\s|import\s|from\s+\S+\s+import\b|return\b)|"
     r"\s(?:=|==|\+=|-=|->|:=)\s|\w\(\)|[,:(\[{\\]\s*$|[\"'][\w.]+[\"']\s*[,:]"
 )
+# A docstring's delimiter, and a sentence that opens one ('"""Time for one full cycle.').
+_DOCSTRING_DELIMITER: Final = re.compile(r'"""|\'\'\'')
+_DOCSTRING_OPENS: Final = re.compile(r'^[rRuUbBfF]{0,2}(?:"""|\'\'\')\s*')
 # A code comment after a statement ("  # principal lunar semidiurnal") is not its prose.
 _TRAILING_COMMENT: Final = re.compile(r"\s#\s.*$")
 # Only names, quotes and brackets: an entry of a list of names ('"M2_PERIOD_HOURS",'), a
@@ -279,6 +298,16 @@ class Tuning:
     # ("which items are in Lyon?"), not for sharing a word with it ("Sable Stool").
     row_keep_ratio: float = 0.9
     max_sentences: int = 3
+    # The passage search ranked first: a sentence of it is preferred to one elsewhere
+    # scoring about as well (bench/squad_citations.py).
+    top_passage_bonus: float = 0.05
+    # The section a "What is X?" question's topic heads answers it when its best sentence
+    # scores at least this share of the best anywhere (a sentence naming X in passing
+    # shares the question's words and its meaning: "… within the limits of the travel
+    # policy" scored 1.58, the travel policy's own first sentence 0.91).
+    about_ratio: float = 0.5
+    # Prose answers a question in prose before code when nearly as good as the code.
+    prose_ratio: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -299,6 +328,15 @@ class Candidate:
     # The question its section's heading asks (an FAQ's "How accurate are the
     # predictions?"): what the sentence answers, though it need not repeat it.
     heading: str = ""
+    # Part of code: a line of it, or a sentence of a docstring (which documents the code
+    # around it). A question in prose is answered from prose when any answers.
+    in_code: bool = False
+    # Its passage's headings name what a "What is X?" question asks about ("Travel
+    # policy"): the section about it, not a sentence that mentions it in passing.
+    about: bool = False
+    # A table row's header ("Owner | Action | Due"), when shown: the row is quoted read
+    # under it ("Owner: Ines; Action: …; Due: 7 February"), never as bare cells.
+    columns: str = ""
 
 
 @dataclass(frozen=True)
@@ -311,6 +349,8 @@ class _Unit:
     subject: str  # the label of the definition it belongs to, if any
     lead: str  # the label, if any, and the paragraph's text before the sentence
     also: tuple[int, ...] = ()  # the passage it runs on into (Candidate.also)
+    docstring: bool = False  # a sentence of a docstring (Candidate.in_code)
+    opens_docstring: bool = False  # its first line: a summary of the code it documents
 
 
 def parse_evidence(rendered: str) -> list[tuple[int, str]]:
@@ -468,6 +508,31 @@ def _names_only(text: str) -> bool:
     return _code_line(text) and _NAMES_ONLY.fullmatch(text) is not None
 
 
+def _continues(sentence: str) -> bool:
+    """Whether a sentence starts with a lowercase English word: the rest of one the
+    splitter cut ("where ``A_i`` is …" after a formula, "agree them with …" after "Swaps
+    are fine:"), not a sentence on its own. A name written lowercase ("tidewatch is …") is
+    no English word."""
+    first = re.match(r"[a-z]+\b(?![.'_-]?\w)", sentence)
+    return first is not None and zipf_frequency(first.group(), "en") > 0.0
+
+
+def _inside_docstring(delimiters: Sequence[int], start: int) -> bool:
+    """Whether `start` lies inside a triple-quoted string of a passage whose delimiters
+    are at `delimiters`: after an odd number of them, or, in a chunk that starts inside
+    one (its opening is in the chunk before), after none and before an odd number."""
+    before = bisect.bisect_right(delimiters, start)
+    return before % 2 == 1 if before else len(delimiters) % 2 == 1
+
+
+def _without_closing_quote(sentence: str) -> str:
+    """A one-line docstring's sentence without the first quote of its closing delimiter,
+    which the sentence splitter reads as a closing quotation mark ('… for M2."')."""
+    if sentence and sentence[-1] in "\"'" and sentence.count(sentence[-1]) % 2 == 1:
+        return sentence[:-1]
+    return sentence
+
+
 def _cut_at_end(text: str, start: int, end: int) -> bool:
     """Whether the passage's end cuts its last sentence: it runs to the end without the
     stop that closes a sentence (a row, a line of code or a title line has none of its own,
@@ -504,6 +569,7 @@ def _units(
     units = []
     for position, (number, text) in enumerate(passages):
         labels = _labels(text)
+        delimiters = [m.start() for m in _DOCSTRING_DELIMITER.finditer(text)]
         for index, (start, end) in enumerate(spans[number]):
             sentence = text[start:end]
             if sentence.lstrip().startswith("#"):
@@ -523,12 +589,19 @@ def _units(
                     continue  # the next chunk holds it whole: quote it there
                 if whole:
                     sentence, also = whole, (following_number,)
-            fragment = index == 0 and text[:1].islower()
+            fragment = (index == 0 and text[:1].islower()) or _continues(sentence)
             subject = next((label for at, label in reversed(labels) if at <= start), "")
             before = text[text.rfind("\n\n", 0, start) + 1 : start].strip()
             lead = before if before.startswith(subject) else f"{subject} {before}"
+            opens = _DOCSTRING_OPENS.match(sentence)
+            if opens:
+                # Quoted as the prose it holds, not with its delimiter ('"""Time for …').
+                sentence = _without_closing_quote(sentence[opens.end() :])
+                if not sentence.strip():
+                    continue  # a delimiter alone
+            docstring = bool(opens) or _inside_docstring(delimiters, start)
             units.append(_Unit(number, index, sentence, analyze(sentence), fragment, subject,
-                               lead.strip(), also))
+                               lead.strip(), also, docstring, bool(opens)))
     return units
 
 
@@ -539,12 +612,15 @@ def rank_sentences(
     titles: Mapping[int, str] | None = None,
     tuning: Tuning = Tuning(),
     topic: str = "",
+    numbered_by_rank: bool = True,
 ) -> list[Candidate]:
     """Every sentence of the passages scored by words and shape, best first.
 
     ``topic``: words a follow-up borrowed from the question before it ("tidewatch 2.0
     launch" in "and its budget? (tidewatch 2.0 launch)"); they say what the question is
-    about, and weigh like a title's words, not like what it asks."""
+    about, and weigh like a title's words, not like what it asks. ``numbered_by_rank``: the
+    passages' numbers were issued in the order search ranked them, as in a conversation's
+    first turn (later, a passage shown before keeps its number)."""
     wanted = set(analyze(question).terms)
     if DEFAULT_ASKED.search(question):
         wanted.add(stem("default"))  # "out of the box", "if I don't pass one"
@@ -601,6 +677,9 @@ def rank_sentences(
         number: "".join(f" {_normalized(part)} " for part in title.split(" › "))
         for number, title in (titles or {}).items()
     }
+    about = _about_topic(question, titles or {})
+    # Numbers are issued in the order search ranked the passages: the first is its best.
+    top = min((number for number, _ in passages), default=None) if numbered_by_rank else None
     ranked = []
     for position, unit in enumerate(units):
         if unit.index == 0 and any(t != unit.text and t.endswith(unit.text) for t in texts):
@@ -613,6 +692,7 @@ def rank_sentences(
             continue  # an entry of a list of names says nothing about them
         around_it = (unit.index - 1, unit.index + 1)
         looks = unit.text
+        columns = ""
         if is_table_row(unit.text):
             # The rows around a row are other records; what it shares is its header.
             header = table_header(lines[unit.number][: unit.index + 1], unit.index)
@@ -660,20 +740,29 @@ def rank_sentences(
             score *= 0.5
         if any(word not in document_text[document] for word in unknown):
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
+        if unit.number == top:
+            # The passage search ranked first: of sentences saying as much, its own.
+            score += tuning.top_passage_bonus
+        code_line = _code_line(unit.text)
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
-        ranked.append(Candidate(score - position * 1e-6, unit.number, unit.text, unit.fragment,
-                                unit.lead, asked[document], _code_line(unit.text), unit.also,
-                                _asked_by_heading((titles or {}).get(unit.number, ""))))
+        ranked.append(Candidate(
+            score - position * 1e-6, unit.number, unit.text, unit.fragment, unit.lead,
+            asked[document], code_line or unit.opens_docstring, unit.also,
+            _asked_by_heading((titles or {}).get(unit.number, "")),
+            in_code=code_line or unit.docstring or bool(CODE_FILE.search(document)),
+            about=unit.number in about,
+            columns=columns,
+        ))
     return sorted(ranked, key=lambda c: -c.score)
 
 
 def _with_meaning(
     question: str, ranked: list[Candidate], grounder: Grounder, tuning: Tuning
 ) -> tuple[list[Candidate], float]:
-    """The best few re-scored with the embedder's cosine between the question, as it reads
-    in each sentence's document, and the sentence; and the best score with the whole
-    question's cosine, which decides whether anything answers at all."""
-    top = ranked[: tuning.embedded]
+    """These few (the best) re-scored with the embedder's cosine between the question, as
+    it reads in each sentence's document, and the sentence; and the best score with the
+    whole question's cosine, which decides whether anything answers at all."""
+    top = ranked
     heads = {c.text: _meaning_text(c, tuning) for c in top}
     asked_texts = {c.asked or question for c in top}
     vectors = grounder.cache.vectors([question, *asked_texts, *heads.values()])
@@ -685,6 +774,39 @@ def _with_meaning(
         rescored.append(replace(c, score=c.score + factor * float(asked @ sentence)))
         whole_best = max(whole_best, c.score + factor * float(vectors[question] @ sentence))
     return sorted(rescored, key=lambda c: -c.score), whole_best
+
+
+# A question asking what a thing is, as a whole: "What is the travel policy?", "Tell me
+# about the release process". Its topic is what follows, a short phrase.
+_TOPIC_ASKED: Final = re.compile(
+    r"^\s*(?:what(?:'s|\s+(?:is|are|was|were))|tell\s+me\s+about|describe|explain|summari[sz]e)"
+    r"\s+(?:(?:the|a|an|our|your|my|its|their)\s+)?(?P<topic>[^?.!]{1,60}?)\s*[?.!]?\s*$",
+    re.I,
+)
+
+
+def _about_topic(question: str, titles: Mapping[int, str]) -> frozenset[int]:
+    """The passages whose headings name most of what a "What is X?" question asks about:
+    those naming the most of its topic's words, half of them at least ("Travel policy",
+    "Code review" for "the code review policy"). The section about a thing describes it;
+    a sentence elsewhere that names it ("… within the limits of the travel policy")
+    mentions it. Empty when the question asks something else or no heading names it."""
+    asked = _TOPIC_ASKED.match(question)
+    if not asked:
+        return frozenset()
+    topic = frozenset(analyze(asked.group("topic")).terms)
+    if not topic:
+        return frozenset()
+    # A passage's headings, without its document's title: every passage of a document
+    # shares that, and the document is not one section of it.
+    covered = {
+        number: len(topic & analyze(title.partition(" › ")[2]).stems)
+        for number, title in titles.items()
+    }
+    most = max(covered.values(), default=0)
+    if not most or most * 2 < len(topic):
+        return frozenset()
+    return frozenset(number for number, count in covered.items() if count == most)
 
 
 def _asked_by_heading(title: str) -> str:
@@ -715,24 +837,86 @@ def compose_answer(
     grounder: Grounder | None = None,
     tuning: Tuning = Tuning(),
     topic: str = "",
+    numbered_by_rank: bool = True,
 ) -> str:
     """Up to ``max_sentences`` cited passage sentences that answer, or NOTHING_FOUND.
 
-    Without a grounder the ranking is by words only and nothing is checked. ``topic``: see
-    rank_sentences.
+    Without a grounder the ranking is by words only and nothing is checked. ``topic``,
+    ``numbered_by_rank``: see rank_sentences.
     """
     if (symbol := asked_definition(question)) and (
         located := _definitions(symbol, passages, titles or {})
     ):
         return located
-    ranked = rank_sentences(question, passages, titles=titles, tuning=tuning, topic=topic)
+    ranked = rank_sentences(question, passages, titles=titles, tuning=tuning, topic=topic,
+                            numbered_by_rank=numbered_by_rank)
     floor = tuning.min_score
     best = ranked[0].score if ranked else -math.inf
     if ranked and grounder is not None:
-        ranked, best = _with_meaning(question, ranked, grounder, tuning)
+        # The best of the candidates preferred (see _preferred) are read for their meaning
+        # too, however many sentences elsewhere share more words with the question.
+        top = ranked[: tuning.embedded]
+        top += [c for c in _preferred(question, ranked, tuning, scored=False)[: tuning.embedded]
+                if c not in top]
+        ranked, best = _with_meaning(question, top, grounder, tuning)
         floor = tuning.min_score_with_meaning
     if best < floor:
         return NOTHING_FOUND
+    preferred = _preferred(question, ranked, tuning)
+    chosen = _choose(question, preferred, passages, titles or {}, grounder, tuning)
+    if not chosen and len(preferred) < len(ranked):
+        # Nothing the section about the topic or prose says answers: code, a docstring or
+        # a sentence elsewhere may.
+        chosen = _choose(question, ranked, passages, titles or {}, grounder, tuning)
+        if chosen and chosen[0].in_code and not _code_asked(question):
+            # Code answering a question in prose says what its best passage says: other
+            # symbols' docstrings and lines add noise ('"""Time for one full cycle.').
+            chosen = [c for c in chosen if c.number == chosen[0].number]
+    if not chosen:
+        return NOTHING_FOUND
+    # The sentence naming the answer precisely (the value beside "default") is read first.
+    precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
+    chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
+    return _quote(chosen, "[{}]")
+
+
+# A question about code names a part of it, or a name of code (key_terms).
+_CODE_ASKED: Final = re.compile(
+    r"\b(?:function|method|class|module|package|code|return|raise|argument|parameter|"
+    r"import|defined?|docstring|variable|constant|attribute|script|api|library|implement)",
+    re.I,
+)
+
+
+def _code_asked(question: str) -> bool:
+    return bool(key_terms(question)) or _CODE_ASKED.search(question) is not None
+
+
+def _preferred(
+    question: str, ranked: list[Candidate], tuning: Tuning, *, scored: bool = True
+) -> list[Candidate]:
+    """The candidates (best first) an answer is looked for among first: of the sections
+    about what a "What is X?" question asks about, when a heading names it; and, for a
+    question in prose, sentences of prose: a docstring or a line of code answers it only
+    when no prose does. ``scored``: each only when its best scores near the best of all
+    (``Tuning.about_ratio``, ``Tuning.prose_ratio``); else all that may be (to be scored)."""
+    kept = ranked
+    about = [c for c in kept if c.about]
+    if about and (not scored or about[0].score >= kept[0].score * tuning.about_ratio):
+        kept = about
+    prose = [c for c in kept if not c.in_code]
+    if prose and not _code_asked(question) and (
+        not scored or prose[0].score >= kept[0].score * tuning.prose_ratio
+    ):
+        kept = prose
+    return kept
+
+
+def _choose(
+    question: str, ranked: list[Candidate], passages: Sequence[tuple[int, str]],
+    titles: Mapping[int, str], grounder: Grounder | None, tuning: Tuning,
+) -> list[Candidate]:
+    """The best of these candidates (best first) that make an answer, checked."""
     best = ranked[0].score
     record = _record_named(question, ranked[0])
     preferred = [s.looks for s in ANSWER_SHAPES if s.preferred and s.asks.search(question)]
@@ -759,14 +943,8 @@ def compose_answer(
         if candidate.text not in {c.text for c in chosen}:
             chosen.append(candidate)
     if grounder is not None:
-        chosen = _supported(chosen, dict(passages), titles or {}, grounder)
-    chosen = chosen[:2] + [c for c in chosen[2:] if c.score >= best * tuning.later_keep_ratio]
-    if not chosen:
-        return NOTHING_FOUND
-    # The sentence naming the answer precisely (the value beside "default") is read first.
-    precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
-    chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
-    return _quote(chosen, "[{}]")
+        chosen = _supported(chosen, dict(passages), titles, grounder)
+    return chosen[:2] + [c for c in chosen[2:] if c.score >= best * tuning.later_keep_ratio]
 
 
 def _definitions(
@@ -842,6 +1020,8 @@ def _quote(chosen: Sequence[Candidate], marker: str) -> str:
     previous = ""
     for candidate in chosen:
         text = _one_line(candidate.text)
+        if is_table_row(text):
+            text = _row_read(text, candidate.columns)
         if parts:
             rows = is_table_row(previous) or is_table_row(text)
             parts.append(" " if _closed(previous) and not rows else "\n\n")
@@ -849,6 +1029,22 @@ def _quote(chosen: Sequence[Candidate], marker: str) -> str:
         parts += [text, " " + "".join(marker.format(n) for n in numbers)]
         previous = text
     return "".join(parts)
+
+
+def _row_read(row: str, columns: str) -> str:
+    """A table's row as a sentence a person reads: each cell after its column's name when
+    the header is known and has as many columns ("Owner: Ines Valcourt; Action: Finish the
+    report; Due: 7 February."), else its first cell naming the rest ("Total launch budget:
+    €18,500."). Bars between cells read as nothing."""
+    values = [cell.rstrip(".;") for cell in cells(row)]
+    names = cells(columns) if columns else []
+    if len(names) == len(values) and all(names):
+        said = "; ".join(f"{name}: {value}" for name, value in zip(names, values, strict=True)
+                         if value)
+    else:
+        first, *rest = [value for value in values if value] or [""]
+        said = f"{first}: {'; '.join(rest)}" if rest else first
+    return f"{said}."
 
 
 def _supported(

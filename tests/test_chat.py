@@ -18,6 +18,7 @@ from chat.models import CitationEntry, Message, Thread
 from chat.prompts import CITATION_RULE
 from indexing import pipeline, sources
 from knowledge.models import Chunk, Document, Workspace
+from tests.conftest import SAMPLE_CORPUS
 from tests.scripted_llm import ScriptedLLM, answer, tool_call
 
 pytestmark = pytest.mark.django_db
@@ -400,8 +401,12 @@ def test_a_row_far_down_a_spreadsheet_is_found_and_read_under_its_header(
 
     thread = services.create_thread(workspace=workspace, user=user)
     message = services.post_message(thread=thread, text="What is the price of the Sable Bench?")
-    # The model reads the row under the table's header, which its passage does not show.
-    assert message.resolved_content == f"{row} [citation:1]", message.resolved_content
+    # The model reads the row under the table's header, which its passage does not show,
+    # and so does the reader: each cell after its column's name, no bars.
+    assert message.resolved_content == (
+        "Product: Sable Bench; Price (EUR): 37.46; Stock: 426; Warehouse: Lyon. [citation:1]"
+    ), message.resolved_content
+    assert message.grounding["coverage"] == 1.0
     (search,) = message.tool_calls
     assert '<section title="table columns: Product | Price (EUR) | Stock | Warehouse">' in (
         search["result"]
@@ -761,6 +766,44 @@ def test_a_long_conversation_is_listed_in_pages_oldest_first(workspace, user, ap
         "page_size": ["Ensure this value is less than or equal to 200."]
     }
     assert api.get(url, {"page": 9}).json() == {"page": ["Page 9 is past the last page."]}
+
+
+def test_offline_answers_to_the_sample_questions_quote_the_section_prose_and_whole_rows(
+    corpus, workspace, user, settings, counting_embedder
+):
+    """The audit of the sample corpus: a "What is" question is answered from the section
+    search ranks first, not a line elsewhere that mentions its topic; a docstring line of
+    another function does not follow the module's own prose; a row reads as a sentence."""
+    settings.LLM_PROVIDER = "extractive"
+    code = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "tidewatch" / "predict.py")
+    pipeline.index_document(document_id=code.pk, embedder=counting_embedder)
+
+    def ask(question: str):
+        thread = services.create_thread(workspace=workspace, user=user)
+        return services.post_message(thread=thread, text=question)
+
+    travel = ask("What is the travel policy?")
+    assert travel.resolved_content.startswith(
+        "We travel rarely: mostly for conferences, customer visits and our annual team week "
+        "each September. [citation:1]"), travel.resolved_content
+    assert {c["document"]["id"] for c in travel.citations} == {corpus["handbook.md"].pk}
+    assert "Kwame confirmed" not in travel.resolved_content
+    assert "Policy changes" not in travel.resolved_content
+
+    period = ask("What is the period of the M2 constituent?")
+    assert period.resolved_content.startswith(
+        "The principal lunar semidiurnal constituent, M2, has a period of 12.4206012 hours"
+    ), period.resolved_content
+    assert '"""' not in period.resolved_content
+    assert "Time for one full cycle" not in period.resolved_content
+
+    for question in ("How much money was set aside for launching version 2.0?",
+                     "Who has to finish checking the new tide tables, and by when?"):
+        answer = ask(question)
+        assert " | " not in answer.resolved_content, answer.resolved_content
+        assert answer.grounding["coverage"] == 1.0
+    assert "Owner: Ines Valcourt; Action: Finish validating" in answer.resolved_content
+    assert "Due: 7 February." in answer.resolved_content
 
 
 def test_offline_answers_to_the_sample_questions_leave_out_weak_third_sentences(

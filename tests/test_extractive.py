@@ -369,16 +369,17 @@ def test_a_row_about_another_setting_is_not_taken_for_the_one_asked_about():
     assert [c.text for c in ranked] == ["max_connections | 100"]
 
 
-def test_a_row_is_quoted_as_a_paragraph_of_its_own_and_a_header_never(checker):
+def test_a_row_is_quoted_read_under_its_header_and_a_header_never(checker):
     question = "When is the comparison report due, and who owns it?"
     notes = ("Each action item agreed in January has a single owner and a due date.\n"
              "Owner | Action | Due\n"
              "Ines | Publish the comparison report | 7 February")
     answer = compose_answer(question, [(1, notes)], grounder=checker)
-    assert answer == ("Ines | Publish the comparison report | 7 February [1]\n\n"
+    # Bars between cells read as nothing to a person: each cell follows its column's name.
+    assert answer == ("Owner: Ines; Action: Publish the comparison report; Due: 7 February. [1] "
                       "Each action item agreed in January has a single owner and a due date. [1]")
     units = split_answer(answer.replace("[1]", "[citation:1]"))
-    assert [u.kind for u in units] == ["table_row", "sentence"]
+    assert [u.kind for u in units] == ["sentence", "sentence"]
     # Asked about the items in general, the header's words are the question's: still no
     # answer.
     answer = compose_answer("Who owns the action items, and when are they due?",
@@ -396,10 +397,10 @@ def test_a_price_is_read_under_its_column_and_only_the_row_asked_about_is_quoted
               2: "Catalog › table columns: SKU | Name | Price (EUR) | Warehouse"}
     passages = [(1, gadgets), (2, widgets)]
     assert compose_answer("What is the price of Doohickey 40?", passages, titles=titles) == (
-        "| Doohickey 40 | 45,99 | Nantes | [1]"
+        "Product: Doohickey 40; Price: 45,99; City: Nantes. [1]"
     )
     assert compose_answer("How much does Widget model 38 cost?", passages, titles=titles) == (
-        "| SKU-0038 | Widget model 38 | 29.00 | Lyon | [2]"
+        "SKU: SKU-0038; Name: Widget model 38; Price (EUR): 29.00; Warehouse: Lyon. [2]"
     )
 
 
@@ -500,7 +501,9 @@ def test_who_and_by_when_is_answered_by_the_row_with_its_due_date(checker):
                   "Ines Valcourt | Finish validating the new constituent tables against the "
                   "reference stations. | 7 February")
     answer = compose_answer(question, [founders, actions], grounder=checker)
-    assert answer.startswith("Ines Valcourt | Finish validating the new constituent tables")
+    assert answer.startswith("Owner: Ines Valcourt; Action: Finish validating the new "
+                             "constituent tables against the reference stations; Due: "
+                             "7 February. [2]")
 
 
 def test_a_sentence_cut_by_the_end_of_its_chunk_is_completed_from_the_chunk_after_it(checker):
@@ -591,3 +594,79 @@ def test_how_close_is_answered_first_by_how_far_off_it_is_not_by_another_measure
         assert re.search(TOLERANCE, bound), bound
     for other in ("Surges raise water levels by half a metre.", "The gauge weighs 2 kg."):
         assert not re.search(TOLERANCE, other), other
+
+
+# -- the section about a topic, prose before code, sentences well formed ----------------
+
+TRAVEL = [
+    # Search ranked the handbook's section first; its sentences do not say "policy".
+    (1, "We travel rarely: mostly for conferences, customer visits and our annual team "
+        "week each September. Your manager must approve a trip before you book anything."),
+    (2, "Propose changes by pull request. Policy changes, meaning anything involving money, "
+        "on-call or security, need approval from Marisol or Tobias."),
+    (3, "Three people will attend, and Kwame confirmed that flights and hotels will stay "
+        "within the limits of the travel policy."),
+]
+TRAVEL_TITLES = {1: "Team Handbook › Travel policy",
+                 2: "Team Handbook › Changes to this handbook",
+                 3: "Q3 Launch Notes › 3. Budget"}
+
+
+def test_what_a_thing_is_is_answered_from_the_section_its_heading_names(checker):
+    answer = compose_answer("What is the travel policy?", TRAVEL, titles=TRAVEL_TITLES,
+                            grounder=checker)
+    assert answer.startswith("We travel rarely: mostly for conferences, customer visits and "
+                             "our annual team week each September. [1]"), answer
+    # A line that names the policy in passing, or "policy" in another sense, is no answer.
+    assert "[2]" not in answer and "[3]" not in answer
+    # Without a heading naming it, the sentence naming it still answers.
+    untitled = {n: "Notes" for n in TRAVEL_TITLES}
+    assert "[3]" in compose_answer("What is the travel policy?", TRAVEL, titles=untitled,
+                                   grounder=checker)
+
+
+MODULE = (
+    '"""Harmonic tide prediction for a single station.\n\n'
+    "The principal lunar semidiurnal constituent, M2, has a period of 12.4206012\n"
+    'hours and dominates the tide at most ports.\n"""\n\n'
+    "M2_PERIOD_HOURS = 12.4206012\n"
+)
+METHOD = (
+    "    @property\n"
+    "    def period_hours(self) -> float:\n"
+    '        """Time for one full cycle, e.g. 12.4206012 hours for M2."""\n'
+    "        return 360.0 / self.speed\n"
+)
+CODE_TITLES = {1: "tidewatch/predict.py", 2: "tidewatch/predict.py › Constituent"}
+
+
+def test_a_docstring_is_quoted_as_prose_alone_and_only_when_no_prose_answers(checker):
+    question = "What is the period of the M2 constituent?"
+    code = [(1, MODULE), (2, METHOD)]
+    answer = compose_answer(question, code, titles=CODE_TITLES, grounder=checker)
+    # The module's own prose answers; another function's docstring line does not follow it,
+    # and no docstring's delimiter is ever quoted.
+    assert answer == ("The principal lunar semidiurnal constituent, M2, has a period of "
+                      "12.4206012 hours and dominates the tide at most ports. [1]"), answer
+    ranked = rank_sentences(question, code, titles=CODE_TITLES)
+    assert not any('"""' in c.text for c in ranked)
+    # Prose elsewhere that answers is preferred to the code's documentation.
+    handbook = (3, "The M2 constituent has a period of about 12.42 hours, so high water "
+                   "comes about 50 minutes later each day.")
+    titles = {**CODE_TITLES, 3: "Tides for beginners › Constituents"}
+    answer = compose_answer(question, [*code, handbook], titles=titles, grounder=checker)
+    assert answer.startswith("The M2 constituent has a period of about 12.42 hours"), answer
+    assert "[1]" not in answer and "[2]" not in answer
+
+
+def test_a_sentence_starting_with_a_lowercase_word_is_read_as_a_piece_of_one():
+    # "Swaps are fine:" ends its line, so the splitter cut the sentence after it.
+    passage = (1, "Nobody is on call more than once every five weeks. Swaps are fine:\n"
+                  "agree them with your counterpart and update the on-call calendar yourself.")
+    ranked = rank_sentences("How are on-call swaps agreed?", [passage])
+    piece = next(c for c in ranked if c.text.startswith("agree them"))
+    assert piece.fragment
+    # A name written lowercase starts a sentence of its own.
+    named = (1, "It runs anywhere. tidewatch requires Python 3.10 or newer.")
+    ranked = rank_sentences("What does tidewatch require?", [named])
+    assert not next(c for c in ranked if c.text.startswith("tidewatch")).fragment

@@ -50,8 +50,11 @@ class ExtractiveProvider:
             return Reply("", [search])
         passages = [p for content in evidence for p in parse_evidence(content)]
         titles = {n: t for content in evidence for n, t in parse_titles(content).items()}
+        # In a conversation's first turn the passages are numbered in the order search
+        # ranked them; later, a passage an earlier turn was shown keeps its number.
+        first_turn = not any(m["role"] == "assistant" for m in messages[:last_user])
         answer = compose_answer(context.question, passages, titles=titles, grounder=grounder(),
-                                topic=context.topic)
+                                topic=context.topic, numbered_by_rank=first_turn)
         if on_text is not None:
             for piece in re.findall(r"\S+\s*", answer):
                 on_text(piece)
