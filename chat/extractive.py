@@ -693,6 +693,8 @@ def rank_sentences(
         around_it = (unit.index - 1, unit.index + 1)
         looks = unit.text
         columns = ""
+        if is_table_row(unit.text) and unit.fragment:
+            continue  # the rest of a row whose cell a line break cut ("report. | 7 February")
         if is_table_row(unit.text):
             # The rows around a row are other records; what it shares is its header.
             header = table_header(lines[unit.number][: unit.index + 1], unit.index)
@@ -868,10 +870,10 @@ def compose_answer(
         # Nothing the section about the topic or prose says answers: code, a docstring or
         # a sentence elsewhere may.
         chosen = _choose(question, ranked, passages, titles or {}, grounder, tuning)
-        if chosen and chosen[0].in_code and not _code_asked(question):
-            # Code answering a question in prose says what its best passage says: other
-            # symbols' docstrings and lines add noise ('"""Time for one full cycle.').
-            chosen = [c for c in chosen if c.number == chosen[0].number]
+    if chosen and chosen[0].in_code and not _code_asked(question):
+        # Code answering a question in prose says what its best passage says: other
+        # symbols' docstrings and lines add noise ('"""Time for one full cycle.').
+        chosen = [c for c in chosen if c.number == chosen[0].number]
     if not chosen:
         return NOTHING_FOUND
     # The sentence naming the answer precisely (the value beside "default") is read first.

@@ -670,3 +670,12 @@ def test_a_sentence_starting_with_a_lowercase_word_is_read_as_a_piece_of_one():
     named = (1, "It runs anywhere. tidewatch requires Python 3.10 or newer.")
     ranked = rank_sentences("What does tidewatch require?", [named])
     assert not next(c for c in ranked if c.text.startswith("tidewatch")).fragment
+
+
+def test_the_rest_of_a_row_a_line_break_cut_is_never_quoted(checker):
+    # A PDF's long cell wrapped: its second line reads as a row of two cells.
+    notes = ("Owner | Action | Due\n"
+             "Ines Valcourt | Finish validating the tables and publish the comparison\n"
+             "report. | 7 February")
+    ranked = rank_sentences("When is the comparison report due?", [(1, notes)])
+    assert not any(c.text.startswith("report.") for c in ranked)
