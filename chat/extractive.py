@@ -32,6 +32,13 @@ sentences, chosen in three steps:
    supported are emitted. A prose answer is not followed by lines of code, a dated
    answer to "when" not by undated sentences, two sentences by a third much weaker than
    the best (``Tuning.later_keep_ratio``). Nothing left: "not found".
+
+Among sentences scoring about as well, the passage search ranked first is preferred. A
+"What is X?" question whose topic a passage's headings name is answered from those
+sections (a sentence elsewhere naming X mentions it); a question in prose is answered from
+code or a docstring only when no prose answers nearly as well, and then from its best
+passage alone. A sentence starting with a lowercase English word is a piece of one the
+splitter cut; a table's row is quoted read under its header, never as bare cells.
 """
 
 from __future__ import annotations
@@ -1015,9 +1022,9 @@ def _another_record(
 
 
 def _quote(chosen: Sequence[Candidate], marker: str) -> str:
-    """The sentences, each followed by its marker. A sentence without closing punctuation
-    (a title line, a list entry) and a table's row are paragraphs of their own, so that no
-    reader, the grounding engine included, runs them into the next sentence."""
+    """The sentences, each followed by its marker; a table's row read as one (_row_read).
+    A sentence without closing punctuation (a title line, a list entry) is a paragraph of
+    its own, so that no reader, the grounding engine included, runs it into the next one."""
     parts: list[str] = []
     previous = ""
     for candidate in chosen:
@@ -1025,8 +1032,7 @@ def _quote(chosen: Sequence[Candidate], marker: str) -> str:
         if is_table_row(text):
             text = _row_read(text, candidate.columns)
         if parts:
-            rows = is_table_row(previous) or is_table_row(text)
-            parts.append(" " if _closed(previous) and not rows else "\n\n")
+            parts.append(" " if _closed(previous) else "\n\n")
         numbers = (candidate.number, *candidate.also)
         parts += [text, " " + "".join(marker.format(n) for n in numbers)]
         previous = text
