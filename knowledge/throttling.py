@@ -17,6 +17,7 @@ valid token; the MCP server's others count against the user's API rate (mcp_serv
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from datetime import UTC, datetime
@@ -31,10 +32,15 @@ from rest_framework.throttling import AnonRateThrottle, SimpleRateThrottle, User
 
 from knowledge.models import RequestCount
 
+KEY_CHARS = RequestCount._meta.get_field("key").max_length
+
 
 def count_request(*, key: str, limit: int, seconds: int) -> float | None:
     """Count one request of `key` against `limit` per window of `seconds`: None when it
     is let through, else the seconds until the window ends (its Retry-After)."""
+    if len(key) > KEY_CHARS:
+        # A client address is what the proxies say it is (NUM_PROXIES): any length.
+        key = f"{key[:KEY_CHARS - 65]}#{hashlib.sha256(key.encode()).hexdigest()}"
     now = time.time()
     period = int(now // seconds)
     wait = max((period + 1) * seconds - now, 1.0)

@@ -173,6 +173,9 @@ def search_knowledge_base(
             f"{', '.join(repr(key[:100]) for key in unknown[:5])} "
             f"(expected {', '.join(SCOPE_KEYS)})"
         )
+    if empty := [key for key in SCOPE_KEYS if key in scope and not scope[key]]:
+        # Read as no scope, it would search the whole workspace the agent meant to narrow.
+        raise Refused(f"scope: {empty[0]} names no id (leave it out to search everywhere)")
     params = SearchQuerySerializer(data={
         "q": query,
         "limit": limit,

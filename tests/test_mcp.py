@@ -130,9 +130,12 @@ def test_a_misspelt_scope_key_is_refused_never_searches_everywhere(site):
                 # Beside the query, not in its scope: the SDK dropped it (an outside audit's).
                 await call(client, "search_knowledge_base", query="mooring",
                            document_ids=[document.pk]),
+                # Named with no id: it searched the whole workspace (audit 3).
+                await call(client, "search_knowledge_base", query="mooring",
+                           scope={"document_ids": []}),
             ]
 
-    schema, (misspelt, two, outside) = run(session)
+    schema, (misspelt, two, outside, empty) = run(session)
     # The schema a client reads says so too.
     scope = next(s for s in schema["properties"]["scope"]["anyOf"] if "$ref" in s)
     assert schema["$defs"][scope["$ref"].rsplit("/", 1)[1]]["additionalProperties"] is False
@@ -144,6 +147,8 @@ def test_a_misspelt_scope_key_is_refused_never_searches_everywhere(site):
     )
     assert outside == (False, "Unknown arguments: document_ids (search_knowledge_base takes "
                               "query, scope, limit, workspace, conversation_id)")
+    assert empty == (False, "scope: document_ids names no id (leave it out to search "
+                            "everywhere)")
 
 
 def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_them(site):

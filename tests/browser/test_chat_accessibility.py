@@ -603,6 +603,9 @@ def test_the_conversation_list_is_one_tab_stop_walked_with_the_arrow_keys(
     expect(name).to_be_focused()
     name.press("Escape")
     expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("Backspace")  # what a Mac's delete key sends
+    expect(page.get_by_role("group", name=re.compile("and its messages"))).to_be_visible()
+    page.keyboard.press("Escape")
 
     # A title has the row's width, Rename and Delete only shown on hover or focus.
     page.mouse.move(0, 0)

@@ -45,6 +45,18 @@ def test_anonymous_requests_are_throttled_per_address(settings):
     assert other.get("/api/workspaces").status_code == 401
 
 
+def test_a_long_forwarded_address_is_throttled_not_a_500(settings):
+    """Behind proxies (NUM_PROXIES) the address is what the header says: any length."""
+    settings.API_THROTTLE_ANON = "2/minute"
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    client = APIClient(HTTP_X_FORWARDED_FOR="a" * 300)
+    for _ in range(2):
+        assert client.get("/api/workspaces").status_code == 401
+    assert_throttled(client.get("/api/workspaces"))
+    other = APIClient(HTTP_X_FORWARDED_FOR="a" * 299 + "b")
+    assert other.get("/api/workspaces").status_code == 401
+
+
 def test_chat_turns_have_a_stricter_rate_of_their_own(settings, workspace, user, api):
     settings.API_THROTTLE_USER = "100/minute"
     settings.API_THROTTLE_CHAT = "1/minute"

@@ -808,7 +808,7 @@
       const button = el("button", {
         type: "button", className: "thread-link", text: name, title: name, dir: "auto",
         "aria-current": thread.id === state.threadId ? "true" : null,
-        "aria-describedby": "thread-keys", "aria-keyshortcuts": "F2 Delete",
+        "aria-describedby": "thread-keys", "aria-keyshortcuts": "F2 Delete Backspace",
         tabindex: thread.id === current ? "0" : "-1",
       });
       button.addEventListener("click", () => selectThread(thread.id));
@@ -828,7 +828,11 @@
       }, [button, rename, remove]);
       button.addEventListener("keydown", (event) => {
         if (event.key === "F2") { event.preventDefault(); startRename(item, thread); }
-        if (event.key === "Delete") { event.preventDefault(); confirmDelete(item, thread); }
+        // A Mac's key marked delete sends Backspace.
+        if (event.key === "Delete" || event.key === "Backspace") {
+          event.preventDefault();
+          confirmDelete(item, thread);
+        }
       });
       ui.threads.append(item);
     }
