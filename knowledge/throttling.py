@@ -72,7 +72,10 @@ def _count_in_table(*, key: str, limit: int, period: int, seconds: int) -> bool:
 
     One INSERT ... ON CONFLICT DO UPDATE, so Postgres serializes parallel requests of a
     key on its row: the count can never be read stale. The update's WHERE refuses a
-    request once the window holds `limit` (no row comes back); a new window starts at 1.
+    request once the window holds `limit` (no row comes back); a later window starts at
+    1. Windows only move forward: a web host whose clock is a little behind another's
+    counts in the row's window rather than starting its own over (which would reset the
+    count at every boundary, host after host).
     """
     ends = (period + 1) * seconds
     table = connection.ops.quote_name(RequestCount._meta.db_table)
@@ -82,11 +85,11 @@ def _count_in_table(*, key: str, limit: int, period: int, seconds: int) -> bool:
             INSERT INTO {table} AS counted (key, period, count, ends)
             VALUES (%s, %s, 1, %s)
             ON CONFLICT (key) DO UPDATE SET
-                count = CASE WHEN counted.period = EXCLUDED.period
+                count = CASE WHEN counted.period >= EXCLUDED.period
                              THEN counted.count + 1 ELSE 1 END,
-                period = EXCLUDED.period,
-                ends = EXCLUDED.ends
-            WHERE counted.period <> EXCLUDED.period OR counted.count < %s
+                period = GREATEST(counted.period, EXCLUDED.period),
+                ends = GREATEST(counted.ends, EXCLUDED.ends)
+            WHERE counted.period < EXCLUDED.period OR counted.count < %s
             RETURNING count
             """,
             [key, period, datetime.fromtimestamp(ends, UTC), limit],
