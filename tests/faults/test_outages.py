@@ -62,6 +62,7 @@ def test_an_outage_is_told_from_a_query_the_database_refused():
 def test_parallel_posts_keep_order_and_unique_numbers(workspace, user, counting_embedder,
                                                       settings):
     settings.LLM_PROVIDER = "extractive"
+    settings.CHAT_MAX_ANSWERS_WRITING = 6  # the user's six asks at once are the point
     for name in ("handbook.md", "tide-faq.html"):
         document = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / name)
         pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
