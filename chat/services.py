@@ -284,6 +284,16 @@ STOP_CHECK_SECONDS = 0.5
 STOP_GRACE_SECONDS = 10
 
 
+def _abandoned_before(now):
+    """A pending answer whose turn was last seen before this is no turn's any more."""
+    return now - timedelta(seconds=settings.LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS)
+
+
+def _by_heartbeat(pending: QuerySet[Message]) -> QuerySet[Message]:
+    """`last_seen`: a turn's last heartbeat, or its answer's creation before any."""
+    return pending.alias(last_seen=Coalesce("heartbeat_at", "created_at"))
+
+
 def _claim_a_writer(thread: Thread) -> None:
     """TooManyAnswersWriting when the thread's user has CHAT_MAX_ANSWERS_WRITING answers
     being written (a turn runs to its end when its client hangs up: asking and hanging
@@ -291,10 +301,9 @@ def _claim_a_writer(thread: Thread) -> None:
     each). Under a lock on the user's row, so asks sent at once are counted one by one;
     an answer no turn is writing any more (its heartbeat stale) does not count."""
     get_user_model().objects.select_for_update().filter(pk=thread.user_id).first()
-    stale = timezone.now() - timedelta(seconds=settings.LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS)
-    writing = Message.objects.filter(
+    writing = _by_heartbeat(Message.objects.filter(
         thread__user_id=thread.user_id, status=Message.Status.PENDING,
-    ).alias(last_seen=Coalesce("heartbeat_at", "created_at")).filter(last_seen__gte=stale)
+    )).filter(last_seen__gte=_abandoned_before(timezone.now()))
     limit = settings.CHAT_MAX_ANSWERS_WRITING
     if writing.count() >= limit:
         raise TooManyAnswersWriting(
@@ -312,13 +321,12 @@ def close_abandoned_answers(*, thread: Thread) -> None:
     An answer someone asked to stop is closed sooner: STOP_GRACE_SECONDS after the ask
     (a running turn stores its partial answer well before)."""
     now = timezone.now()
-    stale = now - timedelta(seconds=settings.LLM_TIMEOUT + ABANDONED_MARGIN_SECONDS)
     pending = thread.messages.filter(status=Message.Status.PENDING)
     pending.filter(
         stop_requested_at__lt=now - timedelta(seconds=STOP_GRACE_SECONDS)
     ).update(**_failure("it was stopped", stopped=True))
-    pending.alias(last_seen=Coalesce("heartbeat_at", "created_at")).filter(
-        last_seen__lt=stale
+    _by_heartbeat(pending).filter(
+        last_seen__lt=_abandoned_before(now)
     ).update(**_failure("the server stopped before it was finished"))
 
 
