@@ -9,6 +9,7 @@ and a number never points at a passage the conversation was not shown.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -25,6 +26,10 @@ class UnknownConversation(LookupError):
     """No such conversation of this user in this workspace (a foreign one reads the same)."""
 
 
+class TooManyConversations(LookupError):
+    """The user holds MCP_CONVERSATIONS_KEPT conversations in the workspace, all in use."""
+
+
 def conversation(
     *, user, workspace: Workspace, conversation_id: int | None, title: str
 ) -> Thread:
@@ -32,39 +37,66 @@ def conversation(
     None. A chat of the page's is not one: numbers an agent got there would be accepted
     in the chat's next answer, though its model never saw those passages.
 
-    An agent that never passes conversation_id starts one a call: a user keeps their
-    MCP_CONVERSATIONS_KEPT most recently used ones, a new one deleting the oldest (each
-    call stored a conversation and its passages for good)."""
+    An agent that never passes conversation_id starts one a call, so a user keeps at
+    most MCP_CONVERSATIONS_KEPT in a workspace. Starting one past that deletes the least
+    recently used of those idle for MCP_CONVERSATION_IDLE_SECONDS; when none is, the new
+    one is refused: agents sharing a token must never lose a conversation another one is
+    still citing to a burst of searches."""
     if conversation_id is None:
-        thread = services.create_thread(
-            workspace=workspace, user=user, title=title, origin=Thread.Origin.MCP
-        )
-        _forget_old_conversations(user=user)
-        return thread
+        return _start(user=user, workspace=workspace, title=title)
     thread = Thread.objects.filter(
         pk=conversation_id, user=user, workspace=workspace, origin=Thread.Origin.MCP
     ).first()
     if thread is None:
         raise UnknownConversation(
-            f"No conversation {conversation_id} in this workspace (a user keeps their "
-            f"{settings.MCP_CONVERSATIONS_KEPT} most recently used: an older one is "
-            "removed; search without conversation_id to start a new one)"
+            f"No conversation {conversation_id} in this workspace (one unused for "
+            f"{_duration(settings.MCP_CONVERSATION_IDLE_SECONDS)} may be removed to make "
+            "room for new ones; search without conversation_id to start a new one)"
         )
     # Used now: kept ahead of those not used since (updated_at is when it was last used).
     Thread.objects.filter(pk=thread.pk).update(updated_at=timezone.now())
     return thread
 
 
-def _forget_old_conversations(*, user) -> None:
-    """Delete the user's agent conversations past the MCP_CONVERSATIONS_KEPT most
-    recently used (their passages with them)."""
-    old = list(
-        Thread.objects.filter(user=user, origin=Thread.Origin.MCP)
-        .order_by("-updated_at", "-pk")
-        .values_list("pk", flat=True)[settings.MCP_CONVERSATIONS_KEPT:]
+def _start(*, user, workspace: Workspace, title: str) -> Thread:
+    """A new conversation, made first and counted after: parallel starts each count the
+    others' (every statement commits on its own), so together they never keep more than
+    the cap, at worst refuse one more than needed."""
+    thread = services.create_thread(
+        workspace=workspace, user=user, title=title, origin=Thread.Origin.MCP
     )
-    if old:
-        Thread.objects.filter(pk__in=old).delete()
+    others = (Thread.objects.filter(user=user, workspace=workspace, origin=Thread.Origin.MCP)
+              .exclude(pk=thread.pk))
+    excess = others.count() + 1 - settings.MCP_CONVERSATIONS_KEPT
+    if excess <= 0:
+        return thread
+    idle_since = timezone.now() - timedelta(seconds=settings.MCP_CONVERSATION_IDLE_SECONDS)
+    idle = list(others.filter(updated_at__lte=idle_since)
+                .order_by("updated_at", "pk").values_list("pk", flat=True)[:excess])
+    if len(idle) == excess:
+        Thread.objects.filter(pk__in=idle).delete()  # their passages with them
+        return thread
+    thread.delete()
+    oldest = others.order_by("updated_at").values_list("updated_at", flat=True).first()
+    wait = settings.MCP_CONVERSATION_IDLE_SECONDS
+    if oldest is not None:
+        wait = max(1, int((oldest - idle_since).total_seconds()))
+    raise TooManyConversations(
+        f"No new conversation: you already have {settings.MCP_CONVERSATIONS_KEPT} in this "
+        "workspace (MCP_CONVERSATIONS_KEPT), all used in the last "
+        f"{_duration(settings.MCP_CONVERSATION_IDLE_SECONDS)}. Pass the conversation_id "
+        "of one you started to continue it, or retry in "
+        f"{_duration(wait)}, when the least recently used one may be removed."
+    )
+
+
+def _duration(seconds: int) -> str:
+    """Seconds as a person says them: "45 seconds", "20 minutes", "3 hours", "2 days"."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = round(seconds / size)
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} second{'s' if seconds != 1 else ''}"
 
 
 def number_passages(

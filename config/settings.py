@@ -386,8 +386,11 @@ CHUNK_CODE_PARSE_MAX_BYTES = env.int("CHUNK_CODE_PARSE_MAX_BYTES", default=1_000
 SEARCH_FUSION = env("SEARCH_FUSION", default="convex")
 SEARCH_DENSE_WEIGHT = env.float("SEARCH_DENSE_WEIGHT", default=0.55)
 # Agent conversations (MCP; a search or read without conversation_id starts one) a user
-# keeps: starting one past this many deletes the least recently used, with its passages.
+# keeps in a workspace: starting one past this many deletes the least recently used of
+# those unused for MCP_CONVERSATION_IDLE_SECONDS, with its passages; when none is idle the
+# new one is refused (a burst of searches never takes a conversation still in use).
 MCP_CONVERSATIONS_KEPT = env.int("MCP_CONVERSATIONS_KEPT", default=200)
+MCP_CONVERSATION_IDLE_SECONDS = env.int("MCP_CONVERSATION_IDLE_SECONDS", default=86400)
 # MCP's search_knowledge_base leaves out a passage found by meaning alone (no query word
 # in it) below this cosine similarity, and says when nothing is left: with
 # all-MiniLM-L6-v2 a paraphrase scored 0.37-0.58 against its passage, nonsense and

@@ -106,7 +106,7 @@ def _conversation(user, ws: Workspace, conversation_id: int | None, title: str):
         return passages.conversation(
             user=user, workspace=ws, conversation_id=conversation_id, title=f"MCP: {title}"
         )
-    except passages.UnknownConversation as exc:
+    except (passages.UnknownConversation, passages.TooManyConversations) as exc:
         raise Refused(str(exc)) from exc
 
 

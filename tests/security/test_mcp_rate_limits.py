@@ -3,12 +3,17 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import httpx
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from chat import passages
 from chat.models import Thread
+from knowledge.models import Document, Workspace
+from mcp_server import tools
 from tests.mcp_clients import HttpServer
 from tests.test_mcp import site  # noqa: F401 (the fixture: Alice's indexed handbook)
 
@@ -51,25 +56,96 @@ def test_mcp_requests_count_against_the_api_rates(site, tmp_path, settings):  # 
         server.stop()
 
 
+def _start(user, workspace) -> Thread:
+    return passages.conversation(user=user, workspace=workspace, conversation_id=None,
+                                 title="MCP: harbour")
+
+
+def _use(user, workspace, thread: Thread) -> Thread:
+    return passages.conversation(user=user, workspace=workspace, conversation_id=thread.pk,
+                                 title="")
+
+
+def _idle_for(thread: Thread, seconds: int) -> None:
+    Thread.objects.filter(pk=thread.pk).update(
+        updated_at=timezone.now() - timedelta(seconds=seconds))
+
+
+def _mcp_threads() -> set[int]:
+    return set(Thread.objects.filter(origin=Thread.Origin.MCP).values_list("pk", flat=True))
+
+
 @pytest.mark.django_db
 def test_a_user_keeps_a_bounded_number_of_agent_conversations(settings, user, workspace):
     """Each search without conversation_id stored a conversation that nothing removed
-    (81 after 80 searches): the least recently used go past MCP_CONVERSATIONS_KEPT."""
+    (81 after 80 searches): past MCP_CONVERSATIONS_KEPT, the least recently used of the
+    idle ones go."""
     settings.MCP_CONVERSATIONS_KEPT = 3
+    settings.MCP_CONVERSATION_IDLE_SECONDS = 0  # every one idle: plain least recently used
 
-    def start() -> Thread:
-        return passages.conversation(user=user, workspace=workspace, conversation_id=None,
-                                     title="MCP: harbour")
-
-    first, second, third = start(), start(), start()
+    first, second, third = (_start(user, workspace) for _ in range(3))
     # Used again: the first is now more recent than the second.
-    passages.conversation(user=user, workspace=workspace, conversation_id=first.pk, title="")
-    fourth = start()
-    kept = set(Thread.objects.filter(origin=Thread.Origin.MCP).values_list("pk", flat=True))
-    assert kept == {first.pk, third.pk, fourth.pk}
-    assert second.pk not in kept
+    _use(user, workspace, first)
+    fourth = _start(user, workspace)
+    assert _mcp_threads() == {first.pk, third.pk, fourth.pk}
     # A chat of the page's is never one of them.
     chat = Thread.objects.create(workspace=workspace, user=user, title="chat")
-    start()
+    _start(user, workspace)
     assert Thread.objects.filter(pk=chat.pk).exists()
-    assert Thread.objects.filter(origin=Thread.Origin.MCP).count() == 3
+    assert len(_mcp_threads()) == 3
+
+
+@pytest.mark.django_db
+def test_a_burst_of_new_conversations_never_removes_one_in_use(settings, user, workspace):
+    """A shared token's 200 searches without conversation_id (10 s at the user rate)
+    deleted the conversation another agent was citing: only an idle one is removed, and
+    with none idle a new conversation is refused, saying how to go on."""
+    settings.MCP_CONVERSATIONS_KEPT = 3
+    settings.MCP_CONVERSATION_IDLE_SECONDS = 3600
+    in_use = _start(user, workspace)
+    stale = _start(user, workspace)
+    _idle_for(in_use, 3000)  # used 50 minutes ago: still in use
+    _idle_for(stale, 7200)  # two hours ago: idle
+
+    burst, refusals = [], []
+    for _ in range(20):
+        try:
+            burst.append(_start(user, workspace))
+        except passages.TooManyConversations as exc:
+            refusals.append(str(exc))
+    # Room for one more, then the idle one made room for another; the one in use stays.
+    assert len(burst) == 2 and len(refusals) == 18
+    assert _mcp_threads() == {in_use.pk, *(thread.pk for thread in burst)}
+    assert _use(user, workspace, in_use).pk == in_use.pk
+    assert refusals[0] == (
+        "No new conversation: you already have 3 in this workspace "
+        "(MCP_CONVERSATIONS_KEPT), all used in the last 1 hour. Pass the conversation_id "
+        "of one you started to continue it, or retry in 10 minutes, when the least recently "
+        "used one may be removed."
+    )
+
+    # Another workspace's count is its own.
+    other = Workspace.objects.create(name="Other", slug="other", owner=user)
+    assert _start(user, other).workspace_id == other.pk
+
+    # Idle long enough, the least recently used makes room for the next.
+    _idle_for(burst[0], 3601)
+    newest = _start(user, workspace)
+    assert burst[0].pk not in _mcp_threads()
+    assert {in_use.pk, burst[1].pk, newest.pk} <= _mcp_threads()
+
+
+@pytest.mark.django_db
+def test_the_refusal_reaches_the_agent_as_a_tool_error(settings, user, workspace):
+    settings.MCP_CONVERSATIONS_KEPT = 1
+    document = Document.objects.create(workspace=workspace, title="Gate hours",
+                                       uri="text:gate", status=Document.Status.INDEXED)
+
+    def read(conversation_id: int | None = None) -> dict:
+        return tools.read_document(user, document_id=document.pk, offset=0, limit=10,
+                                   workspace=None, conversation_id=conversation_id)
+
+    kept = read()["conversation_id"]
+    with pytest.raises(tools.Refused, match="Pass the conversation_id of one you started"):
+        read()
+    assert read(kept)["conversation_id"] == kept
