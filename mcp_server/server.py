@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Annotated, Any
 
 import anyio.to_thread
@@ -137,7 +138,8 @@ def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict],
     """
     close_old_connections()
     try:
-        user = user_for_token(token_of(ctx))
+        token = token_of(ctx)
+        user = _checked_user(token)[1] or user_for_token(token)
         return _compact(operation(user, **arguments))
     except InvalidToken as exc:
         raise ToolError(f"Not authenticated: {exc}") from exc
@@ -405,11 +407,27 @@ def stdio_server(token: str) -> MCPServer:
     return build_server(lambda ctx: token)
 
 
+# The user RateLimited found this request's bearer token to be (None: none), so that the
+# SDK's token check and the tool call do not query the token table again. A context
+# variable: the SDK runs both in tasks and threads started from the request's own.
+_checked: ContextVar[tuple[str, Any] | None] = ContextVar("verity_mcp_checked", default=None)
+
+
+def _checked_user(token: str) -> tuple[bool, Any]:
+    """(True, the user or None) when RateLimited looked `token` up in this request."""
+    checked = _checked.get()
+    if checked is None or checked[0] != token:
+        return False, None
+    return True, checked[1]
+
+
 class DRFTokenVerifier:
     """The SDK's bearer-token check, answered by the REST API's token table."""
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        user = await anyio.to_thread.run_sync(_user_or_none, token)
+        known, user = _checked_user(token)
+        if not known:
+            user = await anyio.to_thread.run_sync(_user_or_none, token)
         if user is None:
             return None
         return AccessToken(token=token, client_id=f"user:{user.pk}", scopes=[],
@@ -430,6 +448,14 @@ def _bearer(ctx: Context) -> str:
     return access.token if access is not None else ""
 
 
+def _route_path(scope: Scope) -> str:
+    """The path as the app's router matches it: without the root_path a server or a
+    parent app mounting this one under a prefix sets (Starlette's rule), so that the
+    checks below apply wherever the endpoint is served."""
+    path, root = scope["path"], scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
 class PostOnly:
     """Any method but POST on /mcp is a 405. Stateless with JSON responses, the server
     has nothing to push on a GET's SSE stream, yet the SDK held every one open for good
@@ -439,7 +465,8 @@ class PostOnly:
         self.app, self.path = app, path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == self.path and scope["method"] != "POST":
+        if (scope["type"] == "http" and _route_path(scope) == self.path
+                and scope["method"] != "POST"):
             response = PlainTextResponse("Method Not Allowed: this server takes POST only",
                                          status_code=405, headers={"Allow": "POST"})
             await response(scope, receive, send)
@@ -452,19 +479,21 @@ class RateLimited:
     same counts): a valid bearer token's against its user's API_THROTTLE_USER, any other
     (none, or a bad token) against API_THROTTLE_ANON for the client's address. Past one,
     a 429 with Retry-After before the request reaches the SDK (which would check the
-    token and run the tool). The stdio transport, one local process for one token, is
-    not counted."""
+    token and run the tool). The user it finds the token to be is the one the SDK's check
+    and the tool take (_checked): one look-up a request. The stdio transport, one local
+    process for one token, is not counted."""
 
     def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
         self.app, self.path = app, path
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] == self.path:
+        if scope["type"] == "http" and _route_path(scope) == self.path:
             headers = {name.decode("latin-1").lower(): value.decode("latin-1")
                        for name, value in scope["headers"]}
             client = scope.get("client")
-            wait = await anyio.to_thread.run_sync(
-                _rate_wait, headers.get("authorization", ""),
+            token = _bearer_token(headers.get("authorization", ""))
+            user, wait = await anyio.to_thread.run_sync(
+                _rate_wait, token,
                 address_of(remote=client[0] if client else "",
                            forwarded=headers.get("x-forwarded-for", "")),
             )
@@ -477,21 +506,33 @@ class RateLimited:
                 )
                 await response(scope, receive, send)
                 return
+            if token is not None:
+                checked = _checked.set((token, user))
+                try:
+                    await self.app(scope, receive, send)
+                finally:
+                    _checked.reset(checked)
+                return
         await self.app(scope, receive, send)
 
 
-def _rate_wait(authorization: str, address: str) -> float | None:
-    """None when the request is within its rate, else the seconds to wait."""
-    scheme, _, key = authorization.partition(" ")
+def _bearer_token(authorization: str) -> str | None:
+    """The token of an `Authorization: Bearer T` header, read as the SDK's check reads it."""
+    return authorization[7:] if authorization.lower().startswith("bearer ") else None
+
+
+def _rate_wait(token: str | None, address: str) -> tuple[Any, float | None]:
+    """(The token's user or None, None when the request is within its rate, else the
+    seconds to wait)."""
     try:
-        user = _user_or_none(key.strip()) if scheme.lower() == "bearer" else None
+        user = _user_or_none(token) if token is not None else None
         if user is not None:
             throttle: AnonThrottle | UserThrottle = UserThrottle()
             allowed = throttle.allow_client_ident(str(user.pk))
         else:
             throttle = AnonThrottle()
             allowed = throttle.allow_client_ident(address)
-        return None if allowed else throttle.wait()
+        return user, None if allowed else throttle.wait()
     finally:
         close_old_connections()  # in the worker thread that queried
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import httpx
 import pytest
+import uvicorn
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -15,6 +20,7 @@ from chat.models import Thread
 from knowledge.models import Document, Workspace
 from mcp_server import tools
 from tests.mcp_clients import HttpServer
+from tests.ports import free_port
 from tests.test_mcp import site  # noqa: F401 (the fixture: Alice's indexed handbook)
 
 SSE = {"Accept": "application/json, text/event-stream"}
@@ -149,3 +155,68 @@ def test_the_refusal_reaches_the_agent_as_a_tool_error(settings, user, workspace
     with pytest.raises(tools.Refused, match="Pass the conversation_id of one you started"):
         read()
     assert read(kept)["conversation_id"] == kept
+
+
+@contextmanager
+def _served(app, *, root_path: str) -> Iterator[str]:
+    """The app under uvicorn in this process, on loopback, as a server started with
+    --root-path serves it: the URL a proxy that strips the prefix posts to."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           root_path=root_path, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started:
+            assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_behind_a_root_path_is_rate_limited_and_looks_the_token_up_once(settings, user):
+    """Served under a root_path (a prefix), the request's path was /prefix/mcp: neither
+    the rate limit nor the POST-only rule saw /mcp, and every request was served. And
+    each request looked its token up three times (rate limit, the SDK's check, the
+    tool)."""
+    from django.db.backends.signals import connection_created
+    from rest_framework.authtoken.models import Token
+
+    from mcp_server.server import http_app
+
+    settings.API_THROTTLE_USER = "3/hour"
+    token = Token.objects.create(user=user).key
+    lookups: list[str] = []
+    opened = []
+
+    def record(execute, sql, params, many, context):
+        if Token._meta.db_table in sql:
+            lookups.append(sql)
+        return execute(sql, params, many, context)
+
+    def watch(sender, connection, **kwargs):  # each server thread's connection, as it opens
+        connection.execute_wrappers.append(record)
+        opened.append(connection)
+
+    connection_created.connect(watch)
+    list_workspaces = {**LIST_SOURCES, "params": {"name": "list_workspaces", "arguments": {}}}
+    headers = {**SSE, "Authorization": f"Bearer {token}"}
+    try:
+        with _served(http_app(host="127.0.0.1", port=0), root_path="/verity") as url, \
+                httpx.Client(timeout=30) as client:
+            first = client.post(url, json=list_workspaces, headers=headers)
+            assert first.status_code == 200, first.text
+            assert len(lookups) == 1, lookups
+            assert client.get(url, headers=headers).status_code == 405
+            statuses = [client.post(url, json=list_workspaces, headers=headers).status_code
+                        for _ in range(3)]
+    finally:
+        connection_created.disconnect(watch)
+        for connection in opened:  # the server's threads kept theirs (DB_CONN_MAX_AGE)
+            connection.inc_thread_sharing()
+            connection.close()
+    assert statuses == [200, 200, 429]
