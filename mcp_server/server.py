@@ -15,7 +15,7 @@ from contextvars import ContextVar
 from typing import Annotated, Any
 
 import anyio.to_thread
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
@@ -50,6 +50,10 @@ INSTRUCTIONS = (
     "optional workspace slug (default: the user's first workspace; list_workspaces names "
     "them)."
 )
+# A database outage while a request is counted, as config.errors words it for the REST API
+# (config sits above this edge: its constants cannot be imported here).
+UNAVAILABLE = "The database is unavailable right now; please try again in a few seconds."
+RETRY_AFTER = "5"
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Ingesting fetches the web; re-checking sources re-reads them (and marks them STALE).
 ADDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True)
@@ -492,11 +496,20 @@ class RateLimited:
                        for name, value in scope["headers"]}
             client = scope.get("client")
             token = _bearer_token(headers.get("authorization", ""))
-            user, wait = await anyio.to_thread.run_sync(
-                _rate_wait, token,
-                address_of(remote=client[0] if client else "",
-                           forwarded=headers.get("x-forwarded-for", "")),
-            )
+            try:
+                user, wait = await anyio.to_thread.run_sync(
+                    _rate_wait, token,
+                    address_of(remote=client[0] if client else "",
+                               forwarded=headers.get("x-forwarded-for", "")),
+                )
+            except (OperationalError, InterfaceError) as exc:
+                # The token's look-up or the count failed: a 503 the client may retry,
+                # as the REST API answers (config.errors), not Starlette's bare 500.
+                logger.warning("Database unavailable: %s", exc)
+                response = JSONResponse({"detail": UNAVAILABLE}, status_code=503,
+                                        headers={"Retry-After": RETRY_AFTER})
+                await response(scope, receive, send)
+                return
             if wait is not None:
                 seconds = retry_after(wait)
                 response = JSONResponse(

@@ -21,6 +21,7 @@ from knowledge.models import Document, Workspace
 from mcp_server import tools
 from tests.mcp_clients import HttpServer
 from tests.ports import free_port
+from tests.security.test_rate_limits import counts_unavailable
 from tests.test_mcp import site  # noqa: F401 (the fixture: Alice's indexed handbook)
 
 SSE = {"Accept": "application/json, text/event-stream"}
@@ -161,6 +162,14 @@ def test_the_refusal_reaches_the_agent_as_a_tool_error(settings, user, workspace
 def _served(app, *, root_path: str) -> Iterator[str]:
     """The app under uvicorn in this process, on loopback, as a server started with
     --root-path serves it: the URL a proxy that strips the prefix posts to."""
+    from django.db.backends.signals import connection_created
+
+    opened = []
+
+    def keep(sender, connection, **kwargs):
+        opened.append(connection)
+
+    connection_created.connect(keep)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            root_path=root_path, log_level="warning"))
@@ -175,6 +184,10 @@ def _served(app, *, root_path: str) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=30)
+        connection_created.disconnect(keep)
+        for connection in opened:  # the server's threads keep theirs (DB_CONN_MAX_AGE)
+            connection.inc_thread_sharing()
+            connection.close()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -191,7 +204,6 @@ def test_mcp_behind_a_root_path_is_rate_limited_and_looks_the_token_up_once(sett
     settings.API_THROTTLE_USER = "3/hour"
     token = Token.objects.create(user=user).key
     lookups: list[str] = []
-    opened = []
 
     def record(execute, sql, params, many, context):
         if Token._meta.db_table in sql:
@@ -200,7 +212,6 @@ def test_mcp_behind_a_root_path_is_rate_limited_and_looks_the_token_up_once(sett
 
     def watch(sender, connection, **kwargs):  # each server thread's connection, as it opens
         connection.execute_wrappers.append(record)
-        opened.append(connection)
 
     connection_created.connect(watch)
     list_workspaces = {**LIST_SOURCES, "params": {"name": "list_workspaces", "arguments": {}}}
@@ -216,7 +227,25 @@ def test_mcp_behind_a_root_path_is_rate_limited_and_looks_the_token_up_once(sett
                         for _ in range(3)]
     finally:
         connection_created.disconnect(watch)
-        for connection in opened:  # the server's threads kept theirs (DB_CONN_MAX_AGE)
-            connection.inc_thread_sharing()
-            connection.close()
     assert statuses == [200, 200, 429]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_counting_while_the_database_is_unavailable_is_a_503(settings, monkeypatch):
+    """A bad token counted while the counts could not be written was Starlette's bare
+    500 (text, no Retry-After): the REST API's JSON 503 instead."""
+    from mcp_server.server import http_app
+
+    settings.API_THROTTLE_ANON = "5/minute"
+    # The server's threads open their own connections: libpq gives each this setting.
+    monkeypatch.setenv("PGOPTIONS", "-c lock_timeout=300ms")
+    bad = {**SSE, "Authorization": "Bearer not-a-token"}
+    with _served(http_app(host="127.0.0.1", port=0), root_path="") as url, \
+            httpx.Client(timeout=30) as client:
+        with counts_unavailable():
+            response = client.post(url, json=LIST_SOURCES, headers=bad)
+        after = client.post(url, json=LIST_SOURCES, headers=bad)
+    assert response.status_code == 503, response.text
+    assert response.headers["Retry-After"] == "5"
+    assert "database is unavailable" in response.json()["detail"]
+    assert after.status_code == 401  # counted again once the table is free

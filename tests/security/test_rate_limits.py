@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.core.cache import cache
@@ -343,3 +345,38 @@ def test_a_host_whose_clock_is_behind_counts_in_the_current_window():
     assert not count(0)
     assert not count(1)
     assert count(2)  # the next window starts over
+
+
+@contextmanager
+def counts_unavailable() -> Iterator[None]:
+    """The rate-limit counts table held by another connection (ACCESS EXCLUSIVE, as a
+    long migration or a stuck transaction would): a count waits out its lock_timeout
+    and fails as a database outage does."""
+    import psycopg
+    from django.db import connection
+
+    from knowledge.models import RequestCount
+
+    db = connection.settings_dict
+    with psycopg.connect(host=db["HOST"], port=db["PORT"] or None, user=db["USER"],
+                         password=db["PASSWORD"], dbname=db["NAME"]) as holder:
+        holder.execute(f'LOCK TABLE "{RequestCount._meta.db_table}" IN ACCESS EXCLUSIVE MODE')
+        yield
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bad_token_counted_while_the_database_is_unavailable_is_a_503(settings):
+    """Counting a bad token happens in the exception handler: an outage there is the
+    API's JSON 503 with Retry-After, like any other, not a 500."""
+    from django.db import connection
+
+    settings.API_THROTTLE_ANON = "5/minute"
+    with counts_unavailable():
+        with connection.cursor() as cursor:
+            cursor.execute("SET lock_timeout = '300ms'")
+        response = APIClient(HTTP_AUTHORIZATION="Token bogus", REMOTE_ADDR="192.0.2.90",
+                             raise_request_exception=False).get("/api/workspaces")
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/json"
+    assert "database is unavailable" in response.json()["detail"]
+    assert response["Retry-After"] == "5"
