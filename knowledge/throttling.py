@@ -2,9 +2,12 @@
 
 Counted atomically: DRF's own throttles keep a history in the cache that they read,
 append to and write back, so requests sent in parallel overwrote each other's counts and
-all got through (40 of 40 chat turns where the rate was 20/minute). With CACHE_URL a
-Redis, in Redis (INCR); otherwise in the database (knowledge.RequestCount, one upsert a
-request): Django's database cache has no atomic increment (its incr is a get and a set).
+all got through (40 of 40 chat turns where the rate was 20/minute). When the default
+cache is a Redis (CACHE_URL redis://…: Django's RedisCache, or django_redis's, which
+django-environ picks instead once it is installed), in that Redis (INCR), by the `redis`
+client itself, whichever backend Django caches with; otherwise in the database
+(knowledge.RequestCount, one upsert a request): Django's database cache has no atomic
+increment (its incr is a get and a set).
 Either is shared by every web process and host. The count is per fixed window of the rate
 (a minute for N/minute, from the clock's minute), so a client may get up to twice the
 rate across a window's boundary, never more, however many requests it sends at once.
@@ -17,14 +20,14 @@ valid token; the MCP server's others count against the user's API rate (mcp_serv
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import time
 from datetime import UTC, datetime
 
+import redis
 from django.conf import settings
-from django.core.cache import caches
-from django.core.cache.backends.redis import RedisCache
 from django.db import connection
 from rest_framework.exceptions import Throttled
 from rest_framework.permissions import BasePermission
@@ -46,25 +49,42 @@ def count_request(*, key: str, limit: int, seconds: int) -> float | None:
     wait = max((period + 1) * seconds - now, 1.0)
     if limit < 1:
         return wait
-    backend = caches["default"]
-    if isinstance(backend, RedisCache):
-        allowed = _count_in_redis(backend, key=f"rate:{key}:{period}", limit=limit,
+    cache = settings.CACHES["default"]
+    if url := _redis_url(cache):
+        prefix = f"{cache['KEY_PREFIX']}:" if cache.get("KEY_PREFIX") else ""
+        allowed = _count_in_redis(url, key=f"{prefix}rate:{key}:{period}", limit=limit,
                                   seconds=seconds)
     else:
         allowed = _count_in_table(key=key, limit=limit, period=period, seconds=seconds)
     return None if allowed else wait
 
 
-def _count_in_redis(cache: RedisCache, *, key: str, limit: int, seconds: int) -> bool:
-    """One key a window (it expires with it): `add` makes it, INCR counts atomically
-    (Django's Redis incr is Redis's own). A refused request counts too: harmless, the
-    key is forgotten when its window ends."""
-    cache.add(key, 0, timeout=seconds + 1)
-    try:
-        return cache.incr(key) <= limit
-    except ValueError:  # expired between the two: the next window's first request
-        cache.add(key, 1, timeout=seconds + 1)
-        return True
+def _redis_url(cache: dict) -> str:
+    """The Redis a cache setting names ('' if it is no Redis cache): its first LOCATION,
+    the primary, for Django's RedisCache and django_redis's alike. Read from the setting,
+    not the backend's class: which class CACHE_URL gives depends on what is installed."""
+    if not cache["BACKEND"].endswith(".RedisCache"):
+        return ""
+    location = cache.get("LOCATION") or ""
+    if not isinstance(location, str):
+        location = location[0] if location else ""
+    return location.split(",")[0].strip()
+
+
+@functools.cache
+def _redis(url: str) -> redis.Redis:
+    """One client (and its connection pool) a process and URL."""
+    return redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+
+
+def _count_in_redis(url: str, *, key: str, limit: int, seconds: int) -> bool:
+    """One key a window, made with its expiry and counted in one MULTI (SET NX EX, then
+    INCR): atomic, and never left without an expiry. A refused request counts too:
+    harmless, the key is forgotten when its window ends."""
+    pipe = _redis(url).pipeline()
+    pipe.set(key, 0, ex=seconds + 1, nx=True)
+    pipe.incr(key)
+    return pipe.execute()[1] <= limit
 
 
 def _count_in_table(*, key: str, limit: int, period: int, seconds: int) -> bool:
