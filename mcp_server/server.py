@@ -457,7 +457,9 @@ def _route_path(scope: Scope) -> str:
     parent app mounting this one under a prefix sets (Starlette's rule), so that the
     checks below apply wherever the endpoint is served."""
     path, root = scope["path"], scope.get("root_path", "")
-    return path[len(root):] if root and path.startswith(root) else path
+    if not root or not (path == root or path.startswith(f"{root}/")):
+        return path
+    return path[len(root):]
 
 
 class PostOnly:
