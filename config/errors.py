@@ -1,4 +1,4 @@
-"""A database or broker outage is a 503 with a clear message, never a 500.
+"""A database, broker or rate-counter outage is a 503 with a clear message, never a 500.
 
 Also the project's handler400: a body over a size limit is a 413 with its reason.
 """
@@ -24,7 +24,7 @@ from rest_framework.views import exception_handler, set_rollback
 from config.request_limits import UploadTooLarge, refusal
 from indexing.sources import BrokerUnavailable, QuotaExceeded
 from knowledge.selectors import DocumentMerged
-from knowledge.throttling import refuse_anonymous_past_rate
+from knowledge.throttling import CounterUnavailable, refuse_anonymous_past_rate
 
 logger = logging.getLogger(__name__)
 UNAVAILABLE = "The database is unavailable right now; please try again in a few seconds."
@@ -36,6 +36,9 @@ def _outage_message(exc: Exception) -> str | None:
     """The message for a 503, or None when `exc` is no outage."""
     if isinstance(exc, BrokerUnavailable):
         # Already logged with its cause where it was raised.
+        return str(exc)
+    if isinstance(exc, CounterUnavailable):
+        logger.warning("%s (%s)", exc, exc.__cause__)
         return str(exc)
     if isinstance(exc, OUTAGES):
         logger.warning("Database unavailable: %s", exc)

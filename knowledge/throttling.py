@@ -38,6 +38,12 @@ from knowledge.models import RequestCount
 KEY_CHARS = RequestCount._meta.get_field("key").max_length
 
 
+class CounterUnavailable(Exception):
+    """The Redis that counts requests does not answer: the request can be neither let
+    through nor refused by its rate, so it is a 503 the client may retry (config.errors),
+    as when the database is down."""
+
+
 def count_request(*, key: str, limit: int, seconds: int) -> float | None:
     """Count one request of `key` against `limit` per window of `seconds`: None when it
     is let through, else the seconds until the window ends (its Retry-After)."""
@@ -84,7 +90,13 @@ def _count_in_redis(url: str, *, key: str, limit: int, seconds: int) -> bool:
     pipe = _redis(url).pipeline()
     pipe.set(key, 0, ex=seconds + 1, nx=True)
     pipe.incr(key)
-    return pipe.execute()[1] <= limit
+    try:
+        return pipe.execute()[1] <= limit
+    except redis.RedisError as exc:
+        raise CounterUnavailable(
+            "The rate-limit counter (Redis) is unavailable right now; please try again "
+            "in a few seconds."
+        ) from exc
 
 
 def _count_in_table(*, key: str, limit: int, period: int, seconds: int) -> bool:

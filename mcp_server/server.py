@@ -32,7 +32,7 @@ from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 from indexing import sources
 from knowledge.login_throttle import address_of
 from knowledge.models import Document
-from knowledge.throttling import AnonThrottle, UserThrottle, retry_after
+from knowledge.throttling import AnonThrottle, CounterUnavailable, UserThrottle, retry_after
 from mcp_server import tools
 from mcp_server.auth import InvalidToken, user_for_token
 
@@ -504,11 +504,12 @@ class RateLimited:
                     address_of(remote=client[0] if client else "",
                                forwarded=headers.get("x-forwarded-for", "")),
                 )
-            except (OperationalError, InterfaceError) as exc:
+            except (OperationalError, InterfaceError, CounterUnavailable) as exc:
                 # The token's look-up or the count failed: a 503 the client may retry,
                 # as the REST API answers (config.errors), not Starlette's bare 500.
-                logger.warning("Database unavailable: %s", exc)
-                response = JSONResponse({"detail": UNAVAILABLE}, status_code=503,
+                logger.warning("Unavailable: %s (%s)", exc, exc.__cause__)
+                detail = str(exc) if isinstance(exc, CounterUnavailable) else UNAVAILABLE
+                response = JSONResponse({"detail": detail}, status_code=503,
                                         headers={"Retry-After": RETRY_AFTER})
                 await response(scope, receive, send)
                 return

@@ -394,3 +394,27 @@ def test_a_bad_token_counted_while_the_database_is_unavailable_is_a_503(settings
     assert response["Content-Type"] == "application/json"
     assert "database is unavailable" in response.json()["detail"]
     assert response["Retry-After"] == "5"
+
+
+@pytest.mark.parametrize("credentials", ["Token bogus", None])
+def test_requests_counted_while_redis_is_down_are_a_503(settings, api, credentials):
+    """With CACHE_URL a Redis that does not answer, a request can be neither let
+    through nor refused by its rate: a JSON 503 with Retry-After, not a 500."""
+    import socket
+
+    with socket.socket() as unused:  # a port nothing listens on once closed
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    settings.API_THROTTLE_USER = settings.API_THROTTLE_ANON = "100/minute"
+    settings.CACHES = {"default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": f"redis://127.0.0.1:{port}/0",
+    }}
+    client = (APIClient(HTTP_AUTHORIZATION=credentials, raise_request_exception=False)
+              if credentials else api)
+    client.raise_request_exception = False
+    response = client.get("/api/workspaces")
+    assert response.status_code == 503
+    assert response["Content-Type"] == "application/json"
+    assert "rate-limit counter (Redis) is unavailable" in response.json()["detail"]
+    assert response["Retry-After"] == "5"
