@@ -500,7 +500,7 @@ def _labels(text: str) -> list[tuple[int, str]]:
     return sorted(labels)
 
 
-def _code_line(text: str) -> bool:
+def code_line(text: str) -> bool:
     """Whether a unit is a line of code rather than a sentence: code's syntax and no three
     plain words in a row (a docstring or an error message is prose, a table row is not code)."""
     if is_table_row(text):
@@ -512,7 +512,7 @@ def _code_line(text: str) -> bool:
 def _names_only(text: str) -> bool:
     """A line of code that states nothing: names in quotes or brackets ('"M2_PERIOD_HOURS",'
     of an ``__all__`` list, "@property", "import csv"). It answers no question."""
-    return _code_line(text) and _NAMES_ONLY.fullmatch(text) is not None
+    return code_line(text) and _NAMES_ONLY.fullmatch(text) is not None
 
 
 def _continues(sentence: str) -> bool:
@@ -549,7 +549,7 @@ def _cut_at_end(text: str, start: int, end: int) -> bool:
         end >= len(text.rstrip())
         and sentence.rstrip().rstrip("\"')]”’")[-1:] not in (".", "!", "?")
         and not is_table_row(sentence)
-        and not _code_line(sentence)
+        and not code_line(sentence)
     )
 
 
@@ -569,7 +569,7 @@ def _completed(text: str, start: int, following: str) -> str | None:
     return joined[spans[0][0] : spans[0][1]]
 
 
-def _units(
+def sentence_units(
     passages: Sequence[tuple[int, str]], spans: Mapping[int, list[tuple[int, int]]]
 ) -> list[_Unit]:
     """Each passage's sentences (`spans`: where they are, in order) that could answer."""
@@ -637,7 +637,7 @@ def rank_sentences(
         wanted -= _DATE_NOUNS
     spans = {number: split_passage(text) for number, text in passages}
     lines = {number: [text[a:b] for a, b in spans[number]] for number, text in passages}
-    units = _units(passages, spans)
+    units = sentence_units(passages, spans)
     if not wanted or not units:
         return []
     modifiers = _modifier_names(question, _names(question, analyze(question)))
@@ -752,13 +752,13 @@ def rank_sentences(
         if unit.number == top:
             # The passage search ranked first: of sentences saying as much, its own.
             score += tuning.top_passage_bonus
-        code_line = _code_line(unit.text)
+        is_code = code_line(unit.text)
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(
             score - position * 1e-6, unit.number, unit.text, unit.fragment, unit.lead,
-            asked[document], code_line or unit.opens_docstring, unit.also,
+            asked[document], is_code or unit.opens_docstring, unit.also,
             _asked_by_heading((titles or {}).get(unit.number, "")),
-            in_code=code_line or unit.docstring or bool(CODE_FILE.search(document)),
+            in_code=is_code or unit.docstring or bool(CODE_FILE.search(document)),
             about=unit.number in about,
             columns=columns,
         ))
@@ -886,7 +886,7 @@ def compose_answer(
     # The sentence naming the answer precisely (the value beside "default") is read first.
     precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
-    return _quote(chosen, "[{}]")
+    return quote(chosen, "[{}]")
 
 
 # A question about code names a part of it, or a name of code (key_terms).
@@ -942,7 +942,7 @@ def _choose(
             continue
         if candidate.code and not ranked[0].code:
             continue  # an answer in prose is not followed by lines of code it does not need
-        if _title_line(candidate.text) and not _title_line(ranked[0].text):
+        if title_line(candidate.text) and not title_line(ranked[0].text):
             # A page's header ("Launch planning meeting, Tuesday 14 January") names what
             # the notes are about; after a sentence that answers it adds only noise.
             continue
@@ -952,7 +952,7 @@ def _choose(
         if candidate.text not in {c.text for c in chosen}:
             chosen.append(candidate)
     if grounder is not None:
-        chosen = _supported(chosen, dict(passages), titles, grounder)
+        chosen = supported(chosen, dict(passages), titles, grounder)
     return chosen[:2] + [c for c in chosen[2:] if c.score >= best * tuning.later_keep_ratio]
 
 
@@ -1021,7 +1021,7 @@ def _another_record(
     return bool(others) and bool(_beside(best.text, record) & _beside(candidate.text, others))
 
 
-def _quote(chosen: Sequence[Candidate], marker: str) -> str:
+def quote(chosen: Sequence[Candidate], marker: str) -> str:
     """The sentences, each followed by its marker; a table's row read as one (_row_read).
     A sentence without closing punctuation (a title line, a list entry) is a paragraph of
     its own, so that no reader, the grounding engine included, runs it into the next one."""
@@ -1055,7 +1055,7 @@ def _row_read(row: str, columns: str) -> str:
     return f"{said}."
 
 
-def _supported(
+def supported(
     chosen: list[Candidate], passages: dict[int, str], titles: Mapping[int, str],
     grounder: Grounder,
 ) -> list[Candidate]:
@@ -1067,7 +1067,7 @@ def _supported(
     kept = []
     for candidate in chosen:
         grounding = grounder.check_answer(
-            _quote([candidate], "[citation:{}]"), passages, titles=titles
+            quote([candidate], "[citation:{}]"), passages, titles=titles
         )
         verdicts = [s.verdict for s in grounding.sentences if s.citations]
         if verdicts and all(v == "supported" for v in verdicts):
@@ -1080,7 +1080,7 @@ def _closed(sentence: str) -> bool:
     return sentence.rstrip().rstrip("\"')]”’")[-1:] in ".!?"
 
 
-def _title_line(sentence: str) -> bool:
+def title_line(sentence: str) -> bool:
     """A line that does not end as a sentence does: a page's header, a title, a list
     entry; not a table's row, whose record may be the answer."""
     return not _closed(sentence) and not is_table_row(sentence)

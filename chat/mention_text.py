@@ -15,6 +15,12 @@ from collections.abc import Iterable
 def without_mentions(text: str, titles: Iterable[str]) -> str:
     """`text` with each "@title" of `titles` taken out (any case), its spaces tidied;
     `text` itself when nothing else is left (a message that is only a mention)."""
+    return asked_beside(text, titles) or text
+
+
+def asked_beside(text: str, titles: Iterable[str]) -> str:
+    """`text` with each "@title" of `titles` taken out (any case), its spaces tidied: what
+    it asks beside its mentions ("" for a message that is only mentions)."""
     # Longest first: "@Handbook 2024" is not left as " 2024" by a mention of "Handbook".
     names = sorted({t.strip() for t in titles if t.strip()}, key=len, reverse=True)
     if not names:
@@ -26,5 +32,4 @@ def without_mentions(text: str, titles: Iterable[str]) -> str:
     )
     question = pattern.sub(" ", text)
     question = re.sub(r"[ \t]+", " ", question)
-    question = re.sub(r" *\n *", "\n", question).strip()
-    return question or text
+    return re.sub(r" *\n *", "\n", question).strip()

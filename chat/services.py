@@ -30,8 +30,10 @@ from django.utils import timezone
 from chat import citations
 from chat.followup import borrowed_topic, standalone_query
 from chat.grounding import ground_citations
-from chat.mention_text import without_mentions
+from chat.mention_text import asked_beside, without_mentions
 from chat.models import AnswerFeedback, Message, Thread
+from chat.overview import MAX_DOCUMENTS as OVERVIEW_MAX_DOCUMENTS
+from chat.overview import asks_for_overview
 from chat.prompts import Mention, system_prompt
 from chat.providers import (
     LLMProvider,
@@ -551,6 +553,8 @@ def open_turn(
     # searched and answered. `content` keeps what was sent; `resolved_content` (what the
     # page shows beside the mentions' chips) is the question asked.
     text_sent, text = text, without_mentions(text, [m.title for m in resolved])
+    asked = asked_beside(text_sent, [m.title for m in resolved])
+    overview = _overview_documents(thread, resolved) if asks_for_overview(asked) else ()
     if replacing is not None:
         close_abandoned_answers(thread=thread)  # a dead turn's answer does not block it
     with transaction.atomic():
@@ -584,7 +588,7 @@ def open_turn(
         messages=messages,
         context=TurnContext(
             standalone_query(earlier, text), {k: v for k, v in scope.items() if v},
-            borrowed_topic(earlier, text),
+            borrowed_topic(earlier, text), overview,
         ),
         issued=issued,
         normalizer=StreamNormalizer(issued.__contains__),
@@ -596,6 +600,22 @@ def open_turn(
     return turn
 
 
+def _overview_documents(thread: Thread, mentions: list[Mention]) -> tuple[int, ...]:
+    """The documents a question asking only for its mentions is answered with an overview
+    of: those it mentions, then those of the folders it mentions (oldest first), at most
+    OVERVIEW_MAX_DOCUMENTS."""
+    ids = [m.id for m in mentions if m.kind == "document"]
+    folders = [m.id for m in mentions if m.kind == "folder"]
+    if folders and len(ids) < OVERVIEW_MAX_DOCUMENTS:
+        paths = dict(thread.workspace.folders.values_list("pk", "parent_id"))
+        inside = Document.objects.filter(
+            workspace=thread.workspace,
+            folder_id__in=selectors.with_subfolders(parents=paths, folder_ids=folders),
+        ).exclude(pk__in=ids).order_by("pk").values_list("pk", flat=True)
+        ids += inside[: OVERVIEW_MAX_DOCUMENTS - len(ids)]
+    return tuple(ids[:OVERVIEW_MAX_DOCUMENTS])
+
+
 def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
     """The injection retrieval mode: search before the model runs, and offer it no tools.
 
@@ -603,8 +623,10 @@ def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
     tool log, search metadata), here on the turn's standalone question and the
     mentions' scope; their evidence goes into the user's message, ahead of it.
     """
-    calls = [ToolCall("injected_search", "search_knowledge_base",
-                      {"query": turn.context.question, "scope": turn.context.scope})]
+    calls = [ToolCall(f"injected_read_{i}", "read_document", {"document_id": i})
+             for i in turn.context.overview] or [
+        ToolCall("injected_search", "search_knowledge_base",
+                 {"query": turn.context.question, "scope": turn.context.scope})]
     calls += [ToolCall(f"injected_chat_{m.id}", "read_chat", {"thread_id": m.id})
               for m in mentions if m.kind == "chat"]
     # The server's own calls, one for each mention the user made: none is cut by the cap

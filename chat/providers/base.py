@@ -58,6 +58,9 @@ class TurnContext:
     question: str  # standalone: a follow-up completed with the topic it borrows
     scope: dict[str, list[int]] = field(default_factory=dict)
     topic: str = ""  # what a follow-up borrowed: what it is about, not what it asks
+    # The documents a question names and asks nothing else of ("@Handbook", "summarize
+    # @Handbook"): it is answered with an overview of them, not by a search.
+    overview: tuple[int, ...] = ()
 
 
 class LLMProvider(Protocol):

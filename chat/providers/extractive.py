@@ -9,6 +9,7 @@ from typing import Any
 
 from chat.extractive import compose_answer, parse_evidence, parse_titles
 from chat.grounding import grounder
+from chat.overview import compose_overview, parse_documents
 
 from .base import Reply, ToolCall, TurnContext
 
@@ -40,9 +41,17 @@ class ExtractiveProvider:
         evidence = [m["content"] for m in messages[last_user:] if m["role"] == "tool"]
         if not evidence and not tools:
             evidence = injected_evidence(messages[last_user]["content"])
-        if not evidence and any(
-            t["function"]["name"] == "search_knowledge_base" for t in tools
-        ):
+        offered = {t["function"]["name"] for t in tools}
+        if not evidence and context.overview and "read_document" in offered:
+            # A question asking only for the mentioned documents: read them, in order.
+            return Reply("", [
+                ToolCall(f"call_read_{i}", "read_document", json.dumps({"document_id": i}))
+                for i in context.overview
+            ])
+        if context.overview:
+            documents = [d for content in evidence for d in parse_documents(content)]
+            return self._written(compose_overview(documents, grounder=grounder()), on_text)
+        if not evidence and "search_knowledge_base" in offered:
             arguments: dict[str, Any] = {"query": context.question}
             if context.scope:
                 arguments["scope"] = context.scope
@@ -55,6 +64,10 @@ class ExtractiveProvider:
         first_turn = not any(m["role"] == "assistant" for m in messages[:last_user])
         answer = compose_answer(context.question, passages, titles=titles, grounder=grounder(),
                                 topic=context.topic, numbered_by_rank=first_turn)
+        return self._written(answer, on_text)
+
+    @staticmethod
+    def _written(answer: str, on_text: Callable[[str], None] | None) -> Reply:
         if on_text is not None:
             for piece in re.findall(r"\S+\s*", answer):
                 on_text(piece)

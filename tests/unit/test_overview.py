@@ -1,0 +1,33 @@
+"""Which questions ask for nothing but the documents they mention (chat.overview)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.mention_text import asked_beside, without_mentions
+from chat.overview import asks_for_overview
+
+
+@pytest.mark.parametrize("asked", [
+    "", "?", "  !? ", "summarize", "Summarise this", "sum it up", "what is this about?",
+    "What's in this document?", "tell me", "give me an overview of these files please",
+    "@handbook.md", "tl;dr", "explain", "what are the key points?",
+])
+def test_a_request_for_the_document_itself_asks_for_an_overview(asked):
+    assert asks_for_overview(asked)
+
+
+@pytest.mark.parametrize("asked", [
+    "when?", "who is the release manager?", "summarize the budget",
+    "what is the travel policy?", "how many stations?", "tidewatch", "why",
+])
+def test_a_question_about_something_in_it_does_not(asked):
+    assert not asks_for_overview(asked)
+
+
+def test_a_message_of_mentions_only_asks_nothing_beside_them():
+    titles = ["Team Handbook", "Q3 Notes"]
+    assert asked_beside("@Team Handbook @q3 notes ", titles) == ""
+    # Stored and searched as it was sent, as before.
+    assert without_mentions("@Team Handbook", titles) == "@Team Handbook"
+    assert asked_beside("summarize @Team Handbook", titles) == "summarize"
