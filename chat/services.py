@@ -621,7 +621,9 @@ def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
 
     The same tools run as in the tool mode (registry numbers, rendered evidence,
     tool log, search metadata), here on the turn's standalone question and the
-    mentions' scope; their evidence goes into the user's message, ahead of it.
+    mentions' scope (or, for a question asking only for the documents it mentions, reads
+    of them: TurnContext.overview); their evidence goes into the user's message, ahead
+    of it.
     """
     calls = [ToolCall(f"injected_read_{i}", "read_document", {"document_id": i})
              for i in turn.context.overview] or [
