@@ -711,3 +711,205 @@ def test_colours_focus_rings_motion_and_forced_colours_meet_wcag(page: Page, cor
     assert style(partial, "outline-style") == "solid"
     assert style(page.locator("#t-plain"), "outline-style") == "none"
     assert style(partial, "forced-color-adjust") == "none"
+
+
+# --- L10: the conversation list's keys said once, and the focus kept through re-renders ----
+
+
+KEYS_HINT = ("Up and Down arrows move between conversations, Right reaches Rename and "
+             "Delete; F2 renames, Delete deletes.")
+
+
+def test_the_conversation_list_is_a_grid_that_says_its_keys_once(conversations, page: Page):
+    """Every conversation was described by the list's keys: a screen reader read them
+    again at every arrow press. The grid they walk is described once, as it is entered."""
+    page.goto("/")
+    grid = page.get_by_role("grid", name="Conversations")
+    expect(grid).to_have_accessible_description(KEYS_HINT)
+    rows = grid.get_by_role("row")
+    expect(rows).to_have_count(50)
+    first = rows.first
+    links = page.locator("#thread-list .thread-link")
+    expect(links).to_have_count(50)
+    # (A row's title, the whole name where it is cut short, may describe it; the keys not.)
+    expect(links.first).not_to_have_accessible_description(re.compile("arrow", re.I))
+    assert page.locator("#thread-list [aria-describedby], #thread-list [aria-keyshortcuts]"
+                        ).count() == 0
+    # Once the page has opened the newest conversation (and focused the composer).
+    expect(page.locator("#composer-input")).to_be_focused()
+    links.first.focus()
+    # Its cells: the conversation, Rename and Delete (shown with the focus on the row).
+    expect(first.get_by_role("gridcell")).to_have_count(3)
+    page.keyboard.press("ArrowRight")
+    rename = first.get_by_role("button", name=re.compile("^Rename"))
+    expect(rename).to_be_focused()
+    expect(rename).not_to_have_accessible_description(re.compile("arrow", re.I))
+    # "Show older" is no cell of the grid: a Tab stop after it.
+    expect(grid.get_by_role("button", name="Show older")).to_have_count(0)
+    older = page.get_by_role("button", name="Show older")
+    older.focus()
+    page.keyboard.press("Enter")
+    # The keyboard goes on to the first conversation it brought (it was dropped).
+    expect(rows).to_have_count(53)
+    expect(older).to_have_count(0)
+    expect(links.nth(50)).to_be_focused()
+
+
+@pytest.fixture
+def two_conversations(corpus, workspace, user) -> None:
+    """Made before the page: the ORM cannot run beside Playwright's loop."""
+    services.create_thread(workspace=workspace, user=user, title="Tide question")
+    services.create_thread(workspace=workspace, user=user, title="Budget")
+
+
+def gated_answer(text: str, release: threading.Event) -> dict:
+    """An answer streamed up to its last word, then held until `release`."""
+    def chunks():
+        yield text[:-8]
+        release.wait(30)
+        yield text[-8:]
+    return answer(text, chunks=chunks())
+
+
+def test_a_re_rendered_list_keeps_the_keyboard_where_it_was(
+    two_conversations, llm, page: Page
+):
+    """The list is rebuilt when an answer ends (its conversation retitled, moved first):
+    the keyboard on another conversation was dropped to the page, then sent to the
+    question box, and the list's Tab stop went back to the open conversation."""
+    first, second, third = threading.Event(), threading.Event(), threading.Event()
+    llm.script = [
+        gated_answer("The harbour crew checks the moorings every morning.", first),
+        gated_answer("The crane lifts boats of up to forty tonnes.", second),
+        gated_answer("The buoy is repainted every April by the crew.", third),
+    ]
+    page.goto("/")
+    links = page.locator("#thread-list .thread-link")
+    expect(links).to_have_text(["Budget", "Tide question"])
+    page.evaluate("""() => {
+        window.__renders = 0;
+        new MutationObserver(() => window.__renders++)
+            .observe(document.getElementById("thread-list"), {childList: true});
+    }""")
+    new_chat(page)
+    page.locator("#composer-input").fill("Who checks the moorings?")
+    page.locator("#send").click()
+    pending = page.locator(".message.role-assistant.is-pending")
+    expect(pending).to_contain_text("checks the moorings")
+    expect(links).to_have_text(["New chat", "Budget", "Tide question"])
+
+    # By keyboard onto "Tide question", not opening it.
+    page.locator("#new-chat").focus()
+    page.keyboard.press("Tab")
+    expect(links.first).to_be_focused()
+    page.keyboard.press("End")
+    tide = page.get_by_role("button", name="Tide question", exact=True)
+    expect(tide).to_be_focused()
+    first.set()  # the answer ends: the new conversation is titled by its question
+    expect(links.first).to_have_text("Who checks the moorings?")
+    expect(pending).to_have_count(0)
+    expect(tide).to_be_focused()
+    expect(page.locator('#thread-list [tabindex="0"]')).to_have_count(1)
+    expect(tide).to_have_attribute("tabindex", "0")
+    # Left for the question box and back: the Tab stop is still where the keyboard was.
+    page.keyboard.press("Shift+Tab")
+    expect(page.locator("#new-chat")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(tide).to_be_focused()
+
+    # A rename under way outlives a re-render: what is typed, and the focus in it.
+    page.locator("#composer-input").fill("How heavy a boat can the crane lift?")
+    page.locator("#send").click()
+    expect(pending).to_contain_text("forty")
+    tide.focus()
+    page.keyboard.press("F2")
+    name = page.get_by_role("textbox", name="Conversation name")
+    expect(name).to_be_focused()
+    name.fill("Tides")
+    renders = page.evaluate("window.__renders")
+    second.set()
+    expect(pending).to_have_count(0)
+    page.wait_for_function("n => window.__renders > n", arg=renders)
+    expect(name).to_be_focused()
+    expect(name).to_have_value("Tides")
+    page.keyboard.press("Enter")
+    renamed = page.get_by_role("button", name="Tides", exact=True)
+    expect(renamed).to_be_focused()
+    expect(links).to_have_text(["Who checks the moorings?", "Budget", "Tides"])
+
+    # On a conversation's Delete when the list is rebuilt: still on that Delete.
+    page.locator("#composer-input").fill("When is the buoy repainted?")
+    page.locator("#send").click()
+    expect(pending).to_contain_text("April")
+    renamed.focus()
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    delete = page.get_by_role("button", name="Delete “Tides”")
+    expect(delete).to_be_focused()
+    renders = page.evaluate("window.__renders")
+    third.set()
+    expect(pending).to_have_count(0)
+    page.wait_for_function("n => window.__renders > n", arg=renders)
+    expect(delete).to_be_focused()
+
+
+def test_a_citation_pill_says_its_verdict_and_why_and_opens_with_space(
+    unsupported_thread, page: Page
+):
+    page.goto(f"/#thread-{unsupported_thread['thread']}")
+    n = unsupported_thread["pdf_n"]
+    pill = page.get_by_role(
+        "button", name=f"Source {n}, not supported: {unsupported_thread['pdf_title']}")
+    expect(pill).to_have_accessible_description("Not supported: the passage says nothing of it")
+    pill.focus()
+    page.keyboard.press("Space")
+    panel = page.locator("#citation-panel")
+    expect(panel).to_be_visible()
+    expect(page.locator("#citation-title")).to_have_text(unsupported_thread["pdf_title"])
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    expect(pill).to_be_focused()
+
+
+def test_a_re_rendered_pill_keeps_the_keyboard_and_gets_it_back_from_its_source(llm, page: Page):
+    """A streaming answer is re-rendered as it grows and once more when it ends, its pills
+    with it: closing the source a pill opened sent the keyboard to the question box."""
+    release, again = threading.Event(), threading.Event()
+
+    def final(request: dict, gate: threading.Event = release) -> dict:
+        n = passage_number(request, "within 4 hours")
+        return gated_answer(f"Incidents are reported within 4 hours [citation:{n}]. "
+                            "That is the handbook's rule.", gate)
+
+    search = tool_call("search_knowledge_base", {"query": "security incident reported"})
+    llm.script = [search, final, search, lambda request: final(request, again)]
+    page.goto("/")
+    new_chat(page)
+    page.locator("#composer-input").fill("How quickly is an incident reported?")
+    page.locator("#send").click()
+    pending = page.locator(".message.role-assistant.is-pending")
+    pill = pending.locator(".citation-pill")
+    expect(pill).to_have_count(1)
+    pill.focus()
+    page.keyboard.press("Enter")
+    panel = page.locator("#citation-panel")
+    expect(page.locator("#citation-title")).to_be_focused()
+    release.set()
+    expect(pending).to_have_count(0)
+    reply = page.locator(".message.role-assistant").last
+    expect(reply).to_contain_text("handbook's rule")
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    expect(reply.locator(".citation-pill")).to_be_focused()
+
+    # The keyboard on a pill of an answer re-rendered stays on that pill.
+    page.locator("#composer-input").fill("And how quickly again?")
+    page.locator("#send").click()
+    pill = pending.locator(".citation-pill")
+    expect(pill).to_have_count(1)
+    pill.focus()
+    again.set()
+    expect(pending).to_have_count(0)
+    reply = page.locator(".message.role-assistant").last
+    expect(reply).to_contain_text("handbook's rule")
+    expect(reply.locator(".citation-pill")).to_be_focused()

@@ -42,6 +42,7 @@
   const state = {
     threadId: null,
     threads: [],
+    threadStop: null, // the conversation the keyboard last reached in the list: its Tab stop
     moreThreads: null, // the API's link to older conversations
     citations: new Map(), // n -> citation JSON, for the current thread
     pendingMentions: [], // [{kind, id, label}]
@@ -337,7 +338,7 @@
     const pill = el("button", {
       type: "button",
       className: "citation-pill",
-      dataset: { n: String(n) },
+      dataset: { n: String(n), k: String(k) }, // k: which marker, kept across re-renders
       // A flagged pill has its own tooltip: the native one would cover it.
       title: verdict ? null : title || `Source ${n}`,
       "aria-label": pillName(n, title, verdict),
@@ -596,12 +597,14 @@
   }
 
   function renderAssistant(view) {
+    const places = pillPlaces(view.body);
     const fragment = markdownFragment(view.text);
     insertPills(fragment, view);
     if (view.final) markUncited(fragment, view);
     labelCodeBlocks(fragment);
     autoDirection(fragment);
     view.body.replaceChildren(fragment);
+    keepPillPlaces(view.body, places);
     if (view.final && view.truncated) {
       // metadata.truncated: the reply was longer than the server reads (CHAT_MAX_ANSWER_CHARS),
       // or (metadata.stopped) someone stopped it.
@@ -617,6 +620,30 @@
     if (shown) shown.remove();
     if (summary) view.body.after(el("p", { className: "grounding-summary", text: summary }));
     view.bubble.classList.toggle("has-flags", flagged || Boolean(summary));
+  }
+
+  /* Which of an answer's pills (by marker, k) has the keyboard, is selected, and opened
+   * the source panel. The answer is re-rendered as it streams and once more when it ends:
+   * its new pills take those parts, or the keyboard would drop to the page, and closing
+   * the panel could not give it back to the pill. */
+  function pillPlaces(body) {
+    const place = (node) => (node && node.matches && node.matches(".citation-pill")
+      && body.contains(node) ? node.dataset.k : null);
+    return {
+      focused: place(document.activeElement),
+      selected: place(body.querySelector(".citation-pill.selected")),
+      opener: place(state.panelOpener),
+    };
+  }
+
+  function keepPillPlaces(body, places) {
+    const at = (k) => (k === null ? null : body.querySelector(`.citation-pill[data-k="${k}"]`));
+    const selected = at(places.selected);
+    if (selected) selected.classList.add("selected");
+    const opener = at(places.opener);
+    if (opener) state.panelOpener = opener;
+    const focused = at(places.focused);
+    if (focused) focused.focus();
   }
 
   // While streaming, re-render at most every RENDER_INTERVAL_MS: parsing the whole
@@ -795,55 +822,139 @@
 
   // --- Threads -------------------------------------------------------------------
 
-  /* The list is one Tab stop (the open conversation, else the first): the arrow keys
-   * move between conversations and, to the right, onto a row's Rename and Delete; F2 and
-   * Delete do those from the conversation itself. Three stops a row took a keyboard user
-   * through every action of every conversation to reach the messages. */
+  /* The list is one Tab stop (the conversation last reached, else the open one, else the
+   * first): the arrow keys move between conversations and, to the right, onto a row's
+   * Rename and Delete; F2 and Delete do those from the conversation itself. Three stops a
+   * row took a keyboard user through every action of every conversation to reach the
+   * messages. It is an ARIA grid (see page.html): its keys are its description, said once
+   * as it is entered, not again at every row.
+   *
+   * Re-rendering it (a conversation added, renamed, deleted, retitled by its first answer)
+   * keeps the keyboard where it was: a row being renamed, or asking whether to delete,
+   * stays as it is, and the focus on a row rebuilt goes back to that conversation. */
   function renderThreads() {
-    ui.threads.replaceChildren();
-    const current = state.threads.some((t) => t.id === state.threadId) ? state.threadId
-      : state.threads.length ? state.threads[0].id : null;
-    for (const thread of state.threads) {
-      const name = thread.title || "New chat";
-      const button = el("button", {
-        type: "button", className: "thread-link", text: name, title: name, dir: "auto",
-        "aria-current": thread.id === state.threadId ? "true" : null,
-        "aria-describedby": "thread-keys", "aria-keyshortcuts": "F2 Delete Backspace",
-        tabindex: thread.id === current ? "0" : "-1",
-      });
-      button.addEventListener("click", () => selectThread(thread.id));
-      const rename = el("button", {
-        type: "button", className: "thread-action", text: "✎", title: "Rename (F2)",
-        "aria-label": `Rename “${name}”`, tabindex: "-1",
-      });
-      rename.addEventListener("click", () => startRename(item, thread));
-      const remove = el("button", {
-        type: "button", className: "thread-action", text: "×", title: "Delete (Delete key)",
-        "aria-label": `Delete “${name}”`, tabindex: "-1",
-      });
-      remove.addEventListener("click", () => confirmDelete(item, thread));
-      const item = el("li", {
-        className: thread.id === state.threadId ? "thread active" : "thread",
-        dataset: { id: String(thread.id) },
-      }, [button, rename, remove]);
-      button.addEventListener("keydown", (event) => {
-        if (event.key === "F2") { event.preventDefault(); startRename(item, thread); }
-        // A Mac's key marked delete sends Backspace.
-        if (event.key === "Delete" || event.key === "Backspace") {
-          event.preventDefault();
-          confirmDelete(item, thread);
-        }
-      });
-      ui.threads.append(item);
+    const focus = threadFocus();
+    const editing = ui.threads.querySelector(".thread.renaming, .thread.confirming");
+    const listed = (id) => id !== null && state.threads.some((t) => t.id === id);
+    const stop = listed(state.threadStop) ? state.threadStop
+      : listed(state.threadId) ? state.threadId
+        : state.threads.length ? state.threads[0].id : null;
+    const rows = state.threads.map((thread) => (
+      editing && editing.dataset.id === String(thread.id) ? editing : threadRow(thread, stop)));
+    if (!rows.length) {
+      rows.push(el("div", { className: "thread-empty", role: "row" }, [
+        el("div", { role: "gridcell", text: "No conversations yet." }),
+      ]));
     }
-    if (!state.threads.length) {
-      ui.threads.append(el("li", { className: "thread-empty", text: "No conversations yet." }));
+    for (const error of document.querySelectorAll(".thread-error")) error.remove();
+    if (editing && rows.includes(editing)) {
+      // New rows go around it: moved, it would lose the focus and what is typed in it.
+      editing.classList.toggle("active", editing.dataset.id === String(state.threadId));
+      for (const row of [...ui.threads.children]) if (row !== editing) row.remove();
+      const at = rows.indexOf(editing);
+      editing.before(...rows.slice(0, at));
+      editing.after(...rows.slice(at + 1));
+    } else {
+      ui.threads.replaceChildren(...rows);
     }
-    if (state.moreThreads) {
-      const more = el("button", { type: "button", className: "thread-more", text: "Show older" });
-      more.addEventListener("click", () => loadThreads(state.moreThreads).catch(showThreadError));
-      ui.threads.append(el("li", {}, [more]));
+    renderOlder();
+    restoreThreadFocus(focus);
+  }
+
+  function threadRow(thread, stop) {
+    const name = thread.title || "New chat";
+    const button = el("button", {
+      type: "button", className: "thread-link", text: name, title: name, dir: "auto",
+      "aria-current": thread.id === state.threadId ? "true" : null,
+      tabindex: thread.id === stop ? "0" : "-1",
+    });
+    button.addEventListener("click", () => selectThread(thread.id));
+    const rename = el("button", {
+      type: "button", className: "thread-action", text: "✎", title: "Rename (F2)",
+      "aria-label": `Rename “${name}”`, tabindex: "-1",
+    });
+    rename.addEventListener("click", () => startRename(item, thread));
+    const remove = el("button", {
+      type: "button", className: "thread-action", text: "×", title: "Delete (Delete key)",
+      "aria-label": `Delete “${name}”`, tabindex: "-1",
+    });
+    remove.addEventListener("click", () => confirmDelete(item, thread));
+    const item = el("div", {
+      className: thread.id === state.threadId ? "thread active" : "thread", role: "row",
+      dataset: { id: String(thread.id) },
+    }, [
+      threadCell(button, "thread-main"),
+      threadCell(rename, "thread-act"),
+      threadCell(remove, "thread-act"),
+    ]);
+    button.addEventListener("keydown", (event) => {
+      if (event.key === "F2") { event.preventDefault(); startRename(item, thread); }
+      // A Mac's key marked delete sends Backspace.
+      if (event.key === "Delete" || event.key === "Backspace") {
+        event.preventDefault();
+        confirmDelete(item, thread);
+      }
+    });
+    return item;
+  }
+
+  function threadCell(content, className) {
+    return el("div", { role: "gridcell", className: `thread-cell ${className}` }, [content]);
+  }
+
+  /* "Show older" follows the grid, a Tab stop of its own; the keyboard goes on from it to
+   * the first of the conversations it brings. */
+  function renderOlder() {
+    const older = $("thread-older");
+    if (!state.moreThreads) {
+      older.replaceChildren();
+      return;
     }
+    const more = el("button", { type: "button", className: "thread-more", text: "Show older" });
+    more.addEventListener("click", async () => {
+      const shown = state.threads.length;
+      try {
+        await loadThreads(state.moreThreads);
+      } catch (error) {
+        showThreadError(error);
+        return;
+      }
+      const first = ui.threads.querySelectorAll(".thread-link")[shown];
+      if (first) first.focus();
+    });
+    older.replaceChildren(more);
+  }
+
+  /* Where the keyboard is in the list: which conversation (and where its row was), and
+   * which of its controls (-1: none of them, e.g. its rename field). */
+  function threadFocus() {
+    const active = document.activeElement;
+    const item = active && ui.threads.contains(active) && active.closest(".thread");
+    if (!item) return null;
+    const controls = [...item.querySelectorAll(".thread-link, .thread-action")];
+    return {
+      element: active, id: item.dataset.id, control: controls.indexOf(active),
+      index: [...ui.threads.querySelectorAll(".thread")].indexOf(item),
+    };
+  }
+
+  /* The focus was on a row the list no longer holds: the same control of the same
+   * conversation, else its link, else (it was deleted) the conversation now in its place,
+   * else the one before it, else New chat. */
+  function restoreThreadFocus(focus) {
+    if (!focus || focus.element.isConnected) return;
+    const item = ui.threads.querySelector(`.thread[data-id="${focus.id}"]`);
+    if (item) {
+      const controls = [...item.querySelectorAll(".thread-link, .thread-action")];
+      // Rename and Delete are hidden until their row holds the focus: its link's first.
+      if (controls.length) controls[0].focus();
+      if (focus.control > 0 && controls[focus.control]) controls[focus.control].focus();
+      return;
+    }
+    const rows = ui.threads.querySelectorAll(".thread");
+    const row = rows[Math.min(focus.index, rows.length - 1)];
+    const next = row && row.querySelector(".thread-link");
+    (next || ui.newChat).focus();
   }
 
   async function loadThreads(next) {
@@ -869,7 +980,7 @@
   }
 
   function showThreadError(error) {
-    ui.threads.prepend(el("li", { className: "thread-error", role: "alert", text: error.message }));
+    ui.threads.before(el("p", { className: "thread-error", role: "alert", text: error.message }));
   }
 
   function startRename(item, thread) {
@@ -879,6 +990,11 @@
     });
     input.value = thread.title;
     let done = false;
+    // The row is kept as it is while renamed (renderThreads), until this is done.
+    const render = () => {
+      item.classList.remove("renaming");
+      renderThreads();
+    };
     const finish = async (save, leaving) => {
       if (done) return;
       const title = input.value.trim();
@@ -892,24 +1008,26 @@
       if (save && title !== thread.title) {
         try {
           const saved = await api(`/api/threads/${thread.id}`, { method: "PATCH", body: { title } });
+          // The list may have been loaded again meanwhile: its own entry is named.
+          for (const listed of state.threads) if (listed.id === thread.id) listed.title = saved.title;
           thread.title = saved.title;
           if (thread.id === state.threadId) showTitle();
         } catch (error) {
-          renderThreads();
+          render();
           showThreadError(error);
           return;
         }
       }
-      renderThreads();
-      const link = ui.threads.querySelector(`.thread[data-id="${thread.id}"] .thread-link`);
-      if (link) link.focus();
+      // The focus, if still in the field, goes to the conversation (renderThreads).
+      render();
     };
     input.addEventListener("keydown", (event) => {
       if (event.key === "Enter") { event.preventDefault(); finish(true); }
       if (event.key === "Escape") { event.preventDefault(); finish(false); }
     });
     input.addEventListener("blur", () => finish(true, true));
-    item.replaceChildren(input);
+    item.classList.add("renaming");
+    item.replaceChildren(threadCell(input, "thread-main"));
     input.focus();
     input.select();
   }
@@ -921,7 +1039,7 @@
         id: "rename-note", className: "rename-note", role: "alert",
         text: "A name is needed (Escape keeps the old one).",
       });
-      item.append(note);
+      input.after(note);
     }
     input.setAttribute("aria-invalid", "true");
     input.setAttribute("aria-describedby", note.id);
@@ -940,14 +1058,15 @@
     const yes = el("button", { type: "button", className: "thread-delete", text: "Delete" });
     const no = el("button", { type: "button", className: "thread-more", text: "Cancel" });
     const cancel = () => {
+      item.classList.remove("confirming");
       renderThreads();
       const row = ui.threads.querySelector(`.thread[data-id="${thread.id}"]`);
       if (!row) return;
       // Its Delete is shown while the row holds the focus: the row's first, then Delete.
       row.querySelector(".thread-link").focus();
-      row.querySelector(".thread-action:last-child").focus();
+      [...row.querySelectorAll(".thread-action")].pop().focus();
     };
-    yes.addEventListener("click", () => deleteThread(thread));
+    yes.addEventListener("click", () => deleteThread(item, thread));
     no.addEventListener("click", cancel);
     item.addEventListener("keydown", (event) => {
       if (event.key === "Escape") {
@@ -957,27 +1076,26 @@
     });
     item.classList.add("confirming");
     // A group named by its question: moving to Cancel says what is being cancelled.
-    item.replaceChildren(el("div", {
+    item.replaceChildren(threadCell(el("div", {
       className: "thread-confirm-group", role: "group", "aria-labelledby": question.id,
-    }, [question, yes, no]));
+    }, [question, yes, no]), "thread-main"));
     no.focus();
   }
 
-  async function deleteThread(thread) {
+  async function deleteThread(item, thread) {
     try {
       await api(`/api/threads/${thread.id}`, { method: "DELETE" });
     } catch (error) {
+      item.classList.remove("confirming");
       renderThreads();
       showThreadError(error);
       return;
     }
-    const index = state.threads.findIndex((t) => t.id === thread.id);
+    // The keyboard goes on from where it was (renderThreads): to the conversation that
+    // took the deleted one's place; deleting the open one opens a new chat, at its question box.
     state.threads = state.threads.filter((t) => t.id !== thread.id);
     if (state.threadId === thread.id) blankChat();
-    else {
-      renderThreads();
-      focusThreadAt(index);
-    }
+    else renderThreads();
   }
 
   /* Arrow keys within the list: Up and Down (Home, End) between conversations, Right and
@@ -1005,17 +1123,10 @@
     const item = event.target.closest && event.target.closest(".thread");
     const link = item && item.querySelector(".thread-link");
     if (!link) return; // renaming, or asking whether to delete
+    state.threadStop = Number(item.dataset.id);
     for (const other of ui.threads.querySelectorAll(".thread-link")) {
       other.tabIndex = other === link ? 0 : -1;
     }
-  }
-
-  /* After a delete the keyboard goes on from where it was: the next conversation (the one
-   * that took the deleted one's place), else the one before it, else New chat. */
-  function focusThreadAt(index) {
-    const links = ui.threads.querySelectorAll(".thread-link");
-    const next = links[Math.min(index, links.length - 1)];
-    (next || ui.newChat).focus();
   }
 
   // --- Workspaces ------------------------------------------------------------------
@@ -1885,7 +1996,8 @@
   }
 
   /* The user closed the panel (× or Escape): the keyboard goes back to the pill that
-   * opened it (or to the composer, if that answer has been re-rendered meanwhile). */
+   * opened it (or the one its answer, re-rendered, put in its place; or to the composer,
+   * if that answer is gone meanwhile). */
   function dismissPanel() {
     const opener = state.panelOpener;
     state.panelOpener = null;
