@@ -25,6 +25,12 @@ def load_notebook(data: bytes, *, filename: str) -> LoadedDocument:
         notebook = json.loads(decode_text(data, what="Notebook"))
     except json.JSONDecodeError as exc:
         raise IngestError(f"Notebook is not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    except RecursionError:
+        # Python's json module recurses once per level: a few thousand brackets are past
+        # its limit. A real notebook is a handful of levels deep.
+        raise IngestError(
+            "Notebook is nested too deeply to be read (it is not a Jupyter notebook)"
+        ) from None
     cells = _cells(notebook)
     language = _language(notebook)
     units: list[RawUnit] = []
