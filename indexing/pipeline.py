@@ -47,7 +47,7 @@ from indexing.types import (
     storable,
 )
 from knowledge import graph
-from knowledge.models import Chunk, Document
+from knowledge.models import Chunk, Document, Workspace
 from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
@@ -595,6 +595,28 @@ def _row_for(matches: list[Chunk], ordinal: int, locator: dict) -> Chunk:
     return matches.pop(best)
 
 
+def _lock_workspace_then_document(document_id: int, *, renaming: bool) -> Document:
+    """The document, locked after its workspace's row: the order a registration (which
+    may replace this document) and a folder's deletion take them.
+
+    Foreign keys are checked at commit: the chunks written here would take the
+    workspace's row (FOR KEY SHARE) only then, while holding the document's, and a
+    registration or deletion holding the workspace's row from its start, waiting for
+    the document's, deadlocked with it. FOR KEY SHARE is what the check takes anyway:
+    taken first, it adds no wait. A web page that may be kept under its canonical URL
+    takes the row FOR UPDATE (canonical.kept_as does): two swaps each holding it shared
+    could not both raise it.
+    """
+    workspace_id = Document.objects.values_list("workspace_id", flat=True).get(pk=document_id)
+    if renaming:
+        Workspace.all_objects.select_for_update().only("pk").filter(pk=workspace_id).first()
+    else:
+        table = connection.ops.quote_name(Workspace._meta.db_table)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR KEY SHARE", [workspace_id])
+    return Document.objects.select_for_update().get(pk=document_id)
+
+
 @transaction.atomic
 def _swap_chunks(
     document_id: int,
@@ -608,7 +630,9 @@ def _swap_chunks(
 ) -> int:
     """The id of the document the chunks went to: another than `document_id` when the
     page names, as its own URL, one an existing document has (`canonical.kept_as`)."""
-    document = Document.objects.select_for_update().get(pk=document_id)
+    document = _lock_workspace_then_document(
+        document_id, renaming=bool(loaded.metadata.get(CANONICAL_URL_KEY))
+    )
     if document.uri.startswith(("http://", "https://")):
         document = canonical.kept_as(
             document=document, canonical=loaded.metadata.get(CANONICAL_URL_KEY, ""),

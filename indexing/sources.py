@@ -1036,8 +1036,13 @@ def register_job(
         # One registration at a time per workspace: two cannot both pass the quota. The
         # lock also orders it with a deletion of the workspace or of a large folder (each
         # hides it under this lock): one deleted first is refused here, not a 500; one
-        # deleted after takes these documents with it.
-        locked = Workspace.objects.select_for_update().only("pk").filter(pk=workspace.pk)
+        # deleted after takes these documents with it. FOR NO KEY UPDATE excludes those as
+        # FOR UPDATE does, but not a worker's chunk swap (FOR KEY SHARE, then the document:
+        # pipeline._lock_workspace_then_document): an upload waits for the swap of the
+        # document it replaces only, not for every one in its workspace.
+        locked = (
+            Workspace.objects.select_for_update(no_key=True).only("pk").filter(pk=workspace.pk)
+        )
         if locked.first() is None:
             raise DeletedMeanwhile(
                 f"The workspace {workspace.slug!r} was deleted; nothing was added."
