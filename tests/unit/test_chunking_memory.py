@@ -108,6 +108,20 @@ def test_windows_cut_between_segments_so_counts_and_pieces_do_not_change(
             assert [split_by_tokens(text, 0, len(text), b) for b in (1, 5, 60)] == pieces
 
 
+def test_a_words_cost_is_its_count_of_tokens_at_every_length() -> None:
+    # Short words are priced segment by segment (a 40 x 50,000 CSV is 4 million of them:
+    # chunked in 8 s, not 28); the sum must be count_tokens' to the token.
+    rng = random.Random(13)
+    alphabet = ADVERSARIAL.replace(" ", "").replace("\n", "")
+    words = [w for text in adversarial_texts(300, seed=13) for w in text.split()]
+    words += [
+        "".join(rng.choice(alphabet) for _ in range(n)) for n in range(1, 80) for _ in range(20)
+    ]
+    words += ["1234", "12345678", "HTTPServer", "¦", "|", "5", "getElementById"]
+    for word in words:
+        assert tokens._word_cost(word, 0, len(word)) == count_tokens(word), word
+
+
 def test_a_long_run_without_spaces_is_cut_in_bounded_memory() -> None:
     text = base64_run(300_000)
     tracemalloc.start()
