@@ -41,6 +41,7 @@ if not IN_CI:
         )
     pytest.importorskip("playwright", reason="pip install playwright to run browser tests")
 
+from playwright.sync_api import Error as PlaywrightError  # noqa: E402
 from playwright.sync_api import Page, expect, sync_playwright  # noqa: E402
 
 CHROMIUM_ARGS = [
@@ -348,6 +349,34 @@ def test_conversations_are_renamed_deleted_and_paged_from_the_list(conversations
         "Ask a question about your documents."
     )
     assert page.request.get(f"/api/threads/{conversations['busy']}").status == 404
+
+
+def test_deleting_a_conversation_whose_answer_is_polled_asks_nothing_after(
+    conversations, page: Page
+):
+    """The page asks again for a pending answer's messages; a question in flight when the
+    conversation was deleted reached the server after the DELETE: a 404, which the browser
+    reports as a failed load (the page fixture fails on it). Deleting aborts it first."""
+    held = []
+    polled = re.compile(rf"/api/threads/{conversations['busy']}/messages\?")
+    page.goto("/")
+    expect(page.locator(".message.role-assistant.is-pending")).to_have_count(1)
+    page.route(polled, lambda route: held.append(route))
+    while not held:  # the page's first poll, after a second
+        page.wait_for_timeout(50)
+    thread_action(page, "Budget", "Delete").click()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(page.locator("#messages .empty-state")).to_have_text(
+        "Ask a question about your documents."
+    )
+    assert page.request.get(f"/api/threads/{conversations['busy']}").status == 404
+    page.unroute(polled)
+    for route in held:
+        try:
+            route.continue_()  # too late: the page no longer waits for it
+        except PlaywrightError:
+            pass  # aborted by the page
+    page.wait_for_timeout(2000)  # no later poll either
 
 
 def test_on_a_phone_a_drawer_opened_while_the_page_loads_stays_open(

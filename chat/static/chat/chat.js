@@ -42,6 +42,8 @@
   const state = {
     threadId: null,
     threads: [],
+    polls: new Map(), // thread id -> the AbortControllers of its messages asked for (watchPending)
+    deleting: new Set(), // ids of threads a DELETE was sent for: no longer polled
     threadStop: null, // the conversation the keyboard last reached in the list: its Tab stop
     moreThreads: null, // the API's link to older conversations
     citations: new Map(), // n -> citation JSON, for the current thread
@@ -780,17 +782,24 @@
     // however many turns were added since.
     const shown = state.shown;
     const watched = new Set(bubbles);
-    const current = () => state.threadId === threadId && state.shown === shown;
+    const current = () => state.threadId === threadId && state.shown === shown
+      && !state.deleting.has(threadId);
     let wait = POLL_FIRST_MS;
     const poll = async () => {
       if (!current()) return;
       let messages = null;
+      const controller = new AbortController();
+      const asking = state.polls.get(threadId) || new Set();
+      state.polls.set(threadId, asking.add(controller));
       try {
-        const response = await api(pagePath, { raw: true });
-        if (response.status === 404) return; // deleted meanwhile
+        const response = await api(pagePath, { raw: true, signal: controller.signal });
+        if (response.status === 404) return; // deleted meanwhile (by another tab)
         if (response.ok) messages = ((await response.json()) || {}).results || [];
-      } catch (_) {
+      } catch (error) {
+        if (error.name === "AbortError") return;
         // Offline for a moment: ask again later.
+      } finally {
+        asking.delete(controller);
       }
       if (!current()) return;
       const byId = new Map((messages || []).map((m) => [String(m.id), m]));
@@ -1083,9 +1092,14 @@
   }
 
   async function deleteThread(item, thread) {
+    // Its messages are no longer asked for: asked after the DELETE, they would be a 404
+    // the browser reports as a failed load.
+    state.deleting.add(thread.id);
+    for (const controller of state.polls.get(thread.id) || []) controller.abort();
     try {
       await api(`/api/threads/${thread.id}`, { method: "DELETE" });
     } catch (error) {
+      state.deleting.delete(thread.id);
       item.classList.remove("confirming");
       renderThreads();
       showThreadError(error);
