@@ -57,7 +57,7 @@ from knowledge.api import (
     writable,
     write_workspace,
 )
-from knowledge.throttling import ChatTurnThrottle
+from knowledge.throttling import ChatTurnThrottle, GroundingCheckThrottle
 
 logger = logging.getLogger(__name__)
 
@@ -775,6 +775,10 @@ class CitationPageLinkView(APIView):
 class GroundingCheckView(APIView):
     """Check an answer's cited sentences against passages: yours, or another system's."""
 
+    def get_throttles(self):
+        # A check costs CPU like a turn's own check: its own rate (API_THROTTLE_GROUNDING).
+        return [*super().get_throttles(), GroundingCheckThrottle()]
+
     @extend_schema(
         request=GroundingCheckSerializer,
         responses={
@@ -785,7 +789,8 @@ class GroundingCheckView(APIView):
             ),
             413: OpenApiResponse(
                 OpenApiTypes.OBJECT,
-                description="the check would read more passage text than "
+                description="the check would judge more sentence–citation pairs than "
+                            "GROUNDING_CHECK_MAX_PAIRS, or read more passage text than "
                             "GROUNDING_CHECK_MAX_CHARS (each cited passage once per sentence)",
             ),
         },

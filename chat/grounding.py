@@ -18,8 +18,8 @@ from citations.grounding import (
     AnswerGrounding,
     Grounder,
     Thresholds,
-    characters_read,
     support_dict,
+    workload,
 )
 from citations.normalizer import normalize
 from embeddings import get_embedder
@@ -59,13 +59,28 @@ def check_answer(
 
 
 class TooMuchWork(ValueError):
-    """A check would read more passage text than GROUNDING_CHECK_MAX_CHARS allows."""
+    """A check would judge more sentence–citation pairs than GROUNDING_CHECK_MAX_PAIRS, or
+    read more passage text than GROUNDING_CHECK_MAX_CHARS, allows."""
 
 
 def _within_budget(
     answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
 ) -> None:
-    read, limit = characters_read(answer, passages, places), settings.GROUNDING_CHECK_MAX_CHARS
+    """TooMuchWork when checking this answer would pass either budget.
+
+    Both are counted: every pair costs about the same whatever its passage's length (an
+    answer of thousands of short sentences citing short passages reads little text, yet
+    took 16 s), and reading a long passage costs more however few pairs cite it.
+    """
+    work = workload(answer, passages, places)
+    pairs_limit = settings.GROUNDING_CHECK_MAX_PAIRS
+    if work.pairs > pairs_limit:
+        raise TooMuchWork(
+            f"This answer has {work.pairs:,} sentence–citation pairs to check; the limit is "
+            f"{pairs_limit:,} (GROUNDING_CHECK_MAX_PAIRS). Every sentence that makes a claim "
+            "counts once for each passage it cites. Check the answer in parts."
+        )
+    read, limit = work.characters, settings.GROUNDING_CHECK_MAX_CHARS
     needed = sum(read.values())
     if needed > limit:
         most = max(read, key=read.__getitem__)
@@ -85,13 +100,16 @@ def check_text(*, answer: str, passages: list[str]) -> dict[str, Any]:
     """An answer from elsewhere citing [n] (n indexes `passages` from 1), checked.
 
     Its markers are normalized first (numbers beyond the passages are dropped),
-    as for our own answers. Raises TooMuchWork past the request budget.
+    as for our own answers. Raises TooMuchWork past the request budget (pairs and
+    passage text).
     """
     numbered = dict(enumerate(passages, start=1))
     # Here every bracketed number is meant as a citation: [0] or [-1] is reported.
     normalized = normalize(answer, numbered.__contains__, drop_impossible=True)
     _within_budget(normalized.text, numbered)
-    result = check_answer(answer=normalized.text, passages=numbered)
+    # Within it the bound never bites; it holds where the work is done all the same.
+    result = check_answer(answer=normalized.text, passages=numbered,
+                          max_pairs=settings.GROUNDING_CHECK_MAX_PAIRS)
     grounding = result.to_dict()
     return {
         "answer": normalized.text,
@@ -120,7 +138,8 @@ def check_thread_answer(*, thread, answer: str) -> dict[str, Any]:
     cited = [citations.citation_json(entry)
              for entry in citations.entries(thread=thread, numbers=normalized.cited)]
     _within_budget(normalized.text, {c["n"]: c["text"] for c in cited}, _places(cited))
-    grounded, grounding = _grounded(answer=normalized.text, citations=cited, max_pairs=None)
+    grounded, grounding = _grounded(answer=normalized.text, citations=cited,
+                                    max_pairs=settings.GROUNDING_CHECK_MAX_PAIRS)
     return {
         "answer": normalized.text,
         "dropped_citations": normalized.dropped,

@@ -330,17 +330,29 @@ class PostMessageSerializer(serializers.Serializer):
     )
 
 
+class _MeasuredText(TextField):
+    """Text past its max_length refused with its length too (what to cut is then plain)."""
+
+    def to_internal_value(self, data) -> str:
+        value = super().to_internal_value(data)
+        if self.max_length is not None and len(value) > self.max_length:
+            raise serializers.ValidationError(
+                f"This is {len(value):,} characters; the limit is {self.max_length:,}."
+            )
+        return value
+
+
 class GroundingCheckSerializer(serializers.Serializer):
     """An answer citing [n] plus its passages or the conversation that issued the numbers,
     or the id of a stored assistant message."""
 
-    answer = TextField(
+    answer = _MeasuredText(
         required=False, max_length=50_000, trim_whitespace=False,
         help_text="text citing passages as [1], [2] … (numbers index `passages` from 1, "
                   "or are the numbers conversation `thread_id` issued)",
     )
     passages = serializers.ListField(
-        child=TextField(max_length=20_000, trim_whitespace=False),
+        child=_MeasuredText(max_length=20_000, trim_whitespace=False),
         required=False, max_length=100,
         help_text="the passages; [1] cites the first",
     )

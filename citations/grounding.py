@@ -186,6 +186,37 @@ def is_claim(sentence: Sentence) -> bool:
     return len(features.terms) >= 2 or bool(features.numbers and features.terms)
 
 
+@dataclass(frozen=True)
+class Workload:
+    """What ``Grounder.check_answer`` would do for an answer, known before it does it."""
+
+    # (claim sentence, number it cites) pairs, each number once a sentence: what
+    # ``max_pairs`` counts, and what a check's cost grows with whatever the passages' length.
+    pairs: int
+    # How much of each passage it reads: see characters_read.
+    characters: dict[int, int]
+
+
+def workload(
+    answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
+) -> Workload:
+    """The pairs a check of this answer judges and the passage text it reads (one pass)."""
+    pairs = 0
+    read: dict[int, int] = {}
+    for sentence in split_answer(answer):
+        cited = [n for n in dict.fromkeys(sentence.citations) if n in passages]
+        if cited and is_claim(sentence):
+            pairs += len(cited)
+            times = dict.fromkeys(cited, 2 if len(cited) > 1 else 1)
+            groups = contiguous(cited, passages, places) if len(cited) > 1 else []
+            for group in groups if len(groups) > 1 else ():
+                for n in group.offsets if len(group.offsets) > 1 else ():
+                    times[n] += 1
+            for n in cited:
+                read[n] = read.get(n, 0) + len(passages[n]) * times[n]
+    return Workload(pairs, read)
+
+
 def characters_read(
     answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
 ) -> dict[int, int]:
@@ -194,18 +225,7 @@ def characters_read(
     are also read together), and once more when those are contiguous pieces of one text
     beside others (read joined on their own too: ``places`` as for check_answer). What a
     check costs grows with the sum (a request's budget)."""
-    read: dict[int, int] = {}
-    for sentence in split_answer(answer):
-        cited = [n for n in dict.fromkeys(sentence.citations) if n in passages]
-        if cited and is_claim(sentence):
-            times = dict.fromkeys(cited, 2 if len(cited) > 1 else 1)
-            groups = contiguous(cited, passages, places) if len(cited) > 1 else []
-            for group in groups if len(groups) > 1 else ():
-                for n in group.offsets if len(group.offsets) > 1 else ():
-                    times[n] += 1
-            for n in cited:
-                read[n] = read.get(n, 0) + len(passages[n]) * times[n]
-    return read
+    return workload(answer, passages, places).characters
 
 
 @dataclass

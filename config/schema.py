@@ -41,8 +41,9 @@ def unauthorized_responses(result: dict, generator, **kwargs) -> dict:
 
 
 THROTTLED = {
-    "description": "too many requests (API_THROTTLE_ANON, API_THROTTLE_USER, and for a chat "
-                   "turn API_THROTTLE_CHAT): try again after Retry-After seconds",
+    "description": "too many requests (API_THROTTLE_ANON, API_THROTTLE_USER, for a chat "
+                   "turn API_THROTTLE_CHAT, for a grounding check API_THROTTLE_GROUNDING): "
+                   "try again after Retry-After seconds",
     "headers": {"Retry-After": {
         "description": "seconds to wait", "schema": {"type": "integer", "minimum": 0},
     }},

@@ -306,6 +306,8 @@ REST_FRAMEWORK = {
 API_THROTTLE_ANON = env("API_THROTTLE_ANON", default="60/minute")
 API_THROTTLE_USER = env("API_THROTTLE_USER", default="1200/minute")
 API_THROTTLE_CHAT = env("API_THROTTLE_CHAT", default="20/minute")
+# A grounding check (POST /api/grounding/check) costs CPU like a turn's own check.
+API_THROTTLE_GROUNDING = env("API_THROTTLE_GROUNDING", default="20/minute")
 # Sign-in: after LOGIN_FAILURES_LIMIT failed attempts for one username from one address
 # within LOGIN_FAILURES_WINDOW seconds, that pair is refused until the window passes
 # (knowledge/login_throttle.py); every failure is logged on django.security.
@@ -496,8 +498,13 @@ GROUNDING_PARTIAL = env.float("GROUNDING_PARTIAL", default=0.45)
 # POST /api/grounding/check and MCP's check_answer refuse an answer whose check would read
 # more passage text than this (each cited passage once per sentence citing it, twice when
 # the sentence cites several): a check of
-# passages not seen before reads about 25,000 characters a second on 2 cores.
+# passages not seen before reads about 25,000 characters a second on 2 cores. Also what
+# one line of `manage.py grounding_check` may hold (its --max-total-chars).
 GROUNDING_CHECK_MAX_CHARS = env.int("GROUNDING_CHECK_MAX_CHARS", default=150_000)
+# And one whose claim sentences cite more than this many passages in all (each sentence
+# counted once for every number it cites): a pair costs about 4 ms on 2 cores whatever
+# its passages' length, so 4,000 tiny sentences citing tiny passages took 16 s.
+GROUNDING_CHECK_MAX_PAIRS = env.int("GROUNDING_CHECK_MAX_PAIRS", default=200)
 # A chat answer's check reads its claim sentences in order while their (sentence, cited
 # number) pairs add up to at most this; the claims after are reported `unchecked`. A pair
 # costs about 5 ms on 2 cores whatever its passage's length (its analysis is cached): a

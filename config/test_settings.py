@@ -19,5 +19,5 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_verity_{os.getpid()}"}  # noqa: F
 
 # No rate limits or sign-in lockouts across the suite (one cache, one address, one user
 # in many tests); the tests of those set them.
-API_THROTTLE_ANON = API_THROTTLE_USER = API_THROTTLE_CHAT = ""
+API_THROTTLE_ANON = API_THROTTLE_USER = API_THROTTLE_CHAT = API_THROTTLE_GROUNDING = ""
 LOGIN_FAILURES_LIMIT = 1_000_000

@@ -217,6 +217,16 @@ class ChatTurnThrottle(_AtomicRate, UserRateThrottle):
         return super().allow_request(request, view)
 
 
+class GroundingCheckThrottle(ChatTurnThrottle):
+    """Grounding checks (POST /api/grounding/check), per user: API_THROTTLE_GROUNDING.
+    A check costs CPU like a turn's own check (up to about a second within its budget),
+    which the user rate (API_THROTTLE_USER, 1200/minute) would let one client take all of;
+    counted apart from turns, so checking answers does not use up asking."""
+
+    scope = "grounding"
+    setting = "API_THROTTLE_GROUNDING"
+
+
 def retry_after(wait: float | None) -> int:
     """A wait as Retry-After's whole seconds (DRF rounds alike)."""
     return max(1, math.ceil(wait or 0))

@@ -263,7 +263,8 @@ def check_answer(
     """POST /api/grounding/check for an answer citing the conversation's [n]."""
     ws = _workspace(user, workspace)
     if len(answer) > ANSWER_MAX_CHARS:
-        raise Refused(f"The answer is longer than {ANSWER_MAX_CHARS:,} characters.")
+        raise Refused(f"The answer is {len(answer):,} characters; the limit is "
+                      f"{ANSWER_MAX_CHARS:,}.")
     if not answer.strip():
         raise Refused("The answer is empty.")
     thread = _conversation(user, ws, conversation_id, "")

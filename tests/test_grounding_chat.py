@@ -152,6 +152,55 @@ def test_check_endpoint_refuses_more_reading_than_its_budget(api, settings):
     assert "the most read here is [1], 470 characters read as 1,410" in detail
 
 
+def test_check_endpoint_refuses_more_sentence_citation_pairs_than_its_budget(api, settings):
+    """Thousands of tiny sentences citing tiny passages read little passage text, yet each
+    pair costs as much to judge: 4,000 of them took 16 s (an outside audit's)."""
+    settings.GROUNDING_CHECK_MAX_PAIRS = 3
+    passages = ["The harbour office opens at 09:00 on weekdays.", "The quay is 40 metres long."]
+    # Two sentences citing a passage each fit; a third citing both makes four pairs. A
+    # greeting and a question citing one are no claims, and are not counted.
+    fits = ("Hello [1]. The harbour office opens at 09:00 [1]. Is the quay long [2]? "
+            "The quay is 40 metres long [2]. The office on the quay opens at 09:00 [1][2].")
+    response = api.post("/api/grounding/check", {"answer": fits.replace(" [1][2]", ""),
+                                                 "passages": passages}, format="json")
+    assert response.status_code == 200, response.content
+    assert [s["verdict"] for s in response.json()["sentences"]] == [
+        "not_a_claim", "supported", "not_a_claim", "supported", "uncited"
+    ]
+    response = api.post("/api/grounding/check", {"answer": fits, "passages": passages},
+                        format="json")
+    assert response.status_code == 413, response.content
+    assert response.json()["detail"].startswith(
+        "This answer has 4 sentence–citation pairs to check; the limit is 3 "
+        "(GROUNDING_CHECK_MAX_PAIRS)."
+    )
+    # The audit's answer, at the default budget: refused, in well under a second.
+    settings.GROUNDING_CHECK_MAX_PAIRS = 200
+    many = " ".join(f"Z{i} is {i + 1}. [{i % 100 + 1}]" for i in range(4000))[:50_000]
+    response = api.post("/api/grounding/check", {
+        "answer": many, "passages": [f"Z{j} is {j}." for j in range(100)]
+    }, format="json")
+    assert response.status_code == 413, response.content
+    assert re.match(r"This answer has 2,\d{3} sentence–citation pairs to check; the limit is "
+                    r"200 ", response.json()["detail"])
+
+
+def test_check_endpoint_says_how_long_an_answer_or_passage_past_its_limit_is(api):
+    response = api.post("/api/grounding/check", {"answer": "a" * 50_001, "passages": ["a"]},
+                        format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "answer": ["This is 50,001 characters; the limit is 50,000."]
+    }
+    response = api.post("/api/grounding/check", {"answer": "A b [1].",
+                                                 "passages": ["a", "b" * 20_001]},
+                        format="json")
+    assert response.status_code == 400
+    assert response.json() == {
+        "passages": {"1": ["This is 20,001 characters; the limit is 20,000."]}
+    }
+
+
 def test_check_endpoint_rechecks_a_stored_message_of_the_user_only(llm, harbour, api, staff):
     llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
     message = ask(api).json()
@@ -196,6 +245,27 @@ def test_check_endpoint_takes_an_answer_citing_a_conversations_numbers(
                       format="json").status_code == 404
     both = {"thread_id": thread, "answer": "x [1].", "passages": ["x"]}
     assert api.post("/api/grounding/check", both, format="json").status_code == 400
+
+
+def test_check_endpoint_counts_the_pairs_of_an_answer_citing_a_conversations_numbers(
+    llm, harbour, api, settings
+):
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
+    thread = api.post("/api/threads", {"title": ""}, format="json").json()["id"]
+    api.post(f"/api/threads/{thread}/messages", {"content": "The Pelican buoy?"},
+             format="json")
+    settings.GROUNDING_CHECK_MAX_PAIRS = 1
+    one = {"thread_id": thread, "answer": "The Pelican buoy is repainted every April [1]."}
+    response = api.post("/api/grounding/check", one, format="json")
+    assert response.status_code == 200, response.content
+    assert [s["verdict"] for s in response.json()["sentences"]] == ["supported"]
+    two = {"thread_id": thread,
+           "answer": one["answer"] + " Storm warnings are issued by the coast guard [1]."}
+    response = api.post("/api/grounding/check", two, format="json")
+    assert response.status_code == 413, response.content
+    assert response.json()["detail"].startswith(
+        "This answer has 2 sentence–citation pairs to check; the limit is 1 "
+    )
 
 
 def test_ask_prints_the_grounding_line(llm, harbour, workspace, capsys):

@@ -217,6 +217,30 @@ def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_the
     assert body["results"][0]["n"] == 1
 
 
+def test_check_answer_refuses_more_sentence_citation_pairs_than_its_budget(site):
+    env = {**site["env"], "GROUNDING_CHECK_MAX_PAIRS": "1"}
+
+    async def session():
+        async with mcp_clients.stdio(env, "--token", site["token"]) as client:
+            found = await call(client, "search_knowledge_base",
+                               query="when does the harbour gate close", limit=3)
+            conversation = found[1]["conversation_id"]
+            gate = next(r["n"] for r in found[1]["results"] if "two hours" in r["text"])
+            one = f"The harbour gate closes two hours before low tide [{gate}]."
+            fits = await call(client, "check_answer", conversation_id=conversation,
+                              answer=one)
+            refused = await call(client, "check_answer", conversation_id=conversation,
+                                 answer=f"{one} Boats must be moored by then [{gate}].")
+            return fits, refused
+
+    fits, refused = run(session)
+    assert fits[0] and [s["verdict"] for s in fits[1]["sentences"]] == ["supported"], fits
+    ok, message = refused
+    assert not ok and message.startswith(
+        "This answer has 2 sentence–citation pairs to check; the limit is 1 "
+    ), message
+
+
 def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     root, document = site["root"], site["document"]
     # Server paths are for staff allowed to add documents, as in the admin

@@ -75,6 +75,25 @@ def test_chat_turns_have_a_stricter_rate_of_their_own(settings, workspace, user,
     assert api.get(f"/api/threads/{thread.pk}/messages").status_code == 200
 
 
+def test_grounding_checks_have_a_stricter_rate_of_their_own(settings, workspace, user, api):
+    """A check costs CPU like a turn's own check: the user rate (1200/minute) let one
+    client keep every core busy (an outside audit's)."""
+    settings.API_THROTTLE_USER = "100/minute"
+    settings.API_THROTTLE_GROUNDING = "2/minute"
+    settings.API_THROTTLE_CHAT = "1/minute"
+    body = {"answer": "The office opens at 09:00 [1].",
+            "passages": ["The harbour office opens at 09:00 on weekdays."]}
+    for _ in range(2):
+        response = api.post("/api/grounding/check", body, format="json")
+        assert response.status_code == 200, response.content
+    assert_throttled(api.post("/api/grounding/check", body, format="json"))
+    # Counted apart from turns: checking answers does not use up asking.
+    thread = services.create_thread(workspace=workspace, user=user, title="Harbour")
+    turn = api.post(f"/api/threads/{thread.pk}/messages", {"content": "When is the ferry?"},
+                    format="json")
+    assert turn.status_code in (200, 201), turn.content[:500]
+
+
 def sign_in(client, password: str, address: str = "192.0.2.7"):
     return client.post("/accounts/login/", {"username": "alice", "password": password},
                        REMOTE_ADDR=address)

@@ -37,7 +37,7 @@ from citations.checks import (
 )
 from citations.claims import analyze, entities, numbers
 from citations.contiguity import Place
-from citations.grounding import Grounder, Thresholds, characters_read
+from citations.grounding import Grounder, Thresholds, characters_read, workload
 
 PASSAGE = (
     "Super Bowl 50 was an American football game to determine the champion of the NFL for "
@@ -1117,6 +1117,20 @@ def test_pieces_of_one_text_cited_beside_another_passage_count_three_readings() 
     assert characters_read(answer, passages, places={}) == {
         n: 2 * len(t) for n, t in passages.items()
     }
+
+
+def test_the_pairs_a_request_counts_are_those_max_pairs_counts(grounder) -> None:
+    # A claim citing a number twice counts it once; a greeting, a question or a number no
+    # passage has counts nothing.
+    passages = {1: "The gate closes at six.", 2: "The quay is 40 metres long."}
+    answer = ("Hello [citation:1]. The gate closes at six [citation:1][citation:1]. "
+              "Is the quay long [citation:2]? The quay is 40 metres long [citation:2]"
+              "[citation:1][citation:9]. The gate is red.")
+    assert workload(answer, passages).pairs == 3
+    checked = grounder.check_answer(answer, passages, max_pairs=3)
+    assert "unchecked" not in {s.verdict for s in checked.sentences}
+    checked = grounder.check_answer(answer, passages, max_pairs=2)
+    assert "unchecked" in {s.verdict for s in checked.sentences}
 
 
 def test_a_passage_cited_after_a_clause_answers_for_that_clause_only(grounder) -> None:
