@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import select
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -161,3 +166,105 @@ def test_of_two_sentences_that_say_all_of_a_claim_the_closer_one_is_the_span(tmp
     assert [row["verdict"] for row in rows] == ["supported", "supported"]
     assert budget[slice(*rows[0]["span"])] == "Total launch budget | €18,500"
     assert budget[slice(*rows[1]["span"])].startswith("The total approved launch budget")
+
+
+def test_lines_past_the_limits_get_an_error_line_and_the_next_line_is_checked(
+    tmp_path, settings
+) -> None:
+    """A 960 KB passage, a 480 KB claim or 100,000 passages each took minutes, holding back
+    every line after it (an outside audit's). The defaults: the API's passages (100 of
+    20,000 characters at most), GROUNDING_CHECK_MAX_CHARS of them in all, claims of 5,000."""
+    good = {"claim": "The Broncos beat the Panthers 24–10.", "passages": [PASSAGE]}
+    rows, error = _run(tmp_path, [
+        json.dumps({"id": 1, "claim": "The Broncos won. " * 300, "passages": [PASSAGE]}),
+        json.dumps({"id": 2, "claim": "The Broncos won.", "passages": ["x"] * 101}),
+        json.dumps({"id": 3, "claim": "The Broncos won.", "passages": [PASSAGE, "x" * 20_001]}),
+        json.dumps({"id": 4, "claim": "The Broncos won.", "passages": ["x" * 19_000] * 8}),
+        json.dumps({"id": 5, **good}),
+        json.dumps({"id": 6, "claim": "The Broncos won.", "passages": ["x" * 20_000] * 7}),
+    ])
+    assert error == "4 of 6 lines were not valid input"
+    assert rows[:4] == [
+        {"id": 1, "error": 'line 1: "claim" is 5,100 characters; the limit is 5,000 '
+                           "(--max-claim-chars)"},
+        {"id": 2, "error": 'line 2: "passages" has 101; the limit is 100 (--max-passages)'},
+        {"id": 3, "error": 'line 3: "passages"[1] is 20,001 characters; the limit is 20,000 '
+                           "(--max-passage-chars)"},
+        {"id": 4, "error": 'line 4: "passages" hold 152,000 characters in all; the limit is '
+                           "150,000 (--max-total-chars)"},
+    ]
+    assert (rows[4]["id"], rows[4]["verdict"]) == (5, "supported")
+    assert (rows[5]["id"], rows[5]["verdict"]) == (6, "unsupported")
+
+    # Each limit an option (the total's default a setting).
+    settings.GROUNDING_CHECK_MAX_CHARS = 300
+    path = tmp_path / "limits.jsonl"
+    path.write_text(json.dumps({"id": "a", **good}) + "\n", encoding="utf-8")
+    for options, message in [
+        ({}, '"passages" hold 310 characters in all; the limit is 300 (--max-total-chars)'),
+        ({"max_total_chars": 310, "max_claim_chars": 20},
+         '"claim" is 36 characters; the limit is 20 (--max-claim-chars)'),
+        ({"max_total_chars": 310, "max_passage_chars": 309},
+         '"passages"[0] is 310 characters; the limit is 309 (--max-passage-chars)'),
+    ]:
+        out = StringIO()
+        with pytest.raises(CommandError, match="^1 of 1 lines were not valid input$"):
+            call_command("grounding_check", str(path), stdout=out, **options)
+        assert json.loads(out.getvalue()) == {"id": "a", "error": f"line 1: {message}"}
+    out = StringIO()
+    call_command("grounding_check", str(path), stdout=out, max_total_chars=310,
+                 max_passages=1)
+    assert json.loads(out.getvalue())["verdict"] == "supported"
+
+
+def test_a_line_that_is_not_utf8_gets_an_error_line_of_its_own(tmp_path) -> None:
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(b'{"id": 1, "claim": "caf\xe9", "passages": []}\n'
+                     + json.dumps({"id": 2, "claim": "The Broncos beat the Panthers 24\u201310.",
+                                   "passages": [PASSAGE]}).encode() + b"\n")
+    out = StringIO()
+    with pytest.raises(CommandError, match="^1 of 2 lines were not valid input$"):
+        call_command("grounding_check", str(path), stdout=out)
+    first, second = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert first == {"id": None, "error": "line 1: not UTF-8 (byte 0xe9 at byte 24)"}
+    assert (second["id"], second["verdict"]) == (2, "supported")
+
+
+def _line_within(stream, seconds: float) -> str:
+    ready, _, _ = select.select([stream], [], [], seconds)
+    assert ready, f"nothing printed within {seconds} s"
+    return stream.readline()
+
+
+def test_each_verdict_is_printed_before_the_next_line_is_read() -> None:
+    """Fed through a pipe a line at a time, the command answers each line before the next
+    comes: it printed nothing until the whole input was read, so a slow line held back
+    every result (an outside audit's)."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    command = subprocess.Popen(
+        [sys.executable, "manage.py", "grounding_check", "-"],
+        cwd=Path(__file__).resolve().parent.parent, env=env, text=True, encoding="utf-8",
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        for n, score in enumerate(("10", "17")):
+            command.stdin.write(json.dumps({
+                "id": n, "claim": f"The Broncos beat the Panthers 24–{score}.",
+                "passages": [PASSAGE],
+            }) + "\n")
+            command.stdin.flush()
+            # The input is still open: the old command was still reading it.
+            row = json.loads(_line_within(command.stdout, 60))
+            assert (row["id"], row["verdict"]) == (n, ("supported", "unsupported")[n])
+        command.stdin.write("\n" + json.dumps({"id": 2, "claim": "", "passages": []}))
+        command.stdin.close()  # a last line without its newline is read too
+        assert json.loads(_line_within(command.stdout, 60)) == {
+            "id": 2, "error": 'line 4: "claim" must be a non-empty string'
+        }
+        assert command.wait(60) == 1
+        assert command.stdout.read() == ""
+        assert "1 of 3 lines were not valid input" in command.stderr.read()
+    finally:
+        if command.poll() is None:
+            command.kill()
+            command.wait()

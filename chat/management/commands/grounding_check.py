@@ -7,16 +7,25 @@ where ``passage`` indexes the input's ``passages`` and ``span`` is the char rang
 supporting (or contradicting) sentence(s) in it. This is how a team checks another system's
 answers against its own documents, so the interface stays exactly this.
 
-A line that is not such an object prints ``{"id": …|null, "error": "line N: …"}`` instead,
-the rest are still checked, and the command exits with status 1.
+A line that is not such an object, or holds more than the limits below, prints
+``{"id": …|null, "error": "line N: …"}`` instead, the rest are still checked, and the
+command exits with status 1. Lines are read and checked a batch at a time (the lines already
+at hand, up to BATCH), each batch's results printed as soon as it is done: a pipe fed a line
+at a time gets its verdict back before it sends the next.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import select
 import sys
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rest_framework.exceptions import ValidationError
 from rest_framework.validators import ProhibitSurrogateCharactersValidator
@@ -26,6 +35,23 @@ from citations.normalizer import normalize
 from embeddings import get_embedder
 
 BATCH = 32  # claims embedded together
+READ_BYTES = 1 << 16
+# What one line may hold unless the options say otherwise: the passages as
+# POST /api/grounding/check takes them, and as much passage text as its budget reads
+# (GROUNDING_CHECK_MAX_CHARS). A line's check grows faster than its length (one passage of
+# 150,000 characters of a sentence repeated took 25 s, one of 960 KB and a claim of 480 KB
+# each over two minutes, and so did 100,000 passages), and held back every line after it.
+MAX_CLAIM_CHARS = 5_000
+MAX_PASSAGES = 100
+MAX_PASSAGE_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    claim_chars: int
+    passages: int
+    passage_chars: int  # each
+    total_chars: int  # all of a line's passages
 
 
 class Command(BaseCommand):
@@ -33,57 +59,132 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("file", help='JSON lines {"id", "claim", "passages"}; "-" = stdin')
+        parser.add_argument("--max-claim-chars", type=_positive, default=MAX_CLAIM_CHARS,
+                            help=f"longest claim checked (default {MAX_CLAIM_CHARS:,})")
+        parser.add_argument("--max-passages", type=_positive, default=MAX_PASSAGES,
+                            help=f"most passages a line may have (default {MAX_PASSAGES})")
+        parser.add_argument("--max-passage-chars", type=_positive, default=MAX_PASSAGE_CHARS,
+                            help=f"longest passage (default {MAX_PASSAGE_CHARS:,})")
+        parser.add_argument("--max-total-chars", type=_positive, default=None,
+                            help="most characters a line's passages may hold together "
+                                 "(default GROUNDING_CHECK_MAX_CHARS)")
 
     def handle(self, *args, **options) -> None:
-        lines = _read_lines(options["file"])
-        parsed: list[tuple[Any, str, list[str]] | dict] = []
-        for number, line in lines:
-            try:
-                parsed.append(_parse(line))
-            except ValueError as error:
-                parsed.append({"id": _id_of(line), "error": f"line {number}: {error}"})
+        limits = Limits(
+            claim_chars=options["max_claim_chars"],
+            passages=options["max_passages"],
+            passage_chars=options["max_passage_chars"],
+            total_chars=options["max_total_chars"] or settings.GROUNDING_CHECK_MAX_CHARS,
+        )
         grounder = Grounder(get_embedder())
-        pending = [item for item in parsed if isinstance(item, tuple)]
-        verdicts = []
-        for start in range(0, len(pending), BATCH):
-            batch = pending[start : start + BATCH]
-            verdicts.extend(grounder.check_claims([(claim, texts) for _, claim, texts in batch]))
-        results = iter(verdicts)
-        errors = 0
-        for item in parsed:
-            if isinstance(item, dict):
-                errors += 1
-                self.stdout.write(json.dumps(item, ensure_ascii=False))
-                continue
-            support = next(results)
-            self.stdout.write(json.dumps({
-                "id": item[0],
-                "verdict": support.verdict,
-                "score": support.score,
-                "passage": support.passage,
-                "span": list(support.span) if support.span else None,
-                "reason": support.reason,
-            }, ensure_ascii=False))
+        total = errors = 0
+        for batch in _batches(options["file"], BATCH):
+            parsed: list[tuple[Any, str, list[str]] | dict] = []
+            for number, line in batch:
+                try:
+                    parsed.append(_parse(line, limits))
+                except ValueError as error:
+                    parsed.append({"id": _id_of(line), "error": f"line {number}: {error}"})
+            pending = [item for item in parsed if isinstance(item, tuple)]
+            verdicts = iter(
+                grounder.check_claims([(claim, texts) for _, claim, texts in pending])
+                if pending else ()
+            )
+            for item in parsed:
+                total += 1
+                if isinstance(item, dict):
+                    errors += 1
+                    self.stdout.write(json.dumps(item, ensure_ascii=False))
+                    continue
+                support = next(verdicts)
+                self.stdout.write(json.dumps({
+                    "id": item[0],
+                    "verdict": support.verdict,
+                    "score": support.score,
+                    "passage": support.passage,
+                    "span": list(support.span) if support.span else None,
+                    "reason": support.reason,
+                }, ensure_ascii=False))
+            self.stdout.flush()  # out before the next batch is read or checked
         if errors:
-            raise CommandError(f"{errors} of {len(parsed)} lines were not valid input")
+            raise CommandError(f"{errors} of {total} lines were not valid input")
 
 
-def _read_lines(path: str) -> list[tuple[int, str]]:
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(value)
+    return number
+
+
+def _batches(path: str, size: int) -> Iterator[list[tuple[int, bytes]]]:
+    """The input's non-blank lines with their numbers, up to `size` at a time: every line
+    already at hand (a file's next `size`), waiting only when there is none."""
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-    except (OSError, UnicodeDecodeError) as error:
+        fd = sys.stdin.fileno() if path == "-" else os.open(path, os.O_RDONLY)
+    except OSError as error:
         raise CommandError(f"cannot read {path}: {error}") from error
-    # JSON lines end at "\n" alone: str.splitlines() would also break inside a string
-    # at U+2028, U+2029 or U+0085, which json.dumps(ensure_ascii=False) writes as is.
-    lines = (line.removesuffix("\r") for line in text.split("\n"))
-    return [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
+    lines = _Lines(fd, path)
+    try:
+        while batch := lines.take(size):
+            yield batch
+    finally:
+        if path != "-":
+            os.close(fd)
 
 
-def _parse(line: str) -> tuple[Any, str, list[str]]:
+class _Lines:
+    """Lines read from a file descriptor as they come. JSON lines end at "\\n" alone:
+    str.splitlines() would also break inside a string at U+2028, U+2029 or U+0085, which
+    json.dumps(ensure_ascii=False) writes as is (a "\\n" byte is never part of another
+    character in UTF-8)."""
+
+    def __init__(self, fd: int, path: str) -> None:
+        self.fd, self.path = fd, path
+        self.ready: deque[bytes] = deque()
+        self.partial: list[bytes] = []  # the line being read, in pieces (one may be long)
+        self.number = 0
+        self.ended = False
+
+    def take(self, size: int) -> list[tuple[int, bytes]]:
+        batch: list[tuple[int, bytes]] = []
+        while len(batch) < size:
+            if not self.ready:
+                if self.ended or (batch and not self._at_hand()):
+                    break
+                self._read()
+                continue
+            self.number += 1
+            line = self.ready.popleft().removesuffix(b"\r")
+            if line.decode("utf-8", "replace").strip():  # as str.strip() reads it
+                batch.append((self.number, line))
+        return batch
+
+    def _at_hand(self) -> bool:
+        """Whether a read would return at once (always, for a file)."""
+        return bool(select.select([self.fd], [], [], 0)[0])
+
+    def _read(self) -> None:
+        try:
+            chunk = os.read(self.fd, READ_BYTES)
+        except OSError as error:
+            raise CommandError(f"cannot read {self.path}: {error}") from error
+        if not chunk:
+            self.ended = True
+            if self.partial:
+                self.ready.append(b"".join(self.partial))
+                self.partial.clear()
+            return
+        *complete, rest = chunk.split(b"\n")
+        if complete:
+            self.ready.append(b"".join([*self.partial, complete[0]]))
+            self.partial.clear()
+            self.ready.extend(complete[1:])
+        if rest:
+            self.partial.append(rest)
+
+
+def _parse(line: bytes, limits: Limits) -> tuple[Any, str, list[str]]:
     data = _load(line)
     if not isinstance(data, dict):
         raise ValueError('expected an object {"id", "claim", "passages"}')
@@ -91,10 +192,14 @@ def _parse(line: str) -> tuple[Any, str, list[str]]:
     claim = data.get("claim")
     if not isinstance(claim, str) or not claim.strip():
         raise ValueError('"claim" must be a non-empty string')
+    if len(claim) > limits.claim_chars:
+        raise ValueError(f'"claim" is {len(claim):,} characters; the limit is '
+                         f"{limits.claim_chars:,} (--max-claim-chars)")
     _refuse_surrogates("claim", claim)
     passages = data.get("passages")
     if not isinstance(passages, list) or not all(isinstance(p, str) for p in passages):
         raise ValueError('"passages" must be a list of strings')
+    _within_limits(passages, limits)
     for passage in passages:
         _refuse_surrogates("passages", passage)
     # Another system's claim often keeps its citation marker ("… is blue [1]."): the marker
@@ -102,9 +207,28 @@ def _parse(line: str) -> tuple[Any, str, list[str]]:
     return line_id, normalize(claim, lambda _n: False).text, passages
 
 
-def _load(line: str) -> Any:
+def _within_limits(passages: list[str], limits: Limits) -> None:
+    if len(passages) > limits.passages:
+        raise ValueError(f'"passages" has {len(passages):,}; the limit is '
+                         f"{limits.passages:,} (--max-passages)")
+    longest = max(range(len(passages)), key=lambda i: len(passages[i]), default=None)
+    if longest is not None and len(passages[longest]) > limits.passage_chars:
+        raise ValueError(f'"passages"[{longest}] is {len(passages[longest]):,} characters; '
+                         f"the limit is {limits.passage_chars:,} (--max-passage-chars)")
+    total = sum(map(len, passages))
+    if total > limits.total_chars:
+        raise ValueError(f'"passages" hold {total:,} characters in all; the limit is '
+                         f"{limits.total_chars:,} (--max-total-chars)")
+
+
+def _load(line: bytes) -> Any:
     try:
-        return json.loads(line)
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"not UTF-8 (byte 0x{line[error.start]:02x} at byte "
+                         f"{error.start + 1})") from None
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as error:
         raise ValueError(f"not JSON ({error.msg}: column {error.colno})") from error
     except RecursionError as error:  # "[[[[…": deeper than the parser's recursion limit
@@ -134,7 +258,7 @@ def _refuse_surrogates(field: str, text: str) -> None:
         raise ValueError(f'"{field}": {error.detail[0]}') from None
 
 
-def _id_of(line: str) -> Any:
+def _id_of(line: bytes) -> Any:
     """The id of a line rejected for another reason, so its error line can be matched up."""
     try:
         data = _load(line)
