@@ -193,7 +193,10 @@ class Workload:
     # (claim sentence, number it cites) pairs, each number once a sentence: what
     # ``max_pairs`` counts, and what a check's cost grows with whatever the passages' length.
     pairs: int
-    # How much of each passage it reads: see characters_read.
+    # How much of each passage it reads: all of it once for every claim sentence citing
+    # it, again when a sentence cites several (they are also read together), and once
+    # more when those are contiguous pieces of one text beside others (read joined on
+    # their own too: ``places`` as for check_answer). A check's cost grows with the sum.
     characters: dict[int, int]
 
 
@@ -215,17 +218,6 @@ def workload(
             for n in cited:
                 read[n] = read.get(n, 0) + len(passages[n]) * times[n]
     return Workload(pairs, read)
-
-
-def characters_read(
-    answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
-) -> dict[int, int]:
-    """How much of each passage ``Grounder.check_answer`` reads for this answer: all of it
-    once for every claim sentence citing it, and again when a sentence cites several (they
-    are also read together), and once more when those are contiguous pieces of one text
-    beside others (read joined on their own too: ``places`` as for check_answer). What a
-    check costs grows with the sum (a request's budget)."""
-    return workload(answer, passages, places).characters
 
 
 @dataclass

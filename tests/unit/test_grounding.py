@@ -37,7 +37,7 @@ from citations.checks import (
 )
 from citations.claims import analyze, entities, numbers
 from citations.contiguity import Place
-from citations.grounding import Grounder, Thresholds, characters_read, workload
+from citations.grounding import Grounder, Thresholds, workload
 
 PASSAGE = (
     "Super Bowl 50 was an American football game to determine the champion of the NFL for "
@@ -1111,10 +1111,10 @@ def test_pieces_of_one_text_cited_beside_another_passage_count_three_readings() 
     # counts every reading.
     passages = {**M2_CHUNKS, 3: SECOND}
     answer = M2_CUT.replace("[citation:2]", "[citation:2][citation:3]")
-    read = characters_read(answer, passages)
+    read = workload(answer, passages).characters
     assert read == {1: 3 * len(M2_CHUNKS[1]), 2: 3 * len(M2_CHUNKS[2]), 3: 2 * len(SECOND)}
-    assert characters_read(M2_CUT, M2_CHUNKS) == {n: 2 * len(t) for n, t in M2_CHUNKS.items()}
-    assert characters_read(answer, passages, places={}) == {
+    assert workload(M2_CUT, M2_CHUNKS).characters == {n: 2 * len(t) for n, t in M2_CHUNKS.items()}
+    assert workload(answer, passages, places={}).characters == {
         n: 2 * len(t) for n, t in passages.items()
     }
 
