@@ -8,10 +8,12 @@ and a number never points at a passage the conversation was not shown.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import timedelta
 
 from django.conf import settings
+from django.db.models import F, Q
 from django.utils import timezone
 
 from chat import citations, services
@@ -38,10 +40,8 @@ def conversation(
     in the chat's next answer, though its model never saw those passages.
 
     An agent that never passes conversation_id starts one a call, so a user keeps at
-    most MCP_CONVERSATIONS_KEPT in a workspace. Starting one past that deletes the least
-    recently used of those idle for MCP_CONVERSATION_IDLE_SECONDS; when none is, the new
-    one is refused: agents sharing a token must never lose a conversation another one is
-    still citing to a burst of searches."""
+    most MCP_CONVERSATIONS_KEPT in a workspace (_start): agents sharing a token must
+    never lose a conversation another one is still citing to a burst of searches."""
     if conversation_id is None:
         return _start(user=user, workspace=workspace, title=title)
     thread = Thread.objects.filter(
@@ -49,8 +49,9 @@ def conversation(
     ).first()
     if thread is None:
         raise UnknownConversation(
-            f"No conversation {conversation_id} in this workspace (one unused for "
-            f"{_duration(settings.MCP_CONVERSATION_IDLE_SECONDS)} may be removed to make "
+            f"No conversation {conversation_id} in this workspace (one never continued, "
+            "after a minute, or one unused for "
+            f"{_duration(settings.MCP_CONVERSATION_IDLE_SECONDS)}, may be removed to make "
             "room for new ones; search without conversation_id to start a new one)"
         )
     # Used now: kept ahead of those not used since (updated_at is when it was last used).
@@ -58,10 +59,20 @@ def conversation(
     return thread
 
 
+# A conversation never continued (no call passed its id) is an agent's one-off call: it
+# may be removed for a new one once its agent has had this long to go on with it.
+ONE_OFF_GRACE = timedelta(minutes=1)
+
+
 def _start(*, user, workspace: Workspace, title: str) -> Thread:
     """A new conversation, made first and counted after: parallel starts each count the
     others' (every statement commits on its own), so together they never keep more than
-    the cap, at worst refuse one more than needed."""
+    the cap, at worst refuse one more than needed.
+
+    Past the cap, the least recently used of those that may go make room: a one-off
+    past ONE_OFF_GRACE, or any unused for MCP_CONVERSATION_IDLE_SECONDS. Conversations
+    continued since are kept; with only those and fresh one-offs left, the new one is
+    refused (at most MCP_CONVERSATIONS_KEPT new ones a minute, then)."""
     thread = services.create_thread(
         workspace=workspace, user=user, title=title, origin=Thread.Origin.MCP
     )
@@ -70,23 +81,27 @@ def _start(*, user, workspace: Workspace, title: str) -> Thread:
     excess = others.count() + 1 - settings.MCP_CONVERSATIONS_KEPT
     if excess <= 0:
         return thread
-    idle_since = timezone.now() - timedelta(seconds=settings.MCP_CONVERSATION_IDLE_SECONDS)
-    idle = list(others.filter(updated_at__lte=idle_since)
-                .order_by("updated_at", "pk").values_list("pk", flat=True)[:excess])
-    if len(idle) == excess:
-        Thread.objects.filter(pk__in=idle).delete()  # their passages with them
+    now = timezone.now()
+    idle = timedelta(seconds=settings.MCP_CONVERSATION_IDLE_SECONDS)
+    # Continuing one sets updated_at (conversation() above): a one-off's stays its start.
+    one_off = Q(updated_at__lt=F("created_at") + timedelta(seconds=1))
+    may_go = Q(updated_at__lte=now - idle) | (one_off & Q(created_at__lte=now - ONE_OFF_GRACE))
+    going = list(others.filter(may_go).order_by("updated_at", "pk")
+                 .values_list("pk", flat=True)[:excess])
+    if len(going) == excess:
+        Thread.objects.filter(pk__in=going).delete()  # their passages with them
         return thread
     thread.delete()
-    oldest = others.order_by("updated_at").values_list("updated_at", flat=True).first()
-    wait = settings.MCP_CONVERSATION_IDLE_SECONDS
-    if oldest is not None:
-        wait = max(1, int((oldest - idle_since).total_seconds()))
+    soonest = [started + ONE_OFF_GRACE
+               for started in others.filter(one_off).values_list("created_at", flat=True)]
+    soonest += [used + idle for used in others.values_list("updated_at", flat=True)]
+    wait = max(1, math.ceil((min(soonest, default=now + idle) - now).total_seconds()))
     raise TooManyConversations(
         f"No new conversation: you already have {settings.MCP_CONVERSATIONS_KEPT} in this "
-        "workspace (MCP_CONVERSATIONS_KEPT), all used in the last "
-        f"{_duration(settings.MCP_CONVERSATION_IDLE_SECONDS)}. Pass the conversation_id "
-        "of one you started to continue it, or retry in "
-        f"{_duration(wait)}, when the least recently used one may be removed."
+        "workspace (MCP_CONVERSATIONS_KEPT), each continued in the last "
+        f"{_duration(settings.MCP_CONVERSATION_IDLE_SECONDS)} or started in the last "
+        "minute. Pass the conversation_id of one you started to continue it, or retry in "
+        f"{_duration(wait)}, when one may be removed."
     )
 
 

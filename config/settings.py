@@ -391,8 +391,9 @@ SEARCH_FUSION = env("SEARCH_FUSION", default="convex")
 SEARCH_DENSE_WEIGHT = env.float("SEARCH_DENSE_WEIGHT", default=0.55)
 # Agent conversations (MCP; a search or read without conversation_id starts one) a user
 # keeps in a workspace: starting one past this many deletes the least recently used of
-# those unused for MCP_CONVERSATION_IDLE_SECONDS, with its passages; when none is idle the
-# new one is refused (a burst of searches never takes a conversation still in use).
+# those never continued (after a minute) or unused for MCP_CONVERSATION_IDLE_SECONDS, with
+# its passages; when none may go the new one is refused (a burst of searches never takes
+# a conversation still in use: chat.passages._start).
 MCP_CONVERSATIONS_KEPT = env.int("MCP_CONVERSATIONS_KEPT", default=200)
 MCP_CONVERSATION_IDLE_SECONDS = env.int("MCP_CONVERSATION_IDLE_SECONDS", default=86400)
 # MCP's search_knowledge_base leaves out a passage found by meaning alone (no query word

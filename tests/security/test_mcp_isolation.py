@@ -34,8 +34,9 @@ def attacks(w) -> dict[str, tuple[str, dict, dict, str]]:
     url = "https://example.com/"
     no_workspace = "No workspace '{}' (list_workspaces names yours)"
     no_conversation = (
-        "No conversation {} in this workspace (one unused for 1 day may be removed to "
-        "make room for new ones; search without conversation_id to start a new one)"
+        "No conversation {} in this workspace (one never continued, after a minute, or "
+        "one unused for 1 day, may be removed to make room for new ones; search without "
+        "conversation_id to start a new one)"
     )
     return {
         "check an answer against a foreign conversation's passages": (

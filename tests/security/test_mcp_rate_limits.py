@@ -73,9 +73,13 @@ def _use(user, workspace, thread: Thread) -> Thread:
                                  title="")
 
 
-def _idle_for(thread: Thread, seconds: int) -> None:
+def _idle_for(thread: Thread, seconds: int, *, started: int | None = None) -> None:
+    """Last used `seconds` ago; `started` that long ago (default: a continued one,
+    started a day before)."""
+    now = timezone.now()
     Thread.objects.filter(pk=thread.pk).update(
-        updated_at=timezone.now() - timedelta(seconds=seconds))
+        updated_at=now - timedelta(seconds=seconds),
+        created_at=now - timedelta(seconds=seconds + 86400 if started is None else started))
 
 
 def _mcp_threads() -> set[int]:
@@ -126,9 +130,9 @@ def test_a_burst_of_new_conversations_never_removes_one_in_use(settings, user, w
     assert _use(user, workspace, in_use).pk == in_use.pk
     assert refusals[0] == (
         "No new conversation: you already have 3 in this workspace "
-        "(MCP_CONVERSATIONS_KEPT), all used in the last 1 hour. Pass the conversation_id "
-        "of one you started to continue it, or retry in 10 minutes, when the least recently "
-        "used one may be removed."
+        "(MCP_CONVERSATIONS_KEPT), each continued in the last 1 hour or started in the "
+        "last minute. Pass the conversation_id of one you started to continue it, or retry "
+        "in 1 minute, when one may be removed."
     )
 
     # Another workspace's count is its own.
@@ -140,6 +144,27 @@ def test_a_burst_of_new_conversations_never_removes_one_in_use(settings, user, w
     newest = _start(user, workspace)
     assert burst[0].pk not in _mcp_threads()
     assert {in_use.pk, burst[1].pk, newest.pk} <= _mcp_threads()
+
+
+@pytest.mark.django_db
+def test_one_off_conversations_make_room_after_a_minute(settings, user, workspace):
+    """An agent that never passes conversation_id starts one a call: refusing its 201st
+    call of the day locked it out of search. A conversation never continued makes room
+    once its agent has had a minute to go on with it; one continued is kept."""
+    settings.MCP_CONVERSATIONS_KEPT = 3
+    settings.MCP_CONVERSATION_IDLE_SECONDS = 86400
+    continued = _start(user, workspace)
+    _idle_for(continued, 600)  # continued ten minutes ago
+    one_off, fresh = _start(user, workspace), _start(user, workspace)
+    _idle_for(one_off, 120, started=120)  # started two minutes ago, never continued
+    newest = _start(user, workspace)
+    assert _mcp_threads() == {continued.pk, fresh.pk, newest.pk}
+    # The fresh one-off and the newest are within their minute: nothing may go yet.
+    with pytest.raises(passages.TooManyConversations, match="retry in 1 minute"):
+        _start(user, workspace)
+    _idle_for(fresh, 61, started=61)
+    _start(user, workspace)
+    assert continued.pk in _mcp_threads() and fresh.pk not in _mcp_threads()
 
 
 @pytest.mark.django_db
