@@ -82,6 +82,9 @@ METRICS = frozenset(
     {"answered", "cited", "paragraph_hit", "span_hit", "sentence_in_paragraph",
      "first_in_paragraph", "sentence_hit", "evidence_hit", "document_hit"}
 )
+# Sums over cited sentences, for precision: how many an answer quotes, and how many of
+# them lie in the gold paragraph or hold a gold answer.
+SENTENCE_COUNTS = frozenset({"sentences", "sentences_in_paragraph", "sentences_with_answer"})
 
 
 @dataclass
@@ -258,6 +261,11 @@ def score(
         for s, e in gold_spans
     )
     sentence_hit = any(g in squash(sentence) for sentence, _ in pairs for g in golds)
+    if answered:
+        tally.add("sentences", len(pairs))
+        tally.add("sentences_with_answer", sum(
+            any(g in squash(sentence) for g in golds) for sentence, _ in pairs
+        ))
     sentence_in_paragraph = False
     first_in_paragraph = False
     fragment = False
@@ -279,6 +287,8 @@ def score(
         if citation["document"]["id"] != article.document_id:
             continue
         if start >= 0 and lo <= start < hi:
+            if answered:
+                tally.add("sentences_in_paragraph")
             sentence_in_paragraph = True
             first_in_paragraph = first_in_paragraph or i == 0
     if fragment:
@@ -418,6 +428,12 @@ def main() -> None:
     row("(b) sentence hit: cited sentence contains gold answer", "sentence_hit")
     row("      of answered ones", "sentence_hit", answered)
     row("evidence recall: a passage shown overlaps gold para", "evidence_hit")
+    # Precision: what share of what is quoted is the gold paragraph, or its answer.
+    sentences = tally.get("sentences")
+    if answered:
+        print(f"{'cited sentences per answered answer (mean)':52s} {sentences / answered:.2f}")
+    row("cited sentences lying in the gold paragraph", "sentences_in_paragraph", sentences)
+    row("cited sentences containing a gold answer", "sentences_with_answer", sentences)
     print(
         f"{'turn latency (wall of post_message)':52s} mean {statistics.fmean(latencies):.1f} ms, "
         f"p50 {statistics.median(latencies):.1f}, p95 {pct(latencies, 0.95):.1f} "
@@ -431,7 +447,8 @@ def main() -> None:
     for name, count in sorted(notes.items()):
         print(f"{name.removeprefix('note: '):70s} {share(count, total)}")
     checks = {
-        k: v for k, v in tally.counts.items() if k not in METRICS and not k.startswith("note: ")
+        k: v for k, v in tally.counts.items()
+        if k not in METRICS | SENTENCE_COUNTS and not k.startswith("note: ")
     }
     if checks:
         print("integrity problems:")

@@ -30,8 +30,12 @@ sentences, chosen in three steps:
    a sentence of a definition is about the term its label names), and the
    composed answer is checked by the grounding engine: only sentences it calls
    supported are emitted. A prose answer is not followed by lines of code, a dated
-   answer to "when" not by undated sentences, two sentences by a third much weaker than
-   the best (``Tuning.later_keep_ratio``). Nothing left: "not found".
+   answer to "when" (or a deadline to "by when") not by undated sentences, two sentences
+   by a third much weaker than the best (``Tuning.later_keep_ratio``), the best by a
+   sentence that weak from another section, nor any by one saying it again (the fuller of
+   the two is quoted). A short question is answered only from a document naming all its
+   telling words ("the CEO's salary": not from one naming salaries, another the CEO).
+   Nothing left: "not found".
 
 Among sentences scoring about as well, the passage search ranked first is preferred. A
 "What is X?" question whose topic a passage's headings name is answered from those
@@ -211,7 +215,7 @@ ANSWER_SHAPES: Final = [
     Shape(re.compile(r"\bby when\b|\bdeadlines?\b|\bdue\b(?! to\b)", re.I),
           re.compile(rf"\b(?i:by|due|deadline|before|until|till|no later than)\b"
                      rf"[^.;|]{{0,25}}?(?:{DATE})"),
-          precise=True, required=False),
+          precise=True, required=False, preferred=True),
     Shape(re.compile(r"\bhow (?:many|long|quickly|fast|often|frequently|far|old|big|large|"
                      r"small|wide|high|deep|tall|heavy)\b", re.I),
           re.compile(NUMBER), precise=False, required=True),
@@ -296,6 +300,9 @@ class Tuning:
     min_score: float = 0.25
     min_score_with_meaning: float = 0.75
     keep_ratio: float = 0.4  # other sentences score at least this share of the best
+    # ... and one scoring under ``later_keep_ratio`` of it only from the best one's section:
+    # "Every pull request needs at least one approving review" (0.55 of the best, under
+    # "Code review") adds nothing to "Your manager must approve a trip" (under "Travel").
     # A sentence after two others only dilutes the answer unless it is nearly as good as the
     # best: on 1,000 SQuAD questions (bench/squad_citations.py), of 884 third sentences the
     # 344 under 0.62 of the best brought the gold answer the first two lacked once (at 0.51)
@@ -305,6 +312,15 @@ class Tuning:
     # ("which items are in Lyon?"), not for sharing a word with it ("Sable Stool").
     row_keep_ratio: float = 0.9
     max_sentences: int = 3
+    # A sentence restates one chosen before it when it gives no number that one lacks and
+    # this share of the shorter one's words are in the other ("Total launch budget:
+    # €18,500." and "The total approved launch budget is €18,500, taken from …").
+    restated_share: float = 0.75
+    # A question of at most this many words that say what it is about ("the CEO's salary")
+    # is answered only from a passage naming them all: one naming "salaries" and another
+    # "CEO" answer nothing about the CEO's salary.
+    all_named_words: int = 2
+    named_rarity: float = 0.5  # rarity of a word telling what it is about (zipf 5 or less)
     # The passage search ranked first: a sentence of it is preferred to one elsewhere
     # scoring about as well (bench/squad_citations.py).
     top_passage_bonus: float = 0.05
@@ -859,6 +875,7 @@ def compose_answer(
         return located
     ranked = rank_sentences(question, passages, titles=titles, tuning=tuning, topic=topic,
                             numbered_by_rank=numbered_by_rank)
+    ranked = _naming_all(question, ranked, passages, titles or {}, tuning)
     floor = tuning.min_score
     best = ranked[0].score if ranked else -math.inf
     if ranked and grounder is not None:
@@ -921,12 +938,70 @@ def _preferred(
     return kept
 
 
+def _naming_all(
+    question: str, ranked: list[Candidate], passages: Sequence[tuple[int, str]],
+    titles: Mapping[int, str], tuning: Tuning,
+) -> list[Candidate]:
+    """The candidates whose document names every telling word of a short question
+    (``Tuning.all_named_words``) in the passages shown of it or its title and headings
+    (notes all about tidewatch need not name it in each passage), of the words some
+    passage shown names: a word rarer than ``Tuning.named_rarity`` ("salary", not "stand"
+    in "What does AFC stand for?"), and not one no passage has (a typo, "Telnet" for
+    "Telenet"). Every candidate for a longer question: paraphrase and an answer's own
+    wording rarely match it."""
+    wanted = set(analyze(question).terms)
+    if WHEN.asks.search(question) and wanted - _DATE_NOUNS:
+        wanted -= _DATE_NOUNS  # as rank_sentences reads it: the answer states a date
+    if not wanted or len(wanted) > tuning.all_named_words:
+        return ranked
+    documents = {number: _document(titles.get(number, str(number))) for number, _ in passages}
+    named: dict[str, frozenset[str]] = {}
+    for number, text in passages:
+        document = documents[number]
+        named[document] = named.get(document, frozenset()) | analyze(
+            f"{text}\n{titles.get(number, '')}"
+        ).stems
+    asked = analyze(question)
+    telling = {
+        term for word, term in zip(asked.words, asked.word_stems, strict=True)
+        if term in wanted and rarity(word) >= tuning.named_rarity
+        and any(term in stems for stems in named.values())
+    }
+    return [c for c in ranked if telling <= named[documents[c.number]]]
+
+
+def _as_read(candidate: Candidate) -> str:
+    """A sentence as its shape is looked for: a table's row read under its header ("Due:
+    7 February" says a deadline; the bare cell "7 February" does not)."""
+    if candidate.columns and is_table_row(candidate.text):
+        return read_under(candidate.columns, candidate.text)
+    return candidate.text
+
+
+def _restated(candidate: Candidate, chosen: Sequence[Candidate], tuning: Tuning) -> int | None:
+    """The index of a sentence already chosen that this one says again, if any: it has no
+    number that one lacks, or that one none it lacks, and most of the shorter one's words
+    are in the other (a table's row and the sentence stating its total)."""
+    said = analyze(_one_line(candidate.text))
+    numbers = {n.value for n in said.numbers}
+    for i, other in enumerate(chosen):
+        before = analyze(_one_line(other.text))
+        theirs = {n.value for n in before.numbers}
+        if not (numbers <= theirs or theirs <= numbers):
+            continue
+        fewer = min(len(said.stems), len(before.stems))
+        if fewer and len(said.stems & before.stems) >= tuning.restated_share * fewer:
+            return i
+    return None
+
+
 def _choose(
     question: str, ranked: list[Candidate], passages: Sequence[tuple[int, str]],
     titles: Mapping[int, str], grounder: Grounder | None, tuning: Tuning,
 ) -> list[Candidate]:
     """The best of these candidates (best first) that make an answer, checked."""
     best = ranked[0].score
+    section = titles.get(ranked[0].number, str(ranked[0].number))
     record = _record_named(question, ranked[0])
     preferred = [s.looks for s in ANSWER_SHAPES if s.preferred and s.asks.search(question)]
     chosen: list[Candidate] = []
@@ -946,11 +1021,22 @@ def _choose(
             # A page's header ("Launch planning meeting, Tuesday 14 January") names what
             # the notes are about; after a sentence that answers it adds only noise.
             continue
-        if any(looks.search(ranked[0].text) and not looks.search(candidate.text)
+        if any(looks.search(_as_read(ranked[0])) and not looks.search(_as_read(candidate))
                for looks in preferred):
             continue  # a date answers "when": undated sentences sharing its words do not
-        if candidate.text not in {c.text for c in chosen}:
-            chosen.append(candidate)
+        if chosen and candidate.score < best * tuning.later_keep_ratio and (
+            titles.get(candidate.number, str(candidate.number)) != section
+        ):
+            continue  # a weaker sentence of another section is about something else
+        if candidate.text in {c.text for c in chosen}:
+            continue
+        if (again := _restated(candidate, chosen, tuning)) is not None:
+            # The same fact twice says it no better; said with more (a sentence cut
+            # short in one chunk and whole in the next), the longer one is quoted.
+            if len(analyze(candidate.text).stems) > len(analyze(chosen[again].text).stems):
+                chosen[again] = replace(candidate, score=chosen[again].score)
+            continue
+        chosen.append(candidate)
     if grounder is not None:
         chosen = supported(chosen, dict(passages), titles, grounder)
     return chosen[:2] + [c for c in chosen[2:] if c.score >= best * tuning.later_keep_ratio]

@@ -1,0 +1,67 @@
+"""Which sentences the offline answerer adds after its best one, through the chat API.
+
+The sample corpus (handbook, launch notes, FAQ) answered by the extractive provider: a
+later sentence must say more about what was asked, not share a word with it elsewhere,
+and not say the same thing again.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from chat.extractive import NOTHING_FOUND
+
+pytestmark = pytest.mark.django_db
+
+
+def ask(api, question: str) -> dict:
+    thread = api.post("/api/threads", {"title": ""}, format="json").json()["id"]
+    response = api.post(f"/api/threads/{thread}/messages", {"content": question}, format="json")
+    assert response.status_code == 201, response.content
+    message = response.json()
+    assert message["status"] == "complete"
+    return message
+
+
+def test_an_answer_is_not_followed_by_a_sentence_about_something_else(corpus, api, settings):
+    settings.LLM_PROVIDER = "extractive"
+    # The row answers who and by when; the founders' story shares "tide tables" and a
+    # year, and says no deadline.
+    tables = ask(api, "Who has to finish checking the new tide tables, and by when?")
+    content = tables["resolved_content"]
+    assert content.startswith("Owner: Ines Valcourt; Action: Finish validating"), content
+    assert "Due: 7 February." in content
+    assert "founded Harbor Lights" not in content
+    assert {c["document"]["id"] for c in tables["citations"]} == {
+        corpus["q3-launch-notes.pdf"].pk
+    }
+    # Approving a trip is travel policy; approving a pull request is code review.
+    trip = ask(api, "Who approves a trip?")
+    assert trip["resolved_content"].startswith(
+        "Your manager must approve a trip before you book anything. [citation:"
+    ), trip["resolved_content"]
+    assert "pull request" not in trip["resolved_content"]
+
+
+def test_a_fact_stated_twice_in_the_evidence_is_quoted_once(corpus, api, settings):
+    settings.LLM_PROVIDER = "extractive"
+    # The budget page's table row ("Total launch budget | €18,500") and its sentence
+    # ("The total approved launch budget is €18,500, …") say the same; the sentence, saying
+    # more, is the one quoted.
+    budget = ask(api, "How much money was set aside for launching version 2.0?")
+    content = budget["resolved_content"]
+    assert content.count("€18,500") == 1, content
+    assert content.startswith("The total approved launch budget is €18,500"), content
+    assert budget["grounding"]["coverage"] == 1.0
+
+
+def test_a_question_no_passage_answers_as_a_whole_is_not_answered(corpus, api, settings):
+    settings.LLM_PROVIDER = "extractive"
+    # One passage names salaries (the budget excludes them), another the CEO: neither
+    # says what the CEO earns.
+    salary = ask(api, "What is the CEO's salary?")
+    assert salary["resolved_content"] == NOTHING_FOUND
+    assert salary["citations"] == []
+    # A question its passage names as a whole is still answered.
+    trip = ask(api, "Who approves a trip?")
+    assert "Your manager must approve a trip" in trip["resolved_content"]
