@@ -679,3 +679,18 @@ def test_the_rest_of_a_row_a_line_break_cut_is_never_quoted(checker):
              "report. | 7 February")
     ranked = rank_sentences("When is the comparison report due?", [(1, notes)])
     assert not any(c.text.startswith("report.") for c in ranked)
+
+
+def test_of_two_sentences_saying_the_same_the_fuller_one_is_quoted_once(checker):
+    # A summary line and the sentence stating the same figure with more: one of them, the
+    # fuller, wherever it ranked. A sentence adding another figure says something else.
+    passages = [
+        (1, "Total harbour dredging budget: €42,000."),
+        (2, "The total approved harbour dredging budget is €42,000, paid from the port "
+            "authority's maintenance fund. Dredging the outer channel alone costs €9,000."),
+    ]
+    answer = compose_answer("How much money is budgeted for harbour dredging?", passages,
+                            grounder=checker)
+    assert answer.count("€42,000") == 1, answer
+    assert answer.startswith("The total approved harbour dredging budget is €42,000"), answer
+    assert "€9,000" in answer
