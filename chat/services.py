@@ -625,8 +625,11 @@ def _inject_evidence(turn: Turn, mentions: list[Mention]) -> None:
     of them: TurnContext.overview); their evidence goes into the user's message, ahead
     of it.
     """
-    calls = [ToolCall(f"injected_read_{i}", "read_document", {"document_id": i})
-             for i in turn.context.overview] or [
+    overview = turn.context.overview
+    # Several documents share one read's passages: a model's context is no larger for them.
+    share = settings.CHAT_READ_MAX_CHUNKS // max(len(overview), 1) or 1
+    calls = [ToolCall(f"injected_read_{i}", "read_document", {"document_id": i, "limit": share})
+             for i in overview] or [
         ToolCall("injected_search", "search_knowledge_base",
                  {"query": turn.context.question, "scope": turn.context.scope})]
     calls += [ToolCall(f"injected_chat_{m.id}", "read_chat", {"thread_id": m.id})

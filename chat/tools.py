@@ -298,15 +298,20 @@ def read_document(thread: Thread, arguments: dict[str, Any]) -> Evidence:
     document = Document.objects.filter(pk=document_id, workspace=thread.workspace).first()
     if document is None:
         raise ToolError(f"No document {document_id} in this knowledge base.")
+    # `limit`, not offered to models: the server's own reads of several documents at once
+    # (services._inject_evidence) share one read's CHAT_READ_MAX_CHUNKS between them.
+    limit = settings.CHAT_READ_MAX_CHUNKS
+    if isinstance(arguments.get("limit"), int) and arguments["limit"] > 0:
+        limit = min(limit, arguments["limit"])
     rows = list(
         Chunk.objects.filter(document=document)
         .order_by("ordinal")
-        .values_list("ordinal", "id", "text", "locator")[: settings.CHAT_READ_MAX_CHUNKS + 1]
+        .values_list("ordinal", "id", "text", "locator")[: limit + 1]
     )
-    truncated = len(rows) > settings.CHAT_READ_MAX_CHUNKS
-    rows = rows[: settings.CHAT_READ_MAX_CHUNKS]
+    truncated = len(rows) > limit
+    rows = rows[:limit]
     note = (
-        f"\n(Only the first {settings.CHAT_READ_MAX_CHUNKS} passages are shown; search "
+        f"\n(Only the first {limit} passages are shown; search "
         "with this document as scope to find the rest.)"
         if truncated
         else ""

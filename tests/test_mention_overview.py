@@ -155,6 +155,26 @@ def test_the_injection_mode_reads_the_mentioned_document_too(offline, corpus, ap
     assert sentences[0].startswith("Harbor Lights is a small, remote-first company")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_the_injection_mode_shares_one_reads_passages_among_the_documents(
+    offline, corpus, api, workspace, settings
+):
+    """Injected for any model, reads of five whole documents would be five times what a
+    model's context takes of one: together they show at most CHAT_READ_MAX_CHUNKS."""
+    from chat.models import CitationEntry, Message
+
+    settings.CHAT_READ_MAX_CHUNKS = 4
+    Workspace.objects.filter(pk=workspace.pk).update(
+        retrieval_mode=Workspace.RetrievalMode.INJECTION
+    )
+    handbook, faq = corpus["handbook.md"], corpus["tide-faq.html"]
+    message = ask(api, f"@{handbook.title} @{faq.title}",
+                  [{"kind": "document", "id": handbook.pk}, {"kind": "document", "id": faq.pk}])
+    thread_id = Message.objects.get(pk=message["id"]).thread_id
+    shown = CitationEntry.objects.filter(registry__thread_id=thread_id)
+    assert sorted(shown.values_list("document_id", flat=True)) == [handbook.pk] * 2 + [faq.pk] * 2
+
+
 def test_a_mention_with_a_question_is_still_searched(offline, corpus, api):
     notes = corpus["q3-launch-notes.pdf"]
     message = ask(api, f"@{notes.title} when is the launch?",
