@@ -4,8 +4,8 @@ Counted atomically: DRF's own throttles keep a history in the cache that they re
 append to and write back, so requests sent in parallel overwrote each other's counts and
 all got through (40 of 40 chat turns where the rate was 20/minute). When the default
 cache is a Redis (CACHE_URL redis://…: Django's RedisCache, or django_redis's, which
-django-environ picks instead once it is installed), in that Redis (INCR), by the `redis`
-client itself, whichever backend Django caches with; otherwise in the database
+django-environ picks instead once it is installed), in that Redis (INCR, through the
+cache's own client and options); otherwise in the database
 (knowledge.RequestCount, one upsert a request): Django's database cache has no atomic
 increment (its incr is a get and a set).
 Either is shared by every web process and host. The count is per fixed window of the rate
@@ -20,7 +20,6 @@ valid token; the MCP server's others count against the user's API rate (mcp_serv
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import time
@@ -28,6 +27,7 @@ from datetime import UTC, datetime
 
 import redis
 from django.conf import settings
+from django.core.cache import caches
 from django.db import connection
 from rest_framework.exceptions import Throttled
 from rest_framework.permissions import BasePermission
@@ -56,41 +56,33 @@ def count_request(*, key: str, limit: int, seconds: int) -> float | None:
     if limit < 1:
         return wait
     cache = settings.CACHES["default"]
-    if url := _redis_url(cache):
+    if cache["BACKEND"].endswith(".RedisCache"):
         prefix = f"{cache['KEY_PREFIX']}:" if cache.get("KEY_PREFIX") else ""
-        allowed = _count_in_redis(url, key=f"{prefix}rate:{key}:{period}", limit=limit,
+        allowed = _count_in_redis(key=f"{prefix}rate:{key}:{period}", limit=limit,
                                   seconds=seconds)
     else:
         allowed = _count_in_table(key=key, limit=limit, period=period, seconds=seconds)
     return None if allowed else wait
 
 
-def _redis_url(cache: dict) -> str:
-    """The Redis a cache setting names ('' if it is no Redis cache): its first LOCATION,
-    the primary, for Django's RedisCache and django_redis's alike. Read from the setting,
-    not the backend's class: which class CACHE_URL gives depends on what is installed."""
-    if not cache["BACKEND"].endswith(".RedisCache"):
-        return ""
-    location = cache.get("LOCATION") or ""
-    if not isinstance(location, str):
-        location = location[0] if location else ""
-    return location.split(",")[0].strip()
+def _redis() -> redis.Redis:
+    """The default cache's own Redis client: its pool, with the OPTIONS CACHE_URL gave it
+    (TLS, a password, a database). Django's RedisCache and django_redis's (which
+    django-environ picks for a redis:// CACHE_URL once it is installed) keep it apart."""
+    backend = caches["default"]
+    if hasattr(backend, "_cache"):  # Django's
+        return backend._cache.get_client(write=True)
+    return backend.client.get_client(write=True)  # django_redis's
 
 
-@functools.cache
-def _redis(url: str) -> redis.Redis:
-    """One client (and its connection pool) a process and URL."""
-    return redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
-
-
-def _count_in_redis(url: str, *, key: str, limit: int, seconds: int) -> bool:
+def _count_in_redis(*, key: str, limit: int, seconds: int) -> bool:
     """One key a window, made with its expiry and counted in one MULTI (SET NX EX, then
     INCR): atomic, and never left without an expiry. A refused request counts too:
     harmless, the key is forgotten when its window ends."""
-    pipe = _redis(url).pipeline()
-    pipe.set(key, 0, ex=seconds + 1, nx=True)
-    pipe.incr(key)
     try:
+        pipe = _redis().pipeline()
+        pipe.set(key, 0, ex=seconds + 1, nx=True)
+        pipe.incr(key)
         return pipe.execute()[1] <= limit
     except redis.RedisError as exc:
         raise CounterUnavailable(
