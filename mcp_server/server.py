@@ -25,6 +25,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticKnownError
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
@@ -32,7 +33,13 @@ from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 from indexing import sources
 from knowledge.login_throttle import address_of
 from knowledge.models import Document
-from knowledge.throttling import AnonThrottle, CounterUnavailable, UserThrottle, retry_after
+from knowledge.throttling import (
+    AnonThrottle,
+    CounterUnavailable,
+    GroundingCheckThrottle,
+    UserThrottle,
+    retry_after,
+)
 from mcp_server import tools
 from mcp_server.auth import InvalidToken, user_for_token
 
@@ -134,8 +141,11 @@ def _compact(result: dict[str, Any]) -> CallToolResult:
 
 
 def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict],
+         throttle: type[GroundingCheckThrottle] | None = None,
          **arguments: Any) -> CallToolResult:
-    """One tool call as the token's user, with Django's per-request connection handling.
+    """One tool call as the token's user, with Django's per-request connection handling,
+    counted against `throttle`'s rate too when given (a call that costs more than a
+    request, as the REST API counts it).
 
     Tools run in the SDK's worker threads, which outlive a call: stale database
     connections are closed before and after, as Django does around a request.
@@ -144,7 +154,16 @@ def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict],
     try:
         token = token_of(ctx)
         user = _checked_user(token)[1] or user_for_token(token)
+        if throttle is not None and not (counted := throttle()).allow_client_ident(
+            str(user.pk)
+        ):
+            raise ToolError(
+                f"Rate limited ({counted.setting}): try again in "
+                f"{retry_after(counted.wait())} seconds."
+            )
         return _compact(operation(user, **arguments))
+    except ToolError:
+        raise
     except InvalidToken as exc:
         raise ToolError(f"Not authenticated: {exc}") from exc
     except tools.Refused as exc:
@@ -209,6 +228,9 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     server = StrictServer(
         "verity", instructions=INSTRUCTIONS, auth=auth, token_verifier=token_verifier
     )
+    # Over HTTP, checks count against API_THROTTLE_GROUNDING as the REST API's do; stdio
+    # is one local process for one token, as uncounted as its other calls.
+    grounding_throttle = GroundingCheckThrottle if auth is not None else None
 
     @server.tool(annotations=READ_ONLY)
     def search_knowledge_base(
@@ -279,8 +301,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         conversation never issued are taken out and listed in dropped_citations.
         coverage = supported claim sentences / claim sentences.
         """
-        return _run(token_of, ctx, tools.check_answer, conversation_id=conversation_id,
-                    answer=answer, workspace=workspace)
+        return _run(token_of, ctx, tools.check_answer, grounding_throttle,
+                    conversation_id=conversation_id, answer=answer, workspace=workspace)
 
     @server.tool(annotations=ADDS)
     def ingest(
@@ -494,8 +516,7 @@ class RateLimited:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and _route_path(scope) == self.path:
-            headers = {name.decode("latin-1").lower(): value.decode("latin-1")
-                       for name, value in scope["headers"]}
+            headers = Headers(scope=scope)  # a repeated header's first, as the SDK reads it
             client = scope.get("client")
             token = _bearer_token(headers.get("authorization", ""))
             try:

@@ -274,3 +274,33 @@ def test_mcp_counting_while_the_database_is_unavailable_is_a_503(settings, monke
     assert response.headers["Retry-After"] == "5"
     assert "database is unavailable" in response.json()["detail"]
     assert after.status_code == 401  # counted again once the table is free
+
+
+@pytest.mark.django_db(transaction=True)
+def test_mcp_checks_count_against_the_grounding_rate_and_the_first_authorization(
+    settings, user, workspace
+):
+    """check_answer costs CPU like the REST API's check, which has its own rate
+    (API_THROTTLE_GROUNDING): over MCP only the user's 1200/minute counted it. And with
+    two Authorization headers the rate limit read the last, the SDK the first: a valid
+    token's calls were counted against a bogus one's address."""
+    from rest_framework.authtoken.models import Token
+
+    from mcp_server.server import http_app
+
+    settings.API_THROTTLE_GROUNDING = "2/hour"
+    settings.API_THROTTLE_ANON = "1/hour"
+    token = Token.objects.create(user=user).key
+    conversation = _start(user, workspace).pk
+    check = {**LIST_SOURCES, "params": {"name": "check_answer", "arguments": {
+        "conversation_id": conversation, "answer": "The gate closes at six.",
+    }}}
+    # httpx sends each of a list's pairs as its own header line.
+    headers = [*SSE.items(), ("Authorization", f"Bearer {token}"),
+               ("Authorization", "Bearer not-a-token")]
+    with _served(http_app(host="127.0.0.1", port=0), root_path="") as url, \
+            httpx.Client(timeout=30) as client:
+        results = [client.post(url, json=check, headers=headers) for _ in range(3)]
+    assert [r.status_code for r in results] == [200, 200, 200]
+    assert [r.json()["result"].get("isError", False) for r in results] == [False, False, True]
+    assert "Rate limited (API_THROTTLE_GROUNDING): try again in" in results[2].text
