@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -31,11 +32,45 @@ class CountingEmbedder:
         return self.inner.embed_query(text)
 
 
+class RememberingEmbedder:
+    """The real embedder, remembering each text's vector for the rest of the run.
+
+    Most of the suite's setup time went to embedding the same sample files again in every
+    test: the embedding cache that spares production this lives in the database, and each
+    test's transaction is rolled back. A text's vector is computed by the real model the
+    first time only; every call still reaches this object, so wrappers (CountingEmbedder,
+    a test's progress watcher) see exactly what they saw before.
+    """
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimensions = inner.dimensions
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)  # load(), runtime, ... of the real embedder
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = list(texts)
+        if not all(isinstance(text, str) for text in texts):
+            return self.inner.embed_documents(texts)  # the real embedder's refusal
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            fresh = self.inner.embed_documents(missing)
+            # float32, as the model computes them: tolist() gives back the same floats.
+            self._vectors.update(zip(missing, np.asarray(fresh, dtype=np.float32), strict=True))
+        return [self._vectors[text].tolist() for text in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
 @pytest.fixture(scope="session")
 def local_embedder():
     from embeddings import get_embedder
 
-    return get_embedder()
+    return RememberingEmbedder(get_embedder())
 
 
 @pytest.fixture
