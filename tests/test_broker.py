@@ -15,7 +15,7 @@ from config.broker import message_name, queue_of
 from indexing import sources
 from knowledge.models import Document, Workspace
 from tests.conftest import REPO_ROOT, SAMPLE_CORPUS
-from tests.workers import manage, start_worker, worker_env
+from tests.workers import home_with_models, manage, start_worker, worker_env
 
 
 def _connection(folder: Path) -> Connection:
@@ -239,7 +239,7 @@ def test_an_unreadable_message_is_set_aside_not_delivered(tmp_path, caplog):
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_serves_a_small_job_queued_after_a_big_one(workspace, tmp_path):
-    home = tmp_path / "home"
+    home = home_with_models(tmp_path / "home")
     env = worker_env(tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(home))
     big = tmp_path / "big"
     big.mkdir()
@@ -293,7 +293,7 @@ def test_stale_reindex_queues_without_kombu_warnings(workspace, tmp_path):
     document = sources.add_path(workspace=workspace, path=tmp_path / "note.md")
     pipeline.index_document(document_id=document.pk)
     (tmp_path / "note.md").write_text("# Note\n\nThe crane is serviced in May.\n")
-    home = tmp_path / "home"
+    home = home_with_models(tmp_path / "home")
     env = worker_env(tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(home))
     result = manage(env, "stale", "--workspace", workspace.slug, "--reindex", timeout=120)
     assert result.returncode == 0, result.stderr

@@ -50,6 +50,28 @@ def worker_env(tmp_path, redis_url: str = REDIS_URL, **extra: str) -> dict[str, 
     }
 
 
+def home_with_models(home: Path) -> Path:
+    """`home` as a VERITY_HOME whose processes find the embedding model this run exported.
+
+    A process on an empty VERITY_HOME exports the model to ONNX again before it embeds
+    anything (tens of seconds of torch on a loaded machine), which no test of a queue or a
+    worker is about. The export is the one `get_embedder()` serves in this process.
+    """
+    from django.conf import settings
+
+    from embeddings import get_embedder
+
+    embedder = get_embedder()
+    if hasattr(embedder, "load"):  # the local model: exported the first time in this run
+        embedder.load()
+    models = home / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    for exported in (Path(settings.VERITY_HOME) / "models").glob("*.onnx"):
+        if not (models / exported.name).exists():
+            (models / exported.name).symlink_to(exported)
+    return home
+
+
 def start_worker(
     env: dict[str, str], *, pool: str = "solo", name: str | None = None,
     queues: list[str] | None = None,
