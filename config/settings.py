@@ -321,9 +321,9 @@ AUTHENTICATION_BACKENDS = [
 # a table of their own, knowledge.SignInFailures). A Redis (redis://redis:6379/1): there,
 # with its atomic INCR, through the cache's own client (its OPTIONS: TLS, password),
 # whether django-environ picks Django's RedisCache or django_redis's (it prefers that one
-# when installed), under the cache's KEY_PREFIX. Unset (or any other cache): in the database, in a table of its
-# own (knowledge.RequestCount, one atomic upsert a request), since the database cache's
-# get-then-set let parallel requests past a limit. Either way every web process and host
+# when installed), under the cache's KEY_PREFIX. Unset (or any other cache): in the
+# database, in a table of its own (knowledge.RequestCount, one atomic upsert a request),
+# since the database cache's get-then-set let parallel requests past a limit. Either way every web process and host
 # of the instance shares the count.
 CACHES = {"default": env.cache("CACHE_URL") if env.str("CACHE_URL", default="") else {
     "BACKEND": "django.core.cache.backends.db.DatabaseCache",
