@@ -323,8 +323,8 @@ AUTHENTICATION_BACKENDS = [
 # whether django-environ picks Django's RedisCache or django_redis's (it prefers that one
 # when installed), under the cache's KEY_PREFIX. Unset (or any other cache): in the
 # database, in a table of its own (knowledge.RequestCount, one atomic upsert a request),
-# since the database cache's get-then-set let parallel requests past a limit. Either way every web process and host
-# of the instance shares the count.
+# since the database cache's get-then-set let parallel requests past a limit. Either way
+# every web process and host of the instance shares the count.
 CACHES = {"default": env.cache("CACHE_URL") if env.str("CACHE_URL", default="") else {
     "BACKEND": "django.core.cache.backends.db.DatabaseCache",
     "LOCATION": "verity_cache",
