@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
+from urllib.parse import unquote
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -30,7 +31,7 @@ from django.utils import timezone
 from chat import citations
 from chat.followup import borrowed_topic, standalone_query
 from chat.grounding import ground_citations
-from chat.mention_text import asked_beside, without_mentions
+from chat.mention_text import asked_beside, longest_typed, typed_names, without_mentions
 from chat.models import AnswerFeedback, Message, Thread
 from chat.overview import MAX_DOCUMENTS as OVERVIEW_MAX_DOCUMENTS
 from chat.overview import asks_for_overview
@@ -118,6 +119,36 @@ def resolve_mentions(*, thread: Thread, raw: Sequence[dict[str, Any]]) -> list[M
     if missing:
         raise MentionsNotFound(missing)
     return [Mention(kind, pk, titles[(kind, pk)]) for kind, pk in wanted]
+
+
+def typed_mentions(*, thread: Thread, text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The mentions `text` types rather than sends apart: each "@" followed by the exact
+    title or path of a document, or the name or path of a folder, of the thread's
+    workspace (any case; the longest one an "@" starts), as `resolve_mentions` takes
+    them, and the names as typed. A name several share mentions each of them.
+
+    Two queries at most, on the names the words after each "@" may make (bounded in
+    chat.mention_text): no workspace's titles are read whole. More mentions than
+    CHAT_MAX_MENTIONS is TooManyMentions, as for mentions sent apart.
+    """
+    names = {name for _, _, typed in typed_names(text) for name in typed}
+    if not names:
+        return [], []
+    named: dict[str, list[tuple[str, int]]] = {}
+    for pk, title, path in selectors.documents_called(workspace=thread.workspace, names=names):
+        for key in {title.lower(), path.lower(), unquote(path).lower()} - {""}:
+            named.setdefault(key, []).append(("document", pk))
+    for pk, path in selectors.folders_called(workspace=thread.workspace, names=names):
+        for key in {path.lower(), path.rsplit("/", 1)[-1].lower()}:
+            named.setdefault(key, []).append(("folder", pk))
+    taken = longest_typed(text, set(named))
+    wanted = dict.fromkeys(key for name in taken for key in named[name.lower()])
+    if len(wanted) > settings.CHAT_MAX_MENTIONS:
+        raise TooManyMentions(
+            f"At most {settings.CHAT_MAX_MENTIONS} mentions per message: the @names typed "
+            f"({', '.join(taken)[:200]}) name {len(wanted)} documents and folders."
+        )
+    return [{"kind": kind, "id": pk} for kind, pk in wanted], taken
 
 
 def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict[tuple, str]:
@@ -548,12 +579,18 @@ def open_turn(
 
     Raises MentionError (or TooManyMentions) or CannotEdit before anything is stored.
     """
+    # Mentions sent apart win; without them, an "@Title" typed (on the command line, by
+    # an API client, pasted, or not chosen in the page's picker) mentions the same.
+    typed: list[str] = []
+    if not mentions:
+        mentions, typed = typed_mentions(thread=thread, text=text)
     resolved = resolve_mentions(thread=thread, raw=mentions)
     # The mentions scope the search; their "@Title" in the text is not part of what is
     # searched and answered. `content` keeps what was sent; `resolved_content` (what the
     # page shows beside the mentions' chips) is the question asked.
-    text_sent, text = text, without_mentions(text, [m.title for m in resolved])
-    asked = asked_beside(text_sent, [m.title for m in resolved])
+    names = [*typed, *(m.title for m in resolved)]
+    text_sent, text = text, without_mentions(text, names)
+    asked = asked_beside(text_sent, names)
     overview = _overview_documents(thread, resolved) if asks_for_overview(asked) else ()
     if replacing is not None:
         close_abandoned_answers(thread=thread)  # a dead turn's answer does not block it
@@ -901,7 +938,7 @@ def _close(turn: Turn) -> Message:
     turn.emit("citations", cited)
     if grounding is not None:
         turn.emit("grounding", grounding)
-    turn.emit("done", {"message_id": message.pk, "truncated": turn.truncated})
+    turn.emit("done", {"message_id": message.pk, "truncated": turn.truncated, "stopped": False})
     return message
 
 

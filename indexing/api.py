@@ -94,7 +94,9 @@ def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
         OpenApiParameter("job_id", int, description="only documents of this ingest job"),
         OpenApiParameter(
             "q", {"type": "string", "maxLength": TITLE_QUERY_MAX_LENGTH},
-            description="only documents whose title contains this (case-insensitive)",
+            description="only documents whose title or path contains this "
+            "(case-insensitive): a file's name, or its path from the folder or repository it "
+            "was ingested from, as `path` shows it; never the server's own folders",
         ),
         OpenApiParameter("source_type", str, enum=[value for value, _ in source_types.CHOICES],
                          description="only documents of this kind, e.g. pdf"),
@@ -131,9 +133,9 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
             )
         if job := filters.validated_data.get("job_id"):
             documents = documents.filter(jobs=selectors.job_in(workspace=workspace, pk=job))
-        if title := filters.validated_data.get("q"):
+        if text := filters.validated_data.get("q"):
             # The chat's @ picker asks this as the user types: it cannot load every title.
-            documents = documents.filter(title__icontains=title)
+            documents = selectors.documents_named_like(documents=documents, text=text)
         if kind := filters.validated_data.get("source_type"):
             documents = documents.filter(source_type=kind)
         if ordering := filters.validated_data.get("ordering"):

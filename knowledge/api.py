@@ -281,6 +281,8 @@ class SearchView(APIView):
         return Response(
             {
                 "query": result.query,
+                # Every page of the one ranking, as the other lists count theirs.
+                "count": min(result.ranked, depth),
                 "results": HitSerializer(result.hits[:size], many=True).data,
                 "next": replace_query_param(here, "page", page + 1) if full else None,
                 "previous": replace_query_param(here, "page", page - 1) if page > 1 else None,

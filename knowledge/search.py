@@ -82,6 +82,9 @@ class SearchResult:
     query: str
     hits: list[Hit]
     metadata: dict[str, Any] = field(default_factory=dict)
+    # How many hits the whole ranking holds (every page of it, not only `hits`): a
+    # list's `count`, known without fetching them.
+    ranked: int = 0
 
 
 def resolve_scope(workspace: Workspace, scope: Scope | None) -> list[int] | None:
@@ -226,11 +229,12 @@ def search(
     if reranker is not None and candidates:
         candidates, metadata = _rerank(reranker, query, candidates, metadata)
     if per_document is None:
-        ordered = cap_per_group(
+        ranking = cap_per_group(
             candidates, _sections(candidates, document_of), settings.SEARCH_MAX_PER_SECTION
-        )[: offset + limit]
+        )
     else:
-        ordered = cap_per_group(candidates, document_of, per_document)[: offset + limit]
+        ranking = cap_per_group(candidates, document_of, per_document)
+    ordered = ranking[: offset + limit]
     dense_info = {row[0]: (rank, 1 - row[2]) for rank, row in enumerate(dense, start=1)}
     keyword_info = {row[0]: (rank, row[2]) for rank, row in enumerate(keyword, start=1)}
     scores = dict(fused)
@@ -255,7 +259,7 @@ def search(
         )
         if pk in members:  # cited as "lines 35–38 (InvoiceRenderer.render_pdf)"
             hits[-1].locator = {**hits[-1].locator, "member": members[pk]}
-    return SearchResult(query, hits, metadata)
+    return SearchResult(query, hits, metadata, ranked=len(ranking))
 
 
 def normalized_query(query: str) -> str:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from urllib.parse import quote
 
 from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery
@@ -22,7 +23,17 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Concat, Length, Replace, Substr
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import (
+    Cast,
+    Coalesce,
+    Concat,
+    Length,
+    Lower,
+    NullIf,
+    Replace,
+    Substr,
+)
 from django.http import Http404
 
 from knowledge.locators import PAGE_SEPARATOR
@@ -122,6 +133,70 @@ def documents_in(*, workspace: Workspace) -> QuerySet[Document]:
         .select_related("folder", "workspace")  # a document's file_url names its workspace
         .defer("text")
         .order_by("title", "pk")
+    )
+
+
+def _shown_path() -> Case:
+    """A document's path as its readers see it (locators.shown_path), in SQL: its path
+    from the folder or repository it was ingested from, else the URI's last part (a
+    file's name, %-encoded in a file:// URI), '' for a web page. Never a server path."""
+    name = Func(F("uri"), Value("^.*/"), Value(""), function="regexp_replace",
+                output_field=TextField())
+    return Case(
+        When(Q(uri__startswith="http://") | Q(uri__startswith="https://"), then=Value("")),
+        default=Coalesce(NullIf(KeyTextTransform("path", "metadata"), Value("")), name),
+        output_field=TextField(),
+    )
+
+
+def documents_named_like(*, documents: QuerySet[Document], text: str) -> QuerySet[Document]:
+    """Those of `documents` whose title or path (as readers see it: a file's name or its
+    path in its folder or repository, never the server's) contains `text`, any case."""
+    found = Q(title__icontains=text) | Q(shown_path__icontains=text)
+    if (encoded := quote(text)) != text:
+        # A server file's name without a path is read from its %-encoded file:// URI.
+        found |= Q(uri__startswith="file:", shown_path__icontains=encoded)
+    return documents.alias(shown_path=_shown_path()).filter(found)
+
+
+def documents_called(*, workspace: Workspace, names: Collection[str]) -> list[tuple[int, str, str]]:
+    """(id, title, path as shown) of the workspace's documents whose title or path is one
+    of `names`, any case: what a typed "@name" names. One query, compared in the
+    database: a workspace's titles are never all read."""
+    lowered = {name.lower() for name in names if name}
+    if not lowered:
+        return []
+    encoded = {quote(name).lower() for name in lowered} - lowered
+    found = Q(lower_title__in=lowered) | Q(lower_path__in=lowered)
+    if encoded:
+        found |= Q(uri__startswith="file:", lower_path__in=encoded)
+    return list(
+        Document.objects.filter(workspace=workspace)
+        .alias(lower_title=Lower("title"), lower_path=Lower(_shown_path()))
+        .filter(found)
+        .order_by("pk")
+        .annotate(shown=_shown_path())
+        .values_list("pk", "title", "shown")
+    )
+
+
+def folders_called(*, workspace: Workspace, names: Collection[str]) -> list[tuple[int, str]]:
+    """(id, path) of the workspace's folders whose path ('policies/2026') or name
+    ('2026') is one of `names`, any case. The paths are built only when some folder's
+    name is among the names' last parts."""
+    lowered = {name.strip("/").lower() for name in names if name.strip("/")}
+    rows = list(
+        Folder.objects.filter(workspace=workspace)
+        .alias(lower_name=Lower("name"))
+        .filter(lower_name__in={name.rsplit("/", 1)[-1] for name in lowered})
+        .values_list("pk", "name")
+    )
+    if not rows:
+        return []
+    paths = folder_paths(workspace_id=workspace.pk)
+    return sorted(
+        (pk, paths[pk]) for pk, name in rows
+        if pk in paths and (name.lower() in lowered or paths[pk].lower() in lowered)
     )
 
 

@@ -245,6 +245,10 @@ class SearchResponseSerializer(serializers.Serializer):
     and how they were found."""
 
     query = serializers.CharField()
+    count = serializers.IntegerField(
+        help_text="hits on all the pages: the whole ranking, at most SEARCH_POOL (100) deep "
+        "(or page_size, if larger), so never more than the pages can reach"
+    )
     results = HitSerializer(many=True)
     next = serializers.URLField(
         allow_null=True,

@@ -30,7 +30,7 @@ def test_a_long_cjk_query_is_searched_by_post(api, corpus):
     response = post(api, {"q": LONG_CJK, "limit": 5})
     assert response.status_code == 200, response.content[:300]
     body = response.json()
-    assert set(body) == {"query", "results", "next", "previous", "metadata"}
+    assert set(body) == {"query", "count", "results", "next", "previous", "metadata"}
     assert body["query"] == LONG_CJK
     assert body["results"] and len(body["results"]) <= 5
     tide_faq = corpus["tide-faq.html"].pk
@@ -83,6 +83,20 @@ def test_post_pages_follow_their_links_with_the_same_body(api, corpus):
     assert post(api, {**body, "page": 2}).json()["results"] == two["results"]
     deep = post(api, {"q": query, "page_size": 50, "page": 3})
     assert deep.status_code == 400 and "100 best hits" in deep.json()["page"][0]
+
+
+def test_every_page_counts_the_hits_of_all_the_pages(api, corpus):
+    # The README promises count, next, previous and results on every page, as the lists
+    # have them: the count is the whole ranking's, the same on every page.
+    query = "When is the launch?"
+    everything = api.get("/api/search", {"q": query, "limit": 100}).json()
+    assert everything["next"] is None
+    total = len(everything["results"])
+    assert everything["count"] == total > 4
+    pages = [api.get("/api/search", {"q": query, "page_size": 4, "page": n}).json()
+             for n in (1, 2)]
+    assert [page["count"] for page in pages] == [total, total]
+    assert post(api, {"q": query, "page_size": 4}).json()["count"] == total
 
 
 @pytest.mark.parametrize(

@@ -212,6 +212,9 @@ def test_sse_streams_progress_normalized_tokens_citations_and_done(llm, corpus, 
     stored = Message.objects.get(pk=events[-1][1]["message_id"])
     assert stored.resolved_content == tokens
     assert events[-2][1] == stored.grounding
+    # `done` always says whether the answer was stopped, as the schema documents it: a
+    # typed client reads `stopped: false` rather than a key that is sometimes missing.
+    assert events[-1][1] == {"message_id": stored.pk, "truncated": False, "stopped": False}
 
 
 # The script registers from the server's thread, with its own connection: commit.

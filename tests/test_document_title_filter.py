@@ -88,3 +88,30 @@ def test_q_is_documented_like_the_other_filters():
     assert parameters["q"]["in"] == "query"
     assert parameters["q"]["schema"] == {"type": "string", "maxLength": 200}
     assert "title" in parameters["q"]["description"]
+
+
+def test_q_matches_a_file_name_or_path_but_never_a_server_folder(api, workspace):
+    """An upload titled "ux1_note" is "ux1_note.txt" to its user: `?q=ux1_note.txt` found
+    nothing (a product review's). The path matched is the one readers see (`path`): the
+    server's own folders stay out of reach, as they stay out of sight."""
+    created = Document.objects.bulk_create([
+        Document(workspace=workspace, uri="upload://ux1_note.txt", title="ux1_note"),
+        Document(workspace=workspace, uri="file:///srv/secret/kb/team/notes.md",
+                 title="Team notes", metadata={"path": "team/notes.md"}),
+        Document(workspace=workspace, uri="file:///srv/secret/kb/My%20Plan%2B.md",
+                 title="Plan"),
+        Document(workspace=workspace, uri="https://example.org/docs/guide.html",
+                 title="Guide"),
+    ])
+    upload, repo_file, server_file, page = (d.pk for d in created)
+    assert listed(api, "?q=ux1_note.txt") == [upload]
+    assert listed(api, "?q=NOTE.TXT") == [upload]
+    assert listed(api, "?q=team%2Fnotes.md") == [repo_file]
+    assert listed(api, "?q=my%20plan%2B") == [server_file]
+    assert listed(api, "?q=srv") == []
+    assert listed(api, "?q=secret") == []
+    assert listed(api, "?q=kb%2F") == []
+    # A web page has no path: its address is not searched either.
+    assert listed(api, "?q=guide.html") == []
+    assert listed(api, "?q=example.org") == []
+    assert listed(api, "?q=guide") == [page]
