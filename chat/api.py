@@ -133,6 +133,12 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
 @extend_schema_view(
     get=extend_schema(
         summary="Your conversations, most recently answered first",
+        description=(
+            "Every conversation of yours, whoever started it: by default the list mixes "
+            "those of the chat page and the API (`origin: \"chat\"`), of agents over MCP "
+            "(`mcp`) and of the command line (`cli`: `manage.py ask` and `chat`). A front "
+            "end listing its chats asks `?origin=chat`, as the chat page does."
+        ),
         parameters=[
             OpenApiParameter("workspace", str, description="only this workspace's (a slug)"),
             OpenApiParameter(
@@ -151,6 +157,10 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
     ),
     post=extend_schema(
         summary="Start a conversation in one of your workspaces",
+        description=(
+            "An empty conversation (`origin: \"chat\"`), optionally titled; ask in it with "
+            "POST /api/threads/{id}/messages. A reader of the workspace may start one."
+        ),
         request=ThreadCreateSerializer,
         # Taken like the body's `workspace` (both: the same one); the schema left it out.
         parameters=[OpenApiParameter(
@@ -164,6 +174,8 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
     )
 )
 class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
+    """Your conversations; POST starts one."""
+
     serializer_class = ThreadSerializer
     filters = ("origin", "q")
 
@@ -205,9 +217,22 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
 
 
 @extend_schema_view(
-    get=extend_schema(responses={200: ThreadSerializer, 404: NOT_FOUND}),
-    patch=extend_schema(responses={200: ThreadSerializer, 400: REFUSED, 404: NOT_FOUND}),
-    delete=extend_schema(responses={204: None, 404: NOT_FOUND}),
+    get=extend_schema(
+        summary="A conversation of yours",
+        description="Its title, workspace and origin; its messages are listed apart "
+        "(GET /api/threads/{id}/messages).",
+        responses={200: ThreadSerializer, 404: NOT_FOUND},
+    ),
+    patch=extend_schema(
+        summary="Rename a conversation",
+        description="`{\"title\": …}`; the list's order (most recently answered first) stays.",
+        responses={200: ThreadSerializer, 400: REFUSED, 404: NOT_FOUND},
+    ),
+    delete=extend_schema(
+        summary="Delete a conversation",
+        description="With its messages and citations: a 204.",
+        responses={204: None, 404: NOT_FOUND},
+    ),
 )
 class ThreadDetailView(KnownParameters, generics.RetrieveUpdateDestroyAPIView):
     """A conversation of yours: read it, rename it (PATCH {title}), delete it with its
@@ -640,10 +665,20 @@ class SignedPageLinkScheme(OpenApiAuthenticationExtension):
 
 
 class CitationView(KnownParameters, APIView):
+    """What a citation number of a conversation points at."""
+
     parameters = {"format"}  # in the user's conversation, found by its id alone
 
     @extend_schema(
         summary="What [n] in this conversation cites, with the text around it",
+        description=(
+            "The passage `[n]` was issued for in this conversation, whichever answer cited "
+            "it: its text with the text around it, its document (`{id, title, uri, path}`), "
+            "locator and `status` (`current`; `changed`, edited and re-indexed since; "
+            "`missing`, deleted), and for a PDF passage "
+            "`pdf: {page, page_count, bbox, bbox_chars, page_url}`. A number never issued "
+            "in it is a 404."
+        ),
         responses={200: CitationDetailSerializer, 404: NOT_FOUND},
     )
     def get(self, request: Request, pk: int, n: int) -> Response:

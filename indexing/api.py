@@ -86,6 +86,13 @@ def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
 
 
 @extend_schema_view(get=extend_schema(
+    summary="The workspace's documents, in pages",
+    description=(
+        "Sorted by title unless `ordering` says otherwise, filtered by any of the "
+        "parameters (all must hold). A file read on the server shows its `uri` "
+        "(`file://…`) only to staff allowed to add server paths; anyone else reads `\"\"` "
+        "and finds it by its `path`."
+    ),
     parameters=[
         WORKSPACE_PARAMETER,
         OpenApiParameter("status", str, enum=Document.Status.values,
@@ -150,6 +157,12 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
     @extend_schema(
         summary="Add files, a web page or a code repository (git URL); indexing runs in "
         "the background",
+        description=(
+            "Any member of the workspace (not a reader) may add sources to it. Multipart "
+            "`files` (repeat the field) and/or a `url`, or JSON `{\"url\"}`, or alone a "
+            "`git_url`; `folder_id` in the body. Answers the job to poll (also in "
+            "`Location`); refused input is a 400 naming the file or URL, nothing saved."
+        ),
         parameters=[WORKSPACE_PARAMETER],
         request={
             "multipart/form-data": AddSourcesSerializer,
@@ -283,11 +296,18 @@ class ReindexView(APIView):
 
 
 @extend_schema_view(
-    get=extend_schema(responses={
+    get=extend_schema(summary="A document of the workspace", description=(
+        "Its title, source, status, folder and indexing state; `file_url` downloads its "
+        "original when there is one."
+    ), responses={
         200: DocumentSerializer, 400: REFUSED,
         404: not_found("unknown workspace or document" + MERGED),
     }),
-    delete=extend_schema(responses={
+    delete=extend_schema(summary="Delete a document", description=(
+        "Removes the document with its chunks and stored file (any member of the "
+        "workspace, not a reader): a 204. Conversations citing it keep their answers; "
+        "their citations of it read `status: \"missing\"`."
+    ), responses={
         204: None, 400: REFUSED, 404: not_found("unknown workspace or document" + MERGED),
     }),
 )
@@ -408,7 +428,12 @@ class FolderListView(KnownParameters, APIView):
 
     parser_classes = JSON_PARSERS
 
-    @extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
+    @extend_schema(summary="The workspace's folders, all of them (not in pages)", description=(
+        "Every folder of the workspace with its `path`, sorted by path, as a plain JSON "
+        "array: unlike the other lists, not a page with `count`, `next`, `previous` and "
+        "`results` (a workspace's folders are few, and the chat's @ picker and folder "
+        "choosers need them all at once)."
+    ), parameters=[WORKSPACE_PARAMETER], responses={
         200: FolderSerializer(many=True), 400: REFUSED, 404: not_found("unknown workspace"),
     })
     def get(self, request: Request) -> Response:
@@ -453,7 +478,9 @@ class FolderDetailView(KnownParameters, APIView):
 
     parser_classes = JSON_PARSERS
 
-    @extend_schema(responses={
+    @extend_schema(summary="A folder of the workspace", description=(
+        "Its name, parent and `path` ('policies/2026')."
+    ), responses={
         200: FolderSerializer, 400: REFUSED, 404: not_found("unknown workspace or folder"),
     })
     def get(self, request: Request, pk: int) -> Response:

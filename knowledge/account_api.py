@@ -6,6 +6,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import Throttled, ValidationError
+from rest_framework.parsers import FormParser
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -41,14 +42,23 @@ class TokenView(APIView):
     deleting it (`DELETE`, with the token): one token per user, so signing out signs out
     every client holding it."""
 
-    parser_classes = JSON_PARSERS
+    # A form too, as DRF's own obtain_auth_token and `curl -d user=…&password=…` expect:
+    # bounded as JSON is (DATA_UPLOAD_MAX_MEMORY_SIZE), and no session is made to forge.
+    parser_classes = [*JSON_PARSERS, FormParser]
 
     def get_permissions(self) -> list[BasePermission]:
         if self.request.method == "POST":
             return [AnonymousRateLimit()]  # counted like any call without credentials
         return [AnonymousRateLimit(), IsAuthenticated()]
 
-    @extend_schema(request=SignInSerializer, responses={
+    @extend_schema(summary="Sign in for an API token", description=(
+        "A username and password, as JSON or as a form (`application/x-www-form-urlencoded`), "
+        "for the user's API token (one per user, made on first sign-in). Failures count "
+        "towards LOGIN_FAILURES_LIMIT as the sign-in page's do."
+    ), request={
+        "application/json": SignInSerializer,
+        "application/x-www-form-urlencoded": SignInSerializer,
+    }, responses={
         200: TokenSerializer,
         400: OpenApiResponse(OpenApiTypes.OBJECT, description="a wrong username or password, "
                              "an inactive user, or a body that is not both as strings"),
@@ -74,7 +84,10 @@ class TokenView(APIView):
             ]})
         return Response({"token": token.key, "username": token.user.get_username()})
 
-    @extend_schema(responses={204: None})
+    @extend_schema(summary="Sign out: delete your API token", description=(
+        "Deletes the token the request is made with: one token per user, so every client "
+        "holding it is signed out."
+    ), responses={204: None})
     def delete(self, request: Request) -> Response:
         accounts.sign_out(user=request.user)
         return Response(status=204)

@@ -312,11 +312,16 @@ class JobDetailView(KnownParameters, generics.RetrieveAPIView):
         return {**super().get_serializer_context(), "workspace": self.workspace}
 
 
-@extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
+@extend_schema(summary="A document's passages (chunks), in pages", description=(
+    "The passages the document was cut into for search and citation, in reading order, "
+    "each with its text and its locator (page, section, lines…)."
+), parameters=[WORKSPACE_PARAMETER], responses={
     200: ChunkSerializer(many=True), 400: REFUSED,
     404: not_found("unknown workspace or document" + MERGED),
 })
 class DocumentChunksView(KnownListParameters, generics.ListAPIView):
+    """A document's chunks, in pages."""
+
     serializer_class = ChunkSerializer
 
     def get_queryset(self):
@@ -387,14 +392,19 @@ class WorkspaceDetailView(KnownParameters, APIView):
 
     parameters = {"format"}  # the workspace is in the path
 
-    @extend_schema(responses={
+    @extend_schema(summary="One of your workspaces", description=(
+        "As the list shows it, with its `usage`: documents and stored upload bytes "
+        "against WORKSPACE_MAX_DOCUMENTS and WORKSPACE_MAX_UPLOAD_BYTES."
+    ), responses={
         200: WorkspaceDetailSerializer, 404: not_found("no workspace of yours by this slug"),
     })
     def get(self, request: Request, slug: str) -> Response:
         workspace = selectors.workspace_for(user=request.user, slug=slug)
         return Response(WorkspaceDetailSerializer(workspace, context={"request": request}).data)
 
-    @extend_schema(request=WorkspaceSerializer, responses={
+    @extend_schema(summary="Rename a workspace or change its retrieval mode", description=(
+        "Only its owner may: `name` and `retrieval_mode`; a member gets a 403."
+    ), request=WorkspaceSerializer, responses={
         200: WorkspaceDetailSerializer,
         400: REFUSED,
         403: OpenApiResponse(OpenApiTypes.OBJECT, description="a member, not its owner"),

@@ -218,3 +218,26 @@ def test_error_bodies_have_their_shape():
                     expected = "Refusal" if status == "400" else "Error"
                     assert body["schema"] == {"$ref": f"#/components/schemas/{expected}"}, (
                         path, method, status)
+
+
+def test_each_operation_has_its_own_description_never_an_internal_docstring():
+    """GET /api/documents/{id}/chunks read "A list view's GET takes its `filters`…", the
+    docstring of a mixin it inherits, and DELETE /api/documents/{id} repeated its GET's
+    text (a product review's #10)."""
+    from chat.api import AsksTurns, JSONAnswers
+    from knowledge.api import KnownListParameters, KnownParameters
+
+    internal = {" ".join((cls.__doc__ or "").split()) for cls in
+                (KnownParameters, KnownListParameters, AsksTurns, JSONAnswers)} - {""}
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    for path, operations in paths.items():
+        if path == "/api/schema":  # drf-spectacular's own view
+            continue
+        described = {}
+        for method, operation in operations.items():
+            text = " ".join(operation.get("description", "").split())
+            assert text not in internal, (path, method, text)
+            if text:
+                assert text not in described, (path, method, "same as", described[text])
+                described[text] = method
+            assert operation.get("summary") or text, (path, method)

@@ -38,6 +38,25 @@ def test_a_user_signs_in_for_a_token_uses_it_and_signs_out(user):
     assert client.get("/api/me", HTTP_AUTHORIZATION=f"Token {token}").status_code == 401
 
 
+def test_a_form_signs_in_as_json_does(user):
+    # `curl -d 'username=…&password=…'`, as DRF's obtain_auth_token takes it, was a 415.
+    user.set_password("harbour-lights")
+    user.save()
+    client = Client()
+    response = client.post("/api/auth/token",
+                           f"username={user.username}&password=harbour-lights",
+                           content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 200, response.content
+    assert response.json()["token"] == Token.objects.get(user=user).key
+    wrong = client.post("/api/auth/token", f"username={user.username}&password=nope",
+                        content_type="application/x-www-form-urlencoded")
+    assert wrong.status_code == 400
+    extra = client.post("/api/auth/token",
+                        f"username={user.username}&password=harbour-lights&remember=1",
+                        content_type="application/x-www-form-urlencoded")
+    assert extra.status_code == 400 and "remember" in str(extra.json())
+
+
 @pytest.mark.parametrize("body", [
     {"username": "nobody", "password": "x"},
     {"username": "", "password": "x"},
