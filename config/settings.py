@@ -109,6 +109,10 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "config.errors.DatabaseOutageMiddleware",
+    # Last, so it reads the view's own body: a GET answered in full gets an ETag, and
+    # the same GET sent with it back (a client polling a job) a bodiless 304. Streamed
+    # answers (SSE, a document's file) are left alone.
+    "django.middleware.http.ConditionalGetMiddleware",
 ]
 
 # The chat page renders what models and documents write (Markdown through DOMPurify): if
