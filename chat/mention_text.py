@@ -52,8 +52,8 @@ _WORD_END = re.compile(r"\S+")
 
 def typed_names(text: str) -> list[tuple[int, int, list[str]]]:
     """Each "@" of `text` that may start a typed mention (not inside a word: "mail@host"
-    is none), as (start, end of its line, names): what may follow it as a document's
-    title or path or a folder's name or path, longest first."""
+    is none), as (where the "@" is, where its name starts, names): what may follow it as
+    a document's title or path or a folder's name or path, longest first."""
     found = []
     for at in islice(_AT_SIGN.finditer(text), MAX_TYPED_AT_SIGNS):
         start = at.end()

@@ -8,7 +8,8 @@ from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Func
-from django.db.models.fields.json import KeyTransform
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Coalesce, Lower, NullIf
 from pgvector.django import HnswIndex, VectorField
 
 from knowledge import source_types
@@ -161,6 +162,23 @@ class IngestJob(models.Model):
 IngestJob.documents.through.__str__ = lambda link: ""
 
 
+def shown_path() -> models.Case:
+    """A document's path as its readers see it (knowledge.locators.shown_path), in SQL:
+    its path from the folder or repository it was ingested from, else its URI's last part
+    (a file's name, %-encoded in a file:// URI), '' for a web page. Never a server path.
+    Indexed lowercased (Document.Meta): what a typed "@handbook.md" is looked up by."""
+    name = Func(models.F("uri"), models.Value("^.*/"), models.Value(""),
+                function="regexp_replace", output_field=models.TextField())
+    return models.Case(
+        models.When(
+            models.Q(uri__startswith="http://") | models.Q(uri__startswith="https://"),
+            then=models.Value(""),
+        ),
+        default=Coalesce(NullIf(KeyTextTransform("path", "metadata"), models.Value("")), name),
+        output_field=models.TextField(),
+    )
+
+
 class LiveDocuments(models.Manager):
     """Documents not in a folder being deleted (LiveFolders): they leave every list,
     search and lookup with it. A subquery, not a join: `select_for_update` cannot lock
@@ -263,6 +281,11 @@ class Document(models.Model):
                 OpClass(KeyTransform("merged_ids", "metadata"), name="jsonb_path_ops"),
                 name="document_merged_ids",
             ),
+            # A typed "@Title" or "@handbook.md" (chat.services.typed_mentions) is looked
+            # up by its exact title or path, any case: without these, every row's path
+            # was computed (100,000 documents: 0.3 s a mention, 1.9 s for 40).
+            models.Index(models.F("workspace"), Lower("title"), name="document_lower_title"),
+            models.Index(models.F("workspace"), Lower(shown_path()), name="document_lower_path"),
         ]
 
     def __str__(self) -> str:

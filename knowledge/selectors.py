@@ -23,21 +23,18 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import (
     Cast,
-    Coalesce,
     Concat,
     Length,
     Lower,
-    NullIf,
     Replace,
     Substr,
 )
 from django.http import Http404
 
 from knowledge.locators import PAGE_SEPARATOR
-from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
+from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace, shown_path
 
 
 def workspaces_for(*, user) -> QuerySet[Workspace]:
@@ -136,27 +133,18 @@ def documents_in(*, workspace: Workspace) -> QuerySet[Document]:
     )
 
 
-def _shown_path() -> Case:
-    """A document's path as its readers see it (locators.shown_path), in SQL: its path
-    from the folder or repository it was ingested from, else the URI's last part (a
-    file's name, %-encoded in a file:// URI), '' for a web page. Never a server path."""
-    name = Func(F("uri"), Value("^.*/"), Value(""), function="regexp_replace",
-                output_field=TextField())
-    return Case(
-        When(Q(uri__startswith="http://") | Q(uri__startswith="https://"), then=Value("")),
-        default=Coalesce(NullIf(KeyTextTransform("path", "metadata"), Value("")), name),
-        output_field=TextField(),
-    )
-
-
 def documents_named_like(*, documents: QuerySet[Document], text: str) -> QuerySet[Document]:
     """Those of `documents` whose title or path (as readers see it: a file's name or its
     path in its folder or repository, never the server's) contains `text`, any case."""
-    found = Q(title__icontains=text) | Q(shown_path__icontains=text)
+    # A path is the end of its document's URI, %-encoded in a file:// one: the path is
+    # computed only for the rows whose URI holds the text. The @ picker asks this at every
+    # key typed, and reading every row's stored path tripled its time at 100,000 documents.
+    found = Q(title__icontains=text) | Q(uri__icontains=text, shown_path__icontains=text)
     if (encoded := quote(text)) != text:
-        # A server file's name without a path is read from its %-encoded file:// URI.
-        found |= Q(uri__startswith="file:", shown_path__icontains=encoded)
-    return documents.alias(shown_path=_shown_path()).filter(found)
+        found |= Q(uri__icontains=encoded) & (
+            Q(shown_path__icontains=text) | Q(shown_path__icontains=encoded)
+        )
+    return documents.alias(shown_path=shown_path()).filter(found)
 
 
 def documents_called(*, workspace: Workspace, names: Collection[str]) -> list[tuple[int, str, str]]:
@@ -172,10 +160,10 @@ def documents_called(*, workspace: Workspace, names: Collection[str]) -> list[tu
         found |= Q(uri__startswith="file:", lower_path__in=encoded)
     return list(
         Document.objects.filter(workspace=workspace)
-        .alias(lower_title=Lower("title"), lower_path=Lower(_shown_path()))
+        .alias(lower_title=Lower("title"), lower_path=Lower(shown_path()))
         .filter(found)
         .order_by("pk")
-        .annotate(shown=_shown_path())
+        .annotate(shown=shown_path())
         .values_list("pk", "title", "shown")
     )
 
