@@ -639,14 +639,14 @@ def open_turn(
 
 def _overview_documents(thread: Thread, mentions: list[Mention]) -> tuple[int, ...]:
     """The documents a question asking only for its mentions is answered with an overview
-    of: those it mentions, then those of the folders it mentions (oldest first), at most
-    OVERVIEW_MAX_DOCUMENTS."""
+    of: those it mentions, then the indexed ones of the folders it mentions (oldest
+    first), at most OVERVIEW_MAX_DOCUMENTS."""
     ids = [m.id for m in mentions if m.kind == "document"]
     folders = [m.id for m in mentions if m.kind == "folder"]
     if folders and len(ids) < OVERVIEW_MAX_DOCUMENTS:
         paths = dict(thread.workspace.folders.values_list("pk", "parent_id"))
         inside = Document.objects.filter(
-            workspace=thread.workspace,
+            workspace=thread.workspace, status=Document.Status.INDEXED,
             folder_id__in=selectors.with_subfolders(parents=paths, folder_ids=folders),
         ).exclude(pk__in=ids).order_by("pk").values_list("pk", flat=True)
         ids += inside[: OVERVIEW_MAX_DOCUMENTS - len(ids)]

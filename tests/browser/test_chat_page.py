@@ -298,6 +298,14 @@ def conversations(corpus, workspace, user) -> dict[str, int]:
     return {"kept": kept.pk, "busy": busy.pk}
 
 
+def wait_until_held(page: Page, held: list) -> None:
+    """Until a routed request is held (a failure, not a hang, if none comes)."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not held:
+        assert time.monotonic() < deadline, "the page never sent the request held"
+        page.wait_for_timeout(50)
+
+
 def thread_action(page: Page, title: str, action: str):
     """A conversation's Rename or Delete, as a pointer reaches it: shown on hover."""
     row = page.locator("#thread-list .thread").filter(
@@ -362,8 +370,7 @@ def test_deleting_a_conversation_whose_answer_is_polled_asks_nothing_after(
     page.goto("/")
     expect(page.locator(".message.role-assistant.is-pending")).to_have_count(1)
     page.route(polled, lambda route: held.append(route))
-    while not held:  # the page's first poll, after a second
-        page.wait_for_timeout(50)
+    wait_until_held(page, held)  # the page's first poll, after a second
     thread_action(page, "Budget", "Delete").click()
     page.get_by_role("button", name="Delete", exact=True).click()
     expect(page.locator("#messages .empty-state")).to_have_text(
@@ -389,8 +396,7 @@ def test_on_a_phone_a_drawer_opened_while_the_page_loads_stays_open(
     page.route(listing, lambda route: held.append(route))
     page.set_viewport_size({"width": 375, "height": 740})
     page.goto("/")
-    while not held:
-        page.wait_for_timeout(50)
+    wait_until_held(page, held)
     page.get_by_role("button", name="Conversations").click()
     expect(page.locator("#sidebar")).to_be_visible()
     page.unroute(listing)
@@ -409,8 +415,7 @@ def test_a_new_chat_chosen_while_the_page_loads_is_not_replaced_by_the_newest(
     listing = re.compile(r"/api/threads\?")
     page.route(listing, lambda route: held.append(route))
     page.goto("/")
-    while not held:
-        page.wait_for_timeout(50)
+    wait_until_held(page, held)
     page.get_by_role("button", name="New chat").click()
     page.unroute(listing)
     for route in held:

@@ -36,6 +36,7 @@ from tests.browser.test_chat_page import (  # noqa: F401 (fixtures)
     passage_number,
     session_cookie,
     thread_action,
+    wait_until_held,
 )
 from tests.scripted_llm import ScriptedLLM, answer, recorded, tool_call
 
@@ -168,8 +169,7 @@ def test_stop_pressed_before_the_server_named_the_answer_still_stops_it(
     new_chat(page)
     type_question(page, "Tell me everything about tides.")
     expect(page.locator("#stop")).to_be_visible()
-    while not held:
-        page.wait_for_timeout(50)
+    wait_until_held(page, held)
     page.locator("#stop").click()
     expect(last_answer(page).locator(".status-line")).to_have_text("Stopping…")
     held[0].continue_()

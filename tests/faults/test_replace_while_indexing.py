@@ -3,10 +3,11 @@ the race run for real, a registration and a worker on two connections.
 
 Django's foreign keys are checked at commit: the worker's new chunks took their
 workspace's row (FOR KEY SHARE) only then, holding the document's since the swap began,
-while a registration holds the workspace's row (FOR UPDATE) from its start and then
-asks for the document's. PostgreSQL aborted the worker as a deadlock; on its last retry
-the document would have been FAILED. A folder's deletion (the workspace's row, then its
-documents') met the worker alike. All now take the workspace's row first."""
+while a registration held the workspace's row (FOR UPDATE; now FOR NO KEY UPDATE) from
+its start and then asked for the document's. PostgreSQL aborted the worker as a
+deadlock; on its last retry the document would have been FAILED. A folder's deletion
+(the workspace's row, then its documents') met the worker alike. All now take the
+workspace's row first."""
 
 from __future__ import annotations
 

@@ -796,7 +796,11 @@
         if (response.status === 404) return; // deleted meanwhile (by another tab)
         if (response.ok) messages = ((await response.json()) || {}).results || [];
       } catch (error) {
-        if (error.name === "AbortError") return;
+        if (error.name === "AbortError") {
+          // Aborted for a DELETE: if that fails, the answer is watched on (current()).
+          setTimeout(poll, wait);
+          return;
+        }
         // Offline for a moment: ask again later.
       } finally {
         asking.delete(controller);
