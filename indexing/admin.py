@@ -489,7 +489,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     # A folder may be null: Django's own select_related leaves it out (a query a row).
     list_select_related = ["workspace", "folder"]
     show_full_result_count = False  # tens of thousands: no second count a page
-    search_fields = ["title", "uri"]
+    # last_error too: "everything that failed with 'Stream has ended'".
+    search_fields = ["title", "uri", "last_error"]
     actions = ["reindex", "check_freshness", "move_to_folder"]
     readonly_fields = [
         "status", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
@@ -587,8 +588,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         # Without the list's joins: its folder, outer-joined, cannot be locked FOR UPDATE.
         queryset = queryset.select_related(None)
         queued, refused = sources.reindex(documents=queryset)
-        self.message_user(request, f"Queued {queued} documents for re-indexing.")
-        self._report_not_read(request, queryset, refused, "`manage.py ingest PATH`")
+        self.message_user(request, f"Queued {counted_documents(queued)} for re-indexing.")
+        self._report_not_read(request, queryset, refused, "`manage.py ingest PATH --force`")
 
     @admin.action(
         description="Check selected sources for changes (mark STALE)", permissions=["change"]
@@ -684,7 +685,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
                 continue  # deleted meanwhile
             else:
                 moved += 1
-        self.message_user(request, f"Moved {moved} documents to {where}.")
+        self.message_user(request, f"Moved {counted_documents(moved)} to {where}.")
         if refused:
             self.message_user(request, "Not moved: " + " ".join(refused), messages.ERROR)
 
@@ -696,7 +697,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             self.message_user(
                 request,
                 f"Not re-read, left as they were: {titles}. They were read from outside "
-                f"INGEST_SERVER_ROOTS, where only an operator's {command} reads.",
+                f"INGEST_SERVER_ROOTS, where only an operator's {command} reads: run it "
+                "on the server, or add their folder to INGEST_SERVER_ROOTS (and restart).",
                 messages.ERROR,
             )
 
@@ -798,7 +800,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             self.message_user(request, str(exc), messages.ERROR)
             return None
         unchanged = sum(1 for d in documents if d.unchanged)
-        message = f"Queued {len(documents) - unchanged} documents for indexing"
+        message = f"Queued {counted_documents(len(documents) - unchanged)} for indexing"
         # Server files unchanged since they were indexed: settled at once, no task.
         self.message_user(request, f"{message}; {unchanged} unchanged." if unchanged
                           else f"{message}.")
@@ -823,6 +825,11 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         return job
 
 
+def counted_documents(count: int) -> str:
+    """'1 document', '2 documents' (messages said "Queued 1 documents")."""
+    return f"{count} document" if count == 1 else f"{count} documents"
+
+
 def status_text(document: Document) -> str:
     """INDEXED, FAILED…; a queued document reads "waiting in queue", one its job's cancel
     left unindexed CANCELLED."""
@@ -841,7 +848,7 @@ def latest_run(document: Document) -> str:
         return ""
     if document.unchanged:
         return "unchanged"
-    return f"{document.chunks_embedded} of {document.chunk_count} chunks embedded"
+    return selectors.embedded_in_words(document.chunks_embedded, document.chunk_count)
 
 
 class JobDocumentInline(admin.TabularInline):
@@ -922,7 +929,8 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
         cancelled = sum(sources.cancel_job(job=job) for job in queryset)
         self.message_user(
             request,
-            f"Cancelled {cancelled} documents waiting in queue; any being indexed will finish.",
+            f"Cancelled {counted_documents(cancelled)} waiting in queue; any being indexed will "
+            "finish.",
         )
 
     def has_add_permission(self, request: HttpRequest) -> bool:

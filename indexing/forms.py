@@ -54,6 +54,10 @@ class AddSourcesForm(forms.Form):
         self.user = user
         # Only the workspaces this member of staff may add sources to.
         self.fields["workspace"].queryset = workspaces.order_by("name")
+        # The only one there is is chosen already: "---------" only made the post fail.
+        only = list(workspaces.values_list("pk", flat=True)[:2])
+        if len(only) == 1 and not self.initial.get("workspace"):
+            self.initial["workspace"] = only[0]
 
     def clean_files(self):
         files = self.cleaned_data["files"]

@@ -31,8 +31,8 @@ from kombu.exceptions import OperationalError as KombuOperationalError
 
 from indexing import canonical, freshness
 from indexing.loaders import (
+    detect_format,
     is_known_filename,
-    refusal_for_content,
     refusal_for_filename,
     source_type_for,
 )
@@ -981,7 +981,16 @@ def upload_problem(upload: UploadedFile) -> str:
         return problem
     head = upload.read(SNIFF_BYTES)
     upload.seek(0)
-    return refusal_for_content(name, head)
+    if head.startswith(b"PK\x03\x04"):
+        return ""  # a zip (Word, Excel, PowerPoint?) is judged whole, by the worker
+    # The worker's own detection, on the bytes it sniffs and the type it is given (the
+    # upload's): what it refuses here it refuses there ("x.xyz" holding binary), while a
+    # file of no known name that holds text is read as text.
+    try:
+        detect_format(head, filename=name, mime=upload.content_type or None)
+    except IngestError as exc:
+        return str(exc)
+    return ""
 
 
 def url_problem(url: str) -> str:
@@ -1307,15 +1316,28 @@ def iter_files(root: Path, *, include_assets: bool = False) -> Iterator[Path]:
     A site's assets (stylesheets, source maps, minified or bundled scripts, scripts
     in its `_static` folder) are left out unless `include_assets`.
     """
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root).parts
-        if any(part in SKIP_DIRS or part.startswith(".") for part in relative):
-            continue
-        if not (path.is_file() and not path.is_symlink() and is_known_filename(path.name)):
+    for path in _walked_files(root):
+        if not is_known_filename(path.name):
             continue
         if not include_assets and _is_asset(path, root):
             continue
         yield path
+
+
+def unsupported_files(root: Path) -> list[Path]:
+    """The files below `root` that `iter_files` leaves out for their type (its name says
+    nothing we read: "x.xyz", "photo.png"), for the ingest's report."""
+    return [path for path in _walked_files(root) if not is_known_filename(path.name)]
+
+
+def _walked_files(root: Path) -> Iterator[Path]:
+    """Regular files below `root`, in a stable order, outside hidden and skipped folders."""
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root).parts
+        if any(part in SKIP_DIRS or part.startswith(".") for part in relative):
+            continue
+        if path.is_file() and not path.is_symlink():
+            yield path
 
 
 def _is_asset(path: Path, root: Path) -> bool:

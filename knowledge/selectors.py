@@ -452,19 +452,27 @@ class JobProgress:
         return self.total - self.active + self.indexing_percent / 100
 
     def summary(self) -> str:
-        """What happened, in words: '2 indexed, 0 failed, 2 of 46 chunks embedded'."""
+        """What happened, in words: '2 indexed, 0 failed, 2 of 46 chunks embedded, 44
+        reused'."""
         parts = [f"{self.unchanged} unchanged"] if self.unchanged else []
         parts.append(f"{self.indexed} indexed")
         parts.append(f"{self.counts[Document.Status.FAILED]} failed")
         if self.counts[CANCELLED]:
             parts.append(f"{self.counts[CANCELLED]} cancelled")
         if self.indexed:
-            parts.append(f"{self.embedded} of {self.chunks} chunks embedded")
+            parts.append(embedded_in_words(self.embedded, self.chunks))
         if self.counts[Document.Status.PENDING]:
             parts.append(f"{self.counts[Document.Status.PENDING]} waiting in queue")
         if self.counts[Document.Status.INDEXING]:
             parts.append(f"{self.counts[Document.Status.INDEXING]} indexing")
         return ", ".join(parts)
+
+
+def embedded_in_words(embedded: int, chunks: int) -> str:
+    """'2 of 46 chunks embedded, 44 reused': the chunks not embedded kept the vectors of
+    the same text (the embedding cache). '0 of 1 chunks embedded' alone read as a failure."""
+    reused = chunks - embedded
+    return f"{embedded} of {chunks} chunks embedded" + (f", {reused} reused" if reused > 0 else "")
 
 
 def job_progress(*, job: IngestJob) -> JobProgress:
@@ -604,3 +612,42 @@ def held_sources(
         for added_as in aliased.values_list(f"metadata__{ADDED_AS_KEY}", flat=True):
             held.update(set(web).intersection(added_as))
     return Usage(uploads["documents"] + len(held), uploads["stored_bytes"] or 0)
+
+
+def documents_named(*, workspace_id: int, name: str) -> list[Document]:
+    """The workspace's documents `name` may mean, by id, title, path or file name: its
+    id ("12", when one has it), its title ("Team Handbook"), its path in a folder or repository
+    ("docs/setup.md") or the end of its address ("handbook.md", "/srv/docs/handbook.md",
+    "upload://handbook.md"), case aside for the title. Ordered by id."""
+    name = name.strip()
+    documents = Document.objects.filter(workspace_id=workspace_id)
+    if name.isdigit() and (by_id := list(documents.filter(pk=int(name)))):
+        return by_id  # else a title or file name made of digits ("2026")
+    if not name:
+        return []
+    tail = "/" + name.lstrip("/")
+    quoted = "/" + quote(name.lstrip("/"))  # a file:// address escapes spaces and the like
+    return list(
+        documents.filter(
+            Q(title__iexact=name) | Q(metadata__path=name) | Q(uri=name)
+            | Q(uri__endswith=tail) | Q(uri__endswith=quoted)
+        ).order_by("pk").only("pk", "title", "uri")
+    )
+
+
+def folders_named(*, workspace_id: int, name: str) -> dict[int, str]:
+    """{id: path} of the workspace's folders `name` may mean: its id ("3", when one has
+    it), its path
+    ("policies/2026", slashes around it aside) or, when no path is it, its own name
+    ("2026"), case aside."""
+    name = name.strip()
+    paths = folder_paths(workspace_id=workspace_id)
+    if name.isdigit() and int(name) in paths:
+        return {int(name): paths[int(name)]}  # else a path or name of digits ("2026")
+    wanted = name.strip("/").casefold()
+    if not wanted:
+        return {}
+    exact = {pk: path for pk, path in paths.items() if path.casefold() == wanted}
+    return exact or {
+        pk: path for pk, path in paths.items() if path.rsplit("/", 1)[-1].casefold() == wanted
+    }

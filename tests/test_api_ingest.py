@@ -36,8 +36,9 @@ def api(user, workspace, media) -> APIClient:
     return client
 
 
-def upload(client: APIClient, *files: tuple[str, bytes], **fields):
-    data = {"files": [SimpleUploadedFile(name, body) for name, body in files], **fields}
+def upload(client: APIClient, *files: tuple[str, bytes] | tuple[str, bytes, str], **fields):
+    """POST `files`: (name, body), sent as text/plain, or (name, body, content type)."""
+    data = {"files": [SimpleUploadedFile(*file) for file in files], **fields}
     return client.post("/api/documents", data, format="multipart")
 
 
@@ -139,6 +140,12 @@ def test_more_files_than_django_parses_is_a_json_400_too(api, media):
         ([("virus.exe", b"MZ\x90\x00")], "virus.exe: Unsupported file type '.exe'"),
         ([("photo.png", b"\x89PNG\r\n")], "photo.png: Unsupported file type '.png'"),
         ([("empty.txt", b"")], "empty.txt: The file is empty"),
+        # No known name and bytes the worker cannot read: it would fail there, later.
+        # (as curl sends them: application/octet-stream, which says nothing)
+        ([("x.xyz", bytes(range(256)), "application/octet-stream")],
+         "x.xyz: Unsupported file type '.xyz'. Supported: PDF"),
+        ([("blob", b"\x00\x01\x02\x03" * 64, "application/octet-stream")],
+         "blob: Unsupported file type"),
         ([("notes.pdf", TIDES)], "notes.pdf: This file is named as a PDF but holds plain"),
         ([("a.txt", PIER), ("a.txt", TIDES)], "Several files are named a.txt"),
     ],
@@ -149,6 +156,17 @@ def test_unsupported_empty_or_duplicate_files_are_refused(api, media, files, exp
     [message] = response.json()["files"]
     assert message.startswith(expected), message
     assert_nothing_saved(media)
+
+
+def test_a_file_of_no_known_name_that_holds_text_is_accepted_and_read_as_text(
+    api, media, django_capture_on_commit_callbacks
+):
+    """Only what the worker would certainly refuse is refused up front."""
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(api, ("pier.xyz", PIER, "application/octet-stream"),
+                          ("README", TIDES, "application/octet-stream"))
+    assert response.status_code == 202, response.content
+    assert set(Document.objects.values_list("status", flat=True)) == {Document.Status.INDEXED}
 
 
 def test_a_very_long_file_name_is_stored_and_indexed(

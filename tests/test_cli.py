@@ -9,7 +9,9 @@ import re
 import pytest
 from django.core.management import CommandError, call_command
 
+from chat.models import Thread
 from knowledge.models import Document, Folder
+from tests.conftest import SAMPLE_CORPUS
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +86,7 @@ def test_ingest_refuses_a_folder_path_that_climbs(workspace, tmp_path):
 
 
 def test_ask_refuses_to_continue_an_agents_conversation(workspace, settings):
-    from chat.models import Message, Thread
+    from chat.models import Message
 
     settings.LLM_PROVIDER = "extractive"
     user = workspace.members.first()
@@ -177,3 +179,118 @@ def test_ingest_reports_registration_progress_on_stderr_and_not_with_v0(workspac
     call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
                  progress_every=1e-9, verbosity=0, stdout=io.StringIO(), stderr=err)
     assert "Registered" not in err.getvalue()
+
+
+def test_ingest_says_which_files_of_a_folder_it_skipped_for_their_type(workspace, tmp_path):
+    """A plain folder's unsupported files were left out without a word, even at -v 2."""
+    (tmp_path / "a.md").write_text("# A\n\nThe slipway closes at 18:00.\n")
+    (tmp_path / "x.xyz").write_bytes(bytes(range(256)))
+    for n in range(6):
+        (tmp_path / "photos").mkdir(exist_ok=True)
+        (tmp_path / "photos" / f"p{n}.png").write_bytes(b"\x89PNG\r\n")
+    out = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
+                 stdout=out, stderr=io.StringIO())
+    assert (f"{tmp_path}: skipped 7 files of a type not read (photos/p0.png, photos/p1.png, "
+            "photos/p2.png, photos/p3.png, photos/p4.png and 2 more (-v 2 lists them))"
+            ) in out.getvalue()
+    assert "1 documents" in out.getvalue()
+
+    out = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
+                 verbosity=2, stdout=out, stderr=io.StringIO())
+    assert "  skipped x.xyz: unsupported file type" in out.getvalue().splitlines()
+    assert "  skipped photos/p5.png: unsupported file type" in out.getvalue().splitlines()
+
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="No supported files"):
+        call_command("ingest", str(tmp_path / "photos"), workspace=workspace.slug,
+                     inline=True, stdout=out, stderr=io.StringIO())
+    assert "skipped 6 files" in out.getvalue()
+
+
+@pytest.mark.django_db(transaction=True)  # the workers' tasks are sent on commit
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "workers"])
+def test_ingest_says_how_many_chunks_reused_their_vectors_and_draws_no_bar_off_a_tty(
+    workspace, tmp_path, inline, capsys
+):
+    (tmp_path / "a.md").write_text("# A\n\nThe slipway closes at 18:00.\n")
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=inline,
+                 stdout=io.StringIO(), stderr=io.StringIO())
+    out = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=inline, force=True,
+                 stdout=out, stderr=io.StringIO())
+    # The same text again: its vector is reused, which is no failure.
+    assert "1 indexed, 0 failed, 0 of 1 chunks embedded, 1 reused" in out.getvalue()
+    # Neither stream is a terminal here: no carriage-return bar in a log.
+    captured = capsys.readouterr()
+    assert "Indexing" not in captured.err + captured.out
+
+
+@pytest.mark.parametrize("minutes", ["-1", "nan", "inf"])
+def test_requeue_refuses_a_negative_or_endless_wait(minutes):
+    """-1 was taken and re-queued nothing ("Re-queued 0 documents")."""
+    with pytest.raises(CommandError, match="--minutes must be 0 or more"):
+        call_command("requeue", "--minutes", minutes, stdout=io.StringIO())
+
+
+def test_ask_and_search_take_a_documents_title_file_name_or_path(corpus, workspace, settings):
+    """--document took only an id, which no command prints ("invalid int value")."""
+    settings.LLM_PROVIDER = "extractive"
+    handbook = corpus["handbook.md"]
+    for name in ("handbook.md", handbook.title.upper(), str(handbook.pk),
+                 str(SAMPLE_CORPUS / "handbook.md")):
+        out = io.StringIO()
+        call_command("search", "shift", workspace=workspace.slug, document=[name],
+                     json=True, stdout=out)
+        hits = json.loads(out.getvalue())["hits"]
+        assert hits and {h["document_id"] for h in hits} == {handbook.pk}, name
+    out = io.StringIO()
+    call_command("ask", QUESTION, workspace=workspace.slug, document=["handbook.md"],
+                 json=True, stdout=out)
+    cited = {c["document"]["id"] for c in json.loads(out.getvalue())["citations"]}
+    assert cited == {handbook.pk}
+    threads = Thread.objects.count()
+    with pytest.raises(CommandError, match="No document 'nothing.md' in workspace 'acme'"):
+        call_command("ask", QUESTION, workspace=workspace.slug, document=["nothing.md"],
+                     stdout=io.StringIO())
+    assert Thread.objects.count() == threads, "a refused question leaves no conversation"
+
+
+def test_ask_and_search_take_a_folders_path_or_its_name_when_it_is_one(
+    corpus, workspace, settings
+):
+    from indexing import sources
+
+    settings.LLM_PROVIDER = "extractive"
+    ours = sources.folder_for_path(workspace=workspace, path="ops/2026")
+    sources.folder_for_path(workspace=workspace, path="sales/2026")
+    sources.update_document(document=corpus["handbook.md"], folder=ours)
+    out = io.StringIO()
+    call_command("search", "shift", workspace=workspace.slug, folder=["/ops/2026/"],
+                 json=True, stdout=out)
+    assert {h["document_id"] for h in json.loads(out.getvalue())["hits"]} == {
+        corpus["handbook.md"].pk
+    }
+    call_command("search", "shift", workspace=workspace.slug, folder=["ops"],
+                 stdout=io.StringIO())
+    with pytest.raises(CommandError, match=r"'2026' names 2 folders in workspace 'acme': "
+                                           rf"{ours.pk}: ops/2026; \d+: sales/2026\. Give"):
+        call_command("ask", QUESTION, workspace=workspace.slug, folder=["2026"],
+                     stdout=io.StringIO())
+    with pytest.raises(CommandError, match="No folder 'hr'"):
+        call_command("search", "shift", workspace=workspace.slug, folder=["hr"],
+                     stdout=io.StringIO())
+
+
+def test_search_takes_the_default_workspace_as_ask_does(user, counting_embedder):
+    """`search` required --workspace; `ask` has the default `demo`."""
+    from indexing import pipeline, sources
+    from knowledge.models import Workspace
+
+    demo = Workspace.objects.create(name="Demo", slug="demo", owner=user)
+    document = sources.add_path(workspace=demo, path=SAMPLE_CORPUS / "handbook.md")
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    out = io.StringIO()
+    call_command("search", "on-call", json=True, stdout=out)
+    assert json.loads(out.getvalue())["hits"]

@@ -110,11 +110,15 @@ def test_files_gone_from_a_folder_are_named_marked_stale_and_pruned(
     assert "1 documents' files are gone: --prune deletes them" in out
     assert "alpha.md: the file is gone" not in out
 
-    call_command("stale", workspace=workspace.slug)
+    call_command("stale", workspace=workspace.slug)  # status 0: only a report
     beta = Document.objects.get(uri=(folder / "beta.md").as_uri())
     assert beta.status == Document.Status.STALE and "no longer exists" in beta.last_error
+    # --check: status 2 for cron or monitoring while any source is stale.
+    with pytest.raises(CommandError, match="1 out of date") as raised:
+        call_command("stale", workspace=workspace.slug, check=True)
+    assert raised.value.returncode == 2
     (tmp_path / "beta.md").rename(folder / "beta.md")  # back where it was
-    call_command("stale", workspace=workspace.slug)
+    call_command("stale", workspace=workspace.slug, check=True)  # nothing stale: status 0
     beta.refresh_from_db()
     assert beta.status == Document.Status.INDEXED and not beta.last_error
 
@@ -293,7 +297,7 @@ def test_ask_refuses_an_empty_question(workspace, question):
 def test_ask_about_a_missing_document_leaves_no_conversation(workspace):
     from chat.models import Thread
 
-    with pytest.raises(CommandError, match="Not found: document 999"):
+    with pytest.raises(CommandError, match="No document '999' in workspace 'acme'"):
         call_command("ask", "When is the launch?", workspace=workspace.slug, document=[999])
     assert not Thread.objects.exists()
 

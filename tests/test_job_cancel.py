@@ -135,7 +135,7 @@ def test_the_admin_action_and_the_command_cancel(
         {"action": "cancel", "_selected_action": [by_admin["id"]]},
         follow=True,
     )
-    assert "Cancelled 1 documents waiting in queue" in response.content.decode()
+    assert "Cancelled 1 document waiting in queue" in response.content.decode()
     assert IngestJob.objects.get(pk=by_admin["id"]).cancelled_at is not None
 
     call_command("cancel_job", str(by_command["id"]))

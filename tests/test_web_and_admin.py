@@ -115,6 +115,14 @@ def test_admin_upload_creates_a_job_and_indexes_in_the_background(
     assert "virus.exe: Unsupported file type" in refused.content.decode()
     assert "Add at least one file" not in refused.content.decode()
     assert not IngestJob.objects.exists() and not Document.objects.exists()
+    # No known name and binary bytes: the worker would refuse it, so the form does.
+    refused = client.post(
+        reverse("admin:knowledge_document_add_sources"),
+        {"workspace": workspace.pk, "files": files(
+            SimpleUploadedFile("x.xyz", bytes(range(256)), "chemical/x-xyz"))},
+    )
+    assert "x.xyz: Unsupported file type &#x27;.xyz&#x27;" in refused.content.decode()
+    assert not IngestJob.objects.exists() and not Document.objects.exists()
 
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         response = client.post(
@@ -216,6 +224,28 @@ def test_admin_reindex_action_forces_a_new_pass(
     assert response.status_code == 302
     document.refresh_from_db()
     assert document.status in (Document.Status.PENDING, Document.Status.INDEXED)
+    assert "Queued 1 document for re-indexing." in client.get(response["Location"]).content.decode()
+
+
+def test_admin_add_sources_starts_with_the_only_workspace_chosen(client, staff, workspace):
+    """It started at "---------", and a post without a choice was refused."""
+    client.force_login(staff)
+    form = client.get(reverse("admin:knowledge_document_add_sources")).context["form"]
+    assert form["workspace"].value() == workspace.pk
+    Workspace.objects.create(name="Second", slug="second", owner=staff)
+    form = client.get(reverse("admin:knowledge_document_add_sources")).context["form"]
+    assert form["workspace"].value() is None  # two: a choice to make
+
+
+def test_admin_documents_are_found_by_their_error(client, staff, workspace):
+    failed = Document.objects.create(
+        workspace=workspace, uri="upload://a.pdf", title="a.pdf",
+        status=Document.Status.FAILED, last_error="Stream has ended unexpectedly",
+    )
+    Document.objects.create(workspace=workspace, uri="upload://b.md", title="b.md")
+    client.force_login(staff)
+    page = client.get(reverse("admin:knowledge_document_changelist"), {"q": "stream has ended"})
+    assert [d.pk for d in page.context["cl"].result_list] == [failed.pk]
 
 
 def test_admin_freshness_check_says_which_documents_it_did_not_check(

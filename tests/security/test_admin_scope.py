@@ -192,7 +192,7 @@ def test_a_failed_document_is_re_indexed_from_its_own_page_by_who_may_change_it(
     assert curator.get(button).status_code == 405  # a change is never a GET
 
     done = curator.post(button, follow=True)
-    assert "Queued 1 documents for re-indexing." in done.content.decode()
+    assert "Queued 1 document for re-indexing." in done.content.decode()
     document.refresh_from_db()
     assert document.status != Document.Status.FAILED
 

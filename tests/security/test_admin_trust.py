@@ -262,7 +262,9 @@ def test_reindex_of_a_file_outside_the_roots_reads_nothing_and_leaves_it_as_it_w
     assert response.status_code == 200
     page = response.content.decode()
     assert "Not re-read, left as they were: passwd." in page
-    assert "INGEST_SERVER_ROOTS" in page
+    # And how to have them read: by the operator's command, or by allowing their folder.
+    assert ("only an operator&#x27;s `manage.py ingest PATH --force` reads: run it on the "
+            "server, or add their folder to INGEST_SERVER_ROOTS (and restart).") in page
 
     outside.refresh_from_db()
     assert outside.status == Document.Status.INDEXED and not outside.last_error

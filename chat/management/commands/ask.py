@@ -1,4 +1,6 @@
-"""`manage.py ask "question" --workspace SLUG [--document ID] [--folder ID] [--json]`.
+"""`manage.py ask "question" --workspace SLUG [--document DOC] [--folder FOLDER] [--json]`.
+
+DOC is a document's id, title, file name or path; FOLDER a folder's id, path or name.
 
 Runs the very same turn as the chat API and prints the answer with footers.
 """
@@ -14,6 +16,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from chat import services
 from chat.models import Message, Thread
 from citations.normalizer import plain_markers
+from knowledge.management import references
 from knowledge.models import Workspace
 
 
@@ -22,12 +25,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("question")
-        parser.add_argument("--workspace", default="demo")
+        parser.add_argument("--workspace", default="demo", help="workspace slug (default: demo)")
         parser.add_argument("--user", help="username (default: the workspace owner)")
-        parser.add_argument("--document", type=int, action="append", default=[],
-                            help="restrict to this document id (repeatable)")
-        parser.add_argument("--folder", type=int, action="append", default=[],
-                            help="restrict to this folder id (repeatable)")
+        parser.add_argument("--document", action="append", default=[], metavar="DOC",
+                            help="restrict to this document: its id, title, file name or "
+                            "path (repeatable)")
+        parser.add_argument("--folder", action="append", default=[], metavar="FOLDER",
+                            help="restrict to this folder: its id, path or name (repeatable)")
         parser.add_argument("--thread", type=int, help="continue this conversation")
         parser.add_argument("--json", action="store_true", help="print the message as JSON")
         parser.add_argument("--verbose", action="store_true", help="show progress events")
@@ -48,6 +52,15 @@ class Command(BaseCommand):
         )
         if user is None:
             raise CommandError(f"No user '{options['user']}'")
+        # Before the conversation is made: a name that means nothing leaves none behind.
+        mentions = [
+            {"kind": "document", "id": i}
+            for i in references.document_ids(workspace=workspace, names=options["document"])
+        ]
+        mentions += [
+            {"kind": "folder", "id": i}
+            for i in references.folder_ids(workspace=workspace, names=options["folder"])
+        ]
         thread = (
             Thread.objects.filter(pk=options["thread"], workspace=workspace, user=user).first()
             if options["thread"]
@@ -58,8 +71,6 @@ class Command(BaseCommand):
         if thread.origin == Thread.Origin.MCP:  # as the API's 409: see MessageListView.post
             raise CommandError(f"Conversation {thread.pk} belongs to an agent (MCP); "
                                "ask without --thread to start one of your own")
-        mentions = [{"kind": "document", "id": i} for i in options["document"]]
-        mentions += [{"kind": "folder", "id": i} for i in options["folder"]]
 
         def emit(event: str, data) -> None:
             if options["verbose"] and event == "progress":

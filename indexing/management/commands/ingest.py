@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -33,6 +34,10 @@ def positive_seconds(value: str) -> float:
     if not (seconds > 0 and math.isfinite(seconds)):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {value}")
     return seconds
+
+
+# How many names of a folder's unsupported files the summary shows (-v 2 shows them all).
+UNSUPPORTED_NAMED = 5
 
 
 class RegistrationReport:
@@ -164,6 +169,12 @@ class Command(BaseCommand):
         except sources.SourceRefused as exc:  # a missing path, a refused URL, a tree too big
             raise CommandError(str(exc)) from exc
         self._report_walks(registered.repositories, list_skipped=options["verbosity"] >= 2)
+        walked = {location for location, _, _ in registered.repositories}
+        self._report_unsupported(
+            [loc for loc in locations if loc not in walked and not _is_url(loc)
+             and Path(loc).is_dir()],
+            list_all=options["verbosity"] >= 2,
+        )
         if not documents:
             if gone:
                 return
@@ -173,7 +184,7 @@ class Command(BaseCommand):
         reported: set[int] = set()  # failed documents already shown
         if inline:
             embedded = 0
-            with tqdm(documents, desc="Indexing", unit="doc") as bar:
+            with tqdm(documents, desc="Indexing", unit="doc", disable=not self._bars()) as bar:
                 for document in bar:
                     # Not those refused at registration, nor those found unchanged there.
                     if document.status == Document.Status.PENDING:
@@ -254,6 +265,27 @@ class Command(BaseCommand):
                 for skipped in walked.skipped:
                     self.stdout.write(f"  skipped {skipped.path}: {skipped.reason}")
 
+    def _report_unsupported(self, folders: list[str], *, list_all: bool) -> None:
+        """For each plain folder, the files left out for their type: counted with a few
+        names (every one at -v 2), as a repository's walk reports what it skipped."""
+        for folder in folders:
+            root = Path(folder)
+            skipped = [p.relative_to(root).as_posix() for p in sources.unsupported_files(root)]
+            if not skipped:
+                continue
+            counted = f"{len(skipped)} file{'' if len(skipped) == 1 else 's'}"
+            if list_all:
+                self.stdout.write(f"{folder}: skipped {counted} of a type not read:")
+                for name in skipped:
+                    self.stdout.write(f"  skipped {name}: unsupported file type")
+                continue
+            shown = ", ".join(skipped[:UNSUPPORTED_NAMED])
+            more = f" and {len(skipped) - UNSUPPORTED_NAMED} more (-v 2 lists them)" if (
+                len(skipped) > UNSUPPORTED_NAMED) else ""
+            self.stdout.write(
+                f"{folder}: skipped {counted} of a type not read ({shown}{more})"
+            )
+
     def _workspace(self, slug: str, owner: str | None, *, create: bool) -> Workspace:
         workspace = Workspace.objects.filter(slug=slug).first()
         if workspace:
@@ -291,7 +323,8 @@ class Command(BaseCommand):
         """
         changed_at, last_state = time.monotonic(), None
         bar_format = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} docs [{elapsed}] {postfix}"
-        with tqdm(total=total, desc="Indexing (workers)", bar_format=bar_format) as bar:
+        with tqdm(total=total, desc="Indexing (workers)", bar_format=bar_format,
+                  disable=not self._bars()) as bar:
             while True:
                 progress = selectors.job_progress(job=job)
                 bar.n = progress.done
@@ -314,6 +347,11 @@ class Command(BaseCommand):
                         raise CommandError(problem)
                     changed_at = time.monotonic()  # live workers, busy: ask again later
                 time.sleep(0.5)
+
+    def _bars(self) -> bool:
+        """Whether progress bars are drawn: only on a terminal. Redrawn with carriage
+        returns, a bar in a log or a pipe is a heap of half lines ("0.0/2 docs")."""
+        return sys.stderr.isatty() and self.stdout.isatty()
 
     def _stalled(self, job: IngestJob, seconds: float) -> str:
         """Why no document of the job moved for `seconds` ('' when the workers its

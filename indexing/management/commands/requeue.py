@@ -3,9 +3,10 @@ workspaces and large folders deleted but still there, to the workers again."""
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from indexing import deletion, sources
 
@@ -17,10 +18,19 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--minutes", type=float, default=5.0)
+        parser.add_argument(
+            "--minutes", type=float, default=5.0,
+            help="re-queue what has waited longer than this many minutes (default 5; 0: "
+            "everything unfinished)",
+        )
 
     def handle(self, *args, **options) -> None:
-        older_than = timedelta(minutes=options["minutes"])
+        minutes = options["minutes"]
+        # -1 re-queued nothing, without a word: the cut-off lay in the future. 0 is kept:
+        # everything unfinished, however recent (after a broker outage, say).
+        if not (minutes >= 0 and math.isfinite(minutes)):
+            raise CommandError(f"--minutes must be 0 or more, not {minutes:g}")
+        older_than = timedelta(minutes=minutes)
         count = sources.requeue_unfinished(older_than=older_than)
         self.stdout.write(f"Re-queued {count} documents")
         resumed = deletion.resume_deletions(older_than=older_than)

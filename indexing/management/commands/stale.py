@@ -1,7 +1,8 @@
-"""`manage.py stale [--workspace SLUG] [--reindex]`: list sources that changed, documents
+"""`manage.py stale [--workspace SLUG] [--reindex] [--check]`: list sources that changed, documents
 indexed by older indexing code ("outdated"), files added to ingested repositories ("new")
 and, for repositories ingested by their git URL (fetched first), files deleted upstream
-("deleted"); --reindex queues the first two, adds the new files and deletes the deleted."""
+("deleted"); --reindex queues the first two, adds the new files and deletes the deleted.
+--check exits with status 2 when it found any of them (for cron or monitoring)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,12 @@ class Command(BaseCommand):
             "--reindex", action="store_true",
             help="queue the stale ones, add the files new in their repositories and delete "
             "those deleted upstream (repositories ingested by their git URL)",
+        )
+
+        parser.add_argument(
+            "--check", action="store_true",
+            help="exit with status 2 when any source is stale, outdated or unreachable, or a "
+            "repository has new files or files deleted upstream (after --reindex, if given)",
         )
 
     def handle(self, *args, **options) -> None:
@@ -77,4 +84,11 @@ class Command(BaseCommand):
                 f"Queued {len(report.stale)} documents for re-indexing"
                 + (f" and {len(added)} new ones for indexing" if added else "")
                 + (f"; deleted {len(report.deleted)} deleted upstream" if report.deleted else "")
+            )
+        if options["check"] and (found := len(report.stale) + len(report.unreachable)
+                                  + len(report.new) + len(report.deleted)):
+            # Status 2, not 1: found something out of date, rather than failed to look.
+            raise CommandError(
+                f"{found} out of date (stale, outdated, unreachable, new or deleted upstream)",
+                returncode=2,
             )

@@ -1,4 +1,6 @@
-"""`manage.py search "query" --workspace SLUG [--document ID ...] [--folder ID ...] [--json]`."""
+"""`manage.py search "query" [--workspace SLUG] [--document DOC ...] [--folder FOLDER ...]
+[--json]`: DOC a document's id, title, file name or path; FOLDER a folder's id, path or name;
+the workspace `demo` by default, as for `ask`."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from knowledge import locators
+from knowledge.management import references
 from knowledge.models import Workspace
 from knowledge.search import Scope, ScopeError, search
 
@@ -18,9 +21,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query")
-        parser.add_argument("--workspace", required=True, help="workspace slug")
-        parser.add_argument("--document", type=int, action="append", default=[])
-        parser.add_argument("--folder", type=int, action="append", default=[])
+        parser.add_argument("--workspace", default="demo", help="workspace slug (default: demo)")
+        parser.add_argument("--document", action="append", default=[], metavar="DOC",
+                            help="only this document: its id, title, file name or path "
+                            "(repeatable)")
+        parser.add_argument("--folder", action="append", default=[], metavar="FOLDER",
+                            help="only this folder: its id, path or name (repeatable)")
         parser.add_argument("--limit", type=int, default=10)
         parser.add_argument("--json", action="store_true")
 
@@ -34,7 +40,10 @@ class Command(BaseCommand):
         workspace = Workspace.objects.filter(slug=options["workspace"]).first()
         if workspace is None:
             raise CommandError(f"No workspace '{options['workspace']}'")
-        scope = Scope(tuple(options["document"]), tuple(options["folder"]))
+        scope = Scope(
+            tuple(references.document_ids(workspace=workspace, names=options["document"])),
+            tuple(references.folder_ids(workspace=workspace, names=options["folder"])),
+        )
         try:
             result = search(
                 query=options["query"], workspace=workspace, scope=scope, limit=options["limit"]
