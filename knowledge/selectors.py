@@ -618,7 +618,8 @@ def documents_named(*, workspace_id: int, name: str) -> list[Document]:
     """The workspace's documents `name` may mean, by id, title, path or file name: its
     id ("12", when one has it), its title ("Team Handbook"), its path in a folder or repository
     ("docs/setup.md") or the end of its address ("handbook.md", "/srv/docs/handbook.md",
-    "upload://handbook.md"), case aside for the title. Ordered by id."""
+    "upload://handbook.md"), case aside (two files whose names differ only by it are
+    both found: the caller says so). Ordered by id."""
     name = name.strip()
     documents = Document.objects.filter(workspace_id=workspace_id)
     if name.isdigit() and (by_id := list(documents.filter(pk=int(name)))):
@@ -629,8 +630,8 @@ def documents_named(*, workspace_id: int, name: str) -> list[Document]:
     quoted = "/" + quote(name.lstrip("/"))  # a file:// address escapes spaces and the like
     return list(
         documents.filter(
-            Q(title__iexact=name) | Q(metadata__path=name) | Q(uri=name)
-            | Q(uri__endswith=tail) | Q(uri__endswith=quoted)
+            Q(title__iexact=name) | Q(metadata__path__iexact=name) | Q(uri__iexact=name)
+            | Q(uri__iendswith=tail) | Q(uri__iendswith=quoted)
         ).order_by("pk").only("pk", "title", "uri")
     )
 
