@@ -7,7 +7,6 @@ from indexing.loaders.detect import (
     detect_format,
     is_known_filename,
     load_bytes,
-    refusal_for_content,
     refusal_for_filename,
     source_type_for,
 )
@@ -30,7 +29,6 @@ __all__ = [
     "load_bytes",
     "load_fetched",
     "load_url",
-    "refusal_for_content",
     "refusal_for_filename",
     "source_type_for",
     "walk_repository",

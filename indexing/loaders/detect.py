@@ -275,19 +275,6 @@ def is_known_filename(filename: str) -> bool:
     return _format_by_name(filename) is not None
 
 
-def refusal_for_content(filename: str, head: bytes) -> str:
-    """Why a file of this name that opens with ``head`` will never be indexed ('' when it
-    may be): text under a PDF or Office name. An upload is refused with it at once."""
-    by_name = _format_by_name(filename)
-    if by_name is None or head.startswith(b"PK\x03\x04"):  # a zip is judged whole
-        return ""
-    try:
-        _checked_against_content(by_name, head)
-    except IngestError as exc:
-        return str(exc)
-    return ""
-
-
 def refusal_for_filename(filename: str) -> str:
     """Why a file of this name will never be indexed ('' when it may be)."""
     ext = _extension(filename)
