@@ -135,10 +135,11 @@ def typed_mentions(*, thread: Thread, text: str) -> tuple[list[dict[str, Any]], 
     if not names:
         return [], []
     named: dict[str, list[tuple[str, int]]] = {}
-    for pk, title, path in selectors.documents_called(workspace=thread.workspace, names=names):
+    for pk, title, path in selectors.documents_called(workspace_id=thread.workspace_id,
+                                                     names=names):
         for key in {title.lower(), path.lower(), unquote(path).lower()} - {""}:
             named.setdefault(key, []).append(("document", pk))
-    for pk, path in selectors.folders_called(workspace=thread.workspace, names=names):
+    for pk, path in selectors.folders_called(workspace_id=thread.workspace_id, names=names):
         for key in {path.lower(), path.rsplit("/", 1)[-1].lower()}:
             named.setdefault(key, []).append(("folder", pk))
     taken = longest_typed(text, set(named))

@@ -147,7 +147,7 @@ def documents_named_like(*, documents: QuerySet[Document], text: str) -> QuerySe
     return documents.alias(shown_path=shown_path()).filter(found)
 
 
-def documents_called(*, workspace: Workspace, names: Collection[str]) -> list[tuple[int, str, str]]:
+def documents_called(*, workspace_id: int, names: Collection[str]) -> list[tuple[int, str, str]]:
     """(id, title, path as shown) of the workspace's documents whose title or path is one
     of `names`, any case: what a typed "@name" names. One query, compared in the
     database: a workspace's titles are never all read."""
@@ -159,7 +159,7 @@ def documents_called(*, workspace: Workspace, names: Collection[str]) -> list[tu
     if encoded:
         found |= Q(uri__startswith="file:", lower_path__in=encoded)
     return list(
-        Document.objects.filter(workspace=workspace)
+        Document.objects.filter(workspace_id=workspace_id)
         .alias(lower_title=Lower("title"), lower_path=Lower(shown_path()))
         .filter(found)
         .order_by("pk")
@@ -168,20 +168,20 @@ def documents_called(*, workspace: Workspace, names: Collection[str]) -> list[tu
     )
 
 
-def folders_called(*, workspace: Workspace, names: Collection[str]) -> list[tuple[int, str]]:
+def folders_called(*, workspace_id: int, names: Collection[str]) -> list[tuple[int, str]]:
     """(id, path) of the workspace's folders whose path ('policies/2026') or name
     ('2026') is one of `names`, any case. The paths are built only when some folder's
     name is among the names' last parts."""
     lowered = {name.strip("/").lower() for name in names if name.strip("/")}
     rows = list(
-        Folder.objects.filter(workspace=workspace)
+        Folder.objects.filter(workspace_id=workspace_id)
         .alias(lower_name=Lower("name"))
         .filter(lower_name__in={name.rsplit("/", 1)[-1] for name in lowered})
         .values_list("pk", "name")
     )
     if not rows:
         return []
-    paths = folder_paths(workspace_id=workspace.pk)
+    paths = folder_paths(workspace_id=workspace_id)
     return sorted(
         (pk, paths[pk]) for pk, name in rows
         if pk in paths and (name.lower() in lowered or paths[pk].lower() in lowered)
@@ -626,11 +626,13 @@ def documents_named(*, workspace_id: int, name: str) -> list[Document]:
         return by_id  # else a title or file name made of digits ("2026")
     if not name:
         return []
+    called = [pk for pk, _, _ in documents_called(workspace_id=workspace_id, names=[name])]
+    # Beyond what a typed "@name" names: the whole address, or its end past a folder.
     tail = "/" + name.lstrip("/")
     quoted = "/" + quote(name.lstrip("/"))  # a file:// address escapes spaces and the like
     return list(
         documents.filter(
-            Q(title__iexact=name) | Q(metadata__path__iexact=name) | Q(uri__iexact=name)
+            Q(pk__in=called) | Q(uri__iexact=name)
             | Q(uri__iendswith=tail) | Q(uri__iendswith=quoted)
         ).order_by("pk").only("pk", "title", "uri")
     )
@@ -638,17 +640,13 @@ def documents_named(*, workspace_id: int, name: str) -> list[Document]:
 
 def folders_named(*, workspace_id: int, name: str) -> dict[int, str]:
     """{id: path} of the workspace's folders `name` may mean: its id ("3", when one has
-    it), its path
-    ("policies/2026", slashes around it aside) or, when no path is it, its own name
-    ("2026"), case aside."""
+    it), its path ("policies/2026", slashes around it aside) or, when no path is it, its
+    own name ("2026"), case aside."""
     name = name.strip()
-    paths = folder_paths(workspace_id=workspace_id)
-    if name.isdigit() and int(name) in paths:
-        return {int(name): paths[int(name)]}  # else a path or name of digits ("2026")
-    wanted = name.strip("/").casefold()
-    if not wanted:
-        return {}
-    exact = {pk: path for pk, path in paths.items() if path.casefold() == wanted}
-    return exact or {
-        pk: path for pk, path in paths.items() if path.rsplit("/", 1)[-1].casefold() == wanted
-    }
+    if name.isdigit() and (by_id := Folder.objects.filter(
+        workspace_id=workspace_id, pk=int(name)
+    ).first()):
+        return {by_id.pk: folder_paths(workspace_id=workspace_id)[by_id.pk]}
+    found = dict(folders_called(workspace_id=workspace_id, names=[name]))
+    wanted = name.strip("/").lower()
+    return {pk: path for pk, path in found.items() if path.lower() == wanted} or found
