@@ -315,6 +315,9 @@ class FolderAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmi
     list_filter = [("workspace", admin.RelatedOnlyFieldListFilter)]
     search_fields = ["name"]
     autocomplete_fields = ["parent"]
+    # The list's and the parent autocomplete's pages: unordered, a folder could be on two
+    # pages or on none.
+    ordering = ["name", "pk"]
 
     def get_queryset(self, request: HttpRequest):
         return super().get_queryset(request).annotate(documents_held=Count("documents"))

@@ -46,8 +46,11 @@ def link_chunks(*, workspace_id: int, chunks: Sequence[Chunk]) -> int:
     if not wanted:
         return 0
     Entity.objects.bulk_create(
+        # In key order: two swaps inserting some of the same entities each wait on the
+        # other's uncommitted keys of the unique index, and in any other order could each
+        # hold one the other waits for (a deadlock).
         [Entity(workspace_id=workspace_id, key=e.key, label=e.label, kind=e.kind)
-         for e in wanted.values()],
+         for _, e in sorted(wanted.items())],
         ignore_conflicts=True,
         batch_size=1_000,
     )
