@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -50,6 +52,33 @@ def _in_thread(run, errors: list[BaseException]) -> threading.Thread:
     return thread
 
 
+@contextmanager
+def _worker_held_in_its_swap(workspace, document, embedder, errors) -> Iterator[list]:
+    """A worker indexing `document`, held inside its chunk swap after its first writes: a
+    third connection holds the workspace's chunk statistics, which the chunks' insert
+    trigger updates, until the block ends. Yields the threads to join (add yours)."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold_statistics() -> None:
+        with transaction.atomic():
+            CorpusStat.objects.select_for_update().get(workspace=workspace)
+            held.set()
+            release.wait(30)
+
+    threads = [_in_thread(hold_statistics, errors)]
+    assert held.wait(10)
+    threads.append(_in_thread(lambda: pipeline.index_document(
+        document_id=document.pk, embedder=embedder
+    ), errors))
+    assert _waiting(1), "the worker never reached its chunk swap"
+    try:
+        yield threads
+    finally:
+        release.set()
+        for thread in threads:
+            thread.join(60)
+
+
 def _replace(workspace, user, folder) -> None:
     sources.register_job(
         workspace=workspace, created_by=user, folder=folder,
@@ -76,28 +105,9 @@ def test_a_registration_or_deletion_during_a_chunk_swap_is_no_deadlock(
         upload=SimpleUploadedFile("tides.md", b"# Tides\n\nHigh water at the slipway.\n"),
     )
     errors: list[BaseException] = []
-    # The worker is held inside its chunk swap, after its first writes: a third
-    # connection holds the workspace's chunk statistics, which the chunks' insert
-    # trigger updates, until the other side has come as far as it can.
-    held, release = threading.Event(), threading.Event()
-
-    def hold_statistics() -> None:
-        with transaction.atomic():
-            CorpusStat.objects.select_for_update().get(workspace=workspace)
-            held.set()
-            release.wait(30)
-
-    threads = [_in_thread(hold_statistics, errors)]
-    assert held.wait(10)
-    threads.append(_in_thread(lambda: pipeline.index_document(
-        document_id=document.pk, embedder=local_embedder
-    ), errors))
-    assert _waiting(1), "the worker never reached its chunk swap"
-    threads.append(_in_thread(lambda: meanwhile(workspace, user, folder), errors))
-    assert _waiting(2), "the other side never waited for the worker"
-    release.set()
-    for thread in threads:
-        thread.join(60)
+    with _worker_held_in_its_swap(workspace, document, local_embedder, errors) as threads:
+        threads.append(_in_thread(lambda: meanwhile(workspace, user, folder), errors))
+        assert _waiting(2), "the other side never waited for the worker"
 
     assert not errors, errors
     if meanwhile is _delete_folder:
@@ -124,32 +134,16 @@ def test_an_upload_does_not_wait_for_another_documents_chunk_swap(
         upload=SimpleUploadedFile("tides.md", b"# Tides\n\nHigh water at the slipway.\n"),
     )
     errors: list[BaseException] = []
-    held, release = threading.Event(), threading.Event()
-
-    def hold_statistics() -> None:
-        with transaction.atomic():
-            CorpusStat.objects.select_for_update().get(workspace=workspace)
-            held.set()
-            release.wait(30)
-
-    threads = [_in_thread(hold_statistics, errors)]
-    assert held.wait(10)
-    threads.append(_in_thread(lambda: pipeline.index_document(
-        document_id=document.pk, embedder=local_embedder
-    ), errors))
-    assert _waiting(1), "the worker never reached its chunk swap"
-    threads.append(_in_thread(lambda: sources.register_job(
-        workspace=workspace, created_by=user,
-        uploads=[SimpleUploadedFile("moorings.md", b"# Moorings\n\nPontoon B.\n")],
-    ), errors))
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not Document.objects.filter(
-        uri="upload://moorings.md"
-    ).exists():
-        time.sleep(0.05)
-    registered = Document.objects.filter(uri="upload://moorings.md").exists()
-    release.set()
-    for thread in threads:
-        thread.join(60)
+    with _worker_held_in_its_swap(workspace, document, local_embedder, errors) as threads:
+        threads.append(_in_thread(lambda: sources.register_job(
+            workspace=workspace, created_by=user,
+            uploads=[SimpleUploadedFile("moorings.md", b"# Moorings\n\nPontoon B.\n")],
+        ), errors))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not Document.objects.filter(
+            uri="upload://moorings.md"
+        ).exists():
+            time.sleep(0.05)
+        registered = Document.objects.filter(uri="upload://moorings.md").exists()
     assert registered, "the registration waited for the other document's swap"
     assert not errors, errors
