@@ -645,11 +645,11 @@ def _overview_documents(thread: Thread, mentions: list[Mention]) -> tuple[int, .
     ids = [m.id for m in mentions if m.kind == "document"]
     folders = [m.id for m in mentions if m.kind == "folder"]
     if folders and len(ids) < OVERVIEW_MAX_DOCUMENTS:
-        paths = dict(thread.workspace.folders.values_list("pk", "parent_id"))
-        inside = Document.objects.filter(
-            workspace=thread.workspace, status=Document.Status.INDEXED,
-            folder_id__in=selectors.with_subfolders(parents=paths, folder_ids=folders),
-        ).exclude(pk__in=ids).order_by("pk").values_list("pk", flat=True)
+        inside = (
+            selectors.documents_in_folders(workspace=thread.workspace, folder_ids=folders)
+            .filter(status=Document.Status.INDEXED).exclude(pk__in=ids)
+            .order_by("pk").values_list("pk", flat=True)
+        )
         ids += inside[: OVERVIEW_MAX_DOCUMENTS - len(ids)]
     return tuple(ids[:OVERVIEW_MAX_DOCUMENTS])
 

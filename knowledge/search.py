@@ -125,8 +125,9 @@ def resolve_scope(workspace: Workspace, scope: Scope | None) -> list[int] | None
         raise ScopeError("Not found in this workspace: " + ", ".join(unknown[:10]) + more)
     if not scope.folder_ids:
         return sorted(documents)
-    expanded = selectors.with_subfolders(parents=folders, folder_ids=scope.folder_ids)
-    in_folders = Document.objects.filter(workspace=workspace, folder_id__in=expanded)
+    in_folders = selectors.documents_in_folders(
+        workspace=workspace, folder_ids=scope.folder_ids, parents=folders
+    )
     return sorted(documents | set(in_folders.values_list("pk", flat=True)))
 
 

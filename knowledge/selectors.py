@@ -384,6 +384,18 @@ def with_subfolders(*, parents: dict[int, int | None], folder_ids: Iterable[int]
     return found
 
 
+def documents_in_folders(
+    *, workspace: Workspace, folder_ids: Iterable[int],
+    parents: dict[int, int | None] | None = None,
+) -> QuerySet[Document]:
+    """The workspace's documents in these folders or any folder below them. `parents`
+    (each folder's parent id), when the caller has read them already."""
+    if parents is None:
+        parents = dict(workspace.folders.values_list("pk", "parent_id"))
+    subtree = with_subfolders(parents=parents, folder_ids=folder_ids)
+    return Document.objects.filter(workspace=workspace, folder_id__in=subtree)
+
+
 def folders_in(*, workspace: Workspace) -> list[Folder]:
     """The workspace's folders sorted by path, each with its `path` set."""
     paths = folder_paths(workspace_id=workspace.pk)
