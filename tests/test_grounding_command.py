@@ -217,6 +217,35 @@ def test_lines_past_the_limits_get_an_error_line_and_the_next_line_is_checked(
     assert json.loads(out.getvalue())["verdict"] == "supported"
 
 
+def test_a_line_longer_than_any_within_the_limits_is_refused_without_being_held(
+    tmp_path,
+) -> None:
+    """A line is refused by its size as it is read (review 4's M4): one of gigabytes was
+    read whole, then parsed, before its limits were checked. The bound follows the limits:
+    6 bytes a character (a JSON escape), so any line within them is still read."""
+    limits = {"max_claim_chars": 100, "max_total_chars": 1_000, "max_passages": 2}
+    bound = 6 * (100 + 1_000) + 4 * 2 + 8_192
+    escaped = json.dumps({"id": "escaped", "claim": "\u00e9" * 100,
+                          "passages": ["\u00e9" * 1_000]})  # every character 6 bytes
+    assert len(escaped) < bound
+    path = tmp_path / "claims.jsonl"
+    path.write_bytes(
+        json.dumps({"id": 1, "claim": "x", "passages": ["y" * (bound + 1)]}).encode() + b"\n"
+        + escaped.encode() + b"\n"
+        + json.dumps({"id": 3, "claim": "The Broncos beat the Panthers 24\u201310.",
+                      "passages": [PASSAGE[:900]]}).encode()  # the last line: no newline
+    )
+    out = StringIO()
+    with pytest.raises(CommandError, match="^1 of 3 lines were not valid input$"):
+        call_command("grounding_check", str(path), stdout=out, **limits)
+    first, second, third = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert first == {"id": None, "error": f"line 1: longer than {bound:,} bytes, more than "
+                                          "a line within the limits can hold "
+                                          "(see --max-total-chars)"}
+    assert second["id"] == "escaped" and "verdict" in second
+    assert (third["id"], third["verdict"]) == (3, "supported")
+
+
 def test_a_line_that_is_not_utf8_gets_an_error_line_of_its_own(tmp_path) -> None:
     path = tmp_path / "claims.jsonl"
     path.write_bytes(b'{"id": 1, "claim": "caf\xe9", "passages": []}\n'

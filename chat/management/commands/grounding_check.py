@@ -78,9 +78,12 @@ class Command(BaseCommand):
         )
         grounder = Grounder(get_embedder())
         total = errors = 0
-        for batch in _batches(options["file"], BATCH):
+        for batch in _batches(options["file"], BATCH, _line_bytes(limits)):
             parsed: list[tuple[Any, str, list[str]] | dict] = []
             for number, line in batch:
+                if isinstance(line, _Overlong):
+                    parsed.append({"id": None, "error": f"line {number}: {line}"})
+                    continue
                 try:
                     parsed.append(_parse(line, limits))
                 except ValueError as error:
@@ -117,14 +120,35 @@ def _positive(value: str) -> int:
     return number
 
 
-def _batches(path: str, size: int) -> Iterator[list[tuple[int, bytes]]]:
+def _line_bytes(limits: Limits) -> int:
+    """The most bytes a line within the limits can take: each character of its text at
+    most six (a "\\uXXXX" escape), each passage a few more for its quotes and comma, and
+    room for the id and the keys. A longer line is refused unread: it is not held whole in
+    memory only to be refused after it is parsed."""
+    return 6 * (limits.claim_chars + limits.total_chars) + 4 * limits.passages + 8_192
+
+
+@dataclass(frozen=True)
+class _Overlong:
+    """A line longer than any line within the limits, dropped as it was read."""
+
+    limit: int
+
+    def __str__(self) -> str:
+        return (f"longer than {self.limit:,} bytes, more than a line within the limits can "
+                "hold (see --max-total-chars)")
+
+
+def _batches(
+    path: str, size: int, max_bytes: int
+) -> Iterator[list[tuple[int, bytes | _Overlong]]]:
     """The input's non-blank lines with their numbers, up to `size` at a time: every line
     already at hand (a file's next `size`), waiting only when there is none."""
     try:
         fd = sys.stdin.fileno() if path == "-" else os.open(path, os.O_RDONLY)
     except OSError as error:
         raise CommandError(f"cannot read {path}: {error}") from error
-    lines = _Lines(fd, path)
+    lines = _Lines(fd, path, max_bytes)
     try:
         while batch := lines.take(size):
             yield batch
@@ -137,17 +161,19 @@ class _Lines:
     """Lines read from a file descriptor as they come. JSON lines end at "\\n" alone:
     str.splitlines() would also break inside a string at U+2028, U+2029 or U+0085, which
     json.dumps(ensure_ascii=False) writes as is (a "\\n" byte is never part of another
-    character in UTF-8)."""
+    character in UTF-8). A line past `max_bytes` is dropped as it comes in."""
 
-    def __init__(self, fd: int, path: str) -> None:
-        self.fd, self.path = fd, path
-        self.ready: deque[bytes] = deque()
+    def __init__(self, fd: int, path: str, max_bytes: int) -> None:
+        self.fd, self.path, self.max_bytes = fd, path, max_bytes
+        self.ready: deque[bytes | _Overlong] = deque()
         self.partial: list[bytes] = []  # the line being read, in pieces (one may be long)
+        self.partial_bytes = 0
+        self.overlong = False  # the line being read is past max_bytes: skipped to its end
         self.number = 0
         self.ended = False
 
-    def take(self, size: int) -> list[tuple[int, bytes]]:
-        batch: list[tuple[int, bytes]] = []
+    def take(self, size: int) -> list[tuple[int, bytes | _Overlong]]:
+        batch: list[tuple[int, bytes | _Overlong]] = []
         while len(batch) < size:
             if not self.ready:
                 if self.ended or (batch and not self._at_hand()):
@@ -155,7 +181,11 @@ class _Lines:
                 self._read()
                 continue
             self.number += 1
-            line = self.ready.popleft().removesuffix(b"\r")
+            line = self.ready.popleft()
+            if isinstance(line, _Overlong):
+                batch.append((self.number, line))
+                continue
+            line = line.removesuffix(b"\r")
             if line.decode("utf-8", "replace").strip():  # as str.strip() reads it
                 batch.append((self.number, line))
         return batch
@@ -171,17 +201,30 @@ class _Lines:
             raise CommandError(f"cannot read {self.path}: {error}") from error
         if not chunk:
             self.ended = True
-            if self.partial:
-                self.ready.append(b"".join(self.partial))
-                self.partial.clear()
+            if self.partial or self.overlong:
+                self._end_line(b"")
             return
         *complete, rest = chunk.split(b"\n")
-        if complete:
-            self.ready.append(b"".join([*self.partial, complete[0]]))
-            self.partial.clear()
-            self.ready.extend(complete[1:])
+        for piece in complete:
+            self._end_line(piece)
         if rest:
-            self.partial.append(rest)
+            self._add(rest)
+
+    def _add(self, piece: bytes) -> None:
+        self.partial_bytes += len(piece)
+        if self.partial_bytes > self.max_bytes:
+            self.overlong = True
+            self.partial.clear()
+        elif not self.overlong:
+            self.partial.append(piece)
+
+    def _end_line(self, piece: bytes) -> None:
+        self._add(piece)
+        self.ready.append(_Overlong(self.max_bytes) if self.overlong
+                          else b"".join(self.partial))
+        self.partial.clear()
+        self.partial_bytes = 0
+        self.overlong = False
 
 
 def _parse(line: bytes, limits: Limits) -> tuple[Any, str, list[str]]:
