@@ -913,3 +913,49 @@ def test_a_re_rendered_pill_keeps_the_keyboard_and_gets_it_back_from_its_source(
     reply = page.locator(".message.role-assistant").last
     expect(reply).to_contain_text("handbook's rule")
     expect(reply.locator(".citation-pill")).to_be_focused()
+
+
+def test_a_pill_the_keyboard_is_on_is_not_focused_anew_as_its_answer_grows(
+    llm, page: Page
+):
+    """Each render of a streaming answer rebuilt it and focused the new pill, about ten
+    times a second: a screen reader says the pill again at each (review 4's L3). The
+    blocks that render as before now stay in the page, the pill among them."""
+    first, second = threading.Event(), threading.Event()
+
+    def final(request: dict) -> dict:
+        n = passage_number(request, "within 4 hours")
+
+        def chunks():
+            yield f"Incidents are reported within 4 hours [citation:{n}].\n\n"
+            first.wait(30)
+            yield "The handbook "
+            second.wait(30)
+            yield "states it as a rule."
+        return answer(f"Incidents are reported within 4 hours [citation:{n}].\n\n"
+                      "The handbook states it as a rule.", chunks=chunks())
+
+    llm.script = [tool_call("search_knowledge_base", {"query": "security incident reported"}),
+                  final]
+    page.goto("/")
+    new_chat(page)
+    page.locator("#composer-input").fill("How quickly is an incident reported?")
+    page.locator("#send").click()
+    pending = page.locator(".message.role-assistant.is-pending")
+    pill = pending.locator(".citation-pill")
+    expect(pill).to_have_count(1)
+    pill.focus()
+    pill.evaluate("""pill => {
+        pill.__kept = true;
+        window.__focused = 0;
+        document.addEventListener("focusin", () => window.__focused++);
+    }""")
+    first.set()
+    expect(pending).to_contain_text("The handbook")
+    assert page.evaluate("document.activeElement.__kept === true")
+    assert page.evaluate("window.__focused") == 0
+    # The end's render gives the pill its source's title and its check: a new pill, which
+    # takes the keyboard once.
+    second.set()
+    expect(pending).to_have_count(0)
+    expect(page.locator(".message.role-assistant").last.locator(".citation-pill")).to_be_focused()

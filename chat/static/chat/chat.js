@@ -241,7 +241,7 @@
     unchecked: "Not checked",
   };
   const VERDICT_ICONS = { partial: "?", unsupported: "!", unchecked: "–" };
-  let tipCounter = 0;
+  let viewCounter = 0;
   const pillSupports = new WeakMap(); // pill -> what the check found for its own use
 
   /* The sanitized DOM of a Markdown answer, placeholders where its pills go. */
@@ -353,7 +353,8 @@
       pill.append(el("span", {
         className: "support-icon", "aria-hidden": "true", text: VERDICT_ICONS[verdict],
       }));
-      const id = `support-tip-${++tipCounter}`;
+      // The same id at every render of the answer: an unchanged block is kept (renderAssistant).
+      const id = `support-tip-${view ? view.key : 0}-${k}`;
       pill.append(el("span", {
         id, role: "tooltip", className: "support-tip", text: supportText(support),
       }));
@@ -586,7 +587,7 @@
   function assistantView(bubble, body) {
     const view = {
       bubble, body, text: "", citations: new Map(), grounding: null, final: false,
-      timer: null, renderedAt: 0, indexer: null,
+      timer: null, renderedAt: 0, indexer: null, key: ++viewCounter,
     };
     views.set(bubble, view);
     return view;
@@ -605,7 +606,8 @@
     if (view.final) markUncited(fragment, view);
     labelCodeBlocks(fragment);
     autoDirection(fragment);
-    view.body.replaceChildren(fragment);
+    markSelected(fragment, places.selected);
+    keepUnchanged(view.body, fragment);
     keepPillPlaces(view.body, places);
     if (view.final && view.truncated) {
       // metadata.truncated: the reply was longer than the server reads (CHAT_MAX_ANSWER_CHARS),
@@ -638,14 +640,38 @@
     };
   }
 
-  function keepPillPlaces(body, places) {
-    const at = (k) => (k === null ? null : body.querySelector(`.citation-pill[data-k="${k}"]`));
-    const selected = at(places.selected);
+  const pillAt = (root, k) => (k === null ? null
+    : root.querySelector(`.citation-pill[data-k="${k}"]`));
+
+  function markSelected(root, k) {
+    const selected = pillAt(root, k);
     if (selected) selected.classList.add("selected");
-    const opener = at(places.opener);
+  }
+
+  /* The answer's blocks that render as before stay in the page, only those after the
+   * first change are replaced: a streaming answer grows at its end, so a pill the keyboard
+   * is on keeps it without being focused anew at every render (a screen reader would say
+   * it again ten times a second). A kept pill takes its new render's support. */
+  function keepUnchanged(body, fragment) {
+    const old = [...body.childNodes];
+    const fresh = [...fragment.childNodes];
+    let same = 0;
+    while (same < old.length && same < fresh.length && old[same].isEqualNode(fresh[same])) {
+      const pills = (node) => (node.querySelectorAll ? [...node.querySelectorAll(".citation-pill")]
+        : []);
+      const renewed = pills(fresh[same]);
+      pills(old[same]).forEach((pill, i) => pillSupports.set(pill, pillSupports.get(renewed[i])));
+      same += 1;
+    }
+    for (const node of old.slice(same)) node.remove();
+    body.append(...fresh.slice(same));
+  }
+
+  function keepPillPlaces(body, places) {
+    const opener = pillAt(body, places.opener);
     if (opener) state.panelOpener = opener;
-    const focused = at(places.focused);
-    if (focused) focused.focus();
+    const focused = pillAt(body, places.focused);
+    if (focused && document.activeElement !== focused) focused.focus();
   }
 
   // While streaming, re-render at most every RENDER_INTERVAL_MS: parsing the whole
