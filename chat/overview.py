@@ -82,6 +82,33 @@ def asks_for_overview(question: str) -> bool:
     return all(word in REQUEST_WORDS for word in words)
 
 
+# Words read after the "@" of a request for an overview, and of them a name's, at most.
+_MAX_REQUEST_WORDS: Final = 16
+_MAX_NAMED_WORDS: Final = 8
+
+
+def named_in_request(text: str) -> list[str]:
+    """What the one "@" of a request for an overview may name, longest first, for when it
+    names no document exactly: "@Team Handbook" → ["Team Handbook"]; "@Team Handbook what
+    is this about?" → its words after "@", with the request's words at their end dropped
+    one by one. [] when the text asks something else: a word before the "@" not a
+    request's, another "@", or more words than a name and a request."""
+    before, at, after = text.partition("@")
+    words = after.split()
+    if not at or "@" in after or len(words) > _MAX_REQUEST_WORDS or not all(
+        word in REQUEST_WORDS for word in _WORD.findall(before.lower())
+    ):
+        return []
+    names: list[str] = []
+    while words:
+        name = " ".join(words).strip(" .,;:!?()[]{}'\"")
+        if name and len(words) <= _MAX_NAMED_WORDS and name not in names:
+            names.append(name)  # "handbook.md ?" is read once
+        if not all(word in REQUEST_WORDS for word in _WORD.findall(words.pop().lower())):
+            break  # a word of the name: the name does not end before it
+    return names
+
+
 @dataclass
 class ShownDocument:
     """One document of rendered evidence: its title and passages in the order shown,

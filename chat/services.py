@@ -34,7 +34,7 @@ from chat.grounding import ground_citations
 from chat.mention_text import asked_beside, longest_typed, typed_names, without_mentions
 from chat.models import AnswerFeedback, Message, Thread
 from chat.overview import MAX_DOCUMENTS as OVERVIEW_MAX_DOCUMENTS
-from chat.overview import asks_for_overview
+from chat.overview import asks_for_overview, named_in_request
 from chat.prompts import Mention, system_prompt
 from chat.providers import (
     LLMProvider,
@@ -150,6 +150,23 @@ def typed_mentions(*, thread: Thread, text: str) -> tuple[list[dict[str, Any]], 
             f"({', '.join(taken)[:200]}) name {len(wanted)} documents and folders."
         )
     return [{"kind": kind, "id": pk} for kind, pk in wanted], taken
+
+
+def requested_by_part(*, thread: Thread, text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The document a request for an overview names by a part of its title or path, when
+    it names none exactly ("@Team Handbook" for "Harbor Lights Team Handbook",
+    "@handbook"): the longest name it may mean (chat.overview.named_in_request) that one
+    document of the workspace holds, and no other. A part two documents hold names
+    neither. A query a name, at most eight, only for such a request."""
+    documents = Document.objects.filter(workspace_id=thread.workspace_id)
+    for name in named_in_request(text):
+        found = list(selectors.documents_named_like(documents=documents, text=name)
+                     .values_list("pk", flat=True)[:2])
+        if len(found) == 1:
+            return [{"kind": "document", "id": found[0]}], [name]
+        if found:
+            break
+    return [], []
 
 
 def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict[tuple, str]:
@@ -585,6 +602,8 @@ def open_turn(
     typed: list[str] = []
     if not mentions:
         mentions, typed = typed_mentions(thread=thread, text=text)
+    if not mentions:
+        mentions, typed = requested_by_part(thread=thread, text=text)
     resolved = resolve_mentions(thread=thread, raw=mentions)
     # The mentions scope the search; their "@Title" in the text is not part of what is
     # searched and answered. `content` keeps what was sent; `resolved_content` (what the

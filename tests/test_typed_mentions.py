@@ -117,3 +117,31 @@ def test_typed_mentions_keep_the_mention_bound(offline, corpus, api, settings):
     assert refused.status_code == 400, refused.content
     assert "At most 1 mentions" in refused.json()["mentions"][0]
     assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize("content", [
+    "@Team Handbook",  # the README's own example: the title is "Harbor Lights Team Handbook"
+    "@team handbook what is this about?",
+    "summarize @handbook please",
+])
+def test_a_request_for_an_overview_takes_a_part_of_one_documents_title(
+    content, offline, corpus, api
+):
+    """A product walkthrough's M6: the README's "@Team Handbook" named nothing on the
+    sample corpus, and was answered by a search for its words."""
+    handbook = corpus["handbook.md"]
+    response = ask(api, content)
+    assert mentioned(response) == [("document", handbook.pk)]
+    assert response.json()["resolved_content"].startswith(f"### {handbook.title}\n\n")
+
+
+@pytest.mark.parametrize("content", [
+    "@harbor lights",  # a part two titles hold: neither is meant more than the other
+    "@Team Handbook when is the launch?",  # asks something of it: a search, as before
+    "what does @Team Handbook say about travel?",
+])
+def test_a_part_of_a_title_mentions_nothing_outside_a_request_for_one_overview(
+    content, offline, corpus, api
+):
+    assert Document.objects.filter(title__icontains="harbor lights").count() > 1
+    assert mentioned(ask(api, content)) == []
