@@ -32,7 +32,7 @@ from chat.extractive import (
     title_line,
 )
 from citations.grounding import Grounder
-from citations.rows import is_table_row
+from citations.rows import is_header, is_table_row, table_header
 from citations.sentences import split_passage
 
 # Words that ask for a document as a whole, not for something in it: "summarize", "what
@@ -150,7 +150,8 @@ def compose_overview(
     each = SENTENCES_ALONE if len(documents) == 1 else SENTENCES_EACH
     parts = []
     for document in documents:
-        chosen = _overview_sentences(document, each, grounder)
+        chosen = (_overview_sentences(document, each, grounder)
+                  or _first_rows(document, each, grounder))
         if chosen:
             parts.append(f"### {_heading_text(document.title)}\n\n{quote(chosen, '[{}]')}")
     return "\n\n".join(parts) or NOTHING_FOUND
@@ -207,6 +208,29 @@ def _overview_sentences(
         opening = section if opening is None else opening
         taken[section] += 1
         chosen.append(candidate)
+    return chosen
+
+
+def _first_rows(
+    document: ShownDocument, wanted: int, grounder: Grounder | None
+) -> list[Candidate]:
+    """A document with no sentence to quote (a spreadsheet, a CSV file, a page of one
+    table): its first `wanted` rows whose header is shown, each quoted read under it
+    ("Product: Sable Bench; Price (EUR): 37.46"), never as bare cells. It was left out of
+    its folder's overview, which then looked as if it held fewer documents."""
+    texts = dict(document.passages)
+    chosen: list[Candidate] = []
+    for number, text in document.passages:
+        lines = [text[a:b] for a, b in split_passage(text)]
+        for index, line in enumerate(lines):
+            if len(chosen) == wanted:
+                return chosen
+            header = table_header(lines[: index + 1], index) if is_table_row(line) else None
+            if header is None or is_header(lines, index) or not any(map(str.isalnum, line)):
+                continue  # not a record: its header, or Markdown's "| --- | --- |"
+            candidate = Candidate(0.0, number, line, columns=lines[header])
+            if grounder is None or supported([candidate], texts, {}, grounder):
+                chosen.append(candidate)
     return chosen
 
 

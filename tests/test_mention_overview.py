@@ -182,3 +182,29 @@ def test_a_mention_with_a_question_is_still_searched(offline, corpus, api):
     (search,) = message["metadata"]["searches"]
     assert search["query"] == "when is the launch?"
     assert "March 10" in message["resolved_content"]
+
+
+@pytest.mark.django_db(transaction=True)  # the reads of two documents run side by side
+def test_a_document_holding_only_a_table_is_overviewed_by_its_first_rows(
+    offline, corpus, api, workspace, counting_embedder
+):
+    """A product walkthrough's M7: a folder's overview left out its spreadsheets and
+    tables (no sentence to quote), so it seemed to hold fewer documents than it does."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from indexing import pipeline, sources
+
+    mixed = Folder.objects.create(workspace=workspace, name="mixed")
+    table = sources.add_upload(workspace=workspace, folder=mixed, upload=SimpleUploadedFile(
+        "prices.md", b"# Price list\n\n| Product | Price (EUR) | Stock |\n| --- | --- | --- |\n"
+                     b"| Sable Bench | 37.46 | 12 |\n| Driftwood Lamp | 89.00 | 3 |\n"))
+    outcome = pipeline.index_document(document_id=table.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.INDEXED, outcome.error
+    faq = corpus["tide-faq.html"]
+    Document.objects.filter(pk=faq.pk).update(folder=mixed)
+    message = ask(api, "@mixed", [{"kind": "folder", "id": mixed.pk}])
+    assert_grounded(message, [faq, table])
+    answer = message["resolved_content"]
+    assert "### Price list\n\nProduct: Sable Bench; Price (EUR): 37.46; Stock: 12. [citation:" in (
+        answer), answer
+    assert "---" not in answer
