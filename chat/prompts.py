@@ -45,10 +45,22 @@ def workspace_tree(workspace: Workspace, limit: int = 30) -> list[str]:
     lines = []
     for pk, title, folder_id in shown:
         where = f"{paths[folder_id]}/" if folder_id in paths else ""
-        lines.append(f"- document {pk}: {quoted(where + title)}")
+        lines.append(f"- document {pk}: {quoted(_shortened(where + title))}")
     if len(documents) > limit:
         lines.append("- … more documents; search to find them")
     return lines
+
+
+# What the prompt shows of a document's folder path and title, at most: the prompt is
+# sent at every round of every turn, and its catalogue is only a hint of what is there.
+CATALOGUE_LINE_CHARS = 160
+
+
+def _shortened(path: str) -> str:
+    """A long path as its end: "…/2026/travel.md" (the title and the folders nearest it)."""
+    if len(path) <= CATALOGUE_LINE_CHARS:
+        return path
+    return "…" + path[-(CATALOGUE_LINE_CHARS - 1):]
 
 
 def system_prompt(

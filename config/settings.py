@@ -580,6 +580,13 @@ INGEST_MAX_FILES_PER_UPLOAD = env.int("INGEST_MAX_FILES_PER_UPLOAD", default=100
 # (`manage.py ingest`, the operator's, is not bounded by them).
 WORKSPACE_MAX_DOCUMENTS = env.int("WORKSPACE_MAX_DOCUMENTS", default=100_000)
 WORKSPACE_MAX_UPLOAD_BYTES = env.int("WORKSPACE_MAX_UPLOAD_BYTES", default=10 * 1024**3)
+# Folders: how many a workspace holds, how deep they nest, how long a path ("a/b/c") is.
+# Every folder's path is built for the folder list, the @ picker and each chat turn's
+# prompt: unbounded, one member's chain of 1,500 deep folders made each of those cost
+# hundreds of megabytes (outside audit 5, F1).
+WORKSPACE_MAX_FOLDERS = env.int("WORKSPACE_MAX_FOLDERS", default=10_000)
+FOLDER_MAX_DEPTH = env.int("FOLDER_MAX_DEPTH", default=32)
+FOLDER_MAX_PATH_CHARS = env.int("FOLDER_MAX_PATH_CHARS", default=1024)
 # One multipart request in all (files and form fields), refused from its declared
 # Content-Length before it is read (config/request_limits.py): by default room for
 # four files at the per-file limit, plus 1 MiB of multipart framing.

@@ -281,6 +281,14 @@ class SameWorkspaceForm(forms.ModelForm):
             and sources.inside_itself(folder=self.instance, parent=parent)
         ):
             self.add_error("parent", sources.INSIDE_ITSELF)
+        if isinstance(self.instance, Folder) and workspace is not None and not self.errors:
+            try:
+                sources.refuse_past_folder_bounds(
+                    workspace_id=workspace.pk, parent_id=parent.pk if parent else None,
+                    name=data["name"].strip(), moved=self.instance.pk,
+                )
+            except sources.EditRefused as refused:
+                self.add_error(refused.field, str(refused))
         return data
 
     def _post_clean(self) -> None:

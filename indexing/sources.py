@@ -106,6 +106,9 @@ def _child_folder(*, workspace: Workspace, parent: Folder | None, name: str) -> 
     with transaction.atomic():
         lock_registrations(workspace.pk)
         refuse_hidden_folder(parent)
+        parent_id = parent.pk if parent is not None else None
+        if not Folder.objects.filter(workspace=workspace, parent_id=parent_id, name=name).exists():
+            refuse_past_folder_bounds(workspace_id=workspace.pk, parent_id=parent_id, name=name)
         return Folder.objects.get_or_create(workspace=workspace, parent=parent, name=name)[0]
 
 
@@ -320,6 +323,8 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
         raise SourceRefused(f"A folder path cannot contain '.' or '..': {path!r}")
     if problem := next((p for name in names if (p := _folder_name_too_long(name))), ""):
         raise SourceRefused(problem)
+    if refused := _past_path_bounds(depth=len(names), length=len("/".join(names))):
+        raise SourceRefused(refused[0])  # whole, before any of its folders is made
     folder = None
     for name in names:
         folder = _child_folder(workspace=workspace, parent=folder, name=name)
@@ -435,6 +440,44 @@ def _refuse_taken_name(
         raise EditRefused(f"{where} already holds a folder named '{name}'.", field="name")
 
 
+def refuse_past_folder_bounds(
+    *, workspace_id: int, parent_id: int | None, name: str, moved: int | None = None
+) -> None:
+    """EditRefused when a folder named `name` in `parent_id` would nest folders deeper than
+    FOLDER_MAX_DEPTH or make a path longer than FOLDER_MAX_PATH_CHARS, its subfolders'
+    included for a folder renamed or moved (`moved`), or when a new one would take the
+    workspace past WORKSPACE_MAX_FOLDERS."""
+    paths = selectors.folder_paths(workspace_id=workspace_id)
+    if moved is None and len(paths) >= settings.WORKSPACE_MAX_FOLDERS:
+        raise EditRefused(
+            f"A workspace may hold at most {settings.WORKSPACE_MAX_FOLDERS:,} folders.",
+            field="name",
+        )
+    path = f"{paths[parent_id]}/{name}" if parent_id in paths else name
+    # A path names one folder (no two beside each other share a name): those under the
+    # folder moved are those whose path goes on from its own.
+    below = [""]
+    if moved in paths:
+        below += [p[len(paths[moved]):] for p in paths.values()
+                  if p.startswith(f"{paths[moved]}/")]
+    if refused := _past_path_bounds(
+        depth=path.count("/") + 1 + max(rest.count("/") for rest in below),
+        length=len(path) + max(map(len, below)),
+    ):
+        raise EditRefused(refused[0], field=refused[1])
+
+
+def _past_path_bounds(*, depth: int, length: int) -> tuple[str, str] | None:
+    """Why a folder path of this depth and length is refused, and the field to blame."""
+    if depth > settings.FOLDER_MAX_DEPTH:
+        return (f"Folders may be nested at most {settings.FOLDER_MAX_DEPTH} deep; this would "
+                f"make {depth}.", "parent")
+    if length > settings.FOLDER_MAX_PATH_CHARS:
+        return (f"A folder's path may be at most {settings.FOLDER_MAX_PATH_CHARS:,} characters "
+                f"long; this would make one of {length:,}.", "name")
+    return None
+
+
 def create_folder(*, workspace: Workspace, name: str, parent: Folder | None = None) -> Folder:
     """A new folder named `name` (trimmed) in `parent` (None: at the top level).
 
@@ -448,6 +491,7 @@ def create_folder(*, workspace: Workspace, name: str, parent: Folder | None = No
         _lock_folders(workspace.pk)
         _refuse_deleted_target(parent, field="parent")
         _refuse_taken_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
+        refuse_past_folder_bounds(workspace_id=workspace.pk, parent_id=parent_id, name=name)
         try:
             with transaction.atomic():
                 return Folder.objects.create(workspace=workspace, parent=parent, name=name)
@@ -480,6 +524,8 @@ def update_folder(
         if (new_name, parent_id) != (folder.name, folder.parent_id):
             _refuse_taken_name(workspace_id=folder.workspace_id, parent_id=parent_id,
                                name=new_name, exclude=folder.pk)
+            refuse_past_folder_bounds(workspace_id=folder.workspace_id, parent_id=parent_id,
+                                      name=new_name, moved=folder.pk)
             folder.name, folder.parent_id = new_name, parent_id
             folder.save(update_fields=["name", "parent"])
     return folder

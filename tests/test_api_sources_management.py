@@ -322,6 +322,62 @@ def test_a_folder_renamed_or_moved_beside_one_of_its_name_is_a_400(api):
     assert paths(api) == ["a", "a/drafts", "a/notes", "b", "b/notes"]
 
 
+def test_folders_are_bounded_in_depth_path_length_and_number(api, workspace, settings):
+    """Outside audit 5's F1: a member nested 1,500 folders with 255-character names, and
+    the folder list, the @ picker and every chat turn's prompt then built paths of
+    hundreds of megabytes. Each way a folder is made or moved keeps within the bounds."""
+    settings.FOLDER_MAX_DEPTH, settings.FOLDER_MAX_PATH_CHARS = 3, 20
+    settings.WORKSPACE_MAX_FOLDERS = 6
+    a = folder(api, "a")
+    b = folder(api, "b", a["id"])
+    c = folder(api, "c", b["id"])
+    too_deep = api.post("/api/folders", {"name": "d", "parent_id": c["id"]}, format="json")
+    assert too_deep.status_code == 400
+    assert too_deep.json() == {"parent_id": ["Folders may be nested at most 3 deep; this "
+                                             "would make 4."]}
+    too_long = api.post("/api/folders", {"name": "x" * 17, "parent_id": b["id"]},
+                        format="json")  # "a/b/" and 17: 21 characters
+    assert too_long.json() == {"name": ["A folder's path may be at most 20 characters long; "
+                                        "this would make one of 21."]}
+    # A folder moved or renamed takes its subfolders with it: their depth and paths count.
+    e = folder(api, "e")
+    e2 = folder(api, "e2", e["id"])
+    moved = api.patch(f"/api/folders/{b['id']}", {"parent_id": e2["id"]}, format="json")
+    assert moved.json() == {"parent_id": ["Folders may be nested at most 3 deep; this "
+                                          "would make 4."]}
+    renamed = api.patch(f"/api/folders/{a['id']}", {"name": "a" * 17}, format="json")
+    assert renamed.json() == {"name": ["A folder's path may be at most 20 characters long; "
+                                       "this would make one of 21."]}
+    assert api.patch(f"/api/folders/{c['id']}", {"parent_id": e["id"]},
+                     format="json").json()["path"] == "e/c"
+    # Registration's folder paths too, refused before any of its folders is made.
+    with pytest.raises(sources.SourceRefused, match="nested at most 3 deep"):
+        sources.folder_for_path(workspace=workspace, path="a/b/x/y")
+    folder(api, "f")
+    assert api.post("/api/folders", {"name": "g"}, format="json").json() == {
+        "name": ["A workspace may hold at most 6 folders."]}
+    with pytest.raises(sources.SourceRefused, match="at most 6 folders"):
+        sources.folder_for_path(workspace=workspace, path="g")
+    assert paths(api) == ["a", "a/b", "e", "e/c", "e/e2", "f"]
+
+
+def test_the_prompts_catalogue_shows_a_long_folder_path_by_its_end(workspace):
+    """What a chat turn's prompt lists of a document is bounded whatever its folders: the
+    prompt goes to the model at every round of every turn of the workspace."""
+    from chat.prompts import CATALOGUE_LINE_CHARS, system_prompt
+
+    parent = None
+    for depth in range(8):
+        parent = Folder.objects.create(workspace=workspace, parent=parent,
+                                       name=f"{depth}" + "n" * 120)
+    Document.objects.create(workspace=workspace, folder=parent, title="Tide tables",
+                            uri="upload://tides.md", status=Document.Status.INDEXED)
+    prompt = system_prompt(workspace, [])
+    line = next(line for line in prompt.splitlines() if "Tide tables" in line)
+    assert f"7{'n' * 120}/Tide tables" in line and "0nnn" not in line
+    assert len(line) < CATALOGUE_LINE_CHARS + 40, line
+
+
 @pytest.fixture
 def harbour(api, django_capture_on_commit_callbacks) -> dict:
     """Folders harbour and harbour/2026 with a document each, to be deleted, and kept with

@@ -540,6 +540,18 @@ def test_the_admin_refuses_a_folder_name_the_api_refuses(curator, workspace, nam
     assert not Folder.objects.filter(name=name).exists()
 
 
+def test_the_admin_keeps_folders_within_the_apis_depth(curator, workspace, settings):
+    settings.FOLDER_MAX_DEPTH = 2
+    top = Folder.objects.create(workspace=workspace, name="top")
+    middle = Folder.objects.create(workspace=workspace, name="middle", parent=top)
+    response = curator.post(reverse("admin:knowledge_folder_add"),
+                            {"name": "deep", "workspace": workspace.pk, "parent": middle.pk})
+    assert response.status_code == 200
+    assert "Folders may be nested at most 2 deep; this would make 3." in (
+        response.content.decode())
+    assert not Folder.objects.filter(name="deep").exists()
+
+
 def test_an_action_on_another_workspaces_ids_says_nothing_was_done(curator, workspace, theirs):
     # Acted on as an empty choice, the move said "one workspace at a time" instead.
     page = curator.post(
