@@ -277,7 +277,8 @@ class AsksTurns(JSONAnswers):
 
 TURN_DESCRIPTION = (
     "With `Accept: text/event-stream` the turn streams as Server-Sent Events: "
-    "`started` ({message_id, seq}: the pending answer; question_id: its question), "
+    "`started` ({message_id, seq}: the pending answer; question_id: its question, and "
+    "question: its text as stored, the question's resolved_content), "
     "`progress` ({stage, label}), "
     "`token` ({text}), then `citations` (a list like the message's, each with its "
     "`support`), `grounding` ({sentences, coverage}) and `done` ({message_id, "
@@ -449,7 +450,7 @@ class _TurnStream:
         # id, which a client edits (POST .../edit).
         started = {
             "message_id": turn.answer.pk, "seq": turn.answer.seq,
-            "question_id": turn.question_id,
+            "question_id": turn.question_id, "question": turn.question,
         }
         yield f"event: started\ndata: {json.dumps(started)}\n\n".encode()
         while True:

@@ -506,6 +506,8 @@ class Turn:
     stop_checked_at: float = 0.0
     # The question this turn answers (stored with its answer): a client edits it next.
     question_id: int | None = None
+    # It as stored and shown (resolved_content): without the "@Title" of its mentions.
+    question: str = ""
 
     def check_stopped(self) -> None:
         """Raise TurnStopped once the turn was asked to stop. Called for each delta and
@@ -651,6 +653,7 @@ def open_turn(
         normalizer=StreamNormalizer(issued.__contains__),
         started=time.perf_counter(),
         question_id=user_message.pk,
+        question=text,
     )
     if thread.workspace.retrieval_mode == Workspace.RetrievalMode.INJECTION:
         _inject_evidence(turn, resolved)

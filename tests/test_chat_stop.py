@@ -180,7 +180,8 @@ def test_a_turn_stopped_before_it_wrote_anything_is_an_error_saying_so(llm, work
     events = events_of(response)
     question = Message.objects.get(thread_id=thread_id, role=Message.Role.USER)
     assert next(events) == ("started", {"message_id": answer_of(thread_id).pk, "seq": 2,
-                                        "question_id": question.pk})
+                                        "question_id": question.pk,
+                                        "question": "Tell me about tides."})
     assert next(events)[0] == "progress"
     assert thinking.wait(5)
     message_id = answer_of(thread_id).pk

@@ -588,10 +588,14 @@ def test_mention_picker_scopes_the_question(page: Page, corpus):
     expect(question.locator(".mention-chip")).to_contain_text(handbook.title)
     answer = page.locator(".message.role-assistant").last
     expect(answer).to_contain_text("4 hours", timeout=TIMEOUT_MS)
+    # The question as stored, as a reload shows it: its "@Title" is the chip's to say.
+    asked = "how quickly must a security incident be reported?"
+    expect(question.locator(".bubble-body")).to_have_text(asked)
 
     # The stored user message keeps its mention after a reload.
     page.reload()
     expect(page.locator(".message.role-user .mention-chip")).to_contain_text(handbook.title)
+    expect(page.locator(".message.role-user .bubble-body").last).to_have_text(asked)
 
 
 @pytest.fixture
@@ -1442,3 +1446,47 @@ def test_a_markdown_passage_is_rendered_and_its_support_marked_exactly(
     # The rest of the passage is shown as cited, unmarked.
     expect(passage).to_have_class(re.compile(r"\bcited-chunk\b"))
     assert "Late bookings wait" not in marked
+
+
+MARINA = "# Marina guide\n\n" + "\n\n".join(
+    f"## {name}\n\n" + " ".join(
+        f"The {name.lower()} rule number {i} is posted at the `{name.lower()}-board` by the "
+        f"**harbour office** every season." for i in range(1, 9))
+    for name in ("Fuel", "Berths", "Cranes")
+) + "\n"
+
+
+@pytest.fixture
+def marina_thread(corpus, workspace, user, counting_embedder, tmp_path) -> dict:
+    """A stored answer citing the middle section of a Markdown file, sections around it."""
+    root = tmp_path / "marina"
+    root.mkdir()
+    (root / "marina.md").write_text(MARINA)
+    [document] = sources.add_directory(workspace=workspace, root=root)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    chunk = Chunk.objects.get(document_id=document.pk, text__contains="berths rule number 4 ")
+    assert "## Fuel" not in chunk.text and "## Cranes" not in chunk.text  # context around it
+    thread = services.create_thread(workspace=workspace, user=user, title="Berths")
+    document.refresh_from_db()
+    unit = chat_tools.chunk_unit(document, chunk.pk, chunk.text, chunk.locator)
+    n = citations.register(thread=thread, units=[unit])[unit.source_key]
+    citation = citations.citation_json(citations.resolve(thread=thread, n=n))
+    Message.objects.create(thread=thread, seq=1, role="user", content="Berths?",
+                           resolved_content="Berths?")
+    Message.objects.create(thread=thread, seq=2, role="assistant", content=f"Rules [{n}].",
+                           resolved_content=f"Rules [citation:{n}].", citations=[citation])
+    return {"thread": thread.pk, "n": n}
+
+
+def test_the_text_around_a_markdown_passage_is_rendered_too(
+    marina_thread, page: Page
+):
+    """A product walkthrough's L3: the cited passage was rendered, and the text around it
+    shown as its source ("### Responding to pages", backticks)."""
+    page.goto(f"/#thread-{marina_thread['thread']}")
+    page.locator(f'.citation-pill[data-n="{marina_thread["n"]}"]').first.click()
+    around = page.locator("#citation-panel .passage-context")
+    expect(around.first).to_be_visible()
+    text = " ".join(around.all_inner_texts())
+    assert "`" not in text and "**" not in text and "##" not in text, text
+    expect(page.locator("#citation-panel .passage-context code").first).to_contain_text("-board")

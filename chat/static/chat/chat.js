@@ -766,9 +766,7 @@
         addAnswerActions(bubble, view, message.feedback);
       }
     } else {
-      for (const paragraph of text.split(/\n[ \t]*\n/)) {
-        if (paragraph.trim()) body.append(el("p", { text: paragraph, dir: "auto" }));
-      }
+      body.append(...questionParagraphs(text));
       if (message.mentions && message.mentions.length) {
         const chips = el("div", { className: "message-mentions" });
         for (const mention of message.mentions) chips.append(mentionChip(mention));
@@ -776,6 +774,11 @@
       }
     }
     return bubble;
+  }
+
+  function questionParagraphs(text) {
+    return text.split(/\n[ \t]*\n/).filter((paragraph) => paragraph.trim())
+      .map((paragraph) => el("p", { text: paragraph, dir: "auto" }));
   }
 
   /* An answer no stream of this tab is writing (another tab's, or one a restarted
@@ -1674,6 +1677,11 @@
         if (stream.question && data && data.question_id) {
           stream.question.dataset.id = String(data.question_id); // what Edit sends
         }
+        if (stream.question && data && typeof data.question === "string" && data.question) {
+          // As stored, as a reload shows it: without the "@Title" its mention chips say.
+          stream.question.querySelector(".bubble-body")
+            .replaceChildren(...questionParagraphs(data.question));
+        }
         const page = Math.max(1, Math.ceil(((data && data.seq) || 1) / MESSAGE_PAGE_SIZE));
         stream.pagePath = `/api/threads/${threadId}/messages?page=${page}&page_size=${MESSAGE_PAGE_SIZE}`;
         if (stream.stopping) askToStop(stream); // Stop was pressed before this
@@ -2282,21 +2290,41 @@
     ui.panelBody.scrollTop = Math.max(0, first.offsetTop - 48);
   }
 
-  /* A Markdown passage rendered as the answers are (markdown-it without raw HTML, then
-   * DOMPurify), its highlight kept exact: the support spans index the Markdown source,
-   * which is aligned character by character with the rendered text (as the answers'
-   * uncited claims are), and each piece of text a span covers is marked where it is.
-   * The text around it stays plain: cut anywhere, it may open a code block or a list
-   * the passage does not. */
-  function renderMarkdownPassage(citation, spans, header) {
-    const context = citation.context || {};
-    const text = citation.text || "";
-    const rendered = el("div", { className: "passage-markdown" });
+  /* The text before (or after) a Markdown passage, rendered too, an ellipsis where it is
+   * cut; plain, as cut, when it opens or closes more code fences than it closes or opens:
+   * a closing fence read as an opening one would show the rest as code. */
+  function markdownContext(text, before) {
+    const fences = (text.match(/^ {0,3}(`{3,}|~{3,})/gm) || []).length;
+    if (fences % 2) {
+      return el("span", { className: "passage-context",
+        text: before ? `…${unwrapLines(text)}` : `${unwrapLines(text)}…` });
+    }
+    const shown = passageMarkdown(text, "passage-context passage-markdown");
+    const cut = el("span", { className: "muted", text: "…", "aria-hidden": "true" });
+    if (before) shown.prepend(cut);
+    else shown.append(cut);
+    return shown;
+  }
+
+  function passageMarkdown(text, className) {
+    const rendered = el("div", { className });
     rendered.append(DOMPurify.sanitize(passageMd.render(text), PURIFY));
     for (const link of rendered.querySelectorAll("a[href]")) {
       link.setAttribute("target", "_blank");
       link.setAttribute("rel", "noopener noreferrer nofollow");
     }
+    return rendered;
+  }
+
+  /* A Markdown passage rendered as the answers are (markdown-it without raw HTML, then
+   * DOMPurify), its highlight kept exact: the support spans index the Markdown source,
+   * which is aligned character by character with the rendered text (as the answers'
+   * uncited claims are), and each piece of text a span covers is marked where it is.
+   * The text around it is rendered by whole blocks (markdownContext). */
+  function renderMarkdownPassage(citation, spans, header) {
+    const context = citation.context || {};
+    const text = citation.text || "";
+    const rendered = passageMarkdown(text, "passage-markdown");
     const atoms = [];
     collectAtoms(rendered, atoms);
     const map = alignToAtoms(text, atoms);
@@ -2319,13 +2347,9 @@
       }
     }
     const passage = el("div", { className: "passage is-markdown" });
-    if (context.before && context.before.trim()) {
-      passage.append(el("span", { className: "passage-context", text: `…${unwrapLines(context.before)}` }));
-    }
+    if (context.before && context.before.trim()) passage.append(markdownContext(context.before, true));
     passage.append(rendered);
-    if (context.after && context.after.trim()) {
-      passage.append(el("span", { className: "passage-context", text: `${unwrapLines(context.after)}…` }));
-    }
+    if (context.after && context.after.trim()) passage.append(markdownContext(context.after, false));
     passage.setAttribute("dir", "auto");
     ui.panelBody.replaceChildren(...(header ? [header] : []), passage);
     // The highlight may sit in a table cell or a list (another offsetParent): measured on
