@@ -556,6 +556,7 @@ NO_ANSWER = OpenApiResponse(
 @extend_schema_view(
     get=extend_schema(
         summary="Your rating of an answer",
+        description="As you gave it (PUT); a 404 when you have not rated the answer.",
         responses={200: FeedbackSerializer, 404: OpenApiResponse(
             OpenApiTypes.OBJECT, description="no such answer of yours, or not rated"
         )},
@@ -587,7 +588,9 @@ NO_ANSWER = OpenApiResponse(
         responses={204: None, 404: NO_ANSWER},
     ),
 )
-class MessageFeedbackView(APIView):
+class MessageFeedbackView(KnownParameters, APIView):
+    parameters = {"format"}  # in the user's conversation, found by its id alone
+
     def get(self, request: Request, pk: int, message_id: int) -> Response:
         try:
             given = feedback.feedback_on(thread=user_thread(request, pk), message_id=message_id)
@@ -776,8 +779,10 @@ class CitationPageView(JSONAnswers, APIView):
         return response
 
 
-class CitationPageLinkView(APIView):
+class CitationPageLinkView(KnownParameters, APIView):
     """A signed link to a page of the PDF a citation points into, for an `<img src>`."""
+
+    parameters = {"format"}  # in the user's conversation, found by its id alone
 
     @extend_schema(
         summary="A short-lived signed link to a cited PDF's page image",

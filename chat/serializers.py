@@ -135,17 +135,24 @@ class SupportSerializer(serializers.Serializer):
     reason = serializers.CharField(help_text="why, for people ('the passage says 12, not "
                                              "15'); empty when supported")
     passage = serializers.IntegerField(allow_null=True, help_text="the cited number")
-    span = SpanSerializer(allow_null=True, help_text="[start, end) of the evidence in the "
-                                                     "passage text")
+    span = SpanSerializer(
+        allow_null=True,
+        help_text="[start, end) in the passage text from the first supporting sentence's "
+        "start to the last one's end: the hull of `spans`, which can take in text between "
+        "them that supports nothing (a table's rows between its header and the cited "
+        "row). To mark the evidence, mark each of `spans`; null when there is none",
+    )
     spans = serializers.ListField(
         child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
-        help_text="[start, end) in the passage text of each supporting sentence",
+        help_text="[start, end) in the passage text of each supporting sentence, in order: "
+        "exactly the evidence (what to highlight)",
     )
 
 
 class CitationSupportSerializer(SupportSerializer):
     document_span = SpanSerializer(
-        allow_null=True, help_text="`span` in the document's text (the locator's coordinates)"
+        allow_null=True, help_text="`span` in the document's text (the locator's "
+        "coordinates): the hull of `spans` too, unsupported text between them included"
     )
 
 

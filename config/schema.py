@@ -1,8 +1,8 @@
 """The schema's house rules, declared once here rather than on each view: every operation
 needing a signed-in user documents its 401 and every one its 429, the 403, 406, 413 and
 415 shared code answers are declared where they apply, error bodies have their
-shape (postprocessing hooks), and a response's always-present fields are required (the
-AutoSchema)."""
+shape (postprocessing hooks), and a response's always-present fields are required and
+the 400 of a GET refusing unknown parameters declared (the AutoSchema)."""
 
 from __future__ import annotations
 
@@ -137,14 +137,39 @@ def error_bodies(result: dict, generator, **kwargs) -> dict:
     return result
 
 
+UNKNOWN_PARAMETERS = (
+    "a query parameter the endpoint does not take, or one given twice (`Unknown "
+    "parameters: …`, `Given more than once: …`)"
+)
+
+
 class AutoSchema(openapi.AutoSchema):
-    """drf-spectacular's, with the fields every response carries marked required.
+    """drf-spectacular's, with the fields every response carries marked required, and the
+    400 of every GET that refuses parameters it does not take (KnownParameters, in every
+    view's `initial`: the view's own declarations never said so, `/api/me?foo=1` a 400 a
+    generated client had no type for).
 
     A model serializer's own fields (those it builds from the model, not those declared
     on it) are always in its output, yet the model's defaults and blanks made most of
     them optional: a generated client typed `status?: StatusEnum` on every document.
     Declared fields keep their own `required` (a result's `message_id` is there only
     when one was asked for)."""
+
+    def get_operation(self, path, path_regex, path_prefix, method, registry):
+        # Here, not at the top: DRF imports this module while knowledge.api's views are
+        # being defined (extend_schema reads DEFAULT_SCHEMA_CLASS).
+        from knowledge.api import KnownParameters
+
+        operation = super().get_operation(path, path_regex, path_prefix, method, registry)
+        if operation is not None and method in ("GET", "HEAD") and isinstance(
+            self.view, KnownParameters
+        ):
+            # One the operation declares (a page out of range…) keeps its description.
+            why = UNKNOWN_PARAMETERS
+            if "workspace" in self.view.known_parameters():
+                why += ", or a blank `workspace`"
+            operation["responses"].setdefault("400", _error(why))
+        return operation
 
     def _map_basic_serializer(self, serializer, direction):
         schema = super()._map_basic_serializer(serializer, direction)

@@ -813,8 +813,13 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         unchanged = sum(1 for d in documents if d.unchanged)
         message = f"Queued {counted_documents(len(documents) - unchanged)} for indexing"
         # Server files unchanged since they were indexed: settled at once, no task.
-        self.message_user(request, f"{message}; {unchanged} unchanged." if unchanged
-                          else f"{message}.")
+        if unchanged:
+            message += f"; {unchanged} unchanged"
+        # An upload of a name its folder holds takes that document's place: said, since
+        # two unrelated "report.pdf" are common and the earlier one is gone.
+        if replaced := selectors.job_progress(job=job).replaced:
+            message += f"; replaced {replaced} existing document" + ("s" if replaced > 1 else "")
+        self.message_user(request, f"{message}.")
         return job
 
     def _register_repository(self, request: HttpRequest, data: dict) -> IngestJob | None:

@@ -35,12 +35,14 @@ from indexing.serializers import (
 )
 from knowledge import selectors, source_types
 from knowledge.api import (
+    HOLDING_WORKSPACE_PARAMETER,
     JSON_PARSERS,
     MERGED,
     REFUSED,
     WORKSPACE_PARAMETER,
     KnownListParameters,
     KnownParameters,
+    holding_workspace,
     json_object,
     not_found,
     query_workspace,
@@ -48,7 +50,7 @@ from knowledge.api import (
     writable,
     write_workspace,
 )
-from knowledge.models import Document, Folder, Workspace
+from knowledge.models import Document, Folder, IngestJob, Workspace
 from knowledge.serializers import (
     DocumentSerializer,
     FolderSerializer,
@@ -161,7 +163,10 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
             "Any member of the workspace (not a reader) may add sources to it. Multipart "
             "`files` (repeat the field) and/or a `url`, or JSON `{\"url\"}`, or alone a "
             "`git_url`; `folder_id` in the body. Answers the job to poll (also in "
-            "`Location`); refused input is a 400 naming the file or URL, nothing saved."
+            "`Location`); refused input is a 400 naming the file or URL, nothing saved. An "
+            "upload is known by its name in its folder: one of a name the folder holds "
+            "replaces that document, keeping its id, and the job's entry for it says "
+            "`replaced: true`."
         ),
         parameters=[WORKSPACE_PARAMETER],
         request={
@@ -311,7 +316,7 @@ class ReindexView(APIView):
         204: None, 400: REFUSED, 404: not_found("unknown workspace or document" + MERGED),
     }),
 )
-@extend_schema(parameters=[WORKSPACE_PARAMETER])
+@extend_schema(parameters=[HOLDING_WORKSPACE_PARAMETER])
 class DocumentDetailView(KnownParameters, generics.RetrieveDestroyAPIView):
     """A document of the workspace; PATCH renames or moves it; DELETE removes it with its
     chunks (204)."""
@@ -321,7 +326,8 @@ class DocumentDetailView(KnownParameters, generics.RetrieveDestroyAPIView):
 
     def get_object(self) -> Document:
         curating = self.request.method not in SAFE_METHODS  # DELETE
-        workspace = query_workspace(self.request, curating=curating)
+        workspace = holding_workspace(self.request, Document, self.kwargs["pk"],
+                                      curating=curating)
         document = selectors.document_in(workspace=workspace, pk=self.kwargs["pk"])
         self.check_object_permissions(self.request, document)
         return document
@@ -347,7 +353,7 @@ class DocumentDetailView(KnownParameters, generics.RetrieveDestroyAPIView):
     )
     def patch(self, request: Request, pk: int) -> Response:
         data = json_write(request, DocumentUpdateSerializer)
-        workspace = write_workspace(request, data)
+        workspace = holding_workspace(request, Document, pk, curating=True, data=data)
         document = selectors.document_in(workspace=workspace, pk=pk)
         edit = {}
         if "title" in data:
@@ -387,7 +393,7 @@ class JsonErrors(BaseContentNegotiation):
         "(Content-Disposition: attachment, X-Content-Type-Options: nosniff, "
         "Content-Security-Policy: sandbox)."
     ),
-    parameters=[WORKSPACE_PARAMETER],
+    parameters=[HOLDING_WORKSPACE_PARAMETER],
     responses={
         (200, "*/*"): OpenApiResponse(
             OpenApiTypes.BINARY, description="the original, as an attachment"
@@ -405,7 +411,9 @@ class DocumentFileView(APIView):
 
     def get(self, request: Request, pk: int) -> FileResponse:
         refuse_unknown_parameters(request.query_params, {"workspace"})
-        document = selectors.document_in(workspace=query_workspace(request), pk=pk)
+        document = selectors.document_in(
+            workspace=holding_workspace(request, Document, pk), pk=pk
+        )
         try:
             original = originals.open_original(document=document)
         except originals.NoOriginal as exc:
@@ -471,7 +479,7 @@ class FolderListView(KnownParameters, APIView):
         )
 
 
-@extend_schema(parameters=[WORKSPACE_PARAMETER])
+@extend_schema(parameters=[HOLDING_WORKSPACE_PARAMETER])
 class FolderDetailView(KnownParameters, APIView):
     """A folder of the workspace; PATCH renames or moves it; DELETE removes it with its
     subfolders and their documents (204)."""
@@ -484,7 +492,9 @@ class FolderDetailView(KnownParameters, APIView):
         200: FolderSerializer, 400: REFUSED, 404: not_found("unknown workspace or folder"),
     })
     def get(self, request: Request, pk: int) -> Response:
-        folder = selectors.folder_with_path(workspace=query_workspace(request), folder_id=pk)
+        folder = selectors.folder_with_path(
+            workspace=holding_workspace(request, Folder, pk), folder_id=pk
+        )
         return Response(FolderSerializer(folder).data)
 
     @extend_schema(
@@ -504,7 +514,7 @@ class FolderDetailView(KnownParameters, APIView):
     )
     def patch(self, request: Request, pk: int) -> Response:
         data = json_write(request, FolderUpdateSerializer)
-        workspace = write_workspace(request, data)
+        workspace = holding_workspace(request, Folder, pk, curating=True, data=data)
         folder = selectors.folder_in(workspace=workspace, folder_id=pk)
         edit = {}
         if "name" in data:
@@ -542,7 +552,7 @@ class FolderDetailView(KnownParameters, APIView):
         },
     )
     def delete(self, request: Request, pk: int) -> Response:
-        workspace = query_workspace(request, curating=True)
+        workspace = holding_workspace(request, Folder, pk, curating=True)
         folder = selectors.folder_in(workspace=workspace, folder_id=pk)
         deletion = sources.delete_folder(folder=folder)
         if not deletion.queued:
@@ -563,7 +573,7 @@ class FolderDetailView(KnownParameters, APIView):
 
 @extend_schema(
     summary="Cancel an ingest job: documents not yet taken by a worker are not indexed",
-    parameters=[WORKSPACE_PARAMETER],
+    parameters=[HOLDING_WORKSPACE_PARAMETER],
     request=None,
     responses={
         200: IngestJobSerializer,
@@ -581,7 +591,7 @@ class JobCancelView(generics.GenericAPIView):
 
     def post(self, request: Request, pk: int) -> Response:
         # Named in the query, as in the job's `url`.
-        workspace = query_workspace(request, curating=True)
+        workspace = holding_workspace(request, IngestJob, pk, curating=True)
         json_object(request, (), example="an empty body")  # {"force": true} did nothing
         sources.cancel_job(job=selectors.job_in(workspace=workspace, pk=pk))
         job = selectors.job_in(workspace=workspace, pk=pk)  # read again: the new statuses

@@ -18,7 +18,7 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from knowledge import selectors
-from knowledge.models import IngestJob, Workspace
+from knowledge.models import Document, Folder, IngestJob, Workspace
 from knowledge.search import Scope, ScopeError, search
 from knowledge.serializers import (
     ChunkSerializer,
@@ -35,6 +35,11 @@ from knowledge.services import NotOwner, workspace_update
 
 WORKSPACE_PARAMETER = OpenApiParameter(
     "workspace", str, description="workspace slug (default: your first workspace)"
+)
+# An object's endpoints (/api/documents/{id}, /api/jobs/{id}…): its id finds it anywhere.
+HOLDING_WORKSPACE_PARAMETER = OpenApiParameter(
+    "workspace", str, description="workspace slug: look for the id in this workspace only "
+    "(default: whichever of your workspaces holds it; ids are unique across workspaces)"
 )
 
 
@@ -54,6 +59,20 @@ def query_workspace(request: Request, *, curating: bool = False) -> Workspace:
     `curating`, a change to its documents or folders: one they only read is a 403)."""
     return selectors.workspace_for(
         user=request.user, slug=query_workspace_slug(request), curating=curating
+    )
+
+
+def holding_workspace(
+    request: Request, model: type[Document | IngestJob | Folder], pk: int, *,
+    curating: bool = False, data: dict | None = None,
+) -> Workspace:
+    """The workspace of one object of the request's path, by its id: the one `?workspace=`
+    (or a write's body, `data`) names, else whichever of the user's workspaces holds it,
+    with the user's role there (`curating`: a reader's is a 403)."""
+    slug = (query_workspace_slug(request) if data is None
+            else requested_workspace(request, data.get("workspace")))
+    return selectors.workspace_holding(
+        user=request.user, model=model, pk=pk, slug=slug, curating=curating
     )
 
 
@@ -291,7 +310,7 @@ class SearchView(APIView):
         )
 
 
-@extend_schema(parameters=[WORKSPACE_PARAMETER], responses={
+@extend_schema(parameters=[HOLDING_WORKSPACE_PARAMETER], responses={
     200: IngestJobSerializer, 400: REFUSED, 404: not_found("unknown workspace or job"),
 })
 class JobDetailView(KnownParameters, generics.RetrieveAPIView):
@@ -301,7 +320,7 @@ class JobDetailView(KnownParameters, generics.RetrieveAPIView):
 
     @cached_property
     def workspace(self) -> Workspace:
-        return query_workspace(self.request)
+        return holding_workspace(self.request, IngestJob, self.kwargs["pk"])
 
     def get_object(self) -> IngestJob:
         job = selectors.job_in(workspace=self.workspace, pk=self.kwargs["pk"])
@@ -315,7 +334,7 @@ class JobDetailView(KnownParameters, generics.RetrieveAPIView):
 @extend_schema(summary="A document's passages (chunks), in pages", description=(
     "The passages the document was cut into for search and citation, in reading order, "
     "each with its text and its locator (page, section, lines…)."
-), parameters=[WORKSPACE_PARAMETER], responses={
+), parameters=[HOLDING_WORKSPACE_PARAMETER], responses={
     200: ChunkSerializer(many=True), 400: REFUSED,
     404: not_found("unknown workspace or document" + MERGED),
 })
@@ -325,7 +344,7 @@ class DocumentChunksView(KnownListParameters, generics.ListAPIView):
     serializer_class = ChunkSerializer
 
     def get_queryset(self):
-        workspace = query_workspace(self.request)
+        workspace = holding_workspace(self.request, Document, self.kwargs["pk"])
         document = selectors.document_in(workspace=workspace, pk=self.kwargs["pk"])
         return selectors.chunks_of(document=document)
 
@@ -342,7 +361,7 @@ class DocumentTextView(APIView):
             "without it the whole text. At most 100,000 characters a window "
             "(`?start=&end=`); `next` is the window after. A unit past the last is a 400."
         ),
-        parameters=[WORKSPACE_PARAMETER, TextWindowQuerySerializer],
+        parameters=[HOLDING_WORKSPACE_PARAMETER, TextWindowQuerySerializer],
         responses={200: TextWindowSerializer, 400: REFUSED,
                    404: not_found("unknown workspace or document" + MERGED)},
     )
@@ -353,7 +372,9 @@ class DocumentTextView(APIView):
         params = TextWindowQuerySerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         asked = params.validated_data
-        document = selectors.document_in(workspace=query_workspace(request), pk=pk)
+        document = selectors.document_in(
+            workspace=holding_workspace(request, Document, pk), pk=pk
+        )
         window = selectors.document_text(
             document=document, unit=asked.get("unit"), start=asked["start"], end=asked["end"]
         )

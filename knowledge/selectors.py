@@ -10,9 +10,11 @@ from django.contrib.auth import get_user_model
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import PermissionDenied
 from django.db.models import (
+    BooleanField,
     Case,
     CharField,
     Count,
+    ExpressionWrapper,
     F,
     Func,
     Min,
@@ -122,6 +124,34 @@ def workspace_for(*, user, slug: str | None = None, curating: bool = False) -> W
             "folders; its owner can make you a member."
         )
     return workspace
+
+
+def workspace_holding(
+    *, user, model: type[Document | IngestJob | Folder], pk: int, slug: str | None = None,
+    curating: bool = False,
+) -> Workspace:
+    """The workspace a request about one object (a document, job or folder, by its id)
+    works in: the one `slug` names, else whichever of the user's workspaces holds it.
+
+    Ids are global: a client that kept one finds it again without naming its workspace,
+    as a conversation is found by its id alone; the user's role in the workspace holding
+    it decides what they may do there (`curating` a reader: PermissionDenied, as in
+    `workspace_for`). An id none of their workspaces holds, or a `slug` given, is
+    `workspace_for`'s own answer: the caller's lookup of the id in it then says 404, as
+    for a missing id, never whether another user's workspace holds it. A document's id
+    merged into another (DocumentMerged) is held where that one is.
+    """
+    if slug is None:
+        named = Q(pk=pk)
+        if model is Document:
+            named |= Q(**{f"metadata__{MERGED_IDS_KEY}__contains": [int(pk)]})
+        slug = (
+            workspaces_for(user=user)
+            .filter(pk__in=model.objects.filter(named).values("workspace_id"))
+            .values_list("slug", flat=True)
+            .first()
+        )
+    return workspace_for(user=user, slug=slug, curating=curating)
 
 
 def documents_in(*, workspace: Workspace) -> QuerySet[Document]:
@@ -440,6 +470,7 @@ class JobProgress:
     embedded: int = 0  # of those, chunks embedded (the rest reused their vectors)
     indexing_percent: int = 0  # summed progress of the documents being indexed
     indexing_embedded: int = 0  # chunks they have embedded so far
+    replaced: int = 0  # documents its uploads replaced (replaced_by)
 
     @property
     def total(self) -> int:
@@ -509,6 +540,7 @@ def jobs_progress(*, job_ids: Iterable[int]) -> dict[int, JobProgress]:
             percent_sum=Sum("progress"),
             # By this job ("Cancelled with ingest job 6 …"): a document another job
             # shares was not cancelled by this one.
+            n_replaced=Count("pk", filter=replaced_by("jobs")),
             n_cancelled=Count("pk", filter=Q(
                 status=Document.Status.FAILED,
                 last_error__startswith=Concat(
@@ -523,8 +555,9 @@ def jobs_progress(*, job_ids: Iterable[int]) -> dict[int, JobProgress]:
         for pk in job_ids
     }
     for (job_id, status, n, status_unchanged, status_chunks, status_embedded, percent,
-         cancelled) in rows:
+         replaced, cancelled) in rows:
         job = found[job_id]
+        job["replaced"] = job.get("replaced", 0) + replaced
         job["counts"][status] = n - cancelled
         job["counts"][CANCELLED] += cancelled
         if status == Document.Status.INDEXED:
@@ -549,10 +582,29 @@ def job_in(*, workspace: Workspace, pk: int) -> IngestJob:
     return job
 
 
+# How an upload's URI begins (indexing.sources: upload://name).
+UPLOAD_SCHEME = "upload://"
+
+
+def replaced_by(job: str | IngestJob) -> Q:
+    """The documents a job's uploads replaced: an upload is known by its name in its
+    folder, so one of a name the folder held took that document's place (its row and id,
+    the earlier file gone), whatever it holds. A URL or server file added again is the
+    same source read again, not replaced. `job`: one, or the path to the job from a
+    document ("jobs")."""
+    since = F(f"{job}__created_at") if isinstance(job, str) else job.created_at
+    # Held before the job: registered by it, the document was made after it.
+    return Q(uri__startswith=UPLOAD_SCHEME, created_at__lt=since)
+
+
 def job_documents_first(*, job: IngestJob, limit: int) -> list[Document]:
     """At most `limit` of the job's documents (without their text): the failed first, then
-    those being indexed and those waiting, then the indexed; each kind oldest first."""
-    documents = Document.objects.filter(jobs=job).select_related("folder").defer("text")
+    those being indexed and those waiting, then the indexed; each kind oldest first. Each
+    says whether the job `replaced` it (replaced_by)."""
+    documents = (
+        Document.objects.filter(jobs=job).select_related("folder").defer("text")
+        .annotate(replaced=ExpressionWrapper(replaced_by(job), output_field=BooleanField()))
+    )
     return list(documents.order_by(failed_first(), "pk")[:limit])
 
 

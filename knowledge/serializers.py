@@ -328,9 +328,16 @@ def api_url(name: str, pk: int, workspace: Workspace | None, request=None) -> st
 
 class JobDocumentSerializer(DocumentSerializer):
     url = serializers.SerializerMethodField(help_text="GET it to follow this document")
+    replaced = serializers.BooleanField(
+        read_only=True,
+        help_text="an upload that replaced a document its folder held under the same "
+        "name: an upload is known by its name in its folder, so it took that document's "
+        "place and id, whatever it holds, and the earlier file is gone (false for a new "
+        "document, and for a URL or server file added again: the same source read again)",
+    )
 
     class Meta(DocumentSerializer.Meta):
-        fields = [*DocumentSerializer.Meta.fields, "url"]
+        fields = [*DocumentSerializer.Meta.fields, "url", "replaced"]
 
     def get_url(self, obj: Document) -> str:
         return api_url("api-document", obj.pk, self.context.get("workspace"),
@@ -356,6 +363,10 @@ class IngestJobSerializer(serializers.ModelSerializer):
     unchanged = serializers.SerializerMethodField(
         help_text="INDEXED documents whose source had not changed: nothing was done"
     )
+    replaced = serializers.SerializerMethodField(
+        help_text="documents of the same name in the same folder its uploads replaced "
+        "(each listed document says so in its `replaced`)"
+    )
     chunks = serializers.SerializerMethodField(help_text="chunks of the documents indexed")
     chunks_embedded = serializers.SerializerMethodField(
         help_text="of those, chunks embedded (the others reused their vectors)"
@@ -372,7 +383,8 @@ class IngestJobSerializer(serializers.ModelSerializer):
     class Meta:
         model = IngestJob
         fields = ["id", "url", "description", "created_at", "cancelled_at", "status", "total",
-                  "counts", "unchanged", "chunks", "chunks_embedded", "summary", "documents"]
+                  "counts", "unchanged", "replaced", "chunks", "chunks_embedded", "summary",
+                  "documents"]
         extra_kwargs = {"cancelled_at": {
             "help_text": "when it was cancelled (POST its url + /cancel), else null"
         }}
@@ -400,6 +412,9 @@ class IngestJobSerializer(serializers.ModelSerializer):
 
     def get_unchanged(self, obj: IngestJob) -> int:
         return self._progress(obj).unchanged
+
+    def get_replaced(self, obj: IngestJob) -> int:
+        return self._progress(obj).replaced
 
     def get_chunks(self, obj: IngestJob) -> int:
         return self._progress(obj).chunks

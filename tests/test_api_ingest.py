@@ -446,3 +446,129 @@ def test_a_large_upload_is_queued_for_the_bulk_workers_and_a_small_one_is_not(
         ids["upload://big.html"]: settings.CELERY_BULK_QUEUE,
         ids["upload://pier.txt"]: settings.CELERY_TASK_DEFAULT_QUEUE,
     }
+
+
+def test_an_id_is_found_in_whichever_of_your_workspaces_holds_it(
+    api, user, media, django_capture_on_commit_callbacks
+):
+    """An object of the user's second workspace was a 404 "No such job" / "No such
+    document" without ?workspace=, while /api/threads/{id} found its thread (a product
+    walkthrough's M10): a front end keeping ids could not follow them."""
+    ops = Workspace.objects.create(name="Ops", slug="ops", owner=user)
+    ops.members.add(user)
+    folder = sources.folder_for_path(workspace=ops, path="runbooks")
+    with django_capture_on_commit_callbacks(execute=True):
+        added = upload(api, ("pier.txt", PIER), workspace="ops", folder_id=folder.pk).json()
+    job, document = added["id"], added["documents"][0]["id"]
+    polled = api.get(f"/api/jobs/{job}")
+    assert polled.status_code == 200, polled.content
+    assert polled.json()["url"] == f"http://testserver/api/jobs/{job}?workspace=ops"
+    for url in (f"/api/documents/{document}", f"/api/documents/{document}/chunks",
+                f"/api/documents/{document}/text", f"/api/documents/{document}/file",
+                f"/api/folders/{folder.pk}"):
+        assert api.get(url).status_code == 200, url
+    renamed = api.patch(f"/api/documents/{document}", {"title": "Pier"}, format="json")
+    assert (renamed.status_code, renamed.json()["title"]) == (200, "Pier")
+    assert api.patch(f"/api/folders/{folder.pk}", {"name": "Runbooks"},
+                     format="json").status_code == 200
+    assert api.post(f"/api/jobs/{job}/cancel").status_code == 200
+    # Named, only that workspace is looked in: the id of another is a 404 there.
+    for url in (f"/api/jobs/{job}?workspace=acme", f"/api/documents/{document}?workspace=acme",
+                f"/api/folders/{folder.pk}?workspace=acme"):
+        response = api.get(url)
+        assert response.status_code == 404, url
+    assert api.delete(f"/api/documents/{document}?workspace=acme").status_code == 404
+    assert api.delete(f"/api/documents/{document}").status_code == 204
+    assert api.delete(f"/api/folders/{folder.pk}").status_code == 204
+    assert not ops.documents.exists() and not ops.folders.exists()
+
+
+def test_an_id_in_a_workspace_you_only_read_is_read_not_changed(
+    api, user, tmp_path, counting_embedder
+):
+    """Found by its id alone, an object is what the user's role in its workspace allows:
+    a reader of it reads, and a change is the 403 of a reader, as when naming it."""
+    owner = get_user_model().objects.create_user("lena")
+    library = Workspace.objects.create(name="Library", slug="library", owner=owner)
+    library.members.add(owner)
+    library.readers.add(user)
+    folder = sources.folder_for_path(workspace=library, path="shelf")
+    job = IngestJob.objects.create(workspace=library, description="shelf")
+    (tmp_path / "catalogue.txt").write_text("The catalogue lists 40 atlases.")
+    document = sources.add_path(workspace=library, path=tmp_path / "catalogue.txt",
+                                folder=folder, job=job)
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    for url in (f"/api/documents/{document.pk}", f"/api/documents/{document.pk}/chunks",
+                f"/api/jobs/{job.pk}", f"/api/folders/{folder.pk}"):
+        assert api.get(url).status_code == 200, url
+    refused = [
+        api.delete(f"/api/documents/{document.pk}"),
+        api.patch(f"/api/documents/{document.pk}", {"title": "Mine"}, format="json"),
+        api.post(f"/api/jobs/{job.pk}/cancel"),
+        api.patch(f"/api/folders/{folder.pk}", {"name": "Mine"}, format="json"),
+        api.delete(f"/api/folders/{folder.pk}"),
+    ]
+    for response in refused:
+        assert response.status_code == 403, (response.request["PATH_INFO"], response.content)
+        assert response.json()["detail"].startswith("You read the workspace 'library' but ")
+    document.refresh_from_db()
+    assert document.title != "Mine" and document.chunks.exists()
+    assert IngestJob.objects.get(pk=job.pk).cancelled_at is None
+    # Another user's workspace stays a 404, like a missing id, however it is asked.
+    library.readers.remove(user)
+    for url in (f"/api/documents/{document.pk}", f"/api/jobs/{job.pk}",
+                f"/api/folders/{folder.pk}", f"/api/documents/{document.pk}/file"):
+        response = api.get(url)
+        assert response.status_code == 404, url
+        assert "atlases" not in response.content.decode() and "library" not in (
+            response.content.decode())
+    assert api.delete(f"/api/documents/{document.pk}").status_code == 404
+    assert Document.objects.filter(pk=document.pk).exists()
+
+
+def test_an_upload_replacing_a_document_of_its_name_says_so(
+    api, workspace, media, django_capture_on_commit_callbacks
+):
+    """Two unrelated "minutes.txt" uploaded to one folder are one document: the second
+    replaced the first, same id, and nothing said so (a product walkthrough's M11)."""
+    with django_capture_on_commit_callbacks(execute=True):
+        first = upload(api, ("minutes.txt", b"Alpha team meets on Mondays.")).json()
+    with django_capture_on_commit_callbacks(execute=True):
+        second = upload(api, ("minutes.txt", b"Beta team meets on Thursdays."),
+                        ("agenda.txt", b"Beta agenda: budget.")).json()
+    by_name = {d["uri"]: d for d in second["documents"]}
+    assert by_name["upload://minutes.txt"]["id"] == first["documents"][0]["id"]
+    assert by_name["upload://minutes.txt"]["replaced"] is True
+    assert by_name["upload://agenda.txt"]["replaced"] is False
+    assert (first["documents"][0]["replaced"], first["replaced"], second["replaced"]) == (
+        False, 0, 1
+    )
+    # The jobs say it later too, each of its own registration.
+    assert api.get(second["url"]).json()["replaced"] == 1
+    polled = api.get(first["url"]).json()
+    assert (polled["replaced"], polled["documents"][0]["replaced"]) == (0, False)
+    # Another folder's file of the same name is its own document.
+    folder = sources.folder_for_path(workspace=workspace, path="beta")
+    with django_capture_on_commit_callbacks(execute=True):
+        third = upload(api, ("minutes.txt", b"Gamma."), folder_id=folder.pk).json()
+    assert (third["replaced"], third["documents"][0]["replaced"]) == (0, False)
+
+
+def test_the_admin_says_how_many_existing_documents_an_upload_replaced(
+    client, staff, workspace, media, django_capture_on_commit_callbacks
+):
+    from django.urls import reverse
+
+    workspace.members.add(staff)
+    client.force_login(staff)
+    add = reverse("admin:knowledge_document_add_sources")
+
+    def post(*files):
+        form = {"workspace": workspace.pk, "folder": "", "urls": "", "path": "",
+                "files": [SimpleUploadedFile(name, body) for name, body in files]}
+        with django_capture_on_commit_callbacks(execute=True):
+            return client.post(add, form, follow=True).content.decode()
+
+    assert "Queued 1 document for indexing." in post(("minutes.txt", b"Alpha meets."))
+    page = post(("minutes.txt", b"Beta meets."), ("agenda.txt", b"Beta agenda."))
+    assert "Queued 2 documents for indexing; replaced 1 existing document." in page

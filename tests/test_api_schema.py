@@ -100,6 +100,60 @@ def test_the_knowledge_endpoints_declare_the_refusals_they_answer():
     assert listed["$ref"].endswith("/PaginatedWorkspaceList"), listed
 
 
+@pytest.mark.django_db
+def test_every_get_refuses_a_parameter_it_does_not_take_and_declares_the_400(
+    api, user, workspace
+):
+    """`/api/me?foo=1` was a 400 its schema did not declare (nor did /api/threads/{id},
+    its citations or /api/workspaces/{slug}), and GET .../feedback?foo=1 a 200: a
+    misspelt parameter is refused by every GET, and a generated client knows it."""
+    from knowledge.models import Document
+
+    thread = services.create_thread(workspace=workspace, user=user, title="Slipway")
+    ids = {
+        "/api/documents/": Document.objects.create(
+            workspace=workspace, uri="upload://notes.md", source_type="markdown"
+        ).pk,
+        "/api/folders/": sources.folder_for_path(workspace=workspace, path="notes").pk,
+        "/api/jobs/": IngestJob.objects.create(workspace=workspace).pk,
+        "/api/threads/": thread.pk,
+    }
+    values = {"message_id": 1, "n": 1, "page": 1, "slug": workspace.slug}
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    asked = set()
+    for path, operations in paths.items():
+        if "get" not in operations or path == "/api/schema":  # drf-spectacular's own
+            continue
+        url = path.replace("{id}", str(next(
+            (pk for prefix, pk in ids.items() if path.startswith(prefix)), 0
+        )))
+        for name, value in values.items():
+            url = url.replace(f"{{{name}}}", str(value))
+        response = api.get(url, {"frobnicate": "1"})
+        assert response.status_code == 400, (url, response.status_code, response.content)
+        assert "frobnicate" in response.json()["non_field_errors"][0], url
+        assert "400" in operations["get"]["responses"], path
+        asked.add(path)
+    assert {"/api/me", "/api/workspaces/{slug}", "/api/threads/{id}",
+            "/api/threads/{id}/citations/{n}", "/api/threads/{id}/messages/{message_id}/feedback",
+            "/api/documents/{id}", "/api/jobs/{id}"} <= asked
+
+
+def test_a_supports_span_is_described_as_the_hull_of_its_spans():
+    """`span` covers everything from the first supporting sentence to the last: a client
+    highlighting it, as its description ("the evidence") invited, marked the table rows
+    between a header and the cited row (a product walkthrough's L1)."""
+    components = SchemaGenerator().get_schema(request=None, public=True)["components"]
+    for name in ("Support", "CitationSupport"):
+        fields = components["schemas"][name]["properties"]
+        span = fields["span"]["description"]
+        assert "hull of `spans`" in span and "supports nothing" in span, name
+        assert "what to highlight" in fields["spans"]["description"], name
+    assert "hull of `spans`" in (
+        components["schemas"]["CitationSupport"]["properties"]["document_span"]["description"]
+    )
+
+
 @pytest.fixture
 def small_workspace(user, workspace, counting_embedder, tmp_path, settings):
     """A document in a folder, a finished job, and a conversation that cites it.

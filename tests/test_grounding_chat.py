@@ -63,6 +63,9 @@ def check_grounding(message: dict) -> None:
     assert "18:00" in support["reason"] and "20:00" in support["reason"]
     start, end = support["span"]["char_start"], support["span"]["char_end"]
     assert citation["text"][start:end] == "The harbour office closes at 18:00 on weekdays."
+    # `span` is the hull of `spans`, as its schema says (clients highlight `spans`).
+    assert (start, end) == (min(a for a, _ in support["spans"]),
+                            max(b for _, b in support["spans"]))
     offset = citation["locator"]["char_start"]
     assert support["document_span"] == {"char_start": offset + start, "char_end": offset + end}
     # Each sentence says what its own use of [1] found: the page flags only the 20:00 pill.
