@@ -21,7 +21,7 @@ run: $(STAMP)
 	$(PY) manage.py migrate --no-input
 	$(PY) manage.py quickstart
 	$(PY) manage.py ask "How quickly must a security incident be reported?" --workspace demo
-	INGEST_SERVER_ROOTS=$(CURDIR)/sample_corpus $(PY) manage.py serve $(ADDR)
+	$(PY) manage.py serve $(ADDR)
 
 test: $(STAMP)
 	$(PY) -m pytest

@@ -30,9 +30,12 @@ class UploadTooLarge(RequestDataTooBig):
 
 
 def _size(n: int) -> str:
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:,.1f} MB"
-    return f"{n / 1000:.1f} kB" if n >= 1000 else f"{n} bytes"
+    """In binary units, as the limits are set and documented: INGEST_MAX_FILE_BYTES is
+    "50 MiB" (it read "52.4 MB", beside a README saying 50)."""
+    for unit, scale in (("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            return f"{n / scale:,.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n} bytes"
 
 
 def refusal(request: HttpRequest, status: int, message: str) -> HttpResponse:

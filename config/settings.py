@@ -29,6 +29,13 @@ if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env")
 
 VERITY_HOME = Path(env("VERITY_HOME", default=str(BASE_DIR / ".verity")))
+# The instance's own settings, as `.env` gives them (the environment and `.env` win):
+# `manage.py quickstart` records the sample corpus's folder there, so that every process
+# of the instance (serve, mcp, ask, stale) may re-read it, not only the one started with
+# INGEST_SERVER_ROOTS set.
+INSTANCE_ENV_FILE = VERITY_HOME / "settings.env"
+if INSTANCE_ENV_FILE.exists():
+    environ.Env.read_env(INSTANCE_ENV_FILE)
 
 # Unset: a random key made once and kept in VERITY_HOME/secret_key (config/secret_key.py).
 SECRET_KEY = env("SECRET_KEY", default="") or persistent_secret_key(VERITY_HOME / "secret_key")
@@ -635,8 +642,9 @@ INGEST_MAX_WORKER_LOSSES = env.int("INGEST_MAX_WORKER_LOSSES", default=2)
 # FAILED the same way), and neither comes back: a document that hangs a loader must not
 # hold the worker again after each restart.
 INGEST_TASK_TIME_LIMIT = env.int("INGEST_TASK_TIME_LIMIT", default=3600)
-# Server folders the admin (and any API) may ingest by path; none by default. A
-# root holding the project folder, VERITY_HOME or MEDIA_ROOT is ignored.
+# Server folders the admin (and any API) may ingest by path; none by default (the quick
+# start's sample corpus, recorded in INSTANCE_ENV_FILE). A root holding the project
+# folder, VERITY_HOME or MEDIA_ROOT is ignored.
 # `manage.py ingest PATH` is the operator's and reads any path.
 INGEST_SERVER_ROOTS = env.list("INGEST_SERVER_ROOTS", default=[])
 # A directory or repository of more supported files than this is refused whole.

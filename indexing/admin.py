@@ -16,6 +16,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Model, Q
 from django.http import (
+    FileResponse,
+    Http404,
     HttpRequest,
     HttpResponse,
     HttpResponseNotAllowed,
@@ -28,9 +30,10 @@ from django.utils.http import urlencode
 from rest_framework.authtoken.admin import TokenAdmin
 from rest_framework.authtoken.models import TokenProxy
 
-from indexing import deletion, git_sources, sources
+from indexing import deletion, git_sources, originals, sources
 from indexing.admin_site import folder_labels
 from indexing.forms import AddSourcesForm, MoveToFolderForm
+from indexing.types import file_path, storable
 from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.serializers import JOB_DOCUMENTS_LISTED
@@ -506,7 +509,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     readonly_fields = [
         "status", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
         "latest_run", "content_hash", "indexed_by", "mime", "created_at", "updated_at",
-        "last_indexed_at", "ingest_jobs", "chunks_link", "rated_answers",
+        "last_indexed_at", "ingest_jobs", "chunks_link", "rated_answers", "original",
         # The worker holding its indexing task: a curator's edit would confuse whose it is.
         "taken_by",
     ]
@@ -587,11 +590,44 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         url = reverse("admin:chat_answerfeedback_changelist") + f"?document={obj.pk}"
         return format_html('<a href="{}">Rated answers citing it</a>', url)
 
+    @admin.display(description="source file")
+    def original(self, obj: Document) -> str:
+        # The file field's own link went to MEDIA_URL, which nothing serves (a 404): this
+        # one downloads it as the API does, for whoever may view the document here.
+        if not obj.has_original:
+            return "-"
+        name = obj.source_file.name if obj.source_file else file_path(obj.uri).name
+        url = reverse("admin:knowledge_document_file", args=[obj.pk])
+        return format_html('<a href="{}">{}</a>', url, storable(name))
+
     def get_fields(self, request: HttpRequest, obj=None):
-        fields = super().get_fields(request, obj)
+        # Where the file field would be, its download link (`original`).
+        fields = [
+            "original" if f == "source_file" else f
+            for f in super().get_fields(request, obj) if f != "original"
+        ]
         if request.user.has_perm("chat.view_answerfeedback"):
             return fields
         return [f for f in fields if f != "rated_answers"]
+
+    def file_view(self, request: HttpRequest, object_id: str) -> HttpResponse:
+        """The document's original, downloaded (as GET /api/documents/{id}/file serves it)."""
+        document = self.get_object(request, object_id)  # None outside the user's workspaces
+        if document is None or not self.has_view_permission(request, document):
+            raise Http404("No such document.")
+        try:
+            original = originals.open_original(document=document)
+        except originals.NoOriginal as exc:
+            self.message_user(request, str(exc), messages.ERROR)
+            return HttpResponseRedirect(
+                reverse("admin:knowledge_document_change", args=[document.pk])
+            )
+        response = FileResponse(original.handle, content_type=original.content_type)
+        # Anyone's bytes from our origin: saved, never rendered, sniffed or run here.
+        response["Content-Disposition"] = originals.content_disposition(original.filename)
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+        return response
 
     # Both write (a forced re-read, a status): not for staff who may only view documents.
     @admin.action(description="Re-index selected documents", permissions=["change"])
@@ -763,6 +799,11 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
                 self.admin_site.admin_view(self.reindex_view),
                 name="knowledge_document_reindex",
             ),
+            path(
+                "<path:object_id>/file/",
+                self.admin_site.admin_view(self.file_view),
+                name="knowledge_document_file",
+            ),
             *super().get_urls(),
         ]
 
@@ -812,6 +853,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             return None
         unchanged = sum(1 for d in documents if d.unchanged)
         message = f"Queued {counted_documents(len(documents) - unchanged)} for indexing"
+        if data["folder"]:
+            message += f" in the folder '{data['folder']}'"
         # Server files unchanged since they were indexed: settled at once, no task.
         if unchanged:
             message += f"; {unchanged} unchanged"
@@ -951,6 +994,12 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a job comes from Add sources, the API or MCP, never from a blank form
+
+    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
+        # A report of what the job did: nothing on its page is edited, and its Save
+        # buttons saved nothing. Viewing it takes the view (or change) permission; its
+        # Delete stays (the job's report goes, its documents stay), as does Cancel.
+        return False
 
     def get_deleted_objects(self, objs, request):
         """Django's confirmation listed every job-document link one by one ("IngestJob_

@@ -31,7 +31,9 @@ class MultipleFileField(forms.FileField):
 class AddSourcesForm(forms.Form):
     workspace = forms.ModelChoiceField(queryset=Workspace.objects.order_by("name"))
     folder = forms.CharField(
-        required=False, help_text="Folder path such as 'policies/2026'; created if missing."
+        required=False,
+        help_text="Folder path such as 'policies/2026'; created if missing (a folder whose "
+        "name differs only in case is the one used).",
     )
     files = MultipleFileField(required=False, help_text="One or many files.")
     urls = forms.CharField(
@@ -99,6 +101,13 @@ class AddSourcesForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        if data.get("workspace") and data.get("folder"):
+            try:
+                data["folder"] = sources.folder_path_as_existing(
+                    workspace=data["workspace"], path=data["folder"]
+                )
+            except sources.SourceRefused as exc:
+                self.add_error("folder", str(exc))
         refused = {"files", "urls", "path", "git_url"} & set(self.errors)
         if data.get("git_url") and (data.get("files") or data.get("urls") or data.get("path")):
             raise forms.ValidationError(

@@ -233,6 +233,8 @@ def parse_source(
 
 # Formats read as plain text: one whose first lines declare a legacy coding is read by it.
 _TEXT_FORMATS = frozenset({"code", "markdown", "text"})
+# Those, and CSV, that are read by a declared coding or as windows-1252 when not UTF-8.
+_LEGACY_READABLE = _TEXT_FORMATS | {"delimited"}
 
 
 def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) -> LoadedDocument:
@@ -243,12 +245,14 @@ def _load(source: SourceBytes, mime: str | None, dropped_blocks: Iterable[str]) 
         )
     data, warning = source.data, ""
     try:
-        text_like = detect_format(data, filename=source.filename, mime=mime) in _TEXT_FORMATS
+        kind = detect_format(data, filename=source.filename, mime=mime)
     except IngestError:
-        text_like = False  # load_bytes says why
-    # Text that is not UTF-8: by the coding its first lines declare (uploads too), else,
-    # for a repository's file, as windows-1252 with a warning; otherwise refused.
-    if text_like and (legacy := legacy_text(data, fallback=source.repository)):
+        kind = ""  # load_bytes says why
+    text_like = kind in _TEXT_FORMATS
+    # Text or CSV that is not UTF-8 (a Windows export), uploaded, a server's or a
+    # repository's file alike: by the coding its first lines declare, else as
+    # windows-1252, with a warning in its metadata saying so.
+    if kind in _LEGACY_READABLE and (legacy := legacy_text(data)):
         data, warning = legacy
     loaded = _load_bytes(source, data, mime, dropped_blocks)
     if warning:
@@ -280,7 +284,14 @@ def _load_bytes(
 def too_large(size: int) -> str:
     """Why a file of `size` bytes is refused ('' when it is within the limit)."""
     limit = settings.INGEST_MAX_FILE_BYTES
-    return f"File is {size / 1e6:.1f} MB; the limit is {limit / 1e6:.0f} MB" if size > limit else ""
+    if size <= limit:
+        return ""
+    return f"File is {_mib(size)}; the limit is {_mib(limit)} (INGEST_MAX_FILE_BYTES)"
+
+
+def _mib(size: int) -> str:
+    # As the limit is set and documented ("50 MiB"): in decimal MB it read 52.4.
+    return f"{size / 2**20:,.1f}".removesuffix(".0") + " MiB"
 
 
 def too_large_for_repository(size: int) -> str:

@@ -13,8 +13,8 @@ import os
 import stat
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from itertools import islice
 from pathlib import Path
@@ -329,6 +329,34 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
     for name in names:
         folder = _child_folder(workspace=workspace, parent=folder, name=name)
     return folder
+
+
+def folder_path_as_existing(*, workspace: Workspace, path: str) -> str:
+    """`path` ("office/2026") with each folder whose name differs from an existing one's
+    only in case named as that one is ("Office/2026"): typed in a free-text box, it made
+    `office` beside `Office`, both offered by the chat's picker. SourceRefused when
+    several differ only in case: which one is meant cannot be told."""
+    names = [p.strip() for p in path.split("/") if p.strip()]
+    existing = set(selectors.folder_paths(workspace_id=workspace.pk).values())
+    by_fold: dict[str, list[str]] = defaultdict(list)
+    for known in existing:
+        by_fold[known.casefold()].append(known)
+    resolved = ""
+    for name in names:
+        candidate = f"{resolved}/{name}" if resolved else name
+        if candidate not in existing:
+            alike = sorted(
+                known for known in by_fold.get(candidate.casefold(), ())
+                if known.startswith(f"{resolved}/" if resolved else "")
+            )
+            if len(alike) > 1:
+                raise SourceRefused(
+                    f"The folders {' and '.join(repr(a) for a in alike)} differ from "
+                    f"{candidate!r} only in case: type the one you mean exactly."
+                )
+            candidate = alike[0] if alike else candidate
+        resolved = candidate
+    return resolved
 
 
 def _folder_name_too_long(name: str) -> str:
@@ -922,6 +950,10 @@ def _upsert(
         same_source = (in_folder or copies or [None])[0]
     if same_source is not None:
         document, created = same_source, False
+        if folder is not None and folder.pk != document.folder_id:
+            # Said by `manage.py ingest` ("moved 30 documents from …"): a move nobody
+            # asked for in words would otherwise go unnoticed.
+            document.moved_from_folder_id = document.folder_id
         document.folder = folder or document.folder
     else:
         document, created = rows.get_or_create(
@@ -1628,6 +1660,9 @@ class OperatorSources:
     job: IngestJob
     documents: list[Document]
     repositories: list[tuple[str, RepositoryWalked, bool]]  # (location, walk, detected)
+    # {path of the folder they were in ("" for the top level): how many}, of documents
+    # registered before in another folder and moved into the one given now.
+    moved: dict[str, int] = field(default_factory=dict)
 
 
 def register_operator_sources(
@@ -1694,7 +1729,58 @@ def register_operator_sources(
         settled = settle_unchanged(documents=documents, force=force, progress=progress)
         if queue:
             enqueue([d for d in documents if d.pk not in settled], force=force)
-    return OperatorSources(job, documents, repositories)
+    return OperatorSources(job, documents, repositories, _moved(workspace, documents))
+
+
+def _moved(workspace: Workspace, documents: Sequence[Document]) -> dict[str, int]:
+    """OperatorSources.moved: by the path of the folder each came from."""
+    came_from = Counter(
+        document.moved_from_folder_id for document in documents
+        if hasattr(document, "moved_from_folder_id")
+    )
+    if not came_from:
+        return {}
+    paths = selectors.folder_paths(workspace_id=workspace.pk)
+    return {
+        paths.get(folder_id, "?") if folder_id is not None else "": count
+        for folder_id, count in came_from.items()
+    }
+
+
+@dataclass(frozen=True)
+class EarlierFailure:
+    """A document FAILED before a registration: its error, and when it failed."""
+
+    error: str
+    at: datetime
+
+
+def earlier_failures(*, workspace: Workspace) -> dict[int, EarlierFailure]:
+    """The workspace's FAILED documents (not those cancelled with a job), by id: read
+    before a registration sets them PENDING, for `failed_as_before` to compare with."""
+    rows = (
+        Document.objects.filter(workspace=workspace, status=Document.Status.FAILED)
+        .exclude(last_error__startswith=CANCELLED)
+        .values_list("pk", "last_error", "updated_at")
+    )
+    return {pk: EarlierFailure(error, at) for pk, error, at in rows}
+
+
+def failed_as_before(*, document: Document, before: Mapping[int, EarlierFailure]) -> bool:
+    """Whether the FAILED `document` failed before too, with the same error, its source
+    unchanged since (a server file not modified after that failure; a web page cannot
+    be told, its error alone decides): nothing new for whoever reads the ingest's
+    outcome (a nightly cron job must not alert on one corrupt file for months)."""
+    earlier = before.get(document.pk)
+    if earlier is None or earlier.error != document.last_error:
+        return False
+    if not document.uri.startswith("file://"):
+        return True
+    try:
+        modified = file_path(document.uri).stat().st_mtime
+    except (OSError, ValueError):
+        return True  # gone or unreadable: the error says so, as it did before
+    return datetime.fromtimestamp(modified, UTC) <= earlier.at
 
 
 def clone_locations(

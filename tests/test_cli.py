@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import time
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -54,7 +56,7 @@ def test_chat_prints_bare_numbers(corpus, workspace, settings, monkeypatch):
 # (CELERY_TASK_ALWAYS_EAGER): the command then follows its waiting loop.
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("inline", [True, False], ids=["inline", "workers"])
-def test_ingest_reports_each_failure_as_it_happens_and_in_the_summary(
+def test_ingest_reports_each_failure_once_as_it_happens_and_counts_them_in_the_summary(
     workspace, tmp_path, inline
 ):
     (tmp_path / "a-good.md").write_text("# Good\n\nThe breakwater was rebuilt in 1998.\n")
@@ -62,18 +64,79 @@ def test_ingest_reports_each_failure_as_it_happens_and_in_the_summary(
     (tmp_path / "c-empty.md").write_text("")
     (tmp_path / "d-good.md").write_text("# Also good\n\nThe slipway closes at 18:00.\n")
     out = io.StringIO()
-    with pytest.raises(CommandError, match="2 of 4 documents failed"):  # exit status 1
+    # exit status 1
+    with pytest.raises(CommandError, match="2 of 4 documents failed, new in this run"):
         call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=inline,
                      stdout=out, stderr=io.StringIO())
     lines = out.getvalue().splitlines()
     summary = next(i for i, line in enumerate(lines) if line.startswith("Done in "))
     assert "2 indexed, 2 failed" in lines[summary]
     live = [line for line in lines[:summary] if "FAILED" in line]
-    listed = [line.strip() for line in lines[summary + 1:] if "FAILED" in line]
-    assert len(live) == 2 and len(listed) == 2
-    assert [line.strip() for line in live] == listed
+    # Listed once: the summary counts them (each was listed twice before).
+    assert not [line for line in lines[summary + 1:] if "FAILED" in line]
+    assert len(live) == 2
     assert "b-binary.txt" in live[0] and "binary" in live[0].lower()
     assert "c-empty.md" in live[1]
+    assert "Failed: 2 new, 0 as before" in lines[summary + 1]
+
+
+def _ingest(*args, **options) -> str:
+    out = io.StringIO()
+    call_command("ingest", *args, stdout=out, stderr=io.StringIO(), **options)
+    return out.getvalue()
+
+
+def test_ingest_again_exits_0_when_its_only_failures_are_old_ones_unchanged(
+    workspace, tmp_path
+):
+    """A nightly `ingest /srv/docs || alert` alerted every night for one file that failed
+    months ago: a failure found again, the same error on the same file, is counted apart
+    and exits 0 (--strict still fails); a new one, or one on a file changed since, does not."""
+    (tmp_path / "a-good.md").write_text("# Good\n\nThe breakwater was rebuilt in 1998.\n")
+    empty = tmp_path / "b-empty.md"
+    empty.write_text("")
+    with pytest.raises(CommandError, match="1 of 2 documents failed, new in this run"):
+        _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+
+    again = _ingest(str(tmp_path), workspace=workspace.slug, inline=True)  # no error
+    failed = [line for line in again.splitlines() if "FAILED" in line]
+    assert len(failed) == 1 and failed[0].startswith("FAILED (as before) ")
+    assert "b-empty.md" in failed[0] and "File is empty" in failed[0]
+    assert "1 unchanged, 0 indexed, 1 failed" in again
+    assert "Failed: 0 new, 1 as before" in again
+
+    with pytest.raises(CommandError, match=r"1 of 2 documents failed \(listed above; --strict\)"):
+        _ingest(str(tmp_path), workspace=workspace.slug, inline=True, strict=True)
+
+    # Written since it failed, though it fails the same way: worth a look, so new.
+    later = time.time() + 5
+    os.utime(empty, (later, later))
+    with pytest.raises(CommandError, match="1 of 2 documents failed, new in this run"):
+        _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+
+    # Another error on the same file is new too.
+    empty.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(CommandError, match="new in this run"):
+        _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+
+
+def test_ingest_into_another_folder_says_which_documents_it_moved(workspace, tmp_path):
+    """A file is one document of its workspace: ingested again with another --folder, it
+    moves there, which nothing said ("30 unchanged" and the folder `many` left empty)."""
+    (tmp_path / "a.md").write_text("# A\n\nThe breakwater was rebuilt in 1998.\n")
+    (tmp_path / "b.md").write_text("# B\n\nThe slipway closes at 18:00.\n")
+    first = _ingest(str(tmp_path), workspace=workspace.slug, inline=True, folder="many")
+    assert "Moved" not in first
+    again = _ingest(str(tmp_path), workspace=workspace.slug, inline=True, folder="other")
+    assert "Moved 2 documents from 'many' to 'other'" in again
+    assert "2 unchanged" in again
+    assert set(Document.objects.values_list("folder__name", flat=True)) == {"other"}
+    # Without --folder they stay where they are; into a subfolder, its path is named.
+    assert "Moved" not in _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+    moved = _ingest(str(tmp_path / "a.md"), workspace=workspace.slug, inline=True,
+                    folder="other/2026")
+    assert "Job " in moved and ": 1 document in " in moved
+    assert "Moved 1 document from 'other' to 'other/2026'" in moved
 
 
 def test_ingest_refuses_a_folder_path_that_climbs(workspace, tmp_path):
@@ -194,7 +257,7 @@ def test_ingest_says_which_files_of_a_folder_it_skipped_for_their_type(workspace
     assert (f"{tmp_path}: skipped 7 files of a type not read (photos/p0.png, photos/p1.png, "
             "photos/p2.png, photos/p3.png, photos/p4.png and 2 more (-v 2 lists them))"
             ) in out.getvalue()
-    assert "1 documents" in out.getvalue()
+    assert "1 document in" in out.getvalue()
 
     out = io.StringIO()
     call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
@@ -232,6 +295,22 @@ def test_requeue_refuses_a_negative_or_endless_wait(minutes):
     """-1 was taken and re-queued nothing ("Re-queued 0 documents")."""
     with pytest.raises(CommandError, match="--minutes must be 0 or more"):
         call_command("requeue", "--minutes", minutes, stdout=io.StringIO())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_requeue_and_stale_count_one_document_in_the_singular(workspace, tmp_path):
+    """"Re-queued 1 documents", "Queued 1 documents for re-indexing and 1 new ones"."""
+    Document.objects.create(workspace=workspace, uri="upload://a.md", title="a.md")
+    out = io.StringIO()
+    call_command("requeue", "--minutes", "0", stdout=out)
+    assert out.getvalue().splitlines()[0] == "Re-queued 1 document"
+
+    (tmp_path / "b.md").write_text("# B\n\nThe slipway closes at 18:00.\n")
+    _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+    (tmp_path / "b.md").write_text("# B\n\nThe slipway closes at 19:00.\n")
+    out = io.StringIO()
+    call_command("stale", workspace=workspace.slug, reindex=True, stdout=out)
+    assert "Queued 1 document for re-indexing" in out.getvalue()
 
 
 def test_ask_and_search_take_a_documents_title_file_name_or_path(corpus, workspace, settings):
@@ -294,3 +373,42 @@ def test_search_takes_the_default_workspace_as_ask_does(user, counting_embedder)
     out = io.StringIO()
     call_command("search", "on-call", json=True, stdout=out)
     assert json.loads(out.getvalue())["hits"]
+
+
+def test_quickstart_records_the_sample_corpus_root_for_every_process_of_the_instance(
+    workspace, settings, tmp_path, monkeypatch
+):
+    """`make run` set INGEST_SERVER_ROOTS for `serve` alone: the MCP server, `stale` and
+    `ask` started beside it refused to re-read the sample corpus ("none are configured")."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    monkeypatch.delenv("INGEST_SERVER_ROOTS", raising=False)
+    settings.INGEST_SERVER_ROOTS = []
+    settings.INSTANCE_ENV_FILE = tmp_path / "settings.env"
+    for _run in range(2):  # once, however often it runs
+        call_command("quickstart", workspace=workspace.slug, stdout=io.StringIO())
+    lines = settings.INSTANCE_ENV_FILE.read_text().splitlines()
+    assert [line for line in lines if not line.startswith("#")] == [
+        f"INGEST_SERVER_ROOTS={SAMPLE_CORPUS.resolve()}"
+    ]
+    # Another process of the instance (same VERITY_HOME, nothing else set) reads it.
+    env = {k: v for k, v in os.environ.items() if k != "INGEST_SERVER_ROOTS"}
+    env.update(VERITY_HOME=str(tmp_path), DATABASE_URL="postgres://nobody@127.0.0.1:9/none",
+               DJANGO_SETTINGS_MODULE="config.settings")
+    read = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; "
+         "print(settings.INGEST_SERVER_ROOTS)"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert read.stdout.strip() == repr([str(SAMPLE_CORPUS.resolve())])
+    # An operator's own INGEST_SERVER_ROOTS wins over the file.
+    env["INGEST_SERVER_ROOTS"] = "/srv/docs"
+    read = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; "
+         "print(settings.INGEST_SERVER_ROOTS)"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
+    )
+    assert read.stdout.strip() == "['/srv/docs']"

@@ -389,7 +389,8 @@ BAD_INPUTS = {
     "corrupt.pdf": (b"%PDF-1.7\n\x00garbage that is not a pdf", "PDF"),
     "binary.txt": (bytes(range(256)) * 64, "binary"),
     "program.exe": (b"MZ\x90\x00\x03", "Unsupported"),
-    "latin1.txt": ("Caf\xe9 cr\xe8me br\xfbl\xe9e, d\xe9j\xe0 vu".encode("latin-1"), "UTF-8"),
+    # A UTF-16 byte order mark before a lone surrogate (Latin-1 is read as windows-1252).
+    "bad-utf16.txt": (b"\xff\xfe\x00\xd8a\x00", "not valid UTF-16"),
     "bomb.docx": (zip_bomb_docx(), "zip bomb"),
 }
 
@@ -715,3 +716,27 @@ def test_the_ingest_command_names_a_fifo_or_a_device_and_skips_it(workspace, tmp
     assert {(s.path, s.reason) for s in walked.skipped} >= {
         ("pipe.md", "unsupported type"), ("zero.txt", "unsupported type")
     }
+
+
+@pytest.mark.parametrize("name", ["hours.txt", "prices.csv"])
+def test_a_latin1_upload_and_server_file_are_read_as_windows_1252_with_a_warning(
+    workspace, counting_embedder, tmp_path, name
+):
+    """A Windows export uploaded was FAILED in the worker ("not valid UTF-8 … upload
+    again"), while a repository's file of the same bytes was read, with a warning: one
+    rule for all now, the warning where a repository's file keeps it."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    data = ("Café opening hours,08:00\nCrème brûlée,4 €\n").encode("cp1252")
+    upload = sources.add_upload(
+        workspace=workspace, upload=SimpleUploadedFile(name, data, "text/plain")
+    )
+    (tmp_path / name).write_bytes(data)
+    on_server = sources.add_path(workspace=workspace, path=tmp_path / name)
+    for document in (upload, on_server):
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        document.refresh_from_db()
+        assert document.status == Document.Status.INDEXED, document.last_error
+        assert "Café opening hours" in document.text and "4 €" in document.text
+        (warning,) = document.metadata["warnings"]
+        assert "read as windows-1252" in warning

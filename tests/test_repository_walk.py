@@ -193,12 +193,14 @@ def test_legacy_encoded_source_is_read_not_failed(workspace, repo, capsys):
     (warning,) = undeclared.metadata["warnings"]
     assert "windows-1252" in warning
 
-    # An upload keeps the UTF-8 rule, but reads a declared coding like any source.
-    upload = sources.add_path(workspace=workspace, path=repo / "src" / "billing" / "cp1252_mod.py")
-    upload.metadata = {}
-    upload.save()
-    outcome = pipeline.index_document(document_id=upload.pk, force=True)
-    assert outcome.status == Document.Status.FAILED and "UTF-8" in outcome.error
+    # Read as a plain server file, it is read the same way (uploads too: test_ingest).
+    plain = sources.add_path(workspace=workspace, path=repo / "src" / "billing" / "cp1252_mod.py")
+    plain.metadata = {}
+    plain.save()
+    outcome = pipeline.index_document(document_id=plain.pk, force=True)
+    assert outcome.status == Document.Status.INDEXED
+    plain.refresh_from_db()
+    assert "crème brûlée" in plain.text and "windows-1252" in plain.metadata["warnings"][0]
 
 
 def test_stale_reports_files_added_to_a_repository_and_reindex_adds_them(

@@ -9,7 +9,7 @@ import time
 
 from tests.conftest import REPO_ROOT
 from tests.ports import free_port
-from tests.workers import worker_env
+from tests.workers import database_url, worker_env
 
 
 def test_serve_on_a_taken_port_fails_at_once_and_starts_no_worker(tmp_path):
@@ -36,3 +36,35 @@ def test_serve_on_a_taken_port_fails_at_once_and_starts_no_worker(tmp_path):
     assert "Can't connect" not in output, output
     # Django's start-up only: no 5 s of gunicorn's retries, no workers to stop.
     assert elapsed < 30, elapsed
+
+
+def test_serve_keeps_gunicorns_control_socket_in_its_own_verity_home(tmp_path):
+    """gunicorn's default control socket, ~/.gunicorn/gunicorn.ctl, is one per user: a
+    second instance (`make run ADDR=127.0.0.1:8001`) took the first one's over."""
+    import os
+
+    from knowledge.management.commands.serve import control_socket_options
+
+    home = tmp_path / "home"
+    port = free_port()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings",
+           "DATABASE_URL": database_url(), "VERITY_HOME": str(home)}
+    serve = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--workers", "1",
+         "--no-worker"],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while not (home / "gunicorn.ctl").is_socket():
+            assert serve.poll() is None, serve.stderr.read()
+            assert time.monotonic() < deadline, "no control socket under VERITY_HOME"
+            time.sleep(0.3)
+    finally:
+        serve.terminate()
+        serve.wait(timeout=60)
+    # A VERITY_HOME too deep for a socket's path: none, rather than the shared default.
+    from django.test import override_settings
+
+    with override_settings(VERITY_HOME=tmp_path / ("d" * 120)):
+        assert control_socket_options() == {"control_socket_disable": True}

@@ -287,3 +287,101 @@ def test_ingest_command_refuses_to_create_a_workspace_the_api_cannot_name(staff,
         call_command("ingest", str(SAMPLE_CORPUS / "handbook.md"), workspace=slug, create=True,
                      inline=True)
     assert not Workspace.objects.filter(slug=slug).exists() and not Document.objects.exists()
+
+
+def test_admin_document_page_links_its_source_file_to_a_download_that_works(
+    client, staff, workspace, counting_embedder, settings
+):
+    """The file field's link went to /media/uploads/…, which nothing serves: a 404."""
+    upload = SimpleUploadedFile("pier.txt", b"The pier opens at 06:00.\n", "text/plain")
+    document = sources.add_upload(workspace=workspace, upload=upload)
+    on_server = sources.add_path(workspace=workspace, path=SAMPLE_CORPUS / "handbook.md")
+    page_only = Document.objects.create(
+        workspace=workspace, uri="https://example.com/page", title="A page"
+    )
+    client.force_login(staff)  # a superuser, no member of the workspace: the API's 404
+    page = client.get(reverse("admin:knowledge_document_change", args=[document.pk]))
+    html = page.content.decode()
+    assert settings.MEDIA_URL not in html
+    link = reverse("admin:knowledge_document_file", args=[document.pk])
+    assert f'href="{link}"' in html and document.source_file.name in html
+    download = client.get(link)
+    assert download.status_code == 200
+    assert b"".join(download.streaming_content) == b"The pier opens at 06:00.\n"
+    assert download["Content-Disposition"].startswith("attachment;")
+    assert download["X-Content-Type-Options"] == "nosniff"
+
+    page = client.get(reverse("admin:knowledge_document_change", args=[on_server.pk]))
+    link = reverse("admin:knowledge_document_file", args=[on_server.pk])
+    assert f'href="{link}">handbook.md<' in page.content.decode()
+    download = client.get(link)
+    assert b"".join(download.streaming_content) == (SAMPLE_CORPUS / "handbook.md").read_bytes()
+
+    # A web page's fetched bytes are not kept: no link, and the address says why.
+    page = client.get(reverse("admin:knowledge_document_change", args=[page_only.pk]))
+    assert reverse("admin:knowledge_document_file", args=[page_only.pk]) not in (
+        page.content.decode()
+    )
+    refused = client.get(reverse("admin:knowledge_document_file", args=[page_only.pk]))
+    assert refused.status_code == 302
+    assert "original is not stored" in client.get(refused["Location"]).content.decode()
+
+
+def test_admin_add_sources_uses_a_folder_whose_name_differs_only_in_case(
+    client, staff, workspace
+):
+    """`office` typed while `Office` exists made a second folder beside it."""
+    office = sources.folder_for_path(workspace=workspace, path="Office/Travel")
+    client.force_login(staff)
+    response = client.post(reverse("admin:knowledge_document_add_sources"), {
+        "workspace": workspace.pk, "folder": "office/travel/2026",
+        "files": [SimpleUploadedFile("pier.txt", b"The pier opens at 06:00.\n")],
+    })
+    assert response.status_code == 302
+    assert sorted(selectors.folder_paths(workspace_id=workspace.pk).values()) == [
+        "Office", "Office/Travel", "Office/Travel/2026"
+    ]
+    assert Document.objects.get().folder.parent == office
+    assert "in the folder &#x27;Office/Travel/2026&#x27;" in (
+        client.get(response["Location"]).content.decode()
+    )
+    # Two that differ only in case: which one is meant is asked, nothing is added.
+    sources.folder_for_path(workspace=workspace, path="OFFICE")
+    response = client.post(reverse("admin:knowledge_document_add_sources"), {
+        "workspace": workspace.pk, "folder": "office",
+        "files": [SimpleUploadedFile("dock.txt", b"The dock opens at 07:00.\n")],
+    })
+    assert response.status_code == 200
+    assert "&#x27;OFFICE&#x27; and &#x27;Office&#x27; differ from &#x27;office&#x27; only in " \
+        "case" in str(response.context["form"].errors["folder"])
+    assert Document.objects.count() == 1
+
+
+def test_admin_ingest_job_page_is_a_report_without_save_buttons(client, staff, workspace):
+    """Save and "Save and continue editing" were offered on a page nothing can be edited on."""
+    job = IngestJob.objects.create(workspace=workspace, description="manage.py ingest /srv")
+    job.documents.add(Document.objects.create(workspace=workspace, uri="upload://a.md",
+                                              title="a.md"))
+    client.force_login(staff)
+    url = reverse("admin:knowledge_ingestjob_change", args=[job.pk])
+    html = client.get(url).content.decode()
+    assert 'name="_save"' not in html and 'name="_continue"' not in html
+    assert "manage.py ingest /srv" in html and "a.md" in html
+    assert reverse("admin:knowledge_ingestjob_delete", args=[job.pk]) in html
+    assert client.post(url, {"description": "changed"}).status_code == 403
+    job.refresh_from_db()
+    assert job.description == "manage.py ingest /srv"
+
+
+def test_size_limits_are_said_in_mib_as_they_are_set_and_documented(client, settings):
+    """The 50 MiB limit read "52.4 MB" beside a README saying 50."""
+    settings.INGEST_MAX_FILE_BYTES = 50 * 1024 * 1024
+    assert pipeline.too_large(60 * 1024 * 1024) == (
+        "File is 60 MiB; the limit is 50 MiB (INGEST_MAX_FILE_BYTES)"
+    )
+    settings.INGEST_MAX_FILE_BYTES = 1536
+    response = client.post("/admin/login/", {
+        "username": "x", "big": SimpleUploadedFile("big.txt", b"x" * 4000)
+    })
+    assert response.status_code == 413
+    assert response.content.decode() == "big.txt: File is larger than the limit of 1.5 KiB."

@@ -344,17 +344,18 @@ def test_a_utf8_text_page_with_no_charset_has_no_warning(workspace, counting_emb
     assert "warnings" not in document.metadata
 
 
-def test_an_upload_of_the_same_bytes_is_still_refused(workspace, counting_embedder):
-    """An upload declares no charset either, but its user can convert it: it must be UTF-8."""
+def test_an_upload_of_the_same_bytes_is_read_the_same_way(workspace, counting_embedder):
+    """An upload declares no charset either: read as windows-1252, as a page or a
+    repository's file is, with a warning (it was FAILED: "convert it to UTF-8")."""
     from django.core.files.uploadedfile import SimpleUploadedFile
 
     upload = SimpleUploadedFile("menu.txt", MENU_TEXT, content_type="text/plain")
     document = sources.add_upload(workspace=workspace, upload=upload)
     pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     document.refresh_from_db()
-    assert document.status == Document.Status.FAILED
-    assert "is not valid UTF-8 text" in document.last_error
-    assert "convert it to UTF-8" in document.last_error
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert "Café menu: “crêpes” at 4 €" in document.text
+    assert "windows-1252" in document.metadata["warnings"][0]
 
 
 def test_a_warning_of_an_earlier_reading_goes_once_the_page_reads_without_it(

@@ -101,8 +101,8 @@ _WINDOWS_1252 = {
 def decode_windows_1252(data: bytes) -> str:
     """`data` as windows-1252, the browsers' fallback for a page that declares no charset.
 
-    Not for uploaded text, which must be UTF-8 (`decode_text`); for web text, and HTML,
-    that declares no charset.
+    For web text and HTML that declare no charset, and text files that are not UTF-8
+    and declare no coding (`legacy_text`).
     """
     return data.decode("latin-1").translate(_WINDOWS_1252)
 
@@ -129,13 +129,13 @@ def declared_coding(data: bytes) -> str | None:
     return None
 
 
-def legacy_text(data: bytes, *, fallback: bool = False) -> tuple[bytes, str] | None:
+def legacy_text(data: bytes) -> tuple[bytes, str] | None:
     """Text that is not UTF-8 (nor opens with a byte order mark), as UTF-8 bytes, with a
-    warning to keep ('' for none); None when it is UTF-8, or nothing says how to read it.
+    warning to keep ('' for none); None when it is UTF-8.
 
-    Read by the coding its first lines declare; else, with `fallback` (a repository's
-    source, where one legacy file must not fail the whole ingest on every run), as
-    windows-1252, with a warning that says so.
+    Read by the coding its first lines declare; else as windows-1252, with a warning that
+    says so: a text or CSV file exported on Windows is common, and failing it made its
+    uploader convert it by hand (a repository's file alike, failing on every run).
     """
     if unicode_bom(data):
         return None
@@ -149,14 +149,10 @@ def legacy_text(data: bytes, *, fallback: bool = False) -> tuple[bytes, str] | N
         try:
             return data.decode(coding).encode("utf-8", "surrogatepass"), ""
         except UnicodeError:
-            if not fallback:
-                return None
             return decode_windows_1252(data).encode("utf-8"), (
                 f"Not valid {coding} text as its first lines declare, nor UTF-8: read as "
                 "windows-1252, so some characters may show wrong"
             )
-    if not fallback:
-        return None
     return decode_windows_1252(data).encode("utf-8"), (
         "Not UTF-8 and no coding declared in its first two lines: read as windows-1252, "
         "so some characters may show wrong (add a coding line, or convert it to UTF-8)"

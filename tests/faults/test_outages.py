@@ -119,7 +119,7 @@ def test_requeue_sends_documents_stranded_by_a_broker_outage(workspace, tmp_path
     path.write_text("# Note\n\nThe crane is serviced in April.\n")
     stranded = sources.add_path(workspace=workspace, path=path)  # registered, never sent
     call_command("requeue", minutes=0)
-    assert "Re-queued 1 documents" in capsys.readouterr().out
+    assert "Re-queued 1 document\n" in capsys.readouterr().out
     stranded.refresh_from_db()
     assert stranded.status == Document.Status.INDEXED  # eager Celery ran the task
 

@@ -178,7 +178,8 @@ def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
     (corpus / "corrupt.pdf").write_bytes(b"%PDF-1.4\n%\xe2\xe3 truncated nonsense")
     (corpus / "bomb.docx").write_bytes(zip_bomb_docx())
     (corpus / "binary.txt").write_bytes(bytes(range(256)) * 100)
-    (corpus / "latin1.txt").write_bytes("Tid\xe9 tables for the \xeele".encode("latin-1"))
+    # A UTF-16 byte order mark before a lone surrogate (Latin-1 text is read as windows-1252).
+    (corpus / "bad-utf16.txt").write_bytes(b"\xff\xfe\x00\xd8a\x00")
     with (corpus / "huge.txt").open("wb") as handle:
         handle.truncate(200 * 1024 * 1024)  # sparse: 200 MB without using the disk
     (corpus / "good.md").write_text("# Good\n\nThe ferry leaves at nine.\n")
@@ -195,7 +196,7 @@ def test_bad_inputs_fail_readably_and_the_worker_lives_on(workspace, tmp_path):
         worker.wait(timeout=60)
     expected = {
         "empty.txt": "empty", "corrupt.pdf": "pdf", "bomb.docx": "zip bomb",
-        "binary.txt": "binary", "latin1.txt": "utf-8", "huge.txt": "limit",
+        "binary.txt": "binary", "bad-utf16.txt": "utf-16", "huge.txt": "limit",
     }
     for name, needle in expected.items():
         document = Document.objects.get(workspace=workspace, metadata__path=name)

@@ -104,7 +104,7 @@ def test_a_json_body_over_the_limit_is_a_413_before_parsing(api, small_json_limi
     body = json.dumps({"title": "x" * 5000, "workspace": "acme"})
     response = api.post("/api/threads", body, content_type="application/json")
     assert response.status_code == 413
-    assert response.json() == {"detail": "The request body is 5.0 kB; the limit is 1.0 kB."}
+    assert response.json() == {"detail": "The request body is 4.9 KiB; the limit is 1000 bytes."}
     assert not Thread.objects.exists()
 
 
@@ -113,18 +113,18 @@ def test_a_declared_length_over_the_limit_is_refused_without_reading(api, client
     huge = {"CONTENT_LENGTH": str(10**12)}
     response = api.post("/api/documents", b"{}", content_type="application/json", **huge)
     assert response.status_code == 413
-    assert response.json() == {"detail": "The request body is 1,000,000.0 MB; the limit is 2.6 MB."}
+    assert response.json() == {"detail": "The request body is 953,674.3 MiB; the limit is 2.5 MiB."}
     multipart = "multipart/form-data; boundary=x"
     response = api.post("/api/documents", b"--", content_type=multipart, **huge)
-    limit = settings.INGEST_MAX_REQUEST_BYTES / 1e6
+    limit = f"{settings.INGEST_MAX_REQUEST_BYTES / 2**20:,.1f}".removesuffix(".0")
     assert response.status_code == 413
     assert response.json()["detail"] == (
-        f"The request body is 1,000,000.0 MB; the limit is {limit:,.1f} MB."
+        f"The request body is 953,674.3 MiB; the limit is {limit} MiB."
     )
     # Pages get the message as plain text (the admin's add-sources form posts here).
     response = client.post("/admin/login/", b"--", content_type=multipart, **huge)
     assert response.status_code == 413 and response["Content-Type"].startswith("text/plain")
-    assert response.content.decode().startswith("The request body is 1,000,000.0 MB")
+    assert response.content.decode().startswith("The request body is 953,674.3 MiB")
     assert not Document.objects.exists()
 
 
@@ -197,7 +197,7 @@ def test_served_a_declared_terabyte_is_refused_at_once_without_sending_it(served
         )
         assert status == 413, (path, status, body[:200])
         assert seconds < 5, (path, seconds)
-        assert b"The request body is 1,000,000.0 MB; the limit is" in body
+        assert b"The request body is 953,674.3 MiB; the limit is" in body
     assert not Document.objects.exists() and not Thread.objects.exists()
 
 
@@ -214,7 +214,7 @@ def test_served_an_upload_stops_at_the_file_limit_while_it_streams(served, token
     raw = raw_post("/api/documents", headers, part + b"x" * 200_000)
     status, body, seconds = answered(served, raw)
     assert status == 400, body[:300]
-    assert json.loads(body) == {"files": ["big.txt: File is larger than the limit of 1.0 kB."]}
+    assert json.loads(body) == {"files": ["big.txt: File is larger than the limit of 1000 bytes."]}
     assert seconds < 5
     assert not Document.objects.exists()
 

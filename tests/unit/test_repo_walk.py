@@ -192,11 +192,10 @@ def test_declared_coding(head: bytes, coding: str | None) -> None:
     assert declared_coding(head) == coding
 
 
-def test_legacy_text_reads_the_declared_coding_else_windows_1252_for_repositories() -> None:
+def test_legacy_text_reads_the_declared_coding_else_windows_1252() -> None:
     declared = "# -*- coding: latin-1 -*-\nname = 'café'\n".encode("latin-1")
     assert legacy_text(declared) == ("# -*- coding: latin-1 -*-\nname = 'café'\n".encode(), "")
     undeclared = "name = 'café — ok'\n".encode("cp1252")
-    assert legacy_text(undeclared) is None  # an upload: refused as before
-    text, warning = legacy_text(undeclared, fallback=True)
+    text, warning = legacy_text(undeclared)  # an upload's, a server's or a repository's
     assert text.decode() == "name = 'café — ok'\n" and "windows-1252" in warning
     assert legacy_text("café\n".encode()) is None  # UTF-8 as it is

@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 from tqdm import tqdm
 
 from indexing import pipeline, sources, workers
@@ -104,6 +105,12 @@ class Command(BaseCommand):
             "--no-wait", action="store_true", help="queue and return without waiting"
         )
         parser.add_argument(
+            "--strict", action="store_true",
+            help="exit with status 1 when any document failed, also one that failed "
+            "before with the same error and is unchanged since (by default only a "
+            "failure new in this run does)",
+        )
+        parser.add_argument(
             "--progress-every", type=positive_seconds, default=3.0, metavar="SECONDS",
             help="while registering files, report how far it got at most this often "
             "(to stderr; -v 0 says nothing)",
@@ -118,6 +125,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         started = time.monotonic()
+        self.failed_before: dict[int, sources.EarlierFailure] = {}
+        self.reported: set[int] = set()  # failed documents already shown
+        self.failed_as_before: set[int] = set()  # of those, failed before the same way
         inline = options["inline"]
         # A FIFO or a device given by path (or a link to one) is skipped with a word: it was
         # "No such file, directory or URL", though it is there (audit L8).
@@ -138,6 +148,9 @@ class Command(BaseCommand):
                 workspace = self._workspace(
                     options["workspace"], options["owner"], create=options["create"]
                 )
+                # Before the registration sets them PENDING: a failure found again, the
+                # same on an unchanged file, is told apart from a new one.
+                self.failed_before = sources.earlier_failures(workspace=workspace)
                 locations = options["sources"]
                 if gone := self._gone(
                     workspace, locations, prune=options["prune"], as_repositories=options["repo"]
@@ -179,9 +192,9 @@ class Command(BaseCommand):
             if gone:
                 return
             raise CommandError("No supported files found in the given sources")
-        self.stdout.write(f"Job {job.pk}: {len(documents)} documents in '{workspace.slug}'")
+        self.stdout.write(f"Job {job.pk}: {_documents(len(documents))} in '{workspace.slug}'")
 
-        reported: set[int] = set()  # failed documents already shown
+        reported = self.reported  # failed documents already shown
         if inline:
             embedded = 0
             with tqdm(documents, desc="Indexing", unit="doc", disable=not self._bars()) as bar:
@@ -206,10 +219,21 @@ class Command(BaseCommand):
                     f"{job.pk}` stops its documents still waiting in queue"
                 ) from None
         else:
+            self._report_moved(registered.moved, options["folder"])
             return
-        if failed := self._summary(job, time.monotonic() - started):
-            # A script or CI step running the ingest learns of it from the exit status.
-            raise CommandError(f"{failed} of {len(documents)} documents failed (listed above)")
+        failed, new = self._summary(job, time.monotonic() - started)
+        self._report_moved(registered.moved, options["folder"])
+        # A script or CI step running the ingest learns of it from the exit status: of a
+        # failure new in this run, or with --strict of any (a nightly run must not alert
+        # for months on one corrupt file nobody has fixed yet).
+        if new:
+            raise CommandError(
+                f"{new} of {len(documents)} documents failed, new in this run (listed above)"
+            )
+        if failed and options["strict"]:
+            raise CommandError(
+                f"{failed} of {len(documents)} documents failed (listed above; --strict)"
+            )
 
     def _gone(
         self, workspace: Workspace, locations: list[str], *, prune: bool,
@@ -392,9 +416,19 @@ class Command(BaseCommand):
             f"again, or by `manage.py requeue`; `manage.py cancel_job {job.pk}` stops the job)."
         )
 
+    def _report_moved(self, moved: dict[str, int], folder: str) -> None:
+        """Documents registered before in another folder are moved into --folder (a file
+        is one document of its workspace): said, as nothing else would show it."""
+        into = "/".join(name.strip() for name in folder.split("/") if name.strip())
+        for came_from, count in sorted(moved.items()):
+            self.stdout.write(self.style.WARNING(
+                f"Moved {_documents(count)} from {_folder(came_from)} to {_folder(into)}"
+            ))
+
     def _report_failures(self, job: IngestJob, reported: set[int]) -> None:
         """A line per document that failed since the last call: a long run shows
-        its failures as they happen, not only in the summary."""
+        its failures as they happen, each once; one that failed before, the same way on
+        the same file, is marked "(as before)"."""
         failed = (
             job.documents.filter(status=Document.Status.FAILED)
             # Those cancelled with the job are counted in the summary: no failure.
@@ -405,25 +439,38 @@ class Command(BaseCommand):
         )
         for document in failed:
             reported.add(document.pk)
-            with tqdm.external_write_mode():  # above the progress bar, not through it
-                self.stdout.write(
-                    self.style.ERROR(f"FAILED {document.uri}: {document.last_error}")
+            if sources.failed_as_before(document=document, before=self.failed_before):
+                self.failed_as_before.add(document.pk)
+                line = self.style.WARNING(
+                    f"FAILED (as before) {document.uri}: {document.last_error}"
                 )
+            else:
+                line = self.style.ERROR(f"FAILED {document.uri}: {document.last_error}")
+            with tqdm.external_write_mode():  # above the progress bar, not through it
+                self.stdout.write(line)
 
-    def _summary(self, job: IngestJob, elapsed: float) -> int:
-        """Print what the job did; return how many of its documents failed (those
-        cancelled with the job, `cancel_job`, are counted apart: no failure)."""
+    def _summary(self, job: IngestJob, elapsed: float) -> tuple[int, int]:
+        """Print what the job did; return how many of its documents failed, and how many
+        of those are new: not failed before the same way on the same file (those cancelled
+        with the job, `cancel_job`, are counted apart: no failure). Each failure was
+        listed once, as it came."""
+        self._report_failures(job, self.reported)  # any the last look missed
         progress = selectors.job_progress(job=job)
         self.stdout.write(f"Done in {elapsed:.1f}s: {progress.summary()}")
-        failed = job.documents.filter(status=Document.Status.FAILED)
-        for document in failed.exclude(last_error__startswith=sources.CANCELLED).order_by("pk"):
-            self.stdout.write(self.style.ERROR(f"  FAILED {document.uri}: {document.last_error}"))
+        failed = progress.counts[Document.Status.FAILED]
+        as_before = min(len(self.failed_as_before), failed)  # one retried since: indexed
+        if failed:
+            self.stdout.write(
+                f"Failed: {failed - as_before} new, {as_before} as before (the same error, "
+                "the file unchanged since); listed above"
+            )
         if cancelled := progress.counts[selectors.CANCELLED]:
             self.stdout.write(
-                f"Job {job.pk} was cancelled: {cancelled} documents were not indexed "
+                f"Job {job.pk} was cancelled: {_documents(cancelled)} "
+                f"{'was' if cancelled == 1 else 'were'} not indexed "
                 "(re-index them to index them)"
             )
-        return progress.counts[Document.Status.FAILED]
+        return failed, failed - as_before
 
     def _skip_special(self, location: str) -> bool:
         if _is_url(location) or not (kind := sources.not_regular_file(Path(location))):
@@ -434,3 +481,11 @@ class Command(BaseCommand):
 
 def _is_url(location: str) -> bool:
     return location.startswith(("http://", "https://")) or sources.is_git_location(location)
+
+
+def _documents(count: int) -> str:
+    return f"{count:,} document{pluralize(count)}"
+
+
+def _folder(path: str) -> str:
+    return f"'{path}'" if path else "the top level"

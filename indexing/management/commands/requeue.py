@@ -7,6 +7,7 @@ import math
 from datetime import timedelta
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from indexing import deletion, sources
 
@@ -32,9 +33,14 @@ class Command(BaseCommand):
             raise CommandError(f"--minutes must be 0 or more, not {minutes:g}")
         older_than = timedelta(minutes=minutes)
         count = sources.requeue_unfinished(older_than=older_than)
-        self.stdout.write(f"Re-queued {count} documents")
+        self.stdout.write(f"Re-queued {count} document{pluralize(count)}")
         resumed = deletion.resume_deletions(older_than=older_than)
         if resumed.workspaces:
-            self.stdout.write(f"Re-queued the deletion of {resumed.workspaces} workspaces")
+            self.stdout.write(
+                f"Re-queued the deletion of {resumed.workspaces} "
+                f"workspace{pluralize(resumed.workspaces)}"
+            )
         if resumed.folders:
-            self.stdout.write(f"Re-queued the deletion of {resumed.folders} folders")
+            self.stdout.write(
+                f"Re-queued the deletion of {resumed.folders} folder{pluralize(resumed.folders)}"
+            )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
+from django.template.defaultfilters import pluralize
 
 from indexing import freshness, sources
 from knowledge.models import Document, Workspace
@@ -81,8 +82,9 @@ class Command(BaseCommand):
                     "`manage.py stale --reindex` again once the broker is back."
                 ) from exc
             self.stdout.write(
-                f"Queued {len(report.stale)} documents for re-indexing"
-                + (f" and {len(added)} new ones for indexing" if added else "")
+                f"Queued {len(report.stale)} document{pluralize(report.stale)} for re-indexing"
+                + (f" and {len(added)} new {pluralize(added, 'one,ones')} for indexing"
+                   if added else "")
                 + (f"; deleted {len(report.deleted)} deleted upstream" if report.deleted else "")
             )
         if options["check"] and (found := len(report.stale) + len(report.unreachable)

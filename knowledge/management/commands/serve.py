@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -54,6 +55,21 @@ def _exit_now() -> None:
     graceful stop, still lets running requests finish.
     """
     os._exit(0)
+
+
+# The longest path a Unix socket may have is 107 bytes (sun_path, Linux).
+_SOCKET_PATH_BYTES = 107
+
+
+def control_socket_options() -> dict:
+    """gunicorn's control socket (for `gunicornc`), this instance's own: VERITY_HOME/
+    gunicorn.ctl. Its default, ~/.gunicorn/gunicorn.ctl, is one for all of a user's
+    servers: a second instance (`make run ADDR=127.0.0.1:8001`) took it over from the
+    first. Off when that path is too long for a socket."""
+    path = Path(settings.VERITY_HOME).resolve() / "gunicorn.ctl"
+    if len(os.fsencode(path)) > _SOCKET_PATH_BYTES:
+        return {"control_socket_disable": True}
+    return {"control_socket": str(path)}
 
 
 class _Gunicorn(BaseApplication):
@@ -225,6 +241,7 @@ class Command(BaseCommand):
                 workers.append(start_worker(name, queues))
         server = _Gunicorn({
             **GUNICORN_OPTIONS,
+            **control_socket_options(),
             "bind": [address],
             "workers": options["workers"],
             "threads": options["threads"],
