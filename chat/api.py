@@ -707,7 +707,11 @@ class CitationView(KnownParameters, APIView):
 
 
 class PageScaleSerializer(serializers.Serializer):
-    scale = serializers.ChoiceField(choices=page_images.SCALES, default=2.0)
+    scale = serializers.ChoiceField(
+        choices=page_images.SCALES, default=2.0,
+        error_messages={"invalid_choice": "{input} is not a scale offered: one of "
+                        + ", ".join(f"{scale:g}" for scale in page_images.SCALES) + "."},
+    )
 
     def to_internal_value(self, data):
         raw = data.get("scale")

@@ -16,7 +16,6 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Count, Model, Q
 from django.http import (
-    FileResponse,
     Http404,
     HttpRequest,
     HttpResponse,
@@ -622,12 +621,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             return HttpResponseRedirect(
                 reverse("admin:knowledge_document_change", args=[document.pk])
             )
-        response = FileResponse(original.handle, content_type=original.content_type)
-        # Anyone's bytes from our origin: saved, never rendered, sniffed or run here.
-        response["Content-Disposition"] = originals.content_disposition(original.filename)
-        response["X-Content-Type-Options"] = "nosniff"
-        response["Content-Security-Policy"] = "sandbox; default-src 'none'"
-        return response
+        return originals.download(original)
 
     # Both write (a forced re-read, a status): not for staff who may only view documents.
     @admin.action(description="Re-index selected documents", permissions=["change"])

@@ -423,12 +423,7 @@ class DocumentFileView(APIView):
                 # operator's: others read its path as `path` shows it.
                 why = without_server_paths(document, why)
             raise NotFound(why) from exc
-        response = FileResponse(original.handle, content_type=original.content_type)
-        # Anyone's bytes from our origin: saved, never rendered, sniffed or run here.
-        response["Content-Disposition"] = originals.content_disposition(original.filename)
-        response["X-Content-Type-Options"] = "nosniff"
-        response["Content-Security-Policy"] = "sandbox; default-src 'none'"
-        return response
+        return originals.download(original)
 
 
 class FolderListView(KnownParameters, APIView):

@@ -161,6 +161,9 @@ def test_pdf_citation_names_its_page_and_serves_page_images(
         refused = api.get(f"{base}/1?scale={bad}")
         assert refused.status_code == 400, bad
         assert "scale" in refused.json()
+    # It says which scales are offered ("7.0" is not a valid choice, it said).
+    assert api.get(f"{base}/1?scale=7").json() == {
+        "scale": ["7.0 is not a scale offered: one of 1, 1.5, 2, 3."]}
     # Of two scales, one was drawn without a word: a 400, as any parameter given twice.
     twice = api.get(f"{base}/1?scale=1&scale=2")
     assert twice.status_code == 400
