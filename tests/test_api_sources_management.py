@@ -493,7 +493,7 @@ def test_a_large_folder_deletion_the_broker_lost_is_sent_again(
     )
     with django_capture_on_commit_callbacks(execute=True):
         call_command("requeue", minutes=5, stdout=out)
-    assert "Re-queued the deletion of 1 folders" in out.getvalue()  # not each subfolder
+    assert "Re-queued the deletion of 1 folder" in out.getvalue()  # not each subfolder
     assert_only_kept_is_left(api, harbour, media)
 
 

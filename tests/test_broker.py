@@ -297,7 +297,7 @@ def test_stale_reindex_queues_without_kombu_warnings(workspace, tmp_path):
     env = worker_env(tmp_path, CELERY_BROKER_URL="", VERITY_HOME=str(home))
     result = manage(env, "stale", "--workspace", workspace.slug, "--reindex", timeout=120)
     assert result.returncode == 0, result.stderr
-    assert "1 stale" in result.stdout and "Queued 1 documents" in result.stdout
+    assert "1 stale" in result.stdout and "Queued 1 document for" in result.stdout
     # kombu's "No hostname was supplied. Reverting to default 'localhost'" is gone.
     assert result.stderr.strip() == ""
     assert len(list((home / "broker" / "queue").glob("*.msg"))) == 1
