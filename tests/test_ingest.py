@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import zipfile
 
 import pytest
@@ -14,6 +15,7 @@ from indexing import freshness, pipeline, sources
 from knowledge.locators import passage_at
 from knowledge.models import Chunk, Document
 from tests.conftest import SAMPLE_CORPUS
+from tests.unit.test_chunking_memory import _with_part
 from tests.unit.test_loaders import make_workbook
 
 pytestmark = pytest.mark.django_db
@@ -415,6 +417,28 @@ def test_a_word_file_over_the_xml_setting_fails_and_names_it(
     settings.INGEST_MAX_WORD_XML_BYTES = 10_000_000
     outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
     assert outcome.status == Document.Status.INDEXED
+
+
+def test_a_workbook_with_a_cell_longer_than_excel_allows_fails_saying_so(
+    workspace, counting_embedder, tmp_path
+):
+    # Random short words in one cell: ~350 KB that compress ~4x (no zip bomb), past the
+    # 32,767 characters of Excel's cell (which openpyxl truncates to: the sheet's XML is
+    # rewritten); 190 MB of them took a worker to 5.3 GB.
+    words = random.Random(5).choices(["ab", "cd", "efg", "hi"], k=110_000)
+    data = _with_part(make_workbook({"Notes": [["Note"], ["PLACEHOLDER"]]}),
+                      "xl/worksheets/sheet1.xml",
+                      lambda xml: xml.replace(b"PLACEHOLDER", " ".join(words).encode()))
+    path = tmp_path / "notes.xlsx"
+    path.write_bytes(data)
+    document = sources.add_path(workspace=workspace, path=path)
+    outcome = pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.FAILED
+    document.refresh_from_db()
+    assert document.last_error.startswith(
+        "Excel sheet 'Notes' holds a text of more than 263,160 bytes of XML, "
+        "longer than the 32,767 characters an Excel cell may hold")
+    assert counting_embedder.embedded == []
 
 
 def test_an_html_page_over_the_setting_fails_unparsed_and_names_it(

@@ -23,6 +23,13 @@ DEFAULT_MAX_WORD_XML = 10 * 1024 * 1024
 # (office._slide_elements) it is ~22 (bench/office_memory.py): 10 MiB peaks near 230 MB.
 DEFAULT_MAX_POWERPOINT_XML = 10 * 1024 * 1024
 MAX_CELLS = 2_000_000  # a workbook's cells, empty ones between filled ones counted
+# The XML of one cell's text or one shared string (any run of bytes without markup in a
+# sheet or the shared strings). openpyxl peaks near 27 bytes of memory a byte of one long
+# text: a 190 MB text node (a 14 MB upload) took a worker to 5.3 GB. Excel holds at most
+# 32,767 characters in a cell; written as XML a character takes at most 8 bytes ("&#xFFFD;",
+# "_x000D_"), and its tag's attributes share the run.
+EXCEL_CELL_CHARACTERS = 32_767
+DEFAULT_MAX_CELL_XML = 8 * EXCEL_CELL_CHARACTERS + 1024
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,8 @@ class OfficeLimits:
     max_powerpoint_xml: int = DEFAULT_MAX_POWERPOINT_XML
     # An Excel workbook's cells, and as many shared strings (no setting).
     max_cells: int = MAX_CELLS
+    # The bytes of one cell's text or one shared string in an Excel file's XML (no setting).
+    max_cell_xml: int = DEFAULT_MAX_CELL_XML
 
 
 DEFAULT_OFFICE_LIMITS = OfficeLimits()  # one instance, shared by the loaders' signatures

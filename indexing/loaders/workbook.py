@@ -24,7 +24,11 @@ from citations.rows import CELL_SEPARATOR
 from indexing.loaders.delimited import row_line, table_lines
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office import as_read, check_zip
-from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
+from indexing.loaders.office_limits import (
+    DEFAULT_OFFICE_LIMITS,
+    EXCEL_CELL_CHARACTERS,
+    OfficeLimits,
+)
 from indexing.loaders.text import title_from_filename
 from indexing.loaders.workbook_scan import TagCount, count_tags
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit
@@ -40,11 +44,13 @@ def load_workbook(
     data: bytes, *, filename: str, limits: OfficeLimits = DEFAULT_OFFICE_LIMITS
 ) -> LoadedDocument:
     """One unit a sheet; at most `limits.max_cells` cells read in all, and as many shared
-    strings; the zip expanding to at most `limits.max_uncompressed`."""
+    strings, no cell's text or shared string over `limits.max_cell_xml` bytes of XML; the
+    zip expanding to at most `limits.max_uncompressed`."""
     check_zip(data, kind="Excel", max_uncompressed=limits.max_uncompressed)
     max_cells = limits.max_cells
     try:
-        reader = _BoundedReader(io.BytesIO(data), max_cells=max_cells)
+        reader = _BoundedReader(io.BytesIO(data), max_cells=max_cells,
+                                max_cell_xml=limits.max_cell_xml)
         try:
             reader.read()
         except BaseException:  # a refusal too: openpyxl leaves its archive open
@@ -147,9 +153,10 @@ class _BoundedReader(ExcelReader):
     after its parse spent them. The bounds applied while reading stay, should the count
     be fooled (a namespace prefix longer than it looks for)."""
 
-    def __init__(self, source: IO[bytes], *, max_cells: int) -> None:
+    def __init__(self, source: IO[bytes], *, max_cells: int, max_cell_xml: int) -> None:
         super().__init__(source, read_only=True, data_only=True)
         self.max_cells = max_cells
+        self.max_cell_xml = max_cell_xml
 
     def read_strings(self) -> None:
         """Put off to read_worksheets: the sheets' cells are counted before the table is
@@ -165,7 +172,8 @@ class _BoundedReader(ExcelReader):
 
     def _refuse_by_count(self) -> None:
         """IngestError if the sheets openpyxl will read hold more rows or cells than the
-        budget, a row wider than Excel's, or the table more strings than the budget."""
+        budget, a row wider than Excel's, or the table more strings than the budget; or
+        when one holds a text longer than a cell's (OfficeLimits.max_cell_xml)."""
         unlimited = sys.maxsize  # for the counts that bound nothing in the part read
         counted: dict[str, TagCount] = {}  # a part listed twice is read twice, counted once
         rows = cells = 0
@@ -174,10 +182,13 @@ class _BoundedReader(ExcelReader):
                 continue  # as read_worksheets: a chartsheet holds no cells
             if rel.target not in counted:
                 most = TagCount(rows=MAX_ROWS_READ - rows, cells=self.max_cells - cells,
-                                widest=MAX_COLUMNS, strings=unlimited)
+                                widest=MAX_COLUMNS, strings=unlimited, run=self.max_cell_xml)
                 with self.archive.open(rel.target) as source:
                     counted[rel.target] = count_tags(source, most=most)
             found = counted[rel.target]
+            if found.run > self.max_cell_xml:
+                raise IngestError(_too_long_text(f"Excel sheet {sheet.name!r}",
+                                                 self.max_cell_xml))
             if found.widest > MAX_COLUMNS:
                 raise IngestError(f"Excel sheet {sheet.name!r} has a row of more than "
                                   f"{MAX_COLUMNS:,} cells, the columns Excel has; "
@@ -190,10 +201,14 @@ class _BoundedReader(ExcelReader):
         part = self.package.find(SHARED_STRINGS)
         if part is not None:
             most = TagCount(rows=unlimited, cells=unlimited, widest=unlimited,
-                            strings=self.max_cells)
+                            strings=self.max_cells, run=self.max_cell_xml)
             with self.archive.open(part.PartName[1:]) as source:
-                if count_tags(source, most=most).strings > self.max_cells:
-                    raise IngestError(_too_many_strings(self.max_cells))
+                found = count_tags(source, most=most)
+            if found.strings > self.max_cells:
+                raise IngestError(_too_many_strings(self.max_cells))
+            if found.run > self.max_cell_xml:
+                raise IngestError(_too_long_text("Excel file's shared strings table",
+                                                 self.max_cell_xml))
 
 
 def _shared_strings(source: IO[bytes], limit: int) -> list[str]:
@@ -232,6 +247,11 @@ def _too_many_cells(limit: int) -> str:
 def _too_many_strings(limit: int) -> str:
     return (f"Excel file has more than {limit:,} shared strings (the cells it may hold); "
             "it cannot be read")
+
+
+def _too_long_text(where: str, limit: int) -> str:
+    return (f"{where} holds a text of more than {limit:,} bytes of XML, longer than the "
+            f"{EXCEL_CELL_CHARACTERS:,} characters an Excel cell may hold; it cannot be read")
 
 
 def _cell(value: Any) -> str:

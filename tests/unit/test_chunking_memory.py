@@ -567,6 +567,20 @@ def test_a_row_wider_than_excels_columns_is_refused_before_it_is_parsed() -> Non
     )
 
 
+def test_a_shared_string_longer_than_the_cell_bound_is_refused_before_it_is_parsed() -> None:
+    from indexing.loaders.workbook import load_workbook
+
+    long_text = " ".join(f"word{i}" for i in range(400)).encode()  # ~3.5 KB
+    data = _with_part(xlsx_with_shared_strings(1), "xl/sharedStrings.xml",
+                      lambda xml: xml.replace(b"<t>Tide</t>", b"<t>" + long_text + b"</t>"))
+    with pytest.raises(IngestError) as err:
+        load_workbook(data, filename="tides.xlsx", limits=OfficeLimits(max_cell_xml=2_000))
+    assert str(err.value) == (
+        "Excel file's shared strings table holds a text of more than 2,000 bytes of XML, "
+        "longer than the 32,767 characters an Excel cell may hold; it cannot be read")
+    assert long_text.decode() in load_workbook(data, filename="tides.xlsx").text
+
+
 def test_tags_are_counted_under_any_prefix_and_across_the_blocks_they_are_read_in(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -578,11 +592,19 @@ def test_tags_are_counted_under_any_prefix_and_across_the_blocks_they_are_read_i
              b'</x:row><x:row/><row><c><v>2</v></c></row></x:sheetData><x:rowBreaks/>'
              b'<conditionalFormatting><cfRule type="x"/></conditionalFormatting></x:worksheet>')
     table = b'<sst><si><t>a</t></si><si/><si><r><t>b</t></r><rPh><t>c</t></rPh></si></sst>'
-    unbounded = TagCount(rows=99, cells=99, widest=99, strings=99)
+    unbounded = TagCount(rows=99, cells=99, widest=99, strings=99, run=99)
+    # A run of bytes between one "<" and the next longer than the bound is found whether
+    # a block holds it or blocks cut it ("t>" and 60 letters: 62 bytes).
+    long_text = b"<sst><si><t>" + b"w" * 60 + b"</t></si></sst>"
     for block in (1, 2, 3, 5, 8, 13, 40, 1 << 20):
         monkeypatch.setattr(workbook_scan, "_BLOCK", block)
         assert count_tags(io.BytesIO(sheet), most=unbounded) == TagCount(3, 4, 3, 0), block
         assert count_tags(io.BytesIO(table), most=unbounded) == TagCount(0, 0, 0, 3), block
+        for most, run in ((62, 0), (61, 62), (31, 32)):
+            bound = TagCount(99, 99, 99, 99, run=most)
+            assert count_tags(io.BytesIO(long_text), most=bound).run == run, (block, most)
+        assert count_tags(io.BytesIO(b"w" * 70), most=unbounded).run == 0, block
+        assert count_tags(io.BytesIO(b"w" * 100), most=unbounded).run == 100, block
     # Reading stops at the end of the block where a count passed its bound.
     monkeypatch.setattr(workbook_scan, "_BLOCK", 8)
-    assert count_tags(io.BytesIO(sheet), most=TagCount(99, 1, 99, 99)) == TagCount(1, 2, 2, 0)
+    assert count_tags(io.BytesIO(sheet), most=TagCount(99, 1, 99, 99, 99)) == TagCount(1, 2, 2, 0)

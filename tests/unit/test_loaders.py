@@ -339,6 +339,25 @@ def test_an_excel_workbook_is_a_unit_a_sheet_cited_by_its_name() -> None:
         load_bytes(b"PK\x03\x04 not really a zip", filename="broken.xlsx")
 
 
+def test_an_excel_cell_text_longer_than_the_bound_is_refused_before_it_is_parsed() -> None:
+    # One cell's text was parsed whole into one string, ~27 bytes of memory a byte: a
+    # 190 MB one (a 14 MB upload) took a worker to 5.3 GB (audit 5, F2).
+    long_text = " ".join(f"word{i}" for i in range(400))  # ~3.5 KB, written inline
+    as_text = make_workbook({"Notes": [["Note"], [long_text]]})
+    as_formula = make_workbook({"Sums": [["Total"], ["=" + "+".join(["A1"] * 700)]]})
+    tight = OfficeLimits(max_cell_xml=2_000)
+    with pytest.raises(IngestError) as err:
+        load_bytes(as_text, filename="notes.xlsx", office_limits=tight)
+    assert str(err.value) == (
+        "Excel sheet 'Notes' holds a text of more than 2,000 bytes of XML, longer than the "
+        "32,767 characters an Excel cell may hold; it cannot be read")
+    with pytest.raises(IngestError, match="^Excel sheet 'Sums' holds a text of more than"):
+        load_bytes(as_formula, filename="sums.xlsx", office_limits=tight)
+    # Under the default bound (Excel's own 32,767 characters a cell) both are read.
+    assert long_text in load_bytes(as_text, filename="notes.xlsx").text
+    assert load_bytes(as_formula, filename="sums.xlsx").units[0].text == "| Total |"
+
+
 def test_markdown_sections_and_title() -> None:
     doc = load_bytes(MARKDOWN, filename="guide.md")
     assert doc.source_type == SourceType.MARKDOWN
