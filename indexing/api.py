@@ -578,7 +578,8 @@ class FolderDetailView(KnownParameters, APIView):
 )
 class JobCancelView(generics.GenericAPIView):
     """POST cancels the job: its documents still waiting in queue end FAILED with a note,
-    those being indexed finish. Cancelling again, or a job already done, changes nothing
+    those being indexed stop at their next batch of embeddings and end FAILED with it too
+    (indexing.pipeline). Cancelling again, or a job already done, changes nothing
     (`cancelled_at` stays as it was). Any member of the workspace may, as any member may
     add and delete its documents (a reader may not)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import hashlib
 import logging
@@ -47,7 +48,8 @@ from indexing.types import (
     storable,
 )
 from knowledge import graph
-from knowledge.models import Chunk, Document, Workspace
+from knowledge.models import Chunk, Document, IngestJob, Workspace
+from knowledge.selectors import CANCELLED_NOTE
 from knowledge.source_types import SourceType
 
 logger = logging.getLogger(__name__)
@@ -330,6 +332,7 @@ def index_document(
     what waits behind it on the default queue waits for small work only.
     """
     document = Document.objects.get(pk=document_id)
+    started = timezone.now()  # a job cancelled since then cancels this indexing
     # content_hash is only ever set by a successful index: a source that still
     # hashes the same needs no work, whatever the status says (re-registration
     # sets PENDING; a later failed attempt sets FAILED).
@@ -370,7 +373,7 @@ def index_document(
                 raise IngestError(no_text_error(loaded))
             if loaded.source_type == SourceType.PDF:
                 _locate_on_pages(source, loaded, pieces)
-            _update(document_id, progress=10)
+            _progress(document_id, started=started, progress=10)
             embedded_as = [
                 embedding_text(title=loaded.title, locator=p.locator, text=p.text) for p in pieces
             ]
@@ -379,7 +382,8 @@ def index_document(
             # stored vector is reused.
             embed_hashes = [content_hash(f"{embedder.model_id}\n{text}") for text in embedded_as]
             vectors, embedded = _embed_pieces(
-                document, dict(zip(embed_hashes, embedded_as, strict=True)), embedder
+                document, dict(zip(embed_hashes, embedded_as, strict=True)), embedder,
+                started=started,
             )
         kept_in = _swap_chunks(
             document_id, pieces, embed_hashes, vectors, loaded,
@@ -387,6 +391,14 @@ def index_document(
         )
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))
+    except _Cancelled as cancelled:
+        # As cancel_job words a document it took before a worker did, so that the job's
+        # progress counts this one cancelled too; an earlier indexed version still answers.
+        return mark_failed(
+            document_id=document_id,
+            message=f"{CANCELLED_NOTE} {cancelled.job_id} while it was indexed; "
+            "re-index it to index it",
+        )
     except (*TRANSIENT_ERRORS, Document.DoesNotExist):
         raise  # retried, or deleted meanwhile: the task has nothing left to do
     except SoftTimeLimitExceeded:
@@ -563,11 +575,36 @@ def _update(document_id: int, **fields) -> None:
     Document.objects.filter(pk=document_id).update(updated_at=timezone.now(), **fields)
 
 
+class _Cancelled(Exception):
+    """The job the document is indexed for was cancelled while it was."""
+
+    def __init__(self, job_id: int) -> None:
+        super().__init__(job_id)
+        self.job_id = job_id
+
+
+def _progress(document_id: int, *, started: dt.datetime, **fields) -> None:
+    """Record an indexing's progress, unless it is no longer wanted: Document.DoesNotExist
+    when the document was deleted (or its folder or workspace is being), _Cancelled when
+    its job was cancelled since `started`. Checked between embedding batches, so that
+    neither leaves a worker embedding tens of thousands of chunks nobody will see."""
+    live = Document.objects.filter(pk=document_id, workspace__deleting_since=None)
+    if not live.update(updated_at=timezone.now(), **fields):
+        raise Document.DoesNotExist  # deleted meanwhile, or its folder or workspace is being
+    # The newest job is the one it is indexed for: cancel_job leaves a document a later
+    # job registered again to that job. One cancelled before `started` is a re-index's.
+    newest = (IngestJob.objects.filter(documents=document_id).order_by("-pk")
+              .values_list("pk", "cancelled_at").first())
+    if newest is not None and newest[1] is not None and newest[1] >= started:
+        raise _Cancelled(newest[0])
+
+
 def _embed_pieces(
-    document: Document, wanted: dict[str, str], embedder: Embedder
+    document: Document, wanted: dict[str, str], embedder: Embedder, *, started: dt.datetime
 ) -> tuple[dict[str, Vector], int]:
     """Vectors for every text, keyed like `wanted` by embed hash; only text unseen by this
-    document and the cache is embedded."""
+    document and the cache is embedded. Stops (_progress) when the document's indexing
+    is no longer wanted."""
     vectors: dict[str, Vector] = {
         h: as_vector(v)
         for h, v in document.chunks.filter(embed_hash__in=list(wanted)).values_list(
@@ -583,8 +620,8 @@ def _embed_pieces(
         embedded += calls
         vectors.update((h, fresh[content_hash(text)]) for h, text in batch)  # keyed by text
         # Per batch, so a long PDF shows its chunks going by rather than sitting at 0.
-        _update(
-            document.pk,
+        _progress(
+            document.pk, started=started,
             progress=10 + int(85 * (start + len(batch)) / len(todo)),
             chunks_embedded=embedded,
         )

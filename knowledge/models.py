@@ -150,7 +150,7 @@ class IngestJob(models.Model):
     # shares it: a client polling this job still sees what became of its documents.
     documents = models.ManyToManyField("Document", related_name="jobs", blank=True)
     # Cancelled (indexing.sources.cancel_job): its documents no worker had taken failed
-    # with a note; those being indexed then finished.
+    # with a note; those being indexed stop at their next embedding batch, alike.
     cancelled_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
