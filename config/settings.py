@@ -116,6 +116,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "config.errors.DatabaseOutageMiddleware",
+    # Before ConditionalGetMiddleware, so it sees that one's answers, 304s too: an
+    # authenticated API answer is `private, no-cache` and varies by Authorization/Cookie.
+    "config.http_cache.PrivateApiResponsesMiddleware",
     # Last, so it reads the view's own body: a GET answered in full gets an ETag, and
     # the same GET sent with it back (a client polling a job) a bodiless 304. Streamed
     # answers (SSE, a document's file) are left alone.

@@ -48,3 +48,41 @@ def test_streamed_answers_get_no_etag(api, workspace, media):
     assert download.status_code == 200 and download.streaming
     assert b"".join(download.streaming_content) == b"High tide at noon.\n"
     assert not download.has_header("ETag")
+
+
+def _cache_headers(response) -> tuple[set[str], set[str]]:
+    split = lambda name: {v.strip().lower() for v in response.get(name, "").split(",") if v}  # noqa: E731
+    return split("Cache-Control"), split("Vary")
+
+
+def test_an_authenticated_answer_is_private_and_varies_by_credentials(user, workspace):
+    # A shared cache keying by URL and Vary must not hand one caller's documents to another
+    # (audit 5, F4); the ETag and its 304 still work for the caller's own cache.
+    from django.test import Client
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    by_token = APIClient()
+    by_token.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    by_session = Client()
+    by_session.force_login(user)
+    for client in (by_token, by_session):
+        full = client.get("/api/documents", {"workspace": workspace.slug})
+        assert full.status_code == 200 and full["ETag"]
+        again = client.get("/api/documents", {"workspace": workspace.slug},
+                           HTTP_IF_NONE_MATCH=full["ETag"])
+        assert again.status_code == 304
+        for response in (full, again):
+            cache_control, vary = _cache_headers(response)
+            assert {"private", "no-cache"} <= cache_control, client
+            assert {"authorization", "cookie"} <= vary, client
+
+    # Credentials the API refuses: the 401 is theirs alone too.
+    refused = APIClient().get("/api/documents", HTTP_AUTHORIZATION="Token " + "0" * 40)
+    assert refused.status_code == 401
+    assert "private" in _cache_headers(refused)[0]
+    # Nobody signed in, or not the API: left as it was.
+    anonymous = APIClient().get("/api/documents")
+    assert anonymous.status_code in (401, 403)
+    assert "private" not in _cache_headers(anonymous)[0]
+    assert "private" not in _cache_headers(by_session.get("/favicon.ico"))[0]
