@@ -1,13 +1,17 @@
 """API sign-in for front ends: a username and password exchanged for the user's token.
 
 The token is DRF's (one per user, as the admin's *Tokens* page and `drf_create_token`
-make it): signing out deletes it, on every device that holds it.
+make it): signing out deletes it, on every device that holds it, and so does a change of
+the user's password, however it is made.
 """
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.signals import user_logged_in
+from django.db.models.signals import post_save
+from django.dispatch import receiver
 from django.http import HttpRequest
 from django.utils.crypto import salted_hmac
 from rest_framework.authtoken.models import Token
@@ -57,3 +61,16 @@ def credentials_fingerprint(*, user) -> str:
         "verity.accounts.credentials-fingerprint", f"{user.password}\n{token}",
         algorithm="sha256",
     ).hexdigest()[:32]
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL)
+def revoke_tokens_on_password_change(sender, instance, created: bool, **kwargs) -> None:
+    """A new password revokes the user's API token, as it ends their sessions and signed
+    page links: a token stolen with the old password must not outlive it. One receiver for
+    every way a password is changed: the admin's forms, `changepassword`, a shell's
+    set_password() and save(). The user signs in again for a new one."""
+    # set_password() keeps the new password in `_password` until save() has passed it to
+    # the validators' password_changed(), after this signal. A hash upgraded at sign-in
+    # (check_password's setter) is cleared from it before that save: no change.
+    if not created and getattr(instance, "_password", None) is not None:
+        Token.objects.filter(user=instance).delete()

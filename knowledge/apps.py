@@ -6,4 +6,5 @@ class KnowledgeConfig(AppConfig):
     verbose_name = "Knowledge base"
 
     def ready(self) -> None:
-        from knowledge import login_throttle  # noqa: F401  (connects its signal receivers)
+        # Imported for the signal receivers they connect.
+        from knowledge import accounts, login_throttle  # noqa: F401

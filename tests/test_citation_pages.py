@@ -476,6 +476,12 @@ def test_a_signed_page_link_dies_with_the_sign_in_it_was_asked_with(
     user.set_password("another-harbour")
     user.save()
     assert img.get(from_session).status_code == 401
+    # The change revoked the API token too: a sign-in makes the one deleted below.
+    assert not Token.objects.filter(user=user).exists()
+    assert front_end.post(
+        "/api/auth/token", {"username": user.username, "password": "another-harbour"},
+        format="json",
+    ).status_code == 200
     browser.force_login(user)
     again = page_url(browser)
     assert img.get(again).status_code == 200
