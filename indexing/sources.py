@@ -888,7 +888,8 @@ CANCELLED = selectors.CANCELLED_NOTE
 @transaction.atomic
 def cancel_job(*, job: IngestJob) -> int:
     """Cancel `job`: its documents no worker has taken yet fail with a note saying so (their
-    queued tasks then do nothing); those being indexed finish. How many were cancelled.
+    queued tasks then do nothing); those being indexed stop at their next batch of
+    embeddings (indexing.pipeline), FAILED the same way. How many were cancelled.
 
     A document a later job registered again is that job's to index, and is left waiting.
     Nothing is deleted: an earlier indexed version of a document still answers, and

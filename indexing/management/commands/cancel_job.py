@@ -1,5 +1,6 @@
 """`manage.py cancel_job JOB [JOB …]`: documents of the jobs still waiting in queue are
-not indexed (they end FAILED with a note); those being indexed finish."""
+not indexed (they end FAILED with a note); those being indexed stop at their next batch
+of embeddings, FAILED the same way."""
 
 from __future__ import annotations
 
