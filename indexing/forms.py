@@ -37,7 +37,8 @@ class AddSourcesForm(forms.Form):
     )
     files = MultipleFileField(required=False, help_text="One or many files.")
     urls = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="One URL per line."
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), label="URLs",
+        help_text="One URL per line."
     )
     path = forms.CharField(
         required=False, label="Server path",

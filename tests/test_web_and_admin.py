@@ -93,6 +93,19 @@ def test_http_errors_become_failed_documents(workspace, counting_embedder, site,
     assert "404" in document.last_error
 
 
+def test_the_add_sources_page_lays_out_every_field_as_the_admins_forms_do(
+    client, staff, workspace
+):
+    """A product walkthrough's L14: its fields were stacked unstyled, help above them."""
+    from indexing.forms import AddSourcesForm
+
+    client.force_login(staff)
+    page = client.get(reverse("admin:knowledge_document_add_sources")).content.decode()
+    assert "admin/css/forms.css" in page
+    for name in AddSourcesForm.base_fields:  # a field the template leaves out: not sent
+        assert f'class="form-row field-{name}' in page and f'name="{name}"' in page, name
+
+
 def test_admin_upload_creates_a_job_and_indexes_in_the_background(
     client, staff, workspace, django_capture_on_commit_callbacks
 ):
