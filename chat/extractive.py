@@ -60,7 +60,7 @@ from citations import units
 from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_frequency
 from citations.contiguity import overlap
 from citations.grounding import Grounder
-from citations.locations import asked_definition, location_span, where_of
+from citations.locations import asked_definition, location_span, where_of, with_file
 from citations.rows import (
     TABLE_COLUMNS,
     cells,
@@ -72,7 +72,7 @@ from citations.rows import (
 from citations.sentences import split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
-DOCUMENT_LINE: Final = re.compile(r'^<document title="([^"]*)"')
+DOCUMENT_LINE: Final = re.compile(r'^<document title="([^"]*)"(?: source="([^"]*)")?')
 SECTION_LINE: Final = re.compile(r'^<section title="([^"]*)">$')
 WORD: Final = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 NOTHING_FOUND: Final = "I could not find an answer to that in the knowledge base."
@@ -394,7 +394,11 @@ def parse_titles(rendered: str) -> dict[int, str]:
     title = section = ""
     for line in rendered.splitlines():
         if document := DOCUMENT_LINE.match(line):
-            title, section = html.unescape(document.group(1)), ""
+            # A notebook is titled by its Markdown: its file is named after the title, the
+            # place its code is defined in.
+            title = with_file(html.unescape(document.group(1)),
+                              html.unescape(document.group(2) or ""))
+            section = ""
         elif heading := SECTION_LINE.match(line):
             section = html.unescape(heading.group(1))
         elif line == "</section>":
@@ -709,7 +713,9 @@ def rank_sentences(
             continue  # a chunk's overlap cut this sentence, shown whole elsewhere: quote that
         if f" {_normalized(unit.text)} " in headings.get(unit.number, ""):
             continue  # the title or a heading ("2. Launch date"): it names a topic
-        if is_header(lines[unit.number], unit.index):
+        # A passage whose section names its table's columns starts inside that table.
+        inside = bool(_columns((titles or {}).get(unit.number, "")))
+        if is_header(lines[unit.number], unit.index, inside=inside):
             continue  # a table's header ("Owner | Action | Due") names its columns
         if _names_only(unit.text):
             continue  # an entry of a list of names says nothing about them
@@ -720,7 +726,8 @@ def rank_sentences(
             continue  # the rest of a row whose cell a line break cut ("report. | 7 February")
         if is_table_row(unit.text):
             # The rows around a row are other records; what it shares is its header.
-            header = table_header(lines[unit.number][: unit.index + 1], unit.index)
+            header = table_header(lines[unit.number][: unit.index + 1], unit.index,
+                                  inside=inside)
             around_it = () if header is None else (header,)
             # "37.46" is an amount of money under "Price (EUR)".
             columns = (lines[unit.number][header] if header is not None
@@ -1054,13 +1061,13 @@ def _definitions(
     said: dict[str, str] = {}
     for number, text in passages:
         where = where_of(titles.get(number, ""))
-        if where.document in said or len(said) == 2 or not FILE_NAME.search(where.document):
+        if where.file in said or len(said) == 2 or not FILE_NAME.search(where.file):
             continue  # only a file is a place code is defined in
         section = where.section.split(" › ")[-1].strip()
         name = section if section.split(".")[-1] == symbol.split(".")[-1] else symbol
-        sentence = f"{name} is defined in {where.document}."
+        sentence = f"{name} is defined in {where.file}."
         if location_span(sentence, text, titles.get(number)) is not None:
-            said[where.document] = f"`{name}` is defined in {where.document}. [{number}]"
+            said[where.file] = f"`{name}` is defined in {where.file}. [{number}]"
     return " ".join(said.values())
 
 

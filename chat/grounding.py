@@ -21,6 +21,7 @@ from citations.grounding import (
     support_dict,
     workload,
 )
+from citations.locations import with_file
 from citations.normalizer import normalize
 from embeddings import get_embedder
 from embeddings.entailment import OnnxEntailment
@@ -193,6 +194,8 @@ def _title(citation: dict[str, Any]) -> str:
     if citation["source_type"] != "kb_chunk" or not title:
         return title
     section = locators.evidence_section(citation["locator"], title)
+    # A notebook's cell is in the file its locator names, which its title is not.
+    title = with_file(title, str(citation["locator"].get("path") or ""))
     return f"{title} › {section}" if section else title
 
 

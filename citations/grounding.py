@@ -41,7 +41,7 @@ from . import checks
 from .claims import Features, analyze, rarity, stem
 from .contiguity import Joined, Place, contiguous
 from .locations import location_span
-from .rows import cells, is_table_row, table_header
+from .rows import TABLE_COLUMNS, cells, is_table_row, table_header
 from .sentences import Clause, Sentence, cited_clauses, split_answer, split_passage
 from .vectors import DocumentEmbedder, VectorCache
 
@@ -726,7 +726,9 @@ class Grounder:
             passage = plan.units[index].passage
             first = next(i for i, u in enumerate(plan.units) if u.passage == passage)
             lines = [u.text for u in plan.units[first : index + 1]]
-            header = table_header(lines, index - first)
+            # A passage whose section names its table's columns starts inside the table.
+            inside = TABLE_COLUMNS in plan.subjects.get(passage, "")
+            header = table_header(lines, index - first, inside=inside)
             if header is not None:
                 headers.add(first + header)
         return sorted(headers - set(chosen))

@@ -62,12 +62,32 @@ _DEFINITION_WORDS: Final = (
 )
 
 
+# A notebook's title is its Markdown's ("Invoice analysis"), not its path: the file it is
+# is named after it, "Invoice analysis (invoices.ipynb)" (with_file).
+_FILE_AFTER_TITLE: Final = re.compile(r"^(?P<title>.*\S)\s+\((?P<path>[^()\s]+\.ipynb)\)$")
+
+
+def with_file(title: str, path: str) -> str:
+    """A document's title naming the file it is, when its title is not that file's path (a
+    notebook's): "Invoice analysis (invoices.ipynb)". Where.file reads it back."""
+    if not path.endswith(".ipynb") or not _PATH.match(path) or path == title:
+        return title
+    return f"{title} ({path})" if title else path
+
+
 @dataclass(frozen=True)
 class Where:
     """What a passage is: its document's title (a path, for code) and its section."""
 
     document: str
     section: str
+
+    @property
+    def file(self) -> str:
+        """The file the passage is in: the title's path, or the one the title names after it
+        (with_file)."""
+        named = _FILE_AFTER_TITLE.match(self.document)
+        return named.group("path") if named else self.document
 
     @property
     def scope(self) -> frozenset[str]:
@@ -107,10 +127,10 @@ def location_span(claim: str, passage: str, title: str | None) -> tuple[int, int
         return None
 
     def is_own(name: str) -> bool:
-        return _is_document(name, where.document) or set(_parts(name)) <= where.scope
+        return _is_document(name, where.file) or set(_parts(name)) <= where.scope
 
     owned = (all(is_own(name) for name in [*subject_names[:-1], *place_names])
-             and set(qualifiers) <= where.scope | _module_parts(where.document))
+             and set(qualifiers) <= where.scope | _module_parts(where.file))
     # The place must name something: "X is defined in X" says nothing of where.
     names_a_place = any(_parts(name)[-1:] != [symbol] for name in place_names)
     return span if owned and names_a_place else None

@@ -41,18 +41,23 @@ def cells(row: str) -> list[str]:
     return [cell.strip() for cell in row.strip().strip("|").split("|")]
 
 
-def table_header(lines: Sequence[str], index: int) -> int | None:
+def table_header(lines: Sequence[str], index: int, *, inside: bool = False) -> int | None:
     """Where the header of the table that `lines[index]` (a row) belongs to is, if shown.
 
-    `lines` are a passage's units in order. The header is the table's first row, and only
-    below the text leading into the table, and when it reads like one ("Owner | Action |
-    Due": short cells, no numbers): a chunk may start inside a table, where the first
-    row shown is another record.
+    `lines` are a passage's units in order. The header is the table's first row, when it
+    reads like one ("Owner | Action | Due": short cells, no numbers), and only where the
+    table is known to start with it: below the text leading into the table, or, on the
+    passage's first line, in a row written between outer bars ("| Product | Price (EUR) |"),
+    as a spreadsheet's rows and Markdown's own are: a CSV or a sheet starts with its header
+    (a CSV's first chunk has no text leading into it). A chunk may start inside a table,
+    where the first row shown is another record: `inside` says the passage does (its
+    section names the table's columns, TABLE_COLUMNS); a bare first row ("Tobias | Review |
+    Friday") may continue a table from a PDF's page before, and is never taken for one.
     """
     first = index
     while first > 0 and is_table_row(lines[first - 1]):
         first -= 1
-    if first == 0 or first == index:
+    if first == index or (first == 0 and (inside or not _MARKDOWN_ROW.match(lines[0]))):
         return None
     return first if reads_as_header(lines[first]) else None
 
@@ -62,11 +67,11 @@ def reads_as_header(row: str) -> bool:
     return not any(c.isdigit() for c in row) and all(len(c.split()) <= 3 for c in cells(row))
 
 
-def is_header(lines: Sequence[str], index: int) -> bool:
+def is_header(lines: Sequence[str], index: int, *, inside: bool = False) -> bool:
     """Whether `lines[index]` is the header of the table below it (see `table_header`)."""
     return (
         index + 1 < len(lines) and is_table_row(lines[index + 1])
-        and table_header(lines[: index + 2], index + 1) == index
+        and table_header(lines[: index + 2], index + 1, inside=inside) == index
     )
 
 

@@ -74,3 +74,24 @@ def test_a_models_sentence_saying_where_code_is_defined_is_supported(
     assert message["citations"][0]["locator"]["symbol"] == "HarmonicPredictor.height_at"
     assert [s["verdict"] for s in message["grounding"]["sentences"]][0] == "supported"
     assert message["grounding"]["sentences"][1]["verdict"] != "supported"
+
+
+def test_a_notebooks_code_is_said_to_be_defined_in_its_file(workspace, counting_embedder,
+                                                            settings, tmp_path):
+    # Titled by its Markdown ("Invoice analysis"): the place is the notebook's file.
+    cells = [{"cell_type": "markdown", "metadata": {},
+              "source": ["# Invoice analysis\n", "Loads the invoices."]},
+             {"cell_type": "code", "metadata": {}, "execution_count": 1, "outputs": [],
+              "source": ["def load_invoices(path):\n", "    return open(path).read()"]}]
+    path = tmp_path / "invoices.ipynb"
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    document = sources.add_path(workspace=workspace, path=path,
+                                metadata={"path": "invoices.ipynb"})
+    pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    settings.LLM_PROVIDER = "extractive"
+    message = ask("Which file defines load_invoices?", workspace)
+    assert message["answer"].startswith(
+        "`load_invoices` is defined in invoices.ipynb. [citation:"), message["answer"]
+    assert message["citations"][0]["locator"]["cell"] == 2
+    assert [s["verdict"] for s in message["grounding"]["sentences"]] == ["supported"]

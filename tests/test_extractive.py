@@ -106,6 +106,21 @@ def test_evidence_titles_are_read_back_from_the_envelope():
     assert parse_titles(rendered) == {4: 'Notes "Q3" & <more>', 2: 'Notes "Q3" & <more>'}
 
 
+def test_a_notebooks_code_is_defined_in_its_file_though_titled_by_its_markdown():
+    rendered = render_evidence([
+        EvidenceDocument("Invoice analysis", "invoices.ipynb", "excerpt", [
+            Passage(2, "# Invoice analysis\nLoads the invoices."),
+            Passage(1, "def load_invoices(path):\n    return open(path).read()",
+                    section="load_invoices"),
+        ]),
+    ])
+    passages, titles = parse_evidence(rendered), parse_titles(rendered)
+    for question in ("Which file defines load_invoices?", "Where is load_invoices defined?"):
+        assert compose_answer(question, passages, titles=titles) == (
+            "`load_invoices` is defined in invoices.ipynb. [1]"
+        )
+
+
 def test_a_passage_continuing_a_definition_is_read_under_its_section_headings(checker):
     # The chunk holding the value does not name its setting; its section does.
     rendered = render_evidence([
@@ -694,3 +709,38 @@ def test_of_two_sentences_saying_the_same_the_fuller_one_is_quoted_once(checker)
     assert answer.count("€42,000") == 1, answer
     assert answer.startswith("The total approved harbour dredging budget is €42,000"), answer
     assert "€9,000" in answer
+
+
+# A CSV's chunk as the delimited loader writes it: the table from the chunk's first line,
+# no text leading into it.
+PRICES = ("| Product | Price (EUR) | Stock |\n"
+          "| Sable Bench | 37.46 | 12 |\n"
+          "| Driftwood Lamp | 89.00 | 3 |")
+
+
+def test_a_spreadsheets_rows_are_read_under_the_header_row_its_chunk_starts_with(checker):
+    # "37.46" is an amount of money only under "Price (EUR)": unread, nothing answered.
+    for question in ("What is the price of the Sable Bench?",
+                     "How much does the Sable Bench cost?"):
+        assert compose_answer(question, [(1, PRICES)], titles={1: "prices"},
+                              grounder=checker) == (
+            "Product: Sable Bench; Price (EUR): 37.46; Stock: 12. [1]"
+        ), question
+    assert compose_answer("How many Driftwood Lamps are in stock?", [(1, PRICES)],
+                          titles={1: "prices"}) == (
+        "Product: Driftwood Lamp; Price (EUR): 89.00; Stock: 3. [1]"
+    )
+    # A chunk continuing a sheet: its section names the columns, and the first row shown
+    # ("| Monday | Desmond |" reads like a header) is another record.
+    rota = "| Monday | Desmond |\n| Tuesday | Priya |"
+    titles = {1: "rota › Rota › table columns: Week | On call"}
+    assert compose_answer("Who is on call on Tuesday?", [(1, rota)], titles=titles) == (
+        "Week: Tuesday; On call: Priya. [1]"
+    )
+    assert compose_answer("Who is on call on Monday?", [(1, rota)], titles=titles) == (
+        "Week: Monday; On call: Desmond. [1]"
+    )
+    # A bare first row may continue a table from a PDF's page before: no header either.
+    ranked = rank_sentences("Who is on call on Tuesday?",
+                            [(1, "Monday | Desmond\nTuesday | Priya")])
+    assert ranked[0].columns == ""

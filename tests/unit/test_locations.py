@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from citations.locations import asked_definition, location_span
+from citations.locations import asked_definition, location_span, with_file
 
 METHOD = (
     "    def height_at(self, when: datetime) -> float:\n"
@@ -73,3 +73,16 @@ def test_a_module_assignment_is_a_definition():
 ])
 def test_a_question_asking_where_code_is_defined_names_it(question, name):
     assert asked_definition(question) == name
+
+
+def test_a_notebooks_cell_is_defined_in_the_file_named_after_its_markdown_title():
+    # A notebook is titled by its Markdown ("Invoice analysis"), not by its path.
+    cell = "def load_invoices(path):\n    return open(path).read()"
+    title = f"{with_file('Invoice analysis', 'work/invoices.ipynb')} › load_invoices"
+    for claim in ("load_invoices is defined in work/invoices.ipynb.",
+                  "load_invoices is defined in invoices.ipynb."):
+        start, end = location_span(claim, cell, title)
+        assert cell[start:end] == "def load_invoices(path):"
+    assert location_span("load_invoices is defined in reports.ipynb.", cell, title) is None
+    # Another document keeps its title: a PDF is no place code is defined in.
+    assert with_file("Q3 Launch Notes", "q3.pdf") == "Q3 Launch Notes"
