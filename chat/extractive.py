@@ -42,7 +42,9 @@ Among sentences scoring about as well, the passage search ranked first is prefer
 sections (a sentence elsewhere naming X mentions it); a question in prose is answered from
 code or a docstring only when no prose answers nearly as well, and then from its best
 passage alone. A sentence starting with a lowercase English word is a piece of one the
-splitter cut; a table's row is quoted read under its header, never as bare cells.
+splitter cut; a table's row is quoted read under its header, never as bare cells; a list's
+entry as a sentence, without its marker; a sentence leading into a list ("… from these
+sources:") with the list's entries, never alone when its passage ends before them.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ from citations.rows import (
     read_under,
     table_header,
 )
-from citations.sentences import split_passage
+from citations.sentences import list_entry, split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
 DOCUMENT_LINE: Final = re.compile(r'^<document title="([^"]*)"(?: source="([^"]*)")?')
@@ -312,6 +314,10 @@ class Tuning:
     # ("which items are in Lyon?"), not for sharing a word with it ("Sable Stool").
     row_keep_ratio: float = 0.9
     max_sentences: int = 3
+    # A list a sentence leads into is quoted with it up to this many entries and words;
+    # a longer one is no sentence, and its lead-in is not quoted.
+    max_entries: int = 8
+    max_entry_words: int = 120
     # A sentence restates one chosen before it when it gives no number that one lacks and
     # this share of the shorter one's words are in the other ("Total launch budget:
     # €18,500." and "The total approved launch budget is €18,500, taken from …").
@@ -360,6 +366,12 @@ class Candidate:
     # A table row's header ("Owner | Action | Due"), when shown: the row is quoted read
     # under it ("Owner: Ines; Action: …; Due: 7 February"), never as bare cells.
     columns: str = ""
+    # A sentence leading into a list ("… derived from publicly available sources:"): the
+    # entries shown after it, quoted with it.
+    entries: tuple[str, ...] = ()
+    # It leads into a list too long to quote with it: alone, it says nothing ("… from these
+    # sources:"), and is not quoted.
+    dangling: bool = False
 
 
 @dataclass(frozen=True)
@@ -529,6 +541,29 @@ def code_line(text: str) -> bool:
     return bool(_CODE_SYNTAX.search(code)) and not _PROSE_RUN.search(code)
 
 
+def leads_in(sentence: str) -> bool:
+    """Whether a sentence of prose leads into what follows it ("… from publicly available
+    sources:"): it ends on a colon, and says what it means only with that."""
+    return sentence.rstrip().endswith(":") and not is_table_row(sentence)
+
+
+def _list_after(text: str, spans: Sequence[tuple[int, int]], index: int) -> tuple[str, ...]:
+    """The entries of the list right after the sentence at `spans[index]`, each with the
+    sentences that follow it on its line; () when no list item follows it."""
+    entries: list[str] = []
+    previous = spans[index][1]
+    for start, end in spans[index + 1 :]:
+        unit = text[start:end]
+        if list_entry(unit) is not None:
+            entries.append(unit)
+        elif entries and "\n" not in text[previous:start]:
+            entries[-1] = f"{entries[-1]} {unit}"  # the entry's next sentence
+        else:
+            break
+        previous = end
+    return tuple(entries)
+
+
 def _names_only(text: str) -> bool:
     """A line of code that states nothing: names in quotes or brackets ('"M2_PERIOD_HOURS",'
     of an ``__all__`` list, "@property", "import csv"). It answers no question."""
@@ -657,6 +692,7 @@ def rank_sentences(
         wanted -= _DATE_NOUNS
     spans = {number: split_passage(text) for number, text in passages}
     lines = {number: [text[a:b] for a, b in spans[number]] for number, text in passages}
+    texts_of = dict(passages)
     units = sentence_units(passages, spans)
     if not wanted or not units:
         return []
@@ -776,6 +812,16 @@ def rank_sentences(
             # The passage search ranked first: of sentences saying as much, its own.
             score += tuning.top_passage_bonus
         is_code = code_line(unit.text)
+        entries: tuple[str, ...] = ()
+        dangling = False
+        if leads_in(unit.text) and not is_code:
+            # A colon before anything else (a formula left out, an example) may end a
+            # sentence that says something itself: it is quoted as before.
+            entries = _list_after(texts_of[unit.number], spans[unit.number], unit.index)
+            if len(entries) > tuning.max_entries or len(
+                " ".join(entries).split()
+            ) > tuning.max_entry_words:
+                entries, dangling = (), True  # too long a list to quote as a sentence
         # Earlier evidence ranked higher in retrieval: a small tie-breaker.
         ranked.append(Candidate(
             score - position * 1e-6, unit.number, unit.text, unit.fragment, unit.lead,
@@ -784,6 +830,8 @@ def rank_sentences(
             in_code=is_code or unit.docstring or bool(CODE_FILE.search(document)),
             about=unit.number in about,
             columns=columns,
+            entries=entries,
+            dangling=dangling,
         ))
     return sorted(ranked, key=lambda c: -c.score)
 
@@ -1013,9 +1061,13 @@ def _choose(
     preferred = [s.looks for s in ANSWER_SHAPES if s.preferred and s.asks.search(question)]
     chosen: list[Candidate] = []
     for candidate in ranked:
-        # Keep sentences close to the best one; weak ones dilute the answer.
-        if len(chosen) == tuning.max_sentences or candidate.score < best * tuning.keep_ratio:
+        # Keep sentences close to the best one; weak ones dilute the answer. A list's
+        # entries quoted with the sentence leading into it count as sentences.
+        room = tuning.max_sentences - sum(1 + len(c.entries) for c in chosen)
+        if room <= 0 or candidate.score < best * tuning.keep_ratio:
             break
+        if chosen and 1 + len(candidate.entries) > room:
+            continue
         if chosen and is_table_row(candidate.text) and (
             candidate.score < best * tuning.row_keep_ratio
         ):
@@ -1024,7 +1076,11 @@ def _choose(
             continue
         if candidate.code and not ranked[0].code:
             continue  # an answer in prose is not followed by lines of code it does not need
-        if title_line(candidate.text) and not title_line(ranked[0].text):
+        if candidate.dangling:
+            continue  # "… from these sources:" without the sources says nothing
+        if candidate.text in {entry for c in chosen for entry in c.entries}:
+            continue  # quoted already, in the list a chosen sentence leads into
+        if _headline(candidate) and not _headline(ranked[0]):
             # A page's header ("Launch planning meeting, Tuesday 14 January") names what
             # the notes are about; after a sentence that answers it adds only noise.
             continue
@@ -1043,6 +1099,8 @@ def _choose(
             if len(analyze(candidate.text).stems) > len(analyze(chosen[again].text).stems):
                 chosen[again] = replace(candidate, score=chosen[again].score)
             continue
+        # The entries of its list it is quoted with are not quoted again on their own.
+        chosen = [c for c in chosen if c.text not in candidate.entries]
         chosen.append(candidate)
     if grounder is not None:
         chosen = supported(chosen, dict(passages), titles, grounder)
@@ -1115,21 +1173,51 @@ def _another_record(
 
 
 def quote(chosen: Sequence[Candidate], marker: str) -> str:
-    """The sentences, each followed by its marker; a table's row read as one (_row_read).
-    A sentence without closing punctuation (a title line, a list entry) is a paragraph of
-    its own, so that no reader, the grounding engine included, runs it into the next one."""
+    """The sentences, each followed by its marker, as _quoted reads them (a table's row as
+    one). A sentence without closing punctuation (a title line) is a paragraph of its own,
+    so that no reader, the grounding engine included, runs it into the next one."""
     parts: list[str] = []
     previous = ""
     for candidate in chosen:
-        text = _one_line(candidate.text)
-        if is_table_row(text):
-            text = _row_read(text, candidate.columns)
+        text = _quoted(candidate)
         if parts:
             parts.append(" " if _closed(previous) else "\n\n")
         numbers = (candidate.number, *candidate.also)
         parts += [text, " " + "".join(marker.format(n) for n in numbers)]
         previous = text
     return "".join(parts)
+
+
+def _quoted(candidate: Candidate) -> str:
+    """A sentence as the answer quotes it, on one line: a table's row read under its header,
+    a list's entry as a sentence, a sentence leading into a list with its entries
+    ("… from publicly available sources: observations …; the Open Tide Constants
+    Archive …; our own harmonic analyses …")."""
+    text = _one_line(candidate.text)
+    if is_table_row(text):
+        return _row_read(text, candidate.columns)
+    text = _entry_read(text)
+    if candidate.entries:
+        listed = "; ".join(_entry_read(_one_line(e)).rstrip(".;,") for e in candidate.entries)
+        text = f"{text} {listed}."
+    return text
+
+
+def _entry_read(text: str) -> str:
+    """A list's entry as a sentence: without its marker and emphasis, and ending as one
+    ("- **Desmond Fairweather**, Release Manager: …;" reads "Desmond Fairweather, …."); any
+    other sentence as it is."""
+    entry = list_entry(text)
+    if entry is None:
+        return text
+    entry = entry.rstrip(";,")
+    return entry if _closed(entry) else f"{entry}."
+
+
+def _headline(candidate: Candidate) -> bool:
+    """A title line, or a list entry without closing punctuation (title_line); a sentence
+    leading into a list is quoted with it, and ends as a sentence does."""
+    return title_line(candidate.text) and not candidate.entries
 
 
 def _row_read(row: str, columns: str) -> str:

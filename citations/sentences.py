@@ -182,6 +182,23 @@ def plain_text(markdown: str, *, code: bool = True) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+def list_entry(unit: str) -> str | None:
+    """A list item's text as a sentence quotes it: without its marker and emphasis
+    ("- **Desmond Fairweather**, Release Manager: …" reads "Desmond Fairweather, Release
+    Manager: …"), inline code kept as written; None when the unit is no list item."""
+    marker = _LIST_ITEM.match(unit)
+    if marker is None or _RULE.match(unit):
+        return None
+    entry = unit[marker.end():]
+    pieces: list[str] = []
+    cursor = 0
+    for start, end in [*code_spans(entry), (len(entry), len(entry))]:
+        pieces += [_EMPHASIS.sub(lambda m: m.group(2) or m.group(4), entry[cursor:start]),
+                   entry[start:end]]
+        cursor = end
+    return "".join(pieces).strip()
+
+
 def _replace_code(text: str, replacement: Callable[[str, str], str]) -> str:
     """`text` with each inline code span (the normalizer's rule, across the lines of one
     block as on the page) replaced by replacement(backticks, content)."""

@@ -431,7 +431,7 @@ def test_a_price_asked_of_one_plan_is_not_followed_by_another_plans(checker):
     listed = [(1, "Plans\n\n- Starter: $12 per month, one user.\n"
                   "- Team: $49 per month, up to ten users.\n- Enterprise: contact sales.")]
     assert compose_answer(question, listed, grounder=checker) == (
-        "- Team: $49 per month, up to ten users. [1]"
+        "Team: $49 per month, up to ten users. [1]"
     )
 
 
@@ -744,3 +744,44 @@ def test_a_spreadsheets_rows_are_read_under_the_header_row_its_chunk_starts_with
     ranked = rank_sentences("Who is on call on Tuesday?",
                             [(1, "Monday | Desmond\nTuesday | Priya")])
     assert ranked[0].columns == ""
+
+
+FAQ = ("Where do the harmonic constants come from?\n\n"
+       "The bundled constants are derived from publicly available sources:\n\n"
+       "- observations and published constants from national hydrographic offices, where "
+       "their terms allow redistribution;\n\n"
+       "- the Open Tide Constants Archive, a community-maintained collection of station "
+       "analyses;\n\n"
+       "- our own harmonic analyses of hourly observations from tide gauges, published "
+       "with their permission.\n\n"
+       "The data set is refreshed quarterly.")
+
+
+def test_a_sentence_leading_into_a_list_is_quoted_with_its_entries_or_not_at_all(checker):
+    question = "Where do the harmonic constants come from?"
+    titles = {1: "tidewatch FAQ › Data sources › Where do the harmonic constants come from?"}
+    answer = compose_answer(question, [(1, FAQ)], titles=titles, grounder=checker)
+    # One sentence, its entries in their order, each once, none ending the answer on ":".
+    assert answer == (
+        "The bundled constants are derived from publicly available sources: observations "
+        "and published constants from national hydrographic offices, where their terms "
+        "allow redistribution; the Open Tide Constants Archive, a community-maintained "
+        "collection of station analyses; our own harmonic analyses of hourly observations "
+        "from tide gauges, published with their permission. [1]"
+    )
+    # A list too long to quote with it: the lead-in alone says nothing, and is not quoted.
+    offices = "".join(f"- the hydrographic office of port {n} and its archive;\n\n"
+                      for n in range(1, 10))
+    long = FAQ.replace("sources:\n\n", f"sources:\n\n{offices}")
+    answer = compose_answer(question, [(1, long)], titles=titles)
+    assert not re.search(r":\s*\[1\]", answer), answer
+
+
+def test_a_list_entry_is_quoted_as_a_sentence_without_its_marker_or_markup(checker):
+    who = ("## Who to ask\n\n"
+           "- **Kwame Mensah**, Community Lead: conferences, talks and the newsletter.\n"
+           "- **Desmond Fairweather**, Release Manager: the release calendar and packaging\n")
+    answer = compose_answer("Who owns the release calendar?", [(1, who)], grounder=checker)
+    assert answer == (
+        "Desmond Fairweather, Release Manager: the release calendar and packaging. [1]"
+    )
