@@ -32,7 +32,7 @@ from chat.extractive import (
     title_line,
 )
 from citations.grounding import Grounder
-from citations.rows import is_header, is_table_row, table_header
+from citations.rows import TABLE_COLUMNS, is_header, is_table_row, table_header
 from citations.sentences import split_passage
 
 # Words that ask for a document as a whole, not for something in it: "summarize", "what
@@ -219,17 +219,28 @@ def _first_rows(
     ("Product: Sable Bench; Price (EUR): 37.46"), never as bare cells. It was left out of
     its folder's overview, which then looked as if it held fewer documents."""
     texts = dict(document.passages)
+    # Read as the answerer's titles read: a row's section may name its table's columns.
+    titles = {n: f"{document.title} › {section}" if section else document.title
+              for n, section in document.sections.items()}
     chosen: list[Candidate] = []
     for number, text in document.passages:
         lines = [text[a:b] for a, b in split_passage(text)]
+        # A passage whose section names its table's columns starts inside that table: its
+        # rows are read under them.
+        _, inside, named = document.sections.get(number, "").rpartition(TABLE_COLUMNS)
         for index, line in enumerate(lines):
             if len(chosen) == wanted:
                 return chosen
-            header = table_header(lines[: index + 1], index) if is_table_row(line) else None
-            if header is None or is_header(lines, index) or not any(map(str.isalnum, line)):
+            if not is_table_row(line):
+                continue
+            header = table_header(lines[: index + 1], index, inside=bool(inside))
+            columns = lines[header] if header is not None else named if inside else ""
+            if not columns or is_header(lines, index, inside=bool(inside)) or not any(
+                map(str.isalnum, line)
+            ):
                 continue  # not a record: its header, or Markdown's "| --- | --- |"
-            candidate = Candidate(0.0, number, line, columns=lines[header])
-            if grounder is None or supported([candidate], texts, {}, grounder):
+            candidate = Candidate(0.0, number, line, columns=columns)
+            if grounder is None or supported([candidate], texts, titles, grounder):
                 chosen.append(candidate)
     return chosen
 

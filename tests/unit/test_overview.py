@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chat.mention_text import asked_beside, without_mentions
-from chat.overview import asks_for_overview
+from chat.overview import ShownDocument, asks_for_overview, compose_overview
 
 
 @pytest.mark.parametrize("asked", [
@@ -31,3 +31,17 @@ def test_a_message_of_mentions_only_asks_nothing_beside_them():
     # Stored and searched as it was sent, as before.
     assert without_mentions("@Team Handbook", titles) == "@Team Handbook"
     assert asked_beside("summarize @Team Handbook", titles) == "summarize"
+
+
+def test_a_spreadsheet_is_overviewed_by_its_rows_read_under_the_header_its_chunk_starts_with():
+    # A CSV's chunks as the delimited loader writes them: the first starts with the header
+    # row (no text leads into it), the next inside the table, its section naming the columns.
+    document = ShownDocument("prices", [
+        (1, "| Product | Price (EUR) | Stock |\n| Sable Bench | 37.46 | 12 |"),
+        (2, "| Oak Stool | Lyon | Rennes |\n| Driftwood Lamp | 89.00 | 3 |"),
+    ], {1: "", 2: "table columns: Product | Price (EUR) | Stock"})
+    assert compose_overview([document]) == (
+        "### prices\n\nProduct: Sable Bench; Price (EUR): 37.46; Stock: 12. [1] "
+        "Product: Oak Stool; Price (EUR): Lyon; Stock: Rennes. [2] "
+        "Product: Driftwood Lamp; Price (EUR): 89.00; Stock: 3. [2]"
+    )
