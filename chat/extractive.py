@@ -958,7 +958,32 @@ def compose_answer(
     # The sentence naming the answer precisely (the value beside "default") is read first.
     precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
-    return quote(chosen, "[{}]")
+    return quote(_after_what_they_follow(chosen), "[{}]")
+
+
+# A sentence opening on a word that points back at what was just said ("That is a
+# Monday, …", "It still falls inside fiscal Q3").
+_POINTS_BACK: Final = re.compile(
+    r"(?:that|this|these|those|it|its|they|their|such|he|she|his|her)\b", re.I
+)
+
+
+def _after_what_they_follow(chosen: list[Candidate]) -> list[Candidate]:
+    """The sentences, each that points back right after the one chosen it follows in its
+    passage: quoted after another sentence, it reads as said of that one ("… the plan of
+    record was to launch on Monday 24 February. That is a Monday, …", of March 10)."""
+    ordered = list(chosen)
+    for candidate in chosen:
+        if not _POINTS_BACK.match(candidate.text.lstrip()):
+            continue
+        lead = " ".join(candidate.lead.split())
+        before = next((other for other in ordered if other is not candidate
+                       and other.number == candidate.number
+                       and lead.endswith(" ".join(other.text.split()))), None)
+        if before is not None:
+            ordered.remove(candidate)
+            ordered.insert(ordered.index(before) + 1, candidate)
+    return ordered
 
 
 # A question about code names a part of it, or a name of code (key_terms).

@@ -72,6 +72,24 @@ def test_a_sentence_cut_by_a_chunk_edge_is_quoted_whole(checker):
     assert "[2]" not in answer
 
 
+def test_a_sentence_pointing_back_follows_the_one_it_follows_in_its_passage():
+    """The quick start's own question (a product walkthrough's M1): "That is a Monday" was
+    quoted after "… Monday 24 February.", ranked between them, so it read as said of that
+    date, not of March 10, which it follows in the notes."""
+    from chat.extractive import Candidate, _after_what_they_follow, quote
+
+    moved = Candidate(3.0, 6, "After some discussion we agreed to push the launch to "
+                      "March 10.", lead="")
+    planned = Candidate(2.0, 2, "The plan of record was to launch on Monday 24 February.")
+    monday = Candidate(1.0, 6, "That is a Monday, which suits the blog post.",
+                       lead="After some discussion we agreed to push the launch\nto March 10.")
+    elsewhere = Candidate(0.5, 2, "It is in the notes.", lead="Another sentence.")
+    answer = quote(_after_what_they_follow([moved, planned, monday, elsewhere]), "[{}]")
+    assert answer == ("After some discussion we agreed to push the launch to March 10. [6] "
+                      "That is a Monday, which suits the blog post. [6] The plan of record "
+                      "was to launch on Monday 24 February. [2] It is in the notes. [2]")
+
+
 def test_headings_are_never_quoted(checker):
     question = "What is the launch date?"
     passages = [(1, "## Launch date\n\nWe agreed to push the launch to March 10.")]
