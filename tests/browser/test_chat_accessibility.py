@@ -871,6 +871,20 @@ def test_a_citation_pill_says_its_verdict_and_why_and_opens_with_space(
     expect(pill).to_be_focused()
 
 
+def focus_a_streaming_pill(page: Page):
+    """Asks the incident question in a new chat and puts the keyboard on the pill of the
+    answer while it streams: (the pending answer, its pill)."""
+    page.goto("/")
+    new_chat(page)
+    page.locator("#composer-input").fill("How quickly is an incident reported?")
+    page.locator("#send").click()
+    pending = page.locator(".message.role-assistant.is-pending")
+    pill = pending.locator(".citation-pill")
+    expect(pill).to_have_count(1)
+    pill.focus()
+    return pending, pill
+
+
 def test_a_re_rendered_pill_keeps_the_keyboard_and_gets_it_back_from_its_source(llm, page: Page):
     """A streaming answer is re-rendered as it grows and once more when it ends, its pills
     with it: closing the source a pill opened sent the keyboard to the question box."""
@@ -883,14 +897,7 @@ def test_a_re_rendered_pill_keeps_the_keyboard_and_gets_it_back_from_its_source(
 
     search = tool_call("search_knowledge_base", {"query": "security incident reported"})
     llm.script = [search, final, search, lambda request: final(request, again)]
-    page.goto("/")
-    new_chat(page)
-    page.locator("#composer-input").fill("How quickly is an incident reported?")
-    page.locator("#send").click()
-    pending = page.locator(".message.role-assistant.is-pending")
-    pill = pending.locator(".citation-pill")
-    expect(pill).to_have_count(1)
-    pill.focus()
+    pending, pill = focus_a_streaming_pill(page)
     page.keyboard.press("Enter")
     panel = page.locator("#citation-panel")
     expect(page.locator("#citation-title")).to_be_focused()
@@ -937,14 +944,7 @@ def test_a_pill_the_keyboard_is_on_is_not_focused_anew_as_its_answer_grows(
 
     llm.script = [tool_call("search_knowledge_base", {"query": "security incident reported"}),
                   final]
-    page.goto("/")
-    new_chat(page)
-    page.locator("#composer-input").fill("How quickly is an incident reported?")
-    page.locator("#send").click()
-    pending = page.locator(".message.role-assistant.is-pending")
-    pill = pending.locator(".citation-pill")
-    expect(pill).to_have_count(1)
-    pill.focus()
+    pending, pill = focus_a_streaming_pill(page)
     pill.evaluate("""pill => {
         pill.__kept = true;
         window.__focused = 0;
