@@ -17,7 +17,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from chat import citations, services
-from chat.models import Thread
+from chat.models import Message, Thread
 from chat.tools import chunk_unit, group_hits
 from citations.registry import chunk_key
 from knowledge.models import Document, Workspace
@@ -103,6 +103,31 @@ def _start(*, user, workspace: Workspace, title: str) -> Thread:
         "minute. Pass the conversation_id of one you started to continue it, or retry in "
         f"{_duration(wait)}, when one may be removed."
     )
+
+
+def ask(
+    *, user, workspace: Workspace, conversation_id: int | None, question: str,
+    mentions: Sequence[dict] = (),
+) -> Message:
+    """One chat turn (services.post_message: the turn of the chat API and `manage.py ask`)
+    in the user's agent conversation `conversation_id`, or in a new one when None; the
+    stored answer. MentionError (a scope naming nothing of the workspace) leaves no new
+    conversation behind.
+
+    A conversation this question started stays a one-off for _start (removable after
+    ONE_OFF_GRACE, until a call passes its id): the turn's own writes set updated_at,
+    which would read as continued, and kept a burst of questions for a day."""
+    thread = conversation(user=user, workspace=workspace, conversation_id=conversation_id,
+                          title=f"MCP: {question}")
+    try:
+        message = services.post_message(thread=thread, text=question, mentions=mentions)
+    except services.MentionError:
+        if conversation_id is None:
+            thread.delete()
+        raise
+    if conversation_id is None:
+        Thread.objects.filter(pk=thread.pk).update(updated_at=thread.created_at)
+    return message
 
 
 def _duration(seconds: int) -> str:

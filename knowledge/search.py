@@ -713,19 +713,60 @@ _TERM_POSTINGS = f"""
 # Unscoped, a plain query: its terms' postings, and when all its terms are common
 # up to `depth` chunks of its rarest term too, so a common word alone still finds
 # something; the best `rescore` by their sum, the exact part kept.
-_CANDIDATES_TERM_LISTS = f"""
+def _term_lists(terms: str) -> str:
+    return f"""
     SELECT p.id, coalesce(sum(p.w) FILTER (WHERE p.exact), 0) AS partial,
            bool_or(p.rare) AS rare
-    FROM ({_TERM_POSTINGS.format(terms="t")}
+    FROM ({_TERM_POSTINGS.format(terms=terms)}
         UNION ALL
         (SELECT f.chunk_id, false, false, 0 FROM knowledge_chunkterms f
-         WHERE NOT EXISTS (SELECT FROM t WHERE t.df <= %(depth)s) AND EXISTS (SELECT FROM t)
-           AND f.term_ids @> ARRAY(SELECT id FROM t ORDER BY df, id LIMIT 1)
+         WHERE NOT EXISTS (SELECT FROM {terms} WHERE {terms}.df <= %(depth)s)
+           AND EXISTS (SELECT FROM {terms})
+           AND f.term_ids @> ARRAY(SELECT id FROM {terms} ORDER BY df, id LIMIT 1)
            /*visible chunk f.chunk_id*/
          LIMIT %(depth)s)
     ) p
     GROUP BY p.id
     ORDER BY sum(p.w) DESC, p.id LIMIT %(rescore)s
+"""
+
+
+_CANDIDATES_TERM_LISTS = _term_lists("t")
+
+# A plain query naming code (_gated_terms): the chunks its other words' postings propose,
+# as _CANDIDATES_TERM_LISTS; and those holding an identifier as it is written (its
+# words together), the `gate` tsquery: up to `rescore` + 1 of its matches in the GIN
+# index's order, and when there are more, the best `rescore` its words propose that
+# match it (as _CANDIDATES_WEBSEARCH bounds a common phrase, `matches` read lazily).
+# Each is scored from scratch in the ranking, which counts an identifier's words only
+# where it matches.
+_CANDIDATES_GATED = f"""
+    WITH free AS MATERIALIZED (
+        SELECT * FROM t WHERE t.gate IS NULL
+    ), gated AS MATERIALIZED (
+        SELECT * FROM t WHERE t.gate IS NOT NULL
+    ), matches AS MATERIALIZED (
+        SELECT c.id FROM knowledge_chunk c
+        WHERE c.search_vector @@ %(gate)s::tsquery
+          AND c.workspace_id = %(workspace)s /*visible document c.document_id*/
+    ), first AS MATERIALIZED (
+        SELECT id FROM matches LIMIT %(rescore)s + 1
+    ), listed AS MATERIALIZED (
+        SELECT l.id FROM (
+            SELECT p.id FROM ({_TERM_POSTINGS.format(terms="gated")}) p
+            GROUP BY p.id ORDER BY sum(p.w) DESC, p.id LIMIT %(rescore)s
+        ) l CROSS JOIN LATERAL (
+            SELECT FROM knowledge_chunk c
+            WHERE c.id = l.id AND c.search_vector @@ %(gate)s::tsquery
+            OFFSET 0
+        ) c
+        WHERE (SELECT count(*) FROM first) > %(rescore)s
+    )
+    SELECT id, 0::float8 AS partial, false AS rare FROM ({_term_lists("free")}) f
+    UNION
+    SELECT id, 0::float8, false FROM first
+    UNION
+    SELECT id, 0::float8, false FROM listed
 """
 
 # The terms a query in websearch syntax asks for (its own less those it excludes) and
@@ -809,15 +850,13 @@ _WEAK = "(char_length({term}) = 1 AND ascii({term}) < 2048)"
 # answers it. One in websearch syntax ('"x"') asks for them as written.
 _QUERY_TERMS = f"""
     WITH q AS MATERIALIZED (
-        SELECT DISTINCT lexeme FROM unnest(CASE WHEN %(websearch)s
-            THEN to_tsvector(%(config)s::regconfig, %(query)s)
-            ELSE verity_tsvector(%(config)s::regconfig, %(query)s) END)
+        {{q}}
     ), s AS MATERIALIZED (
         SELECT chunks::float8 AS n, greatest(terms::float8 / greatest(chunks, 1), 1) AS avgdl
         FROM knowledge_corpusstat WHERE workspace_id = %(workspace)s
     ), t AS MATERIALIZED (
         SELECT ts.id, ts.df, ln(1 + (s.n - ts.df + 0.5) / (ts.df + 0.5)) AS w,
-               ts.df <= %(rare)s AND NOT {_WEAK.format(term="ts.term")} AS rare
+               ts.df <= %(rare)s AND NOT {_WEAK.format(term="ts.term")} AS rare{{t_gate}}
         FROM knowledge_termstat ts, s
         WHERE ts.workspace_id = %(workspace)s AND ts.df > 0
           AND ts.term IN (SELECT lexeme FROM q)
@@ -825,17 +864,17 @@ _QUERY_TERMS = f"""
               SELECT FROM q WHERE NOT {_WEAK.format(term="q.lexeme")}))
     )"""
 
-_KEYWORD_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ranked AS (
+_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ranked AS (
         -- The partial sum, completed with the terms of more than probe_above chunks
         -- from the candidate's one forward row (a term's tf is at its position).
         SELECT cand.id, cand.partial + coalesce(sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}), 0)
                AS score, cand.rare OR coalesce(bool_or(p.rare), false) AS rare
-        FROM cand JOIN knowledge_chunkterms f ON f.chunk_id = cand.id CROSS JOIN s
+        FROM cand JOIN knowledge_chunkterms f ON f.chunk_id = cand.id CROSS JOIN s{{join}}
         LEFT JOIN LATERAL (
-            SELECT t.id, t.w, t.rare, {_position("t.id", "f")} AS i FROM t
+            SELECT t.id, t.w, t.rare, {_position("t.id", "f")} AS i{{p_gate}} FROM t
             WHERE t.df > %(probe_above)s
-        ) p ON f.term_ids[p.i] = p.id
-        GROUP BY cand.id, cand.partial, cand.rare
+        ) p ON f.term_ids[p.i] = p.id{{check}}
+        GROUP BY cand.id, cand.partial, cand.rare{{having}}
         ORDER BY score DESC, cand.id
         LIMIT %(pool)s
     )
@@ -851,19 +890,127 @@ _KEYWORD_RANKING = f"""{_QUERY_TERMS}, cand AS MATERIALIZED ({{candidates}}), ra
 # common query term) and each query term looked up in it by binary search. The
 # cost follows the scope, not the workspace: ~2,000 forward rows for a folder of
 # 2,000 chunks, times the query's terms.
-_KEYWORD_IN_SCOPE = f"""{_QUERY_TERMS}
+_IN_SCOPE = f"""{_QUERY_TERMS}
     SELECT c.id, c.document_id, sum({_bm25("p.w", "f.tfs[p.i]", "f.dl")}) AS score,
            bool_or(p.rare) AS rare
     FROM knowledge_chunk c CROSS JOIN s CROSS JOIN LATERAL (
         SELECT dl, term_ids, tfs FROM knowledge_chunkterms WHERE chunk_id = c.id LIMIT 1
     ) f JOIN LATERAL (
-        SELECT t.id, t.w, t.rare, {_position("t.id", "f")} AS i FROM t
-    ) p ON f.term_ids[p.i] = p.id
+        SELECT t.id, t.w, t.rare, {_position("t.id", "f")} AS i{{p_gate}} FROM t
+    ) p ON f.term_ids[p.i] = p.id{{check}}
     WHERE c.document_id = ANY(%(documents)s)
     GROUP BY c.id, c.document_id
     ORDER BY score DESC, c.id
     LIMIT %(pool)s
 """
+
+# The query's lexemes: a plain query's identifiers count with their words, as chunks are
+# indexed (verity_tsvector, migration 0021): "HTTPServer" scores http, server and
+# httpserver. Not in websearch syntax: "-InvoiceRenderer" excludes the identifier, and
+# its words "invoice" and "renderer" must not then raise the chunks left.
+_PLAIN = {
+    "q": """SELECT DISTINCT lexeme FROM unnest(CASE WHEN %(websearch)s
+            THEN to_tsvector(%(config)s::regconfig, %(query)s)
+            ELSE verity_tsvector(%(config)s::regconfig, %(query)s) END)""",
+    "t_gate": "", "join": "", "p_gate": "", "check": "", "having": "",
+}
+# A plain query naming code (_gated_terms): its lexemes as given, each with the tsquery a
+# chunk must match for it to count there (NULL: anywhere), which the ranking checks
+# against the chunk's own vector; a chunk no lexeme counts in is no candidate.
+_GATED = {
+    "q": """SELECT lexeme, gate::tsquery AS gate
+            FROM unnest(%(lexemes)s::text[], %(gates)s::text[]) AS q(lexeme, gate)""",
+    "t_gate": ", (SELECT q.gate FROM q WHERE q.lexeme = ts.term) AS gate",
+    "p_gate": ", t.gate",
+}
+_GATED_RANKING = _GATED | {
+    "join": " JOIN knowledge_chunk gc ON gc.id = cand.id",
+    "check": " AND (p.gate IS NULL OR gc.search_vector @@ p.gate)",
+    "having": " HAVING count(p.id) > 0",
+}
+_GATED_IN_SCOPE = _GATED | {
+    "join": "", "check": " AND (p.gate IS NULL OR c.search_vector @@ p.gate)", "having": "",
+}
+
+# q: the query's lexemes; s: the workspace's N and average chunk length; t: each
+# lexeme's IDF, and whether it is rare evidence. MATERIALIZED: computed once; inlined,
+# the planner re-read TermStat per candidate whenever its statistics were stale (74
+# vs 0.6 ms). A plain query of weak terms only ("x", "a b c") has no keyword leg: the
+# dense one answers it. One in websearch syntax ('"x"') asks for them as written.
+_KEYWORD_RANKING = _RANKING.format(candidates="{candidates}", **_PLAIN)
+_KEYWORD_IN_SCOPE = _IN_SCOPE.format(**_PLAIN)
+_KEYWORD_RANKING_GATED = _RANKING.format(candidates=_CANDIDATES_GATED, **_GATED_RANKING)
+_KEYWORD_IN_SCOPE_GATED = _IN_SCOPE.format(**_GATED_IN_SCOPE)
+
+
+# A query word naming code as code writes it, whose words count only together: snake_case
+# ("high_tides"), camelCase ("faqAccordionInit", "HTTPServer": the case boundaries
+# migration 0021 splits at) or dotted ("os.path.join", "app.py"). Read as its words, any
+# one of them matched: "faqAccordionInit" found every `__init__`. Not a hyphenated or
+# slashed word ("anti-inflammatory", "KRAS-RalB", "ischaemia/reperfusion"), which prose
+# writes (a third of SciFact's claims hold one): its words still count one by one, as
+# BM25 reads them (gated too, SciFact's claims holding either lost 3 points of nDCG@10).
+_SNAKE_OR_DOTTED = re.compile(r"[^\W_]_+[^\W_]|[^\W\d_]\.[^\W\d_]")
+
+
+def _names_code(word: str) -> bool:
+    if "-" in word:
+        return False
+    if _SNAKE_OR_DOTTED.search(word):
+        return True
+    for i in range(len(word) - 1):
+        a, b, after = word[i], word[i + 1], word[i + 2 : i + 4]
+        if a.islower() and b.isupper():
+            return True
+        # an acronym or a number before a capitalised word: HTTPServer, utf8Decode
+        if ((a.isupper() or a.isdigit()) and b.isupper() and len(after) == 2
+                and all(c.islower() for c in after)):
+            return True
+    return False
+
+
+# Each identifier's lexemes (verity_tsvector: the word whole and its words) and the
+# tsquery a chunk matches when it holds them together: the word as written (a phrase
+# of its words: "high <-> tide" for high_tides) or its identifier words as a phrase
+# ("faq <-> accordion <-> init", as the index appends them). The other words' lexemes
+# as ever.
+_IDENTIFIER_TERMS = """
+    SELECT 0, ARRAY(SELECT lexeme FROM unnest(verity_tsvector(%(config)s::regconfig,
+                                                              %(free)s))), NULL
+    UNION ALL
+    SELECT w.n, ARRAY(SELECT lexeme FROM unnest(verity_tsvector(%(config)s::regconfig, w.word))),
+           (phraseto_tsquery(%(config)s::regconfig, w.word)
+            || phraseto_tsquery(%(config)s::regconfig, verity_identifier_words(w.word)))::text
+    FROM unnest(%(words)s::text[]) WITH ORDINALITY AS w(word, n)
+    ORDER BY 1
+"""
+
+
+def _gated_terms(cursor, query: str) -> tuple[list[str], list[str | None], str] | None:
+    """For a plain query naming code (_names_code): its lexemes, each with the tsquery a
+    chunk must match for it to count there (None: the lexeme of another word, counted
+    anywhere; several identifiers sharing one: any of theirs), and all identifiers' as one
+    tsquery. None for a query naming none: the keyword leg as it was."""
+    words = query.split()
+    names = [word for word in words if _names_code(word)]
+    if not names:
+        return None
+    free = " ".join(word for word in words if not _names_code(word))
+    cursor.execute(_IDENTIFIER_TERMS, {"config": TEXT_SEARCH_CONFIG, "words": names,
+                                       "free": free})
+    (_, anywhere, _), *identifiers = cursor.fetchall()
+    # An identifier of stop words alone ("is_a") has no lexeme to ask for.
+    identifiers = [(lexemes, gate) for _, lexemes, gate in identifiers if gate]
+    if not identifiers:
+        return None
+    gates: dict[str, list[str]] = {}
+    for lexemes, gate in identifiers:
+        for lexeme in lexemes:
+            if lexeme not in anywhere and gate not in gates.setdefault(lexeme, []):
+                gates[lexeme].append(gate)
+    return ([*anywhere, *gates],
+            [None] * len(anywhere) + [" | ".join(f"( {g} )" for g in gates[x]) for x in gates],
+            " | ".join(dict.fromkeys(f"( {gate} )" for _, gate in identifiers)))
 
 
 def _keyword_leg(
@@ -900,6 +1047,16 @@ def _keyword_leg(
         else:
             candidates = _CANDIDATES_WEBSEARCH
             values |= {"rescore": 4 * pool, "asked": [pk for pk, _ in asked]}
+    elif (gated := _gated_terms(cursor, query)) is not None:
+        lexemes, gates, gate = gated
+        values |= {"lexemes": lexemes, "gates": gates}
+        if documents is not None:
+            cursor.execute(_KEYWORD_IN_SCOPE_GATED, values)
+            return cursor.fetchall()
+        # Every candidate scored from scratch: its identifiers' words only where they match.
+        values |= {"gate": gate, "rescore": 4 * pool}
+        cursor.execute(_visible(_KEYWORD_RANKING_GATED, hidden), values)
+        return cursor.fetchall()
     elif documents is not None:
         cursor.execute(_KEYWORD_IN_SCOPE, values)
         return cursor.fetchall()

@@ -8,6 +8,7 @@ re-checks the token and runs as its user, confined to that user's workspaces.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Callable
@@ -35,6 +36,7 @@ from knowledge.login_throttle import address_of
 from knowledge.models import Document
 from knowledge.throttling import (
     AnonThrottle,
+    ChatTurnThrottle,
     CounterUnavailable,
     GroundingCheckThrottle,
     UserThrottle,
@@ -51,7 +53,9 @@ INSTRUCTIONS = (
     "read_document reads one document in order. Cite a passage as [n]; numbers belong to "
     "a conversation: pass the conversation_id a result gives you to later calls to keep "
     "them, and to check_answer, which checks each cited sentence of your answer against "
-    "its passage. list_sources shows the documents and "
+    "its passage. ask gets the service's own answer to a question, citing [n] in its "
+    "conversation, with its citations and grounding verdicts. list_sources shows the "
+    "documents and "
     "folders (their ids scope a search); ingest adds a URL or a server path (job_status "
     "follows its indexing), reindex and stale keep them current. Every tool takes an "
     "optional workspace slug (default: the user's first workspace; list_workspaces names "
@@ -141,7 +145,7 @@ def _compact(result: dict[str, Any]) -> CallToolResult:
 
 
 def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict],
-         throttle: type[GroundingCheckThrottle] | None = None,
+         throttle: type[ChatTurnThrottle] | None = None,
          **arguments: Any) -> CallToolResult:
     """One tool call as the token's user, with Django's per-request connection handling,
     counted against `throttle`'s rate too when given (a call that costs more than a
@@ -182,7 +186,18 @@ def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict],
 class StrictServer(MCPServer):
     """Refuses a call naming an argument its tool does not take. The SDK drops such an
     argument: a scope's document_ids given beside the query, not inside `scope`, searched
-    the whole workspace."""
+    the whole workspace.
+
+    A tool's description is its docstring cleaned (inspect.cleandoc): the SDK sends
+    `__doc__` as written, every line after the first indented by 8 spaces, which an
+    agent paid for in tokens and a client's tool picker showed as a code block."""
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None,
+                 title: str | None = None, description: str | None = None,
+                 **options: Any) -> None:
+        if description is None:
+            description = inspect.cleandoc(fn.__doc__ or "")
+        super().add_tool(fn, name=name, title=title, description=description, **options)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context=None):
         taken = next((tool.input_schema.get("properties", {}) for tool in await self.list_tools()
@@ -231,6 +246,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     # Over HTTP, checks count against API_THROTTLE_GROUNDING as the REST API's do; stdio
     # is one local process for one token, as uncounted as its other calls.
     grounding_throttle = GroundingCheckThrottle if auth is not None else None
+    # A question runs a chat turn: API_THROTTLE_CHAT, as the REST chat counts one.
+    turn_throttle = ChatTurnThrottle if auth is not None else None
 
     @server.tool(annotations=READ_ONLY)
     def search_knowledge_base(
@@ -303,6 +320,31 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         """
         return _run(token_of, ctx, tools.check_answer, grounding_throttle,
                     conversation_id=conversation_id, answer=answer, workspace=workspace)
+
+    @server.tool(annotations=READ_ONLY)
+    def ask(
+        question: Annotated[str, _argument("a question, in words",
+                                           maxLength=tools.QUESTION_MAX_CHARS)],
+        ctx: Context,
+        scope: Annotated[SearchScope | None, _argument(
+            "only these documents and folders (ids from list_sources)"
+        )] = None,
+        workspace: WorkspaceSlug = None,
+        conversation_id: Conversation = None,
+    ) -> Result:
+        """The service's own answer to a question, as the chat and `manage.py ask` give it:
+        the answer text citing passages as [n], each citation (n, document, label,
+        locator, text and its support: verdict and span) and a grounding summary
+        (claims, supported, partial, unsupported, uncited, unchecked, coverage).
+
+        It runs in a conversation: without conversation_id a new one starts; pass the
+        returned one to ask a follow-up (read with the earlier questions) or to keep the
+        numbers of earlier searches and reads. An answer that could not be found says so
+        and cites nothing. Counted as a chat turn (API_THROTTLE_CHAT over HTTP);
+        question: at most 20,000 characters.
+        """
+        return _run(token_of, ctx, tools.ask, turn_throttle, question=question, scope=scope,
+                    workspace=workspace, conversation_id=conversation_id)
 
     @server.tool(annotations=ADDS)
     def ingest(

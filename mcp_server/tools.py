@@ -16,7 +16,9 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from chat import grounding, passages
+from chat import grounding, passages, services
+from chat.models import Message, Thread
+from chat.serializers import PostMessageSerializer
 from citations.normalizer import plain_markers
 from indexing import git_sources, sources
 from indexing.serializers import ReindexResultSerializer
@@ -87,7 +89,7 @@ def _flat(where: str, errors: Any) -> Iterator[tuple[str, list[str]]]:
         yield where, [str(e) for e in (errors if isinstance(errors, list) else [errors])]
 
 
-_ARGUMENTS = {"q": "query"}
+_ARGUMENTS = {"q": "query", "content": "question", "mentions": "scope"}
 
 
 def _window(offset: int, limit: int, maximum: int) -> tuple[int, int]:
@@ -279,6 +281,83 @@ def check_answer(
         "sentences": _as_written(checked["answer"], checked["sentences"]),
         "citations": [_for_agents(citation) for citation in checked.get("citations", [])],
     }
+
+
+# A question as long as the REST chat takes (POST .../messages: its content's bound).
+QUESTION_MAX_CHARS = PostMessageSerializer().fields["content"].max_length
+VERDICTS = ("supported", "partial", "unsupported", "uncited", "unchecked")
+
+
+def ask(
+    user, *, question: str, scope: dict[str, list[int]] | None, workspace: str | None,
+    conversation_id: int | None,
+) -> dict[str, Any]:
+    """POST /api/threads/{id}/messages (`manage.py ask`): one turn of the service's own
+    answerer in an agent conversation, its answer citing [n] with those citations and
+    the grounding check's verdicts. The conversation's numbers are the ones its
+    searches and reads issued (the same registry), and a follow-up passing
+    conversation_id is read with the earlier questions, as in the chat."""
+    ws = _workspace(user, workspace)
+    scope = scope or {}
+    if unknown := [key for key in scope if key not in SCOPE_KEYS]:
+        raise Refused(f"scope: unknown key {unknown[0][:100]!r} "
+                      f"(expected {', '.join(SCOPE_KEYS)})")
+    if empty := [key for key in SCOPE_KEYS if key in scope and not scope[key]]:
+        raise Refused(f"scope: {empty[0]} names no id (leave it out to ask everywhere)")
+    # The scope as the chat's mentions: the turn searches only them, as an "@name" asks.
+    mentions = [{"kind": kind, "id": pk} for key, kind in (("document_ids", "document"),
+                                                           ("folder_ids", "folder"))
+                for pk in scope.get(key) or ()]
+    params = PostMessageSerializer(data={"content": question, "mentions": mentions})
+    if not params.is_valid():
+        raise Refused(_errors(params.errors))
+    data = params.validated_data
+    try:
+        message = passages.ask(user=user, workspace=ws, conversation_id=conversation_id,
+                               question=data["content"], mentions=data["mentions"])
+    except (passages.UnknownConversation, passages.TooManyConversations) as exc:
+        raise Refused(str(exc)) from exc
+    except services.MentionsNotFound as exc:
+        raise Refused(f"scope: {exc} in this workspace") from exc
+    except (services.MentionError, services.TooManyAnswersWriting) as exc:
+        raise Refused(str(exc)) from exc
+    except Thread.DoesNotExist as exc:
+        raise Refused("The conversation was deleted while the answer was being written.") \
+            from exc
+    if message.status != Message.Status.COMPLETE:
+        raise Refused(f"{plain_markers(message.resolved_content)} (conversation_id "
+                      f"{message.thread_id})")
+    return {
+        "workspace": ws.slug,
+        "conversation_id": message.thread_id,
+        "answer": plain_markers(message.resolved_content),
+        "citations": [_cited(citation) for citation in message.citations],
+        "grounding": _grounding_summary(message.grounding),
+        "dropped_citations": message.metadata.get("dropped_citations", []),
+    }
+
+
+# What an agent needs of a citation to quote and check it: the document named, where
+# (label, locator), the passage, and how the cited sentence is supported (its span).
+CITATION_FIELDS = ("n", "label", "locator", "text", "support", "status", "permalink")
+
+
+def _cited(citation: dict[str, Any]) -> dict[str, Any]:
+    document = citation.get("document") or {}
+    shown = {key: citation[key] for key in CITATION_FIELDS if citation.get(key) not in (None, "")}
+    shown["document"] = {key: document.get(key) for key in ("id", "title", "path")}
+    return _for_agents(shown)
+
+
+def _grounding_summary(checked: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The check of the answer's sentences as counts a verdict (claims only) and coverage
+    (supported claims / claims); None with GROUNDING off."""
+    if checked is None:
+        return None
+    verdicts = [s.get("verdict") for s in checked.get("sentences", [])
+                if s.get("verdict") != "not_a_claim"]
+    return {"coverage": checked.get("coverage"), "claims": len(verdicts),
+            **{verdict: verdicts.count(verdict) for verdict in VERDICTS}}
 
 
 def _as_written(checked: str, sentences: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from tests.workers import worker_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-TOOLS = {"search_knowledge_base", "read_document", "check_answer", "ingest", "cancel_job",
+TOOLS = {"search_knowledge_base", "read_document", "check_answer", "ask", "ingest", "cancel_job",
          "job_status",
          "reindex", "list_sources", "list_workspaces", "stale"}
 HANDBOOK = """# Harbour handbook

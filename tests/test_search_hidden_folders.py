@@ -52,6 +52,7 @@ def purging(workspace, settings):
 @pytest.mark.parametrize("depth", [100, 3])  # terms read in full; or from their heads
 @pytest.mark.parametrize("query", [
     "harbour tides", '"harbour tides"', "harbour -ferries", "harbour OR ferries",
+    "harbour_tides",  # an identifier: its words counted only together
 ])
 @pytest.mark.parametrize("legs", [("keyword",), ("dense", "keyword")])
 def test_a_folder_being_deleted_does_not_starve_the_search(

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from indexing import pipeline, sources
-from knowledge.search import search
+from knowledge.search import Scope, search
 
 pytestmark = pytest.mark.django_db
 
@@ -112,3 +112,86 @@ def test_prose_phrases_and_lengths_are_unchanged(repository, workspace):
     assert keyword_paths(workspace, '"kept for seven years"') == ["README.md"]
     assert readme.pk in {h.chunk_id for h in search(
         query="orders kept", workspace=workspace, limit=10, legs=("keyword",)).hits}
+
+
+# A module whose words an identifier query may share without naming anything in it.
+PREDICT = {
+    "tidewatch/predict.py": """\
+class HarmonicPredictor:
+    def __init__(self, constants):
+        self.constants = constants
+
+    def predict_series(self, times):
+        return [self.height_at(t) for t in times]
+
+
+def high_tides(series):
+    return [h for h in series if h.is_peak]
+""",
+    "docs/faq.md": """\
+# FAQ
+
+The accordion on the help page opens one answer at a time.
+""",
+}
+
+
+@pytest.fixture
+def module(workspace, counting_embedder, tmp_path):
+    documents = {}
+    for path, text in PREDICT.items():
+        file = tmp_path / path.replace("/", "_")
+        file.write_text(text)
+        document = sources.add_path(workspace=workspace, path=file, metadata={"path": path})
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        documents[path] = document
+    return documents
+
+
+@pytest.mark.parametrize("query", [
+    "faqAccordionInit", "faq_accordion_init", "HarmonicPredictor.predictTides",
+    "tidewatch.init", "What does faqAccordionInit do?",
+])
+def test_an_identifier_matches_only_with_its_words_together(module, workspace, query):
+    # Read as its words, any one matched: `init` found every `__init__`, `accordion` the
+    # FAQ, and the search called a symbol nothing defines a match.
+    assert keyword_paths(workspace, query) == []
+    scope = Scope(document_ids=tuple(d.pk for d in module.values()))
+    assert search(query=query, workspace=workspace, scope=scope, limit=10,
+                  legs=("keyword",)).hits == []
+    assert not any(hit.keyword_rank for hit in search(
+        query=query, workspace=workspace, limit=10).hits)
+
+
+@pytest.mark.parametrize("query", [
+    "HarmonicPredictor", "high_tides", "predict_series", "predict series", "Harmonic",
+    "harmonic predictor", "HarmonicPredictor constants", "self.constants",
+])
+def test_real_identifiers_and_their_words_are_still_found(module, workspace, query):
+    assert keyword_paths(workspace, query)[:1] == ["tidewatch/predict.py"]
+    scope = Scope(document_ids=tuple(d.pk for d in module.values()))
+    hits = search(query=query, workspace=workspace, scope=scope, limit=10,
+                  legs=("keyword",)).hits
+    assert [hit.document_metadata["path"] for hit in hits][:1] == ["tidewatch/predict.py"]
+
+
+def test_a_query_s_other_words_still_count_beside_an_unknown_identifier(module, workspace):
+    # "accordion" counts as a word of its own; faqAccordionInit's words count nowhere.
+    assert keyword_paths(workspace, "faqAccordionInit accordion") == ["docs/faq.md"]
+    assert keyword_paths(workspace, "is_a accordion") == ["docs/faq.md"]  # stop words only
+    hits = search(query="accordion", workspace=workspace, limit=10, legs=("keyword",)).hits
+    alone = search(query="faqAccordionInit accordion", workspace=workspace, limit=10,
+                   legs=("keyword",)).hits
+    assert [h.keyword_score for h in alone] == pytest.approx([h.keyword_score for h in hits])
+
+
+def test_an_identifier_in_more_chunks_than_are_rescored_finds_the_best(workspace, settings):
+    # Past 4 x the pool of matches, those its words rank best are scored, not the first
+    # ones the index lists.
+    from tests.test_search_hidden_folders import add
+
+    settings.SEARCH_POOL = 2
+    [*_, best] = add(workspace, None, ["harbour tides at the pier"] * 20
+                     + ["harbour tides harbour tides harbour tides"])
+    hits = search(query="harbour_tides", workspace=workspace, limit=2, legs=("keyword",)).hits
+    assert hits[0].chunk_id == best
