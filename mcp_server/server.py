@@ -382,7 +382,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         workspace: WorkspaceSlug = None,
     ) -> Result:
         """Cancel an ingest job (the id ingest returned): its documents still waiting in
-        queue are not indexed (FAILED, with a note); those being indexed finish."""
+        queue are not indexed (FAILED, with a note); those being indexed stop at their next
+        batch of embeddings, FAILED the same way."""
         return _run(token_of, ctx, tools.cancel_job, job_id=job_id, workspace=workspace)
 
     @server.tool(annotations=READ_ONLY)

@@ -434,7 +434,7 @@ def ingest(
 
 def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
     """POST /api/jobs/{id}/cancel: the job's documents still waiting in queue are not
-    indexed; those being indexed finish."""
+    indexed; those being indexed stop at their next batch of embeddings."""
     ws = _workspace(user, workspace, curating=True)
     sources.cancel_job(job=_job_in(ws, job_id))
     return _job(ws, user, job_id)
