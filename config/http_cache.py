@@ -12,25 +12,27 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_cache_control, patch_vary_headers
 
 
 class PrivateApiResponsesMiddleware:
     """`Cache-Control: private, no-cache` and `Vary: Authorization, Cookie` on an /api/
-    answer to a caller who signed in, by token or by session (the 304s included)."""
+    answer to a caller who sends credentials, a token or a session cookie (the 304s
+    and the refusals included: an answer differs by them)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        # DRF sets the user it authenticated (a token's too) on the Django request. A
-        # request sending credentials the API refused is marked as well: its 401 differs
-        # by them too.
-        user = getattr(request, "user", None)
-        signed_in = user is not None and user.is_authenticated
-        if request.path.startswith("/api/") and (signed_in or "Authorization" in request.headers):
+        # What the request carries, not who it signs in as: reading request.user would
+        # load the session from the database, and turn a database outage's 503 into a 500.
+        if request.path.startswith("/api/") and (
+            "Authorization" in request.headers
+            or settings.SESSION_COOKIE_NAME in request.COOKIES
+        ):
             patch_cache_control(response, private=True, no_cache=True)
             patch_vary_headers(response, ["Authorization", "Cookie"])
         return response

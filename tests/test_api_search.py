@@ -148,7 +148,7 @@ def test_post_keeps_the_bounds_get_has(api, workspace, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
     big = post(api, {"q": "潮" * 900})
     assert big.status_code == 413
-    assert big.json() == {"detail": "The request body is 2.7 kB; the limit is 1.0 kB."}
+    assert big.json() == {"detail": "The request body is 2.6 KiB; the limit is 1000 bytes."}
 
 
 def test_each_hit_says_whether_the_query_matched_it(api, corpus):

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import io
+import math
 import random
 import threading
 import time
@@ -424,9 +426,16 @@ def test_thousands_of_fences_and_comments_are_blanked_in_linear_time() -> None:
     large = small * 16  # ~0.5 MB
     timings = []
     for source in (small, large):
-        started = time.perf_counter()
-        text = load_bytes(source.encode(), filename="many.md").units[0].text
-        timings.append(time.perf_counter() - started)
+        best = math.inf
+        for _ in range(2):  # the better of two, the collector off: late in a long test run
+            gc.disable()    # one collection of the whole process took a second (CI)
+            try:
+                started = time.perf_counter()
+                text = load_bytes(source.encode(), filename="many.md").units[0].text
+                best = min(best, time.perf_counter() - started)
+            finally:
+                gc.enable()
+        timings.append(best)
         assert "note" not in text and text.count("<!-- x") == source.count("<!-- x")
     assert timings[1] < 40 * timings[0] + 0.5, timings  # 16x the input, not 256x the time
 
