@@ -37,16 +37,21 @@ Customers place orders in the shop; each order is kept for seven years.
 }
 
 
-@pytest.fixture
-def repository(workspace, counting_embedder, tmp_path):
+def indexed(workspace, embedder, tmp_path, files: dict[str, str]) -> dict:
+    """Each file indexed as a server file with its repository path, by path."""
     documents = {}
-    for path, text in FILES.items():
+    for path, text in files.items():
         file = tmp_path / path.replace("/", "_")
         file.write_text(text)
         document = sources.add_path(workspace=workspace, path=file, metadata={"path": path})
-        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+        pipeline.index_document(document_id=document.pk, embedder=embedder)
         documents[path] = document
     return documents
+
+
+@pytest.fixture
+def repository(workspace, counting_embedder, tmp_path):
+    return indexed(workspace, counting_embedder, tmp_path, FILES)
 
 
 def keyword_paths(workspace, query: str) -> list[str]:
@@ -138,14 +143,7 @@ The accordion on the help page opens one answer at a time.
 
 @pytest.fixture
 def module(workspace, counting_embedder, tmp_path):
-    documents = {}
-    for path, text in PREDICT.items():
-        file = tmp_path / path.replace("/", "_")
-        file.write_text(text)
-        document = sources.add_path(workspace=workspace, path=file, metadata={"path": path})
-        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-        documents[path] = document
-    return documents
+    return indexed(workspace, counting_embedder, tmp_path, PREDICT)
 
 
 @pytest.mark.parametrize("query", [
