@@ -63,6 +63,7 @@ from citations.claims import STOP_WORDS, Features, analyze, rarity, stem, zipf_f
 from citations.contiguity import overlap
 from citations.grounding import Grounder
 from citations.locations import asked_definition, location_span, where_of, with_file
+from citations.renderer import unciteable
 from citations.rows import (
     TABLE_COLUMNS,
     cells,
@@ -1204,7 +1205,8 @@ def quote(chosen: Sequence[Candidate], marker: str) -> str:
     parts: list[str] = []
     previous = ""
     for candidate in chosen:
-        text = _quoted(candidate)
+        # A passage's own "[2]" would otherwise cite whatever [2] is in this answer.
+        text = unciteable(_quoted(candidate))
         if parts:
             parts.append(" " if _closed(previous) else "\n\n")
         numbers = (candidate.number, *candidate.also)

@@ -121,6 +121,10 @@ def test_forged_passage_line_is_indented_and_defused():
         ("earlier answer [citation:4]", "earlier answer (citation:4)"),
         ("[^1] [a] [1.5] [] [x1] [1](http://x)", "[^1] [a] [1.5] [] [x1] (1)(http://x)"),
         ("array[0] and m[1][2]", "array[0] and m[1][2]"),
+        # A run of references is one: the second bracket follows a "]", yet is no index.
+        ("decision [1][2][3].", "decision (1)(2)(3)."),
+        ("see 【3】[4]", "see (3)(4)"),
+        ("decision[citation:2]", "decision(citation:2)"),
     ],
 )
 def test_bracketed_integers_become_parentheses(text, expected):
@@ -222,3 +226,11 @@ def test_a_section_title_or_passage_cannot_close_the_section_or_pose_as_a_citati
     assert rendered.count("</section>") == 1 and rendered.count("<section") == 1
     # Only the passage's own number is a marker; the title's "[2]" is not.
     assert normalize(body_of(rendered), lambda n: True).cited == [1]
+
+
+def test_text_an_answer_quotes_keeps_no_bracketed_number_outside_code():
+    from citations.renderer import unciteable
+
+    assert unciteable("decision[2] and rows[1][2] or [citation:3] in `m[1]`") == (
+        "decision(2) and rows(1)(2) or (citation:3) in `m[1]`"
+    )
