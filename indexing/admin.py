@@ -285,8 +285,15 @@ class SameWorkspaceForm(forms.ModelForm):
             self.add_error("parent", sources.INSIDE_ITSELF)
         if isinstance(self.instance, Folder) and workspace is not None and not self.errors:
             try:
+                parent_id = parent.pk if parent else None
+                if (data["name"].strip(), parent_id) != (self.instance.name,
+                                                         self.instance.parent_id):
+                    sources.refuse_taken_folder_name(
+                        workspace_id=workspace.pk, parent_id=parent_id,
+                        name=data["name"].strip(), exclude=self.instance.pk,
+                    )
                 sources.refuse_past_folder_bounds(
-                    workspace_id=workspace.pk, parent_id=parent.pk if parent else None,
+                    workspace_id=workspace.pk, parent_id=parent_id,
                     name=data["name"].strip(), moved=self.instance.pk,
                 )
             except sources.EditRefused as refused:

@@ -448,7 +448,7 @@ class FolderListView(KnownParameters, APIView):
         description=(
             "`name` names one folder (no '/', not '.' or '..', at most 255 characters); "
             "`parent_id` the folder to create it in, left out or null for the top level. "
-            "A name a folder beside it already has is a 400."
+            "A name a folder beside it already has, in any case (`Docs`, `docs`), is a 400."
         ),
         parameters=[WORKSPACE_PARAMETER],
         request=FolderCreateSerializer,
@@ -498,7 +498,7 @@ class FolderDetailView(KnownParameters, APIView):
             "`name`: its new name (no '/', not '.' or '..', at most 255 characters). "
             "`parent_id`: the folder to move it into, null for the top level; the folder "
             "itself or one of its subfolders is a 400, as is a name a folder at the new "
-            "place already has. What is left out stays."
+            "place already has, in any case. What is left out stays."
         ),
         request=FolderUpdateSerializer,
         responses={

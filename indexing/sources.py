@@ -100,16 +100,50 @@ def refuse_hidden_folder(folder: Folder | None) -> None:
         raise DeletedMeanwhile(f"The folder {folder.name!r} was deleted; nothing was added.")
 
 
-def _child_folder(*, workspace: Workspace, parent: Folder | None, name: str) -> Folder:
-    """The folder `name` in `parent`, created as needed, never under a folder being
-    deleted (DeletedMeanwhile)."""
+def _child_folder(
+    *, workspace: Workspace, parent: Folder | None, name: str,
+    paths: dict[int, str] | None = None,
+) -> Folder:
+    """The folder `name` in `parent`, or the one there whose name differs from it only in
+    case, created as needed, never under a folder being deleted (DeletedMeanwhile).
+
+    `paths` is the workspace's `selectors.folder_paths`, read under its lock (the caller's
+    for a whole path, kept up to date here as folders are made) or else here."""
     with transaction.atomic():
         lock_registrations(workspace.pk)
         refuse_hidden_folder(parent)
+        if paths is None:
+            paths = selectors.folder_paths(workspace_id=workspace.pk)
         parent_id = parent.pk if parent is not None else None
+        parent_path = paths.get(parent_id, "") if parent_id is not None else ""
+        name = _name_as_existing(name=name, parent_path=parent_path, paths=paths.values())
         if not Folder.objects.filter(workspace=workspace, parent_id=parent_id, name=name).exists():
-            refuse_past_folder_bounds(workspace_id=workspace.pk, parent_id=parent_id, name=name)
-        return Folder.objects.get_or_create(workspace=workspace, parent=parent, name=name)[0]
+            refuse_past_folder_bounds(
+                workspace_id=workspace.pk, parent_id=parent_id, name=name, paths=paths
+            )
+        folder, created = Folder.objects.get_or_create(workspace=workspace, parent=parent,
+                                                       name=name)
+        if created:
+            paths[folder.pk] = f"{parent_path}/{name}" if parent_path else name
+        return folder
+
+
+def _name_as_existing(*, name: str, parent_path: str, paths: Collection[str]) -> str:
+    """`name`, or the name of the folder beside it (in the folder at `parent_path`, '' for
+    the top level) that differs from it only in case: one folder, however it is typed.
+    An exact match wins; SourceRefused when several differ only in case and none is it."""
+    prefix = f"{parent_path}/" if parent_path else ""
+    wanted = f"{prefix}{name}"
+    if wanted in paths:
+        return name
+    folded = wanted.casefold()
+    alike = sorted(p for p in paths if p.startswith(prefix) and p.casefold() == folded)
+    if len(alike) > 1:
+        raise SourceRefused(
+            f"The folders {' and '.join(repr(a) for a in alike)} differ from "
+            f"{wanted!r} only in case: type the one you mean exactly."
+        )
+    return alike[0][len(prefix):] if alike else name
 
 
 def server_roots() -> list[Path]:
@@ -316,7 +350,8 @@ def check_freshness(
 
 
 def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
-    """The folder at 'a/b/c' in the workspace, created as needed; '.' and '..' are refused
+    """The folder at 'a/b/c' in the workspace, created as needed, each name matching a
+    folder's whose differs only in case (`_name_as_existing`); '.' and '..' are refused
     (SourceRefused): a folder path names folders, it does not move between them."""
     names = [p.strip() for p in (path or "").split("/") if p.strip()]
     if any(name in (".", "..") for name in names):
@@ -326,8 +361,14 @@ def folder_for_path(*, workspace: Workspace, path: str | None) -> Folder | None:
     if refused := _past_path_bounds(depth=len(names), length=len("/".join(names))):
         raise SourceRefused(refused[0])  # whole, before any of its folders is made
     folder = None
-    for name in names:
-        folder = _child_folder(workspace=workspace, parent=folder, name=name)
+    if not names:
+        return folder
+    with transaction.atomic():
+        lock_registrations(workspace.pk)
+        # Read once, under the lock each level takes again: no folder comes or goes meanwhile.
+        paths = selectors.folder_paths(workspace_id=workspace.pk)
+        for name in names:
+            folder = _child_folder(workspace=workspace, parent=folder, name=name, paths=paths)
     return folder
 
 
@@ -338,24 +379,10 @@ def folder_path_as_existing(*, workspace: Workspace, path: str) -> str:
     several differ only in case: which one is meant cannot be told."""
     names = [p.strip() for p in path.split("/") if p.strip()]
     existing = set(selectors.folder_paths(workspace_id=workspace.pk).values())
-    by_fold: dict[str, list[str]] = defaultdict(list)
-    for known in existing:
-        by_fold[known.casefold()].append(known)
     resolved = ""
     for name in names:
-        candidate = f"{resolved}/{name}" if resolved else name
-        if candidate not in existing:
-            alike = sorted(
-                known for known in by_fold.get(candidate.casefold(), ())
-                if known.startswith(f"{resolved}/" if resolved else "")
-            )
-            if len(alike) > 1:
-                raise SourceRefused(
-                    f"The folders {' and '.join(repr(a) for a in alike)} differ from "
-                    f"{candidate!r} only in case: type the one you mean exactly."
-                )
-            candidate = alike[0] if alike else candidate
-        resolved = candidate
+        name = _name_as_existing(name=name, parent_path=resolved, paths=existing)
+        resolved = f"{resolved}/{name}" if resolved else name
     return resolved
 
 
@@ -459,23 +486,36 @@ def _lock_folders(workspace_id: int) -> None:
     Workspace.objects.select_for_update().only("pk").get(pk=workspace_id)
 
 
-def _refuse_taken_name(
+def refuse_taken_folder_name(
     *, workspace_id: int, parent_id: int | None, name: str, exclude: int | None = None
 ) -> None:
-    siblings = Folder.objects.filter(workspace_id=workspace_id, parent_id=parent_id, name=name)
-    if siblings.exclude(pk=exclude).exists():
+    """EditRefused when a folder beside `name` in `parent_id` (but `exclude`) has it, in
+    any case: names that differ only in case name one folder (`_name_as_existing`), and
+    with two `folder_for_path` could not tell which one is meant."""
+    siblings = Folder.objects.filter(workspace_id=workspace_id, parent_id=parent_id)
+    folded = name.casefold()
+    taken = sorted(n for n in siblings.exclude(pk=exclude).values_list("name", flat=True)
+                   if n.casefold() == folded)
+    if taken:
         where = _where(workspace_id=workspace_id, folder_id=parent_id)
-        raise EditRefused(f"{where} already holds a folder named '{name}'.", field="name")
+        alike = "" if name in taken else " (folder names that differ only in case are one name)"
+        raise EditRefused(
+            f"{where} already holds a folder named '{name if name in taken else taken[0]}'"
+            f"{alike}.", field="name",
+        )
 
 
 def refuse_past_folder_bounds(
-    *, workspace_id: int, parent_id: int | None, name: str, moved: int | None = None
+    *, workspace_id: int, parent_id: int | None, name: str, moved: int | None = None,
+    paths: Mapping[int, str] | None = None,
 ) -> None:
     """EditRefused when a folder named `name` in `parent_id` would nest folders deeper than
     FOLDER_MAX_DEPTH or make a path longer than FOLDER_MAX_PATH_CHARS, its subfolders'
     included for a folder renamed or moved (`moved`), or when a new one would take the
-    workspace past WORKSPACE_MAX_FOLDERS."""
-    paths = selectors.folder_paths(workspace_id=workspace_id)
+    workspace past WORKSPACE_MAX_FOLDERS. `paths`: the workspace's `folder_paths` when
+    the caller has them (read under its lock), else read here."""
+    if paths is None:
+        paths = selectors.folder_paths(workspace_id=workspace_id)
     if moved is None and len(paths) >= settings.WORKSPACE_MAX_FOLDERS:
         raise EditRefused(
             f"A workspace may hold at most {settings.WORKSPACE_MAX_FOLDERS:,} folders.",
@@ -518,13 +558,13 @@ def create_folder(*, workspace: Workspace, name: str, parent: Folder | None = No
     with transaction.atomic():
         _lock_folders(workspace.pk)
         _refuse_deleted_target(parent, field="parent")
-        _refuse_taken_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
+        refuse_taken_folder_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
         refuse_past_folder_bounds(workspace_id=workspace.pk, parent_id=parent_id, name=name)
         try:
             with transaction.atomic():
                 return Folder.objects.create(workspace=workspace, parent=parent, name=name)
         except IntegrityError:  # taken meanwhile by a registration (folder_for_path)
-            _refuse_taken_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
+            refuse_taken_folder_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
             raise
 
 
@@ -550,7 +590,7 @@ def update_folder(
         parent_id = folder.parent_id if parent is KEEP else (parent.pk if parent else None)
         new_name = folder.name if new_name is KEEP else new_name
         if (new_name, parent_id) != (folder.name, folder.parent_id):
-            _refuse_taken_name(workspace_id=folder.workspace_id, parent_id=parent_id,
+            refuse_taken_folder_name(workspace_id=folder.workspace_id, parent_id=parent_id,
                                name=new_name, exclude=folder.pk)
             refuse_past_folder_bounds(workspace_id=folder.workspace_id, parent_id=parent_id,
                                       name=new_name, moved=folder.pk)

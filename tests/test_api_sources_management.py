@@ -12,6 +12,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -19,6 +21,7 @@ from rest_framework.test import APIClient
 from indexing import sources
 from indexing.models import EmbeddingCacheEntry
 from indexing.tasks import index_document_task
+from knowledge import selectors
 from knowledge.models import Chunk, Document, Folder, Workspace
 from knowledge.search import search
 from mcp_server import tools
@@ -320,6 +323,42 @@ def test_a_folder_renamed_or_moved_beside_one_of_its_name_is_a_400(api):
         if message:
             assert response.json() == {"name": [message]}, what
     assert paths(api) == ["a", "a/drafts", "a/notes", "b", "b/notes"]
+
+
+def test_a_folder_named_as_a_sibling_but_for_case_is_a_400(api):
+    """Registration takes `docs` for `Docs` (folder_for_path): two such folders side by
+    side could no longer be told apart by the path it is given."""
+    a, docs = folder(api, "a"), folder(api, "Docs")
+    notes = folder(api, "notes", a["id"])
+    one_name = " (folder names that differ only in case are one name)."
+    refusals = [
+        (api.post, "/api/folders", {"name": "DOCS"},
+         "The top level already holds a folder named 'Docs'" + one_name),
+        (api.patch, f"/api/folders/{notes['id']}", {"name": "docs", "parent_id": None},
+         "The top level already holds a folder named 'Docs'" + one_name),
+        (api.patch, f"/api/folders/{docs['id']}", {"parent_id": a["id"], "name": "NOTES"},
+         "Folder 'a' already holds a folder named 'notes'" + one_name),
+    ]
+    for send, url, body, message in refusals:
+        response = send(url, body, format="json")
+        assert response.status_code == 400, body
+        assert response.json() == {"name": [message]}, body
+    # Its own name in another case is a rename.
+    renamed = api.patch(f"/api/folders/{docs['id']}", {"name": "docs"}, format="json")
+    assert renamed.status_code == 200 and renamed.json()["path"] == "docs"
+    assert paths(api) == ["a", "a/notes", "docs"]
+
+
+def test_a_folder_path_reads_the_workspaces_folders_once(workspace):
+    """Each folder a path made read every folder of the workspace again to check the
+    bounds: `a/b/c` three times."""
+    with CaptureQueriesContext(connection) as queries:
+        sources.folder_for_path(workspace=workspace, path="a/b/c")
+    every_folder = '"knowledge_folder"."parent_id" AS "parent_id" FROM "knowledge_folder"'
+    reads = [q["sql"] for q in queries.captured_queries if every_folder in q["sql"]]
+    assert len(reads) == 1, reads
+    assert sorted(selectors.folder_paths(workspace_id=workspace.pk).values()) == [
+        "a", "a/b", "a/b/c"]
 
 
 def test_folders_are_bounded_in_depth_path_length_and_number(api, workspace, settings):

@@ -12,6 +12,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from chat.models import Thread
+from indexing import sources
+from knowledge import selectors
 from knowledge.models import Document, Folder
 from tests.conftest import SAMPLE_CORPUS
 
@@ -137,6 +139,24 @@ def test_ingest_into_another_folder_says_which_documents_it_moved(workspace, tmp
                     folder="other/2026")
     assert "Job " in moved and ": 1 document in " in moved
     assert "Moved 1 document from 'other' to 'other/2026'" in moved
+
+
+def test_ingest_into_a_folder_typed_in_another_case_uses_the_one_there(workspace, tmp_path):
+    """`--folder Docs/A` then `--folder docs/a` made two trees, as the admin's form did not."""
+    (tmp_path / "a.md").write_text("# A\n\nThe breakwater was rebuilt in 1998.\n")
+    (tmp_path / "b.md").write_text("# B\n\nThe slipway closes at 18:00.\n")
+    _ingest(str(tmp_path / "a.md"), workspace=workspace.slug, inline=True, folder="Docs/A")
+    _ingest(str(tmp_path / "b.md"), workspace=workspace.slug, inline=True, folder="docs/a/x")
+    assert sorted(selectors.folder_paths(workspace_id=workspace.pk).values()) == [
+        "Docs", "Docs/A", "Docs/A/x"]
+    # An exact match wins over one that differs only in case.
+    exact = Folder.objects.create(workspace=workspace, name="docs")
+    assert sources.folder_for_path(workspace=workspace, path="docs") == exact
+    assert sources.folder_for_path(workspace=workspace, path="Docs/a").name == "A"
+    # Several differ only in case and none is it: which one is meant is asked.
+    with pytest.raises(CommandError, match="'Docs' and 'docs' differ from 'dOcs' only in case"):
+        _ingest(str(tmp_path / "a.md"), workspace=workspace.slug, inline=True, folder="dOcs")
+    assert Folder.objects.filter(workspace=workspace).count() == 4
 
 
 def test_ingest_refuses_a_folder_path_that_climbs(workspace, tmp_path):

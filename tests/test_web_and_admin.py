@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from indexing import pipeline, sources
 from knowledge import selectors
-from knowledge.models import Document, IngestJob, Workspace
+from knowledge.models import Document, Folder, IngestJob, Workspace
 from tests.conftest import SAMPLE_CORPUS
 
 pytestmark = pytest.mark.django_db
@@ -358,8 +358,9 @@ def test_admin_add_sources_uses_a_folder_whose_name_differs_only_in_case(
     assert "in the folder &#x27;Office/Travel/2026&#x27;" in (
         client.get(response["Location"]).content.decode()
     )
-    # Two that differ only in case: which one is meant is asked, nothing is added.
-    sources.folder_for_path(workspace=workspace, path="OFFICE")
+    # Two that differ only in case (made before they were refused): which one is meant
+    # is asked, nothing is added.
+    Folder.objects.create(workspace=workspace, name="OFFICE")
     response = client.post(reverse("admin:knowledge_document_add_sources"), {
         "workspace": workspace.pk, "folder": "office",
         "files": [SimpleUploadedFile("dock.txt", b"The dock opens at 07:00.\n")],

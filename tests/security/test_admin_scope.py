@@ -109,7 +109,14 @@ def test_a_name_clash_is_a_form_error_not_a_server_error(curator, workspace):
         reverse("admin:knowledge_folder_change", args=[b.pk]), {"name": "a", "parent": ""}
     )
     assert response.status_code == 200
-    assert "already exists" in response.content.decode()
+    assert "already holds a folder named" in response.content.decode()
+    # Nor one differing only in case: registration would take either for the other.
+    response = curator.post(
+        reverse("admin:knowledge_folder_change", args=[b.pk]), {"name": "A", "parent": ""}
+    )
+    assert response.status_code == 200
+    assert "differ only in case are one name" in response.content.decode()
+    assert b.name == Folder.objects.get(pk=b.pk).name == "b"
 
     sources.folder_for_path(workspace=workspace, path="b/a")
     loose = Document.objects.create(workspace=workspace, uri="upload://dup.md", title="dup.md")
