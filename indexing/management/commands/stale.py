@@ -6,6 +6,8 @@ and, for repositories ingested by their git URL (fetched first), files deleted u
 
 from __future__ import annotations
 
+import sys
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.template.defaultfilters import pluralize
@@ -89,8 +91,9 @@ class Command(BaseCommand):
             )
         if options["check"] and (found := len(report.stale) + len(report.unreachable)
                                   + len(report.new) + len(report.deleted)):
-            # Status 2, not 1: found something out of date, rather than failed to look.
-            raise CommandError(
-                f"{found} out of date (stale, outdated, unreachable, new or deleted upstream)",
-                returncode=2,
+            # Status 2, not 1: found something out of date, rather than failed to look. Not
+            # a CommandError, which Django prints as "CommandError: …": nothing went wrong.
+            self.stderr.write(
+                f"{found} out of date (stale, outdated, unreachable, new or deleted upstream)"
             )
+            sys.exit(2)
