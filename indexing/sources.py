@@ -755,7 +755,7 @@ HELD = "(held)"
 def _send(ids: list[int], force: bool, *, bulk_only: bool = False) -> None:
     """Publish each document's task on the queue `queues_for` picks, so that a small
     upload is never in line behind big ones (a 4 MB page parses for seconds); workers
-    take from both in turn, and one serves the default queue only (README: Ingesting).
+    take from both in turn, and one serves the default queue only (docs/ingesting.md).
     A held document is sent later, by `send_held`."""
     queues = queues_for(ids=ids, bulk_only=bulk_only)
     for queue in set(queues.values()):
