@@ -6,6 +6,7 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.conf import settings
@@ -60,6 +61,12 @@ class FreshnessReport:
     unfetched: dict[str, str] = field(default_factory=dict)
     # Documents waiting for a worker or being indexed: not checked (being read anyway).
     waiting: int = 0
+    # FAILED documents (not those cancelled with their job) whose source was modified
+    # since they failed: worth another try (a fixed file); left FAILED here.
+    failed_changed: list[Document] = field(default_factory=list)
+    # FAILED documents whose source is not known to have changed since: retrying them
+    # would fail the same way (`ingest` retries them anyway).
+    failed_unchanged: int = 0
 
 
 # How the clone of an outsider's check may reach its remote (indexing.git_sources): a
@@ -72,7 +79,8 @@ def mark_stale(
     fetch_timeout: float | None = None,
 ) -> FreshnessReport:
     """Re-read each indexed source; mark the changed and unreachable ones STALE (nothing is
-    re-indexed).
+    re-indexed). A FAILED document is not read: it is `failed_changed` when its file was
+    modified since it failed (`changed_since`), and stays FAILED.
 
     A document indexed by other indexing code or another chunk budget is stale too,
     whatever its source says. Uploaded files cannot change behind our back, so only
@@ -129,8 +137,31 @@ def mark_stale(
         Document.objects.filter(pk=document.pk, status=Document.Status.INDEXED).update(
             status=Document.Status.STALE
         )
+    failed = documents.filter(status=Document.Status.FAILED).exclude(
+        last_error__startswith=selectors.CANCELLED_NOTE
+    )
+    for document in failed.iterator():
+        # updated_at: when it failed (nothing else writes a FAILED document but a move
+        # or rename, which can only hide a change made before it).
+        if changed_since(document=document, at=document.updated_at):
+            report.failed_changed.append(document)
+        else:
+            report.failed_unchanged += 1
     report.new, report.unwalked = new_repository_files(documents=documents)
     return report
+
+
+def changed_since(*, document: Document, at: datetime) -> bool:
+    """Whether the document's server file was modified after `at`. A web page cannot be
+    told without fetching it, an upload never changes, and a file gone or unreadable
+    is as it was when that was its error: none of these changed."""
+    if not document.uri.startswith("file://"):
+        return False
+    try:
+        modified = file_path(document.uri).stat().st_mtime
+    except (OSError, ValueError):
+        return False
+    return datetime.fromtimestamp(modified, UTC) > at
 
 
 def clone_roots(*, documents: QuerySet[Document]) -> list[str]:

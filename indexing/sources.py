@@ -14,7 +14,7 @@ import stat
 from collections import Counter, defaultdict
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from itertools import islice
 from pathlib import Path
@@ -1674,6 +1674,25 @@ def add_new_files(*, new: Sequence[freshness.NewFile]) -> list[Document]:
     ]
 
 
+def retry_failed(*, documents: Sequence[Document]) -> list[Document]:
+    """PENDING again, not queued (the caller enqueues them): the FAILED documents whose
+    source `stale` found changed since they failed (`FreshnessReport.failed_changed`);
+    one no longer FAILED (re-registered meanwhile) is left as it is."""
+    retried = list(
+        Document.objects.select_for_update()
+        .filter(pk__in=[d.pk for d in documents], status=Document.Status.FAILED)
+    )
+    for document in retried:
+        document.status, document.progress, document.last_error = (
+            Document.Status.PENDING, 0, ""
+        )
+        document.unchanged, document.chunks_embedded = False, 0
+        document.save(update_fields=[
+            "status", "progress", "last_error", "unchanged", "chunks_embedded", "updated_at"
+        ])
+    return retried
+
+
 def is_repository(path: Path) -> bool:
     """Whether a folder is a git work tree (a `.git` folder, or a `.git` file naming one):
     `manage.py ingest` reads it as a repository unless told --no-repo."""
@@ -1815,13 +1834,7 @@ def failed_as_before(*, document: Document, before: Mapping[int, EarlierFailure]
     earlier = before.get(document.pk)
     if earlier is None or earlier.error != document.last_error:
         return False
-    if not document.uri.startswith("file://"):
-        return True
-    try:
-        modified = file_path(document.uri).stat().st_mtime
-    except (OSError, ValueError):
-        return True  # gone or unreadable: the error says so, as it did before
-    return datetime.fromtimestamp(modified, UTC) <= earlier.at
+    return not freshness.changed_since(document=document, at=earlier.at)
 
 
 def clone_locations(

@@ -333,6 +333,42 @@ def test_requeue_and_stale_count_one_document_in_the_singular(workspace, tmp_pat
     assert "Queued 1 document for re-indexing" in out.getvalue()
 
 
+@pytest.mark.django_db(transaction=True)  # the re-queued task is sent on commit
+def test_stale_retries_a_failed_file_changed_since_it_failed_and_no_other(workspace, tmp_path):
+    """A fixed file stayed FAILED: `stale` never looked at FAILED documents ("1 stale …
+    24 unchanged"), and only another `ingest` of its folder picked it up."""
+    (tmp_path / "a-good.md").write_text("# Good\n\nThe breakwater was rebuilt in 1998.\n")
+    (tmp_path / "b-empty.md").write_text("")
+    (tmp_path / "c-empty.md").write_text("")
+    with pytest.raises(CommandError, match="2 of 3 documents failed"):
+        _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+
+    # Unchanged since it failed: the same error again, not worth a retry.
+    out = io.StringIO()
+    call_command("stale", workspace=workspace.slug, reindex=True, stdout=out)
+    assert "CHANGED" not in out.getvalue()
+    assert "0 FAILED changed since; 2 FAILED unchanged since (not retried)" in out.getvalue()
+
+    fixed = tmp_path / "b-empty.md"
+    fixed.write_text("# Fixed\n\nThe slipway closes at 18:00.\n")
+    later = time.time() + 5  # past the failure, whatever the file system's clock grain
+    os.utime(fixed, (later, later))
+    with pytest.raises(SystemExit) as raised:
+        call_command("stale", workspace=workspace.slug, check=True, stdout=io.StringIO(),
+                     stderr=io.StringIO())
+    assert raised.value.code == 2
+    out = io.StringIO()
+    call_command("stale", workspace=workspace.slug, reindex=True, stdout=out)
+    assert f"CHANGED     {fixed.as_uri()} (was FAILED: File is empty" in out.getvalue()
+    assert "1 FAILED changed since; 1 FAILED unchanged since" in out.getvalue()
+    assert "Queued 1 document for re-indexing" in out.getvalue()
+    document = Document.objects.get(uri=fixed.as_uri())
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert Document.objects.get(uri=(tmp_path / "c-empty.md").as_uri()).status == (
+        Document.Status.FAILED
+    )
+
+
 def test_ask_and_search_take_a_documents_title_file_name_or_path(corpus, workspace, settings):
     """--document took only an id, which no command prints ("invalid int value")."""
     settings.LLM_PROVIDER = "extractive"

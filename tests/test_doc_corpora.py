@@ -120,7 +120,8 @@ def test_files_gone_from_a_folder_are_named_marked_stale_and_pruned(
         call_command("stale", workspace=workspace.slug, check=True)
     assert raised.value.code == 2
     assert capsys.readouterr().err == (
-        "1 out of date (stale, outdated, unreachable, new or deleted upstream)\n"
+        "1 out of date (stale, outdated, unreachable, FAILED changed since, new or deleted "
+        "upstream)\n"
     )
     (tmp_path / "beta.md").rename(folder / "beta.md")  # back where it was
     call_command("stale", workspace=workspace.slug, check=True)  # nothing stale: status 0

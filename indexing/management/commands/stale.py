@@ -1,7 +1,8 @@
 """`manage.py stale [--workspace SLUG] [--reindex] [--check]`: list sources that changed, documents
 indexed by older indexing code ("outdated"), files added to ingested repositories ("new")
 and, for repositories ingested by their git URL (fetched first), files deleted upstream
-("deleted"); --reindex queues the first two, adds the new files and deletes the deleted.
+("deleted"), and FAILED documents whose file changed since they failed; --reindex queues
+the stale, outdated and changed FAILED ones, adds the new files and deletes the deleted.
 --check exits with status 2 when it found any of them (for cron or monitoring)."""
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ class Command(BaseCommand):
         parser.add_argument("--workspace", help="workspace slug (default: all)")
         parser.add_argument(
             "--reindex", action="store_true",
-            help="queue the stale ones, add the files new in their repositories and delete "
-            "those deleted upstream (repositories ingested by their git URL)",
+            help="queue the stale ones and the FAILED ones changed since they failed, add the "
+            "files new in their repositories and delete those deleted upstream "
+            "(repositories ingested by their git URL)",
         )
 
         parser.add_argument(
             "--check", action="store_true",
-            help="exit with status 2 when any source is stale, outdated or unreachable, or a "
-            "repository has new files or files deleted upstream (after --reindex, if given)",
+            help="exit with status 2 when any source is stale, outdated or unreachable, a FAILED "
+            "one changed since it failed, or a repository has new files or files deleted "
+            "upstream (after --reindex, if given)",
         )
 
     def handle(self, *args, **options) -> None:
@@ -49,6 +52,10 @@ class Command(BaseCommand):
                 self.stdout.write(f"STALE       {document.uri}")
         for document, error in report.unreachable:
             self.stdout.write(f"UNREACHABLE {document.uri}: {error}")
+        for document in report.failed_changed:
+            self.stdout.write(
+                f"CHANGED     {document.uri} (was FAILED: {document.last_error})"
+            )
         for item in report.new:
             self.stdout.write(f"NEW         {item.uri} (added to the repository {item.repo_root})")
         for document in report.deleted:
@@ -65,35 +72,42 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{len(report.stale)} stale ({len(outdated)} of them outdated), "
             f"{len(report.fresh)} unchanged, {len(report.unreachable)} unreachable, "
-            f"{len(report.new)} new in repositories, {len(report.deleted)} deleted upstream"
+            f"{len(report.new)} new in repositories, {len(report.deleted)} deleted upstream, "
+            f"{len(report.failed_changed)} FAILED changed since"
+            + (f"; {report.failed_unchanged} FAILED unchanged since (not retried)"
+               if report.failed_unchanged else "")
             + (f"; {report.waiting} not checked (waiting for a worker or being indexed)"
                if report.waiting else "")
         )
-        if options["reindex"] and (report.stale or report.new or report.deleted):
+        again = [*report.stale, *report.failed_changed]
+        if options["reindex"] and (again or report.new or report.deleted):
             try:
                 with transaction.atomic():
                     for document in report.deleted:
                         sources.delete_document(document=document)
                     added = sources.add_new_files(new=report.new)
-                    sources.enqueue([*report.stale, *added])
+                    retried = sources.retry_failed(documents=report.failed_changed)
+                    sources.enqueue([*report.stale, *retried, *added])
             except sources.BrokerUnavailable as exc:
                 raise CommandError(
-                    f"Could not queue the {len(report.stale)} stale documents and "
+                    f"Could not queue the {len(again)} stale or changed documents and "
                     f"{len(report.new)} new files: the indexing queue (message broker) is "
                     f"unavailable ({exc.reason}). They stay as they were; run "
                     "`manage.py stale --reindex` again once the broker is back."
                 ) from exc
             self.stdout.write(
-                f"Queued {len(report.stale)} document{pluralize(report.stale)} for re-indexing"
+                f"Queued {len(report.stale) + len(retried)} "
+                f"document{pluralize(len(report.stale) + len(retried))} for re-indexing"
                 + (f" and {len(added)} new {pluralize(added, 'one,ones')} for indexing"
                    if added else "")
                 + (f"; deleted {len(report.deleted)} deleted upstream" if report.deleted else "")
             )
-        if options["check"] and (found := len(report.stale) + len(report.unreachable)
+        if options["check"] and (found := len(again) + len(report.unreachable)
                                   + len(report.new) + len(report.deleted)):
             # Status 2, not 1: found something out of date, rather than failed to look. Not
             # a CommandError, which Django prints as "CommandError: …": nothing went wrong.
             self.stderr.write(
-                f"{found} out of date (stale, outdated, unreachable, new or deleted upstream)"
+                f"{found} out of date (stale, outdated, unreachable, FAILED changed since, new "
+                "or deleted upstream)"
             )
             sys.exit(2)
