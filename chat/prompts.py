@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models.functions import Lower
+
 from citations.renderer import quoted, render_catalogue
 from knowledge import selectors
 from knowledge.models import Document, Workspace
@@ -33,7 +35,7 @@ def workspace_tree(workspace: Workspace, limit: int = 30) -> list[str]:
     """One line per indexed document (at most `limit`), its folder path and quoted title."""
     documents = list(
         Document.objects.filter(workspace=workspace, status=Document.Status.INDEXED)
-        .order_by("folder_id", "title")
+        .order_by("folder_id", Lower("title"), "pk")
         .values_list("pk", "title", "folder_id")[: limit + 1]
     )
     shown = documents[:limit]

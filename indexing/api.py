@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db.models import F
+from django.db.models.functions import Lower
 from django.http import FileResponse, QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -110,8 +111,8 @@ def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
         OpenApiParameter("source_type", str, enum=[value for value, _ in source_types.CHOICES],
                          description="only documents of this kind, e.g. pdf"),
         OpenApiParameter("ordering", str, enum=DOCUMENT_ORDERINGS,
-                         description="sort by this (default title; '-': descending, newest "
-                                     "first; never indexed last)"),
+                         description="sort by this (default title, case-insensitive; '-': "
+                                     "descending, newest first; never indexed last)"),
     ],
     responses={
         200: DocumentSerializer(many=True),
@@ -148,7 +149,8 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
         if kind := filters.validated_data.get("source_type"):
             documents = documents.filter(source_type=kind)
         if ordering := filters.validated_data.get("ordering"):
-            field = F(ordering.lstrip("-"))
+            name = ordering.lstrip("-")
+            field = Lower(name) if name == "title" else F(name)  # as documents_in sorts
             first = field.desc(nulls_last=True) if ordering.startswith("-") else field.asc(
                 nulls_last=True
             )

@@ -168,6 +168,31 @@ def test_documents_are_sorted_and_filtered_by_kind_as_asked(api, workspace):
         assert response.status_code == 400 and next(iter(bad)) in response.json(), bad
 
 
+def test_documents_sort_by_title_whatever_its_case_and_pages_keep_every_one(
+    api, user, workspace
+):
+    """"Billing" and "Travel" came before "backups" (a case-sensitive sort), in the API's
+    list and MCP's list_sources alike."""
+    from mcp_server import tools
+
+    for title in ("backups", "Travel", "billing", "Billing", "alpha"):
+        Document.objects.create(workspace=workspace, uri=f"upload://{title}.md", title=title)
+    by_title = ["alpha", "backups", "billing", "Billing", "Travel"]  # a tie: the first made
+
+    def titles(**query) -> list[str]:
+        response = api.get("/api/documents", query)
+        assert response.status_code == 200, response.content
+        return [d["title"] for d in response.json()["results"]]
+
+    assert titles() == titles(ordering="title") == by_title
+    assert titles(ordering="-title") == ["Travel", "Billing", "billing", "backups", "alpha"]
+    assert [titles(page_size=2, page=n) for n in (1, 2, 3)] == [
+        by_title[:2], by_title[2:4], by_title[4:]
+    ]
+    listed = tools.list_sources(user, status=None, offset=1, limit=3, workspace=workspace.slug)
+    assert [d["title"] for d in listed["documents"]] == by_title[1:4]
+
+
 def test_the_workspace_list_is_paged_as_every_list(api, user, workspace):
     # It was one unbounded array: a member of many workspaces got them all at once.
     for n in range(3):
