@@ -259,6 +259,9 @@ class WorkspaceAdmin(DeleteSummarized, MemberScoped, admin.ModelAdmin):
         ) + "a worker deletes the documents, chunks and conversations in the background.")
 
 
+SAME_WORKSPACE_FOLDER = "Choose a folder of the same workspace."
+
+
 class SameWorkspaceForm(forms.ModelForm):
     """A document's folder, or a folder's parent, belongs to the row's own workspace:
     choosing another workspace's folder would be a move by the back door."""
@@ -271,7 +274,7 @@ class SameWorkspaceForm(forms.ModelForm):
             if related is not None and workspace is not None and (
                 related.workspace_id != workspace.pk
             ):
-                self.add_error(name, "Choose a folder of the same workspace.")
+                self.add_error(name, SAME_WORKSPACE_FOLDER)
         if isinstance(self.instance, Folder) and "name" in data:
             # The API's rules: a folder "a/b" beside folder b in a would share its path.
             if problem := sources.folder_name_problem(data["name"]):
@@ -322,6 +325,21 @@ class WorkspaceFixedAfterCreation(MemberScoped):
     def get_readonly_fields(self, request, obj=None):
         fixed = ["workspace"] if obj is not None else []
         return [*super().get_readonly_fields(request, obj), *fixed]
+
+    def get_form(self, request: HttpRequest, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        if obj is None:
+            return form  # its workspace is not chosen yet
+        for name, field in form.base_fields.items():
+            if (
+                isinstance(field, forms.ModelChoiceField) and field.queryset.model is Folder
+                and name not in self.autocomplete_fields
+            ):
+                # Another workspace's folders were offered, each refused on save.
+                field.queryset = field.queryset.filter(workspace_id=obj.workspace_id)
+                field.label_from_instance = _folder_label(request, field.queryset)
+                field.error_messages["invalid_choice"] = SAME_WORKSPACE_FOLDER
+        return form
 
 
 @admin.register(Folder)

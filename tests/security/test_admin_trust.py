@@ -4,6 +4,7 @@ the permissions the attack needs (never a superuser)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -350,6 +351,17 @@ def test_a_folder_cannot_be_moved_to_another_workspace(client, two_workspaces):
     assert folder.name == "gauges-renamed"
     assert folder.workspace_id == workspace.pk
     assert found_in(workspace, document) and not found_in(other, document)
+
+
+def test_a_documents_page_offers_only_its_own_workspaces_folders(client, two_workspaces):
+    """An ops document's Folder select listed only demo's folders, each refused on save."""
+    workspace, other, folder, document = two_workspaces
+    theirs = sources.folder_for_path(workspace=other, path="theirs")
+    client.force_login(staff_with("view_document", "change_document"))
+    page = client.get(reverse("admin:knowledge_document_change", args=[document.pk]))
+    assert page.status_code == 200
+    [select] = re.findall(r'<select name="folder".*?</select>', page.content.decode(), re.S)
+    assert f'value="{folder.pk}"' in select and f'value="{theirs.pk}"' not in select
 
 
 def test_no_move_through_a_folder_of_another_workspace(client, two_workspaces):
