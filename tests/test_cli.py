@@ -369,6 +369,16 @@ def test_stale_retries_a_failed_file_changed_since_it_failed_and_no_other(worksp
     )
 
 
+def test_ingest_counts_one_file_in_the_singular(workspace, tmp_path):
+    """"1 documents' files are gone", "1 of 1 documents failed", "Registered 1 of 1 files"."""
+    (tmp_path / "empty.md").write_text("")
+    with pytest.raises(CommandError, match=r"^1 of 1 document failed, new in this run"):
+        _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+    (tmp_path / "empty.md").unlink()
+    out = _ingest(str(tmp_path), workspace=workspace.slug, inline=True)
+    assert "1 document's file is gone: --prune deletes them" in out
+
+
 def test_ask_and_search_take_a_documents_title_file_name_or_path(corpus, workspace, settings):
     """--document took only an id, which no command prints ("invalid int value")."""
     settings.LLM_PROVIDER = "extractive"

@@ -107,7 +107,7 @@ def test_files_gone_from_a_folder_are_named_marked_stale_and_pruned(
     call_command("ingest", str(folder), workspace=workspace.slug, inline=True)
     out = capsys.readouterr().out
     assert f"GONE    {(folder / 'beta.md').as_uri()}: the file is gone" in out
-    assert "1 documents' files are gone: --prune deletes them" in out
+    assert "1 document's file is gone: --prune deletes them" in out
     assert "alpha.md: the file is gone" not in out
 
     call_command("stale", workspace=workspace.slug)  # status 0: only a report

@@ -55,9 +55,9 @@ class RegistrationReport:
             return
         self.last = now
         if stage == sources.REGISTERED:
-            self.stderr.write(f"Registered {done:,} of {total:,} files in {where}")
+            self.stderr.write(f"Registered {done:,} of {_files(total)} in {where}")
         else:
-            self.stderr.write(f"Checked {done:,} of {total:,} files for changes")
+            self.stderr.write(f"Checked {done:,} of {_files(total)} for changes")
 
 
 class Command(BaseCommand):
@@ -228,11 +228,11 @@ class Command(BaseCommand):
         # for months on one corrupt file nobody has fixed yet).
         if new:
             raise CommandError(
-                f"{new} of {len(documents)} documents failed, new in this run (listed above)"
+                f"{new} of {_documents(len(documents))} failed, new in this run (listed above)"
             )
         if failed and options["strict"]:
             raise CommandError(
-                f"{failed} of {len(documents)} documents failed (listed above; --strict)"
+                f"{failed} of {_documents(len(documents))} failed (listed above; --strict)"
             )
 
     def _gone(
@@ -261,7 +261,11 @@ class Command(BaseCommand):
                 ))
         if left and not prune:
             what = "gone" if all(i.gone for i in left) else "gone or no longer selected"
-            self.stdout.write(f"{len(left)} documents' files are {what}: --prune deletes them")
+            whose = (
+                "1 document's file is" if len(left) == 1
+                else f"{len(left):,} documents' files are"
+            )
+            self.stdout.write(f"{whose} {what}: --prune deletes them")
         return [item.document for item in left]
 
     def _report_walks(
@@ -282,7 +286,7 @@ class Command(BaseCommand):
                     "paths are from the repository's top level"
                 )
             self.stdout.write(
-                f"{location}: {len(walked.files)} files selected by {walked.rules}; "
+                f"{location}: {_files(len(walked.files))} selected by {walked.rules}; "
                 f"{walked.skipped_summary()}"
             )
             if list_skipped:
@@ -297,7 +301,7 @@ class Command(BaseCommand):
             skipped = [p.relative_to(root).as_posix() for p in sources.unsupported_files(root)]
             if not skipped:
                 continue
-            counted = f"{len(skipped)} file{'' if len(skipped) == 1 else 's'}"
+            counted = _files(len(skipped))
             if list_all:
                 self.stdout.write(f"{folder}: skipped {counted} of a type not read:")
                 for name in skipped:
@@ -485,6 +489,10 @@ def _is_url(location: str) -> bool:
 
 def _documents(count: int) -> str:
     return f"{count:,} document{pluralize(count)}"
+
+
+def _files(count: int) -> str:
+    return f"{count:,} file{pluralize(count)}"
 
 
 def _folder(path: str) -> str:
