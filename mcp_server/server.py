@@ -290,7 +290,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         conversation_id: Conversation = None,
     ) -> Result:
         """A document's details and its passages in reading order, each with its number n
-        (cite it as [n]; see search_knowledge_base for conversation_id) and locator.
+        (cite it as [n]; see search_knowledge_base for conversation_id), chunk_id (as a
+        search result names it; also given as id) and locator.
 
         Long documents are read in windows: passages offset .. offset+limit (at most 200).
         """
@@ -424,7 +425,9 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         """The workspace's documents (id, title, source, folder, status, chunk count, last
         error) and, with the first window (offset 0), its folders (at most 500).
 
-        status filters: PENDING, INDEXING, INDEXED, STALE or FAILED. limit: 1-500.
+        status filters: PENDING, INDEXING, INDEXED, STALE or FAILED. A document cancelled
+        with its ingest job is FAILED, its last_error beginning "Cancelled with ingest job"
+        (job_status counts those as CANCELLED). limit: 1-500.
         """
         return _run(token_of, ctx, tools.list_sources,
                     status=status, offset=offset, limit=limit, workspace=workspace)

@@ -254,7 +254,9 @@ def read_document(
         "cite_as": CITE_AS,
         "offset": start,
         "total_passages": document.chunk_count,
-        "passages": [_for_agents({"n": numbers[chunk["id"]], **chunk})
+        # chunk_id: the name a search hit gives the same passage's id (an agent matching
+        # the two); `id` stays for the agents that read it.
+        "passages": [_for_agents({"n": numbers[chunk["id"]], "chunk_id": chunk["id"], **chunk})
                      for chunk in ChunkSerializer(chunks, many=True).data],
     }
 

@@ -88,6 +88,11 @@ def test_results_are_compact_and_keep_no_page_drawing_boxes(agent):
         assert not {"document_title", "source_type", "document_uri", "document_path",
                     "permalink", "cite_as", "query"} & hit.keys(), hit
     assert search[2]["query"] == "launch budget" and search[2]["cite_as"]
+    # A passage's id has one name in both tools (read_document's `id` kept for old agents).
+    assert all(p["chunk_id"] == p["id"] for p in passages)
+    chunk_ids = list(document.chunks.order_by("ordinal").values_list("pk", flat=True))
+    assert [p["chunk_id"] for p in passages] == chunk_ids[:2]
+    assert {h["chunk_id"] for h in hits} <= set(chunk_ids)
     # Fractions at 4 decimals (scores, similarities, coverage): they printed 16.
     for _, text, _ in (search, check):
         assert not re.search(r"\d\.\d{5}", text), re.search(r"\d\.\d{5,}", text)[0]
@@ -130,12 +135,14 @@ def test_arguments_state_their_bounds_and_the_workspaces_are_listed(agent):
 
     async def session():
         async with agent["client"]() as client:
-            tools = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+            described = (await client.list_tools()).tools
+            tools = {t.name: t.input_schema for t in described}
+            said = {t.name: t.description for t in described}
             listed = await _call(client, "list_workspaces")
             unknown = await _call(client, "list_sources", workspace="nope")
-            return tools, listed, unknown
+            return tools, said, listed, unknown
 
-    tools, (error, _, listed), (_, refusal, _) = run(session)
+    tools, said, (error, _, listed), (_, refusal, _) = run(session)
     limit = tools["search_knowledge_base"]["properties"]["limit"]
     assert (limit["minimum"], limit["maximum"]) == (1, 100)
     assert tools["read_document"]["properties"]["limit"]["maximum"] == 200
@@ -144,6 +151,10 @@ def test_arguments_state_their_bounds_and_the_workspaces_are_listed(agent):
     assert set(tools["list_sources"]["properties"]["status"]["enum"]) == {
         *Document.Status.values, None
     }
+    # Job counts have CANCELLED; a document has no such status: the tool says where those are.
+    assert 'FAILED, its last_error beginning "Cancelled with ingest job"' in " ".join(
+        said["list_sources"].split()
+    )
     for name, schema in tools.items():
         for argument, described in schema["properties"].items():
             assert described.get("description"), (name, argument)
