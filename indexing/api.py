@@ -100,7 +100,10 @@ def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
         WORKSPACE_PARAMETER,
         OpenApiParameter("status", str, enum=Document.Status.values,
                          description="only documents in this state, e.g. FAILED"),
-        OpenApiParameter("folder_id", int, description="only documents directly in this folder"),
+        OpenApiParameter("folder_id", int, description="only documents directly in this "
+                         "folder (not in its subfolders, unless `subfolders=true`)"),
+        OpenApiParameter("subfolders", bool, description="with `folder_id`: its subfolders' "
+                         "documents too, at every depth, as search's `folder_ids` scopes"),
         OpenApiParameter("job_id", int, description="only documents of this ingest job"),
         OpenApiParameter(
             "q", {"type": "string", "maxLength": TITLE_QUERY_MAX_LENGTH},
@@ -128,7 +131,7 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
     """
 
     serializer_class = DocumentSerializer
-    filters = ("status", "folder_id", "job_id", "q", "source_type", "ordering")
+    filters = ("status", "folder_id", "subfolders", "job_id", "q", "source_type", "ordering")
 
     def get_queryset(self):
         workspace = query_workspace(self.request)
@@ -137,10 +140,12 @@ class DocumentListView(KnownListParameters, generics.ListAPIView):
         filters.is_valid(raise_exception=True)
         if state := filters.validated_data.get("status"):
             documents = documents.filter(status=state)
-        if folder := filters.validated_data.get("folder_id"):
-            documents = documents.filter(
-                folder=selectors.folder_in(workspace=workspace, folder_id=folder)
-            )
+        if folder_id := filters.validated_data.get("folder_id"):
+            folder = selectors.folder_in(workspace=workspace, folder_id=folder_id)
+            if filters.validated_data.get("subfolders"):
+                documents = documents.filter(folder_id__in=selectors.folder_subtree(folder=folder))
+            else:
+                documents = documents.filter(folder=folder)
         if job := filters.validated_data.get("job_id"):
             documents = documents.filter(jobs=selectors.job_in(workspace=workspace, pk=job))
         if text := filters.validated_data.get("q"):

@@ -119,6 +119,7 @@ class DocumentFilterSerializer(serializers.Serializer):
 
     status = serializers.ChoiceField(choices=Document.Status.values, required=False)
     folder_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
+    subfolders = serializers.BooleanField(required=False)
     job_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     # Bounded: every title of the workspace is scanned for it. (NUL, which PostgreSQL
     # cannot hold, never gets here: refused with the address, and by CharField.)
@@ -131,6 +132,11 @@ class DocumentFilterSerializer(serializers.Serializer):
         if isinstance(data.get("status"), str):
             data["status"] = data["status"].upper()  # ?status=failed
         return super().to_internal_value(data)
+
+    def validate(self, data: dict) -> dict:
+        if data.get("subfolders") and "folder_id" not in data:
+            raise serializers.ValidationError({"subfolders": ["Give it with folder_id."]})
+        return data
 
 
 ID = {"min_value": 1, "max_value": 2**63 - 1}  # an id PostgreSQL can hold

@@ -226,8 +226,10 @@ class SearchView(APIView):
             OpenApiParameter("page_size", int, description="the same as limit"),
             OpenApiParameter("page", int, description="which page of hits (default 1)"),
             WORKSPACE_PARAMETER,
-            OpenApiParameter("document_ids", str, description="comma-separated ids"),
-            OpenApiParameter("folder_ids", str, description="comma-separated ids"),
+            OpenApiParameter("document_ids", str, description="comma-separated document ids"),
+            OpenApiParameter("folder_ids", str, description="comma-separated folder ids: the "
+                             "documents in these folders and in their subfolders, at every "
+                             "depth (the documents list's `folder_id` alone is one folder's)"),
         ],
         responses={200: SearchResponseSerializer, 400: REFUSED, 404: SEARCH_NOT_FOUND},
     )

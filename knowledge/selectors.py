@@ -416,6 +416,14 @@ def with_subfolders(*, parents: dict[int, int | None], folder_ids: Iterable[int]
     return found
 
 
+def folder_subtree(*, folder: Folder) -> set[int]:
+    """The folder's id and those of every folder below it."""
+    parents = dict(
+        Folder.objects.filter(workspace_id=folder.workspace_id).values_list("pk", "parent_id")
+    )
+    return with_subfolders(parents=parents, folder_ids=[folder.pk])
+
+
 def documents_in_folders(
     *, workspace: Workspace, folder_ids: Iterable[int],
     parents: dict[int, int | None] | None = None,

@@ -173,6 +173,7 @@ class SearchQuerySerializer(serializers.Serializer):
     folder_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), required=False,
         max_length=MAX_SCOPE_IDS,
+        help_text="the documents in these folders and in their subfolders, at every depth",
     )
 
     @staticmethod

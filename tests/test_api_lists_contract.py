@@ -193,6 +193,35 @@ def test_documents_sort_by_title_whatever_its_case_and_pages_keep_every_one(
     assert [d["title"] for d in listed["documents"]] == by_title[1:4]
 
 
+def test_a_folders_documents_are_its_own_unless_subfolders_are_asked_for(api, workspace):
+    """?folder_id= listed a folder's own documents while search's folder_ids took its
+    subfolders too, and the schema said neither."""
+    from drf_spectacular.generators import SchemaGenerator
+
+    top = sources.folder_for_path(workspace=workspace, path="Engineering")
+    deep = sources.folder_for_path(workspace=workspace, path="Engineering/Incidents/2026")
+    for title, folder in (("top.md", top), ("deep.md", deep), ("loose.md", None)):
+        Document.objects.create(workspace=workspace, folder=folder, uri=f"upload://{title}",
+                                title=title)
+
+    def titles(**query) -> list[str]:
+        response = api.get("/api/documents", query)
+        assert response.status_code == 200, response.content
+        return [d["title"] for d in response.json()["results"]]
+
+    assert titles(folder_id=top.pk) == ["top.md"]
+    assert titles(folder_id=top.pk, subfolders="true") == ["deep.md", "top.md"]
+    assert titles(folder_id=top.pk, subfolders="false") == ["top.md"]
+    assert set(refusal(api, "/api/documents?subfolders=true")) == {"subfolders"}
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    def said(path: str) -> dict[str, str]:
+        return {p["name"]: p.get("description", "") for p in paths[path]["get"]["parameters"]}
+
+    assert "subfolders" in said("/api/documents")["folder_id"]
+    assert "every depth" in said("/api/documents")["subfolders"]
+    assert "subfolders" in said("/api/search")["folder_ids"]
+
+
 def test_the_workspace_list_is_paged_as_every_list(api, user, workspace):
     # It was one unbounded array: a member of many workspaces got them all at once.
     for n in range(3):

@@ -88,8 +88,8 @@ def test_the_knowledge_endpoints_declare_the_refusals_they_answer():
     post = {p["name"] for p in paths["/api/documents"]["post"].get("parameters", [])}
     assert post == {"workspace"}
     get = {p["name"] for p in paths["/api/documents"]["get"]["parameters"]}
-    assert get == {"status", "folder_id", "job_id", "q", "source_type", "ordering", "page",
-                   "page_size", "workspace"}
+    assert get == {"status", "folder_id", "subfolders", "job_id", "q", "source_type",
+                   "ordering", "page", "page_size", "workspace"}
     page_size = next(p for p in paths["/api/documents"]["get"]["parameters"]
                      if p["name"] == "page_size")
     assert (page_size["schema"]["minimum"], page_size["schema"]["maximum"]) == (1, 200)
