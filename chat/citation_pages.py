@@ -50,7 +50,9 @@ def passage_format(*, thread: Thread, entry: CitationEntry) -> str:
     """MARKDOWN for a passage of a Markdown document (uploaded, a server file, or a web
     page served as Markdown: its chunks keep the source), else TEXT."""
     document = _document(thread=thread, entry=entry)
-    if document is None or "line_start" in entry.locator:  # code is shown as code
+    # Code (a locator naming its file's path) is shown as code; a text file's lines too
+    # are cited by number, but it is shown as the text it is.
+    if document is None or "path" in entry.locator:
         return TEXT
     markdown = document.mime == "text/markdown" or document.source_type == SourceType.MARKDOWN
     return MARKDOWN if markdown else TEXT

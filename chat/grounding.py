@@ -227,4 +227,16 @@ def _support(support, locator: dict[str, Any]) -> dict[str, Any] | None:
         if span and isinstance(start, int)
         else None
     )
+    data["document_spans"] = document_spans(data)
     return data
+
+
+def document_spans(support: dict[str, Any]) -> list[list[int]] | None:
+    """`spans` in the document's text, as `document_span` is `span` there: each supporting
+    sentence exactly, where the hull of a table's header and its cited row takes in every
+    row between them. None when `document_span` is."""
+    span, found = support.get("span"), support.get("document_span")
+    if not (span and found):
+        return None
+    shift = found["char_start"] - span["char_start"]
+    return [[start + shift, end + shift] for start, end in support.get("spans") or ()]

@@ -5,6 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat import citations
+from chat.grounding import document_spans as spans_in_document
 from chat.models import AnswerFeedback, Message, Thread
 from knowledge import locators
 from knowledge.fields import SlugTextField, StrictStrings, TextField
@@ -59,8 +60,10 @@ class CitationSerializer(serializers.Serializer):
     # Plain strings, not enums: enums named "source_type"/"status" would rename others.
     source_type = serializers.CharField(help_text="kb_chunk, kb_document, web_result, ...")
     document = CitedDocumentSerializer()
-    locator = serializers.DictField(help_text="where in the source: page, lines, characters")
-    label = serializers.CharField(help_text="the locator for people, e.g. 'page 4'")
+    locator = serializers.DictField(help_text="where in the source: page, lines, rows, characters")
+    label = serializers.CharField(
+        help_text="the locator for people, e.g. 'page 4', 'lines 3–9', 'rows 12–30'"
+    )
     permalink = serializers.CharField(
         help_text="a repository's passage on its forge (GitHub, GitLab, Bitbucket, Gitea), "
         "its lines at the commit indexed; '' for other sources, a file not as committed "
@@ -153,6 +156,12 @@ class CitationSupportSerializer(SupportSerializer):
     document_span = SpanSerializer(
         allow_null=True, help_text="`span` in the document's text (the locator's "
         "coordinates): the hull of `spans` too, unsupported text between them included"
+    )
+    document_spans = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+        allow_null=True, help_text="`spans` in the document's text (the locator's "
+        "coordinates): each supporting sentence exactly, what to highlight in the document "
+        "(GET /api/documents/{id}/text); null when `document_span` is",
     )
 
 
@@ -288,6 +297,10 @@ class MessageSerializer(serializers.ModelSerializer):
                 citation["document"] = locators.shown_document(citation["document"])
             if (now := sources.get(citation.get("n"))) is not None:
                 _update_to_now(citation, now)
+            if isinstance(support := citation.get("support"), dict):
+                # Kept in step with document_span, which moves with the passage (and was
+                # stored alone before document_spans was).
+                support["document_spans"] = spans_in_document(support)
         return data
 
 

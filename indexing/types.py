@@ -9,6 +9,7 @@ import dataclasses
 import hashlib
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,12 @@ class RawUnit:
     language: str | None = None  # tree-sitter language name for code units
     # Markdown: ``` and ~~~ lines fence code blocks (in plain text or RST they are rules).
     code_fences: bool = False
+    # Plain text, whose lines are the file's: its chunks are cited by lines, as code is
+    # ("lines 3–9"), and not by character offsets alone.
+    by_lines: bool = False
+    # A table's (CSV, a sheet): the row of its file or sheet each line of `text` is (from
+    # 1; 0 for the blank line between two tables), so its chunks are cited by rows.
+    rows: Sequence[int] | None = None
 
 
 @dataclass

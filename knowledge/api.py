@@ -359,7 +359,8 @@ class DocumentTextView(APIView):
         description=(
             "The text the document was indexed from, as its passages' locators index it: "
             "`?unit=N` for a locator's page, slide or sheet N (its `char_start`/`char_end`, "
-            "and a citation's `support.document_span`, count from that unit's start), "
+            "and a citation's `support.document_span` and `document_spans`, count from that "
+            "unit's start), "
             "without it the whole text. At most 100,000 characters a window "
             "(`?start=&end=`); `next` is the window after. A unit past the last is a 400."
         ),

@@ -92,9 +92,15 @@ def passage_at(document_text: str, locator: dict[str, Any]) -> str:
     return unit_text(document_text, locator)[locator["char_start"] : locator["char_end"]]
 
 
+def _span(what: str, first: int, last: int) -> str:
+    """'lines 3–9', or 'line 3' for one."""
+    return f"{what} {first}" if first == last else f"{what}s {first}–{last}"
+
+
 def label(locator: dict[str, Any]) -> str:
-    """A short human label: 'page 4', 'p. v', 'slide 3', 'sheet Prices', 'lines 10–24 (Cls.method)',
-    'lines 3–9 (Billing › Setup)', 'cell 4, lines 1–6 (load_data)', 'Intro › Setup'.
+    """A short human label: 'page 4', 'p. v', 'slide 3', 'sheet Prices, rows 2–40',
+    'lines 10–24 (Cls.method)', 'lines 3–9 (Billing › Setup)', 'cell 4, lines 1–6
+    (load_data)', 'rows 1–25' (a CSV's), 'lines 3–9' (a text file's), 'Intro › Setup'.
 
     A PDF page's printed number (its /PageLabels label) is what a reader looks
     for; the physical page stays in the locator.
@@ -106,18 +112,23 @@ def label(locator: dict[str, Any]) -> str:
     if "slide" in locator:
         return f"slide {locator['slide']}"
     if "sheet" in locator:
-        return f"sheet {locator.get('sheet_name') or locator['sheet']}"
+        where = f"sheet {locator.get('sheet_name') or locator['sheet']}"
+        if "row_start" in locator:
+            where += f", {_span('row', locator['row_start'], locator['row_end'])}"
+        return where
     if "cell" in locator:  # a notebook's: its lines count from the cell's first
         where = f"cell {locator['cell']}"
         if "line_start" in locator:
-            where += f", lines {locator['line_start']}–{locator['line_end']}"
+            where += f", {_span('line', locator['line_start'], locator['line_end'])}"
         inside = locator.get("symbol") or " › ".join(locator.get("heading_path") or ())
         return f"{where} ({inside})" if inside else where
     if isinstance(member := locator.get("member"), dict):
         # A search named a method of a class cited whole: where the method is.
-        return f"lines {member['line_start']}–{member['line_end']} ({member['name']})"
+        return f"{_span('line', member['line_start'], member['line_end'])} ({member['name']})"
+    if "row_start" in locator:
+        return _span("row", locator["row_start"], locator["row_end"])
     if "line_start" in locator:
-        lines = f"lines {locator['line_start']}–{locator['line_end']}"
+        lines = _span("line", locator["line_start"], locator["line_end"])
         if locator.get("symbol"):
             return f"{lines} ({locator['symbol']})"
         if locator.get("heading_path"):  # a repository's Markdown: its section too

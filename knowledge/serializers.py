@@ -122,7 +122,8 @@ class TextWindowQuerySerializer(serializers.Serializer):
     unit = serializers.IntegerField(
         min_value=1, max_value=2**31 - 1, required=False,
         help_text="a locator's page, slide or sheet (from 1): its text, which the locator's "
-                  "char_start and char_end (and a citation's document_span) index; without "
+                  "char_start and char_end (and a citation's document_span and document_spans) "
+                  "index; without "
                   "it, the whole text, which a locator without one indexes",
     )
     start = serializers.IntegerField(min_value=0, max_value=2**31 - 2, default=0,
@@ -210,8 +211,15 @@ class HitSerializer(serializers.Serializer):
     )
     source_type = serializers.CharField()
     text = serializers.CharField()
-    locator = serializers.DictField()
-    label = serializers.SerializerMethodField()
+    locator = serializers.DictField(
+        help_text="where in the document: char_start and char_end, with page (PDF), slide, "
+        "sheet, row_start and row_end (CSV, Excel), line_start and line_end (code, text), "
+        "heading_path, as the README's locators list them"
+    )
+    label = serializers.SerializerMethodField(
+        help_text="the locator for people: 'page 4', 'lines 3–9', 'rows 12–30', "
+        "'sheet Prices, rows 2–40', 'Setup › Database'"
+    )
     permalink = serializers.SerializerMethodField(
         help_text="a repository's passage on its forge at the commit indexed ('' if none)"
     )

@@ -474,6 +474,10 @@ def test_a_passage_moved_by_a_reindex_is_shown_where_it_is_now(
     assert stored["locator"] == moved.locator
     span = stored["support"]["document_span"]
     assert text[span["char_start"]:span["char_end"]] == "The slipway closes at 18:00 on weekdays."
+    # Each supporting sentence moved with it too: what a client highlights in the document.
+    assert [text[a:b] for a, b in stored["support"]["document_spans"]] == [
+        "The slipway closes at 18:00 on weekdays."
+    ]
 
 
 def test_the_message_list_reports_a_deleted_source_as_missing(slipway, api):
@@ -490,6 +494,7 @@ def test_the_message_list_reports_a_deleted_source_as_missing(slipway, api):
     assert "18:00" in cited()[0]["text"], "what was cited stays"
     # Its place in a document that no longer holds it is not given (it would mark other text).
     assert cited()[0]["support"]["document_span"] is None
+    assert cited()[0]["support"]["document_spans"] is None
 
 
 def test_an_answer_that_fails_unexpectedly_is_stored_as_an_error_not_left_pending(

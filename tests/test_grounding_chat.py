@@ -68,6 +68,7 @@ def check_grounding(message: dict) -> None:
                             max(b for _, b in support["spans"]))
     offset = citation["locator"]["char_start"]
     assert support["document_span"] == {"char_start": offset + start, "char_end": offset + end}
+    assert support["document_spans"] == [[offset + a, offset + b] for a, b in support["spans"]]
     # Each sentence says what its own use of [1] found: the page flags only the 20:00 pill.
     uses = [s["support"] for s in grounding["sentences"]]
     assert [u["1"]["verdict"] for u in uses[:3]] == ["supported", "supported", "unsupported"]

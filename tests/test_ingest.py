@@ -266,6 +266,37 @@ def test_editing_one_paragraph_reembeds_only_affected_chunks(
     assert_locators_exact(document)
 
 
+def test_text_and_csv_chunks_gain_lines_and_rows_without_being_embedded_again(
+    workspace, counting_embedder, tmp_path, settings
+):
+    settings.CHUNK_MAX_TOKENS = 60
+    settings.CHUNK_OVERLAP_TOKENS = 0
+    (tmp_path / "log.txt").write_text(
+        "\n".join(f"Entry {n}: the pump at station {n} was serviced." for n in range(1, 31))
+    )
+    (tmp_path / "pumps.csv").write_text(
+        "Station,Serviced\n" + "".join(f"{n},2026-03-{n:02}\n" for n in range(1, 29))
+    )
+    for name, first, last in (("log.txt", "line_start", "line_end"),
+                              ("pumps.csv", "row_start", "row_end")):
+        document = ingest_path(workspace, tmp_path / name, counting_embedder)
+        chunks = list(document.chunks.order_by("ordinal"))
+        assert len(chunks) > 2 and all(first in c.locator for c in chunks)
+        assert chunks[-1].locator[last] == (30 if name == "log.txt" else 29)
+        # Indexed before chunks had them: a re-index adds them, embedding nothing again.
+        for chunk in chunks:
+            chunk.locator = {k: v for k, v in chunk.locator.items() if k not in (first, last)}
+        Chunk.objects.bulk_update(chunks, ["locator"])
+        counting_embedder.embedded.clear()
+        outcome = pipeline.index_document(
+            document_id=document.pk, embedder=counting_embedder, force=True
+        )
+        assert outcome.embedded == 0 and counting_embedder.embedded == []
+        relocated = {c.pk: c.locator for c in document.chunks.all()}
+        assert set(relocated) == {c.pk for c in chunks}
+        assert all(first in locator for locator in relocated.values())
+
+
 def test_removed_text_deletes_its_chunks(workspace, counting_embedder, tmp_path):
     path = tmp_path / "notes.md"
     path.write_text("# Notes\n\nKeep this paragraph about harbours.\n\n## Old\n\nDrop me.\n")

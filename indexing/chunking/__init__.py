@@ -7,6 +7,7 @@ pieces. Dispatch is on the unit kind (and language for code).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from indexing.types import (
@@ -65,7 +66,29 @@ def chunk_unit(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
         return []
     pieces = _within_chars(unit.text, _chunks(unit, budget), budget.max_chars)
     # A run of zero-width spaces or BOMs between paragraphs is no passage to cite.
-    return [piece for piece in pieces if not is_blank(piece.text)]
+    pieces = [piece for piece in pieces if not is_blank(piece.text)]
+    return pieces if unit.rows is None else _with_rows(unit.text, pieces, unit.rows)
+
+
+def _with_rows(text: str, pieces: list[ChunkPiece], rows: Sequence[int]) -> list[ChunkPiece]:
+    """`pieces` of a table's text, each with the `row_start` and `row_end` in its file or
+    sheet of its first and last lines. Lines are counted as the pieces go (a list of a
+    big CSV's line breaks would take more memory than its text)."""
+    out: list[ChunkPiece] = []
+    line, counted_to = 0, 0
+    for piece in pieces:
+        start, end = piece.locator["char_start"], piece.locator["char_end"]
+        if start >= counted_to:
+            line += text.count("\n", counted_to, start)
+        else:  # overlapping the piece before
+            line -= text.count("\n", start, counted_to)
+        counted_to = start
+        last = line + text.count("\n", start, max(start, end - 1))
+        if line < len(rows) and last < len(rows):
+            locator = {**piece.locator, "row_start": rows[line], "row_end": rows[last]}
+            piece = ChunkPiece(piece.text, locator, piece.token_count)
+        out.append(piece)
+    return out
 
 
 def _chunks(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:

@@ -52,12 +52,13 @@ _LAST_WORD_RE = re.compile(r"(\S+)$")
 
 def chunk_prose(unit: RawUnit, budget: ChunkBudget) -> list[ChunkPiece]:
     """Chunks by sections and paragraphs. A unit whose locator names its `path` (a
-    repository's README or docs page) is cited by lines, as code is: each chunk gets
-    its `line_start` and `line_end` in the file too."""
+    repository's README or docs page), or a plain text file's (`by_lines`), is cited by
+    lines, as code is: each chunk gets its `line_start` and `line_end` in the file too."""
     text = unit.text
     pieces: list[ChunkPiece] = []
     tables = _tables(text)
-    breaks = [m.start() for m in re.finditer("\n", text)] if "path" in unit.locator else None
+    by_lines = "path" in unit.locator or unit.by_lines
+    breaks = [m.start() for m in re.finditer("\n", text)] if by_lines else None
     for section in _join_bare_headings(text, _normalize_sections(unit.sections, len(text))):
         heading_path = bounded_heading_path(section.heading_path)
         for start, end in _chunk_section(text, section, budget, fenced=unit.code_fences):

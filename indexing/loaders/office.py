@@ -34,7 +34,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from indexing.loaders.html import table_text
 from indexing.loaders.markdown import Heading, sections_from_headings
 from indexing.loaders.office_limits import DEFAULT_OFFICE_LIMITS, OfficeLimits
-from indexing.loaders.text import normalize_newlines, title_from_filename
+from indexing.loaders.text import meaningful_title, normalize_newlines, title_from_filename
 from indexing.types import KIND_PROSE, IngestError, LoadedDocument, RawUnit, is_blank
 from knowledge.source_types import SourceType
 
@@ -309,7 +309,7 @@ def load_office(
     )
     if hidden:
         doc.metadata["warnings"] = [*doc.metadata.get("warnings", ()), _hidden_warning(hidden)]
-    if core_title:
+    if core_title := meaningful_title(core_title):
         doc.title = core_title
     return doc
 
@@ -429,8 +429,11 @@ def elements_to_document(
     text = "".join(parts)
     if is_blank(text):
         raise IngestError("No text could be extracted from this document")
+    # Word's Title style and Heading 1 are both top-level: the first is the document's
+    # title, as a Markdown file's first # heading is (a title in its properties wins).
+    first = next((heading.text for heading in headings if heading.level == 1), None)
     return LoadedDocument(
-        title=title_from_filename(filename),
+        title=first or title_from_filename(filename),
         mime=mime,
         source_type=SourceType.OFFICE,
         units=[RawUnit(text=text, locator={}, kind=KIND_PROSE,

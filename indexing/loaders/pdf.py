@@ -34,7 +34,7 @@ from indexing.loaders.pdf_structure import (
     page_sections,
 )
 from indexing.loaders.pdf_tables import join_table_rows
-from indexing.loaders.text import normalize_newlines, title_from_filename
+from indexing.loaders.text import meaningful_title, normalize_newlines, title_from_filename
 from indexing.pdf_boxes import PdfPageError
 from indexing.pdf_forms import MAX_FORM_DRAWS, overdrawn_pages
 from indexing.types import (
@@ -50,10 +50,6 @@ from knowledge.source_types import SourceType
 logger = logging.getLogger(__name__)
 
 _MAX_REASON = 200
-_PLACEHOLDER_TITLES = frozenset({
-    "untitled", "untitled document", "no title", "title", "document", "(anonymous)",
-    "anonymous", "(untitled)",
-})
 
 
 def _short(exc: BaseException) -> str:
@@ -236,14 +232,19 @@ def _metadata_title(reader: PdfReader) -> str | None:
         title = meta.title if meta is not None else None
     except Exception:  # broken /Info dictionaries are common and never fatal
         return None
-    if not isinstance(title, str):
+    return meaningful_title(title) if isinstance(title, str) else None
+
+
+def _heading_title(units: list[RawUnit]) -> str | None:
+    """The top-level heading the first page with text opens with ("Incident Report
+    INC-2291" in large type on its first line), as a Markdown file's # heading is its
+    title; None when that page opens with body text."""
+    unit = next((u for u in units if u.text.strip() and u.kind == KIND_PDF_PAGE), None)
+    if unit is None or not unit.sections or len(unit.sections[0].heading_path) != 1:
         return None
-    title = " ".join(title.replace("\x00", "").split())
-    # Producers fill /Title with placeholders or the source file name.
-    title = title.removeprefix("Microsoft Word - ").removeprefix("Microsoft PowerPoint - ")
-    if title.lower() in _PLACEHOLDER_TITLES:
-        return None
-    return title or None
+    heading = unit.sections[0].heading_path[0]
+    opening = " ".join(unit.text[: 2 * len(heading) + 100].split())  # a heading over lines
+    return heading if opening.startswith(heading) else None
 
 
 def _read_scanned_pages(
@@ -343,8 +344,11 @@ def load_pdf(
         raise IngestError("Could not read PDF: it is password protected") from None
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError,
             AssertionError, RecursionError, OSError) as exc:  # fmt: skip
-        # pypdf raises a grab bag of exceptions on damaged files.
-        raise IngestError(f"Could not read PDF: {_short(exc)}") from None
+        # pypdf raises a grab bag of exceptions on damaged files, in its own words
+        # ("startxref not found"): what they mean to the file's owner comes first.
+        raise IngestError(
+            f"Not a readable PDF (damaged, truncated, or not a PDF): {_short(exc)}"
+        ) from None
 
     outline = outline_entries(reader)
     runs: list[list[TextRun]] = []  # per page, only read when there is no outline
@@ -402,7 +406,7 @@ def load_pdf(
             if label:
                 unit.locator["page_label"] = label
     return LoadedDocument(
-        title=_metadata_title(reader) or title_from_filename(filename),
+        title=_metadata_title(reader) or _heading_title(units) or title_from_filename(filename),
         mime="application/pdf",
         source_type=SourceType.PDF,
         units=units,

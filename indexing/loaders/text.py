@@ -28,6 +28,31 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
 )
 _ALLOWED_CONTROLS = frozenset("\t\n\r\f\v")
 _ALLOWED_CONTROL_BYTES = frozenset(b"\t\n\r\f\v")
+# What producers put in a PDF's /Title or an Office file's title when it was given none.
+_PLACEHOLDER_TITLES = frozenset({
+    "untitled", "untitled document", "no title", "title", "document", "(anonymous)",
+    "anonymous", "(untitled)", "powerpoint presentation", "presentation",
+})
+_PLACEHOLDER_TITLE_RE = re.compile(
+    # Word's "Document1", PowerPoint's "Presentation2", and a file's name ("report.docx",
+    # what "Microsoft Word - report.docx" printed to PDF leaves).
+    r"(?:document|presentation|untitled)\s*\d+|.+\.(?:docx?|pptx?|xlsx?|pdf|rtf|odt|txt|tex|dvi|indd)",
+    re.IGNORECASE,
+)
+
+
+def meaningful_title(title: str | None) -> str | None:
+    """`title` (a document's own metadata), its spaces collapsed; None when it is empty or
+    a placeholder (untitled, Document1, Microsoft Word - report.docx): no title."""
+    if not title:
+        return None
+    title = " ".join(title.replace("\x00", "").split())
+    title = title.removeprefix("Microsoft Word - ").removeprefix("Microsoft PowerPoint - ")
+    if title.lower() in _PLACEHOLDER_TITLES or _PLACEHOLDER_TITLE_RE.fullmatch(title):
+        return None
+    return title or None
+
+
 def title_from_filename(filename: str) -> str:
     name = PurePosixPath(filename.replace("\\", "/")).name
     stem = PurePosixPath(name).stem if "." in name.lstrip(".") else name
@@ -175,5 +200,5 @@ def load_text(data: bytes, *, filename: str) -> LoadedDocument:
         title=title_from_filename(filename),
         mime="text/plain",
         source_type=SourceType.FILE,
-        units=[RawUnit(text=text, locator={}, kind=KIND_PROSE)],
+        units=[RawUnit(text=text, locator={}, kind=KIND_PROSE, by_lines=True)],
     )

@@ -878,7 +878,7 @@ def load_fetched(
             title=_url_filename(url),
             mime="text/plain",
             source_type=SourceType.WEB,
-            units=[RawUnit(text=text, locator={"url": url}, kind=KIND_PROSE)],
+            units=[RawUnit(text=text, locator={"url": url}, kind=KIND_PROSE, by_lines=True)],
         ), warning)  # fmt: skip
     else:
         # application/octet-stream, a .docx, source code...: treat it as a download.

@@ -13,6 +13,7 @@ import datetime as dt
 import io
 import sys
 import zipfile
+from array import array
 from itertools import compress, count
 from typing import IO, Any
 from xml.etree import ElementTree
@@ -64,11 +65,11 @@ def load_workbook(
     budget = {"cells": max_cells, "rows": MAX_ROWS_READ, "max_cells": max_cells}
     try:
         for number, sheet in enumerate(book.worksheets, start=1):
-            lines = _lines(sheet, budget)
+            lines, rows = _lines(sheet, budget)
             text = "\n".join(lines)
             heading = [Heading(0, 1, sheet.title)]
             sections = sections_from_headings(heading, len(text)) if text else []
-            units.append(RawUnit(text=text, kind=KIND_PROSE, sections=sections,
+            units.append(RawUnit(text=text, kind=KIND_PROSE, sections=sections, rows=rows,
                                  locator={"sheet": number, "sheet_name": sheet.title}))
     finally:
         book.close()
@@ -82,9 +83,9 @@ def load_workbook(
     )
 
 
-def _lines(sheet: Any, budget: dict[str, int]) -> list[str]:
-    """The sheet's rows, spending the workbook's `budget` of cells and rows; a column no
-    row has a value in is left out."""
+def _lines(sheet: Any, budget: dict[str, int]) -> tuple[list[str], array[int]]:
+    """The sheet's rows and their row numbers (`table_lines`), spending the workbook's
+    `budget` of cells and rows; a column no row has a value in is left out."""
     # The declared used range can reach XFD1048576 for one stray cell, and openpyxl pads
     # every row to it: read the cells the sheet holds, and bound them. A row the file
     # skips to comes after one empty row for each row skipped: a row numbered in the
@@ -93,6 +94,7 @@ def _lines(sheet: Any, budget: dict[str, int]) -> list[str]:
     rows: list[str] = []
     filled: set[int] = set()  # the columns a row has a value in, 0 for A
     # Malformed XML (or a cell naming a string the table lacks) is met as rows are parsed.
+    # From row 1, an empty row yielded for each the file skips: a row's place is its number.
     parsed = as_read(sheet.iter_rows(values_only=True), kind="Excel")
     for number, values in enumerate(parsed, start=1):
         budget["rows"] -= 1

@@ -109,6 +109,20 @@ def test_plain_text_normalizes_newlines_and_strips_bom() -> None:
     assert doc.text == "line one\nline two\nline three\n"
 
 
+def test_a_text_files_chunks_are_cited_by_their_lines() -> None:
+    from indexing.chunking import ChunkBudget, chunk_unit
+
+    lines = [f"Line {n} says the depot at gate {n} opens early." for n in range(1, 41)]
+    (unit,) = load_bytes("\n".join(lines).encode(), filename="notes.txt").units
+    pieces = chunk_unit(unit, ChunkBudget(max_tokens=60, overlap_tokens=0))
+    assert len(pieces) > 3
+    for piece in pieces:
+        first, last = piece.locator["line_start"], piece.locator["line_end"]
+        assert piece.text == "\n".join(lines[first - 1 : last])
+        assert locators.label(piece.locator) == f"lines {first}–{last}"
+    assert locators.label({"line_start": 4, "line_end": 4}) == "line 4"
+
+
 def test_utf16_with_bom_is_decoded() -> None:
     data = "\ufeffHéllo wörld\r\n".encode("utf-16-le")
     assert load_bytes(data, filename="a.txt").text == "Héllo wörld\n"
@@ -260,6 +274,51 @@ def test_a_csv_file_is_a_table_a_row_a_line() -> None:
     assert load_bytes(b"a\tb\n1\t2\n", filename="x.tsv").units[0].text == "| a | b |\n| 1 | 2 |"
     with pytest.raises(IngestError, match="empty"):
         load_bytes(b",,\n,,\n", filename="blank.csv")
+
+
+def test_a_csv_files_chunks_are_cited_by_the_rows_a_spreadsheet_shows() -> None:
+    from indexing.chunking import ChunkBudget, chunk_unit
+
+    # Row 3 is empty and row 4's cell spans two lines of the file: rows, not lines.
+    head = 'City,Opened,Note\nLyon,2019,first\n,,\nOsaka,2021,"two\nlines"\n'
+    data = head + "".join(f"Town {n},{2000 + n},plain\n" for n in range(5, 61))
+    (unit,) = load_bytes(data.encode(), filename="offices.csv").units
+    pieces = chunk_unit(unit, ChunkBudget(max_tokens=60, overlap_tokens=0))
+    assert pieces[0].text.startswith("| City |") and pieces[0].locator["row_start"] == 1
+    assert "| Osaka | 2021 | two lines |" in pieces[0].text
+    for piece in pieces[1:]:
+        first, last = piece.locator["row_start"], piece.locator["row_end"]
+        assert piece.text.startswith(f"| Town {first} |")
+        assert piece.text.endswith(f"| Town {last} | {2000 + last} | plain |")
+        assert locators.label(piece.locator) == (
+            f"rows {first}–{last}" if last > first else f"row {first}"
+        )
+    assert pieces[-1].locator["row_end"] == 60
+    assert locators.label({"row_start": 7, "row_end": 7}) == "row 7"
+
+
+def test_an_excel_sheets_chunks_are_cited_by_its_rows() -> None:
+    import openpyxl
+
+    from indexing.chunking import ChunkBudget, chunk_unit
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    sheet.title = "Prices"
+    sheet["B3"], sheet["C3"] = "Item", "Price"  # the table starts at row 3
+    for row in range(4, 40):
+        sheet[f"B{row}"], sheet[f"C{row}"] = f"Item {row}", row
+    buffer = io.BytesIO()
+    book.save(buffer)
+    (unit,) = load_bytes(buffer.getvalue(), filename="prices.xlsx").units
+    pieces = chunk_unit(unit, ChunkBudget(max_tokens=40, overlap_tokens=0))
+    assert pieces[0].locator["row_start"] == 3
+    for piece in pieces[1:]:
+        first, last = piece.locator["row_start"], piece.locator["row_end"]
+        assert piece.text.startswith(f"| Item {first} | {first} |")
+        assert piece.text.endswith(f"| Item {last} | {last} |")
+        rows = f"rows {first}–{last}" if last > first else f"row {first}"
+        assert locators.label(piece.locator) == f"sheet Prices, {rows}"
 
 
 def test_a_csv_record_too_long_for_a_table_row_fails_before_its_cells_are_built() -> None:
@@ -595,11 +654,69 @@ def test_pdf_without_text_fails() -> None:
 
 def test_corrupt_pdf_fails() -> None:
     junk = random.Random(1).randbytes(4096)
-    with pytest.raises(IngestError, match="Could not read PDF"):
+    # What the parser's words ("startxref not found") mean to the file's owner comes first.
+    with pytest.raises(IngestError, match=r"^Not a readable PDF \(damaged, truncated, or not "
+                                          r"a PDF\): \S"):
         load_bytes(junk, filename="broken.pdf")
     truncated = make_pdf(["hello"])[:300]
-    with pytest.raises(IngestError, match="Could not read PDF|no extractable text"):
+    with pytest.raises(IngestError, match="Not a readable PDF|no extractable text"):
         load_bytes(truncated, filename="truncated.pdf")
+
+
+def _report_pdf(*, title: str, opening: str) -> bytes:
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    pdf.setTitle(title)
+    pdf.setFont("Helvetica-Bold", 18)
+    pdf.drawString(72, 740, opening)
+    pdf.setFont("Helvetica", 10)
+    pdf.drawString(72, 715, "On 3 March the certificate for api.example.com expired at 02:00.")
+    pdf.drawString(72, 701, "Customers saw TLS errors for forty minutes until it was renewed.")
+    pdf.setFont("Helvetica-Bold", 14)
+    pdf.drawString(72, 670, "Root cause")
+    pdf.setFont("Helvetica", 10)
+    pdf.drawString(72, 650, "The renewal job had been disabled during a migration in January.")
+    pdf.drawString(72, 636, "Nobody noticed, as its alerts went to a mailbox no one reads.")
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("placeholder", ["untitled", "", "Microsoft Word - incident.docx",
+                                         "Document1"])
+def test_a_pdf_titled_by_a_placeholder_is_titled_by_the_heading_it_opens_with(
+    placeholder: str,
+) -> None:
+    data = _report_pdf(title=placeholder, opening="Incident Report INC-2291")
+    assert load_bytes(data, filename="incident.pdf").title == "Incident Report INC-2291"
+    # Its own title wins; a first page opening with body text leaves the file's name.
+    titled = _report_pdf(title="TLS outage review", opening="Incident Report INC-2291")
+    assert load_bytes(titled, filename="incident.pdf").title == "TLS outage review"
+    assert load_bytes(make_pdf(["Minutes were taken."], title=placeholder or None),
+                      filename="minutes.pdf").title == "minutes"
+
+
+def test_a_word_files_title_paragraph_is_its_title_when_its_properties_have_none() -> None:
+    import docx
+
+    def word(title: str) -> bytes:
+        document = docx.Document()
+        document.core_properties.title = title
+        document.add_paragraph("Onboarding Checklist", style="Title")
+        document.add_paragraph("Welcome to the team. This covers your first week.")
+        document.add_heading("Week one", level=1)
+        document.add_paragraph("Collect your laptop from the front desk.")
+        buffer = io.BytesIO()
+        document.save(buffer)
+        return buffer.getvalue()
+
+    assert load_bytes(word(""), filename="onboarding.docx").title == "Onboarding Checklist"
+    assert load_bytes(word("Document1"), filename="onboarding.docx").title == (
+        "Onboarding Checklist"
+    )
+    assert load_bytes(word("New Starters"), filename="onboarding.docx").title == "New Starters"
 
 
 # ---------------------------------------------------------------- office
@@ -608,7 +725,7 @@ def test_corrupt_pdf_fails() -> None:
 def test_docx_through_unstructured() -> None:
     doc = load_bytes(make_docx(), filename="manual.docx")
     assert doc.source_type == SourceType.OFFICE
-    assert doc.title == "manual"
+    assert doc.title == "Installation"  # its first Heading 1, as a Markdown file's # is
     text = doc.text
     assert "Run the installer and accept the licence to continue." in text
     assert "Start the program from the menu." in text
@@ -1213,7 +1330,7 @@ def test_a_pdf_heading_and_the_table_after_a_paragraph_are_lines_of_their_own() 
         "Orla Brennan | Inspect lens | 3 March",
         "",
     ]
-    assert loaded.title == "lighthouse"
+    assert loaded.title == "Budget"  # the heading it opens with, not "(anonymous)"
 
 
 def test_docx_table_rows_are_kept_on_one_line() -> None:

@@ -2249,7 +2249,8 @@
       return;
     }
     const context = citation.context || {};
-    const isCode = citation.locator && "line_start" in citation.locator;
+    // Code's locator names its file's path (a text file's has lines, but is prose).
+    const isCode = citation.locator && "path" in citation.locator;
     // unwrapLines keeps lengths, so support offsets still index the tidied text.
     const tidy = isCode ? (text) => text : unwrapLines;
     const text = tidy(citation.text || "");
