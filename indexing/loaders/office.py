@@ -292,6 +292,8 @@ def load_office(
         elif ext == ".pptx":
             check_powerpoint_xml(archive, max_xml=limits.max_powerpoint_xml)
         core_title = _core_title(archive) if "docProps/core.xml" in names else None
+        if ext == ".docx" and not meaningful_title(core_title):
+            core_title = _title_paragraph(archive)
 
     partition = _partitioners()[ext]
     elements: Iterable[Any]
@@ -378,6 +380,27 @@ def _core_title(archive: zipfile.ZipFile) -> str | None:
     return " ".join(node.text.split()) or None
 
 
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+
+def _title_paragraph(archive: zipfile.ZipFile) -> str | None:
+    """The first paragraph in Word's Title style: the title written on the first page.
+    unstructured reads it as a heading like Heading 1, so it is looked up here."""
+    try:
+        # check_word_xml bounds this part; paragraphs are dropped as they are read.
+        with archive.open("word/document.xml") as part:
+            for _, element in ElementTree.iterparse(part):
+                if element.tag != f"{_W}p":
+                    continue
+                style = element.find(f"{_W}pPr/{_W}pStyle")
+                if style is not None and style.get(f"{_W}val") == "Title":
+                    return " ".join("".join(t.text or "" for t in element.iter(f"{_W}t")).split())
+                element.clear()
+    except (ElementTree.ParseError, KeyError, zipfile.BadZipFile, ValueError, OSError):
+        return None
+    return None
+
+
 def _element_text(element: Any) -> str:
     metadata = getattr(element, "metadata", None)
     text = str(getattr(element, "text", "") or "")
@@ -429,11 +452,8 @@ def elements_to_document(
     text = "".join(parts)
     if is_blank(text):
         raise IngestError("No text could be extracted from this document")
-    # Word's Title style and Heading 1 are both top-level: the first is the document's
-    # title, as a Markdown file's first # heading is (a title in its properties wins).
-    first = next((heading.text for heading in headings if heading.level == 1), None)
     return LoadedDocument(
-        title=first or title_from_filename(filename),
+        title=title_from_filename(filename),
         mime=mime,
         source_type=SourceType.OFFICE,
         units=[RawUnit(text=text, locator={}, kind=KIND_PROSE,

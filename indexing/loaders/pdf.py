@@ -238,9 +238,13 @@ def _metadata_title(reader: PdfReader) -> str | None:
 def _heading_title(units: list[RawUnit]) -> str | None:
     """The top-level heading the first page with text opens with ("Incident Report
     INC-2291" in large type on its first line), as a Markdown file's # heading is its
-    title; None when that page opens with body text."""
+    title; None when that page opens with body text, or when the document has other
+    top-level headings: then it opens with a section ("Introduction")."""
     unit = next((u for u in units if u.text.strip() and u.kind == KIND_PDF_PAGE), None)
     if unit is None or not unit.sections or len(unit.sections[0].heading_path) != 1:
+        return None
+    tops = {s.heading_path[0] for u in units for s in u.sections if s.heading_path}
+    if len(tops) != 1:
         return None
     heading = unit.sections[0].heading_path[0]
     opening = " ".join(unit.text[: 2 * len(heading) + 100].split())  # a heading over lines

@@ -725,7 +725,7 @@ def test_a_word_files_title_paragraph_is_its_title_when_its_properties_have_none
 def test_docx_through_unstructured() -> None:
     doc = load_bytes(make_docx(), filename="manual.docx")
     assert doc.source_type == SourceType.OFFICE
-    assert doc.title == "Installation"  # its first Heading 1, as a Markdown file's # is
+    assert doc.title == "manual"  # "Installation" is one of its sections, not its title
     text = doc.text
     assert "Run the installer and accept the licence to continue." in text
     assert "Start the program from the menu." in text
@@ -1519,3 +1519,20 @@ def test_a_text_file_that_underlines_its_titles_is_read_by_its_sections() -> Non
     # A log has no titles, however its lines look.
     log = load_bytes(b"started\n=======\n", filename="run.log")
     assert log.units[0].sections == []
+
+
+def test_a_pdf_opening_with_one_of_its_sections_is_titled_by_its_file_name() -> None:
+    from reportlab.pdfgen import canvas
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer)
+    pdf.setTitle("untitled")
+    for y, heading, body in ((740, "Introduction", "The survey covered nine harbours."),
+                             (680, "Methods", "Each harbour was visited twice.")):
+        pdf.setFont("Helvetica-Bold", 18)
+        pdf.drawString(72, y, heading)
+        pdf.setFont("Helvetica", 10)
+        pdf.drawString(72, y - 20, body)
+    pdf.showPage()
+    pdf.save()
+    assert load_bytes(buffer.getvalue(), filename="survey.pdf").title == "survey"
