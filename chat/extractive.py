@@ -338,6 +338,11 @@ class Tuning:
     about_ratio: float = 0.5
     # Prose answers a question in prose before code when nearly as good as the code.
     prose_ratio: float = 0.8
+    # A sentence of another document than the best one's follows it only when it says
+    # something alike, the embedder's cosine between them at least this: another document
+    # sharing the question's words is most often about another thing ("support contracts
+    # with port operators" after a port the FAQ lists for "Which ports are supported?").
+    other_document_alike: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -1083,6 +1088,7 @@ def _choose(
     """The best of these candidates (best first) that make an answer, checked."""
     best = ranked[0].score
     section = titles.get(ranked[0].number, str(ranked[0].number))
+    document = _document(titles.get(ranked[0].number, ""))  # unknown without titles
     record = _record_named(question, ranked[0])
     preferred = [s.looks for s in ANSWER_SHAPES if s.preferred and s.asks.search(question)]
     chosen: list[Candidate] = []
@@ -1117,6 +1123,10 @@ def _choose(
             titles.get(candidate.number, str(candidate.number)) != section
         ):
             continue  # a weaker sentence of another section is about something else
+        if chosen and grounder is not None and (
+            _document(titles.get(candidate.number, "")) != document
+        ) and _alike(ranked[0], candidate, grounder, tuning) < tuning.other_document_alike:
+            continue  # the question is answered; another document goes on about another thing
         if candidate.text in {c.text for c in chosen}:
             continue
         if (again := _restated(candidate, chosen, tuning)) is not None:
@@ -1131,6 +1141,14 @@ def _choose(
     if grounder is not None:
         chosen = supported(chosen, dict(passages), titles, grounder)
     return chosen[:2] + [c for c in chosen[2:] if c.score >= best * tuning.later_keep_ratio]
+
+
+def _alike(best: Candidate, candidate: Candidate, grounder: Grounder, tuning: Tuning) -> float:
+    """The embedder's cosine between two sentences, each read as _with_meaning read it
+    (its vector is cached: nothing new is embedded)."""
+    first, second = _meaning_text(best, tuning), _meaning_text(candidate, tuning)
+    vectors = grounder.cache.vectors([first, second])
+    return float(vectors[first] @ vectors[second])
 
 
 def _definitions(

@@ -825,3 +825,25 @@ def test_a_list_entry_is_quoted_as_a_sentence_without_its_marker_or_markup(check
     assert answer == (
         "Desmond Fairweather, Release Manager: the release calendar and packaging. [1]"
     )
+
+
+def test_an_answer_is_not_followed_by_another_documents_sentence_about_something_else(checker):
+    """A product walkthrough's M4: "Which ports are supported?" answered from the FAQ went
+    on with the handbook's "support contracts with port operators", which shares the
+    question's words and says nothing of the ports supported."""
+    rendered = render_evidence([
+        EvidenceDocument("tidewatch FAQ", "faq.html", "excerpt", [
+            Passage(1, "tidewatch ships harmonic constituents for 1,146 tide stations. "
+                       "Supported ports include Brest, Halifax and Wellington.",
+                    section="Which ports are supported?"),
+        ]),
+        EvidenceDocument("Team Handbook", "handbook.md", "excerpt", [
+            Passage(2, "Most of our revenue comes from support contracts with port "
+                       "operators and marine-survey firms.", section="About us"),
+        ]),
+    ])
+    passages, titles = parse_evidence(rendered), parse_titles(rendered)
+    answer = compose_answer("Which ports are supported?", passages, titles=titles,
+                            grounder=checker)
+    assert answer.startswith("Supported ports include Brest, Halifax and Wellington. [1]")
+    assert "[2]" not in answer
