@@ -201,6 +201,15 @@ class Shape:
     preferred: bool = False
 
 
+WHY_ASKED: Final = re.compile(r"^\s*why\b|\bfor what reasons?\b|\bwhat (?:was|were|is|are) the "
+                               r"reasons?\b|\bhow come\b", re.I)
+# A sentence giving a cause or a purpose: "because", "due to", "so that", "as a result",
+# "argued that", "no longer"; "since" of a time ("since 2021", "since then") gives none.
+CAUSE: Final = re.compile(
+    r"\b(?i:because|due to|owing to|thanks to|so that|so as to|in order to|as a result|"
+    r"reasons?|caused?|led to|leads to|therefore|hence|given that|for fear|argued|"
+    r"explained|no longer|since(?! \d| then\b| (?:the )?(?:early|late|mid|last|first)\b))\b"
+)
 HOW_CLOSE: Final = re.compile(r"\bhow (?:close|accurate|accurately|precise|precisely)\b",
                              re.I)
 WHEN: Final = Shape(
@@ -232,6 +241,9 @@ ANSWER_SHAPES: Final = [
     Shape(MONEY_ASKED, re.compile(MONEY), precise=False, required=True),
     # "How much literature…": "voluminous" is an amount too.
     Shape(re.compile(r"\bhow much\b", re.I), re.compile(NUMBER), precise=False, required=False),
+    # "Why" asks for a cause or a purpose: a sentence giving one (CAUSE), though it may not
+    # name the event again.
+    Shape(WHY_ASKED, CAUSE, precise=True, required=False),
     Shape(re.compile(r"^\s*who\b|\bwhom\b", re.I),
           re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+"), precise=False, required=False),
     # Documentation: a default is stated as a value next to the word.

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from chat.extractive import (
+    CAUSE,
     NOTHING_FOUND,
     TOLERANCE,
     WHEN,
@@ -847,3 +848,18 @@ def test_an_answer_is_not_followed_by_another_documents_sentence_about_something
                             grounder=checker)
     assert answer.startswith("Supported ports include Brest, Halifax and Wellington. [1]")
     assert "[2]" not in answer
+
+
+def test_why_is_answered_first_by_the_sentence_giving_a_cause(checker):
+    """A product walkthrough's H1: "Why" had no answer's shape, so the sentence naming the
+    event ("Moving the launch costs …") won over the one saying why it moved."""
+    passages = [
+        (1, "Moving the launch costs roughly €900 in extra CI hours for the ARM runners."),
+        (2, "We pushed the launch to March 10 because the comparison suite needs four more "
+            "days of CI time."),
+    ]
+    answer = compose_answer("Why was the launch moved?", passages, grounder=checker)
+    assert answer.startswith("We pushed the launch to March 10 because the comparison suite")
+    # "since" of a time gives no cause.
+    assert CAUSE.search("the first release since 2021") is None
+    assert CAUSE.search("since the suite must pass first") is not None
