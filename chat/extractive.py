@@ -976,7 +976,8 @@ def compose_answer(
     # The sentence naming the answer precisely (the value beside "default") is read first.
     precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
-    return quote(_after_what_they_follow(chosen), "[{}]")
+    return quote(_after_what_they_follow(chosen, passages=dict(passages),
+                                         titles=titles or {}, grounder=grounder), "[{}]")
 
 
 # A sentence opening on a word that points back at what was just said ("That is a
@@ -986,10 +987,16 @@ _POINTS_BACK: Final = re.compile(
 )
 
 
-def _after_what_they_follow(chosen: list[Candidate]) -> list[Candidate]:
+def _after_what_they_follow(
+    chosen: list[Candidate], *, passages: Mapping[int, str] | None = None,
+    titles: Mapping[int, str] | None = None, grounder: Grounder | None = None,
+) -> list[Candidate]:
     """The sentences, each that points back right after the one chosen it follows in its
     passage: quoted after another sentence, it reads as said of that one ("… the plan of
-    record was to launch on Monday 24 February. That is a Monday, …", of March 10)."""
+    record was to launch on Monday 24 February. That is a Monday, …", of March 10). One
+    that follows no sentence chosen is quoted after the sentence it follows in its
+    passage (given `passages`; checked, given a grounder): alone, its "this" or "it"
+    points at nothing shown."""
     ordered = list(chosen)
     for candidate in chosen:
         if not _POINTS_BACK.match(candidate.text.lstrip()):
@@ -998,10 +1005,39 @@ def _after_what_they_follow(chosen: list[Candidate]) -> list[Candidate]:
         before = next((other for other in ordered if other is not candidate
                        and other.number == candidate.number
                        and lead.endswith(" ".join(other.text.split()))), None)
+        if before is None and passages is not None:
+            before = _followed(candidate, passages.get(candidate.number, ""))
+            if before is not None and (grounder is None or supported(
+                [before], dict(passages), titles or {}, grounder
+            )):
+                ordered.insert(ordered.index(candidate), before)
+            else:
+                before = None
         if before is not None:
             ordered.remove(candidate)
             ordered.insert(ordered.index(before) + 1, candidate)
     return ordered
+
+
+def _followed(candidate: Candidate, text: str) -> Candidate | None:
+    """The sentence of its passage's paragraph that a sentence follows, as a candidate of
+    the same score; None when it opens its passage or paragraph, or follows no sentence (a
+    heading, a row, a line of code)."""
+    spans = split_passage(text)
+    at = next((i for i, (start, end) in enumerate(spans) if text[start:end] == candidate.text),
+              None)
+    if not at:
+        return None
+    start, end = spans[at - 1]
+    sentence = text[start:end]
+    if "\n\n" in text[end : spans[at][0]] or sentence.lstrip().startswith("#") or title_line(
+        sentence
+    ) or is_table_row(sentence) or code_line(sentence) or _continues(sentence) or (
+        at == 1 and text[:1].islower()
+    ):
+        return None  # no sentence, or a piece of one a chunk's edge or a formula cut
+    lead = text[text.rfind("\n\n", 0, start) + 1 : start].strip()
+    return Candidate(candidate.score, candidate.number, sentence, lead=lead)
 
 
 # A question about code names a part of it, or a name of code (key_terms).

@@ -863,3 +863,20 @@ def test_why_is_answered_first_by_the_sentence_giving_a_cause(checker):
     # "since" of a time gives no cause.
     assert CAUSE.search("the first release since 2021") is None
     assert CAUSE.search("since the suite must pass first") is not None
+
+
+def test_a_sentence_pointing_back_is_quoted_after_the_one_it_follows_though_not_chosen(checker):
+    """A product walkthrough's M2: "That is a Monday, …" quoted alone points at nothing
+    shown; the sentence it follows in its paragraph comes with it, and no other one."""
+    passages = [
+        (1, "The budget was approved in January. After some discussion we agreed to push the "
+            "launch to March 10. That is a Monday, which suits the blog post and the "
+            "newsletter."),
+        (2, "The blog post goes out on the morning of the launch."),
+    ]
+    answer = compose_answer("Which weekday suits the blog post and the newsletter?", passages,
+                            grounder=checker)
+    assert answer.startswith("After some discussion we agreed to push the launch to March 10. "
+                             "[1] That is a Monday, which suits the blog post and the "
+                             "newsletter. [1]"), answer
+    assert "budget" not in answer
