@@ -19,6 +19,7 @@ from typing import Final
 
 from chat.extractive import (
     CODE_FILE,
+    DATE,
     DOCUMENT_LINE,
     NOTHING_FOUND,
     PASSAGE_LINE,
@@ -31,6 +32,7 @@ from chat.extractive import (
     supported,
     title_line,
 )
+from citations.claims import analyze
 from citations.grounding import Grounder
 from citations.rows import TABLE_COLUMNS, is_header, is_table_row, table_header
 from citations.sentences import split_passage
@@ -72,6 +74,14 @@ _EMPHASIZED: Final = re.compile(r"^([*_]{1,2})\S.*\S\1$", re.DOTALL)
 # A shorter sentence ("Welcome aboard.", "It is deliberately short.") says little of
 # what the document is about.
 MIN_WORDS: Final = 6
+# A date, and a sentence changing one: "we agreed to push the launch to March 10" revises
+# "The plan of record was to launch on Monday 24 February".
+_DATED: Final = re.compile(DATE)
+_CHANGES: Final = re.compile(
+    r"\b(?:push(?:ed|es)?|mov(?:e|ed|es)|postpon\w*|delay\w*|reschedul\w*|brought forward|"
+    r"bring forward|revis\w*|chang(?:e|ed|es)|shift(?:ed|s)?|instead|now)\b",
+    re.I,
+)
 
 
 def asks_for_overview(question: str) -> bool:
@@ -177,8 +187,9 @@ def _overview_sentences(
     opening: str | None = None  # the main section of the first sentence quoted
     taken: Counter[str] = Counter()
     chosen: list[Candidate] = []
+    added = 0  # the sentences quoted for what a date quoted became (_revised)
     for unit in units:
-        if len(chosen) == wanted:
+        if len(chosen) - added == wanted:
             break
         text, section = unit.text.strip(), main[unit.number]
         room = OPENING_SENTENCES if opening in (None, section) else SECTION_SENTENCES
@@ -208,7 +219,39 @@ def _overview_sentences(
         opening = section if opening is None else opening
         taken[section] += 1
         chosen.append(candidate)
+        # A date its section changes later is quoted with what it became: alone, an
+        # overview of notes that moved the launch gave the date they gave up. It completes
+        # the sentence quoted, and takes no room of its own.
+        if (revised := _revised(unit, units, main, chosen, texts, titles, grounder)) is not None:
+            chosen.append(revised)
+            added += 1
     return chosen
+
+
+def _revised(
+    unit, units, main: dict[int, str], chosen: list[Candidate], texts: dict[int, str],
+    titles: dict[int, str], grounder: Grounder | None,
+) -> Candidate | None:
+    """The first later sentence of the unit's main section that changes the date it gives
+    ("… push the launch to March 10" after "… launch on Monday 24 February"): a verb of
+    changing, a date of its own and a word of the unit's; None if none."""
+    if not _DATED.search(unit.text):
+        return None
+    words = analyze(unit.text).stems
+    position = units.index(unit)
+    for later in units[position + 1 :]:
+        if main[later.number] != main[unit.number]:
+            continue
+        if not (_CHANGES.search(later.text) and _DATED.search(later.text)
+                and analyze(later.text).stems & words):
+            continue
+        if any(c.text == later.text for c in chosen) or later.fragment:
+            return None
+        candidate = Candidate(0.0, later.number, later.text, also=later.also)
+        if grounder is None or supported([candidate], texts, titles, grounder):
+            return candidate
+        return None
+    return None
 
 
 def _first_rows(

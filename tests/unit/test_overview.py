@@ -45,3 +45,21 @@ def test_a_spreadsheet_is_overviewed_by_its_rows_read_under_the_header_its_chunk
         "Product: Oak Stool; Price (EUR): Lyon; Stock: Rennes. [2] "
         "Product: Driftwood Lamp; Price (EUR): 89.00; Stock: 3. [2]"
     )
+
+
+def test_a_date_its_section_changes_later_is_quoted_with_what_it_became():
+    """A product walkthrough's M5: the launch notes' overview quoted the plan of record's
+    launch date, which the same section then moves."""
+    document = ShownDocument("Launch notes", [
+        (1, "The release is our first since 2021 and it has a marketing push behind it."),
+        (2, "The plan of record was to launch on Monday 24 February. Desmond argued that "
+            "this date is no longer realistic for the team. After some discussion we agreed "
+            "to push the launch to March 10."),
+        (3, "The total approved launch budget is 18,500 euros, taken from marketing."),
+    ], {1: "1. Status", 2: "2. Launch date", 3: "3. Budget"})
+    assert compose_overview([document]) == (
+        "### Launch notes\n\nThe release is our first since 2021 and it has a marketing push "
+        "behind it. [1] The plan of record was to launch on Monday 24 February. [2] After "
+        "some discussion we agreed to push the launch to March 10. [2] The total approved "
+        "launch budget is 18,500 euros, taken from marketing. [3]"
+    )
