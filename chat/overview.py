@@ -182,8 +182,7 @@ def _overview_sentences(
                 for part in path.split(" › ")} | {document.title.strip().lower()}
     whole = {u.text for u in units}
     texts = dict(passages)
-    titles = {n: f"{document.title} › {path}" if path else document.title
-              for n, path in document.sections.items()}
+    titles = _titles(document)
     opening: str | None = None  # the main section of the first sentence quoted
     taken: Counter[str] = Counter()
     chosen: list[Candidate] = []
@@ -262,9 +261,7 @@ def _first_rows(
     ("Product: Sable Bench; Price (EUR): 37.46"), never as bare cells. It was left out of
     its folder's overview, which then looked as if it held fewer documents."""
     texts = dict(document.passages)
-    # Read as the answerer's titles read: a row's section may name its table's columns.
-    titles = {n: f"{document.title} › {section}" if section else document.title
-              for n, section in document.sections.items()}
+    titles = _titles(document)
     chosen: list[Candidate] = []
     for number, text in document.passages:
         lines = [text[a:b] for a, b in split_passage(text)]
@@ -286,6 +283,13 @@ def _first_rows(
             if grounder is None or supported([candidate], texts, titles, grounder):
                 chosen.append(candidate)
     return chosen
+
+
+def _titles(document: ShownDocument) -> dict[int, str]:
+    """Each passage's "title › section", as the answerer's titles read (parse_titles): a
+    row's section may name its table's columns."""
+    return {n: f"{document.title} › {path}" if path else document.title
+            for n, path in document.sections.items()}
 
 
 def _paragraph(text: str, start: int) -> str:
