@@ -157,14 +157,15 @@ def requested_by_part(*, thread: Thread, text: str) -> tuple[list[dict[str, Any]
     it names none exactly ("@Team Handbook" for "Harbor Lights Team Handbook",
     "@handbook"): the longest name it may mean (chat.overview.named_in_request) that one
     document of the workspace holds, and no other. A part two documents hold names
-    neither. A query a name, at most eight, only for such a request."""
+    neither. One query, for the names it may mean (at most eight), only for such a
+    request."""
+    names = named_in_request(text)
     documents = Document.objects.filter(workspace_id=thread.workspace_id)
-    for name in named_in_request(text):
-        found = list(selectors.documents_named_like(documents=documents, text=name)
-                     .values_list("pk", flat=True)[:2])
-        if len(found) == 1:
-            return [{"kind": "document", "id": found[0]}], [name]
-        if found:
+    counted = selectors.documents_named_like_each(documents=documents, names=names)
+    for name, (count, first) in zip(names, counted, strict=True):
+        if count == 1:
+            return [{"kind": "document", "id": first}], [name]
+        if count:
             break
     return [], []
 

@@ -145,3 +145,21 @@ def test_a_part_of_a_title_mentions_nothing_outside_a_request_for_one_overview(
 ):
     assert Document.objects.filter(title__icontains="harbor lights").count() > 1
     assert mentioned(ask(api, content)) == []
+
+
+def test_a_request_by_part_of_a_title_asks_the_database_once(
+    corpus, workspace, user, django_assert_num_queries
+):
+    """Each name a request may mean ("team handbook what is this about?", …, "team
+    handbook") was a query of its own, up to eight; they are counted in one."""
+    from chat import services
+
+    thread = services.create_thread(workspace=workspace, user=user)
+    with django_assert_num_queries(1):
+        mentions, names = services.requested_by_part(
+            thread=thread, text="@team handbook what is this about?"
+        )
+    assert mentions == [{"kind": "document", "id": corpus["handbook.md"].pk}]
+    assert names == ["team handbook"]
+    with django_assert_num_queries(1):
+        assert services.requested_by_part(thread=thread, text="@harbor lights") == ([], [])
