@@ -9,8 +9,8 @@ sentences, chosen in three steps:
    for question words its neighbours or its document's title and section headings hold
    (a chunk continuing a definition rarely names its term) or that only say which thing
    the question asks about and that its document is about ("the tidewatch 2.0 launch"
-   in notes about tidewatch 2.0), for having the
-   shape of the answer (a date for "when", a date after "by" or "due" for "by when";
+   in notes about tidewatch 2.0), for having the shape of the answer (a date for
+   "when", a cause for "why", a date after "by" or "due" for "by when";
    for "how many", "how much did it cost", "how accurate" or "what does f() raise" the
    shape is required: a number, an amount of money, a measure, an exception; each shape
    of a question asking two things counts; a value that names the answer itself, a
@@ -32,10 +32,12 @@ sentences, chosen in three steps:
    supported are emitted. A prose answer is not followed by lines of code, a dated
    answer to "when" (or a deadline to "by when") not by undated sentences, two sentences
    by a third much weaker than the best (``Tuning.later_keep_ratio``), the best by a
-   sentence that weak from another section, nor any by one saying it again (the fuller of
-   the two is quoted). A short question is answered only from a document naming all its
-   telling words ("the CEO's salary": not from one naming salaries, another the CEO).
-   Nothing left: "not found".
+   sentence that weak from another section or by one of another document the embedder
+   finds unlike it (``Tuning.other_document_alike``), nor any by one saying it again (the
+   fuller of the two is quoted). A sentence pointing back ("That is a Monday") is quoted
+   after the sentence it follows, brought along when not chosen. A short question is
+   answered only from a document naming all its telling words ("the CEO's salary": not
+   from one naming salaries, another the CEO). Nothing left: "not found".
 
 Among sentences scoring about as well, the passage search ranked first is preferred. A
 "What is X?" question whose topic a passage's headings name is answered from those
