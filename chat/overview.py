@@ -84,12 +84,14 @@ _CHANGES: Final = re.compile(
 )
 
 
-def asks_for_overview(question: str) -> bool:
+def asks_for_overview(question: str, *, names: Sequence[str] = ()) -> bool:
     """Whether a question, its mentions' "@Title" taken out, asks for nothing but the
     mentioned documents themselves: empty, punctuation, or only words of a request
-    ("summarize", "what is this about?")."""
+    ("summarize", "what is this about?") or of the mentions' `names` ("What does the
+    incident report say?", its mention "Incident Report INC-2291" sent apart)."""
+    named = {word for name in names for word in _WORD.findall(name.lower())}
     words = _WORD.findall(_MENTION_TEXT.sub(" ", question).lower())
-    return all(word in REQUEST_WORDS for word in words)
+    return all(word in REQUEST_WORDS or word in named for word in words)
 
 
 # Words read after the "@" of a request for an overview, and of them a name's, at most.

@@ -614,7 +614,10 @@ def open_turn(
     names = [*typed, *(m.title for m in resolved)]
     text_sent, text = text, without_mentions(text, names)
     asked = asked_beside(text_sent, names)
-    overview = _overview_documents(thread, resolved) if asks_for_overview(asked) else ()
+    overview = (
+        _overview_documents(thread, resolved)
+        if asks_for_overview(asked, names=[m.title for m in resolved]) else ()
+    )
     if replacing is not None:
         close_abandoned_answers(thread=thread)  # a dead turn's answer does not block it
     with transaction.atomic():

@@ -81,6 +81,8 @@ def opens_or_starts_a_section(text: str, sentence: str) -> bool:
     "Summarise this @{title}",
     "@{title} what is this about?",
     "tell me about @handbook.md",  # a client's own mention text, not the title
+    # The mention sent apart, the question naming it in its own words (walkthrough 3 M3).
+    "What does the team handbook say?",
 ])
 def test_a_question_that_only_mentions_a_document_is_its_overview(
     template, offline, corpus, api
@@ -182,6 +184,11 @@ def test_a_mention_with_a_question_is_still_searched(offline, corpus, api):
     (search,) = message["metadata"]["searches"]
     assert search["query"] == "when is the launch?"
     assert "March 10" in message["resolved_content"]
+    # Naming the document in its own words asks no less: "about the launch" is searched.
+    message = ask(api, "What do the launch notes say about the launch date?",
+                  [{"kind": "document", "id": notes.pk}])
+    assert message["metadata"]["searches"]
+    assert not message["resolved_content"].startswith("### ")
 
 
 @pytest.mark.django_db(transaction=True)  # the reads of two documents run side by side
