@@ -397,6 +397,14 @@ _LAST_WORD = re.compile(
 )
 # Lines at least this long are wrapped by width, so a much shorter one stands alone.
 _WRAP_WIDTH = 60
+# A line wrapped by width is full: its next line's first word would not have fit on it.
+# Proportional type (a PDF's text) fills a line to fewer characters than its widest one.
+_FULL = 0.85
+# What opens a unit of its own on the next line: a list item, a heading, a quote, a row or
+# a code fence.
+_OPENS_UNIT = re.compile(r"[ \t]*(?:[-*+>|#•◦▪‣–—][ \t]|\d{1,9}[.)][ \t]|```|~~~)")
+_WORD_AT = re.compile(r"\S+")
+_CLOSES = ".!?:;\"')]”’"
 
 
 def _merge_wrapped_lines(
@@ -407,19 +415,23 @@ def _merge_wrapped_lines(
     merged: list[tuple[int, int]] = []
     # Wrapped prose fills its lines; an open line under half the width of the longest is a
     # heading or a title ("1. Where 2.0 stands"), not the start of the sentence below it.
-    widest = max((len(line) for line in text.splitlines()), default=0)
+    # A table row is as long as its cells, not the width prose wraps at.
+    widest = max((len(line) for line in text.splitlines() if not is_table_row(line)),
+                 default=0)
     for start, end in spans:
         if merged and (start, end) not in rows and merged[-1] not in rows:
             previous_start, previous_end = merged[-1]
             gap = text[previous_end:start]
-            ends_open = text[previous_end - 1] not in ".!?:;\"')]”’"
+            ends_open = text[previous_end - 1] not in _CLOSES
+            line_start = text.rfind("\n", 0, previous_end) + 1
             # A capitalized line after an open one is as often a new heading or label as a
-            # wrapped name, so only a lowercase start, a dangling comma/hyphen or a word no
-            # sentence or title ends with ("… or ends one on a\nFriday evening") joins.
+            # wrapped name, so a lowercase start, a dangling comma/hyphen or a word no
+            # sentence or title ends with ("… or ends one on a\nFriday evening") joins; so
+            # does any start after a line wrapped by width, one that ends in a word and is
+            # full ("… in London, New\nYork, Zurich and Tokyo.").
             continues = text[start].islower() or text[previous_end - 1] in ",-–" or (
                 _LAST_WORD.search(text, previous_start, previous_end) is not None
-            )
-            line_start = text.rfind("\n", 0, previous_end) + 1
+            ) or _full(text, line_start, previous_end, start, widest)
             # A statement of code is a line of its own, lowercase as the next one may start.
             code = _CODE_LINE.match(text, line_start) or _CODE_LINE.match(text, start)
             short = widest >= _WRAP_WIDTH and previous_end - line_start < widest / 2
@@ -433,3 +445,19 @@ def _merge_wrapped_lines(
                 continue
         merged.append((start, end))
     return merged
+
+
+def _full(text: str, line_start: int, line_end: int, next_start: int, widest: int) -> bool:
+    """Whether the line text[line_start:line_end] was cut by width before text[next_start:]:
+    no heading, it ends in a word that the next line's first word would not have fit
+    after, and that line opens no unit of its own."""
+    if widest < _WRAP_WIDTH or not (text[line_end - 1].isalnum() or text[line_end - 1] in "%`"):
+        return False
+    if _HEADING.match(text[line_start:line_end]) or _OPENS_UNIT.match(text, next_start):
+        return False
+    next_end = text.find("\n", next_start)
+    next_line = text[next_start : len(text) if next_end < 0 else next_end].rstrip()
+    if len(next_line) < widest / 2 and next_line[-1:] not in _CLOSES:
+        return False  # a short open line is a heading or a label, not a sentence's end
+    word = _WORD_AT.match(text, next_start)
+    return line_end - line_start + 1 + (word.end() - next_start if word else 0) > _FULL * widest

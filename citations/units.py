@@ -37,6 +37,16 @@ _TIME: Final = {
     "decades": 315576000.0, "centuries": 3155760000.0,
 }
 _AREA: Final = {"hectares": 1e4, "acres": 4046.8564224}
+# Data as its abbreviation names it ("50 GB"), the binary ones apart ("GiB" is 7% more).
+_DATA: Final = {
+    "bytes": 1.0, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15,
+    "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30, "TiB": 2.0**40,
+}
+_DATA_WORDS: Final = {
+    "byte": "bytes", "kilobyte": "KB", "megabyte": "MB", "gigabyte": "GB", "terabyte": "TB",
+    "petabyte": "PB", "kibibyte": "KiB", "mebibyte": "MiB", "gibibyte": "GiB",
+    "tebibyte": "TiB",
+}
 
 # What a text writes -> the unit's name. Words in any case; abbreviations as written.
 _WORDS: Final = {
@@ -63,6 +73,7 @@ _WORDS: Final = {
     "hectare": "hectares", "hectares": "hectares", "acre": "acres",
     "acres": "acres",
     "degrees celsius": "°C", "degrees centigrade": "°C", "degrees fahrenheit": "°F",
+    **{w: name for word, name in _DATA_WORDS.items() for w in (word, word + "s")},
 }
 _ABBREVIATIONS: Final = {
     "m": "metres", "km": "kilometres", "cm": "centimetres", "mm": "millimetres",
@@ -70,18 +81,26 @@ _ABBREVIATIONS: Final = {
     "lb": "pounds", "lbs": "pounds", "oz": "ounces", "L": "litres",
     "l": "litres", "mph": "mph", "km/h": "km/h", "kph": "km/h", "kmh": "km/h",
     "m/s": "m/s", "kn": "knots", "ha": "hectares", "°C": "°C", "°F": "°F",
+    **{name: name for name in _DATA if name != "bytes"}, "kB": "KB",
 }
 _SQUARE: Final = {"metres", "kilometres", "feet", "miles", "yards", "centimetres"}
 _CUBIC: Final = {"metres", "feet", "centimetres"}
 
 _NAMES: Final = "|".join(sorted(map(re.escape, _WORDS), key=len, reverse=True))
 _SHORT: Final = "|".join(sorted(map(re.escape, _ABBREVIATIONS), key=len, reverse=True))
+# A word that says which of a unit's kind is counted, not another unit: "two business days"
+# are days, "three calendar months" months.
+_QUALIFIERS: Final = (
+    "business|working|calendar|school|trading|consecutive|full|straight|whole|extra|"
+    "additional|more|further"
+)
 # After a number: a space or hyphen (or none before an abbreviation: "55m", "5km"), then
-# an optional "square"/"cubic", then the unit; "C" and "F" only after a degree sign
-# ("grade C" is no temperature).
+# an optional "square"/"cubic", then the unit, a word unit maybe behind a qualifier; "C"
+# and "F" only after a degree sign ("grade C" is no temperature).
 AFTER_NUMBER: Final = re.compile(
     rf"(?:[ \u00a0-]|(?=[a-zA-Z°]))(?:(?P<power>(?i:square|sq\.?|cubic))[ \u00a0-]?)?"
-    rf"(?:(?P<word>(?i:{_NAMES}))|(?P<short>°\s?[CF]\b|(?:{_SHORT})(?:2|²|3|³)?))"
+    rf"(?:(?:(?i:{_QUALIFIERS})[ \u00a0])?(?P<word>(?i:{_NAMES}))"
+    rf"|(?P<short>°\s?[CF]\b|(?:{_SHORT})(?:2|²|3|³)?))"
     rf"(?![\w/])"
 )
 
@@ -110,7 +129,8 @@ def _unit(name: str, power: str) -> Unit | None:
     if power == "cubic":
         return Unit(f"cubic {name}", "volume", _LENGTH[name] ** 3) if name in _CUBIC else None
     for dimension, table in (("length", _LENGTH), ("mass", _MASS), ("volume", _VOLUME),
-                             ("speed", _SPEED), ("time", _TIME), ("area", _AREA)):
+                             ("speed", _SPEED), ("time", _TIME), ("area", _AREA),
+                             ("data", _DATA)):
         if name in table:
             return Unit(name, dimension, table[name])
     return Unit(name, "temperature", 1.0)  # °C, °F: compared, never converted
@@ -163,3 +183,96 @@ def currency(text: str, start: int, end: int, written: str) -> str | None:
         return _CURRENCY_WORDS[after.group("name").lower()]
     before = _CODE_BEFORE.search(text[max(0, start - 8) : start])
     return _CURRENCY_WORDS[before.group("name").lower()] if before is not None else None
+
+
+@dataclass(frozen=True)
+class Per:
+    """What an amount is counted per: "$19 per month", "€180 a night", "50 GB per seat"."""
+
+    word: str  # as a reason shows it: "month", "night", "seat"
+    key: str  # what is compared: a night's is a day's, a noun's is its singular
+    time: bool  # a time's ("per month"), else a thing's ("per seat")
+
+
+_PER_TIME: Final = {
+    "second": "second", "sec": "second", "minute": "minute", "min": "minute", "hour": "hour",
+    "hr": "hour", "h": "hour", "day": "day", "night": "day", "week": "week", "wk": "week",
+    "fortnight": "fortnight", "month": "month", "mo": "month", "quarter": "quarter",
+    "year": "year", "yr": "year", "annum": "year", "decade": "decade",
+}
+_PER_ADVERB: Final = {
+    "hourly": "hour", "daily": "day", "nightly": "night", "weekly": "week",
+    "fortnightly": "fortnight", "monthly": "month", "quarterly": "quarter",
+    "annually": "year", "yearly": "year",
+}
+_PER_THING: Final = {"capita": "person", "head": "person", "people": "person"}
+# "a"/"an" make a rate only of a time or a head ("$19 a month", "€40 a person"), not "3
+# seats and a year of support".
+_A_PER: Final = frozenset({"person", "head", "seat", "user", "piece"})
+# Never a rate's denominator: "5 per cent", "per se", "per the contract".
+_NOT_PER: Final = frozenset(
+    "cent cents centum se the this that these those his her its their our your my which one "
+    "additional extra".split()
+)
+_ADVERBS: Final = "|".join(_PER_ADVERB)
+_PER: Final = (
+    rf"(?:[ \u00a0]*/[ \u00a0]*|[ \u00a0]+(?P<by>per|a|an|each|every)[ \u00a0]+)"
+    rf"(?P<noun>[A-Za-z][A-Za-z-]*)\b|[ \u00a0]+(?P<adverb>(?i:{_ADVERBS}))\b"
+)
+# Words that end a number's phrase before a later "per": what follows is said of another.
+_PHRASE_ENDS: Final = (
+    "and|or|but|nor|than|to|for|in|at|on|by|with|from|per|a|an|the|each|every|which|that|"
+    "who|if|when|while|is|are|was|were|be|plus|versus|vs|after|before|until|since|over|"
+    "under|about|into|its|their|his|her|our|your|this|these|those|not|no"
+)
+_RATE_NEXT: Final = re.compile(_PER)
+# Up to three words of what is counted may come between: "50 GB of storage per seat".
+_RATE_LATER: Final = re.compile(
+    rf"(?:[ \u00a0]+(?!(?i:{_PHRASE_ENDS}|{_ADVERBS})\b)[A-Za-z][\w'’-]*){{1,3}}?"
+    rf"(?:[ \u00a0]+(?P<by>per|each|every)[ \u00a0]+(?P<noun>[A-Za-z][A-Za-z-]*)\b"
+    rf"|[ \u00a0]+(?P<adverb>(?i:{_ADVERBS}))\b)"
+)
+_TIMES: Final = re.compile(r"[ \u00a0]+times\b")
+
+
+def per_key(word: str) -> tuple[str, bool]:
+    """The key a denominator's word is compared by, and whether it is a time's."""
+    lowered = word.lower()
+    if lowered in _PER_ADVERB:
+        return _PER_TIME.get(_PER_ADVERB[lowered], _PER_ADVERB[lowered]), True
+    singular = lowered[:-1] if lowered.endswith("s") and lowered[:-1] in _PER_TIME else lowered
+    if singular in _PER_TIME:
+        return _PER_TIME[singular], True
+    lowered = _PER_THING.get(lowered, lowered)
+    return (lowered[:-1] if lowered.endswith("s") and len(lowered) > 3 else lowered), False
+
+
+def _per(match: re.Match[str]) -> Per | None:
+    if match.group("adverb"):
+        word = _PER_ADVERB[match.group("adverb").lower()]
+        return Per(word, *per_key(word))
+    noun = match.group("noun")
+    lowered = noun.lower()
+    key, time = per_key(noun)
+    if lowered in _NOT_PER or match.group("by") in ("a", "an") and not (
+        time or lowered in _A_PER
+    ):
+        return None
+    shown = "night" if lowered.startswith("night") else key if time else lowered
+    return Per(shown, key, time)
+
+
+def rates_after(text: str, end: int) -> tuple[Per, ...]:
+    """What the amount ending at ``end`` is counted per, past its unit or currency: "$19
+    per month", "€180 a night", "50 GB of storage per seat", "$5/user/mo", "three times a
+    year", "billed annually"."""
+    after = AFTER_NUMBER.match(text, end) or _CURRENCY_AFTER.match(text, end) or _TIMES.match(
+        text, end
+    )
+    position = after.end() if after else end
+    match = _RATE_NEXT.match(text, position) or _RATE_LATER.match(text, position)
+    rates: list[Per] = []
+    while match is not None and len(rates) < 3 and (per := _per(match)) is not None:
+        rates.append(per)
+        match = _RATE_NEXT.match(text, match.end())  # "per seat per month"
+    return tuple(rates)

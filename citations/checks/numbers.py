@@ -66,6 +66,9 @@ def number_issues(
                 issues.append(Issue(f"the passage says {other_unit}, not {number.text} "
                                     f"{unit.name}", True))
                 continue
+        if (rated := _rate_issue(claim.text, number, span)) is not None:
+            issues.append(rated)
+            continue
         # A title's number is the claim's when the claim writes it with the title's words
         # ("Super Bowl 50", "the 1973 oil crisis"), not in another date ("August 15, 1973"
         # in an article on the 1973 oil crisis).
@@ -188,6 +191,73 @@ def _other_unit(number: Number, unit: units.Unit, span: Features) -> str | None:
         return None
     other, other_unit = found[0]
     return f"{other.text} {other_unit.name}"
+
+
+def _rates(text: str, number: Number) -> tuple[units.Per, ...]:
+    """What a count, an amount or a share is per ("$19 per month", "5% a year")."""
+    return units.rates_after(text, number.end) if number.kind in ("number", "percent") else ()
+
+
+def _rate_issue(claim_text: str, number: Number, span: Features) -> Issue | None:
+    """A rate's denominator compared like a unit: "$19 a year" against the span's "$19 per
+    month" is another rate of the same kind; "50 GB of storage per seat" against "3 seats
+    and 50 GB of storage" one the span does not give. A span that gives the claim's number
+    without this denominator may still say it apart ("Each seat includes 50 GB")."""
+    rates = _rates(claim_text, number)
+    if not rates:
+        return None
+    given = [(other, _rates(span.text, other)) for other in span.numbers
+             if _same_number(number, other)]
+    if not given:
+        return None
+    missing = [per for per in rates
+               if not any(per.key in {p.key for p in pers} for _, pers in given)]
+    if not missing:
+        return None
+    for per in missing:
+        for other, pers in given:
+            rival = next((p for p in pers if p.time == per.time), None)
+            if rival is not None:
+                return Issue(f"the passage says {_amount(span.text, other)} per {rival.word}, "
+                             f"not {_amount(claim_text, number)} per {per.word}", True)
+    if all(per.time for per in missing) and any(
+        (unit := _unit(span.text, other)) is not None and unit.dimension == "speed"
+        for other, _ in given
+    ):
+        return None  # "60 miles an hour" for "60 mph"
+    unsaid = [per for per in missing if not _said_apart(per, span)]
+    if not unsaid:
+        return None
+    return Issue(f"the passage does not say {_amount(claim_text, number)} per "
+                 f"{unsaid[0].word}", False)
+
+
+def _amount(text: str, number: Number) -> str:
+    """A rate's amount as a reason shows it: "50 GB", "three times"."""
+    unit = _unit(text, number)
+    if unit is not None:
+        return f"{number.text} {unit.name}"
+    return number.text + (" times" if _TIMES.match(text, number.end) else "")
+
+
+_TIMES: Final = re.compile(r"[ \u00a0]+times\b")
+
+
+_WORDS_AT: Final = re.compile(r"[A-Za-z][A-Za-z-]*")
+_COUNTED_BEFORE: Final = re.compile(r"[ \u00a0-]+$")
+
+
+def _said_apart(per: units.Per, span: Features) -> bool:
+    """Whether the span names what the claim's amount is per, other than as a count of it
+    ("monthly fee", "each seat"; not "3 seats")."""
+    ends = {n.end for n in span.numbers}
+    for word in _WORDS_AT.finditer(span.text):
+        if units.per_key(word.group()) != (per.key, per.time):
+            continue
+        gap = _COUNTED_BEFORE.search(span.text, max(0, word.start() - 8), word.start())
+        if not (gap and gap.start() in ends):
+            return True
+    return False
 
 
 def _currency(text: str, number: Number) -> str | None:

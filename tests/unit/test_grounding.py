@@ -1913,6 +1913,54 @@ def test_an_amount_in_other_units_is_the_same_amount_and_a_different_one_is_name
             ] == ["the passage says 7 kilometres, not 4 kilometres"]  # a length, not years
 
 
+@pytest.mark.parametrize(
+    ("claim", "verdict", "reason"),
+    [
+        ("The Starter plan costs $19 a year.", "unsupported",
+         "the passage says $19 per month, not $19 per year"),
+        ("The Starter plan costs $19 annually.", "unsupported",
+         "the passage says $19 per month, not $19 per year"),
+        ("The Starter plan includes 50 TB of storage.", "unsupported",
+         "the passage says 50 GB, not 50 TB"),
+        ("The Starter plan costs $19 per seat.", "partial",
+         "the passage does not say $19 per seat"),
+        ("The Starter plan includes 50 GB of storage per seat.", "partial",
+         "the passage does not say 50 GB per seat"),
+    ],
+)
+def test_a_rates_denominator_and_a_unit_of_the_same_kind_are_compared(
+    claim: str, verdict: str, reason: str
+) -> None:
+    # ux3 H2: "$19 a year", "per seat" and "50 TB" were all supported by this passage.
+    passage = "The Starter plan costs $19 per month and includes 3 seats and 50 GB of storage."
+    support = Grounder(BagOfWords()).check_claim(claim, [passage])
+    assert (support.verdict, support.reason) == (verdict, reason)
+
+
+def test_a_rate_or_a_unit_behind_an_adjective_is_read_as_written() -> None:
+    grounder = Grounder(BagOfWords())
+    hotels = "Hotels are capped at €180 per night in most cities."
+    week = grounder.check_claim("Hotels are capped at €180 per week in most cities.", [hotels])
+    assert (week.verdict, week.reason) == (
+        "unsupported", "the passage says €180 per night, not €180 per week")
+    assert grounder.check_claim("Hotels are capped at €180 a night in most cities.",
+                                [hotels]).verdict == "supported"
+    refunds = "Refunds are processed within two business days."
+    weeks = grounder.check_claim("Refunds are processed within 2 weeks.", [refunds])
+    assert (weeks.verdict, weeks.reason) == (
+        "unsupported", "the passage says two days, not 2 weeks")
+    assert grounder.check_claim("Refunds are processed within 2 days.",
+                                [refunds]).verdict == "supported"
+    plan = "The Starter plan costs $19 per month and includes 3 seats and 50 GB of storage."
+    assert grounder.check_claim(
+        "The Starter plan costs $19 monthly and includes 50 gigabytes of storage.", [plan]
+    ).verdict == "supported"
+    # What the amount is per, said apart from it, is said.
+    seats = "On the Starter plan each seat includes 50 GB of storage."
+    assert grounder.check_claim("The Starter plan includes 50 GB of storage per seat.",
+                                [seats]).verdict == "supported"
+
+
 @pytest.mark.parametrize("mark", ["²", "①", "¹²"])
 def test_a_superscript_or_circled_digit_is_read_without_failing(mark) -> None:
     passage = "The Lisbon office opens with 12 engineers. The Porto office opens with 30 engineers."

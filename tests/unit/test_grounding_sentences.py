@@ -303,3 +303,54 @@ def test_a_long_run_of_one_character_is_read_in_linear_time(function, piece, tai
     small = _cpu_seconds(function, piece * 4_000 + tail)
     large = _cpu_seconds(function, piece * 16_000 + tail)
     assert large < 8 * max(small, 0.01)
+
+
+def test_a_full_line_goes_on_into_the_next_whatever_that_line_starts_with() -> None:
+    # Wrapped by width (ux3 H1): the answerer quoted "… in London, New" and "18 as real risks."
+    text = ("Hotels are capped at €180 per night in most cities and €240 per night in London, New\n"
+            "York, Zurich and Tokyo. If a conference hotel costs more than the cap, ask Juniper\n"
+            "Hale before booking rather than afterwards.\n"
+            "Of the 230 issues on the 2.0 milestone, 212 are closed. Desmond called out two of "
+            "the remaining\n"
+            "18 as real risks. Any spending that is not in the table above and is larger than\n"
+            "€500 needs Marisol's sign-off.")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "Hotels are capped at €180 per night in most cities and €240 per night in London, New\n"
+        "York, Zurich and Tokyo.",
+        "If a conference hotel costs more than the cap, ask Juniper\n"
+        "Hale before booking rather than afterwards.",
+        "Of the 230 issues on the 2.0 milestone, 212 are closed.",
+        "Desmond called out two of the remaining\n18 as real risks.",
+        "Any spending that is not in the table above and is larger than\n"
+        "€500 needs Marisol's sign-off.",
+    ]
+    # Not after a line that is not full, nor into a line that opens a unit or is short.
+    text = ("Who to ask about the travel policy and the on-call rota when the handbook is unclear\n"
+            "Travel and expenses\n"
+            "Juniper Hale answers questions about bookings, hotel caps and expense reports.\n"
+            "• Desmond Fairweather answers questions about the on-call rota and its allowance\n"
+            "- Marisol Quenby signs off anything above the caps before it is booked or paid for\n"
+            "## Booking rules that apply to every trip, including trips to conferences abroad\n"
+            "Book through the travel desk.")
+    assert [text[a:b] for a, b in split_passage(text)] == [
+        "Who to ask about the travel policy and the on-call rota when the handbook is unclear",
+        "Travel and expenses",
+        "Juniper Hale answers questions about bookings, hotel caps and expense reports.",
+        "• Desmond Fairweather answers questions about the on-call rota and its allowance",
+        "- Marisol Quenby signs off anything above the caps before it is booked or paid for",
+        "## Booking rules that apply to every trip, including trips to conferences abroad",
+        "Book through the travel desk.",
+    ]
+    # Lines of a narrow list are never full: a short text is not wrapped by width.
+    names = "Juniper Hale\nDesmond Fairweather\nMarisol Quenby"
+    assert [names[a:b] for a, b in split_passage(names)] == names.split("\n")
+
+
+def test_a_table_row_does_not_set_the_width_prose_is_wrapped_at() -> None:
+    text = ("If you cannot meet a due date, say so in the launch channel\n"
+            "as soon as you know.\n"
+            "Ines Valcourt | Finish validating the new constituent tables against the three "
+            "remaining reference stations and publish the comparison report. | 7 February")
+    assert [text[a:b] for a, b in split_passage(text)][0] == (
+        "If you cannot meet a due date, say so in the launch channel\nas soon as you know."
+    )
