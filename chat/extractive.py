@@ -74,7 +74,7 @@ from citations.rows import (
     read_under,
     table_header,
 )
-from citations.sentences import list_entry, split_passage
+from citations.sentences import list_entry, split_answer, split_passage
 
 PASSAGE_LINE: Final = re.compile(r"^\[(\d+)\] (.*)$")
 DOCUMENT_LINE: Final = re.compile(r'^<document title="([^"]*)"(?: source="([^"]*)")?')
@@ -1278,9 +1278,22 @@ def quote(chosen: Sequence[Candidate], marker: str) -> str:
         if parts:
             parts.append(" " if _closed(previous) else "\n\n")
         numbers = (candidate.number, *candidate.also)
-        parts += [text, " " + "".join(marker.format(n) for n in numbers)]
+        parts.append(_each_sentence_cited(text, " " + "".join(marker.format(n) for n in numbers)))
         previous = text
     return "".join(parts)
+
+
+def _each_sentence_cited(text: str, marks: str) -> str:
+    """The text with `marks` after each of its sentences as the grounding engine splits
+    them: a citation covers only the sentence it ends, so a list's entries quoted with
+    their lead-in, or a sentence read with the one before it, would otherwise be its
+    uncited claims."""
+    ends = [len(text[: s.char_end].rstrip()) for s in split_answer(text)] or [len(text)]
+    pieces, cursor = [], 0
+    for end in ends:
+        pieces += [text[cursor:end], marks]
+        cursor = end
+    return "".join(pieces) + text[cursor:]
 
 
 def _quoted(candidate: Candidate) -> str:

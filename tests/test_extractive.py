@@ -818,6 +818,25 @@ def test_a_sentence_leading_into_a_list_is_quoted_with_its_entries_or_not_at_all
     assert not re.search(r":\s*\[1\]", answer), answer
 
 
+def test_every_sentence_of_a_list_quoted_with_its_lead_in_is_cited(checker):
+    """Walkthrough 3 M1: entries of two sentences each, quoted after their lead-in, ended
+    in one marker, so the grounding engine read three of four sentences as uncited claims
+    (a citation covers only the sentence it ends) and the page underlined them."""
+    severity = (
+        "### Severity levels\n\n"
+        "The security on-call assigns a severity:\n\n"
+        "- **SEV1**: active compromise of production systems. An incident commander is\n"
+        "  assigned immediately.\n"
+        "- **SEV2**: confirmed exposure with no evidence of exploitation. Status updates\n"
+        "  at least twice per working day.\n"
+    )
+    answer = compose_answer("List the severity levels for security incidents.",
+                            [(1, severity)], grounder=checker)
+    assert answer.startswith("The security on-call assigns a severity: SEV1:")
+    claims = split_answer(answer.replace("[1]", "[citation:1]"))
+    assert len(claims) == 3 and all(claim.citations == (1,) for claim in claims)
+
+
 def test_a_list_entry_is_quoted_as_a_sentence_without_its_marker_or_markup(checker):
     who = ("## Who to ask\n\n"
            "- **Kwame Mensah**, Community Lead: conferences, talks and the newsletter.\n"
