@@ -398,6 +398,16 @@ class IngestJobSerializer(serializers.ModelSerializer):
             "help_text": "when it was cancelled (POST its url + /cancel), else null"
         }}
 
+    def to_representation(self, instance: IngestJob) -> dict:
+        data = super().to_representation(instance)
+        # `manage.py ingest /srv/kb/handbook` names the server's own path: others read
+        # "manage.py ingest handbook", as documents show their path (MCP's job_status too).
+        if not shows_server_paths(self.context):
+            data["description"] = locators.without_absolute_paths(
+                data["description"].replace("file://", "")
+            )
+        return data
+
     def get_url(self, obj: IngestJob) -> str:
         return api_url("api-job", obj.pk, self.context.get("workspace"),
                        self.context.get("request"))

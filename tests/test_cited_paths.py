@@ -197,3 +197,36 @@ def test_a_reindex_names_server_paths_only_to_who_adds_server_paths(
         assert shown["refusals"][0]["reason"].startswith(f"{server_file} is outside")
         assert str(roots) in shown["refusals"][0]["reason"]
         assert shown["documents"][0]["last_error"] == f"File {server_file} is gone"
+
+
+def test_a_jobs_description_names_server_paths_only_to_who_adds_server_paths(
+    tides, workspace, user, api, tmp_path
+):
+    """GET /api/jobs/ID showed a reader "manage.py ingest /tmp/…/sample_corpus": the
+    server's own path (an outside audit's), and MCP's job_status the same."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+    from rest_framework.test import APIClient
+
+    from knowledge.models import IngestJob
+
+    root = tmp_path / "srv" / "ops"
+    job = IngestJob.objects.create(
+        workspace=workspace,
+        description=f"manage.py ingest {root} file://{root}/harbour https://example.org/a/b",
+    )
+    job.documents.add(tides)
+
+    def descriptions(client, account) -> list[str]:
+        return [client.get(f"/api/jobs/{job.pk}").json()["description"],
+                mcp_tools.job_status(account, job_id=job.pk, workspace=None)["description"]]
+
+    for shown in descriptions(api, user):
+        assert shown == "manage.py ingest ops harbour https://example.org/a/b", shown
+
+    curator = get_user_model().objects.create_user("root", is_staff=True)
+    curator.user_permissions.add(Permission.objects.get(codename="add_document"))
+    workspace.members.add(curator)
+    as_curator = APIClient()
+    as_curator.force_authenticate(curator)
+    assert descriptions(as_curator, curator) == [job.description] * 2
