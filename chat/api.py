@@ -170,6 +170,11 @@ REFUSED = OpenApiResponse(OpenApiTypes.OBJECT, description="refused input: {fiel
             201: ThreadSerializer,
             400: REFUSED,
             404: OpenApiResponse(OpenApiTypes.OBJECT, description="unknown workspace"),
+            409: OpenApiResponse(
+                OpenApiTypes.OBJECT,
+                description="you hold CHAT_MAX_THREADS_PER_USER conversations in the "
+                            "workspace already: delete old ones",
+            ),
         },
     )
 )
@@ -210,9 +215,12 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
         params.is_valid(raise_exception=True)
         # A reader asks too: a conversation changes none of the workspace's documents.
         workspace = write_workspace(request, params.validated_data, curating=False)
-        thread = services.create_thread(
-            workspace=workspace, user=request.user, title=params.validated_data["title"]
-        )
+        try:
+            thread = services.create_thread(
+                workspace=workspace, user=request.user, title=params.validated_data["title"]
+            )
+        except services.TooManyThreads as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
 
 

@@ -83,9 +83,26 @@ class MentionsNotFound(MentionError):
         self.missing = missing
 
 
+class TooManyThreads(Exception):
+    """The user holds CHAT_MAX_THREADS_PER_USER conversations in the workspace already."""
+
+
 def create_thread(
     *, workspace: Workspace, user, title: str = "", origin: str = Thread.Origin.CHAT
 ) -> Thread:
+    """A new conversation. One started from the chat (the page, the API) is refused past
+    CHAT_MAX_THREADS_PER_USER of the user's in the workspace: nothing removes them, and a
+    reader made 300 in 23 s. An agent's (MCP) are bounded apart, by MCP_CONVERSATIONS_KEPT
+    (chat.passages); the operator's shell (CLI) is not limited."""
+    if origin == Thread.Origin.CHAT:
+        limit = settings.CHAT_MAX_THREADS_PER_USER
+        held = Thread.objects.filter(workspace=workspace, user=user, origin=origin).count()
+        if held >= limit:
+            raise TooManyThreads(
+                f"You already have {held:,} conversations in this workspace; the limit is "
+                f"{limit:,} (CHAT_MAX_THREADS_PER_USER). Delete old conversations to start "
+                "a new one."
+            )
     return Thread.objects.create(workspace=workspace, user=user, title=title[:200], origin=origin)
 
 

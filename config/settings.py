@@ -541,6 +541,10 @@ CHAT_MAX_MENTIONS = env.int("CHAT_MAX_MENTIONS", default=20)
 # Answers one user's turns may be writing at once (each holds a model call and a
 # database connection, and runs to its end whoever hangs up); another ask is a 429.
 CHAT_MAX_ANSWERS_WRITING = env.int("CHAT_MAX_ANSWERS_WRITING", default=4)
+# Conversations one user may hold in a workspace, started from the chat (page or API;
+# an agent's are bounded by MCP_CONVERSATIONS_KEPT): nothing removes them, so past this a
+# new one is a 409 until old ones are deleted.
+CHAT_MAX_THREADS_PER_USER = env.int("CHAT_MAX_THREADS_PER_USER", default=1_000)
 
 # --- Web search ----------------------------------------------------------------------
 # none (default) | searxng | brave | tavily. When set, the chat model is also offered

@@ -260,3 +260,27 @@ def test_served_a_long_cjk_query_is_a_414_by_get_and_searched_by_post(
             assert answer["query"] == query and answer["results"] == []  # an empty workspace
         else:  # the API's own bound, as GET says it to a query that fits the line
             assert answer == {"q": ["Ensure this field has no more than 2000 characters."]}
+
+
+def test_conversations_a_user_holds_in_a_workspace_are_bounded(api, user, workspace, settings):
+    """A reader started 300 conversations in 23 s and nothing removes them (an outside
+    audit's): past CHAT_MAX_THREADS_PER_USER a new one is a 409 until old ones go. An
+    agent's conversations (MCP) are bounded apart and still start."""
+    from chat import passages
+
+    settings.CHAT_MAX_THREADS_PER_USER = 3
+    started = [api.post("/api/threads", {"title": "x" * 200}, format="json")
+               for _ in range(3)]
+    assert [r.status_code for r in started] == [201] * 3
+    refused = api.post("/api/threads", {"title": "one more"}, format="json")
+    assert refused.status_code == 409, refused.content
+    assert refused.json() == {"detail": (
+        "You already have 3 conversations in this workspace; the limit is 3 "
+        "(CHAT_MAX_THREADS_PER_USER). Delete old conversations to start a new one."
+    )}
+    assert Thread.objects.filter(user=user, workspace=workspace).count() == 3
+    agents = passages.conversation(user=user, workspace=workspace, conversation_id=None,
+                                   title="an agent's")
+    assert agents.origin == Thread.Origin.MCP
+    assert api.delete(f"/api/threads/{started[0].json()['id']}").status_code == 204
+    assert api.post("/api/threads", {}, format="json").status_code == 201
