@@ -327,6 +327,9 @@ API_THROTTLE_GROUNDING = env("API_THROTTLE_GROUNDING", default="20/minute")
 # (knowledge/login_throttle.py); every failure is logged on django.security.
 LOGIN_FAILURES_LIMIT = env.int("LOGIN_FAILURES_LIMIT", default=5)
 LOGIN_FAILURES_WINDOW = env.int("LOGIN_FAILURES_WINDOW", default=900)
+# And an address, whatever the usernames, once this many attempts from it failed within
+# the window: one address sprayed a password over 150 usernames (~0.9 s of hashing each).
+LOGIN_FAILURES_PER_ADDRESS = env.int("LOGIN_FAILURES_PER_ADDRESS", default=30)
 AUTHENTICATION_BACKENDS = [
     "knowledge.login_throttle.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",

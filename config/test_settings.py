@@ -21,3 +21,4 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_verity_{os.getpid()}"}  # noqa: F
 # in many tests); the tests of those set them.
 API_THROTTLE_ANON = API_THROTTLE_USER = API_THROTTLE_CHAT = API_THROTTLE_GROUNDING = ""
 LOGIN_FAILURES_LIMIT = 1_000_000
+LOGIN_FAILURES_PER_ADDRESS = 1_000_000

@@ -75,8 +75,10 @@ class TokenView(APIView):
         except accounts.SignInThrottled as exc:
             raise Throttled(
                 wait=exc.retry_after,  # what is left of the window, not all of it
-                detail="Too many failed sign-ins for this username from your address; "
-                "try again later.",
+                detail="Too many failed sign-ins "
+                + ("from your address" if exc.by == "address"
+                   else "for this username from your address")
+                + "; try again later.",
             ) from exc
         if token is None:
             raise ValidationError({"non_field_errors": [

@@ -18,12 +18,14 @@ from rest_framework.authtoken.models import Token
 
 
 class SignInThrottled(Exception):
-    """Too many failed sign-ins for this username from this address (login_throttle);
-    `retry_after`: the seconds until the lockout ends."""
+    """Too many failed sign-ins for this username from this address, or from this
+    address at all (login_throttle; `by`: "username" or "address"); `retry_after`: the
+    seconds until the lockout ends."""
 
-    def __init__(self, retry_after: int) -> None:
+    def __init__(self, retry_after: int, by: str = "username") -> None:
         super().__init__(f"Locked out for {retry_after} more seconds")
         self.retry_after = retry_after
+        self.by = by
 
 
 def sign_in(*, request: HttpRequest, username: str, password: str) -> Token | None:
@@ -31,13 +33,14 @@ def sign_in(*, request: HttpRequest, username: str, password: str) -> Token | No
     password or an inactive user.
 
     Goes through django.contrib.auth like the sign-in page: failures are counted and
-    logged, and past LOGIN_FAILURES_LIMIT the pair is refused (SignInThrottled) before
+    logged, and past LOGIN_FAILURES_LIMIT the pair (past LOGIN_FAILURES_PER_ADDRESS the
+    address) is refused (SignInThrottled) before
     any password is checked; a success clears the count and sets `last_login`.
     """
     user = authenticate(request, username=username, password=password)
     if getattr(request, "login_throttled", False):
         # authenticate() turns the throttle's PermissionDenied into None; the flag says.
-        raise SignInThrottled(request.login_retry_after)
+        raise SignInThrottled(request.login_retry_after, request.login_throttled)
     if user is None:
         return None
     user_logged_in.send(sender=user.__class__, request=request, user=user)

@@ -2,6 +2,11 @@
 client's address, never the password), and a username is refused from an address that
 failed LOGIN_FAILURES_LIMIT times within LOGIN_FAILURES_WINDOW seconds, until that
 window (from the first failure) has passed. A successful sign-in clears the count.
+An address is also refused, whatever the username, once LOGIN_FAILURES_PER_ADDRESS
+attempts from it failed within the window: one address sprayed a password over 150
+usernames, each refused by none and each costing a password hash. A success takes back
+its own attempt from that count but does not clear it (else one account of the sprayer's
+would reset it).
 Each attempt is counted before its password is checked (reserve_attempt), so parallel
 guesses cannot outrun the count.
 
@@ -24,6 +29,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.signals import user_logged_in, user_login_failed
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import F
 from django.dispatch import receiver
 from django.utils import timezone
 
@@ -54,6 +60,11 @@ def _key(username: str, address: str) -> str:
     return hashlib.sha256(pair).hexdigest()
 
 
+def _address_key(address: str) -> str:
+    # "\1" cannot begin a pair's key input (a username has no control characters).
+    return hashlib.sha256(f"\1{address}".encode()).hexdigest()
+
+
 def _window_start():
     return timezone.now() - timedelta(seconds=settings.LOGIN_FAILURES_WINDOW)
 
@@ -69,9 +80,12 @@ def failures(*, username: str, address: str) -> int:
 
 @dataclass(frozen=True)
 class Attempt:
-    allowed: bool  # False: LOGIN_FAILURES_LIMIT reached, no password may be checked
+    allowed: bool  # False: a limit reached, no password may be checked
     count: int  # attempts within the window, this one included when allowed
     retry_after: int  # seconds until the window (from the first failure) ends
+    # What was refused: "username" (LOGIN_FAILURES_LIMIT for it from this address) or
+    # "address" (LOGIN_FAILURES_PER_ADDRESS from it, whatever the usernames); "" if allowed.
+    refused: str = ""
 
 
 def reserve_attempt(*, username: str, address: str) -> Attempt:
@@ -83,22 +97,32 @@ def reserve_attempt(*, username: str, address: str) -> Attempt:
     whatever the parallelism. A success clears the count (clear_failed_logins); a
     failure leaves its attempt counted. A count whose window has passed starts again.
     """
-    key = _key(username, address)
     window = timedelta(seconds=settings.LOGIN_FAILURES_WINDOW)
     with transaction.atomic():
         now = timezone.now()
-        SignInFailures.objects.filter(key=key, since__lte=now - window).delete()
-        row, created = SignInFailures.objects.select_for_update().get_or_create(
-            key=key, defaults={"since": now}
+        # The address's row first, then the pair's: every attempt locks them in this order.
+        rows = []
+        for key in (_address_key(address), _key(username, address)):
+            SignInFailures.objects.filter(key=key, since__lte=now - window).delete()
+            rows.append(SignInFailures.objects.select_for_update().get_or_create(
+                key=key, defaults={"since": now}
+            ))
+        (by_address, address_created), (row, created) = rows
+        refused = (
+            "address" if by_address.count >= settings.LOGIN_FAILURES_PER_ADDRESS
+            else "username" if row.count >= settings.LOGIN_FAILURES_LIMIT
+            else ""
         )
-        retry_after = max(1, math.ceil((row.since + window - now).total_seconds()))
-        allowed = row.count < settings.LOGIN_FAILURES_LIMIT
-        if allowed:
-            row.count += 1
-            row.save(update_fields=["count"])
-    if created:  # keeps the table bounded; apart, so that no two lock many rows at once
-        SignInFailures.objects.filter(since__lte=now - window).delete()
-    return Attempt(allowed=allowed, count=row.count, retry_after=retry_after)
+        shown = by_address if refused == "address" else row
+        retry_after = max(1, math.ceil((shown.since + window - now).total_seconds()))
+        if not refused:
+            for counted in (by_address, row):
+                counted.count += 1
+                counted.save(update_fields=["count"])
+    if created or address_created:  # keeps the table bounded; apart, so that no two lock
+        SignInFailures.objects.filter(since__lte=now - window).delete()  # many rows at once
+    return Attempt(allowed=not refused, count=row.count, retry_after=retry_after,
+                   refused=refused)
 
 
 class LoginThrottleBackend:
@@ -117,13 +141,21 @@ class LoginThrottleBackend:
         address = client_address(request)
         attempt = reserve_attempt(username=username, address=address)
         if not attempt.allowed:
-            request.login_throttled = True  # the sign-in page says why
-            request.login_retry_after = attempt.retry_after  # and when to try again
-            security.warning(
-                "Sign-in refused for username %r from %s: %d failed attempts within %d s",
-                username[:150], address, settings.LOGIN_FAILURES_LIMIT,
-                settings.LOGIN_FAILURES_WINDOW,
-            )
+            # The sign-in page says why ("username" or "address"), and when to try again.
+            request.login_throttled = attempt.refused
+            request.login_retry_after = attempt.retry_after
+            if attempt.refused == "address":
+                security.warning(
+                    "Sign-in refused for username %r from %s: %d failed attempts from that "
+                    "address within %d s", username[:150], address,
+                    settings.LOGIN_FAILURES_PER_ADDRESS, settings.LOGIN_FAILURES_WINDOW,
+                )
+            else:
+                security.warning(
+                    "Sign-in refused for username %r from %s: %d failed attempts within %d s",
+                    username[:150], address, settings.LOGIN_FAILURES_LIMIT,
+                    settings.LOGIN_FAILURES_WINDOW,
+                )
             raise PermissionDenied
         request.login_attempt = attempt.count
         return None
@@ -147,8 +179,12 @@ def note_failed_login(sender, credentials, request=None, **kwargs) -> None:
 @receiver(user_logged_in)
 def clear_failed_logins(sender, request, user, **kwargs) -> None:
     if request is not None:
-        key = _key(user.get_username(), client_address(request))
-        SignInFailures.objects.filter(key=key).delete()
+        address = client_address(request)
+        SignInFailures.objects.filter(key=_key(user.get_username(), address)).delete()
+        # Its own attempt was no failure; the others from the address stay counted.
+        SignInFailures.objects.filter(key=_address_key(address), count__gt=0).update(
+            count=F("count") - 1
+        )
 
 
 class AdminLoginForm(AdminAuthenticationForm):
@@ -160,9 +196,11 @@ class AdminLoginForm(AdminAuthenticationForm):
         if getattr(self.request, "login_throttled", False):
             seconds = getattr(self.request, "login_retry_after", settings.LOGIN_FAILURES_WINDOW)
             minutes = max(1, math.ceil(seconds / 60))
+            whose = ("from your address" if self.request.login_throttled == "address"
+                     else "for this username from your address")
             return ValidationError(
-                "Too many failed sign-ins for this username from your address: try again "
-                "later (in at most %(minutes)d minutes).",
-                code="throttled", params={"minutes": minutes},
+                "Too many failed sign-ins %(whose)s: try again later (in at most "
+                "%(minutes)d minutes).",
+                code="throttled", params={"whose": whose, "minutes": minutes},
             )
         return super().get_invalid_login_error()

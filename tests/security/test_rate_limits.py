@@ -133,6 +133,42 @@ def test_a_successful_sign_in_clears_the_failures(settings, user, client):
     assert sign_in(client, "pw").status_code == 302
 
 
+def test_one_address_spraying_a_password_over_usernames_is_refused(
+    settings, user, client, caplog
+):
+    """One address tried a password on 150 usernames, one each, all checked (~0.9 s of
+    hashing each) and none refused (an outside audit's): past LOGIN_FAILURES_PER_ADDRESS
+    failures from it, any username is refused before its password is checked."""
+    settings.LOGIN_FAILURES_LIMIT = 5
+    settings.LOGIN_FAILURES_PER_ADDRESS = 4
+
+    def attempt(username: str, password: str, address: str = "192.0.2.7"):
+        return client.post("/accounts/login/", {"username": username, "password": password},
+                           REMOTE_ADDR=address)
+
+    # A right password takes back its own attempt: it is no failure.
+    assert attempt("alice", "pw").status_code == 302
+    client.logout()
+    for i in range(4):
+        page = attempt(f"user{i}", "Spring2026!").content.decode()
+        assert "Too many failed sign-ins" not in page
+    with caplog.at_level(logging.WARNING, logger="django.security"):
+        refused = attempt("user4", "Spring2026!")
+    assert "Too many failed sign-ins from your address: try again later." in (
+        refused.content.decode())
+    assert "4 failed attempts from that address" in caplog.text
+    # Alice, never wrong herself, is refused from there too; from elsewhere she signs in.
+    assert attempt("alice", "pw").status_code == 200
+    assert "_auth_user_id" not in client.session
+    assert attempt("alice", "pw", address="198.51.100.4").status_code == 302
+    # The API's sign-in shares the rule.
+    token = APIClient().post("/api/auth/token", {"username": "alice", "password": "pw"},
+                             format="json", REMOTE_ADDR="192.0.2.7")
+    assert token.status_code == 429, token.content
+    assert token.json()["detail"].startswith(
+        "Too many failed sign-ins from your address; try again later.")
+
+
 def test_the_admin_sign_in_says_it_was_throttled(settings, staff, client):
     settings.LOGIN_FAILURES_LIMIT = 2
     settings.LOGIN_FAILURES_WINDOW = 900
@@ -253,6 +289,8 @@ def test_parallel_wrong_passwords_check_at_most_the_limit(user, settings):
     from django.contrib.auth import authenticate
     from django.test import RequestFactory
 
+    from knowledge import login_throttle
+
     settings.LOGIN_FAILURES_LIMIT = 5
 
     def guess(i: int) -> bool:
@@ -263,7 +301,8 @@ def test_parallel_wrong_passwords_check_at_most_the_limit(user, settings):
     checked = in_parallel(20, guess)
     assert all(isinstance(result, bool) for result in checked), checked
     assert sum(checked) == 5
-    assert SignInFailures.objects.get().count == 5
+    assert SignInFailures.objects.get(key=login_throttle._key(user.username, "192.0.2.50")
+                                      ).count == 5
     # The right password is refused too, for the rest of the window.
     request = RequestFactory().post("/", REMOTE_ADDR="192.0.2.50")
     assert authenticate(request, username=user.username, password="pw") is None
