@@ -843,8 +843,10 @@ class GroundingCheckView(APIView):
             413: OpenApiResponse(
                 OpenApiTypes.OBJECT,
                 description="the check would judge more sentence–citation pairs than "
-                            "GROUNDING_CHECK_MAX_PAIRS, or read more passage text than "
-                            "GROUNDING_CHECK_MAX_CHARS (each cited passage once per sentence)",
+                            "GROUNDING_CHECK_MAX_PAIRS, read more passage text than "
+                            "GROUNDING_CHECK_MAX_CHARS (each cited passage once per sentence), "
+                            "or weigh more claim words against passage words than "
+                            "GROUNDING_CHECK_MAX_WORD_PAIRS",
             ),
         },
     )

@@ -60,18 +60,21 @@ def check_answer(
 
 
 class TooMuchWork(ValueError):
-    """A check would judge more sentence–citation pairs than GROUNDING_CHECK_MAX_PAIRS, or
-    read more passage text than GROUNDING_CHECK_MAX_CHARS, allows."""
+    """A check would judge more sentence–citation pairs than GROUNDING_CHECK_MAX_PAIRS,
+    read more passage text than GROUNDING_CHECK_MAX_CHARS, or weigh more claim words
+    against passage words than GROUNDING_CHECK_MAX_WORD_PAIRS, allows."""
 
 
 def _within_budget(
     answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
 ) -> None:
-    """TooMuchWork when checking this answer would pass either budget.
+    """TooMuchWork when checking this answer would pass any of the budgets.
 
-    Both are counted: every pair costs about the same whatever its passage's length (an
+    All are counted: every pair costs about the same whatever its passage's length (an
     answer of thousands of short sentences citing short passages reads little text, yet
-    took 16 s), and reading a long passage costs more however few pairs cite it.
+    took 16 s), reading a long passage costs more however few pairs cite it, and a claim
+    sentence of thousands of words is weighed word by word against it (one such pair
+    took 20 s).
     """
     work = workload(answer, passages, places)
     pairs_limit = settings.GROUNDING_CHECK_MAX_PAIRS
@@ -94,6 +97,15 @@ def _within_budget(
             f"counts five times: the most read here is [{most}], {len(passages[most]):,} "
             f"characters read as {read[most]:,}. Check the answer in parts, or send shorter "
             "passages."
+        )
+    word_limit = settings.GROUNDING_CHECK_MAX_WORD_PAIRS
+    if work.word_pairs > word_limit:
+        raise TooMuchWork(
+            f"Checking this answer would weigh {work.word_pairs:,} pairs of claim and passage "
+            f"words; the limit is {word_limit:,} (GROUNDING_CHECK_MAX_WORD_PAIRS). Each claim "
+            "sentence's words count once for every word of each passage it cites, so a "
+            "sentence of hundreds of words is the usual cause: split it into sentences, or "
+            "check the answer in parts."
         )
 
 

@@ -198,13 +198,17 @@ class Workload:
     # more when those are contiguous pieces of one text beside others (read joined on
     # their own too: ``places`` as for check_answer). A check's cost grows with the sum.
     characters: dict[int, int]
+    # Claim words times passage words, summed like ``characters``: the checks that weigh
+    # every claim word against every passage word (who did what, opposites) grow with it,
+    # so one claim "sentence" of thousands of words took 20 s against one passage.
+    word_pairs: int = 0
 
 
 def workload(
     answer: str, passages: Mapping[int, str], places: Mapping[int, Place] | None = None
 ) -> Workload:
     """The pairs a check of this answer judges and the passage text it reads (one pass)."""
-    pairs = 0
+    pairs = word_pairs = 0
     read: dict[int, int] = {}
     for sentence in split_answer(answer):
         cited = [n for n in dict.fromkeys(sentence.citations) if n in passages]
@@ -215,9 +219,18 @@ def workload(
             for group in groups if len(groups) > 1 else ():
                 for n in group.offsets if len(group.offsets) > 1 else ():
                     times[n] += 1
+            claim_words = _word_count(sentence.claim)
             for n in cited:
                 read[n] = read.get(n, 0) + len(passages[n]) * times[n]
-    return Workload(pairs, read)
+                word_pairs += claim_words * _word_count(passages[n]) * times[n]
+    return Workload(pairs, read, word_pairs)
+
+
+_WORD: Final = re.compile(r"\w+")
+
+
+def _word_count(text: str) -> int:
+    return sum(1 for _ in _WORD.finditer(text))
 
 
 @dataclass

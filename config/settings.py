@@ -523,6 +523,12 @@ GROUNDING_CHECK_MAX_CHARS = env.int("GROUNDING_CHECK_MAX_CHARS", default=150_000
 # counted once for every number it cites): a pair costs about 4 ms on 2 cores whatever
 # its passages' length, so 4,000 tiny sentences citing tiny passages took 16 s.
 GROUNDING_CHECK_MAX_PAIRS = env.int("GROUNDING_CHECK_MAX_PAIRS", default=200)
+# And one whose claim sentences' words times their cited passages' words (summed like the
+# passage text above) pass this: some checks weigh every claim word against every passage
+# word, so one 7,000-word "sentence" citing a 20,000-character passage took 20 s. Answers
+# of real sentences stay far below (200 pairs of 60-word sentences and 750-character
+# passages: 1.5 million).
+GROUNDING_CHECK_MAX_WORD_PAIRS = env.int("GROUNDING_CHECK_MAX_WORD_PAIRS", default=2_500_000)
 # A chat answer's check reads its claim sentences in order while their (sentence, cited
 # number) pairs add up to at most this; the claims after are reported `unchecked`. A pair
 # costs about 5 ms on 2 cores whatever its passage's length (its analysis is cached): a

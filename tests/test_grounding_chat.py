@@ -10,6 +10,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from chat.models import Message
+from citations.grounding import workload
 from indexing import pipeline, sources
 from tests.nli_models import constant_nli_model
 from tests.scripted_llm import answer, tool_call
@@ -187,6 +188,31 @@ def test_check_endpoint_refuses_more_sentence_citation_pairs_than_its_budget(api
     assert response.status_code == 413, response.content
     assert re.match(r"This answer has 2,\d{3} sentence–citation pairs to check; the limit is "
                     r"200 ", response.json()["detail"])
+
+
+def test_check_endpoint_refuses_a_claim_sentence_of_thousands_of_words(api, settings):
+    """One "sentence" of 7,000 random words citing a 20,000-character passage is one pair
+    and well within the passage budget, yet took 20 s to check (an outside audit's): its
+    words times the passage's are counted, and past GROUNDING_CHECK_MAX_WORD_PAIRS refused."""
+    vocabulary = ["".join("bcdfghjklmnprstv"[i >> shift & 15] + "aeiou"[i % 5]
+                          for shift in (0, 4, 8)) for i in range(3_000)]
+    passage = " ".join(vocabulary[i * 7 % 3_000] for i in range(3_300))[:20_000]
+    claim = " ".join(vocabulary[i * 11 % 3_000] for i in range(7_000))[:49_990] + " [1]"
+    work = workload(claim.replace("[1]", "[citation:1]"), {1: passage})
+    assert (work.pairs, work.word_pairs) == (1, 7_000 * 2_858)
+    response = api.post("/api/grounding/check", {"answer": claim, "passages": [passage]},
+                        format="json")
+    assert response.status_code == 413, response.content
+    assert re.match(r"Checking this answer would weigh [\d,]+ pairs of claim and passage "
+                    r"words; the limit is 2,500,000 \(GROUNDING_CHECK_MAX_WORD_PAIRS\)\.",
+                    response.json()["detail"])
+    # A sentence of prose is far inside it: 12 words against 12 ("09", "00").
+    settings.GROUNDING_CHECK_MAX_WORD_PAIRS = 144
+    fits = {"answer": "The harbour office opens at nine in the morning on every weekday [1].",
+            "passages": ["The harbour office opens at 09:00 on weekdays, all year round."]}
+    assert api.post("/api/grounding/check", fits, format="json").status_code == 200
+    settings.GROUNDING_CHECK_MAX_WORD_PAIRS = 143
+    assert api.post("/api/grounding/check", fits, format="json").status_code == 413
 
 
 def test_check_endpoint_says_how_long_an_answer_or_passage_past_its_limit_is(api):

@@ -19,6 +19,11 @@ from .issue import Issue
 
 # Far more names, figures and rare terms than a sentence of prose holds.
 MAX_ANCHORS: Final = 40
+# Far more (pair of anchors, passage occurrence of a shared word) weighings than a
+# sentence of prose against a few of a passage's needs (40 anchors, 100 occurrences:
+# 78,000): past it the text is no prose, and the check is not made. One 7,000-word
+# "sentence" against a 20,000-character passage without a full stop took 11 s here.
+MAX_WEIGHINGS: Final = 250_000
 
 
 def association_issues(
@@ -57,6 +62,9 @@ def association_issues(
     # The first anchors only: every pair of them is weighed for every shared word, so a
     # sentence of hundreds of names or figures would cost their count cubed.
     names = sorted(anchors, key=anchors.get)[:MAX_ANCHORS]
+    if len(names) * (len(names) - 1) // 2 * sum(len(span_positions[w]) for w in words) \
+            > MAX_WEIGHINGS:
+        return []
     # Each word's distance to each anchor, on each side, measured once for every pair.
     in_claim = {w: {n: _nearest(claim_positions[w], claim_positions[n]) for n in names}
                 for w in words}
