@@ -536,25 +536,31 @@ def test_an_answer_a_stopped_server_left_pending_becomes_an_error(workspace, use
 
 
 def _listed_mid_turn(thread, *, stalled_for):
-    """An emit that, when the turn's second model call begins, makes the turn look an hour
-    old (its last heartbeat `stalled_for` ago) and lists the thread as a reader would."""
+    """An emit that lists the thread as a reader would when the turn's second model call
+    begins, the turn begun an hour before.
+
+    `stalled_for` None: the hour passed during the first model call, so the second one's
+    heartbeat is due. Otherwise the turn is made to look, once that heartbeat is written,
+    as if its last one was `stalled_for` ago."""
     from datetime import timedelta
 
     from django.utils import timezone
 
     seen: list[str] = []
+    answer = Message.objects.filter(thread=thread, role="assistant")
 
     def emit(event, data):
-        if event == "progress" and data["stage"] == "thinking" and seen == ["first"]:
-            now = timezone.now()
-            backdated = {"created_at": now - timedelta(hours=1)}
-            if stalled_for is not None:
-                backdated["heartbeat_at"] = now - stalled_for
-            Message.objects.filter(thread=thread, role="assistant").update(**backdated)
-            listed = services.thread_messages(thread=thread)
-            seen.append(listed.get(role="assistant").status)
-        elif event == "progress" and data["stage"] == "thinking":
+        if event != "progress" or data["stage"] != "thinking":
+            return
+        an_hour_ago = timezone.now() - timedelta(hours=1)
+        if not seen:
             seen.append("first")
+            if stalled_for is None:
+                answer.update(created_at=an_hour_ago)
+            return
+        if stalled_for is not None:
+            answer.update(created_at=an_hour_ago, heartbeat_at=timezone.now() - stalled_for)
+        seen.append(services.thread_messages(thread=thread).get(role="assistant").status)
 
     return seen, emit
 
@@ -572,6 +578,17 @@ def test_a_turn_still_working_is_not_closed_however_long_it_runs(
     assert seen == ["first", "pending"]
     assert message.status == Message.Status.COMPLETE
     assert Message.objects.get(pk=message.pk).status == Message.Status.COMPLETE
+
+
+def test_a_quick_turn_writes_no_heartbeat(llm, corpus, workspace, user):
+    """Its answer's creation is sign of life enough: each heartbeat is a commit the disk
+    flushes, and a turn of two model calls and a search wrote four."""
+    llm.script = [tool_call("search_knowledge_base", {"query": "launch date"}),
+                  answer("The launch moved to March 10 [1].")]
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="When?")
+    assert message.status == Message.Status.COMPLETE
+    assert Message.objects.get(pk=message.pk).heartbeat_at is None
 
 
 @pytest.mark.parametrize("stream", [False, True])
