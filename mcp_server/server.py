@@ -462,8 +462,9 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
 
         By default lists those already marked STALE (cheap). check=true re-reads file and
         web sources now (slow: each file read, each page fetched), marks the changed and
-        unreadable ones STALE, and lists as `new` the files added to ingested
-        repositories since; it reads a bounded number of sources a call (check's
+        unreadable ones STALE, lists as `new` the files added to ingested repositories
+        since and as `failed_changed` the FAILED documents whose file changed since they
+        failed (worth a reindex); it reads a bounded number of sources a call (check's
         description says how many): pass document_ids in batches for a larger workspace.
         Nothing is re-indexed: pass their ids to reindex.
         """

@@ -563,9 +563,11 @@ def stale(
     Without `check`, the documents already marked STALE (at most STALE_LIST_MAX; `total`
     counts them), which a reader may list. With it (members and owners: it marks
     documents), file and web sources are re-read now and the changed ones marked STALE
-    (nothing is re-indexed: call reindex), and files added to their repositories since
-    are listed as `new`; at most STALE_CHECK_MAX_SOURCES sources a call: a workspace
-    holding more is checked by `document_ids`, a batch at a time (or `manage.py stale`).
+    (nothing is re-indexed: call reindex), files added to their repositories since
+    are listed as `new` and FAILED documents whose file changed since they failed as
+    `failed_changed` (freshness.mark_stale's report, as `manage.py stale`); at most
+    STALE_CHECK_MAX_SOURCES sources a call: a workspace holding more is checked by
+    `document_ids`, a batch at a time (or `manage.py stale`).
     A file outside INGEST_SERVER_ROOTS is not read for an API caller; it is listed as
     not checked.
     """
@@ -617,6 +619,11 @@ def stale(
         # Files added to its repositories since they were ingested: `ingest` of the
         # repository's path adds them (reindex takes documents, which they are not yet).
         "new": [_new_file(item, server_paths) for item in report.new],
+        # FAILED documents whose file was modified since they failed, as `manage.py stale`
+        # lists them: a fixed file is worth a reindex; they stay FAILED until then.
+        "failed_changed": [
+            {**named(d), "error": shown(d, d.last_error)} for d in report.failed_changed
+        ],
     }
     # Of repositories ingested by their git URL (fetched now), when there are any: files
     # deleted upstream (delete them, or `manage.py stale --reindex` does), and clones

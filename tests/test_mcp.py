@@ -284,7 +284,7 @@ def test_stdio_ingest_reindex_and_stale_go_through_the_services(site):
     assert results["unchanged"] == (True, {"checked": True, "stale": [], "outdated": 0,
                                            "unchanged": 1,
                                            "unreachable": [], "not_checked": [],
-                                           "new": []})
+                                           "new": [], "failed_changed": []})
     ok, job = results["file"]
     assert ok and job["total"] == 1, job
     # Followed by a tool, not a REST address an MCP client cannot reach.

@@ -8,10 +8,15 @@ threads, hence committed data (`transaction=True`).
 from __future__ import annotations
 
 import json
+import os
 import re
+from datetime import timedelta
+from io import StringIO
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
 from indexing import pipeline, sources
@@ -227,6 +232,45 @@ def test_stale_lists_by_default_and_a_check_reads_a_bounded_number_of_sources(
     assert checked["stale"][0]["path"] == "changed.md" and checked["stale"][0]["uri"] == ""
     assert Document.objects.get(pk=document.pk).status == Document.Status.STALE
     assert too_many[0] and foreign[0] and f"No document {2**62}" in foreign[1]
+
+
+def test_a_check_lists_the_failed_documents_changed_since_as_manage_py_stale_does(
+    agent, tmp_path, settings
+):
+    """A FAILED document whose file was fixed since it failed: `manage.py stale` listed it
+    (CHANGED … was FAILED), the MCP check did not, though it ran the same check."""
+    workspace = agent["workspace"]
+    settings.INGEST_SERVER_ROOTS = [str(tmp_path)]
+    failed_at = timezone.now() - timedelta(hours=1)
+    documents = {}
+    for name in ("fixed.md", "untouched.md"):
+        path = tmp_path / name
+        path.write_text("# Berths\n\nBerth 4 is closed.\n")
+        documents[name] = sources.add_path(workspace=workspace, path=path)
+        Document.objects.filter(pk=documents[name].pk).update(
+            status=Document.Status.FAILED, last_error="Could not parse it", updated_at=failed_at
+        )
+    before = failed_at.timestamp() - 60
+    os.utime(tmp_path / "untouched.md", (before, before))
+    ids = [d.pk for d in documents.values()]
+
+    async def check():
+        async with agent["client"]() as client:
+            return await _call(client, "stale", check=True, document_ids=ids)
+
+    error, text, checked = run(check)
+    assert not error, text
+    assert checked["failed_changed"] == [{
+        "id": documents["fixed.md"].pk, "title": documents["fixed.md"].title, "uri": "",
+        "path": "fixed.md", "error": "Could not parse it",
+    }]
+    out = StringIO()
+    call_command("stale", workspace=workspace.slug, stdout=out)
+    changed = [line for line in out.getvalue().splitlines() if line.startswith("CHANGED")]
+    assert changed == [f"CHANGED     {documents['fixed.md'].uri} (was FAILED: Could not parse it)"]
+    assert set(Document.objects.filter(pk__in=ids).values_list("status", flat=True)) == {
+        Document.Status.FAILED
+    }
 
 
 def test_a_search_nothing_matches_says_so_instead_of_returning_every_passage(agent):
