@@ -76,7 +76,7 @@ def test_a_job_page_lists_its_first_documents_and_links_to_the_rest(client, two_
     link = reverse("admin:knowledge_document_changelist") + f"?job={big.pk}"
     assert f'href="{link}"' in page and "All 150 documents of this job" in page
     rest = client.get(link).content.decode()
-    assert rest.count('class="field-title"') == 100  # the changelist's page
+    assert rest.count('class="field-document_title"') == 100  # the changelist's page
     assert "small 0" not in rest and "Secret title" not in rest
 
     # Never a document's text, and as many queries for 150 documents as for 5.

@@ -399,3 +399,22 @@ def test_size_limits_are_said_in_mib_as_they_are_set_and_documented(client, sett
     })
     assert response.status_code == 413
     assert response.content.decode() == "big.txt: File is larger than the limit of 1.5 KiB."
+
+
+def test_admin_documents_sort_by_title_whatever_its_case(client, staff, workspace):
+    """The title column's header sorted "apple" after "Zebra" (case-sensitively)."""
+    for title in ("banana", "Zebra", "apple", "Cherry"):
+        Document.objects.create(workspace=workspace, uri=f"upload://{title}.md", title=title)
+    client.force_login(staff)
+    url = reverse("admin:knowledge_document_changelist")
+    page = client.get(url)
+    (header,) = [h for h in page.context["result_headers"] if h["text"] == "title"]
+    assert header["sortable"]
+    ascending = client.get(url + header["url_primary"])
+    titles = [d.title for d in ascending.context["cl"].result_list]
+    assert titles == ["apple", "banana", "Cherry", "Zebra"]
+    descending = client.get(url, {"o": f"-{ascending.context['cl'].params['o']}"})
+    assert [d.title for d in descending.context["cl"].result_list] == titles[::-1]
+    found = client.get(url, {"q": "CHERRY"})
+    assert [d.title for d in found.context["cl"].result_list] == ["Cherry"]
+    assert 'class="field-document_title"><a href=' in found.content.decode()
