@@ -14,6 +14,7 @@ from django.contrib.admin import helpers
 from django.contrib.admin.views.main import ChangeList
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError
 from django.db.models import Count, Model, Q
 from django.db.models.functions import Lower
 from django.http import (
@@ -35,7 +36,7 @@ from indexing.admin_site import folder_labels
 from indexing.forms import AddSourcesForm, MoveToFolderForm
 from indexing.types import file_path, storable
 from knowledge import selectors
-from knowledge.models import Chunk, Document, Folder, IngestJob, Workspace
+from knowledge.models import FOLDER_NAME_UNIQUE, Chunk, Document, Folder, IngestJob, Workspace
 from knowledge.serializers import JOB_DOCUMENTS_LISTED
 from knowledge.services import workspace_create
 
@@ -370,6 +371,18 @@ class FolderAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmi
         url = reverse("admin:knowledge_document_changelist")
         url += f"?{FolderFilter.parameter_name}={obj.pk}"
         return format_html('<a href="{}">{} documents</a>', url, obj.documents_held)
+
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except IntegrityError as exc:
+            if getattr(exc.__cause__, "diag", None) is None or (
+                exc.__cause__.diag.constraint_name != FOLDER_NAME_UNIQUE
+            ):
+                raise
+        # Another save took the name between the form's check and this save (a 500): the
+        # view's transaction was undone, and its form, checked again, says whose name it is.
+        return super().changeform_view(request, object_id, form_url, extra_context)
 
     def delete_model(self, request, obj: Folder) -> None:
         sources.delete_folder(folder=obj)

@@ -550,7 +550,7 @@ def create_folder(*, workspace: Workspace, name: str, parent: Folder | None = No
     """A new folder named `name` (trimmed) in `parent` (None: at the top level).
 
     EditRefused for a name `folder_name_problem` refuses, or one a folder beside it
-    already has (folder_unique_name_per_parent)."""
+    already has in any case (folder_unique_name_any_case_per_parent)."""
     name = _checked_folder_name(name)
     if parent is not None and parent.workspace_id != workspace.pk:
         raise ValueError("The parent folder belongs to another workspace.")
@@ -563,7 +563,7 @@ def create_folder(*, workspace: Workspace, name: str, parent: Folder | None = No
         try:
             with transaction.atomic():
                 return Folder.objects.create(workspace=workspace, parent=parent, name=name)
-        except IntegrityError:  # taken meanwhile by a registration (folder_for_path)
+        except IntegrityError:  # taken meanwhile by a save not holding the lock (the admin's)
             refuse_taken_folder_name(workspace_id=workspace.pk, parent_id=parent_id, name=name)
             raise
 
@@ -595,7 +595,13 @@ def update_folder(
             refuse_past_folder_bounds(workspace_id=folder.workspace_id, parent_id=parent_id,
                                       name=new_name, moved=folder.pk)
             folder.name, folder.parent_id = new_name, parent_id
-            folder.save(update_fields=["name", "parent"])
+            try:
+                with transaction.atomic():
+                    folder.save(update_fields=["name", "parent"])
+            except IntegrityError:  # taken meanwhile by a save not holding the lock
+                refuse_taken_folder_name(workspace_id=folder.workspace_id,
+                                         parent_id=parent_id, name=new_name, exclude=folder.pk)
+                raise
     return folder
 
 

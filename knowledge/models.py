@@ -101,6 +101,10 @@ class LiveFolders(models.Manager):
         return super().get_queryset().filter(deleting_since=None)
 
 
+# Its name is how a save that lost the race for a folder name is told from other clashes.
+FOLDER_NAME_UNIQUE = "folder_unique_name_any_case_per_parent"
+
+
 class Folder(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="folders")
     parent = models.ForeignKey(
@@ -118,10 +122,13 @@ class Folder(models.Model):
 
     class Meta:
         constraints = [
+            # Names that differ only in case name one folder (indexing.sources's
+            # `_name_as_existing`): checked there, and here for two saves at once. A
+            # top-level folder's parent is NULL, which would otherwise not clash.
             models.UniqueConstraint(
-                fields=["workspace", "parent", "name"],
+                "workspace", "parent", Lower("name"),
                 nulls_distinct=False,
-                name="folder_unique_name_per_parent",
+                name=FOLDER_NAME_UNIQUE,
             )
         ]
         # Tiny (only folders being deleted): LiveDocuments reads it for every query.

@@ -358,16 +358,17 @@ def test_admin_add_sources_uses_a_folder_whose_name_differs_only_in_case(
     assert "in the folder &#x27;Office/Travel/2026&#x27;" in (
         client.get(response["Location"]).content.decode()
     )
-    # Two that differ only in case (made before they were refused): which one is meant
-    # is asked, nothing is added.
-    Folder.objects.create(workspace=workspace, name="OFFICE")
+    # Two that fold to one name ("ss", "ß"; the database's constraint lowercases): which
+    # one is meant is asked, nothing is added.
+    Folder.objects.create(workspace=workspace, name="Strasse")
+    Folder.objects.create(workspace=workspace, name="Straße")
     response = client.post(reverse("admin:knowledge_document_add_sources"), {
-        "workspace": workspace.pk, "folder": "office",
+        "workspace": workspace.pk, "folder": "STRASSE",
         "files": [SimpleUploadedFile("dock.txt", b"The dock opens at 07:00.\n")],
     })
     assert response.status_code == 200
-    assert "&#x27;OFFICE&#x27; and &#x27;Office&#x27; differ from &#x27;office&#x27; only in " \
-        "case" in str(response.context["form"].errors["folder"])
+    assert "&#x27;Strasse&#x27; and &#x27;Straße&#x27; differ from &#x27;STRASSE&#x27; only " \
+        "in case" in str(response.context["form"].errors["folder"])
     assert Document.objects.count() == 1
 
 
