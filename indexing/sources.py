@@ -35,6 +35,7 @@ from indexing.loaders import (
     is_known_filename,
     refusal_for_filename,
     source_type_for,
+    upload_mime,
 )
 from indexing.loaders.assets import is_site_asset
 from indexing.loaders.git_clone import clone, clone_folder, is_git_url
@@ -1043,6 +1044,8 @@ def add_upload(
     job: IngestJob | None = None,
 ) -> Document:
     name = _upload_name(upload)
+    head = upload.read(SNIFF_BYTES)
+    upload.seek(0)
     document = _upsert(
         workspace,
         uri=_upload_uri(upload),
@@ -1050,7 +1053,7 @@ def add_upload(
         job=job,
         title=name,
         source_type=source_type_for(name),
-        mime=upload.content_type or "",
+        mime=upload_mime(head, filename=name, mime=upload.content_type or None),
     )
     problem = upload_problem(upload)
     if problem:

@@ -572,3 +572,26 @@ def test_the_admin_says_how_many_existing_documents_an_upload_replaced(
     assert "Queued 1 document for indexing." in post(("minutes.txt", b"Alpha meets."))
     page = post(("minutes.txt", b"Beta meets."), ("agenda.txt", b"Beta agenda."))
     assert "Queued 2 documents for indexing; replaced 1 existing document." in page
+
+
+def test_a_csv_or_tsv_upload_has_its_own_type_before_it_is_indexed(
+    api, media, django_capture_on_commit_callbacks
+):
+    """An upload's mime was the type the client sent (a .csv from Windows browsers is
+    application/vnd.ms-excel) until indexing set the loader's."""
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = upload(api, ("prices.csv", b"Name,Price\nGizmo,12.50\n",
+                                "application/vnd.ms-excel"),
+                          ("rates.tsv", b"Name\tRate\nBerth\t40\n", "application/octet-stream"),
+                          ("tides.md", TIDES, "text/x-markdown"))
+    assert response.status_code == 202, response.content
+    uploaded = dict(Document.objects.values_list("uri", "mime"))
+    assert uploaded == {"upload://prices.csv": "text/csv",
+                        "upload://rates.tsv": "text/tab-separated-values",
+                        "upload://tides.md": "text/x-markdown"}
+    for callback in callbacks:
+        callback()
+    # Indexing records the same (one function says it: delimited_mime).
+    indexed = Document.objects.filter(status=Document.Status.INDEXED)
+    assert dict(indexed.values_list("uri", "mime")) == {**uploaded,
+                                                        "upload://tides.md": "text/markdown"}

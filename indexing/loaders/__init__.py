@@ -9,6 +9,7 @@ from indexing.loaders.detect import (
     load_bytes,
     refusal_for_filename,
     source_type_for,
+    upload_mime,
 )
 from indexing.loaders.html import html_to_document
 from indexing.loaders.office_limits import DEFAULT_MAX_UNCOMPRESSED, OfficeLimits
@@ -31,5 +32,6 @@ __all__ = [
     "load_url",
     "refusal_for_filename",
     "source_type_for",
+    "upload_mime",
     "walk_repository",
 ]

@@ -27,9 +27,19 @@ _DELIMITERS = ",;\t|"
 MAX_RECORD_CHARS = 1024 * 1024
 
 
+def delimited_mime(filename: str) -> str:
+    """A CSV or TSV file's type, by its name: not the one it was sent with (a browser
+    sends a .csv as application/vnd.ms-excel or application/octet-stream)."""
+    return "text/tab-separated-values" if _tab_separated(filename) else "text/csv"
+
+
+def _tab_separated(filename: str) -> bool:
+    return filename.lower().endswith((".tsv", ".tab"))
+
+
 def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
     text = decode_text(data)
-    tab = filename.lower().endswith((".tsv", ".tab"))
+    tab = _tab_separated(filename)
     dialect: type[csv.Dialect] | csv.Dialect = csv.excel_tab if tab else _sniffed(text)
     try:
         # One record at a time: a list of every record's cells took 25 bytes a byte.
@@ -40,7 +50,7 @@ def load_delimited(data: bytes, *, filename: str) -> LoadedDocument:
         raise IngestError("File is empty")
     return LoadedDocument(
         title=title_from_filename(filename),
-        mime="text/tab-separated-values" if tab else "text/csv",
+        mime=delimited_mime(filename),
         source_type=SourceType.FILE,
         units=[RawUnit(text="\n".join(lines), locator={}, kind=KIND_PROSE, rows=rows)],
     )

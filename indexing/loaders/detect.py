@@ -6,7 +6,7 @@ import io
 import zipfile
 from pathlib import PurePosixPath
 
-from indexing.loaders.delimited import load_delimited
+from indexing.loaders.delimited import delimited_mime, load_delimited
 from indexing.loaders.html import DEFAULT_MAX_HTML_BYTES, load_html
 from indexing.loaders.markdown import load_markdown
 from indexing.loaders.notebook import load_notebook
@@ -141,6 +141,17 @@ def detect_format(data: bytes, *, filename: str, mime: str | None = None) -> str
     if sniffed is None:
         raise _unsupported(ext or base_mime or "unknown binary")
     return sniffed
+
+
+def upload_mime(head: bytes, *, filename: str, mime: str | None) -> str:
+    """The type an upload is recorded with before it is read (its first SNIFF_BYTES
+    `head`): a CSV or TSV file's own, the one indexing records (`load_delimited`), else
+    the type it was sent with, until indexing says what it is."""
+    try:
+        fmt = detect_format(head, filename=filename, mime=mime)
+    except IngestError:
+        fmt = ""  # refused, with the reason, by upload_problem
+    return delimited_mime(filename) if fmt == DELIMITED else mime or ""
 
 
 _CONTAINERS = {PDF: "a PDF", DOCX: "a Word file", PPTX: "a PowerPoint file", XLSX: "an Excel file"}
