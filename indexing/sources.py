@@ -122,8 +122,17 @@ def _child_folder(
             refuse_past_folder_bounds(
                 workspace_id=workspace.pk, parent_id=parent_id, name=name, paths=paths
             )
-        folder, created = Folder.objects.get_or_create(workspace=workspace, parent=parent,
-                                                       name=name)
+        try:
+            folder, created = Folder.objects.get_or_create(workspace=workspace, parent=parent,
+                                                           name=name)
+        except IntegrityError:
+            # One of its name in another case, saved meanwhile by a save not holding the
+            # lock (the admin's): that one is taken, as if it had been there before.
+            paths.clear()
+            paths.update(selectors.folder_paths(workspace_id=workspace.pk))
+            parent_path = paths.get(parent_id, "") if parent_id is not None else ""
+            name = _name_as_existing(name=name, parent_path=parent_path, paths=paths.values())
+            return Folder.objects.get(workspace=workspace, parent=parent, name=name)
         if created:
             paths[folder.pk] = f"{parent_path}/{name}" if parent_path else name
         return folder

@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.urls import reverse
 
+from indexing import sources
 from knowledge.models import Folder
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,6 +108,16 @@ def test_a_folder_renamed_as_another_is_renamed_to_its_name_is_a_400(api, worksp
     assert response.status_code == 400, response.content
     assert response.json() == {"name": [TAKEN]}
     assert sorted(Folder.objects.values_list("name", flat=True)) == ["Policies", "notes"]
+
+
+def test_a_registration_takes_the_folder_renamed_to_its_name_meanwhile(workspace):
+    drafts = Folder.objects.create(workspace=workspace, name="drafts")
+    outcome = while_renamed(drafts, "Policies", lambda: sources.folder_for_path(
+        workspace=workspace, path="policies/2026"
+    ))
+    assert "error" not in outcome, outcome
+    assert outcome["result"].parent_id == drafts.pk
+    assert sorted(Folder.objects.values_list("name", flat=True)) == ["2026", "Policies"]
 
 
 def test_the_admin_says_so_as_a_form_error(client, staff, workspace):
