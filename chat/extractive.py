@@ -41,7 +41,10 @@ sentences, chosen in three steps:
 
 Among sentences scoring about as well, the passage search ranked first is preferred. A
 "What is X?" question whose topic a passage's headings name is answered from those
-sections (a sentence elsewhere naming X mentions it); a question in prose is answered from
+sections (a sentence elsewhere naming X mentions it), and so is a question naming every
+word of a section's heading ("What happens after a security incident?" of "After the
+incident", "What risks were raised?" of "Risks"): each sentence under it holds the heading's
+words, and they are quoted as written; a question in prose is answered from
 code or a docstring only when no prose answers nearly as well, and then from its best
 passage alone. A sentence starting with a lowercase English word is a piece of one the
 splitter cut; a table's row is quoted read under its header, never as bare cells; a list's
@@ -725,6 +728,17 @@ def rank_sentences(
     # (the article's subject) tells the sentences apart as little as "the" does.
     df = Counter(term for unit in units for term in unit.features.stems & wanted)
     weight = {t: rarity(t) * math.log(1 + len(units) / (1 + df[t])) for t in wanted}
+    named = _named_sections(question, titles or {})
+    named_stems = {number: analyze(heading).stems for number, heading in named.items()}
+    if named:
+        # The evidence holds a section the question names: a word of it that no passage
+        # shown, title or heading holds ("raised" in "What risks were raised?") says how it
+        # asks, not about what, and does not make the section's sentences weaker answers.
+        # A name found nowhere still counts: the question may be about another thing.
+        shown = frozenset().union(*(analyze(t).stems for t in (titles or {}).values()))
+        for term in wanted - shown - _names(question, analyze(question)):
+            if not df[term]:
+                weight[term] = 0.0
     borrowed = set(analyze(topic).terms) - set(analyze(own_question).terms)
     for term in wanted & borrowed:
         weight[term] *= tuning.title_weight
@@ -802,7 +816,8 @@ def rank_sentences(
             continue  # "how many" is not answered by a sentence without a number
         document = _document((titles or {}).get(unit.number, ""))
         subject = subjects.get(document, frozenset())
-        have = wanted & (unit.features.stems | analyze(unit.subject).stems | subject)
+        have = wanted & (unit.features.stems | analyze(unit.subject).stems | subject
+                         | named_stems.get(unit.number, frozenset()))
         around = set()
         for neighbour in neighbours:
             around |= wanted & neighbour.features.stems
@@ -846,9 +861,9 @@ def rank_sentences(
         ranked.append(Candidate(
             score - position * 1e-6, unit.number, unit.text, unit.fragment, unit.lead,
             asked[document], is_code or unit.opens_docstring, unit.also,
-            _asked_by_heading((titles or {}).get(unit.number, "")),
+            _asked_by_heading((titles or {}).get(unit.number, "")) or named.get(unit.number, ""),
             in_code=is_code or unit.docstring or bool(CODE_FILE.search(document)),
-            about=unit.number in about,
+            about=unit.number in about or unit.number in named,
             columns=columns,
             entries=entries,
             dangling=dangling,
@@ -907,6 +922,43 @@ def _about_topic(question: str, titles: Mapping[int, str]) -> frozenset[int]:
     if not most or most * 2 < len(topic):
         return frozenset()
     return frozenset(number for number, count in covered.items() if count == most)
+
+
+# Words a heading holds that a question naming its section need not repeat: "After the
+# incident" is named by "What happens after a security incident?".
+_HEADING_FILLERS: Final = frozenset("a an the and or of our your my its their".split())
+
+
+def _named_sections(question: str, titles: Mapping[int, str]) -> dict[int, str]:
+    """Passage -> the heading of its section that the question names: every word of it,
+    articles aside, is the question's ("After the incident" for "What happens after a
+    security incident?", "Risks" for "What risks were raised?"), the most words of any
+    heading so named. The sentences under it are about what it names, though they rarely
+    say so again ("- Only one engineer knows the legacy parser." under "Risks"). The
+    document's title names no section of it, and a code file's sections are its symbols:
+    the class ``Constituent`` is not what "the M2 constituent" asks about."""
+    asked = {stem(word) for word in WORD.findall(question.lower())}
+    found: dict[int, tuple[str, int]] = {}
+    for number, title in titles.items():
+        document, *headings = title.split(" › ")
+        if CODE_FILE.search(document):
+            continue
+        for heading in headings:
+            if TABLE_COLUMNS in heading or not analyze(heading).terms:
+                continue
+            words = {stem(word) for word in WORD.findall(heading.lower())
+                     if word not in _HEADING_FILLERS and not word.isdigit()}
+            # The innermost of headings naming as many words: the section closest to it.
+            if words <= asked and len(words) >= found.get(number, ("", 0))[1]:
+                found[number] = (heading.strip(), len(words))
+    most = max((count for _, count in found.values()), default=0)
+    return {number: heading for number, (heading, count) in found.items() if count == most}
+
+
+def _named_section(candidate: Candidate) -> bool:
+    """Whether a sentence is of a section whose heading, not a question, the question
+    names (_named_sections)."""
+    return candidate.about and bool(candidate.heading) and not candidate.heading.endswith("?")
 
 
 def _asked_by_heading(title: str) -> str:
@@ -975,6 +1027,12 @@ def compose_answer(
         chosen = [c for c in chosen if c.number == chosen[0].number]
     if not chosen:
         return NOTHING_FOUND
+    if all(c.number == chosen[0].number and _named_section(c) for c in chosen):
+        # Sentences of the one section the question names are read as written: "Every SEV1
+        # and SEV2 incident gets a … postmortem" before "The postmortem covers …". Under an
+        # FAQ's question, the sentence answering it best comes first.
+        text = dict(passages).get(chosen[0].number, "")
+        chosen.sort(key=lambda c: at if (at := text.find(c.text)) >= 0 else len(text))
     # The sentence naming the answer precisely (the value beside "default") is read first.
     precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))

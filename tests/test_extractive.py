@@ -899,3 +899,33 @@ def test_a_sentence_pointing_back_is_quoted_after_the_one_it_follows_though_not_
                              "[1] That is a Monday, which suits the blog post and the "
                              "newsletter. [1]"), answer
     assert "budget" not in answer
+
+
+KICKOFF = [
+    Passage(1, "## Goals\n\nWe want to ship the new tide station importer by June. The "
+               "importer reads station files from the national archive.", section="Goals"),
+    Passage(2, "## Risks\n\n- The archive may change its file format without notice.\n"
+               "- Only one engineer knows the legacy parser.\n"
+               "- Funding for the second phase is not yet confirmed.", section="Risks"),
+    Passage(3, "## Decisions\n\nWe will review progress every two weeks. Risks are tracked "
+               "in the project board.", section="Decisions"),
+]
+
+
+@pytest.mark.parametrize("question", ["What are the risks?", "What risks were raised?"])
+def test_a_section_the_question_names_answers_it_with_its_list(question, checker):
+    """A product walkthrough's M2: a "## Risks" section of bullets was passed over for the
+    sentence saying where risks are tracked ("What are the risks?"), or not found at all
+    ("raised" is in no passage): the heading names what each entry is, not the entry."""
+    rendered = render_evidence([
+        EvidenceDocument("Project Kestrel kickoff notes", "kickoff.md", "excerpt", KICKOFF)
+    ])
+    passages, titles = parse_evidence(rendered), parse_titles(rendered)
+    answer = compose_answer(question, passages, titles=titles, grounder=checker)
+    # Read in the order written, each entry a cited sentence.
+    assert answer == ("The archive may change its file format without notice. [2] Only one "
+                      "engineer knows the legacy parser. [2] Funding for the second phase is "
+                      "not yet confirmed. [2]"), answer
+    # A question naming no section is answered as before.
+    assert compose_answer("What happens after a security incident?", passages,
+                          titles=titles, grounder=checker) == NOTHING_FOUND

@@ -65,3 +65,19 @@ def test_a_question_no_passage_answers_as_a_whole_is_not_answered(corpus, api, s
     # A question its passage names as a whole is still answered.
     trip = ask(api, "Who approves a trip?")
     assert "Your manager must approve a trip" in trip["resolved_content"]
+
+
+def test_a_section_whose_heading_the_question_names_answers_it(corpus, api, settings):
+    """A product walkthrough's M2: "### After the incident" was passed over for sentences
+    naming "security incident" elsewhere in the handbook (what one is, how to report it)."""
+    settings.LLM_PROVIDER = "extractive"
+    after = ask(api, "What happens after a security incident?")
+    content = after["resolved_content"]
+    assert content.startswith(
+        "Every SEV1 and SEV2 incident gets a written, blameless postmortem within 5 business "
+        "days of being resolved. [citation:"
+    ), content
+    assert "The postmortem covers the timeline" in content
+    assert "A security incident is anything" not in content
+    assert "must be reported within 4 hours" not in content
+    assert after["grounding"]["coverage"] == 1.0
