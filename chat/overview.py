@@ -104,10 +104,13 @@ def named_in_request(text: str) -> list[str]:
     names no document exactly: "@Team Handbook" → ["Team Handbook"]; "@Team Handbook what
     is this about?" → its words after "@", with the request's words at their end dropped
     one by one. [] when the text asks something else: a word before the "@" not a
-    request's, another "@", or more words than a name and a request."""
+    request's, another "@", or more words than a name and a request. Without an "@", what
+    a request for a summary names (named_in_summary)."""
     before, at, after = text.partition("@")
+    if not at:
+        return named_in_summary(text)
     words = after.split()
-    if not at or "@" in after or len(words) > _MAX_REQUEST_WORDS or not all(
+    if "@" in after or len(words) > _MAX_REQUEST_WORDS or not all(
         word in REQUEST_WORDS for word in _WORD.findall(before.lower())
     ):
         return []
@@ -119,6 +122,53 @@ def named_in_request(text: str) -> list[str]:
         if not all(word in REQUEST_WORDS for word in _WORD.findall(words.pop().lower())):
             break  # a word of the name: the name does not end before it
     return names
+
+
+# A request for a summary in so many words: without an "@", only such a request names a
+# document ("What is the incident report?" may ask what happened, not for an overview).
+_SUMMARY_ASKED: Final = re.compile(
+    r"\b(?:summar(?:y|ies|i[sz]e[sd]?|i[sz]ing)|sum up|overview|outline|gist|recap|tl;?dr|"
+    r"synopsis)\b",
+    re.I,
+)
+
+
+def named_in_summary(text: str) -> list[str]:
+    """What a request for a summary without an "@" names: its words between the request's
+    words before and after them, one run ("Summarize the incident report." → ["incident
+    report"]). [] when it asks for no summary in so many words, names nothing, or is longer
+    than a request and a name. Only a name that clearly_names one document asks for its
+    overview."""
+    words = text.split()
+    if not _SUMMARY_ASKED.search(text) or len(words) > _MAX_REQUEST_WORDS:
+        return []
+    while words and _request_word(words[0]):
+        words.pop(0)
+    while words and _request_word(words[-1]):
+        words.pop()
+    name = " ".join(words).strip(" .,;:!?()[]{}'\"")
+    return [name] if name and len(words) <= _MAX_NAMED_WORDS else []
+
+
+def _request_word(word: str) -> bool:
+    return all(part in REQUEST_WORDS for part in _WORD.findall(word.lower()))
+
+
+def clearly_names(name: str, *, title: str, path: str) -> bool:
+    """Whether words a request for a summary names without an "@" (named_in_summary) are
+    clearly this document's: its file's name, or whole words of its title, two or more in
+    a row or half its words ("incident report" of "Incident Report INC-2291"). A word its
+    title merely holds ("report", "notes") names it no more than any other document."""
+    named = _WORD.findall(name.lower())
+    titled = _WORD.findall(title.lower())
+    file_name = path.rsplit("/", 1)[-1]
+    stem = file_name.rsplit(".", 1)[0] if "." in file_name else file_name
+    if not named:
+        return False
+    if named in (titled, _WORD.findall(stem.lower())):
+        return True
+    in_title = any(titled[i : i + len(named)] == named for i in range(len(titled)))
+    return in_title and (len(named) >= 2 or 2 * len(named) >= len(titled))
 
 
 @dataclass

@@ -34,7 +34,7 @@ from chat.grounding import ground_citations
 from chat.mention_text import asked_beside, longest_typed, typed_names, without_mentions
 from chat.models import AnswerFeedback, Message, Thread
 from chat.overview import MAX_DOCUMENTS as OVERVIEW_MAX_DOCUMENTS
-from chat.overview import asks_for_overview, named_in_request
+from chat.overview import asks_for_overview, clearly_names, named_in_request
 from chat.prompts import Mention, system_prompt
 from chat.providers import (
     LLMProvider,
@@ -55,7 +55,7 @@ from chat.tools import (
 from citations.normalizer import StreamNormalizer
 from indexing.types import holds_unstorable, storable
 from knowledge import selectors
-from knowledge.models import Document, Workspace
+from knowledge.models import Document, Workspace, shown_path
 
 Emit = Callable[[str, Any], None]
 
@@ -175,16 +175,25 @@ def requested_by_part(*, thread: Thread, text: str) -> tuple[list[dict[str, Any]
     "@handbook"): the longest name it may mean (chat.overview.named_in_request) that one
     document of the workspace holds, and no other. A part two documents hold names
     neither. One query, for the names it may mean (at most eight), only for such a
-    request."""
+    request. A request for a summary without an "@" ("Summarize the incident report.")
+    names one only clearly (chat.overview.clearly_names), read in one more query."""
     names = named_in_request(text)
     documents = Document.objects.filter(workspace_id=thread.workspace_id)
     counted = selectors.documents_named_like_each(documents=documents, names=names)
     for name, (count, first) in zip(names, counted, strict=True):
-        if count == 1:
+        if count == 1 and ("@" in text or _clearly_named(documents, first, name)):
             return [{"kind": "document", "id": first}], [name]
         if count:
             break
     return [], []
+
+
+def _clearly_named(documents: QuerySet[Document], pk: int, name: str) -> bool:
+    return any(
+        clearly_names(name, title=title, path=path)
+        for title, path in documents.filter(pk=pk)
+        .annotate(shown=shown_path()).values_list("title", "shown")
+    )
 
 
 def _mention_titles(thread: Thread, wanted: dict[tuple[str, int], None]) -> dict[tuple, str]:

@@ -215,3 +215,45 @@ def test_a_document_holding_only_a_table_is_overviewed_by_its_first_rows(
     assert "### Price list\n\nProduct: Sable Bench; Price (EUR): 37.46; Stock: 12. [citation:" in (
         answer), answer
     assert "---" not in answer
+
+
+INCIDENT_REPORT = (
+    b"# Incident Report INC-2291\n\n"
+    b"On 12 March a deploy key for the tidewatch release pipeline was pushed to a public "
+    b"repository and found by a secret scanner within forty minutes. No package was "
+    b"published with it.\n\n"
+    b"## Timeline\n\n"
+    b"The key was pushed at 09:14 UTC and revoked at 09:58 UTC by the security on-call.\n\n"
+    b"## Follow-up actions\n\n"
+    b"Every repository now runs a pre-commit secret scan, owned by Priya Raman-Okafor.\n"
+)
+
+
+def test_a_summary_asked_of_a_document_by_its_title_is_its_overview(
+    offline, corpus, api, workspace, counting_embedder
+):
+    """A product walkthrough's M3: "Summarize the incident report." without an "@" was
+    searched, and answered from the handbook's incident response section."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from indexing import pipeline, sources
+
+    upload = sources.add_upload(workspace=workspace, upload=SimpleUploadedFile(
+        "incident-report.md", INCIDENT_REPORT))
+    outcome = pipeline.index_document(document_id=upload.pk, embedder=counting_embedder)
+    assert outcome.status == Document.Status.INDEXED, outcome.error
+    report = Document.objects.get(pk=upload.pk)
+    message = ask(api, "Summarize the incident report.", [])
+    answer = message["resolved_content"]
+    assert answer.startswith(f"### {report.title}\n\nOn 12 March a deploy key"), answer
+    assert_grounded(message, [report])
+    # The handbook's file named as it is: its overview too.
+    handbook = corpus["handbook.md"]
+    message = ask(api, "Give me a summary of the handbook", [])
+    assert message["resolved_content"].startswith(f"### {handbook.title}\n\n")
+    assert_grounded(message, [handbook])
+    # A word its title merely holds, or a topic no title names, is searched as before.
+    for asked in ("Summarize the report.", "Summarize the travel policy."):
+        message = ask(api, asked, [])
+        assert message["metadata"]["searches"], asked
+        assert not message["resolved_content"].startswith("### "), asked

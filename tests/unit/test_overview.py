@@ -63,3 +63,35 @@ def test_a_date_its_section_changes_later_is_quoted_with_what_it_became():
         "some discussion we agreed to push the launch to March 10. [2] The total approved "
         "launch budget is 18,500 euros, taken from marketing. [3]"
     )
+
+
+@pytest.mark.parametrize(("text", "names"), [
+    ("Summarize the incident report.", ["incident report"]),
+    ("Give me a summary of the launch notes, please", ["launch notes"]),
+    ("tl;dr of handbook.md", ["handbook.md"]),
+    # A summary asked for in so many words only: "What is the incident report?" may ask
+    # what happened.
+    ("What is the incident report?", []),
+    ("Summarize", []),
+])
+def test_a_request_for_a_summary_without_an_at_names_the_words_between_its_request(
+    text, names
+):
+    from chat.overview import named_in_request
+
+    assert named_in_request(text) == names
+
+
+@pytest.mark.parametrize(("name", "named"), [
+    ("incident report", True),  # two words in a row of the title
+    ("Incident Report INC-2291", True),
+    ("incident-report", True),  # the file's name
+    ("report", False),  # one word of four: another report may be meant
+    ("report incident", False),  # not as the title has them
+    ("incident rep", False),  # not whole words
+])
+def test_only_a_name_clearly_a_documents_asks_for_its_overview_without_an_at(name, named):
+    from chat.overview import clearly_names
+
+    assert clearly_names(name, title="Incident Report INC-2291",
+                         path="reports/incident-report.md") is named
