@@ -395,6 +395,10 @@ class Candidate:
     # It leads into a list too long to quote with it: alone, it says nothing ("… from these
     # sources:"), and is not quoted.
     dangling: bool = False
+    # Its place in the evidence, when the question asks for its section as a whole, naming
+    # nothing but the section's heading ("What are the review rules?"): the section is
+    # quoted from its start, as written. -1 otherwise.
+    reading: int = -1
 
 
 @dataclass(frozen=True)
@@ -739,6 +743,11 @@ def rank_sentences(
         for term in wanted - shown - _names(question, analyze(question)):
             if not df[term]:
                 weight[term] = 0.0
+
+    def wanted_named(heading: frozenset[str] | None) -> bool:
+        """Whether a heading names all the question asks (every word weighing anything)."""
+        return heading is not None and all(t in heading for t in wanted if weight[t])
+
     borrowed = set(analyze(topic).terms) - set(analyze(own_question).terms)
     for term in wanted & borrowed:
         weight[term] *= tuning.title_weight
@@ -789,6 +798,8 @@ def rank_sentences(
             continue  # a table's header ("Owner | Action | Due") names its columns
         if _names_only(unit.text):
             continue  # an entry of a list of names says nothing about them
+        if not is_table_row(unit.text) and not any(c.isalpha() for c in unit.text):
+            continue  # a list's number ("1.") cut from its entry says nothing
         around_it = (unit.index - 1, unit.index + 1)
         looks = unit.text
         columns = ""
@@ -867,6 +878,7 @@ def rank_sentences(
             columns=columns,
             entries=entries,
             dangling=dangling,
+            reading=position if wanted_named(named_stems.get(unit.number)) else -1,
         ))
     return sorted(ranked, key=lambda c: -c.score)
 
@@ -944,8 +956,10 @@ def _named_sections(question: str, titles: Mapping[int, str]) -> dict[int, str]:
         if CODE_FILE.search(document):
             continue
         for heading in headings:
-            if TABLE_COLUMNS in heading or not analyze(heading).terms:
-                continue
+            if TABLE_COLUMNS in heading or heading.rstrip().endswith("?") or not analyze(
+                heading
+            ).terms:
+                continue  # an FAQ's question: what its sentences answer (_asked_by_heading)
             words = {stem(word) for word in WORD.findall(heading.lower())
                      if word not in _HEADING_FILLERS and not word.isdigit()}
             # The innermost of headings naming as many words: the section closest to it.
@@ -1124,6 +1138,11 @@ def _preferred(
     about = [c for c in kept if c.about]
     if about and (not scored or about[0].score >= kept[0].score * tuning.about_ratio):
         kept = about
+        if all(c.reading >= 0 for c in about):
+            # Every sentence of a section asked for as a whole is about what it names: the
+            # section says it from its start ("1. Every pull request needs …" before
+            # "Nobody merges their own change without one.").
+            kept = sorted(about, key=lambda c: c.reading)
     prose = [c for c in kept if not c.in_code]
     if prose and not _code_asked(question) and (
         not scored or prose[0].score >= kept[0].score * tuning.prose_ratio
@@ -1203,10 +1222,13 @@ def _choose(
     for candidate in ranked:
         # Keep sentences close to the best one; weak ones dilute the answer. A list's
         # entries quoted with the sentence leading into it count as sentences.
-        room = tuning.max_sentences - sum(1 + len(c.entries) for c in chosen)
-        if room <= 0 or candidate.score < best * tuning.keep_ratio:
+        if candidate.score < best * tuning.keep_ratio:
             break
-        if chosen and 1 + len(candidate.entries) > room:
+        # A sentence leading into a list takes the place of its entries chosen before it
+        # ("… assigns a severity:" quoted with "SEV1: …", chosen first), not room beside them.
+        others = [c for c in chosen if not _quoted_with(c, candidate)]
+        room = tuning.max_sentences - sum(1 + len(c.entries) for c in others)
+        if room <= 0 or (others and 1 + len(candidate.entries) > room):
             continue
         if chosen and is_table_row(candidate.text) and (
             candidate.score < best * tuning.row_keep_ratio
@@ -1218,7 +1240,7 @@ def _choose(
             continue  # an answer in prose is not followed by lines of code it does not need
         if candidate.dangling:
             continue  # "… from these sources:" without the sources says nothing
-        if candidate.text in {entry for c in chosen for entry in c.entries}:
+        if any(_quoted_with(candidate, c) for c in chosen):
             continue  # quoted already, in the list a chosen sentence leads into
         if _headline(candidate) and not _headline(ranked[0]):
             # A page's header ("Launch planning meeting, Tuesday 14 January") names what
@@ -1244,11 +1266,18 @@ def _choose(
                 chosen[again] = replace(candidate, score=chosen[again].score)
             continue
         # The entries of its list it is quoted with are not quoted again on their own.
-        chosen = [c for c in chosen if c.text not in candidate.entries]
-        chosen.append(candidate)
+        chosen = [*others, candidate]
     if grounder is not None:
         chosen = supported(chosen, dict(passages), titles, grounder)
     return chosen[:2] + [c for c in chosen[2:] if c.score >= best * tuning.later_keep_ratio]
+
+
+def _quoted_with(sentence: Candidate, lead_in: Candidate) -> bool:
+    """Whether a sentence is quoted with a sentence leading into a list: it is one of the
+    list's entries, or a sentence of one ("Status updates at least twice per working day."
+    of "- **SEV2**: confirmed exposure …")."""
+    text = _one_line(sentence.text)
+    return any(text in _one_line(entry) for entry in lead_in.entries)
 
 
 def _alike(best: Candidate, candidate: Candidate, grounder: Grounder, tuning: Tuning) -> float:

@@ -81,3 +81,20 @@ def test_a_section_whose_heading_the_question_names_answers_it(corpus, api, sett
     assert "A security incident is anything" not in content
     assert "must be reported within 4 hours" not in content
     assert after["grounding"]["coverage"] == 1.0
+
+
+def test_a_section_asked_for_as_a_whole_is_quoted_from_its_start(corpus, api, settings):
+    """What "What are the review rules?" names is all of "### Review rules": its first rules,
+    in order, not three sentences from anywhere in it ("Nobody merges their own change
+    without one." read alone says nothing of what "one" is)."""
+    settings.LLM_PROVIDER = "extractive"
+    rules = ask(api, "What are the review rules?")["resolved_content"]
+    assert rules.startswith(
+        "Every pull request needs at least one approving review from someone other than the "
+        "author. [citation:1] Nobody merges their own change without one. [citation:1] "
+    ), rules
+    # A list's lead-in is quoted with its entries, though an entry scored better.
+    levels = ask(api, "What are the severity levels?")["resolved_content"]
+    assert levels.startswith("Priya Raman-Okafor, or the security on-call in her absence, "
+                             "assigns a severity: SEV1: active compromise"), levels
+    assert "SEV3: a weakness with no exposure" in levels
