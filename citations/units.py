@@ -8,6 +8,7 @@ converted, which no check should call unmentioned.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Final
@@ -32,6 +33,7 @@ _MASS: Final = {
 _VOLUME: Final = {"litres": 0.001, "gallons": 0.003785412, "cubic metres": 1.0}
 _SPEED: Final = {"km/h": 1 / 3.6, "mph": 0.44704, "knots": 0.514444, "m/s": 1.0}
 _TIME: Final = {
+    "nanoseconds": 1e-9, "microseconds": 1e-6, "milliseconds": 0.001,
     "seconds": 1.0, "minutes": 60.0, "hours": 3600.0, "days": 86400.0, "weeks": 604800.0,
     "months": 2629800.0, "years": 31557600.0, "fortnights": 1209600.0,
     "decades": 315576000.0, "centuries": 3155760000.0,
@@ -65,6 +67,7 @@ _WORDS: Final = {
     "gallon": "gallons", "gallons": "gallons",
     "miles per hour": "mph", "kilometres per hour": "km/h", "kilometers per hour": "km/h",
     "knot": "knots", "knots": "knots",
+    **{w + s: w + "s" for w in ("nanosecond", "microsecond", "millisecond") for s in ("", "s")},
     "second": "seconds", "seconds": "seconds", "minute": "minutes", "minutes": "minutes",
     "hour": "hours", "hours": "hours", "day": "days", "days": "days", "week": "weeks",
     "weeks": "weeks", "month": "months", "months": "months", "year": "years",
@@ -80,7 +83,10 @@ _ABBREVIATIONS: Final = {
     "ft": "feet", "mi": "miles", "yd": "yards", "kg": "kilograms", "g": "grams",
     "lb": "pounds", "lbs": "pounds", "oz": "ounces", "L": "litres",
     "l": "litres", "mph": "mph", "km/h": "km/h", "kph": "km/h", "kmh": "km/h",
-    "m/s": "m/s", "kn": "knots", "ha": "hectares", "°C": "°C", "°F": "°F",
+    "m/s": "m/s", "kn": "knots", "ns": "nanoseconds", "µs": "microseconds",
+    "μs": "microseconds", "ms": "milliseconds", "sec": "seconds", "secs": "seconds",
+    "min": "minutes", "mins": "minutes", "hr": "hours", "hrs": "hours",
+    "ha": "hectares", "°C": "°C", "°F": "°F",
     **{name: name for name in _DATA if name != "bytes"}, "kB": "KB",
 }
 _SQUARE: Final = {"metres", "kilometres", "feet", "miles", "yards", "centimetres"}
@@ -121,6 +127,26 @@ def unit_after(text: str, end: int) -> Unit | None:
             exponent, ""
         )
     return _unit(name, power)
+
+
+def is_abbreviation(written: str) -> bool:
+    """Whether a word is a unit's abbreviation as written ("GB", "km"), which a name
+    check would otherwise read as a name."""
+    return written in _ABBREVIATIONS
+
+
+def writes_unit(abbreviation: str, text: str) -> bool:
+    """Whether ``text`` writes the unit an abbreviation names, abbreviated or spelled out:
+    "GB" is written in "50 gigabytes" and "50 GB", not in "50 TB"."""
+    return _written_forms(_ABBREVIATIONS[abbreviation]).search(text) is not None
+
+
+@functools.cache
+def _written_forms(name: str) -> re.Pattern[str]:
+    words = [w for w, named in _WORDS.items() if named == name]
+    shorts = [a for a, named in _ABBREVIATIONS.items() if named == name]
+    forms = [f"(?i:{re.escape(w)})" for w in words] + [re.escape(a) for a in shorts]
+    return re.compile(rf"(?<!\w)(?:{'|'.join(forms)})(?!\w)")
 
 
 def _unit(name: str, power: str) -> Unit | None:

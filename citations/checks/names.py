@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
+from citations import units
 from citations.claims import (
     COUNTRY_SHORT,
     COUNTRY_STEMS,
@@ -150,6 +151,8 @@ def _mentions(entity: Entity, text: Features) -> bool:
     tokens = [t for t in entity.tokens if t not in NAME_LINKS and t not in STOP_WORDS]
     if not tokens or re.search(rf"(?<!\w){re.escape(entity.text)}(?!\w)", text.text):
         return True  # written alike ("D&B", which the word reader splits)
+    if units.is_abbreviation(entity.text) and units.writes_unit(entity.text, text.text):
+        return True  # "GB" for "gigabytes": a unit, which the number check compares
     if len(tokens) >= 2 and _abbreviated(tokens, text.text):
         return True  # "the LEM contractor" for "the Lunar Excursion Module"
     found = [_token_found(t, text, acronym=t in entity.acronyms) for t in tokens]

@@ -1961,6 +1961,44 @@ def test_a_rate_or_a_unit_behind_an_adjective_is_read_as_written() -> None:
                                 [seats]).verdict == "supported"
 
 
+@pytest.mark.parametrize(
+    ("claim", "passage"),
+    [
+        ("Each seat includes 50 GB of storage.", "Each seat includes 50 gigabytes of storage."),
+        ("The export is capped at 12 MB.", "The export is capped at 12 megabytes."),
+        ("Each record holds 4 KB.", "Each record holds 4 kilobytes."),
+        ("The archive keeps 2 TB of logs.", "The archive keeps 2 terabytes of logs."),
+        ("Storage is billed per GB.", "Storage is billed per gigabyte."),
+        ("The trail is 12 km long.", "The trail is 12 kilometres long."),
+        ("The parcel weighs 3 kg.", "The parcel weighs 3 kilograms."),
+        ("The median response time is 200 ms.",
+         "The median response time is 200 milliseconds."),
+    ],
+)
+def test_a_unit_abbreviated_is_its_spelled_out_unit(claim: str, passage: str) -> None:
+    # "50 GB" against "50 gigabytes" was "the passage does not mention GB": read as a name.
+    support = Grounder(BagOfWords()).check_claim(claim, [passage])
+    assert (support.verdict, support.reason) == ("supported", "")
+
+
+@pytest.mark.parametrize(
+    ("claim", "passage", "reason"),
+    [
+        ("Each seat includes 50 TB of storage.", "Each seat includes 50 gigabytes of storage.",
+         "the passage says 50 GB, not 50 TB"),
+        ("Each seat includes 50 GB of storage.", "Each seat includes 50 terabytes of storage.",
+         "the passage says 50 TB, not 50 GB"),
+        ("The median response time is 200 ms.", "The median response time is 200 seconds.",
+         "the passage says 200 seconds, not 200 milliseconds"),
+    ],
+)
+def test_another_unit_of_the_kind_spelled_out_is_still_a_contradiction(
+    claim: str, passage: str, reason: str
+) -> None:
+    support = Grounder(BagOfWords()).check_claim(claim, [passage])
+    assert (support.verdict, support.reason) == ("unsupported", reason)
+
+
 @pytest.mark.parametrize("mark", ["²", "①", "¹²"])
 def test_a_superscript_or_circled_digit_is_read_without_failing(mark) -> None:
     passage = "The Lisbon office opens with 12 engineers. The Porto office opens with 30 engineers."

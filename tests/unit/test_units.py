@@ -23,6 +23,8 @@ from citations.units import rates_after, same_quantity, unit_after
         ("for 3 calendar months", "months", "time"),
         ("with 50 GB of storage", "GB", "data"),
         ("a 2 terabyte disk", "TB", "data"),
+        ("in 200 ms", "milliseconds", "time"),
+        ("in 5 min", "minutes", "time"),
     ],
 )
 def test_the_unit_after_a_number(text: str, name: str, dimension: str) -> None:
