@@ -867,19 +867,19 @@ class GroundingCheckView(APIView):
                 return Response(
                     grounding.check_text(answer=data["answer"], passages=data["passages"])
                 )
+            message = Message.objects.select_related("thread").filter(
+                pk=data["message_id"],
+                role=Message.Role.ASSISTANT,
+                thread__user=request.user,
+                thread__workspace__in=selectors.workspaces_for(user=request.user),
+            ).first()
+            if message is None:
+                raise Http404("No such answer in your conversations")
+            cited, checked = grounding.recheck(
+                answer=message.resolved_content, citations=message.citations
+            )
         except grounding.TooMuchWork as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
-        message = Message.objects.select_related("thread").filter(
-            pk=data["message_id"],
-            role=Message.Role.ASSISTANT,
-            thread__user=request.user,
-            thread__workspace__in=selectors.workspaces_for(user=request.user),
-        ).first()
-        if message is None:
-            raise Http404("No such answer in your conversations")
-        cited, checked = grounding.ground_citations(
-            answer=message.resolved_content, citations=message.citations
-        )
         return Response({
             "message_id": message.pk,
             "answer": message.resolved_content,

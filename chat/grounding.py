@@ -176,6 +176,17 @@ def ground_citations(
                      max_pairs=settings.GROUNDING_CHAT_MAX_PAIRS)
 
 
+def recheck(
+    *, answer: str, citations: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """A stored answer checked again on request (its message_id), as ground_citations
+    checks it. Asked for, it costs what a posted answer does, so the same budgets hold:
+    raises TooMuchWork past any of them."""
+    if settings.GROUNDING:
+        _within_budget(answer, {c["n"]: c["text"] for c in citations}, _places(citations))
+    return ground_citations(answer=answer, citations=citations)
+
+
 def _grounded(
     *, answer: str, citations: list[dict[str, Any]], max_pairs: int | None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -245,6 +245,28 @@ def test_check_endpoint_rechecks_a_stored_message_of_the_user_only(llm, harbour,
                     format="json").status_code == 400
 
 
+def test_check_endpoint_holds_a_stored_message_to_the_same_budgets(llm, harbour, api, settings):
+    """Re-checking a stored answer by its id costs what checking it posted does: it was
+    held to no word-pair budget, and to none of pairs or passage text."""
+    llm.script = [tool_call("search_knowledge_base", {"query": "Pelican buoy"}), answer(ANSWER)]
+    message = ask(api).json()
+    recheck = {"message_id": message["id"]}
+    assert api.post("/api/grounding/check", recheck, format="json").status_code == 200
+    budgets = [
+        ("GROUNDING_CHECK_MAX_WORD_PAIRS", 10, "Checking this answer would weigh "),
+        ("GROUNDING_CHECK_MAX_PAIRS", 2,
+         "This answer has 3 sentence–citation pairs to check; the limit is 2 "),
+        ("GROUNDING_CHECK_MAX_CHARS", 100, "Checking this answer would read "),
+    ]
+    for name, limit, detail in budgets:
+        default = getattr(settings, name)
+        setattr(settings, name, limit)
+        response = api.post("/api/grounding/check", recheck, format="json")
+        assert response.status_code == 413, (name, response.content)
+        assert response.json()["detail"].startswith(detail)
+        setattr(settings, name, default)
+
+
 def test_check_endpoint_takes_an_answer_citing_a_conversations_numbers(
     llm, harbour, api, staff
 ):
