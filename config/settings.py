@@ -521,8 +521,11 @@ GROUNDING_PARTIAL = env.float("GROUNDING_PARTIAL", default=0.45)
 GROUNDING_CHECK_MAX_CHARS = env.int("GROUNDING_CHECK_MAX_CHARS", default=150_000)
 # And one whose claim sentences cite more than this many passages in all (each sentence
 # counted once for every number it cites): a pair costs about 4 ms on 2 cores whatever
-# its passages' length, so 4,000 tiny sentences citing tiny passages took 16 s.
-GROUNDING_CHECK_MAX_PAIRS = env.int("GROUNDING_CHECK_MAX_PAIRS", default=200)
+# its passages' length, so 4,000 tiny sentences citing tiny passages took 16 s. Short
+# claims each citing another chunk-sized passage are mostly embedding: 200 took about 5 s
+# of CPU on 2 loaded cores, 100 about 3 s. A long answer fits: 60 cited sentences, half
+# citing one passage and half two, are 90 pairs.
+GROUNDING_CHECK_MAX_PAIRS = env.int("GROUNDING_CHECK_MAX_PAIRS", default=100)
 # And one whose claim sentences' words times their cited passages' words (summed like the
 # passage text above) pass this: some checks weigh every claim word against every passage
 # word, so one 7,000-word "sentence" citing a 20,000-character passage took 20 s. Answers
