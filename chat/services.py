@@ -93,8 +93,15 @@ def create_thread(
     """A new conversation. One started from the chat (the page, the API) is refused past
     CHAT_MAX_THREADS_PER_USER of the user's in the workspace: nothing removes them, and a
     reader made 300 in 23 s. An agent's (MCP) are bounded apart, by MCP_CONVERSATIONS_KEPT
-    (chat.passages); the operator's shell (CLI) is not limited."""
-    if origin == Thread.Origin.CHAT:
+    (chat.passages); the operator's shell (CLI) is not limited.
+
+    Counted and created under a lock on the user's row (as _claim_a_writer counts), so
+    two started at once cannot both see room for one."""
+    if origin != Thread.Origin.CHAT:
+        return Thread.objects.create(workspace=workspace, user=user, title=title[:200],
+                                     origin=origin)
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
         limit = settings.CHAT_MAX_THREADS_PER_USER
         held = Thread.objects.filter(workspace=workspace, user=user, origin=origin).count()
         if held >= limit:
@@ -103,7 +110,8 @@ def create_thread(
                 f"{limit:,} (CHAT_MAX_THREADS_PER_USER). Delete old conversations to start "
                 "a new one."
             )
-    return Thread.objects.create(workspace=workspace, user=user, title=title[:200], origin=origin)
+        return Thread.objects.create(workspace=workspace, user=user, title=title[:200],
+                                     origin=origin)
 
 
 def rename_thread(*, thread: Thread, title: str) -> Thread:
