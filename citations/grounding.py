@@ -210,6 +210,9 @@ def workload(
     """The pairs a check of this answer judges and the passage text it reads (one pass)."""
     pairs = word_pairs = 0
     read: dict[int, int] = {}
+    # Each passage's words counted once: counted for every sentence citing it, a long
+    # passage cited by many sentences was read again each time before any budget bit.
+    passage_words: dict[int, int] = {}
     for sentence in split_answer(answer):
         cited = [n for n in dict.fromkeys(sentence.citations) if n in passages]
         if cited and is_claim(sentence):
@@ -222,7 +225,9 @@ def workload(
             claim_words = _word_count(sentence.claim)
             for n in cited:
                 read[n] = read.get(n, 0) + len(passages[n]) * times[n]
-                word_pairs += claim_words * _word_count(passages[n]) * times[n]
+                if n not in passage_words:
+                    passage_words[n] = _word_count(passages[n])
+                word_pairs += claim_words * passage_words[n] * times[n]
     return Workload(pairs, read, word_pairs)
 
 
