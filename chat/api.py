@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib.auth import SESSION_KEY
 from django.db import connection
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.urls import reverse
@@ -22,7 +23,7 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, serializers, status
-from rest_framework.authentication import BaseAuthentication
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.exceptions import AuthenticationFailed, ValidationError
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
@@ -640,8 +641,12 @@ def signed_page_url(request: Request, *, thread_id: int, n: int,
     path = reverse("api-citation-page", args=[thread_id, n, link.page])
     # The user is the request's own: a link is only ever asked for with their token or
     # session (CitationView, CitationPageLinkView), never with another link.
+    # Asked for in a browser session (the chat page's): bound to it, so that signing out
+    # refuses the link at once. A token's link is bound to the token (its fingerprint).
+    in_session = isinstance(request.successful_authenticator, SessionAuthentication)
     signature = citation_pages.sign_page_link(
-        user=request.user, document_id=link.document_id, page=link.page
+        user=request.user, document_id=link.document_id, page=link.page,
+        session_key=(request.session.session_key or "") if in_session else "",
     )
     # Absolute: a front end on another origin resolved a bare path against its own.
     return request.build_absolute_uri(f"{path}?{urlencode({'signature': signature})}")
@@ -657,13 +662,25 @@ class SignedPageLink(BaseAuthentication):
         if signature is None:
             return None
         try:
-            return citation_pages.read_page_link(signature)
+            return citation_pages.read_page_link(
+                signature, session_key=_signed_in_session_key(request)
+            )
         except citation_pages.BadPageLink as exc:
             raise AuthenticationFailed(str(exc)) from exc
 
     def authenticate_header(self, request: Request) -> str | None:
         # The 401 of a request with neither a signature nor a token reads as anywhere else.
         return api_settings.DEFAULT_AUTHENTICATION_CLASSES[0]().authenticate_header(request)
+
+
+def _signed_in_session_key(request: Request) -> str:
+    """The key of the request's session if a user is signed in with it; else ''."""
+    session = getattr(request._request, "session", None)
+    # Read first: a cookie naming a session that has ended (signed out) loads none, and
+    # its key is then None, not the cookie's.
+    if session is None or session.get(SESSION_KEY) is None:
+        return ""
+    return session.session_key or ""
 
 
 class SignedPageLinkScheme(OpenApiAuthenticationExtension):

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core import signing
-from django.utils.crypto import constant_time_compare
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 from chat import citations
 from chat.models import CitationEntry, Thread
@@ -133,21 +133,34 @@ class BadPageLink(Exception):
     """A signature that is not ours, was altered, or has expired (the message says)."""
 
 
-def sign_page_link(*, user, document_id: int, page: int) -> str:
+def sign_page_link(*, user, document_id: int, page: int, session_key: str = "") -> str:
     """The signature of a link to `page` of `document_id` for `user`, good for
-    PAGE_LINK_SECONDS while the user's password and API token stay as they are."""
+    PAGE_LINK_SECONDS while the user's password and API token stay as they are and, when
+    it was asked for in a browser session (`session_key`), in that session only."""
     return signing.dumps(
         {"u": user.pk, "d": document_id, "p": page,
-         "f": accounts.credentials_fingerprint(user=user)},
+         "f": accounts.credentials_fingerprint(user=user),
+         "s": _session_fingerprint(session_key) if session_key else ""},
         salt=PAGE_LINK_SALT,
     )
 
 
-def read_page_link(signature: str) -> tuple[Any, PageLink]:
+def _session_fingerprint(session_key: str) -> str:
+    # Keyed: the signed payload is readable (access logs keep it), a session key is a
+    # credential.
+    return salted_hmac(
+        "verity.citation-page-link.session", session_key, algorithm="sha256"
+    ).hexdigest()[:32]
+
+
+def read_page_link(signature: str, *, session_key: str = "") -> tuple[Any, PageLink]:
     """The active user `signature` was signed for and what it opens; BadPageLink when it
     is not one of ours, has expired, or the user has since signed out of the API,
     changed their password or been deactivated (a link is a bearer credential: it
-    must not outlive the sign-in it was asked with)."""
+    must not outlive the sign-in it was asked with). A link asked for in a browser
+    session opens its page only in that session while it lasts (`session_key`: the
+    request's session, if it is one still signed in; its other tabs share it): signing
+    out of the chat page ends it at once, not PAGE_LINK_SECONDS later."""
     try:
         signed = signing.loads(signature, salt=PAGE_LINK_SALT,
                                max_age=settings.PAGE_LINK_SECONDS)
@@ -158,7 +171,9 @@ def read_page_link(signature: str) -> tuple[Any, PageLink]:
     try:
         link = PageLink(int(signed["u"]), int(signed["d"]), int(signed["p"]))
         fingerprint = str(signed["f"])
-    except (KeyError, TypeError, ValueError) as exc:  # signed by us, so never; still bounded
+        # Absent from a link signed before sessions were bound: it lives out its minutes.
+        in_session = str(signed.get("s") or "")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # signed by us: never
         raise BadPageLink("This page link is not valid.") from exc
     user = get_user_model().objects.filter(pk=link.user_id, is_active=True).first()
     if user is None:
@@ -167,6 +182,14 @@ def read_page_link(signature: str) -> tuple[Any, PageLink]:
         raise BadPageLink(
             "This page link is no longer valid: its user has signed out or changed their "
             "password since; ask for the citation again."
+        )
+    if in_session and not (
+        session_key and constant_time_compare(in_session, _session_fingerprint(session_key))
+    ):
+        raise BadPageLink(
+            "This page link is no longer valid: it opens its page only in the signed-in "
+            "browser session it was asked for in, which has ended or is not this one; "
+            "ask for the citation again."
         )
     return user, link
 

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler
 import pypdfium2 as pdfium
 import pytest
 from django.contrib.auth import get_user_model
+from django.test import Client
 from PIL import Image
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -466,16 +467,17 @@ def test_a_signed_page_link_dies_with_the_sign_in_it_was_asked_with(
     ).status_code == 200
     assert img.get(signed).status_code == 401
 
-    # A session user's link (the chat page's) works while nothing changes...
+    # A session user's link (the chat page's) works in that session while nothing
+    # changes (not without it: test_a_session_link_dies_when_its_session_signs_out)...
     browser = APIClient()
     browser.force_login(user)
     from_session = page_url(browser)
-    assert img.get(from_session).status_code == 200
-    assert img.get(from_session).status_code == 200
+    assert browser.get(from_session).status_code == 200
+    assert browser.get(from_session).status_code == 200
     # ...and not after a password change, nor after the token is deleted.
     user.set_password("another-harbour")
     user.save()
-    assert img.get(from_session).status_code == 401
+    assert browser.get(from_session).status_code == 401
     # The change revoked the API token too: a sign-in makes the one deleted below.
     assert not Token.objects.filter(user=user).exists()
     assert front_end.post(
@@ -484,6 +486,54 @@ def test_a_signed_page_link_dies_with_the_sign_in_it_was_asked_with(
     ).status_code == 200
     browser.force_login(user)
     again = page_url(browser)
-    assert img.get(again).status_code == 200
+    assert browser.get(again).status_code == 200
     Token.objects.filter(user=user).delete()
-    assert img.get(again).status_code == 401
+    assert browser.get(again).status_code == 401
+
+
+def test_a_session_link_dies_when_its_session_signs_out(
+    documents, workspace, user, page_cache, settings
+):
+    """A link asked for on the chat page (a browser session) opened its page for anyone
+    holding it until it expired (PAGE_LINK_SECONDS), however soon its user signed out."""
+    pdf = documents["q3-launch-notes.pdf"]
+    thread = services.create_thread(workspace=workspace, user=user)
+    n = cite(thread, chunk_with(pdf, "Total launch budget"))
+    user.set_password("harbour-lights")
+    user.save()
+    browser = Client()
+    signed_in = browser.post(
+        "/accounts/login/", {"username": user.username, "password": "harbour-lights"}
+    )
+    assert signed_in.status_code == 302
+    cited = browser.get(f"/api/threads/{thread.pk}/citations/{n}")
+    signed = cited.json()["pdf"]["page_url"]
+    assert browser.get(signed).status_code == 200
+    tab = Client()  # a new tab of the same browser: the same session cookie
+    tab.cookies = browser.cookies
+    assert tab.get(signed).status_code == 200
+    # Elsewhere (no session, or another session of the same user), the link opens nothing.
+    refused = Client().get(signed)
+    assert refused.status_code == 401 and "session" in refused.json()["detail"]
+    elsewhere = Client()
+    elsewhere.force_login(user)
+    assert elsewhere.get(signed).status_code == 401
+    old_cookie = browser.cookies[settings.SESSION_COOKIE_NAME].value
+
+    # The chat page's sign-out (its POST): the link is refused at once, in the browser
+    # and for whoever kept its old session cookie.
+    signed_out = browser.post("/")
+    assert signed_out.status_code == 302 and "/accounts/login/" in signed_out["Location"]
+    for client in (browser, tab):
+        refused = client.get(signed)
+        assert refused.status_code == 401, refused.content
+        assert "no longer valid" in refused.json()["detail"]
+    kept = Client()
+    kept.cookies[settings.SESSION_COOKIE_NAME] = old_cookie
+    assert kept.get(signed).status_code == 401
+    # Signing in again (a new session) does not bring the old link back.
+    browser.post("/accounts/login/", {"username": user.username, "password": "harbour-lights"})
+    assert browser.get(signed).status_code == 401
+    assert browser.get(browser.get(
+        f"/api/threads/{thread.pk}/citations/{n}"
+    ).json()["pdf"]["page_url"]).status_code == 200
