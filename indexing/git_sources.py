@@ -17,9 +17,11 @@ GIT_CLONES_PER_WORKSPACE of them, and one no document of the workspace uses any 
 deleted (`prune_clones`: when a clone fails, before a clone is registered, when the
 workspace or a large folder is deleted, at worker start and `requeue`).
 
-Credentials given with the address are used for that clone only: re-indexing the
-placeholder, `requeue` and `stale` use the address kept, without them (a private
-repository's address must be given again).
+Credentials given with the address reach the worker in the task's message only, and are
+kept beside the clone (`git_clone.credentials_path`), never in the database: `stale`, MCP's
+check and the address added again use them. A clone that failed keeps none: re-indexing
+its placeholder, or a `requeue` of one never cloned, clones the address kept without
+them (a private repository's address must be given again).
 """
 
 from __future__ import annotations

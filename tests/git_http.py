@@ -4,11 +4,13 @@ HTTP, which shallow clones need) behind a threaded http.server.
 Bare repositories under `root` are served at /<name>.git; a path under /private/ answers
 401 (a repository needing credentials), one under /moved/ a redirect to the same path
 without it; `on_request` (if set) is called with each request's path before it is
-answered.
+answered. With `credentials` (user, password), every repository is private: a request
+without them in its Authorization header (basic) answers 401.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 from collections.abc import Callable, Iterator
@@ -20,8 +22,12 @@ from tests.conftest import serving
 
 
 def git_http_handler(
-    root: Path, on_request: Callable[[str], None] | None = None
+    root: Path, on_request: Callable[[str], None] | None = None,
+    credentials: tuple[str, str] | None = None,
 ) -> type[BaseHTTPRequestHandler]:
+    expected = "Basic " + base64.b64encode(":".join(credentials).encode()).decode() \
+        if credentials else None
+
     class GitHTTP(BaseHTTPRequestHandler):
         def do_GET(self) -> None:  # noqa: N802 (http.server API)
             self._backend()
@@ -33,7 +39,8 @@ def git_http_handler(
             path, _, query = self.path.partition("?")
             if on_request is not None:
                 on_request(path)
-            if path.startswith("/private/"):
+            given = self.headers.get("Authorization")
+            if path.startswith("/private/") or (expected and given != expected):
                 self.send_response(401)
                 self.send_header("WWW-Authenticate", 'Basic realm="git"')
                 self.send_header("Content-Length", "0")
@@ -83,7 +90,10 @@ def git_http_handler(
 
 
 @contextmanager
-def git_server(root: Path, on_request: Callable[[str], None] | None = None) -> Iterator[str]:
+def git_server(
+    root: Path, on_request: Callable[[str], None] | None = None,
+    credentials: tuple[str, str] | None = None,
+) -> Iterator[str]:
     """The repositories under `root` served over http on loopback; the base URL."""
-    with serving(git_http_handler(root, on_request)) as url:
+    with serving(git_http_handler(root, on_request, credentials)) as url:
         yield url

@@ -4,6 +4,8 @@ throughout: bare repositories in tmp dirs, served by `git http-backend` on loopb
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -608,3 +610,80 @@ def test_requeue_deletes_clones_a_killed_worker_left_half_made(workspace, settin
     call_command("requeue", minutes=5)
     assert not any(folder.exists() for folder in left)
     assert recent.is_dir()  # a clone running now
+
+
+@pytest.fixture
+def git_commands(tmp_path: Path, monkeypatch) -> Path:
+    """A file each `git` command run (by us, or by the test) appends its arguments to:
+    what `ps` would show of it."""
+    real = shutil.which("git")
+    log = tmp_path / "git-commands.log"
+    shim = tmp_path / "bin" / "git"
+    shim.parent.mkdir()
+    shim.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim.parent}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def test_a_private_repository_is_fetched_with_the_credentials_it_was_cloned_with(
+    user, workspace, served, settings, capsys, caplog, git_commands,
+    django_capture_on_commit_callbacks,
+):
+    """The credentials a private repository's address carried were used for its first
+    clone only: `stale` and MCP's check fetched it without them (401), and it could never
+    be refreshed. Every later git command uses them, given as the clone's were; none
+    holds them in its arguments, the clone's .git/config, a message or a log."""
+    from indexing import git_sources
+
+    secret = "s3cret-t0ken"
+    with git_server(served["root"], credentials=("ci", secret)) as base:
+        private = base.replace("http://", f"http://ci:{secret}@") + "/billing.git"
+        with pytest.raises(Exception, match="needs credentials"):
+            call_command("ingest", f"{base}/billing.git", workspace=workspace.slug, inline=True)
+
+        # The operator's clone, then `manage.py stale`.
+        call_command("ingest", private, workspace=workspace.slug, inline=True)
+        root = Path(paths_of(workspace)["README.md"].metadata["repo_root"])
+        write(served["work"], "src/invoice.py", "def compute_tax_total(lines):\n    return 7\n")
+        push(served)
+        capsys.readouterr()
+        call_command("stale", workspace=workspace.slug)
+        out = capsys.readouterr().out
+        assert "NOT FETCHED" not in out and f"FETCHED     {root}" in out, out
+        assert "STALE" in out and "src/invoice.py" in out
+
+        # A member's clone (the API's, MCP's), then MCP's check.
+        settings.URL_FETCH_ALLOW_PRIVATE = True
+        with django_capture_on_commit_callbacks(execute=True):
+            git_sources.register_git_url(workspace=workspace, url=private, user=user)
+        clones = [d for d in Document.objects.filter(workspace=workspace)
+                  if git_sources.is_outsiders_clone(d.metadata.get("repo_root", "/"))]
+        assert clones and {d.status for d in clones} == {Document.Status.INDEXED}
+        member_root = Path(clones[0].metadata["repo_root"])
+        write(served["work"], "README.md", "# Billing\n\nRun `billing serve --port 80`.\n")
+        push(served)
+        checked = tools.stale(user, check=True, workspace=None)
+        assert "not_fetched" not in checked, checked["not_fetched"]
+        assert {d["id"] for d in checked["stale"]} >= {
+            d.pk for d in clones if d.metadata["path"] == "README.md"
+        }
+        # Its address added again without them: cloned with the ones kept.
+        with django_capture_on_commit_callbacks(execute=True):
+            _job, standing = git_sources.register_git_url(
+                workspace=workspace, url=f"{base}/billing.git", user=user
+            )
+        assert not Document.objects.filter(pk=standing.pk).exists()  # its files took its place
+
+    for clone in (root, member_root):
+        assert git(clone, "log", "-1", "--format=%s") == "change"
+        assert secret not in (clone / ".git" / "config").read_text()
+        kept = clone.parent / f"{clone.name}.credentials"
+        assert secret in kept.read_text() and kept.stat().st_mode & 0o777 == 0o600
+        assert not [p for p in clone.rglob("*") if p.is_file() and secret in p.read_bytes().decode(
+            "latin-1")]
+    commands = git_commands.read_text()
+    assert "fetch" in commands and "clone" in commands
+    assert secret not in commands
+    assert secret not in caplog.text
+    assert not Document.objects.filter(last_error__contains=secret).exists()

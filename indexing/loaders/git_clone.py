@@ -3,8 +3,11 @@
 `manage.py ingest git@github.com:acme/billing.git` clones the repository's default
 branch (its last commit only) and indexes the clone as it would the work tree; its
 remote is recorded, so that citations link to the forge. The URL given may carry
-credentials (`https://ci:token@host/…`): they are used to clone, then removed from the
-clone's config, and never shown.
+credentials (`https://ci:token@host/…`): they are kept beside the clone, readable by the
+server's user only (`credentials_path`), never in its .git/config, and every later git
+command on it (a fetch: `stale`, MCP's check; a clone of the address again) gives them
+to git as the first clone did: through a credential helper reading them from git's
+environment, never on its command line (which `ps` shows) nor in a message.
 
 An address an outsider gave (the API, the admin, MCP) is first passed through
 `check_remote`: http(s) only, its host's addresses checked as a web page's are, and the
@@ -16,6 +19,7 @@ server's own).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -24,7 +28,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from indexing.loaders.repo import RepositoryError
 from indexing.loaders.web import Resolver, check_url, system_resolver
@@ -135,6 +139,73 @@ def _check_host_spelling(url: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Credentials:
+    """An http(s) address's user name and password (`https://ci:token@host/…`)."""
+
+    username: str
+    password: str
+
+    def __repr__(self) -> str:  # never in a traceback's locals or a log line
+        return "Credentials(***)"
+
+
+def split_credentials(url: str) -> tuple[str, Credentials | None]:
+    """(`url` without its user name and password, those): an http(s) address's only, an
+    ssh one's user is its account, kept. RepositoryError for credentials git could not
+    be given (a control character, %-escaped or not)."""
+    found = _HTTP_USERINFO.match(url)
+    if found is None:
+        return url, None
+    username, _, password = found.group(2).partition(":")
+    credentials = Credentials(unquote(username), unquote(password))
+    if any(ord(c) < 0x20 or c == "\x7f" for c in credentials.username + credentials.password):
+        raise RepositoryError(
+            f"{without_credentials(url)}: its user name or password holds a control character"
+        )
+    return found.group(1) + url[found.end():], credentials
+
+
+# `http(s)://user:password@`: the authority ends at the first / ? or #, its user info at
+# the last @ before them.
+_HTTP_USERINFO = re.compile(r"^(\s*https?://)([^/?#]*)@", re.IGNORECASE)
+
+
+def credentials_path(repo: Path) -> Path:
+    """Where the credentials a clone was made with are kept: beside it, not in it (its
+    files are read and served; its .git/config is shown by `git remote -v`)."""
+    return repo.parent / f"{repo.name}.credentials"
+
+
+def kept_credentials(repo: Path) -> Credentials | None:
+    """The credentials the clone at `repo` was made with; None when it needed none."""
+    try:
+        kept = json.loads(credentials_path(repo).read_text(encoding="utf-8"))
+        return Credentials(str(kept["username"]), str(kept["password"]))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise RepositoryError(
+            f"the credentials kept for {repo.name} cannot be read ({type(exc).__name__}); "
+            "clone its address again with them"
+        ) from None
+
+
+def _keep_credentials(repo: Path, credentials: Credentials) -> None:
+    path = credentials_path(repo)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    # Made 0600 from the start: never, even for an instant, readable by others.
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump({"username": credentials.username, "password": credentials.password},
+                      handle)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def local_access() -> RemoteAccess:
     """A file:// address the caller has checked (a server path it may read)."""
     return RemoteAccess(protocols="file")
@@ -179,23 +250,29 @@ def clone(
     takes longer than `timeout` seconds or the clone grows past `max_bytes`; nothing of
     a failed clone is kept, and an earlier one stays as it was. `access`: an outsider's
     address, as `check_remote` allows it (None: the operator's, read with their config).
+    The credentials `url` carries are kept with the clone (`credentials_path`); an
+    address given without any is cloned with those of the earlier clone at `dest`, if
+    it was made with some.
     """
     if not shutil.which("git"):
         raise RepositoryError("git is not installed (it is needed to clone a repository)")
-    url = _lower_scheme(url)
+    url, given = split_credentials(_lower_scheme(url))
+    credentials = given or kept_credentials(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".clone-", dir=dest.parent))
     try:
         target = work / dest.name
-        _run_clone(url, target, timeout=timeout, max_bytes=max_bytes, access=access)
-        # The token an https URL carried would stay in .git/config, readable to anyone
-        # who reads the clone: the remote is kept without it.
-        public = without_credentials(url)
-        _git_in(target, "remote", "set-url", "origin", public, timeout=timeout)
+        _run_clone(url, target, timeout=timeout, max_bytes=max_bytes, access=access,
+                   credentials=credentials)
+        # Without its query and fragment too: one spelling of the address.
+        _git_in(target, "remote", "set-url", "origin", without_credentials(url),
+                timeout=timeout)
         previous = work / f"{dest.name}.previous"
         if dest.exists():
             dest.rename(previous)
         target.rename(dest)
+        if credentials is not None:
+            _keep_credentials(dest, credentials)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -216,8 +293,28 @@ def _lower_scheme(url: str) -> str:
     return scheme.lower() + sep + rest if sep and "/" not in scheme else url
 
 
-def _environment(access: RemoteAccess | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+# Where the credential helper (`_options`) reads them: git's environment is readable by
+# the server's user only, its command line by anyone on the host.
+_USERNAME_VARIABLE = "VERITY_GIT_USERNAME"
+_PASSWORD_VARIABLE = "VERITY_GIT_PASSWORD"
+# A shell function git runs as `f get` (`f store`/`f erase` after: nothing to do); git
+# writes the request to its stdin, read lest git meet a closed pipe.
+_CREDENTIAL_HELPER = (
+    '!f() { cat >/dev/null; test "$1" = get || exit 0; '
+    """printf 'username=%s\\npassword=%s\\n' "$VERITY_GIT_USERNAME" "$VERITY_GIT_PASSWORD"; }; f"""
+)
+
+
+def _environment(
+    access: RemoteAccess | None = None, credentials: Credentials | None = None
+) -> dict[str, str]:
+    env = {
+        k: v for k, v in os.environ.items()
+        if not k.startswith("GIT_") and k not in (_USERNAME_VARIABLE, _PASSWORD_VARIABLE)
+    }
+    if credentials is not None:
+        env[_USERNAME_VARIABLE] = credentials.username
+        env[_PASSWORD_VARIABLE] = credentials.password
     if access is not None:
         env = {k: v for k, v in env.items() if k.lower() not in _PROXY_VARIABLES}
     # Never wait for someone to type a password or accept a host key: fail instead.
@@ -231,31 +328,36 @@ def _environment(access: RemoteAccess | None = None) -> dict[str, str]:
     return env
 
 
-def _options(access: RemoteAccess | None) -> list[str]:
+def _options(access: RemoteAccess | None, credentials: Credentials | None = None) -> list[str]:
     options = ["-c", "core.fsmonitor=false", "-c", "advice.detachedHead=false"]
     for setting in access.config if access else ():
         options += ["-c", setting]
+    if credentials is not None:
+        # Those credentials and no others (the empty value drops any helper configured
+        # before, the operator's own): git asks the helper once the server wants them.
+        options += ["-c", "credential.helper=", "-c", f"credential.helper={_CREDENTIAL_HELPER}"]
     return options
 
 
 def _run_clone(
-    url: str, target: Path, *, timeout: float, max_bytes: int, access: RemoteAccess | None
+    url: str, target: Path, *, timeout: float, max_bytes: int, access: RemoteAccess | None,
+    credentials: Credentials | None,
 ) -> None:
     command = [
-        "git", *_options(access),
+        "git", *_options(access, credentials),
         "clone", "--quiet", "--depth", "1", "--single-branch", "--no-tags",
         "--no-recurse-submodules", "--", url, str(target),
     ]
     _run_bounded(
         command, url, doing="cloning", measured=target.parent, cwd=None, timeout=timeout,
-        max_bytes=max_bytes, access=access,
+        max_bytes=max_bytes, access=access, credentials=credentials,
     )
 
 
 def _run_bounded(
     command: list[str], url: str, *, doing: str, measured: Path, cwd: Path | None,
     timeout: float, max_bytes: int, access: RemoteAccess | None,
-    timeout_name: str = "GIT_CLONE_TIMEOUT",
+    credentials: Credentials | None = None, timeout_name: str = "GIT_CLONE_TIMEOUT",
 ) -> None:
     """Run git's `command`, stopped past `timeout` seconds or once `measured` holds more
     than `max_bytes`; RepositoryError "{doing} URL failed|stopped: why"."""
@@ -263,7 +365,7 @@ def _run_bounded(
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-            env=_environment(access), cwd=cwd,
+            env=_environment(access, credentials), cwd=cwd,
         )
         try:
             deadline = time.monotonic() + timeout
@@ -283,7 +385,9 @@ def _run_bounded(
                 process.wait()
         if process.returncode != 0:
             stderr.seek(0)
-            said = _git_message(stderr.read(), url) or f"git exited {process.returncode}"
+            said = _git_message(stderr.read(), url, credentials) or (
+                f"git exited {process.returncode}"
+            )
             raise RepositoryError(f"{doing} {public} failed: {said}{_hint(said)}")
     if _size(measured) > max_bytes:  # grew past it between two looks
         raise RepositoryError(
@@ -341,16 +445,19 @@ def fetch(
     """Bring the clone at `repo` to the last commit of its remote's default branch, as
     `clone` made it (that commit only): its work tree then holds the files of that
     commit, and not those deleted upstream. The same bounds as a clone's (the whole
-    clone within `max_bytes`); RepositoryError saying why, the clone then as it was."""
+    clone within `max_bytes`); RepositoryError saying why, the clone then as it was.
+    With the credentials the clone was made with, given to git as they were then."""
     url = _lower_scheme(origin_url(repo))
     if not url:
         raise RepositoryError(f"{repo} has no remote to fetch from")
+    credentials = kept_credentials(repo)
     before = _rev_parse(repo, "HEAD", timeout=timeout)
     _run_bounded(
-        ["git", *_options(access), "fetch", "--quiet", "--depth", "1", "--no-tags",
+        ["git", *_options(access, credentials), "fetch", "--quiet", "--depth", "1", "--no-tags",
          "--no-recurse-submodules", "--", url, "HEAD"],
         url, doing="fetching", measured=repo, cwd=repo, timeout=timeout,
-        max_bytes=max_bytes, access=access, timeout_name=timeout_name,
+        max_bytes=max_bytes, access=access, credentials=credentials,
+        timeout_name=timeout_name,
     )
     after = _rev_parse(repo, "FETCH_HEAD", timeout=timeout)
     if after != before:
@@ -410,7 +517,7 @@ def _rev_parse(repo: Path, name: str, *, timeout: float) -> str:
     return found.stdout.strip()
 
 
-def _git_message(raw: bytes, url: str) -> str:
+def _git_message(raw: bytes, url: str, credentials: Credentials | None = None) -> str:
     """git's own reason ("fatal: …" lines), the URL's credentials left out."""
     lines = raw.decode("utf-8", "replace").splitlines()
     said = [line.strip() for line in lines if line.startswith(("fatal:", "error:"))] or [
@@ -421,7 +528,8 @@ def _git_message(raw: bytes, url: str) -> str:
         password, user = urlsplit(url).password, urlsplit(url).username
     except ValueError:
         password = user = None
-    for secret in (password, user):
+    given = (credentials.password, credentials.username) if credentials else ()
+    for secret in (password, user, *given):
         if secret:
             message = message.replace(secret, "***")
     return message

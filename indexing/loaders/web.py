@@ -311,8 +311,8 @@ def refuse_credentials(url: str) -> None:
     Refused, not stripped: the page would be fetched without them (failing later on a
     401 that says less), and to fetch it again, as checking it for changes does, they
     would have to be kept, in the address every reader of the workspace is shown. (A git
-    URL's are used for its one clone and dropped: `git_clone`, which calls `check_url`
-    but not this.)"""
+    URL's are kept beside its clone, out of sight, for its fetches: `git_clone`, which
+    calls `check_url` but not this.)"""
     if has_credentials(url):
         raise IngestError(
             f"Refusing to fetch {shown_url(url)}: the URL holds a user name or password "
