@@ -126,7 +126,10 @@ class Channel(filesystem.Channel):
         final = os.path.join(self.data_folder_out, message_name(queue))
         partial = os.path.join(self.data_folder_out, f".{os.path.basename(final)}.part")
         try:
-            with open(partial, "wb") as handle:
+            # The server's user's only: a task's arguments may carry a private
+            # repository's credentials (an address given as https://user:token@host/…).
+            descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "wb") as handle:
                 handle.write(str_to_bytes(dumps(payload)))
             os.replace(partial, final)
         except OSError as exc:

@@ -40,6 +40,19 @@ def test_message_names_sort_in_the_order_they_were_made():
     assert queue_of(".half-written.part") is None
 
 
+def test_a_queued_message_is_readable_by_the_server_user_only(tmp_path):
+    """A task's arguments may hold a private repository's address with its credentials:
+    with the default umask the message was written 0644, readable by every local user."""
+    exchange = Exchange("private", type="direct")
+    queue = Queue("private", exchange, routing_key="private")
+    with _connection(tmp_path) as connection:
+        producer = Producer(connection.channel(), exchange=exchange, routing_key="private")
+        queue(producer.channel).declare()
+        producer.publish({"url": "https://ci:token@git.example/billing.git"})
+    (message,) = (tmp_path / "queue").iterdir()
+    assert message.stat().st_mode & 0o777 == 0o600
+
+
 def test_three_thousand_messages_come_out_in_the_order_they_went_in(tmp_path):
     exchange = Exchange("fifo", type="direct")
     queue = Queue("fifo", exchange, routing_key="fifo")
