@@ -687,3 +687,45 @@ def test_a_private_repository_is_fetched_with_the_credentials_it_was_cloned_with
     assert secret not in commands
     assert secret not in caplog.text
     assert not Document.objects.filter(last_error__contains=secret).exists()
+
+
+def test_kept_credentials_are_given_to_their_own_host_only(workspace, served):
+    """Audit 7 F1: the credential helper answered whatever host git asked about, so an
+    address redirecting to another host (the operator's clones follow redirects) had the
+    private repository's user name and password sent there."""
+    from http.server import BaseHTTPRequestHandler
+
+    from tests.conftest import serving
+
+    asked: list[str | None] = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            asked.append(self.headers.get("Authorization"))
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="elsewhere"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args) -> None:
+            pass
+
+    with serving(Elsewhere) as elsewhere:
+        other_host = elsewhere.replace("127.0.0.1", "localhost")
+
+        class Redirect(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server API)
+                self.send_response(301)
+                self.send_header("Location", other_host + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args) -> None:
+                pass
+
+        with serving(Redirect) as redirecting:
+            private = redirecting.replace("http://", "http://ci:s3cret-t0ken@") + "/billing.git"
+            with pytest.raises(Exception, match="failed"):
+                call_command("ingest", private, workspace=workspace.slug, inline=True)
+    assert asked, "git did not follow the redirect"
+    assert asked == [None] * len(asked), asked

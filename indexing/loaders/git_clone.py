@@ -328,15 +328,27 @@ def _environment(
     return env
 
 
-def _options(access: RemoteAccess | None, credentials: Credentials | None = None) -> list[str]:
+def _options(
+    access: RemoteAccess | None, credentials: Credentials | None = None, url: str = ""
+) -> list[str]:
     options = ["-c", "core.fsmonitor=false", "-c", "advice.detachedHead=false"]
     for setting in access.config if access else ():
         options += ["-c", setting]
     if credentials is not None:
         # Those credentials and no others (the empty value drops any helper configured
-        # before, the operator's own): git asks the helper once the server wants them.
-        options += ["-c", "credential.helper=", "-c", f"credential.helper={_CREDENTIAL_HELPER}"]
+        # before, the operator's own), for the address's own scheme, host and port only:
+        # a redirect to another host (which the operator's clones follow) was answered
+        # with them too.
+        options += ["-c", "credential.helper=",
+                    "-c", f"credential.{_origin(url)}.helper={_CREDENTIAL_HELPER}"]
     return options
+
+
+def _origin(url: str) -> str:
+    """An http(s) address's scheme, host and port (`https://host:8443`): what git matches
+    a `credential.<url>.*` setting against."""
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.rpartition('@')[2]}"
 
 
 def _run_clone(
@@ -344,7 +356,7 @@ def _run_clone(
     credentials: Credentials | None,
 ) -> None:
     command = [
-        "git", *_options(access, credentials),
+        "git", *_options(access, credentials, url),
         "clone", "--quiet", "--depth", "1", "--single-branch", "--no-tags",
         "--no-recurse-submodules", "--", url, str(target),
     ]
@@ -453,8 +465,8 @@ def fetch(
     credentials = kept_credentials(repo)
     before = _rev_parse(repo, "HEAD", timeout=timeout)
     _run_bounded(
-        ["git", *_options(access, credentials), "fetch", "--quiet", "--depth", "1", "--no-tags",
-         "--no-recurse-submodules", "--", url, "HEAD"],
+        ["git", *_options(access, credentials, url), "fetch", "--quiet", "--depth", "1",
+         "--no-tags", "--no-recurse-submodules", "--", url, "HEAD"],
         url, doing="fetching", measured=repo, cwd=repo, timeout=timeout,
         max_bytes=max_bytes, access=access, credentials=credentials,
         timeout_name=timeout_name,
