@@ -24,7 +24,8 @@ from urllib.parse import urlparse
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Value
+from django.db.models.functions import Lower
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from kombu.exceptions import OperationalError as KombuOperationalError
@@ -126,13 +127,18 @@ def _child_folder(
             folder, created = Folder.objects.get_or_create(workspace=workspace, parent=parent,
                                                            name=name)
         except IntegrityError:
-            # One of its name in another case, saved meanwhile by a save not holding the
-            # lock (the admin's): that one is taken, as if it had been there before.
+            # Its name in another case as the database reads it (lower(), which the
+            # constraint holds): saved meanwhile by a save not holding the lock (the
+            # admin's), or a name Python's casefold tells apart ("İ" beside "i"). That
+            # folder is the one meant, as if it had been found above.
+            found = _same_name_in_database(
+                workspace_id=workspace.pk, parent_id=parent_id, name=name
+            ).first()
+            if found is None:
+                raise  # one being deleted (hidden): its name is not free yet
             paths.clear()
             paths.update(selectors.folder_paths(workspace_id=workspace.pk))
-            parent_path = paths.get(parent_id, "") if parent_id is not None else ""
-            name = _name_as_existing(name=name, parent_path=parent_path, paths=paths.values())
-            return Folder.objects.get(workspace=workspace, parent=parent, name=name)
+            return found
         if created:
             paths[folder.pk] = f"{parent_path}/{name}" if parent_path else name
         return folder
@@ -504,8 +510,14 @@ def refuse_taken_folder_name(
     with two `folder_for_path` could not tell which one is meant."""
     siblings = Folder.objects.filter(workspace_id=workspace_id, parent_id=parent_id)
     folded = name.casefold()
-    taken = sorted(n for n in siblings.exclude(pk=exclude).values_list("name", flat=True)
-                   if n.casefold() == folded)
+    taken = {n for n in siblings.exclude(pk=exclude).values_list("name", flat=True)
+             if n.casefold() == folded}
+    # Python's casefold and the database's lower() (which the constraint holds) each call
+    # a few names the same that the other tells apart ("İ" and "i"): either is taken.
+    taken = sorted(taken | set(
+        _same_name_in_database(workspace_id=workspace_id, parent_id=parent_id, name=name)
+        .exclude(pk=exclude).values_list("name", flat=True)
+    ))
     if taken:
         where = _where(workspace_id=workspace_id, folder_id=parent_id)
         alike = "" if name in taken else " (folder names that differ only in case are one name)"
@@ -513,6 +525,16 @@ def refuse_taken_folder_name(
             f"{where} already holds a folder named '{name if name in taken else taken[0]}'"
             f"{alike}.", field="name",
         )
+
+
+def _same_name_in_database(
+    *, workspace_id: int, parent_id: int | None, name: str
+) -> QuerySet[Folder]:
+    """The folders beside `name` whose name the database's lower() makes the same
+    (folder_unique_name_any_case_per_parent)."""
+    return Folder.objects.filter(workspace_id=workspace_id, parent_id=parent_id).alias(
+        lowered=Lower("name")
+    ).filter(lowered=Lower(Value(name)))
 
 
 def refuse_past_folder_bounds(

@@ -120,6 +120,26 @@ def test_a_registration_takes_the_folder_renamed_to_its_name_meanwhile(workspace
     assert sorted(Folder.objects.values_list("name", flat=True)) == ["2026", "Policies"]
 
 
+def test_a_name_only_the_database_calls_the_same_is_refused_as_taken(api, workspace):
+    """Audit 7 F2: PostgreSQL's lower() makes "İ" "i", which Python's casefold does not: the
+    name check let "İ" beside "i" through and the constraint's IntegrityError was a 500
+    (the API's create and rename; a registration raised Folder.DoesNotExist)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT lower('İ') = lower('i')")
+        (same,) = cursor.fetchone()
+    if not same:
+        pytest.skip("this database's lower() tells 'İ' from 'i'")
+    small = Folder.objects.create(workspace=workspace, name="i")
+    notes = Folder.objects.create(workspace=workspace, name="notes")
+    created = api.post("/api/folders", {"name": "İ"}, format="json")
+    assert created.status_code == 400, created.content
+    assert "already holds a folder named 'i'" in created.json()["name"][0]
+    renamed = api.patch(f"/api/folders/{notes.pk}", {"name": "İ"}, format="json")
+    assert renamed.status_code == 400, renamed.content
+    assert sources.folder_for_path(workspace=workspace, path="İ/2026").parent_id == small.pk
+    assert sorted(Folder.objects.values_list("name", flat=True)) == ["2026", "i", "notes"]
+
+
 def test_the_admin_says_so_as_a_form_error(client, staff, workspace):
     drafts = Folder.objects.create(workspace=workspace, name="drafts")
     notes = Folder.objects.create(workspace=workspace, name="notes")
