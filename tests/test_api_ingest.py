@@ -595,3 +595,14 @@ def test_a_csv_or_tsv_upload_has_its_own_type_before_it_is_indexed(
     indexed = Document.objects.filter(status=Document.Status.INDEXED)
     assert dict(indexed.values_list("uri", "mime")) == {**uploaded,
                                                         "upload://tides.md": "text/markdown"}
+
+
+def test_an_upload_sent_with_a_type_no_media_type_has_is_stored_without_it(api, media):
+    """Audit 7 F3: a Content-Type of 300 characters (Document.mime holds 200), or one
+    holding a NUL, failed the whole upload with a 500."""
+    response = upload(api, ("notes.txt", b"Berths open at six.", "text/" + "x" * 300),
+                      ("memo.txt", b"Pilots board at the fairway buoy.", "text/pla\x00in"),
+                      ("tides.md", TIDES, "text/x-markdown"))
+    assert response.status_code == 202, response.content
+    assert dict(Document.objects.values_list("uri", "mime")) == {
+        "upload://notes.txt": "", "upload://memo.txt": "", "upload://tides.md": "text/x-markdown"}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from pathlib import PurePosixPath
+from typing import Final
 
 from indexing.loaders.delimited import delimited_mime, load_delimited
 from indexing.loaders.html import DEFAULT_MAX_HTML_BYTES, load_html
@@ -151,7 +153,16 @@ def upload_mime(head: bytes, *, filename: str, mime: str | None) -> str:
         fmt = detect_format(head, filename=filename, mime=mime)
     except IngestError:
         fmt = ""  # refused, with the reason, by upload_problem
-    return delimited_mime(filename) if fmt == DELIMITED else mime or ""
+    if fmt == DELIMITED:
+        return delimited_mime(filename)
+    # The client's words: kept only as a media type can be written (a type of 300
+    # characters, or one holding a NUL, failed the upload with a 500).
+    return mime if mime and len(mime) <= _MAX_MIME_CHARS and _MEDIA_TYPE.fullmatch(mime) else ""
+
+
+# RFC 6838's type/subtype (restricted names), within Document.mime's 200 characters.
+_MEDIA_TYPE: Final = re.compile(r"[A-Za-z0-9][\w!#$&^.+-]*/[A-Za-z0-9][\w!#$&^.+-]*", re.ASCII)
+_MAX_MIME_CHARS: Final = 200
 
 
 _CONTAINERS = {PDF: "a PDF", DOCX: "a Word file", PPTX: "a PowerPoint file", XLSX: "an Excel file"}
