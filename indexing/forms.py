@@ -15,10 +15,16 @@ class MultipleFileInput(forms.ClearableFileInput):
 
 
 class MultipleFileField(forms.FileField):
-    """Django's documented recipe for an <input multiple> file field."""
+    """Django's documented recipe for an <input multiple> file field.
+
+    Empty files pass here: Django's own "The submitted file is empty." did not say which
+    of several files it meant. The form refuses them with the other per-file reasons, each
+    naming its file ("notes.txt: The file is empty", sources.upload_batch_problems), as
+    the API does."""
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("widget", MultipleFileInput())
+        kwargs.setdefault("allow_empty_file", True)
         super().__init__(*args, **kwargs)
 
     def clean(self, data, initial=None):
@@ -66,7 +72,8 @@ class AddSourcesForm(forms.Form):
         files = self.cleaned_data["files"]
         if len(files) > settings.INGEST_MAX_FILES_PER_UPLOAD:
             raise forms.ValidationError(
-                f"At most {settings.INGEST_MAX_FILES_PER_UPLOAD} files per upload."
+                f"At most {settings.INGEST_MAX_FILES_PER_UPLOAD} files per upload "
+                f"({len(files)} given)."
             )
         # Refused up front, as the API does: nothing is saved for a batch holding one.
         if problems := sources.upload_batch_problems(files):

@@ -1,0 +1,34 @@
+"""What a curator meets in the admin: which upload is at fault, folder paths beside
+titles, the counts its messages give."""
+
+from __future__ import annotations
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from knowledge.models import Document, IngestJob
+
+ADD_SOURCES = "admin:knowledge_document_add_sources"
+
+
+def test_add_sources_names_the_empty_upload_among_several(client, staff, workspace):
+    """It said "The submitted file is empty." without saying which of the files."""
+    client.force_login(staff)
+    response = client.post(
+        reverse(ADD_SOURCES),
+        {
+            "workspace": workspace.pk,
+            "files": [
+                SimpleUploadedFile("pier.txt", b"Pier 4 opens at dawn.\n"),
+                SimpleUploadedFile("notes.txt", b""),
+                SimpleUploadedFile("tool.exe", b"MZ\x90\x00\x03" + bytes(200)),
+            ],
+        },
+    )
+    assert response.status_code == 200  # the form again, with its errors
+    errors = response.context["form"].errors["files"]
+    assert any(e.startswith("notes.txt:") and "empty" in e for e in errors), errors
+    # Every file at fault is named at once, not only the first.
+    assert any(e.startswith("tool.exe:") for e in errors), errors
+    assert not any("pier.txt" in e for e in errors), errors
+    assert not IngestJob.objects.exists() and not Document.objects.exists()
