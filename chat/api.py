@@ -702,7 +702,8 @@ class CitationView(KnownParameters, APIView):
         summary="What [n] in this conversation cites, with the text around it",
         description=(
             "The passage `[n]` was issued for in this conversation, whichever answer cited "
-            "it: its text with the text around it, its document (`{id, title, uri, path}`), "
+            "it: its text with the text around it, its document (`{id, title, uri, path, "
+            "folder_path}`), "
             "locator and `status` (`current`; `changed`, edited and re-indexed since; "
             "`missing`, deleted), and for a PDF passage "
             "`pdf: {page, page_count, bbox, bbox_chars, page_url}`. A number never issued "
@@ -721,9 +722,13 @@ class CitationView(KnownParameters, APIView):
             pdf["page_url"] = signed_page_url(request, thread_id=thread.pk, n=n, link=(
                 citation_pages.PageLink(request.user.pk, entry.document_id, pdf["page"])
             ))
+        cited = citations.citation_json(entry)
+        # The panel tells two "report.pdf" of different folders apart by where it is now.
+        folders = selectors.document_folder_paths(document_ids=[entry.document_id])
+        cited["document"]["folder_path"] = folders.get(entry.document_id)
         return Response(
             {
-                **citations.citation_json(entry),
+                **cited,
                 "context": citations.surrounding_text(entry),
                 "format": citation_pages.passage_format(thread=thread, entry=entry),
                 "pdf": pdf,

@@ -107,7 +107,17 @@ class PageLinkSerializer(serializers.Serializer):
     expires_in = serializers.IntegerField(help_text="seconds it stays good for")
 
 
+class CitedDocumentInFolderSerializer(CitedDocumentSerializer):
+    folder_path = serializers.CharField(
+        allow_null=True,
+        help_text="the path of the folder holding the document now ('Finance/2024'), null "
+        "at the top level and for a web result or a document since deleted: two documents "
+        "of one name in different folders are told apart by it",
+    )
+
+
 class CitationDetailSerializer(CitationSerializer):
+    document = CitedDocumentInFolderSerializer()
     context = SurroundingTextSerializer(
         help_text="text around a current passage, for showing it in place (else empty)"
     )

@@ -67,6 +67,13 @@ def without_absolute_paths(text: str) -> str:
     return _ABSOLUTE_PATH_RE.sub(r"\1", text)
 
 
+def in_folder(name: str, folder_path: str | None) -> str:
+    """A document's name after its folder's path, for people: "Finance / 2024 / report.pdf"
+    (`folder_path` as selectors.document_folder_paths gives it, "Finance/2024"; none at the
+    top level). A folder's name holds no "/"."""
+    return " / ".join([*folder_path.split("/"), name]) if folder_path else name
+
+
 def shown_document(document: Mapping[str, Any]) -> dict[str, Any]:
     """A cited document's `{id, title, uri, …}` as readers see it: `uri` by `shown_uri`,
     and its `path` (`shown_path`); its other keys as they are."""

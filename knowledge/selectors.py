@@ -384,6 +384,25 @@ def folder_paths_of(*, folders: QuerySet[Folder]) -> dict[int, str]:
     return paths
 
 
+def document_folder_paths(*, document_ids: Iterable[int | None]) -> dict[int, str]:
+    """{id: its folder's path ('policies/2026')} of those of these documents in a folder
+    (one at the top level is left out): what tells two "report.pdf" of different folders
+    apart wherever documents are listed to pick or cite (None, a web result's or a deleted
+    document's id, finds none). Two queries, however many."""
+    rows = list(
+        Document.objects.filter(
+            pk__in={pk for pk in document_ids if pk is not None}, folder__isnull=False
+        )
+        .values_list("pk", "folder_id", "workspace_id")
+    )
+    if not rows:
+        return {}
+    paths = folder_paths_of(
+        folders=Folder.objects.filter(workspace_id__in={w for _, _, w in rows})
+    )
+    return {pk: paths[folder_id] for pk, folder_id, _ in rows if folder_id in paths}
+
+
 def deleted_with(
     *, workspace_ids: Iterable[int] = (), folder_ids: Iterable[int] = (),
     document_ids: Iterable[int] = (),

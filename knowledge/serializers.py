@@ -197,6 +197,10 @@ class SearchQuerySerializer(serializers.Serializer):
         return data
 
 
+# The context key of HitSerializer's {document id: folder path}.
+FOLDER_PATHS = "document_folder_paths"
+
+
 class HitSerializer(serializers.Serializer):
     chunk_id = serializers.IntegerField()
     document_id = serializers.IntegerField()
@@ -208,6 +212,10 @@ class HitSerializer(serializers.Serializer):
     document_path = serializers.SerializerMethodField(
         help_text="a file's path from the folder or repository it was ingested from (else "
         "its name); empty for a web page. Never the server's absolute path"
+    )
+    document_folder_path = serializers.SerializerMethodField(
+        help_text="the path of the folder holding the document ('Finance/2024'), null at "
+        "the top level: two documents of one name in different folders are told apart by it"
     )
     source_type = serializers.CharField()
     text = serializers.CharField()
@@ -233,6 +241,24 @@ class HitSerializer(serializers.Serializer):
         "meaning (a similarity under SEARCH_MATCH_MIN_SIMILARITY), only the nearest the "
         "workspace has: a query nothing matches still gets passages back"
     )
+
+    @classmethod
+    def many_init(cls, *args, **kwargs):
+        # The folder paths of every hit's document from one lookup, not one a hit.
+        hits = args[0] if args else kwargs.get("instance")
+        if hits is not None:
+            kwargs.setdefault("context", {})[FOLDER_PATHS] = selectors.document_folder_paths(
+                document_ids={hit.document_id for hit in hits}
+            )
+        return super().many_init(*args, **kwargs)
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_document_folder_path(self, obj) -> str | None:
+        if FOLDER_PATHS not in self.context:  # one hit serialized alone
+            self.context[FOLDER_PATHS] = selectors.document_folder_paths(
+                document_ids=[obj.document_id]
+            )
+        return self.context[FOLDER_PATHS].get(obj.document_id)
 
     def get_label(self, obj) -> str:
         return locators.label(obj.locator)

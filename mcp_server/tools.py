@@ -130,7 +130,8 @@ SCOPE_KEYS = ("document_ids", "folder_ids")
 # A hit's document (the API's hit fields, named here as list_sources names them): every
 # hit of a document repeated it, a search's ten hits of one PDF ten times over.
 HIT_DOCUMENT_FIELDS = {"document_title": "title", "source_type": "source_type",
-                       "document_uri": "uri", "document_path": "path"}
+                       "document_uri": "uri", "document_path": "path",
+                       "document_folder_path": "folder_path"}
 
 
 def _hits_for_agents(

@@ -92,7 +92,7 @@ def test_stdio_tools_search_read_and_list(site):
     assert best["document_id"] == document.pk
     assert body["documents"] == [{"id": document.pk, "title": document.title,
                                   "source_type": "markdown", "uri": "",
-                                  "path": "handbook.md"}]
+                                  "path": "handbook.md", "folder_path": "guides"}]
     assert best["locator"]["char_end"] > best["locator"]["char_start"]
     assert best["locator"]["heading_path"] == ["Harbour handbook", "Tides"]
     assert best["label"]  # what a citation shows, e.g. "Harbour handbook › Tides"

@@ -85,13 +85,13 @@ def test_results_are_compact_and_keep_no_page_drawing_boxes(agent):
     # of this PDF each repeated its title, source, uri and path, and an empty permalink.
     assert search[2]["documents"] == [{
         "id": document.pk, "title": document.title, "source_type": "pdf", "uri": "",
-        "path": "q3-launch-notes.pdf",
+        "path": "q3-launch-notes.pdf", "folder_path": None,
     }]
     assert len(hits) == 3
     for hit in hits:
         assert hit["document_id"] == document.pk and hit["label"].startswith("page ")
         assert not {"document_title", "source_type", "document_uri", "document_path",
-                    "permalink", "cite_as", "query"} & hit.keys(), hit
+                    "document_folder_path", "permalink", "cite_as", "query"} & hit.keys(), hit
     assert search[2]["query"] == "launch budget" and search[2]["cite_as"]
     # A passage's id has one name in both tools (read_document's `id` kept for old agents).
     assert all(p["chunk_id"] == p["id"] for p in passages)

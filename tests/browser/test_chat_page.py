@@ -238,6 +238,7 @@ def test_answer_with_citation_pills_and_source_panel(page: Page, corpus, live_se
     expect(answer).to_contain_text("every April")
     answer.locator(f".citation-pill[title={json.dumps(XSS_TITLE)}]").first.click()
     expect(panel.locator("#citation-title")).to_have_text(XSS_TITLE)
+    expect(panel.locator(".source-folder")).to_have_text("in ops / moorings")
     # (Grounding may mark only the supporting sentence: the whole passage is checked.)
     expect(panel.locator(".passage")).to_contain_text("<script>window.__xss=1</script>")
     expect(panel.locator(".passage")).to_contain_text("every April")
@@ -550,6 +551,9 @@ def test_mention_picker_scopes_the_question(page: Page, corpus):
     expect(picker.locator(".picker-option")).to_have_count(4)  # 2 documents, 2 folders
     expect(picker).to_contain_text(XSS_TITLE)
     expect(picker).to_contain_text("ops/moorings")
+    # A document in a folder says which (two of one name are told apart by it).
+    in_folder = picker.locator(".picker-option", has_text=XSS_TITLE).locator(".picker-folder")
+    expect(in_folder).to_have_text("in ops / moorings")
     page.keyboard.press("Escape")
     expect(picker).to_be_hidden()
     composer.fill("")

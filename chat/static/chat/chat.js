@@ -705,7 +705,11 @@
 
   function mentionChip(mention, onRemove) {
     const label = mention.label || mention.title || `${mention.kind} ${mention.id}`;
-    const chip = el("span", { className: `mention-chip kind-${mention.kind}` }, [
+    const chip = el("span", {
+      className: `mention-chip kind-${mention.kind}`,
+      // Which of two documents of one name it is (a chosen mention knows its folder).
+      title: mention.where ? `${label}, ${mention.where}` : null,
+    }, [
       el("span", { className: "chip-kind", text: mention.kind === "folder" ? "folder" : "doc" }),
       el("span", { className: "chip-label", text: label, dir: "auto" }),
     ]);
@@ -2157,6 +2161,9 @@
     ui.panelTitle.textContent = doc.title || `Source ${citation.n}`;
 
     const meta = [el("span", { className: "source-number", text: `[${citation.n}]` })];
+    // Which folder it is in: two "report.pdf" of different folders look alike otherwise.
+    const where = inFolder(doc.folder_path);
+    if (where) meta.push(el("span", { className: "source-folder", text: where, dir: "auto" }));
     if (citation.label) meta.push(el("span", { className: "source-label", text: citation.label }));
     // A web page by its address (a link); a file by its path from where it was ingested,
     // never by a server's file:// URI (an answer stored before the API stopped sending one).
@@ -2534,8 +2541,17 @@
   let pickerTimer = null;
   let pickerGeneration = 0; // bumped when the picker closes: updates begun before it are dropped
 
+  /* "in Finance / 2024": where a document is, which tells two "report.pdf" apart ("" at
+   * the top level). `folderPath` as the API gives it, "Finance/2024". */
+  function inFolder(folderPath) {
+    return folderPath ? `in ${folderPath.split("/").join(" / ")}` : "";
+  }
+
   function documentCandidate(d) {
-    return { kind: "document", id: d.id, label: d.title || d.uri || `Document ${d.id}` };
+    return {
+      kind: "document", id: d.id, label: d.title || d.uri || `Document ${d.id}`,
+      where: inFolder(d.folder_path),
+    };
   }
 
   /* The documents whose title contains `query` (all, for ""): the server's first page,
@@ -2639,11 +2655,13 @@
         className: index === active ? "picker-option active" : "picker-option",
         role: "option",
         "aria-selected": index === active ? "true" : "false",
-        "aria-label": `${item.label}, ${item.kind === "folder" ? "folder" : "document"}`,
+        "aria-label": `${item.label}, ${item.kind === "folder" ? "folder" : "document"}` +
+          (item.where ? `, ${item.where}` : ""),
         dataset: { kind: item.kind, id: String(item.id) },
       }, [
         el("span", { className: "chip-kind", text: item.kind === "folder" ? "folder" : "doc" }),
         el("span", { className: "picker-label", text: item.label, dir: "auto" }),
+        ...(item.where ? [el("span", { className: "picker-folder", text: item.where, dir: "auto" })] : []),
       ]);
       option.addEventListener("mousedown", (event) => {
         event.preventDefault(); // keep the textarea's focus and caret
@@ -2680,7 +2698,7 @@
     const position = state.picker.start + inserted.length;
     ui.input.setSelectionRange(position, position);
     if (!state.pendingMentions.some((m) => m.kind === item.kind && m.id === item.id)) {
-      state.pendingMentions.push({ kind: item.kind, id: item.id, label: item.label });
+      state.pendingMentions.push({ kind: item.kind, id: item.id, label: item.label, where: item.where });
     }
     renderPendingMentions();
     closePicker();

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from knowledge import locators
+from knowledge import locators, selectors
 from knowledge.management import references
 from knowledge.models import Workspace
 from knowledge.search import Scope, ScopeError, search
@@ -50,13 +50,21 @@ class Command(BaseCommand):
             )
         except ScopeError as exc:
             raise CommandError(str(exc)) from exc
+        # Two "report.pdf" of different folders are told apart by their folder's path.
+        folders = selectors.document_folder_paths(
+            document_ids={hit.document_id for hit in result.hits}
+        )
         if options["json"]:
-            self.stdout.write(json.dumps(asdict(result), indent=2))
+            found = asdict(result)
+            for hit in found["hits"]:
+                hit["document_folder_path"] = folders.get(hit["document_id"])
+            self.stdout.write(json.dumps(found, indent=2))
             return
         for rank, hit in enumerate(result.hits, start=1):
             where = locators.label(hit.locator)
+            name = locators.in_folder(hit.document_title, folders.get(hit.document_id))
             self.stdout.write(
-                f"{rank:2}. {hit.document_title}{' · ' + where if where else ''} "
+                f"{rank:2}. {name}{' · ' + where if where else ''} "
                 f"({settings.SEARCH_FUSION} {hit.score:.4f}, dense #{hit.dense_rank}, "
                 f"keyword #{hit.keyword_rank})"
             )
