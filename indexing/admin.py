@@ -711,7 +711,8 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         """A page choosing the folder (of the documents' workspace), then each document
         moved as the API's PATCH moves it: one already there by the same source stays."""
         documents = list(
-            queryset.select_related(None).only("pk", "title", "workspace_id")[:MOVED_AT_ONCE + 1]
+            queryset.select_related(None)
+            .only("pk", "title", "workspace_id", "folder_id")[:MOVED_AT_ONCE + 1]
         )
         if len(documents) > MOVED_AT_ONCE:
             self.message_user(
@@ -760,8 +761,11 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             f"'{selectors.folder_paths(workspace_id=workspace.pk)[folder.pk]}'"
             if folder else "the top level"
         )
-        moved, refused = 0, []
+        moved, already, refused = 0, 0, []
         for document in documents:
+            if document.folder_id == folder_id:
+                already += 1  # counted as moved, the message said more moved than did
+                continue
             try:
                 sources.update_document(document=document, folder=folder)
             except sources.EditRefused as exc:
@@ -770,7 +774,11 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
                 continue  # deleted meanwhile
             else:
                 moved += 1
-        self.message_user(request, f"Moved {counted_documents(moved)} to {where}.")
+        message = f"Moved {counted_documents(moved)} to {where}."
+        if already:
+            were = "was" if already == 1 else "were"
+            message += f" {counted_documents(already)} {were} there already."
+        self.message_user(request, message)
         if refused:
             self.message_user(request, "Not moved: " + " ".join(refused), messages.ERROR)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from indexing import sources
 from knowledge.models import Document, IngestJob
 
 ADD_SOURCES = "admin:knowledge_document_add_sources"
@@ -32,3 +33,27 @@ def test_add_sources_names_the_empty_upload_among_several(client, staff, workspa
     assert any(e.startswith("tool.exe:") for e in errors), errors
     assert not any("pier.txt" in e for e in errors), errors
     assert not IngestJob.objects.exists() and not Document.objects.exists()
+
+
+def test_move_to_folder_counts_only_the_documents_it_moved(client, staff, workspace):
+    """Documents already in the folder were counted as moved."""
+    target = sources.folder_for_path(workspace=workspace, path="policies/2026")
+    there = Document.objects.create(
+        workspace=workspace, folder=target, uri="upload://a.md", title="a.md"
+    )
+    moving = Document.objects.create(workspace=workspace, uri="upload://b.md", title="b.md")
+    client.force_login(staff)
+    done = client.post(
+        reverse("admin:knowledge_document_changelist"),
+        {
+            "action": "move_to_folder",
+            "index": 0,
+            "_selected_action": [there.pk, moving.pk],
+            "apply": "yes",
+            "folder": target.pk,
+        },
+        follow=True,
+    )
+    shown = [str(m) for m in done.context["messages"]]
+    assert shown == ["Moved 1 document to 'policies/2026'. 1 document was there already."]
+    assert set(target.documents.values_list("pk", flat=True)) == {there.pk, moving.pk}
