@@ -564,6 +564,13 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
         # Sources are added through "Add sources" (its checks apply), never as a bare row.
         return False
 
+    def add_view(self, request: HttpRequest, form_url="", extra_context=None) -> HttpResponse:
+        # The page for adding documents is Add sources: its address was a bare 403. A post
+        # of a bare row is still refused.
+        if request.method in ("GET", "HEAD") and self.has_add_sources_permission(request):
+            return HttpResponseRedirect(reverse("admin:knowledge_document_add_sources"))
+        return super().add_view(request, form_url, extra_context)
+
     def delete_model(self, request, obj: Document) -> None:
         sources.delete_document(document=obj)
 
