@@ -545,14 +545,15 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     search_fields = ["title", "uri", "last_error"]
     actions = ["reindex", "check_freshness", "move_to_folder"]
     readonly_fields = [
-        "status", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
+        # Its status as the list shows it: one cancelled with its job reads CANCELLED.
+        "status_badge", "progress", "queued_on", "stored_bytes", "last_error", "chunk_count",
         "latest_run", "content_hash", "indexed_by", "mime", "created_at", "updated_at",
         "last_indexed_at", "ingest_jobs", "chunks_link", "rated_answers", "original",
         # The worker holding its indexing task: a curator's edit would confuse whose it is.
         "taken_by",
     ]
     # Pipeline outputs, shown together as "latest_run".
-    exclude = ["text", "unchanged", "chunks_embedded", "queued_force"]
+    exclude = ["text", "unchanged", "chunks_embedded", "queued_force", "status"]
     change_list_template = "admin/knowledge/document/change_list.html"
     change_form_template = "admin/knowledge/document/change_form.html"
 

@@ -57,3 +57,19 @@ def test_move_to_folder_counts_only_the_documents_it_moved(client, staff, worksp
     shown = [str(m) for m in done.context["messages"]]
     assert shown == ["Moved 1 document to 'policies/2026'. 1 document was there already."]
     assert set(target.documents.values_list("pk", flat=True)) == {there.pk, moving.pk}
+
+
+def test_a_cancelled_documents_own_page_says_cancelled(client, staff, workspace):
+    """The list said CANCELLED, the document's page FAILED."""
+    job = IngestJob.objects.create(workspace=workspace)
+    document = sources.add_upload(
+        workspace=workspace, upload=SimpleUploadedFile("tides.md", b"# Tides\n"), job=job
+    )
+    assert sources.cancel_job(job=job) == 1
+    client.force_login(staff)
+    page = client.get(reverse("admin:knowledge_document_change", args=[document.pk]))
+    assert page.status_code == 200
+    shown = page.content.decode()
+    assert ">CANCELLED</b>" in shown and ">FAILED<" not in shown
+    # Still not a field to edit: a status is the pipeline's.
+    assert 'name="status"' not in shown
