@@ -530,9 +530,10 @@ MOVED_AT_ONCE = 1000
 class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAdmin):
     deleted_with_key = "document_ids"
     list_display = [
-        # No progress column: "latest indexing" gives a running document's percent.
-        "document_title", "workspace", "folder_path", "source_type", "status_badge",
-        "chunk_count", "latest_run", "last_indexed_at", "short_error",
+        # No progress column: "latest indexing" gives a running document's percent. The
+        # error beside the status it explains: last, it was off a 1366 px wide screen.
+        "document_title", "status_badge", "short_error", "folder_path", "workspace",
+        "source_type", "chunk_count", "latest_run", "last_indexed_at",
     ]
     list_filter = [
         StatusFilter, "source_type", ("workspace", MemberWorkspaceFilter), FolderFilter,
@@ -601,13 +602,15 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
     # Sorted as a reader reads titles: by the title field itself, "apple" came after "Zebra".
     @admin.display(description="title", ordering=Lower("title"))
     def document_title(self, obj: Document) -> str:
-        return obj.title
+        return clipped(obj.title, TITLE_SHOWN)
 
     @admin.display(description="folder", ordering="folder__name")
     def folder_path(self, obj: Document) -> str:
         if obj.folder_id is None:
             return "-"
-        return getattr(obj, "_folder_path", None) or str(obj.folder)
+        # Its end, where a path differs from its neighbours': "…/2024/Signed copies".
+        return clipped(getattr(obj, "_folder_path", None) or str(obj.folder), FOLDER_SHOWN,
+                       keep_end=True)
 
     @admin.display(description="status", ordering="status")
     def status_badge(self, obj: Document) -> str:
@@ -620,7 +623,7 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
 
     @admin.display(description="error")
     def short_error(self, obj: Document) -> str:
-        return obj.last_error[:120]
+        return clipped(obj.last_error, ERROR_SHOWN)
 
     @admin.display(description="ingest jobs")
     def ingest_jobs(self, obj: Document) -> str:
@@ -936,6 +939,19 @@ class DocumentAdmin(DeleteSummarized, WorkspaceFixedAfterCreation, admin.ModelAd
             request, "Queued the repository for cloning; its files are indexed once it is cloned."
         )
         return job
+
+
+# The characters of a long title, folder path or error the documents' list shows, the
+# whole in its tooltip: uncut, they widened the list past a laptop's screen.
+TITLE_SHOWN, FOLDER_SHOWN, ERROR_SHOWN = 60, 40, 80
+
+
+def clipped(text: str, limit: int, *, keep_end: bool = False) -> str:
+    """`text` cut to `limit` characters (its start, or its end), whole in a tooltip."""
+    if len(text) <= limit:
+        return text
+    shown = f"…{text[1 - limit:]}" if keep_end else f"{text[:limit - 1]}…"
+    return format_html('<span title="{}">{}</span>', text, shown)
 
 
 def counted_documents(count: int) -> str:
