@@ -379,6 +379,11 @@ def test_offline_answer_to_the_sample_launch_question_quotes_the_date_agreed(
     assert follow_up.metadata["searches"][0]["query"] == "and its budget? (tidewatch 2.0 launch)"
     first_sentence = follow_up.resolved_content.split("[citation:")[0]
     assert "€18,500" in first_sentence, follow_up.resolved_content
+    # A follow-up of the follow-up keeps the launch it is all about.
+    again = services.post_message(thread=thread, text="who approved it?")
+    assert again.metadata["searches"][0]["query"] == (
+        "who approved it? (budget tidewatch 2.0 launch)"
+    )
 
 
 def test_a_row_far_down_a_spreadsheet_is_found_and_read_under_its_header(
