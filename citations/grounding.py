@@ -592,6 +592,7 @@ class Grounder:
                 checks.number_issues(plan.features, span_features, passage_features, subject)
                 + checks.counted_issues(plan.features, span_features)
                 + checks.placed_issues(plan.features, span_features)
+                + checks.bound_issues(plan.features, passage_features)
             )
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)

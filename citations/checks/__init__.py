@@ -16,6 +16,7 @@ from .issue import Issue
 from .names import entity_issues, owner_issues, slot_issues
 from .negation import negation_issues
 from .numbers import (
+    bound_issues,
     converted_terms,
     counted_issues,
     month_issues,
@@ -31,6 +32,7 @@ __all__ = [
     "Issue",
     "association_issues",
     "attribution_issues",
+    "bound_issues",
     "code_issues",
     "comparison_issues",
     "contrast_issues",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from bisect import bisect_left
@@ -622,3 +623,106 @@ def month_issues(claim: Features, span: Features) -> list[Issue]:
         else:
             issues.append(Issue(f"the passage does not mention {month.title()}", False))
     return issues
+
+
+def bound_issues(claim: Features, passage: Features, *, reach: int = 6) -> list[Issue]:
+    """A number the passage gives of one thing, claimed of another it gives another number
+    of: "The hotel cap in London is €180" against "Hotels are capped at €180 per night in
+    most cities and €240 per night in London, …".
+
+    The passage's numbers of the claim number's kind part each sentence holding them, one
+    part a number: two are parted at the last "and", "but", "or", "while", "whereas", comma
+    or semicolon between them (none: the sentence is not parted), and what a sentence says
+    before its first number is said of all of them. A word of the claim number's clause
+    (``reach`` words either side, a rate's "per week" aside) that the passage holds only in
+    other numbers' parts ties the claim's number to something the passage does not, unless
+    another word of that clause ties the passage's same figure and not those numbers."""
+    for number in claim.numbers:
+        family = _kind_family(number.kind)
+        if number.kind in ("ordinal", "time") or sum(
+            _kind_family(n.kind) == family for n in claim.numbers
+        ) > 1:
+            continue  # a claim of two figures of a kind pairs them itself
+        money = _currency(claim.text, number)
+        alike = [n for n in passage.numbers if _kind_family(n.kind) == family
+                 and _currency(passage.text, n) == money]
+        if len(alike) > MAX_BOUND_NUMBERS or not any(_same_number(number, n) for n in alike) \
+                or all(_same_number(number, n) for n in alike):
+            continue
+        bound, free = _parts(passage.text, tuple(alike))
+        words = _clause_words(claim.text, number, reach) - _rate_words(claim.text, number)
+        for word in sorted(words):
+            tied = bound.get(word, ())
+            if tied and word not in free and not any(_same_number(number, n) for n in tied) \
+                    and not _told_apart(number, tied, [bound.get(w, ()) for w in words]):
+                written = next((w for w in WORD.findall(claim.text) if stem(w.lower()) == word),
+                               word)
+                return [Issue(f"the passage gives {tied[0].text}, not {number.text}, of "
+                              f"“{written}”", True)]
+    return []
+
+
+# More figures of a kind than a passage of prose parts into clauses: a table's.
+MAX_BOUND_NUMBERS: Final = 12
+_SENTENCE_END: Final = re.compile(r"[.!?](?=\s+[A-Z\"“(])|\n\s*\n")
+_PARTING: Final = re.compile(r"[,;]|\b(?:and|but|or|while|whereas)\b")
+_RATE: Final = re.compile(r"\W*(?:[A-Za-z]+\s+)?(?:per|a|an|each)\s+(\w+)")
+
+
+def _clause_words(text: str, number: Number, reach: int) -> set[str]:
+    """Stems of the content words within ``reach`` words of a number and no parting away:
+    "separate colony" of 1851 in "became a separate colony in 1851 and won self-government
+    four years later", not "self-government"."""
+    before = _last_parting(text, 0, number.start)
+    after = _PARTING.search(text, number.end)
+    return _content_stems(text[before or 0 : number.start], reach, last=True) | (
+        _content_stems(text[number.end : after.start() if after else len(text)], reach)
+    )
+
+
+def _rate_words(text: str, number: Number) -> set[str]:
+    """The stem of a rate's denominator after a number ("€100 per week": "week"), said of
+    every figure of a passage alike."""
+    match = _RATE.match(text, number.end)
+    return {stem(match.group(1).lower())} if match else set()
+
+
+def _told_apart(number: Number, rivals: Sequence[Number],
+                tied: list[Sequence[Number]]) -> bool:
+    """Whether a word of the claim (the numbers each is ``tied`` to) ties the passage's same
+    figure and none of the ``rivals``: "Victoria became a separate colony in 1851" against
+    "… created a separate colony in 1851 … by 1901, Melbourne had become …"."""
+    return any(
+        any(_same_number(number, n) for n in of) and not any(r in of for r in rivals)
+        for of in tied
+    )
+
+
+def _parts(text: str, numbers: tuple[Number, ...]) -> tuple[dict[str, list[Number]], set[str]]:
+    """Each content word's stem -> the numbers whose parts hold it (bound_issues), and the
+    stems the text also holds outside every part (free)."""
+    bound: dict[str, list[Number]] = {}
+    free: set[str] = set()
+    start = 0
+    for end in [*(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]:
+        inside = sorted((n for n in numbers if start <= n.start < end), key=lambda n: n.start)
+        regions: list[tuple[int, int, list[Number]]] = []
+        cuts = [_last_parting(text, a.end, b.start) for a, b in itertools.pairwise(inside)]
+        if inside and None not in cuts:
+            edges = [inside[0].start, *cuts, end]
+            regions = [(start, inside[0].start, inside)]  # said of them all
+            regions += [(edges[i], edges[i + 1], [n]) for i, n in enumerate(inside)]
+        else:
+            free |= _content_stems(text[start:end], len(text))
+        for low, high, of in regions:
+            for word in _content_stems(text[low:high], len(text)):
+                bound.setdefault(word, []).extend(of)
+        start = end
+    return bound, free
+
+
+def _last_parting(text: str, start: int, end: int) -> int | None:
+    found = None
+    for found in _PARTING.finditer(text, start, end):  # noqa: B007 (the last one is kept)
+        pass
+    return found.start() if found is not None else None

@@ -249,6 +249,36 @@ def test_a_number_tied_to_another_thing_is_a_contradiction(grounder) -> None:
     assert grounder.check_claim(faithful, [passage]).verdict == "supported"
 
 
+def test_a_figure_the_passage_gives_of_one_thing_claimed_of_another_is_a_contradiction(
+    grounder,
+) -> None:
+    """Walkthrough 4's H1: each of these was "supported" at 1.0, the passage holding the
+    claim's figure and its words, in another pairing."""
+    hotels = ("Hotels are capped at €180 per night in most cities and €240 per night in "
+              "London, New York, Zurich and Tokyo.")
+    on_call = ("Primaries receive an on-call allowance of €250 per week and secondaries "
+               "receive €100. If you are paged at night, take the following morning off.")
+    for claim, passage, reason in (
+        ("The hotel cap in London is €180 per night.", hotels,
+         "the passage gives €240, not €180, of “London”"),
+        ("Hotels in most cities are capped at €240 per night.", hotels,
+         "the passage gives €180, not €240, of “cities”"),
+        ("Secondaries receive an on-call allowance of €250 per week.", on_call,
+         "the passage gives €100, not €250, of “Secondaries”"),
+    ):
+        result = grounder.check_claim(claim, [passage])
+        assert (result.verdict, result.reason) == ("unsupported", reason), claim
+    # Each figure of its own thing; what the sentence says before its first figure (the
+    # hotels), and a rate's "per week" said of one only, are said of both.
+    for claim, passage in (
+        ("In London, hotels are capped at €240 per night.", hotels),
+        ("The hotel cap is €180 per night in most cities.", hotels),
+        ("Primaries receive €250 per week.", on_call),
+        ("Secondaries receive €100 per week.", on_call),
+    ):
+        assert grounder.check_claim(claim, [passage]).verdict == "supported", claim
+
+
 def test_a_possessor_before_a_verb_is_its_doer() -> None:
     # "Darwin's thinking influenced X": Darwin influences; against "X influenced Darwin".
     claim = analyze("Darwin's thinking influenced Lyell's book Principles of Geology.")
