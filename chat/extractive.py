@@ -151,9 +151,14 @@ TOLERANCE: Final = (
 # An amount of money: a currency sign or code by a number, or a number of a currency, or
 # a number under a column of prices (rows.read_under: "Unit price (EUR): 37.46"). A number
 # of a currency is looked for at its last digit ("1,200 euros" has "0 euros"): read from
-# each of its digits, a run of figures was quadratic.
+# each of its digits, a run of figures was quadratic. A column's name may join its words
+# with underscores, as a spreadsheet's often does ("cost_eur: 1200.50", "unit_price: 9"):
+# "\b" finds no edge between "cost" and "_", so a name's edge is any character but a
+# letter or a digit there.
+_CURRENCY_CODE: Final = r"(?:EUR|USD|GBP|CHF|JPY)"
 MONEY: Final = (
-    r"\b(?i:price|cost|fee|amount)s?\b[^:;]{0,20}: \d|"
+    r"(?<![A-Za-z0-9])(?i:price|cost|fee|amount)s?(?![A-Za-z0-9])[^:;]{0,20}: \d|"
+    rf"(?<![A-Za-z0-9])(?i:{_CURRENCY_CODE})(?![A-Za-z0-9])[^:;]{{0,20}}: \d|"
     r"[$€£¥₹]\)?:?\s?\d|\b(?:EUR|USD|GBP|CHF|JPY|US\$)\)?:?\s?\d|"
     r"\d\s?(?:(?i:hundred|"
     r"thousand|million|billion|trillion|[mbk]n?)\s)?(?i:dollars?|euros?|pounds?|yen|yuan|"

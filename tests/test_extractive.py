@@ -14,6 +14,7 @@ import pytest
 
 from chat.extractive import (
     CAUSE,
+    MONEY,
     NOTHING_FOUND,
     TOLERANCE,
     WHEN,
@@ -931,3 +932,27 @@ def test_a_section_the_question_names_answers_it_with_its_list(question, checker
     # A question naming no section is answered as before.
     assert compose_answer("What happens after a security incident?", passages,
                           titles=titles, grounder=checker) == NOTHING_FOUND
+
+
+# A CSV's chunk whose money column joins its words with an underscore, as spreadsheet
+# exports often name them.
+COSTS = ("| item | supplier | cost_eur |\n"
+         "| Tide gauge hardware | Marlin Instruments | 1200.50 |\n"
+         "| Installation labour | Harbour Works | 800.00 |\n"
+         "| Calibration visit | Marlin Instruments | 350.25 |\n"
+         "| Total | | 2350.75 |")
+
+
+def test_a_money_column_named_with_underscores_is_read_as_money(checker):
+    """Walkthrough H2: "cost_eur: 800.00" was no amount of money ("\\b" finds no edge
+    between "cost" and "_"), so "How much did … cost?" found nothing in a costs CSV."""
+    titles = {1: "costs"}
+    assert compose_answer("How much did the installation labour cost?", [(1, COSTS)],
+                          titles=titles, grounder=checker) == (
+        "item: Installation labour; supplier: Harbour Works; cost_eur: 800.00. [1]"
+    )
+    assert compose_answer("What was the total cost?", [(1, COSTS)], titles=titles,
+                          grounder=checker) == "item: Total; cost_eur: 2350.75. [1]"
+    for read in ("price_usd: 12", "Amount_GBP: 3.50", "unit_price: 9", "total_eur: 40"):
+        assert re.search(MONEY, read), read
+    assert not re.search(MONEY, "costly_item: 4")
