@@ -22,6 +22,7 @@ from chat.extractive import (
     parse_evidence,
     parse_titles,
     rank_sentences,
+    unnamed_subjects,
 )
 from chat.grounding import grounder
 from citations.renderer import EvidenceDocument, Passage, render_evidence
@@ -956,3 +957,42 @@ def test_a_money_column_named_with_underscores_is_read_as_money(checker):
     for read in ("price_usd: 12", "Amount_GBP: 3.50", "unit_price: 9", "total_eur: 40"):
         assert re.search(MONEY, read), read
     assert not re.search(MONEY, "costly_item: 4")
+
+
+HANDBOOK = [
+    Passage(1, "## Architecture\n\nThe capital expenditure for new servers is approved by "
+               "the infrastructure lead. Our main services run in two data centres, one in "
+               "Frankfurt and one in Dublin.", section="Architecture"),
+    Passage(2, "## Team\n\nThe platform team was formed in 2019 to run the deployment "
+               "pipeline. The platform team has seven engineers across two time zones.",
+            section="Team"),
+    Passage(3, "## Expenses\n\nTravel and meals on company business are reimbursed through "
+               "the expense tool. Team dinners are reimbursed up to 40 euros per person. "
+               "Alcohol is not reimbursed, except at client dinners approved in advance by "
+               "your manager.", section="Expenses"),
+]
+
+
+def _handbook() -> tuple[list[tuple[int, str]], dict[int, str]]:
+    rendered = render_evidence([
+        EvidenceDocument("Engineering Handbook", "handbook.md", "excerpt", HANDBOOK)
+    ])
+    return parse_evidence(rendered), parse_titles(rendered)
+
+
+def test_a_question_naming_a_thing_no_passage_names_is_not_answered(checker):
+    """Walkthrough H2: "What is the capital of Peru?" asked of an engineering handbook was
+    answered with "The capital expenditure for new servers …": it shares "capital" and
+    says nothing of Peru, which no passage names."""
+    passages, titles = _handbook()
+    assert unnamed_subjects("What is the capital of Peru?", passages, titles) == ["Peru"]
+    assert compose_answer("What is the capital of Peru?", passages, titles=titles,
+                          grounder=checker) == NOTHING_FOUND
+    # A name the evidence holds, or spells nearly alike (a typo, an accent), is known.
+    assert compose_answer("Who approves capital expenditure for the Frankfurt servers?",
+                          passages, titles=titles, grounder=checker).startswith(
+        "The capital expenditure for new servers is approved by the infrastructure lead. [1]"
+    )
+    assert unnamed_subjects("How did Celeron feel about Native relations?",
+                            [(1, "Céloron's expedition met the Natives at Logstown.")],
+                            {}) == []
