@@ -10,7 +10,9 @@ sentences, chosen in three steps:
    (a chunk continuing a definition rarely names its term) or that only say which thing
    the question asks about and that its document is about ("the tidewatch 2.0 launch"
    in notes about tidewatch 2.0), for having the shape of the answer (a date for
-   "when", a cause for "why", a date after "by" or "due" for "by when";
+   "when", a cause for "why", a date after "by" or "due" for "by when", a count rather
+   than a year alone for "how many", a modal or a negation for a yes-or-no question
+   ("Alcohol is not reimbursed" for "Can I expense alcohol?");
    for "how many", "how much did it cost", "how accurate" or "what does f() raise" the
    shape is required: a number, an amount of money, a measure, an exception; each shape
    of a question asking two things counts; a value that names the answer itself, a
@@ -47,7 +49,8 @@ Among sentences scoring about as well, the passage search ranked first is prefer
 sections (a sentence elsewhere naming X mentions it), and so is a question naming every
 word of a section's heading ("What happens after a security incident?" of "After the
 incident", "What risks were raised?" of "Risks"): each sentence under it holds the heading's
-words, and they are quoted as written; a question in prose is answered from
+words, and they are quoted as written (the one naming the most the question asks beyond
+the heading first); a question in prose is answered from
 code or a docstring only when no prose answers nearly as well, and then from its best
 passage alone. A sentence starting with a lowercase English word is a piece of one the
 splitter cut; a table's row is quoted read under its header, never as bare cells; a list's
@@ -130,6 +133,11 @@ _NUMBER_WORDS: Final = (
     r"an? (?:century|decade|year|month|week|day|hour|minute|second))\b"
 )
 NUMBER: Final = rf"(?:(?<![A-Za-z_])\d|{_NUMBER_WORDS})"
+# A count: a number that is not a year standing alone ("seven engineers", "1,146
+# stations", "12 of them"; not "in 2019"). Read from a number's first digit.
+COUNT: Final = (
+    rf"(?<![A-Za-z_\d.,])(?!(?:1\d|20)\d\d(?![\d]|[.,]\d))\d|{_NUMBER_WORDS}"
+)
 # A value in documentation: a number or a CONSTANT.
 VALUE: Final = rf"(?:{NUMBER}|\b[A-Z_]{{3,}}\b)"
 # A number of a unit ("within 4 cm", "half a metre", "12%"), not a version ("CC BY 4.0").
@@ -225,6 +233,17 @@ CAUSE: Final = re.compile(
     r"reasons?|caused?|led to|leads to|therefore|hence|given that|for fear|argued|"
     r"explained|no longer|since(?! \d| then\b| (?:the )?(?:early|late|mid|last|first)\b))\b"
 )
+# A question a yes or a no answers: it opens on an auxiliary verb ("Can I …", "Is it …",
+# "Are we allowed …", "Do contractors …").
+YES_NO_ASKED: Final = re.compile(
+    r"^\s*(?:can|could|may|must|should|shall|is|are|am|do|does|will|would|has|have)"
+    r"(?:n't)?\s+\w", re.I,
+)
+# What says whether something may be done: a modal, a negation, an exception, a rule.
+PERMISSION: Final = re.compile(
+    r"\b(?i:may|must|cannot|can(?:'t| not)|not|never|no longer|only|except|unless|"
+    r"allowed|permitted|prohibited|forbidden|required|eligible)\b"
+)
 HOW_CLOSE: Final = re.compile(r"\bhow (?:close|accurate|accurately|precise|precisely)\b",
                              re.I)
 WHEN: Final = Shape(
@@ -246,6 +265,10 @@ ANSWER_SHAPES: Final = [
     Shape(re.compile(r"\bhow (?:many|long|quickly|fast|often|frequently|far|old|big|large|"
                      r"small|wide|high|deep|tall|heavy)\b", re.I),
           re.compile(NUMBER), precise=False, required=True),
+    # ... and "how many" asks for a count: a sentence holding one beats one whose only
+    # number is a year ("The team was formed in 2019" for "How many engineers …?").
+    Shape(re.compile(r"\bhow many\b", re.I), re.compile(COUNT), precise=False,
+          required=False),
     # How close or accurate: a number of a unit ("within 4 cm", "half a metre"), not a
     # version ("CC BY 4.0").
     Shape(HOW_CLOSE, re.compile(MEASURE), precise=False, required=True),
@@ -259,6 +282,9 @@ ANSWER_SHAPES: Final = [
     # "Why" asks for a cause or a purpose: a sentence giving one (CAUSE), though it may not
     # name the event again.
     Shape(WHY_ASKED, CAUSE, precise=True, required=False),
+    # "Can I expense alcohol?", "Is parking reimbursed?": a yes or a no is said by a rule,
+    # a sentence with a modal or a negation ("Alcohol is not reimbursed", "may not").
+    Shape(YES_NO_ASKED, PERMISSION, precise=False, required=False),
     Shape(re.compile(r"^\s*who\b|\bwhom\b", re.I),
           re.compile(r"\b[A-Z][a-z]+ [A-Z][a-z]+"), precise=False, required=False),
     # Documentation: a default is stated as a value next to the word.
@@ -1064,9 +1090,16 @@ def compose_answer(
     if all(c.number == chosen[0].number and _named_section(c) for c in chosen):
         # Sentences of the one section the question names are read as written: "Every SEV1
         # and SEV2 incident gets a … postmortem" before "The postmortem covers …". Under an
-        # FAQ's question, the sentence answering it best comes first.
+        # FAQ's question, the sentence answering it best comes first. A question asking
+        # more than its heading names is answered first by the sentence naming the most of
+        # that more: "Can I expense alcohol?" of "Expenses" by "Alcohol is not reimbursed",
+        # not by the section's first sentence about team dinners.
         text = dict(passages).get(chosen[0].number, "")
-        chosen.sort(key=lambda c: at if (at := text.find(c.text)) >= 0 else len(text))
+        beyond = set(analyze(question).terms) - analyze(chosen[0].heading).stems
+        chosen.sort(key=lambda c: (
+            -len(beyond & analyze(c.text).stems),
+            at if (at := text.find(c.text)) >= 0 else len(text),
+        ))
     # The sentence naming the answer precisely (the value beside "default") is read first.
     precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))

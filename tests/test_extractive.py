@@ -14,6 +14,7 @@ import pytest
 
 from chat.extractive import (
     CAUSE,
+    COUNT,
     MONEY,
     NOTHING_FOUND,
     TOLERANCE,
@@ -996,3 +997,20 @@ def test_a_question_naming_a_thing_no_passage_names_is_not_answered(checker):
     assert unnamed_subjects("How did Celeron feel about Native relations?",
                             [(1, "Céloron's expedition met the Natives at Logstown.")],
                             {}) == []
+
+
+def test_how_many_and_yes_or_no_are_answered_first_by_the_sentence_saying_it(checker):
+    """Walkthrough M1: under a heading the question names ("Team", "Expenses"), sentences
+    were quoted in reading order, so "How many engineers …" was answered first by the
+    team's founding year and "Can I expense alcohol?" by the rule on team dinners."""
+    passages, titles = _handbook()
+    answer = compose_answer("How many engineers are on the platform team?", passages,
+                            titles=titles, grounder=checker)
+    assert answer.startswith("The platform team has seven engineers across two time zones. "
+                             "[2]"), answer
+    answer = compose_answer("Can I expense alcohol?", passages, titles=titles,
+                            grounder=checker)
+    assert answer.startswith("Alcohol is not reimbursed, except at client dinners"), answer
+    # A count is a number that is not a year alone.
+    assert re.search(COUNT, "has seven engineers") and re.search(COUNT, "1,146 stations")
+    assert not re.search(COUNT, "was formed in 2019 to run")
