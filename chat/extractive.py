@@ -17,7 +17,8 @@ sentences, chosen in three steps:
    shape is required: a number, an amount of money, a measure, an exception; each shape
    of a question asking two things counts; a value that names the answer itself, a
    default's or a bound on an error for "how accurate", counts more), and penalties for
-   boilerplate repeated across passages, run-on blocks, fragments cut by a chunk's edge and
+   boilerplate repeated across passages, run-on blocks, lines only labelling names under a
+   label the question does not name ("Notes: Juniper Hale."), fragments cut by a chunk's edge and
    passages that do not name the module or setting the question names. A sentence the
    passage's end cuts is completed from the next passage when that one continues it
    (chunks overlap) and cites both; an entry of a list of names in code is no sentence;
@@ -308,6 +309,10 @@ IDENTIFIER: Final = re.compile(
 # A definition's label at the start of a paragraph, as the loaders write it for a term
 # and its description: "shared_buffers (integer): …", "os.makedirs: …", "FULL: …".
 LABEL: Final = re.compile(r"^([\w.\-]+(?:\([^\n]*?\))?(?: \([\w ]+\))?): ", re.M)
+# A line that only labels a value ("Notes: Juniper Hale.", "Attendees: Ines, Kwame."):
+# a label of up to three words, then a few words of names or figures, no prose.
+_LABEL_ONLY: Final = re.compile(r"^([A-Z][\w'-]*(?: [\w'-]+){0,2}): ([^:;]+?)\.?$")
+_LABEL_VALUE_WORDS: Final = 6
 # In code, the function or class a line belongs to.
 CODE_LABEL: Final = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", re.M)
 NOT_LABELS: Final = frozenset("note notes warning tip example examples important caution "
@@ -401,6 +406,10 @@ class Tuning:
     # sharing the question's words is most often about another thing ("support contracts
     # with port operators" after a port the FAQ lists for "Which ports are supported?").
     other_document_alike: float = 0.5
+    # A line only labelling a value whose label the question does not name ("Notes: Juniper
+    # Hale." for "What will Juniper Hale do?") shares the question's names and says
+    # nothing of them: a sentence about them is preferred.
+    label_only_factor: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -598,6 +607,32 @@ def _labels(text: str) -> list[tuple[int, str]]:
     ]
     labels += [(match.start(), match.group(1)) for match in CODE_LABEL.finditer(text)]
     return sorted(labels)
+
+
+def label_only(text: str) -> str | None:
+    """The label of a line that only labels names or figures ("Notes" of "Notes: Juniper
+    Hale."), or None for a sentence (a lowercase word other than a stop word in its value
+    says something: "Status: waiting for the vendor.")."""
+    if ": " not in text[:40]:
+        return None  # most sentences: no label to read
+    match = _LABEL_ONLY.match(_one_line(text))
+    if match is None:
+        return None
+    value = WORD.findall(match.group(2))
+    if len(value) > _LABEL_VALUE_WORDS or any(
+        word.islower() and word.lower() not in STOP_WORDS
+        for word in re.findall(r"[^\W\d_]+", match.group(2))
+    ):
+        return None
+    return match.group(1)
+
+
+def _unasked_label(question: str, sentence: Candidate | str) -> bool:
+    """Whether a sentence only labels names or figures under a label the question does not
+    name (label_only)."""
+    text = sentence if isinstance(sentence, str) else sentence.text
+    label = label_only(text)
+    return label is not None and not analyze(label).stems & analyze(question).stems
 
 
 def code_line(text: str) -> bool:
@@ -893,6 +928,8 @@ def rank_sentences(
             score *= 0.7  # a table or a run-on block, not a sentence
         if unit.fragment:
             score *= 0.5
+        if _unasked_label(question, unit.text):
+            score *= tuning.label_only_factor
         if any(word not in document_text[document] for word in unknown):
             score *= tuning.unnamed_factor  # likely another module's or setting's passage
         if unit.number == top:
@@ -1341,6 +1378,8 @@ def _choose(
             # A page's header ("Launch planning meeting, Tuesday 14 January") names what
             # the notes are about; after a sentence that answers it adds only noise.
             continue
+        if chosen and _unasked_label(question, candidate):
+            continue  # "Notes: Juniper Hale." adds nothing to a sentence about her
         if any(looks.search(_as_read(ranked[0])) and not looks.search(_as_read(candidate))
                for looks in preferred):
             continue  # a date answers "when": undated sentences sharing its words do not

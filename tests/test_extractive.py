@@ -1014,3 +1014,19 @@ def test_how_many_and_yes_or_no_are_answered_first_by_the_sentence_saying_it(che
     # A count is a number that is not a year alone.
     assert re.search(COUNT, "has seven engineers") and re.search(COUNT, "1,146 stations")
     assert not re.search(COUNT, "was formed in 2019 to run")
+
+
+def test_a_line_only_labelling_names_is_not_preferred_to_a_sentence_about_them(checker):
+    """Walkthrough M1: "Notes: Juniper Hale." (who took the notes) answered "What will
+    Juniper Hale do?" before the sentence saying what she will do."""
+    notes = [(1, "Attendees: Ines Valcourt, Kwame Mensah, Juniper Hale.\n\n"
+                 "Notes: Juniper Hale."),
+             (2, "The database migration slipped by a week. Juniper Hale will own the "
+                 "database migration and report on it every Friday.")]
+    answer = compose_answer("What will Juniper Hale do?", notes, grounder=checker)
+    assert answer == ("Juniper Hale will own the database migration and report on it every "
+                      "Friday. [2]"), answer
+    # Asked for what its label names, the line is the answer.
+    assert compose_answer("Who took the notes?", notes, grounder=checker).startswith(
+        "Notes: Juniper Hale. [1]"
+    )
