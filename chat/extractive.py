@@ -18,9 +18,9 @@ sentences, chosen in three steps:
    of a question asking two things counts; a value that names the answer itself, a
    default's or a bound on an error for "how accurate", counts more), and penalties for
    boilerplate repeated across passages, run-on blocks, lines only labelling names under a
-   label the question does not name ("Notes: Juniper Hale."), fragments cut by a chunk's edge and
-   passages that do not name the module or setting the question names. A sentence the
-   passage's end cuts is completed from the next passage when that one continues it
+   label the question does not name ("Notes: Juniper Hale."), fragments cut by a chunk's
+   edge and passages that do not name the module or setting the question names. A sentence
+   the passage's end cuts is completed from the next passage when that one continues it
    (chunks overlap) and cites both; an entry of a list of names in code is no sentence;
 2. the best few are embedded with the grounding engine's embedder (its cache is
    shared, so the check in step 3 and the message's own grounding reuse the
@@ -51,9 +51,11 @@ sections (a sentence elsewhere naming X mentions it), and so is a question namin
 word of a section's heading ("What happens after a security incident?" of "After the
 incident", "What risks were raised?" of "Risks"): each sentence under it holds the heading's
 words, and they are quoted as written (the one naming the most the question asks beyond
-the heading first); a question in prose is answered from
-code or a docstring only when no prose answers nearly as well, and then from its best
-passage alone. A sentence starting with a lowercase English word is a piece of one the
+the heading first). A question asking for things of a kind ("What are the action items?",
+"List the risks") whose section's items (entries, rows) were chosen is answered with its
+items as written, up to ``Tuning.max_entries``, each cited. A question in prose is
+answered from code or a docstring only when no prose answers nearly as well, and then
+from its best passage alone. A sentence starting with a lowercase English word is a piece of one the
 splitter cut; a table's row is quoted read under its header, never as bare cells; a list's
 entry as a sentence, without its marker; a sentence leading into a list ("… from these
 sources:") with the list's entries, never alone when its passage ends before them.
@@ -1124,6 +1126,8 @@ def compose_answer(
         chosen = [c for c in chosen if c.number == chosen[0].number]
     if not chosen:
         return NOTHING_FOUND
+    if LIST_ASKED.search(question):
+        chosen = _listed(chosen, ranked, dict(passages), titles or {}, grounder, tuning)
     if all(c.number == chosen[0].number and _named_section(c) for c in chosen):
         # Sentences of the one section the question names are read as written: "Every SEV1
         # and SEV2 incident gets a … postmortem" before "The postmortem covers …". Under an
@@ -1142,6 +1146,49 @@ def compose_answer(
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
     return quote(_after_what_they_follow(chosen, passages=dict(passages),
                                          titles=titles or {}, grounder=grounder), "[{}]")
+
+
+# A question asking for the things of a kind: "List the risks", "What are the action
+# items?", "Which risks were raised?", "Name all the owners".
+LIST_ASKED: Final = re.compile(
+    r"^\s*(?:please\s+)?(?:list|enumerate|name\s+(?:all|the|every))\b|"
+    r"^\s*(?:what|which)\s+(?:are|were)\s+(?:\w+\s+){0,3}?\w+s\b|"
+    r"^\s*(?:what|which)\s+(?:\w+\s+){0,2}?\w+s\s+(?:are|were|did|do|have|has|had)\b",
+    re.I,
+)
+
+
+def _item(candidate: Candidate) -> bool:
+    """A list's entry or a table's row: one of a section's items."""
+    return is_table_row(candidate.text) or list_entry(candidate.text) is not None
+
+
+def _listed(
+    chosen: list[Candidate], candidates: Sequence[Candidate], passages: Mapping[int, str],
+    titles: Mapping[int, str], grounder: Grounder | None, tuning: Tuning,
+) -> list[Candidate]:
+    """The answer to a question asking for things of a kind: when what was chosen are items
+    (entries, rows) of the section whose heading the question names ("Action items" for
+    "What are the action items?"), the section's items, in the order written, up to
+    ``Tuning.max_entries``: each is one of the things asked for, not a weaker sentence."""
+    first = chosen[0]
+    if not all(_item(c) and _named_section(c) and c.number == first.number
+               and c.heading == first.heading for c in chosen):
+        return chosen
+    text = passages.get(first.number, "")
+    items: dict[str, Candidate] = {}
+    for candidate in [*chosen, *candidates]:
+        if (candidate.number == first.number and candidate.heading == first.heading
+                and _item(candidate) and not candidate.fragment):
+            items.setdefault(candidate.text, candidate)
+    ordered = sorted(items.values(), key=lambda c: at if (at := text.find(c.text)) >= 0
+                     else len(text))[: tuning.max_entries]
+    if grounder is not None:
+        said = {c.text for c in chosen}
+        checked = supported([c for c in ordered if c.text not in said], dict(passages),
+                            titles, grounder)
+        ordered = [c for c in ordered if c.text in said or c in checked]
+    return ordered
 
 
 # A sentence opening on a word that points back at what was just said ("That is a

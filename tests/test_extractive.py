@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -19,6 +20,7 @@ from chat.extractive import (
     NOTHING_FOUND,
     TOLERANCE,
     WHEN,
+    Tuning,
     compose_answer,
     parse_evidence,
     parse_titles,
@@ -1030,3 +1032,46 @@ def test_a_line_only_labelling_names_is_not_preferred_to_a_sentence_about_them(c
     assert compose_answer("Who took the notes?", notes, grounder=checker).startswith(
         "Notes: Juniper Hale. [1]"
     )
+
+
+ACTIONS = Passage(
+    1, "## Action items\n\n| Owner | Action | Due |\n| --- | --- | --- |\n" + "".join(
+        f"| {owner} | {action} | {day} March |\n" for owner, action, day in [
+            ("Ines Valcourt", "Publish the comparison report", 7),
+            ("Kwame Mensah", "Renew the TLS certificates", 10),
+            ("Juniper Hale", "Finish the database migration", 14),
+            ("Priya Raman", "Update the on-call runbook", 17),
+            ("Tobias Lind", "Archive the old dashboards", 21),
+        ]
+    ), section="Action items",
+)
+
+
+def test_a_question_asking_for_a_list_is_answered_with_the_sections_items(checker):
+    """Walkthrough H3: "What are the action items?" over a table under "## Action items"
+    quoted three of its five rows; every item is one of the things asked for."""
+    rendered = render_evidence([EvidenceDocument(
+        "Platform sync", "sync.md", "excerpt",
+        [ACTIONS, replace(KICKOFF[1], n=2, text=KICKOFF[1].text
+                          + "\n- The staging cluster has no spare capacity.\n"
+                          "- Two vendors have not signed the data agreement.")],
+    )])
+    passages, titles = parse_evidence(rendered), parse_titles(rendered)
+    answer = compose_answer("What are the action items?", passages, titles=titles,
+                            grounder=checker)
+    assert answer.count("[1]") == 5 and "[2]" not in answer, answer
+    assert answer.startswith("Owner: Ines Valcourt; Action: Publish the comparison report; "
+                             "Due: 7 March. [1]")
+    assert answer.endswith("Owner: Tobias Lind; Action: Archive the old dashboards; Due: "
+                           "21 March. [1]")
+    answer = compose_answer("List the risks", passages, titles=titles, grounder=checker)
+    assert answer.count("[2]") == 5 and answer.endswith(
+        "Two vendors have not signed the data agreement. [2]"), answer
+    # Bounded: a long list is quoted up to Tuning.max_entries items.
+    many = "## Risks\n\n" + "".join(f"- Supplier {n} may miss its delivery date.\n"
+                                    for n in range(1, 13))
+    rendered = render_evidence([EvidenceDocument(
+        "Platform sync", "sync.md", "excerpt", [Passage(1, many, section="Risks")])])
+    answer = compose_answer("List the risks", parse_evidence(rendered),
+                            titles=parse_titles(rendered), grounder=checker)
+    assert answer.count("[1]") == Tuning().max_entries, answer
