@@ -722,13 +722,9 @@ class CitationView(KnownParameters, APIView):
             pdf["page_url"] = signed_page_url(request, thread_id=thread.pk, n=n, link=(
                 citation_pages.PageLink(request.user.pk, entry.document_id, pdf["page"])
             ))
-        cited = citations.citation_json(entry)
-        # The panel tells two "report.pdf" of different folders apart by where it is now.
-        folders = selectors.document_folder_paths(document_ids=[entry.document_id])
-        cited["document"]["folder_path"] = folders.get(entry.document_id)
         return Response(
             {
-                **cited,
+                **citations.in_folders([citations.citation_json(entry)])[0],
                 "context": citations.surrounding_text(entry),
                 "format": citation_pages.passage_format(thread=thread, entry=entry),
                 "pdf": pdf,

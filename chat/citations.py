@@ -17,7 +17,7 @@ from chat.models import CitationEntry, CitationRegistry, Thread
 from citations.registry import Numbering
 from citations.sentences import CITATION
 from indexing.types import content_hash
-from knowledge import locators
+from knowledge import locators, selectors
 from knowledge.locators import unit_text
 from knowledge.models import Chunk, Document
 
@@ -210,6 +210,7 @@ class Now:
     document_id: int | None
     locator: dict[str, Any]
     label: str
+    folder_path: str | None  # its document's folder now
 
 
 def current_sources(
@@ -220,9 +221,12 @@ def current_sources(
     entries = _with_current_hash(thread)
     if numbers is not None:
         entries = entries.filter(n__in=[n for n in numbers if isinstance(n, int)])
+    entries = [_as_now(e) for e in entries]
+    folders = selectors.document_folder_paths(document_ids=[e.document_id for e in entries])
     return {
-        e.n: Now(freshness(e), e.document_id, e.locator, e.display.get("label", ""))
-        for e in map(_as_now, entries)
+        e.n: Now(freshness(e), e.document_id, e.locator, e.display.get("label", ""),
+                 folders.get(e.document_id))
+        for e in entries
     }
 
 
@@ -278,6 +282,18 @@ def citation_json(entry: CitationEntry) -> dict[str, Any]:
         "text": entry.text,
         "status": freshness(entry),
     }
+
+
+def in_folders(cited: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """citation_json's, each document with the path of its folder now (`folder_path`, None
+    at the top level, for a web result or a deleted document): two "report.pdf" of
+    different folders are told apart by it."""
+    folders = selectors.document_folder_paths(
+        document_ids=[c["document"]["id"] for c in cited]
+    )
+    for citation in cited:
+        citation["document"]["folder_path"] = folders.get(citation["document"]["id"])
+    return cited
 
 
 def merge(*, thread: Thread, staged: Sequence[Sequence[SourceUnit]]) -> dict[str, int]:

@@ -51,6 +51,13 @@ class CitedDocumentSerializer(serializers.Serializer):
         help_text="a file's path from the folder or repository it was ingested from (else "
         "its name); empty for a web page. Never the server's absolute path"
     )
+    folder_path = serializers.CharField(
+        allow_null=True, required=False,
+        help_text="the path of the folder holding the document now ('Finance/2024'), null "
+        "at the top level and for a web result or a document since deleted: two documents "
+        "of one name in different folders are told apart by it (absent from a citation "
+        "stored before it was kept)",
+    )
 
 
 class CitationSerializer(serializers.Serializer):
@@ -107,17 +114,7 @@ class PageLinkSerializer(serializers.Serializer):
     expires_in = serializers.IntegerField(help_text="seconds it stays good for")
 
 
-class CitedDocumentInFolderSerializer(CitedDocumentSerializer):
-    folder_path = serializers.CharField(
-        allow_null=True,
-        help_text="the path of the folder holding the document now ('Finance/2024'), null "
-        "at the top level and for a web result or a document since deleted: two documents "
-        "of one name in different folders are told apart by it",
-    )
-
-
 class CitationDetailSerializer(CitationSerializer):
-    document = CitedDocumentInFolderSerializer()
     context = SurroundingTextSerializer(
         help_text="text around a current passage, for showing it in place (else empty)"
     )
@@ -318,6 +315,7 @@ def _update_to_now(citation: dict, now: citations.Now) -> None:
     """A stored citation as it is now: its status, its document, and (a passage that moved
     when its document was re-indexed) its locator, label and supporting span there."""
     citation["status"], citation["document"]["id"] = now.status, now.document_id
+    citation["document"]["folder_path"] = now.folder_path
     if now.status != "current" and citation.get("support"):
         # The document no longer holds the passage there: its span would mark other text.
         citation["support"]["document_span"] = None

@@ -988,7 +988,8 @@ def _close(turn: Turn) -> Message:
     entries = citations.entries(thread=turn.thread, numbers=turn.normalizer.cited)
     answer = "".join(turn.shown)
     cited, grounding = ground_citations(
-        answer=answer, citations=[citations.citation_json(e) for e in entries]
+        answer=answer,
+        citations=citations.in_folders([citations.citation_json(e) for e in entries]),
     )
     message = _complete(
         turn.answer,
@@ -1036,7 +1037,7 @@ def _close_stopped(turn: Turn) -> Message:
                             "stopped": True})
         return message
     entries = citations.entries(thread=turn.thread, numbers=turn.normalizer.cited)
-    cited = [citations.citation_json(e) for e in entries]
+    cited = citations.in_folders([citations.citation_json(e) for e in entries])
     message = _complete(
         turn.answer,
         status=Message.Status.COMPLETE,

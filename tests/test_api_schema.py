@@ -222,6 +222,7 @@ OPTIONAL_IN_RESPONSES = {
     ("GroundingCheckResult", "dropped_citations"),  # not with message_id
     ("MessageCitation", "support"),  # absent with GROUNDING off
     ("Feedback", "comment"),
+    ("CitedDocument", "folder_path"),  # absent from a citation stored before it was kept
 }
 
 

@@ -96,3 +96,22 @@ def test_the_citation_panel_names_the_cited_documents_folder(
     body = api.get(f"/api/threads/{thread.pk}/citations/{n}").json()
     assert body["document"]["folder_path"] == "Finance/2024"
     assert body["document"]["title"] == reports["finance"].title  # as it was
+
+
+def test_an_answers_citations_name_their_documents_folder_as_it_is_now(
+    api, user, workspace, reports, settings
+):
+    """The pills' and the copied answer's source names read it from the message."""
+    settings.LLM_PROVIDER = "extractive"
+    thread = services.create_thread(workspace=workspace, user=user)
+    message = services.post_message(thread=thread, text="What is the dredging budget for 2024?")
+    finance = reports["finance"].pk
+    cited = next(c for c in message.citations if c["document"]["id"] == finance)
+    assert cited["document"]["folder_path"] == "Finance/2024"
+    sources.update_document(
+        document=reports["finance"],
+        folder=sources.folder_for_path(workspace=workspace, path="Archive"),
+    )
+    listed = api.get(f"/api/threads/{thread.pk}/messages").json()["results"]
+    cited = next(c for m in listed for c in m["citations"] if c["document"]["id"] == finance)
+    assert cited["document"]["folder_path"] == "Archive"

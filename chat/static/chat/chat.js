@@ -334,7 +334,7 @@
 
   function citationPill(n, k, view) {
     const known = citationFor(view, n);
-    const title = known && known.document ? known.document.title : "";
+    const title = known ? sourceName(known.document) : "";
     const support = pillSupport(view, n, k);
     const verdict = support && VERDICT_WORDS[support.verdict] ? support.verdict : null;
     const pill = el("button", {
@@ -1911,10 +1911,11 @@
     if (!cited.length) return text;
     const sources = cited.map((n) => {
       const citation = citationFor(view, n);
-      const title = citation && citation.document && citation.document.title;
+      const doc = citation && citation.document;
       // Where in it ("page 3", "Travel policy"): two passages of one document differ.
-      const where = citation && citation.label && citation.label !== title ? `, ${citation.label}` : "";
-      return `[${n}] ${title || `Source ${n}`}${where}`;
+      const where = citation && citation.label && citation.label !== (doc && doc.title)
+        ? `, ${citation.label}` : "";
+      return `[${n}] ${sourceName(doc) || `Source ${n}`}${where}`;
     });
     return `${text}\n\nSources:\n${sources.join("\n")}`;
   }
@@ -2545,6 +2546,13 @@
    * the top level). `folderPath` as the API gives it, "Finance/2024". */
   function inFolder(folderPath) {
     return folderPath ? `in ${folderPath.split("/").join(" / ")}` : "";
+  }
+
+  /* A cited document's name with its folder: two "report.pdf" of different folders differ. */
+  function sourceName(doc) {
+    if (!doc || !doc.title) return "";
+    const where = inFolder(doc.folder_path);
+    return where ? `${doc.title} (${where})` : doc.title;
   }
 
   function documentCandidate(d) {
