@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from chat.extractive import NOTHING_FOUND
+from tests.test_extractive_selection import ask as asked
 
 pytestmark = pytest.mark.django_db
 
@@ -59,12 +60,7 @@ Juniper Hale will own the database migration and report on it every Friday.
 
 
 def ask(api, question: str) -> str:
-    thread = api.post("/api/threads", {"title": ""}, format="json").json()["id"]
-    response = api.post(f"/api/threads/{thread}/messages", {"content": question}, format="json")
-    assert response.status_code == 201, response.content
-    message = response.json()
-    assert message["status"] == "complete"
-    return message["resolved_content"]
+    return asked(api, question)["resolved_content"]
 
 
 def test_a_users_own_documents_are_answered_as_asked(
