@@ -297,6 +297,10 @@ class SearchView(APIView):
         except ScopeError as exc:
             # Foreign ids look exactly like missing ones: no probing other workspaces.
             raise NotFound(str(exc)) from exc
+        if page > 1 and not result.hits:
+            # As the lists answer it (config.pagination): an empty 200 read as "no hits",
+            # though page 1 had them (77 hits, page 4 of 30).
+            raise ValidationError({"page": [f"Page {page} is past the last page."]})
         here = request.build_absolute_uri()
         full = len(result.hits) > size
         return Response(

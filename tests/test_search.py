@@ -260,6 +260,29 @@ def test_a_full_last_page_links_to_no_next(corpus, user):
     assert fewer["next"] is not None
 
 
+def test_a_page_past_the_last_hit_is_a_400_as_on_the_lists(corpus, user):
+    """A page within the pool's depth but past the last hit was an empty 200 (a
+    walkthrough's: 77 hits, `page_size=30&page=4`), which a client reads as "no hits";
+    the lists answer it `400 {"page": …}`, and the README says search does too."""
+    client = APIClient()
+    client.force_authenticate(user)
+    asked = {"q": '"release"', "document_ids": corpus["handbook.md"].pk}
+    total = client.get("/api/search", asked).json()["count"]
+    assert 2 <= total < 100
+    past = client.get("/api/search", {**asked, "page_size": total, "page": 2})
+    assert past.status_code == 400
+    assert past.json() == {"page": ["Page 2 is past the last page."]}
+    posted = client.post(
+        "/api/search",
+        {"q": asked["q"], "page_size": total, "page": 2, "document_ids": [asked["document_ids"]]},
+        format="json",
+    )
+    assert posted.status_code == 400 and "page" in posted.json()
+    # A first page without hits is still an empty page, as on the lists.
+    nothing = client.get("/api/search", {"q": "zzyzx", "document_ids": asked["document_ids"]})
+    assert nothing.status_code == 200
+
+
 def test_documents_api_lists_details_and_chunks(corpus, user):
     client = APIClient()
     client.force_authenticate(user)
