@@ -1,8 +1,9 @@
 """The schema's house rules, declared once here rather than on each view: every operation
 needing a signed-in user documents its 401 and every one its 429, the 403, 406, 413 and
 415 shared code answers are declared where they apply, error bodies have their
-shape (postprocessing hooks), and a response's always-present fields are required and
-the 400 of a GET refusing unknown parameters declared (the AutoSchema)."""
+shape, a GET's ETag and 304 are declared (postprocessing hooks), and a response's
+always-present fields are required and the 400 of a GET refusing unknown parameters
+declared (the AutoSchema)."""
 
 from __future__ import annotations
 
@@ -61,6 +62,45 @@ def throttled_responses(result: dict, generator, **kwargs) -> dict:
             # Copies: a YAML schema would show one shared object as anchors and aliases.
             declared = operation["responses"].setdefault("429", copy.deepcopy(THROTTLED))
             declared.setdefault("headers", copy.deepcopy(THROTTLED["headers"]))
+    return result
+
+
+# Answers streamed (a document's file, `*/*`; a chat turn's SSE) get no ETag, nor a 304.
+STREAMED = {"*/*", "text/event-stream"}
+
+
+def conditional_get_responses(result: dict, generator, **kwargs) -> dict:
+    """Every GET answered in full has an ETag, and the same GET sent back with it in
+    If-None-Match a bodiless 304 while the answer is unchanged (ConditionalGetMiddleware,
+    docs/api.md): said nowhere in the schema, a generated client had no type for the 304
+    a polling front end gets, and no name for the header to send."""
+    etag = {
+        "description": "the answer's version: send it back in If-None-Match",
+        "schema": {"type": "string"},
+    }
+    for operations in result.get("paths", {}).values():
+        operation = operations.get("get")
+        full = (operation or {}).get("responses", {}).get("200")
+        if full is None or STREAMED & set(full.get("content", {})):
+            continue
+        full.setdefault("headers", {})["ETag"] = copy.deepcopy(etag)
+        operation["responses"].setdefault(
+            "304",
+            {
+                "description": "not modified: the answer is still the one whose ETag was "
+                "sent in If-None-Match (no body)",
+                "headers": {"ETag": copy.deepcopy(etag)},
+            },
+        )
+        operation.setdefault("parameters", []).append(
+            {
+                "in": "header",
+                "name": "If-None-Match",
+                "required": False,
+                "description": "the ETag of an answer already held: a 304 while it is unchanged",
+                "schema": {"type": "string"},
+            }
+        )
     return result
 
 

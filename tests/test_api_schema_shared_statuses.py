@@ -50,3 +50,28 @@ def test_the_declared_shared_statuses_are_answered(user, workspace, settings):
     html = owner.post(f"/api/threads/{thread}/messages", {"content": "x"}, format="json",
                       HTTP_ACCEPT="text/html")
     assert html.status_code == 406 and "detail" in html.json()
+
+
+def test_a_gets_etag_and_304_are_declared_where_answered(api, workspace):
+    # docs/api.md promises an ETag on every GET answered in full and a bodiless 304 for
+    # the same GET sent back with it; the schema said neither, so a generated client had
+    # no type for the 304 a polling front end gets (a walkthrough's).
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    for path in (
+        "/api/documents",
+        "/api/jobs/{id}",
+        "/api/search",
+        "/api/me",
+        "/api/threads/{id}/messages",
+        "/api/threads/{id}/citations/{n}/pages/{page}",
+    ):
+        get = paths[path]["get"]
+        assert "ETag" in get["responses"]["200"]["headers"], path
+        assert "content" not in get["responses"]["304"], path
+        assert "If-None-Match" in {p["name"] for p in get["parameters"] if p["in"] == "header"}
+    # Streamed answers have none: a document's file.
+    assert "304" not in paths["/api/documents/{id}/file"]["get"]["responses"]
+    # And the server answers as declared.
+    first = api.get("/api/workspaces")
+    again = api.get("/api/workspaces", HTTP_IF_NONE_MATCH=first["ETag"])
+    assert again.status_code == 304 and again["ETag"] == first["ETag"]

@@ -117,9 +117,9 @@ def test_the_schema_documents_what_the_chat_endpoints_answer(schema):
     statuses = {m: set(op["responses"]) for m, op in paths["/api/threads/{id}"].items()
                 if m != "parameters"}
     # Every operation's 401 and 429 are declared once, by config.schema, as a body's 413
-    # and 415, and a GET's 400 for a parameter it does not take. No PUT: it answered 200
-    # to any body and changed nothing; PATCH renames.
-    assert statuses == {"get": {"200", "400", "401", "404", "429"},
+    # and 415, a GET's 400 for a parameter it does not take and its 304 for an ETag sent
+    # back. No PUT: it answered 200 to any body and changed nothing; PATCH renames.
+    assert statuses == {"get": {"200", "304", "400", "401", "404", "429"},
                         "patch": {"200", "400", "401", "404", "413", "415", "429"},
                         "delete": {"204", "401", "404", "429"}}
     check = paths["/api/grounding/check"]["post"]["responses"]
