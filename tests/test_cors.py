@@ -58,3 +58,28 @@ def test_no_origin_is_listed_by_default(user):
         "/api/workspaces", HTTP_ORIGIN=APP, HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET"
     )
     assert "Access-Control-Allow-Origin" not in response
+
+
+def test_a_listed_origin_may_revalidate_by_etag(allowed, user, workspace):
+    # docs/api.md's polling contract (an ETag, sent back in If-None-Match for a 304) was
+    # closed to a front end on another origin: the preflight refused If-None-Match and
+    # the browser hid the ETag from its code (a walkthrough's).
+    client = Client()
+    preflight = client.options(
+        "/api/jobs/1",
+        HTTP_ORIGIN=APP,
+        HTTP_ACCESS_CONTROL_REQUEST_METHOD="GET",
+        HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization, if-none-match",
+    )
+    assert "if-none-match" in preflight["Access-Control-Allow-Headers"]
+    token = Token.objects.create(user=user).key
+    first = client.get("/api/workspaces", HTTP_ORIGIN=APP, HTTP_AUTHORIZATION=f"Token {token}")
+    exposed = {h.strip().lower() for h in first["Access-Control-Expose-Headers"].split(",")}
+    assert {"etag", "retry-after", "location"} <= exposed
+    again = client.get(
+        "/api/workspaces",
+        HTTP_ORIGIN=APP,
+        HTTP_AUTHORIZATION=f"Token {token}",
+        HTTP_IF_NONE_MATCH=first["ETag"],
+    )
+    assert again.status_code == 304 and again["Access-Control-Allow-Origin"] == APP
