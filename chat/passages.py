@@ -48,6 +48,14 @@ def conversation(
         pk=conversation_id, user=user, workspace=workspace, origin=Thread.Origin.MCP
     ).first()
     if thread is None:
+        if Thread.objects.filter(pk=conversation_id, user=user, workspace=workspace).exists():
+            # The user's own chat (its id from the REST API or the page): say so, not that
+            # it may have been removed. Others' conversations still read as missing ones.
+            raise UnknownConversation(
+                f"Conversation {conversation_id} is a chat, not an agent's conversation: "
+                "its passages are numbered for the chat's model. Pass the conversation_id "
+                "an MCP call returned, or none to start a new conversation."
+            )
         raise UnknownConversation(
             f"No conversation {conversation_id} in this workspace (one never continued, "
             "after a minute, or one unused for "

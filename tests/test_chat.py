@@ -736,8 +736,20 @@ def test_an_agent_cannot_number_passages_into_a_page_chat(workspace, user):
     from chat import passages
 
     chat = services.create_thread(workspace=workspace, user=user)
-    with pytest.raises(passages.UnknownConversation):
+    with pytest.raises(passages.UnknownConversation) as refused:
         passages.conversation(user=user, workspace=workspace, conversation_id=chat.pk, title="")
+    # Said as it is: the agent passed a chat's id (from the REST API, say), which exists;
+    # "may be removed to make room" sent it looking for a cause that was not there.
+    assert str(refused.value) == (
+        f"Conversation {chat.pk} is a chat, not an agent's conversation: its passages are "
+        "numbered for the chat's model. Pass the conversation_id an MCP call returned, or "
+        "none to start a new conversation."
+    )
+    # Another user's chat reads as a missing one: nothing said of others' conversations.
+    stranger = get_user_model().objects.create_user("mallory", password="pw")
+    workspace.members.add(stranger)
+    with pytest.raises(passages.UnknownConversation, match=f"^No conversation {chat.pk} in"):
+        passages.conversation(user=stranger, workspace=workspace, conversation_id=chat.pk, title="")
     agent = passages.conversation(user=user, workspace=workspace, conversation_id=None, title="")
     again = passages.conversation(user=user, workspace=workspace, conversation_id=agent.pk,
                                   title="")
