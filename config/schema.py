@@ -121,10 +121,12 @@ def refusals_everywhere(result: dict, generator, **kwargs) -> dict:
     """Statuses the API answers from code every view shares, declared here once: a
     reader's 403, a body over its limit (413, RequestSizeMiddleware), a body of a type the
     operation does not parse (415, DRF), an Accept nothing offered matches (406, the
-    operations answering in more than JSON). One an operation declares keeps its own."""
+    operations answering in more than JSON), a `?format=` none offers (400,
+    config.negotiation). One an operation declares keeps its own."""
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation["responses"]
+            responses.setdefault("400", _error("a `?format=` naming no format offered"))
             if method in WRITES and path.startswith(READERS_REFUSED):
                 responses.setdefault("403", _error(
                     "you only read this workspace: its members and owner change it"

@@ -310,6 +310,8 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_PAGINATION_CLASS": "config.pagination.Pages",
+    # ?format=xml is a 400 naming the formats offered, not DRF's 404 "Not found.".
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.negotiation.KnownFormats",
     # Rates below (knowledge/throttling.py); past one, a 429 JSON with Retry-After.
     "DEFAULT_THROTTLE_CLASSES": [
         "knowledge.throttling.AnonThrottle",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from drf_spectacular.generators import SchemaGenerator
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -265,3 +266,28 @@ def test_one_objects_endpoints_refuse_an_unknown_parameter_as_the_lists_do(
                 f"/api/jobs/{job.pk}?workspace=acme", f"/api/threads/{thread.pk}?format=json",
                 "/api/me?format=json", "/api/workspaces/acme?format=json"):
         assert api.get(url).status_code == 200, url
+
+
+def test_a_format_no_renderer_offers_is_a_400_not_a_404(api, documents):
+    # DRF answered `?format=xml` with 404 "Not found.": a client read "no such document"
+    # of one that exists (a walkthrough's; schemathesis found it on /api/schema too).
+    document = documents[0]
+    for url in (
+        f"/api/documents/{document.pk}",
+        "/api/documents",
+        "/api/folders",
+        "/api/search?q=tides",
+    ):
+        body = refusal(api, f"{url}{'&' if '?' in url else '?'}format=xml")
+        assert list(body) == ["format"], url
+        assert body["format"][0].startswith("Choose ") and "(not 'xml')" in body["format"][0]
+    assert "json" in refusal(api, "/api/documents?format=xml")["format"][0]
+    assert api.get("/api/schema?format=xml").status_code == 400  # its refusal in YAML
+    # The formats offered still answer.
+    assert api.get(f"/api/documents/{document.pk}?format=json").status_code == 200
+    assert api.get("/api/schema?format=json").status_code == 200
+    # Declared wherever it is answered: every operation.
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            assert "400" in operation["responses"], (method, path)
