@@ -191,8 +191,9 @@ class SearchQuerySerializer(serializers.Serializer):
         data["page_size"] = size or limit or 10
         if (data["page"] - 1) * data["page_size"] >= self.depth(data["page_size"]):
             raise serializers.ValidationError(
+                # "page 21 of 5" read as the 21st of 5 pages: the size is a page's hits.
                 {"page": f"search returns its {settings.SEARCH_POOL} best hits at most; page "
-                         f"{data['page']} of {data['page_size']} starts past them"}
+                         f"{data['page']} of {data['page_size']} hits each starts past them"}
             )
         return data
 

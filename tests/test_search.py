@@ -223,6 +223,7 @@ def test_search_pages_like_the_other_lists(corpus, user):
     assert both.status_code == 400 and "page_size" in both.json()
     deep = client.get("/api/search", {"q": query, "page_size": 50, "page": 3})
     assert deep.status_code == 400 and "100 best hits" in deep.json()["page"][0]
+    assert "page 3 of 50 hits each starts past them" in deep.json()["page"][0]
 
 
 def test_search_pages_are_cut_from_one_ranking_as_deep_as_the_pool(corpus, user, settings):
