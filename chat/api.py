@@ -222,7 +222,13 @@ class ThreadListView(KnownListParameters, generics.ListCreateAPIView):
             )
         except services.TooManyThreads as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(ThreadSerializer(thread).data, status=status.HTTP_201_CREATED)
+        # Where it is, absolute, as a new folder's 201 and a job's 202 say (docs/api.md).
+        where = request.build_absolute_uri(reverse("api-thread", args=[thread.pk]))
+        return Response(
+            ThreadSerializer(thread).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": where},
+        )
 
 
 @extend_schema_view(

@@ -766,6 +766,15 @@ def test_a_conversation_is_started_in_the_workspace_the_query_names(api, user, w
     assert both.status_code == 400 and "different" in both.json()["workspace"][0]
 
 
+def test_a_new_conversation_says_where_it_is(api, workspace):
+    # A new folder's 201 and a job's 202 carry an absolute Location; a new conversation's
+    # had none (a walkthrough's): a client following links had to build the address.
+    made = api.post("/api/threads", {"title": "Q"}, format="json")
+    assert made.status_code == 201
+    assert made["Location"] == f"http://testserver/api/threads/{made.json()['id']}"
+    assert api.get(made["Location"]).json() == made.json()
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_quiet_stream_sends_keep_alive_comments(llm, workspace, api, settings):
     settings.CHAT_SSE_KEEPALIVE_SECONDS = 0.2
