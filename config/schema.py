@@ -104,6 +104,29 @@ def conditional_get_responses(result: dict, generator, **kwargs) -> dict:
     return result
 
 
+# The answers that carry a Location (absolute, as every link the API gives): a new job
+# (an upload, a URL or a git URL), a new folder or conversation, a folder deleted by a worker.
+LOCATED = {
+    ("/api/documents", "post", "202"): "the job's address: poll it",
+    ("/api/folders", "post", "201"): "the new folder's address",
+    ("/api/folders/{id}", "delete", "202"): "the folder's address: a 404 once deleted",
+    ("/api/threads", "post", "201"): "the new conversation's address",
+}
+
+
+def location_headers(result: dict, generator, **kwargs) -> dict:
+    """The Location those answers send, declared: CORS exposes it to a front end on another
+    origin (settings.CORS_EXPOSE_HEADERS), and a generated client had no name for it."""
+    paths = result.get("paths", {})
+    for (path, method, status), description in LOCATED.items():
+        response = paths[path][method]["responses"][status]
+        response.setdefault("headers", {})["Location"] = {
+            "description": description,
+            "schema": {"type": "string", "format": "uri"},
+        }
+    return result
+
+
 # Where a workspace's reader is refused with a 403 (query_workspace and write_workspace
 # with curating): adding, changing and deleting documents and folders, re-indexing, and
 # cancelling a job are for its members and owner.

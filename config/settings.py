@@ -370,6 +370,7 @@ SPECTACULAR_SETTINGS = {
         "config.schema.refusals_everywhere",  # 403 to readers, 406, 413, 415
         "config.schema.error_bodies",  # {detail} or {field: [reasons]}, not a bare object
         "config.schema.conditional_get_responses",  # a GET's ETag, If-None-Match and 304
+        "config.schema.location_headers",  # the Location of a new job, folder or thread
     ],
     # Two models have a `status` choice set: Document's keeps the name clients know.
     "ENUM_NAME_OVERRIDES": {

@@ -75,3 +75,19 @@ def test_a_gets_etag_and_304_are_declared_where_answered(api, workspace):
     first = api.get("/api/workspaces")
     again = api.get("/api/workspaces", HTTP_IF_NONE_MATCH=first["ETag"])
     assert again.status_code == 304 and again["ETag"] == first["ETag"]
+
+
+def test_the_answers_sending_a_location_declare_it():
+    # A new job's 202, a new folder's or conversation's 201 and a folder's deletion by a
+    # worker send an absolute Location (tested where each is answered: test_api_ingest,
+    # test_api_sources_management, test_chat); the schema named none of them.
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    for path, method, status in (
+        ("/api/documents", "post", "202"),
+        ("/api/folders", "post", "201"),
+        ("/api/folders/{id}", "delete", "202"),
+        ("/api/threads", "post", "201"),
+    ):
+        headers = paths[path][method]["responses"][status].get("headers", {})
+        assert headers["Location"]["schema"] == {"type": "string", "format": "uri"}, path
+    assert "headers" not in paths["/api/folders/{id}"]["delete"]["responses"]["204"]
