@@ -86,7 +86,9 @@ def _topic(previous_questions: list[str]) -> list[str]:
         else:
             anchor, last = own, []
     words: list[str] = []
+    seen: set[str] = set()
     for word in [*last, *anchor]:
-        if word.lower() not in {w.lower() for w in words}:
+        if word.lower() not in seen:
+            seen.add(word.lower())
             words.append(word)
     return words

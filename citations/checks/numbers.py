@@ -722,7 +722,5 @@ def _parts(text: str, numbers: tuple[Number, ...]) -> tuple[dict[str, list[Numbe
 
 
 def _last_parting(text: str, start: int, end: int) -> int | None:
-    found = None
-    for found in _PARTING.finditer(text, start, end):  # noqa: B007 (the last one is kept)
-        pass
-    return found.start() if found is not None else None
+    partings = list(_PARTING.finditer(text, start, end))
+    return partings[-1].start() if partings else None
