@@ -592,7 +592,8 @@ class Grounder:
                 checks.number_issues(plan.features, span_features, passage_features, subject)
                 + checks.counted_issues(plan.features, span_features)
                 + checks.placed_issues(plan.features, span_features)
-                + checks.bound_issues(plan.features, passage_features)
+                + checks.bound_issues(plan.features, passage_features,
+                                      sentences=_passage_sentences(passage_features.text))
             )
             + checks.month_issues(plan.features, span_features)
             + checks.opposite_issues(plan.features, span_features)

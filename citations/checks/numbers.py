@@ -625,12 +625,15 @@ def month_issues(claim: Features, span: Features) -> list[Issue]:
     return issues
 
 
-def bound_issues(claim: Features, passage: Features, *, reach: int = 6) -> list[Issue]:
+def bound_issues(
+    claim: Features, passage: Features, *, sentences: Sequence[tuple[int, int]], reach: int = 6,
+) -> list[Issue]:
     """A number the passage gives of one thing, claimed of another it gives another number
     of: "The hotel cap in London is €180" against "Hotels are capped at €180 per night in
     most cities and €240 per night in London, …".
 
-    The passage's numbers of the claim number's kind part each sentence holding them, one
+    The passage's numbers of the claim number's kind part each of its ``sentences`` (char
+    spans, as the grounder split it) holding them, one
     part a number: two are parted at the last "and", "but", "or", "while", "whereas", comma
     or semicolon between them (none: the sentence is not parted), and what a sentence says
     before its first number is said of all of them. A word of the claim number's clause
@@ -649,7 +652,7 @@ def bound_issues(claim: Features, passage: Features, *, reach: int = 6) -> list[
         if len(alike) > MAX_BOUND_NUMBERS or not any(_same_number(number, n) for n in alike) \
                 or all(_same_number(number, n) for n in alike):
             continue
-        bound, free = _parts(passage.text, tuple(alike))
+        bound, free = _parts(passage.text, tuple(alike), sentences)
         words = _clause_words(claim.text, number, reach) - _rate_words(claim.text, number)
         for word in sorted(words):
             tied = bound.get(word, ())
@@ -664,7 +667,6 @@ def bound_issues(claim: Features, passage: Features, *, reach: int = 6) -> list[
 
 # More figures of a kind than a passage of prose parts into clauses: a table's.
 MAX_BOUND_NUMBERS: Final = 12
-_SENTENCE_END: Final = re.compile(r"[.!?](?=\s+[A-Z\"“(])|\n\s*\n")
 _PARTING: Final = re.compile(r"[,;]|\b(?:and|but|or|while|whereas)\b")
 _RATE: Final = re.compile(r"\W*(?:[A-Za-z]+\s+)?(?:per|a|an|each)\s+(\w+)")
 
@@ -698,13 +700,14 @@ def _told_apart(number: Number, rivals: Sequence[Number],
     )
 
 
-def _parts(text: str, numbers: tuple[Number, ...]) -> tuple[dict[str, list[Number]], set[str]]:
+def _parts(
+    text: str, numbers: tuple[Number, ...], sentences: Sequence[tuple[int, int]],
+) -> tuple[dict[str, list[Number]], set[str]]:
     """Each content word's stem -> the numbers whose parts hold it (bound_issues), and the
     stems the text also holds outside every part (free)."""
     bound: dict[str, list[Number]] = {}
     free: set[str] = set()
-    start = 0
-    for end in [*(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]:
+    for start, end in sentences:
         inside = sorted((n for n in numbers if start <= n.start < end), key=lambda n: n.start)
         regions: list[tuple[int, int, list[Number]]] = []
         cuts = [_last_parting(text, a.end, b.start) for a, b in itertools.pairwise(inside)]
@@ -717,7 +720,6 @@ def _parts(text: str, numbers: tuple[Number, ...]) -> tuple[dict[str, list[Numbe
         for low, high, of in regions:
             for word in _content_stems(text[low:high], len(text)):
                 bound.setdefault(word, []).extend(of)
-        start = end
     return bound, free
 
 
