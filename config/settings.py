@@ -309,6 +309,9 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # JSON only: DRF's default also served its browsable HTML pages (?format=api), which
+    # nothing here documents or uses; ?format=api is now a 400 naming json.
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PAGINATION_CLASS": "config.pagination.Pages",
     # ?format=xml is a 400 naming the formats offered, not DRF's 404 "Not found.".
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.negotiation.KnownFormats",

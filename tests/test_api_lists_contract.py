@@ -291,3 +291,17 @@ def test_a_format_no_renderer_offers_is_a_400_not_a_404(api, documents):
     for path, operations in paths.items():
         for method, operation in operations.items():
             assert "400" in operation["responses"], (method, path)
+
+
+def test_the_browsable_html_api_is_not_served(api, documents):
+    # ?format=api served DRF's browsable HTML pages, which docs/api.md never mentioned:
+    # the API answers JSON only, and a format it does not offer is a 400 naming JSON.
+    for url in ("/api/documents", f"/api/documents/{documents[0].pk}", "/api/search?q=x"):
+        joined = f"{url}{'&' if '?' in url else '?'}format=api"
+        assert refusal(api, joined) == {"format": ["Choose json (not 'api')."]}, url
+        html = api.get(url, HTTP_ACCEPT="text/html")
+        assert html.status_code == 406 and "detail" in html.json(), url
+    # A browser's usual Accept (HTML first, */* after) still gets JSON.
+    browser = api.get("/api/documents", HTTP_ACCEPT="text/html,application/xhtml+xml,"
+                      "application/xml;q=0.9,*/*;q=0.8")
+    assert browser.status_code == 200 and browser["Content-Type"] == "application/json"
