@@ -4,6 +4,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, path, resolve
 from django.views.defaults import page_not_found, server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.renderers import JSONRenderer
 
 from chat import api as chat_api
 from chat import views as chat_views
@@ -12,6 +13,21 @@ from knowledge import account_api, login_throttle
 from knowledge import api as knowledge_api
 
 handler400 = "config.errors.bad_request"
+
+
+class SchemaView(SpectacularAPIView):
+    """/api/schema: the schema in YAML (its default) or JSON, and its errors (a `?format=`
+    it does not offer, an Accept it cannot match, a 429) in JSON, as every other API
+    error is. DRF renders an error in the format negotiated or, when negotiation itself
+    failed, in the view's first: YAML, which a client reading the API's errors as JSON
+    could not parse."""
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return response
+
 
 # The admin's sign-in says when it was refused for too many failed attempts.
 admin.site.login_form = login_throttle.AdminLoginForm
@@ -105,7 +121,7 @@ urlpatterns = [
         name="api-citation-page-link",
     ),
     path("api/grounding/check", chat_api.GroundingCheckView.as_view(), name="api-grounding"),
-    path("api/schema", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema", SchemaView.as_view(), name="api-schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
 

@@ -282,7 +282,7 @@ def test_a_format_no_renderer_offers_is_a_400_not_a_404(api, documents):
         assert list(body) == ["format"], url
         assert body["format"][0].startswith("Choose ") and "(not 'xml')" in body["format"][0]
     assert "json" in refusal(api, "/api/documents?format=xml")["format"][0]
-    assert api.get("/api/schema?format=xml").status_code == 400  # its refusal in YAML
+    assert api.get("/api/schema?format=xml").status_code == 400
     # The formats offered still answer.
     assert api.get(f"/api/documents/{document.pk}?format=json").status_code == 200
     assert api.get("/api/schema?format=json").status_code == 200
@@ -291,6 +291,21 @@ def test_a_format_no_renderer_offers_is_a_400_not_a_404(api, documents):
     for path, operations in paths.items():
         for method, operation in operations.items():
             assert "400" in operation["responses"], (method, path)
+
+
+def test_the_schemas_own_errors_are_json_like_every_other_api_error(api):
+    # /api/schema answered its refusals in YAML, its first format, where a client reads
+    # every other error of the API as JSON (a walkthrough's).
+    bad_format = api.get("/api/schema?format=xml")
+    html = api.get("/api/schema", HTTP_ACCEPT="text/html")
+    for response, status in ((bad_format, 400), (html, 406)):
+        assert response.status_code == status, response.content[:200]
+        assert response["Content-Type"] == "application/json", response["Content-Type"]
+    assert bad_format.json() == {"format": ["Choose yaml|json (not 'xml')."]}
+    assert list(html.json()) == ["detail"] and html.json()["detail"]
+    # The schema itself is still YAML by default, JSON when asked.
+    assert api.get("/api/schema")["Content-Type"].startswith("application/vnd.oai.openapi")
+    assert api.get("/api/schema?format=json").json()["openapi"].startswith("3.")
 
 
 def test_the_browsable_html_api_is_not_served(api, documents):
