@@ -58,6 +58,7 @@ from knowledge.api import (
     writable,
     write_workspace,
 )
+from knowledge.serializers import PAGE_SCHEMA
 from knowledge.throttling import ChatTurnThrottle, GroundingCheckThrottle
 
 logger = logging.getLogger(__name__)
@@ -335,7 +336,7 @@ class MessageListView(AsksTurns, KnownListParameters, generics.GenericAPIView):
             "starts); follow `previous` for older messages, `next` for newer."
         ),
         parameters=[OpenApiParameter(
-            "page", str, description="a page number from 1, or 'last' for the newest",
+            "page", PAGE_SCHEMA, description="a page number from 1, or `last` for the newest",
         )],
         responses={
             (200, "application/json"): MessageSerializer(many=True),

@@ -4,9 +4,13 @@ A page or page size the list cannot give is a 400 naming the parameter, as on se
 not a 404, nor quietly 50 (`?page_size=0`) or 200 items (`?page_size=1000`).
 """
 
+import copy
+
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import PageNumberPagination
+
+from knowledge.serializers import LAST_PAGE, PAGE_SCHEMA
 
 
 def _checked(name: str, value: str, field: serializers.Field) -> int:
@@ -55,5 +59,9 @@ class Pages(PageNumberPagination):
             if parameter["name"] == self.page_size_query_param:
                 parameter["schema"].update(minimum=1, maximum=self.max_page_size)
             elif parameter["name"] == self.page_query_param:
-                parameter["schema"]["minimum"] = 1
+                # A number from 1, or "last" (last_page_strings), as search takes it.
+                parameter["schema"] = copy.deepcopy(PAGE_SCHEMA)
+                parameter["description"] = (
+                    f"a page's number from 1, or `{LAST_PAGE}` for the last page"
+                )
         return parameters

@@ -21,6 +21,8 @@ from knowledge import selectors
 from knowledge.models import Document, Folder, IngestJob, Workspace
 from knowledge.search import Scope, ScopeError, search
 from knowledge.serializers import (
+    LAST_PAGE,
+    PAGE_SCHEMA,
     ChunkSerializer,
     HitSerializer,
     IngestJobSerializer,
@@ -224,7 +226,8 @@ class SearchView(APIView):
             OpenApiParameter("q", str, required=True),
             OpenApiParameter("limit", int, description="hits on a page (1-100, default 10)"),
             OpenApiParameter("page_size", int, description="the same as limit"),
-            OpenApiParameter("page", int, description="which page of hits (default 1)"),
+            OpenApiParameter("page", PAGE_SCHEMA, description="which page of hits (default "
+                             f"1; `{LAST_PAGE}`: the last page holding any)"),
             WORKSPACE_PARAMETER,
             OpenApiParameter("document_ids", str, description="comma-separated document ids"),
             OpenApiParameter("folder_ids", str, description="comma-separated folder ids: the "
@@ -257,8 +260,8 @@ class SearchView(APIView):
         request=SearchQuerySerializer,
         parameters=[
             OpenApiParameter(
-                "page", int, description="which page of hits (the links set it; it wins "
-                "over the body's)"
+                "page", PAGE_SCHEMA, description="which page of hits (the links set it; it "
+                f"wins over the body's; `{LAST_PAGE}`: the last page holding any)"
             ),
             WORKSPACE_PARAMETER,
         ],
@@ -286,29 +289,40 @@ class SearchView(APIView):
         workspace = selectors.workspace_for(user=request.user, slug=data.get("workspace"))
         scope = Scope(tuple(data.get("document_ids", ())), tuple(data.get("folder_ids", ())))
         page, size = data["page"], data["page_size"]
-        offset, depth = (page - 1) * size, SearchQuerySerializer.depth(size)
+        depth = SearchQuerySerializer.depth(size)
         try:
-            # One hit more than the page, never past the one ranking: whether a next
-            # page holds any (a full last page linked to an empty one).
-            result = search(
-                query=data["q"], workspace=workspace, scope=scope,
-                limit=min(size + 1, depth - offset), offset=offset,
-            )
+            if page == LAST_PAGE:
+                # Which page is the last is known from the whole ranking alone: only when
+                # asked, it is fetched to its depth (the same pool as any page's, so the
+                # same ranking) and its last page cut from it, which is page 1 when empty.
+                result = search(query=data["q"], workspace=workspace, scope=scope,
+                                limit=depth, offset=0)
+                page = max(1, -(-len(result.hits) // size))
+                hits = result.hits[(page - 1) * size:]
+            else:
+                # One hit more than the page, never past the one ranking: whether a next
+                # page holds any (a full last page linked to an empty one).
+                offset = (page - 1) * size
+                result = search(
+                    query=data["q"], workspace=workspace, scope=scope,
+                    limit=min(size + 1, depth - offset), offset=offset,
+                )
+                hits = result.hits
         except ScopeError as exc:
             # Foreign ids look exactly like missing ones: no probing other workspaces.
             raise NotFound(str(exc)) from exc
-        if page > 1 and not result.hits:
+        if page > 1 and not hits:
             # As the lists answer it (config.pagination): an empty 200 read as "no hits",
             # though page 1 had them (77 hits, page 4 of 30).
             raise ValidationError({"page": [f"Page {page} is past the last page."]})
         here = request.build_absolute_uri()
-        full = len(result.hits) > size
+        full = len(hits) > size
         return Response(
             {
                 "query": result.query,
                 # Every page of the one ranking, as the other lists count theirs.
                 "count": min(result.ranked, depth),
-                "results": HitSerializer(result.hits[:size], many=True).data,
+                "results": HitSerializer(hits[:size], many=True).data,
                 "next": replace_query_param(here, "page", page + 1) if full else None,
                 "previous": replace_query_param(here, "page", page - 1) if page > 1 else None,
                 "metadata": result.metadata,

@@ -7,6 +7,7 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.pagination import PageNumberPagination
 
 from knowledge import locators, selectors
 from knowledge.fields import SlugTextField, StrictStrings, TextField
@@ -156,6 +157,31 @@ class TextWindowSerializer(serializers.Serializer):
     next = serializers.URLField(allow_null=True, help_text="the window after this one, if any")
 
 
+# A page's number, or "last" as the lists take it (DRF's PageNumberPagination).
+LAST_PAGE = PageNumberPagination.last_page_strings[0]
+PAGE_SCHEMA = {
+    "oneOf": [{"type": "integer", "minimum": 1}, {"type": "string", "enum": [LAST_PAGE]}],
+}
+
+
+@extend_schema_field(PAGE_SCHEMA)
+class PageField(serializers.IntegerField):
+    """A page's number from 1, or "last": the last page holding any (LAST_PAGE)."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(min_value=1, **kwargs)
+        self.error_messages["invalid"] = f"A page's number from 1, or '{LAST_PAGE}'."
+
+    def to_internal_value(self, data):
+        if data in PageNumberPagination.last_page_strings:
+            return LAST_PAGE
+        return super().to_internal_value(data)
+
+    def run_validators(self, value) -> None:
+        if value != LAST_PAGE:  # min_value compares numbers
+            super().run_validators(value)
+
+
 class SearchQuerySerializer(serializers.Serializer):
     """`limit` hits, or pages of `page_size` (the other lists' names): `page` 2 of 10 is
     hits 11 to 20. Pages go as deep as each leg's candidate pool (SEARCH_POOL): one pool
@@ -164,7 +190,8 @@ class SearchQuerySerializer(serializers.Serializer):
     q = TextField(max_length=MAX_QUERY_CHARS, trim_whitespace=True)
     limit = serializers.IntegerField(min_value=1, max_value=100, required=False)
     page_size = serializers.IntegerField(min_value=1, max_value=100, required=False)
-    page = serializers.IntegerField(min_value=1, default=1)
+    page = PageField(default=1, help_text=f"which page of hits (default 1; `{LAST_PAGE}`: "
+                     "the last page holding any)")
     workspace = SlugTextField(required=False)
     # Ids PostgreSQL can hold, and a scope a person could pick (an agent sent 100,000).
     document_ids = serializers.ListField(
@@ -189,6 +216,8 @@ class SearchQuerySerializer(serializers.Serializer):
                 {"page_size": "limit and page_size name one number; give one of them"}
             )
         data["page_size"] = size or limit or 10
+        if data["page"] == LAST_PAGE:  # whichever page that is, it is within the ranking
+            return data
         if (data["page"] - 1) * data["page_size"] >= self.depth(data["page_size"]):
             raise serializers.ValidationError(
                 # "page 21 of 5" read as the 21st of 5 pages: the size is a page's hits.

@@ -172,3 +172,41 @@ def test_a_blank_scope_is_a_400_never_the_whole_workspace(api, workspace, scope)
     name = scope.split("=")[0]
     posted = post(api, {"q": "vault", name: []})
     assert posted.status_code == 400 and name in posted.json(), posted.content
+
+
+def test_page_last_is_the_last_page_holding_hits_as_on_the_lists(api, corpus):
+    # The lists took ?page=last and search refused it: "A valid integer is required".
+    query = "When is the launch?"
+    total = api.get("/api/search", {"q": query, "limit": 100}).json()["count"]
+    assert total > 4
+    pages = -(-total // 4)
+    numbered = api.get("/api/search", {"q": query, "page_size": 4, "page": pages}).json()
+    last = api.get("/api/search", {"q": query, "page_size": 4, "page": "last"})
+    assert last.status_code == 200, last.content[:300]
+    body = last.json()
+    assert [h["chunk_id"] for h in body["results"]] == [
+        h["chunk_id"] for h in numbered["results"]]
+    assert body["count"] == total and body["next"] is None
+    assert f"page={pages - 1}" in body["previous"] and "last" not in body["previous"]
+    # POST takes it in the body or the address, as it takes a number.
+    posted = post(api, {"q": query, "page_size": 4, "page": "last"}).json()
+    assert posted["results"] == body["results"]
+    addressed = api.post("/api/search?page=last", {"q": query, "page_size": 4}, format="json")
+    assert addressed.json()["results"] == body["results"]
+    # A query nothing answers has one page, empty; a page of everything is page 1.
+    assert api.get("/api/search", {"q": "!!!", "page": "last"}).json()["results"] == []
+    whole = api.get("/api/search", {"q": query, "limit": 100, "page": "last"}).json()
+    assert whole["count"] == total and whole["previous"] is None
+    # Any other word is still a 400 naming page.
+    assert "page" in api.get("/api/search", {"q": query, "page": "first"}).json()
+
+
+def test_the_schema_says_search_and_the_lists_take_page_last():
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    for path in ("/api/search", "/api/documents", "/api/threads/{id}/messages"):
+        (page,) = [p for p in paths[path]["get"]["parameters"] if p["name"] == "page"]
+        assert {"type": "string", "enum": ["last"]} in page["schema"]["oneOf"], path
+    body = paths["/api/search"]["post"]["requestBody"]["content"]["application/json"]
+    assert body["schema"]["$ref"].endswith("/SearchQuery")
