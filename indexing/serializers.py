@@ -11,7 +11,7 @@ from rest_framework import serializers
 
 from indexing import sources
 from knowledge import source_types
-from knowledge.fields import SlugTextField, TextField
+from knowledge.fields import AnyCaseChoiceField, SlugTextField, TextField
 from knowledge.models import Document, Folder
 from knowledge.serializers import shows_server_paths, without_server_paths
 
@@ -117,7 +117,11 @@ DOCUMENT_ORDERINGS = [
 class DocumentFilterSerializer(serializers.Serializer):
     """The document list's filters (query parameters)."""
 
-    status = serializers.ChoiceField(choices=Document.Status.values, required=False)
+    status = AnyCaseChoiceField(
+        choices=Document.Status.values, required=False,
+        error_messages={"invalid_choice": f'"{{input}}" is not a status: one of '
+                                          f'{", ".join(Document.Status.values)} (any case).'},
+    )
     folder_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
     subfolders = serializers.BooleanField(required=False)
     job_id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, required=False)
@@ -129,8 +133,6 @@ class DocumentFilterSerializer(serializers.Serializer):
 
     def to_internal_value(self, data):
         data = {key: value for key, value in data.items() if value != ""}  # ?folder_id=
-        if isinstance(data.get("status"), str):
-            data["status"] = data["status"].upper()  # ?status=failed
         return super().to_internal_value(data)
 
     def validate(self, data: dict) -> dict:

@@ -37,3 +37,14 @@ class StrictStrings:
         models.TextField: TextField,
         models.SlugField: SlugTextField,
     }
+
+
+class AnyCaseChoiceField(serializers.ChoiceField):
+    """A choice named in any case: `?status=failed` is FAILED. The one reading of a
+    document's status the documents list (its filter) and MCP's list_sources share; any
+    other value is refused as it was typed."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            data = self.choice_strings_to_values.get(data.upper(), data)
+        return super().to_internal_value(data)

@@ -414,7 +414,7 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     def list_sources(
         ctx: Context,
         status: Annotated[str | None, _argument(
-            "only documents in this state", enum=[*Document.Status.values, None]
+            "only documents in this state (any case)", enum=[*Document.Status.values, None]
         )] = None,
         offset: Annotated[Int, _argument("the first document to list, from 0",
                                          minimum=0)] = 0,
@@ -425,9 +425,9 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
         """The workspace's documents (id, title, source, folder, status, chunk count, last
         error) and, with the first window (offset 0), its folders (at most 500).
 
-        status filters: PENDING, INDEXING, INDEXED, STALE or FAILED. A document cancelled
-        with its ingest job is FAILED, its last_error beginning "Cancelled with ingest job"
-        (job_status counts those as CANCELLED). limit: 1-500.
+        status filters: PENDING, INDEXING, INDEXED, STALE or FAILED (any case). A document
+        cancelled with its ingest job is FAILED, its last_error beginning "Cancelled with
+        ingest job" (job_status counts those as CANCELLED). limit: 1-500.
         """
         return _run(token_of, ctx, tools.list_sources,
                     status=status, offset=offset, limit=limit, workspace=workspace)

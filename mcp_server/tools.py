@@ -21,7 +21,7 @@ from chat.models import Message, Thread
 from chat.serializers import PostMessageSerializer
 from citations.normalizer import plain_markers
 from indexing import git_sources, sources
-from indexing.serializers import ReindexResultSerializer
+from indexing.serializers import DocumentFilterSerializer, ReindexResultSerializer
 from knowledge import locators, selectors
 from knowledge.models import Document, Workspace
 from knowledge.search import Scope, ScopeError, search
@@ -497,10 +497,13 @@ def list_sources(
     ws = _workspace(user, workspace)
     start, end = _window(offset, limit, LIST_MAX_DOCUMENTS)
     documents = selectors.documents_in(workspace=ws)
-    if status:
-        if status not in Document.Status.values:
-            raise Refused(f"status must be one of {', '.join(Document.Status.values)}")
-        documents = documents.filter(status=status)
+    if status is not None:
+        # Read as the documents list reads ?status=: in any case ("indexed").
+        filters = DocumentFilterSerializer(data={"status": status})
+        if not filters.is_valid():
+            raise Refused(_errors(filters.errors))
+        if state := filters.validated_data.get("status"):  # a blank one filters nothing
+            documents = documents.filter(status=state)
     listing: dict[str, Any] = {
         "workspace": ws.slug,
         "total": documents.count(),

@@ -56,6 +56,11 @@ def test_a_misspelt_or_repeated_list_parameter_is_refused_not_ignored(api, docum
     listed = api.get("/api/documents", {"status": "failed", "page": 1, "page_size": 5,
                                         "workspace": "acme", "format": "json"})
     assert listed.status_code == 200 and listed.json()["count"] == 1
+    # A status it does not know is named as typed, with those it knows (MCP's list_sources
+    # reads status through the same filter).
+    assert refusal(api, "/api/documents?status=done") == {"status": [
+        '"done" is not a status: one of PENDING, INDEXING, INDEXED, STALE, FAILED (any case).'
+    ]}
     assert api.get(f"{chunks}?page=1&page_size=5&workspace=acme").status_code == 200
 
 

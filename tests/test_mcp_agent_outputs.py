@@ -341,3 +341,21 @@ def test_job_status_follows_an_ingest_job_failed_documents_first(agent):
     assert f"poll job_status with job_id {job.pk}" in body["next"]
     assert theirs[0] and theirs[1].endswith(f"No ingest job {other.pk} in this workspace")
     assert not_theirs[0] and "No workspace 'bobs'" in not_theirs[1]
+
+
+def test_list_sources_takes_a_status_in_any_case_as_the_documents_list_does(agent):
+    # GET /api/documents?status=indexed lists the indexed documents; list_sources refused
+    # "indexed" ("status must be one of PENDING, …").
+    document = agent["document"]
+
+    async def session():
+        async with agent["client"]() as client:
+            return [await _call(client, "list_sources", status=status)
+                    for status in ("indexed", "Indexed", "INDEXED", "failed")]
+
+    *indexed, (failed_error, _, failed) = run(session)
+    for error, text, listed in indexed:
+        assert not error, text
+        assert [d["id"] for d in listed["documents"]] == [document.pk]
+    assert not failed_error and failed["total"] == 0 and failed["documents"] == []
+
