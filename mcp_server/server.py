@@ -21,7 +21,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticKnownError
@@ -170,6 +170,8 @@ def _run(token_of: TokenOf, ctx: Context, operation: Callable[..., dict],
         raise
     except InvalidToken as exc:
         raise ToolError(f"Not authenticated: {exc}") from exc
+    except tools.InvalidArguments as exc:
+        raise ToolError(f"{INVALID}{exc}") from exc
     except tools.Refused as exc:
         raise ToolError(str(exc)) from exc
     except Exception as exc:
@@ -187,6 +189,10 @@ class StrictServer(MCPServer):
     """Refuses a call naming an argument its tool does not take. The SDK drops such an
     argument: a scope's document_ids given beside the query, not inside `scope`, searched
     the whole workspace.
+
+    Every refusal of ours reads as one line, its reason alone: an argument the tool
+    cannot take "Invalid arguments: …" (of the wrong type, out of bounds, blank or not
+    offered), anything else as the tool words it ("No document 7 in this workspace").
 
     A tool's description is its docstring cleaned (inspect.cleandoc): the SDK sends
     `__doc__` as written, every line after the first indented by 8 spaces, which an
@@ -209,11 +215,23 @@ class StrictServer(MCPServer):
             )
         try:
             return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise  # the SDK's own, for what _run did not catch (a result it cannot send)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):  # the arguments', not the tool's
                 raise ToolError(_invalid(exc.__cause__)) from exc.__cause__
+            if isinstance(exc.__cause__, ToolError):
+                # Ours (_run's): the reason alone. The SDK prefixed it "Error executing
+                # tool NAME: ", which the refusals raised here never had: an agent read
+                # two shapes, "Invalid arguments: limit must be an integer" for limit
+                # "abc" and "Error executing tool …: limit: Ensure …" for a limit of 0.
+                raise ToolError(str(exc.__cause__)) from exc.__cause__
             raise
 
+
+# How every refusal of an argument reads, whoever found it: pydantic (a wrong type), the
+# tool (a bound, a blank, a value not offered: tools.InvalidArguments).
+INVALID = "Invalid arguments: "
 
 # What an argument of each type takes, by the first word of pydantic's error type
 # (int_parsing, int_from_float, string_type, list_type, dict_type, bool_parsing, ...).
@@ -235,7 +253,7 @@ def _invalid(error: ValidationError) -> str:
         wrong = f"must be {expected}" if expected else item["msg"][:1].lower() + item["msg"][1:]
         got = json.dumps(item["input"], ensure_ascii=False, default=str)
         problems.append(f"{where} {wrong} (got {got if len(got) <= 40 else got[:39] + '…'})")
-    return f"Invalid arguments: {'; '.join(problems)}"
+    return f"{INVALID}{'; '.join(problems)}"
 
 
 def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,

@@ -49,11 +49,19 @@ class Refused(ValueError):
     """Shown to the MCP client as the tool's error; nothing was done."""
 
 
+class InvalidArguments(Refused):
+    """An argument the tool cannot take: out of its bounds, blank, or not one of those
+    offered. Shown as `Invalid arguments: …`, as a value of the wrong type is
+    (mcp_server.server), whichever of the two found it."""
+
+
 def _workspace(user, slug: str | None, *, curating: bool = False) -> Workspace:
     """`curating`: the tool changes the workspace's documents, which a reader may not."""
     if slug is not None and not slug.strip():
         # As the API's 400: a blank is no name, and the default workspace was searched.
-        raise Refused("workspace: may not be blank (leave it out for your first workspace)")
+        raise InvalidArguments(
+            "workspace: may not be blank (leave it out for your first workspace)"
+        )
     try:
         return selectors.workspace_for(user=user, slug=slug, curating=curating)
     except Http404 as exc:
@@ -94,7 +102,7 @@ _ARGUMENTS = {"q": "query", "content": "question", "mentions": "scope"}
 
 def _window(offset: int, limit: int, maximum: int) -> tuple[int, int]:
     if not 0 <= offset <= MAX_OFFSET or not 1 <= limit <= maximum:
-        raise Refused(
+        raise InvalidArguments(
             f"offset must be between 0 and {MAX_OFFSET:,} and limit between 1 and {maximum}"
         )
     return offset, offset + limit
@@ -171,14 +179,16 @@ def search_knowledge_base(
     scope = scope or {}
     if unknown := [key for key in scope if key not in SCOPE_KEYS]:
         # Dropping a misspelt key ("document_id") would search the whole workspace.
-        raise Refused(
+        raise InvalidArguments(
             f"scope: unknown key{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(repr(key[:100]) for key in unknown[:5])} "
             f"(expected {', '.join(SCOPE_KEYS)})"
         )
     if empty := [key for key in SCOPE_KEYS if key in scope and not scope[key]]:
         # Read as no scope, it would search the whole workspace the agent meant to narrow.
-        raise Refused(f"scope: {empty[0]} names no id (leave it out to search everywhere)")
+        raise InvalidArguments(
+            f"scope: {empty[0]} names no id (leave it out to search everywhere)"
+        )
     params = SearchQuerySerializer(data={
         "q": query,
         "limit": limit,
@@ -186,7 +196,7 @@ def search_knowledge_base(
         "folder_ids": scope.get("folder_ids") or [],
     })
     if not params.is_valid():
-        raise Refused(_errors(params.errors))
+        raise InvalidArguments(_errors(params.errors))
     data = params.validated_data
     try:
         result = search(
@@ -268,10 +278,10 @@ def check_answer(
     """POST /api/grounding/check for an answer citing the conversation's [n]."""
     ws = _workspace(user, workspace)
     if len(answer) > ANSWER_MAX_CHARS:
-        raise Refused(f"The answer is {len(answer):,} characters; the limit is "
-                      f"{ANSWER_MAX_CHARS:,}.")
+        raise InvalidArguments(f"answer: at most {ANSWER_MAX_CHARS:,} characters (got "
+                               f"{len(answer):,})")
     if not answer.strip():
-        raise Refused("The answer is empty.")
+        raise InvalidArguments("answer: may not be blank")
     thread = _conversation(user, ws, conversation_id, "")
     try:
         checked = grounding.check_thread_answer(thread=thread, answer=answer)
@@ -303,17 +313,19 @@ def ask(
     ws = _workspace(user, workspace)
     scope = scope or {}
     if unknown := [key for key in scope if key not in SCOPE_KEYS]:
-        raise Refused(f"scope: unknown key {unknown[0][:100]!r} "
-                      f"(expected {', '.join(SCOPE_KEYS)})")
+        raise InvalidArguments(f"scope: unknown key {unknown[0][:100]!r} "
+                               f"(expected {', '.join(SCOPE_KEYS)})")
     if empty := [key for key in SCOPE_KEYS if key in scope and not scope[key]]:
-        raise Refused(f"scope: {empty[0]} names no id (leave it out to ask everywhere)")
+        raise InvalidArguments(
+            f"scope: {empty[0]} names no id (leave it out to ask everywhere)"
+        )
     # The scope as the chat's mentions: the turn searches only them, as an "@name" asks.
     mentions = [{"kind": kind, "id": pk} for key, kind in (("document_ids", "document"),
                                                            ("folder_ids", "folder"))
                 for pk in scope.get(key) or ()]
     params = PostMessageSerializer(data={"content": question, "mentions": mentions})
     if not params.is_valid():
-        raise Refused(_errors(params.errors))
+        raise InvalidArguments(_errors(params.errors))
     data = params.validated_data
     try:
         message = passages.ask(user=user, workspace=ws, conversation_id=conversation_id,
@@ -390,9 +402,9 @@ def ingest(
     """
     ws = _workspace(user, workspace, curating=True)
     if sum(bool(given) for given in (url, path, git_url)) != 1:
-        raise Refused(
-            "Pass one of 'url', 'git_url' (a code repository) or 'path' (a file or folder "
-            "on the server)."
+        raise InvalidArguments(
+            "give one of url, git_url (a code repository) or path (a file or folder on the "
+            "server)"
         )
     try:
         folder = None
@@ -501,7 +513,7 @@ def list_sources(
         # Read as the documents list reads ?status=: in any case ("indexed").
         filters = DocumentFilterSerializer(data={"status": status})
         if not filters.is_valid():
-            raise Refused(_errors(filters.errors))
+            raise InvalidArguments(_errors(filters.errors))
         if state := filters.validated_data.get("status"):  # a blank one filters nothing
             documents = documents.filter(status=state)
     listing: dict[str, Any] = {
@@ -652,7 +664,7 @@ def _clone(root: str, server_paths: bool) -> str:
 
 def _stale_ids(ws: Workspace, document_ids: list[int]) -> list[int]:
     if not 1 <= len(document_ids) <= STALE_CHECK_MAX_SOURCES:
-        raise Refused(f"document_ids: give 1 to {STALE_CHECK_MAX_SOURCES} ids")
+        raise InvalidArguments(f"document_ids: give 1 to {STALE_CHECK_MAX_SOURCES} ids")
     if bad := next((i for i in document_ids if not 0 < i < 2**63), None):
         raise Refused(f"No document {bad} in this workspace")
     held = set(selectors.documents_in(workspace=ws).filter(pk__in=document_ids)

@@ -61,8 +61,8 @@ async def call(client: Client, tool: str, **arguments: Any) -> tuple[bool, Any]:
     result = await client.call_tool(tool, arguments)
     text = "\n".join(block.text for block in result.content if block.type == "text")
     if result.is_error:
-        # The SDK prefixes every tool error with this; the message after it is ours.
-        return False, text.removeprefix(f"Error executing tool {tool}: ")
+        # As the agent reads it: our refusals carry no "Error executing tool …" prefix.
+        return False, text
     return True, result.structured_content if result.structured_content is not None else (
         json.loads(text)
     )

@@ -109,10 +109,13 @@ def test_stdio_tools_search_read_and_list(site):
     assert body["documents"][0]["folder_path"] == "guides"
     assert [f["path"] for f in body["folders"]] == ["guides"]
     # The REST API's own validation and wording.
-    assert bad_limit == (False, "limit: Ensure this value is greater than or equal to 1.")
+    assert bad_limit == (
+        False, "Invalid arguments: limit: Ensure this value is greater than or equal to 1."
+    )
     # A list's bad item is named by its place, with the API's message for it.
     assert bad_id == (
-        False, "document_ids[1]: Ensure this value is greater than or equal to 1."
+        False,
+        "Invalid arguments: document_ids[1]: Ensure this value is greater than or equal to 1.",
     )
 
 
@@ -140,15 +143,17 @@ def test_a_misspelt_scope_key_is_refused_never_searches_everywhere(site):
     scope = next(s for s in schema["properties"]["scope"]["anyOf"] if "$ref" in s)
     assert schema["$defs"][scope["$ref"].rsplit("/", 1)[1]]["additionalProperties"] is False
     assert misspelt == (
-        False, "scope: unknown key 'document_id' (expected document_ids, folder_ids)"
+        False, "Invalid arguments: scope: unknown key 'document_id' (expected document_ids, "
+               "folder_ids)"
     )
     assert two == (
-        False, "scope: unknown keys 'folders', 'x' (expected document_ids, folder_ids)"
+        False, "Invalid arguments: scope: unknown keys 'folders', 'x' (expected "
+               "document_ids, folder_ids)"
     )
     assert outside == (False, "Unknown arguments: document_ids (search_knowledge_base takes "
                               "query, scope, limit, workspace, conversation_id)")
-    assert empty == (False, "scope: document_ids names no id (leave it out to search "
-                            "everywhere)")
+    assert empty == (False, "Invalid arguments: scope: document_ids names no id (leave it "
+                            "out to search everywhere)")
 
 
 def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_them(site):
@@ -175,7 +180,7 @@ def test_passages_are_numbered_in_a_conversation_and_answers_checked_against_the
 
     first, again, read, checked, fresh, blank, gate = run(session)
     # An error names the tool's own argument.
-    assert blank == (False, "query: This field may not be blank.")
+    assert blank == (False, "Invalid arguments: query: This field may not be blank.")
     ok, body = first
     assert ok and body["conversation_id"] and "[2]" in body["cite_as"]
     numbers = [r["n"] for r in body["results"]]
@@ -425,5 +430,6 @@ def test_workspace_argument_chooses_among_the_users_workspaces(site):
     # PostgreSQL refused to look for it: "Internal error (DataError)" (an outside audit's).
     assert run(nul) == (
         (False, "No workspace 'har\\x00bour' (list_workspaces names yours)"),
-        (False, "workspace: may not be blank (leave it out for your first workspace)"),
+        (False, "Invalid arguments: workspace: may not be blank (leave it out for your "
+                "first workspace)"),
     )

@@ -359,3 +359,44 @@ def test_list_sources_takes_a_status_in_any_case_as_the_documents_list_does(agen
         assert [d["id"] for d in listed["documents"]] == [document.pk]
     assert not failed_error and failed["total"] == 0 and failed["documents"] == []
 
+
+def test_every_refusal_of_ours_reads_alike_without_the_sdks_prefix(agent):
+    # A wrong type read "Invalid arguments: limit must be an integer …", the same tool's
+    # limit of 0 "Error executing tool search_knowledge_base: limit: Ensure …": the SDK
+    # prefixed what our code refused, not what pydantic did. Now an argument the tool
+    # cannot take starts "Invalid arguments:" however it is wrong, and any other refusal
+    # is its reason alone.
+    async def session():
+        async with agent["client"]() as client:
+            return [(await _call(client, tool, **arguments))[:2] for tool, arguments in (
+                ("list_sources", {"status": "bogus"}),
+                ("list_sources", {"offset": 10**10}),
+                ("search_knowledge_base", {"query": "launch", "limit": 0}),
+                ("search_knowledge_base", {"query": "launch", "scope": {"document_id": [1]}}),
+                ("check_answer", {"conversation_id": 1, "answer": "   "}),
+                ("ingest", {}),
+                ("list_sources", {"workspace": " "}),
+                ("search_knowledge_base", {"query": "launch", "limit": "abc"}),
+                ("search_knowledge_base", {"query": "launch", "limits": 3}),
+                ("read_document", {"document_id": 999_999}),
+            )]
+
+    states = ", ".join(Document.Status.values)
+    assert run(session) == [
+        (True, f'Invalid arguments: status: "bogus" is not a status: one of {states} '
+               "(any case)."),
+        (True, "Invalid arguments: offset must be between 0 and 1,000,000,000 and limit "
+               "between 1 and 500"),
+        (True, "Invalid arguments: limit: Ensure this value is greater than or equal to 1."),
+        (True, "Invalid arguments: scope: unknown key 'document_id' (expected document_ids, "
+               "folder_ids)"),
+        (True, "Invalid arguments: answer: may not be blank"),
+        (True, "Invalid arguments: give one of url, git_url (a code repository) or path (a "
+               "file or folder on the server)"),
+        (True, "Invalid arguments: workspace: may not be blank (leave it out for your first "
+               "workspace)"),
+        (True, 'Invalid arguments: limit must be an integer (got "abc")'),
+        (True, "Unknown arguments: limits (search_knowledge_base takes query, scope, limit, "
+               "workspace, conversation_id)"),
+        (True, "No document 999999 in this workspace"),
+    ]

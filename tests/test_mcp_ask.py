@@ -83,16 +83,16 @@ def test_ask_refuses_bad_questions_by_name(agent):  # noqa: F811
                 await _call(client, "ask", question=BUDGET, workspace="nope"),
             ]
 
-    # The in-memory transport shows a tool's error after the SDK's own prefix.
     blank, long, foreign, missing, misspelt, workspace = [
-        text.removeprefix("Error executing tool ask: ") for error, text, _ in run(session)
-        if error
+        text for error, text, _ in run(session) if error
     ]
-    assert blank == "question: This field may not be blank."
-    assert long.startswith("question: Ensure this field has no more than 20000 characters")
+    assert blank == "Invalid arguments: question: This field may not be blank."
+    assert long.startswith(
+        "Invalid arguments: question: Ensure this field has no more than 20000 characters"
+    )
     assert foreign.startswith("No conversation 999999 in this workspace")
     assert missing == "scope: Not found: document 999999 in this workspace"
-    assert misspelt.startswith("scope: unknown key 'document_id'")
+    assert misspelt.startswith("Invalid arguments: scope: unknown key 'document_id'")
     assert workspace.startswith("No workspace 'nope'")
     # Nothing was asked: no conversation was left behind by a refused question.
     assert not Thread.objects.exists()
