@@ -325,3 +325,6 @@ def test_the_browsable_html_api_is_not_served(api, documents):
     browser = api.get("/api/documents", HTTP_ACCEPT="text/html,application/xhtml+xml,"
                       "application/xml;q=0.9,*/*;q=0.8")
     assert browser.status_code == 200 and browser["Content-Type"] == "application/json"
+    # The API's documented HTML page, its Swagger UI, renders itself: still served.
+    docs = api.get("/api/docs")
+    assert docs.status_code == 200 and docs["Content-Type"].startswith("text/html")
