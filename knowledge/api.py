@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 
 from django.http import QueryDict
@@ -297,7 +298,7 @@ class SearchView(APIView):
                 # same ranking) and its last page cut from it, which is page 1 when empty.
                 result = search(query=data["q"], workspace=workspace, scope=scope,
                                 limit=depth, offset=0)
-                page = max(1, -(-len(result.hits) // size))
+                page = max(1, math.ceil(len(result.hits) / size))
                 hits = result.hits[(page - 1) * size:]
             else:
                 # One hit more than the page, never past the one ranking: whether a next

@@ -168,9 +168,10 @@ PAGE_SCHEMA = {
 class PageField(serializers.IntegerField):
     """A page's number from 1, or "last": the last page holding any (LAST_PAGE)."""
 
+    default_error_messages = {"invalid": f"A page's number from 1, or '{LAST_PAGE}'."}
+
     def __init__(self, **kwargs) -> None:
         super().__init__(min_value=1, **kwargs)
-        self.error_messages["invalid"] = f"A page's number from 1, or '{LAST_PAGE}'."
 
     def to_internal_value(self, data):
         if data in PageNumberPagination.last_page_strings:

@@ -197,8 +197,9 @@ def test_page_last_is_the_last_page_holding_hits_as_on_the_lists(api, corpus):
     assert api.get("/api/search", {"q": "!!!", "page": "last"}).json()["results"] == []
     whole = api.get("/api/search", {"q": query, "limit": 100, "page": "last"}).json()
     assert whole["count"] == total and whole["previous"] is None
-    # Any other word is still a 400 naming page.
-    assert "page" in api.get("/api/search", {"q": query, "page": "first"}).json()
+    # Any other word is still a 400 naming page, and saying what it takes.
+    assert api.get("/api/search", {"q": query, "page": "first"}).json() == {
+        "page": ["A page's number from 1, or 'last'."]}
 
 
 def test_the_schema_says_search_and_the_lists_take_page_last():
