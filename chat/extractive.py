@@ -1097,6 +1097,7 @@ def compose_answer(
     ranked = rank_sentences(question, passages, titles=titles, tuning=tuning, topic=topic,
                             numbered_by_rank=numbered_by_rank)
     ranked = _naming_all(question, ranked, passages, titles or {}, tuning)
+    every = ranked  # a list's items, however few words each shares with the question
     floor = tuning.min_score
     best = ranked[0].score if ranked else -math.inf
     if ranked and grounder is not None:
@@ -1127,7 +1128,8 @@ def compose_answer(
     if not chosen:
         return NOTHING_FOUND
     if LIST_ASKED.search(question):
-        chosen = _listed(chosen, ranked, dict(passages), titles or {}, grounder, tuning)
+        chosen = _listed(question, chosen, every, dict(passages), titles or {}, grounder,
+                         tuning)
     if all(c.number == chosen[0].number and _named_section(c) for c in chosen):
         # Sentences of the one section the question names are read as written: "Every SEV1
         # and SEV2 incident gets a … postmortem" before "The postmortem covers …". Under an
@@ -1164,25 +1166,44 @@ def _item(candidate: Candidate) -> bool:
 
 
 def _listed(
-    chosen: list[Candidate], candidates: Sequence[Candidate], passages: Mapping[int, str],
-    titles: Mapping[int, str], grounder: Grounder | None, tuning: Tuning,
+    question: str, chosen: list[Candidate], candidates: Sequence[Candidate],
+    passages: Mapping[int, str], titles: Mapping[int, str], grounder: Grounder | None,
+    tuning: Tuning,
 ) -> list[Candidate]:
-    """The answer to a question asking for things of a kind: when what was chosen are items
-    (entries, rows) of the section whose heading the question names ("Action items" for
-    "What are the action items?"), the section's items, in the order written, up to
-    ``Tuning.max_entries``: each is one of the things asked for, not a weaker sentence."""
-    first = chosen[0]
-    if not all(_item(c) and _named_section(c) and c.number == first.number
-               and c.heading == first.heading for c in chosen):
-        return chosen
-    text = passages.get(first.number, "")
+    """The answer to a question asking for things of a kind: when what was chosen is of the
+    section whose heading the question names ("Action items" for "What are the action
+    items?") and that section holds items (entries, rows), the section's items, in the order
+    written, up to ``Tuning.max_entries``: each is one of the things asked for, not a
+    weaker sentence, nor the prose leading into them ("Each action item has a single
+    owner."). A question naming more than the heading ("What are the action items for
+    Kwame?") is answered by the items naming it, when any does."""
+    def section(candidate: Candidate) -> tuple[str, str]:
+        # A section's table may run on into the next chunk: another passage, same section.
+        return titles.get(candidate.number, "").split(" › ", 1)[0], candidate.heading
+
+    first = section(chosen[0])
+    if not all(_named_section(c) and section(c) == first for c in chosen) or any(
+        c.entries for c in chosen
+    ):
+        return chosen  # (a list's lead-in is quoted with its entries)
     items: dict[str, Candidate] = {}
     for candidate in [*chosen, *candidates]:
-        if (candidate.number == first.number and candidate.heading == first.heading
-                and _item(candidate) and not candidate.fragment):
+        if section(candidate) == first and _item(candidate) and not candidate.fragment:
             items.setdefault(candidate.text, candidate)
-    ordered = sorted(items.values(), key=lambda c: at if (at := text.find(c.text)) >= 0
-                     else len(text))[: tuning.max_entries]
+    if not any(_item(c) for c in chosen) and len(items) < 2:
+        return chosen  # prose with a lone row beside it: the prose says more
+    asked = LIST_ASKED.sub("", question, count=1)
+    beyond = set(analyze(asked).terms) - analyze(chosen[0].heading).stems
+    if naming := {t: c for t, c in items.items() if beyond & analyze(t).stems}:
+        items = naming
+    order = list(passages)  # the evidence's order: a document's passages as written
+
+    def written(candidate: Candidate) -> tuple[int, int]:
+        text = passages.get(candidate.number, "")
+        at = text.find(candidate.text)
+        return order.index(candidate.number), at if at >= 0 else len(text)
+
+    ordered = sorted(items.values(), key=written)[: tuning.max_entries]
     if grounder is not None:
         said = {c.text for c in chosen}
         checked = supported([c for c in ordered if c.text not in said], dict(passages),

@@ -98,3 +98,21 @@ def test_a_section_asked_for_as_a_whole_is_quoted_from_its_start(corpus, api, se
     assert levels.startswith("Priya Raman-Okafor, or the security on-call in her absence, "
                              "assigns a severity: SEV1: active compromise"), levels
     assert "SEV3: a weakness with no exposure" in levels
+
+
+def test_a_list_question_is_answered_by_the_items_of_the_section_it_names(corpus, api, settings):
+    """The launch notes' "4. Action items" leads into its table with rules about the items
+    ("Each action item has a single owner."), and the PDF's table runs on into the next
+    chunk: the answer is every row, in order, not the rules, nor the first chunk's rows."""
+    settings.LLM_PROVIDER = "extractive"
+    items = ask(api, "What are the action items?")["resolved_content"]
+    assert items.startswith("Owner: Tobias Achterberg; Action: Set up the two ARM CI runners"), \
+        items
+    assert "Each action item has a single owner" not in items
+    assert items.count("[citation:") == 8, items
+    assert items.index("Due: 24 January") < items.index("Due: 17 February") < items.index(
+        "Due: Launch day")
+    # Asking for more than the heading names: the rows naming it.
+    kwame = ask(api, "What are the action items for Kwame?")["resolved_content"]
+    assert kwame.count("[citation:") == 2, kwame
+    assert kwame.count("Owner: Kwame Osei-Lindqvist") == 2, kwame
