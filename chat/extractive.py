@@ -52,8 +52,9 @@ word of a section's heading ("What happens after a security incident?" of "After
 incident", "What risks were raised?" of "Risks"): each sentence under it holds the heading's
 words, and they are quoted as written (the one naming the most the question asks beyond
 the heading first). A question asking for things of a kind ("What are the action items?",
-"List the risks") whose section's items (entries, rows) were chosen is answered with its
-items as written, up to ``Tuning.max_entries``, each cited. A question in prose is
+"List the risks") answered from the section it names is answered with that section's items
+(entries, rows) as written, across the chunks it runs into, up to ``Tuning.max_entries``,
+each cited (those naming what it asks beyond the heading, when any do). A question in prose is
 answered from code or a docstring only when no prose answers nearly as well, and then
 from its best passage alone. A sentence starting with a lowercase English word is a piece of one the
 splitter cut; a table's row is quoted read under its header, never as bare cells; a list's
