@@ -932,13 +932,13 @@ def source_bytes(*, document: Document) -> int:
 
 def requeue_unfinished(
     *, older_than: timedelta, on_broker: Collection[int] = (), left_by: str = "",
-    left_before: datetime | None = None,
+    left_before: datetime | None = None, gone_workers: Collection[str] = (),
 ) -> int:
     """Queue documents left PENDING/INDEXING for a while (a broker outage at upload),
     except those whose task the broker is known to hold (`on_broker`); and, however
     recent, those the worker named `left_by` took before `left_before` and left INDEXING
     (a worker starting under that name at that time: its previous run, stopped or
-    killed, finishes none of them).
+    killed, finishes none of them), and those left INDEXING by any of `gone_workers`.
 
     Safe even when their task is still queued: indexing is idempotent.
     """
@@ -951,10 +951,45 @@ def requeue_unfinished(
             status=Document.Status.INDEXING, taken_by=left_by,
             updated_at__lt=left_before or timezone.now(),
         )
+    if gone_workers:
+        stale |= Q(status=Document.Status.INDEXING, taken_by__in=gone_workers)
     stale = Document.objects.filter(stale).exclude(pk__in=on_broker)
     ids = list(stale.values_list("pk", flat=True))
     _send(ids, force=False)
     return len(ids)
+
+
+@dataclass(frozen=True)
+class Requeued:
+    """What `manage.py requeue` did: documents sent, the workers gone that held some of
+    them, and the unfinished documents it left as they are (too recent)."""
+
+    sent: int
+    gone_workers: list[str]
+    left: int
+
+
+def requeue_stranded(*, older_than: timedelta, live_workers: Collection[str] | None) -> Requeued:
+    """Send documents unfinished for longer than `older_than` and, however recent, those
+    left INDEXING by a worker not among `live_workers` (None: the broker could not say).
+
+    A worker SIGKILLed mid-document stays the document's `taken_by`; one started again
+    under another name (`celery -A config worker`, as `ingest` advises) never sends it,
+    and the document was touched a moment ago, so a wait alone would leave it INDEXING
+    for minutes, or Redis's hour. A live worker's main process answers the broadcast
+    while its child indexes, so a document being indexed is not sent twice.
+    """
+    unfinished = Document.objects.filter(status__in=selectors.ACTIVE_STATUSES)
+    gone: list[str] = []
+    if live_workers is not None:
+        holders = (
+            unfinished.filter(status=Document.Status.INDEXING).exclude(taken_by="")
+            .values_list("taken_by", flat=True).distinct()
+        )
+        gone = sorted(set(holders) - set(live_workers))
+    before = unfinished.count()
+    sent = requeue_unfinished(older_than=older_than, gone_workers=gone)
+    return Requeued(sent=sent, gone_workers=gone, left=max(before - sent, 0))
 
 
 # How a cancelled document's last_error begins: it is FAILED (the admin's FAILED filter,

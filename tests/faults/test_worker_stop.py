@@ -59,6 +59,64 @@ def test_a_worker_killed_mid_document_has_it_indexed_at_once_by_its_next_run(
     assert document.chunk_count == 1
 
 
+def test_requeue_sends_at_once_a_document_left_indexing_by_a_worker_that_is_gone(
+    workspace, tmp_path, fake
+):
+    """Walkthrough 6: the worker is SIGKILLed mid-document and another one, of another
+    name, is started (as `ingest`'s own advice, `celery -A config worker --queues …`,
+    starts it). `manage.py requeue`, the recovery `ingest` and the docs name, sends the
+    document again at once: its worker does not answer. Before, it said "Re-queued 0
+    documents" (touched less than --minutes ago) and the document sat INDEXING until
+    5 minutes had passed and someone ran it again, or Redis's hour was up."""
+    stall = stalling_embeddings()
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    env = worker_env(
+        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
+        EMBEDDING_MODEL="slow",
+    )
+    queued = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
+                    "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    document = Document.objects.get(workspace=workspace)
+    worker = start_worker(env, name="doomed@requeue-test")
+    try:
+        wait_for(lambda: Fake.requests, 60, "the worker to start indexing")
+        os.kill(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+        assert Document.objects.get(pk=document.pk).taken_by == "doomed@requeue-test"
+        stall["seconds"] = 0
+        # prefork: its main process answers the broadcast while its child indexes.
+        worker = start_worker(env, pool="prefork", name="other@requeue-test")
+        requeued = manage(env, "requeue")
+        assert requeued.returncode == 0, requeued.stderr
+        assert "Re-queued 1 document" in requeued.stdout
+        assert "doomed@requeue-test" in requeued.stdout
+        wait_for(lambda: Document.objects.get(pk=document.pk).status in FINAL, 90,
+                 "the document to be indexed by the other worker")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    document.refresh_from_db()
+    assert document.status == Document.Status.INDEXED, document.last_error
+    assert document.chunk_count == 1
+
+
+def test_requeue_says_what_it_left_waiting_for_a_live_worker(workspace, tmp_path):
+    """Documents unfinished for less than --minutes, held by no worker that is gone, are
+    left alone: `requeue` says how many and how to send them too, rather than a bare
+    "Re-queued 0 documents" over a job that is plainly stuck."""
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    env = worker_env(tmp_path)
+    queued = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
+                    "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    requeued = manage(env, "requeue")
+    assert requeued.returncode == 0, requeued.stderr
+    assert "Re-queued 0 documents" in requeued.stdout
+    assert ("1 document unfinished for less than 5 minutes left as it is "
+            "(--minutes 0 sends it too)") in requeued.stdout
+
+
 def ingest_process(env, path, workspace, *args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "manage.py", "ingest", str(path), "--workspace", workspace.slug,

@@ -9,13 +9,19 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.template.defaultfilters import pluralize
 
-from indexing import deletion, sources
+from indexing import deletion, sources, workers
+
+
+def live_nodes(live: dict[str, set[str]] | None) -> list[str] | None:
+    """The names of the workers that answered; None when the broker could not be asked."""
+    return None if live is None else list(live)
 
 
 class Command(BaseCommand):
     help = (
         "Re-queue documents PENDING or INDEXING, and workspace and folder deletions "
-        "unfinished, for longer than --minutes (default 5)."
+        "unfinished, for longer than --minutes (default 5); documents left INDEXING by a "
+        "worker that does not answer (killed) at once."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -32,8 +38,24 @@ class Command(BaseCommand):
         if not (minutes >= 0 and math.isfinite(minutes)):
             raise CommandError(f"--minutes must be 0 or more, not {minutes:g}")
         older_than = timedelta(minutes=minutes)
-        count = sources.requeue_unfinished(older_than=older_than)
+        requeued = sources.requeue_stranded(
+            older_than=older_than, live_workers=live_nodes(workers.live_workers())
+        )
+        count = requeued.sent
         self.stdout.write(f"Re-queued {count} document{pluralize(count)}")
+        if requeued.gone_workers:
+            self.stdout.write(
+                "  left INDEXING by a worker that does not answer (sent however recent): "
+                + ", ".join(requeued.gone_workers)
+            )
+        if requeued.left:
+            # Said, not left to guess: "Re-queued 0" over a job that looks stuck.
+            self.stdout.write(
+                f"{requeued.left} document{pluralize(requeued.left)} unfinished for less "
+                f"than {minutes:g} minute{pluralize(minutes)} left as "
+                f"{pluralize(requeued.left, 'it is,they are')} (--minutes 0 sends "
+                f"{pluralize(requeued.left, 'it,them')} too)"
+            )
         resumed = deletion.resume_deletions(older_than=older_than)
         if resumed.workspaces:
             self.stdout.write(
