@@ -579,6 +579,13 @@ def _render_page(
     return soup, out
 
 
+# metadata["warnings"] of a page all of whose blocks its folder's pages repeat.
+REPEATED_WHOLE_WARNING = (
+    "every block of this page is repeated on most pages of its folder (numbers aside): "
+    "read whole rather than left empty"
+)
+
+
 # The most bytes of HTML parsed (INGEST_MAX_HTML_BYTES): BeautifulSoup over lxml builds
 # 115-145 bytes of memory a byte of page (a 12.5 MB page peaked at 1.5 GB in a worker, a
 # 52 MB one at 5.8 GB), so 5 MiB peaks near 750 MB. Real pages, long articles and
@@ -608,13 +615,23 @@ def html_to_document(
             "not parsed (INGEST_MAX_HTML_BYTES)"
         )
     soup, out = _render_page(html, charset=charset, dropped=dropped_blocks)
+    read_whole = False
+    if dropped_blocks and is_blank("".join(out.parts)):
+        # Pages made from one template that differ only in their figures (an FAQ's
+        # entries, receipts) repeat every block, digits not counting: what a folder
+        # repeats is these pages' content, not furniture around it.
+        soup, out = _render_page(html, charset=charset, dropped=frozenset())
+        read_whole = True
 
     title = ""
     # Only <head>'s <title>: an inline <svg> has <title> elements of its own.
     title_tag = soup.head.find("title") if soup.head is not None else None
     if isinstance(title_tag, Tag):
         title = _collapse(title_tag.get_text())
-    metadata: dict[str, Any] = {"warnings": [out.warning]} if out.warning else {}
+    warnings = [out.warning] if out.warning else []
+    if read_whole:
+        warnings.append(REPEATED_WHOLE_WARNING)
+    metadata: dict[str, Any] = {"warnings": warnings} if warnings else {}
     canonical = soup.find("link", rel="canonical", href=True)
     if isinstance(canonical, Tag):
         href = str(canonical["href"]).strip()

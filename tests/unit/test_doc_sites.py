@@ -209,6 +209,27 @@ def test_blocks_repeated_across_a_folder_are_dropped():
     assert loaded.text == "Tides\n\nHigh water is predicted to the nearest minute."
 
 
+def test_pages_of_one_template_differing_in_figures_are_read_whole_not_failed():
+    """Walkthrough 6: a folder of pages made from one template (an FAQ, receipts, status
+    pages), each differing from the others only in its figures. Every block repeats
+    (digits do not count), so all were dropped and each page FAILED "HTML page has no
+    readable text". A page left with nothing is read whole, saying why."""
+    pages = [
+        f"<html><head><title>FAQ {n}</title></head><body><h1>FAQ {n}</h1><p>Question {n}: "
+        f"how long is the retention period? Answer: {30 + n} days for class {n} "
+        "records.</p></body></html>".encode()
+        for n in range(5)
+    ]
+    repeated = repeated_blocks([page_blocks(page) for page in pages])
+    loaded = load_bytes(pages[2], filename="page2.html", dropped_blocks=repeated)
+    assert "Answer: 32 days for class 2 records." in loaded.text
+    assert any("repeated" in warning for warning in loaded.metadata["warnings"])
+    # A page with content of its own still loses the blocks its folder repeats.
+    assert load_bytes(PAGES[1], filename="tides.html", dropped_blocks=repeated_blocks(
+        [page_blocks(page) for page in PAGES]
+    )).text == "Tides\n\nHigh water is predicted to the nearest minute."
+
+
 # ---------------------------------------------------------------- PDF
 
 
