@@ -162,6 +162,26 @@ def test_ingest_stops_waiting_when_the_worker_dies_mid_job_and_names_the_queue(
     assert Document.objects.filter(workspace=workspace, status=Document.Status.INDEXED).count() == 0
 
 
+def test_ingest_into_a_log_says_how_the_job_goes_while_it_waits(workspace, tmp_path):
+    """Walkthrough 6: `ingest` run from cron into a log draws no bar, and a bulk job said
+    nothing until it ended (5 minutes for 33 files here; hours for thousands). While it
+    waits it writes where the job stands to stderr, at most every --progress-every
+    seconds and only when that changed."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for n in range(2):
+        (corpus / f"note{n}.md").write_text(f"# Note {n}\n\nThe ferry leaves at {n}.\n")
+    env = worker_env(tmp_path)
+    result = manage(env, "ingest", str(corpus), "--workspace", workspace.slug,
+                    "--worker-timeout", "3", "--progress-every", "1")
+    assert result.returncode == 1  # no worker: it stops waiting
+    job = workspace.jobs.get()
+    line = f"Job {job.pk}: 0.0 of 2 documents done (0 indexed, 0 failed, 2 waiting in queue)"
+    assert line in result.stderr, result.stderr
+    assert result.stderr.count(line) == 1  # said again only when it changes
+    assert "No document changed state" in result.stderr
+
+
 def test_ingest_waits_for_a_live_worker_busy_longer_than_the_timeout(
     workspace, tmp_path, fake
 ):

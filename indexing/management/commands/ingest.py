@@ -112,7 +112,8 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--progress-every", type=positive_seconds, default=3.0, metavar="SECONDS",
-            help="while registering files, report how far it got at most this often "
+            help="while registering files, and waiting for the workers when no progress "
+            "bar is drawn (a log, a pipe), report how far it got at most this often "
             "(to stderr; -v 0 says nothing)",
         )
         parser.add_argument(
@@ -120,7 +121,8 @@ class Command(BaseCommand):
             type=positive_seconds,
             default=30.0,
             help="stop waiting (exit status 1; the job goes on) when no document has "
-            "changed state for this many seconds and its queue has no live worker",
+            "changed state for this many seconds (default 30) and its queue has no live "
+            "worker",
         )
 
     def handle(self, *args, **options) -> None:
@@ -212,7 +214,10 @@ class Command(BaseCommand):
                     self._report_failures(job, reported)
         elif not options["no_wait"]:
             try:
-                self._wait(job, len(documents), options["worker_timeout"], reported)
+                self._wait(
+                    job, len(documents), options["worker_timeout"], reported,
+                    report_every=options["progress_every"] if options["verbosity"] >= 1 else 0,
+                )
             except KeyboardInterrupt:
                 raise CommandError(
                     f"Interrupted: the workers go on with job {job.pk}; `manage.py cancel_job "
@@ -340,16 +345,20 @@ class Command(BaseCommand):
                                ) from None
 
     def _wait(
-        self, job: IngestJob, total: int, worker_timeout: float, reported: set[int]
+        self, job: IngestJob, total: int, worker_timeout: float, reported: set[int],
+        *, report_every: float = 0,
     ) -> None:
         """Follow the job until it is finished; stop waiting when none of its documents
         has changed state (status or progress) for `worker_timeout` seconds and a queue
         its documents wait on has no live worker, or a worker holding one is gone.
 
         The bar moves within documents too (a long PDF's embedding batches), and
-        says how many documents still wait for a worker.
+        says how many documents still wait for a worker. Without a bar (a log, a pipe)
+        a line says the same, at most every `report_every` seconds (0: never) and only
+        when it changed: a cron job's log otherwise held nothing for hours.
         """
         changed_at, last_state = time.monotonic(), None
+        reported_at, last_line = time.monotonic(), ""
         bar_format = "{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total} docs [{elapsed}] {postfix}"
         with tqdm(total=total, desc="Indexing (workers)", bar_format=bar_format,
                   disable=not self._bars()) as bar:
@@ -364,6 +373,14 @@ class Command(BaseCommand):
                     self._report_failures(job, reported)
                 if progress.finished:
                     return
+                if report_every and not self._bars() and (
+                    time.monotonic() - reported_at >= report_every
+                ):
+                    line = (f"Job {job.pk}: {progress.done:.1f} of {total} documents done "
+                            f"({progress.summary()})")
+                    if line != last_line:
+                        self.stderr.write(line)
+                        reported_at, last_line = time.monotonic(), line
                 state = (
                     tuple(sorted(progress.counts.items())), progress.indexing_percent,
                     progress.indexing_embedded, progress.embedded,
