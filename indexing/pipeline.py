@@ -514,8 +514,12 @@ def failed_since_queued(*, document_id: int) -> bool:
 
 
 def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
-    # The worker's own log line says only that the task returned 'FAILED'.
-    logger.warning("Document %s FAILED: %s", document_id, message)
+    # The worker's own log line says only that the task returned 'FAILED'; this one names
+    # the source, so that an operator reading the log need not look the id up.
+    source = (Document.objects.filter(pk=document_id)
+              .values_list("uri", "workspace__slug").first())
+    where = f" ({source[0]}, workspace {source[1]})" if source else ""
+    logger.warning("Document %s%s FAILED: %s", document_id, where, message)
     # Chunks of an earlier good version stay: a broken upload must not erase
     # what users could already find and cite.
     _update(document_id, status=Document.Status.FAILED, progress=0,

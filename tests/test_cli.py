@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import os
 import re
 import time
@@ -481,3 +482,20 @@ def test_quickstart_records_the_sample_corpus_root_for_every_process_of_the_inst
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
     )
     assert read.stdout.strip() == "['/srv/docs']"
+
+
+@pytest.mark.django_db
+def test_a_failed_document_s_log_line_names_its_source_and_workspace(workspace, tmp_path, caplog):
+    """Walkthrough 6: the worker's log said "Document 25 FAILED: HTML page has no readable
+    text", and an operator reading it had to query the database to learn which file."""
+    from indexing import pipeline
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    document = sources.add_path(workspace=workspace, path=empty)
+    with caplog.at_level(logging.WARNING, logger="indexing.pipeline"):
+        pipeline.index_document(document_id=document.pk)
+    assert (
+        f"Document {document.pk} ({empty.as_uri()}, workspace acme) FAILED: File is empty"
+        in caplog.text
+    )
