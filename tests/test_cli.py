@@ -499,3 +499,17 @@ def test_a_failed_document_s_log_line_names_its_source_and_workspace(workspace, 
         f"Document {document.pk} ({empty.as_uri()}, workspace acme) FAILED: File is empty"
         in caplog.text
     )
+
+
+@pytest.mark.django_db
+def test_ingest_create_says_which_owner_is_missing(tmp_path):
+    """Walkthrough 6: `--create` on an instance with no superuser said to pass --owner,
+    and `--owner` with a misspelt username said the same, as if it had not been given."""
+    note = tmp_path / "note.md"
+    note.write_text("# Note\n\nThe ferry leaves at nine.\n")
+    with pytest.raises(CommandError, match=r"No user 'opz' \(--owner\)"):
+        call_command("ingest", str(note), "--workspace", "new", "--create", "--owner", "opz",
+                     "--inline", stdout=io.StringIO())
+    with pytest.raises(CommandError, match=r"no superuser owns it by default"):
+        call_command("ingest", str(note), "--workspace", "new", "--create", "--inline",
+                     stdout=io.StringIO())

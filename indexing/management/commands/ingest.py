@@ -333,10 +333,12 @@ class Command(BaseCommand):
             if owner
             else users.filter(is_superuser=True).order_by("pk").first()
         )
+        if user is None and owner:
+            raise CommandError(f"No user '{owner}' (--owner) to own workspace '{slug}'")
         if user is None:
             raise CommandError(
-                f"Workspace '{slug}' does not exist; pass --owner USERNAME "
-                "(or create a superuser first) to create it"
+                f"Workspace '{slug}' does not exist and no superuser owns it by default; "
+                "pass --owner USERNAME (or create a superuser first) to create it"
             )
         try:
             return workspace_create(slug=slug, owner=user)
