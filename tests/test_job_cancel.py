@@ -139,7 +139,8 @@ def test_the_admin_action_and_the_command_cancel(
     assert IngestJob.objects.get(pk=by_admin["id"]).cancelled_at is not None
 
     call_command("cancel_job", str(by_command["id"]))
-    assert f"Job {by_command['id']}: cancelled 1 documents" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"Job {by_command['id']}: cancelled 1 document waiting in queue\n" in out
     assert not Document.objects.filter(status=Document.Status.PENDING).exists()
     with pytest.raises(CommandError, match="No such ingest job: 999"):
         call_command("cancel_job", "999")

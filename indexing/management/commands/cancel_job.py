@@ -5,6 +5,7 @@ of embeddings, FAILED the same way."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from indexing import sources
 from knowledge.models import IngestJob
@@ -22,4 +23,6 @@ class Command(BaseCommand):
             raise CommandError(f"No such ingest job: {', '.join(map(str, missing))}")
         for pk, job in sorted(jobs.items()):
             cancelled = sources.cancel_job(job=job)
-            self.stdout.write(f"Job {pk}: cancelled {cancelled} documents waiting in queue")
+            self.stdout.write(
+                f"Job {pk}: cancelled {cancelled} document{pluralize(cancelled)} waiting in queue"
+            )
