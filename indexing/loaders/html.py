@@ -540,18 +540,31 @@ _DIGITS_RE = re.compile(r"\d+")
 
 
 def repeated_blocks(
-    pages: list[list[str]], *, min_share: float = 0.6, min_pages: int = 3
+    pages: list[list[str]], *, min_share: float = 0.6, min_pages: int = 3,
+    own_figures: float = 0.8,
 ) -> frozenset[str]:
     """Signatures of blocks found on at least `min_share` of the pages (and `min_pages`).
 
     `pages` holds each page's blocks (`page_blocks`). A site's header, footer and
-    navigation repeat on every page of a folder; content does not.
+    navigation repeat on every page of a folder; content does not. Numbers do not count
+    ("Built 2024-05-06" is the footer of every page built that week), unless at least
+    `own_figures` of the pages holding a block give it figures of their own: then it is
+    what each page says ("Total: 56.00 EUR" on receipts of one template), not furniture.
     """
     if len(pages) < min_pages:
         return frozenset()
-    counts = Counter(sig for blocks in pages for sig in {block_signature(b) for b in blocks})
+    written: dict[str, set[str]] = {}
+    counts: Counter[str] = Counter()
+    for blocks in pages:
+        seen = {block_signature(b): " ".join(b.lower().split()) for b in blocks}
+        counts.update(seen.keys())
+        for signature, text in seen.items():
+            written.setdefault(signature, set()).add(text)
     needed = max(min_pages, math.ceil(min_share * len(pages)))
-    return frozenset(sig for sig, count in counts.items() if count >= needed)
+    return frozenset(
+        sig for sig, count in counts.items()
+        if count >= needed and len(written[sig]) < own_figures * count
+    )
 
 
 def page_blocks(html: str | bytes, *, charset: str | None = None) -> list[str]:
