@@ -823,6 +823,12 @@ def rank_sentences(
             if not df[term]:
                 weight[term] = 0.0
 
+    for term in _unstated_total(question, passages):
+        # "What was the total cost?" of rows no passage totals: "total" says how the
+        # amounts asked for add up, and no sentence shown says it; the rows holding them
+        # answer (_summands), scored for what they hold ("cost").
+        weight[term] = 0.0
+
     def wanted_named(heading: frozenset[str] | None) -> bool:
         """Whether a heading names all the question asks (every word weighing anything)."""
         return heading is not None and all(t in heading for t in wanted if weight[t])
@@ -1128,7 +1134,9 @@ def compose_answer(
         chosen = [c for c in chosen if c.number == chosen[0].number]
     if not chosen:
         return NOTHING_FOUND
-    if LIST_ASKED.search(question):
+    if _unstated_total(question, passages):
+        chosen = _summands(chosen, every, dict(passages), titles or {}, grounder, tuning)
+    elif LIST_ASKED.search(question):
         chosen = _listed(question, chosen, every, dict(passages), titles or {}, grounder,
                          tuning)
     if all(c.number == chosen[0].number and _named_section(c) for c in chosen):
@@ -1159,6 +1167,60 @@ LIST_ASKED: Final = re.compile(
     r"^\s*(?:what|which)\s+(?:\w+\s+){0,2}?\w+s\s+(?:are|were|did|do|have|has|had)\b",
     re.I,
 )
+
+
+# A question asking for a sum: "What was the total cost?", "How much altogether?".
+TOTAL_ASKED: Final = re.compile(r"\b(?:total|sum|altogether|overall)\b", re.I)
+_TOTAL_TERMS: Final = frozenset(stem(w) for w in ("total", "sum", "altogether", "overall"))
+
+
+def _unstated_total(question: str, passages: Sequence[tuple[int, str]]) -> frozenset[str]:
+    """The words of a question asking for a sum that say only that ("total", "sum"), when
+    no passage shown holds one of them: no passage states the sum. An answer quoting
+    passages cannot add it up either; it quotes the amounts it is made of (_summands)."""
+    if not TOTAL_ASKED.search(question):
+        return frozenset()
+    if any(analyze(text).stems & _TOTAL_TERMS for _, text in passages):
+        return frozenset()
+    return _TOTAL_TERMS & frozenset(analyze(question).terms)
+
+
+def _summands(
+    chosen: list[Candidate], candidates: Sequence[Candidate], passages: Mapping[int, str],
+    titles: Mapping[int, str], grounder: Grounder | None, tuning: Tuning,
+) -> list[Candidate]:
+    """The answer to a question asking for a sum no passage states, when its best sentence
+    is a table's row: every row of that table holding what is asked (each candidate has the
+    answer's required shape: an amount of money for "the total cost"), in the order
+    written, up to ``Tuning.max_entries``, each cited: "cost_eur: 1200.50", "800.00",
+    "350.25" rather than the one row closest to the question. Never a sum of them: no
+    passage states it, so no citation could ground it."""
+    best = chosen[0]
+    if not is_table_row(best.text):
+        return chosen
+    document = _document(titles.get(best.number, ""))
+    rows: dict[str, Candidate] = {}
+    for candidate in [*chosen, *candidates]:
+        if (
+            is_table_row(candidate.text) and not candidate.fragment
+            and candidate.columns == best.columns
+            and _document(titles.get(candidate.number, "")) == document
+        ):
+            rows.setdefault(candidate.text, candidate)
+    order = list(passages)
+
+    def written(candidate: Candidate) -> tuple[int, int]:
+        text = passages.get(candidate.number, "")
+        at = text.find(candidate.text)
+        return order.index(candidate.number), at if at >= 0 else len(text)
+
+    ordered = sorted(rows.values(), key=written)[: tuning.max_entries]
+    if grounder is not None:
+        said = {c.text for c in chosen}
+        checked = supported([c for c in ordered if c.text not in said], dict(passages),
+                            titles, grounder)
+        ordered = [c for c in ordered if c.text in said or c in checked]
+    return ordered
 
 
 def _item(candidate: Candidate) -> bool:

@@ -88,3 +88,26 @@ def test_a_users_own_documents_are_answered_as_asked(
     )
     assert ask(api, "Can I expense alcohol?").startswith("Alcohol is not reimbursed")
     assert "Notes: Juniper Hale." not in ask(api, "What will Juniper Hale do?")
+
+
+def test_a_total_no_passage_states_is_answered_with_the_amounts_it_adds_up(
+    workspace, counting_embedder, api, settings, tmp_path
+):
+    """Walkthrough: "What was the total cost?" of a costs CSV without a Total row found
+    nothing ("total" is in no passage). A quoting answerer cannot state a sum no passage
+    states; it quotes the rows holding the costs, each cited."""
+    from indexing import pipeline, sources
+
+    settings.LLM_PROVIDER = "extractive"
+    for name, text in (("costs.csv", COSTS), ("handbook.md", HANDBOOK)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+        document = sources.add_path(workspace=workspace, path=tmp_path / name)
+        pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
+    total = ask(api, "What was the total cost?")
+    assert total.count("[citation:") == 3, total
+    assert total.startswith(
+        "item: Tide gauge hardware; supplier: Marlin Instruments; cost_eur: 1200.50. [citation:"
+    ), total
+    assert "item: Calibration visit; supplier: Marlin Instruments; cost_eur: 350.25." in total
+    assert "2350.75" not in total  # no sum a passage does not state
+    assert "euros per person" not in total
