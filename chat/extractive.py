@@ -54,7 +54,10 @@ words, and they are quoted as written (the one naming the most the question asks
 the heading first). A question asking for things of a kind ("What are the action items?",
 "List the risks") answered from the section it names is answered with that section's items
 (entries, rows) as written, across the chunks it runs into, up to ``Tuning.max_entries``,
-each cited (those naming what it asks beyond the heading, when any do). A question in prose is
+each cited (those naming what it asks beyond the heading, when any do). A question asking
+for a sum of money no passage states ("What was the total cost?" of a table without a Total
+row) is answered with the rows holding the amounts, each cited: never a sum no passage
+could ground. A question in prose is
 answered from code or a docstring only when no prose answers nearly as well, and then
 from its best passage alone. A sentence starting with a lowercase English word is a piece of one the
 splitter cut; a table's row is quoted read under its header, never as bare cells; a list's
@@ -70,7 +73,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Final
@@ -1210,6 +1213,16 @@ def _summands(
             and _document(titles.get(candidate.number, "")) == document
         ):
             rows.setdefault(candidate.text, candidate)
+    return _quoted_in_order(rows.values(), chosen, passages, titles, grounder, tuning)
+
+
+def _quoted_in_order(
+    items: Iterable[Candidate], chosen: list[Candidate], passages: Mapping[int, str],
+    titles: Mapping[int, str], grounder: Grounder | None, tuning: Tuning,
+) -> list[Candidate]:
+    """A section's or a table's items in the order written (the evidence shows a
+    document's passages in its order), up to ``Tuning.max_entries``; those not ``chosen``
+    only where the grounder finds each supported."""
     order = list(passages)
 
     def written(candidate: Candidate) -> tuple[int, int]:
@@ -1217,7 +1230,7 @@ def _summands(
         at = text.find(candidate.text)
         return order.index(candidate.number), at if at >= 0 else len(text)
 
-    ordered = sorted(rows.values(), key=written)[: tuning.max_entries]
+    ordered = sorted(items, key=written)[: tuning.max_entries]
     if grounder is not None:
         said = {c.text for c in chosen}
         checked = supported([c for c in ordered if c.text not in said], dict(passages),
@@ -1262,20 +1275,7 @@ def _listed(
     beyond = set(analyze(asked).terms) - analyze(chosen[0].heading).stems
     if naming := {t: c for t, c in items.items() if beyond & analyze(t).stems}:
         items = naming
-    order = list(passages)  # the evidence's order: a document's passages as written
-
-    def written(candidate: Candidate) -> tuple[int, int]:
-        text = passages.get(candidate.number, "")
-        at = text.find(candidate.text)
-        return order.index(candidate.number), at if at >= 0 else len(text)
-
-    ordered = sorted(items.values(), key=written)[: tuning.max_entries]
-    if grounder is not None:
-        said = {c.text for c in chosen}
-        checked = supported([c for c in ordered if c.text not in said], dict(passages),
-                            titles, grounder)
-        ordered = [c for c in ordered if c.text in said or c in checked]
-    return ordered
+    return _quoted_in_order(items.values(), chosen, passages, titles, grounder, tuning)
 
 
 # A sentence opening on a word that points back at what was just said ("That is a

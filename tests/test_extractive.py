@@ -957,6 +957,15 @@ def test_a_money_column_named_with_underscores_is_read_as_money(checker):
     )
     assert compose_answer("What was the total cost?", [(1, COSTS)], titles=titles,
                           grounder=checker) == "item: Total; cost_eur: 2350.75. [1]"
+    # Without a Total row no passage states the sum: the rows holding the costs are
+    # quoted, each cited, and no sum is made up.
+    untotalled = COSTS.rsplit("\n", 1)[0]
+    assert compose_answer("What was the total cost?", [(1, untotalled)], titles=titles,
+                          grounder=checker) == (
+        "item: Tide gauge hardware; supplier: Marlin Instruments; cost_eur: 1200.50. [1] "
+        "item: Installation labour; supplier: Harbour Works; cost_eur: 800.00. [1] "
+        "item: Calibration visit; supplier: Marlin Instruments; cost_eur: 350.25. [1]"
+    )
     for read in ("price_usd: 12", "Amount_GBP: 3.50", "unit_price: 9", "total_eur: 40"):
         assert re.search(MONEY, read), read
     assert not re.search(MONEY, "costly_item: 4")
