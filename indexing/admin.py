@@ -1051,16 +1051,20 @@ class IngestJobAdmin(MemberScoped, admin.ModelAdmin):
         return request.user.has_perm("knowledge.change_document")
 
     @admin.action(
-        description="Cancel selected jobs (documents still waiting in queue are not indexed)",
+        description="Cancel selected jobs (documents waiting or being indexed are not indexed)",
         permissions=["cancel"],
     )
     def cancel(self, request: HttpRequest, queryset) -> None:
-        cancelled = sum(sources.cancel_job(job=job) for job in queryset)
-        self.message_user(
-            request,
-            f"Cancelled {counted_documents(cancelled)} waiting in queue; any being indexed will "
-            "finish.",
-        )
+        cancelled = [sources.cancel_job(job=job) for job in queryset]
+        waiting = sum(c.waiting for c in cancelled)
+        indexing = sum(c.indexing for c in cancelled)
+        message = f"Cancelled {counted_documents(waiting)} waiting in queue"
+        if indexing:
+            message += (
+                f" and {indexing} being indexed (a worker indexing one stops at its next "
+                "batch of embeddings)"
+            )
+        self.message_user(request, message + ".")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # a job comes from Add sources, the API or MCP, never from a blank form

@@ -354,7 +354,7 @@ def index_document(
                 document_id, Document.Status.INDEXED, document.chunk_count, 0, True
             )
         if interactive and len(source.data) > settings.INGEST_BULK_BYTES:
-            return _hand_off(document_id)
+            return _hand_off(document_id, started=started)
         # Libraries that catch every exception must not swallow the time limit.
         with soft_time_limit_kept():
             loaded = parse_source(
@@ -366,7 +366,7 @@ def index_document(
                 _with_revision(loaded, document, _blob_id(source.data, document.metadata))
             pieces = _chunks(loaded)
             if interactive and len(pieces) > settings.INGEST_BULK_CHUNKS:
-                return _hand_off(document_id)
+                return _hand_off(document_id, started=started)
             if not pieces:
                 # Indexed empty, it would answer nothing and look fine: whatever the loader
                 # warned of (a scan without OCR) is why, and belongs in the error.
@@ -387,7 +387,7 @@ def index_document(
             )
         kept_in = _swap_chunks(
             document_id, pieces, embed_hashes, vectors, loaded,
-            indexed_as=(source.sha256, signature), embedded=embedded,
+            indexed_as=(source.sha256, signature), embedded=embedded, started=started,
         )
     except IngestError as exc:
         return mark_failed(document_id=document_id, message=str(exc))
@@ -453,7 +453,10 @@ def no_text_error(loaded: LoadedDocument) -> str:
     return "The document has no text to index" + (f": {'; '.join(warnings)}" if warnings else "")
 
 
-def _hand_off(document_id: int) -> IndexOutcome:
+def _hand_off(document_id: int, *, started: dt.datetime) -> IndexOutcome:
+    # Not PENDING again for the bulk queue when its job was cancelled meanwhile: the bulk
+    # task, started after the cancel, would index it in full.
+    _progress(document_id, started=started)
     _update(document_id, status=Document.Status.PENDING, progress=0)
     return IndexOutcome(document_id, Document.Status.PENDING, handed_off=True)
 
@@ -595,6 +598,11 @@ def _progress(document_id: int, *, started: dt.datetime, **fields) -> None:
     live = Document.objects.filter(pk=document_id, workspace__deleting_since=None)
     if not live.update(updated_at=timezone.now(), **fields):
         raise Document.DoesNotExist  # deleted meanwhile, or its folder or workspace is being
+    _raise_if_cancelled(document_id, started=started)
+
+
+def _raise_if_cancelled(document_id: int, *, started: dt.datetime) -> None:
+    """_Cancelled when the job the document is indexed for was cancelled since `started`."""
     # The newest job is the one it is indexed for: cancel_job leaves a document a later
     # job registered again to that job. One cancelled before `started` is a re-index's.
     newest = (IngestJob.objects.filter(documents=document_id).order_by("-pk")
@@ -679,12 +687,16 @@ def _swap_chunks(
     *,
     indexed_as: tuple[str, str],  # the source's hash, the indexer's signature
     embedded: int,
+    started: dt.datetime,
 ) -> int:
     """The id of the document the chunks went to: another than `document_id` when the
     page names, as its own URL, one an existing document has (`canonical.kept_as`)."""
     document = _lock_workspace_then_document(
         document_id, renaming=bool(loaded.metadata.get(CANONICAL_URL_KEY))
     )
+    # Its job cancelled after the last batch of embeddings: cancel_job marked it FAILED,
+    # which the swap must not turn INDEXED. Checked under the row lock cancel_job takes.
+    _raise_if_cancelled(document_id, started=started)
     if document.uri.startswith(("http://", "https://")):
         document = canonical.kept_as(
             document=document, canonical=loaded.metadata.get(CANONICAL_URL_KEY, ""),

@@ -998,11 +998,26 @@ def requeue_stranded(*, older_than: timedelta, live_workers: Collection[str] | N
 CANCELLED = selectors.CANCELLED_NOTE
 
 
+@dataclass(frozen=True)
+class JobCancelled:
+    """What cancelling a job did: documents no worker had taken (not indexed), and
+    documents being indexed or cloned, or left INDEXING by a worker killed meanwhile."""
+
+    waiting: int
+    indexing: int
+
+    @property
+    def total(self) -> int:
+        return self.waiting + self.indexing
+
+
 @transaction.atomic
-def cancel_job(*, job: IngestJob) -> int:
-    """Cancel `job`: its documents no worker has taken yet fail with a note saying so (their
-    queued tasks then do nothing); those being indexed stop at their next batch of
-    embeddings (indexing.pipeline), FAILED the same way. How many were cancelled.
+def cancel_job(*, job: IngestJob) -> JobCancelled:
+    """Cancel `job`: its documents waiting fail with a note saying so (their queued tasks
+    then do nothing), and so do those being indexed: a worker indexing one stops at its
+    next batch of embeddings (indexing.pipeline), and one left INDEXING by a worker killed
+    mid-document is not indexed when it is sent again (a worker's start, `requeue`, Redis
+    redelivering its message all find it FAILED), so that the job is finished at once.
 
     A document a later job registered again is that job's to index, and is left waiting.
     Nothing is deleted: an earlier indexed version of a document still answers, and
@@ -1016,24 +1031,28 @@ def cancel_job(*, job: IngestJob) -> int:
         cancelled_at=timezone.now()
     )
     wanted_later = IngestJob.objects.filter(pk__gt=job.pk, cancelled_at=None)
-    waiting = Document.objects.filter(jobs=job, status=Document.Status.PENDING).exclude(
-        jobs__in=wanted_later
-    )
-    # PENDING checked again on the row itself: a worker may take one meanwhile.
-    still_waiting = Document.objects.filter(
-        pk__in=waiting.values("pk"), status=Document.Status.PENDING
-    )
+    mine = Document.objects.filter(jobs=job).exclude(jobs__in=wanted_later)
+
+    def fail(status: str, *, uri: Q, note: str) -> int:
+        # The status checked again on the row itself: a worker may take or finish one
+        # meanwhile (an indexing that finished first stays INDEXED).
+        return Document.objects.filter(
+            uri, pk__in=mine.filter(status=status).values("pk"), status=status
+        ).update(
+            status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
+            last_error=f"{CANCELLED} {job.pk} {note}",
+        )
+
+    clone = Q(uri__startswith="git+")
     # A repository being cloned registers nothing once its placeholder is not INDEXING.
-    cloning = Document.objects.filter(
-        jobs=job, status=Document.Status.INDEXING, uri__startswith="git+"
-    ).exclude(jobs__in=wanted_later).update(
-        status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
-        last_error=f"{CANCELLED} {job.pk} while it was cloned; re-index it to clone it again",
-    )
-    return cloning + still_waiting.update(
-        status=Document.Status.FAILED, progress=0, updated_at=timezone.now(),
-        last_error=f"{CANCELLED} {job.pk} before a worker took it; re-index it to index it",
-    )
+    cloning = fail(Document.Status.INDEXING, uri=clone,
+                   note="while it was cloned; re-index it to clone it again")
+    # Worded as indexing.pipeline words one its worker stops.
+    indexing = fail(Document.Status.INDEXING, uri=~clone,
+                    note="while it was indexed; re-index it to index it")
+    waiting = fail(Document.Status.PENDING, uri=Q(),
+                   note="before a worker took it; re-index it to index it")
+    return JobCancelled(waiting=waiting, indexing=cloning + indexing)
 
 
 def _upsert(

@@ -449,7 +449,8 @@ def ingest(
 
 def cancel_job(user, *, job_id: int, workspace: str | None) -> dict[str, Any]:
     """POST /api/jobs/{id}/cancel: the job's documents still waiting in queue are not
-    indexed; those being indexed stop at their next batch of embeddings."""
+    indexed; those being indexed end FAILED too, their worker stopping at its next batch of
+    embeddings."""
     ws = _workspace(user, workspace, curating=True)
     sources.cancel_job(job=_job_in(ws, job_id))
     return _job(ws, user, job_id)

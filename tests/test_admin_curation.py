@@ -65,7 +65,7 @@ def test_a_cancelled_documents_own_page_says_cancelled(client, staff, workspace)
     document = sources.add_upload(
         workspace=workspace, upload=SimpleUploadedFile("tides.md", b"# Tides\n"), job=job
     )
-    assert sources.cancel_job(job=job) == 1
+    assert sources.cancel_job(job=job).total == 1
     client.force_login(staff)
     page = client.get(reverse("admin:knowledge_document_change", args=[document.pk]))
     assert page.status_code == 200

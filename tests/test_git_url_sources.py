@@ -437,7 +437,7 @@ def test_cancelling_a_job_while_its_repository_clones_registers_nothing(
 
     def cancel_once(path: str) -> None:
         if not cancelled:
-            cancelled.append(sources.cancel_job(job=IngestJob.objects.latest("pk")))
+            cancelled.append(sources.cancel_job(job=IngestJob.objects.latest("pk")).indexing)
             connections["default"].close()  # this server thread's own
 
     with git_server(served["root"], on_request=cancel_once) as base:

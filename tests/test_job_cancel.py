@@ -1,8 +1,11 @@
 """Cancelling an ingest job: documents no worker has taken are not indexed (they fail with
-a note, and their queued tasks do nothing); those being indexed, or registered again by a
-later job, are left alone; nothing is lost. Through the API, the admin and `cancel_job`."""
+a note, and their queued tasks do nothing), nor are those being indexed (their worker stops,
+or, killed, they are not indexed when sent again); those registered again by a later job
+are left alone; nothing is lost. Through the API, the admin and `cancel_job`."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -13,6 +16,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from indexing import sources
+from indexing.tasks import index_document_task
 from knowledge import selectors
 from knowledge.models import Document, IngestJob, Workspace
 
@@ -68,7 +72,7 @@ def test_cancel_stops_the_waiting_documents_and_their_queued_tasks_do_nothing(
     assert set(Document.objects.values_list("status", flat=True)) == {Document.Status.INDEXED}
 
 
-def test_documents_being_indexed_or_wanted_by_a_later_job_are_left(
+def test_documents_wanted_by_a_later_job_are_left_and_those_being_indexed_cancelled(
     api, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False):
@@ -78,12 +82,14 @@ def test_documents_being_indexed_or_wanted_by_a_later_job_are_left(
                                                                             "pier.txt"))
     Document.objects.filter(pk=pier.pk).update(status=Document.Status.INDEXING)
 
-    assert sources.cancel_job(job=IngestJob.objects.get(pk=first["id"])) == 0
+    cancelled = sources.cancel_job(job=IngestJob.objects.get(pk=first["id"]))
+    assert (cancelled.waiting, cancelled.indexing) == (0, 1)
     tides.refresh_from_db()
     pier.refresh_from_db()
-    assert tides.status == Document.Status.PENDING and pier.status == Document.Status.INDEXING
+    assert tides.status == Document.Status.PENDING and pier.status == Document.Status.FAILED
+    assert pier.last_error.startswith(f"Cancelled with ingest job {first['id']} while it was")
     # The later job's own cancel does stop it.
-    assert sources.cancel_job(job=IngestJob.objects.get(pk=later["id"])) == 1
+    assert sources.cancel_job(job=IngestJob.objects.get(pk=later["id"])).total == 1
     tides.refresh_from_db()
     assert tides.status == Document.Status.FAILED
 
@@ -100,7 +106,7 @@ def test_cancelling_a_job_already_done_changes_nothing(api, workspace):
     body = response.json()
     assert body["status"] == "done" and body["cancelled_at"] is None
     assert body["counts"]["INDEXED"] == 1 and body["counts"]["FAILED"] == 1
-    assert sources.cancel_job(job=job) == 0  # the admin's, MCP's and the command's too
+    assert sources.cancel_job(job=job).total == 0  # the admin's, MCP's and the command's too
     job.refresh_from_db()
     assert job.cancelled_at is None
 
@@ -161,7 +167,7 @@ def test_the_admin_lists_cancelled_documents_apart_from_failed_ones(
     job = IngestJob.objects.create(workspace=workspace)
     tides = sources.add_upload(workspace=workspace, upload=SimpleUploadedFile(*TIDES), job=job)
     broken = sources.add_upload(workspace=workspace, upload=SimpleUploadedFile(*PIER))
-    assert sources.cancel_job(job=job) == 1
+    assert sources.cancel_job(job=job).total == 1
     Document.objects.filter(pk=broken.pk).update(
         status=Document.Status.FAILED, last_error="The file is not valid UTF-8"
     )
@@ -192,9 +198,39 @@ def test_a_document_is_counted_cancelled_only_in_the_job_that_cancelled_it(works
     later = IngestJob.objects.create(workspace=workspace, description="later")
     earlier.documents.add(shared)
     later.documents.add(shared)
-    assert sources.cancel_job(job=later) == 1
+    assert sources.cancel_job(job=later).total == 1
     progress = selectors.jobs_progress(job_ids=[earlier.pk, later.pk])
     assert progress[later.pk].counts[selectors.CANCELLED] == 1
     # The earlier job was not cancelled: for it the document failed, saying why.
     assert progress[earlier.pk].counts[selectors.CANCELLED] == 0
     assert progress[earlier.pk].counts[Document.Status.FAILED] == 1
+
+
+def test_a_document_left_indexing_by_a_killed_worker_is_cancelled_with_its_job(
+    api, django_capture_on_commit_callbacks, capsys
+):
+    """Walkthrough 6, M4: a worker SIGKILLed mid-document leaves it INDEXING. The cancel
+    said nothing of it, the job stayed unfinished, and once the document was sent again
+    (a worker's start, `requeue`) it was indexed in full: the cancel predated its task."""
+    with django_capture_on_commit_callbacks(execute=False):
+        job = upload(api, TIDES, PIER)
+    pier = Document.objects.get(uri="upload://pier.txt")
+    Document.objects.filter(pk=pier.pk).update(
+        status=Document.Status.INDEXING, progress=40, taken_by="bulk@gone"
+    )
+
+    call_command("cancel_job", str(job["id"]))
+    out = capsys.readouterr().out
+    assert f"Job {job['id']}: cancelled 1 document waiting in queue" in out
+    assert "1 being indexed" in out and "next batch of embeddings" in out
+    pier.refresh_from_db()
+    assert pier.status == Document.Status.FAILED
+    assert pier.last_error.startswith(f"Cancelled with ingest job {job['id']} while it was")
+    progress = selectors.job_progress(job=IngestJob.objects.get(pk=job["id"]))
+    assert progress.finished and progress.counts[selectors.CANCELLED] == 2
+
+    # Sent again (a worker's start, `requeue`, Redis redelivering its message): not indexed.
+    assert sources.requeue_stranded(older_than=timedelta(0), live_workers=[]).sent == 0
+    index_document_task.delay(pier.pk)
+    pier.refresh_from_db()
+    assert pier.status == Document.Status.FAILED and pier.chunk_count == 0
