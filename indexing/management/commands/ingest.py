@@ -220,11 +220,13 @@ class Command(BaseCommand):
                 )
             except KeyboardInterrupt:
                 raise CommandError(
-                    f"Interrupted: the workers go on with job {job.pk}; `manage.py cancel_job "
+                    f"Interrupted: the workers go on with job {job.pk} (`manage.py "
+                    f"job_status {job.pk} --wait` follows it); `manage.py cancel_job "
                     f"{job.pk}` stops its documents still waiting in queue"
                 ) from None
         else:
             self._report_moved(registered.moved, options["folder"])
+            self.stdout.write(f"`manage.py job_status {job.pk} [--wait]` shows where it stands")
             return
         failed, new = self._summary(job, time.monotonic() - started)
         self._report_moved(registered.moved, options["folder"])
@@ -419,7 +421,8 @@ class Command(BaseCommand):
             return (
                 f"No document changed state in {seconds:.0f} s and the broker could not be "
                 f"asked which workers are running; job {job.pk} goes on once workers run "
-                f"(`manage.py cancel_job {job.pk}` stops it)."
+                f"(`manage.py job_status {job.pk} --wait` follows it, `manage.py cancel_job "
+                f"{job.pk}` stops it)."
             )
         consumed = set().union(*live.values()) if live else set()
         problems = [
@@ -436,7 +439,8 @@ class Command(BaseCommand):
             f"{settings.CELERY_BULK_QUEUE},{settings.CELERY_TASK_DEFAULT_QUEUE}`), or pass "
             f"--inline; job {job.pk} goes on once a worker takes its documents (a document "
             "left INDEXING by a worker that is gone is sent again when that worker starts "
-            f"again, or by `manage.py requeue`; `manage.py cancel_job {job.pk}` stops the job)."
+            f"again, or by `manage.py requeue`; `manage.py job_status {job.pk} --wait` follows "
+            f"it, `manage.py cancel_job {job.pk}` stops it)."
         )
 
     def _report_moved(self, moved: dict[str, int], folder: str) -> None:
