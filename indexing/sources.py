@@ -940,21 +940,33 @@ def requeue_unfinished(
     (a worker starting under that name at that time: its previous run, stopped or
     killed, finishes none of them), and those left INDEXING by any of `gone_workers`.
 
+    Those left INDEXING by a worker known to be gone (`left_by`, `gone_workers`) wait in
+    line again: they are PENDING, taken by nobody, rather than shown as being indexed by
+    the dead worker while others are indexed before them. One sent again only for its
+    age stays as it is: its worker may be alive, parsing a big PDF for minutes.
+
     Safe even when their task is still queued: indexing is idempotent.
     """
     stale = Q(
         status__in=[Document.Status.PENDING, Document.Status.INDEXING],
         updated_at__lt=timezone.now() - older_than,
     )
+    dead = Q(pk__in=[])
     if left_by:
-        stale |= Q(
+        dead |= Q(
             status=Document.Status.INDEXING, taken_by=left_by,
             updated_at__lt=left_before or timezone.now(),
         )
     if gone_workers:
-        stale |= Q(status=Document.Status.INDEXING, taken_by__in=gone_workers)
-    stale = Document.objects.filter(stale).exclude(pk__in=on_broker)
+        dead |= Q(status=Document.Status.INDEXING, taken_by__in=gone_workers)
+    stale = Document.objects.filter(stale | dead).exclude(pk__in=on_broker)
     ids = list(stale.values_list("pk", flat=True))
+    # The same condition on the row as it is now: one a live worker took meanwhile is
+    # that worker's. A repository's placeholder stays INDEXING: its clone's bookkeeping
+    # (indexing.git_sources) reads the status.
+    Document.objects.filter(dead, pk__in=ids).exclude(uri__startswith="git+").update(
+        status=Document.Status.PENDING, progress=0, taken_by="", updated_at=timezone.now()
+    )
     _send(ids, force=False)
     return len(ids)
 

@@ -101,6 +101,48 @@ def test_requeue_sends_at_once_a_document_left_indexing_by_a_worker_that_is_gone
     assert document.chunk_count == 1
 
 
+def test_a_document_sent_again_for_a_dead_worker_reads_pending_not_indexing(
+    workspace, tmp_path
+):
+    """Walkthrough 6, L4: a document re-sent after its worker was killed kept INDEXING and
+    the dead worker's name while it waited in line behind others: the admin and `ingest`
+    showed it as being indexed. Sent again, whether by `requeue` (its worker does not
+    answer) or by that worker's next run, it is PENDING and taken by nobody. No worker
+    consumes its queue here: it stays waiting."""
+    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
+    env = worker_env(tmp_path)
+    queued = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
+                    "--no-wait")
+    assert queued.returncode == 0, queued.stderr
+    document = Document.objects.get(workspace=workspace)
+
+    def killed_mid_document() -> None:
+        Document.objects.filter(pk=document.pk).update(
+            status=Document.Status.INDEXING, progress=49, taken_by="bulk@killed"
+        )
+
+    killed_mid_document()
+    requeued = manage(env, "requeue")
+    assert requeued.returncode == 0, requeued.stderr
+    assert "Re-queued 1 document" in requeued.stdout and "bulk@killed" in requeued.stdout
+    document.refresh_from_db()
+    assert (document.status, document.taken_by, document.progress) == (
+        Document.Status.PENDING, "", 0
+    )
+    assert document.queued_on
+
+    killed_mid_document()
+    # Its next run, consuming another queue only: the document waits on its own.
+    worker = start_worker(env, name="bulk@killed", queues=["nobody-reads-this"])
+    try:
+        wait_for(lambda: Document.objects.get(pk=document.pk).status
+                 == Document.Status.PENDING, 90, "the worker's start to send it again")
+    finally:
+        worker.terminate()
+        worker.wait(timeout=60)
+    assert Document.objects.get(pk=document.pk).taken_by == ""
+
+
 def test_requeue_says_what_it_left_waiting_for_a_live_worker(workspace, tmp_path):
     """Documents unfinished for less than --minutes, held by no worker that is gone, are
     left alone: `requeue` says how many and how to send them too, rather than a bare
