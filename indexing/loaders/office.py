@@ -384,8 +384,15 @@ _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
 def _title_paragraph(archive: zipfile.ZipFile) -> str | None:
-    """The first paragraph in Word's Title style: the title written on the first page.
-    unstructured reads it as a heading like Heading 1, so it is looked up here."""
+    """The first paragraph in Word's Title style: the title written on the first page
+    (unstructured reads it as a heading like Heading 1, so it is looked up here); else
+    the document's Heading 1 when it has only one, as Markdown and HTML are titled by
+    their H1. Several Heading 1s are chapters ("Installation", "Usage"): none of them
+    names the whole file."""
+    styles = _paragraph_styles(archive)
+    title_ids = styles.get("title", set()) | {"Title"}
+    heading_ids = styles.get("heading 1", set()) | {"Heading1"}
+    headings: list[str] = []
     try:
         # check_word_xml bounds this part; paragraphs are dropped as they are read.
         with archive.open("word/document.xml") as part:
@@ -393,12 +400,36 @@ def _title_paragraph(archive: zipfile.ZipFile) -> str | None:
                 if element.tag != f"{_W}p":
                     continue
                 style = element.find(f"{_W}pPr/{_W}pStyle")
-                if style is not None and style.get(f"{_W}val") == "Title":
-                    return " ".join("".join(t.text or "" for t in element.iter(f"{_W}t")).split())
+                style_id = style.get(f"{_W}val") if style is not None else None
+                if style_id in title_ids or style_id in heading_ids:
+                    text = " ".join("".join(t.text or "" for t in element.iter(f"{_W}t")).split())
+                    if style_id in title_ids and text:
+                        return text
+                    if text and len(headings) < 2:
+                        headings.append(text)
                 element.clear()
     except (ElementTree.ParseError, KeyError, zipfile.BadZipFile, ValueError, OSError):
         return None
-    return None
+    return headings[0] if len(headings) == 1 else None
+
+
+def _paragraph_styles(archive: zipfile.ZipFile) -> dict[str, set[str]]:
+    """{style name, lower case ("heading 1", "title"): its style ids}: a Word file saved
+    in another language names its ids in that language (German "berschrift1"), never the
+    built-in style's name."""
+    try:
+        # check_word_xml bounds this part; expat refuses entity-expansion bombs.
+        root = ElementTree.fromstring(archive.read("word/styles.xml"))
+    except (ElementTree.ParseError, KeyError, zipfile.BadZipFile, ValueError, OSError):
+        return {}
+    ids: dict[str, set[str]] = {}
+    for style in root.iter(f"{_W}style"):
+        name = style.find(f"{_W}name")
+        if style.get(f"{_W}type") == "paragraph" and name is not None:
+            ids.setdefault((name.get(f"{_W}val") or "").lower(), set()).add(
+                style.get(f"{_W}styleId") or ""
+            )
+    return ids
 
 
 def _element_text(element: Any) -> str:

@@ -1536,3 +1536,22 @@ def test_a_pdf_opening_with_one_of_its_sections_is_titled_by_its_file_name() -> 
     pdf.showPage()
     pdf.save()
     assert load_bytes(buffer.getvalue(), filename="survey.pdf").title == "survey"
+
+
+def test_a_word_file_without_a_title_is_titled_by_its_only_heading_1() -> None:
+    """Walkthrough 6, L7: `policy.docx`, no title in its properties and no Title paragraph,
+    opening with the Heading 1 "Policy doc", was titled "policy" (Markdown and HTML take
+    their H1). Several Heading 1s are chapters ("Installation", "Usage"): none of them
+    names the whole file, which keeps its file name (test_docx_through_unstructured)."""
+    import docx
+
+    document = docx.Document()
+    document.core_properties.title = ""
+    document.add_heading("Policy doc", level=1)
+    document.add_paragraph("Laptops are replaced every four years under the hardware policy.")
+    document.add_heading("Exceptions", level=2)
+    document.add_paragraph("Engineering laptops are replaced every three years.")
+    buffer = io.BytesIO()
+    document.save(buffer)
+    assert load_bytes(buffer.getvalue(), filename="policy.docx").title == "Policy doc"
+    assert load_bytes(make_docx(), filename="manual.docx").title == "manual"
