@@ -7,8 +7,10 @@ import functools
 import hashlib
 import logging
 import os
+import threading
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -356,7 +358,7 @@ def index_document(
         if interactive and len(source.data) > settings.INGEST_BULK_BYTES:
             return _hand_off(document_id, started=started)
         # Libraries that catch every exception must not swallow the time limit.
-        with soft_time_limit_kept():
+        with soft_time_limit_kept(), library_warnings_named(document):
             loaded = parse_source(
                 source,
                 document.mime or None,
@@ -410,6 +412,55 @@ def index_document(
             message=f"Internal error while indexing: {type(exc).__name__}: {exc}",
         )
     return IndexOutcome(kept_in, Document.Status.INDEXED, len(pieces), embedded)
+
+
+# Libraries whose warnings about the file they read ("EOF marker not found", "Ignoring
+# wrong pointing object") say nothing of which file it was.
+_FILE_WARNING_LOGGERS = ("pypdf",)
+
+
+class _NamingHandler(logging.Handler):
+    """Logs a library's records again as this module's, naming the document being read."""
+
+    def __init__(self, document: Document) -> None:
+        super().__init__()
+        self.document = document
+        self.thread = threading.get_ident()
+        self.named = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread != self.thread:
+            # Another thread's reading, not this document's: as the record would have gone.
+            logging.getLogger().callHandlers(record)
+            return
+        if not self.named:  # looked up at the first warning only: most documents have none
+            slug = (Workspace.all_objects.filter(pk=self.document.workspace_id)
+                    .values_list("slug", flat=True).first())
+            self.named = f"Document {self.document.pk} ({self.document.uri}, workspace {slug})"
+        library = record.name.partition(".")[0]
+        logger.log(record.levelno, "%s: %s: %s", self.named, library, record.getMessage())
+
+
+@contextmanager
+def library_warnings_named(document: Document) -> Iterator[None]:
+    """While `document` is read, the parsing libraries' log records name it: pypdf's
+    "EOF marker not found" came into the worker's log alone, just before the document's
+    FAILED line, with nothing to say which file it was. Their records go through this
+    module's logger instead (not to the root's handlers as well, which would say it twice).
+    Indexing reads one document at a time in a process; another thread's records pass."""
+    handlers = []
+    for name in _FILE_WARNING_LOGGERS:
+        library = logging.getLogger(name)
+        handler = _NamingHandler(document)
+        library.addHandler(handler)
+        handlers.append((library, handler, library.propagate))
+        library.propagate = False
+    try:
+        yield
+    finally:
+        for library, handler, propagate in handlers:
+            library.removeHandler(handler)
+            library.propagate = propagate
 
 
 def _blob_id(data: bytes, metadata: dict) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import random
 import zipfile
@@ -795,3 +796,20 @@ def test_a_latin1_upload_and_server_file_are_read_as_windows_1252_with_a_warning
         assert "Café opening hours" in document.text and "4 €" in document.text
         (warning,) = document.metadata["warnings"]
         assert "read as windows-1252" in warning
+
+
+def test_pypdf_s_warnings_while_a_document_loads_name_it(
+    workspace, counting_embedder, tmp_path, caplog
+):
+    """Walkthrough 6, L6: pypdf's "EOF marker not found" reached the worker's log with no
+    document named, just before that document's FAILED line."""
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.4\n1 0 obj<<>>endobj\ngarbage garbage\n")
+    with caplog.at_level(logging.WARNING):
+        document = ingest_path(workspace, broken, counting_embedder)
+    assert document.status == Document.Status.FAILED
+    eof = [r.getMessage() for r in caplog.records if "EOF marker not found" in r.getMessage()]
+    assert eof, [r.getMessage() for r in caplog.records]
+    # Once, naming it: not also pypdf's own line without it.
+    assert eof == [f"Document {document.pk} ({broken.as_uri()}, workspace acme): pypdf: "
+                   "EOF marker not found"]
