@@ -21,14 +21,10 @@ from tests.workers import manage, start_worker, worker_env
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_worker_killed_mid_document_has_it_indexed_at_once_by_its_next_run(
-    workspace, tmp_path, fake
-):
-    """`docker stop` past its grace period: the worker is SIGKILLed mid-document, and the
-    message it held waits in Redis for the visibility timeout (an hour). The worker
-    started again under the same name sends the document again at once. Before, it stayed
-    INDEXING until INGEST_REQUEUE_AFTER_SECONDS (300 s) had passed and a worker started,
-    or the hour was up."""
+def killed_mid_document(workspace, tmp_path, fake, *, name: str):
+    """A note queued and the worker `name` SIGKILLed while embedding it: the document,
+    left INDEXING by that worker, and the environment to start the next worker in (whose
+    embeddings no longer stall)."""
     stall = stalling_embeddings()
     (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
     env = worker_env(
@@ -39,16 +35,29 @@ def test_a_worker_killed_mid_document_has_it_indexed_at_once_by_its_next_run(
                     "--no-wait")
     assert queued.returncode == 0, queued.stderr
     document = Document.objects.get(workspace=workspace)
-    worker = start_worker(env, name="bulk@stop-test")
+    worker = start_worker(env, name=name)
     try:
         wait_for(lambda: Fake.requests, 60, "the worker to start indexing")
+    finally:
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(timeout=30)
-        stranded = Document.objects.get(pk=document.pk)
-        assert stranded.status == Document.Status.INDEXING
-        assert stranded.taken_by == "bulk@stop-test"
-        stall["seconds"] = 0
-        worker = start_worker(env, name="bulk@stop-test")
+    stranded = Document.objects.get(pk=document.pk)
+    assert (stranded.status, stranded.taken_by) == (Document.Status.INDEXING, name)
+    stall["seconds"] = 0
+    return document, env
+
+
+def test_a_worker_killed_mid_document_has_it_indexed_at_once_by_its_next_run(
+    workspace, tmp_path, fake
+):
+    """`docker stop` past its grace period: the worker is SIGKILLed mid-document, and the
+    message it held waits in Redis for the visibility timeout (an hour). The worker
+    started again under the same name sends the document again at once. Before, it stayed
+    INDEXING until INGEST_REQUEUE_AFTER_SECONDS (300 s) had passed and a worker started,
+    or the hour was up."""
+    document, env = killed_mid_document(workspace, tmp_path, fake, name="bulk@stop-test")
+    worker = start_worker(env, name="bulk@stop-test")
+    try:
         wait_for(lambda: Document.objects.get(pk=document.pk).status in FINAL, 90,
                  "the document to be indexed by the worker's next run")
     finally:
@@ -68,25 +77,10 @@ def test_requeue_sends_at_once_a_document_left_indexing_by_a_worker_that_is_gone
     document again at once: its worker does not answer. Before, it said "Re-queued 0
     documents" (touched less than --minutes ago) and the document sat INDEXING until
     5 minutes had passed and someone ran it again, or Redis's hour was up."""
-    stall = stalling_embeddings()
-    (tmp_path / "note.md").write_text("# Note\n\nThe ferry leaves at nine.\n")
-    env = worker_env(
-        tmp_path, EMBEDDING_BACKEND="openai", EMBEDDING_BASE_URL=f"{fake}/v1",
-        EMBEDDING_MODEL="slow",
-    )
-    queued = manage(env, "ingest", str(tmp_path / "note.md"), "--workspace", workspace.slug,
-                    "--no-wait")
-    assert queued.returncode == 0, queued.stderr
-    document = Document.objects.get(workspace=workspace)
-    worker = start_worker(env, name="doomed@requeue-test")
+    document, env = killed_mid_document(workspace, tmp_path, fake, name="doomed@requeue-test")
+    # prefork: its main process answers the broadcast while its child indexes.
+    worker = start_worker(env, pool="prefork", name="other@requeue-test")
     try:
-        wait_for(lambda: Fake.requests, 60, "the worker to start indexing")
-        os.kill(worker.pid, signal.SIGKILL)
-        worker.wait(timeout=30)
-        assert Document.objects.get(pk=document.pk).taken_by == "doomed@requeue-test"
-        stall["seconds"] = 0
-        # prefork: its main process answers the broadcast while its child indexes.
-        worker = start_worker(env, pool="prefork", name="other@requeue-test")
         requeued = manage(env, "requeue")
         assert requeued.returncode == 0, requeued.stderr
         assert "Re-queued 1 document" in requeued.stdout
