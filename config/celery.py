@@ -57,7 +57,8 @@ def requeue_stranded_documents(sender=None, **kwargs) -> None:
     finally:
         connections.close_all()  # this (parent) process needs no connection of its own
     if count:
-        logger.warning("Re-queued %d unfinished documents at worker start", count)
+        logger.warning("Re-queued %d unfinished document%s at worker start", count,
+                       "" if count == 1 else "s")
 
 
 class RequeueLostTasks(bootsteps.StartStopStep):
@@ -121,7 +122,8 @@ class RequeueLostTasks(bootsteps.StartStopStep):
         finally:
             connections.close_all()
         if count:
-            logger.warning("Re-queued %d documents whose task the broker lost", count)
+            logger.warning("Re-queued %d document%s whose task the broker lost", count,
+                           "" if count == 1 else "s")
 
 
 app.steps["consumer"].add(RequeueLostTasks)
