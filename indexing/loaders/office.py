@@ -293,7 +293,7 @@ def load_office(
             check_powerpoint_xml(archive, max_xml=limits.max_powerpoint_xml)
         core_title = _core_title(archive) if "docProps/core.xml" in names else None
         if ext == ".docx" and not meaningful_title(core_title):
-            core_title = _title_paragraph(archive)
+            core_title = _title_paragraph(archive, max_xml=limits.max_word_xml)
 
     partition = _partitioners()[ext]
     elements: Iterable[Any]
@@ -383,18 +383,25 @@ def _core_title(archive: zipfile.ZipFile) -> str | None:
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
-def _title_paragraph(archive: zipfile.ZipFile) -> str | None:
+def _title_paragraph(archive: zipfile.ZipFile, *, max_xml: int) -> str | None:
     """The first paragraph in Word's Title style: the title written on the first page
     (unstructured reads it as a heading like Heading 1, so it is looked up here); else
     the document's Heading 1 when it has only one, as Markdown and HTML are titled by
     their H1. Several Heading 1s are chapters ("Installation", "Usage"): none of them
-    names the whole file."""
-    styles = _paragraph_styles(archive)
+    names the whole file.
+
+    Both parts are read by name, whatever content type the package gives them: one it
+    declares a blob (python-docx keeps it unparsed) escapes check_word_xml, so a part over
+    `max_xml` is not read here either (a 7 MB styles.xml so declared built 110 MB of tree).
+    """
+    if not _within(archive, "word/document.xml", max_xml):
+        return None
+    styles = _paragraph_styles(archive) if _within(archive, "word/styles.xml", max_xml) else {}
     title_ids = styles.get("title", set()) | {"Title"}
     heading_ids = styles.get("heading 1", set()) | {"Heading1"}
     headings: list[str] = []
     try:
-        # check_word_xml bounds this part; paragraphs are dropped as they are read.
+        # Paragraphs are dropped as they are read.
         with archive.open("word/document.xml") as part:
             for _, element in ElementTree.iterparse(part):
                 if element.tag != f"{_W}p":
@@ -413,12 +420,21 @@ def _title_paragraph(archive: zipfile.ZipFile) -> str | None:
     return headings[0] if len(headings) == 1 else None
 
 
+def _within(archive: zipfile.ZipFile, name: str, max_xml: int) -> bool:
+    """Whether the part `name` is absent or holds at most `max_xml` bytes (the zip's
+    directory says so truthfully: zipfile stops a member at its declared size)."""
+    try:
+        return archive.getinfo(name).file_size <= max_xml
+    except KeyError:
+        return True
+
+
 def _paragraph_styles(archive: zipfile.ZipFile) -> dict[str, set[str]]:
     """{style name, lower case ("heading 1", "title"): its style ids}: a Word file saved
     in another language names its ids in that language (German "berschrift1"), never the
     built-in style's name."""
     try:
-        # check_word_xml bounds this part; expat refuses entity-expansion bombs.
+        # _title_paragraph bounds this part; expat refuses entity-expansion bombs.
         root = ElementTree.fromstring(archive.read("word/styles.xml"))
     except (ElementTree.ParseError, KeyError, zipfile.BadZipFile, ValueError, OSError):
         return {}

@@ -608,3 +608,34 @@ def test_tags_are_counted_under_any_prefix_and_across_the_blocks_they_are_read_i
     # Reading stops at the end of the block where a count passed its bound.
     monkeypatch.setattr(workbook_scan, "_BLOCK", 8)
     assert count_tags(io.BytesIO(sheet), most=TagCount(99, 1, 99, 99, 99)) == TagCount(1, 2, 2, 0)
+
+
+def test_a_styles_part_kept_unparsed_is_not_parsed_for_the_title() -> None:
+    """word/styles.xml given a content type python-docx keeps as a blob does not count
+    towards INGEST_MAX_WORD_XML_BYTES; looking up the Title style in it must not build a
+    tree of it either (this 1.6 MB upload built 130 MB: ~4 GB at INGEST_MAX_UNCOMPRESSED_BYTES)."""
+    rng = random.Random(5)
+    filler = "".join(f'<w:x w:v="{rng.random():.8f}"/>' for _ in range(300_000))
+    styles = (
+        '<w:styles xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        f"{filler}</w:styles>"
+    ).encode()
+    data = _with_part(docx_with_paragraphs(["Body text."]), "word/styles.xml",
+                      lambda _old: styles)
+    data = _with_part(data, "[Content_Types].xml", lambda types: types.replace(
+        b"application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml",
+        b"application/octet-stream",
+    ))
+    assert len(styles) > 6_000_000
+    load_office(docx_with_paragraphs(["warm"]), filename="warm.docx", ext=".docx")
+    tracemalloc.start()
+    try:
+        try:
+            load_office(data, filename="styles.docx", ext=".docx",
+                        limits=OfficeLimits(max_word_xml=2_000_000))
+        except IngestError:
+            pass  # python-docx finds no styles: refused, but only after the title's lookup
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50_000_000, f"peak {peak / 1e6:.0f} MB"  # 22 MB; 130 MB when parsed
