@@ -420,25 +420,39 @@ _FILE_WARNING_LOGGERS = ("pypdf",)
 
 
 class _NamingHandler(logging.Handler):
-    """Logs a library's records again as this module's, naming the document being read."""
-
-    def __init__(self, document: Document) -> None:
-        super().__init__()
-        self.document = document
-        self.thread = threading.get_ident()
-        self.named = ""
+    """Logs a library's records again as this module's, naming the document the thread
+    that logged them is reading (`_reading`); another thread's pass on as they would have
+    gone."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.thread != self.thread:
-            # Another thread's reading, not this document's: as the record would have gone.
+        reading = _reading.get(record.thread or 0)
+        if reading is None:
             logging.getLogger().callHandlers(record)
             return
-        if not self.named:  # looked up at the first warning only: most documents have none
-            slug = (Workspace.all_objects.filter(pk=self.document.workspace_id)
+        if not reading.named:  # looked up at the first warning only: most documents have none
+            document = reading.document
+            slug = (Workspace.all_objects.filter(pk=document.workspace_id)
                     .values_list("slug", flat=True).first())
-            self.named = f"Document {self.document.pk} ({self.document.uri}, workspace {slug})"
+            reading.named = f"Document {document.pk} ({document.uri}, workspace {slug})"
         library = record.name.partition(".")[0]
-        logger.log(record.levelno, "%s: %s: %s", self.named, library, record.getMessage())
+        logger.log(record.levelno, "%s: %s: %s", reading.named, library, record.getMessage())
+
+
+@dataclass
+class _Reading:
+    document: Document
+    named: str = ""
+
+
+# One handler for the process, on the libraries' loggers while any thread reads a
+# document: a handler and a `propagate` saved per read were restored by whichever read
+# finished first, the other's then restored to what it found mid-read (propagate off, no
+# handler: every later pypdf warning of the process dropped), and each warning meanwhile
+# went out twice, once through each handler.
+_NAMING = _NamingHandler()
+_reading: dict[int, _Reading] = {}  # thread id: what that thread reads
+_reading_lock = threading.Lock()
+_found_propagate: dict[str, bool] = {}  # each library logger's, before the first read
 
 
 @contextmanager
@@ -447,20 +461,30 @@ def library_warnings_named(document: Document) -> Iterator[None]:
     "EOF marker not found" came into the worker's log alone, just before the document's
     FAILED line, with nothing to say which file it was. Their records go through this
     module's logger instead (not to the root's handlers as well, which would say it twice).
-    Indexing reads one document at a time in a process; another thread's records pass."""
-    handlers = []
-    for name in _FILE_WARNING_LOGGERS:
-        library = logging.getLogger(name)
-        handler = _NamingHandler(document)
-        library.addHandler(handler)
-        handlers.append((library, handler, library.propagate))
-        library.propagate = False
+    Threads reading documents at once each have theirs named; other threads' records pass."""
+    thread = threading.get_ident()
+    with _reading_lock:
+        if not _reading:
+            for name in _FILE_WARNING_LOGGERS:
+                library = logging.getLogger(name)
+                _found_propagate[name] = library.propagate
+                library.addHandler(_NAMING)
+                library.propagate = False
+        outer = _reading.get(thread)
+        _reading[thread] = _Reading(document)
     try:
         yield
     finally:
-        for library, handler, propagate in handlers:
-            library.removeHandler(handler)
-            library.propagate = propagate
+        with _reading_lock:
+            if outer is None:
+                del _reading[thread]
+            else:
+                _reading[thread] = outer
+            if not _reading:  # the last read ended: the loggers as the first found them
+                for name in _FILE_WARNING_LOGGERS:
+                    library = logging.getLogger(name)
+                    library.removeHandler(_NAMING)
+                    library.propagate = _found_propagate.pop(name, True)
 
 
 def _blob_id(data: bytes, metadata: dict) -> str:

@@ -6,6 +6,7 @@ import io
 import logging
 import os
 import random
+import threading
 import zipfile
 
 import pytest
@@ -813,3 +814,46 @@ def test_pypdf_s_warnings_while_a_document_loads_name_it(
     # Once, naming it: not also pypdf's own line without it.
     assert eof == [f"Document {document.pk} ({broken.as_uri()}, workspace acme): pypdf: "
                    "EOF marker not found"]
+
+
+def test_pypdf_s_logger_is_left_as_found_after_loads_overlapping_in_threads(workspace, caplog):
+    """Two documents read at once in one process (threads: the API's in-process indexing,
+    a threaded worker): the first to finish restored pypdf's logger while the second still
+    read, and the second then left it as the first had found it mid-read: propagate off and
+    no handler, every later pypdf warning in the process silently dropped. Meanwhile each
+    warning was logged twice, once named and once passed on by the other's handler."""
+    from django.db import connections
+
+    library = logging.getLogger("pypdf")
+    found = (library.propagate, list(library.handlers))
+    first, second = (Document(pk=pk, uri=f"file:///srv/{pk}.pdf", workspace_id=workspace.pk)
+                     for pk in (9001, 9002))
+    a_reads, b_reads, a_done = threading.Event(), threading.Event(), threading.Event()
+
+    def read_a() -> None:
+        try:
+            with pipeline.library_warnings_named(first):
+                a_reads.set()
+                b_reads.wait(5)
+                library.warning("EOF marker not found")
+        finally:
+            a_done.set()
+            connections.close_all()
+
+    def read_b() -> None:
+        a_reads.wait(5)
+        with pipeline.library_warnings_named(second):
+            b_reads.set()
+            a_done.wait(5)
+
+    threads = [threading.Thread(target=read_a), threading.Thread(target=read_b)]
+    with caplog.at_level(logging.WARNING):
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(10)
+        assert (library.propagate, library.handlers) == found
+        library.warning("Ignoring wrong pointing object")  # after both: as pypdf logs it
+    eof = [r.getMessage() for r in caplog.records if "EOF marker" in r.getMessage()]
+    assert len(eof) == 1 and eof[0].startswith("Document 9001 (file:///srv/9001.pdf"), eof
+    assert [r.name for r in caplog.records if "wrong pointing" in r.getMessage()] == ["pypdf"]
