@@ -432,19 +432,35 @@ def _within(archive: zipfile.ZipFile, name: str, max_xml: int) -> bool:
 def _paragraph_styles(archive: zipfile.ZipFile) -> dict[str, set[str]]:
     """{style name, lower case ("heading 1", "title"): its style ids}: a Word file saved
     in another language names its ids in that language (German "berschrift1"), never the
-    built-in style's name."""
+    built-in style's name.
+
+    Read as a stream, each element dropped once read: the part is parsed again by
+    python-docx, and a tree of it took ~16 bytes a byte (170 MB at the Word XML limit)."""
+    ids: dict[str, set[str]] = {}
+    open_elements: list[Any] = []
+    style: tuple[str | None, str] | None = None  # the paragraph style being read: type, id
     try:
         # _title_paragraph bounds this part; expat refuses entity-expansion bombs.
-        root = ElementTree.fromstring(archive.read("word/styles.xml"))
+        with archive.open("word/styles.xml") as part:
+            for event, element in ElementTree.iterparse(part, events=("start", "end")):
+                if event == "start":
+                    if element.tag == f"{_W}style":
+                        style = (element.get(f"{_W}type"), element.get(f"{_W}styleId") or "")
+                    elif (element.tag == f"{_W}name" and style is not None
+                          and style[0] == "paragraph" and open_elements
+                          and open_elements[-1].tag == f"{_W}style"):
+                        ids.setdefault((element.get(f"{_W}val") or "").lower(), set()).add(
+                            style[1]
+                        )
+                    open_elements.append(element)
+                    continue
+                open_elements.pop()
+                if element.tag == f"{_W}style":
+                    style = None
+                if open_elements:  # read: nothing of it is needed again
+                    open_elements[-1].remove(element)
     except (ElementTree.ParseError, KeyError, zipfile.BadZipFile, ValueError, OSError):
         return {}
-    ids: dict[str, set[str]] = {}
-    for style in root.iter(f"{_W}style"):
-        name = style.find(f"{_W}name")
-        if style.get(f"{_W}type") == "paragraph" and name is not None:
-            ids.setdefault((name.get(f"{_W}val") or "").lower(), set()).add(
-                style.get(f"{_W}styleId") or ""
-            )
     return ids
 
 
