@@ -425,23 +425,12 @@ class _NamingHandler(logging.Handler):
     gone."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        reading = _reading.get(record.thread or 0)
-        if reading is None:
+        named = _reading.get(record.thread or 0)
+        if named is None:
             logging.getLogger().callHandlers(record)
             return
-        if not reading.named:  # looked up at the first warning only: most documents have none
-            document = reading.document
-            slug = (Workspace.all_objects.filter(pk=document.workspace_id)
-                    .values_list("slug", flat=True).first())
-            reading.named = f"Document {document.pk} ({document.uri}, workspace {slug})"
         library = record.name.partition(".")[0]
-        logger.log(record.levelno, "%s: %s: %s", reading.named, library, record.getMessage())
-
-
-@dataclass
-class _Reading:
-    document: Document
-    named: str = ""
+        logger.log(record.levelno, "%s: %s: %s", named, library, record.getMessage())
 
 
 # One handler for the process, on the libraries' loggers while any thread reads a
@@ -450,7 +439,7 @@ class _Reading:
 # handler: every later pypdf warning of the process dropped), and each warning meanwhile
 # went out twice, once through each handler.
 _NAMING = _NamingHandler()
-_reading: dict[int, _Reading] = {}  # thread id: what that thread reads
+_reading: dict[int, str] = {}  # thread id: the document that thread reads, named
 _reading_lock = threading.Lock()
 _found_propagate: dict[str, bool] = {}  # each library logger's, before the first read
 
@@ -471,7 +460,7 @@ def library_warnings_named(document: Document) -> Iterator[None]:
                 library.addHandler(_NAMING)
                 library.propagate = False
         outer = _reading.get(thread)
-        _reading[thread] = _Reading(document)
+        _reading[thread] = f"Document {document.pk} ({document.uri})"
     try:
         yield
     finally:
@@ -532,7 +521,11 @@ def _hand_off(document_id: int, *, started: dt.datetime) -> IndexOutcome:
     # Not PENDING again for the bulk queue when its job was cancelled meanwhile: the bulk
     # task, started after the cancel, would index it in full.
     _progress(document_id, started=started)
-    _update(document_id, status=Document.Status.PENDING, progress=0)
+    # INDEXING checked on the row: a cancel landing after that check has made it FAILED.
+    if not Document.objects.filter(pk=document_id, status=Document.Status.INDEXING).update(
+        status=Document.Status.PENDING, progress=0, updated_at=timezone.now()
+    ):
+        return IndexOutcome(document_id, Document.Status.FAILED)
     return IndexOutcome(document_id, Document.Status.PENDING, handed_off=True)
 
 

@@ -812,7 +812,7 @@ def test_pypdf_s_warnings_while_a_document_loads_name_it(
     eof = [r.getMessage() for r in caplog.records if "EOF marker not found" in r.getMessage()]
     assert eof, [r.getMessage() for r in caplog.records]
     # Once, naming it: not also pypdf's own line without it.
-    assert eof == [f"Document {document.pk} ({broken.as_uri()}, workspace acme): pypdf: "
+    assert eof == [f"Document {document.pk} ({broken.as_uri()}): pypdf: "
                    "EOF marker not found"]
 
 
