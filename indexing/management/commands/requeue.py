@@ -12,11 +12,6 @@ from django.template.defaultfilters import pluralize
 from indexing import deletion, sources, workers
 
 
-def live_nodes(live: dict[str, set[str]] | None) -> list[str] | None:
-    """The names of the workers that answered; None when the broker could not be asked."""
-    return None if live is None else list(live)
-
-
 class Command(BaseCommand):
     help = (
         "Re-queue documents PENDING or INDEXING, and workspace and folder deletions "
@@ -39,7 +34,7 @@ class Command(BaseCommand):
             raise CommandError(f"--minutes must be 0 or more, not {minutes:g}")
         older_than = timedelta(minutes=minutes)
         requeued = sources.requeue_stranded(
-            older_than=older_than, live_workers=live_nodes(workers.live_workers())
+            older_than=older_than, live_workers=workers.live_workers()
         )
         count = requeued.sent
         self.stdout.write(f"Re-queued {count} document{pluralize(count)}")
