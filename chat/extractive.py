@@ -1258,7 +1258,7 @@ def _listed(
     Kwame?") is answered by the items naming it, when any does."""
     def section(candidate: Candidate) -> tuple[str, str]:
         # A section's table may run on into the next chunk: another passage, same section.
-        return titles.get(candidate.number, "").split(" › ", 1)[0], candidate.heading
+        return _document(titles.get(candidate.number, "")), candidate.heading
 
     first = section(chosen[0])
     if not all(_named_section(c) and section(c) == first for c in chosen) or any(
