@@ -53,7 +53,7 @@ incident", "What risks were raised?" of "Risks"): each sentence under it holds t
 words, and they are quoted as written (the one naming the most the question asks beyond
 the heading first). A question asking for things of a kind ("What are the action items?",
 "List the risks") answered from the section it names is answered with that section's items
-(entries, rows) as written, across the chunks it runs into, up to ``Tuning.max_entries``,
+(entries, rows) as written, across the chunks it runs into, up to ``Tuning.max_items``,
 each cited (those naming what it asks beyond the heading, when any do). A question asking
 for a sum of money no passage states ("What was the total cost?" of a table without a Total
 row) is answered with the rows holding the amounts, each cited: never a sum no passage
@@ -193,7 +193,8 @@ MONEY_ASKED: Final = re.compile(
     r"(?m:^)(?>.*?\bhow much\b).*\b(?:money|costs?|spen[dt]|pa(?:y|id)|charged?|"
     r"earn(?:ed)?|raised?|worth|fund(?:ed|ing)?|donated?|budget(?:ed)?|set aside)\b|"
     r"^\s*(?:what|how much) (?:is|was|were|are|will be)\b(?:\s+\w+){0,4} (?:budget|cost|"
-    r"price|fee|salary|revenue|endowment)s?\b",
+    r"price|fee|salary|revenue|endowment)s?\b|"
+    r"^\s*what (?:did|does|do|will|would)\b(?:\s+\w+){0,4} (?:cost|spend|pay|charge)\b",
     re.I,
 )
 # An exception class as code names it.
@@ -307,6 +308,30 @@ ANSWER_SHAPES: Final = [
           EXCEPTION, precise=True, required=True),
     Shape(re.compile(r"\berrors?\b", re.I), EXCEPTION, precise=True, required=False),
 ]
+# "What is tidewatch?", "Who was Marisol Quenby?": asks what a thing (of a few words) is.
+WHAT_IS_ASKED: Final = re.compile(
+    r"^\s*(?:what|who)(?:'s|\s+(?:is|are|was|were))\s+(?:(?:the|a|an)\s+)?"
+    r"(?P<subject>[^\s?]+(?:\s+[^\s?]+){0,3})\s*\?*\s*$",
+    re.I,
+)
+
+
+def asked_shapes(question: str) -> list[Shape]:
+    """The shapes of answer a question asks for: those of ANSWER_SHAPES, and for "What is
+    X?" a sentence saying what X is ("tidewatch is an open-source Python library …", "The
+    capital of Peru is Lima"), which names the answer itself: sentences that only mention
+    X ("tidewatch requires Python 3.10") share as many of its words."""
+    shapes = [shape for shape in ANSWER_SHAPES if shape.asks.search(question)]
+    if asked := WHAT_IS_ASKED.match(question):
+        subject = r"\s+".join(re.escape(word) for word in asked["subject"].split())
+        says_what = re.compile(
+            rf"^(?i:(?:the|a|an)\s+)?(?i:{subject})\s+(?:is|are|was|were)\s+"
+            r"(?:(?i:a|an|the|one)\b|[A-Z0-9])"
+        )
+        shapes.append(Shape(WHAT_IS_ASKED, says_what, precise=True, required=False))
+    return shapes
+
+
 # An identifier in a question ("max_connections", "asyncio.gather", "json.dumps()",
 # "maxBytes", "RotatingFileHandler"; a name of two capitals such as "McDonald" is no code).
 IDENTIFIER: Final = re.compile(
@@ -388,6 +413,10 @@ class Tuning:
     # a longer one is no sentence, and its lead-in is not quoted.
     max_entries: int = 8
     max_entry_words: int = 120
+    # A section's items or a table's rows answering a question for things of a kind are
+    # each quoted and cited: all of them as far as the evidence shows them, up to this
+    # many (an action-items table of 12 rows lost its last 4 at max_entries).
+    max_items: int = 25
     # A sentence restates one chosen before it when it gives no number that one lacks and
     # this share of the shorter one's words are in the other ("Total launch budget:
     # €18,500." and "The total approved launch budget is €18,500, taken from …").
@@ -860,7 +889,7 @@ def rank_sentences(
             for u in units
         }
     )
-    shapes = [shape for shape in ANSWER_SHAPES if shape.asks.search(question)]
+    shapes = asked_shapes(question)
     required = [shape.looks for shape in shapes if shape.required]
 
     def share(found: set[str]) -> float:
@@ -1156,7 +1185,7 @@ def compose_answer(
             at if (at := text.find(c.text)) >= 0 else len(text),
         ))
     # The sentence naming the answer precisely (the value beside "default") is read first.
-    precise = [s.looks for s in ANSWER_SHAPES if s.precise and s.asks.search(question)]
+    precise = [s.looks for s in asked_shapes(question) if s.precise]
     chosen.sort(key=lambda c: not any(looks.search(c.text) for looks in precise))
     return quote(_after_what_they_follow(chosen, passages=dict(passages),
                                          titles=titles or {}, grounder=grounder), "[{}]")
@@ -1172,14 +1201,22 @@ LIST_ASKED: Final = re.compile(
 )
 
 
-# A question asking for a sum: "What was the total cost?", "How much altogether?".
-TOTAL_ASKED: Final = re.compile(r"\b(?:total|sum|altogether|overall)\b", re.I)
-_TOTAL_TERMS: Final = frozenset(stem(w) for w in ("total", "sum", "altogether", "overall"))
+# A question asking for a sum: "What was the total cost?", "How much altogether?", "How
+# much did it all cost?". Of its words, those naming a sum ("total") and those naming
+# only the whole it adds up ("everything", "all", which every text holds).
+TOTAL_ASKED: Final = re.compile(
+    r"\b(?:total|sum|altogether|overall|combined|everything|all)\b", re.I
+)
+_TOTAL_TERMS: Final = frozenset(
+    stem(w) for w in ("total", "sum", "altogether", "overall", "combined")
+)
+_WHOLE_TERMS: Final = frozenset(stem(w) for w in ("everything", "all"))
 
 
 def _unstated_total(question: str, passages: Sequence[tuple[int, str]]) -> frozenset[str]:
     """The words of a question asking for a sum of money that say only that ("total",
-    "sum"), when no passage shown holds one of them: no passage states the sum. An answer
+    "sum", "everything"), when no passage shown holds a word naming a sum: no passage
+    states it. An answer
     quoting passages cannot add it up either; it quotes the amounts it is made of
     (_summands). Money only: "How many total judges are there in the EU?" of an article
     on schools, "total" weighing nothing, was answered by teachers' pay
@@ -1188,7 +1225,7 @@ def _unstated_total(question: str, passages: Sequence[tuple[int, str]]) -> froze
         return frozenset()
     if any(analyze(text).stems & _TOTAL_TERMS for _, text in passages):
         return frozenset()
-    return _TOTAL_TERMS & frozenset(analyze(question).terms)
+    return (_TOTAL_TERMS | _WHOLE_TERMS) & frozenset(analyze(question).terms)
 
 
 def _summands(
@@ -1198,7 +1235,7 @@ def _summands(
     """The answer to a question asking for a sum no passage states, when its best sentence
     is a table's row: every row of that table holding what is asked (each candidate has the
     answer's required shape: an amount of money for "the total cost"), in the order
-    written, up to ``Tuning.max_entries``, each cited: "cost_eur: 1200.50", "800.00",
+    written, up to ``Tuning.max_items``, each cited: "cost_eur: 1200.50", "800.00",
     "350.25" rather than the one row closest to the question. Never a sum of them: no
     passage states it, so no citation could ground it."""
     best = chosen[0]
@@ -1221,7 +1258,7 @@ def _quoted_in_order(
     titles: Mapping[int, str], grounder: Grounder | None, tuning: Tuning,
 ) -> list[Candidate]:
     """A section's or a table's items in the order written (the evidence shows a
-    document's passages in its order), up to ``Tuning.max_entries``; those not ``chosen``
+    document's passages in its order), up to ``Tuning.max_items``; those not ``chosen``
     only where the grounder finds each supported."""
     order = list(passages)
 
@@ -1230,7 +1267,7 @@ def _quoted_in_order(
         at = text.find(candidate.text)
         return order.index(candidate.number), at if at >= 0 else len(text)
 
-    ordered = sorted(items, key=written)[: tuning.max_entries]
+    ordered = sorted(items, key=written)[: tuning.max_items]
     if grounder is not None:
         said = {c.text for c in chosen}
         checked = supported([c for c in ordered if c.text not in said], dict(passages),
@@ -1252,7 +1289,7 @@ def _listed(
     """The answer to a question asking for things of a kind: when what was chosen is of the
     section whose heading the question names ("Action items" for "What are the action
     items?") and that section holds items (entries, rows), the section's items, in the order
-    written, up to ``Tuning.max_entries``: each is one of the things asked for, not a
+    written, up to ``Tuning.max_items``: each is one of the things asked for, not a
     weaker sentence, nor the prose leading into them ("Each action item has a single
     owner."). A question naming more than the heading ("What are the action items for
     Kwame?") is answered by the items naming it, when any does."""

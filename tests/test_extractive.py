@@ -1076,11 +1076,14 @@ def test_a_question_asking_for_a_list_is_answered_with_the_sections_items(checke
     answer = compose_answer("List the risks", passages, titles=titles, grounder=checker)
     assert answer.count("[2]") == 5 and answer.endswith(
         "Two vendors have not signed the data agreement. [2]"), answer
-    # Bounded: a long list is quoted up to Tuning.max_entries items.
-    many = "## Risks\n\n" + "".join(f"- Supplier {n} may miss its delivery date.\n"
-                                    for n in range(1, 13))
-    rendered = render_evidence([EvidenceDocument(
-        "Platform sync", "sync.md", "excerpt", [Passage(1, many, section="Risks")])])
-    answer = compose_answer("List the risks", parse_evidence(rendered),
-                            titles=parse_titles(rendered), grounder=checker)
-    assert answer.count("[1]") == Tuning().max_entries, answer
+    # Every item shown: twelve risks are twelve (the first eight were quoted, as if all);
+    # bounded, a longer list up to Tuning.max_items.
+    for count, quoted in ((12, 12), (40, Tuning().max_items)):
+        many = "## Risks\n\n" + "".join(f"- Supplier {n} may miss its delivery date.\n"
+                                        for n in range(1, count + 1))
+        rendered = render_evidence([EvidenceDocument(
+            "Platform sync", "sync.md", "excerpt", [Passage(1, many, section="Risks")])])
+        answer = compose_answer("List the risks", parse_evidence(rendered),
+                                titles=parse_titles(rendered), grounder=checker)
+        assert answer.count("[1]") == quoted, answer
+        assert answer.endswith(f"Supplier {quoted} may miss its delivery date. [1]"), answer

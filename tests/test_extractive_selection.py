@@ -55,6 +55,17 @@ def test_a_fact_stated_twice_in_the_evidence_is_quoted_once(corpus, api, setting
     assert budget["grounding"]["coverage"] == 1.0
 
 
+def test_what_a_thing_is_is_answered_by_the_sentence_saying_what_it_is(corpus, api, settings):
+    """Asked "What is tidewatch?": every passage of the FAQ names tidewatch, and the one
+    saying what it is ("tidewatch is an open-source Python library …") was not quoted at
+    all; "tidewatch requires Python 3.10 …" came first."""
+    settings.LLM_PROVIDER = "extractive"
+    content = ask(api, "What is tidewatch?")["resolved_content"]
+    assert content.startswith(
+        "tidewatch is an open-source Python library for predicting tide heights"
+    ), content
+
+
 def test_a_question_no_passage_answers_as_a_whole_is_not_answered(corpus, api, settings):
     settings.LLM_PROVIDER = "extractive"
     # One passage names salaries (the budget excludes them), another the CEO: neither

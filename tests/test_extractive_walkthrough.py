@@ -103,11 +103,16 @@ def test_a_total_no_passage_states_is_answered_with_the_amounts_it_adds_up(
         (tmp_path / name).write_text(text, encoding="utf-8")
         document = sources.add_path(workspace=workspace, path=tmp_path / name)
         pipeline.index_document(document_id=document.pk, embedder=counting_embedder)
-    total = ask(api, "What was the total cost?")
-    assert total.count("[citation:") == 3, total
-    assert total.startswith(
-        "item: Tide gauge hardware; supplier: Marlin Instruments; cost_eur: 1200.50. [citation:"
-    ), total
-    assert "item: Calibration visit; supplier: Marlin Instruments; cost_eur: 350.25." in total
-    assert "2350.75" not in total  # no sum a passage does not state
-    assert "euros per person" not in total
+    # However the sum is asked for ("everything", "altogether" found nowhere answered
+    # nothing, nor did "What did … cost?", not read as asking for money).
+    for question in ("What was the total cost?", "How much did everything cost in total?",
+                     "What did it cost altogether?", "How much did it all cost?"):
+        total = ask(api, question)
+        assert total.count("[citation:") == 3, (question, total)
+        assert total.startswith(
+            "item: Tide gauge hardware; supplier: Marlin Instruments; cost_eur: 1200.50. "
+            "[citation:"
+        ), total
+        assert "item: Calibration visit; supplier: Marlin Instruments; cost_eur: 350.25." in total
+        assert "2350.75" not in total  # no sum a passage does not state
+        assert "euros per person" not in total
