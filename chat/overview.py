@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from chat.answer_shapes import DATE
 from chat.extractive import (
     CODE_FILE,
-    DATE,
     DOCUMENT_LINE,
     NOTHING_FOUND,
     PASSAGE_LINE,

@@ -13,13 +13,9 @@ from dataclasses import replace
 
 import pytest
 
+from chat.answer_shapes import CAUSE, COUNT, MONEY, TOLERANCE, WHEN
 from chat.extractive import (
-    CAUSE,
-    COUNT,
-    MONEY,
     NOTHING_FOUND,
-    TOLERANCE,
-    WHEN,
     Tuning,
     compose_answer,
     parse_evidence,
