@@ -75,6 +75,10 @@ STOPS = ToolAnnotations(
 
 TokenOf = Callable[[Context], str]
 
+# list_sources' status, as its filter reads it (the documents list's, in any case): both
+# cases listed, so a client validating arguments against the schema lets `indexed` through.
+STATUSES = [*Document.Status.values, *(value.lower() for value in Document.Status.values), None]
+
 
 def _no_bool(value: Any) -> Any:
     if isinstance(value, bool):  # pydantic's lax mode reads true as 1 (a limit of 1)
@@ -432,7 +436,8 @@ def build_server(token_of: TokenOf, *, auth: AuthSettings | None = None,
     def list_sources(
         ctx: Context,
         status: Annotated[str | None, _argument(
-            "only documents in this state (any case)", enum=[*Document.Status.values, None]
+            "only documents in this state, upper or lower case (INDEXED or indexed)",
+            enum=STATUSES,
         )] = None,
         offset: Annotated[Int, _argument("the first document to list, from 0",
                                          minimum=0)] = 0,

@@ -154,7 +154,7 @@ def test_arguments_state_their_bounds_and_the_workspaces_are_listed(agent):
     assert tools["list_sources"]["properties"]["limit"]["maximum"] == 500
     assert tools["list_sources"]["properties"]["offset"]["minimum"] == 0
     assert set(tools["list_sources"]["properties"]["status"]["enum"]) == {
-        *Document.Status.values, None
+        *Document.Status.values, *(value.lower() for value in Document.Status.values), None
     }
     # Job counts have CANCELLED; a document has no such status: the tool says where those are.
     assert 'FAILED, its last_error beginning "Cancelled with ingest job"' in " ".join(
@@ -168,6 +168,29 @@ def test_arguments_state_their_bounds_and_the_workspaces_are_listed(agent):
         {"slug": "shared", "name": "Shared", "role": "reader"},
     ]}
     assert refusal.endswith("No workspace 'nope' (list_workspaces names yours)")
+
+
+def test_a_status_in_lower_case_is_valid_by_the_schema_as_the_filter_takes_it(agent):
+    # The filter takes any case (`indexed`, as the documents list's ?status=); the schema's
+    # enum listed the upper case alone, so a client validating arguments against it
+    # refused `indexed` before sending it, and an agent reading it could not know.
+    import jsonschema
+
+    async def session():
+        async with agent["client"]() as client:
+            schema = next(t.input_schema for t in (await client.list_tools()).tools
+                          if t.name == "list_sources")
+            return schema, [await _call(client, "list_sources", status=status)
+                            for status in ("indexed", "INDEXED", "failed")]
+
+    schema, (lower, upper, failed) = run(session)
+    for status in ("indexed", "INDEXED", "failed", "STALE", None):
+        jsonschema.validate({"status": status}, schema)  # what a validating client checks
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"status": "done"}, schema)
+    assert not lower[0] and lower[2]["documents"] == upper[2]["documents"]
+    assert [d["id"] for d in lower[2]["documents"]] == [agent["document"].pk]
+    assert not failed[0] and failed[2]["documents"] == []
 
 
 def test_stale_lists_by_default_and_a_check_reads_a_bounded_number_of_sources(
