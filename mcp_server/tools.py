@@ -412,9 +412,17 @@ def ingest(
             folder = selectors.folder_in(workspace=ws, folder_id=folder_id)
     except Http404 as exc:
         raise Refused(f"No folder {folder_id} in this workspace") from exc
+    field = "git_url" if git_url else "url"
     if url and git_sources.is_git_address(url):
         git_url = url
     if git_url:
+        try:
+            # An address that may not be cloned is an argument refused, as the API's 400
+            # on it; what the registration refuses besides (a clone running, the
+            # workspace full) is no fault of the argument.
+            git_sources.check_git_url(url=git_url, user=user)
+        except sources.SourceRefused as exc:
+            raise InvalidArguments(f"{field}: {exc}") from exc
         try:
             job, _document = git_sources.register_git_url(
                 workspace=ws, url=git_url, user=user, folder=folder,
@@ -425,7 +433,7 @@ def ingest(
         return _job(ws, user, job.pk)
     if url:
         if problem := sources.url_problem(url):
-            raise Refused(problem)
+            raise InvalidArguments(f"url: {problem}")
         source: dict[str, Any] = {"urls": [url.strip()]}
     else:
         try:

@@ -193,6 +193,30 @@ def test_a_status_in_lower_case_is_valid_by_the_schema_as_the_filter_takes_it(ag
     assert not failed[0] and failed[2]["documents"] == []
 
 
+def test_a_url_ingest_cannot_take_is_refused_as_an_invalid_argument(agent):
+    # Every other argument refused reads "Invalid arguments: …" naming it; an address
+    # that may not be fetched or cloned read as the bare reason, as if the tool had failed.
+    async def session():
+        async with agent["client"]() as client:
+            return [(await _call(client, "ingest", **arguments))[:2] for arguments in (
+                {"url": "ftp://example.org/notes.pdf"},
+                {"url": "http://127.0.0.1:9/page"},
+                {"url": "http://[::1"},
+                {"url": "http://user:secret@example.org/page"},
+                {"url": "http://127.0.0.1:9/repo.git"},
+                {"git_url": "ssh://git@example.org/acme/billing.git"},
+                {"git_url": "http://10.0.0.1/acme/billing"},
+                {"url": "https://example.org/page", "folder_id": 999_999},
+            )]
+
+    results = run(session)
+    for (error, text), field in zip(results[:-1], ["url"] * 5 + ["git_url"] * 2, strict=True):
+        assert error and text.startswith(f"Invalid arguments: {field}: "), text
+        assert "secret" not in text, text
+    assert results[-1] == (True, "No folder 999999 in this workspace")  # no argument's fault
+    assert not Document.objects.exclude(pk=agent["document"].pk).exists()
+
+
 def test_stale_lists_by_default_and_a_check_reads_a_bounded_number_of_sources(
     agent, tmp_path, settings
 ):
