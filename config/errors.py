@@ -17,7 +17,7 @@ from django.core.exceptions import (
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
-from rest_framework.exceptions import AuthenticationFailed, Throttled
+from rest_framework.exceptions import AuthenticationFailed, NotAcceptable, Throttled
 from rest_framework.response import Response
 from rest_framework.views import exception_handler, set_rollback
 
@@ -66,6 +66,12 @@ def api_exception_handler(exc: Exception, context: dict) -> Response | None:
         return Response({"files": [f"At most {limit} files per upload."]}, status=400)
     if isinstance(exc, TooManyFieldsSent | RequestDataTooBig):
         return Response({"detail": f"The request is too large: {exc}"}, status=400)
+    if isinstance(exc, NotAcceptable) and exc.available_renderers:
+        # DRF's said only that it could not: name what it can, as a `?format=` it does not
+        # offer is answered (config.negotiation).
+        offered = " or ".join(dict.fromkeys(r.media_type for r in exc.available_renderers))
+        exc = NotAcceptable(f"Could not satisfy the request Accept header: this answers "
+                            f"{offered}.")
     if isinstance(exc, AuthenticationFailed) and "request" in context:
         # Credentials that fail (a bogus token, a bad page-link signature) are refused
         # while authenticating, before any permission or throttle runs: counted here as

@@ -135,6 +135,10 @@ WRITES = ("post", "put", "patch", "delete")
 BODIES = ("post", "put", "patch")
 
 
+# What an operation declaring no body of its own (a 202, a 204) answers in: DRF's renderer.
+JSON = {"application/json"}
+
+
 def _error(description: str) -> dict:
     return {"description": description,
             "content": {"application/json": {"schema": copy.deepcopy(UNTYPED)}}}
@@ -143,9 +147,9 @@ def _error(description: str) -> dict:
 def refusals_everywhere(result: dict, generator, **kwargs) -> dict:
     """Statuses the API answers from code every view shares, declared here once: a
     reader's 403, a body over its limit (413, RequestSizeMiddleware), a body of a type the
-    operation does not parse (415, DRF), an Accept nothing offered matches (406, the
-    operations answering in more than JSON), a `?format=` none offers (400,
-    config.negotiation). One an operation declares keeps its own."""
+    operation does not parse (415, DRF), an Accept nothing offered matches (406: every
+    operation but those answering any type, JSON-only ones too), a `?format=` none offers
+    (400, config.negotiation). One an operation declares keeps its own."""
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             responses = operation["responses"]
@@ -167,9 +171,10 @@ def refusals_everywhere(result: dict, generator, **kwargs) -> dict:
                 media for status, response in responses.items() if status.startswith("2")
                 for media in response.get("content", {})
             }
-            if offered - {"application/json", "*/*"}:
+            if "*/*" not in offered:  # an answer of any type (a file) is never refused
                 responses.setdefault("406", _error(
-                    f"an Accept header none of {', '.join(sorted(offered))} matches"
+                    f"an Accept header none of {', '.join(sorted(offered or JSON))} "
+                    "matches (`text/html` alone: a browser opening the address)"
                 ))
     return result
 

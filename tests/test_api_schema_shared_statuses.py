@@ -28,7 +28,15 @@ def test_the_statuses_shared_code_answers_are_declared():
                 assert {"413", "415"} <= set(operation["responses"]), (path, method)
     for path in ("/api/threads/{id}/messages", "/api/threads/{id}/messages/{message_id}/edit"):
         assert "406" in paths[path]["post"]["responses"], path
-    assert "406" not in paths["/api/documents"]["get"]["responses"]
+    # JSON-only operations answer a 406 too (`Accept: text/html` alone, a browser following
+    # a link to /api/documents): the schema declared it only where more than JSON is offered.
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            if (path, method) != ("/api/documents/{id}/file", "get"):  # any type: none
+                assert "406" in operation["responses"], (path, method)
+    assert paths["/api/documents"]["get"]["responses"]["406"]["content"]["application/json"][
+        "schema"] == {"$ref": "#/components/schemas/Error"}
+    assert "406" not in paths["/api/documents/{id}/file"]["get"]["responses"]
 
 
 @pytest.mark.django_db
@@ -49,7 +57,18 @@ def test_the_declared_shared_statuses_are_answered(user, workspace, settings):
     thread = owner.post("/api/threads", {}, format="json").json()["id"]
     html = owner.post(f"/api/threads/{thread}/messages", {"content": "x"}, format="json",
                       HTTP_ACCEPT="text/html")
-    assert html.status_code == 406 and "detail" in html.json()
+    assert html.status_code == 406 and html.json() == {"detail": (
+        "Could not satisfy the request Accept header: this answers application/json or "
+        "text/event-stream."
+    )}
+    # A JSON-only operation, as a browser opening its address asks it; a download never.
+    for response in (owner.get("/api/documents", HTTP_ACCEPT="text/html"),
+                     owner.delete(f"/api/threads/{thread}", HTTP_ACCEPT="text/html")):
+        assert response.status_code == 406 and response["Content-Type"] == "application/json"
+        assert response.json() == {
+            "detail": "Could not satisfy the request Accept header: this answers "
+                      "application/json."
+        }
 
 
 def test_a_gets_etag_and_304_are_declared_where_answered(api, workspace):

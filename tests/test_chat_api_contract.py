@@ -118,12 +118,13 @@ def test_the_schema_documents_what_the_chat_endpoints_answer(schema):
                 if m != "parameters"}
     # Every operation's 401 and 429 are declared once, by config.schema, as a body's 413
     # and 415, a GET's 400 for a parameter it does not take and its 304 for an ETag sent
-    # back. No PUT: it answered 200 to any body and changed nothing; PATCH renames.
-    assert statuses == {"get": {"200", "304", "400", "401", "404", "429"},
-                        "patch": {"200", "400", "401", "404", "413", "415", "429"},
-                        "delete": {"204", "400", "401", "404", "429"}}  # ?format=xml
+    # back, and its 406 for an Accept JSON cannot answer. No PUT: it answered 200 to any
+    # body and changed nothing; PATCH renames.
+    assert statuses == {"get": {"200", "304", "400", "401", "404", "406", "429"},
+                        "patch": {"200", "400", "401", "404", "406", "413", "415", "429"},
+                        "delete": {"204", "400", "401", "404", "406", "429"}}  # ?format=xml
     check = paths["/api/grounding/check"]["post"]["responses"]
-    assert set(check) == {"200", "400", "401", "404", "413", "415", "429"}
+    assert set(check) == {"200", "400", "401", "404", "406", "413", "415", "429"}
     result = check["200"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
     assert set(components[result]["properties"]) == {
         "message_id", "answer", "dropped_citations", "sentences", "coverage", "citations"
