@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 from indexing import git_sources, originals, sources
 from indexing.serializers import (
     DOCUMENT_ORDERINGS,
+    STATUS_FILTER_VALUES,
     TITLE_QUERY_MAX_LENGTH,
     AddSourcesSerializer,
     AddUrlSerializer,
@@ -98,8 +99,9 @@ def refused(exc: sources.EditRefused, **fields: str) -> ValidationError:
     ),
     parameters=[
         WORKSPACE_PARAMETER,
-        OpenApiParameter("status", str, enum=Document.Status.values,
-                         description="only documents in this state, e.g. FAILED"),
+        OpenApiParameter("status", str, enum=STATUS_FILTER_VALUES,
+                         description="only documents in this state, any case: FAILED, "
+                         "failed"),
         OpenApiParameter("folder_id", int, description="only documents directly in this "
                          "folder (not in its subfolders, unless `subfolders=true`)"),
         OpenApiParameter("subfolders", bool, description="with `folder_id`: its subfolders' "

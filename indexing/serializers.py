@@ -114,6 +114,11 @@ DOCUMENT_ORDERINGS = [
 ]
 
 
+# The status filter's values as a schema offers them (an enum): it takes any case, and a
+# client validating against the schema sends `failed` only if it is listed.
+STATUS_FILTER_VALUES = [*Document.Status.values, *(v.lower() for v in Document.Status.values)]
+
+
 class DocumentFilterSerializer(serializers.Serializer):
     """The document list's filters (query parameters)."""
 

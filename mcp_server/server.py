@@ -32,8 +32,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from typing_extensions import TypedDict  # pydantic needs it on Python 3.11
 
 from indexing import sources
+from indexing.serializers import STATUS_FILTER_VALUES
 from knowledge.login_throttle import address_of
-from knowledge.models import Document
 from knowledge.throttling import (
     AnonThrottle,
     ChatTurnThrottle,
@@ -75,9 +75,8 @@ STOPS = ToolAnnotations(
 
 TokenOf = Callable[[Context], str]
 
-# list_sources' status, as its filter reads it (the documents list's, in any case): both
-# cases listed, so a client validating arguments against the schema lets `indexed` through.
-STATUSES = [*Document.Status.values, *(value.lower() for value in Document.Status.values), None]
+# list_sources' status, as its filter (the documents list's) takes it: in either case.
+STATUSES = [*STATUS_FILTER_VALUES, None]
 
 
 def _no_bool(value: Any) -> Any:

@@ -64,6 +64,16 @@ def test_a_misspelt_or_repeated_list_parameter_is_refused_not_ignored(api, docum
     assert api.get(f"{chunks}?page=1&page_size=5&workspace=acme").status_code == 200
 
 
+def test_the_documents_status_is_declared_in_the_cases_it_is_taken(api, documents):
+    # ?status=failed is taken (as MCP's list_sources takes it); the schema's enum listed
+    # FAILED alone, so a client generated from it could not send what the page sends.
+    get = SchemaGenerator().get_schema(request=None, public=True)["paths"]["/api/documents"]
+    (status,) = [p for p in get["get"]["parameters"] if p["name"] == "status"]
+    for value in status["schema"]["enum"]:
+        assert api.get("/api/documents", {"status": value}).status_code == 200, value
+    assert {"FAILED", "failed", "indexed"} <= set(status["schema"]["enum"])
+
+
 @pytest.mark.parametrize("page", ["0", "-1", "abc", "", "1.5"])
 def test_a_page_that_is_no_positive_number_is_a_400_naming_page(api, documents, page):
     # It was 404 {"detail": "Invalid page."}, where search answers a field error.
