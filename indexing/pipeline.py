@@ -592,9 +592,13 @@ def mark_failed(*, document_id: int, message: str) -> IndexOutcome:
     where = f" ({source[0]}, workspace {source[1]})" if source else ""
     logger.warning("Document %s%s FAILED: %s", document_id, where, message)
     # Chunks of an earlier good version stay: a broken upload must not erase
-    # what users could already find and cite.
-    _update(document_id, status=Document.Status.FAILED, progress=0,
-            last_error=storable(message[:4000]))
+    # what users could already find and cite. A document its job's cancel failed while
+    # this ran stays cancelled: what stopped the indexing after that (a loader error, the
+    # time limit) is not why it was not indexed, and the job counts it cancelled.
+    Document.objects.filter(pk=document_id).exclude(
+        status=Document.Status.FAILED, last_error__startswith=CANCELLED_NOTE
+    ).update(updated_at=timezone.now(), status=Document.Status.FAILED, progress=0,
+             last_error=storable(message[:4000]))
     return IndexOutcome(document_id, Document.Status.FAILED, error=message)
 
 

@@ -96,6 +96,37 @@ def test_cancelling_the_job_stops_a_document_being_indexed_and_keeps_the_others(
     assert document.chunk_count == _chunks_of(stations) and document.last_error == ""
 
 
+class FailingEmbedder(InterruptingEmbedder):
+    """Runs `during_first`, then fails as a model or a loader may."""
+
+    def embed_documents(self, texts):
+        super().embed_documents(texts)
+        raise RuntimeError("the model crashed")
+
+
+def test_a_document_whose_indexing_fails_after_its_job_is_cancelled_stays_cancelled(
+    api, local_embedder, django_capture_on_commit_callbacks
+):
+    """The error that stopped it after the cancel took the cancel's place: the document
+    read as failed by a crash and the job counted it FAILED, not CANCELLED."""
+    job = _upload(api, django_capture_on_commit_callbacks,
+                  ("stations.md", long_markdown(8, marker=" Crashed run.")))
+    document = Document.objects.get(uri="upload://stations.md")
+
+    def cancel() -> None:
+        assert api.post(f"/api/jobs/{job['id']}/cancel").status_code == 200
+
+    outcome = pipeline.index_document(
+        document_id=document.pk, embedder=FailingEmbedder(local_embedder, during_first=cancel)
+    )
+    assert outcome.status == Document.Status.FAILED
+    document.refresh_from_db()
+    assert document.last_error == (f"Cancelled with ingest job {job['id']} while it was "
+                                   "indexed; re-index it to index it")
+    body = api.get(f"/api/jobs/{job['id']}").json()
+    assert body["counts"]["CANCELLED"] == 1 and body["counts"]["FAILED"] == 0
+
+
 def test_deleting_a_document_being_indexed_stops_it_and_keeps_the_others(
     api, local_embedder, django_capture_on_commit_callbacks
 ):
