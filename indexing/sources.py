@@ -1555,6 +1555,15 @@ def unsupported_files(root: Path) -> list[Path]:
     return [path for path in _walked_files(root) if not is_known_filename(path.name)]
 
 
+def site_assets(root: Path) -> list[Path]:
+    """The files below `root` of a type read that `iter_files` leaves out as a site's
+    assets unless `include_assets`, for the ingest's report."""
+    return [
+        path for path in _walked_files(root)
+        if is_known_filename(path.name) and _is_asset(path, root)
+    ]
+
+
 def _walked_files(root: Path) -> Iterator[Path]:
     """Regular files below `root`, in a stable order, outside hidden and skipped folders."""
     for path in sorted(root.rglob("*")):

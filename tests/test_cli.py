@@ -513,3 +513,33 @@ def test_ingest_create_says_which_owner_is_missing(tmp_path):
     with pytest.raises(CommandError, match=r"no superuser owns it by default"):
         call_command("ingest", str(note), "--workspace", "new", "--create", "--inline",
                      stdout=io.StringIO())
+
+
+def test_ingest_says_which_of_a_folders_files_it_left_out_as_a_sites_assets(
+    workspace, tmp_path
+):
+    """A plain folder's stylesheets and minified or bundled scripts were left out without a
+    word (the summary counted the pages alone), though --include-assets would read them."""
+    (tmp_path / "a.md").write_text("# A\n\nThe slipway closes at 18:00.\n")
+    (tmp_path / "style.css").write_text("body { color: navy; }\n")
+    (tmp_path / "app.min.js").write_text("var a=1;\n")
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "search.js").write_text("function s(q) {\n  return q;\n}\n")
+    out = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
+                 stdout=out, stderr=io.StringIO())
+    assert (f"{tmp_path}: skipped 3 files as a site's assets, --include-assets reads them "
+            "(_static/search.js, app.min.js, style.css)") in out.getvalue().splitlines()
+    assert "1 document in" in out.getvalue()
+
+    out = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
+                 verbosity=2, stdout=out, stderr=io.StringIO())
+    assert ("  skipped style.css: a site's asset (a stylesheet, a minified or bundled "
+            "script, a script in a folder such as _static)") in out.getvalue().splitlines()
+
+    out = io.StringIO()
+    call_command("ingest", str(tmp_path), workspace=workspace.slug, inline=True,
+                 include_assets=True, stdout=out, stderr=io.StringIO())
+    assert "site's assets" not in out.getvalue()
+    assert "4 documents in" in out.getvalue()

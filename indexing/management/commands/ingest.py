@@ -188,7 +188,7 @@ class Command(BaseCommand):
         self._report_unsupported(
             [loc for loc in locations if loc not in walked and not _is_url(loc)
              and Path(loc).is_dir()],
-            list_all=options["verbosity"] >= 2,
+            list_all=options["verbosity"] >= 2, include_assets=options["include_assets"],
         )
         if not documents:
             if gone:
@@ -300,26 +300,43 @@ class Command(BaseCommand):
                 for skipped in walked.skipped:
                     self.stdout.write(f"  skipped {skipped.path}: {skipped.reason}")
 
-    def _report_unsupported(self, folders: list[str], *, list_all: bool) -> None:
-        """For each plain folder, the files left out for their type: counted with a few
-        names (every one at -v 2), as a repository's walk reports what it skipped."""
+    def _report_unsupported(
+        self, folders: list[str], *, list_all: bool, include_assets: bool
+    ) -> None:
+        """For each plain folder, the files left out for their type, and its site's assets
+        (unless --include-assets): counted with a few names (every one at -v 2), as a
+        repository's walk reports what it skipped."""
         for folder in folders:
             root = Path(folder)
-            skipped = [p.relative_to(root).as_posix() for p in sources.unsupported_files(root)]
-            if not skipped:
-                continue
-            counted = _files(len(skipped))
-            if list_all:
-                self.stdout.write(f"{folder}: skipped {counted} of a type not read:")
-                for name in skipped:
-                    self.stdout.write(f"  skipped {name}: unsupported file type")
-                continue
-            shown = ", ".join(skipped[:UNSUPPORTED_NAMED])
-            more = f" and {len(skipped) - UNSUPPORTED_NAMED} more (-v 2 lists them)" if (
-                len(skipped) > UNSUPPORTED_NAMED) else ""
-            self.stdout.write(
-                f"{folder}: skipped {counted} of a type not read ({shown}{more})"
+            self._report_skipped(
+                folder, sources.unsupported_files(root), "of a type not read",
+                "unsupported file type", list_all=list_all,
             )
+            if not include_assets:
+                self._report_skipped(
+                    folder, sources.site_assets(root),
+                    "as a site's assets, --include-assets reads them",
+                    "a site's asset (a stylesheet, a minified or bundled script, a script "
+                    "in a folder such as _static)", list_all=list_all,
+                )
+
+    def _report_skipped(
+        self, folder: str, paths: list[Path], what: str, reason: str, *, list_all: bool
+    ) -> None:
+        root = Path(folder)
+        skipped = [p.relative_to(root).as_posix() for p in paths]
+        if not skipped:
+            return
+        counted = _files(len(skipped))
+        if list_all:
+            self.stdout.write(f"{folder}: skipped {counted} {what}:")
+            for name in skipped:
+                self.stdout.write(f"  skipped {name}: {reason}")
+            return
+        shown = ", ".join(skipped[:UNSUPPORTED_NAMED])
+        more = f" and {len(skipped) - UNSUPPORTED_NAMED} more (-v 2 lists them)" if (
+            len(skipped) > UNSUPPORTED_NAMED) else ""
+        self.stdout.write(f"{folder}: skipped {counted} {what} ({shown}{more})")
 
     def _workspace(self, slug: str, owner: str | None, *, create: bool) -> Workspace:
         workspace = Workspace.objects.filter(slug=slug).first()
