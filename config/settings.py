@@ -484,8 +484,17 @@ RERANK_TIMEOUT = env.float("RERANK_TIMEOUT", default=5.0)
 # --- Chat ----------------------------------------------------------------------------
 # extractive (offline, no key) | openai (any OpenAI-compatible endpoint) | cohere
 LLM_PROVIDER = env("LLM_PROVIDER", default="extractive")
-LLM_BASE_URL = env("LLM_BASE_URL", default="https://api.openai.com/v1")
-LLM_MODEL = env("LLM_MODEL", default="gpt-4o-mini")
+# OpenAI's address and model are the openai provider's defaults only: given to Cohere's
+# client they sent its chat to api.openai.com, asking for gpt-4o-mini. Cohere's client
+# knows its own address; its model is the operator's to name.
+LLM_BASE_URL = env(
+    "LLM_BASE_URL", default="" if LLM_PROVIDER == "cohere" else "https://api.openai.com/v1"
+)
+LLM_MODEL = env("LLM_MODEL", default="" if LLM_PROVIDER == "cohere" else "gpt-4o-mini")
+if LLM_PROVIDER == "cohere" and not LLM_MODEL:
+    raise ImproperlyConfigured(
+        "LLM_PROVIDER=cohere needs LLM_MODEL: the Cohere chat model to use (e.g. command-a-03-2025)"
+    )
 LLM_API_KEY = env("LLM_API_KEY", default="")
 LLM_TIMEOUT = env.float("LLM_TIMEOUT", default=60.0)
 # An answer is cut (and marked `metadata.truncated`) at this many characters: the text of

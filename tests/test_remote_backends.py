@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +108,31 @@ def test_the_local_model_runs_small_batches_and_a_hosted_one_sends_large_request
     settings.EMBEDDING_DIMENSIONS = 3
     build_embedder().embed_documents([f"text {i}" for i in range(60)])
     assert [len(body["input"]) for _, body in Fake.requests] == [50, 10]
+
+
+def _settings_of(tmp_path, **environment: str) -> subprocess.CompletedProcess:
+    """The LLM settings a process started with `environment` reads."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    env.update(DJANGO_SETTINGS_MODULE="config.settings", VERITY_HOME=str(tmp_path),
+               DATABASE_URL="postgres://nobody@127.0.0.1:9/none", **environment)
+    return subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; "
+         "print(repr(settings.LLM_BASE_URL), repr(settings.LLM_MODEL))"],
+        cwd=Path(__file__).resolve().parent.parent, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+
+
+def test_cohere_chat_is_not_sent_to_openais_address_by_default(tmp_path):
+    """LLM_PROVIDER=cohere, as the README says, took OpenAI's LLM_BASE_URL and model: the
+    Cohere client posted its chat to https://api.openai.com/v1 asking for gpt-4o-mini."""
+    cohere = _settings_of(tmp_path, LLM_PROVIDER="cohere", LLM_MODEL="command-r")
+    assert cohere.returncode == 0, cohere.stderr
+    assert cohere.stdout.split() == ["''", "'command-r'"]  # '': the Cohere client's own API
+
+    unnamed = _settings_of(tmp_path, LLM_PROVIDER="cohere")
+    assert unnamed.returncode != 0
+    assert "LLM_PROVIDER=cohere needs LLM_MODEL" in unnamed.stderr
+
+    openai = _settings_of(tmp_path, LLM_PROVIDER="openai")
+    assert openai.stdout.split() == ["'https://api.openai.com/v1'", "'gpt-4o-mini'"]
