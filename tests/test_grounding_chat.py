@@ -478,3 +478,10 @@ def test_an_offline_answer_across_two_overlapping_chunks_is_supported_by_both(
                 first["support"]["document_span"]["char_end"]] == "by the harbour"
     assert BUOY[:second["support"]["document_span"]["char_end"]].endswith(
         "the sailing season begins.")
+
+
+def test_the_grounding_footer_counts_one_sentence_in_the_singular():
+    from chat.management.commands.ask import grounding_line
+
+    one = {"sentences": [{"verdict": "supported"}, {"verdict": "not_a_claim"}]}
+    assert grounding_line(one) == "grounding> 1 sentence · 1 supported · 0 partial · 0 uncited"

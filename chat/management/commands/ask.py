@@ -12,6 +12,7 @@ import sys
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.template.defaultfilters import pluralize
 
 from chat import services
 from chat.models import Message, Thread
@@ -108,13 +109,18 @@ def _as_json(message: Message) -> dict:
     }
 
 
+def _counted(count: int, noun: str) -> str:
+    """'1 tool call', '2 tool calls'."""
+    return f"{count} {noun}{pluralize(count)}"
+
+
 def grounding_line(grounding: dict) -> str:
     """'grounding> 4 sentences · 3 supported · 1 partial · 0 uncited' (claim sentences only;
     those past the check's budget are counted as '· n unchecked')."""
     claims = [s["verdict"] for s in grounding["sentences"] if s["verdict"] != "not_a_claim"]
     counts = {v: claims.count(v)
               for v in ("supported", "partial", "unsupported", "uncited", "unchecked")}
-    parts = [f"{len(claims)} sentences", f"{counts['supported']} supported",
+    parts = [_counted(len(claims), "sentence"), f"{counts['supported']} supported",
              f"{counts['partial']} partial"]
     if counts["unsupported"]:
         parts.append(f"{counts['unsupported']} unsupported")
@@ -136,10 +142,11 @@ def footer(message: Message, *, debug: bool = False) -> list[str]:
         queries.append(args.get("query", "?"))
     passages = sum(c["result"].count("\n[") for c in message.tool_calls)
     lines = [
-        f"retrieval> {len(message.tool_calls)} tool calls"
+        f"retrieval> {_counted(len(message.tool_calls), 'tool call')}"
         + (f"; searched: {', '.join(repr(q) for q in queries)}" if queries else ""),
-        f"matches> {passages} passages shown, {len(message.citations)} cited, "
-        f"{len(message.metadata.get('dropped_citations', []))} invented numbers dropped",
+        f"matches> {_counted(passages, 'passage')} shown, {len(message.citations)} cited, "
+        f"{_counted(len(message.metadata.get('dropped_citations', [])), 'invented number')} "
+        "dropped",
     ]
     if message.grounding is not None:
         lines.append(grounding_line(message.grounding))
