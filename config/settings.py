@@ -588,6 +588,11 @@ if WEB_SEARCH not in ("none", "searxng", "brave", "tavily"):
     raise ImproperlyConfigured(f"WEB_SEARCH={WEB_SEARCH!r}: use none, searxng, brave or tavily")
 # SearXNG: the instance's base URL (required). Brave and Tavily: their public API by default.
 WEB_SEARCH_URL = env("WEB_SEARCH_URL", default="")
+if WEB_SEARCH == "searxng" and not WEB_SEARCH_URL:
+    # Not a silent "off": there is no public instance to fall back on.
+    raise ImproperlyConfigured(
+        "WEB_SEARCH=searxng needs WEB_SEARCH_URL: your SearXNG instance's base URL"
+    )
 WEB_SEARCH_API_KEY = env("WEB_SEARCH_API_KEY", default="")
 WEB_SEARCH_RESULTS = env.int("WEB_SEARCH_RESULTS", default=5)
 WEB_SEARCH_TIMEOUT = env.float("WEB_SEARCH_TIMEOUT", default=10.0)

@@ -112,7 +112,7 @@ def test_the_local_model_runs_small_batches_and_a_hosted_one_sends_large_request
 
 def _settings_of(tmp_path, **environment: str) -> subprocess.CompletedProcess:
     """The LLM settings a process started with `environment` reads."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LLM_", "WEB_SEARCH"))}
     env.update(DJANGO_SETTINGS_MODULE="config.settings", VERITY_HOME=str(tmp_path),
                DATABASE_URL="postgres://nobody@127.0.0.1:9/none", **environment)
     return subprocess.run(
@@ -136,3 +136,13 @@ def test_cohere_chat_is_not_sent_to_openais_address_by_default(tmp_path):
 
     openai = _settings_of(tmp_path, LLM_PROVIDER="openai")
     assert openai.stdout.split() == ["'https://api.openai.com/v1'", "'gpt-4o-mini'"]
+
+
+def test_searxng_without_its_address_is_refused_at_start_not_silently_off(tmp_path):
+    """WEB_SEARCH=searxng without WEB_SEARCH_URL started with web search quietly off: the
+    model was never offered search_web and nothing said why."""
+    unnamed = _settings_of(tmp_path, WEB_SEARCH="searxng")
+    assert unnamed.returncode != 0
+    assert "WEB_SEARCH=searxng needs WEB_SEARCH_URL" in unnamed.stderr
+    named = _settings_of(tmp_path, WEB_SEARCH="searxng", WEB_SEARCH_URL="https://searx.example")
+    assert named.returncode == 0, named.stderr
