@@ -18,6 +18,7 @@ server's own).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -275,6 +276,8 @@ def clone(
             _keep_credentials(dest, credentials)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the address's folder, unless an earlier clone's
+            dest.parent.rmdir()
         raise
     shutil.rmtree(work, ignore_errors=True)
     return dest
